@@ -1,0 +1,20 @@
+# syntax=docker/dockerfile:1
+# Build: cgo is required (Dolt's chunk store uses zstd through cgo).
+FROM golang:1.26-bookworm AS build
+WORKDIR /src
+COPY go.mod go.sum ./
+RUN go mod download
+COPY . .
+RUN CGO_ENABLED=1 go build -ldflags="-s -w" -o /out/dumbodb ./cmd/dumbodb
+
+FROM debian:bookworm-slim
+RUN useradd --system --uid 10001 --home /data dumbodb && mkdir -p /data && chown dumbodb /data
+COPY --from=build /out/dumbodb /usr/local/bin/dumbodb
+USER dumbodb
+VOLUME ["/data"]
+EXPOSE 27017
+# The healthcheck sends a real ping over the wire protocol.
+HEALTHCHECK --interval=10s --timeout=3s --start-period=5s --retries=3 \
+  CMD ["dumbodb", "ping", "--port", "27017"]
+ENTRYPOINT ["dumbodb"]
+CMD ["--data-dir", "/data", "--bind_ip", "0.0.0.0", "--port", "27017"]

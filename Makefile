@@ -1,0 +1,43 @@
+# DumboDB build and test entry points. `make test` is the one command that
+# runs every test on a fresh machine (it installs mongosh from npm first).
+
+GO        ?= go
+MONGOSH_VERSION := 2.12.0
+TOOLS     := $(CURDIR)/.tools
+MONGOSH   := $(TOOLS)/node_modules/.bin/mongosh
+export DUMBODB_MONGOSH := $(MONGOSH)
+
+.PHONY: build run test test-short lint-deps vet tools fuzz clean
+
+build:
+	$(GO) build -o bin/dumbodb ./cmd/dumbodb
+
+run:
+	$(GO) run ./cmd/dumbodb
+
+# Every test: vet, the import rules, unit tests and end-to-end tests (the
+# official Go driver and mongosh against real servers), under the race
+# detector.
+test: tools vet
+	$(GO) test -race -timeout 25m ./...
+
+test-short: vet
+	$(GO) test -short -timeout 10m ./...
+
+lint-deps:
+	$(GO) test -run TestImportDirection -count=1 .
+
+vet:
+	$(GO) vet ./...
+
+tools: $(MONGOSH)
+
+$(MONGOSH):
+	mkdir -p $(TOOLS)
+	npm install --prefix $(TOOLS) --no-audit --no-fund --loglevel=error mongosh@$(MONGOSH_VERSION)
+
+fuzz:
+	$(GO) test -run '^$$' -fuzz FuzzRead -fuzztime 60s ./wire/
+
+clean:
+	rm -rf bin

@@ -1,0 +1,133 @@
+// Command dumbodb is the DumboDB server: a MongoDB-compatible document
+// database with Git-style version control, storing data in Dolt.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"dumbodb/server"
+	"dumbodb/storage"
+
+	"github.com/rs/zerolog"
+)
+
+// options are the command-line flags, named as mongod names them.
+type options struct {
+	dataDir    string
+	port       int
+	bindIP     string
+	unixSocket string
+	version    bool
+}
+
+func parseFlags(args []string, stderr io.Writer) (*options, error) {
+	o := &options{}
+	fs := flag.NewFlagSet("dumbodb", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.dataDir, "data-dir", "data", "directory where DumboDB keeps its databases")
+	fs.StringVar(&o.dataDir, "dbpath", "data", "alias of --data-dir")
+	fs.IntVar(&o.port, "port", 27017, "TCP port to listen on")
+	fs.StringVar(&o.bindIP, "bind_ip", "127.0.0.1", "comma-separated addresses to listen on")
+	fs.StringVar(&o.unixSocket, "unixSocket", "", "also listen on this Unix socket path")
+	fs.BoolVar(&o.version, "version", false, "print the version and exit")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: dumbodb [options]\n\nA MongoDB-compatible document database with Git-style version control.\n\nOptions:\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	return o, nil
+}
+
+// newLogger writes mongod-shaped JSON lines: {"t":{"$date":…},"s":"I","c":…,"msg":…}.
+func newLogger(w io.Writer) zerolog.Logger {
+	zerolog.TimestampFieldName = "t"
+	zerolog.LevelFieldName = "s"
+	zerolog.MessageFieldName = "msg"
+	zerolog.TimeFieldFormat = time.RFC3339Nano
+	zerolog.LevelFieldMarshalFunc = func(l zerolog.Level) string {
+		switch l {
+		case zerolog.WarnLevel:
+			return "W"
+		case zerolog.ErrorLevel, zerolog.FatalLevel, zerolog.PanicLevel:
+			return "E"
+		case zerolog.DebugLevel, zerolog.TraceLevel:
+			return "D"
+		}
+		return "I"
+	}
+	return zerolog.New(w).Level(zerolog.InfoLevel).With().Timestamp().Logger()
+}
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "ping" {
+		return runPing(args[1:], stdout, stderr)
+	}
+	o, err := parseFlags(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		return 2
+	}
+	if o.version {
+		fmt.Fprintf(stdout, "dumbodb version %s (MongoDB wire protocol, 8.0 compatible)\n", server.Version)
+		return 0
+	}
+	ring := server.NewLogRing(1024)
+	log := newLogger(io.MultiWriter(stdout, ring))
+	engine, err := storage.Open(o.dataDir, log)
+	if err != nil {
+		log.Error().Str("c", "STORAGE").Err(err).Msg("cannot open the data directory")
+		fmt.Fprintf(stderr, "dumbodb: %v\n", err)
+		return 1
+	}
+	cfg := server.Config{
+		BindIPs: strings.Split(o.bindIP, ","), Port: o.port, UnixSocket: o.unixSocket,
+		Argv: append([]string{"dumbodb"}, args...),
+	}
+	srv := server.New(cfg, engine, log, ring)
+	if err := srv.Listen(); err != nil {
+		log.Error().Str("c", "NETWORK").Err(err).Msg("cannot listen")
+		fmt.Fprintf(stderr, "dumbodb: %v\n", err)
+		engine.Close()
+		return 1
+	}
+	srv.Serve()
+	log.Info().Str("c", "CONTROL").Str("dataDir", o.dataDir).Int("pid", os.Getpid()).
+		Str("version", server.Version).Msg("DumboDB started")
+	return waitForSignal(srv, engine, log)
+}
+
+func waitForSignal(srv *server.Server, engine *storage.Engine, log zerolog.Logger) int {
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	sig := <-sigs
+	log.Info().Str("c", "CONTROL").Str("signal", sig.String()).Msg("shutting down")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	srv.Shutdown(ctx)
+	if err := engine.Close(); err != nil {
+		log.Error().Str("c", "STORAGE").Err(err).Msg("closing storage")
+		return 1
+	}
+	log.Info().Str("c", "CONTROL").Msg("shutdown complete")
+	return 0
+}

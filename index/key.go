@@ -1,0 +1,190 @@
+// Package index owns how DumboDB turns BSON values into index keys: the
+// order-preserving key encoding (EncodeKey) whose byte order equals
+// query.Compare, and the rules for what may be an _id. Secondary index
+// specs, multikey expansion and range building will live here too.
+package index
+
+import (
+	"encoding/binary"
+	"math"
+	"math/big"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"dumbodb/query"
+)
+
+// MaxKeySize caps an encoded key. Keys are stored inside Dolt tuples, whose
+// fields and total tuple size are limited (tens of KB at most per chunk
+// entry); 4 KiB leaves ample headroom for the rest of the tuple and matches
+// the spirit of MongoDB's old 1024-byte index key limit without being
+// stricter than real-world _ids need.
+const MaxKeySize = 4096
+
+// endMarker terminates documents and arrays. It is below every class byte
+// (classes start at 1), so a prefix sorts before a longer value.
+const endMarker = 0x00
+
+// EncodeKey appends an order-preserving encoding of v to dst:
+// bytes.Compare of two encodings equals query.Compare of the values, and
+// values MongoDB considers equal (1, NumberLong(1), 1.0, NumberDecimal("1"),
+// -0.0 and 0) encode identically.
+//
+// Numbers share one class byte and are encoded as the largest float64 not
+// above the value (8 order-preserving bytes) plus a tie-break: 0x00 when
+// the float64 is exact, else 0x01 and the remainder as a float64. int64
+// remainders are exact. Decimal128 is best effort: two decimals that round
+// to the same float64 floor and remainder (more than ~30 significant digits
+// of agreement), or that lie beyond float64's range, may encode equal or
+// out of order.
+func EncodeKey(dst []byte, v bsoncore.Value) []byte {
+	class := query.CanonicalType(v.Type)
+	dst = append(dst, byte(class))
+	return appendPayload(dst, class, v)
+}
+
+func appendPayload(dst []byte, class int, v bsoncore.Value) []byte {
+	switch class {
+	case query.ClassNumber:
+		return appendNumber(dst, v)
+	case query.ClassString, query.ClassCode:
+		return appendEscaped(dst, rawString(v.Data))
+	case query.ClassObject:
+		return appendDoc(dst, v.Data, true)
+	case query.ClassArray:
+		return appendDoc(dst, v.Data, false)
+	case query.ClassBinData:
+		dst = binary.BigEndian.AppendUint32(dst, binary.LittleEndian.Uint32(v.Data))
+		return append(dst, v.Data[4:]...) // subtype, then bytes
+	case query.ClassObjectID:
+		return append(dst, v.Data...)
+	case query.ClassBool:
+		return append(dst, v.Data[0])
+	case query.ClassDate:
+		return binary.BigEndian.AppendUint64(dst, uint64(v.DateTime())^(1<<63))
+	case query.ClassTimestamp:
+		t, i := v.Timestamp()
+		dst = binary.BigEndian.AppendUint32(dst, t)
+		return binary.BigEndian.AppendUint32(dst, i)
+	case query.ClassRegex:
+		p, o := v.Regex()
+		dst = appendEscaped(dst, []byte(p))
+		return appendEscaped(dst, []byte(o))
+	case query.ClassDBPointer:
+		// Ordered by namespace length, then namespace and ObjectId bytes.
+		dst = binary.BigEndian.AppendUint32(dst, binary.LittleEndian.Uint32(v.Data))
+		return append(dst, v.Data[4:]...)
+	case query.ClassCodeWithScope:
+		code, scope := v.CodeWithScope()
+		dst = appendEscaped(dst, []byte(code))
+		return appendDoc(dst, scope, true)
+	}
+	return dst // MinKey, Undefined, Null, MaxKey: the class says it all.
+}
+
+func rawString(data []byte) []byte { return data[4 : len(data)-1] }
+
+// appendEscaped writes b with 0x00 escaped as 0x00 0xFF and a 0x00 0x00
+// terminator, so a string sorts before its extensions.
+func appendEscaped(dst, b []byte) []byte {
+	for _, c := range b {
+		dst = append(dst, c)
+		if c == 0 {
+			dst = append(dst, 0xFF)
+		}
+	}
+	return append(dst, 0, 0)
+}
+
+// appendDoc encodes elements as class byte, field name (objects only),
+// payload; field names are C strings, so one 0x00 terminates them.
+func appendDoc(dst, doc []byte, names bool) []byte {
+	rem := doc[4 : len(doc)-1]
+	for len(rem) > 0 {
+		el, r, ok := bsoncore.ReadElement(rem)
+		if !ok {
+			break
+		}
+		rem = r
+		v := el.Value()
+		class := query.CanonicalType(v.Type)
+		dst = append(dst, byte(class))
+		if names {
+			dst = append(dst, el.KeyBytes()...)
+			dst = append(dst, 0)
+		}
+		dst = appendPayload(dst, class, v)
+	}
+	return append(dst, endMarker)
+}
+
+// appendNumber encodes floor-as-float64 plus remainder (see EncodeKey).
+func appendNumber(dst []byte, v bsoncore.Value) []byte {
+	switch v.Type {
+	case bsoncore.TypeDouble:
+		return appendFloatKey(dst, v.Double(), 0)
+	case bsoncore.TypeInt32:
+		return appendFloatKey(dst, float64(v.Int32()), 0)
+	case bsoncore.TypeInt64:
+		return appendInt64(dst, v.Int64())
+	}
+	return appendDecimal(dst, query.ExactNumber(v))
+}
+
+func appendInt64(dst []byte, i int64) []byte {
+	f := float64(i)
+	if f >= math.MaxInt64 || int64(f) > i {
+		f = math.Nextafter(f, math.Inf(-1))
+	}
+	return appendFloatKey(dst, f, float64(i-int64(f)))
+}
+
+func appendDecimal(dst []byte, e query.Exact) []byte {
+	switch {
+	case e.NaN:
+		return appendFloatKey(dst, math.NaN(), 0)
+	case e.Inf != 0:
+		return appendFloatKey(dst, math.Inf(e.Inf), 0)
+	}
+	f, _ := e.Rat.Float64()
+	if math.IsInf(f, -1) {
+		// Below float64's range: sort above -Inf, by the rounded excess.
+		excess, _ := new(big.Rat).Add(e.Rat, new(big.Rat).SetFloat64(math.MaxFloat64)).Float64()
+		return appendTie(appendFloat(dst, f), excess)
+	}
+	if math.IsInf(f, 1) || new(big.Rat).SetFloat64(f).Cmp(e.Rat) > 0 {
+		f = math.Nextafter(f, math.Inf(-1))
+	}
+	rem, _ := new(big.Rat).Sub(e.Rat, new(big.Rat).SetFloat64(f)).Float64()
+	return appendFloatKey(dst, f, rem)
+}
+
+// appendFloatKey writes f (NaN lowest, -0 as 0) and the remainder tie-break.
+func appendFloatKey(dst []byte, f, rem float64) []byte {
+	return appendTie(appendFloat(dst, f), rem)
+}
+
+func appendTie(dst []byte, rem float64) []byte {
+	if rem == 0 {
+		return append(dst, 0)
+	}
+	return appendFloat(append(dst, 1), rem)
+}
+
+// appendFloat writes 8 bytes whose unsigned order is float order, with NaN
+// (all zero bytes) below -Inf.
+func appendFloat(dst []byte, f float64) []byte {
+	if math.IsNaN(f) {
+		return append(dst, 0, 0, 0, 0, 0, 0, 0, 0)
+	}
+	if f == 0 {
+		f = 0 // folds -0 into +0
+	}
+	bits := math.Float64bits(f)
+	if bits>>63 == 1 {
+		bits = ^bits
+	} else {
+		bits |= 1 << 63
+	}
+	return binary.BigEndian.AppendUint64(dst, bits)
+}

@@ -1,0 +1,174 @@
+package query
+
+import (
+	"bytes"
+	"strconv"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
+
+// elemIter walks the elements of a BSON document or array body without
+// allocating; bsoncore's Elements() builds a slice, which hot paths avoid.
+type elemIter struct{ rem []byte }
+
+func newIter(doc []byte) elemIter {
+	if len(doc) < 5 {
+		return elemIter{}
+	}
+	return elemIter{rem: doc[4 : len(doc)-1]}
+}
+
+// next returns the next key and value; ok=false at the end or on malformed input.
+func (it *elemIter) next() (key []byte, v bsoncore.Value, ok bool) {
+	if len(it.rem) < 2 {
+		return nil, v, false
+	}
+	t := bsoncore.Type(it.rem[0])
+	rest := it.rem[1:]
+	i := bytes.IndexByte(rest, 0)
+	if i < 0 {
+		it.rem = nil
+		return nil, v, false
+	}
+	key = rest[:i]
+	v, r, ok := bsoncore.ReadValue(rest[i+1:], t)
+	if !ok {
+		it.rem = nil
+		return nil, v, false
+	}
+	it.rem = r
+	return key, v, true
+}
+
+// lookupField returns the value of the first top-level field named name.
+func lookupField(doc []byte, name string) (bsoncore.Value, bool) {
+	it := newIter(doc)
+	for {
+		k, v, ok := it.next()
+		if !ok {
+			return bsoncore.Value{}, false
+		}
+		if string(k) == name {
+			return v, true
+		}
+	}
+}
+
+// arrayElem returns element idx of a BSON array body.
+func arrayElem(arr []byte, idx int) (bsoncore.Value, bool) {
+	it := newIter(arr)
+	for i := 0; ; i++ {
+		_, v, ok := it.next()
+		if !ok {
+			return bsoncore.Value{}, false
+		}
+		if i == idx {
+			return v, true
+		}
+	}
+}
+
+// arrayLen counts the elements of a BSON array body.
+func arrayLen(arr []byte) int {
+	it := newIter(arr)
+	n := 0
+	for {
+		if _, _, ok := it.next(); !ok {
+			return n
+		}
+		n++
+	}
+}
+
+// arrayValues returns the elements of a BSON array body.
+func arrayValues(arr []byte) []bsoncore.Value {
+	var out []bsoncore.Value
+	it := newIter(arr)
+	for {
+		_, v, ok := it.next()
+		if !ok {
+			return out
+		}
+		out = append(out, v)
+	}
+}
+
+// firstKey returns the first field name of doc ("" when empty).
+func firstKey(doc []byte) string {
+	it := newIter(doc)
+	k, _, _ := it.next()
+	return string(k)
+}
+
+// isOperatorDoc reports whether v is an embedded document whose first field
+// is $-prefixed: MongoDB reads such documents as operator lists, not values.
+func isOperatorDoc(v bsoncore.Value) bool {
+	if v.Type != bsoncore.TypeEmbeddedDocument {
+		return false
+	}
+	k := firstKey(v.Data)
+	return len(k) > 0 && k[0] == '$'
+}
+
+// parseIndex reads a path component as an array index; MongoDB only treats
+// plain decimal digits as positions (no sign, no leading '+').
+func parseIndex(s string) (int, bool) {
+	if s == "" || len(s) > 9 {
+		return 0, false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return 0, false
+		}
+	}
+	n, err := strconv.Atoi(s)
+	return n, err == nil
+}
+
+// rawString returns the bytes of a string, symbol or code value without copying.
+func rawString(v bsoncore.Value) []byte {
+	if len(v.Data) < 5 {
+		return nil
+	}
+	return v.Data[4 : len(v.Data)-1]
+}
+
+// stringLike reports whether v is a string or symbol, the types regexes match.
+func stringLike(v bsoncore.Value) bool {
+	return v.Type == bsoncore.TypeString || v.Type == bsoncore.TypeSymbol
+}
+
+var nullValue = bsoncore.Value{Type: bsoncore.TypeNull}
+
+// truthy reports whether v counts as true in MongoDB's option parsing
+// (booleans, nonzero numbers; everything else that is not null/false).
+func truthy(v bsoncore.Value) bool {
+	switch v.Type {
+	case bsoncore.TypeBoolean:
+		return v.Boolean()
+	case bsoncore.TypeNull, bsoncore.TypeUndefined:
+		return false
+	case bsoncore.TypeInt32, bsoncore.TypeInt64, bsoncore.TypeDouble, bsoncore.TypeDecimal128:
+		return !isZeroNumber(v)
+	}
+	return true
+}
+
+func isNumber(v bsoncore.Value) bool {
+	switch v.Type {
+	case bsoncore.TypeInt32, bsoncore.TypeInt64, bsoncore.TypeDouble, bsoncore.TypeDecimal128:
+		return true
+	}
+	return false
+}
+
+// buildArray encodes values as a BSON array value.
+func buildArray(vals []bsoncore.Value) bsoncore.Value {
+	return bsoncore.Value{Type: bsoncore.TypeArray, Data: bsoncore.BuildArray(nil, vals...)}
+}
+
+// sameValue reports byte-level identity (type and encoding), which is how
+// MongoDB decides whether an update modified a field.
+func sameValue(a, b bsoncore.Value) bool {
+	return a.Type == b.Type && bytes.Equal(a.Data, b.Data)
+}

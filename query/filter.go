@@ -1,0 +1,279 @@
+package query
+
+import (
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"dumbodb/query/mongoerr"
+)
+
+// Filter is a compiled find/update/delete filter.
+type Filter struct {
+	root docExpr
+	eqs  []EqualityField
+}
+
+// EqualityField is a path pinned to a value by an equality predicate.
+type EqualityField struct {
+	Path  string
+	Value bsoncore.Value
+}
+
+// docExpr is a predicate over a whole document.
+type docExpr interface{ matchDoc(doc []byte) bool }
+
+type andExpr []docExpr
+
+func (a andExpr) matchDoc(doc []byte) bool {
+	for _, e := range a {
+		if !e.matchDoc(doc) {
+			return false
+		}
+	}
+	return true
+}
+
+type orExpr []docExpr
+
+func (o orExpr) matchDoc(doc []byte) bool {
+	for _, e := range o {
+		if e.matchDoc(doc) {
+			return true
+		}
+	}
+	return false
+}
+
+type norExpr []docExpr
+
+func (n norExpr) matchDoc(doc []byte) bool { return !orExpr(n).matchDoc(doc) }
+
+type constExpr bool
+
+func (c constExpr) matchDoc([]byte) bool { return bool(c) }
+
+// pathExpr applies an operator tree to the values one path reaches.
+type pathExpr struct {
+	parts []string
+	node  opNode
+}
+
+func (p *pathExpr) matchDoc(doc []byte) bool {
+	return p.node.eval(source{doc: doc, parts: p.parts})
+}
+
+// source is what an operator tree evaluates against: either the values a
+// path reaches in a document, or a single value ($elemMatch, $pull).
+type source struct {
+	doc    []byte
+	parts  []string
+	single bsoncore.Value
+}
+
+func (s source) each(fn visitFn) bool {
+	if s.parts == nil {
+		return fn(s.single, kindValue)
+	}
+	return walkPath(s.doc, s.parts, fn)
+}
+
+// opNode is a tree of field operators. Negations wrap the "any value
+// matches" of their child, which is why {a: {$ne: 1}} rejects [1, 2].
+type opNode interface{ eval(src source) bool }
+
+type opAnd []opNode
+
+func (a opAnd) eval(src source) bool {
+	for _, n := range a {
+		if !n.eval(src) {
+			return false
+		}
+	}
+	return true
+}
+
+type opNot struct{ child opNode }
+
+func (n opNot) eval(src source) bool { return !n.child.eval(src) }
+
+// leafNode matches when any value the source yields satisfies the leaf.
+type leafNode struct{ leaf leaf }
+
+func (l leafNode) eval(src source) bool { return src.each(l.leaf.matchValue) }
+
+// leaf is a single-value predicate; k says how the value was reached.
+type leaf interface {
+	matchValue(v bsoncore.Value, k visitKind) bool
+}
+
+// CompileFilter validates and compiles a filter document.
+func CompileFilter(filter bsoncore.Document) (*Filter, error) {
+	f := &Filter{}
+	root, err := f.parseDoc(filter, true)
+	if err != nil {
+		return nil, err
+	}
+	f.root = root
+	return f, nil
+}
+
+// Match reports whether doc satisfies the filter.
+func (f *Filter) Match(doc bsoncore.Document) bool { return f.root.matchDoc(doc) }
+
+// EqualityFields returns the equality predicates at the top level (or in a
+// top-level $and) in filter order; upserts seed new documents from them.
+func (f *Filter) EqualityFields() []EqualityField { return f.eqs }
+
+// IDEquality returns the value _id is pinned to by equality, if any.
+func (f *Filter) IDEquality() (bsoncore.Value, bool) {
+	for _, e := range f.eqs {
+		if e.Path == "_id" && e.Value.Type != bsoncore.TypeArray {
+			return e.Value, true
+		}
+	}
+	return bsoncore.Value{}, false
+}
+
+// parseDoc compiles a filter document. collect is true while the document
+// is the top level or a top-level $and, where equalities seed upserts.
+func (f *Filter) parseDoc(doc []byte, collect bool) (docExpr, error) {
+	if err := bsoncore.Document(doc).Validate(); err != nil {
+		return nil, mongoerr.New(mongoerr.InvalidBSON, "invalid filter: %v", err)
+	}
+	var out andExpr
+	it := newIter(doc)
+	for {
+		k, v, ok := it.next()
+		if !ok {
+			break
+		}
+		key := string(k)
+		var e docExpr
+		var err error
+		if len(key) > 0 && key[0] == '$' {
+			e, err = f.parseTopLevel(key, v, collect)
+		} else {
+			e, err = f.parsePath(key, v, collect)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if e != nil {
+			out = append(out, e)
+		}
+	}
+	if len(out) == 1 {
+		return out[0], nil
+	}
+	return out, nil
+}
+
+// topLevelOps are the $-keys a filter document may contain.
+// It is filled in init because parseLogical recurses back into it.
+var topLevelOps map[string]func(f *Filter, name string, v bsoncore.Value, collect bool) (docExpr, error)
+
+func init() {
+	topLevelOps = map[string]func(f *Filter, name string, v bsoncore.Value, collect bool) (docExpr, error){
+		"$and":         parseLogical,
+		"$or":          parseLogical,
+		"$nor":         parseLogical,
+		"$comment":     func(*Filter, string, bsoncore.Value, bool) (docExpr, error) { return nil, nil },
+		"$alwaysTrue":  parseConst,
+		"$alwaysFalse": parseConst,
+		"$where":       notAllowed,
+		"$function":    notAllowed,
+		"$expr":        notImplemented,
+		"$text":        notImplemented,
+		"$jsonSchema":  notImplemented,
+		"$sampleRate":  notImplemented,
+	}
+}
+
+func (f *Filter) parseTopLevel(name string, v bsoncore.Value, collect bool) (docExpr, error) {
+	parse, ok := topLevelOps[name]
+	if !ok {
+		return nil, mongoerr.New(mongoerr.BadValue, "unknown top level operator: %s. If you have a field name that starts with a '$' symbol, consider using $getField or $setField.", name)
+	}
+	return parse(f, name, v, collect)
+}
+
+func notAllowed(_ *Filter, name string, _ bsoncore.Value, _ bool) (docExpr, error) {
+	return nil, mongoerr.New(mongoerr.BadValue, "%s is not allowed in this context", name)
+}
+
+func notImplemented(_ *Filter, name string, _ bsoncore.Value, _ bool) (docExpr, error) {
+	return nil, mongoerr.New(mongoerr.NotImplemented, "%s is not supported by DumboDB yet", name)
+}
+
+func parseConst(_ *Filter, name string, v bsoncore.Value, _ bool) (docExpr, error) {
+	if !isNumber(v) || Compare(v, bsoncore.Value{Type: bsoncore.TypeInt32, Data: bsoncore.AppendInt32(nil, 1)}) != 0 {
+		return nil, mongoerr.New(mongoerr.FailedToParse, "%s must be an integer value of 1", name)
+	}
+	return constExpr(name == "$alwaysTrue"), nil
+}
+
+func parseLogical(f *Filter, name string, v bsoncore.Value, collect bool) (docExpr, error) {
+	if v.Type != bsoncore.TypeArray || arrayLen(v.Data) == 0 {
+		return nil, mongoerr.New(mongoerr.BadValue, "%s must be a nonempty array", name)
+	}
+	var subs []docExpr
+	for _, e := range arrayValues(v.Data) {
+		if e.Type != bsoncore.TypeEmbeddedDocument {
+			return nil, mongoerr.New(mongoerr.BadValue, "$or/$and/$nor entries need to be full objects")
+		}
+		sub, err := f.parseDoc(e.Data, collect && name == "$and")
+		if err != nil {
+			return nil, err
+		}
+		subs = append(subs, sub)
+	}
+	switch name {
+	case "$and":
+		return andExpr(subs), nil
+	case "$or":
+		return orExpr(subs), nil
+	}
+	return norExpr(subs), nil
+}
+
+// parsePath compiles {path: value}: an operator document, a regex, or an
+// implicit equality.
+func (f *Filter) parsePath(path string, v bsoncore.Value, collect bool) (docExpr, error) {
+	parts := splitPath(path)
+	switch {
+	case v.Type == bsoncore.TypeRegex:
+		l, err := regexLeafFromValue(v)
+		if err != nil {
+			return nil, err
+		}
+		return &pathExpr{parts: parts, node: leafNode{l}}, nil
+	case isOperatorDoc(v) && !isDBRef(v):
+		node, err := parseOps(path, v.Data)
+		if err != nil {
+			return nil, err
+		}
+		if collect {
+			f.collectEq(path, v.Data)
+		}
+		return &pathExpr{parts: parts, node: node}, nil
+	}
+	if collect {
+		f.eqs = append(f.eqs, EqualityField{Path: path, Value: v})
+	}
+	return &pathExpr{parts: parts, node: leafNode{eqLeaf{v}}}, nil
+}
+
+// isDBRef reports a {$ref, $id, $db} document, which is a value, not operators.
+func isDBRef(v bsoncore.Value) bool {
+	switch firstKey(v.Data) {
+	case "$ref", "$id", "$db":
+		return true
+	}
+	return false
+}
+
+// collectEq records {path: {$eq: v}} for upsert seeding.
+func (f *Filter) collectEq(path string, ops []byte) {
+	if v, ok := lookupField(ops, "$eq"); ok && v.Type != bsoncore.TypeRegex && !isOperatorDoc(v) {
+		f.eqs = append(f.eqs, EqualityField{Path: path, Value: v})
+	}
+}

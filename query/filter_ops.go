@@ -1,0 +1,548 @@
+package query
+
+import (
+	"math"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"dumbodb/query/mongoerr"
+)
+
+// fieldOp compiles one field operator's argument into an opNode.
+type fieldOp func(path string, arg bsoncore.Value) (opNode, error)
+
+// fieldOps is the field-operator table; $regex/$options are handled as a
+// pair in parseOps and $not recurses, so they are registered in init.
+var fieldOps map[string]fieldOp
+
+// unsupportedOps are real MongoDB operators DumboDB does not evaluate yet;
+// they fail loudly instead of reporting "unknown operator".
+var unsupportedOps = map[string]bool{
+	"$bitsAllSet": true, "$bitsAllClear": true, "$bitsAnySet": true, "$bitsAnyClear": true,
+	"$geoWithin": true, "$geoIntersects": true, "$near": true, "$nearSphere": true,
+	"$within": true, "$jsonSchema": true, "$expr": true, "$text": true,
+}
+
+func init() {
+	fieldOps = map[string]fieldOp{
+		"$eq":        parseEq,
+		"$ne":        parseNe,
+		"$gt":        cmpParser(opGT),
+		"$gte":       cmpParser(opGTE),
+		"$lt":        cmpParser(opLT),
+		"$lte":       cmpParser(opLTE),
+		"$in":        parseIn,
+		"$nin":       parseNin,
+		"$exists":    parseExists,
+		"$type":      parseType,
+		"$size":      parseSize,
+		"$all":       parseAll,
+		"$elemMatch": parseElemMatch,
+		"$mod":       parseMod,
+		"$not":       parseNot,
+	}
+}
+
+// parseOps compiles an operator document such as {$gt: 1, $lt: 5}; the
+// operators are ANDed, each independently matching any reached value.
+func parseOps(path string, ops []byte) (opNode, error) {
+	var out opAnd
+	re, err := parseRegexPair(ops)
+	if err != nil {
+		return nil, err
+	}
+	if re != nil {
+		out = append(out, leafNode{re})
+	}
+	it := newIter(ops)
+	for {
+		k, v, ok := it.next()
+		if !ok {
+			break
+		}
+		name := string(k)
+		if name == "$regex" || name == "$options" {
+			continue
+		}
+		parse, known := fieldOps[name]
+		if !known {
+			if unsupportedOps[name] {
+				return nil, mongoerr.New(mongoerr.NotImplemented, "%s is not supported by DumboDB yet", name)
+			}
+			return nil, mongoerr.New(mongoerr.BadValue, "unknown operator: %s", name)
+		}
+		n, err := parse(path, v)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, n)
+	}
+	if len(out) == 1 {
+		return out[0], nil
+	}
+	return out, nil
+}
+
+// parseRegexPair reads $regex and $options, which form one predicate.
+func parseRegexPair(ops []byte) (*regexLeaf, error) {
+	rv, hasRe := lookupField(ops, "$regex")
+	ov, hasOpts := lookupField(ops, "$options")
+	if !hasRe {
+		if hasOpts {
+			return nil, mongoerr.New(mongoerr.BadValue, "$options needs a $regex")
+		}
+		return nil, nil
+	}
+	opts := ""
+	if hasOpts {
+		if ov.Type != bsoncore.TypeString {
+			return nil, mongoerr.New(mongoerr.BadValue, "$options has to be a string")
+		}
+		opts = ov.StringValue()
+	}
+	switch rv.Type {
+	case bsoncore.TypeString:
+		return newRegexLeaf(rv.StringValue(), opts)
+	case bsoncore.TypeRegex:
+		p, o := rv.Regex()
+		if hasOpts && o != "" {
+			return nil, mongoerr.New(mongoerr.Location51075, "options set in both $regex and $options")
+		}
+		if o == "" {
+			o = opts
+		}
+		return newRegexLeaf(p, o)
+	}
+	return nil, mongoerr.New(mongoerr.BadValue, "$regex has to be a string")
+}
+
+// eqLeaf is MongoDB equality: null also matches a missing field.
+type eqLeaf struct{ v bsoncore.Value }
+
+func (e eqLeaf) matchValue(v bsoncore.Value, k visitKind) bool {
+	if k == kindMissing {
+		return e.v.Type == bsoncore.TypeNull
+	}
+	return Compare(v, e.v) == 0
+}
+
+func parseEq(_ string, arg bsoncore.Value) (opNode, error) { return leafNode{eqLeaf{arg}}, nil }
+
+func parseNe(_ string, arg bsoncore.Value) (opNode, error) {
+	if arg.Type == bsoncore.TypeRegex {
+		return nil, mongoerr.New(mongoerr.BadValue, "Can't have regex as arg to $ne.")
+	}
+	return opNot{leafNode{eqLeaf{arg}}}, nil
+}
+
+type cmpOp uint8
+
+const (
+	opLT cmpOp = iota
+	opLTE
+	opGT
+	opGTE
+)
+
+// cmpLeaf is $lt/$lte/$gt/$gte. Values only compare within the operand's
+// canonical type class ("type bracketing"), except against MinKey/MaxKey.
+type cmpLeaf struct {
+	op  cmpOp
+	v   bsoncore.Value
+	nan bool
+}
+
+func (c cmpLeaf) matchValue(v bsoncore.Value, k visitKind) bool {
+	if k == kindMissing {
+		v = nullValue
+	}
+	if CanonicalType(v.Type) != CanonicalType(c.v.Type) &&
+		c.v.Type != bsoncore.TypeMinKey && c.v.Type != bsoncore.TypeMaxKey {
+		return false
+	}
+	// NaN only matches NaN, and only via the inclusive operators.
+	if c.nan || (v.Type == bsoncore.TypeDouble && math.IsNaN(v.Double())) ||
+		(v.Type == bsoncore.TypeDecimal128 && ExactNumber(v).NaN) {
+		if !c.nan || CanonicalType(v.Type) != ClassNumber {
+			return false
+		}
+		return (c.op == opLTE || c.op == opGTE) && ExactNumber(v).NaN
+	}
+	r := Compare(v, c.v)
+	switch c.op {
+	case opLT:
+		return r < 0
+	case opLTE:
+		return r <= 0
+	case opGT:
+		return r > 0
+	}
+	return r >= 0
+}
+
+func cmpParser(op cmpOp) fieldOp {
+	return func(path string, arg bsoncore.Value) (opNode, error) {
+		if arg.Type == bsoncore.TypeRegex {
+			return nil, mongoerr.New(mongoerr.BadValue, "Can't have RegEx as arg to predicate over field '%s'.", path)
+		}
+		nan := isNumber(arg) && ExactNumber(arg).NaN
+		return leafNode{cmpLeaf{op: op, v: arg, nan: nan}}, nil
+	}
+}
+
+// inLeaf is $in: equality with any listed value, or a match of any regex.
+type inLeaf struct {
+	vals    []bsoncore.Value
+	regexes []*regexLeaf
+	hasNull bool
+}
+
+func (in *inLeaf) matchValue(v bsoncore.Value, k visitKind) bool {
+	if k == kindMissing {
+		return in.hasNull
+	}
+	for _, x := range in.vals {
+		if Compare(v, x) == 0 {
+			return true
+		}
+	}
+	for _, r := range in.regexes {
+		if r.matchValue(v, k) {
+			return true
+		}
+	}
+	return false
+}
+
+func newInLeaf(name string, arg bsoncore.Value) (*inLeaf, error) {
+	if arg.Type != bsoncore.TypeArray {
+		return nil, mongoerr.New(mongoerr.BadValue, "%s needs an array", name)
+	}
+	in := &inLeaf{}
+	for _, e := range arrayValues(arg.Data) {
+		switch {
+		case e.Type == bsoncore.TypeRegex:
+			r, err := regexLeafFromValue(e)
+			if err != nil {
+				return nil, err
+			}
+			in.regexes = append(in.regexes, r)
+		case isOperatorDoc(e) && !isDBRef(e):
+			return nil, mongoerr.New(mongoerr.BadValue, "cannot nest $ under %s", name)
+		default:
+			in.hasNull = in.hasNull || e.Type == bsoncore.TypeNull
+			in.vals = append(in.vals, e)
+		}
+	}
+	return in, nil
+}
+
+func parseIn(_ string, arg bsoncore.Value) (opNode, error) {
+	in, err := newInLeaf("$in", arg)
+	if err != nil {
+		return nil, err
+	}
+	return leafNode{in}, nil
+}
+
+func parseNin(_ string, arg bsoncore.Value) (opNode, error) {
+	in, err := newInLeaf("$nin", arg)
+	if err != nil {
+		return nil, err
+	}
+	return opNot{leafNode{in}}, nil
+}
+
+// existsLeaf matches any value that is present.
+type existsLeaf struct{}
+
+func (existsLeaf) matchValue(_ bsoncore.Value, k visitKind) bool { return k != kindMissing }
+
+func parseExists(_ string, arg bsoncore.Value) (opNode, error) {
+	if truthy(arg) {
+		return leafNode{existsLeaf{}}, nil
+	}
+	return opNot{leafNode{existsLeaf{}}}, nil
+}
+
+// typeAliases maps $type names to BSON type numbers; "number" is special.
+var typeAliases = map[string]int{
+	"double": 1, "string": 2, "object": 3, "array": 4, "binData": 5, "undefined": 6,
+	"objectId": 7, "bool": 8, "date": 9, "null": 10, "regex": 11, "dbPointer": 12,
+	"javascript": 13, "symbol": 14, "javascriptWithScope": 15, "int": 16,
+	"timestamp": 17, "long": 18, "decimal": 19, "minKey": -1, "maxKey": 127,
+}
+
+const typeNumber = 1000 // pseudo type code for the "number" alias
+
+// typeLeaf is $type with one or more type codes.
+type typeLeaf struct{ types []int }
+
+func (t typeLeaf) matchValue(v bsoncore.Value, k visitKind) bool {
+	if k == kindMissing {
+		return false
+	}
+	code := int(int8(v.Type)) // MinKey 0xFF is -1
+	if v.Type == bsoncore.TypeMaxKey {
+		code = 127
+	}
+	for _, want := range t.types {
+		if want == code || (want == typeNumber && isNumber(v)) {
+			return true
+		}
+	}
+	return false
+}
+
+func parseType(_ string, arg bsoncore.Value) (opNode, error) {
+	args := []bsoncore.Value{arg}
+	if arg.Type == bsoncore.TypeArray {
+		args = arrayValues(arg.Data)
+	}
+	var tl typeLeaf
+	for _, a := range args {
+		code, err := parseTypeCode(a)
+		if err != nil {
+			return nil, err
+		}
+		tl.types = append(tl.types, code)
+	}
+	return leafNode{tl}, nil
+}
+
+func parseTypeCode(a bsoncore.Value) (int, error) {
+	if a.Type == bsoncore.TypeString {
+		s := a.StringValue()
+		if s == "number" {
+			return typeNumber, nil
+		}
+		if c, ok := typeAliases[s]; ok {
+			return c, nil
+		}
+		return 0, mongoerr.New(mongoerr.BadValue, "Unknown type name alias: %s", s)
+	}
+	if !isNumber(a) {
+		return 0, mongoerr.New(mongoerr.TypeMismatch, "type must be represented as a number or a string")
+	}
+	f := toFloat(a)
+	c := int(f)
+	if float64(c) != f {
+		return 0, mongoerr.New(mongoerr.BadValue, "Invalid numerical type code: %s", formatNumber(a))
+	}
+	for _, known := range typeAliases {
+		if known == c {
+			return c, nil
+		}
+	}
+	return 0, mongoerr.New(mongoerr.BadValue, "Invalid numerical type code: %d", c)
+}
+
+// sizeLeaf is $size: whole arrays of exactly n elements.
+type sizeLeaf struct{ n int }
+
+func (s sizeLeaf) matchValue(v bsoncore.Value, k visitKind) bool {
+	return k == kindValue && v.Type == bsoncore.TypeArray && arrayLen(v.Data) == s.n
+}
+
+func parseSize(_ string, arg bsoncore.Value) (opNode, error) {
+	if !isNumber(arg) {
+		return nil, mongoerr.New(mongoerr.BadValue, "$size needs a number")
+	}
+	f := toFloat(arg)
+	if f != math.Trunc(f) || math.IsNaN(f) {
+		return nil, mongoerr.New(mongoerr.BadValue, "$size must be a whole number")
+	}
+	if f < 0 {
+		return nil, mongoerr.New(mongoerr.BadValue, "$size may not be negative")
+	}
+	if f > math.MaxInt32 {
+		return leafNode{sizeLeaf{-1}}, nil // no array is that long
+	}
+	return leafNode{sizeLeaf{int(f)}}, nil
+}
+
+// parseAll compiles $all as the AND of one equality (or regex, or
+// $elemMatch) per listed value; an empty list matches nothing.
+func parseAll(path string, arg bsoncore.Value) (opNode, error) {
+	if arg.Type != bsoncore.TypeArray {
+		return nil, mongoerr.New(mongoerr.BadValue, "$all needs an array")
+	}
+	vals := arrayValues(arg.Data)
+	if len(vals) == 0 {
+		return leafNode{neverLeaf{}}, nil
+	}
+	elemMatch := isElemMatchDoc(vals[0])
+	var out opAnd
+	for _, v := range vals {
+		if isElemMatchDoc(v) != elemMatch {
+			return nil, mongoerr.New(mongoerr.BadValue, "$all/$elemMatch has to be consistent")
+		}
+		switch {
+		case elemMatch:
+			em, _ := lookupField(v.Data, "$elemMatch")
+			n, err := parseElemMatch(path, em)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, n)
+		case v.Type == bsoncore.TypeRegex:
+			r, err := regexLeafFromValue(v)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, leafNode{r})
+		case isOperatorDoc(v) && !isDBRef(v):
+			return nil, mongoerr.New(mongoerr.BadValue, "no $ expressions in $all")
+		default:
+			out = append(out, leafNode{eqLeaf{v}})
+		}
+	}
+	return out, nil
+}
+
+func isElemMatchDoc(v bsoncore.Value) bool {
+	return v.Type == bsoncore.TypeEmbeddedDocument && firstKey(v.Data) == "$elemMatch"
+}
+
+type neverLeaf struct{}
+
+func (neverLeaf) matchValue(bsoncore.Value, visitKind) bool { return false }
+
+// elemMatchLeaf matches a whole array with at least one element satisfying
+// either a filter (object form) or an operator tree (value form).
+type elemMatchLeaf struct {
+	obj docExpr // {$elemMatch: {b: 1}}: elements must be documents/arrays
+	val opNode  // {$elemMatch: {$gt: 1}}: each element as a single value
+}
+
+func (em *elemMatchLeaf) matchValue(v bsoncore.Value, k visitKind) bool {
+	if k != kindValue || v.Type != bsoncore.TypeArray {
+		return false
+	}
+	it := newIter(v.Data)
+	for {
+		_, e, ok := it.next()
+		if !ok {
+			return false
+		}
+		if em.matchElem(e) {
+			return true
+		}
+	}
+}
+
+func (em *elemMatchLeaf) matchElem(e bsoncore.Value) bool {
+	if em.val != nil {
+		return em.val.eval(source{single: e})
+	}
+	if e.Type != bsoncore.TypeEmbeddedDocument && e.Type != bsoncore.TypeArray {
+		return false
+	}
+	return em.obj.matchDoc(e.Data)
+}
+
+func newElemMatch(path string, arg bsoncore.Value) (*elemMatchLeaf, error) {
+	if arg.Type != bsoncore.TypeEmbeddedDocument {
+		return nil, mongoerr.New(mongoerr.BadValue, "$elemMatch needs an Object")
+	}
+	if isOperatorDoc(arg) {
+		switch firstKey(arg.Data) {
+		case "$and", "$or", "$nor", "$where", "$expr", "$comment", "$alwaysTrue", "$alwaysFalse":
+		default:
+			n, err := parseOps(path, arg.Data)
+			if err != nil {
+				return nil, err
+			}
+			return &elemMatchLeaf{val: n}, nil
+		}
+	}
+	f := &Filter{}
+	obj, err := f.parseDoc(arg.Data, false)
+	if err != nil {
+		return nil, err
+	}
+	return &elemMatchLeaf{obj: obj}, nil
+}
+
+func parseElemMatch(path string, arg bsoncore.Value) (opNode, error) {
+	em, err := newElemMatch(path, arg)
+	if err != nil {
+		return nil, err
+	}
+	return leafNode{em}, nil
+}
+
+// modLeaf is $mod: numbers truncated to integers, dividend % divisor == remainder.
+type modLeaf struct{ divisor, remainder int64 }
+
+func (m modLeaf) matchValue(v bsoncore.Value, k visitKind) bool {
+	if k == kindMissing || !isNumber(v) {
+		return false
+	}
+	f := toFloat(v)
+	if v.Type == bsoncore.TypeInt64 || v.Type == bsoncore.TypeInt32 {
+		return v.AsInt64()%m.divisor == m.remainder
+	}
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return false
+	}
+	return int64(f)%m.divisor == m.remainder
+}
+
+func parseMod(_ string, arg bsoncore.Value) (opNode, error) {
+	if arg.Type != bsoncore.TypeArray {
+		return nil, mongoerr.New(mongoerr.BadValue, "malformed mod, needs to be an array")
+	}
+	vals := arrayValues(arg.Data)
+	switch {
+	case len(vals) < 2:
+		return nil, mongoerr.New(mongoerr.BadValue, "malformed mod, not enough elements")
+	case len(vals) > 2:
+		return nil, mongoerr.New(mongoerr.BadValue, "malformed mod, too many elements")
+	case !isNumber(vals[0]):
+		return nil, mongoerr.New(mongoerr.BadValue, "malformed mod, divisor not a number")
+	case !isNumber(vals[1]):
+		return nil, mongoerr.New(mongoerr.BadValue, "malformed mod, remainder not a number")
+	}
+	d, r := toFloat(vals[0]), toFloat(vals[1])
+	if math.IsNaN(d) || math.IsInf(d, 0) || math.IsNaN(r) || math.IsInf(r, 0) {
+		return nil, mongoerr.New(mongoerr.BadValue, "malformed mod, divisor value is invalid :: caused by :: Unable to coerce NaN/Inf to integral type")
+	}
+	div := truncInt(vals[0])
+	if div == 0 {
+		return nil, mongoerr.New(mongoerr.BadValue, "divisor cannot be 0")
+	}
+	return leafNode{modLeaf{divisor: div, remainder: truncInt(vals[1])}}, nil
+}
+
+func truncInt(v bsoncore.Value) int64 {
+	if v.Type == bsoncore.TypeInt32 || v.Type == bsoncore.TypeInt64 {
+		return v.AsInt64()
+	}
+	return int64(toFloat(v))
+}
+
+// parseNot negates a regex or an operator document.
+func parseNot(path string, arg bsoncore.Value) (opNode, error) {
+	switch arg.Type {
+	case bsoncore.TypeRegex:
+		r, err := regexLeafFromValue(arg)
+		if err != nil {
+			return nil, err
+		}
+		return opNot{leafNode{r}}, nil
+	case bsoncore.TypeEmbeddedDocument:
+		if len(arg.Data) <= 5 {
+			return nil, mongoerr.New(mongoerr.BadValue, "$not cannot be empty")
+		}
+		if !isOperatorDoc(arg) {
+			return nil, mongoerr.New(mongoerr.BadValue, "unknown operator: %s", firstKey(arg.Data))
+		}
+		n, err := parseOps(path, arg.Data)
+		if err != nil {
+			return nil, err
+		}
+		return opNot{n}, nil
+	}
+	return nil, mongoerr.New(mongoerr.BadValue, "$not needs a regex or a document")
+}

@@ -1,0 +1,158 @@
+// Package mongoerr owns the MongoDB error vocabulary shared by every layer:
+// the numeric codes, their codeName strings, and the Error type that carries
+// both to the wire. It sits at the bottom of the import graph so that query,
+// index, storage and server can all return errors in MongoDB's shape without
+// importing each other.
+package mongoerr
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Code is a MongoDB server error code (src/mongo/base/error_codes.yml).
+type Code int32
+
+// The codes DumboDB returns. Names match MongoDB's codeName exactly.
+const (
+	InternalError                Code = 1
+	BadValue                     Code = 2
+	NoSuchKey                    Code = 4
+	Unauthorized                 Code = 13
+	TypeMismatch                 Code = 14
+	Overflow                     Code = 15
+	InvalidLength                Code = 16
+	IllegalOperation             Code = 20
+	EmptyArrayOperation          Code = 21
+	InvalidBSON                  Code = 22
+	NamespaceNotFound            Code = 26
+	IndexNotFound                Code = 27
+	PathNotViable                Code = 28
+	ConflictingUpdateOperators   Code = 40
+	CursorNotFound               Code = 43
+	NamespaceExists              Code = 48
+	MaxTimeMSExpired             Code = 50
+	DollarPrefixedFieldName      Code = 52
+	InvalidIdField               Code = 53
+	NotSingleValueField          Code = 54
+	CommandNotFound              Code = 59
+	ImmutableField               Code = 66
+	InvalidOptions               Code = 72
+	InvalidNamespace             Code = 73
+	IndexOptionsConflict         Code = 85
+	IndexKeySpecsConflict        Code = 86
+	OperationFailed              Code = 96
+	DocumentValidationFailure    Code = 121
+	NotImplemented               Code = 238
+	CommandNotSupported          Code = 115
+	InvalidUUID                  Code = 242
+	ProtocolError                Code = 17
+	BSONObjectTooLarge           Code = 10334
+	DuplicateKey                 Code = 11000
+	Interrupted                  Code = 11601
+	InvalidPipelineOperator      Code = 168
+	FailedToParse                Code = 9
+	UnknownError                 Code = 8
+	NotWritablePrimary           Code = 10107
+	OperationNotSupportedInTxn   Code = 263
+	ReadOnlyRevision             Code = 20000 // DumboDB: write to a tag/commit snapshot
+	QueryFeatureNotAllowed       Code = 224
+	ConflictingPathsInProjection Code = 31249 // Location31249: path collision
+	Location31254                Code = 31254 // cannot do exclusion in inclusion projection
+	Location31253                Code = 31253 // cannot do inclusion in exclusion projection
+	Location15974                Code = 15974 // bad sort value
+	Location15973                Code = 15973 // sort key must be a number or $meta
+	Location17276                Code = 17276 // $in needs an array ($nin too)
+)
+
+var names = map[Code]string{
+	InternalError:              "InternalError",
+	BadValue:                   "BadValue",
+	NoSuchKey:                  "NoSuchKey",
+	Unauthorized:               "Unauthorized",
+	TypeMismatch:               "TypeMismatch",
+	Overflow:                   "Overflow",
+	InvalidLength:              "InvalidLength",
+	IllegalOperation:           "IllegalOperation",
+	EmptyArrayOperation:        "EmptyArrayOperation",
+	InvalidBSON:                "InvalidBSON",
+	NamespaceNotFound:          "NamespaceNotFound",
+	IndexNotFound:              "IndexNotFound",
+	PathNotViable:              "PathNotViable",
+	ConflictingUpdateOperators: "ConflictingUpdateOperators",
+	CursorNotFound:             "CursorNotFound",
+	NamespaceExists:            "NamespaceExists",
+	MaxTimeMSExpired:           "MaxTimeMSExpired",
+	DollarPrefixedFieldName:    "DollarPrefixedFieldName",
+	InvalidIdField:             "InvalidIdField",
+	NotSingleValueField:        "NotSingleValueField",
+	CommandNotFound:            "CommandNotFound",
+	ImmutableField:             "ImmutableField",
+	InvalidOptions:             "InvalidOptions",
+	InvalidNamespace:           "InvalidNamespace",
+	IndexOptionsConflict:       "IndexOptionsConflict",
+	IndexKeySpecsConflict:      "IndexKeySpecsConflict",
+	OperationFailed:            "OperationFailed",
+	DocumentValidationFailure:  "DocumentValidationFailure",
+	NotImplemented:             "NotImplemented",
+	CommandNotSupported:        "CommandNotSupported",
+	InvalidUUID:                "InvalidUUID",
+	BSONObjectTooLarge:         "BSONObjectTooLarge",
+	ProtocolError:              "ProtocolError",
+	DuplicateKey:               "DuplicateKey",
+	Interrupted:                "Interrupted",
+	InvalidPipelineOperator:    "InvalidPipelineOperator",
+	FailedToParse:              "FailedToParse",
+	UnknownError:               "UnknownError",
+	NotWritablePrimary:         "NotWritablePrimary",
+	OperationNotSupportedInTxn: "OperationNotSupportedInTransaction",
+	ReadOnlyRevision:           "ReadOnlyRevision",
+	QueryFeatureNotAllowed:     "QueryFeatureNotAllowed",
+}
+
+// Name is the codeName MongoDB reports for c. Codes MongoDB only knows by
+// number (the "Location" assertions) are named "Location<code>", as mongod does.
+func (c Code) Name() string {
+	if n, ok := names[c]; ok {
+		return n
+	}
+	return fmt.Sprintf("Location%d", int32(c))
+}
+
+// Error is a MongoDB command error: what becomes {ok: 0, code, codeName, errmsg}.
+type Error struct {
+	Code Code
+	Msg  string
+}
+
+func (e *Error) Error() string { return e.Msg }
+
+// New returns an *Error with a formatted message.
+func New(c Code, format string, args ...any) *Error {
+	return &Error{Code: c, Msg: fmt.Sprintf(format, args...)}
+}
+
+// As extracts the *Error in err's chain, or wraps err as an InternalError so
+// that every failure reaches the client in MongoDB's shape.
+func As(err error) *Error {
+	var me *Error
+	if errors.As(err, &me) {
+		return me
+	}
+	return &Error{Code: InternalError, Msg: err.Error()}
+}
+
+// Codes added by the query package. Location codes have no codeName of
+// their own, so Name reports "Location<code>" for them.
+const (
+	EmptyFieldName Code = 56
+	Location15975  Code = 15975 // sort direction must be 1 or -1
+	Location31250  Code = 31250 // projection path collision (prefix seen later)
+	Location51075  Code = 51075 // regex options given twice
+	Location51091  Code = 51091 // invalid regular expression
+	Location51108  Code = 51108 // invalid regex flag
+	Location28724  Code = 28724 // $slice projection limit must be positive
+	Location16410  Code = 16410 // field path component starts with '$'
+)
+
+func init() { names[EmptyFieldName] = "EmptyFieldName" }

@@ -1,0 +1,151 @@
+package query
+
+import (
+	"math"
+	"math/big"
+	"strconv"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
+
+// toFloat converts any BSON number to float64 (decimals rounded), because
+// bsoncore's AsFloat64 panics on decimal128.
+func toFloat(v bsoncore.Value) float64 {
+	if v.Type != bsoncore.TypeDecimal128 {
+		return v.AsFloat64()
+	}
+	e := ExactNumber(v)
+	switch {
+	case e.NaN:
+		return math.NaN()
+	case e.Inf != 0:
+		return math.Inf(e.Inf)
+	}
+	f, _ := e.Rat.Float64()
+	return f
+}
+
+func mkInt32(i int32) bsoncore.Value {
+	return bsoncore.Value{Type: bsoncore.TypeInt32, Data: bsoncore.AppendInt32(nil, i)}
+}
+
+func mkInt64(i int64) bsoncore.Value {
+	return bsoncore.Value{Type: bsoncore.TypeInt64, Data: bsoncore.AppendInt64(nil, i)}
+}
+
+func mkDouble(f float64) bsoncore.Value {
+	return bsoncore.Value{Type: bsoncore.TypeDouble, Data: bsoncore.AppendDouble(nil, f)}
+}
+
+// arith computes a+b (mul=false) or a*b with MongoDB's promotion rules:
+// int32 widens to int64 on overflow, any double makes a double, any
+// decimal makes a decimal. int64 overflow has no wider integer, and mongod
+// reports it as a failure rather than silently switching to double, so
+// ok=false is returned for it.
+func arith(a, b bsoncore.Value, mul bool) (bsoncore.Value, bool) {
+	switch {
+	case a.Type == bsoncore.TypeDecimal128 || b.Type == bsoncore.TypeDecimal128:
+		return decimalArith(a, b, mul)
+	case a.Type == bsoncore.TypeDouble || b.Type == bsoncore.TypeDouble:
+		if mul {
+			return mkDouble(toFloat(a) * toFloat(b)), true
+		}
+		return mkDouble(toFloat(a) + toFloat(b)), true
+	}
+	x, y := a.AsInt64(), b.AsInt64()
+	r, overflow := addMul64(x, y, mul)
+	if a.Type == bsoncore.TypeInt32 && b.Type == bsoncore.TypeInt32 {
+		// Products of two int32s always fit in int64.
+		if r >= math.MinInt32 && r <= math.MaxInt32 {
+			return mkInt32(int32(r)), true
+		}
+		return mkInt64(r), true
+	}
+	if overflow {
+		return bsoncore.Value{}, false
+	}
+	return mkInt64(r), true
+}
+
+func addMul64(x, y int64, mul bool) (int64, bool) {
+	if !mul {
+		r := x + y
+		return r, (x > 0 && y > 0 && r < 0) || (x < 0 && y < 0 && r >= 0)
+	}
+	if x == 0 || y == 0 {
+		return 0, false
+	}
+	r := x * y
+	return r, r/y != x || (x == -1 && y == math.MinInt64) || (y == -1 && x == math.MinInt64)
+}
+
+// decimalParts returns v as coefficient*10^exp. Doubles convert with 15
+// significant digits, as mongod's Decimal128(double) does.
+func decimalParts(v bsoncore.Value) (*big.Int, int, bool) {
+	switch v.Type {
+	case bsoncore.TypeDecimal128:
+		h, l := v.Decimal128()
+		bi, exp, err := bson.NewDecimal128(h, l).BigInt()
+		return bi, exp, err == nil
+	case bsoncore.TypeDouble:
+		d, err := bson.ParseDecimal128(strconv.FormatFloat(v.Double(), 'e', 14, 64))
+		if err != nil {
+			return nil, 0, false
+		}
+		bi, exp, err := d.BigInt()
+		return bi, exp, err == nil
+	}
+	return big.NewInt(v.AsInt64()), 0, true
+}
+
+func decimalArith(a, b bsoncore.Value, mul bool) (bsoncore.Value, bool) {
+	ca, ea, oka := decimalParts(a)
+	cb, eb, okb := decimalParts(b)
+	if !oka || !okb {
+		// NaN or infinity: float arithmetic has the same IEEE semantics.
+		f := toFloat(a) + toFloat(b)
+		if mul {
+			f = toFloat(a) * toFloat(b)
+		}
+		d, _ := bson.ParseDecimal128(strconv.FormatFloat(f, 'g', -1, 64))
+		return decimalValue(d), true
+	}
+	var c *big.Int
+	var e int
+	if mul {
+		c, e = new(big.Int).Mul(ca, cb), ea+eb
+	} else {
+		e = min(ea, eb)
+		c = new(big.Int).Add(shift(ca, ea-e), shift(cb, eb-e))
+	}
+	c, e = roundCoefficient(c, e)
+	d, ok := bson.ParseDecimal128FromBigInt(c, e)
+	return decimalValue(d), ok
+}
+
+func decimalValue(d bson.Decimal128) bsoncore.Value {
+	h, l := d.GetBytes()
+	return bsoncore.Value{Type: bsoncore.TypeDecimal128, Data: bsoncore.AppendDecimal128(nil, h, l)}
+}
+
+func shift(c *big.Int, n int) *big.Int {
+	return new(big.Int).Mul(c, new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(n)), nil))
+}
+
+// roundCoefficient rounds to decimal128's 34 digits, half to even.
+func roundCoefficient(c *big.Int, e int) (*big.Int, int) {
+	k := len(new(big.Int).Abs(c).String()) - 34
+	if k <= 0 {
+		return c, e
+	}
+	p := new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(k)), nil)
+	q, r := new(big.Int).QuoRem(new(big.Int).Abs(c), p, new(big.Int))
+	if half := r.Lsh(r, 1).Cmp(p); half > 0 || (half == 0 && q.Bit(0) == 1) {
+		q.Add(q, big.NewInt(1))
+	}
+	if c.Sign() < 0 {
+		q.Neg(q)
+	}
+	return roundCoefficient(q, e+k) // a carry can add a 35th digit
+}

@@ -1,0 +1,90 @@
+package query
+
+import (
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"dumbodb/query/mongoerr"
+)
+
+// Sort is a compiled sort specification.
+type Sort struct{ keys []sortKey }
+
+type sortKey struct {
+	parts []string
+	desc  bool
+}
+
+// emptyArrayKey is the sort key of an empty array: it sorts below null,
+// which mongod achieves by keying empty arrays as undefined.
+var emptyArrayKey = bsoncore.Value{Type: bsoncore.TypeUndefined}
+
+// CompileSort validates {field: 1|-1, ...}.
+func CompileSort(sort bsoncore.Document) (*Sort, error) {
+	s := &Sort{}
+	it := newIter(sort)
+	for {
+		k, v, ok := it.next()
+		if !ok {
+			return s, nil
+		}
+		key := string(k)
+		if v.Type == bsoncore.TypeEmbeddedDocument && firstKey(v.Data) == "$meta" {
+			return nil, mongoerr.New(mongoerr.NotImplemented, "$meta sort is not supported by DumboDB yet")
+		}
+		if !isNumber(v) {
+			return nil, mongoerr.New(mongoerr.Location15974, "Illegal key in $sort specification: %s", formatElem(key, v))
+		}
+		switch f := toFloat(v); f {
+		case 1, -1:
+			s.keys = append(s.keys, sortKey{parts: splitPath(key), desc: f < 0})
+		default:
+			return nil, mongoerr.New(mongoerr.Location15975, "$sort key ordering must be 1 (for ascending) or -1 (for descending)")
+		}
+	}
+}
+
+// Compare orders two documents by the sort keys; 0 means a tie.
+func (s *Sort) Compare(a, b bsoncore.Document) int {
+	for _, k := range s.keys {
+		c := Compare(k.keyOf(a), k.keyOf(b))
+		if k.desc {
+			c = -c
+		}
+		if c != 0 {
+			return c
+		}
+	}
+	return 0
+}
+
+// keyOf extracts a document's sort key: with arrays along the path the
+// smallest reached value ascending, the largest descending; missing is null.
+func (k sortKey) keyOf(doc []byte) bsoncore.Value {
+	var best bsoncore.Value
+	found, sawEmpty := false, false
+	walkPath(doc, k.parts, func(v bsoncore.Value, kind visitKind) bool {
+		switch {
+		case kind == kindMissing:
+			v = nullValue
+		case kind == kindValue && v.Type == bsoncore.TypeArray:
+			// The elements are visited next; the array itself is not a key.
+			sawEmpty = sawEmpty || arrayLen(v.Data) == 0
+			return false
+		}
+		if !found {
+			best, found = v, true
+			return false
+		}
+		if c := Compare(v, best); (c < 0 && !k.desc) || (c > 0 && k.desc) {
+			best = v
+		}
+		return false
+	})
+	switch {
+	case found:
+		return best
+	case sawEmpty:
+		return emptyArrayKey
+	}
+	return nullValue
+}

@@ -1,0 +1,316 @@
+package query
+
+import (
+	"bytes"
+	"sort"
+	"strings"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"dumbodb/query/mongoerr"
+)
+
+// Update is a compiled update: a replacement document or a list of
+// modifier operations sorted by path.
+type Update struct {
+	replacement bsoncore.Document
+	isRepl      bool
+	ops         []*updateOp
+}
+
+// updateOp is one modifier applied to one path.
+type updateOp struct {
+	mod   *modifier
+	path  string
+	parts []string
+	arg   bsoncore.Value
+	push  *pushSpec                 // $push
+	each  []bsoncore.Value          // $addToSet values
+	pull  func(bsoncore.Value) bool // $pull condition
+	from  *updateOp                 // $rename target: the source half
+}
+
+// modifier describes an update operator: how to validate one field's
+// argument and how to apply it.
+type modifier struct {
+	name  string
+	parse func(op *updateOp) error
+	apply func(c *applyCtx, op *updateOp) error
+}
+
+// modifiers is the update-operator table (filled in update_ops.go).
+var modifiers = map[string]*modifier{}
+
+func register(name string, parse func(*updateOp) error, apply func(*applyCtx, *updateOp) error) {
+	modifiers[name] = &modifier{name: name, parse: parse, apply: apply}
+}
+
+// CompileUpdate validates an update: a modifier document, a replacement
+// document, or (not yet supported) a pipeline.
+func CompileUpdate(update bsoncore.Value) (*Update, error) {
+	switch update.Type {
+	case bsoncore.TypeArray:
+		return nil, mongoerr.New(mongoerr.NotImplemented, "pipeline-style updates are not supported by DumboDB yet")
+	case bsoncore.TypeEmbeddedDocument:
+	default:
+		return nil, mongoerr.New(mongoerr.FailedToParse, "Update argument must be either an object or an array")
+	}
+	doc := bsoncore.Document(update.Data)
+	if err := doc.Validate(); err != nil {
+		return nil, mongoerr.New(mongoerr.InvalidBSON, "invalid update: %v", err)
+	}
+	if k := firstKey(doc); k == "" || k[0] != '$' {
+		return compileReplacement(doc)
+	}
+	u := &Update{}
+	it := newIter(doc)
+	for {
+		k, v, ok := it.next()
+		if !ok {
+			break
+		}
+		if err := u.addModifier(string(k), v); err != nil {
+			return nil, err
+		}
+	}
+	if err := checkConflicts(u.ops); err != nil {
+		return nil, err
+	}
+	// mongod (5.0+) applies modifiers in path order, so new fields are
+	// appended in lexicographic (numeric for numeric names) order.
+	sort.SliceStable(u.ops, func(i, j int) bool { return comparePaths(u.ops[i].parts, u.ops[j].parts) < 0 })
+	return u, nil
+}
+
+func compileReplacement(doc bsoncore.Document) (*Update, error) {
+	it := newIter(doc)
+	for {
+		k, _, ok := it.next()
+		if !ok {
+			return &Update{replacement: doc, isRepl: true}, nil
+		}
+		if len(k) > 0 && k[0] == '$' {
+			return nil, mongoerr.New(mongoerr.DollarPrefixedFieldName, "The dollar ($) prefixed field '%s' in '%s' is not allowed in the context of an update's replacement document. Consider using an aggregation pipeline with $replaceWith.", k, k)
+		}
+	}
+}
+
+func (u *Update) addModifier(name string, fields bsoncore.Value) error {
+	mod, ok := modifiers[name]
+	if !ok {
+		return mongoerr.New(mongoerr.FailedToParse, "Unknown modifier: %s. Expected a valid update modifier or pipeline-style update specified as an array", name)
+	}
+	if fields.Type != bsoncore.TypeEmbeddedDocument {
+		return mongoerr.New(mongoerr.FailedToParse, "Modifiers operate on fields but we found type %s instead. For example: {$mod: {<field>: ...}} not {%s}", typeName(fields.Type), formatElem(name, fields))
+	}
+	it := newIter(fields.Data)
+	for {
+		k, v, ok := it.next()
+		if !ok {
+			return nil
+		}
+		path := string(k)
+		if err := validateUpdatePath(path); err != nil {
+			return err
+		}
+		op := &updateOp{mod: mod, path: path, parts: splitPath(path), arg: v}
+		if err := mod.parse(op); err != nil {
+			return err
+		}
+		u.ops = append(u.ops, op)
+		if op.from != nil {
+			u.ops = append(u.ops, op.from)
+		}
+	}
+}
+
+func validateUpdatePath(path string) error {
+	if path == "" {
+		return mongoerr.New(mongoerr.EmptyFieldName, "An empty update path is not valid.")
+	}
+	for _, p := range splitPath(path) {
+		if p == "" {
+			return mongoerr.New(mongoerr.EmptyFieldName, "The update path '%s' contains an empty field name, which is not allowed.", path)
+		}
+		if p[0] == '$' {
+			return mongoerr.New(mongoerr.NotImplemented, "positional and $-prefixed update paths ('%s') are not supported by DumboDB yet", path)
+		}
+	}
+	return nil
+}
+
+// checkConflicts rejects two operations on the same path or on a path and
+// one of its prefixes, as mongod's update tree does.
+func checkConflicts(ops []*updateOp) error {
+	for j := range ops {
+		for i := 0; i < j; i++ {
+			a, b := ops[i], ops[j]
+			short := a
+			if len(b.parts) < len(a.parts) {
+				short = b
+			}
+			if isPrefix(short.parts, a.parts) && isPrefix(short.parts, b.parts) {
+				return mongoerr.New(mongoerr.ConflictingUpdateOperators, "Updating the path '%s' would create a conflict at '%s'", b.path, short.path)
+			}
+		}
+	}
+	return nil
+}
+
+func isPrefix(prefix, parts []string) bool {
+	if len(prefix) > len(parts) {
+		return false
+	}
+	for i, p := range prefix {
+		if parts[i] != p {
+			return false
+		}
+	}
+	return true
+}
+
+// comparePaths orders paths component-wise; numeric names numerically.
+func comparePaths(a, b []string) int {
+	for i := 0; i < len(a) && i < len(b); i++ {
+		x, xNum := parseIndex(a[i])
+		y, yNum := parseIndex(b[i])
+		c := 0
+		if xNum && yNum {
+			c = cmpInt(x, y)
+		} else {
+			c = strings.Compare(a[i], b[i])
+		}
+		if c != 0 {
+			return c
+		}
+	}
+	return cmpInt(len(a), len(b))
+}
+
+// IsReplacement reports whether the update replaces whole documents.
+func (u *Update) IsReplacement() bool { return u.isRepl }
+
+// applyCtx is the per-document state of one Apply call.
+type applyCtx struct {
+	root     *mnode
+	isInsert bool
+	idText   string               // "{_id: 1}" for error messages
+	renamed  map[*updateOp]*mnode // $rename sources captured before applying
+}
+
+// Apply applies the update to doc, returning the new document and whether
+// it differs from doc. isInsert enables $setOnInsert (upserts).
+func (u *Update) Apply(doc bsoncore.Document, isInsert bool) (bsoncore.Document, bool, error) {
+	if u.isRepl {
+		return u.applyReplacement(doc, isInsert)
+	}
+	c := &applyCtx{root: leafM(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: doc}), isInsert: isInsert}
+	c.idText = "{}"
+	if id, ok := lookupField(doc, "_id"); ok {
+		c.idText = "{" + formatElem("_id", id) + "}"
+	}
+	for _, op := range u.ops {
+		if op.from != nil {
+			if c.renamed == nil {
+				c.renamed = map[*updateOp]*mnode{}
+			}
+			c.renamed[op] = getPath(c.root, op.from.parts)
+		}
+	}
+	for _, op := range u.ops {
+		if err := op.mod.apply(c, op); err != nil {
+			return nil, false, err
+		}
+	}
+	out := bsoncore.Document(c.root.value().Data)
+	if !isInsert {
+		if err := checkIDUnchanged(doc, out); err != nil {
+			return nil, false, err
+		}
+	}
+	return out, !bytes.Equal(out, doc), nil
+}
+
+func checkIDUnchanged(before, after bsoncore.Document) error {
+	a, hadID := lookupField(before, "_id")
+	b, hasID := lookupField(after, "_id")
+	if hadID && (!hasID || !sameValue(a, b)) {
+		return mongoerr.New(mongoerr.ImmutableField, "Performing an update on the path '_id' would modify the immutable field '_id'")
+	}
+	return nil
+}
+
+// applyReplacement swaps the document for the replacement, keeping _id.
+func (u *Update) applyReplacement(doc bsoncore.Document, isInsert bool) (bsoncore.Document, bool, error) {
+	oldID, hadID := lookupField(doc, "_id")
+	newID, hasID := lookupField(u.replacement, "_id")
+	switch {
+	case hasID && hadID && !isInsert && !sameValue(oldID, newID):
+		return nil, false, mongoerr.New(mongoerr.ImmutableField, "After applying the update, the (immutable) field '_id' was found to have been altered to %s", formatElem("_id", newID))
+	case hasID || !hadID:
+		out := u.replacement
+		return out, !bytes.Equal(out, doc), nil
+	}
+	out := prependID(oldID, u.replacement)
+	return out, !bytes.Equal(out, doc), nil
+}
+
+// prependID returns doc with an _id field placed first.
+func prependID(id bsoncore.Value, doc bsoncore.Document) bsoncore.Document {
+	idx, dst := bsoncore.AppendDocumentStart(make([]byte, 0, len(doc)+len(id.Data)+8))
+	dst = bsoncore.AppendValueElement(dst, "_id", id)
+	dst = append(dst, doc[4:len(doc)-1]...)
+	dst, _ = bsoncore.AppendDocumentEnd(dst, idx)
+	return dst
+}
+
+// Upsert builds the document an upsert inserts: the filter's equality
+// fields (with _id first), then the update applied as an insert. A
+// replacement is inserted as is, with the filter's _id if it has none.
+func Upsert(f *Filter, u *Update) (bsoncore.Document, error) {
+	if u.isRepl {
+		if id, ok := f.IDEquality(); ok {
+			if _, has := lookupField(u.replacement, "_id"); !has {
+				return prependID(id, u.replacement), nil
+			}
+		}
+		return u.replacement, nil
+	}
+	seed, err := seedFromFilter(f)
+	if err != nil {
+		return nil, err
+	}
+	out, _, err := u.Apply(seed, true)
+	return out, err
+}
+
+func seedFromFilter(f *Filter) (bsoncore.Document, error) {
+	eqs := f.EqualityFields()
+	for j := range eqs {
+		for i := 0; i < j; i++ {
+			a, b := splitPath(eqs[i].Path), splitPath(eqs[j].Path)
+			if len(a) == len(b) && isPrefix(a, b) {
+				return nil, mongoerr.New(mongoerr.NotSingleValueField, "cannot infer query fields to set, path '%s' is matched twice", eqs[i].Path)
+			}
+			if isPrefix(a, b) || isPrefix(b, a) {
+				return nil, mongoerr.New(mongoerr.NotSingleValueField, "cannot infer query fields to set, both paths '%s' and '%s' are matched", eqs[j].Path, eqs[i].Path)
+			}
+		}
+	}
+	root := newDocM()
+	if id, ok := f.IDEquality(); ok {
+		root.setChild("_id", leafM(id))
+	}
+	for _, e := range eqs {
+		if e.Path == "_id" || strings.Contains(e.Path, "$") {
+			continue
+		}
+		parts := splitPath(e.Path)
+		parent, err := navigate(root, parts, true)
+		if err != nil {
+			return nil, err
+		}
+		parent.setChild(parts[len(parts)-1], leafM(e.Value))
+	}
+	return root.value().Data, nil
+}

@@ -1,0 +1,431 @@
+package query
+
+import (
+	"math"
+	"sort"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"dumbodb/query/mongoerr"
+)
+
+func init() {
+	register("$set", noParse, applySet)
+	register("$setOnInsert", noParse, applySetOnInsert)
+	register("$unset", noParse, applyUnset)
+	register("$inc", parseArith("$inc", "increment"), applyArith(false))
+	register("$mul", parseArith("$mul", "multiply"), applyArith(true))
+	register("$min", noParse, applyMinMax(-1))
+	register("$max", noParse, applyMinMax(1))
+	register("$currentDate", parseCurrentDate, applyCurrentDate)
+	register("$rename", parseRename, applyRename)
+	register("$push", parsePush, applyPush)
+	register("$addToSet", parseAddToSet, applyAddToSet)
+	register("$pop", parsePop, applyPop)
+	register("$pull", parsePull, applyPull)
+	register("$pullAll", parsePullAll, applyPull)
+}
+
+func noParse(*updateOp) error { return nil }
+
+// setPath stores n at op's path, creating intermediate documents.
+func setPath(c *applyCtx, parts []string, n *mnode) error {
+	parent, err := navigate(c.root, parts, true)
+	if err != nil {
+		return err
+	}
+	parent.setChild(parts[len(parts)-1], n)
+	return nil
+}
+
+func applySet(c *applyCtx, op *updateOp) error { return setPath(c, op.parts, leafM(op.arg)) }
+
+func applySetOnInsert(c *applyCtx, op *updateOp) error {
+	if !c.isInsert {
+		return nil
+	}
+	return applySet(c, op)
+}
+
+func applyUnset(c *applyCtx, op *updateOp) error {
+	parent, _ := navigate(c.root, op.parts, false)
+	if parent != nil && parent.isContainer() {
+		parent.removeChild(op.parts[len(op.parts)-1])
+	}
+	return nil
+}
+
+func parseArith(name, verb string) func(*updateOp) error {
+	return func(op *updateOp) error {
+		if !isNumber(op.arg) {
+			return mongoerr.New(mongoerr.TypeMismatch, "Cannot %s with non-numeric argument: {%s}", verb, formatElem(op.path, op.arg))
+		}
+		return nil
+	}
+}
+
+// applyArith is $inc (mul=false) and $mul. A missing field becomes the
+// increment, or zero of the multiplier's type for $mul.
+func applyArith(mul bool) func(*applyCtx, *updateOp) error {
+	name := "$inc"
+	if mul {
+		name = "$mul"
+	}
+	return func(c *applyCtx, op *updateOp) error {
+		cur := getPath(c.root, op.parts)
+		if cur == nil {
+			start := op.arg
+			if mul {
+				start, _ = arith(mkInt32(0), op.arg, true)
+			}
+			return setPath(c, op.parts, leafM(start))
+		}
+		v := cur.value()
+		if !isNumber(v) {
+			return mongoerr.New(mongoerr.TypeMismatch, "Cannot apply %s to a value of non-numeric type. %s has the field '%s' of non-numeric type %s", name, c.idText, op.parts[len(op.parts)-1], typeName(v.Type))
+		}
+		r, ok := arith(v, op.arg, mul)
+		if !ok {
+			return mongoerr.New(mongoerr.BadValue, "Failed to apply %s operations to current value ((%s)%s) for document %s", name, debugTypeName(v.Type), formatNumber(v), c.idText)
+		}
+		return setPath(c, op.parts, leafM(r))
+	}
+}
+
+// debugTypeName is the prefix mongod's SafeNum debug strings use.
+func debugTypeName(t bsoncore.Type) string {
+	switch t {
+	case bsoncore.TypeInt32:
+		return "NumberInt"
+	case bsoncore.TypeInt64:
+		return "NumberLong"
+	case bsoncore.TypeDecimal128:
+		return "NumberDecimal"
+	}
+	return "NumberDouble"
+}
+
+// applyMinMax is $min (sign -1) and $max (sign 1).
+func applyMinMax(sign int) func(*applyCtx, *updateOp) error {
+	return func(c *applyCtx, op *updateOp) error {
+		cur := getPath(c.root, op.parts)
+		if cur != nil && Compare(op.arg, cur.value())*sign <= 0 {
+			return nil
+		}
+		return setPath(c, op.parts, leafM(op.arg))
+	}
+}
+
+func parseCurrentDate(op *updateOp) error {
+	switch {
+	case op.arg.Type == bsoncore.TypeBoolean:
+		return nil
+	case op.arg.Type == bsoncore.TypeEmbeddedDocument:
+		t, ok := lookupField(op.arg.Data, "$type")
+		if ok && t.Type == bsoncore.TypeString && (t.StringValue() == "date" || t.StringValue() == "timestamp") {
+			return nil
+		}
+		return mongoerr.New(mongoerr.BadValue, "The '$type' string field is required to be 'date' or 'timestamp': {$currentDate: {field : {$type: 'date'}}}")
+	}
+	return mongoerr.New(mongoerr.BadValue, "%s is not valid type for $currentDate. Please use a boolean ('true') or a $type expression ({$type: 'timestamp/date'}).", formatElem(op.path, op.arg))
+}
+
+func applyCurrentDate(c *applyCtx, op *updateOp) error {
+	now := time.Now()
+	v := bsoncore.Value{Type: bsoncore.TypeDateTime, Data: bsoncore.AppendDateTime(nil, now.UnixMilli())}
+	if op.arg.Type == bsoncore.TypeEmbeddedDocument {
+		if t, _ := lookupField(op.arg.Data, "$type"); t.StringValue() == "timestamp" {
+			v = bsoncore.Value{Type: bsoncore.TypeTimestamp, Data: bsoncore.AppendTimestamp(nil, uint32(now.Unix()), 1)}
+		}
+	}
+	return setPath(c, op.parts, leafM(v))
+}
+
+// parseRename turns {$rename: {from: "to"}} into a target op (op, applied
+// at "to") and a source op (op.from, applied at "from").
+func parseRename(op *updateOp) error {
+	if op.arg.Type != bsoncore.TypeString {
+		return mongoerr.New(mongoerr.BadValue, "The 'to' field for $rename must be a string: %s", formatElem(op.path, op.arg))
+	}
+	to := op.arg.StringValue()
+	if err := validateUpdatePath(to); err != nil {
+		return err
+	}
+	if to == op.path {
+		return mongoerr.New(mongoerr.BadValue, "The source and target field for $rename must differ: %s: \"%s\"", op.path, to)
+	}
+	toParts := splitPath(to)
+	if isPrefix(op.parts, toParts) || isPrefix(toParts, op.parts) {
+		return mongoerr.New(mongoerr.BadValue, "The source and target field for $rename must not be on the same path: %s: \"%s\"", op.path, to)
+	}
+	src := &updateOp{mod: &modifier{name: "$rename", apply: applyUnset}, path: op.path, parts: op.parts}
+	op.path, op.parts, op.from = to, toParts, src
+	return nil
+}
+
+func applyRename(c *applyCtx, op *updateOp) error {
+	n := c.renamed[op]
+	if n == nil {
+		return nil
+	}
+	return setPath(c, op.parts, n)
+}
+
+// pushSpec is a $push argument: the values and the $each modifiers.
+type pushSpec struct {
+	each     []bsoncore.Value
+	position *int
+	slice    *int
+	sortDir  int   // 1/-1 to sort whole elements
+	sortBy   *Sort // {field: 1/-1} to sort documents
+}
+
+func parsePush(op *updateOp) error {
+	spec := &pushSpec{}
+	op.push = spec
+	if op.arg.Type != bsoncore.TypeEmbeddedDocument || firstKey(op.arg.Data) != "$each" {
+		spec.each = []bsoncore.Value{op.arg}
+		return nil
+	}
+	it := newIter(op.arg.Data)
+	for {
+		k, v, ok := it.next()
+		if !ok {
+			return nil
+		}
+		var err error
+		switch string(k) {
+		case "$each":
+			if v.Type != bsoncore.TypeArray {
+				return mongoerr.New(mongoerr.BadValue, "The argument to $each in $push must be an array but it was of type: %s", typeName(v.Type))
+			}
+			spec.each = arrayValues(v.Data)
+		case "$position":
+			spec.position, err = integralArg("$position", v)
+		case "$slice":
+			spec.slice, err = integralArg("$slice", v)
+		case "$sort":
+			err = spec.parseSort(v)
+		default:
+			return mongoerr.New(mongoerr.BadValue, "Unrecognized clause in $push: %s", k)
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+func integralArg(name string, v bsoncore.Value) (*int, error) {
+	if isNumber(v) {
+		f := toFloat(v)
+		if f == math.Trunc(f) && !math.IsInf(f, 0) {
+			n := int(clampFloat(f))
+			return &n, nil
+		}
+	}
+	return nil, mongoerr.New(mongoerr.BadValue, "The value for %s must be an integer value but was given type: %s", name, typeName(v.Type))
+}
+
+func (s *pushSpec) parseSort(v bsoncore.Value) error {
+	if isNumber(v) && (toFloat(v) == 1 || toFloat(v) == -1) {
+		s.sortDir = int(toFloat(v))
+		return nil
+	}
+	if v.Type == bsoncore.TypeEmbeddedDocument && len(v.Data) > 5 {
+		srt, err := CompileSort(v.Data)
+		if err == nil {
+			s.sortBy = srt
+			return nil
+		}
+	}
+	return mongoerr.New(mongoerr.BadValue, "The $sort is invalid: use 1/-1 to sort the whole element, or {field:1/-1} to sort embedded fields")
+}
+
+func applyPush(c *applyCtx, op *updateOp) error {
+	cur := getPath(c.root, op.parts)
+	var elems []bsoncore.Value
+	if cur != nil {
+		v := cur.value()
+		if v.Type != bsoncore.TypeArray {
+			return mongoerr.New(mongoerr.BadValue, "The field '%s' must be an array but is of type %s in document %s", op.path, typeName(v.Type), c.idText)
+		}
+		elems = arrayValues(v.Data)
+	}
+	elems = op.push.apply(elems)
+	return setPath(c, op.parts, leafM(buildArray(elems)))
+}
+
+// apply inserts the values, then sorts, then slices, as mongod does.
+func (s *pushSpec) apply(elems []bsoncore.Value) []bsoncore.Value {
+	pos := len(elems)
+	if s.position != nil {
+		pos = *s.position
+		if pos < 0 {
+			pos = max(len(elems)+pos, 0)
+		}
+		pos = min(pos, len(elems))
+	}
+	out := make([]bsoncore.Value, 0, len(elems)+len(s.each))
+	out = append(out, elems[:pos]...)
+	out = append(out, s.each...)
+	out = append(out, elems[pos:]...)
+	switch {
+	case s.sortDir != 0:
+		sort.SliceStable(out, func(i, j int) bool { return Compare(out[i], out[j])*s.sortDir < 0 })
+	case s.sortBy != nil:
+		sort.SliceStable(out, func(i, j int) bool { return s.sortBy.Compare(docOrEmpty(out[i]), docOrEmpty(out[j])) < 0 })
+	}
+	if s.slice != nil {
+		n := *s.slice
+		if n >= 0 {
+			out = out[:min(n, len(out))]
+		} else {
+			out = out[max(len(out)+n, 0):]
+		}
+	}
+	return out
+}
+
+// docOrEmpty lets $push's field sort treat non-documents as missing fields.
+func docOrEmpty(v bsoncore.Value) bsoncore.Document {
+	if v.Type == bsoncore.TypeEmbeddedDocument {
+		return v.Data
+	}
+	return emptyDoc
+}
+
+var emptyDoc = bsoncore.Document{5, 0, 0, 0, 0}
+
+func parseAddToSet(op *updateOp) error {
+	if op.arg.Type != bsoncore.TypeEmbeddedDocument || firstKey(op.arg.Data) != "$each" {
+		op.each = []bsoncore.Value{op.arg}
+		return nil
+	}
+	v, _ := lookupField(op.arg.Data, "$each")
+	if v.Type != bsoncore.TypeArray {
+		return mongoerr.New(mongoerr.TypeMismatch, "The argument to $each in $addToSet must be an array but it was of type %s", typeName(v.Type))
+	}
+	if arrayLen(op.arg.Data) > 1 {
+		return mongoerr.New(mongoerr.BadValue, "Found unexpected fields after $each in $addToSet: %s", formatValue(op.arg))
+	}
+	op.each = arrayValues(v.Data)
+	return nil
+}
+
+func applyAddToSet(c *applyCtx, op *updateOp) error {
+	cur := getPath(c.root, op.parts)
+	var elems []bsoncore.Value
+	if cur != nil {
+		v := cur.value()
+		if v.Type != bsoncore.TypeArray {
+			return mongoerr.New(mongoerr.BadValue, "Cannot apply $addToSet to non-array field. Field named '%s' has non-array type %s", op.parts[len(op.parts)-1], typeName(v.Type))
+		}
+		elems = arrayValues(v.Data)
+	}
+	for _, add := range op.each {
+		if !containsValue(elems, add) {
+			elems = append(elems, add)
+		}
+	}
+	return setPath(c, op.parts, leafM(buildArray(elems)))
+}
+
+func containsValue(vals []bsoncore.Value, v bsoncore.Value) bool {
+	for _, x := range vals {
+		if Compare(x, v) == 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func parsePop(op *updateOp) error {
+	if isNumber(op.arg) {
+		if f := toFloat(op.arg); f == 1 || f == -1 {
+			return nil
+		}
+	}
+	return mongoerr.New(mongoerr.FailedToParse, "$pop expects 1 or -1, found: %s", formatValue(op.arg))
+}
+
+func applyPop(c *applyCtx, op *updateOp) error {
+	cur := getPath(c.root, op.parts)
+	if cur == nil {
+		return nil
+	}
+	v := cur.value()
+	if v.Type != bsoncore.TypeArray {
+		return mongoerr.New(mongoerr.TypeMismatch, "Path '%s' contains an element of non-array type '%s'", op.path, typeName(v.Type))
+	}
+	elems := arrayValues(v.Data)
+	if len(elems) == 0 {
+		return nil
+	}
+	if toFloat(op.arg) > 0 {
+		elems = elems[:len(elems)-1]
+	} else {
+		elems = elems[1:]
+	}
+	return setPath(c, op.parts, leafM(buildArray(elems)))
+}
+
+// parsePull compiles the $pull condition: an operator document applies to
+// each element as a value, any other document is a filter over document
+// elements, a regex matches strings, and anything else is equality.
+func parsePull(op *updateOp) error {
+	arg := op.arg
+	switch {
+	case arg.Type == bsoncore.TypeRegex:
+		r, err := regexLeafFromValue(arg)
+		if err != nil {
+			return err
+		}
+		op.pull = func(e bsoncore.Value) bool { return r.matchValue(e, kindValue) }
+	case isOperatorDoc(arg) && !isDBRef(arg):
+		n, err := parseOps(op.path, arg.Data)
+		if err != nil {
+			return err
+		}
+		op.pull = func(e bsoncore.Value) bool { return n.eval(source{single: e}) }
+	case arg.Type == bsoncore.TypeEmbeddedDocument:
+		f, err := CompileFilter(arg.Data)
+		if err != nil {
+			return err
+		}
+		op.pull = func(e bsoncore.Value) bool {
+			return e.Type == bsoncore.TypeEmbeddedDocument && f.Match(e.Data)
+		}
+	default:
+		op.pull = func(e bsoncore.Value) bool { return Compare(e, arg) == 0 }
+	}
+	return nil
+}
+
+func parsePullAll(op *updateOp) error {
+	if op.arg.Type != bsoncore.TypeArray {
+		return mongoerr.New(mongoerr.BadValue, "$pullAll requires an array argument but was given a %s", typeName(op.arg.Type))
+	}
+	vals := arrayValues(op.arg.Data)
+	op.pull = func(e bsoncore.Value) bool { return containsValue(vals, e) }
+	return nil
+}
+
+// applyPull removes the matching elements ($pull and $pullAll).
+func applyPull(c *applyCtx, op *updateOp) error {
+	cur := getPath(c.root, op.parts)
+	if cur == nil {
+		return nil
+	}
+	v := cur.value()
+	if v.Type != bsoncore.TypeArray {
+		return mongoerr.New(mongoerr.BadValue, "Cannot apply %s to a non-array value", op.mod.name)
+	}
+	var kept []bsoncore.Value
+	for _, e := range arrayValues(v.Data) {
+		if !op.pull(e) {
+			kept = append(kept, e)
+		}
+	}
+	return setPath(c, op.parts, leafM(buildArray(kept)))
+}

@@ -1,0 +1,93 @@
+package server
+
+import (
+	"fmt"
+	"strconv"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
+
+// typeName is the $type alias MongoDB uses for a BSON type in messages.
+func typeName(t bsoncore.Type) string {
+	switch t {
+	case bsoncore.TypeDouble:
+		return "double"
+	case bsoncore.TypeString:
+		return "string"
+	case bsoncore.TypeEmbeddedDocument:
+		return "object"
+	case bsoncore.TypeArray:
+		return "array"
+	case bsoncore.TypeBinary:
+		return "binData"
+	case bsoncore.TypeUndefined:
+		return "undefined"
+	case bsoncore.TypeObjectID:
+		return "objectId"
+	case bsoncore.TypeBoolean:
+		return "bool"
+	case bsoncore.TypeDateTime:
+		return "date"
+	case bsoncore.TypeNull:
+		return "null"
+	case bsoncore.TypeRegex:
+		return "regex"
+	case bsoncore.TypeDBPointer:
+		return "dbPointer"
+	case bsoncore.TypeJavaScript:
+		return "javascript"
+	case bsoncore.TypeSymbol:
+		return "symbol"
+	case bsoncore.TypeCodeWithScope:
+		return "javascriptWithScope"
+	case bsoncore.TypeInt32:
+		return "int"
+	case bsoncore.TypeTimestamp:
+		return "timestamp"
+	case bsoncore.TypeInt64:
+		return "long"
+	case bsoncore.TypeDecimal128:
+		return "decimal"
+	case bsoncore.TypeMinKey:
+		return "minKey"
+	case bsoncore.TypeMaxKey:
+		return "maxKey"
+	}
+	return "missing"
+}
+
+// shellString renders a value the way mongod prints it in error messages
+// (duplicate key errors): 1, "a", ObjectId('…').
+func shellString(v bsoncore.Value) string {
+	switch v.Type {
+	case bsoncore.TypeInt32:
+		return strconv.Itoa(int(v.Int32()))
+	case bsoncore.TypeInt64:
+		return strconv.FormatInt(v.Int64(), 10)
+	case bsoncore.TypeDouble:
+		return strconv.FormatFloat(v.Double(), 'g', -1, 64)
+	case bsoncore.TypeString:
+		return strconv.Quote(v.StringValue())
+	case bsoncore.TypeObjectID:
+		return fmt.Sprintf("ObjectId('%s')", bson.ObjectID(v.ObjectID()).Hex())
+	case bsoncore.TypeBoolean:
+		return strconv.FormatBool(v.Boolean())
+	case bsoncore.TypeNull:
+		return "null"
+	}
+	return v.String()
+}
+
+// newObjectID is the _id MongoDB generates for documents without one.
+func newObjectID() bson.ObjectID { return bson.NewObjectID() }
+
+// docArray appends docs as an array element.
+func appendDocArray(dst []byte, key string, docs []bsoncore.Document) []byte {
+	idx, dst := bsoncore.AppendArrayElementStart(dst, key)
+	for i, d := range docs {
+		dst = bsoncore.AppendDocumentElement(dst, strconv.Itoa(i), d)
+	}
+	dst, _ = bsoncore.AppendArrayEnd(dst, idx)
+	return dst
+}

@@ -1,0 +1,248 @@
+package server
+
+import (
+	"os"
+	"runtime"
+	"sort"
+	"strings"
+	"time"
+
+	"dumbodb/query/mongoerr"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
+
+func okReply() bsoncore.Document {
+	return bsoncore.NewDocumentBuilder().AppendDouble("ok", 1).Build()
+}
+
+func cmdPing(r *request) (bsoncore.Document, error) { return okReply(), nil }
+
+func cmdBuildInfo(r *request) (bsoncore.Document, error) {
+	va := bsoncore.NewArrayBuilder().AppendInt32(8).AppendInt32(0).AppendInt32(4).AppendInt32(0).Build()
+	return bsoncore.NewDocumentBuilder().
+		AppendString("version", mongoVersion).
+		AppendString("gitVersion", "dumbodb-"+Version).
+		AppendArray("modules", bsoncore.NewArrayBuilder().Build()).
+		AppendString("allocator", "go").
+		AppendString("javascriptEngine", "none").
+		AppendString("sysInfo", "deprecated").
+		AppendArray("versionArray", va).
+		AppendDocument("openssl", bsoncore.NewDocumentBuilder().AppendString("running", "disabled").Build()).
+		AppendDocument("buildEnvironment", bsoncore.NewDocumentBuilder().
+			AppendString("distmod", "dumbodb").
+			AppendString("target_arch", runtime.GOARCH).
+			AppendString("target_os", runtime.GOOS).
+			AppendString("go", runtime.Version()).Build()).
+		AppendInt32("bits", 64).
+		AppendBoolean("debug", false).
+		AppendInt32("maxBsonObjectSize", maxBsonObjectSize).
+		AppendArray("storageEngines", bsoncore.NewArrayBuilder().AppendString("dumbodb").Build()).
+		AppendString("dumbodbVersion", Version).
+		AppendDouble("ok", 1).Build(), nil
+}
+
+// serverParameters are what getParameter reports.
+func (s *Server) serverParameters() map[string]func(*bsoncore.DocumentBuilder, string) {
+	return map[string]func(*bsoncore.DocumentBuilder, string){
+		"featureCompatibilityVersion": func(b *bsoncore.DocumentBuilder, k string) {
+			b.AppendDocument(k, bsoncore.NewDocumentBuilder().AppendString("version", "8.0").Build())
+		},
+		"authenticationMechanisms": func(b *bsoncore.DocumentBuilder, k string) {
+			b.AppendArray(k, bsoncore.NewArrayBuilder().Build())
+		},
+		"cursorTimeoutMillis": func(b *bsoncore.DocumentBuilder, k string) {
+			b.AppendInt64(k, cursorIdleTimeout.Milliseconds())
+		},
+		"maxBSONDepth": func(b *bsoncore.DocumentBuilder, k string) { b.AppendInt32(k, 200) },
+		"internalQueryMaxBlockingSortMemoryUsageBytes": func(b *bsoncore.DocumentBuilder, k string) { b.AppendInt32(k, 100*1024*1024) },
+		"logLevel":                        func(b *bsoncore.DocumentBuilder, k string) { b.AppendInt32(k, 0) },
+		"quiet":                           func(b *bsoncore.DocumentBuilder, k string) { b.AppendBoolean(k, false) },
+		"transactionLifetimeLimitSeconds": func(b *bsoncore.DocumentBuilder, k string) { b.AppendInt32(k, 60) },
+	}
+}
+
+// cmdGetParameter answers {getParameter: 1, name: 1, ...} and
+// {getParameter: "*"} (every parameter).
+func cmdGetParameter(r *request) (bsoncore.Document, error) {
+	params := r.c.s.serverParameters()
+	b := bsoncore.NewDocumentBuilder()
+	all := false
+	if s, ok := r.cmd.Index(0).Value().StringValueOK(); ok && s == "*" {
+		all = true
+	}
+	if d, ok := r.cmd.Index(0).Value().DocumentOK(); ok {
+		if v, ok := asBool(d.Lookup("allParameters")); ok && v {
+			all = true
+		}
+	}
+	found := 0
+	if all {
+		names := make([]string, 0, len(params))
+		for n := range params {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			params[n](b, n)
+			found++
+		}
+	} else {
+		els, _ := r.cmd.Elements()
+		for _, el := range els[1:] {
+			if f, ok := params[el.Key()]; ok {
+				f(b, el.Key())
+				found++
+			}
+		}
+	}
+	if found == 0 {
+		return nil, mongoerr.New(mongoerr.InvalidOptions, "no option found to get")
+	}
+	return b.AppendDouble("ok", 1).Build(), nil
+}
+
+func cmdGetCmdLineOpts(r *request) (bsoncore.Document, error) {
+	argv := bsoncore.NewArrayBuilder()
+	for _, a := range r.c.s.cfg.Argv {
+		argv.AppendString(a)
+	}
+	parsed := bsoncore.NewDocumentBuilder().
+		AppendDocument("net", bsoncore.NewDocumentBuilder().
+			AppendString("bindIp", strings.Join(r.c.s.cfg.BindIPs, ",")).
+			AppendInt32("port", int32(r.c.s.cfg.Port)).Build()).
+		AppendDocument("storage", bsoncore.NewDocumentBuilder().
+			AppendString("dbPath", r.c.s.engine.Dir()).Build()).
+		Build()
+	return bsoncore.NewDocumentBuilder().
+		AppendArray("argv", argv.Build()).
+		AppendDocument("parsed", parsed).
+		AppendDouble("ok", 1).Build(), nil
+}
+
+// cmdGetLog answers {getLog: "*"}, {getLog: "global"} and
+// {getLog: "startupWarnings"} from the in-memory ring of recent log lines.
+func cmdGetLog(r *request) (bsoncore.Document, error) {
+	v := r.cmd.Index(0).Value()
+	name, ok := v.StringValueOK()
+	if !ok {
+		return nil, typeMismatch("getLog", "getLog", v, "string")
+	}
+	b := bsoncore.NewDocumentBuilder()
+	switch name {
+	case "*":
+		b.AppendArray("names", bsoncore.NewArrayBuilder().AppendString("global").AppendString("startupWarnings").Build())
+	case "global", "startupWarnings":
+		var lines []string
+		if name == "global" && r.c.s.logRing != nil {
+			lines = r.c.s.logRing.Lines()
+		}
+		arr := bsoncore.NewArrayBuilder()
+		for _, l := range lines {
+			arr.AppendString(l)
+		}
+		b.AppendInt32("totalLinesWritten", int32(len(lines))).AppendArray("log", arr.Build())
+	default:
+		return nil, mongoerr.New(mongoerr.Code(72), "No log named '%s'", name)
+	}
+	return b.AppendDouble("ok", 1).Build(), nil
+}
+
+func cmdHostInfo(r *request) (bsoncore.Document, error) {
+	host, _ := os.Hostname()
+	sys := bsoncore.NewDocumentBuilder().
+		AppendDateTime("currentTime", time.Now().UnixMilli()).
+		AppendString("hostname", host).
+		AppendInt32("cpuAddrSize", 64).
+		AppendInt64("memSizeMB", totalMemoryMB()).
+		AppendInt32("numCores", int32(runtime.NumCPU())).
+		AppendString("cpuArch", runtime.GOARCH).
+		AppendBoolean("numaEnabled", false).Build()
+	osDoc := bsoncore.NewDocumentBuilder().
+		AppendString("type", osType()).
+		AppendString("name", runtime.GOOS).
+		AppendString("version", kernelVersion()).Build()
+	return bsoncore.NewDocumentBuilder().
+		AppendDocument("system", sys).
+		AppendDocument("os", osDoc).
+		AppendDocument("extra", bsoncore.NewDocumentBuilder().Build()).
+		AppendDouble("ok", 1).Build(), nil
+}
+
+func cmdConnectionStatus(r *request) (bsoncore.Document, error) {
+	if err := r.parseArgs(map[string]fieldHandler{"showPrivileges": r.ignoreArg()}); err != nil {
+		return nil, err
+	}
+	empty := bsoncore.NewArrayBuilder().Build()
+	auth := bsoncore.NewDocumentBuilder().
+		AppendArray("authenticatedUsers", empty).
+		AppendArray("authenticatedUserRoles", empty).Build()
+	return bsoncore.NewDocumentBuilder().AppendDocument("authInfo", auth).AppendDouble("ok", 1).Build(), nil
+}
+
+func cmdWhatsMyURI(r *request) (bsoncore.Document, error) {
+	return bsoncore.NewDocumentBuilder().
+		AppendString("you", r.c.nc.RemoteAddr().String()).
+		AppendDouble("ok", 1).Build(), nil
+}
+
+func cmdListCommands(r *request) (bsoncore.Document, error) {
+	cmds := bsoncore.NewDocumentBuilder()
+	for _, c := range commandTable {
+		cmds.AppendDocument(c.name, bsoncore.NewDocumentBuilder().
+			AppendString("help", c.help).
+			AppendBoolean("requiresAuth", false).
+			AppendBoolean("secondaryOk", true).
+			AppendBoolean("adminOnly", c.adminOnly).Build())
+	}
+	return bsoncore.NewDocumentBuilder().AppendDocument("commands", cmds.Build()).AppendDouble("ok", 1).Build(), nil
+}
+
+func cmdServerStatus(r *request) (bsoncore.Document, error) {
+	s := r.c.s
+	host, _ := os.Hostname()
+	up := time.Since(s.started)
+	st := &s.stats
+	conns := bsoncore.NewDocumentBuilder().
+		AppendInt32("current", int32(st.connsCurrent.Load())).
+		AppendInt32("available", int32(maxConnections-st.connsCurrent.Load())).
+		AppendInt32("totalCreated", int32(st.connsTotal.Load())).
+		AppendInt32("active", int32(st.connsCurrent.Load())).Build()
+	ops := bsoncore.NewDocumentBuilder().
+		AppendInt64("insert", st.opInsert.Load()).
+		AppendInt64("query", st.opQuery.Load()).
+		AppendInt64("update", st.opUpdate.Load()).
+		AppendInt64("delete", st.opDelete.Load()).
+		AppendInt64("getmore", st.opGetMore.Load()).
+		AppendInt64("command", st.opCommand.Load()).Build()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	mem := bsoncore.NewDocumentBuilder().
+		AppendInt32("bits", 64).
+		AppendInt64("resident", int64(ms.Sys>>20)).
+		AppendInt64("virtual", int64(ms.Sys>>20)).Build()
+	cursors := bsoncore.NewDocumentBuilder().
+		AppendDocument("cursor", bsoncore.NewDocumentBuilder().
+			AppendDocument("open", bsoncore.NewDocumentBuilder().
+				AppendInt64("total", int64(s.cursors.count())).Build()).Build()).Build()
+	return bsoncore.NewDocumentBuilder().
+		AppendString("host", host).
+		AppendString("version", mongoVersion).
+		AppendString("dumbodbVersion", Version).
+		AppendString("process", "dumbodb").
+		AppendInt64("pid", int64(os.Getpid())).
+		AppendDouble("uptime", up.Seconds()).
+		AppendInt64("uptimeMillis", up.Milliseconds()).
+		AppendInt64("uptimeEstimate", int64(up.Seconds())).
+		AppendDateTime("localTime", time.Now().UnixMilli()).
+		AppendDocument("connections", conns).
+		AppendDocument("opcounters", ops).
+		AppendDocument("mem", mem).
+		AppendDocument("metrics", cursors).
+		AppendDouble("ok", 1).Build(), nil
+}
+
+// maxConnections is what serverStatus reports as the connection limit.
+const maxConnections = 1000000
+
+func cmdEndSessions(r *request) (bsoncore.Document, error) { return okReply(), nil }

@@ -1,0 +1,272 @@
+package server
+
+import (
+	"errors"
+
+	"dumbodb/query"
+	"dumbodb/query/mongoerr"
+	"dumbodb/storage"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
+
+// idIndexSpec is the spec of the _id index every collection has.
+func idIndexSpec() bsoncore.Document {
+	return bsoncore.NewDocumentBuilder().
+		AppendInt32("v", 2).
+		AppendDocument("key", bsoncore.NewDocumentBuilder().AppendInt32("_id", 1).Build()).
+		AppendString("name", "_id_").Build()
+}
+
+func collectionEntry(ci storage.CollectionInfo, nameOnly bool) bsoncore.Document {
+	b := bsoncore.NewDocumentBuilder().AppendString("name", ci.Name).AppendString("type", "collection")
+	if nameOnly {
+		return b.Build()
+	}
+	info := bsoncore.NewDocumentBuilder().
+		AppendBoolean("readOnly", false).
+		AppendBinary("uuid", 4, ci.UUID[:]).Build()
+	return b.AppendDocument("options", ci.Options).
+		AppendDocument("info", info).
+		AppendDocument("idIndex", idIndexSpec()).Build()
+}
+
+func cmdListCollections(r *request) (bsoncore.Document, error) {
+	var filter, cursorOpts bsoncore.Document
+	var nameOnly bool
+	err := r.parseArgs(map[string]fieldHandler{
+		"filter":                r.optDocArg("filter", &filter),
+		"nameOnly":              r.boolArg("nameOnly", &nameOnly),
+		"authorizedCollections": r.ignoreArg(),
+		"cursor":                r.docArg("cursor", &cursorOpts),
+		"includePendingDrops":   r.ignoreArg(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	batchSize, err := cursorBatchSize(r, cursorOpts)
+	if err != nil {
+		return nil, err
+	}
+	var match *query.Filter
+	if filter != nil {
+		if match, err = query.CompileFilter(filter); err != nil {
+			return nil, err
+		}
+	}
+	snap, err := r.snapshot()
+	if err != nil {
+		return nil, err
+	}
+	var docs []bsoncore.Document
+	for _, ci := range snap.Collections() {
+		full := collectionEntry(ci, false)
+		if match != nil && !match.Match(full) {
+			continue
+		}
+		docs = append(docs, collectionEntry(ci, nameOnly))
+	}
+	return r.startCursor(r.db+".$cmd.listCollections", &sliceSource{docs: docs}, batchSize, false, false)
+}
+
+// cursorBatchSize reads {cursor: {batchSize: n}}; 0 means the default.
+func cursorBatchSize(r *request, opts bsoncore.Document) (int, error) {
+	if opts == nil {
+		return 0, nil
+	}
+	v, err := opts.LookupErr("batchSize")
+	if err != nil {
+		return 0, nil
+	}
+	n, ok := asInt64(v)
+	if !ok {
+		return 0, typeMismatch(r.name, "cursor.batchSize", v, "long")
+	}
+	if n < 0 {
+		return 0, mongoerr.New(mongoerr.Code(51024), "BSON field 'batchSize' value must be >= 0, actual value '%d'", n)
+	}
+	return int(n), nil
+}
+
+// createOptions are the create options we store; the rest are refused.
+var createOptions = map[string]bool{
+	"validator": true, "validationLevel": true, "validationAction": true, "collation": true,
+	"storageEngine": true, "indexOptionDefaults": true, "comment": true, "writeConcern": true,
+	"changeStreamPreAndPostImages": true, "expireAfterSeconds": true,
+}
+
+func cmdCreate(r *request) (bsoncore.Document, error) {
+	coll, err := r.collectionArg()
+	if err != nil {
+		return nil, err
+	}
+	els, _ := r.cmd.Elements()
+	opts := bsoncore.NewDocumentBuilder()
+	for _, el := range els[1:] {
+		k := el.Key()
+		switch {
+		case k == "capped" || k == "size" || k == "max":
+			if b, _ := asBool(el.Value()); b || k != "capped" {
+				return nil, mongoerr.New(mongoerr.NotImplemented, "capped collections are not supported by DumboDB")
+			}
+		case k == "viewOn" || k == "pipeline" || k == "timeseries" || k == "clusteredIndex" || k == "encryptedFields":
+			return nil, mongoerr.New(mongoerr.NotImplemented, "create option '%s' is not supported by DumboDB yet", k)
+		case createOptions[k]:
+			if k != "comment" && k != "writeConcern" {
+				opts.AppendValue(k, el.Value())
+			}
+		case !genericFields[k]:
+			return nil, unknownField("create", k)
+		}
+	}
+	err = r.write(func(tx *storage.Tx) error {
+		_, err := tx.CreateCollection(r.ctx, coll, opts.Build())
+		return err
+	})
+	if errors.Is(err, storage.ErrNamespaceExists) {
+		return nil, mongoerr.New(mongoerr.NamespaceExists, "Collection %s already exists.", r.ns(coll))
+	}
+	if err != nil {
+		return nil, err
+	}
+	return okReply(), nil
+}
+
+func cmdDrop(r *request) (bsoncore.Document, error) {
+	coll, err := r.collectionArg()
+	if err != nil {
+		return nil, err
+	}
+	if err := r.parseArgs(nil); err != nil {
+		return nil, err
+	}
+	d, err := r.database(false)
+	if err != nil {
+		return nil, err
+	}
+	if d != nil {
+		err = d.Write(r.ctx, func(tx *storage.Tx) error { return tx.DropCollection(coll) })
+	}
+	// Since MongoDB 7.0 dropping a missing collection succeeds.
+	if err != nil && !errors.Is(err, storage.ErrNamespaceNotFound) {
+		return nil, err
+	}
+	return bsoncore.NewDocumentBuilder().
+		AppendInt32("nIndexesWas", 1).
+		AppendString("ns", r.ns(coll)).
+		AppendDouble("ok", 1).Build(), nil
+}
+
+func cmdRenameCollection(r *request) (bsoncore.Document, error) {
+	var from, to string
+	var dropTarget bool
+	err := r.parseArgs(map[string]fieldHandler{
+		"to":         r.stringArg("to", &to),
+		"dropTarget": r.boolArg("dropTarget", &dropTarget),
+		"stayTemp":   r.ignoreArg(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	fromV := r.cmd.Index(0).Value()
+	if from, err = stringValue(r.name, "renameCollection", fromV); err != nil {
+		return nil, err
+	}
+	fromDB, fromColl, ok1 := splitNamespace(from)
+	toDB, toColl, ok2 := splitNamespace(to)
+	if !ok1 {
+		return nil, mongoerr.New(mongoerr.InvalidNamespace, "Invalid source namespace: %s", from)
+	}
+	if !ok2 {
+		return nil, mongoerr.New(mongoerr.InvalidNamespace, "Invalid target namespace: %s", to)
+	}
+	for _, ns := range [][2]string{{fromDB, fromColl}, {toDB, toColl}} {
+		if err := validateDBName(ns[0]); err != nil {
+			return nil, err
+		}
+		if err := validateCollectionName(ns[0], ns[1]); err != nil {
+			return nil, err
+		}
+	}
+	if fromDB != toDB {
+		return nil, mongoerr.New(mongoerr.NotImplemented, "renaming a collection across databases is not supported by DumboDB")
+	}
+	if from == to {
+		return nil, mongoerr.New(mongoerr.IllegalOperation, "Can't rename a collection to itself")
+	}
+	d, err := r.c.s.engine.Database(r.ctx, fromDB, false)
+	if err != nil {
+		return nil, err
+	}
+	if d == nil {
+		return nil, mongoerr.New(mongoerr.NamespaceNotFound, "Source collection %s does not exist", from)
+	}
+	err = d.Write(r.ctx, func(tx *storage.Tx) error { return tx.RenameCollection(fromColl, toColl, dropTarget) })
+	switch {
+	case errors.Is(err, storage.ErrNamespaceNotFound):
+		return nil, mongoerr.New(mongoerr.NamespaceNotFound, "Source collection %s does not exist", from)
+	case errors.Is(err, storage.ErrNamespaceExists):
+		return nil, mongoerr.New(mongoerr.NamespaceExists, "target namespace exists")
+	case err != nil:
+		return nil, err
+	}
+	return okReply(), nil
+}
+
+func stringValue(cmd, field string, v bsoncore.Value) (string, error) {
+	s, ok := v.StringValueOK()
+	if !ok {
+		return "", typeMismatch(cmd, field, v, "string")
+	}
+	return s, nil
+}
+
+func cmdListIndexes(r *request) (bsoncore.Document, error) {
+	coll, err := r.collectionArg()
+	if err != nil {
+		return nil, err
+	}
+	var cursorOpts bsoncore.Document
+	if err := r.parseArgs(map[string]fieldHandler{"cursor": r.docArg("cursor", &cursorOpts)}); err != nil {
+		return nil, err
+	}
+	batchSize, err := cursorBatchSize(r, cursorOpts)
+	if err != nil {
+		return nil, err
+	}
+	snap, err := r.snapshot()
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := snap.Collection(coll); !ok {
+		return nil, mongoerr.New(mongoerr.NamespaceNotFound, "ns does not exist: %s", r.ns(coll))
+	}
+	docs := []bsoncore.Document{idIndexSpec()}
+	return r.startCursor(r.ns(coll), &sliceSource{docs: docs}, batchSize, false, false)
+}
+
+func cmdCollStats(r *request) (bsoncore.Document, error) {
+	coll, err := r.collectionArg()
+	if err != nil {
+		return nil, err
+	}
+	if err := r.parseArgs(map[string]fieldHandler{"scale": r.ignoreArg(), "verbose": r.ignoreArg()}); err != nil {
+		return nil, err
+	}
+	snap, err := r.snapshot()
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := snap.Collection(coll); !ok {
+		return nil, mongoerr.New(mongoerr.NamespaceNotFound, "Collection [%s] not found.", r.ns(coll))
+	}
+	n, err := snap.Count(coll)
+	if err != nil {
+		return nil, err
+	}
+	return bsoncore.NewDocumentBuilder().
+		AppendString("ns", r.ns(coll)).
+		AppendInt64("count", int64(n)).
+		AppendInt32("nindexes", 1).
+		AppendDouble("ok", 1).Build(), nil
+}

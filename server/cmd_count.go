@@ -1,0 +1,78 @@
+package server
+
+import (
+	"errors"
+	"io"
+
+	"dumbodb/query"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
+
+func cmdCount(r *request) (bsoncore.Document, error) {
+	coll, err := r.collectionArg()
+	if err != nil {
+		return nil, err
+	}
+	var filter bsoncore.Document
+	var skip, limit, maxTimeMS int64
+	err = r.parseArgs(map[string]fieldHandler{
+		"query":     r.optDocArg("query", &filter),
+		"skip":      r.nonNegativeArg("skip", &skip),
+		"limit":     r.int64Arg("limit", &limit),
+		"maxTimeMS": r.nonNegativeArg("maxTimeMS", &maxTimeMS),
+		"hint":      r.ignoreArg(),
+		"collation": r.ignoreArg(),
+		"fields":    r.ignoreArg(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	if limit < 0 {
+		limit = -limit
+	}
+	defer r.withMaxTime(maxTimeMS)()
+	r.c.s.stats.opQuery.Add(1)
+	n, err := r.countMatching(coll, filter, skip, limit)
+	if err != nil {
+		return nil, err
+	}
+	return bsoncore.NewDocumentBuilder().AppendInt64("n", n).AppendDouble("ok", 1).Build(), nil
+}
+
+func (r *request) countMatching(coll string, filter bsoncore.Document, skip, limit int64) (int64, error) {
+	snap, err := r.snapshot()
+	if err != nil {
+		return 0, err
+	}
+	if !nonEmpty(filter) {
+		// The whole collection: the map knows its size.
+		total, err := snap.Count(coll)
+		if err != nil {
+			return 0, err
+		}
+		n := max(int64(total)-skip, 0)
+		if limit > 0 {
+			n = min(n, limit)
+		}
+		return n, nil
+	}
+	f, err := query.CompileFilter(filter)
+	if err != nil {
+		return 0, err
+	}
+	src, err := matchingSource(r.ctx, snap, coll, f)
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	for limit == 0 || n < limit+skip {
+		if _, err := src.Next(r.ctx); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			return 0, err
+		}
+		n++
+	}
+	return max(n-skip, 0), nil
+}

@@ -1,0 +1,130 @@
+package server
+
+import (
+	"dumbodb/query"
+	"dumbodb/storage"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
+
+// database opens the request's database; with create it is created if
+// missing, otherwise a missing database is nil.
+func (r *request) database(create bool) (*storage.Database, error) {
+	return r.c.s.engine.Database(r.ctx, r.db, create)
+}
+
+// snapshot is a consistent view of the request's database (empty if the
+// database does not exist).
+func (r *request) snapshot() (*storage.Snapshot, error) {
+	d, err := r.database(false)
+	if err != nil || d == nil {
+		return storage.EmptySnapshot(), err
+	}
+	return d.Snapshot(), nil
+}
+
+// write runs fn in a write transaction on the request's database, creating
+// the database if needed.
+func (r *request) write(fn func(tx *storage.Tx) error) error {
+	d, err := r.database(true)
+	if err != nil {
+		return err
+	}
+	return d.Write(r.ctx, fn)
+}
+
+func cmdListDatabases(r *request) (bsoncore.Document, error) {
+	var filter bsoncore.Document
+	var nameOnly bool
+	err := r.parseArgs(map[string]fieldHandler{
+		"filter":              r.optDocArg("filter", &filter),
+		"nameOnly":            r.boolArg("nameOnly", &nameOnly),
+		"authorizedDatabases": r.ignoreArg(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	var match *query.Filter
+	if filter != nil {
+		if match, err = query.CompileFilter(filter); err != nil {
+			return nil, err
+		}
+	}
+	names, err := r.c.s.engine.DatabaseNames()
+	if err != nil {
+		return nil, err
+	}
+	var total int64
+	arr := bsoncore.NewArrayBuilder()
+	for _, name := range names {
+		size := r.c.s.engine.SizeOnDisk(name)
+		entry, err := r.databaseEntry(name, size, nameOnly)
+		if err != nil {
+			return nil, err
+		}
+		if match != nil && !match.Match(entry) {
+			continue
+		}
+		total += size
+		arr.AppendDocument(entry)
+	}
+	b := bsoncore.NewDocumentBuilder().AppendArray("databases", arr.Build())
+	if !nameOnly {
+		b.AppendInt64("totalSize", total).AppendInt64("totalSizeMb", total>>20)
+	}
+	return b.AppendDouble("ok", 1).Build(), nil
+}
+
+func (r *request) databaseEntry(name string, size int64, nameOnly bool) (bsoncore.Document, error) {
+	b := bsoncore.NewDocumentBuilder().AppendString("name", name)
+	if nameOnly {
+		return b.Build(), nil
+	}
+	d, err := r.c.s.engine.Database(r.ctx, name, false)
+	if err != nil {
+		return nil, err
+	}
+	empty := d == nil || len(d.Snapshot().Collections()) == 0
+	return b.AppendInt64("sizeOnDisk", size).AppendBoolean("empty", empty).Build(), nil
+}
+
+func cmdDropDatabase(r *request) (bsoncore.Document, error) {
+	if err := r.parseArgs(nil); err != nil {
+		return nil, err
+	}
+	if err := r.c.s.engine.DropDatabase(r.db); err != nil {
+		return nil, err
+	}
+	return bsoncore.NewDocumentBuilder().AppendString("dropped", r.db).AppendDouble("ok", 1).Build(), nil
+}
+
+func cmdDBStats(r *request) (bsoncore.Document, error) {
+	if err := r.parseArgs(map[string]fieldHandler{"scale": r.ignoreArg(), "freeStorage": r.ignoreArg()}); err != nil {
+		return nil, err
+	}
+	snap, err := r.snapshot()
+	if err != nil {
+		return nil, err
+	}
+	var objects int64
+	colls := snap.Collections()
+	for _, c := range colls {
+		n, err := snap.Count(c.Name)
+		if err != nil {
+			return nil, err
+		}
+		objects += int64(n)
+	}
+	size := r.c.s.engine.SizeOnDisk(r.db)
+	return bsoncore.NewDocumentBuilder().
+		AppendString("db", r.db).
+		AppendInt64("collections", int64(len(colls))).
+		AppendInt64("views", 0).
+		AppendInt64("objects", objects).
+		AppendInt64("indexes", int64(len(colls))).
+		AppendInt64("storageSize", size).
+		AppendInt64("totalSize", size).
+		AppendInt64("fsUsedSize", size).
+		AppendDouble("scaleFactor", 1).
+		AppendDouble("ok", 1).Build(), nil
+}

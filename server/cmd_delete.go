@@ -1,0 +1,130 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"io"
+
+	"dumbodb/query"
+	"dumbodb/query/mongoerr"
+	"dumbodb/storage"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
+
+// deleteStatement is one entry of delete's "deletes".
+type deleteStatement struct {
+	filter *query.Filter
+	limit  int64
+}
+
+func (r *request) parseDeleteStatement(v bsoncore.Value) (*deleteStatement, error) {
+	doc, ok := v.DocumentOK()
+	if !ok {
+		return nil, typeMismatch("delete", "deletes.0", v, "object")
+	}
+	var q bsoncore.Document
+	st := &deleteStatement{limit: -1}
+	sub := &request{c: r.c, ctx: r.ctx, cmd: prependKey("deletes", doc), name: "delete.deletes"}
+	err := sub.parseArgs(map[string]fieldHandler{
+		"q":         sub.docArg("q", &q),
+		"limit":     sub.int64Arg("limit", &st.limit),
+		"collation": sub.ignoreArg(),
+		"hint":      sub.ignoreArg(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	if q == nil {
+		return nil, mongoerr.New(mongoerr.Code(40414), "BSON field 'delete.deletes.q' is missing but a required field")
+	}
+	if st.limit == -1 {
+		return nil, mongoerr.New(mongoerr.Code(40414), "BSON field 'delete.deletes.limit' is missing but a required field")
+	}
+	if st.limit != 0 && st.limit != 1 {
+		return nil, mongoerr.New(mongoerr.FailedToParse, "The limit field in delete objects must be 0 or 1. Got %d", st.limit)
+	}
+	st.filter, err = query.CompileFilter(q)
+	return st, err
+}
+
+func cmdDelete(r *request) (bsoncore.Document, error) {
+	coll, err := r.collectionArg()
+	if err != nil {
+		return nil, err
+	}
+	var deletes bsoncore.Array
+	ordered := true
+	err = r.parseArgs(map[string]fieldHandler{
+		"deletes": r.arrayArg("deletes", &deletes),
+		"ordered": r.boolArg("ordered", &ordered),
+		"let":     r.ignoreArg(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := validateUserWritable(r.db, coll); err != nil {
+		return nil, err
+	}
+	vals, _ := deletes.Values()
+	var res writeResult
+	d, err := r.database(false)
+	if err != nil || d == nil {
+		return res.reply(false), err
+	}
+	err = d.Write(r.ctx, func(tx *storage.Tx) error {
+		for i, v := range vals {
+			st, err := r.parseDeleteStatement(v)
+			var n int64
+			if err == nil {
+				n, err = deleteMatching(r.ctx, tx, coll, st.filter, st.limit == 1, nil)
+			}
+			res.n += n
+			if err != nil {
+				res.add(i, err, r.ns(coll), bsoncore.Value{})
+				if ordered {
+					break
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	r.c.s.stats.opDelete.Add(int64(len(vals)))
+	return res.reply(false), nil
+}
+
+// deleteMatching deletes the documents matching f (only the first with
+// justOne). onDelete, when set, sees each deleted document.
+func deleteMatching(ctx context.Context, tx *storage.Tx, coll string, f *query.Filter, justOne bool,
+	onDelete func(bsoncore.Document)) (int64, error) {
+	if _, ok := tx.Collection(coll); !ok {
+		return 0, nil
+	}
+	src, err := matchingSource(ctx, tx, coll, f)
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	for {
+		doc, err := src.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			return n, nil
+		}
+		if err != nil {
+			return n, err
+		}
+		if err := tx.Delete(ctx, coll, doc.Lookup("_id")); err != nil {
+			return n, err
+		}
+		n++
+		if onDelete != nil {
+			onDelete(doc)
+		}
+		if justOne {
+			return n, nil
+		}
+	}
+}

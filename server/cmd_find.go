@@ -1,0 +1,216 @@
+package server
+
+import (
+	"context"
+	"time"
+
+	"dumbodb/query"
+	"dumbodb/query/mongoerr"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
+
+// findArgs are the parsed arguments of find.
+type findArgs struct {
+	filter, sort, projection     bsoncore.Document
+	skip, limit, batchSize       int64
+	maxTimeMS                    int64
+	singleBatch, noCursorTimeout bool
+}
+
+func (r *request) parseFindArgs(a *findArgs) error {
+	return r.parseArgs(map[string]fieldHandler{
+		"filter":              r.optDocArg("filter", &a.filter),
+		"sort":                r.optDocArg("sort", &a.sort),
+		"projection":          r.optDocArg("projection", &a.projection),
+		"skip":                r.nonNegativeArg("skip", &a.skip),
+		"limit":               r.nonNegativeArg("limit", &a.limit),
+		"batchSize":           r.nonNegativeArg("batchSize", &a.batchSize),
+		"maxTimeMS":           r.nonNegativeArg("maxTimeMS", &a.maxTimeMS),
+		"singleBatch":         r.boolArg("singleBatch", &a.singleBatch),
+		"noCursorTimeout":     r.boolArg("noCursorTimeout", &a.noCursorTimeout),
+		"hint":                r.ignoreArg(),
+		"collation":           r.ignoreArg(),
+		"let":                 r.ignoreArg(),
+		"allowDiskUse":        r.ignoreArg(),
+		"returnKey":           r.ignoreArg(),
+		"showRecordId":        r.ignoreArg(),
+		"tailable":            r.ignoreArg(),
+		"awaitData":           r.ignoreArg(),
+		"oplogReplay":         r.ignoreArg(),
+		"allowPartialResults": r.ignoreArg(),
+		"readOnce":            r.ignoreArg(),
+		"min":                 r.ignoreArg(),
+		"max":                 r.ignoreArg(),
+	})
+}
+
+// nonNegativeArg reads an integer that must be >= 0 (skip, limit, batchSize).
+func (r *request) nonNegativeArg(field string, dst *int64) fieldHandler {
+	return func(v bsoncore.Value) error {
+		if err := r.int64Arg(field, dst)(v); err != nil {
+			return err
+		}
+		if *dst < 0 {
+			return mongoerr.New(mongoerr.Code(51024), "BSON field '%s' value must be >= 0, actual value '%d'", field, *dst)
+		}
+		return nil
+	}
+}
+
+// withMaxTime bounds the request by maxTimeMS (0: no bound).
+func (r *request) withMaxTime(ms int64) context.CancelFunc {
+	if ms <= 0 {
+		return func() {}
+	}
+	ctx, cancel := context.WithTimeout(r.ctx, time.Duration(ms)*time.Millisecond)
+	r.ctx = ctx
+	return cancel
+}
+
+func cmdFind(r *request) (bsoncore.Document, error) {
+	coll, err := r.collectionArg()
+	if err != nil {
+		return nil, err
+	}
+	var a findArgs
+	if err := r.parseFindArgs(&a); err != nil {
+		return nil, err
+	}
+	r.c.s.stats.opQuery.Add(1)
+	defer r.withMaxTime(a.maxTimeMS)()
+	src, err := r.findSource(coll, &a)
+	if err != nil {
+		return nil, err
+	}
+	single := a.singleBatch || (a.limit > 0 && a.batchSize >= a.limit)
+	return r.startCursor(r.ns(coll), src, int(a.batchSize), single, a.noCursorTimeout)
+}
+
+// findSource compiles a find and returns its result stream.
+func (r *request) findSource(coll string, a *findArgs) (docSource, error) {
+	f, err := query.CompileFilter(orEmpty(a.filter))
+	if err != nil {
+		return nil, err
+	}
+	var proj *query.Projection
+	if nonEmpty(a.projection) {
+		if proj, err = query.CompileProjection(a.projection); err != nil {
+			return nil, err
+		}
+	}
+	var srt *query.Sort
+	if nonEmpty(a.sort) {
+		if srt, err = query.CompileSort(a.sort); err != nil {
+			return nil, err
+		}
+	}
+	snap, err := r.snapshot()
+	if err != nil {
+		return nil, err
+	}
+	src, err := matchingSource(r.ctx, snap, coll, f)
+	if err != nil {
+		return nil, err
+	}
+	if srt != nil {
+		if src, err = sortedSource(r.ctx, src, srt); err != nil {
+			return nil, err
+		}
+	}
+	if a.skip > 0 || a.limit > 0 {
+		src = &skipLimitSource{src: src, skip: a.skip, limit: a.limit}
+	}
+	if proj != nil {
+		src = &projectSource{src: src, p: proj}
+	}
+	return src, nil
+}
+
+var emptyDoc = bsoncore.NewDocumentBuilder().Build()
+
+func orEmpty(d bsoncore.Document) bsoncore.Document {
+	if d == nil {
+		return emptyDoc
+	}
+	return d
+}
+
+func cmdGetMore(r *request) (bsoncore.Document, error) {
+	v := r.cmd.Index(0).Value()
+	id, ok := v.Int64OK()
+	if !ok {
+		return nil, typeMismatch("getMore", "getMore", v, "long")
+	}
+	var coll string
+	var batchSize, maxTimeMS int64
+	err := r.parseArgs(map[string]fieldHandler{
+		"collection":               r.stringArg("collection", &coll),
+		"batchSize":                r.nonNegativeArg("batchSize", &batchSize),
+		"maxTimeMS":                r.nonNegativeArg("maxTimeMS", &maxTimeMS),
+		"term":                     r.ignoreArg(),
+		"lastKnownCommittedOpTime": r.ignoreArg(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	if coll == "" {
+		return nil, mongoerr.New(mongoerr.Code(40414), "BSON field 'getMore.collection' is missing but a required field")
+	}
+	r.c.s.stats.opGetMore.Add(1)
+	cur := r.c.s.cursors.get(id)
+	if cur == nil {
+		return nil, mongoerr.New(mongoerr.CursorNotFound, "cursor id %d not found", id)
+	}
+	if cur.ns != r.ns(coll) && !(coll == "$cmd.listCollections" && cur.ns == r.db+".$cmd.listCollections") {
+		return nil, mongoerr.New(mongoerr.Unauthorized, "Requested getMore on namespace '%s', but cursor belongs to a different namespace %s", r.ns(coll), cur.ns)
+	}
+	defer r.withMaxTime(maxTimeMS)()
+	cur.mu.Lock()
+	defer cur.mu.Unlock()
+	docs, done, err := fillBatch(r.ctx, cur.src, int(batchSize))
+	if err != nil {
+		r.c.s.cursors.remove(id)
+		return nil, err
+	}
+	cur.lastUsed = time.Now()
+	if done {
+		r.c.s.cursors.remove(id)
+		id = 0
+	}
+	return cursorReply(id, cur.ns, "nextBatch", docs), nil
+}
+
+func cmdKillCursors(r *request) (bsoncore.Document, error) {
+	if _, err := r.collectionArg(); err != nil {
+		return nil, err
+	}
+	var ids bsoncore.Array
+	if err := r.parseArgs(map[string]fieldHandler{"cursors": r.arrayArg("cursors", &ids)}); err != nil {
+		return nil, err
+	}
+	vals, _ := ids.Values()
+	killed, notFound := bsoncore.NewArrayBuilder(), bsoncore.NewArrayBuilder()
+	for _, v := range vals {
+		id, ok := v.Int64OK()
+		if !ok {
+			return nil, typeMismatch("killCursors", "cursors.0", v, "long")
+		}
+		if r.c.s.cursors.remove(id) {
+			killed.AppendInt64(id)
+		} else {
+			notFound.AppendInt64(id)
+		}
+	}
+	empty := bsoncore.NewArrayBuilder().Build()
+	return bsoncore.NewDocumentBuilder().
+		AppendArray("cursorsKilled", killed.Build()).
+		AppendArray("cursorsNotFound", notFound.Build()).
+		AppendArray("cursorsAlive", empty).
+		AppendArray("cursorsUnknown", empty).
+		AppendDouble("ok", 1).Build(), nil
+}
+
+// nonEmpty reports whether d has at least one field (an empty BSON
+// document is 5 bytes).
+func nonEmpty(d bsoncore.Document) bool { return len(d) > 5 }

@@ -1,0 +1,190 @@
+package server
+
+import (
+	"errors"
+
+	"dumbodb/query"
+	"dumbodb/query/mongoerr"
+	"dumbodb/storage"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
+
+// famArgs are the parsed arguments of findAndModify.
+type famArgs struct {
+	filter, sort, fields      bsoncore.Document
+	update                    bsoncore.Value
+	remove, returnNew, upsert bool
+}
+
+func (r *request) parseFindAndModify() (*famArgs, error) {
+	a := &famArgs{}
+	err := r.parseArgs(map[string]fieldHandler{
+		"query":                    r.optDocArg("query", &a.filter),
+		"sort":                     r.optDocArg("sort", &a.sort),
+		"fields":                   r.optDocArg("fields", &a.fields),
+		"update":                   func(v bsoncore.Value) error { a.update = v; return nil },
+		"remove":                   r.boolArg("remove", &a.remove),
+		"new":                      r.boolArg("new", &a.returnNew),
+		"upsert":                   r.boolArg("upsert", &a.upsert),
+		"arrayFilters":             r.ignoreArg(),
+		"bypassDocumentValidation": r.ignoreArg(),
+		"collation":                r.ignoreArg(),
+		"hint":                     r.ignoreArg(),
+		"let":                      r.ignoreArg(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	hasUpdate := a.update.Type != 0
+	switch {
+	case a.remove && hasUpdate:
+		return nil, mongoerr.New(mongoerr.FailedToParse, "Cannot specify both an update and remove=true")
+	case !a.remove && !hasUpdate:
+		return nil, mongoerr.New(mongoerr.FailedToParse, "Either an update or remove=true must be specified")
+	case a.remove && a.upsert:
+		return nil, mongoerr.New(mongoerr.FailedToParse, "Cannot specify both upsert=true and remove=true ")
+	case a.remove && a.returnNew:
+		return nil, mongoerr.New(mongoerr.FailedToParse, "Cannot specify both new=true and remove=true; 'remove' always returns the deleted document")
+	}
+	return a, nil
+}
+
+func cmdFindAndModify(r *request) (bsoncore.Document, error) {
+	coll, err := r.collectionArg()
+	if err != nil {
+		return nil, err
+	}
+	a, err := r.parseFindAndModify()
+	if err != nil {
+		return nil, err
+	}
+	if err := validateUserWritable(r.db, coll); err != nil {
+		return nil, err
+	}
+	f, err := query.CompileFilter(orEmpty(a.filter))
+	if err != nil {
+		return nil, err
+	}
+	var u *query.Update
+	if !a.remove {
+		if u, err = query.CompileUpdate(a.update); err != nil {
+			return nil, err
+		}
+	}
+	var proj *query.Projection
+	if nonEmpty(a.fields) {
+		if proj, err = query.CompileProjection(a.fields); err != nil {
+			return nil, err
+		}
+	}
+	var srt *query.Sort
+	if nonEmpty(a.sort) {
+		if srt, err = query.CompileSort(a.sort); err != nil {
+			return nil, err
+		}
+	}
+	var out famOutcome
+	err = r.write(func(tx *storage.Tx) error {
+		return r.findAndModifyIn(tx, coll, f, srt, u, a, &out)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out.reply(proj)
+}
+
+// famOutcome is what findAndModify did.
+type famOutcome struct {
+	n               int32
+	removed         bool
+	updatedExisting bool
+	upsertedID      bsoncore.Value
+	value           bsoncore.Document // nil: null
+}
+
+func (r *request) findAndModifyIn(tx *storage.Tx, coll string, f *query.Filter, srt *query.Sort, u *query.Update, a *famArgs, out *famOutcome) error {
+	target, err := r.firstMatch(tx, coll, f, srt)
+	if err != nil {
+		return err
+	}
+	switch {
+	case target != nil && a.remove:
+		out.n, out.value, out.removed = 1, target, true
+		return tx.Delete(r.ctx, coll, target.Lookup("_id"))
+	case target != nil:
+		after, _, err := applyToDocument(r.ctx, tx, coll, target, u)
+		if err != nil {
+			return err
+		}
+		out.n, out.updatedExisting, out.value = 1, true, target
+		if a.returnNew {
+			out.value = after
+		}
+		return nil
+	case a.upsert:
+		doc, err := upsertDocument(f, u)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.EnsureCollection(r.ctx, coll); err != nil {
+			return err
+		}
+		if err := tx.Insert(r.ctx, coll, doc); err != nil {
+			if errors.Is(err, storage.ErrDuplicateKey) {
+				e, _, _ := duplicateIDError(r.ns(coll), doc.Lookup("_id"))
+				return e
+			}
+			return err
+		}
+		out.n, out.upsertedID = 1, doc.Lookup("_id")
+		if a.returnNew {
+			out.value = doc
+		}
+	}
+	return nil
+}
+
+// firstMatch is the first matching document in sort order (or _id order).
+func (r *request) firstMatch(rd storage.Reader, coll string, f *query.Filter, srt *query.Sort) (bsoncore.Document, error) {
+	src, err := matchingSource(r.ctx, rd, coll, f)
+	if err != nil {
+		return nil, err
+	}
+	if srt != nil {
+		if src, err = sortedSource(r.ctx, src, srt); err != nil {
+			return nil, err
+		}
+	}
+	p := &peekSource{src: src}
+	docs, _, err := fillBatch(r.ctx, p, 1)
+	if err != nil || len(docs) == 0 {
+		return nil, err
+	}
+	return docs[0], nil
+}
+
+func (o *famOutcome) reply(proj *query.Projection) (bsoncore.Document, error) {
+	leo := bsoncore.NewDocumentBuilder().AppendInt32("n", o.n)
+	switch {
+	case o.removed:
+	case o.upsertedID.Type != 0:
+		leo.AppendBoolean("updatedExisting", false).AppendValue("upserted", o.upsertedID)
+	default:
+		leo.AppendBoolean("updatedExisting", o.updatedExisting)
+	}
+	b := bsoncore.NewDocumentBuilder().AppendDocument("lastErrorObject", leo.Build())
+	if o.value == nil {
+		b.AppendNull("value")
+	} else {
+		v := o.value
+		if proj != nil {
+			var err error
+			if v, err = proj.Apply(v); err != nil {
+				return nil, err
+			}
+		}
+		b.AppendDocument("value", v)
+	}
+	return b.AppendDouble("ok", 1).Build(), nil
+}

@@ -1,0 +1,85 @@
+package server
+
+import (
+	"time"
+
+	"dumbodb/wire"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
+
+// Handshake figures, as mongod 8.0 reports them.
+const (
+	maxWireVersion               = 25
+	maxWriteBatchSize            = 100000
+	logicalSessionTimeoutMinutes = 30
+	maxBsonObjectSize            = wire.MaxDocumentSize
+	maxMessageSizeBytes          = wire.MaxMessageSize
+)
+
+// cmdHello answers hello, isMaster and ismaster. The legacy spellings report
+// "ismaster", hello reports "isWritablePrimary".
+func cmdHello(r *request) (bsoncore.Document, error) {
+	// Drivers add handshake fields as new server versions learn them
+	// (backpressure, ...); like a newer mongod, take what we know and ignore
+	// the rest.
+	helloOk, _ := asBool(r.cmd.Lookup("helloOk"))
+	compression, _ := r.cmd.Lookup("compression").ArrayOK()
+	if compression != nil {
+		r.c.negotiateCompression(compression)
+	}
+	if cl, ok := r.cmd.Lookup("client").DocumentOK(); ok {
+		r.c.setClientMetadata(cl)
+	}
+	b := bsoncore.NewDocumentBuilder()
+	if r.name == "hello" {
+		b.AppendBoolean("isWritablePrimary", true)
+	} else {
+		b.AppendBoolean("ismaster", true)
+	}
+	if helloOk {
+		b.AppendBoolean("helloOk", true)
+	}
+	b.AppendInt32("maxBsonObjectSize", maxBsonObjectSize).
+		AppendInt32("maxMessageSizeBytes", maxMessageSizeBytes).
+		AppendInt32("maxWriteBatchSize", maxWriteBatchSize).
+		AppendDateTime("localTime", time.Now().UnixMilli()).
+		AppendInt32("logicalSessionTimeoutMinutes", logicalSessionTimeoutMinutes).
+		AppendInt64("connectionId", r.c.id).
+		AppendInt32("minWireVersion", 0).
+		AppendInt32("maxWireVersion", maxWireVersion).
+		AppendBoolean("readOnly", false)
+	if len(r.c.compressors) > 0 {
+		ab := bsoncore.NewArrayBuilder()
+		for _, c := range r.c.compressors {
+			ab.AppendString(c)
+		}
+		b.AppendArray("compression", ab.Build())
+	}
+	return b.AppendDouble("ok", 1).Build(), nil
+}
+
+// negotiateCompression keeps the compressors the client offers that we
+// support, in the client's order.
+func (c *conn) negotiateCompression(offer bsoncore.Array) {
+	vals, _ := offer.Values()
+	c.compressors = c.compressors[:0]
+	for _, v := range vals {
+		name, ok := v.StringValueOK()
+		if !ok {
+			continue
+		}
+		if _, ok := wire.CompressorByName(name); ok {
+			c.compressors = append(c.compressors, name)
+		}
+	}
+}
+
+func (c *conn) setClientMetadata(md bsoncore.Document) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.clientMD == nil {
+		c.clientMD = append(bsoncore.Document(nil), md...)
+		c.log.Info().Str("c", "NETWORK").Str("client", md.String()).Msg("client metadata")
+	}
+}

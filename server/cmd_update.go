@@ -1,0 +1,214 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"io"
+
+	"dumbodb/query"
+	"dumbodb/query/mongoerr"
+	"dumbodb/storage"
+	"dumbodb/wire"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
+
+// updateStatement is one entry of update's "updates".
+type updateStatement struct {
+	filter        *query.Filter
+	update        *query.Update
+	upsert, multi bool
+}
+
+func (r *request) parseUpdateStatement(v bsoncore.Value) (*updateStatement, error) {
+	doc, ok := v.DocumentOK()
+	if !ok {
+		return nil, typeMismatch("update", "updates.0", v, "object")
+	}
+	var q bsoncore.Document
+	var u bsoncore.Value
+	st := &updateStatement{}
+	sub := &request{c: r.c, ctx: r.ctx, cmd: prependKey("updates", doc), name: "update.updates"}
+	err := sub.parseArgs(map[string]fieldHandler{
+		"q":            sub.docArg("q", &q),
+		"u":            func(v bsoncore.Value) error { u = v; return nil },
+		"upsert":       sub.boolArg("upsert", &st.upsert),
+		"multi":        sub.boolArg("multi", &st.multi),
+		"arrayFilters": sub.ignoreArg(),
+		"collation":    sub.ignoreArg(),
+		"hint":         sub.ignoreArg(),
+		"c":            sub.ignoreArg(),
+		"sort":         sub.ignoreArg(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	if q == nil {
+		return nil, mongoerr.New(mongoerr.Code(40414), "BSON field 'update.updates.q' is missing but a required field")
+	}
+	if u.Type == 0 {
+		return nil, mongoerr.New(mongoerr.Code(40414), "BSON field 'update.updates.u' is missing but a required field")
+	}
+	if st.filter, err = query.CompileFilter(q); err != nil {
+		return nil, err
+	}
+	if st.update, err = query.CompileUpdate(u); err != nil {
+		return nil, err
+	}
+	if st.multi && st.update.IsReplacement() {
+		return nil, mongoerr.New(mongoerr.FailedToParse, "multi update is not supported for replacement-style update")
+	}
+	return st, nil
+}
+
+// prependKey makes a document whose first field is a placeholder, so that
+// parseArgs (which skips the command-name field) can parse a sub-document.
+func prependKey(key string, doc bsoncore.Document) bsoncore.Document {
+	els, _ := doc.Elements()
+	b := bsoncore.NewDocumentBuilder().AppendInt32(key, 1)
+	for _, el := range els {
+		b.AppendValue(el.Key(), el.Value())
+	}
+	return b.Build()
+}
+
+func cmdUpdate(r *request) (bsoncore.Document, error) {
+	coll, err := r.collectionArg()
+	if err != nil {
+		return nil, err
+	}
+	var updates bsoncore.Array
+	ordered := true
+	err = r.parseArgs(map[string]fieldHandler{
+		"updates":                  r.arrayArg("updates", &updates),
+		"ordered":                  r.boolArg("ordered", &ordered),
+		"bypassDocumentValidation": r.ignoreArg(),
+		"let":                      r.ignoreArg(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := validateUserWritable(r.db, coll); err != nil {
+		return nil, err
+	}
+	vals, _ := updates.Values()
+	if len(vals) > maxWriteBatchSize {
+		return nil, mongoerr.New(mongoerr.InvalidLength, "Write batch sizes must be between 1 and %d. Got %d operations.", maxWriteBatchSize, len(vals))
+	}
+	var res writeResult
+	ns := r.ns(coll)
+	err = r.write(func(tx *storage.Tx) error {
+		for i, v := range vals {
+			st, err := r.parseUpdateStatement(v)
+			var upsertedID bsoncore.Value
+			if err == nil {
+				upsertedID, err = r.applyUpdate(tx, coll, st, &res)
+			}
+			if err != nil {
+				res.add(i, err, ns, upsertedID)
+				if ordered {
+					break
+				}
+				continue
+			}
+			if upsertedID.Type != 0 {
+				res.upserted = append(res.upserted, bsoncore.NewDocumentBuilder().
+					AppendInt32("index", int32(i)).AppendValue("_id", upsertedID).Build())
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	r.c.s.stats.opUpdate.Add(int64(len(vals)))
+	return res.reply(true), nil
+}
+
+// applyUpdate runs one update statement; it returns the _id of an upserted
+// document (zero Value when none was upserted).
+func (r *request) applyUpdate(tx *storage.Tx, coll string, st *updateStatement, res *writeResult) (bsoncore.Value, error) {
+	matched, modified, err := updateMatching(r.ctx, tx, coll, st.filter, st.update, st.multi, nil)
+	res.n += matched
+	res.nModified += modified
+	if err != nil || matched > 0 || !st.upsert {
+		return bsoncore.Value{}, err
+	}
+	doc, err := upsertDocument(st.filter, st.update)
+	if err != nil {
+		return bsoncore.Value{}, err
+	}
+	if _, err := tx.EnsureCollection(r.ctx, coll); err != nil {
+		return bsoncore.Value{}, err
+	}
+	id := doc.Lookup("_id")
+	if err := tx.Insert(r.ctx, coll, doc); err != nil {
+		return id, err
+	}
+	res.n++
+	return id, nil
+}
+
+// updateMatching applies u to the documents matching f (the first one only
+// unless multi). onUpdate, when set, sees each document before and after.
+func updateMatching(ctx context.Context, tx *storage.Tx, coll string, f *query.Filter, u *query.Update, multi bool,
+	onUpdate func(before, after bsoncore.Document)) (matched, modified int64, err error) {
+	if _, ok := tx.Collection(coll); !ok {
+		return 0, 0, nil
+	}
+	src, err := matchingSource(ctx, tx, coll, f)
+	if err != nil {
+		return 0, 0, err
+	}
+	for {
+		doc, err := src.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			return matched, modified, nil
+		}
+		if err != nil {
+			return matched, modified, err
+		}
+		matched++
+		after, changed, err := applyToDocument(ctx, tx, coll, doc, u)
+		if err != nil {
+			return matched, modified, err
+		}
+		if changed {
+			modified++
+		}
+		if onUpdate != nil {
+			onUpdate(doc, after)
+		}
+		if !multi {
+			return matched, modified, nil
+		}
+	}
+}
+
+// applyToDocument updates one stored document and writes it back if it
+// changed.
+func applyToDocument(ctx context.Context, tx *storage.Tx, coll string, doc bsoncore.Document, u *query.Update) (bsoncore.Document, bool, error) {
+	after, changed, err := u.Apply(doc, false)
+	if err != nil || !changed {
+		return doc, false, err
+	}
+	if len(after) > wire.MaxDocumentSize {
+		return nil, false, mongoerr.New(mongoerr.Code(17419), "Resulting document after update is larger than %d", wire.MaxDocumentSize)
+	}
+	if after, err = normalizeDocument(after); err != nil {
+		return nil, false, err
+	}
+	return after, true, tx.Replace(ctx, coll, after)
+}
+
+// upsertDocument builds the document an upsert inserts.
+func upsertDocument(f *query.Filter, u *query.Update) (bsoncore.Document, error) {
+	doc, err := query.Upsert(f, u)
+	if err != nil {
+		return nil, err
+	}
+	if len(doc) > wire.MaxDocumentSize {
+		return nil, mongoerr.New(mongoerr.Code(17419), "Resulting document after update is larger than %d", wire.MaxDocumentSize)
+	}
+	return normalizeDocument(doc)
+}

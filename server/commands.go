@@ -1,0 +1,67 @@
+package server
+
+import (
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
+
+// command is one entry of the command table.
+type command struct {
+	name      string
+	handler   func(*request) (bsoncore.Document, error)
+	help      string
+	adminOnly bool
+}
+
+// commandTable lists every command, sorted by name. Aliases are entries of
+// their own pointing at the same handler. It is filled in init because
+// listCommands reads it.
+var (
+	commandTable   []command
+	commandsByName map[string]*command
+)
+
+func init() {
+	commandTable = []command{
+		{name: "aggregate", handler: cmdAggregate, help: "runs an aggregation pipeline ($match, $group, $count, $sort, $skip, $limit, $project)"},
+		{name: "buildInfo", handler: cmdBuildInfo, help: "returns the server's version and build information"},
+		{name: "buildinfo", handler: cmdBuildInfo, help: "legacy spelling of buildInfo"},
+		{name: "collStats", handler: cmdCollStats, help: "returns statistics about a collection"},
+		{name: "connectionStatus", handler: cmdConnectionStatus, help: "returns the authentication state of the connection"},
+		{name: "count", handler: cmdCount, help: "counts the documents that match a query"},
+		{name: "create", handler: cmdCreate, help: "creates a collection"},
+		{name: "dbStats", handler: cmdDBStats, help: "returns statistics about a database"},
+		{name: "delete", handler: cmdDelete, help: "deletes documents"},
+		{name: "distinct", handler: cmdDistinct, help: "returns the distinct values of a field"},
+		{name: "drop", handler: cmdDrop, help: "drops a collection"},
+		{name: "dropDatabase", handler: cmdDropDatabase, help: "drops the current database"},
+		{name: "endSessions", handler: cmdEndSessions, help: "ends logical sessions"},
+		{name: "find", handler: cmdFind, help: "queries documents"},
+		{name: "findAndModify", handler: cmdFindAndModify, help: "updates or removes one document and returns it"},
+		{name: "findandmodify", handler: cmdFindAndModify, help: "legacy spelling of findAndModify"},
+		{name: "getCmdLineOpts", handler: cmdGetCmdLineOpts, help: "returns the command line the server started with", adminOnly: true},
+		{name: "getLog", handler: cmdGetLog, help: "returns recent log lines", adminOnly: true},
+		{name: "getMore", handler: cmdGetMore, help: "returns the next batch of a cursor"},
+		{name: "getParameter", handler: cmdGetParameter, help: "returns server parameters", adminOnly: true},
+		{name: "hello", handler: cmdHello, help: "describes the server to a connecting client"},
+		{name: "hostInfo", handler: cmdHostInfo, help: "returns information about the host"},
+		{name: "insert", handler: cmdInsert, help: "inserts documents"},
+		{name: "isMaster", handler: cmdHello, help: "legacy spelling of hello"},
+		{name: "ismaster", handler: cmdHello, help: "legacy spelling of hello"},
+		{name: "killCursors", handler: cmdKillCursors, help: "kills cursors"},
+		{name: "listCollections", handler: cmdListCollections, help: "lists the collections of a database"},
+		{name: "listCommands", handler: cmdListCommands, help: "lists the commands this server knows"},
+		{name: "listDatabases", handler: cmdListDatabases, help: "lists databases", adminOnly: true},
+		{name: "listIndexes", handler: cmdListIndexes, help: "lists the indexes of a collection"},
+		{name: "ping", handler: cmdPing, help: "checks that the server answers"},
+		{name: "renameCollection", handler: cmdRenameCollection, help: "renames a collection", adminOnly: true},
+		{name: "serverStatus", handler: cmdServerStatus, help: "returns server counters"},
+		{name: "update", handler: cmdUpdate, help: "updates documents"},
+		{name: "whatsmyuri", handler: cmdWhatsMyURI, help: "returns the client's address"},
+	}
+	commandsByName = make(map[string]*command, len(commandTable))
+	for i := range commandTable {
+		commandsByName[commandTable[i].name] = &commandTable[i]
+	}
+}
+
+func lookupCommand(name string) *command { return commandsByName[name] }

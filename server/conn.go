@@ -1,0 +1,186 @@
+package server
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"sync"
+	"time"
+
+	"dumbodb/query/mongoerr"
+	"dumbodb/wire"
+
+	"github.com/rs/zerolog"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
+
+// conn is one client connection. Commands on it run one at a time, in order.
+type conn struct {
+	s      *Server
+	nc     net.Conn
+	id     int64
+	log    zerolog.Logger
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	r *bufio.Reader
+	w *bufio.Writer
+
+	// compressors the client offered in hello that we also support, in the
+	// client's order of preference.
+	compressors []string
+	nextReqID   int32
+
+	mu       sync.Mutex
+	clientMD bsoncore.Document
+}
+
+func (s *Server) newConn(nc net.Conn) *conn {
+	id := s.nextConnID.Add(1)
+	ctx, cancel := context.WithCancel(context.Background())
+	c := &conn{
+		s: s, nc: nc, id: id, ctx: ctx, cancel: cancel,
+		log: s.log.With().Str("ctx", connName(id)).Logger(),
+		r:   bufio.NewReaderSize(nc, 64<<10),
+		w:   bufio.NewWriterSize(nc, 64<<10),
+	}
+	s.connsMu.Lock()
+	s.conns[c] = struct{}{}
+	s.connsMu.Unlock()
+	s.stats.connsCurrent.Add(1)
+	s.stats.connsTotal.Add(1)
+	return c
+}
+
+func connName(id int64) string { return "conn" + itoa(id) }
+
+// closeRead makes the blocked Read of an idle connection return, so that
+// shutdown does not wait for clients to hang up; a command in progress
+// still finishes and its reply is still written.
+func (c *conn) closeRead() {
+	if tc, ok := c.nc.(*net.TCPConn); ok {
+		tc.CloseRead()
+		return
+	}
+	c.nc.SetReadDeadline(time.Now())
+}
+
+func (c *conn) serve() {
+	defer c.finish()
+	c.log.Info().Str("c", "NETWORK").Str("remote", c.nc.RemoteAddr().String()).
+		Int64("connectionId", c.id).Msg("Connection accepted")
+	for {
+		hdr, msg, comp, err := wire.Read(c.r)
+		if err != nil {
+			c.logReadError(err)
+			return
+		}
+		if err := c.handle(hdr, msg, comp); err != nil {
+			c.log.Info().Str("c", "NETWORK").Err(err).Msg("closing connection")
+			return
+		}
+	}
+}
+
+func (c *conn) logReadError(err error) {
+	if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) || c.s.closing.Load() {
+		return
+	}
+	var pe *wire.ProtocolError
+	if errors.As(err, &pe) {
+		c.log.Warn().Str("c", "NETWORK").Err(err).Msg("malformed message; closing connection")
+		return
+	}
+	c.log.Debug().Str("c", "NETWORK").Err(err).Msg("read failed")
+}
+
+func (c *conn) finish() {
+	c.cancel()
+	c.nc.Close()
+	c.s.connsMu.Lock()
+	delete(c.s.conns, c)
+	c.s.connsMu.Unlock()
+	c.s.stats.connsCurrent.Add(-1)
+	c.log.Info().Str("c", "NETWORK").Msg("Connection ended")
+}
+
+// handle answers one message. An error means the connection must close.
+func (c *conn) handle(hdr wire.Header, msg wire.Message, comp wire.CompressorID) error {
+	switch m := msg.(type) {
+	case *wire.Msg:
+		return c.handleMsg(hdr, m, comp)
+	case *wire.Query:
+		return c.handleQuery(hdr, m, comp)
+	default:
+		return errors.New("unexpected message from client")
+	}
+}
+
+func (c *conn) handleMsg(hdr wire.Header, m *wire.Msg, comp wire.CompressorID) error {
+	reply := c.runCommand(func() (bsoncore.Document, error) { return m.Document() })
+	if m.Flags&wire.FlagMoreToCome != 0 {
+		return nil // the client asked for no reply (w: 0)
+	}
+	return c.send(hdr, &wire.Msg{Body: reply}, comp)
+}
+
+// handleQuery serves legacy OP_QUERY, which drivers use only for the first
+// hello/isMaster on "admin.$cmd"; anything else gets an error reply.
+func (c *conn) handleQuery(hdr wire.Header, q *wire.Query, comp wire.CompressorID) error {
+	var reply bsoncore.Document
+	if !isCmdNamespace(q.FullCollectionName) {
+		reply = errorReply(mongoerr.New(mongoerr.Code(5739101), "OP_QUERY is no longer supported. The client driver may require an upgrade."))
+	} else {
+		name := firstKey(q.Query)
+		if name != "hello" && name != "isMaster" && name != "ismaster" {
+			reply = errorReply(mongoerr.New(mongoerr.Code(5739101), "OP_QUERY is no longer supported. The client driver may require an upgrade."))
+		} else {
+			db := q.FullCollectionName[:len(q.FullCollectionName)-len(".$cmd")]
+			reply = c.runCommand(func() (bsoncore.Document, error) { return withDB(unwrapQuery(q.Query), db), nil })
+		}
+	}
+	return c.send(hdr, &wire.Reply{Documents: []bsoncore.Document{reply}}, comp)
+}
+
+func (c *conn) send(hdr wire.Header, msg wire.Message, comp wire.CompressorID) error {
+	c.nextReqID++
+	if err := wire.Write(c.w, c.nextReqID, hdr.RequestID, msg, comp); err != nil {
+		return err
+	}
+	return c.w.Flush()
+}
+
+// runCommand decodes, dispatches and times one command; it always returns
+// a reply document, turning errors and panics into MongoDB error replies.
+func (c *conn) runCommand(decode func() (bsoncore.Document, error)) (reply bsoncore.Document) {
+	start := time.Now()
+	c.s.stats.opCommand.Add(1)
+	defer func() {
+		if p := recover(); p != nil {
+			c.log.Error().Str("c", "COMMAND").Interface("panic", p).Msg("command panicked")
+			reply = errorReply(mongoerr.New(mongoerr.InternalError, "internal error: %v", p))
+		}
+	}()
+	cmd, err := decode()
+	if err != nil {
+		return errorReply(toMongoErr(err))
+	}
+	req, err := newRequest(c, cmd)
+	if err != nil {
+		return errorReply(toMongoErr(err))
+	}
+	reply, err = req.run()
+	if err != nil {
+		me := toMongoErr(err)
+		c.log.Debug().Str("c", "COMMAND").Str("command", req.name).Int32("code", int32(me.Code)).Str("errmsg", me.Msg).Msg("command failed")
+		return errorReply(me)
+	}
+	if d := time.Since(start); d > slowCommand {
+		c.log.Info().Str("c", "COMMAND").Str("command", req.name).Str("ns", req.db).Dur("durationMillis", d).Msg("Slow query")
+	}
+	return reply
+}
+
+const slowCommand = 100 * time.Millisecond

@@ -1,0 +1,124 @@
+package server_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"testing"
+	"time"
+
+	"dumbodb/server"
+	"dumbodb/storage"
+
+	"github.com/rs/zerolog"
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+)
+
+// testServer is a real server on a loopback port over a real data directory.
+type testServer struct {
+	t      *testing.T
+	dir    string
+	engine *storage.Engine
+	srv    *server.Server
+	addr   string
+}
+
+func startServer(t *testing.T) *testServer {
+	t.Helper()
+	ts := &testServer{t: t, dir: t.TempDir()}
+	ts.start()
+	t.Cleanup(ts.stop)
+	return ts
+}
+
+func (ts *testServer) start() {
+	ts.t.Helper()
+	eng, err := storage.Open(ts.dir, zerolog.New(io.Discard))
+	if err != nil {
+		ts.t.Fatal(err)
+	}
+	srv := server.New(server.Config{BindIPs: []string{"127.0.0.1"}, Port: 0}, eng, zerolog.New(io.Discard), server.NewLogRing(16))
+	if err := srv.Listen(); err != nil {
+		ts.t.Fatal(err)
+	}
+	srv.Serve()
+	ts.engine, ts.srv, ts.addr = eng, srv, srv.Addrs()[0].String()
+}
+
+func (ts *testServer) stop() {
+	if ts.srv == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ts.srv.Shutdown(ctx)
+	if err := ts.engine.Close(); err != nil {
+		ts.t.Errorf("close engine: %v", err)
+	}
+	ts.srv = nil
+}
+
+// restart stops the server cleanly and starts a new one on the same data.
+func (ts *testServer) restart() {
+	ts.stop()
+	ts.start()
+}
+
+func (ts *testServer) uri() string { return "mongodb://" + ts.addr + "/?directConnection=true" }
+
+// client connects the official driver; extra options apply on top.
+func (ts *testServer) client(extra ...*options.ClientOptions) *mongo.Client {
+	ts.t.Helper()
+	opts := append([]*options.ClientOptions{options.Client().ApplyURI(ts.uri()).SetTimeout(30 * time.Second)}, extra...)
+	c, err := mongo.Connect(opts...)
+	if err != nil {
+		ts.t.Fatal(err)
+	}
+	ts.t.Cleanup(func() { c.Disconnect(context.Background()) })
+	return c
+}
+
+func (ts *testServer) dial() net.Conn {
+	ts.t.Helper()
+	nc, err := net.Dial("tcp", ts.addr)
+	if err != nil {
+		ts.t.Fatal(err)
+	}
+	ts.t.Cleanup(func() { nc.Close() })
+	return nc
+}
+
+var ctx = context.Background()
+
+// run runs a command and returns the raw reply or the error.
+func run(t *testing.T, db *mongo.Database, cmd bson.D) (bson.M, error) {
+	t.Helper()
+	var out bson.M
+	err := db.RunCommand(ctx, cmd).Decode(&out)
+	return out, err
+}
+
+// mustRun runs a command that must succeed.
+func mustRun(t *testing.T, db *mongo.Database, cmd bson.D) bson.M {
+	t.Helper()
+	out, err := run(t, db, cmd)
+	if err != nil {
+		t.Fatalf("%v: %v", cmd, err)
+	}
+	return out
+}
+
+// wantCode asserts a command error with a code (and codeName when given).
+func wantCode(t *testing.T, err error, code int32, name string) {
+	t.Helper()
+	var ce mongo.CommandError
+	if !errors.As(err, &ce) {
+		t.Fatalf("want command error %d %s, got %v (%T)", code, name, err, err)
+	}
+	if ce.Code != code || (name != "" && ce.Name != name) {
+		t.Fatalf("want code %d %s, got %d %s: %s", code, name, ce.Code, ce.Name, ce.Message)
+	}
+}

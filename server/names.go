@@ -1,0 +1,58 @@
+package server
+
+import (
+	"strings"
+
+	"dumbodb/query/mongoerr"
+)
+
+// maxDBNameLength is mongod's limit on database names.
+const maxDBNameLength = 64
+
+// maxNamespaceLength is mongod's limit on "db.collection".
+const maxNamespaceLength = 255
+
+// validateDBName applies mongod's database name rules.
+func validateDBName(db string) error {
+	if db == "" {
+		return mongoerr.New(mongoerr.InvalidNamespace, "Invalid database name: ''")
+	}
+	if len(db) >= maxDBNameLength {
+		return mongoerr.New(mongoerr.InvalidNamespace, "Invalid database name: '%s'; database name too long", db)
+	}
+	if strings.ContainsAny(db, "/\\. \"$*<>:|?\x00") {
+		return mongoerr.New(mongoerr.InvalidNamespace, "Invalid database name: '%s'", db)
+	}
+	return nil
+}
+
+// validateCollectionName applies mongod's collection name rules.
+func validateCollectionName(db, coll string) error {
+	switch {
+	case coll == "":
+		return mongoerr.New(mongoerr.InvalidNamespace, "Invalid namespace specified '%s.'", db)
+	case strings.ContainsRune(coll, 0), strings.Contains(coll, "$"), coll[0] == '.':
+		return mongoerr.New(mongoerr.InvalidNamespace, "Invalid collection name: %s", coll)
+	case len(db)+1+len(coll) > maxNamespaceLength:
+		return mongoerr.New(mongoerr.InvalidNamespace, "Fully qualified namespace is too long. Namespace: %s.%s Max: %d", db, coll, maxNamespaceLength)
+	}
+	return nil
+}
+
+// validateUserWritable refuses writes to system collections that users may
+// not write directly.
+func validateUserWritable(db, coll string) error {
+	if strings.HasPrefix(coll, "system.") {
+		return mongoerr.New(mongoerr.InvalidNamespace, "cannot write to '%s.%s'", db, coll)
+	}
+	return nil
+}
+
+// splitNamespace splits "db.coll" at the first dot.
+func splitNamespace(ns string) (db, coll string, ok bool) {
+	i := strings.IndexByte(ns, '.')
+	if i <= 0 || i == len(ns)-1 {
+		return "", "", false
+	}
+	return ns[:i], ns[i+1:], true
+}

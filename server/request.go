@@ -1,0 +1,247 @@
+package server
+
+import (
+	"context"
+	"strconv"
+	"strings"
+
+	"dumbodb/query/mongoerr"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
+
+// request is one command being run on a connection.
+type request struct {
+	c    *conn
+	ctx  context.Context
+	cmd  bsoncore.Document
+	name string // the command name as sent (first key)
+	db   string // $db
+	spec *command
+}
+
+func newRequest(c *conn, cmd bsoncore.Document) (*request, error) {
+	first, err := cmd.IndexErr(0)
+	if err != nil {
+		return nil, mongoerr.New(mongoerr.FailedToParse, "Command document is empty")
+	}
+	r := &request{c: c, ctx: c.ctx, cmd: cmd, name: first.Key()}
+	dbv, err := cmd.LookupErr("$db")
+	if err != nil {
+		return nil, mongoerr.New(mongoerr.Code(40571), "OP_MSG requests require a $db argument")
+	}
+	db, ok := dbv.StringValueOK()
+	if !ok {
+		return nil, typeMismatch(r.name, "$db", dbv, "string")
+	}
+	r.db = db
+	r.spec = lookupCommand(r.name)
+	if r.spec == nil {
+		return nil, mongoerr.New(mongoerr.CommandNotFound, "no such command: '%s'", r.name)
+	}
+	return r, nil
+}
+
+func (r *request) run() (bsoncore.Document, error) {
+	if err := validateDBName(r.db); err != nil {
+		return nil, err
+	}
+	if r.spec.adminOnly && r.db != "admin" {
+		return nil, mongoerr.New(mongoerr.Unauthorized, "%s may only be run against the admin database.", r.name)
+	}
+	return r.spec.handler(r)
+}
+
+// genericFields are accepted by every command (the driver adds them).
+var genericFields = map[string]bool{
+	"$db": true, "lsid": true, "txnNumber": true, "autocommit": true, "startTransaction": true,
+	"$clusterTime": true, "$readPreference": true, "readConcern": true, "writeConcern": true,
+	"apiVersion": true, "apiStrict": true, "apiDeprecationErrors": true, "comment": true,
+	"maxTimeMS": true, "$audit": true, "$client": true, "$configServerState": true,
+	"mayBypassWriteBlocking": true, "$readPreferenceMode": true, "databaseVersion": true,
+	"shardVersion": true, "clientOperationKey": true, "$queryOptions": true,
+}
+
+// unknownField is the IDL parser's error for a field a command does not take.
+func unknownField(cmd, field string) error {
+	return mongoerr.New(mongoerr.Code(40415), "BSON field '%s.%s' is an unknown field.", cmd, field)
+}
+
+// typeMismatch is the IDL parser's error for a field of the wrong type.
+func typeMismatch(cmd, field string, v bsoncore.Value, want string) error {
+	return mongoerr.New(mongoerr.TypeMismatch, "BSON field '%s.%s' is the wrong type '%s', expected type '%s'",
+		cmd, field, typeName(v.Type), want)
+}
+
+// fieldHandler handles one argument of a command.
+type fieldHandler func(v bsoncore.Value) error
+
+// parseArgs walks a command's arguments (after the first), calling the
+// handler for each known field. Unknown non-generic fields are an error, as
+// on mongod.
+func (r *request) parseArgs(fields map[string]fieldHandler) error {
+	els, err := r.cmd.Elements()
+	if err != nil {
+		return mongoerr.New(mongoerr.InvalidBSON, "%s", err.Error())
+	}
+	for _, el := range els[1:] {
+		key := el.Key()
+		if h, ok := fields[key]; ok {
+			if err := h(el.Value()); err != nil {
+				return err
+			}
+			continue
+		}
+		if !genericFields[key] {
+			return unknownField(r.name, key)
+		}
+	}
+	return nil
+}
+
+// Argument decoders, each returning MongoDB's type-mismatch error.
+
+func (r *request) docArg(field string, dst *bsoncore.Document) fieldHandler {
+	return func(v bsoncore.Value) error {
+		d, ok := v.DocumentOK()
+		if !ok {
+			return typeMismatch(r.name, field, v, "object")
+		}
+		*dst = d
+		return nil
+	}
+}
+
+func (r *request) optDocArg(field string, dst *bsoncore.Document) fieldHandler {
+	return func(v bsoncore.Value) error {
+		if v.Type == bsoncore.TypeNull {
+			return nil
+		}
+		return r.docArg(field, dst)(v)
+	}
+}
+
+func (r *request) arrayArg(field string, dst *bsoncore.Array) fieldHandler {
+	return func(v bsoncore.Value) error {
+		a, ok := v.ArrayOK()
+		if !ok {
+			return typeMismatch(r.name, field, v, "array")
+		}
+		*dst = a
+		return nil
+	}
+}
+
+func (r *request) boolArg(field string, dst *bool) fieldHandler {
+	return func(v bsoncore.Value) error {
+		b, ok := asBool(v)
+		if !ok {
+			return typeMismatch(r.name, field, v, "bool")
+		}
+		*dst = b
+		return nil
+	}
+}
+
+func (r *request) stringArg(field string, dst *string) fieldHandler {
+	return func(v bsoncore.Value) error {
+		s, ok := v.StringValueOK()
+		if !ok {
+			return typeMismatch(r.name, field, v, "string")
+		}
+		*dst = s
+		return nil
+	}
+}
+
+func (r *request) int64Arg(field string, dst *int64) fieldHandler {
+	return func(v bsoncore.Value) error {
+		n, ok := asInt64(v)
+		if !ok {
+			return typeMismatch(r.name, field, v, "long")
+		}
+		*dst = n
+		return nil
+	}
+}
+
+func (r *request) ignoreArg() fieldHandler { return func(bsoncore.Value) error { return nil } }
+
+// asBool accepts what mongod's IDL accepts for a bool: bools and numbers.
+func asBool(v bsoncore.Value) (bool, bool) {
+	switch v.Type {
+	case bsoncore.TypeBoolean:
+		return v.Boolean(), true
+	case bsoncore.TypeInt32, bsoncore.TypeInt64, bsoncore.TypeDouble, bsoncore.TypeDecimal128:
+		f, ok := v.AsFloat64OK()
+		return f != 0, ok
+	}
+	return false, false
+}
+
+// asInt64 accepts numbers with an integral value.
+func asInt64(v bsoncore.Value) (int64, bool) {
+	switch v.Type {
+	case bsoncore.TypeInt32:
+		return int64(v.Int32()), true
+	case bsoncore.TypeInt64:
+		return v.Int64(), true
+	case bsoncore.TypeDouble:
+		f := v.Double()
+		if f != f || f > 9.2e18 || f < -9.2e18 {
+			return 0, false
+		}
+		return int64(f), true
+	case bsoncore.TypeDecimal128:
+		f, ok := v.AsFloat64OK()
+		return int64(f), ok
+	}
+	return 0, false
+}
+
+// collectionArg reads the collection name from the command's first field.
+func (r *request) collectionArg() (string, error) {
+	v := r.cmd.Index(0).Value()
+	name, ok := v.StringValueOK()
+	if !ok {
+		return "", mongoerr.New(mongoerr.InvalidNamespace, "collection name has invalid type %s", typeName(v.Type))
+	}
+	if err := validateCollectionName(r.db, name); err != nil {
+		return "", err
+	}
+	return name, nil
+}
+
+func (r *request) ns(coll string) string { return r.db + "." + coll }
+
+func firstKey(doc bsoncore.Document) string {
+	el, err := doc.IndexErr(0)
+	if err != nil {
+		return ""
+	}
+	return el.Key()
+}
+
+func isCmdNamespace(ns string) bool { return strings.HasSuffix(ns, ".$cmd") && len(ns) > len(".$cmd") }
+
+// unwrapQuery takes the command out of a legacy {$query: {...}} wrapper.
+func unwrapQuery(q bsoncore.Document) bsoncore.Document {
+	if inner, ok := q.Lookup("$query").DocumentOK(); ok {
+		return inner
+	}
+	return q
+}
+
+// withDB returns cmd with a $db field appended.
+func withDB(cmd bsoncore.Document, db string) bsoncore.Document {
+	els, _ := cmd.Elements()
+	b := bsoncore.NewDocumentBuilder()
+	for _, el := range els {
+		if el.Key() != "$db" {
+			b.AppendValue(el.Key(), el.Value())
+		}
+	}
+	return b.AppendString("$db", db).Build()
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }

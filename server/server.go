@@ -1,0 +1,175 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"dumbodb/storage"
+
+	"github.com/rs/zerolog"
+)
+
+// Version is DumboDB's own version, reported beside the MongoDB version we
+// speak in buildInfo and serverStatus.
+const Version = "0.1.0"
+
+// mongoVersion is the MongoDB server version whose behaviour we follow.
+const mongoVersion = "8.0.4"
+
+// Config is what the server needs from the command line.
+type Config struct {
+	BindIPs    []string // TCP addresses to listen on
+	Port       int
+	UnixSocket string   // optional path of a Unix socket
+	Argv       []string // for getCmdLineOpts
+	Parsed     map[string]any
+}
+
+// Server is a running DumboDB: its listeners, connections, cursors and
+// counters over one storage engine.
+type Server struct {
+	cfg     Config
+	engine  *storage.Engine
+	log     zerolog.Logger
+	logRing *LogRing
+	started time.Time
+
+	listeners []net.Listener
+	cursors   *cursorRegistry
+	stats     stats
+
+	nextConnID atomic.Int64
+	connsMu    sync.Mutex
+	conns      map[*conn]struct{}
+	wg         sync.WaitGroup
+	closing    atomic.Bool
+	done       chan struct{} // closed by Shutdown
+}
+
+// stats are the counters serverStatus reports.
+type stats struct {
+	connsCurrent, connsTotal                                    atomic.Int64
+	opInsert, opQuery, opUpdate, opDelete, opGetMore, opCommand atomic.Int64
+}
+
+// New creates a server; Listen and Serve start it.
+func New(cfg Config, engine *storage.Engine, log zerolog.Logger, ring *LogRing) *Server {
+	return &Server{
+		cfg: cfg, engine: engine, log: log, logRing: ring, started: time.Now(),
+		cursors: newCursorRegistry(), conns: map[*conn]struct{}{}, done: make(chan struct{}),
+	}
+}
+
+// Listen opens every configured listener.
+func (s *Server) Listen() error {
+	for _, ip := range s.cfg.BindIPs {
+		l, err := net.Listen("tcp", net.JoinHostPort(ip, fmt.Sprint(s.cfg.Port)))
+		if err != nil {
+			s.closeListeners()
+			return fmt.Errorf("listen on %s:%d: %w", ip, s.cfg.Port, err)
+		}
+		s.listeners = append(s.listeners, l)
+	}
+	if s.cfg.UnixSocket != "" {
+		os.Remove(s.cfg.UnixSocket) // a stale socket from a crashed run
+		l, err := net.Listen("unix", s.cfg.UnixSocket)
+		if err != nil {
+			s.closeListeners()
+			return fmt.Errorf("listen on %s: %w", s.cfg.UnixSocket, err)
+		}
+		s.listeners = append(s.listeners, l)
+	}
+	return nil
+}
+
+// Addrs are the addresses the server listens on (useful with port 0).
+func (s *Server) Addrs() []net.Addr {
+	out := make([]net.Addr, len(s.listeners))
+	for i, l := range s.listeners {
+		out[i] = l.Addr()
+	}
+	return out
+}
+
+// Serve accepts connections until Shutdown.
+func (s *Server) Serve() {
+	for _, l := range s.listeners {
+		s.log.Info().Str("c", "NETWORK").Str("address", l.Addr().String()).Msg("Waiting for connections")
+		s.wg.Add(1)
+		go s.acceptLoop(l)
+	}
+	s.wg.Add(1)
+	go s.reapCursors()
+}
+
+func (s *Server) acceptLoop(l net.Listener) {
+	defer s.wg.Done()
+	for {
+		nc, err := l.Accept()
+		if err != nil {
+			if s.closing.Load() || errors.Is(err, net.ErrClosed) {
+				return
+			}
+			s.log.Warn().Str("c", "NETWORK").Err(err).Msg("accept failed")
+			time.Sleep(10 * time.Millisecond)
+			continue
+		}
+		c := s.newConn(nc)
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			c.serve()
+		}()
+	}
+}
+
+// Shutdown stops accepting, closes connections, waits for them to finish
+// their current command, and returns. The caller closes the engine after.
+func (s *Server) Shutdown(ctx context.Context) {
+	if s.closing.Swap(true) {
+		return
+	}
+	close(s.done)
+	s.closeListeners()
+	s.connsMu.Lock()
+	for c := range s.conns {
+		c.closeRead()
+	}
+	s.connsMu.Unlock()
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		s.log.Warn().Str("c", "CONTROL").Msg("shutdown timed out waiting for connections")
+	}
+	if s.cfg.UnixSocket != "" {
+		os.Remove(s.cfg.UnixSocket)
+	}
+}
+
+func (s *Server) closeListeners() {
+	for _, l := range s.listeners {
+		l.Close()
+	}
+}
+
+func (s *Server) reapCursors() {
+	defer s.wg.Done()
+	t := time.NewTicker(time.Minute)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			s.cursors.reapIdle(cursorIdleTimeout)
+		case <-s.done:
+			return
+		}
+	}
+}
