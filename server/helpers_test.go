@@ -122,3 +122,24 @@ func wantCode(t *testing.T, err error, code int32, name string) {
 		t.Fatalf("want code %d %s, got %d %s: %s", code, name, ce.Code, ce.Name, ce.Message)
 	}
 }
+
+// get follows a path of keys through nested documents of a decoded reply
+// (the v2 driver decodes nested documents as bson.D).
+func get(v any, path ...string) any {
+	for _, k := range path {
+		switch d := v.(type) {
+		case bson.M:
+			v = d[k]
+		case bson.D:
+			v = nil
+			for _, e := range d {
+				if e.Key == k {
+					v = e.Value
+				}
+			}
+		default:
+			return nil
+		}
+	}
+	return v
+}

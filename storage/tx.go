@@ -105,6 +105,9 @@ func (tx *Tx) CreateCollection(ctx context.Context, name string, options bsoncor
 	if err != nil {
 		return CollectionInfo{}, err
 	}
+	if options == nil {
+		options = bsoncore.NewDocumentBuilder().Build()
+	}
 	info := CollectionInfo{Name: name, Options: options}
 	if _, err := rand.Read(info.UUID[:]); err != nil {
 		return CollectionInfo{}, err

@@ -15,6 +15,8 @@ import (
 // hostile message from exhausting the stack.
 const maxNestingDepth = 200
 
+var errTooDeep = fmt.Errorf("documents nested deeper than %d levels", maxNestingDepth)
+
 // checkFraming checks that doc's length prefix matches its size: cheap, and
 // enough to walk its elements without running off either end.
 func checkFraming(doc bsoncore.Document) error {
@@ -34,7 +36,7 @@ func checkFraming(doc bsoncore.Document) error {
 // the like are checked here, once, at the edge.
 func validateDocument(doc bsoncore.Document, depth int) error {
 	if depth > maxNestingDepth {
-		return fmt.Errorf("documents nested deeper than %d levels", maxNestingDepth)
+		return errTooDeep
 	}
 	if err := checkFraming(doc); err != nil {
 		return err
@@ -44,10 +46,13 @@ func validateDocument(doc bsoncore.Document, depth int) error {
 	}
 	for rem := doc[4 : len(doc)-1]; len(rem) > 0; {
 		elem, rest, ok := bsoncore.ReadElement(rem)
-		if !ok {
+		if !ok { // Validate rules this out; without rem advancing we would spin
 			return errors.New("malformed element")
 		}
 		if err := validateValue(elem.Value(), depth); err != nil {
+			if err == errTooDeep {
+				return err // a path of maxNestingDepth fields would drown the message
+			}
 			return fmt.Errorf("field %q: %w", elem.Key(), err)
 		}
 		rem = rest

@@ -104,14 +104,23 @@ func compressSnappy(dst, src []byte) ([]byte, error) {
 	return dst[:len(dst)+len(enc)], nil
 }
 
+// maxSnappyExpansion bounds how far a snappy block can expand: its densest
+// element is a 3-byte copy producing 64 bytes.
+const maxSnappyExpansion = 22
+
 func decompressSnappy(src []byte, size int) ([]byte, error) {
-	// The block's own length prefix must agree before we allocate for it.
+	// Snappy output is allocated whole, so the block's own length prefix must
+	// agree with the header, and be reachable from its size, first: a tiny
+	// block merely claiming megabytes must not cost megabytes.
 	n, err := snappy.DecodedLen(src)
 	if err != nil {
 		return nil, err
 	}
 	if n != size {
 		return nil, sizeMismatch(n, size)
+	}
+	if n > maxSnappyExpansion*len(src) {
+		return nil, fmt.Errorf("%d-byte block cannot expand to %d bytes", len(src), n)
 	}
 	return snappy.Decode(make([]byte, n), src)
 }

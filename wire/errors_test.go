@@ -2,6 +2,7 @@ package wire
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"io"
 	"runtime"
@@ -17,8 +18,8 @@ func readErr(t *testing.T, raw []byte, want string) error {
 	t.Helper()
 	_, msg, _, err := Read(bytes.NewReader(raw))
 	var pe *ProtocolError
-	if !errors.As(err, &pe) {
-		t.Fatalf("Read = %#v, %v; want a *ProtocolError", msg, err)
+	if !errors.As(err, &pe) || msg != nil {
+		t.Fatalf("Read = %#v, %v; want only a *ProtocolError", msg, err)
 	}
 	if !strings.Contains(err.Error(), want) {
 		t.Fatalf("Read error %q does not mention %q", err, want)
@@ -348,4 +349,19 @@ func TestReadZlibBadTrailer(t *testing.T) {
 	}
 	payload[len(payload)-1] ^= 1 // the Adler-32 of the content
 	readErr(t, compressedMessage(OpMsg, int32(len(inner)), CompressorZlib, payload), "checksum")
+}
+
+// TestReadSnappyClaimTooLarge sends a tiny snappy block whose length prefix
+// claims far more than such a block can hold.
+func TestReadSnappyClaimTooLarge(t *testing.T) {
+	const claim = 1 << 20
+	block := append(binary.AppendUvarint(nil, claim), 0, 0, 0)
+	readErr(t, compressedMessage(OpMsg, claim, CompressorSnappy, block), "cannot expand")
+}
+
+func TestReadTooDeepErrorIsShort(t *testing.T) {
+	err := readErr(t, rawMessage(OpMsg, u32(0), []byte{0}, nested(10*maxNestingDepth)), "nested deeper than 200")
+	if len(err.Error()) > 100 {
+		t.Errorf("error is %d bytes long: %q", len(err.Error()), err)
+	}
 }

@@ -13,9 +13,9 @@ import (
 )
 
 var (
-	le          = binary.LittleEndian
-	castagnoli  = crc32.MakeTable(crc32.Castagnoli)
-	errTruncate = errors.New("truncated")
+	le           = binary.LittleEndian
+	castagnoli   = crc32.MakeTable(crc32.Castagnoli)
+	errTruncated = errors.New("truncated")
 )
 
 // Read reads one complete message from r. It returns the header of the
@@ -124,6 +124,8 @@ func readFull(r io.Reader, n int) ([]byte, error) {
 
 // decodeBody decodes the body of an uncompressed message (or the
 // decompressed content of an OP_COMPRESSED); h is that message's header.
+// The decoders return Message rather than their concrete type so that a
+// failure yields a nil interface, not an interface holding a nil pointer.
 func decodeBody(h Header, body []byte) (Message, error) {
 	switch h.OpCode {
 	case OpMsg:
@@ -137,7 +139,7 @@ func decodeBody(h Header, body []byte) (Message, error) {
 	}
 }
 
-func decodeMsg(h Header, body []byte) (*Msg, error) {
+func decodeMsg(h Header, body []byte) (Message, error) {
 	m := &Msg{Flags: le.Uint32(body)}
 	if unknown := m.Flags & requiredFlagBits &^ (FlagChecksumPresent | FlagMoreToCome); unknown != 0 {
 		return nil, protocolErrorf("OP_MSG has unknown required flag bits %#x", unknown)
@@ -203,7 +205,7 @@ func checksum(h Header, body []byte) uint32 {
 // cstring identifier, then documents filling the rest.
 func readSequence(src []byte) (Sequence, []byte, error) {
 	if len(src) < 4 {
-		return Sequence{}, nil, errTruncate
+		return Sequence{}, nil, errTruncated
 	}
 	size := int64(int32(le.Uint32(src)))
 	if size < 5 || size > int64(len(src)) {
@@ -244,7 +246,7 @@ func readDocuments(src []byte) ([]bsoncore.Document, error) {
 // returns it and what follows.
 func readDocument(src []byte) (bsoncore.Document, []byte, error) {
 	if len(src) < 4 {
-		return nil, nil, errTruncate
+		return nil, nil, errTruncated
 	}
 	size := int64(int32(le.Uint32(src)))
 	if size < 5 || size > int64(len(src)) {
@@ -257,7 +259,7 @@ func readDocument(src []byte) (bsoncore.Document, []byte, error) {
 	return doc, src[size:], nil
 }
 
-func decodeQuery(body []byte) (*Query, error) {
+func decodeQuery(body []byte) (Message, error) {
 	q := &Query{Flags: int32(le.Uint32(body))}
 	rest := body[4:]
 	nul := bytes.IndexByte(rest, 0)
@@ -286,7 +288,7 @@ func decodeQuery(body []byte) (*Query, error) {
 	return q, nil
 }
 
-func decodeReply(body []byte) (*Reply, error) {
+func decodeReply(body []byte) (Message, error) {
 	r := &Reply{
 		ResponseFlags: int32(le.Uint32(body)),
 		CursorID:      int64(le.Uint64(body[4:])),

@@ -14,7 +14,8 @@ import (
 // FlagChecksumPresent set, a CRC-32C is appended (to the uncompressed message,
 // before any compression, as the receiver checks it after decompressing).
 // The message is built in one buffer and written with a single w.Write, so
-// concurrent writers to one connection (exhaust cursors) never interleave.
+// an encoding error sends nothing, and goroutines sharing a net.Conn never
+// interleave their messages.
 func Write(w io.Writer, requestID, responseTo int32, msg Message, comp CompressorID) error {
 	buf := getBuffer()
 	defer putBuffer(buf)

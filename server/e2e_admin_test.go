@@ -1,0 +1,151 @@
+package server_test
+
+import (
+	"testing"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+)
+
+func TestHelloShape(t *testing.T) {
+	ts := startServer(t)
+	admin := ts.client().Database("admin")
+	for _, name := range []string{"hello", "isMaster", "ismaster"} {
+		res := mustRun(t, admin, bson.D{{Key: name, Value: 1}})
+		writable := "isWritablePrimary"
+		if name != "hello" {
+			writable = "ismaster"
+		}
+		if res[writable] != true {
+			t.Errorf("%s: %s = %v", name, writable, res[writable])
+		}
+		for field, want := range map[string]any{
+			"maxBsonObjectSize": int32(16777216), "maxMessageSizeBytes": int32(48000000),
+			"maxWriteBatchSize": int32(100000), "maxWireVersion": int32(25), "minWireVersion": int32(0),
+			"logicalSessionTimeoutMinutes": int32(30), "readOnly": false, "ok": 1.0,
+		} {
+			if res[field] != want {
+				t.Errorf("%s: %s = %v (%T), want %v", name, field, res[field], res[field], want)
+			}
+		}
+		if _, ok := res["connectionId"].(int64); !ok {
+			t.Errorf("%s: connectionId = %v", name, res["connectionId"])
+		}
+	}
+}
+
+func TestConnectionIDsIncrease(t *testing.T) {
+	ts := startServer(t)
+	a := mustRun(t, ts.client().Database("admin"), bson.D{{Key: "hello", Value: 1}})["connectionId"].(int64)
+	b := mustRun(t, ts.client().Database("admin"), bson.D{{Key: "hello", Value: 1}})["connectionId"].(int64)
+	if a <= 0 || b <= a {
+		t.Fatalf("connection ids %d then %d", a, b)
+	}
+}
+
+func TestAdminCommands(t *testing.T) {
+	ts := startServer(t)
+	c := ts.client()
+	admin := c.Database("admin")
+
+	bi := mustRun(t, admin, bson.D{{Key: "buildInfo", Value: 1}})
+	if v, _ := bi["version"].(string); len(v) < 3 || v[:3] != "8.0" {
+		t.Errorf("buildInfo version %v", bi["version"])
+	}
+	if bi["dumbodbVersion"] == nil {
+		t.Error("buildInfo lacks dumbodbVersion")
+	}
+	mustRun(t, admin, bson.D{{Key: "ping", Value: 1}})
+	mustRun(t, c.Database("anydb"), bson.D{{Key: "ping", Value: 1}})
+
+	fcv := mustRun(t, admin, bson.D{{Key: "getParameter", Value: 1}, {Key: "featureCompatibilityVersion", Value: 1}})
+	if get(fcv, "featureCompatibilityVersion", "version") != "8.0" {
+		t.Errorf("fcv %v", fcv)
+	}
+	all := mustRun(t, admin, bson.D{{Key: "getParameter", Value: "*"}})
+	if len(all) < 4 {
+		t.Errorf("getParameter * gave %v", all)
+	}
+	_, err := run(t, admin, bson.D{{Key: "getParameter", Value: 1}, {Key: "noSuchParameter", Value: 1}})
+	wantCode(t, err, 72, "InvalidOptions")
+
+	opts := mustRun(t, admin, bson.D{{Key: "getCmdLineOpts", Value: 1}})
+	if get(opts, "parsed", "storage", "dbPath") != ts.dir {
+		t.Errorf("getCmdLineOpts %v", opts)
+	}
+	names := mustRun(t, admin, bson.D{{Key: "getLog", Value: "*"}})
+	if len(names["names"].(bson.A)) != 2 {
+		t.Errorf("getLog * %v", names)
+	}
+	mustRun(t, admin, bson.D{{Key: "getLog", Value: "startupWarnings"}})
+	hi := mustRun(t, admin, bson.D{{Key: "hostInfo", Value: 1}})
+	if get(hi, "system", "numCores").(int32) < 1 {
+		t.Errorf("hostInfo %v", hi)
+	}
+	cs := mustRun(t, admin, bson.D{{Key: "connectionStatus", Value: 1}})
+	if cs["authInfo"] == nil {
+		t.Errorf("connectionStatus %v", cs)
+	}
+	me := mustRun(t, admin, bson.D{{Key: "whatsmyuri", Value: 1}})
+	if me["you"] == "" {
+		t.Errorf("whatsmyuri %v", me)
+	}
+	lc := mustRun(t, admin, bson.D{{Key: "listCommands", Value: 1}})
+	if get(lc, "commands", "find") == nil {
+		t.Errorf("listCommands lacks find")
+	}
+	mustRun(t, admin, bson.D{{Key: "endSessions", Value: bson.A{}}})
+
+	_, err = run(t, admin, bson.D{{Key: "atlasVersion", Value: 1}})
+	wantCode(t, err, 59, "CommandNotFound")
+	_, err = run(t, admin, bson.D{{Key: "noSuchCommand", Value: 1}})
+	wantCode(t, err, 59, "CommandNotFound")
+	_, err = run(t, c.Database("test"), bson.D{{Key: "getCmdLineOpts", Value: 1}})
+	wantCode(t, err, 13, "Unauthorized")
+}
+
+func TestServerStatusCounters(t *testing.T) {
+	ts := startServer(t)
+	c := ts.client()
+	admin := c.Database("admin")
+	before := mustRun(t, admin, bson.D{{Key: "serverStatus", Value: 1}})
+	coll := c.Database("test").Collection("c")
+	if _, err := coll.InsertMany(ctx, []any{bson.M{"a": 1}, bson.M{"a": 2}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := coll.Find(ctx, bson.M{}); err != nil {
+		t.Fatal(err)
+	}
+	after := mustRun(t, admin, bson.D{{Key: "serverStatus", Value: 1}})
+	delta := func(k string) int64 {
+		return get(after, "opcounters", k).(int64) - get(before, "opcounters", k).(int64)
+	}
+	if delta("insert") != 2 || delta("query") != 1 {
+		t.Errorf("opcounters before %v after %v", before["opcounters"], after["opcounters"])
+	}
+	if after["uptimeMillis"].(int64) < before["uptimeMillis"].(int64) {
+		t.Errorf("uptime went back")
+	}
+	if get(after, "connections", "current").(int32) < 1 {
+		t.Errorf("connections %v", after["connections"])
+	}
+}
+
+func TestCompressionNegotiated(t *testing.T) {
+	ts := startServer(t)
+	for _, comp := range []string{"snappy", "zlib", "zstd"} {
+		c := ts.client(options.Client().SetCompressors([]string{comp}))
+		coll := c.Database("test").Collection(comp)
+		big := make([]byte, 100000)
+		if _, err := coll.InsertOne(ctx, bson.M{"_id": 1, "big": big}); err != nil {
+			t.Fatalf("%s: %v", comp, err)
+		}
+		var got bson.M
+		if err := coll.FindOne(ctx, bson.M{"_id": 1}).Decode(&got); err != nil {
+			t.Fatalf("%s: %v", comp, err)
+		}
+		if len(got["big"].(bson.Binary).Data) != len(big) {
+			t.Fatalf("%s: bad round trip", comp)
+		}
+	}
+}
