@@ -20,8 +20,8 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// options are the command-line flags, named as mongod names them.
-type options struct {
+// serverFlags are the command-line flags, named as mongod names them.
+type serverFlags struct {
 	dataDir    string
 	port       int
 	bindIP     string
@@ -29,8 +29,8 @@ type options struct {
 	version    bool
 }
 
-func parseFlags(args []string, stderr io.Writer) (*options, error) {
-	o := &options{}
+func parseFlags(args []string, stderr io.Writer) (*serverFlags, error) {
+	o := &serverFlags{}
 	fs := flag.NewFlagSet("dumbodb", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&o.dataDir, "data-dir", "data", "directory where DumboDB keeps its databases")

@@ -1,0 +1,86 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// mongoshPath finds the mongosh that `make test` installs from npm.
+func mongoshPath(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("DUMBODB_MONGOSH"); p != "" {
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	if p, err := exec.LookPath("mongosh"); err == nil {
+		return p
+	}
+	if testing.Short() {
+		t.Skip("mongosh not installed (run `make test`, which installs it)")
+	}
+	t.Fatal("mongosh not found: run `make test` (it installs mongosh from npm) or set DUMBODB_MONGOSH")
+	return ""
+}
+
+func mongosh(t *testing.T, bin string, port int, script string) string {
+	t.Helper()
+	cmd := exec.Command(bin, "--quiet", "--norc", fmt.Sprintf("mongodb://127.0.0.1:%d/shop", port), "--eval", script)
+	cmd.Env = append(os.Environ(), "MONGOSH_NO_TELEMETRY=1", "HOME="+t.TempDir())
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("mongosh: %v\nstdout: %s\nstderr: %s", err, out, stderr.String())
+	}
+	if s := strings.TrimSpace(stderr.String()); s != "" {
+		t.Errorf("mongosh wrote to stderr: %s", s)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// TestMongoshSmoke drives the real shell: insert, find, update, delete,
+// restart, read back.
+func TestMongoshSmoke(t *testing.T) {
+	bin := mongoshPath(t)
+	dir := t.TempDir()
+	p := startProc(t, dir)
+	out := mongosh(t, bin, p.port, `
+		db.items.insertMany([{_id: 1, name: "apple", qty: 5}, {_id: 2, name: "pear", qty: 0}, {_id: 3, name: "fig", qty: 7}]);
+		db.items.updateOne({_id: 1}, {$inc: {qty: 1}, $set: {tag: "fresh"}});
+		db.items.deleteOne({qty: 0});
+		print(JSON.stringify(db.items.find({}, {_id: 1, qty: 1, tag: 1}).sort({qty: -1}).toArray()));
+		print(db.items.countDocuments({qty: {$gt: 5}}));
+		print(db.getCollectionNames().join(","));
+	`)
+	want := `[{"_id":3,"qty":7},{"_id":1,"qty":6,"tag":"fresh"}]
+2
+items`
+	if out != want {
+		t.Fatalf("mongosh output:\n%s\nwant:\n%s", out, want)
+	}
+	if code := p.stop(t, syscall.SIGTERM); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	p = startProc(t, dir)
+	out = mongosh(t, bin, p.port, `print(JSON.stringify(db.items.findOne({_id: 1})))`)
+	if out != `{"_id":1,"name":"apple","qty":6,"tag":"fresh"}` {
+		t.Fatalf("after restart: %s", out)
+	}
+}
+
+// TestMongoshStartsCleanly checks that the interactive shell's start-up
+// commands (hello, buildInfo, getLog, getParameter, ...) raise no error or
+// warning.
+func TestMongoshStartsCleanly(t *testing.T) {
+	bin := mongoshPath(t)
+	p := startProc(t, t.TempDir())
+	out := mongosh(t, bin, p.port, `print(db.version()); print(db.adminCommand({getLog: "startupWarnings"}).ok); print(db.serverStatus().ok); print(db.stats().ok); print(db.hostInfo().ok)`)
+	if out != "8.0.4\n1\n1\n1\n1" {
+		t.Fatalf("output %q", out)
+	}
+}
