@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"dumbodb/query/mongoerr"
+	"dumbodb/storage"
 	"dumbodb/wire"
 
 	"github.com/rs/zerolog"
@@ -119,7 +120,7 @@ func (c *conn) handle(hdr wire.Header, msg wire.Message, comp wire.CompressorID)
 }
 
 func (c *conn) handleMsg(hdr wire.Header, m *wire.Msg, comp wire.CompressorID) error {
-	reply := c.runCommand(func() (bsoncore.Document, error) { return m.Document() })
+	reply := c.runCommand(m.Flags&wire.FlagMoreToCome != 0, func() (bsoncore.Document, error) { return m.Document() })
 	if m.Flags&wire.FlagMoreToCome != 0 {
 		return nil // the client asked for no reply (w: 0)
 	}
@@ -138,7 +139,7 @@ func (c *conn) handleQuery(hdr wire.Header, q *wire.Query, comp wire.CompressorI
 			reply = errorReply(mongoerr.New(mongoerr.Code(5739101), "OP_QUERY is no longer supported. The client driver may require an upgrade."))
 		} else {
 			db := q.FullCollectionName[:len(q.FullCollectionName)-len(".$cmd")]
-			reply = c.runCommand(func() (bsoncore.Document, error) { return withDB(unwrapQuery(q.Query), db), nil })
+			reply = c.runCommand(false, func() (bsoncore.Document, error) { return withDB(unwrapQuery(q.Query), db), nil })
 		}
 	}
 	return c.send(hdr, &wire.Reply{Documents: []bsoncore.Document{reply}}, comp)
@@ -154,7 +155,9 @@ func (c *conn) send(hdr wire.Header, msg wire.Message, comp wire.CompressorID) e
 
 // runCommand decodes, dispatches and times one command; it always returns
 // a reply document, turning errors and panics into MongoDB error replies.
-func (c *conn) runCommand(decode func() (bsoncore.Document, error)) (reply bsoncore.Document) {
+// unacknowledged is set for moreToCome messages, whose writes need not wait
+// for the log sync.
+func (c *conn) runCommand(unacknowledged bool, decode func() (bsoncore.Document, error)) (reply bsoncore.Document) {
 	start := time.Now()
 	c.s.stats.opCommand.Add(1)
 	defer func() {
@@ -170,6 +173,9 @@ func (c *conn) runCommand(decode func() (bsoncore.Document, error)) (reply bsonc
 	req, err := newRequest(c, cmd)
 	if err != nil {
 		return errorReply(toMongoErr(err))
+	}
+	if unacknowledged {
+		req.ctx = storage.NoSync(req.ctx)
 	}
 	reply, err = req.run()
 	if err != nil {

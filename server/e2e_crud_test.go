@@ -203,7 +203,7 @@ func TestFindFiltersSortSkipLimitProjection(t *testing.T) {
 	if js(doc) != `{"n":2,"mod":2}` {
 		t.Fatalf("exclusion projection %v", doc)
 	}
-	err = coll.FindOne(ctx, bson.M{}, options.FindOne().SetProjection(bson.M{"a": 1, "b": 0})).Err()
+	err = coll.FindOne(ctx, bson.M{}, options.FindOne().SetProjection(bson.D{{Key: "a", Value: 1}, {Key: "b", Value: 0}})).Err()
 	wantCode(t, err, 31254, "")
 }
 

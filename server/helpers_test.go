@@ -36,7 +36,7 @@ func startServer(t *testing.T) *testServer {
 
 func (ts *testServer) start() {
 	ts.t.Helper()
-	eng, err := storage.Open(ts.dir, zerolog.New(io.Discard))
+	eng, err := storage.Open(ts.dir, storage.Options{}, zerolog.New(io.Discard))
 	if err != nil {
 		ts.t.Fatal(err)
 	}

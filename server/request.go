@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"dumbodb/query/mongoerr"
+	"dumbodb/storage"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
@@ -49,7 +50,33 @@ func (r *request) run() (bsoncore.Document, error) {
 	if r.spec.adminOnly && r.db != "admin" {
 		return nil, mongoerr.New(mongoerr.Unauthorized, "%s may only be run against the admin database.", r.name)
 	}
+	if err := r.applyWriteConcern(); err != nil {
+		return nil, err
+	}
 	return r.spec.handler(r)
+}
+
+// applyWriteConcern lets writes return before their log record is synced
+// when the client asked for no acknowledgement (w: 0) or no journal
+// (j: false), as mongod does; every other write waits for the sync.
+func (r *request) applyWriteConcern() error {
+	v, err := r.cmd.LookupErr("writeConcern")
+	if err != nil {
+		return nil
+	}
+	wc, ok := v.DocumentOK()
+	if !ok {
+		return typeMismatch(r.name, "writeConcern", v, "object")
+	}
+	w, hasW := asInt64(wc.Lookup("w"))
+	j, hasJ := asBool(wc.Lookup("j"))
+	if (hasW && w < 0) || (hasW && w == 0 && hasJ && j) {
+		return mongoerr.New(mongoerr.FailedToParse, "Invalid write concern: w: %d, j: %t", w, j)
+	}
+	if (hasW && w == 0) || (hasJ && !j) {
+		r.ctx = storage.NoSync(r.ctx)
+	}
+	return nil
 }
 
 // genericFields are accepted by every command (the driver adds them).

@@ -4,9 +4,14 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"dumbodb/storage/wal"
 
 	"github.com/dolthub/dolt/go/store/datas"
 	"github.com/dolthub/dolt/go/store/nbs"
@@ -18,16 +23,23 @@ import (
 // DefaultBranch is the branch a database name without "@" addresses.
 const DefaultBranch = "main"
 
-// Database is one MongoDB database: one Dolt chunk store and its branches.
+// walLSNPrefix starts the working-set description that records the last log
+// record a checkpoint includes (docs/format/wal.md).
+const walLSNPrefix = "dumbodb-wal-lsn:"
+
+// Database is one MongoDB database: one Dolt chunk store, its write-ahead
+// log and its branches.
 type Database struct {
-	name string
-	dir  string
-	log  zerolog.Logger
+	name   string
+	dir    string
+	log    zerolog.Logger
+	engine *Engine
 
 	cs *nbs.NomsBlockStore
 	vs *types.ValueStore
 	ns tree.NodeStore
 	db datas.Database
+	wl *wal.WAL
 
 	mu       sync.Mutex // guards branches
 	branches map[string]*branch
@@ -35,8 +47,8 @@ type Database struct {
 	closed   atomic.Bool
 }
 
-// branch is the live state of one branch: the published root that readers
-// snapshot, and the lock that serialises its writers.
+// branch is the live state of one branch: the published state that readers
+// snapshot, and the lock that serialises its writers and checkpoints.
 type branch struct {
 	name    string
 	writeMu sync.Mutex
@@ -45,13 +57,14 @@ type branch struct {
 	headRef types.Ref     // the head commit's root, stored as StagedRoot
 }
 
-func openDatabase(ctx context.Context, dir, name string, log zerolog.Logger) (*Database, error) {
+func openDatabase(ctx context.Context, e *Engine, name string) (*Database, error) {
+	dir := e.dbDir(name)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create database directory: %w", err)
 	}
 	q := nbs.NewUnlimitedMemQuotaProvider()
 	cs, err := nbs.NewLocalJournalingStoreWithOptions(ctx, types.Format_DOLT.VersionString(), dir, q, false,
-		func(e error) { log.Warn().Err(e).Str("db", name).Msg("chunk journal replay") },
+		func(err error) { e.log.Warn().Err(err).Str("db", name).Msg("chunk journal replay") },
 		nbs.JournalingStoreOptions{FailOnLockTimeout: true})
 	if err != nil {
 		return nil, fmt.Errorf("open chunk store %s: %w", dir, err)
@@ -59,34 +72,95 @@ func openDatabase(ctx context.Context, dir, name string, log zerolog.Logger) (*D
 	vs := types.NewValueStore(cs)
 	ns := tree.NewNodeStore(cs)
 	d := &Database{
-		name: name, dir: dir, log: log,
+		name: name, dir: dir, log: e.log, engine: e,
 		cs: cs, vs: vs, ns: ns, db: datas.NewTypesDatabase(vs, ns),
 		branches: map[string]*branch{},
 	}
-	main, err := d.branch(ctx, DefaultBranch)
-	if err != nil {
+	if err := d.recover(ctx); err != nil {
 		d.db.Close()
 		return nil, err
 	}
-	d.main = main
 	return d, nil
+}
+
+// recover loads main's checkpoint, replays the log after it, and starts
+// the log for new writes.
+func (d *Database) recover(ctx context.Context) error {
+	main, err := d.branch(ctx, DefaultBranch)
+	if err != nil {
+		return err
+	}
+	d.main = main
+	if d.wl, err = wal.Open(filepath.Join(d.dir, "wal"), wal.Options{SegmentSize: d.engine.opts.WALSegmentSize}, d.log); err != nil {
+		return err
+	}
+	start := time.Now()
+	from := main.state.Load().lsn
+	n, err := d.wl.Replay(from, func(lsn uint64, payload []byte) error { return d.redo(ctx, lsn, payload) })
+	if err != nil {
+		return fmt.Errorf("database %s: %w", d.name, err)
+	}
+	d.engine.addEditBytes(main.state.Load().editBytes())
+	if n > 0 {
+		d.log.Info().Str("c", "RECOVERY").Str("db", d.name).Int("records", n).Uint64("fromLSN", from).
+			Dur("durationMillis", time.Since(start)).Msg("replayed the write-ahead log")
+	}
+	return d.wl.Start()
+}
+
+// redo applies one replayed log record to its branch.
+func (d *Database) redo(ctx context.Context, lsn uint64, payload []byte) error {
+	branchName, ops, err := decodeRecord(payload)
+	if err != nil {
+		return err
+	}
+	b, err := d.branch(ctx, branchName)
+	if err != nil {
+		return err
+	}
+	cur := b.state.Load()
+	if lsn <= cur.lsn {
+		return nil // already in this branch's checkpoint
+	}
+	tx := newTx(d.ns, cur)
+	if err := tx.redo(ctx, ops); err != nil {
+		return err
+	}
+	b.state.Store(tx.publish(lsn))
+	return nil
 }
 
 // Name is the database name.
 func (d *Database) Name() string { return d.name }
 
-func (d *Database) close() error {
+// close checkpoints every branch and closes the log and the chunk store.
+func (d *Database) close(ctx context.Context) error {
 	if d.closed.Swap(true) {
 		return nil
 	}
-	// Wait for in-flight writers so none is cut off mid-update.
 	d.mu.Lock()
+	branches := make([]*branch, 0, len(d.branches))
 	for _, b := range d.branches {
-		b.writeMu.Lock()
-		defer b.writeMu.Unlock()
+		branches = append(branches, b)
 	}
 	d.mu.Unlock()
-	return d.db.Close()
+	var firstErr error
+	for _, b := range branches {
+		b.writeMu.Lock() // wait for in-flight writers; none start after closed
+		if err := d.checkpointLocked(ctx, b); err != nil && firstErr == nil {
+			firstErr = err
+		}
+		b.writeMu.Unlock()
+	}
+	if d.wl != nil {
+		if err := d.wl.Close(); err != nil && firstErr == nil {
+			firstErr = err
+		}
+	}
+	if err := d.db.Close(); err != nil && firstErr == nil {
+		firstErr = err
+	}
+	return firstErr
 }
 
 // branch returns the live state of a branch, loading it (and creating main's
@@ -126,25 +200,34 @@ func (d *Database) loadBranch(ctx context.Context, name string) (*branch, error)
 	if b.ws, err = d.db.GetDataset(ctx, "workingSets/heads/"+name); err != nil {
 		return nil, err
 	}
-	rootAddr := headRoot.TargetHash()
+	rootAddr, lsn := headRoot.TargetHash(), uint64(0)
 	if b.ws.HasHead() {
 		wsh, err := b.ws.HeadWorkingSet()
 		if err != nil {
 			return nil, err
 		}
 		rootAddr = wsh.WorkingAddr
+		if wsh.Meta != nil {
+			lsn = parseLSN(wsh.Meta.Description)
+		}
 	}
 	st, err := loadRootState(ctx, d.ns, rootAddr)
 	if err != nil {
 		return nil, fmt.Errorf("database %s branch %s: %w", d.name, name, err)
 	}
+	st.lsn = lsn
 	b.state.Store(st)
 	return b, nil
 }
 
+func parseLSN(desc string) uint64 {
+	n, _ := strconv.ParseUint(strings.TrimPrefix(desc, walLSNPrefix), 10, 64)
+	return n
+}
+
 // initMain makes the first commit of a new database: an empty root.
 func (d *Database) initMain(ctx context.Context, head datas.Dataset) (datas.Dataset, error) {
-	st, err := emptyRootState(ctx, d.ns)
+	root, err := buildRoot(ctx, d.ns, nil)
 	if err != nil {
 		return head, err
 	}
@@ -152,7 +235,7 @@ func (d *Database) initMain(ctx context.Context, head datas.Dataset) (datas.Data
 	if err != nil {
 		return head, err
 	}
-	return d.db.Commit(ctx, head, tree.ValueFromNode(st.root.Node()), datas.CommitOptions{Meta: meta})
+	return d.db.Commit(ctx, head, tree.ValueFromNode(root.Node()), datas.CommitOptions{Meta: meta})
 }
 
 func (d *Database) headRootRef(ctx context.Context, head datas.Dataset) (types.Ref, error) {
@@ -172,59 +255,58 @@ func (d *Database) headRootRef(ctx context.Context, head datas.Dataset) (types.R
 	return types.NewRef(v, d.vs.Format())
 }
 
-// persist makes st the branch's durable working root. Called with writeMu held.
-func (d *Database) persist(ctx context.Context, b *branch, st *rootState) error {
-	workingRef, err := d.vs.WriteValue(ctx, tree.ValueFromNode(st.root.Node()))
-	if err != nil {
-		return err
-	}
-	spec := datas.WorkingSetSpec{
-		Meta:        &datas.WorkingSetMeta{Name: "dumbodb", Email: "dumbodb@localhost", Timestamp: uint64(time.Now().UnixMilli())},
-		WorkingRoot: workingRef,
-		StagedRoot:  b.headRef,
-	}
-	prev, _ := b.ws.MaybeHeadAddr()
-	ws, err := d.db.UpdateWorkingSet(ctx, b.ws, spec, prev)
-	if err != nil {
-		return fmt.Errorf("update working set of %s@%s: %w", d.name, b.name, err)
-	}
-	b.ws = ws
-	return nil
-}
-
 // Snapshot returns a consistent read-only view of the main branch as of now.
 func (d *Database) Snapshot() *Snapshot {
 	return &Snapshot{ns: d.ns, st: d.main.state.Load()}
 }
 
-// Write runs fn as one atomic, durable transaction on the main branch.
-// Writers are serialised; readers are never blocked. If fn returns an error,
-// nothing it did is applied. When Write returns nil the changes are durable
-// and visible to every later Snapshot.
+type noSyncKey struct{}
+
+// NoSync marks ctx so that Write returns before its log record is durable,
+// for the write concerns that allow it (w: 0, j: false).
+func NoSync(ctx context.Context) context.Context { return context.WithValue(ctx, noSyncKey{}, true) }
+
+// Write runs fn as one atomic transaction on the main branch. Writers are
+// serialised; readers are never blocked and see the change as soon as fn
+// returns. If fn returns an error, nothing it did is applied. Write returns
+// once the change is durable in the write-ahead log (unless ctx is NoSync).
 func (d *Database) Write(ctx context.Context, fn func(tx *Tx) error) error {
-	if d.closed.Load() {
-		return ErrClosed
-	}
 	b := d.main
 	b.writeMu.Lock()
-	defer b.writeMu.Unlock()
 	if d.closed.Load() {
+		b.writeMu.Unlock()
 		return ErrClosed
 	}
-	tx := newTx(ctx, d.ns, b.state.Load())
-	if err := fn(tx); err != nil {
+	lsn, err := d.commitLocked(ctx, b, fn)
+	b.writeMu.Unlock()
+	if err != nil || lsn == 0 || ctx.Value(noSyncKey{}) != nil {
 		return err
+	}
+	return d.wl.WaitDurable(lsn)
+}
+
+// commitLocked runs fn, logs its changes and publishes the new state. It
+// returns the log record's LSN (0 when fn changed nothing).
+func (d *Database) commitLocked(ctx context.Context, b *branch, fn func(tx *Tx) error) (uint64, error) {
+	cur := b.state.Load()
+	tx := newTx(d.ns, cur)
+	if err := fn(tx); err != nil {
+		return 0, err
 	}
 	if !tx.dirty() {
-		return nil
+		return 0, nil
 	}
-	st, err := tx.apply(ctx)
+	lsn, err := d.wl.Append(encodeRecord(b.name, tx.ops))
 	if err != nil {
-		return err
+		return 0, err
 	}
-	if err := d.persist(ctx, b, st); err != nil {
-		return err
+	next := tx.publish(lsn)
+	b.state.Store(next)
+	d.engine.addEditBytes(next.editBytes() - cur.editBytes())
+	if d.engine.overBudget() {
+		if err := d.checkpointLocked(ctx, b); err != nil {
+			d.log.Error().Str("c", "STORAGE").Err(err).Str("db", d.name).Msg("checkpoint failed")
+		}
 	}
-	b.state.Store(st)
-	return nil
+	return lsn, nil
 }

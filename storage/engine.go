@@ -10,24 +10,54 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/rs/zerolog"
+)
+
+// Options tune the engine; zero values take the defaults.
+type Options struct {
+	// CacheBytes bounds the memory held by acknowledged edits that are not
+	// yet checkpointed; reaching it forces a checkpoint.
+	CacheBytes int64
+	// CheckpointInterval is how often changed databases are checkpointed.
+	CheckpointInterval time.Duration
+	// WALSegmentSize is the size of write-ahead log segment files.
+	WALSegmentSize int64
+}
+
+// Defaults.
+const (
+	DefaultCacheBytes         = 256 << 20
+	DefaultCheckpointInterval = 60 * time.Second
 )
 
 // Engine owns a data directory: its lock and the databases under it.
 type Engine struct {
 	dir  string
+	opts Options
 	log  zerolog.Logger
 	lock *os.File
 
-	mu  sync.Mutex
-	dbs map[string]*Database
+	editBytes atomic.Int64 // memory of uncheckpointed edits, all databases
+
+	mu   sync.Mutex
+	dbs  map[string]*Database
+	stop chan struct{}
+	done chan struct{}
 }
 
 // Open locks dir (creating it if needed) for this process. A second Open of
 // the same directory, from any process, fails with ErrDataDirLocked.
-func Open(dir string, log zerolog.Logger) (*Engine, error) {
+func Open(dir string, opts Options, log zerolog.Logger) (*Engine, error) {
+	if opts.CacheBytes <= 0 {
+		opts.CacheBytes = DefaultCacheBytes
+	}
+	if opts.CheckpointInterval <= 0 {
+		opts.CheckpointInterval = DefaultCheckpointInterval
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create data directory: %w", err)
 	}
@@ -40,19 +70,63 @@ func Open(dir string, log zerolog.Logger) (*Engine, error) {
 		f.Close()
 		return nil, fmt.Errorf("%w: %s", ErrDataDirLocked, dir)
 	}
-	return &Engine{dir: dir, log: log, lock: f, dbs: map[string]*Database{}}, nil
+	e := &Engine{dir: dir, opts: opts, log: log, lock: f, dbs: map[string]*Database{},
+		stop: make(chan struct{}), done: make(chan struct{})}
+	go e.checkpointLoop()
+	return e, nil
+}
+
+func (e *Engine) addEditBytes(n int64) { e.editBytes.Add(n) }
+
+func (e *Engine) overBudget() bool { return e.editBytes.Load() > e.opts.CacheBytes }
+
+// checkpointLoop checkpoints changed databases every CheckpointInterval.
+func (e *Engine) checkpointLoop() {
+	defer close(e.done)
+	t := time.NewTicker(e.opts.CheckpointInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-e.stop:
+			return
+		case <-t.C:
+			e.checkpointAll()
+		}
+	}
+}
+
+func (e *Engine) checkpointAll() {
+	e.mu.Lock()
+	dbs := make([]*Database, 0, len(e.dbs))
+	for _, d := range e.dbs {
+		dbs = append(dbs, d)
+	}
+	e.mu.Unlock()
+	for _, d := range dbs {
+		if err := d.Checkpoint(context.Background()); err != nil && !errors.Is(err, ErrClosed) {
+			e.log.Error().Str("c", "STORAGE").Err(err).Str("db", d.name).Msg("periodic checkpoint failed")
+		}
+	}
 }
 
 // Dir is the data directory.
 func (e *Engine) Dir() string { return e.dir }
 
-// Close closes every database and releases the data directory.
+// Close checkpoints and closes every database and releases the data
+// directory.
 func (e *Engine) Close() error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if e.lock == nil {
+		return nil
+	}
+	close(e.stop)
+	e.mu.Unlock()
+	<-e.done // a periodic checkpoint may be running; it takes e.mu
+	e.mu.Lock()
 	var errs []error
 	for name, d := range e.dbs {
-		if err := d.close(); err != nil {
+		if err := d.close(context.Background()); err != nil {
 			errs = append(errs, fmt.Errorf("close %s: %w", name, err))
 		}
 	}
@@ -87,7 +161,7 @@ func (e *Engine) Database(ctx context.Context, name string, create bool) (*Datab
 			return nil, fmt.Errorf("%w: %q and %q", ErrDatabaseDiffersInCase, name, other)
 		}
 	}
-	d, err := openDatabase(ctx, e.dbDir(name), name, e.log)
+	d, err := openDatabase(ctx, e, name)
 	if err != nil {
 		return nil, err
 	}
@@ -148,8 +222,8 @@ func (e *Engine) DropDatabase(name string) error {
 	defer e.mu.Unlock()
 	if d, ok := e.dbs[name]; ok {
 		delete(e.dbs, name)
-		if err := d.close(); err != nil {
-			return err
+		if err := d.close(context.Background()); err != nil {
+			e.log.Warn().Str("c", "STORAGE").Err(err).Str("db", name).Msg("closing a dropped database")
 		}
 	}
 	if !isDatabaseDir(e.dbDir(name)) {

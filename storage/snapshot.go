@@ -2,14 +2,8 @@ package storage
 
 import (
 	"context"
-	"errors"
-	"io"
 
-	"dumbodb/index"
-
-	"github.com/dolthub/dolt/go/store/prolly"
 	"github.com/dolthub/dolt/go/store/prolly/tree"
-	"github.com/dolthub/dolt/go/store/val"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
@@ -57,25 +51,24 @@ func (s *Snapshot) Get(ctx context.Context, coll string, id bsoncore.Value) (bso
 	if !ok {
 		return nil, false, nil
 	}
-	k, err := idKey(s.ns, id)
+	key, err := encodeID(id)
 	if err != nil {
 		return nil, false, err
 	}
-	b, found, err := getValue(ctx, s.ns, c.data, k)
-	return b, found, err
+	v, found, err := lookup(ctx, s.ns, c.base, c.edits, key)
+	if !found || err != nil {
+		return nil, false, err
+	}
+	return append(bsoncore.Document(nil), v...), true, nil
 }
 
 // Scan iterates over a collection's documents in _id order.
 func (s *Snapshot) Scan(ctx context.Context, coll string) (*Iterator, error) {
 	c, ok := s.st.colls[coll]
 	if !ok {
-		return &Iterator{}, nil
+		return &Iterator{edone: true}, nil
 	}
-	it, err := c.data.IterAll(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return &Iterator{ns: s.ns, it: it}, nil
+	return newIterator(ctx, s.ns, c.base, c.edits)
 }
 
 // Count returns the number of documents in a collection.
@@ -84,38 +77,5 @@ func (s *Snapshot) Count(coll string) (int, error) {
 	if !ok {
 		return 0, nil
 	}
-	return c.data.Count()
-}
-
-// Iterator walks documents in _id order. Next returns io.EOF at the end.
-type Iterator struct {
-	ns tree.NodeStore
-	it prolly.MapIter
-}
-
-// Next returns the next document; the caller owns the returned bytes.
-func (i *Iterator) Next(ctx context.Context) (bsoncore.Document, error) {
-	if i.it == nil {
-		return nil, io.EOF
-	}
-	_, v, err := i.it.Next(ctx)
-	if err != nil {
-		if errors.Is(err, io.EOF) {
-			i.it = nil
-		}
-		return nil, err
-	}
-	b, err := valueBytes(ctx, i.ns, v)
-	if err != nil {
-		return nil, err
-	}
-	return append(bsoncore.Document(nil), b...), nil
-}
-
-func idKey(ns tree.NodeStore, id bsoncore.Value) (val.Tuple, error) {
-	enc := index.EncodeKey(nil, id)
-	if len(enc) > index.MaxKeySize {
-		return nil, ErrKeyTooLong
-	}
-	return keyTuple(ns, enc)
+	return c.count, nil
 }

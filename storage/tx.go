@@ -7,7 +7,6 @@ import (
 
 	"dumbodb/index"
 
-	"github.com/dolthub/dolt/go/store/prolly"
 	"github.com/dolthub/dolt/go/store/prolly/tree"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
@@ -17,75 +16,59 @@ import (
 type Tx struct {
 	ns      tree.NodeStore
 	base    *rootState
-	overlay map[string]*txColl // name -> new state; nil value = dropped
-}
-
-type txColl struct {
-	info        CollectionInfo
-	data        prolly.Map
-	mut         *prolly.MutableMap // nil until the first document write
-	infoChanged bool
+	overlay map[string]*collection // copied on first change; nil value = dropped
+	ops     []walOp                // what to log, in order
 }
 
 var _ Reader = (*Tx)(nil)
 
-func newTx(_ context.Context, ns tree.NodeStore, base *rootState) *Tx {
-	return &Tx{ns: ns, base: base, overlay: map[string]*txColl{}}
+func newTx(ns tree.NodeStore, base *rootState) *Tx {
+	return &Tx{ns: ns, base: base, overlay: map[string]*collection{}}
 }
 
-func (tx *Tx) dirty() bool {
-	for _, c := range tx.overlay {
-		if c == nil || c.infoChanged || (c.mut != nil && c.mut.HasEdits()) {
-			return true
-		}
-		if base, ok := tx.base.colls[c.info.Name]; !ok || base.data.HashOf() != c.data.HashOf() {
-			return true
-		}
-	}
-	return false
-}
+func (tx *Tx) dirty() bool { return len(tx.ops) > 0 }
 
-// coll returns the transaction's view of a collection, or nil.
-func (tx *Tx) coll(name string) *txColl {
+// view returns the collection as this transaction sees it, or nil.
+func (tx *Tx) view(name string) *collection {
 	if c, ok := tx.overlay[name]; ok {
 		return c
 	}
-	c, ok := tx.base.colls[name]
-	if !ok {
-		return nil
-	}
-	tc := &txColl{info: c.info, data: c.data}
-	tx.overlay[name] = tc
-	return tc
+	return tx.base.colls[name]
 }
 
-// peek is coll without copying a base collection into the overlay.
-func (tx *Tx) peek(name string) (CollectionInfo, bool) {
+// mutable returns the transaction's own copy of a collection, whose edits
+// it may change without affecting published states.
+func (tx *Tx) mutable(name string) (*collection, error) {
 	if c, ok := tx.overlay[name]; ok {
 		if c == nil {
-			return CollectionInfo{}, false
+			return nil, ErrNamespaceNotFound
 		}
-		return c.info, true
+		return c, nil
 	}
-	c, ok := tx.base.colls[name]
+	base, ok := tx.base.colls[name]
 	if !ok {
-		return CollectionInfo{}, false
+		return nil, ErrNamespaceNotFound
 	}
-	return c.info, true
+	c := *base
+	if c.edits == nil {
+		c.edits = newEdits()
+	} else {
+		c.edits = c.edits.Clone()
+	}
+	tx.overlay[name] = &c
+	return &c, nil
 }
 
 // Collections lists the collections as this transaction sees them.
 func (tx *Tx) Collections() []CollectionInfo {
-	seen := map[string]bool{}
 	var out []CollectionInfo
-	for _, n := range tx.base.collectionNames() {
-		seen[n] = true
-		if ci, ok := tx.peek(n); ok {
-			out = append(out, ci)
+	for n, c := range tx.base.colls {
+		if _, changed := tx.overlay[n]; !changed {
+			out = append(out, c.info)
 		}
 	}
-	for n, c := range tx.overlay {
-		if !seen[n] && c != nil {
+	for _, c := range tx.overlay {
+		if c != nil {
 			out = append(out, c.info)
 		}
 	}
@@ -94,16 +77,18 @@ func (tx *Tx) Collections() []CollectionInfo {
 }
 
 // Collection returns one collection's catalog entry.
-func (tx *Tx) Collection(name string) (CollectionInfo, bool) { return tx.peek(name) }
+func (tx *Tx) Collection(name string) (CollectionInfo, bool) {
+	c := tx.view(name)
+	if c == nil {
+		return CollectionInfo{}, false
+	}
+	return c.info, true
+}
 
 // CreateCollection adds an empty collection.
 func (tx *Tx) CreateCollection(ctx context.Context, name string, options bsoncore.Document) (CollectionInfo, error) {
-	if _, ok := tx.peek(name); ok {
+	if tx.view(name) != nil {
 		return CollectionInfo{}, ErrNamespaceExists
-	}
-	data, err := emptyMap(ctx, tx.ns)
-	if err != nil {
-		return CollectionInfo{}, err
 	}
 	if options == nil {
 		options = bsoncore.NewDocumentBuilder().Build()
@@ -114,14 +99,26 @@ func (tx *Tx) CreateCollection(ctx context.Context, name string, options bsoncor
 	}
 	info.UUID[6] = info.UUID[6]&0x0f | 0x40 // RFC 4122 version 4
 	info.UUID[8] = info.UUID[8]&0x3f | 0x80
-	tx.overlay[name] = &txColl{info: info, data: data, infoChanged: true}
+	if err := tx.createCollection(ctx, info); err != nil {
+		return CollectionInfo{}, err
+	}
 	return info, nil
+}
+
+func (tx *Tx) createCollection(ctx context.Context, info CollectionInfo) error {
+	base, err := emptyMap(ctx, tx.ns)
+	if err != nil {
+		return err
+	}
+	tx.overlay[info.Name] = &collection{info: info, base: base, edits: newEdits()}
+	tx.ops = append(tx.ops, walOp{op: opCreate, coll: info.Name, value: info.encode()})
+	return nil
 }
 
 // EnsureCollection creates the collection if it does not exist (MongoDB's
 // implicit creation on first write) and reports whether it did.
 func (tx *Tx) EnsureCollection(ctx context.Context, name string) (bool, error) {
-	if _, ok := tx.peek(name); ok {
+	if tx.view(name) != nil {
 		return false, nil
 	}
 	_, err := tx.CreateCollection(ctx, name, nil)
@@ -130,80 +127,62 @@ func (tx *Tx) EnsureCollection(ctx context.Context, name string) (bool, error) {
 
 // DropCollection removes a collection and its documents.
 func (tx *Tx) DropCollection(name string) error {
-	if _, ok := tx.peek(name); !ok {
+	if tx.view(name) == nil {
 		return ErrNamespaceNotFound
 	}
 	tx.overlay[name] = nil
+	tx.ops = append(tx.ops, walOp{op: opDrop, coll: name})
 	return nil
 }
 
 // RenameCollection moves a collection to a new name, keeping its UUID. With
 // dropTarget an existing target is dropped first.
 func (tx *Tx) RenameCollection(from, to string, dropTarget bool) error {
-	src := tx.coll(from)
-	if src == nil {
+	if tx.view(from) == nil {
 		return ErrNamespaceNotFound
 	}
-	if _, exists := tx.peek(to); exists {
-		if !dropTarget {
-			return ErrNamespaceExists
-		}
+	if tx.view(to) != nil && !dropTarget {
+		return ErrNamespaceExists
 	}
+	tx.rename(from, to)
+	tx.ops = append(tx.ops, walOp{op: opRename, coll: from, to: to})
+	return nil
+}
+
+func (tx *Tx) rename(from, to string) {
+	src, _ := tx.mutable(from) // own the edits before they move
 	moved := *src
 	moved.info.Name = to
-	moved.infoChanged = true
 	tx.overlay[to] = &moved
 	tx.overlay[from] = nil
-	return nil
 }
 
 // Get returns the document whose _id equals id.
 func (tx *Tx) Get(ctx context.Context, coll string, id bsoncore.Value) (bsoncore.Document, bool, error) {
-	c := tx.coll(coll)
+	c := tx.view(coll)
 	if c == nil {
 		return nil, false, nil
 	}
-	k, err := idKey(tx.ns, id)
+	key, err := encodeID(id)
 	if err != nil {
 		return nil, false, err
 	}
-	if c.mut != nil {
-		return getValue(ctx, tx.ns, c.mut, k)
-	}
-	return getValue(ctx, tx.ns, c.data, k)
+	v, found, err := lookup(ctx, tx.ns, c.base, c.edits, key)
+	return append(bsoncore.Document(nil), v...), found, err
 }
 
 // Scan iterates over a collection as of this call; writes made while
 // iterating do not show up in the iteration.
 func (tx *Tx) Scan(ctx context.Context, coll string) (*Iterator, error) {
-	c := tx.coll(coll)
+	c := tx.view(coll)
 	if c == nil {
-		return &Iterator{}, nil
+		return &Iterator{edone: true}, nil
 	}
-	if c.mut != nil {
-		// Freeze pending edits so the iterator walks an immutable tree.
-		m, err := c.mut.Map(ctx)
-		if err != nil {
-			return nil, err
-		}
-		c.data, c.mut = m, nil
+	ed := c.edits
+	if _, own := tx.overlay[coll]; own && ed != nil {
+		ed = ed.Clone() // freeze: the transaction may go on editing
 	}
-	it, err := c.data.IterAll(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return &Iterator{ns: tx.ns, it: it}, nil
-}
-
-func (tx *Tx) mutable(coll string) (*txColl, error) {
-	c := tx.coll(coll)
-	if c == nil {
-		return nil, ErrNamespaceNotFound
-	}
-	if c.mut == nil {
-		c.mut = c.data.Mutate()
-	}
-	return c, nil
+	return newIterator(ctx, tx.ns, c.base, ed)
 }
 
 // Insert adds doc, whose first field must be its _id. It fails with
@@ -218,109 +197,105 @@ func (tx *Tx) Replace(ctx context.Context, coll string, doc bsoncore.Document) e
 }
 
 func (tx *Tx) put(ctx context.Context, coll string, doc bsoncore.Document, mustBeNew bool) error {
-	c, err := tx.mutable(coll)
-	if err != nil {
-		return err
-	}
 	id, err := doc.LookupErr("_id")
 	if err != nil {
 		return fmt.Errorf("document without _id: %w", err)
 	}
-	k, err := idKey(tx.ns, id)
+	key, err := encodeID(id)
 	if err != nil {
 		return err
 	}
-	if mustBeNew {
-		exists, err := c.mut.Has(ctx, k)
-		if err != nil {
-			return err
-		}
-		if exists {
-			return ErrDuplicateKey
-		}
-	}
-	v, err := valueTuple(ctx, tx.ns, doc)
-	if err != nil {
-		return err
-	}
-	return c.mut.Put(ctx, k, v)
-}
-
-// Delete removes the document whose _id equals id.
-func (tx *Tx) Delete(ctx context.Context, coll string, id bsoncore.Value) error {
 	c, err := tx.mutable(coll)
 	if err != nil {
 		return err
 	}
-	k, err := idKey(tx.ns, id)
+	_, exists, err := lookup(ctx, tx.ns, c.base, c.edits, key)
 	if err != nil {
 		return err
 	}
-	return c.mut.Delete(ctx, k)
+	if exists && mustBeNew {
+		return ErrDuplicateKey
+	}
+	value := append([]byte(nil), doc...)
+	c.setEdit(&edit{key: key, value: value}, exists)
+	tx.ops = append(tx.ops, walOp{op: opPut, coll: coll, key: key, value: value})
+	return nil
 }
 
-// apply writes the transaction's maps and returns the new root state.
-func (tx *Tx) apply(ctx context.Context) (*rootState, error) {
-	st := &rootState{colls: make(map[string]*collection, len(tx.base.colls)+len(tx.overlay))}
+// Delete removes the document whose _id equals id, if there is one.
+func (tx *Tx) Delete(ctx context.Context, coll string, id bsoncore.Value) error {
+	key, err := encodeID(id)
+	if err != nil {
+		return err
+	}
+	return tx.deleteKey(ctx, coll, key)
+}
+
+func (tx *Tx) deleteKey(ctx context.Context, coll string, key []byte) error {
+	c, err := tx.mutable(coll)
+	if err != nil {
+		return err
+	}
+	_, exists, err := lookup(ctx, tx.ns, c.base, c.edits, key)
+	if err != nil || !exists {
+		return err
+	}
+	c.setEdit(&edit{key: key}, exists)
+	tx.ops = append(tx.ops, walOp{op: opDelete, coll: coll, key: key})
+	return nil
+}
+
+// setEdit records e, keeping the live count and edit memory right.
+func (c *collection) setEdit(e *edit, existed bool) {
+	if old, ok := c.edits.ReplaceOrInsert(e); ok {
+		c.editBytes -= editSize(old)
+	}
+	c.editBytes += editSize(e)
+	switch {
+	case e.value != nil && !existed:
+		c.count++
+	case e.value == nil && existed:
+		c.count--
+	}
+}
+
+// publish makes the state this transaction leads to. The transaction must
+// not be used afterwards: its edit sets now belong to the published state.
+func (tx *Tx) publish(lsn uint64) *rootState {
+	st := &rootState{colls: make(map[string]*collection, len(tx.base.colls)+len(tx.overlay)), lsn: lsn}
 	for n, c := range tx.base.colls {
 		st.colls[n] = c
 	}
-	rootEd := tx.base.root.Editor()
-	catMut := tx.base.catalog.Mutate()
-	for name, c := range tx.overlay {
-		if err := tx.applyOne(ctx, st, rootEd, catMut, name, c); err != nil {
-			return nil, fmt.Errorf("collection %q: %w", name, err)
+	for n, c := range tx.overlay {
+		if c == nil {
+			delete(st.colls, n)
+		} else {
+			st.colls[n] = c
 		}
 	}
-	var err error
-	if st.catalog, err = catMut.Map(ctx); err != nil {
-		return nil, err
-	}
-	if err := rootEd.Update(ctx, rootCatalog, st.catalog.HashOf()); err != nil {
-		return nil, err
-	}
-	if st.root, err = rootEd.Flush(ctx); err != nil {
-		return nil, err
-	}
-	return st, nil
+	return st
 }
 
-func (tx *Tx) applyOne(ctx context.Context, st *rootState, rootEd prolly.AddressMapEditor, catMut *prolly.MutableMap, name string, c *txColl) error {
-	k, err := keyTuple(tx.ns, []byte(name))
-	if err != nil {
-		return err
+// editBytes is the memory the state's edits take.
+func (st *rootState) editBytes() int64 {
+	var n int64
+	for _, c := range st.colls {
+		n += c.editBytes
 	}
-	if c == nil {
-		delete(st.colls, name)
-		if err := rootEd.Delete(ctx, rootDataPrefix+name); err != nil {
-			return err
-		}
-		return catMut.Delete(ctx, k)
+	return n
+}
+
+func encodeID(id bsoncore.Value) ([]byte, error) {
+	key := index.EncodeKey(nil, id)
+	if len(key) > index.MaxKeySize {
+		return nil, ErrKeyTooLong
 	}
-	if c.mut != nil {
-		if c.data, err = c.mut.Map(ctx); err != nil {
-			return err
-		}
-	}
-	st.colls[name] = &collection{info: c.info, data: c.data}
-	if err := rootEd.Update(ctx, rootDataPrefix+name, c.data.HashOf()); err != nil {
-		return err
-	}
-	if !c.infoChanged {
-		return nil
-	}
-	v, err := valueTuple(ctx, tx.ns, c.info.encode())
-	if err != nil {
-		return err
-	}
-	return catMut.Put(ctx, k, v)
+	return key, nil
 }
 
 // ValidateKey reports whether id can be stored as an _id (its encoded key
 // fits index.MaxKeySize).
 func ValidateKey(id bsoncore.Value) error {
-	if len(index.EncodeKey(nil, id)) > index.MaxKeySize {
-		return ErrKeyTooLong
-	}
-	return nil
+	_, err := encodeID(id)
+	return err
 }

@@ -27,6 +27,8 @@ type serverFlags struct {
 	bindIP     string
 	unixSocket string
 	version    bool
+	cacheMB    int
+	syncdelay  int
 }
 
 func parseFlags(args []string, stderr io.Writer) (*serverFlags, error) {
@@ -39,6 +41,10 @@ func parseFlags(args []string, stderr io.Writer) (*serverFlags, error) {
 	fs.StringVar(&o.bindIP, "bind_ip", "127.0.0.1", "comma-separated addresses to listen on")
 	fs.StringVar(&o.unixSocket, "unixSocket", "", "also listen on this Unix socket path")
 	fs.BoolVar(&o.version, "version", false, "print the version and exit")
+	fs.IntVar(&o.cacheMB, "cacheSizeMB", storage.DefaultCacheBytes>>20,
+		"memory for acknowledged writes not yet checkpointed; reaching it forces a checkpoint")
+	fs.IntVar(&o.syncdelay, "syncdelay", int(storage.DefaultCheckpointInterval/time.Second),
+		"seconds between checkpoints of changed databases")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: dumbodb [options]\n\nA MongoDB-compatible document database with Git-style version control.\n\nOptions:\n")
 		fs.PrintDefaults()
@@ -93,7 +99,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	ring := server.NewLogRing(1024)
 	log := newLogger(io.MultiWriter(stdout, ring))
-	engine, err := storage.Open(o.dataDir, log)
+	engine, err := storage.Open(o.dataDir, storage.Options{
+		CacheBytes:         int64(o.cacheMB) << 20,
+		CheckpointInterval: time.Duration(o.syncdelay) * time.Second,
+	}, log)
 	if err != nil {
 		log.Error().Str("c", "STORAGE").Err(err).Msg("cannot open the data directory")
 		fmt.Fprintf(stderr, "dumbodb: %v\n", err)

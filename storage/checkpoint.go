@@ -1,0 +1,119 @@
+package storage
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/dolthub/dolt/go/store/datas"
+	"github.com/dolthub/dolt/go/store/prolly"
+	"github.com/dolthub/dolt/go/store/prolly/tree"
+)
+
+// Checkpoint writes every branch's acknowledged edits into its prolly
+// trees and makes that the durable working root, so that the log before it
+// can be recycled. Version-control operations call it to get a stable root.
+func (d *Database) Checkpoint(ctx context.Context) error {
+	b := d.main
+	b.writeMu.Lock()
+	defer b.writeMu.Unlock()
+	if d.closed.Load() {
+		return ErrClosed
+	}
+	return d.checkpointLocked(ctx, b)
+}
+
+// checkpointLocked folds b's edits into new base maps, writes the root and
+// moves the working set in one durable update. Called with b.writeMu held.
+func (d *Database) checkpointLocked(ctx context.Context, b *branch) error {
+	st := b.state.Load()
+	if st.checkpointed {
+		return nil
+	}
+	start := time.Now()
+	// Never let a checkpoint claim a record the log might still lose.
+	if err := d.wl.WaitDurable(st.lsn); err != nil {
+		return err
+	}
+	colls := make(map[string]*collection, len(st.colls))
+	for name, c := range st.colls {
+		base, err := foldEdits(ctx, d.ns, c)
+		if err != nil {
+			return fmt.Errorf("checkpoint %s.%s: %w", d.name, name, err)
+		}
+		colls[name] = &collection{info: c.info, base: base, count: c.count}
+	}
+	root, err := buildRoot(ctx, d.ns, colls)
+	if err != nil {
+		return err
+	}
+	if err := d.persist(ctx, b, root, st.lsn); err != nil {
+		return err
+	}
+	b.state.Store(&rootState{colls: colls, lsn: st.lsn, checkpointed: true})
+	d.engine.addEditBytes(-st.editBytes())
+	d.log.Debug().Str("c", "STORAGE").Str("db", d.name).Uint64("lsn", st.lsn).
+		Dur("durationMillis", time.Since(start)).Msg("checkpoint")
+	// Only main has a log position to recycle up to until branches arrive.
+	if b == d.main {
+		return d.wl.Recycle(st.lsn)
+	}
+	return nil
+}
+
+// foldEdits applies a collection's edits to its base map.
+func foldEdits(ctx context.Context, ns tree.NodeStore, c *collection) (prolly.Map, error) {
+	if c.edits == nil || c.edits.Len() == 0 {
+		return c.base, nil
+	}
+	mut := c.base.Mutate()
+	var err error
+	c.edits.Ascend(func(e *edit) bool {
+		err = applyEdit(ctx, ns, mut, e)
+		return err == nil
+	})
+	if err != nil {
+		return prolly.Map{}, err
+	}
+	return mut.Map(ctx)
+}
+
+func applyEdit(ctx context.Context, ns tree.NodeStore, mut *prolly.MutableMap, e *edit) error {
+	k, err := keyTuple(ns, e.key)
+	if err != nil {
+		return err
+	}
+	if e.value == nil {
+		return mut.Delete(ctx, k)
+	}
+	v, err := valueTuple(ctx, ns, e.value)
+	if err != nil {
+		return err
+	}
+	return mut.Put(ctx, k, v)
+}
+
+// persist makes root the branch's durable working root, recording the last
+// log record it includes.
+func (d *Database) persist(ctx context.Context, b *branch, root prolly.AddressMap, lsn uint64) error {
+	workingRef, err := d.vs.WriteValue(ctx, tree.ValueFromNode(root.Node()))
+	if err != nil {
+		return err
+	}
+	spec := datas.WorkingSetSpec{
+		Meta: &datas.WorkingSetMeta{
+			Name: "dumbodb", Email: "dumbodb@localhost",
+			Description: fmt.Sprintf("%s%d", walLSNPrefix, lsn),
+			Timestamp:   uint64(time.Now().UnixMilli()),
+		},
+		WorkingRoot: workingRef,
+		StagedRoot:  b.headRef,
+	}
+	prev, _ := b.ws.MaybeHeadAddr()
+	ws, err := d.db.UpdateWorkingSet(ctx, b.ws, spec, prev)
+	if err != nil {
+		return fmt.Errorf("update working set of %s@%s: %w", d.name, b.name, err)
+	}
+	b.ws = ws
+	return nil
+}

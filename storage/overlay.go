@@ -1,0 +1,154 @@
+package storage
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+
+	"github.com/dolthub/dolt/go/store/prolly"
+	"github.com/dolthub/dolt/go/store/prolly/tree"
+	"github.com/dolthub/dolt/go/store/val"
+	"github.com/google/btree"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
+
+// edit is one acknowledged change to a collection since its last
+// checkpoint: the new value of a key, or its deletion (value == nil).
+type edit struct {
+	key   []byte
+	value []byte
+}
+
+// edits is an ordered set of edits keyed by encoded _id. Published edit
+// sets are never modified: a writer clones (copy-on-write, O(1)) and edits
+// the clone, so readers of the old set need no lock.
+type edits = btree.BTreeG[*edit]
+
+func newEdits() *edits {
+	return btree.NewG(32, func(a, b *edit) bool { return bytes.Compare(a.key, b.key) < 0 })
+}
+
+// editOverhead approximates the memory an edit costs beyond its bytes.
+const editOverhead = 64
+
+func editSize(e *edit) int64 { return int64(len(e.key) + len(e.value) + editOverhead) }
+
+// lookup finds key in the edits, then in the base map. found reports
+// whether a live document exists.
+func lookup(ctx context.Context, ns tree.NodeStore, base prolly.Map, ed *edits, key []byte) ([]byte, bool, error) {
+	if ed != nil {
+		if e, ok := ed.Get(&edit{key: key}); ok {
+			return e.value, e.value != nil, nil
+		}
+	}
+	k, err := keyTuple(ns, key)
+	if err != nil {
+		return nil, false, err
+	}
+	return getValue(ctx, ns, base, k)
+}
+
+// editBatch is how many edits an iterator takes from the tree at a time.
+const editBatch = 64
+
+// Iterator walks a collection in _id order: the base map merged with the
+// edits made since the checkpoint. Next returns io.EOF at the end.
+type Iterator struct {
+	ns tree.NodeStore
+
+	base  prolly.MapIter // nil when exhausted
+	bk    []byte         // peeked base key (nil: none)
+	bvTup val.Tuple      // its value
+
+	ed    *edits
+	ebuf  []*edit
+	elast []byte
+	edone bool
+}
+
+func newIterator(ctx context.Context, ns tree.NodeStore, base prolly.Map, ed *edits) (*Iterator, error) {
+	it, err := base.IterAll(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &Iterator{ns: ns, base: it, ed: ed, edone: ed == nil || ed.Len() == 0}, nil
+}
+
+// Next returns the next live document; the caller owns the bytes.
+func (i *Iterator) Next(ctx context.Context) (bsoncore.Document, error) {
+	for {
+		if err := i.peekBase(ctx); err != nil {
+			return nil, err
+		}
+		e := i.peekEdit()
+		switch {
+		case e == nil && i.bk == nil:
+			return nil, io.EOF
+		case e == nil || (i.bk != nil && bytes.Compare(i.bk, e.key) < 0):
+			return i.takeBase(ctx)
+		}
+		if i.bk != nil && bytes.Equal(i.bk, e.key) {
+			i.bk = nil // the edit replaces the base entry
+		}
+		i.ebuf = i.ebuf[1:]
+		if e.value != nil {
+			return append(bsoncore.Document(nil), e.value...), nil
+		}
+	}
+}
+
+func (i *Iterator) peekBase(ctx context.Context) error {
+	if i.bk != nil || i.base == nil {
+		return nil
+	}
+	k, v, err := i.base.Next(ctx)
+	if errors.Is(err, io.EOF) {
+		i.base = nil
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	i.bk, i.bvTup = keyBytes(k), v
+	return nil
+}
+
+func (i *Iterator) takeBase(ctx context.Context) (bsoncore.Document, error) {
+	b, err := valueBytes(ctx, i.ns, i.bvTup)
+	i.bk = nil
+	if err != nil {
+		return nil, err
+	}
+	return append(bsoncore.Document(nil), b...), nil
+}
+
+// peekEdit returns the next edit, refilling the buffer from the tree in
+// batches (the tree only offers callback iteration).
+func (i *Iterator) peekEdit() *edit {
+	if len(i.ebuf) > 0 {
+		return i.ebuf[0]
+	}
+	if i.edone {
+		return nil
+	}
+	i.ebuf = i.ebuf[:0]
+	collect := func(e *edit) bool {
+		if i.elast != nil && bytes.Equal(e.key, i.elast) {
+			return true
+		}
+		i.ebuf = append(i.ebuf, e)
+		return len(i.ebuf) < editBatch
+	}
+	if i.elast == nil {
+		i.ed.Ascend(collect)
+	} else {
+		i.ed.AscendGreaterOrEqual(&edit{key: i.elast}, collect)
+	}
+	if len(i.ebuf) == 0 {
+		i.edone = true
+		return nil
+	}
+	i.elast = i.ebuf[len(i.ebuf)-1].key
+	return i.ebuf[0]
+}

@@ -1,0 +1,260 @@
+package storage
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math/rand"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"testing"
+
+	"github.com/rs/zerolog"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
+
+var ctx = context.Background()
+
+func openEngine(t *testing.T, dir string, opts Options) *Engine {
+	t.Helper()
+	e, err := Open(dir, opts, zerolog.New(io.Discard))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+func doc(id int32, v string) bsoncore.Document {
+	return bsoncore.NewDocumentBuilder().AppendInt32("_id", id).AppendString("v", v).Build()
+}
+
+func idValue(id int32) bsoncore.Value {
+	return bsoncore.Value{Type: bsoncore.TypeInt32, Data: bsoncore.AppendInt32(nil, id)}
+}
+
+// crashCopy copies a live data directory, as a crash would leave it: the
+// log and the Dolt files as they are on disk, with no final checkpoint.
+func crashCopy(t *testing.T, dir string) string {
+	t.Helper()
+	dst := filepath.Join(t.TempDir(), "crashed")
+	if out, err := exec.Command("cp", "-a", dir, dst).CombinedOutput(); err != nil {
+		t.Fatalf("cp: %v %s", err, out)
+	}
+	os.Remove(filepath.Join(dst, "mongod.lock"))
+	for _, lock := range []string{"LOCK"} {
+		matches, _ := filepath.Glob(filepath.Join(dst, "*", lock))
+		for _, m := range matches {
+			os.Remove(m)
+		}
+	}
+	return dst
+}
+
+// contents reads a collection as id -> value.
+func contents(t *testing.T, d *Database, coll string) map[int32]string {
+	t.Helper()
+	it, err := d.Snapshot().Scan(ctx, coll)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[int32]string{}
+	var last int32 = -1 << 31
+	for {
+		doc, err := it.Next(ctx)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		id := doc.Lookup("_id").Int32()
+		if id <= last && len(out) > 0 {
+			t.Fatalf("scan out of order: %d after %d", id, last)
+		}
+		last = id
+		out[id] = doc.Lookup("v").StringValue()
+	}
+	return out
+}
+
+func TestRecoveryReplaysTheLogAfterACrash(t *testing.T) {
+	dir := t.TempDir()
+	e := openEngine(t, dir, Options{})
+	defer e.Close()
+	d, err := e.Database(ctx, "db", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func(fn func(tx *Tx) error) {
+		t.Helper()
+		if err := d.Write(ctx, fn); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(func(tx *Tx) error {
+		if _, err := tx.EnsureCollection(ctx, "c"); err != nil {
+			return err
+		}
+		for i := int32(0); i < 100; i++ {
+			if err := tx.Insert(ctx, "c", doc(i, "a")); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err := d.Checkpoint(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// After the checkpoint: updates, deletes, a new collection, a rename.
+	write(func(tx *Tx) error { return tx.Replace(ctx, "c", doc(5, "b")) })
+	write(func(tx *Tx) error { return tx.Delete(ctx, "c", idValue(6)) })
+	write(func(tx *Tx) error {
+		if _, err := tx.CreateCollection(ctx, "tmp", nil); err != nil {
+			return err
+		}
+		if err := tx.Insert(ctx, "tmp", doc(1, "t")); err != nil {
+			return err
+		}
+		return tx.RenameCollection("tmp", "renamed", false)
+	})
+	want := contents(t, d, "c")
+	crashed := crashCopy(t, dir)
+	e2 := openEngine(t, crashed, Options{})
+	defer e2.Close()
+	d2, err := e2.Database(ctx, "db", false)
+	if err != nil || d2 == nil {
+		t.Fatalf("reopen: %v", err)
+	}
+	got := contents(t, d2, "c")
+	if fmt.Sprint(got) != fmt.Sprint(want) || got[5] != "b" || len(got) != 99 {
+		t.Fatalf("recovered %d docs (5=%q)", len(got), got[5])
+	}
+	if r := contents(t, d2, "renamed"); r[1] != "t" {
+		t.Fatalf("renamed collection: %v", r)
+	}
+	if _, ok := d2.Snapshot().Collection("tmp"); ok {
+		t.Fatal("the rename's source survived")
+	}
+	n, _ := d2.Snapshot().Count("c")
+	if n != 99 {
+		t.Fatalf("count %d", n)
+	}
+}
+
+// TestRandomOperationsMatchAModel runs random inserts, replaces, deletes,
+// checkpoints, clean reopens and crash reopens against a map.
+func TestRandomOperationsMatchAModel(t *testing.T) {
+	for seed := int64(1); seed <= 3; seed++ {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) { runModel(t, seed) })
+	}
+}
+
+func runModel(t *testing.T, seed int64) {
+	rng := rand.New(rand.NewSource(seed))
+	dir := t.TempDir()
+	opts := Options{CacheBytes: 20 << 10, WALSegmentSize: 16 << 10}
+	e := openEngine(t, dir, opts)
+	defer func() { e.Close() }()
+	d, _ := e.Database(ctx, "db", true)
+	model := map[int32]string{}
+	d.Write(ctx, func(tx *Tx) error { _, err := tx.EnsureCollection(ctx, "c"); return err })
+	for step := 0; step < 400; step++ {
+		id := int32(rng.Intn(60))
+		v := fmt.Sprintf("v%d-%s", step, string(make([]byte, rng.Intn(200))))
+		switch r := rng.Intn(100); {
+		case r < 40:
+			err := d.Write(ctx, func(tx *Tx) error { return tx.Insert(ctx, "c", doc(id, v)) })
+			if _, exists := model[id]; exists != (err == ErrDuplicateKey) {
+				t.Fatalf("step %d insert %d: err %v, exists %v", step, id, err, exists)
+			}
+			if err == nil {
+				model[id] = v
+			}
+		case r < 65:
+			if _, exists := model[id]; exists {
+				mustWrite(t, d, func(tx *Tx) error { return tx.Replace(ctx, "c", doc(id, v)) })
+				model[id] = v
+			}
+		case r < 85:
+			mustWrite(t, d, func(tx *Tx) error { return tx.Delete(ctx, "c", idValue(id)) })
+			delete(model, id)
+		case r < 90:
+			if err := d.Checkpoint(ctx); err != nil {
+				t.Fatal(err)
+			}
+		case r < 95:
+			e.Close()
+			e = openEngine(t, dir, opts)
+			d, _ = e.Database(ctx, "db", false)
+		default:
+			crashed := crashCopy(t, dir)
+			e.Close()
+			dir = crashed
+			e = openEngine(t, dir, opts)
+			d, _ = e.Database(ctx, "db", false)
+		}
+		if step%25 == 0 || step == 399 {
+			checkModel(t, d, model, step)
+		}
+	}
+}
+
+func mustWrite(t *testing.T, d *Database, fn func(tx *Tx) error) {
+	t.Helper()
+	if err := d.Write(ctx, fn); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func checkModel(t *testing.T, d *Database, model map[int32]string, step int) {
+	t.Helper()
+	got := contents(t, d, "c")
+	if len(got) != len(model) {
+		t.Fatalf("step %d: %d docs, model has %d", step, len(got), len(model))
+	}
+	for id, v := range model {
+		if got[id] != v {
+			t.Fatalf("step %d: _id %d = %q, want %q", step, id, got[id], v)
+		}
+		doc, found, err := d.Snapshot().Get(ctx, "c", idValue(id))
+		if err != nil || !found || doc.Lookup("v").StringValue() != v {
+			t.Fatalf("step %d: get %d: %v %v", step, id, found, err)
+		}
+	}
+	n, _ := d.Snapshot().Count("c")
+	if n != len(model) {
+		t.Fatalf("step %d: count %d, model %d", step, n, len(model))
+	}
+	ids := make([]int, 0, len(model))
+	for id := range model {
+		ids = append(ids, int(id))
+	}
+	sort.Ints(ids)
+}
+
+func TestBudgetForcesCheckpointsAndRecyclesTheLog(t *testing.T) {
+	dir := t.TempDir()
+	e := openEngine(t, dir, Options{CacheBytes: 64 << 10, WALSegmentSize: 32 << 10})
+	defer e.Close()
+	d, _ := e.Database(ctx, "db", true)
+	big := string(make([]byte, 1000))
+	for i := int32(0); i < 500; i++ {
+		mustWrite(t, d, func(tx *Tx) error {
+			if _, err := tx.EnsureCollection(ctx, "c"); err != nil {
+				return err
+			}
+			return tx.Insert(ctx, "c", doc(i, big))
+		})
+	}
+	if b := e.editBytes.Load(); b > 64<<10+4096 {
+		t.Fatalf("edits hold %d bytes over a 64 KiB budget", b)
+	}
+	if n := d.wl.SegmentCount(); n > 4 {
+		t.Fatalf("%d log segments kept after checkpoints", n)
+	}
+	if got := contents(t, d, "c"); len(got) != 500 {
+		t.Fatalf("%d docs", len(got))
+	}
+}

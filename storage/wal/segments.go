@@ -1,0 +1,192 @@
+package wal
+
+import (
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// maxSpares is how many checkpointed segments are kept for reuse.
+const maxSpares = 2
+
+// rotate makes a new segment, starting at LSN first, the current one. It
+// has room for at least need bytes of records.
+func (w *WAL) rotate(first uint64, need int64) error {
+	size := max(w.segmentSize, need+segmentHeaderSize)
+	f, path, err := w.takeSpare(size)
+	if err != nil {
+		return err
+	}
+	var h [segmentHeaderSize]byte
+	copy(h[:], magic)
+	binary.LittleEndian.PutUint32(h[8:], formatVersion)
+	binary.LittleEndian.PutUint64(h[16:], first)
+	binary.LittleEndian.PutUint32(h[24:], crc32.Checksum(h[:24], castagnoli))
+	if _, err := f.WriteAt(h[:], 0); err != nil {
+		f.Close()
+		return err
+	}
+	if err := unix.Fdatasync(int(f.Fd())); err != nil {
+		f.Close()
+		return err
+	}
+	if err := os.Rename(path, filepath.Join(w.dir, segmentName(first))); err != nil {
+		f.Close()
+		return err
+	}
+	if err := syncDir(w.dir); err != nil {
+		f.Close()
+		return err
+	}
+	if w.seg != nil {
+		w.seg.Close()
+	}
+	w.seg, w.segOff, w.segSize, w.segNext = f, segmentHeaderSize, size, first
+	w.segMu.Lock()
+	w.segments = append(w.segments, first)
+	w.segMu.Unlock()
+	w.bg.Add(1)
+	go func() {
+		defer w.bg.Done()
+		w.ensureSpare()
+	}()
+	return nil
+}
+
+// takeSpare returns a spare segment file of at least size bytes and its
+// path, creating a zero-filled one when none is ready.
+func (w *WAL) takeSpare(size int64) (*os.File, string, error) {
+	w.segMu.Lock()
+	defer w.segMu.Unlock()
+	for _, name := range w.spareNames() {
+		path := filepath.Join(w.dir, name)
+		if st, err := os.Stat(path); err == nil && st.Size() >= size {
+			f, err := os.OpenFile(path, os.O_RDWR, 0)
+			return f, path, err
+		}
+	}
+	return w.createSpare(size)
+}
+
+func (w *WAL) spareNames() []string {
+	entries, _ := os.ReadDir(w.dir)
+	var names []string
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), "spare-") && strings.HasSuffix(e.Name(), ".seg") {
+			names = append(names, e.Name())
+		}
+	}
+	return names
+}
+
+// createSpare writes a zero-filled file: its blocks are allocated and
+// written, so later fdatasyncs need not update file metadata. Called with
+// segMu held.
+func (w *WAL) createSpare(size int64) (*os.File, string, error) {
+	w.spareGen++
+	tmp := filepath.Join(w.dir, fmt.Sprintf("spare-%d.tmp", w.spareGen))
+	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return nil, "", err
+	}
+	zeros := make([]byte, 1<<20)
+	for off := int64(0); off < size; off += int64(len(zeros)) {
+		n := min(int64(len(zeros)), size-off)
+		if _, err := f.WriteAt(zeros[:n], off); err != nil {
+			f.Close()
+			os.Remove(tmp)
+			return nil, "", err
+		}
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		os.Remove(tmp)
+		return nil, "", err
+	}
+	final := filepath.Join(w.dir, fmt.Sprintf("spare-%d-%d.seg", os.Getpid(), w.spareGen))
+	if err := os.Rename(tmp, final); err != nil {
+		f.Close()
+		return nil, "", err
+	}
+	return f, final, nil
+}
+
+// ensureSpare prepares one spare segment in the background, so that the
+// next rotation does not wait for 64 MiB of zeros.
+func (w *WAL) ensureSpare() {
+	w.segMu.Lock()
+	defer w.segMu.Unlock()
+	if len(w.spareNames()) > 0 {
+		return
+	}
+	if f, _, err := w.createSpare(w.segmentSize); err == nil {
+		f.Close()
+	} else {
+		w.log.Warn().Str("c", "WAL").Err(err).Msg("preparing a spare log segment failed")
+	}
+}
+
+// Recycle retires every segment whose records all have LSNs at or below
+// upTo (they are in a checkpoint now): up to maxSpares become spares, the
+// rest are deleted.
+func (w *WAL) Recycle(upTo uint64) error {
+	w.segMu.Lock()
+	defer w.segMu.Unlock()
+	for len(w.segments) > 1 && w.segments[1] <= upTo+1 {
+		old := filepath.Join(w.dir, segmentName(w.segments[0]))
+		w.segments = w.segments[1:]
+		var err error
+		if len(w.spareNames()) < maxSpares {
+			w.spareGen++
+			err = os.Rename(old, filepath.Join(w.dir, fmt.Sprintf("spare-%d-%d.seg", os.Getpid(), w.spareGen)))
+		} else {
+			err = os.Remove(old)
+		}
+		if err != nil {
+			return fmt.Errorf("wal: retire segment: %w", err)
+		}
+	}
+	return syncDir(w.dir)
+}
+
+// SegmentCount is the number of segments in use (for tests and stats).
+func (w *WAL) SegmentCount() int {
+	w.segMu.Lock()
+	defer w.segMu.Unlock()
+	return len(w.segments)
+}
+
+// Close waits for pending records to be written and synced, then closes.
+func (w *WAL) Close() error {
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		return nil
+	}
+	w.closed = true
+	started := w.started
+	w.cond.Broadcast()
+	w.mu.Unlock()
+	if started {
+		<-w.done
+	}
+	w.bg.Wait()
+	if w.seg != nil {
+		return w.seg.Close()
+	}
+	return nil
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}

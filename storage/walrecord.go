@@ -1,0 +1,146 @@
+package storage
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
+
+// Log operation names (docs/format/wal.md).
+const (
+	opPut    = "put"
+	opDelete = "del"
+	opCreate = "create"
+	opDrop   = "drop"
+	opRename = "rename"
+)
+
+// walOp is one logged change.
+type walOp struct {
+	op    string
+	coll  string
+	key   []byte // put, del
+	value []byte // put: the document; create: the catalog entry
+	to    string // rename
+}
+
+// encodeRecord is the log payload of one transaction on branch.
+func encodeRecord(branch string, ops []walOp) []byte {
+	size := 64
+	for _, o := range ops {
+		size += len(o.key) + len(o.value) + len(o.coll) + 48
+	}
+	dst := make([]byte, 0, size)
+	idx, dst := bsoncore.AppendDocumentStart(dst)
+	dst = bsoncore.AppendStringElement(dst, "b", branch)
+	aidx, dst := bsoncore.AppendArrayElementStart(dst, "ops")
+	for i, o := range ops {
+		dst = appendOp(dst, strconv.Itoa(i), o)
+	}
+	dst, _ = bsoncore.AppendArrayEnd(dst, aidx)
+	dst, _ = bsoncore.AppendDocumentEnd(dst, idx)
+	return dst
+}
+
+func appendOp(dst []byte, key string, o walOp) []byte {
+	idx, dst := bsoncore.AppendDocumentElementStart(dst, key)
+	dst = bsoncore.AppendStringElement(dst, "o", o.op)
+	dst = bsoncore.AppendStringElement(dst, "c", o.coll)
+	switch o.op {
+	case opPut:
+		dst = bsoncore.AppendBinaryElement(dst, "k", 0, o.key)
+		dst = bsoncore.AppendDocumentElement(dst, "d", o.value)
+	case opDelete:
+		dst = bsoncore.AppendBinaryElement(dst, "k", 0, o.key)
+	case opCreate:
+		dst = bsoncore.AppendDocumentElement(dst, "info", o.value)
+	case opRename:
+		dst = bsoncore.AppendStringElement(dst, "to", o.to)
+	}
+	dst, _ = bsoncore.AppendDocumentEnd(dst, idx)
+	return dst
+}
+
+// decodeRecord reads a log payload.
+func decodeRecord(payload []byte) (string, []walOp, error) {
+	doc := bsoncore.Document(payload)
+	if err := doc.Validate(); err != nil {
+		return "", nil, fmt.Errorf("log record: %w", err)
+	}
+	branch, ok := doc.Lookup("b").StringValueOK()
+	arr, ok2 := doc.Lookup("ops").ArrayOK()
+	if !ok || !ok2 {
+		return "", nil, fmt.Errorf("log record without branch or ops")
+	}
+	vals, err := arr.Values()
+	if err != nil {
+		return "", nil, err
+	}
+	ops := make([]walOp, 0, len(vals))
+	for _, v := range vals {
+		d, ok := v.DocumentOK()
+		if !ok {
+			return "", nil, fmt.Errorf("log op is not a document")
+		}
+		o := walOp{}
+		o.op, _ = d.Lookup("o").StringValueOK()
+		o.coll, _ = d.Lookup("c").StringValueOK()
+		o.to, _ = d.Lookup("to").StringValueOK()
+		if _, k, ok := d.Lookup("k").BinaryOK(); ok {
+			o.key = k
+		}
+		if v, ok := d.Lookup("d").DocumentOK(); ok {
+			o.value = v
+		}
+		if v, ok := d.Lookup("info").DocumentOK(); ok {
+			o.value = v
+		}
+		ops = append(ops, o)
+	}
+	return branch, ops, nil
+}
+
+// redo applies logged operations to a transaction during recovery.
+func (tx *Tx) redo(ctx context.Context, ops []walOp) error {
+	for _, o := range ops {
+		var err error
+		switch o.op {
+		case opPut:
+			err = tx.redoPut(ctx, o)
+		case opDelete:
+			err = tx.deleteKey(ctx, o.coll, append([]byte(nil), o.key...))
+		case opCreate:
+			var info CollectionInfo
+			if info, err = decodeCollectionInfo(o.value); err == nil {
+				err = tx.createCollection(ctx, info)
+			}
+		case opDrop:
+			err = tx.DropCollection(o.coll)
+		case opRename:
+			err = tx.RenameCollection(o.coll, o.to, true)
+		default:
+			err = fmt.Errorf("unknown log op %q", o.op)
+		}
+		if err != nil {
+			return fmt.Errorf("redo %s on %q: %w", o.op, o.coll, err)
+		}
+	}
+	return nil
+}
+
+func (tx *Tx) redoPut(ctx context.Context, o walOp) error {
+	c, err := tx.mutable(o.coll)
+	if err != nil {
+		return err
+	}
+	_, exists, err := lookup(ctx, tx.ns, c.base, c.edits, o.key)
+	if err != nil {
+		return err
+	}
+	value := append([]byte(nil), o.value...)
+	c.setEdit(&edit{key: append([]byte(nil), o.key...), value: value}, exists)
+	tx.ops = append(tx.ops, o)
+	return nil
+}
