@@ -156,6 +156,10 @@ func (d *Database) close(ctx context.Context) error {
 		if err := d.wl.Close(); err != nil && firstErr == nil {
 			firstErr = err
 		}
+		// Everything is in the checkpoint now; a clean shutdown leaves no log.
+		if firstErr == nil {
+			firstErr = d.wl.Remove()
+		}
 	}
 	if err := d.db.Close(); err != nil && firstErr == nil {
 		firstErr = err

@@ -258,3 +258,23 @@ func TestBudgetForcesCheckpointsAndRecyclesTheLog(t *testing.T) {
 		t.Fatalf("%d docs", len(got))
 	}
 }
+
+// BenchmarkInsertDurable is one writer inserting small documents through
+// Database.Write (log append, publish, wait for the sync).
+func BenchmarkInsertDurable(b *testing.B) {
+	e, err := Open(b.TempDir(), Options{}, zerolog.New(io.Discard))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer e.Close()
+	d, _ := e.Database(ctx, "db", true)
+	d.Write(ctx, func(tx *Tx) error { _, err := tx.EnsureCollection(ctx, "c"); return err })
+	d.wl.WaitDurable(d.wl.LastLSN())
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		err := d.Write(ctx, func(tx *Tx) error { return tx.Insert(ctx, "c", doc(int32(i), "0123456789012345678901234567890123456789")) })
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+}

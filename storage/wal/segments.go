@@ -12,7 +12,7 @@ import (
 )
 
 // maxSpares is how many checkpointed segments are kept for reuse.
-const maxSpares = 2
+const maxSpares = 1
 
 // rotate makes a new segment, starting at LSN first, the current one. It
 // has room for at least need bytes of records.
@@ -117,7 +117,7 @@ func (w *WAL) createSpare(size int64) (*os.File, string, error) {
 }
 
 // ensureSpare prepares one spare segment in the background, so that the
-// next rotation does not wait for 64 MiB of zeros.
+// next rotation does not wait for a segment of zeros.
 func (w *WAL) ensureSpare() {
 	w.segMu.Lock()
 	defer w.segMu.Unlock()
@@ -161,6 +161,13 @@ func (w *WAL) SegmentCount() int {
 	return len(w.segments)
 }
 
+// Remove deletes every log file. Call it on a closed log whose records are
+// all checkpointed (a clean shutdown), so that an idle data directory holds
+// no preallocated segments.
+func (w *WAL) Remove() error {
+	return os.RemoveAll(w.dir)
+}
+
 // Close waits for pending records to be written and synced, then closes.
 func (w *WAL) Close() error {
 	w.mu.Lock()
@@ -170,10 +177,10 @@ func (w *WAL) Close() error {
 	}
 	w.closed = true
 	started := w.started
-	w.cond.Broadcast()
 	w.mu.Unlock()
 	if started {
-		<-w.done
+		close(w.stop)
+		<-w.done // flushes what is pending
 	}
 	w.bg.Wait()
 	if w.seg != nil {

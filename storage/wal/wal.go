@@ -15,13 +15,14 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/rs/zerolog"
 	"golang.org/x/sys/unix"
 )
 
 // DefaultSegmentSize is the size segments are created with.
-const DefaultSegmentSize = 64 << 20
+const DefaultSegmentSize = 4 << 20
 
 const (
 	segmentHeaderSize = 32
@@ -46,23 +47,25 @@ type WAL struct {
 	segmentSize int64
 	log         zerolog.Logger
 
-	mu      sync.Mutex
-	cond    *sync.Cond // signalled when synced advances or the flusher has work
-	pending []byte     // encoded records not yet written
-	nextLSN uint64     // LSN the next Append gets
-	synced  uint64     // highest LSN known durable
-	written uint64     // highest LSN in pending or written
-	syncErr error      // sticky: once a sync fails the log refuses further work
-	closed  bool
-	started bool
-	stopped bool // the flusher has exited
+	mu       sync.Mutex
+	advanced chan struct{} // closed (and replaced) whenever synced advances
+	spare    []byte        // the other pending buffer, reused between syncs
+	flushing bool          // a leader is writing and syncing
+	pending  []byte        // encoded records not yet written
+	nextLSN  uint64        // LSN the next Append gets
+	synced   uint64        // highest LSN known durable
+	written  uint64        // highest LSN in pending or written
+	syncErr  error         // sticky: once a sync fails the log refuses further work
+	closed   bool
+	started  bool
 
 	// owned by the flusher goroutine (and Replay/Close)
 	seg     *os.File
 	segOff  int64 // write offset in seg
 	segSize int64
-	segNext uint64 // LSN the record at segOff must have
-	done    chan struct{}
+	segNext uint64        // LSN the record at segOff must have
+	stop    chan struct{} // closed by Close
+	done    chan struct{} // closed when flushLoop has exited
 
 	bg       sync.WaitGroup // background spare preparation
 	segMu    sync.Mutex     // guards segments and spare files
@@ -79,8 +82,9 @@ func Open(dir string, opts Options, log zerolog.Logger) (*WAL, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("wal: create %s: %w", dir, err)
 	}
-	w := &WAL{dir: dir, segmentSize: opts.SegmentSize, log: log, nextLSN: 1, done: make(chan struct{})}
-	w.cond = sync.NewCond(&w.mu)
+	w := &WAL{dir: dir, segmentSize: opts.SegmentSize, log: log, nextLSN: 1,
+		stop: make(chan struct{}), done: make(chan struct{})}
+	w.advanced = make(chan struct{})
 	segs, err := listSegments(dir)
 	if err != nil {
 		return nil, err
@@ -232,6 +236,14 @@ func (w *WAL) Start() error {
 	w.mu.Lock()
 	w.started = true
 	w.mu.Unlock()
+	if len(w.segments) == 0 {
+		// Prepare the first segment now, so the first write need not.
+		w.bg.Add(1)
+		go func() {
+			defer w.bg.Done()
+			w.ensureSpare()
+		}()
+	}
 	go w.flushLoop()
 	return nil
 }
@@ -254,68 +266,100 @@ func (w *WAL) Append(payload []byte) (uint64, error) {
 	w.nextLSN++
 	w.pending = appendRecord(w.pending, lsn, payload)
 	w.written = lsn
-	w.cond.Broadcast()
 	return lsn, nil
 }
 
-// WaitDurable blocks until the record lsn is on disk.
+// WaitDurable blocks until the record lsn is on disk. The first waiter
+// that finds no sync running becomes the leader: it writes and syncs
+// everything appended so far, for all waiters, on its own goroutine (no
+// thread hand-off on the path of a lone writer). The others sleep on a
+// channel closed once per sync, so an append wakes nobody.
 func (w *WAL) WaitDurable(lsn uint64) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	for w.synced < lsn && w.syncErr == nil && !w.stopped {
-		w.cond.Wait()
-	}
-	if w.synced >= lsn {
-		return nil
-	}
-	if w.syncErr != nil {
-		return w.syncErr
-	}
-	return ErrClosed
-}
-
-// LastLSN is the LSN of the last appended record.
-func (w *WAL) LastLSN() uint64 {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.nextLSN - 1
-}
-
-// flushLoop writes what writers appended and syncs it, one batch at a time:
-// every writer that appended while the previous sync ran shares the next.
-func (w *WAL) flushLoop() {
-	defer func() {
-		w.mu.Lock()
-		w.stopped = true
-		w.cond.Broadcast()
-		w.mu.Unlock()
-		close(w.done)
-	}()
-	var batch []byte
 	for {
-		w.mu.Lock()
-		for len(w.pending) == 0 && !w.closed {
-			w.cond.Wait()
+		switch {
+		case w.synced >= lsn:
+			return nil
+		case w.syncErr != nil:
+			return w.syncErr
+		case w.closed && !w.flushing && len(w.pending) == 0:
+			return ErrClosed
+		case !w.flushing:
+			w.leadSync()
+			continue
 		}
-		if len(w.pending) == 0 && w.closed {
+		ch := w.advanced
+		w.mu.Unlock()
+		<-ch
+		w.mu.Lock()
+	}
+}
+
+// leadSync writes and syncs the pending records. Called with w.mu held,
+// which it releases during the I/O.
+func (w *WAL) leadSync() {
+	if len(w.pending) == 0 {
+		return
+	}
+	w.flushing = true
+	batch := w.pending
+	w.pending, w.spare = w.spare[:0], nil
+	upTo := w.written
+	w.mu.Unlock()
+	err := w.writeBatch(batch)
+	w.mu.Lock()
+	w.flushing = false
+	w.spare = batch[:0]
+	if err != nil {
+		w.syncErr = fmt.Errorf("wal: %w", err)
+		w.log.Error().Str("c", "WAL").Err(err).Msg("log write failed; refusing further writes")
+	} else {
+		w.synced = upTo
+	}
+	w.advance()
+}
+
+// advance wakes the waiters after synced or syncErr changed. Called with
+// w.mu held.
+func (w *WAL) advance() {
+	close(w.advanced)
+	w.advanced = make(chan struct{})
+}
+
+// backgroundFlushInterval bounds how long a record appended without a
+// waiter (w: 0, j: false) stays unsynced, like mongod's journal commit
+// interval.
+const backgroundFlushInterval = 50 * time.Millisecond
+
+// flushLoop syncs records nobody waits for.
+func (w *WAL) flushLoop() {
+	defer close(w.done)
+	t := time.NewTicker(backgroundFlushInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-w.stop:
+			w.mu.Lock()
+			for len(w.pending) > 0 || w.flushing {
+				if w.flushing {
+					ch := w.advanced
+					w.mu.Unlock()
+					<-ch
+					w.mu.Lock()
+					continue
+				}
+				w.leadSync()
+			}
 			w.mu.Unlock()
 			return
+		case <-t.C:
+			w.mu.Lock()
+			if !w.flushing {
+				w.leadSync()
+			}
+			w.mu.Unlock()
 		}
-		batch, w.pending = w.pending, batch[:0]
-		upTo := w.written
-		w.mu.Unlock()
-
-		err := w.writeBatch(batch)
-
-		w.mu.Lock()
-		if err != nil {
-			w.syncErr = fmt.Errorf("wal: %w", err)
-			w.log.Error().Str("c", "WAL").Err(err).Msg("log write failed; refusing further writes")
-		} else {
-			w.synced = upTo
-		}
-		w.cond.Broadcast()
-		w.mu.Unlock()
 	}
 }
 
@@ -357,3 +401,10 @@ func (w *WAL) writeBatch(batch []byte) error {
 func recordLen(b []byte) int { return recordHeaderSize + int(binary.LittleEndian.Uint32(b)) }
 
 func lsnOf(b []byte) uint64 { return binary.LittleEndian.Uint64(b[8:]) }
+
+// LastLSN is the LSN of the last appended record.
+func (w *WAL) LastLSN() uint64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.nextLSN - 1
+}

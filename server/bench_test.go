@@ -1,0 +1,132 @@
+package server_test
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync/atomic"
+	"testing"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"golang.org/x/sys/unix"
+)
+
+// benchServer is startServer for benchmarks.
+func benchServer(b *testing.B) *testServer {
+	t := &testing.T{}
+	ts := &testServer{t: t, dir: b.TempDir()}
+	ts.start()
+	b.Cleanup(ts.stop)
+	return ts
+}
+
+// BenchmarkFloorFdatasync256 is the disk floor of a durable write: append
+// 256 bytes to a preallocated, zero-filled file and fdatasync.
+func BenchmarkFloorFdatasync256(b *testing.B) {
+	f, err := os.Create(filepath.Join(b.TempDir(), "floor"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	size := int64(b.N+1) * 256
+	zeros := make([]byte, 1<<20)
+	for off := int64(0); off < size; off += int64(len(zeros)) {
+		f.WriteAt(zeros, off)
+	}
+	f.Sync()
+	rec := make([]byte, 256)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		f.WriteAt(rec, int64(i)*256)
+		if err := unix.Fdatasync(int(f.Fd())); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkFloorPing is the network floor: one round trip through the driver.
+func BenchmarkFloorPing(b *testing.B) {
+	ts := benchServer(b)
+	c := ts.client()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if err := c.Ping(ctx, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkInsertOneDurable100B: one client, sequential, default write
+// concern (acknowledged after the log sync).
+func BenchmarkInsertOneDurable100B(b *testing.B) {
+	ts := benchServer(b)
+	coll := ts.client().Database("bench").Collection("c")
+	pad := string(make([]byte, 70))
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := coll.InsertOne(ctx, bson.M{"_id": i, "p": pad}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkInsertOneDurable64Clients: 64 concurrent clients; compare its
+// ops/s (1e9 / ns/op) with the one-client figure.
+func BenchmarkInsertOneDurable64Clients(b *testing.B) {
+	ts := benchServer(b)
+	coll := ts.client().Database("bench").Collection("c")
+	pad := string(make([]byte, 70))
+	var next atomic.Int64
+	b.SetParallelism(64 / runtime.GOMAXPROCS(0))
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, err := coll.InsertOne(ctx, bson.M{"_id": next.Add(1), "p": pad}); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}
+
+// BenchmarkLoad100k loads 100,000 documents of 100 bytes in insertMany
+// batches of 1,000, then reports the data directory size after a clean
+// shutdown (which checkpoints) as a multiple of the raw BSON size.
+func BenchmarkLoad100k(b *testing.B) {
+	for i := 0; i < b.N; i++ {
+		ts := benchServer(b)
+		coll := ts.client().Database("bench").Collection("c")
+		pad := string(make([]byte, 70))
+		var raw int64
+		batch := make([]any, 1000)
+		for n := 0; n < 100; n++ {
+			for j := range batch {
+				d := bson.D{{Key: "_id", Value: n*1000 + j}, {Key: "p", Value: pad}}
+				bs, _ := bson.Marshal(d)
+				raw += int64(len(bs))
+				batch[j] = d
+			}
+			if _, err := coll.InsertMany(ctx, batch); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.StopTimer()
+		ts.stop()
+		b.ReportMetric(float64(dirSize(ts.dir))/float64(raw), "disk/raw")
+		b.StartTimer()
+	}
+}
+
+func dirSize(dir string) int64 {
+	var total int64
+	filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			if info, err := d.Info(); err == nil {
+				total += info.Size()
+			}
+		}
+		return nil
+	})
+	return total
+}
