@@ -86,7 +86,11 @@ func cmpInt[T int | int64 | uint64 | uint32](a, b T) int {
 }
 
 // Compare orders two BSON values as MongoDB does with the simple collation.
-func Compare(a, b bsoncore.Value) int {
+func Compare(a, b bsoncore.Value) int { return compareWith(a, b, nil) }
+
+// compareWith orders two values, comparing strings (also inside documents
+// and arrays) with coll; a nil coll is the simple (binary) collation.
+func compareWith(a, b bsoncore.Value, coll *Collation) int {
 	ca, cb := CanonicalType(a.Type), CanonicalType(b.Type)
 	if ca != cb {
 		return cmpInt(ca, cb)
@@ -94,12 +98,17 @@ func Compare(a, b bsoncore.Value) int {
 	switch ca {
 	case ClassNumber:
 		return compareNumbers(a, b)
-	case ClassString, ClassCode:
+	case ClassString:
+		if coll != nil {
+			return coll.compareStrings(rawString(a), rawString(b))
+		}
+		return bytes.Compare(rawString(a), rawString(b))
+	case ClassCode:
 		return bytes.Compare(rawString(a), rawString(b))
 	case ClassObject:
-		return compareDocs(a.Data, b.Data, true)
+		return compareDocs(a.Data, b.Data, true, coll)
 	case ClassArray:
-		return compareDocs(a.Data, b.Data, false)
+		return compareDocs(a.Data, b.Data, false, coll)
 	case ClassBinData:
 		return compareBinary(a.Data, b.Data)
 	case ClassObjectID:
@@ -134,7 +143,7 @@ func Compare(a, b bsoncore.Value) int {
 		if c := cmpStr(ac, bc); c != 0 {
 			return c
 		}
-		return compareDocs(as, bs, true)
+		return compareDocs(as, bs, true, nil)
 	}
 	return 0 // MinKey, MaxKey, Null, Undefined: one value per class.
 }
@@ -151,7 +160,7 @@ func cmpStr(a, b string) int {
 
 // compareDocs is BSONObj::woCompare: per element the canonical type, then the
 // field name, then the value; a document that runs out first sorts first.
-func compareDocs(a, b []byte, names bool) int {
+func compareDocs(a, b []byte, names bool, coll *Collation) int {
 	ia, ib := newIter(a), newIter(b)
 	for {
 		ka, va, oka := ia.next()
@@ -172,7 +181,7 @@ func compareDocs(a, b []byte, names bool) int {
 				return c
 			}
 		}
-		if c := Compare(va, vb); c != 0 {
+		if c := compareWith(va, vb, coll); c != 0 {
 			return c
 		}
 	}

@@ -27,6 +27,11 @@ import (
 //	sort <json>               output: _ids in sorted order
 //	update <json>             output: changed|same <doc> per document
 //	upsert                    input: filter line, update line; output: doc
+//	expr <json>               output: the expression's value per document
+//
+// filter, project, sort, update and expr take option lines as input:
+// "query <json>" (the filter "$" refers to), "arrayFilters <json>",
+// "collation <json>" and "let <json>".
 //
 // Errors print as "error <code> <codeName>: <msg>". Run with -rewrite to
 // regenerate expected outputs after reviewing a change.
@@ -123,7 +128,11 @@ func runCase(t *testing.T, c *ddCase, docs *[]bsoncore.Document) []string {
 		}
 		return out
 	case "filter":
-		f, err := CompileFilter(mustDoc(t, c.args))
+		o, err := parseOptions(t, c.input)
+		if err != nil {
+			return []string{errString(err)}
+		}
+		f, err := CompileFilterEnv(mustDoc(t, c.args), o.env)
 		if err != nil {
 			return []string{errString(err)}
 		}
@@ -133,9 +142,38 @@ func runCase(t *testing.T, c *ddCase, docs *[]bsoncore.Document) []string {
 				ids = append(ids, typedValue(d.Lookup("_id")))
 			}
 		}
+		if f.Err() != nil {
+			return []string{errString(f.Err())}
+		}
 		return []string{"[" + strings.Join(ids, ", ") + "]"}
+	case "expr":
+		o, err := parseOptions(t, c.input)
+		if err != nil {
+			return []string{errString(err)}
+		}
+		x, err := CompileExpr(mustValue(t, c.args), o.env)
+		if err != nil {
+			return []string{errString(err)}
+		}
+		var out []string
+		for _, d := range *docs {
+			v, err := EvalExpr(x, d, o.env)
+			switch {
+			case err != nil:
+				out = append(out, errString(err))
+			case v.Type == 0:
+				out = append(out, "missing")
+			default:
+				out = append(out, typedValue(v))
+			}
+		}
+		return out
 	case "project":
-		p, err := CompileProjection(mustDoc(t, c.args))
+		o, err := parseOptions(t, c.input)
+		if err != nil {
+			return []string{errString(err)}
+		}
+		p, err := CompileProjectionOpts(mustDoc(t, c.args), ProjectionOptions{Env: o.env, Query: o.query})
 		if err != nil {
 			return []string{errString(err)}
 		}
@@ -150,7 +188,11 @@ func runCase(t *testing.T, c *ddCase, docs *[]bsoncore.Document) []string {
 		}
 		return out
 	case "sort":
-		s, err := CompileSort(mustDoc(t, c.args))
+		o, err := parseOptions(t, c.input)
+		if err != nil {
+			return []string{errString(err)}
+		}
+		s, err := CompileSortEnv(mustDoc(t, c.args), o.env)
 		if err != nil {
 			return []string{errString(err)}
 		}
@@ -162,7 +204,11 @@ func runCase(t *testing.T, c *ddCase, docs *[]bsoncore.Document) []string {
 		}
 		return []string{strings.Join(ids, " ")}
 	case "update":
-		u, err := CompileUpdate(mustValue(t, c.args))
+		o, err := parseOptions(t, c.input)
+		if err != nil {
+			return []string{errString(err)}
+		}
+		u, err := CompileUpdateOpts(mustValue(t, c.args), UpdateOptions{Env: o.env, Query: o.query, ArrayFilters: o.arrayFilters})
 		if err != nil {
 			return []string{errString(err)}
 		}
@@ -196,6 +242,52 @@ func runCase(t *testing.T, c *ddCase, docs *[]bsoncore.Document) []string {
 	}
 	t.Fatalf("unknown command %q", c.cmd)
 	return nil
+}
+
+// ddOptions are the option lines of a case.
+type ddOptions struct {
+	env          *Env
+	query        *Filter
+	arrayFilters []bsoncore.Document
+}
+
+func parseOptions(t *testing.T, lines []string) (*ddOptions, error) {
+	o := &ddOptions{}
+	var coll *Collation
+	var let bsoncore.Document
+	var query bsoncore.Document
+	for _, l := range lines {
+		name, arg, _ := strings.Cut(l, " ")
+		var err error
+		switch name {
+		case "query":
+			query = mustDoc(t, arg)
+		case "arrayFilters":
+			for _, v := range arrayValues(mustValue(t, arg).Data) {
+				o.arrayFilters = append(o.arrayFilters, v.Data)
+			}
+		case "collation":
+			coll, err = ParseCollation(mustDoc(t, arg))
+		case "let":
+			let = mustDoc(t, arg)
+		default:
+			t.Fatalf("unknown option line %q", l)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	env, err := NewEnv(coll, let)
+	if err != nil {
+		return nil, err
+	}
+	o.env = env
+	if query != nil {
+		if o.query, err = CompileFilterEnv(query, env); err != nil {
+			return nil, err
+		}
+	}
+	return o, nil
 }
 
 func mustDoc(t testing.TB, s string) bsoncore.Document {

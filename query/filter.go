@@ -10,6 +10,10 @@ import (
 type Filter struct {
 	root docExpr
 	eqs  []EqualityField
+	env  *Env
+	// exprErr is the first runtime error of a $expr; Match cannot return
+	// it, so callers check Err after matching.
+	exprErr error
 }
 
 // EqualityField is a path pinned to a value by an equality predicate.
@@ -107,7 +111,12 @@ type leaf interface {
 
 // CompileFilter validates and compiles a filter document.
 func CompileFilter(filter bsoncore.Document) (*Filter, error) {
-	f := &Filter{}
+	return CompileFilterEnv(filter, nil)
+}
+
+// CompileFilterEnv compiles a filter with a collation and let variables.
+func CompileFilterEnv(filter bsoncore.Document, env *Env) (*Filter, error) {
+	f := &Filter{env: env}
 	root, err := f.parseDoc(filter, true)
 	if err != nil {
 		return nil, err
@@ -118,6 +127,9 @@ func CompileFilter(filter bsoncore.Document) (*Filter, error) {
 
 // Match reports whether doc satisfies the filter.
 func (f *Filter) Match(doc bsoncore.Document) bool { return f.root.matchDoc(doc) }
+
+// Err returns the first runtime error a $expr raised while matching.
+func (f *Filter) Err() error { return f.exprErr }
 
 // EqualityFields returns the equality predicates at the top level (or in a
 // top-level $and) in filter order; upserts seed new documents from them.
@@ -181,9 +193,9 @@ func init() {
 		"$alwaysFalse": parseConst,
 		"$where":       notAllowed,
 		"$function":    notAllowed,
-		"$expr":        notImplemented,
+		"$expr":        parseExprFilter,
 		"$text":        notImplemented,
-		"$jsonSchema":  notImplemented,
+		"$jsonSchema":  parseJSONSchema,
 		"$sampleRate":  notImplemented,
 	}
 }
@@ -247,7 +259,7 @@ func (f *Filter) parsePath(path string, v bsoncore.Value, collect bool) (docExpr
 		}
 		return &pathExpr{parts: parts, node: leafNode{l}}, nil
 	case isOperatorDoc(v) && !isDBRef(v):
-		node, err := parseOps(path, v.Data)
+		node, err := f.parseOps(path, v.Data)
 		if err != nil {
 			return nil, err
 		}
@@ -259,7 +271,7 @@ func (f *Filter) parsePath(path string, v bsoncore.Value, collect bool) (docExpr
 	if collect {
 		f.eqs = append(f.eqs, EqualityField{Path: path, Value: v})
 	}
-	return &pathExpr{parts: parts, node: leafNode{eqLeaf{v}}}, nil
+	return &pathExpr{parts: parts, node: leafNode{eqLeaf{v, f.env.coll()}}}, nil
 }
 
 // isDBRef reports a {$ref, $id, $db} document, which is a value, not operators.

@@ -9,7 +9,7 @@ import (
 )
 
 // fieldOp compiles one field operator's argument into an opNode.
-type fieldOp func(path string, arg bsoncore.Value) (opNode, error)
+type fieldOp func(f *Filter, path string, arg bsoncore.Value) (opNode, error)
 
 // fieldOps is the field-operator table; $regex/$options are handled as a
 // pair in parseOps and $not recurses, so they are registered in init.
@@ -18,34 +18,37 @@ var fieldOps map[string]fieldOp
 // unsupportedOps are real MongoDB operators DumboDB does not evaluate yet;
 // they fail loudly instead of reporting "unknown operator".
 var unsupportedOps = map[string]bool{
-	"$bitsAllSet": true, "$bitsAllClear": true, "$bitsAnySet": true, "$bitsAnyClear": true,
 	"$geoWithin": true, "$geoIntersects": true, "$near": true, "$nearSphere": true,
-	"$within": true, "$jsonSchema": true, "$expr": true, "$text": true,
+	"$within": true, "$text": true,
 }
 
 func init() {
 	fieldOps = map[string]fieldOp{
-		"$eq":        parseEq,
-		"$ne":        parseNe,
-		"$gt":        cmpParser(opGT),
-		"$gte":       cmpParser(opGTE),
-		"$lt":        cmpParser(opLT),
-		"$lte":       cmpParser(opLTE),
-		"$in":        parseIn,
-		"$nin":       parseNin,
-		"$exists":    parseExists,
-		"$type":      parseType,
-		"$size":      parseSize,
-		"$all":       parseAll,
-		"$elemMatch": parseElemMatch,
-		"$mod":       parseMod,
-		"$not":       parseNot,
+		"$eq":           parseEq,
+		"$ne":           parseNe,
+		"$gt":           cmpParser(opGT),
+		"$gte":          cmpParser(opGTE),
+		"$lt":           cmpParser(opLT),
+		"$lte":          cmpParser(opLTE),
+		"$in":           parseIn,
+		"$nin":          parseNin,
+		"$exists":       parseExists,
+		"$type":         parseType,
+		"$size":         parseSize,
+		"$all":          parseAll,
+		"$elemMatch":    parseElemMatch,
+		"$mod":          parseMod,
+		"$not":          parseNot,
+		"$bitsAllSet":   bitsParser(true, true),
+		"$bitsAnySet":   bitsParser(false, true),
+		"$bitsAllClear": bitsParser(true, false),
+		"$bitsAnyClear": bitsParser(false, false),
 	}
 }
 
 // parseOps compiles an operator document such as {$gt: 1, $lt: 5}; the
 // operators are ANDed, each independently matching any reached value.
-func parseOps(path string, ops []byte) (opNode, error) {
+func (f *Filter) parseOps(path string, ops []byte) (opNode, error) {
 	var out opAnd
 	re, err := parseRegexPair(ops)
 	if err != nil {
@@ -71,7 +74,7 @@ func parseOps(path string, ops []byte) (opNode, error) {
 			}
 			return nil, mongoerr.New(mongoerr.BadValue, "unknown operator: %s", name)
 		}
-		n, err := parse(path, v)
+		n, err := parse(f, path, v)
 		if err != nil {
 			return nil, err
 		}
@@ -117,22 +120,27 @@ func parseRegexPair(ops []byte) (*regexLeaf, error) {
 }
 
 // eqLeaf is MongoDB equality: null also matches a missing field.
-type eqLeaf struct{ v bsoncore.Value }
+type eqLeaf struct {
+	v    bsoncore.Value
+	coll *Collation
+}
 
 func (e eqLeaf) matchValue(v bsoncore.Value, k visitKind) bool {
 	if k == kindMissing {
 		return e.v.Type == bsoncore.TypeNull
 	}
-	return Compare(v, e.v) == 0
+	return compareWith(v, e.v, e.coll) == 0
 }
 
-func parseEq(_ string, arg bsoncore.Value) (opNode, error) { return leafNode{eqLeaf{arg}}, nil }
+func parseEq(f *Filter, _ string, arg bsoncore.Value) (opNode, error) {
+	return leafNode{eqLeaf{arg, f.env.coll()}}, nil
+}
 
-func parseNe(_ string, arg bsoncore.Value) (opNode, error) {
+func parseNe(f *Filter, _ string, arg bsoncore.Value) (opNode, error) {
 	if arg.Type == bsoncore.TypeRegex {
 		return nil, mongoerr.New(mongoerr.BadValue, "Can't have regex as arg to $ne.")
 	}
-	return opNot{leafNode{eqLeaf{arg}}}, nil
+	return opNot{leafNode{eqLeaf{arg, f.env.coll()}}}, nil
 }
 
 type cmpOp uint8
@@ -147,9 +155,10 @@ const (
 // cmpLeaf is $lt/$lte/$gt/$gte. Values only compare within the operand's
 // canonical type class ("type bracketing"), except against MinKey/MaxKey.
 type cmpLeaf struct {
-	op  cmpOp
-	v   bsoncore.Value
-	nan bool
+	op   cmpOp
+	v    bsoncore.Value
+	nan  bool
+	coll *Collation
 }
 
 func (c cmpLeaf) matchValue(v bsoncore.Value, k visitKind) bool {
@@ -168,7 +177,7 @@ func (c cmpLeaf) matchValue(v bsoncore.Value, k visitKind) bool {
 		}
 		return (c.op == opLTE || c.op == opGTE) && ExactNumber(v).NaN
 	}
-	r := Compare(v, c.v)
+	r := compareWith(v, c.v, c.coll)
 	switch c.op {
 	case opLT:
 		return r < 0
@@ -181,17 +190,18 @@ func (c cmpLeaf) matchValue(v bsoncore.Value, k visitKind) bool {
 }
 
 func cmpParser(op cmpOp) fieldOp {
-	return func(path string, arg bsoncore.Value) (opNode, error) {
+	return func(f *Filter, path string, arg bsoncore.Value) (opNode, error) {
 		if arg.Type == bsoncore.TypeRegex {
 			return nil, mongoerr.New(mongoerr.BadValue, "Can't have RegEx as arg to predicate over field '%s'.", path)
 		}
 		nan := isNumber(arg) && ExactNumber(arg).NaN
-		return leafNode{cmpLeaf{op: op, v: arg, nan: nan}}, nil
+		return leafNode{cmpLeaf{op: op, v: arg, nan: nan, coll: f.env.coll()}}, nil
 	}
 }
 
 // inLeaf is $in: equality with any listed value, or a match of any regex.
 type inLeaf struct {
+	coll    *Collation
 	vals    []bsoncore.Value
 	regexes []*regexLeaf
 	hasNull bool
@@ -202,7 +212,7 @@ func (in *inLeaf) matchValue(v bsoncore.Value, k visitKind) bool {
 		return in.hasNull
 	}
 	for _, x := range in.vals {
-		if Compare(v, x) == 0 {
+		if compareWith(v, x, in.coll) == 0 {
 			return true
 		}
 	}
@@ -214,11 +224,11 @@ func (in *inLeaf) matchValue(v bsoncore.Value, k visitKind) bool {
 	return false
 }
 
-func newInLeaf(name string, arg bsoncore.Value) (*inLeaf, error) {
+func newInLeaf(f *Filter, name string, arg bsoncore.Value) (*inLeaf, error) {
 	if arg.Type != bsoncore.TypeArray {
 		return nil, mongoerr.New(mongoerr.BadValue, "%s needs an array", name)
 	}
-	in := &inLeaf{}
+	in := &inLeaf{coll: f.env.coll()}
 	for _, e := range arrayValues(arg.Data) {
 		switch {
 		case e.Type == bsoncore.TypeRegex:
@@ -237,16 +247,16 @@ func newInLeaf(name string, arg bsoncore.Value) (*inLeaf, error) {
 	return in, nil
 }
 
-func parseIn(_ string, arg bsoncore.Value) (opNode, error) {
-	in, err := newInLeaf("$in", arg)
+func parseIn(f *Filter, _ string, arg bsoncore.Value) (opNode, error) {
+	in, err := newInLeaf(f, "$in", arg)
 	if err != nil {
 		return nil, err
 	}
 	return leafNode{in}, nil
 }
 
-func parseNin(_ string, arg bsoncore.Value) (opNode, error) {
-	in, err := newInLeaf("$nin", arg)
+func parseNin(f *Filter, _ string, arg bsoncore.Value) (opNode, error) {
+	in, err := newInLeaf(f, "$nin", arg)
 	if err != nil {
 		return nil, err
 	}
@@ -258,7 +268,7 @@ type existsLeaf struct{}
 
 func (existsLeaf) matchValue(_ bsoncore.Value, k visitKind) bool { return k != kindMissing }
 
-func parseExists(_ string, arg bsoncore.Value) (opNode, error) {
+func parseExists(_ *Filter, _ string, arg bsoncore.Value) (opNode, error) {
 	if truthy(arg) {
 		return leafNode{existsLeaf{}}, nil
 	}
@@ -294,7 +304,7 @@ func (t typeLeaf) matchValue(v bsoncore.Value, k visitKind) bool {
 	return false
 }
 
-func parseType(_ string, arg bsoncore.Value) (opNode, error) {
+func parseType(_ *Filter, _ string, arg bsoncore.Value) (opNode, error) {
 	args := []bsoncore.Value{arg}
 	if arg.Type == bsoncore.TypeArray {
 		args = arrayValues(arg.Data)
@@ -344,7 +354,7 @@ func (s sizeLeaf) matchValue(v bsoncore.Value, k visitKind) bool {
 	return k == kindValue && v.Type == bsoncore.TypeArray && arrayLen(v.Data) == s.n
 }
 
-func parseSize(_ string, arg bsoncore.Value) (opNode, error) {
+func parseSize(_ *Filter, _ string, arg bsoncore.Value) (opNode, error) {
 	if !isNumber(arg) {
 		return nil, mongoerr.New(mongoerr.BadValue, "$size needs a number")
 	}
@@ -363,7 +373,7 @@ func parseSize(_ string, arg bsoncore.Value) (opNode, error) {
 
 // parseAll compiles $all as the AND of one equality (or regex, or
 // $elemMatch) per listed value; an empty list matches nothing.
-func parseAll(path string, arg bsoncore.Value) (opNode, error) {
+func parseAll(f *Filter, path string, arg bsoncore.Value) (opNode, error) {
 	if arg.Type != bsoncore.TypeArray {
 		return nil, mongoerr.New(mongoerr.BadValue, "$all needs an array")
 	}
@@ -380,7 +390,7 @@ func parseAll(path string, arg bsoncore.Value) (opNode, error) {
 		switch {
 		case elemMatch:
 			em, _ := lookupField(v.Data, "$elemMatch")
-			n, err := parseElemMatch(path, em)
+			n, err := parseElemMatch(f, path, em)
 			if err != nil {
 				return nil, err
 			}
@@ -394,7 +404,7 @@ func parseAll(path string, arg bsoncore.Value) (opNode, error) {
 		case isOperatorDoc(v) && !isDBRef(v):
 			return nil, mongoerr.New(mongoerr.BadValue, "no $ expressions in $all")
 		default:
-			out = append(out, leafNode{eqLeaf{v}})
+			out = append(out, leafNode{eqLeaf{v, f.env.coll()}})
 		}
 	}
 	return out, nil
@@ -441,7 +451,7 @@ func (em *elemMatchLeaf) matchElem(e bsoncore.Value) bool {
 	return em.obj.matchDoc(e.Data)
 }
 
-func newElemMatch(path string, arg bsoncore.Value) (*elemMatchLeaf, error) {
+func newElemMatch(parent *Filter, path string, arg bsoncore.Value) (*elemMatchLeaf, error) {
 	if arg.Type != bsoncore.TypeEmbeddedDocument {
 		return nil, mongoerr.New(mongoerr.BadValue, "$elemMatch needs an Object")
 	}
@@ -449,14 +459,14 @@ func newElemMatch(path string, arg bsoncore.Value) (*elemMatchLeaf, error) {
 		switch firstKey(arg.Data) {
 		case "$and", "$or", "$nor", "$where", "$expr", "$comment", "$alwaysTrue", "$alwaysFalse":
 		default:
-			n, err := parseOps(path, arg.Data)
+			n, err := parent.parseOps(path, arg.Data)
 			if err != nil {
 				return nil, err
 			}
 			return &elemMatchLeaf{val: n}, nil
 		}
 	}
-	f := &Filter{}
+	f := &Filter{env: parent.env}
 	obj, err := f.parseDoc(arg.Data, false)
 	if err != nil {
 		return nil, err
@@ -464,8 +474,8 @@ func newElemMatch(path string, arg bsoncore.Value) (*elemMatchLeaf, error) {
 	return &elemMatchLeaf{obj: obj}, nil
 }
 
-func parseElemMatch(path string, arg bsoncore.Value) (opNode, error) {
-	em, err := newElemMatch(path, arg)
+func parseElemMatch(f *Filter, path string, arg bsoncore.Value) (opNode, error) {
+	em, err := newElemMatch(f, path, arg)
 	if err != nil {
 		return nil, err
 	}
@@ -489,7 +499,7 @@ func (m modLeaf) matchValue(v bsoncore.Value, k visitKind) bool {
 	return int64(f)%m.divisor == m.remainder
 }
 
-func parseMod(_ string, arg bsoncore.Value) (opNode, error) {
+func parseMod(_ *Filter, _ string, arg bsoncore.Value) (opNode, error) {
 	if arg.Type != bsoncore.TypeArray {
 		return nil, mongoerr.New(mongoerr.BadValue, "malformed mod, needs to be an array")
 	}
@@ -523,7 +533,7 @@ func truncInt(v bsoncore.Value) int64 {
 }
 
 // parseNot negates a regex or an operator document.
-func parseNot(path string, arg bsoncore.Value) (opNode, error) {
+func parseNot(f *Filter, path string, arg bsoncore.Value) (opNode, error) {
 	switch arg.Type {
 	case bsoncore.TypeRegex:
 		r, err := regexLeafFromValue(arg)
@@ -538,7 +548,7 @@ func parseNot(path string, arg bsoncore.Value) (opNode, error) {
 		if !isOperatorDoc(arg) {
 			return nil, mongoerr.New(mongoerr.BadValue, "unknown operator: %s", firstKey(arg.Data))
 		}
-		n, err := parseOps(path, arg.Data)
+		n, err := f.parseOps(path, arg.Data)
 		if err != nil {
 			return nil, err
 		}

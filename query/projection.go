@@ -15,16 +15,29 @@ type Projection struct {
 	inclusion bool
 	excludeID bool
 	empty     bool
+	opts      ProjectionOptions
+}
+
+// ProjectionOptions shape a projection: Query enables positional "a.$"
+// (find), Stage selects $project's rules (non-numeric values are
+// expressions, no $slice/$elemMatch/positional).
+type ProjectionOptions struct {
+	Env   *Env
+	Query *Filter
+	Stage bool
 }
 
 // projNode is one path component of the projection tree. A node is either
 // a terminal action or has children, never both (collisions are errors).
 type projNode struct {
-	children  map[string]*projNode
-	terminal  bool
-	include   bool           // terminal include (else exclude) when no slice/elemMatch
-	slice     *sliceSpec     // $slice
-	elemMatch *elemMatchLeaf // $elemMatch
+	children   map[string]*projNode
+	order      []string // children names in specification order
+	terminal   bool
+	expr       Expr           // computed field
+	positional bool           // "a.$": the element the query matched
+	include    bool           // terminal include (else exclude) when no slice/elemMatch
+	slice      *sliceSpec     // $slice
+	elemMatch  *elemMatchLeaf // $elemMatch
 }
 
 type sliceSpec struct {
@@ -34,34 +47,22 @@ type sliceSpec struct {
 
 // CompileProjection validates a projection document.
 func CompileProjection(proj bsoncore.Document) (*Projection, error) {
-	p := &Projection{root: &projNode{}}
-	mode := 0 // 1 inclusion, -1 exclusion, 0 undecided
-	hasElemMatch := false
-	it := newIter(proj)
-	for {
-		k, v, ok := it.next()
-		if !ok {
-			break
-		}
-		path := string(k)
-		n, err := parseProjValue(path, v)
-		if err != nil {
-			return nil, err
-		}
-		if path == "_id" && n.slice == nil && n.elemMatch == nil {
-			p.excludeID = !n.include
-			if !n.include {
-				continue
-			}
-		} else if n.slice == nil && n.elemMatch == nil {
-			if mode, err = projMode(mode, n.include, path); err != nil {
-				return nil, err
-			}
-		}
-		hasElemMatch = hasElemMatch || n.elemMatch != nil
-		if err := p.root.insert(path, n); err != nil {
-			return nil, err
-		}
+	return CompileProjectionOpts(proj, ProjectionOptions{})
+}
+
+// CompileProjectionOpts validates a projection with options.
+func CompileProjectionOpts(proj bsoncore.Document, opts ProjectionOptions) (*Projection, error) {
+	p := &Projection{root: &projNode{}, opts: opts}
+	st := &projState{}
+	if err := p.addAll("", proj, st); err != nil {
+		return nil, err
+	}
+	mode, hasElemMatch := st.mode, st.hasElemMatch
+	if st.hasExpr && mode < 0 {
+		return nil, mongoerr.New(mongoerr.Code(31310), "Cannot use expression other than $meta in exclusion projection")
+	}
+	if st.hasExpr {
+		mode = 1
 	}
 	switch mode {
 	case 1:
@@ -74,6 +75,67 @@ func CompileProjection(proj bsoncore.Document) (*Projection, error) {
 	}
 	p.empty = len(p.root.children) == 0 && !p.excludeID
 	return p, nil
+}
+
+// projState accumulates what the fields of a projection imply.
+type projState struct {
+	mode                  int // 1 inclusion, -1 exclusion, 0 undecided
+	hasElemMatch, hasExpr bool
+	positional            bool
+}
+
+// addAll adds the fields of a projection document under prefix; a plain
+// nested document ({a: {b: 1}}) is the same as dotted paths ("a.b").
+func (p *Projection) addAll(prefix string, proj []byte, st *projState) error {
+	it := newIter(proj)
+	for {
+		k, v, ok := it.next()
+		if !ok {
+			return nil
+		}
+		path := prefix + string(k)
+		if v.Type == bsoncore.TypeEmbeddedDocument && !isOperatorDoc(v) {
+			if len(v.Data) <= 5 {
+				return mongoerr.New(mongoerr.Code(51270), "An empty sub-projection is not a valid value. Found empty object at path")
+			}
+			if err := p.addAll(path+".", v.Data, st); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := p.addField(path, v, st); err != nil {
+			return err
+		}
+	}
+}
+
+func (p *Projection) addField(path string, v bsoncore.Value, st *projState) error {
+	n, err := p.parseProjValue(path, v)
+	if err != nil {
+		return err
+	}
+	if n.positional {
+		if st.positional {
+			return mongoerr.New(mongoerr.Code(31276), "Cannot specify more than one positional projection per query.")
+		}
+		st.positional = true
+		path = strings.TrimSuffix(path, ".$")
+	}
+	special := n.slice != nil || n.elemMatch != nil || n.expr != nil
+	switch {
+	case path == "_id" && !special:
+		p.excludeID = !n.include
+		if !n.include {
+			return nil
+		}
+	case !special:
+		if st.mode, err = projMode(st.mode, n.include, path); err != nil {
+			return err
+		}
+	}
+	st.hasElemMatch = st.hasElemMatch || n.elemMatch != nil || n.positional
+	st.hasExpr = st.hasExpr || (n.expr != nil && !isMetaExpr(n.expr))
+	return p.root.insert(path, n)
 }
 
 func projMode(mode int, include bool, path string) (int, error) {
@@ -89,38 +151,56 @@ func projMode(mode int, include bool, path string) (int, error) {
 }
 
 // parseProjValue turns one projection value into a terminal node.
-func parseProjValue(path string, v bsoncore.Value) (*projNode, error) {
-	if strings.HasSuffix(path, ".$") || strings.Contains(path, ".$.") {
-		return nil, mongoerr.New(mongoerr.NotImplemented, "positional projection '%s' is not supported by DumboDB yet", path)
+func (p *Projection) parseProjValue(path string, v bsoncore.Value) (*projNode, error) {
+	positional := strings.HasSuffix(path, ".$")
+	if strings.Contains(path, ".$.") || (positional && (p.opts.Stage || strings.Contains(strings.TrimSuffix(path, ".$"), "$"))) {
+		return nil, mongoerr.New(mongoerr.Code(31394), "As of 4.4, it's illegal to specify positional operator in the middle of a path.Positional projection may only be used at the end, for example: a.b.$. If the query previously used a form like a.b.$.d, remove the parts following the '$' and the results will be equivalent.")
 	}
 	if strings.HasPrefix(path, "$") {
 		return nil, mongoerr.New(mongoerr.Location16410, "FieldPath field names may not start with '$'. Consider using $getField or $setField.")
 	}
-	switch {
-	case v.Type == bsoncore.TypeBoolean || isNumber(v):
+	if positional {
+		if !(v.Type == bsoncore.TypeBoolean || isNumber(v)) || !truthy(v) {
+			return nil, mongoerr.New(mongoerr.Code(31395), "Cannot use positional projection in exclusion projection")
+		}
+		return &projNode{terminal: true, include: true, positional: true}, nil
+	}
+	isFlag := v.Type == bsoncore.TypeBoolean || isNumber(v)
+	if isFlag {
 		return &projNode{terminal: true, include: truthy(v)}, nil
-	case v.Type == bsoncore.TypeEmbeddedDocument:
-		switch firstKey(v.Data) {
-		case "$slice":
-			arg, _ := lookupField(v.Data, "$slice")
-			s, err := parseSlice(arg)
-			if err != nil {
-				return nil, err
-			}
-			return &projNode{terminal: true, include: true, slice: s}, nil
-		case "$elemMatch":
-			if strings.Contains(path, ".") {
-				return nil, mongoerr.New(mongoerr.BadValue, "Cannot use $elemMatch projection on a nested field.")
-			}
-			arg, _ := lookupField(v.Data, "$elemMatch")
-			em, err := newElemMatch(path, arg)
-			if err != nil {
-				return nil, err
-			}
-			return &projNode{terminal: true, include: true, elemMatch: em}, nil
+	}
+	switch firstKey(v.Data) {
+	case "$slice", "$elemMatch":
+		if v.Type == bsoncore.TypeEmbeddedDocument && !p.opts.Stage {
+			return p.parseFindOperator(path, v)
 		}
 	}
-	return nil, mongoerr.New(mongoerr.NotImplemented, "projection value %s for field '%s' is not supported by DumboDB yet", formatValue(v), path)
+	x, err := compileExpr(v, p.opts.Env.scope())
+	if err != nil {
+		return nil, err
+	}
+	return &projNode{terminal: true, include: true, expr: x}, nil
+}
+
+// parseFindOperator parses find's $slice and $elemMatch projections.
+func (p *Projection) parseFindOperator(path string, v bsoncore.Value) (*projNode, error) {
+	if firstKey(v.Data) == "$slice" {
+		arg, _ := lookupField(v.Data, "$slice")
+		s, err := parseSlice(arg)
+		if err != nil {
+			return nil, err
+		}
+		return &projNode{terminal: true, include: true, slice: s}, nil
+	}
+	if strings.Contains(path, ".") {
+		return nil, mongoerr.New(mongoerr.BadValue, "Cannot use $elemMatch projection on a nested field.")
+	}
+	arg, _ := lookupField(v.Data, "$elemMatch")
+	em, err := newElemMatch(&Filter{env: p.opts.Env}, path, arg)
+	if err != nil {
+		return nil, err
+	}
+	return &projNode{terminal: true, include: true, elemMatch: em}, nil
 }
 
 func parseSlice(arg bsoncore.Value) (*sliceSpec, error) {
@@ -171,11 +251,13 @@ func (n *projNode) insert(path string, leaf *projNode) error {
 				return mongoerr.New(mongoerr.Location31250, "Path collision at %s", path)
 			}
 			cur.children[part] = leaf
+			cur.order = append(cur.order, part)
 			return nil
 		}
 		if !ok {
 			child = &projNode{}
 			cur.children[part] = child
+			cur.order = append(cur.order, part)
 		}
 		cur = child
 	}
@@ -187,13 +269,48 @@ func (p *Projection) Apply(doc bsoncore.Document) (bsoncore.Document, error) {
 	if p.empty {
 		return doc, nil
 	}
-	out := p.applyDoc(nil, doc, p.root, true)
-	return out, nil
+	a := &projApply{root: doc}
+	out := p.applyDoc(a, nil, doc, p.root, true)
+	return out, a.err
+}
+
+// projApply is the per-document state of Apply: the root document that
+// expressions and positional matching see, and the first error.
+type projApply struct {
+	root bsoncore.Document
+	ctx  *evalCtx
+	err  error
+}
+
+func (a *projApply) eval(p *Projection, x Expr) bsoncore.Value {
+	if a.ctx == nil {
+		a.ctx = newEvalCtx(a.root, p.opts.Env)
+	}
+	v, err := x.eval(a.ctx)
+	if err != nil && a.err == nil {
+		a.err = err
+	}
+	return v
+}
+
+// hasComputed reports whether n or a descendant is a computed field.
+func (n *projNode) hasComputed() bool {
+	if n.expr != nil {
+		return true
+	}
+	for _, c := range n.children {
+		if c.hasComputed() {
+			return true
+		}
+	}
+	return false
 }
 
 // applyDoc appends the projection of a document at node n to dst.
-func (p *Projection) applyDoc(dst []byte, doc []byte, n *projNode, top bool) []byte {
+// Computed fields come after the kept ones, in specification order.
+func (p *Projection) applyDoc(a *projApply, dst []byte, doc []byte, n *projNode, top bool) []byte {
 	idx, dst := bsoncore.AppendDocumentStart(dst)
+	var done []string // computed subtrees already emitted by recursion
 	it := newIter(doc)
 	for {
 		k, v, ok := it.next()
@@ -208,20 +325,56 @@ func (p *Projection) applyDoc(dst []byte, doc []byte, n *projNode, top bool) []b
 			}
 			continue
 		}
-		dst = p.applyField(dst, key, v, n.children[key])
+		child := n.children[key]
+		if child != nil && child.expr != nil {
+			continue
+		}
+		if child != nil && !child.terminal && child.hasComputed() &&
+			(v.Type == bsoncore.TypeEmbeddedDocument || v.Type == bsoncore.TypeArray) {
+			done = append(done, key)
+		}
+		dst = p.applyField(a, dst, key, v, child)
+	}
+	return p.appendComputed(a, dst, idx, n, done)
+}
+
+// appendComputed emits n's computed fields (and nested documents holding
+// computed fields) that the document's own fields did not produce.
+func (p *Projection) appendComputed(a *projApply, dst []byte, idx int32, n *projNode, done []string) []byte {
+	for _, name := range n.order {
+		child := n.children[name]
+		switch {
+		case child.expr != nil:
+			if v := a.eval(p, child.expr); v.Type != 0 {
+				dst = bsoncore.AppendValueElement(dst, name, v)
+			}
+		case !child.terminal && child.hasComputed() && !containsString(done, name):
+			dst = bsoncore.AppendDocumentElement(dst, name, p.applyDoc(a, nil, emptyDoc, child, false))
+		}
 	}
 	dst, _ = bsoncore.AppendDocumentEnd(dst, idx)
 	return dst
 }
 
+func containsString(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
 // applyField appends the projected form of one field (or nothing).
-func (p *Projection) applyField(dst []byte, key string, v bsoncore.Value, child *projNode) []byte {
+func (p *Projection) applyField(a *projApply, dst []byte, key string, v bsoncore.Value, child *projNode) []byte {
 	switch {
 	case child == nil:
 		if p.inclusion {
 			return dst
 		}
 		return bsoncore.AppendValueElement(dst, key, v)
+	case child.positional:
+		return p.applyPositional(a, dst, key, v)
 	case child.slice != nil:
 		return bsoncore.AppendValueElement(dst, key, child.slice.apply(v))
 	case child.elemMatch != nil:
@@ -242,9 +395,9 @@ func (p *Projection) applyField(dst []byte, key string, v bsoncore.Value, child 
 	}
 	switch v.Type {
 	case bsoncore.TypeEmbeddedDocument:
-		return bsoncore.AppendDocumentElement(dst, key, p.applyDoc(nil, v.Data, child, false))
+		return bsoncore.AppendDocumentElement(dst, key, p.applyDoc(a, nil, v.Data, child, false))
 	case bsoncore.TypeArray:
-		return bsoncore.AppendArrayElement(dst, key, p.applyArray(v.Data, child))
+		return bsoncore.AppendArrayElement(dst, key, p.applyArray(a, v.Data, child))
 	}
 	// A scalar where the projection expects a document: inclusion drops it.
 	if p.inclusion {
@@ -255,16 +408,16 @@ func (p *Projection) applyField(dst []byte, key string, v bsoncore.Value, child 
 
 // applyArray projects each element of an array reached by a dotted path:
 // documents and nested arrays recursively; scalars survive exclusion only.
-func (p *Projection) applyArray(arr []byte, n *projNode) []byte {
+func (p *Projection) applyArray(a *projApply, arr []byte, n *projNode) []byte {
 	idx, dst := bsoncore.AppendArrayStart(nil)
 	i := 0
 	for _, e := range arrayValues(arr) {
 		key := strconv.Itoa(i)
 		switch e.Type {
 		case bsoncore.TypeEmbeddedDocument:
-			dst = bsoncore.AppendDocumentElement(dst, key, p.applyDoc(nil, e.Data, n, false))
+			dst = bsoncore.AppendDocumentElement(dst, key, p.applyDoc(a, nil, e.Data, n, false))
 		case bsoncore.TypeArray:
-			dst = bsoncore.AppendArrayElement(dst, key, p.applyArray(e.Data, n))
+			dst = bsoncore.AppendArrayElement(dst, key, p.applyArray(a, e.Data, n))
 		default:
 			if p.inclusion {
 				continue
@@ -275,6 +428,26 @@ func (p *Projection) applyArray(arr []byte, n *projNode) []byte {
 	}
 	dst, _ = bsoncore.AppendArrayEnd(dst, idx)
 	return dst
+}
+
+// applyPositional keeps the one element of an array that the query
+// matched ("a.$"); a non-array value is kept whole.
+func (p *Projection) applyPositional(a *projApply, dst []byte, key string, v bsoncore.Value) []byte {
+	if v.Type != bsoncore.TypeArray {
+		return bsoncore.AppendValueElement(dst, key, v)
+	}
+	pos, ok := 0, false
+	if p.opts.Query != nil {
+		pos, ok = p.opts.Query.MatchedPosition(a.root)
+	}
+	e, inRange := arrayElem(v.Data, pos)
+	if !ok || !inRange {
+		if a.err == nil {
+			a.err = mongoerr.New(mongoerr.Code(51246), "Executor error during find command :: caused by :: positional operator '.$' couldn't find a matching element in the array")
+		}
+		return dst
+	}
+	return bsoncore.AppendValueElement(dst, key, buildArray([]bsoncore.Value{e}))
 }
 
 // apply slices an array; other values pass through unchanged. A single

@@ -7,7 +7,11 @@ import (
 )
 
 // Sort is a compiled sort specification.
-type Sort struct{ keys []sortKey }
+type Sort struct {
+	keys    []sortKey
+	coll    *Collation
+	natural int // {$natural: 1|-1}: storage order, forward or reversed
+}
 
 type sortKey struct {
 	parts []string
@@ -19,8 +23,11 @@ type sortKey struct {
 var emptyArrayKey = bsoncore.Value{Type: bsoncore.TypeUndefined}
 
 // CompileSort validates {field: 1|-1, ...}.
-func CompileSort(sort bsoncore.Document) (*Sort, error) {
-	s := &Sort{}
+func CompileSort(sort bsoncore.Document) (*Sort, error) { return CompileSortEnv(sort, nil) }
+
+// CompileSortEnv compiles a sort whose string keys follow env's collation.
+func CompileSortEnv(sort bsoncore.Document, env *Env) (*Sort, error) {
+	s := &Sort{coll: env.coll()}
 	it := newIter(sort)
 	for {
 		k, v, ok := it.next()
@@ -34,8 +41,10 @@ func CompileSort(sort bsoncore.Document) (*Sort, error) {
 		if !isNumber(v) {
 			return nil, mongoerr.New(mongoerr.Location15974, "Illegal key in $sort specification: %s", formatElem(key, v))
 		}
-		switch f := toFloat(v); f {
-		case 1, -1:
+		switch f := toFloat(v); {
+		case key == "$natural" && (f == 1 || f == -1):
+			s.natural = int(f)
+		case f == 1 || f == -1:
 			s.keys = append(s.keys, sortKey{parts: splitPath(key), desc: f < 0})
 		default:
 			return nil, mongoerr.New(mongoerr.Location15975, "$sort key ordering must be 1 (for ascending) or -1 (for descending)")
@@ -43,10 +52,16 @@ func CompileSort(sort bsoncore.Document) (*Sort, error) {
 	}
 }
 
+// Natural returns 1 or -1 for a {$natural: ±1} sort (0 otherwise).
+func (s *Sort) Natural() int { return s.natural }
+
+// HasKeys reports whether the sort orders by document fields at all.
+func (s *Sort) HasKeys() bool { return len(s.keys) > 0 }
+
 // Compare orders two documents by the sort keys; 0 means a tie.
 func (s *Sort) Compare(a, b bsoncore.Document) int {
 	for _, k := range s.keys {
-		c := Compare(k.keyOf(a), k.keyOf(b))
+		c := compareWith(k.keyOf(a, s.coll), k.keyOf(b, s.coll), s.coll)
 		if k.desc {
 			c = -c
 		}
@@ -59,7 +74,7 @@ func (s *Sort) Compare(a, b bsoncore.Document) int {
 
 // keyOf extracts a document's sort key: with arrays along the path the
 // smallest reached value ascending, the largest descending; missing is null.
-func (k sortKey) keyOf(doc []byte) bsoncore.Value {
+func (k sortKey) keyOf(doc []byte, coll *Collation) bsoncore.Value {
 	var best bsoncore.Value
 	found, sawEmpty := false, false
 	walkPath(doc, k.parts, func(v bsoncore.Value, kind visitKind) bool {
@@ -75,7 +90,7 @@ func (k sortKey) keyOf(doc []byte) bsoncore.Value {
 			best, found = v, true
 			return false
 		}
-		if c := Compare(v, best); (c < 0 && !k.desc) || (c > 0 && k.desc) {
+		if c := compareWith(v, best, coll); (c < 0 && !k.desc) || (c > 0 && k.desc) {
 			best = v
 		}
 		return false

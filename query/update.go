@@ -13,9 +13,21 @@ import (
 // Update is a compiled update: a replacement document or a list of
 // modifier operations sorted by path.
 type Update struct {
-	replacement bsoncore.Document
-	isRepl      bool
-	ops         []*updateOp
+	replacement   bsoncore.Document
+	isRepl        bool
+	ops           []*updateOp
+	pipeline      []docTransform // pipeline-style update
+	env           *Env
+	query         *Filter                 // for positional "$"
+	arrayFilters  map[string]*arrayFilter // by identifier
+	hasPositional bool
+}
+
+// UpdateOptions are the update command's options that shape an update.
+type UpdateOptions struct {
+	Env          *Env
+	Query        *Filter // the statement's filter, which "$" refers to
+	ArrayFilters []bsoncore.Document
 }
 
 // updateOp is one modifier applied to one path.
@@ -28,6 +40,10 @@ type updateOp struct {
 	each  []bsoncore.Value          // $addToSet values
 	pull  func(bsoncore.Value) bool // $pull condition
 	from  *updateOp                 // $rename target: the source half
+	env   *Env
+	// positional: the path has $, $[] or $[id] components, resolved per
+	// document by expandPaths.
+	positional bool
 }
 
 // modifier describes an update operator: how to validate one field's
@@ -45,12 +61,24 @@ func register(name string, parse func(*updateOp) error, apply func(*applyCtx, *u
 	modifiers[name] = &modifier{name: name, parse: parse, apply: apply}
 }
 
-// CompileUpdate validates an update: a modifier document, a replacement
-// document, or (not yet supported) a pipeline.
+// CompileUpdate validates an update without options.
 func CompileUpdate(update bsoncore.Value) (*Update, error) {
+	return CompileUpdateOpts(update, UpdateOptions{})
+}
+
+// CompileUpdateOpts validates an update: a modifier document, a
+// replacement document, or an aggregation pipeline.
+func CompileUpdateOpts(update bsoncore.Value, opts UpdateOptions) (*Update, error) {
+	afs, err := compileArrayFilters(opts.ArrayFilters, opts.Env)
+	if err != nil {
+		return nil, err
+	}
 	switch update.Type {
 	case bsoncore.TypeArray:
-		return nil, mongoerr.New(mongoerr.NotImplemented, "pipeline-style updates are not supported by DumboDB yet")
+		if len(afs) > 0 {
+			return nil, mongoerr.New(mongoerr.FailedToParse, "arrayFilters may not be specified for pipeline-style updates")
+		}
+		return compileUpdatePipeline(update.Data, opts.Env)
 	case bsoncore.TypeEmbeddedDocument:
 	default:
 		return nil, mongoerr.New(mongoerr.FailedToParse, "Update argument must be either an object or an array")
@@ -60,9 +88,12 @@ func CompileUpdate(update bsoncore.Value) (*Update, error) {
 		return nil, mongoerr.New(mongoerr.InvalidBSON, "invalid update: %v", err)
 	}
 	if k := firstKey(doc); k == "" || k[0] != '$' {
+		if len(afs) > 0 {
+			return nil, mongoerr.New(mongoerr.FailedToParse, "The array filter for identifier '%s' was not used in the update %s", firstKey(opts.ArrayFilters[0]), formatValue(update))
+		}
 		return compileReplacement(doc)
 	}
-	u := &Update{}
+	u := &Update{env: opts.Env, query: opts.Query, arrayFilters: afs}
 	it := newIter(doc)
 	for {
 		k, v, ok := it.next()
@@ -74,6 +105,9 @@ func CompileUpdate(update bsoncore.Value) (*Update, error) {
 		}
 	}
 	if err := checkConflicts(u.ops); err != nil {
+		return nil, err
+	}
+	if err := u.checkArrayFiltersUsed(update); err != nil {
 		return nil, err
 	}
 	// mongod (5.0+) applies modifiers in path order, so new fields are
@@ -113,7 +147,15 @@ func (u *Update) addModifier(name string, fields bsoncore.Value) error {
 		if err := validateUpdatePath(path); err != nil {
 			return err
 		}
-		op := &updateOp{mod: mod, path: path, parts: splitPath(path), arg: v}
+		op := &updateOp{mod: mod, path: path, parts: splitPath(path), arg: v, env: u.env}
+		var err error
+		if op.positional, err = u.checkPositionalPath(path, op.parts); err != nil {
+			return err
+		}
+		u.hasPositional = u.hasPositional || op.positional
+		if op.positional && name == "$rename" {
+			return mongoerr.New(mongoerr.BadValue, "The source field for $rename may not be dynamic: %s", path)
+		}
 		if err := mod.parse(op); err != nil {
 			return err
 		}
@@ -131,9 +173,6 @@ func validateUpdatePath(path string) error {
 	for _, p := range splitPath(path) {
 		if p == "" {
 			return mongoerr.New(mongoerr.EmptyFieldName, "The update path '%s' contains an empty field name, which is not allowed.", path)
-		}
-		if p[0] == '$' {
-			return mongoerr.New(mongoerr.NotImplemented, "positional and $-prefixed update paths ('%s') are not supported by DumboDB yet", path)
 		}
 	}
 	return nil
@@ -193,18 +232,25 @@ func (u *Update) IsReplacement() bool { return u.isRepl }
 // applyCtx is the per-document state of one Apply call.
 type applyCtx struct {
 	root     *mnode
+	original bsoncore.Document
 	isInsert bool
 	idText   string               // "{_id: 1}" for error messages
 	renamed  map[*updateOp]*mnode // $rename sources captured before applying
+	// applied lists the concrete paths written so far when the update has
+	// positional paths, whose overlaps only show once resolved.
+	applied [][]string
 }
 
 // Apply applies the update to doc, returning the new document and whether
 // it differs from doc. isInsert enables $setOnInsert (upserts).
 func (u *Update) Apply(doc bsoncore.Document, isInsert bool) (bsoncore.Document, bool, error) {
-	if u.isRepl {
+	switch {
+	case u.isRepl:
 		return u.applyReplacement(doc, isInsert)
+	case u.pipeline != nil:
+		return u.applyPipeline(doc, isInsert)
 	}
-	c := &applyCtx{root: leafM(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: doc}), isInsert: isInsert}
+	c := &applyCtx{root: leafM(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: doc}), original: doc, isInsert: isInsert}
 	c.idText = "{}"
 	if id, ok := lookupField(doc, "_id"); ok {
 		c.idText = "{" + formatElem("_id", id) + "}"
@@ -218,7 +264,7 @@ func (u *Update) Apply(doc bsoncore.Document, isInsert bool) (bsoncore.Document,
 		}
 	}
 	for _, op := range u.ops {
-		if err := op.mod.apply(c, op); err != nil {
+		if err := u.applyOp(c, op); err != nil {
 			return nil, false, err
 		}
 	}
@@ -229,6 +275,46 @@ func (u *Update) Apply(doc bsoncore.Document, isInsert bool) (bsoncore.Document,
 		}
 	}
 	return out, !bytes.Equal(out, doc), nil
+}
+
+// applyOp runs one modifier, once per concrete path when positional.
+func (u *Update) applyOp(c *applyCtx, op *updateOp) error {
+	if !u.hasPositional {
+		return op.mod.apply(c, op)
+	}
+	if !op.positional {
+		if err := c.checkResolvedConflict(op.parts); err != nil {
+			return err
+		}
+		return op.mod.apply(c, op)
+	}
+	paths, err := c.expandPaths(u, op)
+	if err != nil {
+		return err
+	}
+	for _, parts := range paths {
+		if err := c.checkResolvedConflict(parts); err != nil {
+			return err
+		}
+		concrete := *op
+		concrete.parts, concrete.path = parts, strings.Join(parts, ".")
+		if err := op.mod.apply(c, &concrete); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkResolvedConflict rejects a path overlapping one already written by
+// this update (possible only once positional paths are resolved).
+func (c *applyCtx) checkResolvedConflict(parts []string) error {
+	for _, prev := range c.applied {
+		if isPrefix(prev, parts) || isPrefix(parts, prev) {
+			return mongoerr.New(mongoerr.ConflictingUpdateOperators, "Update created a conflict at '%s'", strings.Join(parts, "."))
+		}
+	}
+	c.applied = append(c.applied, parts)
+	return nil
 }
 
 func checkIDUnchanged(before, after bsoncore.Document) error {

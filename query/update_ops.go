@@ -3,6 +3,7 @@ package query
 import (
 	"math"
 	"sort"
+	"strings"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -25,6 +26,7 @@ func init() {
 	register("$pop", parsePop, applyPop)
 	register("$pull", parsePull, applyPull)
 	register("$pullAll", parsePullAll, applyPull)
+	register("$bit", parseBit, applyBit)
 }
 
 func noParse(*updateOp) error { return nil }
@@ -151,6 +153,9 @@ func parseRename(op *updateOp) error {
 	to := op.arg.StringValue()
 	if err := validateUpdatePath(to); err != nil {
 		return err
+	}
+	if strings.Contains(to, "$") {
+		return mongoerr.New(mongoerr.BadValue, "The destination field for $rename may not be dynamic: %s", to)
 	}
 	if to == op.path {
 		return mongoerr.New(mongoerr.BadValue, "The source and target field for $rename must differ: %s: \"%s\"", op.path, to)
@@ -383,13 +388,13 @@ func parsePull(op *updateOp) error {
 		}
 		op.pull = func(e bsoncore.Value) bool { return r.matchValue(e, kindValue) }
 	case isOperatorDoc(arg) && !isDBRef(arg):
-		n, err := parseOps(op.path, arg.Data)
+		n, err := (&Filter{env: op.env}).parseOps(op.path, arg.Data)
 		if err != nil {
 			return err
 		}
 		op.pull = func(e bsoncore.Value) bool { return n.eval(source{single: e}) }
 	case arg.Type == bsoncore.TypeEmbeddedDocument:
-		f, err := CompileFilter(arg.Data)
+		f, err := CompileFilterEnv(arg.Data, op.env)
 		if err != nil {
 			return err
 		}
@@ -428,4 +433,66 @@ func applyPull(c *applyCtx, op *updateOp) error {
 		}
 	}
 	return setPath(c, op.parts, leafM(buildArray(kept)))
+}
+
+// parseBit validates {$bit: {field: {and|or|xor: <int>}}}; only int32 and
+// int64 operands are allowed.
+func parseBit(op *updateOp) error {
+	if op.arg.Type != bsoncore.TypeEmbeddedDocument {
+		return mongoerr.New(mongoerr.BadValue, "The $bit modifier is not compatible with a %s. You must pass in an embedded document: {$bit: {field: {and/or/xor: #}}", typeName(op.arg.Type))
+	}
+	if len(op.arg.Data) <= 5 {
+		return mongoerr.New(mongoerr.BadValue, "You must pass in at least one bitwise operation. The format is: {$bit: {field: {and/or/xor: #}}")
+	}
+	it := newIter(op.arg.Data)
+	for {
+		k, v, ok := it.next()
+		if !ok {
+			return nil
+		}
+		switch string(k) {
+		case "and", "or", "xor":
+		default:
+			return mongoerr.New(mongoerr.BadValue, "The $bit modifier only supports 'and', 'or', and 'xor', not '%s' which is an unknown operator: {%s}", k, formatElem(string(k), v))
+		}
+		if v.Type != bsoncore.TypeInt32 && v.Type != bsoncore.TypeInt64 {
+			return mongoerr.New(mongoerr.BadValue, "The $bit modifier field must be an Integer(32/64 bit); a '%s' is not supported here: {%s}", typeName(v.Type), formatElem(string(k), v))
+		}
+	}
+}
+
+// applyBit folds the bitwise operations into the field's integer; a
+// missing field starts at 0 of the operand's type, and int32 op int64
+// widens to int64.
+func applyBit(c *applyCtx, op *updateOp) error {
+	cur := mkInt32(0)
+	if n := getPath(c.root, op.parts); n != nil {
+		cur = n.value()
+		if cur.Type != bsoncore.TypeInt32 && cur.Type != bsoncore.TypeInt64 {
+			return mongoerr.New(mongoerr.BadValue, "Cannot apply $bit to a value of non-integral type.%s has the field %s of non-integer type %s", c.idText, op.parts[len(op.parts)-1], typeName(cur.Type))
+		}
+	}
+	it := newIter(op.arg.Data)
+	for {
+		k, v, ok := it.next()
+		if !ok {
+			break
+		}
+		x, y := cur.AsInt64(), v.AsInt64()
+		var r int64
+		switch string(k) {
+		case "and":
+			r = x & y
+		case "or":
+			r = x | y
+		default:
+			r = x ^ y
+		}
+		if cur.Type == bsoncore.TypeInt32 && v.Type == bsoncore.TypeInt32 {
+			cur = mkInt32(int32(r))
+		} else {
+			cur = mkInt64(r)
+		}
+	}
+	return setPath(c, op.parts, leafM(cur))
 }

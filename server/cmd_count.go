@@ -14,15 +14,16 @@ func cmdCount(r *request) (bsoncore.Document, error) {
 	if err != nil {
 		return nil, err
 	}
-	var filter bsoncore.Document
+	var filter, collation bsoncore.Document
+	var hint bsoncore.Value
 	var skip, limit, maxTimeMS int64
 	err = r.parseArgs(map[string]fieldHandler{
 		"query":     r.optDocArg("query", &filter),
 		"skip":      r.nonNegativeArg("skip", &skip),
 		"limit":     r.int64Arg("limit", &limit),
 		"maxTimeMS": r.nonNegativeArg("maxTimeMS", &maxTimeMS),
-		"hint":      r.ignoreArg(),
-		"collation": r.ignoreArg(),
+		"hint":      func(v bsoncore.Value) error { hint = v; return nil },
+		"collation": r.optDocArg("collation", &collation),
 		"fields":    r.ignoreArg(),
 	})
 	if err != nil {
@@ -31,16 +32,23 @@ func cmdCount(r *request) (bsoncore.Document, error) {
 	if limit < 0 {
 		limit = -limit
 	}
+	if err := checkHint(hint); err != nil {
+		return nil, err
+	}
+	env, err := queryEnv(collation, nil)
+	if err != nil {
+		return nil, err
+	}
 	defer r.withMaxTime(maxTimeMS)()
 	r.c.s.stats.opQuery.Add(1)
-	n, err := r.countMatching(coll, filter, skip, limit)
+	n, err := r.countMatching(coll, filter, env, skip, limit)
 	if err != nil {
 		return nil, err
 	}
 	return bsoncore.NewDocumentBuilder().AppendInt64("n", n).AppendDouble("ok", 1).Build(), nil
 }
 
-func (r *request) countMatching(coll string, filter bsoncore.Document, skip, limit int64) (int64, error) {
+func (r *request) countMatching(coll string, filter bsoncore.Document, env *query.Env, skip, limit int64) (int64, error) {
 	snap, err := r.snapshot()
 	if err != nil {
 		return 0, err
@@ -57,7 +65,7 @@ func (r *request) countMatching(coll string, filter bsoncore.Document, skip, lim
 		}
 		return n, nil
 	}
-	f, err := query.CompileFilter(filter)
+	f, err := query.CompileFilterEnv(filter, env)
 	if err != nil {
 		return 0, err
 	}

@@ -18,19 +18,20 @@ type deleteStatement struct {
 	limit  int64
 }
 
-func (r *request) parseDeleteStatement(v bsoncore.Value) (*deleteStatement, error) {
+func (r *request) parseDeleteStatement(v bsoncore.Value, let bsoncore.Document) (*deleteStatement, error) {
 	doc, ok := v.DocumentOK()
 	if !ok {
 		return nil, typeMismatch("delete", "deletes.0", v, "object")
 	}
-	var q bsoncore.Document
+	var q, collation bsoncore.Document
+	var hint bsoncore.Value
 	st := &deleteStatement{limit: -1}
 	sub := &request{c: r.c, ctx: r.ctx, cmd: prependKey("deletes", doc), name: "delete.deletes"}
 	err := sub.parseArgs(map[string]fieldHandler{
 		"q":         sub.docArg("q", &q),
 		"limit":     sub.int64Arg("limit", &st.limit),
-		"collation": sub.ignoreArg(),
-		"hint":      sub.ignoreArg(),
+		"collation": sub.optDocArg("collation", &collation),
+		"hint":      func(v bsoncore.Value) error { hint = v; return nil },
 	})
 	if err != nil {
 		return nil, err
@@ -44,7 +45,14 @@ func (r *request) parseDeleteStatement(v bsoncore.Value) (*deleteStatement, erro
 	if st.limit != 0 && st.limit != 1 {
 		return nil, mongoerr.New(mongoerr.FailedToParse, "The limit field in delete objects must be 0 or 1. Got %d", st.limit)
 	}
-	st.filter, err = query.CompileFilter(q)
+	if err := checkHint(hint); err != nil {
+		return nil, err
+	}
+	env, err := queryEnv(collation, let)
+	if err != nil {
+		return nil, err
+	}
+	st.filter, err = query.CompileFilterEnv(q, env)
 	return st, err
 }
 
@@ -54,11 +62,12 @@ func cmdDelete(r *request) (bsoncore.Document, error) {
 		return nil, err
 	}
 	var deletes bsoncore.Array
+	var let bsoncore.Document
 	ordered := true
 	err = r.parseArgs(map[string]fieldHandler{
 		"deletes": r.arrayArg("deletes", &deletes),
 		"ordered": r.boolArg("ordered", &ordered),
-		"let":     r.ignoreArg(),
+		"let":     r.optDocArg("let", &let),
 	})
 	if err != nil {
 		return nil, err
@@ -74,7 +83,7 @@ func cmdDelete(r *request) (bsoncore.Document, error) {
 	}
 	err = d.Write(r.ctx, func(tx *storage.Tx) error {
 		for i, v := range vals {
-			st, err := r.parseDeleteStatement(v)
+			st, err := r.parseDeleteStatement(v, let)
 			var n int64
 			if err == nil {
 				n, err = deleteMatching(r.ctx, tx, coll, st.filter, st.limit == 1, nil)

@@ -13,6 +13,8 @@ import (
 // findArgs are the parsed arguments of find.
 type findArgs struct {
 	filter, sort, projection     bsoncore.Document
+	collation, let               bsoncore.Document
+	hint                         bsoncore.Value
 	skip, limit, batchSize       int64
 	maxTimeMS                    int64
 	singleBatch, noCursorTimeout bool
@@ -29,9 +31,9 @@ func (r *request) parseFindArgs(a *findArgs) error {
 		"maxTimeMS":           r.nonNegativeArg("maxTimeMS", &a.maxTimeMS),
 		"singleBatch":         r.boolArg("singleBatch", &a.singleBatch),
 		"noCursorTimeout":     r.boolArg("noCursorTimeout", &a.noCursorTimeout),
-		"hint":                r.ignoreArg(),
-		"collation":           r.ignoreArg(),
-		"let":                 r.ignoreArg(),
+		"hint":                func(v bsoncore.Value) error { a.hint = v; return nil },
+		"collation":           r.optDocArg("collation", &a.collation),
+		"let":                 r.optDocArg("let", &a.let),
 		"allowDiskUse":        r.ignoreArg(),
 		"returnKey":           r.ignoreArg(),
 		"showRecordId":        r.ignoreArg(),
@@ -89,21 +91,28 @@ func cmdFind(r *request) (bsoncore.Document, error) {
 
 // findSource compiles a find and returns its result stream.
 func (r *request) findSource(coll string, a *findArgs) (docSource, error) {
-	f, err := query.CompileFilter(orEmpty(a.filter))
+	env, err := queryEnv(a.collation, a.let)
+	if err != nil {
+		return nil, err
+	}
+	f, err := query.CompileFilterEnv(orEmpty(a.filter), env)
 	if err != nil {
 		return nil, err
 	}
 	var proj *query.Projection
 	if nonEmpty(a.projection) {
-		if proj, err = query.CompileProjection(a.projection); err != nil {
+		if proj, err = query.CompileProjectionOpts(a.projection, query.ProjectionOptions{Env: env, Query: f}); err != nil {
 			return nil, err
 		}
 	}
 	var srt *query.Sort
 	if nonEmpty(a.sort) {
-		if srt, err = query.CompileSort(a.sort); err != nil {
+		if srt, err = query.CompileSortEnv(a.sort, env); err != nil {
 			return nil, err
 		}
+	}
+	if err := checkHint(a.hint); err != nil {
+		return nil, err
 	}
 	snap, err := r.snapshot()
 	if err != nil {
@@ -113,8 +122,13 @@ func (r *request) findSource(coll string, a *findArgs) (docSource, error) {
 	if err != nil {
 		return nil, err
 	}
-	if srt != nil {
+	if srt != nil && srt.HasKeys() {
 		if src, err = sortedSource(r.ctx, src, srt); err != nil {
+			return nil, err
+		}
+	}
+	if natural(srt, a.hint) < 0 {
+		if src, err = reverseSource(r.ctx, src); err != nil {
 			return nil, err
 		}
 	}
@@ -125,6 +139,22 @@ func (r *request) findSource(coll string, a *findArgs) (docSource, error) {
 		src = &projectSource{src: src, p: proj}
 	}
 	return src, nil
+}
+
+// natural is the {$natural: ±1} direction of a find, from its sort or
+// hint (0 when neither asks for it).
+func natural(srt *query.Sort, hint bsoncore.Value) int {
+	if srt != nil && srt.Natural() != 0 {
+		return srt.Natural()
+	}
+	if d, ok := hint.DocumentOK(); ok {
+		if v, err := d.LookupErr("$natural"); err == nil {
+			if n, ok := asInt64(v); ok && n < 0 {
+				return -1
+			}
+		}
+	}
+	return 0
 }
 
 var emptyDoc = bsoncore.NewDocumentBuilder().Build()

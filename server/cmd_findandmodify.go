@@ -13,7 +13,9 @@ import (
 // famArgs are the parsed arguments of findAndModify.
 type famArgs struct {
 	filter, sort, fields      bsoncore.Document
-	update                    bsoncore.Value
+	collation, let            bsoncore.Document
+	arrayFilters              bsoncore.Array
+	update, hint              bsoncore.Value
 	remove, returnNew, upsert bool
 }
 
@@ -27,11 +29,11 @@ func (r *request) parseFindAndModify() (*famArgs, error) {
 		"remove":                   r.boolArg("remove", &a.remove),
 		"new":                      r.boolArg("new", &a.returnNew),
 		"upsert":                   r.boolArg("upsert", &a.upsert),
-		"arrayFilters":             r.ignoreArg(),
+		"arrayFilters":             r.arrayArg("arrayFilters", &a.arrayFilters),
 		"bypassDocumentValidation": r.ignoreArg(),
-		"collation":                r.ignoreArg(),
-		"hint":                     r.ignoreArg(),
-		"let":                      r.ignoreArg(),
+		"collation":                r.optDocArg("collation", &a.collation),
+		"hint":                     func(v bsoncore.Value) error { a.hint = v; return nil },
+		"let":                      r.optDocArg("let", &a.let),
 	})
 	if err != nil {
 		return nil, err
@@ -62,25 +64,36 @@ func cmdFindAndModify(r *request) (bsoncore.Document, error) {
 	if err := validateUserWritable(r.db, coll); err != nil {
 		return nil, err
 	}
-	f, err := query.CompileFilter(orEmpty(a.filter))
+	if err := checkHint(a.hint); err != nil {
+		return nil, err
+	}
+	env, err := queryEnv(a.collation, a.let)
+	if err != nil {
+		return nil, err
+	}
+	f, err := query.CompileFilterEnv(orEmpty(a.filter), env)
 	if err != nil {
 		return nil, err
 	}
 	var u *query.Update
 	if !a.remove {
-		if u, err = query.CompileUpdate(a.update); err != nil {
+		afs, err := arrayFilterDocs(a.arrayFilters)
+		if err != nil {
+			return nil, err
+		}
+		if u, err = query.CompileUpdateOpts(a.update, query.UpdateOptions{Env: env, Query: f, ArrayFilters: afs}); err != nil {
 			return nil, err
 		}
 	}
 	var proj *query.Projection
 	if nonEmpty(a.fields) {
-		if proj, err = query.CompileProjection(a.fields); err != nil {
+		if proj, err = query.CompileProjectionOpts(a.fields, query.ProjectionOptions{Env: env, Query: f}); err != nil {
 			return nil, err
 		}
 	}
 	var srt *query.Sort
 	if nonEmpty(a.sort) {
-		if srt, err = query.CompileSort(a.sort); err != nil {
+		if srt, err = query.CompileSortEnv(a.sort, env); err != nil {
 			return nil, err
 		}
 	}

@@ -20,13 +20,14 @@ type updateStatement struct {
 	upsert, multi bool
 }
 
-func (r *request) parseUpdateStatement(v bsoncore.Value) (*updateStatement, error) {
+func (r *request) parseUpdateStatement(v bsoncore.Value, let bsoncore.Document) (*updateStatement, error) {
 	doc, ok := v.DocumentOK()
 	if !ok {
 		return nil, typeMismatch("update", "updates.0", v, "object")
 	}
-	var q bsoncore.Document
-	var u bsoncore.Value
+	var q, collation bsoncore.Document
+	var u, hint bsoncore.Value
+	var arrayFilters bsoncore.Array
 	st := &updateStatement{}
 	sub := &request{c: r.c, ctx: r.ctx, cmd: prependKey("updates", doc), name: "update.updates"}
 	err := sub.parseArgs(map[string]fieldHandler{
@@ -34,9 +35,9 @@ func (r *request) parseUpdateStatement(v bsoncore.Value) (*updateStatement, erro
 		"u":            func(v bsoncore.Value) error { u = v; return nil },
 		"upsert":       sub.boolArg("upsert", &st.upsert),
 		"multi":        sub.boolArg("multi", &st.multi),
-		"arrayFilters": sub.ignoreArg(),
-		"collation":    sub.ignoreArg(),
-		"hint":         sub.ignoreArg(),
+		"arrayFilters": sub.arrayArg("arrayFilters", &arrayFilters),
+		"collation":    sub.optDocArg("collation", &collation),
+		"hint":         func(v bsoncore.Value) error { hint = v; return nil },
 		"c":            sub.ignoreArg(),
 		"sort":         sub.ignoreArg(),
 	})
@@ -49,16 +50,42 @@ func (r *request) parseUpdateStatement(v bsoncore.Value) (*updateStatement, erro
 	if u.Type == 0 {
 		return nil, mongoerr.New(mongoerr.Code(40414), "BSON field 'update.updates.u' is missing but a required field")
 	}
-	if st.filter, err = query.CompileFilter(q); err != nil {
+	if err := checkHint(hint); err != nil {
 		return nil, err
 	}
-	if st.update, err = query.CompileUpdate(u); err != nil {
+	env, err := queryEnv(collation, let)
+	if err != nil {
+		return nil, err
+	}
+	if st.filter, err = query.CompileFilterEnv(q, env); err != nil {
+		return nil, err
+	}
+	afs, err := arrayFilterDocs(arrayFilters)
+	if err != nil {
+		return nil, err
+	}
+	opts := query.UpdateOptions{Env: env, Query: st.filter, ArrayFilters: afs}
+	if st.update, err = query.CompileUpdateOpts(u, opts); err != nil {
 		return nil, err
 	}
 	if st.multi && st.update.IsReplacement() {
 		return nil, mongoerr.New(mongoerr.FailedToParse, "multi update is not supported for replacement-style update")
 	}
 	return st, nil
+}
+
+// arrayFilterDocs checks that every entry of arrayFilters is a document.
+func arrayFilterDocs(arr bsoncore.Array) ([]bsoncore.Document, error) {
+	vals, _ := arr.Values()
+	out := make([]bsoncore.Document, 0, len(vals))
+	for _, v := range vals {
+		d, ok := v.DocumentOK()
+		if !ok {
+			return nil, mongoerr.New(mongoerr.TypeMismatch, "BSON field 'arrayFilters' is the wrong type '%s', expected type 'object'", v.Type)
+		}
+		out = append(out, d)
+	}
+	return out, nil
 }
 
 // prependKey makes a document whose first field is a placeholder, so that
@@ -78,12 +105,13 @@ func cmdUpdate(r *request) (bsoncore.Document, error) {
 		return nil, err
 	}
 	var updates bsoncore.Array
+	var let bsoncore.Document
 	ordered := true
 	err = r.parseArgs(map[string]fieldHandler{
 		"updates":                  r.arrayArg("updates", &updates),
 		"ordered":                  r.boolArg("ordered", &ordered),
 		"bypassDocumentValidation": r.ignoreArg(),
-		"let":                      r.ignoreArg(),
+		"let":                      r.optDocArg("let", &let),
 	})
 	if err != nil {
 		return nil, err
@@ -99,7 +127,7 @@ func cmdUpdate(r *request) (bsoncore.Document, error) {
 	ns := r.ns(coll)
 	err = r.write(func(tx *storage.Tx) error {
 		for i, v := range vals {
-			st, err := r.parseUpdateStatement(v)
+			st, err := r.parseUpdateStatement(v, let)
 			var upsertedID bsoncore.Value
 			if err == nil {
 				upsertedID, err = r.applyUpdate(tx, coll, st, &res)

@@ -24,7 +24,7 @@ func matchingSource(ctx context.Context, rd storage.Reader, coll string, f *quer
 		if found && f.Match(doc) {
 			return &sliceSource{docs: []bsoncore.Document{doc}}, nil
 		}
-		return &sliceSource{}, nil
+		return &sliceSource{}, f.Err()
 	}
 	it, err := rd.Scan(ctx, coll)
 	if err != nil {
@@ -50,6 +50,9 @@ func (s *filterSource) Next(ctx context.Context) (bsoncore.Document, error) {
 		}
 		if s.f.Match(d) {
 			return d, nil
+		}
+		if err := s.f.Err(); err != nil {
+			return nil, err
 		}
 	}
 }
@@ -110,4 +113,55 @@ func (s *projectSource) Next(ctx context.Context) (bsoncore.Document, error) {
 		return nil, err
 	}
 	return s.p.Apply(d)
+}
+
+// queryEnv builds the query environment of a command from its collation
+// and let documents (either may be nil).
+func queryEnv(collation, let bsoncore.Document) (*query.Env, error) {
+	var coll *query.Collation
+	if collation != nil {
+		var err error
+		if coll, err = query.ParseCollation(collation); err != nil {
+			return nil, err
+		}
+	}
+	return query.NewEnv(coll, let)
+}
+
+// checkHint accepts the hints that name an existing index: the _id index
+// (by key pattern or name) and $natural. Secondary indexes do not exist
+// yet, so any other hint fails as on mongod.
+func checkHint(hint bsoncore.Value) error {
+	switch hint.Type {
+	case 0:
+		return nil
+	case bsoncore.TypeString:
+		if hint.StringValue() == "_id_" {
+			return nil
+		}
+	case bsoncore.TypeEmbeddedDocument:
+		d := bsoncore.Document(hint.Data)
+		els, _ := d.Elements()
+		if len(els) == 0 {
+			return nil
+		}
+		if len(els) == 1 && (els[0].Key() == "_id" || els[0].Key() == "$natural") {
+			return nil
+		}
+	default:
+		return mongoerr.New(mongoerr.FailedToParse, "hint must be a string or an object")
+	}
+	return mongoerr.New(mongoerr.BadValue, "hint provided does not correspond to an existing index")
+}
+
+// reverseSource yields src's documents in reverse order ({$natural: -1}).
+func reverseSource(ctx context.Context, src docSource) (docSource, error) {
+	docs, err := query.Drain(ctx, src)
+	if err != nil {
+		return nil, err
+	}
+	for i, j := 0, len(docs)-1; i < j; i, j = i+1, j-1 {
+		docs[i], docs[j] = docs[j], docs[i]
+	}
+	return &sliceSource{docs: docs}, nil
 }

@@ -272,7 +272,9 @@ func BenchmarkInsertDurable(b *testing.B) {
 	d.wl.WaitDurable(d.wl.LastLSN())
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		err := d.Write(ctx, func(tx *Tx) error { return tx.Insert(ctx, "c", doc(int32(i), "0123456789012345678901234567890123456789")) })
+		err := d.Write(ctx, func(tx *Tx) error {
+			return tx.Insert(ctx, "c", doc(int32(i), "0123456789012345678901234567890123456789"))
+		})
 		if err != nil {
 			b.Fatal(err)
 		}

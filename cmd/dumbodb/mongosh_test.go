@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -19,6 +20,11 @@ func mongoshPath(t *testing.T) string {
 	}
 	if p, err := exec.LookPath("mongosh"); err == nil {
 		return p
+	}
+	if p, err := filepath.Abs("../../.tools/node_modules/.bin/mongosh"); err == nil {
+		if _, err := os.Stat(p); err == nil {
+			return p // installed by `make tools`
+		}
 	}
 	if testing.Short() {
 		t.Skip("mongosh not installed (run `make test`, which installs it)")

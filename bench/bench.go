@@ -1,0 +1,96 @@
+package bench
+
+import (
+	"context"
+	"regexp"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/mongo"
+)
+
+// Groups in the order of issue 8; the report follows this order.
+const (
+	GroupFloor       = "Floor"
+	GroupReads       = "Single-document reads"
+	GroupInserts     = "Single-document inserts"
+	GroupUpdates     = "Single-document updates"
+	GroupFilters     = "Filters, count, distinct"
+	GroupJoins       = "Joins"
+	GroupDocUpdates  = "Updates inside documents"
+	GroupBulk        = "Bulk"
+	GroupConcurrency = "Concurrency"
+	GroupTxn         = "Transactions"
+	GroupImport      = "Import"
+	GroupVC          = "Version control"
+)
+
+// GroupOrder lists every group in report order.
+var GroupOrder = []string{GroupFloor, GroupReads, GroupInserts, GroupUpdates, GroupFilters,
+	GroupJoins, GroupDocUpdates, GroupBulk, GroupConcurrency, GroupTxn, GroupImport, GroupVC}
+
+// Target is a server under test, reached at a mongodb:// URL.
+type Target struct {
+	Name string
+	URL  string
+}
+
+// MachineTarget names the pseudo-target of benchmarks that measure this
+// machine rather than a server.
+const MachineTarget = "machine"
+
+// Config is one run of the suite.
+type Config struct {
+	Targets  []Target
+	Baseline string         // target name the multipliers compare against
+	Filter   *regexp.Regexp // benchmarks whose name matches; nil runs all
+	Samples  int            // interleaved rounds per benchmark
+	Duration time.Duration  // time per target per round (at least one call)
+	Warmup   time.Duration  // untimed calls per target before the first round
+	Import   int            // documents in the Import benchmarks
+	OutDir   string         // where Floor keeps its preallocated file
+	Progress func(format string, args ...any)
+}
+
+// Benchmark is one named workload.
+type Benchmark struct {
+	Name  string
+	Group string
+	// Unit is what one measured item is ("op", "doc", "txn"); PerCall is
+	// how many units one call of the workload performs, so that batch
+	// benchmarks report µs per document.
+	Unit    string
+	PerCall int
+	// Clients run the workload concurrently, each on its own connection.
+	Clients int
+	// Long calls (an import, a 50K-document delete) already average over
+	// many documents: they skip warm-up and run at most longRounds rounds.
+	Long bool
+	// DumboOnly benchmarks show n/a on other servers.
+	DumboOnly bool
+	// Machine benchmarks measure this machine once, not each target.
+	Machine bool
+	Setup   func(ctx context.Context, e *Env) (*Workload, error)
+}
+
+const longRounds = 2
+
+// Env is what a benchmark's Setup gets: a fresh, empty collection on one
+// target (nil for Machine benchmarks).
+type Env struct {
+	Client *mongo.Client
+	DB     *mongo.Database
+	Coll   *mongo.Collection
+	Cfg    *Config
+}
+
+// Workload is a benchmark ready to be timed on one target.
+type Workload struct {
+	// Call performs one timed call; n numbers the calls on this target
+	// (unique across clients, warm-up included) so inserts get fresh ids.
+	Call func(ctx context.Context, n int64) error
+	// Prepare, if set, runs untimed before each call: it restores what the
+	// previous call consumed (a popped array element, a dropped collection).
+	Prepare func(ctx context.Context, n int64) error
+	// Close, if set, releases what Setup acquired beyond the collection.
+	Close func()
+}

@@ -1,0 +1,13 @@
+package bench
+
+// All returns every benchmark, in report order, sized by cfg.
+func All(cfg *Config) []Benchmark {
+	var bs []Benchmark
+	for _, part := range [][]Benchmark{
+		floorBenchmarks(), crudBenchmarks(), queryBenchmarks(), joinBenchmarks(),
+		docUpdateBenchmarks(), bulkBenchmarks(cfg.Import), txnBenchmarks(), vcBenchmarks(),
+	} {
+		bs = append(bs, part...)
+	}
+	return bs
+}

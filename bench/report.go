@@ -1,0 +1,222 @@
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Meta describes a run for the report's header.
+type Meta struct {
+	Date     string   `json:"date"`
+	Command  string   `json:"command"`
+	Targets  []Target `json:"targets"`
+	Baseline string   `json:"baseline"`
+	Samples  int      `json:"samples"`
+	Duration string   `json:"duration"`
+	Warmup   string   `json:"warmup"`
+	Machine  string   `json:"machine"`
+}
+
+// WriteReport writes report.md, results.json and multipliers.svg to dir.
+func WriteReport(dir string, meta Meta, results []Result) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("report directory: %w", err)
+	}
+	js, err := json.MarshalIndent(struct {
+		Meta    Meta     `json:"meta"`
+		Results []Result `json:"results"`
+	}{meta, results}, "", " ")
+	if err != nil {
+		return fmt.Errorf("encode results: %w", err)
+	}
+	files := map[string][]byte{
+		"report.md":       []byte(Markdown(meta, results)),
+		"results.json":    js,
+		"multipliers.svg": []byte(SVG(meta, results)),
+	}
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			return fmt.Errorf("write %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// Markdown renders the report: a header, the summary line and one table
+// per group in issue order.
+func Markdown(meta Meta, results []Result) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# dumbobench report\n\n")
+	fmt.Fprintf(&b, "- date: %s\n- command: `%s`\n- machine: %s\n", meta.Date, meta.Command, meta.Machine)
+	for _, t := range meta.Targets {
+		fmt.Fprintf(&b, "- target `%s`: %s\n", t.Name, t.URL)
+	}
+	fmt.Fprintf(&b, "- baseline: `%s`; %d interleaved rounds of %s per target after %s of warm-up; writes use {w: 1, j: true}\n\n",
+		meta.Baseline, meta.Samples, meta.Duration, meta.Warmup)
+	fmt.Fprintf(&b, "%s\n\n", SummaryLine(meta.Baseline, results))
+	fmt.Fprintf(&b, "Multiplier: median ÷ the baseline's median (below 1 is faster): 🟢 faster, 🟡 1-2x, 🟠 2-5x, 🔴 >5x. "+
+		"× fsync: median ÷ the median of one 256-byte append + fdatasync on this machine.\n")
+	for _, g := range GroupOrder {
+		rows := inGroup(results, g)
+		if len(rows) == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "\n## %s\n\n", g)
+		b.WriteString("| benchmark | target | median µs | p99 µs | ops/s | × baseline | | × fsync |\n")
+		b.WriteString("|---|---|--:|--:|--:|--:|---|--:|\n")
+		for _, r := range rows {
+			b.WriteString(row(r, meta.Baseline))
+		}
+	}
+	return b.String()
+}
+
+func inGroup(results []Result, group string) []Result {
+	var rows []Result
+	for _, r := range results {
+		if r.Group == group {
+			rows = append(rows, r)
+		}
+	}
+	return rows
+}
+
+func row(r Result, baseline string) string {
+	name := fmt.Sprintf("| %s | %s ", r.Benchmark, r.Target)
+	if r.Status != StatusOK {
+		what := r.Status
+		if r.Reason != "" {
+			what += ": " + strings.ReplaceAll(r.Reason, "|", "\\|")
+		}
+		return name + fmt.Sprintf("| %s | | | | | |\n", what)
+	}
+	mult, marker := "", Marker(r.Multiplier)
+	switch {
+	case r.Target == baseline:
+		mult, marker = "1.00", "baseline"
+	case r.Multiplier > 0:
+		mult = multiplier(r.Multiplier)
+	}
+	unit := ""
+	if r.Unit != "op" {
+		unit = "/" + r.Unit
+	}
+	return name + fmt.Sprintf("| %s%s | %s | %s | %s | %s | %s |\n",
+		num(r.MedianUS), unit, num(r.P99US), num(r.OpsPerSec), mult, marker, ratio(r.FloorRatio))
+}
+
+// num prints three significant figures, enough for timings that vary by
+// more than that from run to run.
+func num(x float64) string {
+	switch {
+	case x >= 100:
+		return fmt.Sprintf("%.0f", x)
+	case x >= 10:
+		return fmt.Sprintf("%.1f", x)
+	default:
+		return fmt.Sprintf("%.2f", x)
+	}
+}
+
+// multiplier keeps two decimals, and two significant figures below 0.01
+// where a fixed format would print 0.00.
+func multiplier(m float64) string {
+	if m < 0.01 {
+		return fmt.Sprintf("%.2g", m)
+	}
+	return fmt.Sprintf("%.2f", m)
+}
+
+func ratio(x float64) string {
+	if x <= 0 {
+		return ""
+	}
+	return num(x)
+}
+
+// SummaryLine counts the benchmarks run and, among the other targets'
+// results, those faster than the baseline and the slowest multiplier.
+func SummaryLine(baseline string, results []Result) string {
+	run := map[string]bool{}
+	compared, faster := 0, 0
+	var slowest Result
+	for _, r := range results {
+		if r.Status == StatusOK {
+			run[r.Benchmark] = true
+		}
+		if r.Target == baseline || r.Multiplier <= 0 {
+			continue
+		}
+		compared++
+		if r.Multiplier < 1 {
+			faster++
+		}
+		if r.Multiplier > slowest.Multiplier {
+			slowest = r
+		}
+	}
+	line := fmt.Sprintf("**Summary:** %d benchmarks run; %d of %d compared results faster than the baseline `%s`",
+		len(run), faster, compared, baseline)
+	if slowest.Multiplier > 0 {
+		line += fmt.Sprintf("; slowest multiplier %sx (%s on %s)", multiplier(slowest.Multiplier), slowest.Benchmark, slowest.Target)
+	}
+	return line + "."
+}
+
+// SVG draws one horizontal bar per compared result on a log scale centred
+// on 1x: bars to the left are faster than the baseline, to the right slower.
+func SVG(meta Meta, results []Result) string {
+	var bars []Result
+	for _, r := range results {
+		if r.Target != meta.Baseline && r.Multiplier > 0 {
+			bars = append(bars, r)
+		}
+	}
+	const (
+		label, plot, rowH, top = 330.0, 500.0, 16.0, 40.0
+	)
+	span := 1.0 // decades each side of 1x
+	for _, r := range bars {
+		span = max(span, math.Ceil(math.Abs(math.Log10(r.Multiplier))))
+	}
+	x := func(m float64) float64 { return label + plot/2 + math.Log10(m)/span*plot/2 }
+	height := top + rowH*float64(len(bars)) + 30
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" font-family="sans-serif" font-size="11">`+"\n", label+plot+60, height)
+	fmt.Fprintf(&b, `<text x="10" y="18" font-size="14">Multiplier vs %s (log scale; left of 1x is faster)</text>`+"\n", esc(meta.Baseline))
+	for p := -span; p <= span; p++ {
+		gx := x(math.Pow(10, p))
+		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.0f" x2="%.1f" y2="%.0f" stroke="#ccc"/><text x="%.1f" y="%.0f" text-anchor="middle">%gx</text>`+"\n",
+			gx, top-5, gx, height-25, gx, height-10, math.Pow(10, p))
+	}
+	for i, r := range bars {
+		y := top + rowH*float64(i)
+		x0, x1 := x(1), x(r.Multiplier)
+		fmt.Fprintf(&b, `<text x="%.0f" y="%.1f" text-anchor="end">%s (%s)</text>`+"\n", label-6, y+11, esc(r.Benchmark), esc(r.Target))
+		fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.0f" fill="%s"><title>%.2fx</title></rect>`+"\n",
+			min(x0, x1), y+2, math.Max(math.Abs(x1-x0), 1), rowH-4, barColor(r.Multiplier), r.Multiplier)
+	}
+	b.WriteString("</svg>\n")
+	return b.String()
+}
+
+func barColor(m float64) string {
+	switch {
+	case m < 1:
+		return "#2e7d32"
+	case m <= 2:
+		return "#f9a825"
+	case m <= 5:
+		return "#ef6c00"
+	default:
+		return "#c62828"
+	}
+}
+
+func esc(s string) string {
+	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&quot;").Replace(s)
+}

@@ -1,0 +1,94 @@
+package bench
+
+import (
+	"encoding/xml"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/report.golden.md")
+
+func fixedRun() (Meta, []Result) {
+	meta := Meta{Date: "2026-01-02T03:04:05Z", Command: "dumbobench run --quick", Baseline: "peer",
+		Targets: []Target{{"dumbo", "mongodb://127.0.0.1:1"}, {"peer", "mongodb://127.0.0.1:2"}},
+		Samples: 3, Duration: "200ms", Warmup: "100ms", Machine: "test"}
+	rs := []Result{
+		{Benchmark: "Floor/Ping", Group: GroupFloor, Target: "dumbo", Unit: "op", Status: StatusOK, SamplesUS: []float64{50, 60, 70}, Units: 3, BusyUS: 180},
+		{Benchmark: "Floor/Ping", Group: GroupFloor, Target: "peer", Unit: "op", Status: StatusOK, SamplesUS: []float64{100}, Units: 1, BusyUS: 100},
+		{Benchmark: FloorBenchmark, Group: GroupFloor, Target: MachineTarget, Unit: "op", Status: StatusOK, SamplesUS: []float64{200}, Units: 1, BusyUS: 200},
+		{Benchmark: "InsertMany/100", Group: GroupBulk, Target: "dumbo", Unit: "doc", Status: StatusOK, SamplesUS: []float64{30}, Units: 100, BusyUS: 3000},
+		{Benchmark: "InsertMany/100", Group: GroupBulk, Target: "peer", Unit: "doc", Status: StatusOK, SamplesUS: []float64{10}, Units: 100, BusyUS: 1000},
+		{Benchmark: "FindOne/IntId", Group: GroupReads, Target: "dumbo", Unit: "op", Status: StatusOK, SamplesUS: []float64{1200}, Units: 1, BusyUS: 1200},
+		{Benchmark: "FindOne/IntId", Group: GroupReads, Target: "peer", Unit: "op", Status: StatusOK, SamplesUS: []float64{800}, Units: 1, BusyUS: 800},
+		{Benchmark: "Join/Lookup/Eq", Group: GroupJoins, Target: "dumbo", Unit: "op", Status: StatusUnsupported, Reason: "(Location40324) Unrecognized pipeline stage name: '$lookup'"},
+		{Benchmark: "Join/Lookup/Eq", Group: GroupJoins, Target: "peer", Unit: "op", Status: StatusError, Reason: "a | b"},
+		{Benchmark: "VC/Log/10K", Group: GroupVC, Target: "peer", Unit: "op", Status: StatusNA, Reason: "DumboDB only"},
+	}
+	Summarize(rs, meta.Baseline)
+	return meta, rs
+}
+
+func TestMarkdownGolden(t *testing.T) {
+	meta, rs := fixedRun()
+	got := Markdown(meta, rs)
+	golden := filepath.Join("testdata", "report.golden.md")
+	if *update {
+		if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != string(want) {
+		t.Errorf("Markdown differs from %s (rerun with -update after checking):\n%s", golden, got)
+	}
+}
+
+func TestSummaryLine(t *testing.T) {
+	_, rs := fixedRun()
+	got := SummaryLine("peer", rs)
+	want := "**Summary:** 4 benchmarks run; 1 of 3 compared results faster than the baseline `peer`; slowest multiplier 3.00x (InsertMany/100 on dumbo)."
+	if got != want {
+		t.Errorf("SummaryLine =\n%s\nwant\n%s", got, want)
+	}
+}
+
+func TestSVGIsWellFormedWithOneBarPerComparison(t *testing.T) {
+	meta, rs := fixedRun()
+	svg := SVG(meta, rs)
+	dec := xml.NewDecoder(strings.NewReader(svg))
+	for {
+		_, err := dec.Token()
+		if err != nil {
+			if err.Error() != "EOF" {
+				t.Fatalf("SVG is not well-formed XML: %v\n%s", err, svg)
+			}
+			break
+		}
+	}
+	if n := strings.Count(svg, "<rect"); n != 3 {
+		t.Errorf("SVG has %d bars, want 3 (one per non-baseline result with a multiplier)", n)
+	}
+}
+
+func TestWriteReportFiles(t *testing.T) {
+	meta, rs := fixedRun()
+	dir := t.TempDir()
+	if err := WriteReport(dir, meta, rs); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"report.md", "results.json", "multipliers.svg"} {
+		if fi, err := os.Stat(filepath.Join(dir, name)); err != nil || fi.Size() == 0 {
+			t.Errorf("%s missing or empty: %v", name, err)
+		}
+	}
+	js, _ := os.ReadFile(filepath.Join(dir, "results.json"))
+	if !strings.Contains(string(js), `"samples_us": [`) {
+		t.Error("results.json lacks the samples")
+	}
+}

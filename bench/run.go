@@ -1,0 +1,315 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+	"go.mongodb.org/mongo-driver/v2/mongo/writeconcern"
+)
+
+// Statuses of a Result.
+const (
+	StatusOK          = "ok"
+	StatusUnsupported = "unsupported" // setup or warm-up failed with a server error
+	StatusNA          = "n/a"         // the benchmark does not apply to this server
+	StatusError       = "error"       // failed after it had started to work
+)
+
+// Result is one benchmark on one target.
+type Result struct {
+	Benchmark string    `json:"benchmark"`
+	Group     string    `json:"group"`
+	Target    string    `json:"target"`
+	Unit      string    `json:"unit"`
+	Status    string    `json:"status"`
+	Reason    string    `json:"reason,omitempty"`
+	SamplesUS []float64 `json:"samples_us,omitempty"` // µs per unit of every timed call
+	Units     int64     `json:"units"`
+	BusyUS    float64   `json:"busy_us"` // time the units took (wall time when concurrent)
+	MedianUS  float64   `json:"median_us"`
+	P99US     float64   `json:"p99_us"`
+	OpsPerSec float64   `json:"ops_per_sec"`
+	// Multiplier is median / baseline median (0: none); FloorRatio is
+	// median / the fdatasync floor's median (0: none).
+	Multiplier float64 `json:"multiplier"`
+	FloorRatio float64 `json:"floor_ratio"`
+}
+
+// durable is the write concern of every write: acknowledged by the primary
+// and journaled, so that no target gets a free pass.
+func durable() *writeconcern.WriteConcern {
+	j := true
+	return &writeconcern.WriteConcern{W: 1, Journal: &j}
+}
+
+// server is a connected target.
+type server struct {
+	Target
+	client *mongo.Client
+	dumbo  bool
+}
+
+func connect(ctx context.Context, t Target) (*server, error) {
+	opts := options.Client().ApplyURI(t.URL).SetWriteConcern(durable()).
+		SetMaxPoolSize(128).SetServerSelectionTimeout(15 * time.Second)
+	c, err := mongo.Connect(opts)
+	if err != nil {
+		return nil, fmt.Errorf("connect to %s (%s): %w", t.Name, t.URL, err)
+	}
+	var info bson.M
+	if err := c.Database("admin").RunCommand(ctx, bson.D{{Key: "buildInfo", Value: 1}}).Decode(&info); err != nil {
+		c.Disconnect(context.Background())
+		return nil, fmt.Errorf("buildInfo on %s (%s): %w", t.Name, t.URL, err)
+	}
+	_, dumbo := info["dumbodbVersion"]
+	return &server{Target: t, client: c, dumbo: dumbo}, nil
+}
+
+// Run runs every benchmark whose name matches cfg.Filter against every
+// target and returns the results with their statistics.
+func Run(ctx context.Context, cfg *Config, benches []Benchmark) ([]Result, error) {
+	var servers []*server
+	defer func() {
+		for _, s := range servers {
+			s.client.Disconnect(context.Background())
+		}
+	}()
+	for _, t := range cfg.Targets {
+		s, err := connect(ctx, t)
+		if err != nil {
+			return nil, err
+		}
+		servers = append(servers, s)
+	}
+	var results []Result
+	for _, b := range benches {
+		if cfg.Filter != nil && !cfg.Filter.MatchString(b.Name) {
+			continue
+		}
+		rs := runBenchmark(ctx, cfg, b, servers)
+		for _, r := range rs {
+			cfg.progress("%-40s %-10s %s", r.Benchmark, r.Target, brief(r))
+		}
+		results = append(results, rs...)
+		if err := ctx.Err(); err != nil {
+			return results, err
+		}
+	}
+	Summarize(results, cfg.Baseline)
+	return results, nil
+}
+
+func (cfg *Config) progress(format string, args ...any) {
+	if cfg.Progress != nil {
+		cfg.Progress(format, args...)
+	}
+}
+
+func brief(r Result) string {
+	if r.Status != StatusOK {
+		return r.Status + " " + r.Reason
+	}
+	st := stats(r.SamplesUS)
+	return fmt.Sprintf("median %.1f µs/%s, p99 %.1f", st.median, r.Unit, st.p99)
+}
+
+// slot is one target's side of a benchmark while it runs.
+type slot struct {
+	res Result
+	w   *Workload
+	env *Env
+	n   atomic.Int64
+}
+
+func runBenchmark(ctx context.Context, cfg *Config, b Benchmark, servers []*server) []Result {
+	var slots []*slot
+	if b.Machine {
+		slots = append(slots, prepare(ctx, cfg, b, nil))
+	} else {
+		for _, s := range servers {
+			slots = append(slots, prepare(ctx, cfg, b, s))
+		}
+	}
+	rounds := max(cfg.Samples, 1)
+	if b.Long {
+		rounds = min(rounds, longRounds)
+	}
+	for r := range rounds {
+		// Rotate who goes first so that neither target always runs on a
+		// cache or disk the other has just warmed.
+		for k := range slots {
+			s := slots[(k+r)%len(slots)]
+			if s.w == nil {
+				continue
+			}
+			if err := s.sample(ctx, b, cfg.Duration); err != nil {
+				s.res.Status, s.res.Reason = StatusError, shorten(err)
+				s.res.SamplesUS = nil
+				s.finish(ctx)
+			}
+		}
+	}
+	var out []Result
+	for _, s := range slots {
+		s.finish(ctx)
+		out = append(out, s.res)
+	}
+	return out
+}
+
+// prepare sets a benchmark up on one server (nil: the machine) and warms
+// it up. A slot without a workload has its final status already.
+func prepare(ctx context.Context, cfg *Config, b Benchmark, s *server) *slot {
+	sl := &slot{res: Result{Benchmark: b.Name, Group: b.Group, Target: MachineTarget, Unit: b.Unit, Status: StatusOK}}
+	sl.env = &Env{Cfg: cfg}
+	if s != nil {
+		sl.res.Target = s.Name
+		if b.DumboOnly && !s.dumbo {
+			sl.res.Status, sl.res.Reason = StatusNA, "DumboDB only"
+			return sl
+		}
+		sl.env.Client = s.client
+		sl.env.DB = s.client.Database("dumbobench")
+		sl.env.Coll = sl.env.DB.Collection(collName(b.Name))
+		// Dropping the database also removes the side collections of the
+		// previous benchmark (joins, TPC-C).
+		if err := sl.env.DB.Drop(ctx); err != nil {
+			sl.fail(fmt.Errorf("drop database: %w", err))
+			return sl
+		}
+	}
+	w, err := b.Setup(ctx, sl.env)
+	if err != nil {
+		sl.fail(err)
+		return sl
+	}
+	sl.w = w
+	if b.Long {
+		return sl
+	}
+	if err := sl.warmup(ctx, b, cfg.Warmup); err != nil {
+		sl.fail(err)
+		sl.finish(ctx)
+	}
+	return sl
+}
+
+// fail records why a benchmark could not start: a server error means the
+// server does not support what the benchmark needs.
+func (s *slot) fail(err error) {
+	s.res.Status = StatusError
+	var se mongo.ServerError
+	var un errUnsupported
+	if errors.As(err, &se) || errors.As(err, &un) {
+		s.res.Status = StatusUnsupported
+	}
+	s.res.Reason = shorten(err)
+}
+
+func shorten(err error) string {
+	msg := strings.Join(strings.Fields(err.Error()), " ")
+	if len(msg) > 160 {
+		msg = msg[:157] + "..."
+	}
+	return msg
+}
+
+// finish releases the workload and the database (once).
+func (s *slot) finish(ctx context.Context) {
+	if s.w != nil && s.w.Close != nil {
+		s.w.Close()
+	}
+	s.w = nil
+	if s.env.Coll != nil {
+		s.env.DB.Drop(ctx)
+		s.env.Coll = nil
+	}
+}
+
+func (s *slot) warmup(ctx context.Context, b Benchmark, d time.Duration) error {
+	_, _, err := s.calls(ctx, b, d)
+	return err
+}
+
+func (s *slot) sample(ctx context.Context, b Benchmark, d time.Duration) error {
+	lat, busy, err := s.calls(ctx, b, d)
+	if err != nil {
+		return err
+	}
+	per := float64(max(b.PerCall, 1))
+	for _, l := range lat {
+		s.res.SamplesUS = append(s.res.SamplesUS, l/per)
+	}
+	s.res.Units += int64(len(lat)) * int64(per)
+	s.res.BusyUS += busy
+	return nil
+}
+
+// calls runs the workload's clients until d has passed (each makes at
+// least one call) and returns every call's µs and the busy µs: the sum of
+// the calls for one client, the wall time for several, since concurrent
+// calls overlap.
+func (s *slot) calls(ctx context.Context, b Benchmark, d time.Duration) ([]float64, float64, error) {
+	clients := max(b.Clients, 1)
+	lat := make([][]float64, clients)
+	errs := make([]error, clients)
+	start := time.Now()
+	deadline := start.Add(d)
+	var wg sync.WaitGroup
+	for c := range clients {
+		wg.Go(func() {
+			for first := true; first || time.Now().Before(deadline); first = false {
+				us, err := s.call(ctx)
+				if err != nil {
+					errs[c] = err
+					return
+				}
+				lat[c] = append(lat[c], us)
+			}
+		})
+	}
+	wg.Wait()
+	wall := float64(time.Since(start).Nanoseconds()) / 1e3
+	if err := errors.Join(errs...); err != nil {
+		return nil, 0, err
+	}
+	all := lat[0]
+	for _, l := range lat[1:] {
+		all = append(all, l...)
+	}
+	busy := wall
+	if clients == 1 {
+		busy = 0
+		for _, l := range all {
+			busy += l
+		}
+	}
+	return all, busy, nil
+}
+
+func (s *slot) call(ctx context.Context) (float64, error) {
+	n := s.n.Add(1)
+	if s.w.Prepare != nil {
+		if err := s.w.Prepare(ctx, n); err != nil {
+			return 0, fmt.Errorf("prepare call %d: %w", n, err)
+		}
+	}
+	t0 := time.Now()
+	if err := s.w.Call(ctx, n); err != nil {
+		return 0, err
+	}
+	return float64(time.Since(t0).Nanoseconds()) / 1e3, nil
+}
+
+// collName maps a benchmark name to a collection name.
+func collName(bench string) string {
+	return strings.NewReplacer("/", "_", ".", "_", "$", "_").Replace(bench)
+}

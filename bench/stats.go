@@ -1,0 +1,102 @@
+package bench
+
+import (
+	"math"
+	"slices"
+)
+
+// Percentile returns the p-th percentile (0 < p <= 100) of xs by the
+// nearest-rank method: the smallest sample that at least p percent of the
+// samples do not exceed (0 without samples). Nearest rank never invents a value that was not
+// measured, which keeps p99 honest when there are few samples.
+func Percentile(xs []float64, p float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	rank := int(math.Ceil(p / 100 * float64(len(s))))
+	return s[max(rank, 1)-1]
+}
+
+// Median is the middle sample, or the mean of the two middle samples.
+func Median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+// Multiplier is how many times slower a target is than the baseline,
+// comparing medians: below 1 the target is faster. It is 0 (no figure)
+// when either side has no measurement.
+func Multiplier(targetMedian, baselineMedian float64) float64 {
+	if targetMedian <= 0 || baselineMedian <= 0 {
+		return 0
+	}
+	return targetMedian / baselineMedian
+}
+
+// Marker classifies a multiplier into the report's four bands.
+func Marker(m float64) string {
+	switch {
+	case m <= 0:
+		return ""
+	case m < 1:
+		return "🟢 faster"
+	case m <= 2:
+		return "🟡 1-2x"
+	case m <= 5:
+		return "🟠 2-5x"
+	default:
+		return "🔴 >5x"
+	}
+}
+
+type summary struct{ median, p99 float64 }
+
+func stats(samples []float64) summary {
+	return summary{median: Median(samples), p99: Percentile(samples, 99)}
+}
+
+// FloorBenchmark is the machine floor every figure is also compared to.
+const FloorBenchmark = "Floor/Fdatasync256B"
+
+// Summarize fills in each result's statistics, its multiplier against the
+// baseline target's result for the same benchmark, and its ratio to the
+// fdatasync floor.
+func Summarize(results []Result, baseline string) {
+	base := map[string]float64{}
+	var floor float64
+	for i := range results {
+		r := &results[i]
+		if r.Status != StatusOK {
+			continue
+		}
+		st := stats(r.SamplesUS)
+		r.MedianUS, r.P99US = st.median, st.p99
+		if r.BusyUS > 0 {
+			r.OpsPerSec = float64(r.Units) / r.BusyUS * 1e6
+		}
+		if r.Target == baseline {
+			base[r.Benchmark] = r.MedianUS
+		}
+		if r.Benchmark == FloorBenchmark {
+			floor = r.MedianUS
+		}
+	}
+	for i := range results {
+		r := &results[i]
+		if r.Status != StatusOK {
+			continue
+		}
+		r.Multiplier = Multiplier(r.MedianUS, base[r.Benchmark])
+		r.FloorRatio = Multiplier(r.MedianUS, floor)
+	}
+}

@@ -1,0 +1,154 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+)
+
+// A reduced TPC-C: the standard schema shrunk to a few warehouses, order
+// lines embedded in their order, and the three interactive transactions at
+// the standard mix weights (New-Order 45, Payment 43, Order-Status 4).
+const (
+	tpccWarehouses = 2
+	tpccDistricts  = 10 // per warehouse
+	tpccCustomers  = 30 // per district
+	tpccItems      = 1000
+)
+
+func txnBenchmarks() []Benchmark {
+	return []Benchmark{{Name: "Txn/TPCC", Group: GroupTxn, Unit: "txn", Setup: setupTPCC}}
+}
+
+// tpcc holds the collections; the benchmark's own collection is orders.
+type tpcc struct {
+	warehouse, district, customer, item, stock, orders *mongo.Collection
+	sess                                               *mongo.Session
+	rng                                                *rand.Rand
+}
+
+func setupTPCC(ctx context.Context, e *Env) (*Workload, error) {
+	t := &tpcc{warehouse: e.DB.Collection("warehouse"), district: e.DB.Collection("district"),
+		customer: e.DB.Collection("customer"), item: e.DB.Collection("item"),
+		stock: e.DB.Collection("stock"), orders: e.Coll, rng: rand.New(rand.NewPCG(8, 8))}
+	sess, err := e.Client.StartSession()
+	if err != nil {
+		return nil, unsupported("start session", err)
+	}
+	t.sess = sess
+	// Probe before seeding: a server without transactions fails here.
+	if _, err := sess.WithTransaction(ctx, func(ctx context.Context) (any, error) {
+		return t.warehouse.InsertOne(ctx, bson.D{{Key: "_id", Value: int64(-1)}})
+	}); err != nil {
+		sess.EndSession(ctx)
+		return nil, unsupported("transaction", err)
+	}
+	if err := t.seed(ctx); err != nil {
+		sess.EndSession(ctx)
+		return nil, err
+	}
+	return &Workload{Call: t.call, Close: func() { sess.EndSession(context.Background()) }}, nil
+}
+
+func (t *tpcc) seed(ctx context.Context) error {
+	steps := []struct {
+		coll *mongo.Collection
+		n    int
+		mk   func(i int) any
+	}{
+		{t.warehouse, tpccWarehouses, func(i int) any { return bson.D{{Key: "_id", Value: int64(i)}, {Key: "ytd", Value: 0.0}} }},
+		{t.district, tpccWarehouses * tpccDistricts, func(i int) any {
+			return bson.D{{Key: "_id", Value: int64(i)}, {Key: "next_o_id", Value: int64(1)}, {Key: "ytd", Value: 0.0}}
+		}},
+		{t.customer, tpccWarehouses * tpccDistricts * tpccCustomers, func(i int) any {
+			return bson.D{{Key: "_id", Value: int64(i)}, {Key: "balance", Value: 0.0}, {Key: "payments", Value: int64(0)}}
+		}},
+		{t.item, tpccItems, func(i int) any {
+			return bson.D{{Key: "_id", Value: int64(i)}, {Key: "price", Value: float64(1 + i%100)}}
+		}},
+		{t.stock, tpccWarehouses * tpccItems, func(i int) any {
+			return bson.D{{Key: "_id", Value: int64(i)}, {Key: "qty", Value: int64(100)}}
+		}},
+	}
+	for _, s := range steps {
+		if err := seed(ctx, s.coll, s.n, s.mk); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (t *tpcc) call(ctx context.Context, _ int64) error {
+	w := t.rng.IntN(tpccWarehouses)
+	dist := w*tpccDistricts + t.rng.IntN(tpccDistricts)
+	cust := dist*tpccCustomers + t.rng.IntN(tpccCustomers)
+	var body func(context.Context) (any, error)
+	switch r := t.rng.IntN(92); {
+	case r < 45:
+		body = func(ctx context.Context) (any, error) { return nil, t.newOrder(ctx, w, dist, cust) }
+	case r < 88:
+		body = func(ctx context.Context) (any, error) { return nil, t.payment(ctx, w, dist, cust) }
+	default:
+		body = func(ctx context.Context) (any, error) { return nil, t.orderStatus(ctx, cust) }
+	}
+	_, err := t.sess.WithTransaction(ctx, body)
+	return err
+}
+
+func (t *tpcc) newOrder(ctx context.Context, w, dist, cust int) error {
+	var district struct {
+		Next int64 `bson:"next_o_id"`
+	}
+	err := t.district.FindOneAndUpdate(ctx, d("_id", int64(dist)), d("$inc", d("next_o_id", int64(1)))).Decode(&district)
+	if err != nil {
+		return fmt.Errorf("new-order district: %w", err)
+	}
+	var lines bson.A
+	for range 5 + t.rng.IntN(11) {
+		it, qty := int64(t.rng.IntN(tpccItems)), int64(1+t.rng.IntN(10))
+		if err := t.item.FindOne(ctx, d("_id", it)).Err(); err != nil {
+			return fmt.Errorf("new-order item: %w", err)
+		}
+		if err := expectMatched(t.stock.UpdateOne(ctx, d("_id", int64(w*tpccItems)+it), d("$inc", d("qty", -qty)))); err != nil {
+			return fmt.Errorf("new-order stock: %w", err)
+		}
+		lines = append(lines, bson.D{{Key: "item", Value: it}, {Key: "qty", Value: qty}})
+	}
+	_, err = t.orders.InsertOne(ctx, bson.D{{Key: "_id", Value: int64(dist)<<32 | district.Next},
+		{Key: "cust", Value: int64(cust)}, {Key: "lines", Value: lines}})
+	return err
+}
+
+func (t *tpcc) payment(ctx context.Context, w, dist, cust int) error {
+	amount := float64(1 + t.rng.IntN(5000))
+	updates := []struct {
+		coll   *mongo.Collection
+		id     int
+		update bson.D
+	}{
+		{t.warehouse, w, d("$inc", d("ytd", amount))},
+		{t.district, dist, d("$inc", d("ytd", amount))},
+		{t.customer, cust, d("$inc", bson.D{{Key: "balance", Value: -amount}, {Key: "payments", Value: int64(1)}})},
+	}
+	for _, u := range updates {
+		if err := expectMatched(u.coll.UpdateOne(ctx, d("_id", int64(u.id)), u.update)); err != nil {
+			return fmt.Errorf("payment %s: %w", u.coll.Name(), err)
+		}
+	}
+	return nil
+}
+
+func (t *tpcc) orderStatus(ctx context.Context, cust int) error {
+	if err := t.customer.FindOne(ctx, d("_id", int64(cust))).Err(); err != nil {
+		return fmt.Errorf("order-status customer: %w", err)
+	}
+	err := t.orders.FindOne(ctx, d("cust", int64(cust)), options.FindOne().SetSort(d("_id", -1))).Err()
+	if err != nil && err != mongo.ErrNoDocuments {
+		return fmt.Errorf("order-status order: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,113 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestRunAgainstDumboDB builds and starts a real dumbodb, runs a tiny
+// filter of benchmarks through the command line and checks the reports.
+// It asserts what was measured, never how fast.
+func TestRunAgainstDumboDB(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and starts dumbodb")
+	}
+	url := startDumbo(t)
+	out := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"run", "--target", "dumbo=" + url, "--filter", `^(Floor/.*|FindOne/IntId|InsertOne/100B|Filter/Eq/1K/Indexed|VC/Commit/10K)$`,
+		"--samples", "2", "--duration", "20ms", "--warmup", "10ms", "--out", out}, &stdout, &stderr)
+	if code != 0 {
+		t.Fatalf("dumbobench exited %d\nstdout: %s\nstderr: %s", code, &stdout, &stderr)
+	}
+	md := readFile(t, filepath.Join(out, "report.md"))
+	for _, row := range []string{"| Floor/Ping | dumbo | ", "| Floor/Fdatasync256B | machine | ",
+		"| FindOne/IntId | dumbo | ", "| InsertOne/100B | dumbo | ", "| VC/Commit/10K | dumbo | "} {
+		if !strings.Contains(md, row) {
+			t.Errorf("report.md lacks a row starting %q:\n%s", row, md)
+		}
+	}
+	if strings.Contains(md, "| error") {
+		t.Errorf("report.md has a failed benchmark:\n%s", md)
+	}
+	if !strings.Contains(md, "**Summary:** ") || !strings.Contains(md, "benchmarks run") {
+		t.Errorf("report.md lacks the summary line:\n%s", md)
+	}
+	js := readFile(t, filepath.Join(out, "results.json"))
+	if !strings.Contains(js, `"benchmark": "InsertOne/100B"`) || !strings.Contains(js, `"samples_us": [`) {
+		t.Errorf("results.json lacks InsertOne/100B samples:\n%s", js)
+	}
+	if svg := readFile(t, filepath.Join(out, "multipliers.svg")); !strings.HasPrefix(svg, "<svg") {
+		t.Errorf("multipliers.svg is not an SVG: %.80s", svg)
+	}
+}
+
+func TestFlags(t *testing.T) {
+	var stderr bytes.Buffer
+	if code := run([]string{"run"}, &bytes.Buffer{}, &stderr); code != 2 || !strings.Contains(stderr.String(), "--target") {
+		t.Errorf("run without targets: exit %d, stderr %q; want 2 and a hint", code, &stderr)
+	}
+	o, err := parseFlags([]string{"--quick", "--samples", "7", "--target", "a=mongodb://127.0.0.1:1"}, &stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.samples != 7 || o.duration != 200*time.Millisecond || o.imports != 10000 {
+		t.Errorf("--quick with --samples 7: samples %d duration %s imports %d", o.samples, o.duration, o.imports)
+	}
+	if _, err := parseFlags([]string{"--target", "nourl"}, &stderr); err == nil {
+		t.Error("--target without NAME=URL accepted")
+	}
+}
+
+// startDumbo builds ./cmd/dumbodb and starts it on a free port with a
+// fresh data directory; it is killed when the test ends.
+func startDumbo(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "dumbodb")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/dumbodb")
+	build.Dir = "../.."
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build dumbodb: %v\n%s", err, out)
+	}
+	port, err := freePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var log bytes.Buffer
+	cmd := exec.Command(bin, "--data-dir", t.TempDir(), "--port", fmt.Sprint(port))
+	cmd.Stdout, cmd.Stderr = &log, &log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
+			c.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("dumbodb did not listen on %s:\n%s", addr, &log)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return "mongodb://" + addr + "/?directConnection=true"
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}

@@ -1,0 +1,195 @@
+// Command dumbobench runs DumboDB's benchmark suite against any
+// MongoDB-compatible servers, side by side, and writes report.md,
+// results.json and multipliers.svg.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"regexp"
+	"runtime"
+	"strings"
+	"syscall"
+	"time"
+
+	"dumbodb/bench"
+)
+
+const usage = `Usage:
+  dumbobench run --target NAME=URL [--target NAME=URL ...] [options]
+  dumbobench run --start [options]
+
+Options:
+`
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] != "run" {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	opts, err := parseFlags(args[1:], stderr)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		fmt.Fprintf(stderr, "dumbobench: %v\n", err)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := execute(ctx, opts, "dumbobench "+strings.Join(args, " "), stdout, stderr); err != nil {
+		fmt.Fprintf(stderr, "dumbobench: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// options are the flags of `dumbobench run`.
+type options struct {
+	targets  []bench.Target
+	baseline string
+	filter   *regexp.Regexp
+	out      string
+	samples  int
+	duration time.Duration
+	warmup   time.Duration
+	imports  int
+	start    bool
+	peer     bool
+}
+
+type targetsFlag []bench.Target
+
+func (t *targetsFlag) String() string { return fmt.Sprint(*t) }
+
+func (t *targetsFlag) Set(s string) error {
+	name, url, ok := strings.Cut(s, "=")
+	if !ok || name == "" || url == "" {
+		return fmt.Errorf("want NAME=URL, got %q", s)
+	}
+	*t = append(*t, bench.Target{Name: name, URL: url})
+	return nil
+}
+
+func parseFlags(args []string, stderr io.Writer) (*options, error) {
+	o := &options{}
+	var targets targetsFlag
+	var filter string
+	var quick bool
+	fs := flag.NewFlagSet("dumbobench run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Var(&targets, "target", "a server to measure, NAME=mongodb://HOST:PORT (repeatable)")
+	fs.StringVar(&o.baseline, "baseline", "", "target the multipliers compare against (default: ferretdb with --start, else the first target)")
+	fs.StringVar(&filter, "filter", "", "run only benchmarks whose name matches this regular expression")
+	fs.StringVar(&o.out, "out", "bench-out", "directory for report.md, results.json and multipliers.svg")
+	fs.IntVar(&o.samples, "samples", 10, "interleaved rounds per benchmark")
+	fs.DurationVar(&o.duration, "duration", time.Second, "time per target per round")
+	fs.DurationVar(&o.warmup, "warmup", 500*time.Millisecond, "untimed warm-up per target")
+	fs.IntVar(&o.imports, "import-docs", 100000, "documents loaded by the Import benchmarks")
+	fs.BoolVar(&quick, "quick", false, "short run: 5 rounds of 200ms, 100ms warm-up, 10,000-document imports (explicit flags win)")
+	fs.BoolVar(&o.start, "start", false, "build and start DumboDB from this tree, and FerretDB as the peer")
+	fs.BoolVar(&o.peer, "peer", true, "with --start, also start FerretDB (../shared/tools/peer.sh)")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, usage)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if quick {
+		applyQuick(fs, o)
+	}
+	o.targets = targets
+	if !o.start && len(o.targets) == 0 {
+		return nil, errors.New("give at least one --target, or --start")
+	}
+	if filter != "" {
+		re, err := regexp.Compile(filter)
+		if err != nil {
+			return nil, fmt.Errorf("--filter: %w", err)
+		}
+		o.filter = re
+	}
+	if o.samples < 1 || o.duration <= 0 || o.imports < 1 {
+		return nil, errors.New("--samples, --duration and --import-docs must be positive")
+	}
+	return o, nil
+}
+
+// applyQuick shrinks the defaults the user did not set explicitly.
+func applyQuick(fs *flag.FlagSet, o *options) {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if !set["samples"] {
+		o.samples = 5
+	}
+	if !set["duration"] {
+		o.duration = 200 * time.Millisecond
+	}
+	if !set["warmup"] {
+		o.warmup = 100 * time.Millisecond
+	}
+	if !set["import-docs"] {
+		o.imports = 10000
+	}
+}
+
+func execute(ctx context.Context, o *options, command string, stdout, stderr io.Writer) error {
+	logf := func(format string, args ...any) { fmt.Fprintf(stderr, format+"\n", args...) }
+	targets := o.targets
+	if o.start {
+		s, err := startServers(ctx, o.peer, logf)
+		if err != nil {
+			return err
+		}
+		defer s.stop()
+		targets = append(s.targets, targets...)
+	}
+	baseline := o.baseline
+	if baseline == "" {
+		baseline = defaultBaseline(targets)
+	}
+	if err := os.MkdirAll(o.out, 0o755); err != nil {
+		return fmt.Errorf("out directory: %w", err)
+	}
+	cfg := &bench.Config{Targets: targets, Baseline: baseline, Filter: o.filter, Samples: o.samples,
+		Duration: o.duration, Warmup: o.warmup, Import: o.imports, OutDir: o.out, Progress: logf}
+	results, err := bench.Run(ctx, cfg, bench.All(cfg))
+	if err != nil && results == nil {
+		return err
+	}
+	meta := bench.Meta{Date: time.Now().UTC().Format(time.RFC3339), Command: command, Targets: targets,
+		Baseline: baseline, Samples: o.samples, Duration: o.duration.String(), Warmup: o.warmup.String(),
+		Machine: fmt.Sprintf("%s/%s, %d CPUs, %s", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version())}
+	if werr := bench.WriteReport(o.out, meta, results); werr != nil {
+		return werr
+	}
+	fmt.Fprintf(stdout, "%s\nreport: %s/report.md\n", bench.SummaryLine(baseline, results), o.out)
+	return err
+}
+
+// defaultBaseline prefers the peer, so that multipliers read as "DumboDB
+// versus the reference"; otherwise the first target.
+func defaultBaseline(targets []bench.Target) string {
+	for _, t := range targets {
+		if t.Name == peerName {
+			return t.Name
+		}
+	}
+	if len(targets) == 0 {
+		return ""
+	}
+	return targets[0].Name
+}

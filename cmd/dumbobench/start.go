@@ -1,0 +1,170 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"dumbodb/bench"
+)
+
+// Names of the targets --start brings up.
+const (
+	dumboName = "dumbodb"
+	peerName  = "ferretdb"
+)
+
+// servers are the processes --start brought up, all on 127.0.0.1.
+type servers struct {
+	targets []bench.Target
+	dir     string
+	dumbo   *exec.Cmd
+	peerSh  string // peer.sh, when the peer runs
+	logf    func(string, ...any)
+}
+
+// startServers builds DumboDB from the tree holding the working directory
+// and starts it, then FerretDB through peer.sh, each on a free loopback
+// port with a fresh data directory. A peer that fails to start is reported
+// and skipped: DumboDB alone still gives absolute figures.
+func startServers(ctx context.Context, peer bool, logf func(string, ...any)) (*servers, error) {
+	repo, err := repoRoot()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "dumbobench-")
+	if err != nil {
+		return nil, fmt.Errorf("temp directory: %w", err)
+	}
+	s := &servers{dir: dir, logf: logf}
+	url, err := s.startDumbo(ctx, repo)
+	if err != nil {
+		s.stop()
+		return nil, err
+	}
+	s.targets = append(s.targets, bench.Target{Name: dumboName, URL: url})
+	if peer {
+		if url, err := s.startPeer(ctx, repo); err != nil {
+			logf("FerretDB not started, measuring DumboDB alone: %v", err)
+		} else {
+			s.targets = append(s.targets, bench.Target{Name: peerName, URL: url})
+		}
+	}
+	return s, nil
+}
+
+func repoRoot() (string, error) {
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		return "", fmt.Errorf("go env GOMOD: %w", err)
+	}
+	gomod := strings.TrimSpace(string(out))
+	if gomod == "" || gomod == os.DevNull {
+		return "", errors.New("--start must run inside the DumboDB tree")
+	}
+	return filepath.Dir(gomod), nil
+}
+
+func (s *servers) startDumbo(ctx context.Context, repo string) (string, error) {
+	bin := filepath.Join(s.dir, "dumbodb")
+	s.logf("building ./cmd/dumbodb ...")
+	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/dumbodb")
+	build.Dir = repo
+	if out, err := build.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("build dumbodb: %v\n%s", err, out)
+	}
+	port, err := freePort()
+	if err != nil {
+		return "", err
+	}
+	log, err := os.Create(filepath.Join(s.dir, "dumbodb.log"))
+	if err != nil {
+		return "", fmt.Errorf("dumbodb log: %w", err)
+	}
+	defer log.Close()
+	s.dumbo = exec.Command(bin, "--data-dir", filepath.Join(s.dir, "dumbodb-data"), "--port", fmt.Sprint(port))
+	s.dumbo.Stdout, s.dumbo.Stderr = log, log
+	if err := s.dumbo.Start(); err != nil {
+		return "", fmt.Errorf("start dumbodb: %w", err)
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	if err := waitListening(ctx, addr, 30*time.Second); err != nil {
+		return "", fmt.Errorf("dumbodb (log %s): %w", log.Name(), err)
+	}
+	s.logf("dumbodb listening on %s", addr)
+	return "mongodb://" + addr + "/?directConnection=true", nil
+}
+
+func (s *servers) startPeer(ctx context.Context, repo string) (string, error) {
+	sh := filepath.Join(repo, "..", "shared", "tools", "peer.sh")
+	if _, err := os.Stat(sh); err != nil {
+		return "", fmt.Errorf("peer script: %w", err)
+	}
+	port, err := freePort()
+	if err != nil {
+		return "", err
+	}
+	s.logf("starting FerretDB through %s (the first build takes minutes) ...", sh)
+	start := exec.CommandContext(ctx, "bash", sh, "start", fmt.Sprint(port), s.peerData())
+	if out, err := start.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("peer.sh start: %v\n%s", err, out)
+	}
+	s.peerSh = sh
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	s.logf("ferretdb listening on %s", addr)
+	return "mongodb://" + addr + "/?directConnection=true", nil
+}
+
+func (s *servers) peerData() string { return filepath.Join(s.dir, "ferretdb-data") }
+
+// stop stops what was started and removes the temporary directory.
+func (s *servers) stop() {
+	if s.peerSh != "" {
+		if out, err := exec.Command("bash", s.peerSh, "stop", s.peerData()).CombinedOutput(); err != nil {
+			s.logf("peer.sh stop: %v\n%s", err, out)
+		}
+	}
+	if s.dumbo != nil && s.dumbo.Process != nil {
+		s.dumbo.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { s.dumbo.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			s.dumbo.Process.Kill()
+			<-done
+		}
+	}
+	os.RemoveAll(s.dir)
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func waitListening(ctx context.Context, addr string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			c.Close()
+			return nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("not listening on %s after %s: %w", addr, timeout, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

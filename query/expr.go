@@ -1,0 +1,475 @@
+package query
+
+import (
+	"strings"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"dumbodb/query/mongoerr"
+)
+
+// This file is the core of the aggregation expression language: compiling
+// a BSON expression into an Expr tree and evaluating it against a
+// document. Operators live in expr_*.go, one file per family, registered
+// in exprOps; the aggregation stages reuse the same trees.
+
+// Expr is a compiled aggregation expression. Evaluating yields a value or
+// "missing" (a zero bsoncore.Value, Type 0), which containers drop.
+type Expr interface {
+	eval(c *evalCtx) (bsoncore.Value, error)
+}
+
+// Env is what a command adds around its query language: the collation
+// and the constants bound by `let`. A nil *Env is the simple collation
+// with no variables.
+type Env struct {
+	Collation *Collation
+	vars      map[string]bsoncore.Value
+	now       bsoncore.Value
+}
+
+// NewEnv evaluates a command's let document (constant expressions that may
+// use $$NOW) and binds a collation; both may be nil.
+func NewEnv(coll *Collation, let bsoncore.Document) (*Env, error) {
+	e := &Env{Collation: coll, vars: map[string]bsoncore.Value{}}
+	e.now = bsoncore.Value{Type: bsoncore.TypeDateTime, Data: bsoncore.AppendDateTime(nil, time.Now().UnixMilli())}
+	it := newIter(let)
+	for {
+		k, v, ok := it.next()
+		if !ok {
+			return e, nil
+		}
+		name := string(k)
+		if err := validateVarName(name); err != nil {
+			return nil, err
+		}
+		x, err := compileExpr(v, e.scope())
+		if err != nil {
+			return nil, err
+		}
+		val, err := x.eval(&evalCtx{env: e})
+		if err != nil {
+			return nil, err
+		}
+		if val.Type == 0 {
+			val = nullValue
+		}
+		e.vars[name] = val
+	}
+}
+
+func (e *Env) coll() *Collation {
+	if e == nil {
+		return nil
+	}
+	return e.Collation
+}
+
+// scope is the compile-time scope of an expression: the let variables.
+func (e *Env) scope() *compileScope {
+	s := &compileScope{}
+	if e != nil {
+		for name := range e.vars {
+			s = s.with(name)
+		}
+	}
+	return s
+}
+
+// compileScope lists the variable names visible while compiling, so an
+// undefined $$name fails at compile time as on mongod.
+type compileScope struct {
+	name   string
+	parent *compileScope
+}
+
+func (s *compileScope) with(name string) *compileScope { return &compileScope{name: name, parent: s} }
+
+func (s *compileScope) has(name string) bool {
+	for ; s != nil; s = s.parent {
+		if s.name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// evalCtx is the per-document state of an evaluation.
+type evalCtx struct {
+	root bsoncore.Value // $$ROOT
+	cur  bsoncore.Value // $$CURRENT
+	env  *Env
+	vars *varBinding // $let, $map, $filter locals, innermost first
+}
+
+type varBinding struct {
+	name   string
+	val    bsoncore.Value
+	parent *varBinding
+}
+
+func newEvalCtx(doc bsoncore.Document, env *Env) *evalCtx {
+	d := bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: doc}
+	return &evalCtx{root: d, cur: d, env: env}
+}
+
+// bind returns a context with one more local variable.
+func (c *evalCtx) bind(name string, v bsoncore.Value) *evalCtx {
+	n := *c
+	n.vars = &varBinding{name: name, val: v, parent: c.vars}
+	return &n
+}
+
+func (c *evalCtx) lookupVar(name string) bsoncore.Value {
+	for b := c.vars; b != nil; b = b.parent {
+		if b.name == name {
+			return b.val
+		}
+	}
+	switch name {
+	case "ROOT":
+		return c.root
+	case "CURRENT":
+		return c.cur
+	case "REMOVE":
+		return bsoncore.Value{}
+	case "NOW":
+		if c.env != nil {
+			return c.env.now
+		}
+		return bsoncore.Value{Type: bsoncore.TypeDateTime, Data: bsoncore.AppendDateTime(nil, time.Now().UnixMilli())}
+	}
+	if c.env != nil {
+		if v, ok := c.env.vars[name]; ok {
+			return v
+		}
+	}
+	return bsoncore.Value{}
+}
+
+// CompileExpr compiles an aggregation expression for callers outside the
+// package (stages, the server's let handling).
+func CompileExpr(v bsoncore.Value, env *Env) (Expr, error) { return compileExpr(v, env.scope()) }
+
+// EvalExpr evaluates e against doc.
+func EvalExpr(e Expr, doc bsoncore.Document, env *Env) (bsoncore.Value, error) {
+	return e.eval(newEvalCtx(doc, env))
+}
+
+// compileExpr compiles any expression value: "$path", "$$var.path", an
+// operator document, an object or array of expressions, or a constant.
+func compileExpr(v bsoncore.Value, s *compileScope) (Expr, error) {
+	switch v.Type {
+	case bsoncore.TypeString:
+		str := v.StringValue()
+		if strings.HasPrefix(str, "$") {
+			return compileFieldPath(str, s)
+		}
+	case bsoncore.TypeEmbeddedDocument:
+		if k := firstKey(v.Data); len(k) > 0 && k[0] == '$' {
+			return compileOperator(v.Data, s)
+		}
+		return compileObjectExpr(v.Data, s)
+	case bsoncore.TypeArray:
+		var arr arrayExpr
+		for _, e := range arrayValues(v.Data) {
+			x, err := compileExpr(e, s)
+			if err != nil {
+				return nil, err
+			}
+			arr = append(arr, x)
+		}
+		return arr, nil
+	}
+	return literalExpr{v}, nil
+}
+
+// literalExpr is a constant.
+type literalExpr struct{ v bsoncore.Value }
+
+func (l literalExpr) eval(*evalCtx) (bsoncore.Value, error) { return l.v, nil }
+
+// pathExprX is "$a.b" (base "CURRENT") or "$$var.a.b".
+type pathExprX struct {
+	base  string
+	parts []string
+}
+
+func compileFieldPath(s string, scope *compileScope) (Expr, error) {
+	if strings.HasPrefix(s, "$$") {
+		name, rest, _ := strings.Cut(s[2:], ".")
+		if err := validateVarUse(name, scope); err != nil {
+			return nil, err
+		}
+		p := &pathExprX{base: name}
+		if rest != "" {
+			p.parts = splitPath(rest)
+		}
+		return p, nil
+	}
+	if s == "$" {
+		return nil, mongoerr.New(mongoerr.Code(16872), "'$' by itself is not a valid FieldPath")
+	}
+	parts := splitPath(s[1:])
+	for _, p := range parts {
+		if p == "" {
+			return nil, mongoerr.New(mongoerr.Code(15998), "FieldPath field names may not be empty strings.")
+		}
+		if p[0] == '$' {
+			return nil, mongoerr.New(mongoerr.Location16410, "FieldPath field names may not start with '$'. Consider using $getField or $setField.")
+		}
+	}
+	return &pathExprX{base: "CURRENT", parts: parts}, nil
+}
+
+func validateVarUse(name string, scope *compileScope) error {
+	switch name {
+	case "ROOT", "CURRENT", "REMOVE", "NOW", "CLUSTER_TIME", "USER_ROLES", "SEARCH_META":
+		return nil
+	}
+	if name == "" {
+		return mongoerr.New(mongoerr.FailedToParse, "empty variable names are not allowed")
+	}
+	if !scope.has(name) {
+		return mongoerr.New(mongoerr.Code(17276), "Use of undefined variable: %s", name)
+	}
+	return nil
+}
+
+// validateVarName checks a user variable name: it must start with a
+// lowercase letter (or a non-ASCII character) and hold only letters,
+// digits and '_'.
+func validateVarName(name string) error {
+	if name == "" {
+		return mongoerr.New(mongoerr.FailedToParse, "empty variable names are not allowed")
+	}
+	if c := name[0]; !(c >= 'a' && c <= 'z') && c < 0x80 {
+		return mongoerr.New(mongoerr.FailedToParse, "'%s' starts with an invalid character for a user variable name", name)
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c >= 0x80) {
+			return mongoerr.New(mongoerr.FailedToParse, "'%s' contains an invalid character for a variable name: '%c'", name, c)
+		}
+	}
+	return nil
+}
+
+func (p *pathExprX) eval(c *evalCtx) (bsoncore.Value, error) {
+	return evalPath(c.lookupVar(p.base), p.parts), nil
+}
+
+// evalPath follows a path with aggregation semantics: through an array it
+// maps over the elements (dropping missing results), so "$a.b" on
+// [{b: 1}, {}] is [1].
+func evalPath(v bsoncore.Value, parts []string) bsoncore.Value {
+	for i, p := range parts {
+		switch v.Type {
+		case bsoncore.TypeEmbeddedDocument:
+			var ok bool
+			if v, ok = lookupField(v.Data, p); !ok {
+				return bsoncore.Value{}
+			}
+		case bsoncore.TypeArray:
+			var out []bsoncore.Value
+			for _, e := range arrayValues(v.Data) {
+				if e.Type != bsoncore.TypeEmbeddedDocument && e.Type != bsoncore.TypeArray {
+					continue
+				}
+				if r := evalPath(e, parts[i:]); r.Type != 0 {
+					out = append(out, r)
+				}
+			}
+			return buildArray(out)
+		default:
+			return bsoncore.Value{}
+		}
+	}
+	return v
+}
+
+// objectExpr is {a: <expr>, b: <expr>}; missing results are left out.
+type objectExpr struct {
+	keys  []string
+	exprs []Expr
+}
+
+func compileObjectExpr(doc []byte, s *compileScope) (Expr, error) {
+	o := &objectExpr{}
+	it := newIter(doc)
+	for {
+		k, v, ok := it.next()
+		if !ok {
+			return o, nil
+		}
+		key := string(k)
+		if strings.Contains(key, ".") {
+			return nil, mongoerr.New(mongoerr.Code(16412), "FieldPath field names may not contain '.'. Consider using $getField or $setField.")
+		}
+		x, err := compileExpr(v, s)
+		if err != nil {
+			return nil, err
+		}
+		o.keys = append(o.keys, key)
+		o.exprs = append(o.exprs, x)
+	}
+}
+
+func (o *objectExpr) eval(c *evalCtx) (bsoncore.Value, error) {
+	idx, dst := bsoncore.AppendDocumentStart(nil)
+	for i, x := range o.exprs {
+		v, err := x.eval(c)
+		if err != nil {
+			return bsoncore.Value{}, err
+		}
+		if v.Type != 0 {
+			dst = bsoncore.AppendValueElement(dst, o.keys[i], v)
+		}
+	}
+	dst, _ = bsoncore.AppendDocumentEnd(dst, idx)
+	return bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: dst}, nil
+}
+
+// arrayExpr is [<expr>, ...]; missing elements become null.
+type arrayExpr []Expr
+
+func (a arrayExpr) eval(c *evalCtx) (bsoncore.Value, error) {
+	vals := make([]bsoncore.Value, len(a))
+	for i, x := range a {
+		v, err := x.eval(c)
+		if err != nil {
+			return bsoncore.Value{}, err
+		}
+		if v.Type == 0 {
+			v = nullValue
+		}
+		vals[i] = v
+	}
+	return buildArray(vals), nil
+}
+
+// exprOp describes an operator: either a compile function for operators
+// with their own argument shape, or an evaluator over positional
+// arguments with an arity range (max -1: unbounded).
+type exprOp struct {
+	compile  func(name string, arg bsoncore.Value, s *compileScope) (Expr, error)
+	fn       func(c *evalCtx, args []bsoncore.Value) (bsoncore.Value, error)
+	min, max int
+}
+
+// exprOps is the operator table, filled by the expr_*.go files' init.
+var exprOps = map[string]exprOp{}
+
+// unsupportedExprOps are refused as mongod refuses them (JavaScript) or as
+// not implemented yet.
+var jsExprOps = map[string]bool{"$function": true, "$accumulator": true, "$where": true}
+
+func compileOperator(doc []byte, s *compileScope) (Expr, error) {
+	if n := arrayLen(doc); n != 1 {
+		return nil, mongoerr.New(mongoerr.Code(15983), "an expression specification must contain exactly one field, the name of the expression. Found %d fields in %s", n, formatValue(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: doc}))
+	}
+	it := newIter(doc)
+	k, arg, _ := it.next()
+	name := string(k)
+	op, ok := exprOps[name]
+	if !ok {
+		if jsExprOps[name] {
+			return nil, mongoerr.New(mongoerr.NotImplemented, "%s is not supported: DumboDB does not run server-side JavaScript", name)
+		}
+		return nil, mongoerr.New(mongoerr.InvalidPipelineOperator, "Unrecognized expression '%s'", name)
+	}
+	if op.compile != nil {
+		return op.compile(name, arg, s)
+	}
+	args := []bsoncore.Value{arg}
+	if arg.Type == bsoncore.TypeArray {
+		args = arrayValues(arg.Data)
+	}
+	if len(args) < op.min || (op.max >= 0 && len(args) > op.max) {
+		return nil, arityError(name, op, len(args))
+	}
+	call := &callExpr{fn: op.fn}
+	for _, a := range args {
+		x, err := compileExpr(a, s)
+		if err != nil {
+			return nil, err
+		}
+		call.args = append(call.args, x)
+	}
+	return call, nil
+}
+
+func arityError(name string, op exprOp, n int) error {
+	switch {
+	case op.min == op.max:
+		return mongoerr.New(mongoerr.Code(16020), "Expression %s takes exactly %d arguments. %d were passed in.", name, op.min, n)
+	case n < op.min:
+		return mongoerr.New(mongoerr.Code(16020), "Expression %s takes at least %d arguments, and at most %d. %d were passed in.", name, op.min, op.max, n)
+	}
+	return mongoerr.New(mongoerr.Code(16020), "Expression %s takes at most %d arguments. %d were passed in.", name, op.max, n)
+}
+
+// callExpr evaluates its arguments, then the operator.
+type callExpr struct {
+	fn   func(c *evalCtx, args []bsoncore.Value) (bsoncore.Value, error)
+	args []Expr
+}
+
+func (e *callExpr) eval(c *evalCtx) (bsoncore.Value, error) {
+	vals := make([]bsoncore.Value, len(e.args))
+	for i, a := range e.args {
+		v, err := a.eval(c)
+		if err != nil {
+			return bsoncore.Value{}, err
+		}
+		vals[i] = v
+	}
+	return e.fn(c, vals)
+}
+
+// regOp registers an operator evaluated over positional arguments.
+func regOp(name string, min, max int, fn func(c *evalCtx, args []bsoncore.Value) (bsoncore.Value, error)) {
+	exprOps[name] = exprOp{fn: fn, min: min, max: max}
+}
+
+// regSpecial registers an operator with its own argument syntax.
+func regSpecial(name string, compile func(name string, arg bsoncore.Value, s *compileScope) (Expr, error)) {
+	exprOps[name] = exprOp{compile: compile}
+}
+
+// exprTruthy is aggregation truthiness: false, null, undefined, missing and
+// zero are false; everything else (empty arrays included) is true.
+func exprTruthy(v bsoncore.Value) bool {
+	switch v.Type {
+	case 0, bsoncore.TypeNull, bsoncore.TypeUndefined:
+		return false
+	case bsoncore.TypeBoolean:
+		return v.Boolean()
+	case bsoncore.TypeInt32, bsoncore.TypeInt64, bsoncore.TypeDouble, bsoncore.TypeDecimal128:
+		return !isZeroNumber(v)
+	}
+	return true
+}
+
+// nullish reports null, undefined or missing: most operators return null
+// for such an argument.
+func nullish(v bsoncore.Value) bool {
+	return v.Type == 0 || v.Type == bsoncore.TypeNull || v.Type == bsoncore.TypeUndefined
+}
+
+func mkBool(b bool) bsoncore.Value {
+	return bsoncore.Value{Type: bsoncore.TypeBoolean, Data: bsoncore.AppendBoolean(nil, b)}
+}
+
+func mkString(s string) bsoncore.Value {
+	return bsoncore.Value{Type: bsoncore.TypeString, Data: bsoncore.AppendString(nil, s)}
+}
+
+// exprTypeName is $type's name for v ("missing" for a missing value).
+func exprTypeName(v bsoncore.Value) string {
+	if v.Type == 0 {
+		return "missing"
+	}
+	return typeName(v.Type)
+}

@@ -1,0 +1,183 @@
+package query
+
+import (
+	"math"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"dumbodb/query/mongoerr"
+)
+
+// Array expressions.
+
+func init() {
+	regOp("$size", 1, 1, evalSize)
+	regOp("$arrayElemAt", 2, 2, evalArrayElemAt)
+	regOp("$first", 1, 1, firstLast("$first", 0))
+	regOp("$last", 1, 1, firstLast("$last", -1))
+	regOp("$isArray", 1, 1, func(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
+		return mkBool(a[0].Type == bsoncore.TypeArray), nil
+	})
+	regOp("$concatArrays", 0, -1, evalConcatArrays)
+	regOp("$reverseArray", 1, 1, evalReverseArray)
+	regSpecial("$map", compileMapFilter)
+	regSpecial("$filter", compileMapFilter)
+}
+
+func evalSize(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
+	if a[0].Type != bsoncore.TypeArray {
+		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(17124), "The argument to $size must be an array. Type of argument: %s", exprTypeName(a[0]))
+	}
+	return mkInt32(int32(arrayLen(a[0].Data))), nil
+}
+
+func evalArrayElemAt(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
+	arr, idx := a[0], a[1]
+	switch {
+	case nullish(arr) || nullish(idx):
+		return nullValue, nil
+	case arr.Type != bsoncore.TypeArray:
+		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(28689), "$arrayElemAt's first argument must be an array, but is %s", typeName(arr.Type))
+	case !isNumber(idx):
+		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(28690), "$arrayElemAt's second argument must be a numeric value, but is %s", typeName(idx.Type))
+	}
+	f := toFloat(idx)
+	if f != math.Trunc(f) {
+		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(28691), "$arrayElemAt's second argument must be representable as a 32-bit integer: %s", formatNumber(idx))
+	}
+	return elemAt(arr, int(f)), nil
+}
+
+// elemAt indexes an array from the front, or from the back when negative;
+// out of range is missing.
+func elemAt(arr bsoncore.Value, i int) bsoncore.Value {
+	if i < 0 {
+		i += arrayLen(arr.Data)
+		if i < 0 {
+			return bsoncore.Value{}
+		}
+	}
+	v, _ := arrayElem(arr.Data, i)
+	return v
+}
+
+func firstLast(name string, i int) func(*evalCtx, []bsoncore.Value) (bsoncore.Value, error) {
+	return func(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
+		switch {
+		case nullish(a[0]):
+			return nullValue, nil
+		case a[0].Type != bsoncore.TypeArray:
+			return bsoncore.Value{}, mongoerr.New(mongoerr.Code(28689), "%s's argument must be an array, but is %s", name, typeName(a[0].Type))
+		}
+		return elemAt(a[0], i), nil
+	}
+}
+
+func evalConcatArrays(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
+	var out []bsoncore.Value
+	for _, v := range a {
+		switch {
+		case nullish(v):
+			return nullValue, nil
+		case v.Type != bsoncore.TypeArray:
+			return bsoncore.Value{}, mongoerr.New(mongoerr.Code(28664), "$concatArrays only supports arrays, not %s", typeName(v.Type))
+		}
+		out = append(out, arrayValues(v.Data)...)
+	}
+	return buildArray(out), nil
+}
+
+func evalReverseArray(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
+	switch {
+	case nullish(a[0]):
+		return nullValue, nil
+	case a[0].Type != bsoncore.TypeArray:
+		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(34435), "The argument to $reverseArray must be an array, but was of type: %s", typeName(a[0].Type))
+	}
+	vals := arrayValues(a[0].Data)
+	for i, j := 0, len(vals)-1; i < j; i, j = i+1, j-1 {
+		vals[i], vals[j] = vals[j], vals[i]
+	}
+	return buildArray(vals), nil
+}
+
+// mapFilterExpr is $map ({input, as, in}) and $filter ({input, as, cond}).
+type mapFilterExpr struct {
+	name      string
+	input, fn Expr
+	as        string
+}
+
+func compileMapFilter(name string, arg bsoncore.Value, s *compileScope) (Expr, error) {
+	if arg.Type != bsoncore.TypeEmbeddedDocument {
+		return nil, mongoerr.New(mongoerr.Code(16878), "%s only supports an object as its argument", name)
+	}
+	body := "in"
+	if name == "$filter" {
+		body = "cond"
+	}
+	e := &mapFilterExpr{name: name, as: "this"}
+	var input, fn bsoncore.Value
+	it := newIter(arg.Data)
+	for {
+		k, v, ok := it.next()
+		if !ok {
+			break
+		}
+		switch key := string(k); {
+		case key == "input":
+			input = v
+		case key == "as":
+			if v.Type != bsoncore.TypeString {
+				return nil, mongoerr.New(mongoerr.FailedToParse, "%s 'as' must be a string", name)
+			}
+			e.as = v.StringValue()
+		case key == body:
+			fn = v
+		default:
+			return nil, mongoerr.New(mongoerr.Code(16879), "Unrecognized parameter to %s: %s", name, key)
+		}
+	}
+	if input.Type == 0 || fn.Type == 0 {
+		return nil, mongoerr.New(mongoerr.Code(16880), "Missing 'input' or '%s' parameter to %s", body, name)
+	}
+	if err := validateVarName(e.as); err != nil {
+		return nil, err
+	}
+	var err error
+	if e.input, err = compileExpr(input, s); err != nil {
+		return nil, err
+	}
+	if e.fn, err = compileExpr(fn, s.with(e.as)); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+func (e *mapFilterExpr) eval(c *evalCtx) (bsoncore.Value, error) {
+	in, err := e.input.eval(c)
+	switch {
+	case err != nil:
+		return in, err
+	case nullish(in):
+		return nullValue, nil
+	case in.Type != bsoncore.TypeArray:
+		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(28651), "input to %s must be an array not %s", e.name, typeName(in.Type))
+	}
+	var out []bsoncore.Value
+	for _, v := range arrayValues(in.Data) {
+		r, err := e.fn.eval(c.bind(e.as, v))
+		if err != nil {
+			return r, err
+		}
+		switch {
+		case e.name == "$filter" && exprTruthy(r):
+			out = append(out, v)
+		case e.name == "$map" && r.Type == 0:
+			out = append(out, nullValue)
+		case e.name == "$map":
+			out = append(out, r)
+		}
+	}
+	return buildArray(out), nil
+}

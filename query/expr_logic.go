@@ -1,0 +1,318 @@
+package query
+
+import (
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"dumbodb/query/mongoerr"
+)
+
+// Comparison, boolean, conditional and variable-binding expressions.
+
+func init() {
+	for name, test := range map[string]func(int) bool{
+		"$eq":  func(c int) bool { return c == 0 },
+		"$ne":  func(c int) bool { return c != 0 },
+		"$gt":  func(c int) bool { return c > 0 },
+		"$gte": func(c int) bool { return c >= 0 },
+		"$lt":  func(c int) bool { return c < 0 },
+		"$lte": func(c int) bool { return c <= 0 },
+	} {
+		regOp(name, 2, 2, func(c *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
+			return mkBool(test(exprCompare(c, a[0], a[1]))), nil
+		})
+	}
+	regOp("$cmp", 2, 2, func(c *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
+		return mkInt32(int32(exprCompare(c, a[0], a[1]))), nil
+	})
+	regOp("$not", 1, 1, func(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
+		return mkBool(!exprTruthy(a[0])), nil
+	})
+	regSpecial("$and", compileAndOr)
+	regSpecial("$or", compileAndOr)
+	regSpecial("$cond", compileCond)
+	regSpecial("$switch", compileSwitch)
+	regSpecial("$let", compileLet)
+	regSpecial("$literal", func(_ string, arg bsoncore.Value, _ *compileScope) (Expr, error) { return literalExpr{arg}, nil })
+	regOp("$ifNull", 2, -1, evalIfNull)
+	regOp("$in", 2, 2, evalIn)
+	regOp("$type", 1, 1, func(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
+		return mkString(exprTypeName(a[0])), nil
+	})
+}
+
+// exprCompare orders values for expressions: missing sorts with undefined,
+// below null, and strings follow the command's collation.
+func exprCompare(c *evalCtx, a, b bsoncore.Value) int {
+	if a.Type == 0 {
+		a = bsoncore.Value{Type: bsoncore.TypeUndefined}
+	}
+	if b.Type == 0 {
+		b = bsoncore.Value{Type: bsoncore.TypeUndefined}
+	}
+	return compareWith(a, b, c.env.coll())
+}
+
+// andOrExpr short-circuits, so later arguments are not evaluated (and
+// cannot fail) once the result is known.
+type andOrExpr struct {
+	or   bool
+	args []Expr
+}
+
+func compileAndOr(name string, arg bsoncore.Value, s *compileScope) (Expr, error) {
+	args := []bsoncore.Value{arg}
+	if arg.Type == bsoncore.TypeArray {
+		args = arrayValues(arg.Data)
+	}
+	e := &andOrExpr{or: name == "$or"}
+	for _, a := range args {
+		x, err := compileExpr(a, s)
+		if err != nil {
+			return nil, err
+		}
+		e.args = append(e.args, x)
+	}
+	return e, nil
+}
+
+func (e *andOrExpr) eval(c *evalCtx) (bsoncore.Value, error) {
+	for _, a := range e.args {
+		v, err := a.eval(c)
+		if err != nil {
+			return bsoncore.Value{}, err
+		}
+		if exprTruthy(v) == e.or {
+			return mkBool(e.or), nil
+		}
+	}
+	return mkBool(!e.or), nil
+}
+
+// condExpr is $cond in its array or {if, then, else} form.
+type condExpr struct{ cond, then, els Expr }
+
+func compileCond(_ string, arg bsoncore.Value, s *compileScope) (Expr, error) {
+	var parts [3]bsoncore.Value
+	switch arg.Type {
+	case bsoncore.TypeArray:
+		vals := arrayValues(arg.Data)
+		if len(vals) != 3 {
+			return nil, mongoerr.New(mongoerr.Code(16020), "Expression $cond takes exactly 3 arguments. %d were passed in.", len(vals))
+		}
+		copy(parts[:], vals)
+	case bsoncore.TypeEmbeddedDocument:
+		it := newIter(arg.Data)
+		for {
+			k, v, ok := it.next()
+			if !ok {
+				break
+			}
+			switch string(k) {
+			case "if":
+				parts[0] = v
+			case "then":
+				parts[1] = v
+			case "else":
+				parts[2] = v
+			default:
+				return nil, mongoerr.New(mongoerr.Code(17083), "Unrecognized parameter to $cond: %s", k)
+			}
+		}
+		for i, name := range []string{"if", "then", "else"} {
+			if parts[i].Type == 0 {
+				return nil, mongoerr.New(mongoerr.Code(17080+i), "Missing '%s' parameter to $cond", name)
+			}
+		}
+	default:
+		return nil, mongoerr.New(mongoerr.Code(16020), "Expression $cond takes exactly 3 arguments. 1 were passed in.")
+	}
+	xs, err := compileAll(parts[:], s)
+	if err != nil {
+		return nil, err
+	}
+	return &condExpr{xs[0], xs[1], xs[2]}, nil
+}
+
+func compileAll(vals []bsoncore.Value, s *compileScope) ([]Expr, error) {
+	out := make([]Expr, len(vals))
+	for i, v := range vals {
+		x, err := compileExpr(v, s)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = x
+	}
+	return out, nil
+}
+
+func (e *condExpr) eval(c *evalCtx) (bsoncore.Value, error) {
+	v, err := e.cond.eval(c)
+	if err != nil {
+		return v, err
+	}
+	if exprTruthy(v) {
+		return e.then.eval(c)
+	}
+	return e.els.eval(c)
+}
+
+// switchExpr is {$switch: {branches: [{case, then}], default}}.
+type switchExpr struct {
+	cases, thens []Expr
+	def          Expr
+}
+
+func compileSwitch(_ string, arg bsoncore.Value, s *compileScope) (Expr, error) {
+	if arg.Type != bsoncore.TypeEmbeddedDocument {
+		return nil, mongoerr.New(mongoerr.Code(40060), "$switch requires an object as an argument, found: %s", typeName(arg.Type))
+	}
+	e := &switchExpr{}
+	it := newIter(arg.Data)
+	for {
+		k, v, ok := it.next()
+		if !ok {
+			break
+		}
+		switch string(k) {
+		case "branches":
+			if v.Type != bsoncore.TypeArray {
+				return nil, mongoerr.New(mongoerr.Code(40061), "$switch expected an array for 'branches', found: %s", typeName(v.Type))
+			}
+			for _, b := range arrayValues(v.Data) {
+				if err := e.addBranch(b, s); err != nil {
+					return nil, err
+				}
+			}
+		case "default":
+			x, err := compileExpr(v, s)
+			if err != nil {
+				return nil, err
+			}
+			e.def = x
+		default:
+			return nil, mongoerr.New(mongoerr.Code(40067), "$switch found an unknown argument: %s", k)
+		}
+	}
+	if len(e.cases) == 0 {
+		return nil, mongoerr.New(mongoerr.Code(40068), "$switch requires at least one branch.")
+	}
+	return e, nil
+}
+
+func (e *switchExpr) addBranch(b bsoncore.Value, s *compileScope) error {
+	if b.Type != bsoncore.TypeEmbeddedDocument {
+		return mongoerr.New(mongoerr.Code(40062), "$switch expected each branch to be an object, found: %s", typeName(b.Type))
+	}
+	cs, hasCase := lookupField(b.Data, "case")
+	th, hasThen := lookupField(b.Data, "then")
+	switch {
+	case arrayLen(b.Data) > 2 || (arrayLen(b.Data) == 2 && (!hasCase || !hasThen)):
+		return mongoerr.New(mongoerr.Code(40063), "$switch found an unknown argument to a branch: %s", formatValue(b))
+	case !hasCase:
+		return mongoerr.New(mongoerr.Code(40064), "$switch requires each branch have a 'case' expression")
+	case !hasThen:
+		return mongoerr.New(mongoerr.Code(40065), "$switch requires each branch have a 'then' expression.")
+	}
+	xs, err := compileAll([]bsoncore.Value{cs, th}, s)
+	if err != nil {
+		return err
+	}
+	e.cases, e.thens = append(e.cases, xs[0]), append(e.thens, xs[1])
+	return nil
+}
+
+func (e *switchExpr) eval(c *evalCtx) (bsoncore.Value, error) {
+	for i, cs := range e.cases {
+		v, err := cs.eval(c)
+		if err != nil {
+			return v, err
+		}
+		if exprTruthy(v) {
+			return e.thens[i].eval(c)
+		}
+	}
+	if e.def == nil {
+		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(40066), "$switch could not find a matching branch for an input, and no default was specified.")
+	}
+	return e.def.eval(c)
+}
+
+// letExpr binds variables for its "in" expression.
+type letExpr struct {
+	names []string
+	vals  []Expr
+	in    Expr
+}
+
+func compileLet(_ string, arg bsoncore.Value, s *compileScope) (Expr, error) {
+	if arg.Type != bsoncore.TypeEmbeddedDocument {
+		return nil, mongoerr.New(mongoerr.Code(16874), "$let only supports an object as its argument")
+	}
+	vars, hasVars := lookupField(arg.Data, "vars")
+	in, hasIn := lookupField(arg.Data, "in")
+	switch {
+	case !hasVars:
+		return nil, mongoerr.New(mongoerr.Code(16876), "Missing 'vars' parameter to $let")
+	case !hasIn:
+		return nil, mongoerr.New(mongoerr.Code(16877), "Missing 'in' parameter to $let")
+	case vars.Type != bsoncore.TypeEmbeddedDocument:
+		return nil, mongoerr.New(mongoerr.TypeMismatch, "invalid parameter: expected an object (vars)")
+	}
+	e := &letExpr{}
+	inner := s
+	it := newIter(vars.Data)
+	for {
+		k, v, ok := it.next()
+		if !ok {
+			break
+		}
+		if err := validateVarName(string(k)); err != nil {
+			return nil, err
+		}
+		x, err := compileExpr(v, s)
+		if err != nil {
+			return nil, err
+		}
+		e.names, e.vals = append(e.names, string(k)), append(e.vals, x)
+		inner = inner.with(string(k))
+	}
+	x, err := compileExpr(in, inner)
+	if err != nil {
+		return nil, err
+	}
+	e.in = x
+	return e, nil
+}
+
+func (e *letExpr) eval(c *evalCtx) (bsoncore.Value, error) {
+	inner := c
+	for i, x := range e.vals {
+		v, err := x.eval(c)
+		if err != nil {
+			return v, err
+		}
+		inner = inner.bind(e.names[i], v)
+	}
+	return e.in.eval(inner)
+}
+
+func evalIfNull(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
+	for _, v := range a[:len(a)-1] {
+		if !nullish(v) {
+			return v, nil
+		}
+	}
+	return a[len(a)-1], nil
+}
+
+func evalIn(c *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
+	if a[1].Type != bsoncore.TypeArray {
+		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(40081), "$in requires an array as a second argument, found: %s", exprTypeName(a[1]))
+	}
+	for _, e := range arrayValues(a[1].Data) {
+		if exprCompare(c, a[0], e) == 0 {
+			return mkBool(true), nil
+		}
+	}
+	return mkBool(false), nil
+}

@@ -1,0 +1,41 @@
+package query
+
+import (
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"dumbodb/query/mongoerr"
+)
+
+// $meta reads per-document metadata. DumboDB has no text or search
+// indexes, so the scores are never available; the other kinds evaluate
+// to missing.
+
+func init() { regSpecial("$meta", compileMeta) }
+
+var metaKinds = map[string]bool{
+	"textScore": true, "searchScore": true, "searchHighlights": true, "searchScoreDetails": true,
+	"indexKey": true, "recordId": true, "sortKey": true, "randVal": true,
+	"geoNearDistance": true, "geoNearPoint": true, "vectorSearchScore": true, "score": true,
+}
+
+type metaExpr struct{ kind string }
+
+func compileMeta(_ string, arg bsoncore.Value, _ *compileScope) (Expr, error) {
+	if arg.Type != bsoncore.TypeString || !metaKinds[arg.StringValue()] {
+		return nil, mongoerr.New(mongoerr.Code(17308), "Unsupported argument to $meta: %s", formatValue(arg))
+	}
+	return metaExpr{arg.StringValue()}, nil
+}
+
+func (m metaExpr) eval(*evalCtx) (bsoncore.Value, error) {
+	if m.kind == "textScore" {
+		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(40218), "query requires text score metadata, but it is not available")
+	}
+	return bsoncore.Value{}, nil
+}
+
+// isMetaExpr reports a $meta projection, which exclusion projections allow.
+func isMetaExpr(x Expr) bool {
+	_, ok := x.(metaExpr)
+	return ok
+}

@@ -1,0 +1,121 @@
+package query
+
+import (
+	"strings"
+	"unicode/utf8"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"dumbodb/query/mongoerr"
+)
+
+// String expressions.
+
+func init() {
+	regOp("$concat", 0, -1, evalConcat)
+	regOp("$toLower", 1, 1, caseMap("$toLower", strings.ToLower))
+	regOp("$toUpper", 1, 1, caseMap("$toUpper", strings.ToUpper))
+	regOp("$strLenCP", 1, 1, evalStrLen("$strLenCP", true))
+	regOp("$strLenBytes", 1, 1, evalStrLen("$strLenBytes", false))
+	regOp("$split", 2, 2, evalSplit)
+	regOp("$substrCP", 3, 3, evalSubstrCP)
+	regOp("$strcasecmp", 2, 2, evalStrcasecmp)
+}
+
+func evalConcat(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
+	var b strings.Builder
+	for _, v := range a {
+		switch {
+		case nullish(v):
+			return nullValue, nil
+		case v.Type != bsoncore.TypeString:
+			return bsoncore.Value{}, mongoerr.New(mongoerr.Code(16702), "$concat only supports strings, not %s", typeName(v.Type))
+		}
+		b.Write(rawString(v))
+	}
+	return mkString(b.String()), nil
+}
+
+// coerceToString is how string operators read their argument: null is
+// "", numbers and dates print, other types fail.
+func coerceToString(name string, v bsoncore.Value) (string, error) {
+	switch {
+	case nullish(v):
+		return "", nil
+	case stringLike(v):
+		return string(rawString(v)), nil
+	case isNumber(v):
+		return formatNumber(v), nil
+	}
+	return "", mongoerr.New(mongoerr.Code(16007), "can't convert from BSON type %s to String", typeName(v.Type))
+}
+
+func caseMap(name string, f func(string) string) func(*evalCtx, []bsoncore.Value) (bsoncore.Value, error) {
+	return func(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
+		s, err := coerceToString(name, a[0])
+		if err != nil {
+			return bsoncore.Value{}, err
+		}
+		return mkString(f(s)), nil
+	}
+}
+
+func evalStrLen(name string, codePoints bool) func(*evalCtx, []bsoncore.Value) (bsoncore.Value, error) {
+	return func(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
+		if a[0].Type != bsoncore.TypeString {
+			return bsoncore.Value{}, mongoerr.New(mongoerr.Code(34471), "%s requires a string argument, found: %s", name, exprTypeName(a[0]))
+		}
+		s := rawString(a[0])
+		if codePoints {
+			return mkInt32(int32(utf8.RuneCount(s))), nil
+		}
+		return mkInt32(int32(len(s))), nil
+	}
+}
+
+func evalSplit(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
+	switch {
+	case nullish(a[0]):
+		return nullValue, nil
+	case a[0].Type != bsoncore.TypeString:
+		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(40085), "$split requires an expression that evaluates to a string as a first argument, found: %s", typeName(a[0].Type))
+	case a[1].Type != bsoncore.TypeString:
+		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(40086), "$split requires an expression that evaluates to a string as a second argument, found: %s", exprTypeName(a[1]))
+	case a[1].StringValue() == "":
+		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(40087), "$split requires a non-empty separator")
+	}
+	var out []bsoncore.Value
+	for _, p := range strings.Split(a[0].StringValue(), a[1].StringValue()) {
+		out = append(out, mkString(p))
+	}
+	return buildArray(out), nil
+}
+
+func evalSubstrCP(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
+	s, err := coerceToString("$substrCP", a[0])
+	if err != nil {
+		return bsoncore.Value{}, err
+	}
+	if !isNumber(a[1]) || !isNumber(a[2]) {
+		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(34450), "$substrCP: starting index and length must be numeric")
+	}
+	start, n := int(toFloat(a[1])), int(toFloat(a[2]))
+	if start < 0 || n < 0 {
+		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(34455), "$substrCP: the starting index and length must be non-negative integers")
+	}
+	r := []rune(s)
+	start = min(start, len(r))
+	return mkString(string(r[start:min(start+n, len(r))])), nil
+}
+
+func evalStrcasecmp(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
+	x, err := coerceToString("$strcasecmp", a[0])
+	if err != nil {
+		return bsoncore.Value{}, err
+	}
+	y, err := coerceToString("$strcasecmp", a[1])
+	if err != nil {
+		return bsoncore.Value{}, err
+	}
+	return mkInt32(int32(strings.Compare(strings.ToUpper(x), strings.ToUpper(y)))), nil
+}

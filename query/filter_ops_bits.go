@@ -1,0 +1,125 @@
+package query
+
+import (
+	"math"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"dumbodb/query/mongoerr"
+)
+
+// $bitsAllSet, $bitsAnySet, $bitsAllClear, $bitsAnyClear: bit tests on
+// integral numbers (two's complement, so negative numbers have every high
+// bit set) and on BinData bytes (little-endian bit order).
+
+type bitsLeaf struct {
+	positions []int
+	all, set  bool
+}
+
+func bitsParser(all, set bool) fieldOp {
+	return func(_ *Filter, _ string, arg bsoncore.Value) (opNode, error) {
+		name := bitsName(all, set)
+		positions, err := bitPositions(name, arg)
+		if err != nil {
+			return nil, err
+		}
+		return leafNode{&bitsLeaf{positions: positions, all: all, set: set}}, nil
+	}
+}
+
+func bitsName(all, set bool) string {
+	n := "$bitsAny"
+	if all {
+		n = "$bitsAll"
+	}
+	if set {
+		return n + "Set"
+	}
+	return n + "Clear"
+}
+
+// bitPositions reads the operator's argument: a bitmask number, an array
+// of bit positions, or BinData used as a bitmask.
+func bitPositions(name string, arg bsoncore.Value) ([]int, error) {
+	switch {
+	case isNumber(arg):
+		f := toFloat(arg)
+		switch {
+		case f != math.Trunc(f) || math.IsInf(f, 0) || math.IsNaN(f):
+			return nil, mongoerr.New(mongoerr.FailedToParse, "Expected an integer: %s", formatElem(name, arg))
+		case f < 0:
+			return nil, mongoerr.New(mongoerr.FailedToParse, "Expected a positive number in: %s", formatElem(name, arg))
+		case f >= 1<<63:
+			return nil, mongoerr.New(mongoerr.FailedToParse, "Cannot represent as a 64-bit integer: %s", formatElem(name, arg))
+		}
+		mask := uint64(truncInt(arg))
+		var out []int
+		for i := 0; i < 64; i++ {
+			if mask&(1<<i) != 0 {
+				out = append(out, i)
+			}
+		}
+		return out, nil
+	case arg.Type == bsoncore.TypeArray:
+		var out []int
+		for i, v := range arrayValues(arg.Data) {
+			if !isNumber(v) || toFloat(v) != math.Trunc(toFloat(v)) {
+				return nil, mongoerr.New(mongoerr.BadValue, "bit positions must be an integer but got: %d: %s", i, formatValue(v))
+			}
+			if toFloat(v) < 0 {
+				return nil, mongoerr.New(mongoerr.BadValue, "bit positions must be >= 0 but got: %d: %s", i, formatValue(v))
+			}
+			out = append(out, int(clampFloat(toFloat(v))))
+		}
+		return out, nil
+	case arg.Type == bsoncore.TypeBinary:
+		_, data := arg.Binary()
+		var out []int
+		for i, b := range data {
+			for j := 0; j < 8; j++ {
+				if b&(1<<j) != 0 {
+					out = append(out, i*8+j)
+				}
+			}
+		}
+		return out, nil
+	}
+	return nil, mongoerr.New(mongoerr.BadValue, "%s takes an Array, a number, or a BinData but received: %s", name, formatElem(name, arg))
+}
+
+func (b *bitsLeaf) matchValue(v bsoncore.Value, k visitKind) bool {
+	if k == kindMissing {
+		return false
+	}
+	var bit func(p int) bool
+	switch {
+	case isNumber(v):
+		f := toFloat(v)
+		if f != math.Trunc(f) || f >= 1<<63 || f < -(1<<63) {
+			return false
+		}
+		n := truncInt(v)
+		bit = func(p int) bool {
+			if p >= 63 {
+				return n < 0
+			}
+			return n&(1<<p) != 0
+		}
+	case v.Type == bsoncore.TypeBinary:
+		_, data := v.Binary()
+		bit = func(p int) bool { return p/8 < len(data) && data[p/8]&(1<<(p%8)) != 0 }
+	default:
+		return false
+	}
+	for _, p := range b.positions {
+		if bit(p) == b.set {
+			if !b.all {
+				return true
+			}
+		} else if b.all {
+			return false
+		}
+	}
+	return b.all
+}

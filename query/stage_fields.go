@@ -1,0 +1,298 @@
+package query
+
+import (
+	"bytes"
+	"context"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"dumbodb/query/mongoerr"
+)
+
+// Document-reshaping stages ($addFields/$set, $unset, $project,
+// $replaceRoot/$replaceWith). They are per-document transforms, shared by
+// aggregation pipelines and pipeline-style updates.
+
+// docTransform reshapes one document.
+type docTransform func(doc bsoncore.Document) (bsoncore.Document, error)
+
+// transformCompilers are the stages an update pipeline may contain.
+var transformCompilers = map[string]func(spec bsoncore.Value, env *Env) (docTransform, error){
+	"$addFields":   compileAddFields,
+	"$set":         compileAddFields,
+	"$unset":       compileUnset,
+	"$project":     compileProjectTransform,
+	"$replaceRoot": compileReplaceRoot,
+	"$replaceWith": compileReplaceWith,
+}
+
+func init() {
+	for name, compile := range transformCompilers {
+		if name == "$project" {
+			continue // compileProjectStage already handles it
+		}
+		compile := compile
+		name := name
+		stageCompilers[name] = func(spec bsoncore.Value) (stage, error) {
+			t, err := compile(spec, nil)
+			if err != nil {
+				return nil, mongoerr.New(mongoerr.As(err).Code, "Invalid %s :: caused by :: %s", name, mongoerr.As(err).Msg)
+			}
+			return transformStage(t), nil
+		}
+	}
+}
+
+func transformStage(t docTransform) stage {
+	return func(in Stream) Stream {
+		return funcStream(func(ctx context.Context) (bsoncore.Document, error) {
+			d, err := in.Next(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return t(d)
+		})
+	}
+}
+
+// compileUpdatePipeline compiles an update given as an array of stages.
+func compileUpdatePipeline(arr []byte, env *Env) (*Update, error) {
+	u := &Update{env: env, pipeline: []docTransform{}}
+	for _, v := range arrayValues(arr) {
+		if v.Type != bsoncore.TypeEmbeddedDocument {
+			return nil, mongoerr.New(mongoerr.TypeMismatch, "Each element of the 'pipeline' array must be an object")
+		}
+		if arrayLen(v.Data) != 1 {
+			return nil, mongoerr.New(mongoerr.Code(40323), "A pipeline stage specification object must contain exactly one field.")
+		}
+		name := firstKey(v.Data)
+		spec, _ := lookupField(v.Data, name)
+		compile, ok := transformCompilers[name]
+		if !ok {
+			if _, known := stageCompilers[name]; known || isKnownStage(name) {
+				return nil, mongoerr.New(mongoerr.InvalidOptions, "%s is not allowed to be used within an update", name)
+			}
+			return nil, mongoerr.New(mongoerr.Code(40324), "Unrecognized pipeline stage name: '%s'", name)
+		}
+		t, err := compile(spec, env)
+		if err != nil {
+			return nil, err
+		}
+		u.pipeline = append(u.pipeline, t)
+	}
+	return u, nil
+}
+
+func isKnownStage(name string) bool {
+	switch name {
+	case "$lookup", "$unwind", "$facet", "$out", "$merge", "$bucket", "$sample", "$geoNear", "$graphLookup", "$redact", "$sortByCount", "$unionWith", "$densify", "$fill", "$setWindowFields":
+		return true
+	}
+	return false
+}
+
+// applyPipeline runs a pipeline update. The result replaces the document,
+// keeping its _id, which the pipeline may not change.
+func (u *Update) applyPipeline(doc bsoncore.Document, isInsert bool) (bsoncore.Document, bool, error) {
+	out := doc
+	for _, t := range u.pipeline {
+		var err error
+		if out, err = t(out); err != nil {
+			return nil, false, err
+		}
+	}
+	oldID, hadID := lookupField(doc, "_id")
+	newID, hasID := lookupField(out, "_id")
+	switch {
+	case hadID && hasID && !sameValue(oldID, newID) && !isInsert:
+		return nil, false, mongoerr.New(mongoerr.ImmutableField, "After applying the update, the (immutable) field '_id' was found to have been altered to %s", formatElem("_id", newID))
+	case hadID && !hasID:
+		out = prependID(oldID, out)
+	}
+	return out, !bytes.Equal(out, doc), nil
+}
+
+// fieldsNode is a compiled $addFields specification: per field either an
+// expression or (for a plain nested object or a dotted path) a sub-node
+// that merges into an existing embedded document.
+type fieldsNode struct {
+	names []string
+	exprs []Expr        // nil entry when the field has a sub-node
+	subs  []*fieldsNode // nil entry when the field has an expression
+}
+
+func compileAddFields(spec bsoncore.Value, env *Env) (docTransform, error) {
+	if spec.Type != bsoncore.TypeEmbeddedDocument {
+		return nil, mongoerr.New(mongoerr.Code(40272), "$addFields specification stage must be an object, got %s", typeName(spec.Type))
+	}
+	root := &fieldsNode{}
+	if err := root.addAll(spec.Data, env.scope()); err != nil {
+		return nil, err
+	}
+	return func(doc bsoncore.Document) (bsoncore.Document, error) {
+		c := newEvalCtx(doc, env)
+		v, err := root.apply(c, bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: doc})
+		return bsoncore.Document(v.Data), err
+	}, nil
+}
+
+func (n *fieldsNode) addAll(doc []byte, s *compileScope) error {
+	it := newIter(doc)
+	for {
+		k, v, ok := it.next()
+		if !ok {
+			return nil
+		}
+		if err := n.add(splitPath(string(k)), v, s); err != nil {
+			return err
+		}
+	}
+}
+
+func (n *fieldsNode) add(parts []string, v bsoncore.Value, s *compileScope) error {
+	name := parts[0]
+	if name == "" || name[0] == '$' {
+		return mongoerr.New(mongoerr.Location16410, "FieldPath field names may not start with '$'. Consider using $getField or $setField.")
+	}
+	nested := len(parts) > 1 || (v.Type == bsoncore.TypeEmbeddedDocument && !isOperatorDoc(v) && len(v.Data) > 5)
+	if !nested {
+		x, err := compileExpr(v, s)
+		if err != nil {
+			return err
+		}
+		n.names, n.exprs, n.subs = append(n.names, name), append(n.exprs, x), append(n.subs, nil)
+		return nil
+	}
+	sub := n.subNode(name)
+	if len(parts) > 1 {
+		return sub.add(parts[1:], v, s)
+	}
+	return sub.addAll(v.Data, s)
+}
+
+func (n *fieldsNode) subNode(name string) *fieldsNode {
+	for i, nm := range n.names {
+		if nm == name && n.subs[i] != nil {
+			return n.subs[i]
+		}
+	}
+	sub := &fieldsNode{}
+	n.names, n.exprs, n.subs = append(n.names, name), append(n.exprs, nil), append(n.subs, sub)
+	return sub
+}
+
+// apply sets the node's fields in v: documents merge, arrays apply to
+// each element, anything else is replaced by a new document.
+func (n *fieldsNode) apply(c *evalCtx, v bsoncore.Value) (bsoncore.Value, error) {
+	if v.Type == bsoncore.TypeArray {
+		var out []bsoncore.Value
+		for _, e := range arrayValues(v.Data) {
+			r, err := n.apply(c, e)
+			if err != nil {
+				return r, err
+			}
+			out = append(out, r)
+		}
+		return buildArray(out), nil
+	}
+	m := newDocM()
+	if v.Type == bsoncore.TypeEmbeddedDocument {
+		m = leafM(v)
+	}
+	for i, name := range n.names {
+		var r bsoncore.Value
+		var err error
+		if n.exprs[i] != nil {
+			r, err = n.exprs[i].eval(c)
+		} else {
+			cur := bsoncore.Value{}
+			if ch := m.child(name); ch != nil {
+				cur = ch.value()
+			}
+			r, err = n.subs[i].apply(c, cur)
+		}
+		if err != nil {
+			return r, err
+		}
+		if r.Type == 0 {
+			m.removeChild(name)
+			continue
+		}
+		m.setChild(name, leafM(r))
+	}
+	return m.value(), nil
+}
+
+func compileUnset(spec bsoncore.Value, env *Env) (docTransform, error) {
+	var fields []bsoncore.Value
+	switch spec.Type {
+	case bsoncore.TypeString:
+		fields = []bsoncore.Value{spec}
+	case bsoncore.TypeArray:
+		fields = arrayValues(spec.Data)
+	}
+	if len(fields) == 0 {
+		return nil, mongoerr.New(mongoerr.Code(31002), "$unset specification must be a string or an array containing at least one field")
+	}
+	b := bsoncore.NewDocumentBuilder()
+	for _, f := range fields {
+		if f.Type != bsoncore.TypeString {
+			return nil, mongoerr.New(mongoerr.Code(31120), "$unset specification must be a string or an array containing only string values")
+		}
+		b.AppendInt32(f.StringValue(), 0)
+	}
+	p, err := CompileProjectionOpts(b.Build(), ProjectionOptions{Env: env, Stage: true})
+	if err != nil {
+		return nil, err
+	}
+	return p.Apply, nil
+}
+
+func compileProjectTransform(spec bsoncore.Value, env *Env) (docTransform, error) {
+	if spec.Type != bsoncore.TypeEmbeddedDocument {
+		return nil, mongoerr.New(mongoerr.Code(15969), "$project specification must be an object")
+	}
+	p, err := CompileProjectionOpts(spec.Data, ProjectionOptions{Env: env, Stage: true})
+	if err != nil {
+		return nil, err
+	}
+	return p.Apply, nil
+}
+
+// compileReplaceRoot is $replaceRoot: {newRoot: <expr>}.
+func compileReplaceRoot(spec bsoncore.Value, env *Env) (docTransform, error) {
+	if spec.Type != bsoncore.TypeEmbeddedDocument {
+		return nil, mongoerr.New(mongoerr.Code(40229), "expected an object as specification for $replaceRoot stage, got %s", typeName(spec.Type))
+	}
+	arg, ok := lookupField(spec.Data, "newRoot")
+	if !ok || arrayLen(spec.Data) != 1 {
+		return nil, mongoerr.New(mongoerr.Code(40414), "BSON field '$replaceRoot.newRoot' is missing but a required field")
+	}
+	return newRootTransform("'newRoot'", arg, env)
+}
+
+// compileReplaceWith is $replaceWith: <expr>.
+func compileReplaceWith(spec bsoncore.Value, env *Env) (docTransform, error) {
+	return newRootTransform("'replacement document'", spec, env)
+}
+
+func newRootTransform(what string, arg bsoncore.Value, env *Env) (docTransform, error) {
+	x, err := compileExpr(arg, env.scope())
+	if err != nil {
+		return nil, err
+	}
+	return func(doc bsoncore.Document) (bsoncore.Document, error) {
+		v, err := x.eval(newEvalCtx(doc, env))
+		if err != nil {
+			return nil, err
+		}
+		if v.Type != bsoncore.TypeEmbeddedDocument {
+			shown := "missing"
+			if v.Type != 0 {
+				shown = formatValue(v)
+			}
+			return nil, mongoerr.New(mongoerr.Code(40228), "%s must evaluate to an object, but resulting value was: %s. Type of resulting value: '%s'. Input document: %s", what, shown, exprTypeName(v), formatValue(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: doc}))
+		}
+		return bsoncore.Document(v.Data), nil
+	}, nil
+}
