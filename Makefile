@@ -7,7 +7,7 @@ TOOLS     := $(CURDIR)/.tools
 MONGOSH   := $(TOOLS)/node_modules/.bin/mongosh
 export DUMBODB_MONGOSH := $(MONGOSH)
 
-.PHONY: build run test test-short lint-deps vet tools fuzz clean
+.PHONY: build run test test-short lint-deps vet tools fuzz clean spec
 
 build:
 	$(GO) build -o bin/dumbodb ./cmd/dumbodb
@@ -41,3 +41,12 @@ fuzz:
 
 clean:
 	rm -rf bin
+
+# The official driver's unified CRUD specification tests against a fresh
+# server (../shared/tools/driver-spec.sh builds the runner from the Go
+# module proxy).
+SPEC ?= ^crud/unified$$
+spec: build
+	@dir=$$(mktemp -d); bin/dumbodb --data-dir $$dir --port 27199 > $$dir/server.log 2>&1 & pid=$$!; \
+	sleep 1; bash ../shared/tools/driver-spec.sh mongodb://127.0.0.1:27199/ '$(SPEC)'; status=$$?; \
+	kill $$pid; wait $$pid; rm -rf $$dir; exit $$status

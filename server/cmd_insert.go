@@ -2,7 +2,6 @@ package server
 
 import (
 	"errors"
-	"strings"
 
 	"dumbodb/index"
 	"dumbodb/query/mongoerr"
@@ -127,8 +126,8 @@ func prepareInsert(v bsoncore.Value) (bsoncore.Document, error) {
 	return normalizeDocument(doc)
 }
 
-// normalizeDocument checks top-level field names and the _id, and moves _id
-// to the front.
+// normalizeDocument checks the _id and moves it to the front. Other
+// field names may start with "$" (allowed since MongoDB 5.0).
 func normalizeDocument(doc bsoncore.Document) (bsoncore.Document, error) {
 	els, err := doc.Elements()
 	if err != nil {
@@ -136,30 +135,25 @@ func normalizeDocument(doc bsoncore.Document) (bsoncore.Document, error) {
 	}
 	idPos := -1
 	for i, el := range els {
-		k := el.Key()
-		if k == "_id" {
-			if idPos >= 0 {
-				return nil, mongoerr.New(mongoerr.BadValue, "can't have multiple _id fields in one document")
-			}
-			idPos = i
+		if el.Key() != "_id" {
 			continue
 		}
-		if strings.HasPrefix(k, "$") {
-			return nil, mongoerr.New(mongoerr.BadValue, "Document can't have $ prefixed field names: %s", k)
+		if idPos >= 0 {
+			return nil, mongoerr.New(mongoerr.BadValue, "can't have multiple _id fields in one document")
+		}
+		idPos = i
+	}
+	if idPos >= 0 {
+		if err := index.ValidateID(els[idPos].Value()); err != nil {
+			return nil, err
 		}
 	}
 	if idPos == 0 {
-		if err := index.ValidateID(els[0].Value()); err != nil {
-			return nil, err
-		}
 		return doc, nil
 	}
 	out := make([]byte, 0, len(doc)+17)
 	start, out := bsoncore.AppendDocumentStart(out)
 	if idPos > 0 {
-		if err := index.ValidateID(els[idPos].Value()); err != nil {
-			return nil, err
-		}
 		out = append(out, els[idPos]...)
 	} else {
 		out = bsoncore.AppendObjectIDElement(out, "_id", newObjectID())

@@ -112,7 +112,7 @@ func TestInsertBadDocuments(t *testing.T) {
 	ts := startServer(t)
 	db := ts.client().Database("test")
 	for _, doc := range []bson.D{
-		{{Key: "$bad", Value: 1}},
+		{{Key: "_id", Value: bson.D{{Key: "$bad", Value: 1}}}},
 		{{Key: "_id", Value: bson.A{1, 2}}},
 		{{Key: "_id", Value: bson.Regex{Pattern: "a"}}},
 	} {
@@ -433,4 +433,19 @@ func TestAggregateForCountDocuments(t *testing.T) {
 	}
 	_, err = coll.Aggregate(ctx, mongo.Pipeline{{{Key: "$bogus", Value: 1}}})
 	wantCode(t, err, 40324, "")
+}
+
+func TestDollarPrefixedFieldsAndTransactions(t *testing.T) {
+	ts := startServer(t)
+	db := ts.client().Database("test")
+	// Allowed since MongoDB 5.0 outside _id.
+	mustRun(t, db, bson.D{{Key: "insert", Value: "c"}, {Key: "documents", Value: bson.A{bson.D{{Key: "_id", Value: 1}, {Key: "$a", Value: 1}}}}})
+	// Transactions need a replica set; a standalone refuses them before
+	// touching any data.
+	_, err := run(t, db, bson.D{{Key: "insert", Value: "c"}, {Key: "documents", Value: bson.A{bson.M{"_id": 2}}},
+		{Key: "txnNumber", Value: int64(1)}, {Key: "startTransaction", Value: true}, {Key: "autocommit", Value: false}})
+	wantCode(t, err, 20, "IllegalOperation")
+	if n, _ := db.Collection("c").CountDocuments(ctx, bson.M{}); n != 1 {
+		t.Fatalf("%d documents; the refused insert was applied", n)
+	}
 }

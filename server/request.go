@@ -53,7 +53,23 @@ func (r *request) run() (bsoncore.Document, error) {
 	if err := r.applyWriteConcern(); err != nil {
 		return nil, err
 	}
+	if err := refuseTransactions(r.cmd); err != nil {
+		return nil, err
+	}
 	return r.spec.handler(r)
+}
+
+// refuseTransactions answers as a standalone mongod does: transaction and
+// retryable-write fields need a replica set, which DumboDB does not
+// present yet. Refusing them up front means no write made "inside a
+// transaction" is applied outside one.
+func refuseTransactions(cmd bsoncore.Document) error {
+	for _, f := range []string{"txnNumber", "startTransaction", "autocommit"} {
+		if _, err := cmd.LookupErr(f); err == nil {
+			return mongoerr.New(mongoerr.IllegalOperation, "Transaction numbers are only allowed on a replica set member or mongos")
+		}
+	}
+	return nil
 }
 
 // applyWriteConcern lets writes return before their log record is synced
