@@ -12,15 +12,20 @@ import (
 
 // Checkpoint writes every branch's acknowledged edits into its prolly
 // trees and makes that the durable working root, so that the log before it
-// can be recycled. Version-control operations call it to get a stable root.
+// can be recycled.
 func (d *Database) Checkpoint(ctx context.Context) error {
-	b := d.main
-	b.writeMu.Lock()
-	defer b.writeMu.Unlock()
-	if d.closed.Load() {
-		return ErrClosed
+	for _, b := range d.branchList() {
+		b.writeMu.Lock()
+		err := ErrClosed
+		if !d.closed.Load() {
+			err = d.checkpointLocked(ctx, b)
+		}
+		b.writeMu.Unlock()
+		if err != nil {
+			return err
+		}
 	}
-	return d.checkpointLocked(ctx, b)
+	return nil
 }
 
 // checkpointLocked folds b's edits into new base maps, writes the root and
@@ -43,22 +48,33 @@ func (d *Database) checkpointLocked(ctx context.Context, b *branch) error {
 		}
 		colls[name] = &collection{info: c.info, base: base, count: c.count}
 	}
-	root, err := buildRoot(ctx, d.ns, colls)
+	next := &rootState{colls: colls, lsn: st.lsn, ckptLSN: st.lsn, checkpointed: true,
+		merge: st.merge, conflicts: st.conflicts}
+	root, err := buildRoot(ctx, d.ns, next)
 	if err != nil {
 		return err
 	}
 	if err := d.persist(ctx, b, root, st.lsn); err != nil {
 		return err
 	}
-	b.state.Store(&rootState{colls: colls, lsn: st.lsn, checkpointed: true})
+	next.root = root
+	b.state.Store(next)
 	d.engine.addEditBytes(-st.editBytes())
 	d.log.Debug().Str("c", "STORAGE").Str("db", d.name).Uint64("lsn", st.lsn).
 		Dur("durationMillis", time.Since(start)).Msg("checkpoint")
-	// Only main has a log position to recycle up to until branches arrive.
-	if b == d.main {
-		return d.wl.Recycle(st.lsn)
+	return d.wl.Recycle(d.recyclePoint(st.lsn))
+}
+
+// recyclePoint is the highest LSN no branch still needs from the log: the
+// oldest checkpoint among branches with edits outside one, else upTo.
+func (d *Database) recyclePoint(upTo uint64) uint64 {
+	point := upTo
+	for _, b := range d.branchList() {
+		if st := b.state.Load(); !st.checkpointed {
+			point = min(point, st.ckptLSN)
+		}
 	}
-	return nil
+	return point
 }
 
 // foldEdits applies a collection's edits to its base map.

@@ -55,6 +55,7 @@ type branch struct {
 	state   atomic.Pointer[rootState]
 	ws      datas.Dataset // working set dataset; guarded by writeMu
 	headRef types.Ref     // the head commit's root, stored as StagedRoot
+	deleted bool          // guarded by writeMu
 }
 
 func openDatabase(ctx context.Context, e *Engine, name string) (*Database, error) {
@@ -83,29 +84,73 @@ func openDatabase(ctx context.Context, e *Engine, name string) (*Database, error
 	return d, nil
 }
 
-// recover loads main's checkpoint, replays the log after it, and starts
-// the log for new writes.
+// recover loads every branch's checkpoint, replays the log after the
+// oldest of them, and starts the log for new writes.
 func (d *Database) recover(ctx context.Context) error {
 	main, err := d.branch(ctx, DefaultBranch)
 	if err != nil {
 		return err
 	}
 	d.main = main
+	if err := d.loadAllBranches(ctx); err != nil {
+		return err
+	}
 	if d.wl, err = wal.Open(filepath.Join(d.dir, "wal"), wal.Options{SegmentSize: d.engine.opts.WALSegmentSize}, d.log); err != nil {
 		return err
 	}
 	start := time.Now()
-	from := main.state.Load().lsn
-	n, err := d.wl.Replay(from, func(lsn uint64, payload []byte) error { return d.redo(ctx, lsn, payload) })
+	oldest, newest := d.checkpointRange()
+	n, err := d.wl.Replay(oldest, newest, func(lsn uint64, payload []byte) error { return d.redo(ctx, lsn, payload) })
 	if err != nil {
 		return fmt.Errorf("database %s: %w", d.name, err)
 	}
-	d.engine.addEditBytes(main.state.Load().editBytes())
+	for _, b := range d.branchList() {
+		d.engine.addEditBytes(b.state.Load().editBytes())
+	}
 	if n > 0 {
-		d.log.Info().Str("c", "RECOVERY").Str("db", d.name).Int("records", n).Uint64("fromLSN", from).
+		d.log.Info().Str("c", "RECOVERY").Str("db", d.name).Int("records", n).Uint64("fromLSN", oldest).
 			Dur("durationMillis", time.Since(start)).Msg("replayed the write-ahead log")
 	}
 	return d.wl.Start()
+}
+
+// loadAllBranches loads the state of every branch ref.
+func (d *Database) loadAllBranches(ctx context.Context) error {
+	names, err := d.branchNames(ctx)
+	if err != nil {
+		return err
+	}
+	for _, name := range names {
+		if _, err := d.branch(ctx, name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkpointRange is the lowest and highest log position any branch's
+// checkpoint includes.
+func (d *Database) checkpointRange() (oldest, newest uint64) {
+	first := true
+	for _, b := range d.branchList() {
+		lsn := b.state.Load().lsn
+		if first || lsn < oldest {
+			oldest = lsn
+		}
+		newest = max(newest, lsn)
+		first = false
+	}
+	return oldest, newest
+}
+
+func (d *Database) branchList() []*branch {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make([]*branch, 0, len(d.branches))
+	for _, b := range d.branches {
+		out = append(out, b)
+	}
+	return out
 }
 
 // redo applies one replayed log record to its branch.
@@ -114,9 +159,9 @@ func (d *Database) redo(ctx context.Context, lsn uint64, payload []byte) error {
 	if err != nil {
 		return err
 	}
-	b, err := d.branch(ctx, branchName)
-	if err != nil {
-		return err
+	b := d.loadedBranch(branchName)
+	if b == nil {
+		return nil // the branch was deleted after this record
 	}
 	cur := b.state.Load()
 	if lsn <= cur.lsn {
@@ -130,6 +175,12 @@ func (d *Database) redo(ctx context.Context, lsn uint64, payload []byte) error {
 	return nil
 }
 
+func (d *Database) loadedBranch(name string) *branch {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.branches[name]
+}
+
 // Name is the database name.
 func (d *Database) Name() string { return d.name }
 
@@ -138,14 +189,8 @@ func (d *Database) close(ctx context.Context) error {
 	if d.closed.Swap(true) {
 		return nil
 	}
-	d.mu.Lock()
-	branches := make([]*branch, 0, len(d.branches))
-	for _, b := range d.branches {
-		branches = append(branches, b)
-	}
-	d.mu.Unlock()
 	var firstErr error
-	for _, b := range branches {
+	for _, b := range d.branchList() {
 		b.writeMu.Lock() // wait for in-flight writers; none start after closed
 		if err := d.checkpointLocked(ctx, b); err != nil && firstErr == nil {
 			firstErr = err
@@ -190,7 +235,7 @@ func (d *Database) loadBranch(ctx context.Context, name string) (*branch, error)
 	}
 	if !head.HasHead() {
 		if name != DefaultBranch {
-			return nil, fmt.Errorf("branch %q does not exist", name)
+			return nil, fmt.Errorf("%w: %s", ErrBranchNotFound, name)
 		}
 		if head, err = d.initMain(ctx, head); err != nil {
 			return nil, err
@@ -219,7 +264,7 @@ func (d *Database) loadBranch(ctx context.Context, name string) (*branch, error)
 	if err != nil {
 		return nil, fmt.Errorf("database %s branch %s: %w", d.name, name, err)
 	}
-	st.lsn = lsn
+	st.lsn, st.ckptLSN = lsn, lsn
 	b.state.Store(st)
 	return b, nil
 }
@@ -231,7 +276,7 @@ func parseLSN(desc string) uint64 {
 
 // initMain makes the first commit of a new database: an empty root.
 func (d *Database) initMain(ctx context.Context, head datas.Dataset) (datas.Dataset, error) {
-	root, err := buildRoot(ctx, d.ns, nil)
+	root, err := buildRoot(ctx, d.ns, &rootState{})
 	if err != nil {
 		return head, err
 	}
@@ -264,6 +309,15 @@ func (d *Database) Snapshot() *Snapshot {
 	return &Snapshot{ns: d.ns, st: d.main.state.Load()}
 }
 
+// BranchSnapshot returns a consistent read-only view of a branch as of now.
+func (d *Database) BranchSnapshot(ctx context.Context, name string) (*Snapshot, error) {
+	b, err := d.branch(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	return &Snapshot{ns: d.ns, st: b.state.Load()}, nil
+}
+
 type noSyncKey struct{}
 
 // NoSync marks ctx so that Write returns before its log record is durable,
@@ -275,10 +329,21 @@ func NoSync(ctx context.Context) context.Context { return context.WithValue(ctx,
 // returns. If fn returns an error, nothing it did is applied. Write returns
 // once the change is durable in the write-ahead log (unless ctx is NoSync).
 func (d *Database) Write(ctx context.Context, fn func(tx *Tx) error) error {
-	b := d.main
+	return d.WriteBranch(ctx, DefaultBranch, fn)
+}
+
+// WriteBranch is Write on a named branch.
+func (d *Database) WriteBranch(ctx context.Context, branchName string, fn func(tx *Tx) error) error {
+	b, err := d.branch(ctx, branchName)
+	if err != nil {
+		return err
+	}
 	b.writeMu.Lock()
-	if d.closed.Load() {
+	if d.closed.Load() || b.deleted {
 		b.writeMu.Unlock()
+		if b.deleted {
+			return fmt.Errorf("%w: %s", ErrBranchNotFound, branchName)
+		}
 		return ErrClosed
 	}
 	lsn, err := d.commitLocked(ctx, b, fn)

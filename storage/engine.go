@@ -26,12 +26,15 @@ type Options struct {
 	CheckpointInterval time.Duration
 	// WALSegmentSize is the size of write-ahead log segment files.
 	WALSegmentSize int64
+	// Author is the default commit author, "Name <email>".
+	Author string
 }
 
 // Defaults.
 const (
 	DefaultCacheBytes         = 256 << 20
 	DefaultCheckpointInterval = 60 * time.Second
+	DefaultAuthor             = "dumbodb <dumbodb@localhost>"
 )
 
 // Engine owns a data directory: its lock and the databases under it.
@@ -57,6 +60,9 @@ func Open(dir string, opts Options, log zerolog.Logger) (*Engine, error) {
 	}
 	if opts.CheckpointInterval <= 0 {
 		opts.CheckpointInterval = DefaultCheckpointInterval
+	}
+	if opts.Author == "" {
+		opts.Author = DefaultAuthor
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create data directory: %w", err)

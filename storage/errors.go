@@ -19,4 +19,6 @@ var (
 	ErrDatabaseDiffersInCase = errors.New("database name differs only in case from an existing database")
 	// ErrClosed: the engine or the database was closed (or dropped).
 	ErrClosed = errors.New("storage closed")
+	// ErrBranchNotFound: no branch has that name.
+	ErrBranchNotFound = errors.New("branch not found")
 )

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strings"
 
+	"github.com/dolthub/dolt/go/store/hash"
 	"github.com/dolthub/dolt/go/store/prolly"
 	"github.com/dolthub/dolt/go/store/prolly/tree"
 	"github.com/dolthub/dolt/go/store/val"
@@ -15,8 +17,10 @@ import (
 
 // Root entry names (docs/format/root.md).
 const (
-	rootCatalog    = "catalog"
-	rootDataPrefix = "data/"
+	rootCatalog         = "catalog"
+	rootDataPrefix      = "data/"
+	rootMerge           = "merge"
+	rootConflictsPrefix = "conflicts/"
 )
 
 // CollectionInfo is a collection's catalog entry.
@@ -59,9 +63,18 @@ func decodeCollectionInfo(b []byte) (CollectionInfo, error) {
 type rootState struct {
 	colls map[string]*collection
 	lsn   uint64 // last log record applied
+	// ckptLSN is the last log record the durable working root includes;
+	// the log after it is needed to rebuild this state.
+	ckptLSN uint64
 	// checkpointed is false when anything differs from the working root
 	// last written to Dolt.
 	checkpointed bool
+	// root is that working root; valid when checkpointed.
+	root prolly.AddressMap
+	// merge is the state of a merge in progress (nil: none) and conflicts
+	// its unresolved conflicts per collection.
+	merge     bsoncore.Document
+	conflicts map[string]prolly.Map
 }
 
 // collection is one collection's state within a rootState.
@@ -83,7 +96,10 @@ func loadRootState(ctx context.Context, ns tree.NodeStore, addr [20]byte) (*root
 	if err != nil {
 		return nil, err
 	}
-	st := &rootState{colls: map[string]*collection{}, checkpointed: true}
+	st := &rootState{colls: map[string]*collection{}, checkpointed: true, root: root}
+	if err := loadMergeState(ctx, ns, root, st); err != nil {
+		return nil, err
+	}
 	catAddr, err := root.Get(ctx, rootCatalog)
 	if err != nil {
 		return nil, err
@@ -142,25 +158,9 @@ func loadCollection(ctx context.Context, ns tree.NodeStore, root prolly.AddressM
 
 // buildRoot writes the root value for a state whose collections have no
 // edits (after a checkpoint folded them into their base maps).
-func buildRoot(ctx context.Context, ns tree.NodeStore, colls map[string]*collection) (prolly.AddressMap, error) {
-	names := make([]string, 0, len(colls))
-	for n := range colls {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	tuples := make([]val.Tuple, 0, 2*len(names)) // key, value, key, value, ... sorted
-	for _, n := range names {
-		k, err := keyTuple(ns, []byte(n))
-		if err != nil {
-			return prolly.AddressMap{}, err
-		}
-		v, err := valueTuple(ctx, ns, colls[n].info.encode())
-		if err != nil {
-			return prolly.AddressMap{}, err
-		}
-		tuples = append(tuples, k, v)
-	}
-	catalog, err := prolly.NewMapFromTuples(ctx, ns, keyDesc, valDesc, tuples...)
+func buildRoot(ctx context.Context, ns tree.NodeStore, st *rootState) (prolly.AddressMap, error) {
+	names := st.collectionNames()
+	catalog, err := buildCatalog(ctx, ns, st, names)
 	if err != nil {
 		return prolly.AddressMap{}, err
 	}
@@ -173,11 +173,101 @@ func buildRoot(ctx context.Context, ns tree.NodeStore, colls map[string]*collect
 		return prolly.AddressMap{}, err
 	}
 	for _, n := range names {
-		if err := ed.Update(ctx, rootDataPrefix+n, colls[n].base.HashOf()); err != nil {
+		if err := ed.Update(ctx, rootDataPrefix+n, st.colls[n].base.HashOf()); err != nil {
 			return prolly.AddressMap{}, err
 		}
 	}
+	if err := putMergeState(ctx, ns, ed, st); err != nil {
+		return prolly.AddressMap{}, err
+	}
 	return ed.Flush(ctx)
+}
+
+func buildCatalog(ctx context.Context, ns tree.NodeStore, st *rootState, names []string) (prolly.Map, error) {
+	tuples := make([]val.Tuple, 0, 2*len(names)) // key, value, key, value, ... sorted
+	for _, n := range names {
+		k, err := keyTuple(ns, []byte(n))
+		if err != nil {
+			return prolly.Map{}, err
+		}
+		v, err := valueTuple(ctx, ns, st.colls[n].info.encode())
+		if err != nil {
+			return prolly.Map{}, err
+		}
+		tuples = append(tuples, k, v)
+	}
+	return prolly.NewMapFromTuples(ctx, ns, keyDesc, valDesc, tuples...)
+}
+
+// putMergeState adds the merge state and conflict maps to a root.
+func putMergeState(ctx context.Context, ns tree.NodeStore, ed prolly.AddressMapEditor, st *rootState) error {
+	if st.merge != nil {
+		k, err := keyTuple(ns, []byte("state"))
+		if err != nil {
+			return err
+		}
+		v, err := valueTuple(ctx, ns, st.merge)
+		if err != nil {
+			return err
+		}
+		m, err := prolly.NewMapFromTuples(ctx, ns, keyDesc, valDesc, k, v)
+		if err != nil {
+			return err
+		}
+		if err := ed.Update(ctx, rootMerge, m.HashOf()); err != nil {
+			return err
+		}
+	}
+	for coll, m := range st.conflicts {
+		if err := ed.Update(ctx, rootConflictsPrefix+coll, m.HashOf()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// loadMergeState reads the merge state and conflict maps of a root.
+func loadMergeState(ctx context.Context, ns tree.NodeStore, root prolly.AddressMap, st *rootState) error {
+	return root.IterAll(ctx, func(name string, addr hash.Hash) error {
+		switch {
+		case name == rootMerge:
+			m, err := loadMap(ctx, ns, addr)
+			if err != nil {
+				return err
+			}
+			k, err := keyTuple(ns, []byte("state"))
+			if err != nil {
+				return err
+			}
+			st.merge, _, err = getValue(ctx, ns, m, k)
+			return err
+		case strings.HasPrefix(name, rootConflictsPrefix):
+			m, err := loadMap(ctx, ns, addr)
+			if err != nil {
+				return err
+			}
+			if st.conflicts == nil {
+				st.conflicts = map[string]prolly.Map{}
+			}
+			st.conflicts[strings.TrimPrefix(name, rootConflictsPrefix)] = m
+		}
+		return nil
+	})
+}
+
+func (st *rootState) hasMerge() bool { return st.merge != nil }
+
+// withoutMerge is st with its merge state and conflicts dropped and its
+// root rebuilt without them. st must be checkpointed.
+func withoutMerge(ctx context.Context, ns tree.NodeStore, st *rootState) (*rootState, error) {
+	if !st.hasMerge() && len(st.conflicts) == 0 {
+		return st, nil
+	}
+	clean := *st
+	clean.merge, clean.conflicts = nil, nil
+	root, err := buildRoot(ctx, ns, &clean)
+	clean.root = root
+	return &clean, err
 }
 
 func (st *rootState) collectionNames() []string {

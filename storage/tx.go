@@ -262,7 +262,8 @@ func (c *collection) setEdit(e *edit, existed bool) {
 // publish makes the state this transaction leads to. The transaction must
 // not be used afterwards: its edit sets now belong to the published state.
 func (tx *Tx) publish(lsn uint64) *rootState {
-	st := &rootState{colls: make(map[string]*collection, len(tx.base.colls)+len(tx.overlay)), lsn: lsn}
+	st := &rootState{colls: make(map[string]*collection, len(tx.base.colls)+len(tx.overlay)), lsn: lsn, ckptLSN: tx.base.ckptLSN,
+		merge: tx.base.merge, conflicts: tx.base.conflicts}
 	for n, c := range tx.base.colls {
 		st.colls[n] = c
 	}

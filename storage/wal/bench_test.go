@@ -14,7 +14,7 @@ func BenchmarkAppendDurable(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	w.Replay(0, func(uint64, []byte) error { return nil })
+	w.Replay(0, 0, func(uint64, []byte) error { return nil })
 	w.Start()
 	defer w.Close()
 	rec := make([]byte, 256)

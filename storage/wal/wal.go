@@ -116,16 +116,19 @@ func listSegments(dir string) ([]uint64, error) {
 }
 
 // Replay calls fn for every valid record with an LSN above after, in order,
-// and positions the log to append after the last valid record. It stops
-// quietly at the first torn, corrupt or stale record: that is the end of
-// the log.
-func (w *WAL) Replay(after uint64, fn func(lsn uint64, payload []byte) error) (int, error) {
+// and positions the log to append after the last valid record, and never
+// below floor (the highest LSN any checkpoint holds: LSNs are never
+// reused). It stops quietly at the first torn, corrupt or stale record:
+// that is the end of the log.
+func (w *WAL) Replay(after, floor uint64, fn func(lsn uint64, payload []byte) error) (int, error) {
 	expected := uint64(0)
 	replayed := 0
 	for i, first := range w.segments {
-		// A gap is fine only where a checkpoint already holds the missing
-		// records (see TestCheckpointAheadOfLogNeverReusesLSNs).
-		if expected != 0 && first != expected && (first < expected || first > after+1) {
+		// A forward gap means the records in it were lost from the log's
+		// tail but are in a checkpoint (see
+		// TestCheckpointAheadOfLogNeverReusesLSNs); going backwards is not
+		// a log.
+		if expected != 0 && first < expected {
 			w.log.Warn().Str("c", "WAL").Uint64("segment", first).Uint64("expected", expected).
 				Msg("log segment does not continue the previous one; ignoring it and later segments")
 			w.segments = w.segments[:i]
@@ -140,12 +143,10 @@ func (w *WAL) Replay(after uint64, fn func(lsn uint64, payload []byte) error) (i
 		w.segOff = end
 	}
 	if expected == 0 {
-		expected = after + 1
+		expected = floor + 1
 	}
 	w.segNext = expected
-	// A checkpoint may be ahead of the log's valid end (it can include
-	// records whose sync a crash cut short); LSNs must never be reused.
-	expected = max(expected, after+1)
+	expected = max(expected, floor+1)
 	w.nextLSN, w.synced, w.written = expected, expected-1, expected-1
 	return replayed, nil
 }

@@ -19,7 +19,7 @@ func open(t *testing.T, dir string, segSize int64, after uint64) (*WAL, [][]byte
 		t.Fatal(err)
 	}
 	var got [][]byte
-	if _, err := w.Replay(after, func(lsn uint64, p []byte) error {
+	if _, err := w.Replay(after, after, func(lsn uint64, p []byte) error {
 		got = append(got, append([]byte(nil), p...))
 		return nil
 	}); err != nil {

@@ -1,0 +1,266 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+
+	"github.com/dolthub/dolt/go/store/datas"
+	"github.com/dolthub/dolt/go/store/hash"
+	"github.com/dolthub/dolt/go/store/prolly"
+	"github.com/dolthub/dolt/go/store/prolly/tree"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
+
+// Conflict is one document a merge could not merge. A nil document was
+// absent (deleted) on that side.
+type Conflict struct {
+	Collection         string
+	ID                 bsoncore.Value
+	Base, Ours, Theirs bsoncore.Document
+}
+
+// Conflicts lists a branch's unresolved conflicts (of one collection when
+// coll is set).
+func (d *Database) Conflicts(ctx context.Context, branchName, coll string) ([]Conflict, error) {
+	snap, err := d.BranchSnapshot(ctx, branchName)
+	if err != nil {
+		return nil, err
+	}
+	var out []Conflict
+	for _, name := range sortedKeys(snap.st.conflicts) {
+		if coll != "" && name != coll {
+			continue
+		}
+		it, err := snap.st.conflicts[name].IterAll(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for {
+			_, v, err := it.Next(ctx)
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				return nil, err
+			}
+			raw, err := valueBytes(ctx, d.ns, v)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, conflictOf(name, bsoncore.Document(append([]byte(nil), raw...))))
+		}
+	}
+	return out, nil
+}
+
+func conflictOf(coll string, rec bsoncore.Document) Conflict {
+	c := Conflict{Collection: coll}
+	c.Base, _ = rec.Lookup("base").DocumentOK()
+	c.Ours, _ = rec.Lookup("ours").DocumentOK()
+	c.Theirs, _ = rec.Lookup("theirs").DocumentOK()
+	for _, doc := range []bsoncore.Document{c.Ours, c.Theirs, c.Base} {
+		if doc != nil {
+			c.ID = doc.Lookup("_id")
+			break
+		}
+	}
+	return c
+}
+
+func sortedKeys(m map[string]prolly.Map) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// Resolutions of a conflict.
+const (
+	ResolveOurs   = "ours"
+	ResolveTheirs = "theirs"
+	ResolveCustom = "custom"
+)
+
+// ResolveConflict settles one conflict: keep ours, take theirs, or store
+// a custom document (nil custom with "custom": delete the document).
+func (d *Database) ResolveConflict(ctx context.Context, branchName, coll string, id bsoncore.Value, resolution string, custom bsoncore.Document) error {
+	key, err := encodeID(id)
+	if err != nil {
+		return err
+	}
+	return d.lockedBranch(ctx, branchName, func(b *branch) error {
+		st := b.state.Load()
+		cm, ok := st.conflicts[coll]
+		if !ok {
+			return fmt.Errorf("%w: %s", ErrConflictMissing, coll)
+		}
+		raw, found, err := lookup(ctx, d.ns, cm, nil, key)
+		if err != nil || !found {
+			if err == nil {
+				err = ErrConflictMissing
+			}
+			return err
+		}
+		var doc bsoncore.Document
+		switch resolution {
+		case ResolveOurs:
+			doc, _ = bsoncore.Document(raw).Lookup("ours").DocumentOK()
+		case ResolveTheirs:
+			doc, _ = bsoncore.Document(raw).Lookup("theirs").DocumentOK()
+		default:
+			doc = custom
+		}
+		return d.settle(ctx, b, st, coll, key, doc)
+	})
+}
+
+// settle writes the chosen document and drops the conflict entry.
+func (d *Database) settle(ctx context.Context, b *branch, st *rootState, coll string, key []byte, doc bsoncore.Document) error {
+	next := *st
+	next.colls = make(map[string]*collection, len(st.colls))
+	for n, c := range st.colls {
+		next.colls[n] = c
+	}
+	c := *next.colls[coll]
+	ed := newEdits()
+	_, existed, err := lookup(ctx, d.ns, c.base, nil, key)
+	if err != nil {
+		return err
+	}
+	c.edits = ed
+	c.setEdit(&edit{key: key, value: doc}, existed)
+	if c.base, err = foldEdits(ctx, d.ns, &c); err != nil {
+		return err
+	}
+	c.edits, c.editBytes = nil, 0
+	next.colls[coll] = &c
+	next.conflicts = make(map[string]prolly.Map, len(st.conflicts))
+	for n, m := range st.conflicts {
+		next.conflicts[n] = m
+	}
+	if next.conflicts[coll], err = deleteMapKey(ctx, d.ns, st.conflicts[coll], key); err != nil {
+		return err
+	}
+	if n, _ := next.conflicts[coll].Count(); n == 0 {
+		delete(next.conflicts, coll)
+	}
+	return d.storeWorking(ctx, b, &next)
+}
+
+func deleteMapKey(ctx context.Context, ns tree.NodeStore, m prolly.Map, key []byte) (prolly.Map, error) {
+	k, err := keyTuple(ns, key)
+	if err != nil {
+		return prolly.Map{}, err
+	}
+	mut := m.Mutate()
+	if err := mut.Delete(ctx, k); err != nil {
+		return prolly.Map{}, err
+	}
+	return mut.Map(ctx)
+}
+
+// MergeAbort ends a merge in progress and restores the head commit's state.
+func (d *Database) MergeAbort(ctx context.Context, branchName string) error {
+	return d.lockedBranch(ctx, branchName, func(b *branch) error {
+		if !b.state.Load().hasMerge() {
+			return ErrNoMergeInProgress
+		}
+		head, err := d.headCommit(ctx, b.name)
+		if err != nil {
+			return err
+		}
+		return d.resetWorkingSet(ctx, b, head)
+	})
+}
+
+// MergeContinue commits a merge whose conflicts are all resolved.
+func (d *Database) MergeContinue(ctx context.Context, branchName string, opts CommitOptions) (CommitInfo, error) {
+	var info CommitInfo
+	err := d.lockedBranch(ctx, branchName, func(b *branch) error {
+		st := b.state.Load()
+		if !st.hasMerge() {
+			return ErrNoMergeInProgress
+		}
+		if len(st.conflicts) > 0 {
+			return ErrUnresolved
+		}
+		if opts.Message == "" {
+			opts.Message, _ = st.merge.Lookup("message").StringValueOK()
+		}
+		if opts.Author == "" {
+			opts.Author, _ = st.merge.Lookup("author").StringValueOK()
+		}
+		var parents []hash.Hash
+		if arr, ok := st.merge.Lookup("parents").ArrayOK(); ok {
+			vals, _ := arr.Values()
+			for _, v := range vals {
+				if h, ok := hash.MaybeParse(v.StringValue()); ok {
+					parents = append(parents, h)
+				}
+			}
+		}
+		c, err := d.commitRoot(ctx, b, st, opts, parents)
+		if err != nil {
+			return err
+		}
+		info, err = d.describe(ctx, c, nil)
+		return err
+	})
+	return info, err
+}
+
+// CherryPick applies the change a commit made (relative to its first
+// parent) onto a branch, as a new commit with the same message.
+func (d *Database) CherryPick(ctx context.Context, branchName string, rev Revision, opts CommitOptions) (MergeResult, error) {
+	return d.applyCommitChange(ctx, branchName, rev, opts, false)
+}
+
+// Revert undoes the change a commit made, as a new commit.
+func (d *Database) Revert(ctx context.Context, branchName string, rev Revision, opts CommitOptions) (MergeResult, error) {
+	return d.applyCommitChange(ctx, branchName, rev, opts, true)
+}
+
+func (d *Database) applyCommitChange(ctx context.Context, branchName string, rev Revision, opts CommitOptions, revert bool) (MergeResult, error) {
+	c, err := d.revisionCommit(ctx, rev)
+	if err != nil {
+		return MergeResult{}, err
+	}
+	parents, err := datas.GetCommitParents(ctx, d.vs, c.NomsValue())
+	if err != nil {
+		return MergeResult{}, err
+	}
+	if len(parents) != 1 {
+		return MergeResult{}, fmt.Errorf("commit %s has %d parents; pick a commit with one", c.Addr(), len(parents))
+	}
+	meta, err := datas.GetCommitMeta(ctx, c.NomsValue())
+	if err != nil {
+		return MergeResult{}, err
+	}
+	base, theirs, kind := parents[0], c, KindCherryPick
+	if opts.Message == "" {
+		opts.Message = meta.Description
+	}
+	if revert {
+		base, theirs, kind = c, parents[0], KindRevert
+		if opts.Message == meta.Description {
+			opts.Message = fmt.Sprintf("Revert %q", meta.Description)
+		}
+	}
+	var res MergeResult
+	err = d.lockedBranch(ctx, branchName, func(b *branch) error {
+		if _, err := d.readyToMerge(ctx, b); err != nil {
+			return err
+		}
+		baseState, err := d.commitState(ctx, base)
+		if err != nil {
+			return err
+		}
+		return d.applyThreeWay(ctx, b, baseState, theirs, kind, opts, nil, &res)
+	})
+	return res, err
+}

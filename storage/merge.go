@@ -1,0 +1,400 @@
+package storage
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/dolthub/dolt/go/store/datas"
+	"github.com/dolthub/dolt/go/store/hash"
+	"github.com/dolthub/dolt/go/store/prolly"
+	"github.com/dolthub/dolt/go/store/prolly/tree"
+	"github.com/dolthub/dolt/go/store/val"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
+
+// Errors of merges.
+var (
+	ErrMergeConflicts  = errors.New("merge conflicts")
+	ErrNotFastForward  = errors.New("not possible to fast-forward")
+	ErrUnresolved      = errors.New("conflicts remain unresolved")
+	ErrConflictMissing = errors.New("no such conflict")
+)
+
+// Merge kinds, as kept in the merge state.
+const (
+	KindMerge      = "merge"
+	KindCherryPick = "cherry-pick"
+	KindRevert     = "revert"
+)
+
+// MergeOptions tune Merge.
+type MergeOptions struct {
+	CommitOptions
+	NoFF, FFOnly bool
+}
+
+// MergeResult is what a merge did.
+type MergeResult struct {
+	UpToDate    bool
+	FastForward bool
+	Commit      CommitInfo
+	Conflicts   map[string]int // per collection, when the merge stopped
+}
+
+// Merge merges a revision into a branch: a fast-forward when possible,
+// else a three-way merge at field level. With conflicts it returns
+// ErrMergeConflicts, leaves HEAD where it was and keeps the merge state in
+// the working set until MergeContinue or MergeAbort.
+func (d *Database) Merge(ctx context.Context, branchName string, theirs Revision, opts MergeOptions) (MergeResult, error) {
+	theirC, err := d.revisionCommit(ctx, theirs)
+	if err != nil {
+		return MergeResult{}, err
+	}
+	var res MergeResult
+	err = d.lockedBranch(ctx, branchName, func(b *branch) error {
+		ours, err := d.readyToMerge(ctx, b)
+		if err != nil {
+			return err
+		}
+		baseAddr, ok, err := datas.FindCommonAncestor(ctx, ours, theirC, d.vs, d.vs, d.ns, d.ns)
+		if err != nil {
+			return err
+		}
+		switch {
+		case ok && baseAddr == theirC.Addr():
+			res.UpToDate = true
+			res.Commit, err = d.describe(ctx, ours, nil)
+			return err
+		case ok && baseAddr == ours.Addr() && !opts.NoFF:
+			return d.fastForward(ctx, b, theirC, &res)
+		case opts.FFOnly:
+			return ErrNotFastForward
+		}
+		base := &rootState{colls: map[string]*collection{}}
+		if ok {
+			baseC, err := datas.LoadCommitAddr(ctx, d.vs, baseAddr)
+			if err != nil {
+				return err
+			}
+			if base, err = d.commitState(ctx, baseC); err != nil {
+				return err
+			}
+		}
+		if opts.Message == "" {
+			opts.Message = fmt.Sprintf("Merge %s into %s", theirC.Addr().String(), b.name)
+		}
+		return d.applyThreeWay(ctx, b, base, theirC, KindMerge, opts.CommitOptions, []hash.Hash{theirC.Addr()}, &res)
+	})
+	return res, err
+}
+
+// readyToMerge checks that a locked branch can take a merge and returns
+// its head commit.
+func (d *Database) readyToMerge(ctx context.Context, b *branch) (*datas.Commit, error) {
+	st := b.state.Load()
+	if st.hasMerge() {
+		return nil, ErrMergeInProgress
+	}
+	if st.root.HashOf() != b.headRef.TargetHash() {
+		return nil, fmt.Errorf("%w: commit or reset them first", ErrBranchDirty)
+	}
+	return d.headCommit(ctx, b.name)
+}
+
+func (d *Database) fastForward(ctx context.Context, b *branch, to *datas.Commit, res *MergeResult) error {
+	head, err := d.db.GetDataset(ctx, refHeads+b.name)
+	if err != nil {
+		return err
+	}
+	if _, err := d.db.FastForward(ctx, head, to.Addr(), ""); err != nil {
+		return err
+	}
+	if err := d.resetWorkingSet(ctx, b, to); err != nil {
+		return err
+	}
+	res.FastForward = true
+	res.Commit, err = d.describe(ctx, to, nil)
+	return err
+}
+
+// applyThreeWay merges theirs into b's head over base and commits, or
+// stores the conflicts and the merge state.
+func (d *Database) applyThreeWay(ctx context.Context, b *branch, base *rootState, theirC *datas.Commit,
+	kind string, opts CommitOptions, extraParents []hash.Hash, res *MergeResult) error {
+	theirs, err := d.commitState(ctx, theirC)
+	if err != nil {
+		return err
+	}
+	ours := b.state.Load()
+	merged, err := d.threeWay(ctx, base, ours, theirs)
+	if err != nil {
+		return err
+	}
+	if len(merged.conflicts) == 0 {
+		root, err := buildRoot(ctx, d.ns, merged)
+		if err != nil {
+			return err
+		}
+		merged.root, merged.checkpointed = root, true
+		c, err := d.commitRoot(ctx, b, merged, opts, extraParents)
+		if err != nil {
+			return err
+		}
+		res.Commit, err = d.describe(ctx, c, nil)
+		return err
+	}
+	merged.merge = mergeStateDoc(kind, theirC.Addr(), opts, extraParents)
+	if err := d.storeWorking(ctx, b, merged); err != nil {
+		return err
+	}
+	res.Conflicts = map[string]int{}
+	for coll, m := range merged.conflicts {
+		n, _ := m.Count()
+		res.Conflicts[coll] = n
+	}
+	return ErrMergeConflicts
+}
+
+func mergeStateDoc(kind string, theirs hash.Hash, opts CommitOptions, extraParents []hash.Hash) bsoncore.Document {
+	parents := bsoncore.NewArrayBuilder()
+	for _, p := range extraParents {
+		parents.AppendString(p.String())
+	}
+	return bsoncore.NewDocumentBuilder().
+		AppendString("kind", kind).
+		AppendString("theirs", theirs.String()).
+		AppendString("message", opts.Message).
+		AppendString("author", opts.Author).
+		AppendArray("parents", parents.Build()).Build()
+}
+
+// storeWorking makes st (checkpointed-style: no edits) b's durable working
+// state.
+func (d *Database) storeWorking(ctx context.Context, b *branch, st *rootState) error {
+	root, err := buildRoot(ctx, d.ns, st)
+	if err != nil {
+		return err
+	}
+	cur := b.state.Load()
+	st.lsn, st.ckptLSN, st.root, st.checkpointed = cur.lsn, cur.lsn, root, true
+	if err := d.persist(ctx, b, root, cur.lsn); err != nil {
+		return err
+	}
+	b.state.Store(st)
+	return nil
+}
+
+// threeWay merges every collection; the result has no edits, only bases.
+func (d *Database) threeWay(ctx context.Context, base, ours, theirs *rootState) (*rootState, error) {
+	out := &rootState{colls: map[string]*collection{}}
+	names := unionNames(ours, theirs)
+	names = append(names, base.collectionNames()...)
+	sort.Strings(names)
+	for i, name := range names {
+		if i > 0 && names[i-1] == name {
+			continue
+		}
+		if err := d.mergeCollection(ctx, base, ours, theirs, name, out); err != nil {
+			return nil, fmt.Errorf("merge %s: %w", name, err)
+		}
+	}
+	return out, nil
+}
+
+func (d *Database) mergeCollection(ctx context.Context, base, ours, theirs *rootState, name string, out *rootState) error {
+	b, inBase := base.colls[name]
+	o, inOurs := ours.colls[name]
+	t, inTheirs := theirs.colls[name]
+	switch {
+	case !inOurs && !inTheirs:
+		return nil // dropped on both sides (or never there)
+	case inBase && !inTheirs && o.base.HashOf() == b.base.HashOf():
+		return nil // they dropped it, we did not change it
+	case inBase && !inOurs && t.base.HashOf() == b.base.HashOf():
+		return nil // we dropped it, they did not change it
+	}
+	info := pickInfo(b, o, t, inBase, inOurs)
+	baseMap, _, err := d.mapOf(ctx, base, name)
+	if err != nil {
+		return err
+	}
+	oursMap, _, err := d.mapOf(ctx, ours, name)
+	if err != nil {
+		return err
+	}
+	theirsMap, _, err := d.mapOf(ctx, theirs, name)
+	if err != nil {
+		return err
+	}
+	merged, conflicts, err := d.mergeMaps(ctx, baseMap, oursMap, theirsMap)
+	if err != nil {
+		return err
+	}
+	n, err := merged.Count()
+	if err != nil {
+		return err
+	}
+	out.colls[name] = &collection{info: info, base: merged, count: n}
+	if conflicts != nil {
+		if out.conflicts == nil {
+			out.conflicts = map[string]prolly.Map{}
+		}
+		out.conflicts[name] = *conflicts
+	}
+	return nil
+}
+
+// pickInfo merges catalog entries: theirs when only they changed it.
+func pickInfo(b, o, t *collection, inBase, inOurs bool) CollectionInfo {
+	switch {
+	case !inOurs:
+		return t.info
+	case t == nil:
+		return o.info
+	case inBase && bytes.Equal(o.info.Options, b.info.Options):
+		info := o.info
+		info.Options = t.info.Options
+		return info
+	}
+	return o.info
+}
+
+type conflictRec struct {
+	key                []byte
+	base, ours, theirs []byte
+}
+
+// mergeMaps merges document maps; documents changed on both sides merge
+// field by field, and what cannot merge becomes a conflict (ours stays).
+func (d *Database) mergeMaps(ctx context.Context, base, ours, theirs prolly.Map) (prolly.Map, *prolly.Map, error) {
+	var recs []conflictRec
+	var cbErr error
+	merged, _, err := prolly.MergeMaps(ctx, ours, theirs, base, func(left, right tree.Diff) (tree.Diff, bool) {
+		resolved, ok, rec, err := d.resolveCollision(ctx, left, right)
+		if err != nil && cbErr == nil {
+			cbErr = err
+		}
+		if !ok {
+			recs = append(recs, rec)
+		}
+		return resolved, ok
+	})
+	if err == nil {
+		err = cbErr
+	}
+	if err != nil || len(recs) == 0 {
+		return merged, nil, err
+	}
+	cm, err := d.conflictMap(ctx, recs)
+	return merged, &cm, err
+}
+
+func (d *Database) resolveCollision(ctx context.Context, left, right tree.Diff) (tree.Diff, bool, conflictRec, error) {
+	rec := conflictRec{key: append([]byte(nil), keyBytes(val.Tuple(left.Key))...)}
+	var err error
+	for _, p := range []struct {
+		dst *[]byte
+		src tree.Item
+	}{{&rec.base, left.From}, {&rec.ours, left.To}, {&rec.theirs, right.To}} {
+		if p.src != nil {
+			if *p.dst, err = d.docOf(ctx, p.src); err != nil {
+				return tree.Diff{}, false, rec, err
+			}
+		}
+	}
+	if rec.ours == nil || rec.theirs == nil {
+		return tree.Diff{}, false, rec, nil // delete against modify
+	}
+	doc, ok := mergeDocs(rec.base, rec.ours, rec.theirs)
+	if !ok {
+		return tree.Diff{}, false, rec, nil
+	}
+	v, err := valueTuple(ctx, d.ns, doc)
+	if err != nil {
+		return tree.Diff{}, false, rec, err
+	}
+	return tree.Diff{Type: tree.ModifiedDiff, Key: left.Key, From: left.From, To: tree.Item(v)}, true, rec, nil
+}
+
+// conflictMap stores conflict records keyed by _id key.
+func (d *Database) conflictMap(ctx context.Context, recs []conflictRec) (prolly.Map, error) {
+	sort.Slice(recs, func(i, j int) bool { return bytes.Compare(recs[i].key, recs[j].key) < 0 })
+	tuples := make([]val.Tuple, 0, 2*len(recs))
+	for _, r := range recs {
+		k, err := keyTuple(d.ns, r.key)
+		if err != nil {
+			return prolly.Map{}, err
+		}
+		b := bsoncore.NewDocumentBuilder()
+		for _, f := range []struct {
+			name string
+			doc  []byte
+		}{{"base", r.base}, {"ours", r.ours}, {"theirs", r.theirs}} {
+			if f.doc != nil {
+				b.AppendDocument(f.name, f.doc)
+			}
+		}
+		v, err := valueTuple(ctx, d.ns, b.Build())
+		if err != nil {
+			return prolly.Map{}, err
+		}
+		tuples = append(tuples, k, v)
+	}
+	return prolly.NewMapFromTuples(ctx, d.ns, keyDesc, valDesc, tuples...)
+}
+
+// mergeDocs merges two versions of a document field by field over their
+// common base (nil base: both added it). It fails when one field was
+// changed differently on both sides.
+func mergeDocs(base, ours, theirs bsoncore.Document) (bsoncore.Document, bool) {
+	if base == nil {
+		base = bsoncore.NewDocumentBuilder().Build()
+	}
+	b := bsoncore.NewDocumentBuilder()
+	oels, _ := ours.Elements()
+	tels, _ := theirs.Elements()
+	seen := map[string]bool{}
+	keys := make([]string, 0, len(oels)+len(tels))
+	for _, el := range append(oels, tels...) {
+		if !seen[el.Key()] {
+			seen[el.Key()] = true
+			keys = append(keys, el.Key())
+		}
+	}
+	for _, k := range keys {
+		v, present, ok := mergeField(base.Lookup(k), ours.Lookup(k), theirs.Lookup(k))
+		if !ok {
+			return nil, false
+		}
+		if present {
+			b.AppendValue(k, v)
+		}
+	}
+	return b.Build(), true
+}
+
+func sameValue(a, b bsoncore.Value) bool { return a.Type == b.Type && bytes.Equal(a.Data, b.Data) }
+
+// mergeField merges one field; a zero Value is a missing field.
+func mergeField(b, o, t bsoncore.Value) (bsoncore.Value, bool, bool) {
+	switch {
+	case sameValue(o, t):
+		return o, o.Type != 0, true
+	case sameValue(o, b):
+		return t, t.Type != 0, true
+	case sameValue(t, b):
+		return o, o.Type != 0, true
+	case o.Type == bsoncore.TypeEmbeddedDocument && t.Type == bsoncore.TypeEmbeddedDocument &&
+		(b.Type == bsoncore.TypeEmbeddedDocument || b.Type == 0):
+		var bd bsoncore.Document
+		if b.Type != 0 {
+			bd = b.Document()
+		}
+		doc, ok := mergeDocs(bd, o.Document(), t.Document())
+		return bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: doc}, true, ok
+	}
+	return bsoncore.Value{}, false, false
+}

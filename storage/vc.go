@@ -1,0 +1,533 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/dolthub/dolt/go/store/datas"
+	"github.com/dolthub/dolt/go/store/hash"
+	"github.com/dolthub/dolt/go/store/prolly"
+	"github.com/dolthub/dolt/go/store/prolly/tree"
+	"github.com/dolthub/dolt/go/store/types"
+)
+
+// Sentinel errors of version control.
+var (
+	ErrNothingToCommit   = errors.New("nothing to commit, working set clean")
+	ErrBranchExists      = errors.New("branch already exists")
+	ErrTagExists         = errors.New("tag already exists")
+	ErrBranchUnmerged    = errors.New("branch is not fully merged")
+	ErrBranchDirty       = errors.New("branch has uncommitted changes")
+	ErrDeleteDefault     = errors.New("cannot delete the default branch")
+	ErrInvalidRefName    = errors.New("invalid branch or tag name")
+	ErrMergeInProgress   = errors.New("a merge is in progress")
+	ErrNoMergeInProgress = errors.New("no merge in progress")
+)
+
+// CommitInfo describes one commit.
+type CommitInfo struct {
+	ID        string
+	Parents   []string
+	Message   string
+	Author    string
+	Timestamp time.Time
+	Refs      []string
+}
+
+// CommitOptions are the user-supplied parts of a commit.
+type CommitOptions struct {
+	Message string
+	Author  string    // "Name <email>"; empty: the engine's default
+	Time    time.Time // zero: now
+}
+
+func (d *Database) commitMeta(opts CommitOptions) (*datas.CommitMeta, error) {
+	author := opts.Author
+	if author == "" {
+		author = d.engine.opts.Author
+	}
+	name, email := splitAuthor(author)
+	ts := opts.Time
+	if ts.IsZero() {
+		ts = time.Now()
+	}
+	return datas.NewCommitMetaWithUserTS(name, email, opts.Message, ts)
+}
+
+// splitAuthor parses "Name <email>".
+func splitAuthor(a string) (string, string) {
+	if i := strings.Index(a, "<"); i >= 0 && strings.HasSuffix(a, ">") {
+		return strings.TrimSpace(a[:i]), a[i+1 : len(a)-1]
+	}
+	return a, ""
+}
+
+func formatAuthor(name, email string) string {
+	if email == "" {
+		return name
+	}
+	return name + " <" + email + ">"
+}
+
+// ValidRefName applies Git's main rules for branch and tag names.
+func ValidRefName(name string) bool {
+	if name == "" || name == "HEAD" || strings.HasPrefix(name, "-") || strings.HasSuffix(name, ".") ||
+		strings.HasSuffix(name, "/") || strings.Contains(name, "..") || strings.Contains(name, "//") {
+		return false
+	}
+	return !strings.ContainsAny(name, " ~^:?*[\\@\x00\t\n")
+}
+
+// lockedBranch runs fn with a branch's writers stopped and its edits
+// checkpointed, so fn sees a stable root.
+func (d *Database) lockedBranch(ctx context.Context, name string, fn func(b *branch) error) error {
+	b, err := d.branch(ctx, name)
+	if err != nil {
+		return err
+	}
+	b.writeMu.Lock()
+	defer b.writeMu.Unlock()
+	if d.closed.Load() {
+		return ErrClosed
+	}
+	if b.deleted {
+		return fmt.Errorf("%w: %s", ErrBranchNotFound, name)
+	}
+	if err := d.checkpointLocked(ctx, b); err != nil {
+		return err
+	}
+	return fn(b)
+}
+
+// Commit records a branch's working state as a new commit.
+func (d *Database) Commit(ctx context.Context, branchName string, opts CommitOptions) (CommitInfo, error) {
+	var info CommitInfo
+	err := d.lockedBranch(ctx, branchName, func(b *branch) error {
+		st := b.state.Load()
+		if st.hasMerge() {
+			return ErrMergeInProgress
+		}
+		if st.root.HashOf() == b.headRef.TargetHash() {
+			return ErrNothingToCommit
+		}
+		c, err := d.commitRoot(ctx, b, st, opts, nil)
+		if err != nil {
+			return err
+		}
+		info, err = d.describe(ctx, c, nil)
+		return err
+	})
+	return info, err
+}
+
+// commitRoot commits st's root on b with the given extra parents, and
+// resets the working set to it.
+func (d *Database) commitRoot(ctx context.Context, b *branch, st *rootState, opts CommitOptions, extraParents []hash.Hash) (*datas.Commit, error) {
+	meta, err := d.commitMeta(opts)
+	if err != nil {
+		return nil, err
+	}
+	head, err := d.db.GetDataset(ctx, refHeads+b.name)
+	if err != nil {
+		return nil, err
+	}
+	copts := datas.CommitOptions{Meta: meta}
+	if len(extraParents) > 0 {
+		cur, _ := head.MaybeHeadAddr()
+		copts.Parents = append([]hash.Hash{cur}, extraParents...)
+	}
+	clean, err := withoutMerge(ctx, d.ns, st)
+	if err != nil {
+		return nil, err
+	}
+	root := clean.root
+	rootVal := tree.ValueFromNode(root.Node())
+	rootRef, err := d.vs.WriteValue(ctx, rootVal)
+	if err != nil {
+		return nil, err
+	}
+	spec := d.workingSetSpec(rootRef, rootRef, st.lsn)
+	prev, _ := b.ws.MaybeHeadAddr()
+	head, ws, err := d.db.CommitWithWorkingSet(ctx, head, b.ws, rootVal, spec, prev, copts)
+	if err != nil {
+		return nil, fmt.Errorf("commit %s@%s: %w", d.name, b.name, err)
+	}
+	b.ws, b.headRef = ws, rootRef
+	b.state.Store(clean)
+	addr, _ := head.MaybeHeadAddr()
+	return datas.LoadCommitAddr(ctx, d.vs, addr)
+}
+
+func (d *Database) workingSetSpec(working, staged types.Ref, lsn uint64) datas.WorkingSetSpec {
+	return datas.WorkingSetSpec{
+		Meta: &datas.WorkingSetMeta{
+			Name: "dumbodb", Email: "dumbodb@localhost",
+			Description: fmt.Sprintf("%s%d", walLSNPrefix, lsn),
+			Timestamp:   uint64(time.Now().UnixMilli()),
+		},
+		WorkingRoot: working,
+		StagedRoot:  staged,
+	}
+}
+
+// describe turns a commit into a CommitInfo; refs maps commits to names.
+func (d *Database) describe(ctx context.Context, c *datas.Commit, refs map[hash.Hash][]string) (CommitInfo, error) {
+	meta, err := datas.GetCommitMeta(ctx, c.NomsValue())
+	if err != nil {
+		return CommitInfo{}, err
+	}
+	parents, err := datas.GetCommitParents(ctx, d.vs, c.NomsValue())
+	if err != nil {
+		return CommitInfo{}, err
+	}
+	info := CommitInfo{
+		ID: c.Addr().String(), Message: meta.Description,
+		Author:    formatAuthor(meta.Name, meta.Email),
+		Timestamp: time.UnixMilli(meta.UserTimestamp),
+		Refs:      refs[c.Addr()],
+	}
+	for _, p := range parents {
+		info.Parents = append(info.Parents, p.Addr().String())
+	}
+	return info, nil
+}
+
+// BranchInfo describes a branch.
+type BranchInfo struct {
+	Name string
+	Head CommitInfo
+}
+
+// Branches lists the branches with their head commits.
+func (d *Database) Branches(ctx context.Context) ([]BranchInfo, error) {
+	names, err := d.branchNames(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]BranchInfo, 0, len(names))
+	for _, n := range names {
+		c, err := d.headCommit(ctx, n)
+		if err != nil {
+			return nil, err
+		}
+		info, err := d.describe(ctx, c, nil)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, BranchInfo{Name: n, Head: info})
+	}
+	return out, nil
+}
+
+// CreateBranch makes a branch at a revision's commit (a branch's head).
+func (d *Database) CreateBranch(ctx context.Context, name string, at Revision) (CommitInfo, error) {
+	if !ValidRefName(name) {
+		return CommitInfo{}, fmt.Errorf("%w: %q", ErrInvalidRefName, name)
+	}
+	if ok, err := d.hasRef(ctx, refHeads+name); err != nil || ok {
+		if err == nil {
+			err = fmt.Errorf("%w: %s", ErrBranchExists, name)
+		}
+		return CommitInfo{}, err
+	}
+	c, err := d.revisionCommit(ctx, at)
+	if err != nil {
+		return CommitInfo{}, err
+	}
+	ds, err := d.db.GetDataset(ctx, refHeads+name)
+	if err != nil {
+		return CommitInfo{}, err
+	}
+	if _, err := d.db.SetHead(ctx, ds, c.Addr(), ""); err != nil {
+		return CommitInfo{}, err
+	}
+	ws, err := d.db.GetDataset(ctx, "workingSets/heads/"+name)
+	if err != nil {
+		return CommitInfo{}, err
+	}
+	// The new branch's log position starts at the log's end: no earlier
+	// record is about it.
+	if _, _, err := d.newWorkingSet(ctx, ws, c, d.wl.LastLSN()); err != nil {
+		return CommitInfo{}, err
+	}
+	return d.describe(ctx, c, nil)
+}
+
+// newWorkingSet points a branch's working set at a commit's root.
+func (d *Database) newWorkingSet(ctx context.Context, ws datas.Dataset, c *datas.Commit, lsn uint64) (datas.Dataset, types.Ref, error) {
+	ref, err := d.commitRootRef(ctx, c)
+	if err != nil {
+		return ws, types.Ref{}, err
+	}
+	prev, _ := ws.MaybeHeadAddr()
+	ws, err = d.db.UpdateWorkingSet(ctx, ws, d.workingSetSpec(ref, ref, lsn), prev)
+	return ws, ref, err
+}
+
+// resetWorkingSet makes a locked branch's working state a commit's root.
+func (d *Database) resetWorkingSet(ctx context.Context, b *branch, c *datas.Commit) error {
+	lsn := b.state.Load().lsn
+	ws, ref, err := d.newWorkingSet(ctx, b.ws, c, lsn)
+	if err != nil {
+		return err
+	}
+	st, err := loadRootState(ctx, d.ns, ref.TargetHash())
+	if err != nil {
+		return err
+	}
+	st.lsn, st.ckptLSN = lsn, lsn
+	b.ws, b.headRef = ws, ref
+	d.engine.addEditBytes(-b.state.Load().editBytes())
+	b.state.Store(st)
+	return nil
+}
+
+// revisionCommit is the commit a revision stands for (a branch's head).
+func (d *Database) revisionCommit(ctx context.Context, rev Revision) (*datas.Commit, error) {
+	if rev.ReadOnly() {
+		return datas.LoadCommitAddr(ctx, d.vs, rev.Commit)
+	}
+	return d.headCommit(ctx, rev.Branch)
+}
+
+// DeleteBranch removes a branch. Without force it refuses a branch whose
+// head is not in current's history, or that has uncommitted changes.
+func (d *Database) DeleteBranch(ctx context.Context, name, current string, force bool) error {
+	if name == DefaultBranch {
+		return ErrDeleteDefault
+	}
+	head, err := d.headCommit(ctx, name)
+	if err != nil {
+		return err
+	}
+	if !force {
+		if err := d.checkMerged(ctx, head, current); err != nil {
+			return err
+		}
+	}
+	return d.lockedBranch(ctx, name, func(b *branch) error {
+		if !force && b.state.Load().root.HashOf() != b.headRef.TargetHash() {
+			return fmt.Errorf("%w: %s", ErrBranchDirty, name)
+		}
+		if _, err := d.db.Delete(ctx, b.ws, ""); err != nil && b.ws.HasHead() {
+			return err
+		}
+		ds, err := d.db.GetDataset(ctx, refHeads+name)
+		if err != nil {
+			return err
+		}
+		if _, err := d.db.Delete(ctx, ds, ""); err != nil {
+			return err
+		}
+		b.deleted = true
+		d.mu.Lock()
+		delete(d.branches, name)
+		d.mu.Unlock()
+		return nil
+	})
+}
+
+func (d *Database) checkMerged(ctx context.Context, head *datas.Commit, current string) error {
+	cur, err := d.headCommit(ctx, current)
+	if err != nil {
+		return err
+	}
+	base, ok, err := datas.FindCommonAncestor(ctx, head, cur, d.vs, d.vs, d.ns, d.ns)
+	if err != nil {
+		return err
+	}
+	if !ok || base != head.Addr() {
+		return ErrBranchUnmerged
+	}
+	return nil
+}
+
+// AheadBehind counts the commits target has that base lacks (ahead) and
+// the other way round (behind).
+func (d *Database) AheadBehind(ctx context.Context, base, target Revision) (ahead, behind int, err error) {
+	bc, err := d.revisionCommit(ctx, base)
+	if err != nil {
+		return 0, 0, err
+	}
+	tc, err := d.revisionCommit(ctx, target)
+	if err != nil {
+		return 0, 0, err
+	}
+	ba, err := d.ancestors(ctx, bc)
+	if err != nil {
+		return 0, 0, err
+	}
+	ta, err := d.ancestors(ctx, tc)
+	if err != nil {
+		return 0, 0, err
+	}
+	for h := range ta {
+		if !ba[h] {
+			ahead++
+		}
+	}
+	for h := range ba {
+		if !ta[h] {
+			behind++
+		}
+	}
+	return ahead, behind, nil
+}
+
+// ancestors is c and every commit before it.
+func (d *Database) ancestors(ctx context.Context, c *datas.Commit) (map[hash.Hash]bool, error) {
+	seen := map[hash.Hash]bool{}
+	stack := []*datas.Commit{c}
+	for len(stack) > 0 {
+		c := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if seen[c.Addr()] {
+			continue
+		}
+		seen[c.Addr()] = true
+		parents, err := datas.GetCommitParents(ctx, d.vs, c.NomsValue())
+		if err != nil {
+			return nil, err
+		}
+		stack = append(stack, parents...)
+	}
+	return seen, nil
+}
+
+// Reset moves a branch's head to a commit. A soft reset keeps the working
+// state; a hard one replaces it with the commit's root and ends any merge.
+func (d *Database) Reset(ctx context.Context, branchName string, to Revision, hard bool) (CommitInfo, error) {
+	target, err := d.revisionCommit(ctx, to)
+	if err != nil {
+		return CommitInfo{}, err
+	}
+	err = d.lockedBranch(ctx, branchName, func(b *branch) error {
+		head, err := d.db.GetDataset(ctx, refHeads+b.name)
+		if err != nil {
+			return err
+		}
+		if _, err := d.db.SetHead(ctx, head, target.Addr(), ""); err != nil {
+			return err
+		}
+		if hard {
+			return d.resetWorkingSet(ctx, b, target)
+		}
+		headRef, err := d.commitRootRef(ctx, target)
+		if err != nil {
+			return err
+		}
+		b.headRef = headRef
+		return d.persist(ctx, b, b.state.Load().root, b.state.Load().lsn)
+	})
+	if err != nil {
+		return CommitInfo{}, err
+	}
+	return d.describe(ctx, target, nil)
+}
+
+func (d *Database) commitRootRef(ctx context.Context, c *datas.Commit) (types.Ref, error) {
+	rootAddr, err := datas.GetCommitRootHash(c.NomsValue())
+	if err != nil {
+		return types.Ref{}, err
+	}
+	v, err := d.vs.ReadValue(ctx, rootAddr)
+	if err != nil {
+		return types.Ref{}, err
+	}
+	return types.NewRef(v, d.vs.Format())
+}
+
+// TagInfo describes a tag.
+type TagInfo struct {
+	Name    string
+	Commit  string
+	Message string
+}
+
+// CreateTag tags a revision's commit.
+func (d *Database) CreateTag(ctx context.Context, name string, at Revision, message string) (TagInfo, error) {
+	if !ValidRefName(name) {
+		return TagInfo{}, fmt.Errorf("%w: %q", ErrInvalidRefName, name)
+	}
+	c, err := d.revisionCommit(ctx, at)
+	if err != nil {
+		return TagInfo{}, err
+	}
+	ds, err := d.db.GetDataset(ctx, refTags+name)
+	if err != nil {
+		return TagInfo{}, err
+	}
+	if ds.HasHead() {
+		return TagInfo{}, fmt.Errorf("%w: %s", ErrTagExists, name)
+	}
+	tname, email := splitAuthor(d.engine.opts.Author)
+	if _, err := d.db.Tag(ctx, ds, c.Addr(), datas.TagOptions{Meta: datas.NewTagMeta(tname, email, message)}); err != nil {
+		return TagInfo{}, err
+	}
+	return TagInfo{Name: name, Commit: c.Addr().String(), Message: message}, nil
+}
+
+// DeleteTag removes a tag.
+func (d *Database) DeleteTag(ctx context.Context, name string) error {
+	ds, err := d.db.GetDataset(ctx, refTags+name)
+	if err != nil {
+		return err
+	}
+	if !ds.HasHead() {
+		return fmt.Errorf("%w: %s", ErrTagNotFound, name)
+	}
+	_, err = d.db.Delete(ctx, ds, "")
+	return err
+}
+
+// Tags lists the tags.
+func (d *Database) Tags(ctx context.Context) ([]TagInfo, error) {
+	names, err := d.refNames(ctx, refTags)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]TagInfo, 0, len(names))
+	for _, n := range names {
+		ds, err := d.db.GetDataset(ctx, refTags+n)
+		if err != nil {
+			return nil, err
+		}
+		meta, addr, err := ds.HeadTag()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, TagInfo{Name: n, Commit: addr.String(), Message: meta.Description})
+	}
+	return out, nil
+}
+
+// refsByCommit maps commits to the branch and tag names that point at them.
+func (d *Database) refsByCommit(ctx context.Context) (map[hash.Hash][]string, error) {
+	out := map[hash.Hash][]string{}
+	for _, prefix := range []string{refHeads, refTags} {
+		names, err := d.refNames(ctx, prefix)
+		if err != nil {
+			return nil, err
+		}
+		for _, n := range names {
+			c, err := d.resolveCommit(ctx, n)
+			if err != nil {
+				return nil, err
+			}
+			out[c.Addr()] = append(out[c.Addr()], n)
+		}
+	}
+	return out, nil
+}
+
+// mapOf returns a collection's map in a state (empty when absent).
+func (d *Database) mapOf(ctx context.Context, st *rootState, coll string) (prolly.Map, bool, error) {
+	if c, ok := st.colls[coll]; ok {
+		return c.base, true, nil
+	}
+	m, err := emptyMap(ctx, d.ns)
+	return m, false, err
+}

@@ -1,0 +1,183 @@
+package storage
+
+import (
+	"errors"
+	"testing"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
+
+func docKV(id int32, kv ...any) bsoncore.Document {
+	b := bsoncore.NewDocumentBuilder().AppendInt32("_id", id)
+	for i := 0; i < len(kv); i += 2 {
+		switch v := kv[i+1].(type) {
+		case string:
+			b.AppendString(kv[i].(string), v)
+		case int:
+			b.AppendInt32(kv[i].(string), int32(v))
+		}
+	}
+	return b.Build()
+}
+
+func put(t *testing.T, d *Database, branch string, doc bsoncore.Document) {
+	t.Helper()
+	err := d.WriteBranch(ctx, branch, func(tx *Tx) error {
+		if _, err := tx.EnsureCollection(ctx, "c"); err != nil {
+			return err
+		}
+		if _, found, _ := tx.Get(ctx, "c", doc.Lookup("_id")); found {
+			return tx.Replace(ctx, "c", doc)
+		}
+		return tx.Insert(ctx, "c", doc)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func get(t *testing.T, d *Database, rev Revision, id int32) bsoncore.Document {
+	t.Helper()
+	snap, err := d.SnapshotAt(ctx, rev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, _, err := snap.Get(ctx, "c", idValue(id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return doc
+}
+
+func TestCommitBranchMergeAndConflicts(t *testing.T) {
+	dir := t.TempDir()
+	e := openEngine(t, dir, Options{})
+	d, _ := e.Database(ctx, "db", true)
+	main := Revision{Branch: "main"}
+	put(t, d, "main", docKV(1, "a", 1, "b", 1))
+	put(t, d, "main", docKV(2, "x", 1))
+	c1, err := d.Commit(ctx, "main", CommitOptions{Message: "first", Author: "Ann <ann@x>"})
+	if err != nil || c1.Author != "Ann <ann@x>" || len(c1.Parents) != 1 {
+		t.Fatalf("commit %+v %v", c1, err)
+	}
+	if _, err := d.Commit(ctx, "main", CommitOptions{Message: "again"}); !errors.Is(err, ErrNothingToCommit) {
+		t.Fatalf("empty commit: %v", err)
+	}
+	if _, err := d.CreateBranch(ctx, "feature", main); err != nil {
+		t.Fatal(err)
+	}
+	// Different fields of one document on each side merge cleanly.
+	put(t, d, "feature", docKV(1, "a", 2, "b", 1))
+	put(t, d, "feature", docKV(3, "new", 1))
+	if _, err := d.Commit(ctx, "feature", CommitOptions{Message: "feature work"}); err != nil {
+		t.Fatal(err)
+	}
+	put(t, d, "main", docKV(1, "a", 1, "b", 2))
+	if _, err := d.Commit(ctx, "main", CommitOptions{Message: "main work"}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := d.Merge(ctx, "main", Revision{Branch: "feature"}, MergeOptions{})
+	if err != nil || res.FastForward || len(res.Commit.Parents) != 2 {
+		t.Fatalf("merge %+v %v", res, err)
+	}
+	if got := get(t, d, main, 1); got.Lookup("a").Int32() != 2 || got.Lookup("b").Int32() != 2 {
+		t.Fatalf("field-level merge gave %v", got)
+	}
+	if get(t, d, main, 3) == nil {
+		t.Fatal("their new document is missing")
+	}
+	// The same field changed on both sides conflicts.
+	put(t, d, "feature", docKV(2, "x", 10))
+	d.Commit(ctx, "feature", CommitOptions{Message: "x=10"})
+	put(t, d, "main", docKV(2, "x", 20))
+	d.Commit(ctx, "main", CommitOptions{Message: "x=20"})
+	head, _ := d.headCommit(ctx, "main")
+	res, err = d.Merge(ctx, "main", Revision{Branch: "feature"}, MergeOptions{})
+	if !errors.Is(err, ErrMergeConflicts) || res.Conflicts["c"] != 1 {
+		t.Fatalf("conflicting merge: %+v %v", res, err)
+	}
+	if now, _ := d.headCommit(ctx, "main"); now.Addr() != head.Addr() {
+		t.Fatal("HEAD moved on a conflicting merge")
+	}
+	// The merge state survives a restart.
+	e.Close()
+	e = openEngine(t, dir, Options{})
+	defer e.Close()
+	d, _ = e.Database(ctx, "db", false)
+	confs, err := d.Conflicts(ctx, "main", "")
+	if err != nil || len(confs) != 1 || confs[0].Theirs.Lookup("x").Int32() != 10 || confs[0].Ours.Lookup("x").Int32() != 20 {
+		t.Fatalf("conflicts after restart: %+v %v", confs, err)
+	}
+	if _, err := d.MergeContinue(ctx, "main", CommitOptions{}); !errors.Is(err, ErrUnresolved) {
+		t.Fatalf("continue with conflicts: %v", err)
+	}
+	if err := d.ResolveConflict(ctx, "main", "c", idValue(2), ResolveTheirs, nil); err != nil {
+		t.Fatal(err)
+	}
+	mc, err := d.MergeContinue(ctx, "main", CommitOptions{})
+	if err != nil || len(mc.Parents) != 2 {
+		t.Fatalf("continue: %+v %v", mc, err)
+	}
+	if get(t, d, main, 2).Lookup("x").Int32() != 10 {
+		t.Fatal("resolution not applied")
+	}
+	// History, diff and read-only snapshots.
+	log, err := d.Log(ctx, LogOptions{From: main})
+	if err != nil || len(log) < 6 || log[0].ID != mc.ID {
+		t.Fatalf("log %d entries: %v", len(log), err)
+	}
+	docLog, _ := d.Log(ctx, LogOptions{From: main, Collection: "c", ID: idValue(2)})
+	if len(docLog) < 3 {
+		t.Fatalf("history of _id 2: %d commits", len(docLog))
+	}
+	prev, err := d.Resolve(ctx, "main~1", "main")
+	if err != nil || !prev.ReadOnly() {
+		t.Fatalf("resolve main~1: %v", err)
+	}
+	diffs, err := d.Diff(ctx, DiffSide{Rev: prev}, DiffSide{Rev: main}, "")
+	if err != nil || len(diffs) != 1 || len(diffs[0].Modified) != 1 || diffs[0].Modified[0].Fields[0].Path != "x" {
+		t.Fatalf("diff %+v %v", diffs, err)
+	}
+	// Revert the merge's first parent change and reset.
+	if _, err := d.CreateTag(ctx, "v1", main, "release"); err != nil {
+		t.Fatal(err)
+	}
+	tag, _ := d.Resolve(ctx, "v1", "main")
+	if _, err := d.Reset(ctx, "main", Revision{Commit: c1CommitOf(t, d, c1)}, true); err != nil {
+		t.Fatal(err)
+	}
+	if get(t, d, main, 3) != nil || get(t, d, tag, 3) == nil {
+		t.Fatal("hard reset or tag snapshot wrong")
+	}
+}
+
+func c1CommitOf(t *testing.T, d *Database, c CommitInfo) [20]byte {
+	rev, err := d.Resolve(ctx, c.ID, "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rev.Commit
+}
+
+func TestCherryPickAndRevert(t *testing.T) {
+	e := openEngine(t, t.TempDir(), Options{})
+	defer e.Close()
+	d, _ := e.Database(ctx, "db", true)
+	put(t, d, "main", docKV(1, "v", 1))
+	d.Commit(ctx, "main", CommitOptions{Message: "base"})
+	d.CreateBranch(ctx, "side", Revision{Branch: "main"})
+	put(t, d, "side", docKV(2, "v", 2))
+	pick, _ := d.Commit(ctx, "side", CommitOptions{Message: "add 2"})
+	rev, _ := d.Resolve(ctx, pick.ID, "main")
+	res, err := d.CherryPick(ctx, "main", rev, CommitOptions{})
+	if err != nil || res.Commit.Message != "add 2" || get(t, d, Revision{Branch: "main"}, 2) == nil {
+		t.Fatalf("cherry-pick %+v %v", res, err)
+	}
+	mainRev, _ := d.Resolve(ctx, res.Commit.ID, "main")
+	if _, err := d.Revert(ctx, "main", mainRev, CommitOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if get(t, d, Revision{Branch: "main"}, 2) != nil {
+		t.Fatal("revert left the document")
+	}
+}
