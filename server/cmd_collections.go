@@ -140,13 +140,7 @@ func cmdDrop(r *request) (bsoncore.Document, error) {
 	if err := r.parseArgs(nil); err != nil {
 		return nil, err
 	}
-	d, err := r.database(false)
-	if err != nil {
-		return nil, err
-	}
-	if d != nil {
-		err = d.Write(r.ctx, func(tx *storage.Tx) error { return tx.DropCollection(coll) })
-	}
+	err = r.writeExisting(func(tx *storage.Tx) error { return tx.DropCollection(coll) })
 	// Since MongoDB 7.0 dropping a missing collection succeeds.
 	if err != nil && !errors.Is(err, storage.ErrNamespaceNotFound) {
 		return nil, err
@@ -174,13 +168,15 @@ func cmdRenameCollection(r *request) (bsoncore.Document, error) {
 	}
 	fromDB, fromColl, ok1 := splitNamespace(from)
 	toDB, toColl, ok2 := splitNamespace(to)
+	fromName, fromRev := splitDBName(fromDB)
+	toName, _ := splitDBName(toDB)
 	if !ok1 {
 		return nil, mongoerr.New(mongoerr.InvalidNamespace, "Invalid source namespace: %s", from)
 	}
 	if !ok2 {
 		return nil, mongoerr.New(mongoerr.InvalidNamespace, "Invalid target namespace: %s", to)
 	}
-	for _, ns := range [][2]string{{fromDB, fromColl}, {toDB, toColl}} {
+	for _, ns := range [][2]string{{fromName, fromColl}, {toName, toColl}} {
 		if err := validateDBName(ns[0]); err != nil {
 			return nil, err
 		}
@@ -194,14 +190,15 @@ func cmdRenameCollection(r *request) (bsoncore.Document, error) {
 	if from == to {
 		return nil, mongoerr.New(mongoerr.IllegalOperation, "Can't rename a collection to itself")
 	}
-	d, err := r.c.s.engine.Database(r.ctx, fromDB, false)
+	d, err := r.c.s.engine.Database(r.ctx, fromName, false)
 	if err != nil {
 		return nil, err
 	}
 	if d == nil {
 		return nil, mongoerr.New(mongoerr.NamespaceNotFound, "Source collection %s does not exist", from)
 	}
-	err = d.Write(r.ctx, func(tx *storage.Tx) error { return tx.RenameCollection(fromColl, toColl, dropTarget) })
+	target := &request{c: r.c, ctx: r.ctx, cmd: r.cmd, name: r.name, db: fromName, rev: fromRev}
+	err = target.writeTo(d, func(tx *storage.Tx) error { return tx.RenameCollection(fromColl, toColl, dropTarget) })
 	switch {
 	case errors.Is(err, storage.ErrNamespaceNotFound):
 		return nil, mongoerr.New(mongoerr.NamespaceNotFound, "Source collection %s does not exist", from)

@@ -2,6 +2,7 @@ package server
 
 import (
 	"dumbodb/query"
+	"dumbodb/query/mongoerr"
 	"dumbodb/storage"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -13,24 +14,54 @@ func (r *request) database(create bool) (*storage.Database, error) {
 	return r.c.s.engine.Database(r.ctx, r.db, create)
 }
 
-// snapshot is a consistent view of the request's database (empty if the
-// database does not exist).
+// snapshot is a consistent view of the request's database at its
+// revision (empty if the database does not exist).
 func (r *request) snapshot() (*storage.Snapshot, error) {
 	d, err := r.database(false)
 	if err != nil || d == nil {
 		return storage.EmptySnapshot(), err
 	}
-	return d.Snapshot(), nil
+	rev, err := r.revision(d)
+	if err != nil {
+		return nil, err
+	}
+	return d.SnapshotAt(r.ctx, rev)
 }
 
-// write runs fn in a write transaction on the request's database, creating
+// write runs fn in a write transaction on the request's branch, creating
 // the database if needed.
 func (r *request) write(fn func(tx *storage.Tx) error) error {
 	d, err := r.database(true)
 	if err != nil {
 		return err
 	}
-	return d.Write(r.ctx, fn)
+	return r.writeTo(d, fn)
+}
+
+// writeExisting is write for commands that never create a database: on a
+// missing database it does nothing.
+func (r *request) writeExisting(fn func(tx *storage.Tx) error) error {
+	d, err := r.database(false)
+	if err != nil || d == nil {
+		return err
+	}
+	return r.writeTo(d, fn)
+}
+
+func (r *request) writeTo(d *storage.Database, fn func(tx *storage.Tx) error) error {
+	rev, err := r.revision(d)
+	if err != nil {
+		return err
+	}
+	if rev.ReadOnly() {
+		return readOnlyError(r)
+	}
+	return d.WriteBranch(r.ctx, rev.Branch, fn)
+}
+
+func readOnlyError(r *request) error {
+	return mongoerr.New(mongoerr.ReadOnlyRevision,
+		"cannot write to %s@%s: it is a read-only revision (a tag or a commit); write to a branch", r.db, r.rev)
 }
 
 func cmdListDatabases(r *request) (bsoncore.Document, error) {
@@ -84,7 +115,7 @@ func (r *request) databaseEntry(name string, size int64, nameOnly bool) (bsoncor
 	if err != nil {
 		return nil, err
 	}
-	empty := d == nil || len(d.Snapshot().Collections()) == 0
+	empty := d == nil || len(d.Snapshot().Collections()) == 0 // of main
 	return b.AppendInt64("sizeOnDisk", size).AppendBoolean("empty", empty).Build(), nil
 }
 

@@ -77,11 +77,7 @@ func cmdDelete(r *request) (bsoncore.Document, error) {
 	}
 	vals, _ := deletes.Values()
 	var res writeResult
-	d, err := r.database(false)
-	if err != nil || d == nil {
-		return res.reply(false), err
-	}
-	err = d.Write(r.ctx, func(tx *storage.Tx) error {
+	err = r.writeExisting(func(tx *storage.Tx) error {
 		for i, v := range vals {
 			st, err := r.parseDeleteStatement(v, let)
 			var n int64

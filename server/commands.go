@@ -1,6 +1,8 @@
 package server
 
 import (
+	"sort"
+
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
@@ -58,6 +60,37 @@ func init() {
 		{name: "update", handler: cmdUpdate, help: "updates documents"},
 		{name: "whatsmyuri", handler: cmdWhatsMyURI, help: "returns the client's address"},
 	}
+	commandTable = append(commandTable, []command{
+		{name: "dumboBranch", handler: cmdDumboBranch, help: "creates, deletes or lists branches"},
+		{name: "doltBranch", handler: cmdDumboBranch, help: "alias of dumboBranch"},
+		{name: "dumboBranchStatus", handler: cmdDumboBranchStatus, help: "counts commits ahead and behind a base"},
+		{name: "doltBranchStatus", handler: cmdDumboBranchStatus, help: "alias of dumboBranchStatus"},
+		{name: "dumboCheckout", handler: cmdDumboCheckout, help: "sets this connection's default branch for a database"},
+		{name: "doltCheckout", handler: cmdDumboCheckout, help: "alias of dumboCheckout"},
+		{name: "dumboCherryPick", handler: cmdDumboCherryPick, help: "applies one commit's change to the branch"},
+		{name: "doltCherryPick", handler: cmdDumboCherryPick, help: "alias of dumboCherryPick"},
+		{name: "dumboCommit", handler: cmdDumboCommit, help: "commits the branch's working set"},
+		{name: "doltCommit", handler: cmdDumboCommit, help: "alias of dumboCommit"},
+		{name: "dumboConflicts", handler: cmdDumboConflicts, help: "lists merge conflicts"},
+		{name: "doltConflicts", handler: cmdDumboConflicts, help: "alias of dumboConflicts"},
+		{name: "dumboDiff", handler: cmdDumboDiff, help: "compares two revisions or the working set"},
+		{name: "doltDiff", handler: cmdDumboDiff, help: "alias of dumboDiff"},
+		{name: "dumboLog", handler: cmdDumboLog, help: "lists commits, or the history of one document"},
+		{name: "doltLog", handler: cmdDumboLog, help: "alias of dumboLog"},
+		{name: "dumboMerge", handler: cmdDumboMerge, help: "merges a revision into the branch (continue/abort)"},
+		{name: "doltMerge", handler: cmdDumboMerge, help: "alias of dumboMerge"},
+		{name: "dumboReset", handler: cmdDumboReset, help: "moves the branch head (soft or hard)"},
+		{name: "doltReset", handler: cmdDumboReset, help: "alias of dumboReset"},
+		{name: "dumboResolveConflict", handler: cmdDumboResolveConflict, help: "resolves one merge conflict"},
+		{name: "doltResolveConflict", handler: cmdDumboResolveConflict, help: "alias of dumboResolveConflict"},
+		{name: "dumboRevert", handler: cmdDumboRevert, help: "undoes one commit's change"},
+		{name: "doltRevert", handler: cmdDumboRevert, help: "alias of dumboRevert"},
+		{name: "dumboStatus", handler: cmdDumboStatus, help: "shows uncommitted changes and any merge in progress"},
+		{name: "doltStatus", handler: cmdDumboStatus, help: "alias of dumboStatus"},
+		{name: "dumboTag", handler: cmdDumboTag, help: "creates, deletes or lists tags"},
+		{name: "doltTag", handler: cmdDumboTag, help: "alias of dumboTag"},
+	}...)
+	sort.Slice(commandTable, func(i, j int) bool { return commandTable[i].name < commandTable[j].name })
 	commandsByName = make(map[string]*command, len(commandTable))
 	for i := range commandTable {
 		commandsByName[commandTable[i].name] = &commandTable[i]

@@ -36,6 +36,7 @@ type conn struct {
 
 	mu       sync.Mutex
 	clientMD bsoncore.Document
+	branches map[string]string // database -> default branch (dumboCheckout)
 }
 
 func (s *Server) newConn(nc net.Conn) *conn {

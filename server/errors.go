@@ -25,17 +25,24 @@ func toMongoErr(err error) *mongoerr.Error {
 	case errors.Is(err, storage.ErrClosed):
 		return mongoerr.New(mongoerr.Code(11600), "interrupted at shutdown")
 	}
+	if me := vcError(err); me != nil {
+		return me
+	}
 	return mongoerr.As(err)
 }
 
-// errorReply is {ok: 0, errmsg, code, codeName}.
+// errorReply is {ok: 0, errmsg, code, codeName} plus any extra fields.
 func errorReply(e *mongoerr.Error) bsoncore.Document {
-	return bsoncore.NewDocumentBuilder().
+	b := bsoncore.NewDocumentBuilder().
 		AppendDouble("ok", 0).
 		AppendString("errmsg", e.Msg).
 		AppendInt32("code", int32(e.Code)).
-		AppendString("codeName", e.Code.Name()).
-		Build()
+		AppendString("codeName", e.Code.Name())
+	els, _ := e.Info.Elements()
+	for _, el := range els {
+		b.AppendValue(el.Key(), el.Value())
+	}
+	return b.Build()
 }
 
 // writeError is one entry of a write command's writeErrors array.
@@ -65,4 +72,36 @@ func duplicateIDError(ns string, id bsoncore.Value) (*mongoerr.Error, bsoncore.D
 	keyPattern := bsoncore.NewDocumentBuilder().AppendInt32("_id", 1).Build()
 	msg := fmt.Sprintf("E11000 duplicate key error collection: %s index: _id_ dup key: { _id: %s }", ns, shellString(id))
 	return mongoerr.New(mongoerr.DuplicateKey, "%s", msg), keyPattern, keyValue
+}
+
+// vcErrors maps version-control sentinels to DumboDB's codes.
+var vcErrors = []struct {
+	err  error
+	code mongoerr.Code
+}{
+	{storage.ErrRevisionNotFound, mongoerr.RevisionNotFound},
+	{storage.ErrBranchNotFound, mongoerr.RevisionNotFound},
+	{storage.ErrTagNotFound, mongoerr.RevisionNotFound},
+	{storage.ErrNothingToCommit, mongoerr.NothingToCommit},
+	{storage.ErrBranchExists, mongoerr.RefExists},
+	{storage.ErrTagExists, mongoerr.RefExists},
+	{storage.ErrBranchUnmerged, mongoerr.BranchUnmerged},
+	{storage.ErrBranchDirty, mongoerr.DirtyWorkingSet},
+	{storage.ErrDeleteDefault, mongoerr.IllegalOperation},
+	{storage.ErrInvalidRefName, mongoerr.BadValue},
+	{storage.ErrMergeInProgress, mongoerr.MergeInProgress},
+	{storage.ErrNoMergeInProgress, mongoerr.NoMergeInProgress},
+	{storage.ErrUnresolved, mongoerr.UnresolvedConflicts},
+	{storage.ErrNotFastForward, mongoerr.NotFastForward},
+	{storage.ErrConflictMissing, mongoerr.NoSuchKey},
+	{storage.ErrMergeConflicts, mongoerr.MergeConflict},
+}
+
+func vcError(err error) *mongoerr.Error {
+	for _, m := range vcErrors {
+		if errors.Is(err, m.err) {
+			return mongoerr.New(m.code, "%s", err.Error())
+		}
+	}
+	return nil
 }

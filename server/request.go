@@ -17,7 +17,8 @@ type request struct {
 	ctx  context.Context
 	cmd  bsoncore.Document
 	name string // the command name as sent (first key)
-	db   string // $db
+	db   string // $db without its "@revision" part
+	rev  string // the "@revision" part of $db ("" when absent)
 	spec *command
 }
 
@@ -35,7 +36,7 @@ func newRequest(c *conn, cmd bsoncore.Document) (*request, error) {
 	if !ok {
 		return nil, typeMismatch(r.name, "$db", dbv, "string")
 	}
-	r.db = db
+	r.db, r.rev = splitDBName(db)
 	r.spec = lookupCommand(r.name)
 	if r.spec == nil {
 		return nil, mongoerr.New(mongoerr.CommandNotFound, "no such command: '%s'", r.name)

@@ -8,6 +8,8 @@ package mongoerr
 import (
 	"errors"
 	"fmt"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
 // Code is a MongoDB server error code (src/mongo/base/error_codes.yml).
@@ -15,47 +17,58 @@ type Code int32
 
 // The codes DumboDB returns. Names match MongoDB's codeName exactly.
 const (
-	InternalError                Code = 1
-	BadValue                     Code = 2
-	NoSuchKey                    Code = 4
-	Unauthorized                 Code = 13
-	TypeMismatch                 Code = 14
-	Overflow                     Code = 15
-	InvalidLength                Code = 16
-	IllegalOperation             Code = 20
-	EmptyArrayOperation          Code = 21
-	InvalidBSON                  Code = 22
-	NamespaceNotFound            Code = 26
-	IndexNotFound                Code = 27
-	PathNotViable                Code = 28
-	ConflictingUpdateOperators   Code = 40
-	CursorNotFound               Code = 43
-	NamespaceExists              Code = 48
-	MaxTimeMSExpired             Code = 50
-	DollarPrefixedFieldName      Code = 52
-	InvalidIdField               Code = 53
-	NotSingleValueField          Code = 54
-	CommandNotFound              Code = 59
-	ImmutableField               Code = 66
-	InvalidOptions               Code = 72
-	InvalidNamespace             Code = 73
-	IndexOptionsConflict         Code = 85
-	IndexKeySpecsConflict        Code = 86
-	OperationFailed              Code = 96
-	DocumentValidationFailure    Code = 121
-	NotImplemented               Code = 238
-	CommandNotSupported          Code = 115
-	InvalidUUID                  Code = 242
-	ProtocolError                Code = 17
-	BSONObjectTooLarge           Code = 10334
-	DuplicateKey                 Code = 11000
-	Interrupted                  Code = 11601
-	InvalidPipelineOperator      Code = 168
-	FailedToParse                Code = 9
-	UnknownError                 Code = 8
-	NotWritablePrimary           Code = 10107
-	OperationNotSupportedInTxn   Code = 263
-	ReadOnlyRevision             Code = 20000 // DumboDB: write to a tag/commit snapshot
+	InternalError              Code = 1
+	BadValue                   Code = 2
+	NoSuchKey                  Code = 4
+	Unauthorized               Code = 13
+	TypeMismatch               Code = 14
+	Overflow                   Code = 15
+	InvalidLength              Code = 16
+	IllegalOperation           Code = 20
+	EmptyArrayOperation        Code = 21
+	InvalidBSON                Code = 22
+	NamespaceNotFound          Code = 26
+	IndexNotFound              Code = 27
+	PathNotViable              Code = 28
+	ConflictingUpdateOperators Code = 40
+	CursorNotFound             Code = 43
+	NamespaceExists            Code = 48
+	MaxTimeMSExpired           Code = 50
+	DollarPrefixedFieldName    Code = 52
+	InvalidIdField             Code = 53
+	NotSingleValueField        Code = 54
+	CommandNotFound            Code = 59
+	ImmutableField             Code = 66
+	InvalidOptions             Code = 72
+	InvalidNamespace           Code = 73
+	IndexOptionsConflict       Code = 85
+	IndexKeySpecsConflict      Code = 86
+	OperationFailed            Code = 96
+	DocumentValidationFailure  Code = 121
+	NotImplemented             Code = 238
+	CommandNotSupported        Code = 115
+	InvalidUUID                Code = 242
+	ProtocolError              Code = 17
+	BSONObjectTooLarge         Code = 10334
+	DuplicateKey               Code = 11000
+	Interrupted                Code = 11601
+	InvalidPipelineOperator    Code = 168
+	FailedToParse              Code = 9
+	UnknownError               Code = 8
+	NotWritablePrimary         Code = 10107
+	OperationNotSupportedInTxn Code = 263
+	// DumboDB's own codes, for version control (20000-20099).
+	ReadOnlyRevision             Code = 20000 // a write to a tag or commit snapshot
+	RevisionNotFound             Code = 20001
+	MergeConflict                Code = 20002
+	NothingToCommit              Code = 20003
+	RefExists                    Code = 20004
+	BranchUnmerged               Code = 20005
+	DirtyWorkingSet              Code = 20006
+	MergeInProgress              Code = 20007
+	NoMergeInProgress            Code = 20008
+	UnresolvedConflicts          Code = 20009
+	NotFastForward               Code = 20010
 	QueryFeatureNotAllowed       Code = 224
 	ConflictingPathsInProjection Code = 31249 // Location31249: path collision
 	Location31254                Code = 31254 // cannot do exclusion in inclusion projection
@@ -107,6 +120,16 @@ var names = map[Code]string{
 	NotWritablePrimary:         "NotWritablePrimary",
 	OperationNotSupportedInTxn: "OperationNotSupportedInTransaction",
 	ReadOnlyRevision:           "ReadOnlyRevision",
+	RevisionNotFound:           "RevisionNotFound",
+	MergeConflict:              "MergeConflict",
+	NothingToCommit:            "NothingToCommit",
+	RefExists:                  "RefExists",
+	BranchUnmerged:             "BranchUnmerged",
+	DirtyWorkingSet:            "DirtyWorkingSet",
+	MergeInProgress:            "MergeInProgress",
+	NoMergeInProgress:          "NoMergeInProgress",
+	UnresolvedConflicts:        "UnresolvedConflicts",
+	NotFastForward:             "NotFastForward",
 	QueryFeatureNotAllowed:     "QueryFeatureNotAllowed",
 }
 
@@ -123,6 +146,8 @@ func (c Code) Name() string {
 type Error struct {
 	Code Code
 	Msg  string
+	// Info holds extra reply fields (e.g. per-collection conflict counts).
+	Info bsoncore.Document
 }
 
 func (e *Error) Error() string { return e.Msg }
