@@ -669,3 +669,72 @@ func cmdDumboCheckout(r *request) (bsoncore.Document, error) {
 	r.c.mu.Unlock()
 	return bsoncore.NewDocumentBuilder().AppendString("branch", rev.Branch).AppendDouble("ok", 1).Build(), nil
 }
+
+func cmdDumboRebase(r *request) (bsoncore.Document, error) {
+	d, err := r.vcDatabase()
+	if err != nil {
+		return nil, err
+	}
+	var onto string
+	var cont, abort bool
+	if s, ok := r.cmd.Index(0).Value().StringValueOK(); ok {
+		onto = s
+	}
+	err = r.parseArgs(map[string]fieldHandler{
+		"onto":     r.stringArg("onto", &onto),
+		"continue": r.boolArg("continue", &cont),
+		"abort":    r.boolArg("abort", &abort),
+	})
+	if err != nil {
+		return nil, err
+	}
+	branch, err := r.branchOf(d)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case abort:
+		return okReply(), d.MergeAbort(r.ctx, branch)
+	case cont:
+		c, err := d.MergeContinue(r.ctx, branch, storage.CommitOptions{})
+		if err != nil {
+			return nil, err
+		}
+		return bsoncore.NewDocumentBuilder().AppendString("commitId", c.ID).AppendDouble("ok", 1).Build(), nil
+	case onto == "":
+		return nil, mongoerr.New(mongoerr.Code(40414), "BSON field '%s.onto' is missing but a required field", r.name)
+	}
+	rev, err := r.resolveArg(d, onto)
+	if err != nil {
+		return nil, err
+	}
+	res, err := d.Rebase(r.ctx, branch, rev)
+	if err == nil {
+		head, herr := d.Resolve(r.ctx, branch, branch)
+		if herr == nil {
+			log, lerr := d.Log(r.ctx, storage.LogOptions{From: head, Limit: 1})
+			if lerr == nil && len(log) == 1 {
+				res.Commit = log[0]
+			}
+		}
+	}
+	return mergeReply(res, err)
+}
+
+// cmdDumboGC collects unreachable chunks of the database and reports its
+// size before and after.
+func cmdDumboGC(r *request) (bsoncore.Document, error) {
+	d, err := r.vcDatabase()
+	if err != nil {
+		return nil, err
+	}
+	if err := r.parseArgs(nil); err != nil {
+		return nil, err
+	}
+	before, after, err := d.GC(r.ctx)
+	if err != nil {
+		return nil, err
+	}
+	return bsoncore.NewDocumentBuilder().AppendInt64("bytesBefore", before).AppendInt64("bytesAfter", after).
+		AppendDouble("ok", 1).Build(), nil
+}

@@ -2,6 +2,8 @@ package server_test
 
 import (
 	"errors"
+	"fmt"
+	"sync"
 	"testing"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -233,5 +235,62 @@ func TestCherryPickRevertAndCheckout(t *testing.T) {
 	again := vc(t, c, "db@behind", bson.D{{Key: "dumboMerge", Value: 1}, {Key: "mergeIn", Value: "main"}})
 	if again["upToDate"] != true {
 		t.Fatalf("merge again %v", again)
+	}
+}
+
+func TestRebaseGCAndConcurrentCommits(t *testing.T) {
+	ts := startServer(t)
+	c := ts.client()
+	items := c.Database("r").Collection("items")
+	items.InsertOne(ctx, bson.M{"_id": 1, "v": 1})
+	vc(t, c, "r", bson.D{{Key: "dumboCommit", Value: 1}, {Key: "message", Value: "base"}})
+	vc(t, c, "r", bson.D{{Key: "dumboBranch", Value: "topic"}})
+	c.Database("r@topic").Collection("items").InsertOne(ctx, bson.M{"_id": 2})
+	vc(t, c, "r@topic", bson.D{{Key: "dumboCommit", Value: 1}, {Key: "message", Value: "topic"}})
+	items.InsertOne(ctx, bson.M{"_id": 3})
+	vc(t, c, "r", bson.D{{Key: "dumboCommit", Value: 1}, {Key: "message", Value: "main"}})
+	vc(t, c, "r@topic", bson.D{{Key: "dumboRebase", Value: 1}, {Key: "onto", Value: "main"}})
+	log := vc(t, c, "r@topic", bson.D{{Key: "dumboLog", Value: 1}, {Key: "limit", Value: 2}})
+	cs := log["commits"].(bson.A)
+	if get(cs[0], "message") != "topic" || get(cs[1], "message") != "main" {
+		t.Fatalf("rebased log %v", log)
+	}
+	gc := vc(t, c, "r", bson.D{{Key: "dumboGC", Value: 1}})
+	if gc["bytesAfter"].(int64) > gc["bytesBefore"].(int64) {
+		t.Fatalf("gc %v", gc)
+	}
+
+	// Two clients committing to one branch at once: both succeed, in some
+	// order, or get a clear error; nothing is lost.
+	var wg sync.WaitGroup
+	errs := make(chan error, 2)
+	for i := 0; i < 2; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			cl := ts.client()
+			if _, err := cl.Database("r").Collection("items").InsertOne(ctx, bson.M{"_id": 100 + i}); err != nil {
+				errs <- err
+				return
+			}
+			_, err := run(t, cl.Database("r"), bson.D{{Key: "dumboCommit", Value: 1}, {Key: "message", Value: fmt.Sprint("c", i)}})
+			if err != nil && !isCode(err, 20003) { // the other commit may have taken both writes
+				errs <- err
+			}
+		}(i)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	st := vc(t, c, "r", bson.D{{Key: "dumboStatus", Value: 1}})
+	if st["dirty"] != false {
+		t.Fatalf("uncommitted changes left after concurrent commits: %v", st)
+	}
+	head := vc(t, c, "r", bson.D{{Key: "dumboLog", Value: 1}, {Key: "limit", Value: 1}})
+	id := get(head["commits"].(bson.A)[0], "commitId").(string)
+	if n, _ := c.Database("r@"+id).Collection("items").CountDocuments(ctx, bson.M{}); n != 4 {
+		t.Fatalf("the head commit has %d documents, want 4", n)
 	}
 }

@@ -167,8 +167,16 @@ func deleteMapKey(ctx context.Context, ns tree.NodeStore, m prolly.Map, key []by
 // MergeAbort ends a merge in progress and restores the head commit's state.
 func (d *Database) MergeAbort(ctx context.Context, branchName string) error {
 	return d.lockedBranch(ctx, branchName, func(b *branch) error {
-		if !b.state.Load().hasMerge() {
+		st := b.state.Load()
+		if !st.hasMerge() {
 			return ErrNoMergeInProgress
+		}
+		if kind, _ := st.merge.Lookup("kind").StringValueOK(); kind == KindRebase {
+			orig, err := d.commitByHash(ctx, st.merge.Lookup("orig").StringValue())
+			if err != nil {
+				return err
+			}
+			return d.moveHead(ctx, b, orig)
 		}
 		head, err := d.headCommit(ctx, b.name)
 		if err != nil {
@@ -207,6 +215,14 @@ func (d *Database) MergeContinue(ctx context.Context, branchName string, opts Co
 		c, err := d.commitRoot(ctx, b, st, opts, parents)
 		if err != nil {
 			return err
+		}
+		if kind, _ := st.merge.Lookup("kind").StringValueOK(); kind == KindRebase {
+			if err := d.continueRebase(ctx, b, st.merge); err != nil {
+				return err
+			}
+			if c, err = d.headCommit(ctx, b.name); err != nil {
+				return err
+			}
 		}
 		info, err = d.describe(ctx, c, nil)
 		return err

@@ -181,3 +181,65 @@ func TestCherryPickAndRevert(t *testing.T) {
 		t.Fatal("revert left the document")
 	}
 }
+
+func TestRebaseWithConflictAndGC(t *testing.T) {
+	e := openEngine(t, t.TempDir(), Options{})
+	defer e.Close()
+	d, _ := e.Database(ctx, "db", true)
+	main := Revision{Branch: "main"}
+	put(t, d, "main", docKV(1, "v", 1))
+	d.Commit(ctx, "main", CommitOptions{Message: "base"})
+	d.CreateBranch(ctx, "topic", main)
+	put(t, d, "topic", docKV(2, "v", 2))
+	d.Commit(ctx, "topic", CommitOptions{Message: "topic adds 2"})
+	put(t, d, "topic", docKV(1, "v", 10))
+	d.Commit(ctx, "topic", CommitOptions{Message: "topic sets 1"})
+	put(t, d, "main", docKV(1, "v", 20))
+	d.Commit(ctx, "main", CommitOptions{Message: "main sets 1"})
+
+	_, err := d.Rebase(ctx, "topic", main)
+	if !errors.Is(err, ErrMergeConflicts) {
+		t.Fatalf("rebase: %v", err)
+	}
+	if get(t, d, Revision{Branch: "topic"}, 2) == nil {
+		t.Fatal("the first replayed commit is missing")
+	}
+	if err := d.ResolveConflict(ctx, "topic", "c", idValue(1), ResolveTheirs, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.MergeContinue(ctx, "topic", CommitOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	log, _ := d.Log(ctx, LogOptions{From: Revision{Branch: "topic"}})
+	if len(log) != 5 || log[0].Message != "topic sets 1" || log[1].Message != "topic adds 2" || log[2].Message != "main sets 1" {
+		t.Fatalf("rebased history %+v", log)
+	}
+	// Abort puts the branch back.
+	d.CreateBranch(ctx, "other", Revision{Branch: "main"})
+	put(t, d, "other", docKV(1, "v", 30))
+	before, _ := d.Commit(ctx, "other", CommitOptions{Message: "other sets 1"})
+	if _, err := d.Rebase(ctx, "other", Revision{Branch: "topic"}); !errors.Is(err, ErrMergeConflicts) {
+		t.Fatalf("second rebase: %v", err)
+	}
+	if err := d.MergeAbort(ctx, "other"); err != nil {
+		t.Fatal(err)
+	}
+	if h, _ := d.headCommit(ctx, "other"); h.Addr().String() != before.ID {
+		t.Fatal("abort did not restore the head")
+	}
+	// GC keeps everything reachable.
+	if err := d.DeleteBranch(ctx, "other", "main", true); err != nil {
+		t.Fatal(err)
+	}
+	b, a, err := d.GC(ctx)
+	if err != nil || a > b {
+		t.Fatalf("gc %d -> %d: %v", b, a, err)
+	}
+	if get(t, d, Revision{Branch: "topic"}, 2) == nil || get(t, d, main, 1).Lookup("v").Int32() != 20 {
+		t.Fatal("data lost by GC")
+	}
+	put(t, d, "main", docKV(5, "v", 5))
+	if get(t, d, main, 5) == nil {
+		t.Fatal("write after GC")
+	}
+}

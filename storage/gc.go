@@ -1,0 +1,51 @@
+package storage
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	"github.com/dolthub/dolt/go/store/chunks"
+	"github.com/dolthub/dolt/go/store/datas"
+	"github.com/dolthub/dolt/go/store/hash"
+	"github.com/dolthub/dolt/go/store/types"
+)
+
+// GC removes the chunks no branch, tag, commit or working set reaches
+// (dropped branches, superseded working roots). Writers wait while it runs;
+// every branch is checkpointed first, so every live state is reachable
+// from a ref. It reports the database's size on disk before and after.
+func (d *Database) GC(ctx context.Context) (before, after int64, err error) {
+	before = d.engine.SizeOnDisk(d.name)
+	branches := d.branchList()
+	sort.Slice(branches, func(i, j int) bool { return branches[i].name < branches[j].name })
+	for _, b := range branches {
+		b.writeMu.Lock()
+		defer b.writeMu.Unlock()
+	}
+	if d.closed.Load() {
+		return before, before, ErrClosed
+	}
+	for _, b := range branches {
+		if err := d.checkpointLocked(ctx, b); err != nil {
+			return before, before, err
+		}
+	}
+	keep := hash.NewHashSet()
+	dss, err := d.db.Datasets(ctx)
+	if err != nil {
+		return before, before, err
+	}
+	if err := dss.IterAll(ctx, func(_ string, h hash.Hash) error { keep.Insert(h); return nil }); err != nil {
+		return before, before, err
+	}
+	gc, ok := d.db.(datas.GarbageCollector)
+	if !ok {
+		return before, before, fmt.Errorf("the chunk store of %s cannot collect garbage", d.name)
+	}
+	if err := gc.GC(ctx, types.GCModeFull, chunks.NoArchive, hash.NewHashSet(), keep, nil); err != nil {
+		return before, before, fmt.Errorf("gc %s: %w", d.name, err)
+	}
+	d.ns.PurgeCaches()
+	return before, d.engine.SizeOnDisk(d.name), nil
+}
