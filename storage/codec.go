@@ -11,9 +11,19 @@ import (
 
 // Every map we write has the same shape: one raw-bytes key field whose
 // bytewise order is the order we want, and one adaptive bytes value field.
+//
+// The value descriptor also has a second, always-null address field. It
+// carries no data: in the pinned Dolt version the leaf serializer records
+// where chunk addresses sit in values only when the descriptor has an
+// address field (TupleDesc.AddressFieldCount ignores adaptive fields), and
+// GC, pull and diff find out-of-line documents only through those
+// records. Without it GC deletes every document over the inline limit
+// (TestGCKeepsOutOfLineDocuments).
 var (
 	keyDesc = val.NewTupleDescriptor(val.Type{Enc: val.ByteStringEnc})
-	valDesc = val.NewTupleDescriptor(val.Type{Enc: val.BytesAdaptiveEnc})
+	valDesc = val.NewTupleDescriptor(
+		val.Type{Enc: val.BytesAdaptiveEnc},
+		val.Type{Enc: val.BytesAddrEnc, Nullable: true})
 )
 
 // inlineLimit is the largest value we store inline. Above it we write the

@@ -280,3 +280,5 @@ func BenchmarkInsertDurable(b *testing.B) {
 		}
 	}
 }
+
+func discardLog() zerolog.Logger { return zerolog.New(io.Discard) }

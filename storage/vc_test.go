@@ -20,7 +20,7 @@ func docKV(id int32, kv ...any) bsoncore.Document {
 	return b.Build()
 }
 
-func put(t *testing.T, d *Database, branch string, doc bsoncore.Document) {
+func put(t testing.TB, d *Database, branch string, doc bsoncore.Document) {
 	t.Helper()
 	err := d.WriteBranch(ctx, branch, func(tx *Tx) error {
 		if _, err := tx.EnsureCollection(ctx, "c"); err != nil {
