@@ -389,6 +389,9 @@ func cmdDumboMerge(r *request) (bsoncore.Document, error) {
 	if err != nil {
 		return nil, err
 	}
+	if opts.Message == "" {
+		opts.Message = "Merge " + mergeIn + " into " + branch
+	}
 	res, err := d.Merge(r.ctx, branch, theirs, opts)
 	return mergeReply(res, err)
 }

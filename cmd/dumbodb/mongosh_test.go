@@ -90,3 +90,40 @@ func TestMongoshStartsCleanly(t *testing.T) {
 		t.Fatalf("output %q", out)
 	}
 }
+
+// readmeBlock returns the fenced block that follows marker in README.md.
+func readmeBlock(t *testing.T, marker string) string {
+	t.Helper()
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, after, ok := strings.Cut(string(b), "<!-- "+marker+" -->")
+	if !ok {
+		t.Fatalf("README.md has no %s block", marker)
+	}
+	_, body, _ := strings.Cut(after, "\n```")
+	_, body, _ = strings.Cut(body, "\n")
+	body, _, _ = strings.Cut(body, "\n```")
+	return strings.TrimSpace(body)
+}
+
+// TestReadmeWalkthrough runs the README's version-control walkthrough in
+// mongosh and compares its output with the README's.
+func TestReadmeWalkthrough(t *testing.T) {
+	bin := mongoshPath(t)
+	p := startProc(t, t.TempDir())
+	script := filepath.Join(t.TempDir(), "walkthrough.js")
+	if err := os.WriteFile(script, []byte(readmeBlock(t, "walkthrough:script")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "--quiet", "--norc", fmt.Sprintf("mongodb://127.0.0.1:%d/shop", p.port), script)
+	cmd.Env = append(os.Environ(), "MONGOSH_NO_TELEMETRY=1", "HOME="+t.TempDir())
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("mongosh: %v\n%s", err, out)
+	}
+	if got, want := strings.TrimSpace(string(out)), readmeBlock(t, "walkthrough:output"); got != want {
+		t.Fatalf("walkthrough output:\n%s\nREADME says:\n%s", got, want)
+	}
+}
