@@ -185,7 +185,7 @@ func cmdRenameCollection(r *request) (bsoncore.Document, error) {
 		}
 	}
 	if fromDB != toDB {
-		return nil, mongoerr.New(mongoerr.NotImplemented, "renaming a collection across databases is not supported by DumboDB")
+		return renameAcrossDatabases(r, fromDB, fromColl, toDB, toColl, dropTarget)
 	}
 	if from == to {
 		return nil, mongoerr.New(mongoerr.IllegalOperation, "Can't rename a collection to itself")
@@ -266,4 +266,60 @@ func cmdCollStats(r *request) (bsoncore.Document, error) {
 		AppendInt64("count", int64(n)).
 		AppendInt32("nindexes", 1).
 		AppendDouble("ok", 1).Build(), nil
+}
+
+// renameAcrossDatabases copies a collection into another database (each
+// database is its own store) and then drops the source. Like mongod's, it
+// is not atomic: a crash in between leaves both copies, never neither.
+func renameAcrossDatabases(r *request, fromDB, fromColl, toDB, toColl string, dropTarget bool) (bsoncore.Document, error) {
+	src := r.on(fromDB)
+	dst := r.on(toDB)
+	snap, err := src.snapshot()
+	if err != nil {
+		return nil, err
+	}
+	info, ok := snap.Collection(fromColl)
+	if !ok {
+		return nil, mongoerr.New(mongoerr.NamespaceNotFound, "Source collection %s.%s does not exist", fromDB, fromColl)
+	}
+	it, err := snap.Scan(r.ctx, fromColl)
+	if err != nil {
+		return nil, err
+	}
+	docs, err := query.Drain(r.ctx, it)
+	if err != nil {
+		return nil, err
+	}
+	err = dst.write(func(tx *storage.Tx) error {
+		if _, exists := tx.Collection(toColl); exists {
+			if !dropTarget {
+				return mongoerr.New(mongoerr.NamespaceExists, "target namespace exists")
+			}
+			if err := tx.DropCollection(toColl); err != nil {
+				return err
+			}
+		}
+		if _, err := tx.CreateCollection(r.ctx, toColl, info.Options); err != nil {
+			return err
+		}
+		for _, d := range docs {
+			if err := tx.Insert(r.ctx, toColl, d); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := src.writeExisting(func(tx *storage.Tx) error { return tx.DropCollection(fromColl) }); err != nil {
+		return nil, err
+	}
+	return okReply(), nil
+}
+
+// on is a copy of the request addressed to another database ("db@rev").
+func (r *request) on(full string) *request {
+	db, rev := splitDBName(full)
+	return &request{c: r.c, ctx: r.ctx, cmd: r.cmd, name: r.name, db: db, rev: rev}
 }

@@ -108,6 +108,15 @@ func TestCreateDropRename(t *testing.T) {
 	_, err = run(t, db, bson.D{{Key: "renameCollection", Value: "test.c"}, {Key: "to", Value: "test.d"}})
 	wantCode(t, err, 13, "Unauthorized")
 
+	// Across databases: a copy, then the source is dropped.
+	if _, err := db.Collection("c").InsertOne(ctx, bson.M{"_id": "moved"}); err != nil {
+		t.Fatal(err)
+	}
+	mustRun(t, c.Database("admin"), bson.D{{Key: "renameCollection", Value: "test.c"}, {Key: "to", Value: "other.c2"}})
+	if n, _ := c.Database("other").Collection("c2").CountDocuments(ctx, bson.M{}); n != 2 {
+		t.Fatalf("cross-database rename moved %d documents", n)
+	}
+	mustRun(t, c.Database("admin"), bson.D{{Key: "renameCollection", Value: "other.c2"}, {Key: "to", Value: "test.c"}})
 	res := mustRun(t, db, bson.D{{Key: "drop", Value: "c"}})
 	if res["ns"] != "test.c" {
 		t.Errorf("drop reply %v", res)
