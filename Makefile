@@ -47,6 +47,6 @@ clean:
 # module proxy).
 SPEC ?= ^crud/unified$$
 spec: build
-	@dir=$$(mktemp -d); bin/dumbodb --data-dir $$dir --port 27199 > $$dir/server.log 2>&1 & pid=$$!; \
+	@dir=$$(mktemp -d); bin/dumbodb --data-dir $$dir --port 27199 --enableTestCommands > $$dir/server.log 2>&1 & pid=$$!; \
 	sleep 1; bash ../shared/tools/driver-spec.sh mongodb://127.0.0.1:27199/ '$(SPEC)'; status=$$?; \
 	kill $$pid; wait $$pid; rm -rf $$dir; exit $$status

@@ -75,6 +75,14 @@ func (c *conn) negotiateCompression(offer bsoncore.Array) {
 	}
 }
 
+// appName is the application name the client sent in its handshake.
+func (c *conn) appName() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	name, _ := c.clientMD.Lookup("application", "name").StringValueOK()
+	return name
+}
+
 func (c *conn) setClientMetadata(md bsoncore.Document) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

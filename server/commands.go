@@ -28,6 +28,7 @@ func init() {
 		{name: "buildInfo", handler: cmdBuildInfo, help: "returns the server's version and build information"},
 		{name: "buildinfo", handler: cmdBuildInfo, help: "legacy spelling of buildInfo"},
 		{name: "collStats", handler: cmdCollStats, help: "returns statistics about a collection"},
+		{name: "configureFailPoint", handler: cmdConfigureFailPoint, help: "test command: makes chosen commands fail (needs --enableTestCommands)", adminOnly: true},
 		{name: "connectionStatus", handler: cmdConnectionStatus, help: "returns the authentication state of the connection"},
 		{name: "count", handler: cmdCount, help: "counts the documents that match a query"},
 		{name: "create", handler: cmdCreate, help: "creates a collection"},

@@ -122,6 +122,9 @@ func (c *conn) handle(hdr wire.Header, msg wire.Message, comp wire.CompressorID)
 
 func (c *conn) handleMsg(hdr wire.Header, m *wire.Msg, comp wire.CompressorID) error {
 	reply := c.runCommand(m.Flags&wire.FlagMoreToCome != 0, func() (bsoncore.Document, error) { return m.Document() })
+	if reply == nil {
+		return errors.New("closed by the failCommand fail point")
+	}
 	if m.Flags&wire.FlagMoreToCome != 0 {
 		return nil // the client asked for no reply (w: 0)
 	}
@@ -142,6 +145,9 @@ func (c *conn) handleQuery(hdr wire.Header, q *wire.Query, comp wire.CompressorI
 			db := q.FullCollectionName[:len(q.FullCollectionName)-len(".$cmd")]
 			reply = c.runCommand(false, func() (bsoncore.Document, error) { return withDB(unwrapQuery(q.Query), db), nil })
 		}
+	}
+	if reply == nil {
+		return errors.New("closed by the failCommand fail point")
 	}
 	return c.send(hdr, &wire.Reply{Documents: []bsoncore.Document{reply}}, comp)
 }
@@ -177,6 +183,9 @@ func (c *conn) runCommand(unacknowledged bool, decode func() (bsoncore.Document,
 	}
 	if unacknowledged {
 		req.ctx = storage.NoSync(req.ctx)
+	}
+	if f, fired := c.s.failCommand.trigger(req.name, c.appName()); fired {
+		return f.reply // nil closes the connection
 	}
 	reply, err = req.run()
 	if err != nil {

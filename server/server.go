@@ -28,7 +28,9 @@ type Config struct {
 	Port       int
 	UnixSocket string   // optional path of a Unix socket
 	Argv       []string // for getCmdLineOpts
-	Parsed     map[string]any
+	// TestCommands enables test-only commands (configureFailPoint), as
+	// mongod's enableTestCommands parameter does.
+	TestCommands bool
 }
 
 // Server is a running DumboDB: its listeners, connections, cursors and
@@ -40,9 +42,10 @@ type Server struct {
 	logRing *LogRing
 	started time.Time
 
-	listeners []net.Listener
-	cursors   *cursorRegistry
-	stats     stats
+	listeners   []net.Listener
+	cursors     *cursorRegistry
+	stats       stats
+	failCommand failCommand
 
 	nextConnID atomic.Int64
 	connsMu    sync.Mutex

@@ -29,6 +29,7 @@ type serverFlags struct {
 	version    bool
 	cacheMB    int
 	syncdelay  int
+	testCmds   bool
 }
 
 func parseFlags(args []string, stderr io.Writer) (*serverFlags, error) {
@@ -45,6 +46,7 @@ func parseFlags(args []string, stderr io.Writer) (*serverFlags, error) {
 		"memory for acknowledged writes not yet checkpointed; reaching it forces a checkpoint")
 	fs.IntVar(&o.syncdelay, "syncdelay", int(storage.DefaultCheckpointInterval/time.Second),
 		"seconds between checkpoints of changed databases")
+	fs.BoolVar(&o.testCmds, "enableTestCommands", false, "enable test-only commands (configureFailPoint), for driver test suites")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: dumbodb [options]\n\nA MongoDB-compatible document database with Git-style version control.\n\nOptions:\n")
 		fs.PrintDefaults()
@@ -110,7 +112,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	cfg := server.Config{
 		BindIPs: strings.Split(o.bindIP, ","), Port: o.port, UnixSocket: o.unixSocket,
-		Argv: append([]string{"dumbodb"}, args...),
+		Argv: append([]string{"dumbodb"}, args...), TestCommands: o.testCmds,
 	}
 	srv := server.New(cfg, engine, log, ring)
 	if err := srv.Listen(); err != nil {

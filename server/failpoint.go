@@ -1,0 +1,140 @@
+package server
+
+import (
+	"sync"
+	"time"
+
+	"dumbodb/query/mongoerr"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
+
+// failCommand is mongod's "failCommand" fail point, a test command (on
+// only with --enableTestCommands) that makes chosen commands fail or drop
+// the connection, so that drivers' error handling can be tested.
+type failCommand struct {
+	mu sync.Mutex
+	failConfig
+}
+
+// failConfig is the fail point's setting.
+type failConfig struct {
+	remaining   int // calls left to fail; -1: always; 0: off
+	commands    map[string]bool
+	appName     string
+	errorCode   int32
+	errorLabels bsoncore.Array
+	wcError     bsoncore.Document
+	closeConn   bool
+	block       time.Duration
+}
+
+// failure is what a triggered fail point does to one command.
+type failure struct {
+	reply     bsoncore.Document // nil: no reply, close the connection
+	closeConn bool
+}
+
+// trigger reports whether the fail point fires for a command.
+func (f *failCommand) trigger(cmd, appName string) (failure, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.remaining == 0 || !f.commands[cmd] || (f.appName != "" && f.appName != appName) {
+		return failure{}, false
+	}
+	if f.remaining > 0 {
+		f.remaining--
+	}
+	if f.block > 0 {
+		time.Sleep(f.block)
+	}
+	if f.closeConn {
+		return failure{closeConn: true}, true
+	}
+	if f.wcError != nil {
+		return failure{reply: bsoncore.NewDocumentBuilder().AppendDocument("writeConcernError", f.wcError).
+			AppendDouble("ok", 1).Build()}, true
+	}
+	if f.errorCode == 0 {
+		return failure{}, false // only a delay was asked for
+	}
+	reply := errorReply(mongoerr.New(mongoerr.Code(f.errorCode), "Failing command via 'failCommand' failpoint"))
+	if f.errorLabels != nil {
+		reply = withField(reply, "errorLabels", bsoncore.Value{Type: bsoncore.TypeArray, Data: f.errorLabels})
+	}
+	return failure{reply: reply}, true
+}
+
+func withField(doc bsoncore.Document, key string, v bsoncore.Value) bsoncore.Document {
+	els, _ := doc.Elements()
+	b := bsoncore.NewDocumentBuilder()
+	for _, el := range els {
+		b.AppendValue(el.Key(), el.Value())
+	}
+	return b.AppendValue(key, v).Build()
+}
+
+func cmdConfigureFailPoint(r *request) (bsoncore.Document, error) {
+	if !r.c.s.cfg.TestCommands {
+		return nil, mongoerr.New(mongoerr.CommandNotFound, "no such command: 'configureFailPoint'")
+	}
+	name, _ := r.cmd.Index(0).Value().StringValueOK()
+	if name != "failCommand" {
+		return nil, mongoerr.New(mongoerr.BadValue, "unknown fail point: %s", name)
+	}
+	var data bsoncore.Document
+	var mode bsoncore.Value
+	err := r.parseArgs(map[string]fieldHandler{
+		"mode": func(v bsoncore.Value) error { mode = v; return nil },
+		"data": r.docArg("data", &data),
+	})
+	if err != nil {
+		return nil, err
+	}
+	times, err := failPointTimes(mode)
+	if err != nil {
+		return nil, err
+	}
+	return okReply(), r.c.s.failCommand.configure(times, data)
+}
+
+func failPointTimes(mode bsoncore.Value) (int, error) {
+	if s, ok := mode.StringValueOK(); ok {
+		switch s {
+		case "alwaysOn":
+			return -1, nil
+		case "off":
+			return 0, nil
+		}
+	}
+	if d, ok := mode.DocumentOK(); ok {
+		if n, ok := asInt64(d.Lookup("times")); ok && n >= 0 {
+			return int(n), nil
+		}
+	}
+	return 0, mongoerr.New(mongoerr.BadValue, "mode must be 'alwaysOn', 'off' or {times: n}")
+}
+
+func (f *failCommand) configure(times int, data bsoncore.Document) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.failConfig = failConfig{remaining: times, commands: map[string]bool{}}
+	if cmds, ok := data.Lookup("failCommands").ArrayOK(); ok {
+		vals, _ := cmds.Values()
+		for _, v := range vals {
+			f.commands[v.StringValue()] = true
+		}
+	}
+	if code, ok := asInt64(data.Lookup("errorCode")); ok {
+		f.errorCode = int32(code)
+	}
+	f.errorLabels, _ = data.Lookup("errorLabels").ArrayOK()
+	f.wcError, _ = data.Lookup("writeConcernError").DocumentOK()
+	f.closeConn, _ = asBool(data.Lookup("closeConnection"))
+	f.appName, _ = data.Lookup("appName").StringValueOK()
+	if blocked, _ := asBool(data.Lookup("blockConnection")); blocked {
+		ms, _ := asInt64(data.Lookup("blockTimeMS"))
+		f.block = time.Duration(ms) * time.Millisecond
+	}
+	return nil
+}
