@@ -28,6 +28,8 @@ import (
 //	update <json>             output: changed|same <doc> per document
 //	upsert                    input: filter line, update line; output: doc
 //	expr <json>               output: the expression's value per document
+//	aggregate <json>          output: the pipeline's documents over docs
+//	                          (agg_datadriven_test.go lists its options)
 //
 // filter, project, sort, update and expr take option lines as input:
 // "query <json>" (the filter "$" refers to), "arrayFilters <json>",
@@ -225,6 +227,8 @@ func runCase(t *testing.T, c *ddCase, docs *[]bsoncore.Document) []string {
 			}
 		}
 		return out
+	case "aggregate":
+		return runAggregate(t, c, *docs)
 	case "upsert":
 		f, err := CompileFilter(mustDoc(t, c.input[0]))
 		if err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"math"
 	"strconv"
 	"strings"
 
@@ -13,104 +12,39 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
-// fieldExpr is the expression subset $group takes for now: a "$path"
-// field reference, a literal, or an object of those.
-type fieldExpr struct {
-	path    string           // "$a.b" without the "$"
-	literal bsoncore.Value   // when path == "" and fields == nil
-	fields  []namedFieldExpr // an object expression
-	isObj   bool
-}
-
-type namedFieldExpr struct {
-	name string
-	expr *fieldExpr
-}
-
-func compileFieldExpr(v bsoncore.Value) (*fieldExpr, error) {
-	if s, ok := v.StringValueOK(); ok && strings.HasPrefix(s, "$") {
-		if strings.HasPrefix(s, "$$") {
-			return nil, mongoerr.New(mongoerr.NotImplemented, "variables in $group are not supported yet: %s", s)
-		}
-		return &fieldExpr{path: s[1:]}, nil
-	}
-	doc, ok := v.DocumentOK()
-	if !ok {
-		return &fieldExpr{literal: v}, nil
-	}
-	els, _ := doc.Elements()
-	e := &fieldExpr{isObj: true}
-	for _, el := range els {
-		if strings.HasPrefix(el.Key(), "$") {
-			return nil, mongoerr.New(mongoerr.NotImplemented, "expression operator %s is not supported yet", el.Key())
-		}
-		sub, err := compileFieldExpr(el.Value())
-		if err != nil {
-			return nil, err
-		}
-		e.fields = append(e.fields, namedFieldExpr{name: el.Key(), expr: sub})
-	}
-	return e, nil
-}
-
-// eval returns the expression's value for doc; ok=false means missing.
-func (e *fieldExpr) eval(doc bsoncore.Document) (bsoncore.Value, bool) {
-	switch {
-	case e.path != "":
-		return LookupPath(doc, e.path)
-	case e.isObj:
-		b := bsoncore.NewDocumentBuilder()
-		for _, f := range e.fields {
-			if v, ok := f.expr.eval(doc); ok {
-				b.AppendValue(f.name, v)
-			}
-		}
-		d := b.Build()
-		return bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: d}, true
-	}
-	return e.literal, true
-}
-
-// accumulator folds values of one group.
-type accumulator interface {
-	add(v bsoncore.Value, ok bool)
-	result() bsoncore.Value
-}
+// $group: documents are grouped by the value of the _id expression and
+// each output field is an accumulator (acc_*.go) folded over its group.
 
 type accSpec struct {
 	field string
-	op    string
-	expr  *fieldExpr
+	mk    accFactory
 }
 
-var accumulators = map[string]func() accumulator{
-	"$sum":   func() accumulator { return &sumAcc{} },
-	"$avg":   func() accumulator { return &sumAcc{avg: true} },
-	"$min":   func() accumulator { return &extremeAcc{sign: -1} },
-	"$max":   func() accumulator { return &extremeAcc{sign: 1} },
-	"$first": func() accumulator { return &firstLastAcc{first: true} },
-	"$last":  func() accumulator { return &firstLastAcc{} },
-	"$count": func() accumulator { return &sumAcc{count: true} },
-}
+func init() { stageCompilers["$group"] = compileGroupStage }
 
-func compileGroupStage(spec bsoncore.Value) (stage, error) {
-	doc, ok := spec.DocumentOK()
-	if !ok {
+func compileGroupStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
+	if spec.Type != bsoncore.TypeEmbeddedDocument {
 		return nil, mongoerr.New(mongoerr.Code(15947), "a group's fields must be specified in an object")
 	}
-	els, _ := doc.Elements()
-	var idExpr *fieldExpr
+	scope := pc.env.scope()
+	var idExpr Expr
 	var accs []accSpec
-	for _, el := range els {
-		if el.Key() == "_id" {
-			e, err := compileFieldExpr(el.Value())
+	it := newIter(spec.Data)
+	for {
+		k, v, ok := it.next()
+		if !ok {
+			break
+		}
+		name := string(k)
+		if name == "_id" {
+			x, err := compileExpr(v, scope)
 			if err != nil {
 				return nil, err
 			}
-			idExpr = e
+			idExpr = x
 			continue
 		}
-		a, err := compileAccumulator(el)
+		a, err := compileAccumulator(name, v, scope, pc.env)
 		if err != nil {
 			return nil, err
 		}
@@ -119,37 +53,41 @@ func compileGroupStage(spec bsoncore.Value) (stage, error) {
 	if idExpr == nil {
 		return nil, mongoerr.New(mongoerr.Code(15955), "a group specification must include an _id")
 	}
-	return func(in Stream) Stream { return &groupStream{in: in, id: idExpr, accs: accs} }, nil
+	return func(in Stream) Stream {
+		return lazyStream(func(ctx context.Context) (Stream, error) {
+			return groupDocs(ctx, in, idExpr, accs, pc.env, pc.budget("$group"))
+		})
+	}, nil
 }
 
-func compileAccumulator(el bsoncore.Element) (accSpec, error) {
-	d, ok := el.Value().DocumentOK()
+// compileAccumulator compiles one output field {name: {<acc>: <arg>}}.
+func compileAccumulator(name string, v bsoncore.Value, s *compileScope, env *Env) (accSpec, error) {
+	if strings.Contains(name, ".") {
+		return accSpec{}, mongoerr.New(mongoerr.Code(40235), "The field name '%s' cannot contain '.'", name)
+	}
+	if strings.HasPrefix(name, "$") {
+		return accSpec{}, mongoerr.New(mongoerr.Code(40236), "The field name '%s' cannot be an operator name", name)
+	}
+	if v.Type != bsoncore.TypeEmbeddedDocument {
+		return accSpec{}, mongoerr.New(mongoerr.Code(40234), "The field '%s' must be an accumulator object", name)
+	}
+	if arrayLen(v.Data) != 1 {
+		return accSpec{}, mongoerr.New(mongoerr.Code(40238), "The field '%s' must specify one accumulator", name)
+	}
+	op := firstKey(v.Data)
+	compile, ok := accumulatorOps[op]
 	if !ok {
-		return accSpec{}, mongoerr.New(mongoerr.Code(40234), "The field '%s' must be an accumulator object", el.Key())
-	}
-	aels, _ := d.Elements()
-	if len(aels) != 1 {
-		return accSpec{}, mongoerr.New(mongoerr.Code(40238), "The field '%s' must specify one accumulator", el.Key())
-	}
-	op := aels[0].Key()
-	if _, ok := accumulators[op]; !ok {
+		if jsExprOps[op] {
+			return accSpec{}, mongoerr.New(mongoerr.NotImplemented, "%s is not supported: DumboDB does not run server-side JavaScript", op)
+		}
 		return accSpec{}, mongoerr.New(mongoerr.Code(15952), "unknown group operator '%s'", op)
 	}
-	e, err := compileFieldExpr(aels[0].Value())
+	arg, _ := lookupField(v.Data, op)
+	mk, err := compile(op, arg, s, env)
 	if err != nil {
 		return accSpec{}, err
 	}
-	return accSpec{field: el.Key(), op: op, expr: e}, nil
-}
-
-// groupStream groups its whole input on the first Next, then yields one
-// document per group in order of first appearance.
-type groupStream struct {
-	in     Stream
-	id     *fieldExpr
-	accs   []accSpec
-	out    []bsoncore.Document
-	loaded bool
+	return accSpec{field: name, mk: mk}, nil
 }
 
 type group struct {
@@ -157,59 +95,102 @@ type group struct {
 	accs []accumulator
 }
 
-func (g *groupStream) Next(ctx context.Context) (bsoncore.Document, error) {
-	if !g.loaded {
-		if err := g.load(ctx); err != nil {
-			return nil, err
-		}
-		g.loaded = true
-	}
-	if len(g.out) == 0 {
-		return nil, io.EOF
-	}
-	d := g.out[0]
-	g.out = g.out[1:]
-	return d, nil
+// groupTable finds groups by key: bucketKey narrows, Compare (with the
+// collation) decides.
+type groupTable struct {
+	coll    *Collation
+	buckets map[string][]*group
+	order   []*group
 }
 
-func (g *groupStream) load(ctx context.Context) error {
-	buckets := map[string][]*group{}
-	var order []*group
+func (t *groupTable) find(id bsoncore.Value) *group {
+	for _, g := range t.buckets[t.key(id)] {
+		if compareWith(g.id, id, t.coll) == 0 {
+			return g
+		}
+	}
+	return nil
+}
+
+func (t *groupTable) insert(g *group) {
+	k := t.key(g.id)
+	t.buckets[k] = append(t.buckets[k], g)
+	t.order = append(t.order, g)
+}
+
+// key puts all strings in one bucket under a collation, where different
+// bytes may compare equal.
+func (t *groupTable) key(id bsoncore.Value) string {
+	if t.coll != nil && CanonicalType(id.Type) != CanonicalType(bsoncore.TypeDouble) {
+		return "t" + strconv.Itoa(CanonicalType(id.Type))
+	}
+	return bucketKey(id)
+}
+
+// groupDocs groups the whole input, then yields one document per group in
+// order of first appearance.
+func groupDocs(ctx context.Context, in Stream, idExpr Expr, accs []accSpec, env *Env, b *memBudget) (Stream, error) {
+	t := &groupTable{coll: env.coll(), buckets: map[string][]*group{}}
 	for {
-		doc, err := g.in.Next(ctx)
+		doc, err := in.Next(ctx)
 		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
-			return err
+			return nil, err
 		}
-		id, ok := g.id.eval(doc)
-		if !ok {
-			id = bsoncore.Value{Type: bsoncore.TypeNull}
+		c := newEvalCtx(doc, env)
+		id, err := idExpr.eval(c)
+		if err != nil {
+			return nil, err
 		}
-		key := bucketKey(id)
-		gr := findGroup(buckets[key], id)
+		if id.Type == 0 {
+			id = nullValue
+		}
+		gr := t.find(id)
 		if gr == nil {
 			gr = &group{id: id}
-			for _, a := range g.accs {
-				gr.accs = append(gr.accs, accumulators[a.op]())
+			for _, a := range accs {
+				gr.accs = append(gr.accs, a.mk())
 			}
-			buckets[key] = append(buckets[key], gr)
-			order = append(order, gr)
+			t.insert(gr)
+			if err := b.add(len(id.Data) + 64*(1+len(accs))); err != nil {
+				return nil, err
+			}
 		}
-		for i, a := range g.accs {
-			v, ok := a.expr.eval(doc)
-			gr.accs[i].add(v, ok)
+		for _, a := range gr.accs {
+			n, err := a.add(c)
+			if err != nil {
+				return nil, err
+			}
+			if err := b.add(n); err != nil {
+				return nil, err
+			}
 		}
 	}
-	for _, gr := range order {
-		b := bsoncore.NewDocumentBuilder().AppendValue("_id", gr.id)
-		for i, a := range g.accs {
-			b.AppendValue(a.field, gr.accs[i].result())
+	out := make([]bsoncore.Document, 0, len(t.order))
+	for _, gr := range t.order {
+		d, err := groupResult(gr, accs)
+		if err != nil {
+			return nil, err
 		}
-		g.out = append(g.out, b.Build())
+		out = append(out, d)
 	}
-	return nil
+	return &sliceStream{docs: out}, nil
+}
+
+func groupResult(gr *group, accs []accSpec) (bsoncore.Document, error) {
+	idx, dst := bsoncore.AppendDocumentStart(nil)
+	dst = bsoncore.AppendValueElement(dst, "_id", gr.id)
+	for i, a := range gr.accs {
+		v, err := a.result()
+		if err != nil {
+			return nil, err
+		}
+		dst = bsoncore.AppendValueElement(dst, accs[i].field, v)
+	}
+	dst, _ = bsoncore.AppendDocumentEnd(dst, idx)
+	return dst, nil
 }
 
 // bucketKey is a coarse hash of a group key: values that Compare equal
@@ -235,121 +216,6 @@ func findGroup(bucket []*group, id bsoncore.Value) *group {
 		}
 	}
 	return nil
-}
-
-// sumAcc implements $sum, $avg and $count with mongod's result types: the
-// narrowest integer type that holds an all-integer sum, else a double.
-type sumAcc struct {
-	avg, count bool
-	i          int64
-	f          float64
-	isFloat    bool
-	wide       bool // some input was int64 or the sum left int32
-	n          int64
-}
-
-func (s *sumAcc) add(v bsoncore.Value, ok bool) {
-	if s.count {
-		s.i++
-		s.n++
-		return
-	}
-	if !ok {
-		return
-	}
-	switch v.Type {
-	case bsoncore.TypeInt32:
-		s.addInt(int64(v.Int32()))
-	case bsoncore.TypeInt64:
-		s.wide = true
-		s.addInt(v.Int64())
-	case bsoncore.TypeDouble, bsoncore.TypeDecimal128:
-		f, _ := v.AsFloat64OK()
-		s.isFloat = true
-		s.f += f
-	default:
-		return
-	}
-	s.n++
-}
-
-func (s *sumAcc) addInt(x int64) {
-	sum := s.i + x
-	if (x > 0 && sum < s.i) || (x < 0 && sum > s.i) {
-		s.isFloat = true
-		s.f += float64(s.i) + float64(x)
-		s.i = 0
-		return
-	}
-	s.i = sum
-}
-
-func (s *sumAcc) result() bsoncore.Value {
-	if s.avg {
-		if s.n == 0 {
-			return bsoncore.Value{Type: bsoncore.TypeNull}
-		}
-		return doubleValue((s.f + float64(s.i)) / float64(s.n))
-	}
-	if s.isFloat {
-		return doubleValue(s.f + float64(s.i))
-	}
-	if !s.wide && s.i >= math.MinInt32 && s.i <= math.MaxInt32 {
-		return smallestInt(s.i)
-	}
-	return bsoncore.Value{Type: bsoncore.TypeInt64, Data: bsoncore.AppendInt64(nil, s.i)}
-}
-
-func doubleValue(f float64) bsoncore.Value {
-	return bsoncore.Value{Type: bsoncore.TypeDouble, Data: bsoncore.AppendDouble(nil, f)}
-}
-
-// extremeAcc implements $min (sign -1) and $max (sign 1); missing and null
-// values are ignored.
-type extremeAcc struct {
-	sign int
-	best bsoncore.Value
-	have bool
-}
-
-func (e *extremeAcc) add(v bsoncore.Value, ok bool) {
-	if !ok || v.Type == bsoncore.TypeNull || v.Type == bsoncore.TypeUndefined {
-		return
-	}
-	if !e.have || Compare(v, e.best)*e.sign > 0 {
-		e.best, e.have = v, true
-	}
-}
-
-func (e *extremeAcc) result() bsoncore.Value {
-	if !e.have {
-		return bsoncore.Value{Type: bsoncore.TypeNull}
-	}
-	return e.best
-}
-
-// firstLastAcc implements $first and $last; a missing value counts as null.
-type firstLastAcc struct {
-	first bool
-	v     bsoncore.Value
-	have  bool
-}
-
-func (f *firstLastAcc) add(v bsoncore.Value, ok bool) {
-	if !ok {
-		v = bsoncore.Value{Type: bsoncore.TypeNull}
-	}
-	if f.first && f.have {
-		return
-	}
-	f.v, f.have = v, true
-}
-
-func (f *firstLastAcc) result() bsoncore.Value {
-	if !f.have {
-		return bsoncore.Value{Type: bsoncore.TypeNull}
-	}
-	return f.v
 }
 
 // DistinctValues is what the distinct command returns for a key: every

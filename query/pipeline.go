@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"sort"
 
 	"dumbodb/query/mongoerr"
 
@@ -16,56 +15,154 @@ type Stream interface {
 	Next(ctx context.Context) (bsoncore.Document, error)
 }
 
+// Catalog gives stages that read other collections ($lookup,
+// $graphLookup, $unionWith, $collStats) access to the database the
+// pipeline runs on. The server implements it over the same storage
+// snapshot as the main input, so every stage reads one revision.
+type Catalog interface {
+	// Scan streams a collection; a missing collection is empty.
+	Scan(ctx context.Context, coll string) (Stream, error)
+	// Count is the number of documents in coll and whether it exists.
+	Count(ctx context.Context, coll string) (int64, bool, error)
+}
+
+// Writer is where $out and $merge write; the server implements it with
+// one storage transaction per call.
+type Writer interface {
+	// Replace makes docs the whole content of db.coll, atomically ($out).
+	Replace(ctx context.Context, db, coll string, docs []bsoncore.Document) error
+	// Update runs fn against db.coll (created if missing) in one
+	// transaction ($merge).
+	Update(ctx context.Context, db, coll string, fn func(t WriteTarget) error) error
+}
+
+// WriteTarget is one collection inside a Writer transaction.
+type WriteTarget interface {
+	Get(ctx context.Context, id bsoncore.Value) (bsoncore.Document, bool, error)
+	Insert(ctx context.Context, doc bsoncore.Document) error
+	Replace(ctx context.Context, doc bsoncore.Document) error
+}
+
+// DefaultMemoryLimit is how much a blocking stage may hold without
+// allowDiskUse, as mongod's internalQueryMaxBlockingSortMemoryUsageBytes.
+const DefaultMemoryLimit = 100 << 20
+
+// PipelineOptions is what the aggregate command passes to a pipeline.
+type PipelineOptions struct {
+	Env          *Env    // let and collation; nil: none
+	Catalog      Catalog // other collections; nil: stages needing them fail
+	Writer       Writer  // $out/$merge target; nil: those stages fail
+	DB           string  // the database, for $out/$merge namespaces
+	Collection   string  // the aggregated collection ("" for {aggregate: 1})
+	Host         string  // reported by $collStats and $indexStats
+	AllowDiskUse bool
+	MemoryLimit  int64 // per blocking stage; 0 means DefaultMemoryLimit
+	// Collectionless is set for {aggregate: 1}: the first stage must
+	// produce documents itself ($documents).
+	Collectionless bool
+	// LocalSessions are what $listLocalSessions reports.
+	LocalSessions []bsoncore.Document
+}
+
 // Pipeline is a compiled aggregation pipeline.
 type Pipeline struct {
 	stages []stage
+	specs  []bsoncore.Document
 }
 
 // stage turns an input stream into an output stream.
 type stage func(in Stream) Stream
 
-// stageCompilers maps stage names to their compilers.
-var stageCompilers map[string]func(spec bsoncore.Value) (stage, error)
-
-func init() {
-	stageCompilers = map[string]func(bsoncore.Value) (stage, error){
-		"$count":   compileCountStage,
-		"$group":   compileGroupStage,
-		"$limit":   compileLimitStage,
-		"$match":   compileMatchStage,
-		"$project": compileProjectStage,
-		"$skip":    compileSkipStage,
-		"$sort":    compileSortStage,
-	}
+// pipeCtx is the compile-time context of one (sub-)pipeline.
+type pipeCtx struct {
+	opts   *PipelineOptions
+	env    *Env
+	first  bool   // compiling the first stage
+	last   bool   // compiling the last stage
+	within string // "$facet", "$lookup", "$unionWith" for sub-pipelines
 }
 
-// CompilePipeline validates and compiles an aggregation pipeline.
+type stageCompiler func(spec bsoncore.Value, pc *pipeCtx) (stage, error)
+
+// stageCompilers maps stage names to their compilers; the stage_*.go
+// files add theirs in init.
+var stageCompilers = map[string]stageCompiler{
+	"$count": compileCountStage,
+	"$limit": compileLimitStage,
+	"$match": compileMatchStage,
+	"$skip":  compileSkipStage,
+	"$sort":  compileSortStage,
+}
+
+// sourceStages produce their own documents and so must come first.
+var sourceStages = map[string]bool{"$documents": true, "$collStats": true, "$indexStats": true, "$listLocalSessions": true}
+
+// CompilePipeline validates and compiles a pipeline with no options.
 func CompilePipeline(pipeline bsoncore.Array) (*Pipeline, error) {
-	vals, err := pipeline.Values()
-	if err != nil {
-		return nil, mongoerr.New(mongoerr.InvalidBSON, "%s", err.Error())
+	return CompilePipelineOpts(pipeline, PipelineOptions{})
+}
+
+// CompilePipelineOpts validates and compiles an aggregation pipeline.
+func CompilePipelineOpts(pipeline bsoncore.Array, opts PipelineOptions) (*Pipeline, error) {
+	if opts.MemoryLimit == 0 {
+		opts.MemoryLimit = DefaultMemoryLimit
 	}
+	pc := &pipeCtx{opts: &opts, env: opts.Env}
+	p, err := compileStages(bsoncore.Value{Type: bsoncore.TypeArray, Data: pipeline}, pc)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Collectionless && (len(p.specs) == 0 || !sourceStages[firstKey(p.specs[0])]) {
+		name := "an empty pipeline"
+		if len(p.specs) > 0 {
+			name = "'" + firstKey(p.specs[0]) + "'"
+		}
+		return nil, mongoerr.New(mongoerr.InvalidNamespace, "{aggregate: 1} is not valid for %s; a collection is required.", name)
+	}
+	return p, nil
+}
+
+// compileStages compiles a pipeline array in pc's context.
+func compileStages(arr bsoncore.Value, pc *pipeCtx) (*Pipeline, error) {
+	vals := arrayValues(arr.Data)
 	p := &Pipeline{}
-	for _, v := range vals {
-		doc, ok := v.DocumentOK()
-		if !ok {
+	for i, v := range vals {
+		if v.Type != bsoncore.TypeEmbeddedDocument {
 			return nil, mongoerr.New(mongoerr.TypeMismatch, "Each element of the 'pipeline' array must be an object")
 		}
-		els, _ := doc.Elements()
-		if len(els) != 1 {
+		if arrayLen(v.Data) != 1 {
 			return nil, mongoerr.New(mongoerr.Code(40323), "A pipeline stage specification object must contain exactly one field.")
 		}
-		compile, ok := stageCompilers[els[0].Key()]
+		name := firstKey(v.Data)
+		compile, ok := stageCompilers[name]
 		if !ok {
-			return nil, mongoerr.New(mongoerr.Code(40324), "Unrecognized pipeline stage name: '%s'", els[0].Key())
+			if unsupportedStages[name] {
+				return nil, mongoerr.New(mongoerr.NotImplemented, "%s is not supported by DumboDB", name)
+			}
+			return nil, mongoerr.New(mongoerr.Code(40324), "Unrecognized pipeline stage name: '%s'", name)
 		}
-		st, err := compile(els[0].Value())
+		if sourceStages[name] && i > 0 {
+			return nil, mongoerr.New(mongoerr.Code(40602), "%s is only valid as the first stage in a pipeline", name)
+		}
+		spec, _ := lookupField(v.Data, name)
+		sub := *pc
+		sub.first, sub.last = i == 0, i == len(vals)-1
+		st, err := compile(spec, &sub)
 		if err != nil {
 			return nil, err
 		}
 		p.stages = append(p.stages, st)
+		p.specs = append(p.specs, v.Data)
 	}
 	return p, nil
+}
+
+// unsupportedStages exist in MongoDB but need features DumboDB lacks.
+var unsupportedStages = map[string]bool{
+	"$geoNear": true, "$search": true, "$searchMeta": true, "$vectorSearch": true,
+	"$changeStream": true, "$currentOp": true, "$listSessions": true,
+	"$planCacheStats": true, "$listSearchIndexes": true, "$changeStreamSplitLargeEvent": true,
+	"$shardedDataDistribution": true, "$listSampledQueries": true, "$querySettings": true,
 }
 
 // Run connects the pipeline to its input.
@@ -76,48 +173,74 @@ func (p *Pipeline) Run(in Stream) Stream {
 	return in
 }
 
+// Specs returns the stage specifications, for explain.
+func (p *Pipeline) Specs() []bsoncore.Document { return p.specs }
+
 // funcStream adapts a function to Stream.
 type funcStream func(ctx context.Context) (bsoncore.Document, error)
 
 func (f funcStream) Next(ctx context.Context) (bsoncore.Document, error) { return f(ctx) }
 
-func compileMatchStage(spec bsoncore.Value) (stage, error) {
-	doc, ok := spec.DocumentOK()
-	if !ok {
-		return nil, mongoerr.New(mongoerr.Code(15959), "the match filter must be an expression in an object")
+// sliceStream serves documents from memory.
+type sliceStream struct{ docs []bsoncore.Document }
+
+func (s *sliceStream) Next(context.Context) (bsoncore.Document, error) {
+	if len(s.docs) == 0 {
+		return nil, io.EOF
 	}
-	f, err := CompileFilter(doc)
-	if err != nil {
-		return nil, err
-	}
-	return func(in Stream) Stream {
-		return funcStream(func(ctx context.Context) (bsoncore.Document, error) {
-			for {
-				d, err := in.Next(ctx)
-				if err != nil || f.Match(d) {
-					return d, err
-				}
-			}
-		})
-	}, nil
+	d := s.docs[0]
+	s.docs = s.docs[1:]
+	return d, nil
 }
 
-func compileProjectStage(spec bsoncore.Value) (stage, error) {
-	doc, ok := spec.DocumentOK()
-	if !ok {
-		return nil, mongoerr.New(mongoerr.Code(15969), "$project specification must be an object")
-	}
-	p, err := CompileProjection(doc)
-	if err != nil {
-		return nil, err
-	}
-	return func(in Stream) Stream {
-		return funcStream(func(ctx context.Context) (bsoncore.Document, error) {
+// NewSliceStream streams docs.
+func NewSliceStream(docs []bsoncore.Document) Stream { return &sliceStream{docs: docs} }
+
+// lazyStream runs load on the first Next and then streams its result:
+// the shape of every blocking stage.
+func lazyStream(load func(ctx context.Context) (Stream, error)) Stream {
+	var out Stream
+	return funcStream(func(ctx context.Context) (bsoncore.Document, error) {
+		if out == nil {
+			s, err := load(ctx)
+			if err != nil {
+				return nil, err
+			}
+			out = s
+		}
+		return out.Next(ctx)
+	})
+}
+
+// mapStream applies fn to every document; a nil result drops it.
+func mapStream(in Stream, fn func(d bsoncore.Document) (bsoncore.Document, error)) Stream {
+	return funcStream(func(ctx context.Context) (bsoncore.Document, error) {
+		for {
 			d, err := in.Next(ctx)
 			if err != nil {
 				return nil, err
 			}
-			return p.Apply(d)
+			if d, err = fn(d); d != nil || err != nil {
+				return d, err
+			}
+		}
+	})
+}
+
+func compileMatchStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
+	if spec.Type != bsoncore.TypeEmbeddedDocument {
+		return nil, mongoerr.New(mongoerr.Code(15959), "the match filter must be an expression in an object")
+	}
+	f, err := CompileFilterEnv(spec.Data, pc.env)
+	if err != nil {
+		return nil, err
+	}
+	return func(in Stream) Stream {
+		return mapStream(in, func(d bsoncore.Document) (bsoncore.Document, error) {
+			if f.Match(d) {
+				return d, nil
+			}
+			return nil, f.Err()
 		})
 	}, nil
 }
@@ -138,7 +261,7 @@ func positiveStageArg(name string, spec bsoncore.Value, allowZero bool) (int64, 
 	return n, nil
 }
 
-func compileLimitStage(spec bsoncore.Value) (stage, error) {
+func compileLimitStage(spec bsoncore.Value, _ *pipeCtx) (stage, error) {
 	n, err := positiveStageArg("limit", spec, false)
 	if err != nil {
 		return nil, err
@@ -155,7 +278,7 @@ func compileLimitStage(spec bsoncore.Value) (stage, error) {
 	}, nil
 }
 
-func compileSkipStage(spec bsoncore.Value) (stage, error) {
+func compileSkipStage(spec bsoncore.Value, _ *pipeCtx) (stage, error) {
 	n, err := positiveStageArg("skip", spec, true)
 	if err != nil {
 		return nil, err
@@ -173,38 +296,7 @@ func compileSkipStage(spec bsoncore.Value) (stage, error) {
 	}, nil
 }
 
-func compileSortStage(spec bsoncore.Value) (stage, error) {
-	doc, ok := spec.DocumentOK()
-	if !ok {
-		return nil, mongoerr.New(mongoerr.Code(15973), "the $sort key specification must be an object")
-	}
-	s, err := CompileSort(doc)
-	if err != nil {
-		return nil, err
-	}
-	return func(in Stream) Stream {
-		var docs []bsoncore.Document
-		loaded := false
-		return funcStream(func(ctx context.Context) (bsoncore.Document, error) {
-			if !loaded {
-				var err error
-				if docs, err = Drain(ctx, in); err != nil {
-					return nil, err
-				}
-				sort.SliceStable(docs, func(i, j int) bool { return s.Compare(docs[i], docs[j]) < 0 })
-				loaded = true
-			}
-			if len(docs) == 0 {
-				return nil, io.EOF
-			}
-			d := docs[0]
-			docs = docs[1:]
-			return d, nil
-		})
-	}, nil
-}
-
-func compileCountStage(spec bsoncore.Value) (stage, error) {
+func compileCountStage(spec bsoncore.Value, _ *pipeCtx) (stage, error) {
 	field, ok := spec.StringValueOK()
 	switch {
 	case !ok:
@@ -215,12 +307,7 @@ func compileCountStage(spec bsoncore.Value) (stage, error) {
 		return nil, mongoerr.New(mongoerr.Code(40158), "the count field cannot be a $-prefixed path")
 	}
 	return func(in Stream) Stream {
-		done := false
-		return funcStream(func(ctx context.Context) (bsoncore.Document, error) {
-			if done {
-				return nil, io.EOF
-			}
-			done = true
+		return lazyStream(func(ctx context.Context) (Stream, error) {
 			var n int64
 			for {
 				_, err := in.Next(ctx)
@@ -233,9 +320,9 @@ func compileCountStage(spec bsoncore.Value) (stage, error) {
 				n++
 			}
 			if n == 0 {
-				return nil, io.EOF
+				return &sliceStream{}, nil
 			}
-			return bsoncore.NewDocumentBuilder().AppendValue(field, smallestInt(n)).Build(), nil
+			return &sliceStream{docs: []bsoncore.Document{bsoncore.NewDocumentBuilder().AppendValue(field, smallestInt(n)).Build()}}, nil
 		})
 	}, nil
 }

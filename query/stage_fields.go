@@ -2,7 +2,6 @@ package query
 
 import (
 	"bytes"
-	"context"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
@@ -28,14 +27,12 @@ var transformCompilers = map[string]func(spec bsoncore.Value, env *Env) (docTran
 
 func init() {
 	for name, compile := range transformCompilers {
-		if name == "$project" {
-			continue // compileProjectStage already handles it
-		}
-		compile := compile
-		name := name
-		stageCompilers[name] = func(spec bsoncore.Value) (stage, error) {
-			t, err := compile(spec, nil)
+		stageCompilers[name] = func(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
+			t, err := compile(spec, pc.env)
 			if err != nil {
+				if name == "$project" {
+					return nil, err
+				}
 				return nil, mongoerr.New(mongoerr.As(err).Code, "Invalid %s :: caused by :: %s", name, mongoerr.As(err).Msg)
 			}
 			return transformStage(t), nil
@@ -44,15 +41,7 @@ func init() {
 }
 
 func transformStage(t docTransform) stage {
-	return func(in Stream) Stream {
-		return funcStream(func(ctx context.Context) (bsoncore.Document, error) {
-			d, err := in.Next(ctx)
-			if err != nil {
-				return nil, err
-			}
-			return t(d)
-		})
-	}
+	return func(in Stream) Stream { return mapStream(in, t) }
 }
 
 // compileUpdatePipeline compiles an update given as an array of stages.

@@ -130,6 +130,12 @@ var names = map[Code]string{
 	NoMergeInProgress:          "NoMergeInProgress",
 	UnresolvedConflicts:        "UnresolvedConflicts",
 	NotFastForward:             "NotFastForward",
+	Code(292):                  "QueryExceededMemoryLimitNoDiskUseAllowed",
+	Code(67):                   "CannotCreateIndex",
+	Code(197):                  "InvalidIndexSpecificationOption",
+	Code(171):                  "CannotIndexParallelArrays",
+	Code(276):                  "AmbiguousIndexKeyPattern",
+	Code(241):                  "ConversionFailure",
 	QueryFeatureNotAllowed:     "QueryFeatureNotAllowed",
 }
 

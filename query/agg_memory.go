@@ -1,0 +1,232 @@
+package query
+
+import (
+	"bufio"
+	"container/heap"
+	"context"
+	"encoding/binary"
+	"errors"
+	"io"
+	"os"
+	"sort"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"dumbodb/query/mongoerr"
+)
+
+// Blocking stages account for what they hold in a memBudget. Past the
+// limit they fail with code 292 unless the command allowed disk use;
+// $sort then spills sorted runs to temporary files and merges them, the
+// other blocking stages simply go on in memory.
+
+// QueryExceededMemoryLimitNoDiskUseAllowed is mongod's code 292.
+const QueryExceededMemoryLimitNoDiskUseAllowed = mongoerr.Code(292)
+
+type memBudget struct {
+	stage     string
+	limit     int64
+	used      int64
+	allowDisk bool
+}
+
+func (pc *pipeCtx) budget(stage string) *memBudget {
+	return &memBudget{stage: stage, limit: pc.opts.MemoryLimit, allowDisk: pc.opts.AllowDiskUse}
+}
+
+// add records n more bytes held; it fails once over the limit without
+// allowDiskUse.
+func (m *memBudget) add(n int) error {
+	m.used += int64(n)
+	if m.used <= m.limit || m.allowDisk {
+		return nil
+	}
+	if m.stage == "$sort" {
+		return mongoerr.New(QueryExceededMemoryLimitNoDiskUseAllowed, "Sort exceeded memory limit of %d bytes, but did not opt in to external sorting. Aborting operation. Pass allowDiskUse:true to opt in.", m.limit)
+	}
+	return mongoerr.New(QueryExceededMemoryLimitNoDiskUseAllowed, "Exceeded memory limit for %s, but didn't allow external spilling; pass allowDiskUse:true to opt in", m.stage)
+}
+
+func (m *memBudget) over() bool { return m.used > m.limit }
+
+func compileSortStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
+	if spec.Type != bsoncore.TypeEmbeddedDocument {
+		return nil, mongoerr.New(mongoerr.Code(15973), "the $sort key specification must be an object")
+	}
+	if arrayLen(spec.Data) == 0 {
+		return nil, mongoerr.New(mongoerr.Code(15976), "$sort stage must have at least one sort key")
+	}
+	s, err := CompileSortEnv(spec.Data, pc.env)
+	if err != nil {
+		return nil, err
+	}
+	return func(in Stream) Stream {
+		return lazyStream(func(ctx context.Context) (Stream, error) {
+			return sortStream(ctx, in, s.Compare, pc.budget("$sort"))
+		})
+	}, nil
+}
+
+// sortStream sorts its input stably, spilling runs to disk past the
+// budget when allowed.
+func sortStream(ctx context.Context, in Stream, cmp func(a, b bsoncore.Document) int, b *memBudget) (Stream, error) {
+	var docs []bsoncore.Document
+	var runs []*os.File
+	for {
+		d, err := in.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			closeRuns(runs)
+			return nil, err
+		}
+		docs = append(docs, d)
+		if err := b.add(len(d)); err != nil {
+			return nil, err
+		}
+		if b.over() {
+			f, err := spillRun(docs, cmp)
+			if err != nil {
+				closeRuns(runs)
+				return nil, err
+			}
+			runs = append(runs, f)
+			docs, b.used = nil, 0
+		}
+	}
+	sort.SliceStable(docs, func(i, j int) bool { return cmp(docs[i], docs[j]) < 0 })
+	if len(runs) == 0 {
+		return &sliceStream{docs: docs}, nil
+	}
+	return newMergeStream(runs, docs, cmp)
+}
+
+// spillRun writes docs, sorted, to an unlinked temporary file.
+func spillRun(docs []bsoncore.Document, cmp func(a, b bsoncore.Document) int) (*os.File, error) {
+	sort.SliceStable(docs, func(i, j int) bool { return cmp(docs[i], docs[j]) < 0 })
+	f, err := os.CreateTemp("", "dumbodb-sort-*")
+	if err != nil {
+		return nil, err
+	}
+	os.Remove(f.Name()) // the open handle keeps the data until closed
+	w := bufio.NewWriter(f)
+	for _, d := range docs {
+		if _, err := w.Write(d); err != nil {
+			f.Close()
+			return nil, err
+		}
+	}
+	if err := w.Flush(); err != nil {
+		f.Close()
+		return nil, err
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+func closeRuns(runs []*os.File) {
+	for _, f := range runs {
+		f.Close()
+	}
+}
+
+// runReader reads the documents of one spilled run back.
+type runReader struct {
+	f   *os.File
+	r   *bufio.Reader
+	cur bsoncore.Document
+	idx int // run order, which breaks ties to keep the sort stable
+}
+
+func (r *runReader) advance() error {
+	var hdr [4]byte
+	if _, err := io.ReadFull(r.r, hdr[:]); err != nil {
+		r.cur = nil
+		if errors.Is(err, io.EOF) {
+			r.f.Close()
+			return nil
+		}
+		return err
+	}
+	n := binary.LittleEndian.Uint32(hdr[:])
+	d := make([]byte, n)
+	copy(d, hdr[:])
+	if _, err := io.ReadFull(r.r, d[4:]); err != nil {
+		return err
+	}
+	r.cur = d
+	return nil
+}
+
+// mergeStream merges sorted runs (the in-memory tail is the last run).
+type mergeStream struct {
+	h   runHeap
+	mem []bsoncore.Document
+}
+
+type runHeap struct {
+	runs []*runReader
+	cmp  func(a, b bsoncore.Document) int
+}
+
+func (h runHeap) Len() int { return len(h.runs) }
+func (h runHeap) Less(i, j int) bool {
+	if c := h.cmp(h.runs[i].cur, h.runs[j].cur); c != 0 {
+		return c < 0
+	}
+	return h.runs[i].idx < h.runs[j].idx
+}
+func (h runHeap) Swap(i, j int) { h.runs[i], h.runs[j] = h.runs[j], h.runs[i] }
+func (h *runHeap) Push(x any)   { h.runs = append(h.runs, x.(*runReader)) }
+func (h *runHeap) Pop() any {
+	r := h.runs[len(h.runs)-1]
+	h.runs = h.runs[:len(h.runs)-1]
+	return r
+}
+
+func newMergeStream(runs []*os.File, mem []bsoncore.Document, cmp func(a, b bsoncore.Document) int) (Stream, error) {
+	m := &mergeStream{h: runHeap{cmp: cmp}, mem: mem}
+	for i, f := range runs {
+		r := &runReader{f: f, r: bufio.NewReader(f), idx: i}
+		if err := r.advance(); err != nil {
+			closeRuns(runs)
+			return nil, err
+		}
+		if r.cur != nil {
+			m.h.runs = append(m.h.runs, r)
+		}
+	}
+	heap.Init(&m.h)
+	return m, nil
+}
+
+func (m *mergeStream) Next(context.Context) (bsoncore.Document, error) {
+	if m.h.Len() == 0 {
+		if len(m.mem) == 0 {
+			return nil, io.EOF
+		}
+		d := m.mem[0]
+		m.mem = m.mem[1:]
+		return d, nil
+	}
+	top := m.h.runs[0]
+	if len(m.mem) > 0 && m.h.cmp(m.mem[0], top.cur) < 0 {
+		d := m.mem[0]
+		m.mem = m.mem[1:]
+		return d, nil
+	}
+	d := top.cur
+	if err := top.advance(); err != nil {
+		return nil, err
+	}
+	if top.cur == nil {
+		heap.Pop(&m.h)
+	} else {
+		heap.Fix(&m.h, 0)
+	}
+	return d, nil
+}

@@ -1,0 +1,456 @@
+package query
+
+import (
+	"math"
+	"sort"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"dumbodb/query/mongoerr"
+)
+
+// More array and object expressions, and the set operators.
+
+func init() {
+	regSpecial("$reduce", compileReduce)
+	regNamed("$zip", []string{"inputs", "useLongestLength", "defaults"}, []string{"inputs"}, evalZip)
+	regSpecial("$sortArray", compileSortArray)
+	regOp("$range", 2, 3, evalRange)
+	regOp("$indexOfArray", 2, 4, evalIndexOfArray)
+	regOp("$slice", 2, 3, evalSlice)
+	regOp("$objectToArray", 1, 1, evalObjectToArray)
+	regOp("$arrayToObject", 1, 1, evalArrayToObject)
+	regOp("$setUnion", 0, -1, setOp("$setUnion"))
+	regOp("$setIntersection", 0, -1, setOp("$setIntersection"))
+	regOp("$setDifference", 2, 2, setOp("$setDifference"))
+	regOp("$setEquals", 2, -1, setOp("$setEquals"))
+	regOp("$setIsSubset", 2, 2, setOp("$setIsSubset"))
+	regOp("$anyElementTrue", 1, 1, elementsTrue("$anyElementTrue", true))
+	regOp("$allElementsTrue", 1, 1, elementsTrue("$allElementsTrue", false))
+}
+
+type reduceExpr struct{ input, initial, in Expr }
+
+func compileReduce(name string, arg bsoncore.Value, s *compileScope) (Expr, error) {
+	if arg.Type != bsoncore.TypeEmbeddedDocument {
+		return nil, mongoerr.New(mongoerr.Code(40075), "$reduce requires an object as an argument, found: %s", typeName(arg.Type))
+	}
+	e := &reduceExpr{}
+	it := newIter(arg.Data)
+	for {
+		k, v, ok := it.next()
+		if !ok {
+			break
+		}
+		var err error
+		switch string(k) {
+		case "input":
+			e.input, err = compileExpr(v, s)
+		case "initialValue":
+			e.initial, err = compileExpr(v, s)
+		case "in":
+			e.in, err = compileExpr(v, s.with("value").with("this"))
+		default:
+			err = mongoerr.New(mongoerr.Code(40076), "$reduce found an unknown argument: %s", k)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if e.input == nil || e.initial == nil || e.in == nil {
+		return nil, mongoerr.New(mongoerr.Code(40077), "$reduce requires 'input', 'initialValue' and 'in' to be specified")
+	}
+	return e, nil
+}
+
+func (e *reduceExpr) eval(c *evalCtx) (bsoncore.Value, error) {
+	in, err := e.input.eval(c)
+	if err != nil || nullish(in) {
+		return nullValue, err
+	}
+	if in.Type != bsoncore.TypeArray {
+		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(40080), "$reduce requires that 'input' be an array, found: %s", formatValue(in))
+	}
+	acc, err := e.initial.eval(c)
+	if err != nil {
+		return acc, err
+	}
+	for _, v := range arrayValues(in.Data) {
+		if acc, err = e.in.eval(c.bind("value", acc).bind("this", v)); err != nil {
+			return acc, err
+		}
+	}
+	return acc, nil
+}
+
+func evalZip(_ *evalCtx, a namedArgs) (bsoncore.Value, error) {
+	inputs := a["inputs"]
+	if nullish(inputs) {
+		return nullValue, nil
+	}
+	if inputs.Type != bsoncore.TypeArray {
+		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(34461), "inputs must be an array of expressions, found %s", typeName(inputs.Type))
+	}
+	longest := exprTruthy(a["useLongestLength"])
+	var defaults []bsoncore.Value
+	if d, ok := a["defaults"]; ok && !nullish(d) {
+		if !longest {
+			return bsoncore.Value{}, mongoerr.New(mongoerr.Code(34466), "cannot specify defaults unless useLongestLength is true")
+		}
+		defaults = arrayValues(d.Data)
+	}
+	var arrays [][]bsoncore.Value
+	n := -1
+	for _, in := range arrayValues(inputs.Data) {
+		if nullish(in) {
+			return nullValue, nil
+		}
+		if in.Type != bsoncore.TypeArray {
+			return bsoncore.Value{}, mongoerr.New(mongoerr.Code(34468), "$zip found a non-array expression in input: %s", formatValue(in))
+		}
+		vals := arrayValues(in.Data)
+		arrays = append(arrays, vals)
+		switch {
+		case n < 0:
+			n = len(vals)
+		case longest:
+			n = max(n, len(vals))
+		default:
+			n = min(n, len(vals))
+		}
+	}
+	if defaults != nil && len(defaults) != len(arrays) {
+		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(34467), "defaults and inputs must have the same length")
+	}
+	out := make([]bsoncore.Value, max(n, 0))
+	for i := range out {
+		row := make([]bsoncore.Value, len(arrays))
+		for j, arr := range arrays {
+			switch {
+			case i < len(arr):
+				row[j] = arr[i]
+			case defaults != nil:
+				row[j] = defaults[j]
+			default:
+				row[j] = nullValue
+			}
+		}
+		out[i] = buildArray(row)
+	}
+	return buildArray(out), nil
+}
+
+type sortArrayExpr struct {
+	input  Expr
+	byDoc  *Sort // sortBy a document of fields
+	desc   bool  // sortBy 1 / -1 on the whole values
+	coll   *Collation
+	simple bool
+}
+
+func compileSortArray(name string, arg bsoncore.Value, s *compileScope) (Expr, error) {
+	if arg.Type != bsoncore.TypeEmbeddedDocument {
+		return nil, mongoerr.New(mongoerr.Code(2942500), "$sortArray requires an object as an argument, found: %s", typeName(arg.Type))
+	}
+	e := &sortArrayExpr{}
+	var by bsoncore.Value
+	it := newIter(arg.Data)
+	for {
+		k, v, ok := it.next()
+		if !ok {
+			break
+		}
+		switch string(k) {
+		case "input":
+			x, err := compileExpr(v, s)
+			if err != nil {
+				return nil, err
+			}
+			e.input = x
+		case "sortBy":
+			by = v
+		default:
+			return nil, mongoerr.New(mongoerr.Code(2942501), "$sortArray found an unknown argument: %s", k)
+		}
+	}
+	switch {
+	case e.input == nil:
+		return nil, mongoerr.New(mongoerr.Code(2942502), "$sortArray requires 'input' to be specified")
+	case by.Type == 0:
+		return nil, mongoerr.New(mongoerr.Code(2942503), "$sortArray requires 'sortBy' to be specified")
+	case isNumber(by) && (toFloat(by) == 1 || toFloat(by) == -1):
+		e.simple, e.desc = true, toFloat(by) < 0
+	case by.Type == bsoncore.TypeEmbeddedDocument:
+		srt, err := CompileSort(by.Data)
+		if err != nil {
+			return nil, err
+		}
+		e.byDoc = srt
+	default:
+		return nil, mongoerr.New(mongoerr.Code(2942504), "$sortArray requires 'sortBy' to be 1, -1 or a sort specification")
+	}
+	return e, nil
+}
+
+func (e *sortArrayExpr) eval(c *evalCtx) (bsoncore.Value, error) {
+	in, err := e.input.eval(c)
+	if err != nil || nullish(in) {
+		return nullValue, err
+	}
+	if in.Type != bsoncore.TypeArray {
+		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(2942505), "The input argument to $sortArray must be an array, but was of type: %s", typeName(in.Type))
+	}
+	vals := arrayValues(in.Data)
+	coll := c.env.coll()
+	sort.SliceStable(vals, func(i, j int) bool {
+		if e.simple {
+			r := compareWith(vals[i], vals[j], coll)
+			if e.desc {
+				r = -r
+			}
+			return r < 0
+		}
+		// Non-documents sort as if their fields were missing.
+		return e.byDoc.Compare(docOrEmpty(vals[i]), docOrEmpty(vals[j])) < 0
+	})
+	return buildArray(vals), nil
+}
+
+// int32Arg reads an argument that must be a whole number in int32 range.
+func int32Arg(name, what string, v bsoncore.Value, code int32) (int, error) {
+	if !isNumber(v) || toFloat(v) != math.Trunc(toFloat(v)) || math.Abs(toFloat(v)) > math.MaxInt32 {
+		return 0, mongoerr.New(mongoerr.Code(code), "%s requires %s to be a 32-bit integer, found: %s", name, what, formatValue(v))
+	}
+	return int(toFloat(v)), nil
+}
+
+func evalRange(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
+	start, err := int32Arg("$range", "a starting value", a[0], 34443)
+	if err != nil {
+		return bsoncore.Value{}, err
+	}
+	end, err := int32Arg("$range", "an ending value", a[1], 34445)
+	if err != nil {
+		return bsoncore.Value{}, err
+	}
+	step := 1
+	if len(a) == 3 {
+		if step, err = int32Arg("$range", "a step value", a[2], 34447); err != nil {
+			return bsoncore.Value{}, err
+		}
+		if step == 0 {
+			return bsoncore.Value{}, mongoerr.New(mongoerr.Code(34449), "$range requires a non-zero step value")
+		}
+	}
+	var out []bsoncore.Value
+	for i := start; (step > 0 && i < end) || (step < 0 && i > end); i += step {
+		out = append(out, mkInt32(int32(i)))
+	}
+	return buildArray(out), nil
+}
+
+func evalIndexOfArray(c *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
+	if nullish(a[0]) {
+		return nullValue, nil
+	}
+	if a[0].Type != bsoncore.TypeArray {
+		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(40090), "$indexOfArray requires an array as a first argument, found: %s", typeName(a[0].Type))
+	}
+	vals := arrayValues(a[0].Data)
+	start, end, err := indexBounds("$indexOfArray", a[2:], len(vals))
+	if err != nil {
+		return bsoncore.Value{}, err
+	}
+	for i := start; i < end; i++ {
+		if exprCompare(c, vals[i], a[1]) == 0 {
+			return mkInt32(int32(i)), nil
+		}
+	}
+	return mkInt32(-1), nil
+}
+
+func evalSlice(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
+	if nullish(a[0]) {
+		return nullValue, nil
+	}
+	if a[0].Type != bsoncore.TypeArray {
+		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(28724), "First argument to $slice must be an array, but is of type: %s", typeName(a[0].Type))
+	}
+	for _, v := range a[1:] {
+		if nullish(v) {
+			return nullValue, nil
+		}
+	}
+	vals := arrayValues(a[0].Data)
+	n := len(vals)
+	first, err := int32Arg("$slice", "the second argument", a[1], 28725)
+	if err != nil {
+		return bsoncore.Value{}, err
+	}
+	if len(a) == 2 {
+		if first >= 0 {
+			return buildArray(vals[:min(first, n)]), nil
+		}
+		return buildArray(vals[max(0, n+first):]), nil
+	}
+	count, err := int32Arg("$slice", "the third argument", a[2], 28727)
+	if err != nil {
+		return bsoncore.Value{}, err
+	}
+	if count <= 0 {
+		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(28729), "Third argument to $slice must be positive: %d", count)
+	}
+	start := first
+	if start < 0 {
+		start = max(0, n+start)
+	}
+	start = min(start, n)
+	return buildArray(vals[start:min(n, start+count)]), nil
+}
+
+func evalObjectToArray(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
+	if nullish(a[0]) {
+		return nullValue, nil
+	}
+	if a[0].Type != bsoncore.TypeEmbeddedDocument {
+		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(40390), "$objectToArray requires a document input, found: %s", typeName(a[0].Type))
+	}
+	var out []bsoncore.Value
+	it := newIter(a[0].Data)
+	for {
+		k, v, ok := it.next()
+		if !ok {
+			return buildArray(out), nil
+		}
+		d := bsoncore.NewDocumentBuilder().AppendString("k", string(k)).AppendValue("v", v).Build()
+		out = append(out, bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: d})
+	}
+}
+
+func evalArrayToObject(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
+	if nullish(a[0]) {
+		return nullValue, nil
+	}
+	if a[0].Type != bsoncore.TypeArray {
+		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(40386), "$arrayToObject requires an array input, found: %s", typeName(a[0].Type))
+	}
+	m := newDocM()
+	for _, e := range arrayValues(a[0].Data) {
+		var k, v bsoncore.Value
+		switch {
+		case e.Type == bsoncore.TypeArray && arrayLen(e.Data) == 2:
+			k, _ = arrayElem(e.Data, 0)
+			v, _ = arrayElem(e.Data, 1)
+		case e.Type == bsoncore.TypeEmbeddedDocument && arrayLen(e.Data) == 2:
+			var okK, okV bool
+			k, okK = lookupField(e.Data, "k")
+			v, okV = lookupField(e.Data, "v")
+			if !okK || !okV {
+				return bsoncore.Value{}, mongoerr.New(mongoerr.Code(40393), "$arrayToObject requires an object with keys 'k' and 'v'. Missing either or both keys from: %s", formatValue(e))
+			}
+		default:
+			return bsoncore.Value{}, mongoerr.New(mongoerr.Code(40398), "Unrecognised input type format for $arrayToObject: %s", formatValue(e))
+		}
+		if k.Type != bsoncore.TypeString {
+			return bsoncore.Value{}, mongoerr.New(mongoerr.Code(40394), "$arrayToObject requires a consistent input format. Expected a string key, found: %s", typeName(k.Type))
+		}
+		m.setChild(k.StringValue(), leafM(v))
+	}
+	return m.value(), nil
+}
+
+// valueSet is a set of values under Compare equality.
+type valueSet struct {
+	t    groupTable
+	vals []bsoncore.Value
+}
+
+func newValueSet(coll *Collation) *valueSet {
+	return &valueSet{t: groupTable{coll: coll, buckets: map[string][]*group{}}}
+}
+
+func (s *valueSet) add(v bsoncore.Value) {
+	if !s.has(v) {
+		s.t.insert(&group{id: v})
+		s.vals = append(s.vals, v)
+	}
+}
+
+func (s *valueSet) has(v bsoncore.Value) bool { return s.t.find(v) != nil }
+
+func setOp(name string) func(*evalCtx, []bsoncore.Value) (bsoncore.Value, error) {
+	return func(c *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
+		sets := make([]*valueSet, len(a))
+		for i, v := range a {
+			if nullish(v) && (name == "$setUnion" || name == "$setIntersection" || name == "$setDifference") {
+				return nullValue, nil
+			}
+			if v.Type != bsoncore.TypeArray {
+				return bsoncore.Value{}, mongoerr.New(mongoerr.Code(17044), "All operands of %s must be arrays. One argument is of type: %s", name, exprTypeName(v))
+			}
+			sets[i] = newValueSet(c.env.coll())
+			for _, e := range arrayValues(v.Data) {
+				sets[i].add(e)
+			}
+		}
+		switch name {
+		case "$setUnion":
+			u := newValueSet(c.env.coll())
+			for _, s := range sets {
+				for _, v := range s.vals {
+					u.add(v)
+				}
+			}
+			return buildArray(u.vals), nil
+		case "$setIntersection", "$setDifference":
+			var out []bsoncore.Value
+			if len(sets) == 0 {
+				return buildArray(nil), nil
+			}
+			for _, v := range sets[0].vals {
+				inAll := true
+				for _, s := range sets[1:] {
+					inAll = inAll && s.has(v)
+				}
+				if name == "$setDifference" {
+					inAll = !sets[1].has(v)
+				}
+				if inAll {
+					out = append(out, v)
+				}
+			}
+			return buildArray(out), nil
+		case "$setIsSubset":
+			return mkBool(subset(sets[0], sets[1])), nil
+		}
+		for _, s := range sets[1:] {
+			if !subset(sets[0], s) || !subset(s, sets[0]) {
+				return mkBool(false), nil
+			}
+		}
+		return mkBool(true), nil
+	}
+}
+
+func subset(a, b *valueSet) bool {
+	for _, v := range a.vals {
+		if !b.has(v) {
+			return false
+		}
+	}
+	return true
+}
+
+func elementsTrue(name string, any bool) func(*evalCtx, []bsoncore.Value) (bsoncore.Value, error) {
+	return func(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
+		if a[0].Type != bsoncore.TypeArray {
+			return bsoncore.Value{}, mongoerr.New(mongoerr.Code(5159200), "%s's argument must be an array, but is %s", name, exprTypeName(a[0]))
+		}
+		for _, v := range arrayValues(a[0].Data) {
+			if exprTruthy(v) == any {
+				return mkBool(any), nil
+			}
+		}
+		return mkBool(!any), nil
+	}
+}

@@ -1,0 +1,65 @@
+package query
+
+import (
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"dumbodb/query/mongoerr"
+)
+
+// Operators whose argument is an object of named arguments
+// ({$trim: {input, chars}}, {$dateAdd: {startDate, unit, amount}}, ...)
+// share this compiler: each named argument is an expression, evaluated
+// before the operator runs.
+
+// namedArgs are evaluated arguments; absent ones are not in the map.
+type namedArgs map[string]bsoncore.Value
+
+type namedExpr struct {
+	names []string
+	exprs []Expr
+	fn    func(c *evalCtx, a namedArgs) (bsoncore.Value, error)
+}
+
+// regNamed registers an operator with named arguments.
+func regNamed(name string, allowed, required []string, fn func(c *evalCtx, a namedArgs) (bsoncore.Value, error)) {
+	regSpecial(name, func(name string, arg bsoncore.Value, s *compileScope) (Expr, error) {
+		if arg.Type != bsoncore.TypeEmbeddedDocument {
+			return nil, mongoerr.New(mongoerr.Code(40477), "%s only supports an object as an argument, found: %s", name, typeName(arg.Type))
+		}
+		e := &namedExpr{fn: fn}
+		it := newIter(arg.Data)
+		for {
+			k, v, ok := it.next()
+			if !ok {
+				break
+			}
+			if !containsString(allowed, string(k)) {
+				return nil, mongoerr.New(mongoerr.Code(40479), "%s: unrecognized option: %s", name, k)
+			}
+			x, err := compileExpr(v, s)
+			if err != nil {
+				return nil, err
+			}
+			e.names = append(e.names, string(k))
+			e.exprs = append(e.exprs, x)
+		}
+		for _, r := range required {
+			if !containsString(e.names, r) {
+				return nil, mongoerr.New(mongoerr.Code(40478), "%s requires '%s' to be specified", name, r)
+			}
+		}
+		return e, nil
+	})
+}
+
+func (e *namedExpr) eval(c *evalCtx) (bsoncore.Value, error) {
+	a := make(namedArgs, len(e.names))
+	for i, x := range e.exprs {
+		v, err := x.eval(c)
+		if err != nil {
+			return v, err
+		}
+		a[e.names[i]] = v
+	}
+	return e.fn(c, a)
+}

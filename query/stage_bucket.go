@@ -1,0 +1,293 @@
+package query
+
+import (
+	"context"
+	"errors"
+	"io"
+	"sort"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"dumbodb/query/mongoerr"
+)
+
+// Grouping stages built on $group: $bucket (fixed boundaries),
+// $bucketAuto (evenly filled buckets) and $sortByCount.
+
+func init() {
+	stageCompilers["$bucket"] = compileBucketStage
+	stageCompilers["$bucketAuto"] = compileBucketAutoStage
+	stageCompilers["$sortByCount"] = compileSortByCountStage
+}
+
+// groupByExpr compiles a groupBy argument: a $path or an operator object.
+func groupByExpr(stageName string, v bsoncore.Value, pc *pipeCtx, code int32) (Expr, error) {
+	isPath := v.Type == bsoncore.TypeString && len(v.StringValue()) > 0 && v.StringValue()[0] == '$'
+	if !isPath && !isOperatorDoc(v) {
+		return nil, mongoerr.New(mongoerr.Code(code), "The $%s 'groupBy' field must be defined as a $-prefixed path or an expression object, but found: %s", stageName, formatValue(v))
+	}
+	return compileExpr(v, pc.env.scope())
+}
+
+// compileOutput compiles an output document of accumulators; absent, it
+// is {count: {$sum: 1}}.
+func compileOutput(v bsoncore.Value, pc *pipeCtx) ([]accSpec, error) {
+	if v.Type == 0 {
+		v = bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: bsoncore.NewDocumentBuilder().
+			AppendDocument("count", bsoncore.NewDocumentBuilder().AppendInt32("$sum", 1).Build()).Build()}
+	}
+	if v.Type != bsoncore.TypeEmbeddedDocument {
+		return nil, mongoerr.New(mongoerr.Code(40196), "The 'output' field must be an object, but found type: %s", typeName(v.Type))
+	}
+	var accs []accSpec
+	it := newIter(v.Data)
+	for {
+		k, e, ok := it.next()
+		if !ok {
+			return accs, nil
+		}
+		a, err := compileAccumulator(string(k), e, pc.env.scope(), pc.env)
+		if err != nil {
+			return nil, err
+		}
+		accs = append(accs, a)
+	}
+}
+
+// bucketIDExpr maps groupBy's value to its bucket's lower boundary.
+type bucketIDExpr struct {
+	groupBy    Expr
+	boundaries []bsoncore.Value
+	def        bsoncore.Value
+}
+
+func (b *bucketIDExpr) eval(c *evalCtx) (bsoncore.Value, error) {
+	v, err := b.groupBy.eval(c)
+	if err != nil {
+		return v, err
+	}
+	if v.Type == 0 {
+		v = nullValue
+	}
+	n := len(b.boundaries)
+	if Compare(v, b.boundaries[0]) >= 0 && Compare(v, b.boundaries[n-1]) < 0 &&
+		CanonicalType(v.Type) == CanonicalType(b.boundaries[0].Type) {
+		i := sort.Search(n, func(i int) bool { return Compare(b.boundaries[i], v) > 0 })
+		return b.boundaries[i-1], nil
+	}
+	if b.def.Type == 0 {
+		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(40066), "$switch could not find a matching branch for an input, and no default was specified.")
+	}
+	return b.def, nil
+}
+
+func compileBucketStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
+	if spec.Type != bsoncore.TypeEmbeddedDocument {
+		return nil, mongoerr.New(mongoerr.Code(40201), "Argument to $bucket stage must be an object, but found type: %s.", typeName(spec.Type))
+	}
+	b := &bucketIDExpr{}
+	var output bsoncore.Value
+	it := newIter(spec.Data)
+	for {
+		k, v, ok := it.next()
+		if !ok {
+			break
+		}
+		var err error
+		switch string(k) {
+		case "groupBy":
+			b.groupBy, err = groupByExpr("bucket", v, pc, 40202)
+		case "boundaries":
+			b.boundaries, err = parseBoundaries(v)
+		case "default":
+			b.def = v
+		case "output":
+			output = v
+		default:
+			err = mongoerr.New(mongoerr.Code(40197), "Unrecognized option to $bucket: %s.", k)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if b.groupBy == nil || b.boundaries == nil {
+		return nil, mongoerr.New(mongoerr.Code(40198), "$bucket requires 'groupBy' and 'boundaries' to be specified.")
+	}
+	if b.def.Type != 0 && CanonicalType(b.def.Type) == CanonicalType(b.boundaries[0].Type) &&
+		Compare(b.def, b.boundaries[0]) >= 0 && Compare(b.def, b.boundaries[len(b.boundaries)-1]) < 0 {
+		return nil, mongoerr.New(mongoerr.Code(40199), "The $bucket 'default' field must be less than the lowest boundary or greater than or equal to the highest boundary.")
+	}
+	accs, err := compileOutput(output, pc)
+	if err != nil {
+		return nil, err
+	}
+	return func(in Stream) Stream {
+		return lazyStream(func(ctx context.Context) (Stream, error) {
+			g, err := groupDocs(ctx, in, b, accs, pc.env, pc.budget("$bucket"))
+			if err != nil {
+				return nil, err
+			}
+			byID := func(a, c bsoncore.Document) int { return Compare(a.Lookup("_id"), c.Lookup("_id")) }
+			return sortStream(ctx, g, byID, pc.budget("$bucket"))
+		})
+	}, nil
+}
+
+func parseBoundaries(v bsoncore.Value) ([]bsoncore.Value, error) {
+	if v.Type != bsoncore.TypeArray {
+		return nil, mongoerr.New(mongoerr.Code(40200), "The $bucket 'boundaries' field must be an array, but found type: %s.", typeName(v.Type))
+	}
+	vals := arrayValues(v.Data)
+	if len(vals) < 2 {
+		return nil, mongoerr.New(mongoerr.Code(40192), "The $bucket 'boundaries' field must have at least 2 values, but found %d value(s).", len(vals))
+	}
+	for i := 1; i < len(vals); i++ {
+		if CanonicalType(vals[i].Type) != CanonicalType(vals[0].Type) {
+			return nil, mongoerr.New(mongoerr.Code(40193), "All values in the the 'boundaries' option to $bucket must have the same type. Found conflicting types %s and %s.", typeName(vals[0].Type), typeName(vals[i].Type))
+		}
+		if Compare(vals[i-1], vals[i]) >= 0 {
+			return nil, mongoerr.New(mongoerr.Code(40194), "The 'boundaries' option to $bucket must be sorted, but elements %d and %d are not in ascending order (%s is not less than %s).", i-1, i, formatValue(vals[i-1]), formatValue(vals[i]))
+		}
+	}
+	return vals, nil
+}
+
+func compileBucketAutoStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
+	if spec.Type != bsoncore.TypeEmbeddedDocument {
+		return nil, mongoerr.New(mongoerr.Code(40240), "The argument to $bucketAuto must be an object, but found type: %s.", typeName(spec.Type))
+	}
+	var groupBy Expr
+	var output bsoncore.Value
+	n := 0
+	it := newIter(spec.Data)
+	for {
+		k, v, ok := it.next()
+		if !ok {
+			break
+		}
+		var err error
+		switch string(k) {
+		case "groupBy":
+			groupBy, err = groupByExpr("bucketAuto", v, pc, 40239)
+		case "buckets":
+			if !isNumber(v) || toFloat(v) != float64(int32(toFloat(v))) || toFloat(v) <= 0 {
+				return nil, mongoerr.New(mongoerr.Code(40243), "The $bucketAuto 'buckets' field must be greater than 0, but found: %s", formatValue(v))
+			}
+			n = int(toFloat(v))
+		case "output":
+			output = v
+		case "granularity":
+			err = mongoerr.New(mongoerr.NotImplemented, "$bucketAuto granularity is not supported by DumboDB")
+		default:
+			err = mongoerr.New(mongoerr.Code(40245), "Unrecognized option to $bucketAuto: %s.", k)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if groupBy == nil || n == 0 {
+		return nil, mongoerr.New(mongoerr.Code(40246), "$bucketAuto requires 'groupBy' and 'buckets' to be specified")
+	}
+	accs, err := compileOutput(output, pc)
+	if err != nil {
+		return nil, err
+	}
+	return func(in Stream) Stream {
+		return lazyStream(func(ctx context.Context) (Stream, error) {
+			return bucketAuto(ctx, in, groupBy, n, accs, pc)
+		})
+	}, nil
+}
+
+type keyedDoc struct {
+	key bsoncore.Value
+	doc bsoncore.Document
+}
+
+// bucketAuto sorts by the groupBy value and cuts runs of about n-th of
+// the documents, never splitting equal values; each bucket's max is the
+// next bucket's min (the last one's is its own largest value).
+func bucketAuto(ctx context.Context, in Stream, groupBy Expr, n int, accs []accSpec, pc *pipeCtx) (Stream, error) {
+	b := pc.budget("$bucketAuto")
+	var docs []keyedDoc
+	for {
+		d, err := in.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		k, err := groupBy.eval(newEvalCtx(d, pc.env))
+		if err != nil {
+			return nil, err
+		}
+		if k.Type == 0 {
+			k = nullValue
+		}
+		if err := b.add(len(d)); err != nil {
+			return nil, err
+		}
+		docs = append(docs, keyedDoc{key: k, doc: d})
+	}
+	sort.SliceStable(docs, func(i, j int) bool { return compareWith(docs[i].key, docs[j].key, pc.env.coll()) < 0 })
+	size := int(float64(len(docs))/float64(n) + 0.5)
+	size = max(size, 1)
+	var out []bsoncore.Document
+	for start, bucket := 0, 0; start < len(docs); bucket++ {
+		end := len(docs)
+		if bucket < n-1 {
+			end = min(start+size, len(docs))
+			for end < len(docs) && Compare(docs[end].key, docs[end-1].key) == 0 {
+				end++
+			}
+		}
+		maxKey := docs[end-1].key
+		if end < len(docs) {
+			maxKey = docs[end].key
+		}
+		id := bsoncore.NewDocumentBuilder().AppendValue("min", docs[start].key).AppendValue("max", maxKey).Build()
+		gr := &group{id: bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: id}}
+		for _, a := range accs {
+			gr.accs = append(gr.accs, a.mk())
+		}
+		for _, kd := range docs[start:end] {
+			c := newEvalCtx(kd.doc, pc.env)
+			for _, a := range gr.accs {
+				if _, err := a.add(c); err != nil {
+					return nil, err
+				}
+			}
+		}
+		d, err := groupResult(gr, accs)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, d)
+		start = end
+	}
+	return &sliceStream{docs: out}, nil
+}
+
+func compileSortByCountStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
+	isPath := spec.Type == bsoncore.TypeString && len(spec.StringValue()) > 0 && spec.StringValue()[0] == '$'
+	if !isPath && !isOperatorDoc(spec) {
+		return nil, mongoerr.New(mongoerr.Code(40147), "the sortBy field must be defined as a $-prefixed path or an expression object")
+	}
+	x, err := compileExpr(spec, pc.env.scope())
+	if err != nil {
+		return nil, err
+	}
+	count, _ := compileCountAcc("$count", bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: bsoncore.NewDocumentBuilder().Build()}, nil, nil)
+	accs := []accSpec{{field: "count", mk: count}}
+	return func(in Stream) Stream {
+		return lazyStream(func(ctx context.Context) (Stream, error) {
+			g, err := groupDocs(ctx, in, x, accs, pc.env, pc.budget("$sortByCount"))
+			if err != nil {
+				return nil, err
+			}
+			byCount := func(a, c bsoncore.Document) int { return -Compare(a.Lookup("count"), c.Lookup("count")) }
+			return sortStream(ctx, g, byCount, pc.budget("$sortByCount"))
+		})
+	}, nil
+}

@@ -1,0 +1,90 @@
+package query
+
+import (
+	"context"
+	"strconv"
+	"strings"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"dumbodb/query/mongoerr"
+)
+
+// $facet runs several sub-pipelines over the same input and outputs one
+// document holding each sub-pipeline's results.
+
+func init() { stageCompilers["$facet"] = compileFacetStage }
+
+// notInFacet are stages a $facet sub-pipeline may not contain.
+var notInFacet = map[string]bool{
+	"$facet": true, "$out": true, "$merge": true, "$collStats": true, "$indexStats": true,
+	"$documents": true,
+}
+
+func compileFacetStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
+	if spec.Type != bsoncore.TypeEmbeddedDocument || arrayLen(spec.Data) == 0 {
+		return nil, mongoerr.New(mongoerr.Code(40169), "the $facet specification must be a non-empty object, but found: %s", formatValue(spec))
+	}
+	var names []string
+	var pipes []*Pipeline
+	it := newIter(spec.Data)
+	for {
+		k, v, ok := it.next()
+		if !ok {
+			break
+		}
+		name := string(k)
+		if name == "" || name[0] == '$' || strings.Contains(name, ".") {
+			return nil, mongoerr.New(mongoerr.Code(40352), "FieldPath field names may not start with '$' or contain '.': %s", name)
+		}
+		if v.Type != bsoncore.TypeArray {
+			return nil, mongoerr.New(mongoerr.Code(40170), "arguments to $facet must be arrays, %s is type %s", name, typeName(v.Type))
+		}
+		for _, st := range arrayValues(v.Data) {
+			if st.Type == bsoncore.TypeEmbeddedDocument && notInFacet[firstKey(st.Data)] {
+				return nil, mongoerr.New(mongoerr.Code(40600), "%s is not allowed to be used within a $facet stage", firstKey(st.Data))
+			}
+		}
+		sub := pipeCtx{opts: pc.opts, env: pc.env, within: "$facet"}
+		p, err := compileStages(v, &sub)
+		if err != nil {
+			return nil, err
+		}
+		names = append(names, name)
+		pipes = append(pipes, p)
+	}
+	return func(in Stream) Stream {
+		return lazyStream(func(ctx context.Context) (Stream, error) {
+			docs, err := drainBudget(ctx, in, pc.budget("$facet"))
+			if err != nil {
+				return nil, err
+			}
+			idx, dst := bsoncore.AppendDocumentStart(nil)
+			for i, p := range pipes {
+				out, err := Drain(ctx, p.Run(&sliceStream{docs: docs}))
+				if err != nil {
+					return nil, err
+				}
+				aidx, d2 := bsoncore.AppendArrayElementStart(dst, names[i])
+				for j, d := range out {
+					d2 = bsoncore.AppendDocumentElement(d2, strconv.Itoa(j), d)
+				}
+				dst, _ = bsoncore.AppendArrayEnd(d2, aidx)
+			}
+			dst, _ = bsoncore.AppendDocumentEnd(dst, idx)
+			return &sliceStream{docs: []bsoncore.Document{dst}}, nil
+		})
+	}, nil
+}
+
+// drainBudget reads a stream to its end within a memory budget.
+func drainBudget(ctx context.Context, in Stream, b *memBudget) ([]bsoncore.Document, error) {
+	s := funcStream(func(ctx context.Context) (bsoncore.Document, error) {
+		d, err := in.Next(ctx)
+		if err == nil {
+			err = b.add(len(d))
+		}
+		return d, err
+	})
+	return Drain(ctx, s)
+}

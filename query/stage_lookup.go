@@ -1,0 +1,555 @@
+package query
+
+import (
+	"context"
+	"errors"
+	"io"
+	"sort"
+	"strconv"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"dumbodb/query/mongoerr"
+)
+
+// Stages that read other collections through the Catalog: $lookup,
+// $graphLookup and $unionWith. Each loads the foreign collection once per
+// run and, for equality matches, indexes it by the foreign field so a
+// join costs a hash probe per local value rather than a scan.
+
+func init() {
+	stageCompilers["$lookup"] = compileLookupStage
+	stageCompilers["$unionWith"] = compileUnionWithStage
+	stageCompilers["$graphLookup"] = compileGraphLookupStage
+}
+
+// withVars returns an Env that adds variables to e.
+func (e *Env) withVars(names []string, vals []bsoncore.Value) *Env {
+	n := &Env{Collation: e.coll(), vars: map[string]bsoncore.Value{}}
+	if e != nil {
+		n.now = e.now
+		for k, v := range e.vars {
+			n.vars[k] = v
+		}
+	} else {
+		n.now = mkDate(0)
+	}
+	for i, name := range names {
+		n.vars[name] = vals[i]
+	}
+	return n
+}
+
+// loadCollection reads a whole foreign collection.
+func loadCollection(ctx context.Context, pc *pipeCtx, coll string) ([]bsoncore.Document, error) {
+	if pc.opts.Catalog == nil {
+		return nil, nil
+	}
+	s, err := pc.opts.Catalog.Scan(ctx, coll)
+	if err != nil {
+		return nil, err
+	}
+	return Drain(ctx, s)
+}
+
+// foreignIndex maps the values at one path of a document set to the
+// positions of the documents holding them (missing and null key as null).
+type foreignIndex struct {
+	docs []bsoncore.Document
+	coll *Collation
+	idx  map[string][]int
+}
+
+func newForeignIndex(docs []bsoncore.Document, path string, coll *Collation) *foreignIndex {
+	fi := &foreignIndex{docs: docs, coll: coll, idx: map[string][]int{}}
+	parts := splitPath(path)
+	for i, d := range docs {
+		vals := pathValues(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: d}, parts)
+		if len(vals) == 0 {
+			vals = []bsoncore.Value{nullValue}
+		}
+		keys := map[string]bool{}
+		for _, v := range vals {
+			keys[fi.key(v)] = true
+			if v.Type == bsoncore.TypeArray {
+				if arrayLen(v.Data) == 0 {
+					keys[fi.key(bsoncore.Value{Type: bsoncore.TypeUndefined})] = true
+				}
+				for _, e := range arrayValues(v.Data) {
+					keys[fi.key(e)] = true
+				}
+			}
+		}
+		for k := range keys {
+			fi.idx[k] = append(fi.idx[k], i)
+		}
+	}
+	return fi
+}
+
+// key is a coarse key: equal values always share it. Under a collation,
+// strings that differ in bytes may be equal, so they all share one key.
+func (fi *foreignIndex) key(v bsoncore.Value) string {
+	if nullish(v) {
+		return "null"
+	}
+	if fi.coll != nil && v.Type == bsoncore.TypeString {
+		return "s"
+	}
+	return bucketKey(v)
+}
+
+// candidates returns, in collection order, the documents that may hold
+// one of vals; callers confirm with a filter.
+func (fi *foreignIndex) candidates(vals []bsoncore.Value) []bsoncore.Document {
+	seen := map[int]bool{}
+	var pos []int
+	for _, v := range vals {
+		for _, i := range fi.idx[fi.key(v)] {
+			if !seen[i] {
+				seen[i] = true
+				pos = append(pos, i)
+			}
+		}
+	}
+	sort.Ints(pos)
+	out := make([]bsoncore.Document, len(pos))
+	for j, i := range pos {
+		out[j] = fi.docs[i]
+	}
+	return out
+}
+
+// matchAny returns the candidates whose path equals one of vals, with
+// the query language's equality ({path: {$in: vals}}).
+func (fi *foreignIndex) matchAny(path string, vals []bsoncore.Value, env *Env) ([]bsoncore.Document, error) {
+	in := bsoncore.NewArrayBuilder()
+	for _, v := range vals {
+		in.AppendValue(v)
+	}
+	f, err := CompileFilterEnv(bsoncore.NewDocumentBuilder().
+		AppendDocument(path, bsoncore.NewDocumentBuilder().AppendArray("$in", in.Build()).Build()).Build(), env)
+	if err != nil {
+		return nil, err
+	}
+	var out []bsoncore.Document
+	for _, d := range fi.candidates(vals) {
+		if f.Match(d) {
+			out = append(out, d)
+		}
+	}
+	return out, nil
+}
+
+// localValues are the values a local field joins on: the elements of an
+// array, null for missing.
+func localValues(v bsoncore.Value) []bsoncore.Value {
+	switch {
+	case v.Type == 0:
+		return []bsoncore.Value{nullValue}
+	case v.Type == bsoncore.TypeArray:
+		return arrayValues(v.Data)
+	}
+	return []bsoncore.Value{v}
+}
+
+type lookupSpec struct {
+	from          string
+	localField    string
+	foreignField  string
+	as            string
+	letNames      []string
+	letExprs      []Expr
+	pipeline      bsoncore.Value // TypeArray, or zero
+	hasPipeline   bool
+	subCtx        pipeCtx
+	fixedPipeline *Pipeline // compiled once when there is no let
+}
+
+func compileLookupStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
+	if spec.Type != bsoncore.TypeEmbeddedDocument {
+		return nil, mongoerr.New(mongoerr.FailedToParse, "the $lookup stage specification must be an object, but found %s", typeName(spec.Type))
+	}
+	l := &lookupSpec{}
+	var hasLocal, hasForeign bool
+	it := newIter(spec.Data)
+	for {
+		k, v, ok := it.next()
+		if !ok {
+			break
+		}
+		key := string(k)
+		switch key {
+		case "from":
+			name, err := lookupFrom(v, pc)
+			if err != nil {
+				return nil, err
+			}
+			l.from = name
+			continue
+		case "let":
+			if v.Type != bsoncore.TypeEmbeddedDocument {
+				return nil, mongoerr.New(mongoerr.FailedToParse, "$lookup argument 'let' must be an object, is type %s", typeName(v.Type))
+			}
+			if err := l.compileLet(v.Data, pc); err != nil {
+				return nil, err
+			}
+			continue
+		case "pipeline":
+			if v.Type != bsoncore.TypeArray {
+				return nil, mongoerr.New(mongoerr.FailedToParse, "$lookup argument 'pipeline' must be an array, is type %s", typeName(v.Type))
+			}
+			l.pipeline, l.hasPipeline = v, true
+			continue
+		}
+		if v.Type != bsoncore.TypeString {
+			return nil, mongoerr.New(mongoerr.FailedToParse, "$lookup argument '%s: %s' must be a string, is type %s", key, formatValue(v), typeName(v.Type))
+		}
+		switch key {
+		case "localField":
+			l.localField, hasLocal = v.StringValue(), true
+		case "foreignField":
+			l.foreignField, hasForeign = v.StringValue(), true
+		case "as":
+			l.as = v.StringValue()
+		default:
+			return nil, mongoerr.New(mongoerr.FailedToParse, "unknown argument to $lookup: %s", key)
+		}
+	}
+	switch {
+	case l.as == "":
+		return nil, mongoerr.New(mongoerr.FailedToParse, "must specify 'as' field for a $lookup")
+	case hasLocal != hasForeign || (!hasLocal && !l.hasPipeline):
+		return nil, mongoerr.New(mongoerr.FailedToParse, "$lookup requires either 'pipeline' or both 'localField' and 'foreignField' to be specified")
+	case l.from == "" && !l.startsWithDocuments():
+		return nil, mongoerr.New(mongoerr.FailedToParse, "must specify 'from' field for a $lookup")
+	case l.letNames != nil && !l.hasPipeline:
+		return nil, mongoerr.New(mongoerr.FailedToParse, "$lookup with 'let' requires a 'pipeline'")
+	}
+	if l.hasPipeline {
+		l.subCtx = pipeCtx{opts: pc.opts, env: pc.env.withVars(l.letNames, make([]bsoncore.Value, len(l.letNames))), within: "$lookup"}
+		p, err := compileStages(l.pipeline, &l.subCtx)
+		if err != nil {
+			return nil, err
+		}
+		if l.letNames == nil {
+			l.fixedPipeline = p
+		}
+	}
+	return func(in Stream) Stream { return l.run(in, pc) }, nil
+}
+
+func (l *lookupSpec) startsWithDocuments() bool {
+	if !l.hasPipeline || arrayLen(l.pipeline.Data) == 0 {
+		return false
+	}
+	first, _ := arrayElem(l.pipeline.Data, 0)
+	return first.Type == bsoncore.TypeEmbeddedDocument && firstKey(first.Data) == "$documents"
+}
+
+// lookupFrom reads a from/coll argument: a name, or {db, coll} naming the
+// pipeline's own database.
+func lookupFrom(v bsoncore.Value, pc *pipeCtx) (string, error) {
+	switch v.Type {
+	case bsoncore.TypeString:
+		if v.StringValue() == "" {
+			return "", mongoerr.New(mongoerr.InvalidNamespace, "invalid $lookup namespace")
+		}
+		return v.StringValue(), nil
+	case bsoncore.TypeEmbeddedDocument:
+		db, _ := lookupField(v.Data, "db")
+		coll, _ := lookupField(v.Data, "coll")
+		if coll.Type != bsoncore.TypeString || (db.Type != 0 && db.Type != bsoncore.TypeString) {
+			return "", mongoerr.New(mongoerr.FailedToParse, "the 'from' namespace must be a collection name or {db, coll}")
+		}
+		if db.Type == bsoncore.TypeString && db.StringValue() != pc.opts.DB {
+			return "", mongoerr.New(mongoerr.NotImplemented, "a foreign collection in another database is not supported by DumboDB")
+		}
+		return coll.StringValue(), nil
+	}
+	return "", mongoerr.New(mongoerr.FailedToParse, "$lookup 'from' field must be a string or an object, but found %s", typeName(v.Type))
+}
+
+func (l *lookupSpec) compileLet(doc []byte, pc *pipeCtx) error {
+	it := newIter(doc)
+	for {
+		k, v, ok := it.next()
+		if !ok {
+			return nil
+		}
+		name := string(k)
+		if err := validateVarName(name); err != nil {
+			return err
+		}
+		x, err := compileExpr(v, pc.env.scope())
+		if err != nil {
+			return err
+		}
+		l.letNames = append(l.letNames, name)
+		l.letExprs = append(l.letExprs, x)
+	}
+}
+
+func (l *lookupSpec) run(in Stream, pc *pipeCtx) Stream {
+	var foreign []bsoncore.Document
+	var fi *foreignIndex
+	loaded := false
+	return funcStream(func(ctx context.Context) (bsoncore.Document, error) {
+		d, err := in.Next(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if !loaded {
+			if l.from != "" {
+				if foreign, err = loadCollection(ctx, pc, l.from); err != nil {
+					return nil, err
+				}
+			}
+			if l.localField != "" {
+				fi = newForeignIndex(foreign, l.foreignField, pc.env.coll())
+			}
+			loaded = true
+		}
+		matches := foreign
+		if fi != nil {
+			lv := evalPath(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: d}, splitPath(l.localField))
+			if matches, err = fi.matchAny(l.foreignField, localValues(lv), pc.env); err != nil {
+				return nil, err
+			}
+		}
+		if l.hasPipeline {
+			if matches, err = l.runPipeline(ctx, d, matches, pc); err != nil {
+				return nil, err
+			}
+		}
+		vals := make([]bsoncore.Value, len(matches))
+		for i, m := range matches {
+			vals[i] = bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: m}
+		}
+		return setField(d, l.as, buildArray(vals)), nil
+	})
+}
+
+// runPipeline runs the sub-pipeline over docs with the let variables
+// bound to their values for the local document.
+func (l *lookupSpec) runPipeline(ctx context.Context, local bsoncore.Document, docs []bsoncore.Document, pc *pipeCtx) ([]bsoncore.Document, error) {
+	p := l.fixedPipeline
+	if p == nil {
+		c := newEvalCtx(local, pc.env)
+		vals := make([]bsoncore.Value, len(l.letExprs))
+		for i, x := range l.letExprs {
+			v, err := x.eval(c)
+			if err != nil {
+				return nil, err
+			}
+			if v.Type == 0 {
+				v = nullValue
+			}
+			vals[i] = v
+		}
+		sub := l.subCtx
+		sub.env = pc.env.withVars(l.letNames, vals)
+		var err error
+		if p, err = compileStages(l.pipeline, &sub); err != nil {
+			return nil, err
+		}
+	}
+	return Drain(ctx, p.Run(&sliceStream{docs: docs}))
+}
+
+// $unionWith appends another collection's documents, optionally through a
+// pipeline, after the input.
+func compileUnionWithStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
+	var coll string
+	var sub *Pipeline
+	switch spec.Type {
+	case bsoncore.TypeString:
+		coll = spec.StringValue()
+	case bsoncore.TypeEmbeddedDocument:
+		it := newIter(spec.Data)
+		for {
+			k, v, ok := it.next()
+			if !ok {
+				break
+			}
+			switch string(k) {
+			case "coll":
+				name, err := lookupFrom(v, pc)
+				if err != nil {
+					return nil, err
+				}
+				coll = name
+			case "pipeline":
+				if v.Type != bsoncore.TypeArray {
+					return nil, mongoerr.New(mongoerr.TypeMismatch, "BSON field '$unionWith.pipeline' is the wrong type '%s', expected type 'array'", typeName(v.Type))
+				}
+				sc := pipeCtx{opts: pc.opts, env: pc.env, within: "$unionWith"}
+				p, err := compileStages(v, &sc)
+				if err != nil {
+					return nil, err
+				}
+				sub = p
+			default:
+				return nil, mongoerr.New(mongoerr.Code(40415), "BSON field '$unionWith.%s' is an unknown field.", k)
+			}
+		}
+	default:
+		return nil, mongoerr.New(mongoerr.FailedToParse, "the $unionWith stage specification must be an object or string, but found %s", typeName(spec.Type))
+	}
+	if coll == "" && (sub == nil || len(sub.specs) == 0 || firstKey(sub.specs[0]) != "$documents") {
+		return nil, mongoerr.New(mongoerr.Code(40414), "BSON field '$unionWith.coll' is missing but a required field")
+	}
+	return func(in Stream) Stream {
+		var other Stream
+		inDone := false
+		return funcStream(func(ctx context.Context) (bsoncore.Document, error) {
+			if !inDone {
+				d, err := in.Next(ctx)
+				if !errors.Is(err, io.EOF) {
+					return d, err
+				}
+				inDone = true
+			}
+			if other == nil {
+				docs, err := loadCollection(ctx, pc, coll)
+				if err != nil {
+					return nil, err
+				}
+				other = &sliceStream{docs: docs}
+				if sub != nil {
+					other = sub.Run(other)
+				}
+			}
+			return other.Next(ctx)
+		})
+	}, nil
+}
+
+type graphLookupSpec struct {
+	from, connectFrom, connectTo, as, depthField string
+	startWith                                    Expr
+	maxDepth                                     int64
+	restrict                                     *Filter
+}
+
+func compileGraphLookupStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
+	if spec.Type != bsoncore.TypeEmbeddedDocument {
+		return nil, mongoerr.New(mongoerr.Code(40327), "the $graphLookup stage specification must be an object, but found %s", typeName(spec.Type))
+	}
+	g := &graphLookupSpec{maxDepth: -1}
+	it := newIter(spec.Data)
+	for {
+		k, v, ok := it.next()
+		if !ok {
+			break
+		}
+		if err := g.setArg(string(k), v, pc); err != nil {
+			return nil, err
+		}
+	}
+	for name, v := range map[string]string{"from": g.from, "as": g.as, "connectToField": g.connectTo, "connectFromField": g.connectFrom} {
+		if v == "" {
+			return nil, mongoerr.New(mongoerr.Code(40105), "%s was not specified", name)
+		}
+	}
+	if g.startWith == nil {
+		return nil, mongoerr.New(mongoerr.Code(40105), "startWith was not specified")
+	}
+	return func(in Stream) Stream {
+		var fi *foreignIndex
+		return funcStream(func(ctx context.Context) (bsoncore.Document, error) {
+			d, err := in.Next(ctx)
+			if err != nil {
+				return nil, err
+			}
+			if fi == nil {
+				docs, err := loadCollection(ctx, pc, g.from)
+				if err != nil {
+					return nil, err
+				}
+				fi = newForeignIndex(docs, g.connectTo, pc.env.coll())
+			}
+			return g.apply(d, fi, pc.env)
+		})
+	}, nil
+}
+
+func (g *graphLookupSpec) setArg(key string, v bsoncore.Value, pc *pipeCtx) error {
+	switch key {
+	case "from":
+		name, err := lookupFrom(v, pc)
+		g.from = name
+		return err
+	case "startWith":
+		x, err := compileExpr(v, pc.env.scope())
+		g.startWith = x
+		return err
+	case "maxDepth":
+		if !isNumber(v) || toFloat(v) < 0 || toFloat(v) != float64(int64(toFloat(v))) {
+			return mongoerr.New(mongoerr.Code(40101), "maxDepth requires a nonnegative argument, found: %s", formatValue(v))
+		}
+		g.maxDepth = int64(toFloat(v))
+		return nil
+	case "restrictSearchWithMatch":
+		if v.Type != bsoncore.TypeEmbeddedDocument {
+			return mongoerr.New(mongoerr.Code(40185), "restrictSearchWithMatch must be an object, found %s", typeName(v.Type))
+		}
+		f, err := CompileFilterEnv(v.Data, pc.env)
+		g.restrict = f
+		return err
+	}
+	if v.Type != bsoncore.TypeString {
+		return mongoerr.New(mongoerr.Code(40103), "expected string as argument for %s, found: %s", key, formatValue(v))
+	}
+	s := v.StringValue()
+	switch key {
+	case "connectFromField":
+		g.connectFrom = s
+	case "connectToField":
+		g.connectTo = s
+	case "as":
+		g.as = s
+	case "depthField":
+		g.depthField = s
+	default:
+		return mongoerr.New(mongoerr.Code(40104), "Unknown argument to $graphLookup: %s", key)
+	}
+	return nil
+}
+
+// apply runs the breadth-first search for one document: each round
+// matches connectToField against the values found in the previous round.
+func (g *graphLookupSpec) apply(d bsoncore.Document, fi *foreignIndex, env *Env) (bsoncore.Document, error) {
+	start, err := g.startWith.eval(newEvalCtx(d, env))
+	if err != nil {
+		return nil, err
+	}
+	frontier := localValues(start)
+	seen := map[string]bool{}
+	var found []bsoncore.Value
+	for depth := int64(0); len(frontier) > 0 && (g.maxDepth < 0 || depth <= g.maxDepth); depth++ {
+		matches, err := fi.matchAny(g.connectTo, frontier, env)
+		if err != nil {
+			return nil, err
+		}
+		frontier = nil
+		for _, m := range matches {
+			id, _ := lookupField(m, "_id")
+			key := string(id.Data) + strconv.Itoa(int(id.Type))
+			if seen[key] || (g.restrict != nil && !g.restrict.Match(m)) {
+				continue
+			}
+			seen[key] = true
+			out := m
+			if g.depthField != "" {
+				out = setField(m, g.depthField, mkInt64(depth))
+			}
+			found = append(found, bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: out})
+			next := evalPath(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: m}, splitPath(g.connectFrom))
+			if next.Type != 0 {
+				frontier = append(frontier, localValues(next)...)
+			}
+		}
+	}
+	return setField(d, g.as, buildArray(found)), nil
+}

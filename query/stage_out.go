@@ -1,0 +1,303 @@
+package query
+
+import (
+	"context"
+	"strings"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"dumbodb/query/mongoerr"
+)
+
+// $out and $merge write the pipeline's results through the Writer. Both
+// must be the last stage and output nothing.
+
+func init() {
+	stageCompilers["$out"] = compileOutStage
+	stageCompilers["$merge"] = compileMergeStage
+}
+
+// checkWriteStage enforces where $out/$merge may appear.
+func checkWriteStage(name string, pc *pipeCtx) error {
+	switch {
+	case pc.within == "$lookup":
+		return mongoerr.New(mongoerr.Code(51047), "%s is not allowed within a $lookup's sub-pipeline", name)
+	case pc.within == "$facet":
+		return mongoerr.New(mongoerr.Code(40600), "%s is not allowed to be used within a $facet stage", name)
+	case pc.within != "":
+		return mongoerr.New(mongoerr.Code(31441), "%s is not allowed within a %s sub-pipeline", name, pc.within)
+	case !pc.last:
+		return mongoerr.New(mongoerr.Code(40601), "%s can only be the final stage in the pipeline", name)
+	case pc.opts.Writer == nil:
+		return mongoerr.New(mongoerr.IllegalOperation, "%s is not allowed here", name)
+	}
+	return nil
+}
+
+// outTarget parses a target namespace: a collection name or {db, coll}.
+func outTarget(name string, v bsoncore.Value, pc *pipeCtx) (db, coll string, err error) {
+	db = pc.opts.DB
+	switch v.Type {
+	case bsoncore.TypeString:
+		coll = v.StringValue()
+	case bsoncore.TypeEmbeddedDocument:
+		it := newIter(v.Data)
+		for {
+			k, e, ok := it.next()
+			if !ok {
+				break
+			}
+			switch {
+			case string(k) == "timeseries":
+				return "", "", mongoerr.New(mongoerr.NotImplemented, "time series collections are not supported by DumboDB")
+			case e.Type != bsoncore.TypeString:
+				return "", "", mongoerr.New(mongoerr.TypeMismatch, "BSON field '%s.%s' is the wrong type '%s', expected type 'string'", name, k, typeName(e.Type))
+			case string(k) == "db":
+				db = e.StringValue()
+			case string(k) == "coll":
+				coll = e.StringValue()
+			default:
+				return "", "", mongoerr.New(mongoerr.Code(40415), "BSON field '%s.%s' is an unknown field.", name, k)
+			}
+		}
+	default:
+		return "", "", mongoerr.New(mongoerr.Code(16990), "%s only supports a string or object argument, but found %s", name, typeName(v.Type))
+	}
+	switch {
+	case coll == "":
+		return "", "", mongoerr.New(mongoerr.InvalidNamespace, "Invalid %s target namespace, %s.%s", name, db, coll)
+	case strings.HasPrefix(coll, "system."):
+		return "", "", mongoerr.New(mongoerr.Code(17385), "Can't %s to special collection: %s", name, coll)
+	}
+	return db, coll, nil
+}
+
+// withID gives a document without _id a new ObjectId, as inserts do.
+func withID(d bsoncore.Document) bsoncore.Document {
+	if _, ok := lookupField(d, "_id"); ok {
+		return d
+	}
+	oid := bson.NewObjectID()
+	return prependID(bsoncore.Value{Type: bsoncore.TypeObjectID, Data: bsoncore.AppendObjectID(nil, oid)}, d)
+}
+
+func compileOutStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
+	if err := checkWriteStage("$out", pc); err != nil {
+		return nil, err
+	}
+	db, coll, err := outTarget("$out", spec, pc)
+	if err != nil {
+		return nil, err
+	}
+	return func(in Stream) Stream {
+		return lazyStream(func(ctx context.Context) (Stream, error) {
+			docs, err := Drain(ctx, in)
+			if err != nil {
+				return nil, err
+			}
+			for i, d := range docs {
+				docs[i] = withID(d)
+			}
+			return &sliceStream{}, pc.opts.Writer.Replace(ctx, db, coll, docs)
+		})
+	}, nil
+}
+
+type mergeSpec struct {
+	db, coll       string
+	whenMatched    string
+	matchedPipe    bsoncore.Value // whenMatched as a pipeline
+	whenNotMatched string
+	letNames       []string
+	letExprs       []Expr
+}
+
+func compileMergeStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
+	if err := checkWriteStage("$merge", pc); err != nil {
+		return nil, err
+	}
+	m := &mergeSpec{whenMatched: "merge", whenNotMatched: "insert"}
+	if spec.Type == bsoncore.TypeString {
+		spec = bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: bsoncore.NewDocumentBuilder().AppendValue("into", spec).Build()}
+	}
+	if spec.Type != bsoncore.TypeEmbeddedDocument {
+		return nil, mongoerr.New(mongoerr.Code(51182), "$merge only supports a string or object argument, but found %s", typeName(spec.Type))
+	}
+	if err := m.parse(spec.Data, pc); err != nil {
+		return nil, err
+	}
+	return func(in Stream) Stream {
+		return lazyStream(func(ctx context.Context) (Stream, error) {
+			docs, err := Drain(ctx, in)
+			if err != nil {
+				return nil, err
+			}
+			return &sliceStream{}, pc.opts.Writer.Update(ctx, m.db, m.coll, func(t WriteTarget) error {
+				for _, d := range docs {
+					if err := m.mergeOne(ctx, t, withID(d), pc.env); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+		})
+	}, nil
+}
+
+func (m *mergeSpec) parse(doc []byte, pc *pipeCtx) error {
+	var into bsoncore.Value
+	var let bsoncore.Value
+	it := newIter(doc)
+	for {
+		k, v, ok := it.next()
+		if !ok {
+			break
+		}
+		switch string(k) {
+		case "into":
+			into = v
+		case "on":
+			if err := checkMergeOn(v); err != nil {
+				return err
+			}
+		case "let":
+			let = v
+		case "whenMatched":
+			switch {
+			case v.Type == bsoncore.TypeArray:
+				m.whenMatched, m.matchedPipe = "pipeline", v
+			case v.Type == bsoncore.TypeString && containsString([]string{"replace", "keepExisting", "merge", "fail"}, v.StringValue()):
+				m.whenMatched = v.StringValue()
+			default:
+				return mongoerr.New(mongoerr.BadValue, "Enumeration value '%s' for field 'whenMatched' is not a valid value.", formatValue(v))
+			}
+		case "whenNotMatched":
+			if v.Type != bsoncore.TypeString || !containsString([]string{"insert", "discard", "fail"}, v.StringValue()) {
+				return mongoerr.New(mongoerr.BadValue, "Enumeration value '%s' for field '$merge.whenNotMatched' is not a valid value.", formatValue(v))
+			}
+			m.whenNotMatched = v.StringValue()
+		default:
+			return mongoerr.New(mongoerr.Code(40415), "BSON field '$merge.%s' is an unknown field.", k)
+		}
+	}
+	if into.Type == 0 {
+		return mongoerr.New(mongoerr.Code(40414), "BSON field '$merge.into' is missing but a required field")
+	}
+	var err error
+	if m.db, m.coll, err = outTarget("$merge", into, pc); err != nil {
+		return err
+	}
+	if let.Type != 0 && m.matchedPipe.Type == 0 {
+		return mongoerr.New(mongoerr.Code(51199), "Cannot use 'let' variables with 'whenMatched: %s' mode", m.whenMatched)
+	}
+	if err := m.compileLet(let, pc); err != nil || m.matchedPipe.Type == 0 {
+		return err
+	}
+	_, err = compileUpdatePipeline(m.matchedPipe.Data, pc.env.withVars(m.letNames, make([]bsoncore.Value, len(m.letNames))))
+	return err
+}
+
+// checkMergeOn accepts only _id: other join fields need a unique index,
+// which DumboDB does not have.
+func checkMergeOn(v bsoncore.Value) error {
+	fields := []bsoncore.Value{v}
+	if v.Type == bsoncore.TypeArray {
+		fields = arrayValues(v.Data)
+	}
+	for _, f := range fields {
+		if f.Type != bsoncore.TypeString {
+			return mongoerr.New(mongoerr.Code(51134), "$merge 'on' array elements must be strings, but found %s", typeName(f.Type))
+		}
+		if f.StringValue() != "_id" {
+			return mongoerr.New(mongoerr.Code(51183), "Cannot find index to verify that join fields will be unique")
+		}
+	}
+	return nil
+}
+
+// compileLet binds the whenMatched pipeline's variables; by default $$new
+// is the incoming document.
+func (m *mergeSpec) compileLet(let bsoncore.Value, pc *pipeCtx) error {
+	if let.Type == 0 {
+		m.letNames = []string{"new"}
+		m.letExprs = []Expr{&pathExprX{base: "ROOT"}}
+		return nil
+	}
+	if let.Type != bsoncore.TypeEmbeddedDocument {
+		return mongoerr.New(mongoerr.TypeMismatch, "BSON field '$merge.let' is the wrong type '%s', expected type 'object'", typeName(let.Type))
+	}
+	it := newIter(let.Data)
+	for {
+		k, v, ok := it.next()
+		if !ok {
+			return nil
+		}
+		x, err := compileExpr(v, pc.env.scope())
+		if err != nil {
+			return err
+		}
+		m.letNames = append(m.letNames, string(k))
+		m.letExprs = append(m.letExprs, x)
+	}
+}
+
+func (m *mergeSpec) mergeOne(ctx context.Context, t WriteTarget, d bsoncore.Document, env *Env) error {
+	id, _ := lookupField(d, "_id")
+	old, found, err := t.Get(ctx, id)
+	if err != nil {
+		return err
+	}
+	if !found {
+		switch m.whenNotMatched {
+		case "insert":
+			return t.Insert(ctx, d)
+		case "fail":
+			return mongoerr.New(mongoerr.Code(13113), "$merge could not find a matching document in the target collection for at least one document in the source collection")
+		}
+		return nil
+	}
+	switch m.whenMatched {
+	case "replace":
+		return t.Replace(ctx, d)
+	case "keepExisting":
+		return nil
+	case "fail":
+		err := mongoerr.New(mongoerr.DuplicateKey, "$merge with whenMatched: fail found an existing document with the same values for the 'on' fields: %s", formatElem("_id", id))
+		err.Info = bsoncore.NewDocumentBuilder().
+			AppendDocument("keyPattern", bsoncore.NewDocumentBuilder().AppendInt32("_id", 1).Build()).
+			AppendDocument("keyValue", bsoncore.NewDocumentBuilder().AppendValue("_id", id).Build()).Build()
+		return err
+	case "merge":
+		acc := &mergeObjectsAcc{m: newDocM()}
+		acc.addValue(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: old})
+		acc.addValue(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: d})
+		v, _ := acc.result()
+		return t.Replace(ctx, v.Data)
+	}
+	out, err := m.applyPipeline(old, d, env)
+	if err != nil {
+		return err
+	}
+	return t.Replace(ctx, out)
+}
+
+// applyPipeline runs whenMatched's update pipeline on the existing
+// document with the let variables evaluated against the incoming one.
+func (m *mergeSpec) applyPipeline(old, incoming bsoncore.Document, env *Env) (bsoncore.Document, error) {
+	c := newEvalCtx(incoming, env)
+	vals := make([]bsoncore.Value, len(m.letExprs))
+	for i, x := range m.letExprs {
+		v, err := x.eval(c)
+		if err != nil {
+			return nil, err
+		}
+		vals[i] = v
+	}
+	u, err := compileUpdatePipeline(m.matchedPipe.Data, env.withVars(m.letNames, vals))
+	if err != nil {
+		return nil, err
+	}
+	out, _, err := u.applyPipeline(old, false)
+	return out, err
+}

@@ -1,0 +1,173 @@
+package query
+
+import (
+	"context"
+	"strings"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"dumbodb/query/mongoerr"
+)
+
+// $unwind outputs one document per element of an array field.
+
+func init() { stageCompilers["$unwind"] = compileUnwindStage }
+
+type unwindSpec struct {
+	parts    []string
+	index    []string // includeArrayIndex path, nil when absent
+	preserve bool
+}
+
+func compileUnwindStage(spec bsoncore.Value, _ *pipeCtx) (stage, error) {
+	u, err := parseUnwind(spec)
+	if err != nil {
+		return nil, err
+	}
+	return func(in Stream) Stream {
+		var pending []bsoncore.Document
+		return funcStream(func(ctx context.Context) (bsoncore.Document, error) {
+			for len(pending) == 0 {
+				d, err := in.Next(ctx)
+				if err != nil {
+					return nil, err
+				}
+				pending = u.apply(d)
+			}
+			d := pending[0]
+			pending = pending[1:]
+			return d, nil
+		})
+	}, nil
+}
+
+func parseUnwind(spec bsoncore.Value) (*unwindSpec, error) {
+	u := &unwindSpec{}
+	var path string
+	switch spec.Type {
+	case bsoncore.TypeString:
+		path = spec.StringValue()
+	case bsoncore.TypeEmbeddedDocument:
+		it := newIter(spec.Data)
+		for {
+			k, v, ok := it.next()
+			if !ok {
+				break
+			}
+			switch string(k) {
+			case "path":
+				if v.Type != bsoncore.TypeString {
+					return nil, mongoerr.New(mongoerr.Code(28808), "expected a string as the path for $unwind stage, got %s", typeName(v.Type))
+				}
+				path = v.StringValue()
+			case "includeArrayIndex":
+				if v.Type != bsoncore.TypeString {
+					return nil, mongoerr.New(mongoerr.Code(28810), "expected a non-empty string for the includeArrayIndex  option to $unwind stage")
+				}
+				s := v.StringValue()
+				if s == "" {
+					return nil, mongoerr.New(mongoerr.Code(28810), "expected a non-empty string for the includeArrayIndex  option to $unwind stage")
+				}
+				if s[0] == '$' {
+					return nil, mongoerr.New(mongoerr.Code(28822), "includeArrayIndex option to $unwind stage should not be prefixed with a '$': %s", s)
+				}
+				u.index = splitPath(s)
+			case "preserveNullAndEmptyArrays":
+				if v.Type != bsoncore.TypeBoolean {
+					return nil, mongoerr.New(mongoerr.Code(28809), "expected a boolean for the preserveNullAndEmptyArrays option to $unwind stage, got %s", typeName(v.Type))
+				}
+				u.preserve = v.Boolean()
+			default:
+				return nil, mongoerr.New(mongoerr.Code(28811), "unrecognized option to $unwind stage: %s", k)
+			}
+		}
+		if path == "" {
+			return nil, mongoerr.New(mongoerr.Code(28812), "no path specified to $unwind stage")
+		}
+	default:
+		return nil, mongoerr.New(mongoerr.Code(15981), "expected either a string or an object as specification for $unwind stage, got %s", typeName(spec.Type))
+	}
+	if !strings.HasPrefix(path, "$") {
+		return nil, mongoerr.New(mongoerr.Code(28818), "path option to $unwind stage should be prefixed with a '$': %s", path)
+	}
+	if _, err := compileFieldPath(path, nil); err != nil || strings.HasPrefix(path, "$$") {
+		return nil, mongoerr.New(mongoerr.Code(28818), "path option to $unwind stage should be prefixed with a '$': %s", path)
+	}
+	u.parts = splitPath(path[1:])
+	return u, nil
+}
+
+// apply unwinds one document.
+func (u *unwindSpec) apply(d bsoncore.Document) []bsoncore.Document {
+	v := nestedField(d, u.parts)
+	switch {
+	case v.Type == bsoncore.TypeArray && arrayLen(v.Data) > 0:
+		vals := arrayValues(v.Data)
+		out := make([]bsoncore.Document, len(vals))
+		for i, e := range vals {
+			out[i] = u.emit(d, e, mkInt64(int64(i)))
+		}
+		return out
+	case v.Type == bsoncore.TypeArray, nullish(v):
+		if !u.preserve {
+			return nil
+		}
+		if v.Type == bsoncore.TypeArray {
+			return []bsoncore.Document{u.emit(d, bsoncore.Value{}, nullValue)}
+		}
+		return []bsoncore.Document{u.emit(d, v, nullValue)}
+	}
+	return []bsoncore.Document{u.emit(d, v, nullValue)}
+}
+
+// emit sets the unwound value (missing removes the field) and the index.
+func (u *unwindSpec) emit(d bsoncore.Document, v, idx bsoncore.Value) bsoncore.Document {
+	m := leafM(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: d})
+	setPathM(m, u.parts, v)
+	if u.index != nil {
+		setPathM(m, u.index, idx)
+	}
+	return m.value().Data
+}
+
+// nestedField follows a path through embedded documents only (arrays
+// stop it), as stages that address one field do.
+func nestedField(d []byte, parts []string) bsoncore.Value {
+	v := bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: d}
+	for _, p := range parts {
+		if v.Type != bsoncore.TypeEmbeddedDocument {
+			return bsoncore.Value{}
+		}
+		v, _ = lookupField(v.Data, p)
+	}
+	return v
+}
+
+// setPathM sets parts in a document node, replacing non-documents on the
+// way; a missing v removes the field.
+func setPathM(m *mnode, parts []string, v bsoncore.Value) {
+	if len(parts) == 1 {
+		if v.Type == 0 {
+			m.removeChild(parts[0])
+			return
+		}
+		m.setChild(parts[0], leafM(v))
+		return
+	}
+	ch := m.child(parts[0])
+	if ch == nil || ch.typ() != bsoncore.TypeEmbeddedDocument {
+		if v.Type == 0 {
+			return
+		}
+		ch = newDocM()
+		m.setChild(parts[0], ch)
+	}
+	setPathM(ch, parts[1:], v)
+}
+
+// setField returns d with path set to v.
+func setField(d bsoncore.Document, path string, v bsoncore.Value) bsoncore.Document {
+	m := leafM(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: d})
+	setPathM(m, splitPath(path), v)
+	return m.value().Data
+}
