@@ -61,7 +61,7 @@ func (r *request) parseAggregate() (*aggregateArgs, error) {
 		return nil, mongoerr.New(mongoerr.FailedToParse, "The 'cursor' option is required, except for aggregate with the explain argument")
 	}
 	if a.hint.Type != 0 {
-		if err := checkHint(a.hint); err != nil {
+		if err := r.checkHint(a.hint); err != nil {
 			return nil, err
 		}
 	}
@@ -239,9 +239,7 @@ func (t writeTarget) check(doc bsoncore.Document, err error) error {
 	if err == nil {
 		return nil
 	}
-	if errors.Is(err, storage.ErrDuplicateKey) {
-		me, keyPattern, keyValue := duplicateIDError(t.ns, doc.Lookup("_id"))
-		me.Info = bsoncore.NewDocumentBuilder().AppendDocument("keyPattern", keyPattern).AppendDocument("keyValue", keyValue).Build()
+	if me, ok := duplicateKeyError(t.ns, err, doc.Lookup("_id")); ok {
 		return me
 	}
 	return toMongoErr(err)

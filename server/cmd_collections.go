@@ -218,30 +218,6 @@ func stringValue(cmd, field string, v bsoncore.Value) (string, error) {
 	return s, nil
 }
 
-func cmdListIndexes(r *request) (bsoncore.Document, error) {
-	coll, err := r.collectionArg()
-	if err != nil {
-		return nil, err
-	}
-	var cursorOpts bsoncore.Document
-	if err := r.parseArgs(map[string]fieldHandler{"cursor": r.docArg("cursor", &cursorOpts)}); err != nil {
-		return nil, err
-	}
-	batchSize, err := cursorBatchSize(r, cursorOpts)
-	if err != nil {
-		return nil, err
-	}
-	snap, err := r.snapshot()
-	if err != nil {
-		return nil, err
-	}
-	if _, ok := snap.Collection(coll); !ok {
-		return nil, mongoerr.New(mongoerr.NamespaceNotFound, "ns does not exist: %s", r.ns(coll))
-	}
-	docs := []bsoncore.Document{idIndexSpec()}
-	return r.startCursor(r.ns(coll), &sliceSource{docs: docs}, batchSize, false, false)
-}
-
 func cmdCollStats(r *request) (bsoncore.Document, error) {
 	coll, err := r.collectionArg()
 	if err != nil {
@@ -261,10 +237,11 @@ func cmdCollStats(r *request) (bsoncore.Document, error) {
 	if err != nil {
 		return nil, err
 	}
+	info, _ := snap.Collection(coll)
 	return bsoncore.NewDocumentBuilder().
 		AppendString("ns", r.ns(coll)).
 		AppendInt64("count", int64(n)).
-		AppendInt32("nindexes", 1).
+		AppendInt32("nindexes", int32(len(info.Indexes)+1)).
 		AppendDouble("ok", 1).Build(), nil
 }
 

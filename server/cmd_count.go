@@ -32,25 +32,25 @@ func cmdCount(r *request) (bsoncore.Document, error) {
 	if limit < 0 {
 		limit = -limit
 	}
-	if err := checkHint(hint); err != nil {
-		return nil, err
-	}
 	env, err := queryEnv(collation, nil)
 	if err != nil {
 		return nil, err
 	}
 	defer r.withMaxTime(maxTimeMS)()
 	r.c.s.stats.opQuery.Add(1)
-	n, err := r.countMatching(coll, filter, env, skip, limit)
+	n, err := r.countMatching(coll, filter, env, hint, skip, limit)
 	if err != nil {
 		return nil, err
 	}
 	return bsoncore.NewDocumentBuilder().AppendInt64("n", n).AppendDouble("ok", 1).Build(), nil
 }
 
-func (r *request) countMatching(coll string, filter bsoncore.Document, env *query.Env, skip, limit int64) (int64, error) {
+func (r *request) countMatching(coll string, filter bsoncore.Document, env *query.Env, hint bsoncore.Value, skip, limit int64) (int64, error) {
 	snap, err := r.snapshot()
 	if err != nil {
+		return 0, err
+	}
+	if err := checkHintFor(snap, coll, hint); err != nil {
 		return 0, err
 	}
 	if !nonEmpty(filter) {
@@ -69,7 +69,11 @@ func (r *request) countMatching(coll string, filter bsoncore.Document, env *quer
 	if err != nil {
 		return 0, err
 	}
-	src, err := matchingSource(r.ctx, snap, coll, f)
+	p, err := planQuery(snap, coll, planInput{filter: f, hint: hint})
+	if err != nil {
+		return 0, err
+	}
+	src, err := planSource(r.ctx, snap, coll, f, p, &execStats{})
 	if err != nil {
 		return 0, err
 	}

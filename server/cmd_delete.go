@@ -45,7 +45,7 @@ func (r *request) parseDeleteStatement(v bsoncore.Value, let bsoncore.Document) 
 	if st.limit != 0 && st.limit != 1 {
 		return nil, mongoerr.New(mongoerr.FailedToParse, "The limit field in delete objects must be 0 or 1. Got %d", st.limit)
 	}
-	if err := checkHint(hint); err != nil {
+	if err := r.checkHint(hint); err != nil {
 		return nil, err
 	}
 	env, err := queryEnv(collation, let)

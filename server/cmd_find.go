@@ -81,7 +81,7 @@ func cmdFind(r *request) (bsoncore.Document, error) {
 	}
 	r.c.s.stats.opQuery.Add(1)
 	defer r.withMaxTime(a.maxTimeMS)()
-	src, err := r.findSource(coll, &a)
+	src, err := r.findSource(coll, &a, &execStats{})
 	if err != nil {
 		return nil, err
 	}
@@ -90,7 +90,7 @@ func cmdFind(r *request) (bsoncore.Document, error) {
 }
 
 // findSource compiles a find and returns its result stream.
-func (r *request) findSource(coll string, a *findArgs) (docSource, error) {
+func (r *request) findSource(coll string, a *findArgs, st *execStats) (docSource, error) {
 	env, err := queryEnv(a.collation, a.let)
 	if err != nil {
 		return nil, err
@@ -111,18 +111,19 @@ func (r *request) findSource(coll string, a *findArgs) (docSource, error) {
 			return nil, err
 		}
 	}
-	if err := checkHint(a.hint); err != nil {
-		return nil, err
-	}
 	snap, err := r.snapshot()
 	if err != nil {
 		return nil, err
 	}
-	src, err := matchingSource(r.ctx, snap, coll, f)
+	p, err := planQuery(snap, coll, planInput{filter: f, sort: a.sort, hint: a.hint})
 	if err != nil {
 		return nil, err
 	}
-	if srt != nil && srt.HasKeys() {
+	src, err := planSource(r.ctx, snap, coll, f, p, st)
+	if err != nil {
+		return nil, err
+	}
+	if srt != nil && srt.HasKeys() && !p.sorted {
 		if src, err = sortedSource(r.ctx, src, srt); err != nil {
 			return nil, err
 		}

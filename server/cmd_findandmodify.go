@@ -1,8 +1,6 @@
 package server
 
 import (
-	"errors"
-
 	"dumbodb/query"
 	"dumbodb/query/mongoerr"
 	"dumbodb/storage"
@@ -64,7 +62,7 @@ func cmdFindAndModify(r *request) (bsoncore.Document, error) {
 	if err := validateUserWritable(r.db, coll); err != nil {
 		return nil, err
 	}
-	if err := checkHint(a.hint); err != nil {
+	if err := r.checkHint(a.hint); err != nil {
 		return nil, err
 	}
 	env, err := queryEnv(a.collation, a.let)
@@ -144,9 +142,8 @@ func (r *request) findAndModifyIn(tx *storage.Tx, coll string, f *query.Filter, 
 			return err
 		}
 		if err := tx.Insert(r.ctx, coll, doc); err != nil {
-			if errors.Is(err, storage.ErrDuplicateKey) {
-				e, _, _ := duplicateIDError(r.ns(coll), doc.Lookup("_id"))
-				return e
+			if me, ok := duplicateKeyError(r.ns(coll), err, doc.Lookup("_id")); ok {
+				return me
 			}
 			return err
 		}

@@ -1,8 +1,6 @@
 package server
 
 import (
-	"errors"
-
 	"dumbodb/index"
 	"dumbodb/query/mongoerr"
 	"dumbodb/storage"
@@ -47,9 +45,8 @@ func (w *writeResult) reply(withModified bool) bsoncore.Document {
 // add records err for statement i; it reports whether an ordered batch
 // must stop.
 func (w *writeResult) add(i int, err error, ns string, id bsoncore.Value) {
-	if errors.Is(err, storage.ErrDuplicateKey) {
-		me, kp, kv := duplicateIDError(ns, id)
-		w.errs = append(w.errs, writeError{index: i, err: me, keyPattern: kp, keyValue: kv})
+	if me, ok := duplicateKeyError(ns, err, id); ok {
+		w.errs = append(w.errs, writeError{index: i, err: me})
 		return
 	}
 	w.errs = append(w.errs, writeError{index: i, err: toMongoErr(err)})

@@ -50,7 +50,7 @@ func (r *request) parseUpdateStatement(v bsoncore.Value, let bsoncore.Document) 
 	if u.Type == 0 {
 		return nil, mongoerr.New(mongoerr.Code(40414), "BSON field 'update.updates.u' is missing but a required field")
 	}
-	if err := checkHint(hint); err != nil {
+	if err := r.checkHint(hint); err != nil {
 		return nil, err
 	}
 	env, err := queryEnv(collation, let)

@@ -2,8 +2,8 @@ package server
 
 import (
 	"errors"
-	"fmt"
 
+	"dumbodb/index"
 	"dumbodb/query/mongoerr"
 	"dumbodb/storage"
 
@@ -49,29 +49,45 @@ func errorReply(e *mongoerr.Error) bsoncore.Document {
 type writeError struct {
 	index int
 	err   *mongoerr.Error
-	// keyPattern/keyValue accompany duplicate key errors.
-	keyPattern, keyValue bsoncore.Document
 }
 
 func (w writeError) append(dst []byte, key string) []byte {
 	idx, dst := bsoncore.AppendDocumentElementStart(dst, key)
 	dst = bsoncore.AppendInt32Element(dst, "index", int32(w.index))
 	dst = bsoncore.AppendInt32Element(dst, "code", int32(w.err.Code))
-	if w.keyPattern != nil {
-		dst = bsoncore.AppendDocumentElement(dst, "keyPattern", w.keyPattern)
-		dst = bsoncore.AppendDocumentElement(dst, "keyValue", w.keyValue)
+	els, _ := w.err.Info.Elements() // keyPattern and keyValue of E11000
+	for _, el := range els {
+		dst = append(dst, el...)
 	}
 	dst = bsoncore.AppendStringElement(dst, "errmsg", w.err.Msg)
 	dst, _ = bsoncore.AppendDocumentEnd(dst, idx)
 	return dst
 }
 
-// duplicateIDError is MongoDB's E11000 for the _id index.
-func duplicateIDError(ns string, id bsoncore.Value) (*mongoerr.Error, bsoncore.Document, bsoncore.Document) {
-	keyValue := bsoncore.NewDocumentBuilder().AppendValue("_id", id).Build()
-	keyPattern := bsoncore.NewDocumentBuilder().AppendInt32("_id", 1).Build()
-	msg := fmt.Sprintf("E11000 duplicate key error collection: %s index: _id_ dup key: { _id: %s }", ns, shellString(id))
-	return mongoerr.New(mongoerr.DuplicateKey, "%s", msg), keyPattern, keyValue
+// duplicateKeyError turns a storage duplicate (of _id, whose value is id,
+// or of a unique index) into MongoDB's E11000 error, with keyPattern and
+// keyValue. ok is false when err is no duplicate.
+func duplicateKeyError(ns string, err error, id bsoncore.Value) (*mongoerr.Error, bool) {
+	var dup *storage.DuplicateKeyError
+	switch {
+	case errors.As(err, &dup):
+		return e11000("", ns, dup.Index, dup.KeyPattern, dup.KeyValue), true
+	case errors.Is(err, storage.ErrDuplicateKey):
+		keyPattern := bsoncore.NewDocumentBuilder().AppendInt32("_id", 1).Build()
+		keyValue := bsoncore.NewDocumentBuilder().AppendValue("_id", id).Build()
+		return e11000("", ns, "_id_", keyPattern, keyValue), true
+	}
+	return nil, false
+}
+
+// e11000 is mongod's duplicate key error; prefix names the operation when
+// it is not a plain write ("Index build failed: ").
+func e11000(prefix, ns, indexName string, keyPattern, keyValue bsoncore.Document) *mongoerr.Error {
+	me := mongoerr.New(mongoerr.DuplicateKey, "%sE11000 duplicate key error collection: %s index: %s dup key: %s",
+		prefix, ns, indexName, index.ShellDoc(keyValue))
+	me.Info = bsoncore.NewDocumentBuilder().AppendDocument("keyPattern", keyPattern).
+		AppendDocument("keyValue", keyValue).Build()
+	return me
 }
 
 // vcErrors maps version-control sentinels to DumboDB's codes.

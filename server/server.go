@@ -31,6 +31,8 @@ type Config struct {
 	// TestCommands enables test-only commands (configureFailPoint), as
 	// mongod's enableTestCommands parameter does.
 	TestCommands bool
+	// TTLInterval is how often TTL indexes are applied (default 60 s).
+	TTLInterval time.Duration
 }
 
 // Server is a running DumboDB: its listeners, connections, cursors and
@@ -107,8 +109,9 @@ func (s *Server) Serve() {
 		s.wg.Add(1)
 		go s.acceptLoop(l)
 	}
-	s.wg.Add(1)
+	s.wg.Add(2)
 	go s.reapCursors()
+	go s.ttlLoop()
 }
 
 func (s *Server) acceptLoop(l net.Listener) {

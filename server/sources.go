@@ -14,23 +14,14 @@ import (
 )
 
 // matchingSource yields the documents of coll that match f: a point look-up
-// when f pins _id, a scan in _id order otherwise.
+// when f pins _id, an index scan when an index bounds f, a scan in _id
+// order otherwise.
 func matchingSource(ctx context.Context, rd storage.Reader, coll string, f *query.Filter) (docSource, error) {
-	if id, ok := f.IDEquality(); ok && storage.ValidateKey(id) == nil {
-		doc, found, err := rd.Get(ctx, coll, id)
-		if err != nil {
-			return nil, err
-		}
-		if found && f.Match(doc) {
-			return &sliceSource{docs: []bsoncore.Document{doc}}, nil
-		}
-		return &sliceSource{}, f.Err()
-	}
-	it, err := rd.Scan(ctx, coll)
+	p, err := planQuery(rd, coll, planInput{filter: f})
 	if err != nil {
 		return nil, err
 	}
-	return &filterSource{it: it, f: f}, nil
+	return planSource(ctx, rd, coll, f, p, &execStats{})
 }
 
 // filterSource yields the documents of a scan that match a filter.
@@ -128,30 +119,21 @@ func queryEnv(collation, let bsoncore.Document) (*query.Env, error) {
 	return query.NewEnv(coll, let)
 }
 
-// checkHint accepts the hints that name an existing index: the _id index
-// (by key pattern or name) and $natural. Secondary indexes do not exist
-// yet, so any other hint fails as on mongod.
-func checkHint(hint bsoncore.Value) error {
-	switch hint.Type {
-	case 0:
+// checkHint validates a write or aggregate command's hint against the
+// indexes of the collection it names.
+func (r *request) checkHint(hint bsoncore.Value) error {
+	if hint.Type == 0 {
 		return nil
-	case bsoncore.TypeString:
-		if hint.StringValue() == "_id_" {
-			return nil
-		}
-	case bsoncore.TypeEmbeddedDocument:
-		d := bsoncore.Document(hint.Data)
-		els, _ := d.Elements()
-		if len(els) == 0 {
-			return nil
-		}
-		if len(els) == 1 && (els[0].Key() == "_id" || els[0].Key() == "$natural") {
-			return nil
-		}
-	default:
-		return mongoerr.New(mongoerr.FailedToParse, "hint must be a string or an object")
 	}
-	return mongoerr.New(mongoerr.BadValue, "hint provided does not correspond to an existing index")
+	coll, err := r.collectionArg()
+	if err != nil {
+		return err
+	}
+	snap, err := r.snapshot()
+	if err != nil {
+		return err
+	}
+	return checkHintFor(snap, coll, hint)
 }
 
 // reverseSource yields src's documents in reverse order ({$natural: -1}).

@@ -46,7 +46,11 @@ func (d *Database) checkpointLocked(ctx context.Context, b *branch) error {
 		if err != nil {
 			return fmt.Errorf("checkpoint %s.%s: %w", d.name, name, err)
 		}
-		colls[name] = &collection{info: c.info, base: base, count: c.count}
+		indexes, err := foldIndexes(ctx, d.ns, c, base)
+		if err != nil {
+			return fmt.Errorf("checkpoint %s.%s: %w", d.name, name, err)
+		}
+		colls[name] = &collection{info: c.info, base: base, count: c.count, indexes: indexes}
 	}
 	next := &rootState{colls: colls, lsn: st.lsn, ckptLSN: st.lsn, checkpointed: true,
 		merge: st.merge, conflicts: st.conflicts}

@@ -237,7 +237,9 @@ func (d *Database) mergeCollection(ctx context.Context, base, ours, theirs *root
 	if err != nil {
 		return err
 	}
-	out.colls[name] = &collection{info: info, base: merged, count: n}
+	// The indexes of either side are a starting point: buildRoot diffs
+	// them up to the merged map (or builds them) before anything is stored.
+	out.colls[name] = &collection{info: info, base: merged, count: n, indexes: indexCandidates(o, t)}
 	if conflicts != nil {
 		if out.conflicts == nil {
 			out.conflicts = map[string]prolly.Map{}

@@ -28,6 +28,8 @@ type CollectionInfo struct {
 	Name    string
 	UUID    [16]byte
 	Options bsoncore.Document // create options as given; never nil
+	// Indexes are the secondary index specs, as listIndexes shows them.
+	Indexes []bsoncore.Document
 }
 
 func (ci CollectionInfo) encode() []byte {
@@ -35,12 +37,19 @@ func (ci CollectionInfo) encode() []byte {
 	if opts == nil {
 		opts = bsoncore.NewDocumentBuilder().Build()
 	}
-	return bsoncore.NewDocumentBuilder().
+	b := bsoncore.NewDocumentBuilder().
 		AppendString("name", ci.Name).
 		AppendString("type", "collection").
 		AppendBinary("uuid", 4, ci.UUID[:]).
-		AppendDocument("options", opts).
-		Build()
+		AppendDocument("options", opts)
+	if len(ci.Indexes) > 0 {
+		arr := bsoncore.NewArrayBuilder()
+		for _, s := range ci.Indexes {
+			arr.AppendDocument(s)
+		}
+		b.AppendArray("indexes", arr.Build())
+	}
+	return b.Build()
 }
 
 func decodeCollectionInfo(b []byte) (CollectionInfo, error) {
@@ -55,6 +64,14 @@ func decodeCollectionInfo(b []byte) (CollectionInfo, error) {
 	}
 	opts, _ := doc.Lookup("options").DocumentOK()
 	ci.Options = append(bsoncore.Document(nil), opts...)
+	if arr, ok := doc.Lookup("indexes").ArrayOK(); ok {
+		vals, _ := arr.Values()
+		for _, v := range vals {
+			if d, ok := v.DocumentOK(); ok {
+				ci.Indexes = append(ci.Indexes, append(bsoncore.Document(nil), d...))
+			}
+		}
+	}
 	return ci, nil
 }
 
@@ -83,7 +100,8 @@ type collection struct {
 	base      prolly.Map // documents as of the last checkpoint
 	edits     *edits     // changes since; nil when none
 	count     int        // live documents
-	editBytes int64
+	editBytes int64      // memory of the edits, index edits included
+	indexes   []*indexState
 }
 
 // loadRootState reads a root value and every map it names.
@@ -153,12 +171,19 @@ func loadCollection(ctx context.Context, ns tree.NodeStore, root prolly.AddressM
 	if err != nil {
 		return nil, err
 	}
-	return &collection{info: info, base: data, count: n}, nil
+	c := &collection{info: info, base: data, count: n}
+	if err := loadIndexes(ctx, ns, root, c); err != nil {
+		return nil, err
+	}
+	return c, nil
 }
 
 // buildRoot writes the root value for a state whose collections have no
 // edits (after a checkpoint folded them into their base maps).
 func buildRoot(ctx context.Context, ns tree.NodeStore, st *rootState) (prolly.AddressMap, error) {
+	if err := syncStateIndexes(ctx, ns, st); err != nil {
+		return prolly.AddressMap{}, err
+	}
 	names := st.collectionNames()
 	catalog, err := buildCatalog(ctx, ns, st, names)
 	if err != nil {
@@ -174,6 +199,9 @@ func buildRoot(ctx context.Context, ns tree.NodeStore, st *rootState) (prolly.Ad
 	}
 	for _, n := range names {
 		if err := ed.Update(ctx, rootDataPrefix+n, st.colls[n].base.HashOf()); err != nil {
+			return prolly.AddressMap{}, err
+		}
+		if err := putIndexRoots(ctx, ed, st.colls[n]); err != nil {
 			return prolly.AddressMap{}, err
 		}
 	}

@@ -3,6 +3,8 @@ package storage
 import (
 	"context"
 
+	"dumbodb/index"
+
 	"github.com/dolthub/dolt/go/store/prolly/tree"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
@@ -13,6 +15,12 @@ type Reader interface {
 	Collection(name string) (CollectionInfo, bool)
 	Get(ctx context.Context, coll string, id bsoncore.Value) (bsoncore.Document, bool, error)
 	Scan(ctx context.Context, coll string) (*Iterator, error)
+	// Indexes lists a collection's secondary indexes.
+	Indexes(coll string) []IndexInfo
+	// IndexScan walks one index's entries within an interval.
+	IndexScan(ctx context.Context, coll, name string, iv index.Interval) (*IndexIterator, error)
+	// GetKey returns the document stored under an encoded _id key.
+	GetKey(ctx context.Context, coll string, idKey []byte) (bsoncore.Document, bool, error)
 }
 
 // Snapshot is an immutable view of a branch at one moment.

@@ -55,6 +55,7 @@ func (tx *Tx) mutable(name string) (*collection, error) {
 	} else {
 		c.edits = c.edits.Clone()
 	}
+	c.indexes = cloneIndexes(base.indexes)
 	tx.overlay[name] = &c
 	return &c, nil
 }
@@ -209,7 +210,7 @@ func (tx *Tx) put(ctx context.Context, coll string, doc bsoncore.Document, mustB
 	if err != nil {
 		return err
 	}
-	_, exists, err := lookup(ctx, tx.ns, c.base, c.edits, key)
+	old, exists, err := lookup(ctx, tx.ns, c.base, c.edits, key)
 	if err != nil {
 		return err
 	}
@@ -217,6 +218,9 @@ func (tx *Tx) put(ctx context.Context, coll string, doc bsoncore.Document, mustB
 		return ErrDuplicateKey
 	}
 	value := append([]byte(nil), doc...)
+	if err := c.writeIndexes(ctx, tx.ns, key, old, value); err != nil {
+		return err
+	}
 	c.setEdit(&edit{key: key, value: value}, exists)
 	tx.ops = append(tx.ops, walOp{op: opPut, coll: coll, key: key, value: value})
 	return nil
@@ -236,8 +240,11 @@ func (tx *Tx) deleteKey(ctx context.Context, coll string, key []byte) error {
 	if err != nil {
 		return err
 	}
-	_, exists, err := lookup(ctx, tx.ns, c.base, c.edits, key)
+	old, exists, err := lookup(ctx, tx.ns, c.base, c.edits, key)
 	if err != nil || !exists {
+		return err
+	}
+	if err := c.writeIndexes(ctx, tx.ns, key, old, nil); err != nil {
 		return err
 	}
 	c.setEdit(&edit{key: key}, exists)

@@ -15,6 +15,7 @@ const (
 	opCreate = "create"
 	opDrop   = "drop"
 	opRename = "rename"
+	opMeta   = "meta" // replace a catalog entry (index specs)
 )
 
 // walOp is one logged change.
@@ -54,7 +55,7 @@ func appendOp(dst []byte, key string, o walOp) []byte {
 		dst = bsoncore.AppendDocumentElement(dst, "d", o.value)
 	case opDelete:
 		dst = bsoncore.AppendBinaryElement(dst, "k", 0, o.key)
-	case opCreate:
+	case opCreate, opMeta:
 		dst = bsoncore.AppendDocumentElement(dst, "info", o.value)
 	case opRename:
 		dst = bsoncore.AppendStringElement(dst, "to", o.to)
@@ -120,6 +121,8 @@ func (tx *Tx) redo(ctx context.Context, ops []walOp) error {
 			err = tx.DropCollection(o.coll)
 		case opRename:
 			err = tx.RenameCollection(o.coll, o.to, true)
+		case opMeta:
+			err = tx.redoMeta(ctx, o)
 		default:
 			err = fmt.Errorf("unknown log op %q", o.op)
 		}
@@ -135,11 +138,14 @@ func (tx *Tx) redoPut(ctx context.Context, o walOp) error {
 	if err != nil {
 		return err
 	}
-	_, exists, err := lookup(ctx, tx.ns, c.base, c.edits, o.key)
+	old, exists, err := lookup(ctx, tx.ns, c.base, c.edits, o.key)
 	if err != nil {
 		return err
 	}
 	value := append([]byte(nil), o.value...)
+	if err := c.writeIndexes(ctx, tx.ns, o.key, old, value); err != nil {
+		return err
+	}
 	c.setEdit(&edit{key: append([]byte(nil), o.key...), value: value}, exists)
 	tx.ops = append(tx.ops, o)
 	return nil

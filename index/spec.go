@@ -1,0 +1,300 @@
+package index
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"dumbodb/query"
+	"dumbodb/query/mongoerr"
+)
+
+// Error codes of index specifications (mongod's).
+const (
+	codeCannotCreateIndex   = mongoerr.Code(67)
+	codeInvalidIndexSpecOpt = mongoerr.Code(197)
+	codeCannotIndexParallel = mongoerr.Code(171)
+	codeKeyTooLong          = mongoerr.Code(17280)
+	maxExpireAfterSeconds   = int64(math.MaxInt32)
+)
+
+// Field is one field of a key pattern.
+type Field struct {
+	Path string
+	Desc bool
+}
+
+// Spec is a secondary index specification as listIndexes shows it.
+type Spec struct {
+	Name        string
+	Key         bsoncore.Document
+	Fields      []Field
+	Unique      bool
+	Sparse      bool
+	Hidden      bool
+	Partial     bsoncore.Document // nil: none
+	ExpireAfter int64             // seconds; -1: not a TTL index
+	Raw         bsoncore.Document // {v, key, name, options...}
+
+	partial *query.Filter
+}
+
+// IDIndexName is the name of the implicit _id index.
+const IDIndexName = "_id_"
+
+// ParseSpec validates one createIndexes spec and returns it normalised
+// (v: 2 first, then key and name, then the options in the order given).
+func ParseSpec(doc bsoncore.Document) (*Spec, error) {
+	s := &Spec{ExpireAfter: -1}
+	els, err := doc.Elements()
+	if err != nil {
+		return nil, mongoerr.New(mongoerr.FailedToParse, "invalid index specification: %v", err)
+	}
+	var opts []bsoncore.Element
+	for _, el := range els {
+		keep, err := s.parseOption(el, doc)
+		if err != nil {
+			return nil, err
+		}
+		if keep {
+			opts = append(opts, el)
+		}
+	}
+	if s.Key == nil {
+		return nil, mongoerr.New(mongoerr.FailedToParse, "The 'key' field is a required property of an index specification")
+	}
+	if err := s.checkCombination(); err != nil {
+		return nil, err
+	}
+	if s.Name == "" {
+		s.Name = DefaultName(s.Fields)
+	}
+	s.Raw = s.normalised(opts)
+	return s, nil
+}
+
+// LoadSpec reads a spec stored in the catalog (already validated).
+func LoadSpec(raw bsoncore.Document) (*Spec, error) {
+	s, err := ParseSpec(raw)
+	if err != nil {
+		return nil, fmt.Errorf("stored index spec %s: %w", raw, err)
+	}
+	return s, nil
+}
+
+// parseOption reads one field of a spec and says whether it is kept as an
+// option in the normalised spec.
+func (s *Spec) parseOption(el bsoncore.Element, doc bsoncore.Document) (bool, error) {
+	v := el.Value()
+	switch el.Key() {
+	case "key":
+		return false, s.parseKey(v)
+	case "name":
+		name, ok := v.StringValueOK()
+		if !ok {
+			return false, mongoerr.New(mongoerr.TypeMismatch, "The field 'name' must be a string, not %s", v.Type)
+		}
+		if name == "" {
+			return false, mongoerr.New(codeCannotCreateIndex, "Index name cannot be empty")
+		}
+		s.Name = name
+		return false, nil
+	case "v", "ns", "background":
+		return false, nil // version 2 is the only one; ns and background are legacy
+	case "unique":
+		return true, boolOpt(v, "unique", &s.Unique)
+	case "sparse":
+		return true, boolOpt(v, "sparse", &s.Sparse)
+	case "hidden":
+		return true, boolOpt(v, "hidden", &s.Hidden)
+	case "partialFilterExpression":
+		return true, s.parsePartial(v)
+	case "expireAfterSeconds":
+		return true, s.parseExpire(v)
+	case "collation", "weights", "default_language", "language_override", "textIndexVersion",
+		"2dsphereIndexVersion", "bits", "min", "max", "bucketSize", "wildcardProjection", "storageEngine", "clustered", "prepareUnique":
+		return false, mongoerr.New(mongoerr.NotImplemented, "index option '%s' is not supported by DumboDB", el.Key())
+	}
+	return false, mongoerr.New(codeInvalidIndexSpecOpt, "The field '%s' is not valid for an index specification. Specification: %s", el.Key(), doc)
+}
+
+func boolOpt(v bsoncore.Value, name string, dst *bool) error {
+	switch v.Type {
+	case bsoncore.TypeBoolean:
+		*dst = v.Boolean()
+	case bsoncore.TypeInt32, bsoncore.TypeInt64, bsoncore.TypeDouble:
+		f, _ := v.AsFloat64OK()
+		*dst = f != 0
+	default:
+		return mongoerr.New(mongoerr.TypeMismatch, "The field '%s' must be a bool, not %s", name, v.Type)
+	}
+	return nil
+}
+
+func (s *Spec) parseKey(v bsoncore.Value) error {
+	key, ok := v.DocumentOK()
+	if !ok {
+		return mongoerr.New(mongoerr.TypeMismatch, "The field 'key' must be an object, not %s", v.Type)
+	}
+	els, _ := key.Elements()
+	if len(els) == 0 {
+		return mongoerr.New(codeCannotCreateIndex, "Index keys cannot be empty.")
+	}
+	seen := map[string]bool{}
+	for _, el := range els {
+		f, err := parseKeyField(el)
+		if err != nil {
+			return err
+		}
+		if seen[f.Path] {
+			return mongoerr.New(codeCannotCreateIndex, "Error in specification %s :: caused by :: duplicate field %q in key pattern", key, f.Path)
+		}
+		seen[f.Path] = true
+		s.Fields = append(s.Fields, f)
+	}
+	s.Key = append(bsoncore.Document(nil), key...)
+	return nil
+}
+
+func parseKeyField(el bsoncore.Element) (Field, error) {
+	path, v := el.Key(), el.Value()
+	if path == "" || strings.HasPrefix(path, ".") || strings.HasSuffix(path, ".") || strings.Contains(path, "..") {
+		return Field{}, mongoerr.New(codeCannotCreateIndex, "Index key contains an illegal field name: %q", path)
+	}
+	if strings.HasPrefix(path, "$") || strings.Contains(path, ".$") {
+		if path == "$**" || strings.HasSuffix(path, ".$**") {
+			return Field{}, mongoerr.New(mongoerr.NotImplemented, "wildcard indexes are not supported by DumboDB")
+		}
+		return Field{}, mongoerr.New(codeCannotCreateIndex, "Index key contains an illegal field name: field name starts with '$'.")
+	}
+	if s, ok := v.StringValueOK(); ok {
+		switch s {
+		case "text", "2d", "2dsphere", "hashed", "geoHaystack":
+			return Field{}, mongoerr.New(mongoerr.NotImplemented, "%s indexes are not supported by DumboDB", s)
+		}
+		return Field{}, mongoerr.New(codeCannotCreateIndex, "Unknown index plugin '%s'", s)
+	}
+	f, ok := v.AsFloat64OK()
+	if e := query.ExactNumber(v); !ok && v.Type == bsoncore.TypeDecimal128 && e.Rat != nil {
+		f, _ = e.Rat.Float64()
+		ok = true
+	}
+	if !ok || f == 0 || math.IsNaN(f) {
+		return Field{}, mongoerr.New(codeCannotCreateIndex, "Values in the index key pattern can only be positive or negative numbers, got %s: %s", path, v)
+	}
+	return Field{Path: path, Desc: f < 0}, nil
+}
+
+func (s *Spec) parsePartial(v bsoncore.Value) error {
+	d, ok := v.DocumentOK()
+	if !ok {
+		return mongoerr.New(mongoerr.TypeMismatch, "The field 'partialFilterExpression' must be an object, not %s", v.Type)
+	}
+	f, err := query.CompileFilter(d)
+	if err != nil {
+		return err
+	}
+	s.Partial, s.partial = append(bsoncore.Document(nil), d...), f
+	return nil
+}
+
+func (s *Spec) parseExpire(v bsoncore.Value) error {
+	f, ok := v.AsFloat64OK()
+	if !ok {
+		return mongoerr.New(mongoerr.TypeMismatch, "TTL index 'expireAfterSeconds' option must be numeric, but received a type of '%s'.", v.Type)
+	}
+	if math.IsNaN(f) || f < 0 || f > float64(maxExpireAfterSeconds) {
+		return mongoerr.New(codeCannotCreateIndex, "TTL index 'expireAfterSeconds' option must be within an acceptable range, try a lower number")
+	}
+	s.ExpireAfter = int64(f)
+	return nil
+}
+
+// checkCombination rejects options that cannot go together.
+func (s *Spec) checkCombination() error {
+	switch {
+	case s.Sparse && s.Partial != nil:
+		return mongoerr.New(codeCannotCreateIndex, "cannot mix \"partialFilterExpression\" and \"sparse\" options")
+	case s.ExpireAfter >= 0 && len(s.Fields) > 1:
+		return mongoerr.New(codeCannotCreateIndex, "TTL indexes are single-field indexes, compound indexes do not support TTL")
+	case s.IsID() && (s.Unique || s.Sparse || s.Partial != nil):
+		return mongoerr.New(codeCannotCreateIndex, "The field 'unique', 'sparse' or 'partialFilterExpression' is not valid for an _id index specification")
+	case s.IsID() && s.Hidden:
+		return mongoerr.New(codeCannotCreateIndex, "can't hide _id index")
+	case s.IsID() && s.ExpireAfter >= 0:
+		return mongoerr.New(codeCannotCreateIndex, "The field 'expireAfterSeconds' is not valid for an _id index specification")
+	}
+	return nil
+}
+
+// IsID reports the {_id: 1} key pattern.
+func (s *Spec) IsID() bool {
+	return len(s.Fields) == 1 && s.Fields[0].Path == "_id" && !s.Fields[0].Desc
+}
+
+func (s *Spec) normalised(opts []bsoncore.Element) bsoncore.Document {
+	b := bsoncore.NewDocumentBuilder().AppendInt32("v", 2).AppendDocument("key", s.Key).AppendString("name", s.Name)
+	for _, el := range opts {
+		b.AppendValue(el.Key(), el.Value())
+	}
+	return b.Build()
+}
+
+// DefaultName is mongod's generated index name: field_dir joined by "_".
+func DefaultName(fields []Field) string {
+	parts := make([]string, 0, 2*len(fields))
+	for _, f := range fields {
+		dir := "1"
+		if f.Desc {
+			dir = "-1"
+		}
+		parts = append(parts, f.Path, dir)
+	}
+	return strings.Join(parts, "_")
+}
+
+// SameKey reports whether two specs have the same key pattern (directions
+// compared by sign, as mongod does).
+func (s *Spec) SameKey(o *Spec) bool {
+	if len(s.Fields) != len(o.Fields) {
+		return false
+	}
+	for i := range s.Fields {
+		if s.Fields[i] != o.Fields[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// SameOptions reports whether two specs with the same key would build the
+// same index.
+func (s *Spec) SameOptions(o *Spec) bool {
+	return s.Unique == o.Unique && s.Sparse == o.Sparse && s.ExpireAfter == o.ExpireAfter &&
+		string(s.Partial) == string(o.Partial)
+}
+
+// knownOptions are the spec fields ParseSpec understands (supported or
+// refused); ignoreUnknownIndexOptions drops every other field.
+var knownOptions = map[string]bool{
+	"key": true, "name": true, "v": true, "ns": true, "background": true, "unique": true, "sparse": true,
+	"hidden": true, "partialFilterExpression": true, "expireAfterSeconds": true, "collation": true,
+	"weights": true, "default_language": true, "language_override": true, "textIndexVersion": true,
+	"2dsphereIndexVersion": true, "bits": true, "min": true, "max": true, "bucketSize": true,
+	"wildcardProjection": true, "storageEngine": true, "clustered": true, "prepareUnique": true,
+}
+
+// StripUnknownOptions removes the fields of a spec that are not index
+// options (createIndexes' ignoreUnknownIndexOptions).
+func StripUnknownOptions(doc bsoncore.Document) bsoncore.Document {
+	els, _ := doc.Elements()
+	b := bsoncore.NewDocumentBuilder()
+	for _, el := range els {
+		if knownOptions[el.Key()] {
+			b.AppendValue(el.Key(), el.Value())
+		}
+	}
+	return b.Build()
+}

@@ -1,0 +1,91 @@
+package query
+
+import (
+	"strings"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
+
+// Predicate is a condition on one path that an index can serve: it holds
+// at the top level of a filter (or inside a top-level $and), so every
+// matching document satisfies it.
+type Predicate struct {
+	Path string
+	Op   string // "$eq", "$in", "$lt", "$lte", "$gt", "$gte"
+	// Values: one for $eq and comparisons, the list for $in. Arrays, null,
+	// regexes, NaN and MinKey/MaxKey never appear: their matching does not
+	// follow index order (arrays match whole or per element, null matches
+	// missing fields), so the planner leaves them to the filter.
+	Values []bsoncore.Value
+}
+
+// IndexablePredicates lists the predicates of the filter that index bounds
+// can express. It returns nil under a collation, whose string order differs
+// from the key encoding's.
+func (f *Filter) IndexablePredicates() []Predicate {
+	if f.env.coll() != nil {
+		return nil
+	}
+	var out []Predicate
+	collectPredicates(f.root, &out)
+	return out
+}
+
+func collectPredicates(e docExpr, out *[]Predicate) {
+	switch x := e.(type) {
+	case andExpr:
+		for _, c := range x {
+			collectPredicates(c, out)
+		}
+	case *pathExpr:
+		collectNodePredicates(strings.Join(x.parts, "."), x.node, out)
+	}
+}
+
+func collectNodePredicates(path string, n opNode, out *[]Predicate) {
+	switch x := n.(type) {
+	case opAnd:
+		for _, c := range x {
+			collectNodePredicates(path, c, out)
+		}
+	case leafNode:
+		if p, ok := leafPredicate(path, x.leaf); ok {
+			*out = append(*out, p)
+		}
+	}
+}
+
+var cmpNames = map[cmpOp]string{opLT: "$lt", opLTE: "$lte", opGT: "$gt", opGTE: "$gte"}
+
+func leafPredicate(path string, l leaf) (Predicate, bool) {
+	switch x := l.(type) {
+	case eqLeaf:
+		if indexableValue(x.v) {
+			return Predicate{Path: path, Op: "$eq", Values: []bsoncore.Value{x.v}}, true
+		}
+	case cmpLeaf:
+		if !x.nan && indexableValue(x.v) {
+			return Predicate{Path: path, Op: cmpNames[x.op], Values: []bsoncore.Value{x.v}}, true
+		}
+	case *inLeaf:
+		if len(x.regexes) > 0 {
+			return Predicate{}, false
+		}
+		for _, v := range x.vals {
+			if !indexableValue(v) {
+				return Predicate{}, false
+			}
+		}
+		return Predicate{Path: path, Op: "$in", Values: x.vals}, true
+	}
+	return Predicate{}, false
+}
+
+func indexableValue(v bsoncore.Value) bool {
+	switch v.Type {
+	case bsoncore.TypeArray, bsoncore.TypeNull, bsoncore.TypeUndefined, bsoncore.TypeRegex,
+		bsoncore.TypeMinKey, bsoncore.TypeMaxKey:
+		return false
+	}
+	return !(isNumber(v) && ExactNumber(v).NaN)
+}

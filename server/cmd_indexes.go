@@ -1,0 +1,321 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+
+	"dumbodb/index"
+	"dumbodb/query/mongoerr"
+	"dumbodb/storage"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
+
+// maxIndexes is mongod's limit of indexes per collection, _id included.
+const maxIndexes = 64
+
+func cmdCreateIndexes(r *request) (bsoncore.Document, error) {
+	coll, err := r.collectionArg()
+	if err != nil {
+		return nil, err
+	}
+	var specs bsoncore.Array
+	var ignoreUnknown bool
+	err = r.parseArgs(map[string]fieldHandler{
+		"indexes":                   r.arrayArg("indexes", &specs),
+		"commitQuorum":              r.ignoreArg(),
+		"ignoreUnknownIndexOptions": r.boolArg("ignoreUnknownIndexOptions", &ignoreUnknown),
+	})
+	if err != nil {
+		return nil, err
+	}
+	if specs == nil {
+		return nil, mongoerr.New(mongoerr.Code(40414), "BSON field 'createIndexes.indexes' is missing but a required field")
+	}
+	requested, err := parseIndexSpecs(specs, ignoreUnknown)
+	if err != nil {
+		return nil, err
+	}
+	var before, after int
+	var created bool
+	err = r.write(func(tx *storage.Tx) error {
+		if created, err = tx.EnsureCollection(r.ctx, coll); err != nil {
+			return err
+		}
+		info, _ := tx.Collection(coll)
+		raws, err := mergeIndexSpecs(info, requested)
+		if err != nil {
+			return err
+		}
+		before, after = len(info.Indexes)+1, len(raws)+1
+		if after > maxIndexes {
+			return mongoerr.New(mongoerr.Code(67), "add index fails, too many indexes for %s", r.ns(coll))
+		}
+		if after == before {
+			return nil
+		}
+		return tx.SetIndexes(r.ctx, coll, raws)
+	})
+	if err != nil {
+		return nil, indexBuildError(r.ns(coll), err)
+	}
+	b := bsoncore.NewDocumentBuilder().
+		AppendInt32("numIndexesBefore", int32(before)).
+		AppendInt32("numIndexesAfter", int32(after)).
+		AppendBoolean("createdCollectionAutomatically", created)
+	if before == after {
+		b.AppendString("note", "all indexes already exist")
+	}
+	return b.AppendDouble("ok", 1).Build(), nil
+}
+
+// indexBuildError words a unique violation found while building as mongod
+// does, with the namespace.
+func indexBuildError(ns string, err error) error {
+	var dup *storage.DuplicateKeyError
+	if !errors.As(err, &dup) {
+		return err
+	}
+	return e11000("Index build failed: ", ns, dup.Index, dup.KeyPattern, dup.KeyValue)
+}
+
+func parseIndexSpecs(specs bsoncore.Array, ignoreUnknown bool) ([]*index.Spec, error) {
+	vals, _ := specs.Values()
+	if len(vals) == 0 {
+		return nil, mongoerr.New(mongoerr.BadValue, "Must specify at least one index to create")
+	}
+	out := make([]*index.Spec, 0, len(vals))
+	for i, v := range vals {
+		d, ok := v.DocumentOK()
+		if !ok {
+			return nil, typeMismatch("createIndexes", fmt.Sprintf("indexes.%d", i), v, "object")
+		}
+		if ignoreUnknown {
+			d = index.StripUnknownOptions(d)
+		}
+		s, err := index.ParseSpec(d)
+		if err != nil {
+			return nil, fmt.Errorf("Error in specification %s :: caused by :: %w", d, err)
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// mergeIndexSpecs adds the requested specs to a collection's, skipping
+// those that exist and refusing conflicting ones as mongod does.
+func mergeIndexSpecs(info storage.CollectionInfo, requested []*index.Spec) ([]bsoncore.Document, error) {
+	raws := append([]bsoncore.Document(nil), info.Indexes...)
+	existing, err := loadSpecs(raws)
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range requested {
+		if s.IsID() {
+			continue // the _id index always exists
+		}
+		dup, err := conflictingIndex(existing, s)
+		if err != nil {
+			return nil, err
+		}
+		if dup {
+			continue
+		}
+		existing = append(existing, s)
+		raws = append(raws, s.Raw)
+	}
+	return raws, nil
+}
+
+func loadSpecs(raws []bsoncore.Document) ([]*index.Spec, error) {
+	out := make([]*index.Spec, 0, len(raws))
+	for _, raw := range raws {
+		s, err := index.LoadSpec(raw)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// conflictingIndex reports whether s already exists (true) or clashes
+// with an index by name or key (error).
+func conflictingIndex(existing []*index.Spec, s *index.Spec) (bool, error) {
+	for _, e := range existing {
+		switch {
+		case e.Name == s.Name && e.SameKey(s) && e.SameOptions(s):
+			return true, nil
+		case e.Name == s.Name:
+			return false, mongoerr.New(mongoerr.IndexKeySpecsConflict,
+				"An existing index has the same name as the requested index. When index names are not specified, they are auto generated and can cause conflicts. Please refer to our documentation. Requested index: %s, existing index: %s", s.Raw, e.Raw)
+		case e.SameKey(s) && string(e.Partial) == string(s.Partial):
+			// Only a different partial filter lets one key be indexed twice.
+			return false, mongoerr.New(mongoerr.IndexOptionsConflict, "Index already exists with a different name: %s", e.Name)
+		}
+	}
+	return false, nil
+}
+
+func cmdDropIndexes(r *request) (bsoncore.Document, error) {
+	coll, err := r.collectionArg()
+	if err != nil {
+		return nil, err
+	}
+	var which bsoncore.Value
+	err = r.parseArgs(map[string]fieldHandler{"index": func(v bsoncore.Value) error { which = v; return nil }})
+	if err != nil {
+		return nil, err
+	}
+	if which.Type == 0 {
+		return nil, mongoerr.New(mongoerr.Code(40414), "BSON field 'dropIndexes.index' is missing but a required field")
+	}
+	var was int
+	var all bool
+	err = r.writeExisting(func(tx *storage.Tx) error {
+		info, ok := tx.Collection(coll)
+		if !ok {
+			return mongoerr.New(mongoerr.NamespaceNotFound, "ns not found %s", r.ns(coll))
+		}
+		specs, err := loadSpecs(info.Indexes)
+		if err != nil {
+			return err
+		}
+		was = len(specs) + 1
+		keep, err := indexesToKeep(specs, which)
+		if err != nil {
+			return err
+		}
+		all = len(keep) == 0 && which.Type == bsoncore.TypeString && which.StringValue() == "*"
+		return tx.SetIndexes(r.ctx, coll, rawsOf(keep))
+	})
+	if err == nil && was == 0 {
+		err = mongoerr.New(mongoerr.NamespaceNotFound, "ns not found %s", r.ns(coll))
+	}
+	if err != nil {
+		return nil, err
+	}
+	b := bsoncore.NewDocumentBuilder().AppendInt32("nIndexesWas", int32(was))
+	if all {
+		b.AppendString("msg", "non-_id indexes dropped for collection")
+	}
+	return b.AppendDouble("ok", 1).Build(), nil
+}
+
+func rawsOf(specs []*index.Spec) []bsoncore.Document {
+	out := make([]bsoncore.Document, len(specs))
+	for i, s := range specs {
+		out[i] = s.Raw
+	}
+	return out
+}
+
+// indexesToKeep applies a dropIndexes "index" argument: a name, a key
+// pattern, a list of names, or "*".
+func indexesToKeep(specs []*index.Spec, which bsoncore.Value) ([]*index.Spec, error) {
+	switch which.Type {
+	case bsoncore.TypeString:
+		if which.StringValue() == "*" {
+			return nil, nil
+		}
+		return dropNames(specs, []string{which.StringValue()})
+	case bsoncore.TypeArray:
+		vals, _ := bsoncore.Array(which.Data).Values()
+		names := make([]string, len(vals))
+		for i, v := range vals {
+			s, ok := v.StringValueOK()
+			if !ok {
+				return nil, typeMismatch("dropIndexes", "index", v, "string")
+			}
+			names[i] = s
+		}
+		return dropNames(specs, names)
+	case bsoncore.TypeEmbeddedDocument:
+		return dropKey(specs, which.Document())
+	}
+	return nil, typeMismatch("dropIndexes", "index", which, "string or object")
+}
+
+func dropNames(specs []*index.Spec, names []string) ([]*index.Spec, error) {
+	drop := map[string]bool{}
+	for _, n := range names {
+		if n == index.IDIndexName {
+			return nil, mongoerr.New(mongoerr.InvalidOptions, "cannot drop _id index")
+		}
+		if n == "*" {
+			return nil, mongoerr.New(mongoerr.BadValue, "'*' cannot be mixed with index names")
+		}
+		if !hasIndexNamed(specs, n) {
+			return nil, mongoerr.New(mongoerr.IndexNotFound, "index not found with name [%s]", n)
+		}
+		drop[n] = true
+	}
+	var keep []*index.Spec
+	for _, s := range specs {
+		if !drop[s.Name] {
+			keep = append(keep, s)
+		}
+	}
+	return keep, nil
+}
+
+func hasIndexNamed(specs []*index.Spec, name string) bool {
+	for _, s := range specs {
+		if s.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+func dropKey(specs []*index.Spec, key bsoncore.Document) ([]*index.Spec, error) {
+	probe, err := index.ParseSpec(bsoncore.NewDocumentBuilder().AppendDocument("key", key).Build())
+	if err != nil {
+		return nil, err
+	}
+	if probe.IsID() {
+		return nil, mongoerr.New(mongoerr.InvalidOptions, "cannot drop _id index")
+	}
+	var keep []*index.Spec
+	found := 0
+	for _, s := range specs {
+		if s.SameKey(probe) {
+			found++
+			continue
+		}
+		keep = append(keep, s)
+	}
+	switch found {
+	case 0:
+		return nil, mongoerr.New(mongoerr.IndexNotFound, "can't find index with key: %s", index.ShellDoc(key))
+	case 1:
+		return keep, nil
+	}
+	return nil, mongoerr.New(mongoerr.Code(276), "%d indexes found for key: %s, identify by name instead.", found, index.ShellDoc(key))
+}
+
+// cmdListIndexesSpecs lists the _id index and every secondary index.
+func cmdListIndexesSpecs(r *request) (bsoncore.Document, error) {
+	coll, err := r.collectionArg()
+	if err != nil {
+		return nil, err
+	}
+	var cursorOpts bsoncore.Document
+	if err := r.parseArgs(map[string]fieldHandler{"cursor": r.docArg("cursor", &cursorOpts)}); err != nil {
+		return nil, err
+	}
+	batchSize, err := cursorBatchSize(r, cursorOpts)
+	if err != nil {
+		return nil, err
+	}
+	snap, err := r.snapshot()
+	if err != nil {
+		return nil, err
+	}
+	info, ok := snap.Collection(coll)
+	if !ok {
+		return nil, mongoerr.New(mongoerr.NamespaceNotFound, "ns does not exist: %s", r.ns(coll))
+	}
+	docs := append([]bsoncore.Document{idIndexSpec()}, info.Indexes...)
+	return r.startCursor(r.ns(coll), &sliceSource{docs: docs}, batchSize, false, false)
+}

@@ -1,0 +1,237 @@
+package server_test
+
+import (
+	"fmt"
+	"math/rand"
+	"reflect"
+	"testing"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+)
+
+func TestIndexCommands(t *testing.T) {
+	ts := startServer(t)
+	db := ts.client().Database("idx")
+	c := db.Collection("c")
+	for i := 0; i < 20; i++ {
+		if _, err := c.InsertOne(ctx, bson.D{{Key: "_id", Value: i}, {Key: "a", Value: i % 5}, {Key: "b", Value: bson.A{i, i + 1}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res := mustRun(t, db, bson.D{{Key: "createIndexes", Value: "c"}, {Key: "indexes", Value: bson.A{
+		bson.D{{Key: "key", Value: bson.D{{Key: "a", Value: 1}}}, {Key: "name", Value: "a_1"}},
+		bson.D{{Key: "key", Value: bson.D{{Key: "b", Value: -1}, {Key: "a", Value: 1}}}, {Key: "name", Value: "b_a"}},
+	}}})
+	if res["numIndexesBefore"] != int32(1) || res["numIndexesAfter"] != int32(3) {
+		t.Fatalf("createIndexes: %v", res)
+	}
+	res = mustRun(t, db, bson.D{{Key: "createIndexes", Value: "c"}, {Key: "indexes", Value: bson.A{bson.D{{Key: "key", Value: bson.D{{Key: "a", Value: 1}}}, {Key: "name", Value: "a_1"}}}}})
+	if res["note"] != "all indexes already exist" {
+		t.Fatalf("repeat: %v", res)
+	}
+	_, err := run(t, db, bson.D{{Key: "createIndexes", Value: "c"}, {Key: "indexes", Value: bson.A{bson.D{{Key: "key", Value: bson.D{{Key: "a", Value: 1}}}, {Key: "name", Value: "other"}}}}})
+	wantCode(t, err, 85, "IndexOptionsConflict")
+	_, err = run(t, db, bson.D{{Key: "createIndexes", Value: "c"}, {Key: "indexes", Value: bson.A{bson.D{{Key: "key", Value: bson.D{{Key: "a", Value: -1}}}, {Key: "name", Value: "a_1"}}}}})
+	wantCode(t, err, 86, "IndexKeySpecsConflict")
+	_, err = run(t, db, bson.D{{Key: "createIndexes", Value: "c"}, {Key: "indexes", Value: bson.A{bson.D{{Key: "key", Value: bson.D{{Key: "a", Value: 1}}}, {Key: "name", Value: "u"}, {Key: "unique", Value: true}}}}})
+	wantCode(t, err, 85, "IndexOptionsConflict")
+	_, err = run(t, db, bson.D{{Key: "createIndexes", Value: "c"}, {Key: "indexes", Value: bson.A{bson.D{{Key: "key", Value: bson.D{{Key: "z", Value: 1}}}, {Key: "name", Value: "z"}, {Key: "foo", Value: 1}}}}})
+	if me, ok := err.(mongo.CommandError); !ok || me.Code != 197 {
+		t.Fatalf("unknown option: %v", err)
+	}
+	_, err = run(t, db, bson.D{{Key: "createIndexes", Value: "c"}, {Key: "indexes", Value: bson.A{bson.D{{Key: "key", Value: bson.D{{Key: "b", Value: 1}}}, {Key: "name", Value: "ub"}, {Key: "unique", Value: true}, {Key: "sparse", Value: true}}}}})
+	wantCode(t, err, 11000, "DuplicateKey")
+
+	// Unique index: E11000 on insert, keyPattern/keyValue in the error.
+	mustRun(t, db, bson.D{{Key: "createIndexes", Value: "u"}, {Key: "indexes", Value: bson.A{bson.D{{Key: "key", Value: bson.D{{Key: "x", Value: 1}, {Key: "y", Value: 1}}}, {Key: "name", Value: "xy"}, {Key: "unique", Value: true}}}}})
+	u := db.Collection("u")
+	if _, err := u.InsertOne(ctx, bson.D{{Key: "x", Value: 1}, {Key: "y", Value: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := u.InsertOne(ctx, bson.D{{Key: "x", Value: 1}, {Key: "y", Value: 2}}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = u.InsertOne(ctx, bson.D{{Key: "x", Value: 1}, {Key: "y", Value: 1}})
+	if !mongo.IsDuplicateKeyError(err) {
+		t.Fatalf("duplicate insert: %v", err)
+	}
+	if _, err := u.UpdateOne(ctx, bson.D{{Key: "y", Value: 2}}, bson.D{{Key: "$set", Value: bson.D{{Key: "y", Value: 1}}}}); !mongo.IsDuplicateKeyError(err) {
+		t.Fatalf("duplicate update: %v", err)
+	}
+
+	// listIndexes and dropIndexes.
+	cur, err := c.Indexes().List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var specs []bson.M
+	if err := cur.All(ctx, &specs); err != nil {
+		t.Fatal(err)
+	}
+	if len(specs) != 3 || specs[1]["name"] != "a_1" {
+		t.Fatalf("listIndexes: %v", specs)
+	}
+	_, err = run(t, db, bson.D{{Key: "dropIndexes", Value: "c"}, {Key: "index", Value: "nope"}})
+	wantCode(t, err, 27, "IndexNotFound")
+	_, err = run(t, db, bson.D{{Key: "dropIndexes", Value: "c"}, {Key: "index", Value: "_id_"}})
+	wantCode(t, err, 72, "InvalidOptions")
+	mustRun(t, db, bson.D{{Key: "dropIndexes", Value: "c"}, {Key: "index", Value: bson.D{{Key: "b", Value: -1}, {Key: "a", Value: 1}}}})
+	res = mustRun(t, db, bson.D{{Key: "dropIndexes", Value: "c"}, {Key: "index", Value: "*"}})
+	if res["nIndexesWas"] != int32(2) {
+		t.Fatalf("drop *: %v", res)
+	}
+}
+
+func TestIndexPlansThroughExplain(t *testing.T) {
+	ts := startServer(t)
+	db := ts.client().Database("plan")
+	c := db.Collection("c")
+	var docs []any
+	for i := 0; i < 200; i++ {
+		docs = append(docs, bson.D{{Key: "_id", Value: i}, {Key: "a", Value: i % 10}, {Key: "b", Value: i}, {Key: "tags", Value: bson.A{i % 3, i % 7}}})
+	}
+	if _, err := c.InsertMany(ctx, docs); err != nil {
+		t.Fatal(err)
+	}
+	mustRun(t, db, bson.D{{Key: "createIndexes", Value: "c"}, {Key: "indexes", Value: bson.A{
+		bson.D{{Key: "key", Value: bson.D{{Key: "a", Value: 1}, {Key: "b", Value: -1}}}, {Key: "name", Value: "a_b"}},
+		bson.D{{Key: "key", Value: bson.D{{Key: "tags", Value: 1}}}, {Key: "name", Value: "tags"}},
+	}}})
+	explain := func(find bson.D) bson.M {
+		return mustRun(t, db, bson.D{{Key: "explain", Value: find}, {Key: "verbosity", Value: "executionStats"}})
+	}
+	e := explain(bson.D{{Key: "find", Value: "c"}, {Key: "filter", Value: bson.D{{Key: "a", Value: 3}}}, {Key: "sort", Value: bson.D{{Key: "b", Value: -1}}}})
+	if get(e, "queryPlanner", "winningPlan", "stage") != "FETCH" ||
+		get(e, "queryPlanner", "winningPlan", "inputStage", "indexName") != "a_b" {
+		t.Fatalf("equality+sort plan: %v", e["queryPlanner"])
+	}
+	if get(e, "executionStats", "nReturned") != int64(20) || get(e, "executionStats", "totalDocsExamined") != int64(20) {
+		t.Fatalf("stats: %v", e["executionStats"])
+	}
+	e = explain(bson.D{{Key: "find", Value: "c"}, {Key: "filter", Value: bson.D{{Key: "a", Value: bson.D{{Key: "$in", Value: bson.A{1, 2}}}}, {Key: "b", Value: bson.D{{Key: "$gte", Value: 50}}}}}})
+	if get(e, "executionStats", "nReturned") != int64(30) {
+		t.Fatalf("$in + range: %v", e["executionStats"])
+	}
+	e = explain(bson.D{{Key: "find", Value: "c"}, {Key: "filter", Value: bson.D{{Key: "tags", Value: 2}}}})
+	if get(e, "queryPlanner", "winningPlan", "inputStage", "isMultiKey") != true {
+		t.Fatalf("multikey: %v", e["queryPlanner"])
+	}
+	e = explain(bson.D{{Key: "find", Value: "c"}, {Key: "filter", Value: bson.D{{Key: "b", Value: 5}}}})
+	if get(e, "queryPlanner", "winningPlan", "stage") != "COLLSCAN" {
+		t.Fatalf("no index: %v", e["queryPlanner"])
+	}
+	e = explain(bson.D{{Key: "find", Value: "c"}, {Key: "filter", Value: bson.D{{Key: "b", Value: 5}}}, {Key: "hint", Value: "a_b"}})
+	if get(e, "queryPlanner", "winningPlan", "inputStage", "stage") != "IXSCAN" || get(e, "executionStats", "nReturned") != int64(1) {
+		t.Fatalf("hint: %v", e)
+	}
+	_, err := run(t, db, bson.D{{Key: "find", Value: "c"}, {Key: "hint", Value: "nope"}})
+	wantCode(t, err, 2, "BadValue")
+}
+
+// TestIndexRandomizedMatchesCollectionScan runs the same queries on two
+// collections holding the same random data, one with indexes and one
+// without, through random updates and deletes.
+func TestIndexRandomizedMatchesCollectionScan(t *testing.T) {
+	ts := startServer(t)
+	db := ts.client().Database("rnd")
+	plain, indexed := db.Collection("plain"), db.Collection("indexed")
+	mustRun(t, db, bson.D{{Key: "createIndexes", Value: "indexed"}, {Key: "indexes", Value: bson.A{
+		bson.D{{Key: "key", Value: bson.D{{Key: "a", Value: 1}}}, {Key: "name", Value: "a"}},
+		bson.D{{Key: "key", Value: bson.D{{Key: "b", Value: -1}, {Key: "a", Value: 1}}}, {Key: "name", Value: "b_a"}},
+		bson.D{{Key: "key", Value: bson.D{{Key: "c.d", Value: 1}}}, {Key: "name", Value: "cd"}},
+	}}})
+	rng := rand.New(rand.NewSource(1))
+	value := func() any {
+		switch rng.Intn(6) {
+		case 0:
+			return rng.Intn(10)
+		case 1:
+			return float64(rng.Intn(10)) + 0.5
+		case 2:
+			return fmt.Sprintf("s%d", rng.Intn(5))
+		case 3:
+			return bson.A{rng.Intn(10), rng.Intn(10)}
+		case 4:
+			return nil
+		}
+		return int64(rng.Intn(10))
+	}
+	// a never holds an array: b and a share an index, and mongod refuses
+	// documents with arrays in two fields of one index.
+	scalar := func() any {
+		if v := value(); reflect.TypeOf(v) != reflect.TypeOf(bson.A{}) {
+			return v
+		}
+		return 1
+	}
+	randDoc := func(id int) bson.D {
+		d := bson.D{{Key: "_id", Value: id}}
+		if rng.Intn(5) > 0 {
+			d = append(d, bson.E{Key: "a", Value: scalar()})
+		}
+		if rng.Intn(5) > 0 {
+			d = append(d, bson.E{Key: "b", Value: value()})
+		}
+		if rng.Intn(2) == 0 {
+			d = append(d, bson.E{Key: "c", Value: bson.D{{Key: "d", Value: value()}}})
+		}
+		return d
+	}
+	both := func(fn func(c *mongo.Collection) error) {
+		for _, c := range []*mongo.Collection{plain, indexed} {
+			if err := fn(c); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	randFilter := func() bson.D {
+		field := []string{"a", "b", "c.d"}[rng.Intn(3)]
+		switch rng.Intn(5) {
+		case 0:
+			return bson.D{{Key: field, Value: value()}}
+		case 1:
+			return bson.D{{Key: field, Value: bson.D{{Key: "$gt", Value: rng.Intn(10)}}}}
+		case 2:
+			return bson.D{{Key: field, Value: bson.D{{Key: "$gte", Value: rng.Intn(5)}, {Key: "$lt", Value: 5 + rng.Intn(5)}}}}
+		case 3:
+			return bson.D{{Key: field, Value: bson.D{{Key: "$in", Value: bson.A{rng.Intn(10), "s1", 2.5}}}}}
+		}
+		return bson.D{{Key: "a", Value: rng.Intn(10)}, {Key: "b", Value: bson.D{{Key: "$lte", Value: rng.Intn(10)}}}}
+	}
+	next := 0
+	for round := 0; round < 30; round++ {
+		for i := 0; i < 10; i++ {
+			d := randDoc(next)
+			next++
+			both(func(c *mongo.Collection) error { _, err := c.InsertOne(ctx, d); return err })
+		}
+		f, upd := randFilter(), bson.D{{Key: "$set", Value: bson.D{{Key: "a", Value: scalar()}}}}
+		both(func(c *mongo.Collection) error { _, err := c.UpdateMany(ctx, f, upd); return err })
+		f = randFilter()
+		if rng.Intn(3) == 0 {
+			both(func(c *mongo.Collection) error { _, err := c.DeleteMany(ctx, f); return err })
+		}
+		for q := 0; q < 10; q++ {
+			f := randFilter()
+			sort := bson.D{{Key: "b", Value: -1}, {Key: "_id", Value: 1}}
+			if rng.Intn(2) == 0 {
+				sort = bson.D{{Key: "_id", Value: 1}}
+			}
+			var results [2][]bson.M
+			for i, c := range []*mongo.Collection{plain, indexed} {
+				cur, err := c.Find(ctx, f, options.Find().SetSort(sort))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := cur.All(ctx, &results[i]); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if !reflect.DeepEqual(results[0], results[1]) {
+				t.Fatalf("round %d filter %v: without index %v, with %v", round, f, results[0], results[1])
+			}
+		}
+	}
+}

@@ -1,0 +1,223 @@
+package server
+
+import (
+	"errors"
+	"io"
+	"time"
+
+	"dumbodb/query"
+	"dumbodb/query/mongoerr"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
+
+// explained is the query part of an explained command.
+type explained struct {
+	coll             string
+	filter, sort     bsoncore.Document
+	hint             bsoncore.Value
+	skip, limit      int64
+	collation        bsoncore.Document
+	projection       bool
+	hasSort          bool
+	commandForReport bsoncore.Document
+}
+
+// cmdExplain explains find, count, distinct, update, delete, findAndModify
+// and aggregate (through a leading $match): the plan, and with
+// executionStats the counts of running it.
+func cmdExplain(r *request) (bsoncore.Document, error) {
+	inner, ok := r.cmd.Index(0).Value().DocumentOK()
+	if !ok {
+		return nil, typeMismatch("explain", "explain", r.cmd.Index(0).Value(), "object")
+	}
+	verbosity := "allPlansExecution"
+	if err := r.parseArgs(map[string]fieldHandler{"verbosity": r.stringArg("verbosity", &verbosity)}); err != nil {
+		return nil, err
+	}
+	switch verbosity {
+	case "queryPlanner", "executionStats", "allPlansExecution":
+	default:
+		return nil, mongoerr.New(mongoerr.FailedToParse, "verbosity string must be one of {'queryPlanner', 'executionStats', 'allPlansExecution'}")
+	}
+	ex, err := explainTarget(inner)
+	if err != nil {
+		return nil, err
+	}
+	return r.explain(ex, verbosity)
+}
+
+// explainTarget reads the collection and query of an explained command.
+func explainTarget(cmd bsoncore.Document) (*explained, error) {
+	first := cmd.Index(0)
+	coll, ok := first.Value().StringValueOK()
+	if !ok {
+		return nil, mongoerr.New(mongoerr.InvalidNamespace, "explain needs a collection name")
+	}
+	ex := &explained{coll: coll, commandForReport: cmd}
+	ex.hint = cmd.Lookup("hint")
+	ex.collation, _ = cmd.Lookup("collation").DocumentOK()
+	switch first.Key() {
+	case "find":
+		ex.filter, _ = cmd.Lookup("filter").DocumentOK()
+		ex.sort, ex.hasSort = cmd.Lookup("sort").DocumentOK()
+		ex.skip, _ = asInt64(cmd.Lookup("skip"))
+		ex.limit, _ = asInt64(cmd.Lookup("limit"))
+		_, ex.projection = cmd.Lookup("projection").DocumentOK()
+	case "count", "distinct":
+		ex.filter, _ = cmd.Lookup("query").DocumentOK()
+	case "findAndModify", "findandmodify":
+		ex.filter, _ = cmd.Lookup("query").DocumentOK()
+		ex.sort, ex.hasSort = cmd.Lookup("sort").DocumentOK()
+	case "update", "delete":
+		list := "updates"
+		if first.Key() == "delete" {
+			list = "deletes"
+		}
+		arr, _ := cmd.Lookup(list).ArrayOK()
+		stmt, _ := firstDoc(arr).DocumentOK()
+		ex.filter, _ = bsoncore.Document(stmt).Lookup("q").DocumentOK()
+		ex.hint = bsoncore.Document(stmt).Lookup("hint")
+	case "aggregate":
+		arr, _ := cmd.Lookup("pipeline").ArrayOK()
+		stage, _ := firstDoc(arr).DocumentOK()
+		ex.filter, _ = bsoncore.Document(stage).Lookup("$match").DocumentOK()
+	default:
+		return nil, mongoerr.New(mongoerr.CommandNotFound, "Explain failed due to unknown command: %s", first.Key())
+	}
+	return ex, nil
+}
+
+// firstDoc is an array's first element (zero when empty).
+func firstDoc(arr bsoncore.Array) bsoncore.Value {
+	vals, _ := arr.Values()
+	if len(vals) == 0 {
+		return bsoncore.Value{}
+	}
+	return vals[0]
+}
+
+func (r *request) explain(ex *explained, verbosity string) (bsoncore.Document, error) {
+	env, err := queryEnv(ex.collation, nil)
+	if err != nil {
+		return nil, err
+	}
+	f, err := query.CompileFilterEnv(orEmpty(ex.filter), env)
+	if err != nil {
+		return nil, err
+	}
+	snap, err := r.snapshot()
+	if err != nil {
+		return nil, err
+	}
+	p, err := planQuery(snap, ex.coll, planInput{filter: f, sort: ex.sort, hint: ex.hint})
+	if err != nil {
+		return nil, err
+	}
+	winning := ex.stages(p, f)
+	planner := bsoncore.NewDocumentBuilder().
+		AppendString("namespace", r.ns(ex.coll)).
+		AppendBoolean("indexFilterSet", false).
+		AppendDocument("parsedQuery", orEmpty(ex.filter)).
+		AppendDocument("winningPlan", winning).
+		AppendArray("rejectedPlans", bsoncore.NewArrayBuilder().Build()).Build()
+	b := bsoncore.NewDocumentBuilder().AppendString("explainVersion", "1").AppendDocument("queryPlanner", planner)
+	if verbosity != "queryPlanner" {
+		stats, err := r.executionStats(ex, f, p, winning)
+		if err != nil {
+			return nil, err
+		}
+		b.AppendDocument("executionStats", stats)
+	}
+	return b.AppendDocument("command", ex.commandForReport).
+		AppendDocument("serverInfo", bsoncore.NewDocumentBuilder().AppendString("host", "localhost").
+			AppendString("version", mongoVersion).Build()).
+		AppendDouble("ok", 1).Build(), nil
+}
+
+// executionStats runs the plan and reports what it examined.
+func (r *request) executionStats(ex *explained, f *query.Filter, p *queryPlan, winning bsoncore.Document) (bsoncore.Document, error) {
+	start := time.Now()
+	snap, err := r.snapshot()
+	if err != nil {
+		return nil, err
+	}
+	var st execStats
+	src, err := planSource(r.ctx, snap, ex.coll, f, p, &st)
+	if err != nil {
+		return nil, err
+	}
+	for ex.limit == 0 || st.returned < ex.limit+ex.skip {
+		if _, err := src.Next(r.ctx); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			return nil, err
+		}
+		st.returned++
+	}
+	returned := max(st.returned-ex.skip, 0)
+	return bsoncore.NewDocumentBuilder().
+		AppendBoolean("executionSuccess", true).
+		AppendInt64("nReturned", returned).
+		AppendInt64("executionTimeMillis", time.Since(start).Milliseconds()).
+		AppendInt64("totalKeysExamined", st.keysExamined).
+		AppendInt64("totalDocsExamined", st.docsExamined).
+		AppendDocument("executionStages", winning).Build(), nil
+}
+
+// stages is the winning plan tree, outermost stage first.
+func (ex *explained) stages(p *queryPlan, f *query.Filter) bsoncore.Document {
+	plan := scanStage(p, ex.filter)
+	if ex.hasSort && nonEmpty(ex.sort) && !p.sorted {
+		plan = wrapStage("SORT", plan, bsoncore.NewDocumentBuilder().AppendDocument("sortPattern", ex.sort))
+	}
+	if ex.skip > 0 {
+		plan = wrapStage("SKIP", plan, bsoncore.NewDocumentBuilder().AppendInt64("skipAmount", ex.skip))
+	}
+	if ex.limit > 0 {
+		plan = wrapStage("LIMIT", plan, bsoncore.NewDocumentBuilder().AppendInt64("limitAmount", ex.limit))
+	}
+	if ex.projection {
+		plan = wrapStage("PROJECTION_DEFAULT", plan, bsoncore.NewDocumentBuilder())
+	}
+	return plan
+}
+
+func wrapStage(name string, input bsoncore.Document, b *bsoncore.DocumentBuilder) bsoncore.Document {
+	return b.AppendString("stage", name).AppendDocument("inputStage", input).Build()
+}
+
+// scanStage is the leaf: IDHACK, COLLSCAN or FETCH over IXSCAN.
+func scanStage(p *queryPlan, filter bsoncore.Document) bsoncore.Document {
+	switch {
+	case p.idHack:
+		return bsoncore.NewDocumentBuilder().AppendString("stage", "IDHACK").Build()
+	case p.ix == nil:
+		return bsoncore.NewDocumentBuilder().AppendString("stage", "COLLSCAN").
+			AppendDocument("filter", orEmpty(filter)).AppendString("direction", "forward").Build()
+	}
+	s := p.ix.Spec
+	direction := "forward"
+	if p.reverse {
+		direction = "backward"
+	}
+	bounds := bsoncore.NewDocumentBuilder()
+	for i, f := range s.Fields {
+		arr := bsoncore.NewArrayBuilder()
+		for _, iv := range p.bounds[i] {
+			arr.AppendString(iv.Text())
+		}
+		bounds.AppendArray(f.Path, arr.Build())
+	}
+	ixscan := bsoncore.NewDocumentBuilder().AppendString("stage", "IXSCAN").
+		AppendDocument("keyPattern", s.Key).AppendString("indexName", s.Name).
+		AppendBoolean("isMultiKey", p.ix.Multikey).AppendBoolean("isUnique", s.Unique).
+		AppendBoolean("isSparse", s.Sparse).AppendBoolean("isPartial", s.Partial != nil).
+		AppendInt32("indexVersion", 2).AppendString("direction", direction).
+		AppendDocument("indexBounds", bounds.Build()).Build()
+	fetch := bsoncore.NewDocumentBuilder().AppendString("stage", "FETCH")
+	if nonEmpty(filter) {
+		fetch.AppendDocument("filter", filter)
+	}
+	return fetch.AppendDocument("inputStage", ixscan).Build()
+}

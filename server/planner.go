@@ -1,0 +1,458 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+
+	"dumbodb/index"
+	"dumbodb/query"
+	"dumbodb/query/mongoerr"
+	"dumbodb/storage"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
+
+// queryPlan is how a query reads its documents: a point look-up by _id,
+// a collection scan, or an index scan over intervals.
+type queryPlan struct {
+	idHack bool
+	ix     *storage.IndexInfo // nil: no secondary index
+	fields []index.FieldInterval
+	// bounds are the per-field intervals in key space, for explain.
+	bounds    [][]index.FieldInterval
+	intervals []index.Interval
+	reverse   bool // scan backwards (the sort wants the index reversed)
+	sorted    bool // the scan order is the requested sort
+}
+
+// planInput is what the planner looks at.
+type planInput struct {
+	filter *query.Filter
+	sort   bsoncore.Document // nil: no sort
+	hint   bsoncore.Value    // zero: none
+}
+
+// sortKey is one {path: ±1} of a sort.
+type sortKey struct {
+	path string
+	desc bool
+}
+
+// planQuery picks a plan: the hinted index, the _id look-up, else the
+// index that bounds most key fields by equality (then a range), preferring
+// one that also gives the sort; a collection scan when none helps.
+func planQuery(rd storage.Reader, coll string, in planInput) (*queryPlan, error) {
+	indexes := rd.Indexes(coll)
+	preds := in.filter.IndexablePredicates()
+	sortKeys := plainSortKeys(in.sort)
+	if in.hint.Type != 0 {
+		return hintedPlan(indexes, in.hint, preds, sortKeys)
+	}
+	if id, ok := in.filter.IDEquality(); ok && storage.ValidateKey(id) == nil {
+		return &queryPlan{idHack: true}, nil
+	}
+	var best *queryPlan
+	bestScore := 0
+	for i := range indexes {
+		ix := &indexes[i]
+		if !usable(ix) {
+			continue
+		}
+		p, score := indexPlan(ix, preds, sortKeys)
+		if score > bestScore || (score == bestScore && best != nil && p.sorted && !best.sorted) {
+			best, bestScore = p, score
+		}
+	}
+	if best == nil || (bestScore == 0 && !best.sorted) {
+		return &queryPlan{}, nil
+	}
+	return best, nil
+}
+
+// usable says whether the planner may pick an index on its own: partial
+// and sparse indexes miss documents and hidden ones are off limits.
+func usable(ix *storage.IndexInfo) bool {
+	s := ix.Spec
+	if s.Hidden || s.Partial != nil || s.Sparse {
+		return false
+	}
+	for _, f := range s.Fields {
+		if index.HasNumericComponent(f.Path) {
+			return false
+		}
+	}
+	return true
+}
+
+// hintedPlan honours a hint: $natural and the _id index scan the
+// collection; a secondary index must exist and not be hidden.
+func hintedPlan(indexes []storage.IndexInfo, hint bsoncore.Value, preds []query.Predicate, sortKeys []sortKey) (*queryPlan, error) {
+	ix, natural, err := resolveHint(indexes, hint)
+	if err != nil || natural {
+		return &queryPlan{}, err
+	}
+	p, _ := indexPlan(ix, preds, sortKeys)
+	return p, nil
+}
+
+// resolveHint finds the index a hint names; natural is true for $natural
+// and the _id index, which are the collection itself.
+func resolveHint(indexes []storage.IndexInfo, hint bsoncore.Value) (*storage.IndexInfo, bool, error) {
+	switch hint.Type {
+	case bsoncore.TypeString:
+		name := hint.StringValue()
+		if name == index.IDIndexName {
+			return nil, true, nil
+		}
+		for i := range indexes {
+			if indexes[i].Spec.Name == name && !indexes[i].Spec.Hidden {
+				return &indexes[i], false, nil
+			}
+		}
+	case bsoncore.TypeEmbeddedDocument:
+		d := bsoncore.Document(hint.Data)
+		els, _ := d.Elements()
+		if len(els) == 0 || (len(els) == 1 && (els[0].Key() == "$natural" || els[0].Key() == "_id")) {
+			return nil, true, nil
+		}
+		probe, err := index.ParseSpec(bsoncore.NewDocumentBuilder().AppendDocument("key", d).Build())
+		if err != nil {
+			break
+		}
+		for i := range indexes {
+			if indexes[i].Spec.SameKey(probe) && !indexes[i].Spec.Hidden {
+				return &indexes[i], false, nil
+			}
+		}
+	default:
+		return nil, false, mongoerr.New(mongoerr.FailedToParse, "hint must be a string or an object")
+	}
+	return nil, false, mongoerr.New(mongoerr.BadValue, "hint provided does not correspond to an existing index")
+}
+
+// checkHintFor validates a hint against a collection's indexes.
+func checkHintFor(rd storage.Reader, coll string, hint bsoncore.Value) error {
+	if hint.Type == 0 {
+		return nil
+	}
+	_, _, err := resolveHint(rd.Indexes(coll), hint)
+	return err
+}
+
+// indexPlan bounds each key field by the predicates on it and scores the
+// result: two points per leading equality field, one for a range after.
+func indexPlan(ix *storage.IndexInfo, preds []query.Predicate, sortKeys []sortKey) (*queryPlan, int) {
+	p := &queryPlan{ix: ix}
+	score, singles, bounded := 0, 0, true
+	for _, f := range ix.Spec.Fields {
+		ivs, points := fieldIntervals(f.Path, preds, ix.Multikey)
+		if f.Desc {
+			for i := range ivs {
+				ivs[i] = ivs[i].Descending()
+			}
+		}
+		p.bounds = append(p.bounds, ivs)
+		switch {
+		case !bounded:
+			p.bounds[len(p.bounds)-1] = []index.FieldInterval{fullFor(f)}
+		case points:
+			score += 2
+			if len(ivs) == 1 && singles == len(p.bounds)-1 {
+				singles++
+			}
+		case len(ivs) == 1 && ivs[0].LoText == "MinKey" && ivs[0].HiText == "MaxKey":
+			bounded = false
+		default:
+			score++
+			bounded = false
+		}
+	}
+	p.intervals = index.EntryIntervals(p.bounds)
+	p.sorted, p.reverse = sortFromIndex(ix, singles, sortKeys)
+	return p, score
+}
+
+func fullFor(f index.Field) index.FieldInterval {
+	if f.Desc {
+		return index.FullInterval().Descending()
+	}
+	return index.FullInterval()
+}
+
+// fieldIntervals intersects the predicates on one path; points reports
+// that the result is a set of single values. On a multikey index only one
+// predicate bounds a field: different elements may satisfy different ones.
+func fieldIntervals(path string, preds []query.Predicate, multikey bool) ([]index.FieldInterval, bool) {
+	var points []index.FieldInterval
+	rng := index.FullInterval()
+	ranged := false
+	for _, pr := range preds {
+		if pr.Path != path {
+			continue
+		}
+		switch pr.Op {
+		case "$eq", "$in":
+			if points == nil || !multikey {
+				points = intersectPoints(points, pr.Values)
+			}
+		default:
+			if !ranged || !multikey {
+				rng = rng.Intersect(rangeOf(pr))
+				ranged = true
+			}
+		}
+	}
+	if points == nil {
+		return []index.FieldInterval{rng}, false
+	}
+	if !multikey && ranged {
+		points = filterPoints(points, rng)
+	}
+	return points, true
+}
+
+func rangeOf(pr query.Predicate) index.FieldInterval {
+	v := pr.Values[0]
+	text := index.ShellValue(v)
+	switch pr.Op {
+	case "$gt":
+		return index.RangeInterval(v, true, false, text)
+	case "$gte":
+		return index.RangeInterval(v, true, true, text)
+	case "$lt":
+		return index.RangeInterval(v, false, false, text)
+	}
+	return index.RangeInterval(v, false, true, text)
+}
+
+// intersectPoints is the point intervals of vals, kept to those already in
+// cur when cur is set (an empty, non-nil result matches nothing).
+func intersectPoints(cur []index.FieldInterval, vals []bsoncore.Value) []index.FieldInterval {
+	out := []index.FieldInterval{}
+	for _, v := range vals {
+		iv := index.PointInterval(v, index.ShellValue(v))
+		if cur == nil || containsPoint(cur, iv) {
+			out = append(out, iv)
+		}
+	}
+	return out
+}
+
+func containsPoint(list []index.FieldInterval, iv index.FieldInterval) bool {
+	for _, x := range list {
+		if bytes.Equal(x.Lo, iv.Lo) {
+			return true
+		}
+	}
+	return false
+}
+
+func filterPoints(points []index.FieldInterval, rng index.FieldInterval) []index.FieldInterval {
+	out := []index.FieldInterval{}
+	for _, p := range points {
+		if !p.Intersect(rng).Empty() {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// plainSortKeys reads a sort of {path: ±1} fields; nil when the sort has
+// anything else ($meta) or is empty.
+func plainSortKeys(sort bsoncore.Document) []sortKey {
+	els, _ := sort.Elements()
+	var out []sortKey
+	for _, el := range els {
+		n, ok := asInt64(el.Value())
+		if !ok || (n != 1 && n != -1) || el.Key() == "$natural" {
+			return nil
+		}
+		out = append(out, sortKey{path: el.Key(), desc: n < 0})
+	}
+	return out
+}
+
+// sortFromIndex reports whether scanning ix (forwards or, with reverse,
+// backwards) yields the sort: the sort keys follow the key fields right
+// after those pinned to one value, in the same or the opposite directions.
+// Multikey indexes order documents by one element, not the sort key.
+func sortFromIndex(ix *storage.IndexInfo, singles int, keys []sortKey) (sorted, reverse bool) {
+	fields := ix.Spec.Fields
+	if len(keys) == 0 || ix.Multikey || singles+len(keys) > len(fields) {
+		return false, false
+	}
+	flip := keys[0].desc != fields[singles].Desc
+	for i, k := range keys {
+		f := fields[singles+i]
+		if f.Path != k.path || (k.desc != f.Desc) != flip {
+			return false, false
+		}
+	}
+	return true, flip
+}
+
+// execStats counts what a plan's execution examined.
+type execStats struct {
+	keysExamined, docsExamined, returned int64
+}
+
+// planSource runs a plan, yielding the documents that match f.
+func planSource(ctx context.Context, rd storage.Reader, coll string, f *query.Filter, p *queryPlan, st *execStats) (docSource, error) {
+	switch {
+	case p.idHack:
+		return idSource(ctx, rd, coll, f, st)
+	case p.ix == nil:
+		it, err := rd.Scan(ctx, coll)
+		if err != nil {
+			return nil, err
+		}
+		return &countingFilterSource{filterSource: filterSource{it: it, f: f}, st: st}, nil
+	}
+	src := &indexSource{rd: rd, coll: coll, f: f, p: p, st: st, seen: map[string]bool{}}
+	if p.reverse {
+		return reversedIndexSource(ctx, src)
+	}
+	return src, nil
+}
+
+func idSource(ctx context.Context, rd storage.Reader, coll string, f *query.Filter, st *execStats) (docSource, error) {
+	id, _ := f.IDEquality()
+	doc, found, err := rd.Get(ctx, coll, id)
+	if err != nil {
+		return nil, err
+	}
+	if found {
+		st.keysExamined++
+		st.docsExamined++
+	}
+	if found && f.Match(doc) {
+		return &sliceSource{docs: []bsoncore.Document{doc}}, nil
+	}
+	return &sliceSource{}, f.Err()
+}
+
+// countingFilterSource is a collection scan that counts examined documents.
+type countingFilterSource struct {
+	filterSource
+	st *execStats
+}
+
+func (s *countingFilterSource) Next(ctx context.Context) (bsoncore.Document, error) {
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, contextError(err)
+		}
+		d, err := s.it.Next(ctx)
+		if err != nil {
+			return nil, err
+		}
+		s.st.docsExamined++
+		if s.f.Match(d) {
+			return d, nil
+		}
+		if err := s.f.Err(); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// indexSource walks a plan's intervals in order, fetching each document
+// once (a multikey document has several entries) and filtering it.
+type indexSource struct {
+	rd   storage.Reader
+	coll string
+	f    *query.Filter
+	p    *queryPlan
+	st   *execStats
+	next int // next interval
+	it   *storage.IndexIterator
+	seen map[string]bool
+	// ids, when set, replaces the scan (a reversed scan, read ahead).
+	ids [][]byte
+}
+
+func (s *indexSource) nextID(ctx context.Context) ([]byte, error) {
+	if s.ids != nil {
+		if len(s.ids) == 0 {
+			return nil, io.EOF
+		}
+		id := s.ids[0]
+		s.ids = s.ids[1:]
+		return id, nil
+	}
+	for {
+		if s.it == nil {
+			if s.next == len(s.p.intervals) {
+				return nil, io.EOF
+			}
+			it, err := s.rd.IndexScan(ctx, s.coll, s.p.ix.Spec.Name, s.p.intervals[s.next])
+			if err != nil {
+				return nil, err
+			}
+			s.it, s.next = it, s.next+1
+		}
+		_, id, err := s.it.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			s.it = nil
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		s.st.keysExamined++
+		return id, nil
+	}
+}
+
+func (s *indexSource) Next(ctx context.Context) (bsoncore.Document, error) {
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, contextError(err)
+		}
+		id, err := s.nextID(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if s.p.ix.Multikey {
+			if s.seen[string(id)] {
+				continue
+			}
+			s.seen[string(id)] = true
+		}
+		doc, found, err := s.rd.GetKey(ctx, s.coll, id)
+		if err != nil {
+			return nil, err
+		}
+		s.st.docsExamined++
+		if found && s.f.Match(doc) {
+			return doc, nil
+		}
+		if err := s.f.Err(); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// reversedIndexSource reads the _id keys of the scan ahead and yields
+// them backwards: index maps iterate forwards only. Keys are small next to
+// documents, which are still fetched one at a time.
+func reversedIndexSource(ctx context.Context, s *indexSource) (docSource, error) {
+	var ids [][]byte
+	for {
+		id, err := s.nextID(ctx)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	for i, j := 0, len(ids)-1; i < j; i, j = i+1, j-1 {
+		ids[i], ids[j] = ids[j], ids[i]
+	}
+	s.ids = ids
+	return s, nil
+}

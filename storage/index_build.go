@@ -1,0 +1,459 @@
+package storage
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+
+	"dumbodb/index"
+
+	"github.com/dolthub/dolt/go/store/prolly"
+	"github.com/dolthub/dolt/go/store/prolly/tree"
+	"github.com/dolthub/dolt/go/store/val"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
+
+// specsOf parses a catalog entry's index specs.
+func specsOf(info CollectionInfo) ([]*index.Spec, error) {
+	specs := make([]*index.Spec, 0, len(info.Indexes))
+	for _, raw := range info.Indexes {
+		s, err := index.LoadSpec(raw)
+		if err != nil {
+			return nil, fmt.Errorf("collection %q: %w", info.Name, err)
+		}
+		specs = append(specs, s)
+	}
+	return specs, nil
+}
+
+// docSource yields documents until io.EOF.
+type docSource func(ctx context.Context) (bsoncore.Document, error)
+
+type builtEntry struct{ fields, id []byte }
+
+// buildIndex indexes every document src yields into a new map.
+func buildIndex(ctx context.Context, ns tree.NodeStore, coll string, spec *index.Spec, src docSource) (*indexState, error) {
+	var entries []builtEntry
+	multikey := false
+	for {
+		doc, err := src(ctx)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		id, err := encodeID(doc.Lookup("_id"))
+		if err != nil {
+			return nil, err
+		}
+		keys, mk, err := spec.Keys(doc)
+		if err != nil {
+			return nil, err
+		}
+		multikey = multikey || mk
+		for _, k := range keys {
+			entries = append(entries, builtEntry{k, id})
+		}
+	}
+	sort.Slice(entries, func(i, j int) bool {
+		if c := bytes.Compare(entries[i].fields, entries[j].fields); c != 0 {
+			return c < 0
+		}
+		return bytes.Compare(entries[i].id, entries[j].id) < 0
+	})
+	if err := checkBuiltUnique(coll, spec, entries); err != nil {
+		return nil, err
+	}
+	m, err := entriesMap(ctx, ns, entries, multikey)
+	if err != nil {
+		return nil, err
+	}
+	return &indexState{spec: spec, base: m, edits: newEdits(), multikey: multikey}, nil
+}
+
+// checkBuiltUnique refuses a unique index over documents that share a key.
+func checkBuiltUnique(coll string, spec *index.Spec, entries []builtEntry) error {
+	if !spec.Unique {
+		return nil
+	}
+	for i := 1; i < len(entries); i++ {
+		if bytes.Equal(entries[i].fields, entries[i-1].fields) && !bytes.Equal(entries[i].id, entries[i-1].id) {
+			return &DuplicateKeyError{Collection: coll, Index: spec.Name, KeyPattern: spec.Key,
+				KeyValue: decodedKeyValue(spec, entries[i].fields), ID: entries[i].id}
+		}
+	}
+	return nil
+}
+
+// decodedKeyValue names the key fields when no document is at hand.
+func decodedKeyValue(spec *index.Spec, fields []byte) bsoncore.Document {
+	b := bsoncore.NewDocumentBuilder()
+	for _, f := range spec.Fields {
+		b.AppendString(f.Path, fmt.Sprintf("%x", fields))
+	}
+	return b.Build()
+}
+
+func entriesMap(ctx context.Context, ns tree.NodeStore, entries []builtEntry, multikey bool) (prolly.Map, error) {
+	tuples := make([]val.Tuple, 0, 2*len(entries)+2)
+	add := func(k, v []byte) error {
+		kt, err := keyTuple(ns, k)
+		if err != nil {
+			return err
+		}
+		vt, err := valueTuple(ctx, ns, v)
+		if err != nil {
+			return err
+		}
+		tuples = append(tuples, kt, vt)
+		return nil
+	}
+	if multikey {
+		if err := add(index.MultikeyMarker, []byte{}); err != nil {
+			return prolly.Map{}, err
+		}
+	}
+	for _, e := range entries {
+		if err := add(entryKey(e.fields, e.id), e.id); err != nil {
+			return prolly.Map{}, err
+		}
+	}
+	return prolly.NewMapFromTuples(ctx, ns, keyDesc, valDesc, tuples...)
+}
+
+// collectionDocs yields a collection's live documents (base and edits).
+func collectionDocs(ctx context.Context, ns tree.NodeStore, c *collection) (docSource, error) {
+	it, err := newIterator(ctx, ns, c.base, c.edits)
+	if err != nil {
+		return nil, err
+	}
+	return it.Next, nil
+}
+
+// setIndexes makes c's indexes exactly specs: kept ones stay as they are,
+// new ones are built from the collection's documents.
+func (c *collection) setIndexes(ctx context.Context, ns tree.NodeStore, specs []*index.Spec) error {
+	out := make([]*indexState, 0, len(specs))
+	for _, s := range specs {
+		if ix := c.index(s.Name); ix != nil && string(ix.spec.Raw) == string(s.Raw) {
+			out = append(out, ix)
+			continue
+		}
+		src, err := collectionDocs(ctx, ns, c)
+		if err != nil {
+			return err
+		}
+		ix, err := buildIndex(ctx, ns, c.info.Name, s, src)
+		if err != nil {
+			return err
+		}
+		out = append(out, ix)
+	}
+	for _, ix := range c.indexes {
+		if !containsIndex(out, ix) {
+			c.dropIndexEdits(ix)
+		}
+	}
+	c.indexes = out
+	return nil
+}
+
+func containsIndex(list []*indexState, ix *indexState) bool {
+	for _, x := range list {
+		if x == ix {
+			return true
+		}
+	}
+	return false
+}
+
+// dropIndexEdits gives back the memory a dropped index's edits took.
+func (c *collection) dropIndexEdits(ix *indexState) {
+	if ix.edits == nil {
+		return
+	}
+	ix.edits.Ascend(func(e *edit) bool {
+		c.editBytes -= editSize(e)
+		return true
+	})
+}
+
+// SetIndexes replaces a collection's secondary index specs (createIndexes,
+// dropIndexes): new indexes are built from the documents now, dropped ones
+// disappear. The catalog entry is logged; index entries never are, since
+// they derive from the documents.
+func (tx *Tx) SetIndexes(ctx context.Context, coll string, raws []bsoncore.Document) error {
+	c, err := tx.mutable(coll)
+	if err != nil {
+		return err
+	}
+	info := c.info
+	info.Indexes = raws
+	if err := tx.applyInfo(ctx, c, info); err != nil {
+		return err
+	}
+	tx.ops = append(tx.ops, walOp{op: opMeta, coll: coll, value: info.encode()})
+	return nil
+}
+
+func (tx *Tx) applyInfo(ctx context.Context, c *collection, info CollectionInfo) error {
+	specs, err := specsOf(info)
+	if err != nil {
+		return err
+	}
+	if err := c.setIndexes(ctx, tx.ns, specs); err != nil {
+		return err
+	}
+	c.info = info
+	return nil
+}
+
+// redoMeta replays a catalog entry change.
+func (tx *Tx) redoMeta(ctx context.Context, o walOp) error {
+	c, err := tx.mutable(o.coll)
+	if err != nil {
+		return err
+	}
+	info, err := decodeCollectionInfo(o.value)
+	if err != nil {
+		return err
+	}
+	info.Name = o.coll
+	if err := tx.applyInfo(ctx, c, info); err != nil {
+		return err
+	}
+	tx.ops = append(tx.ops, o)
+	return nil
+}
+
+// foldIndexes folds a collection's index edits at a checkpoint; data is
+// the folded document map, which the folded indexes now describe.
+func foldIndexes(ctx context.Context, ns tree.NodeStore, c *collection, data prolly.Map) ([]*indexState, error) {
+	out := make([]*indexState, len(c.indexes))
+	for i, ix := range c.indexes {
+		m, err := foldEdits(ctx, ns, &collection{base: ix.base, edits: ix.edits})
+		if err != nil {
+			return nil, fmt.Errorf("index %s: %w", ix.spec.Name, err)
+		}
+		out[i] = &indexState{spec: ix.spec, base: m, of: &data, multikey: ix.multikey}
+	}
+	return out, nil
+}
+
+// syncIndexes brings the indexes of an edit-free collection up to date
+// with its document map after the map was replaced wholesale (merge,
+// conflict resolution) or loaded without them. It returns c itself when
+// nothing had to change, else an updated copy.
+func syncIndexes(ctx context.Context, ns tree.NodeStore, c *collection) (*collection, error) {
+	specs, err := specsOf(c.info)
+	if err != nil {
+		return nil, err
+	}
+	if indexesInSync(c, specs) {
+		return c, nil
+	}
+	out := make([]*indexState, 0, len(specs))
+	for _, s := range specs {
+		ix, err := syncIndex(ctx, ns, c, s)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ix)
+	}
+	next := *c
+	next.indexes = out
+	return &next, nil
+}
+
+func indexesInSync(c *collection, specs []*index.Spec) bool {
+	if len(c.indexes) != len(specs) {
+		return false
+	}
+	for i, ix := range c.indexes {
+		if string(ix.spec.Raw) != string(specs[i].Raw) || !ix.current(c.base) {
+			return false
+		}
+	}
+	return true
+}
+
+// current reports whether ix indexes exactly the document map data.
+func (ix *indexState) current(data prolly.Map) bool {
+	return ix.of != nil && ix.of.HashOf() == data.HashOf() && (ix.edits == nil || ix.edits.Len() == 0)
+}
+
+// syncIndex finds a state of spec among c's candidates and diffs it up to
+// c's map, or builds the index afresh.
+func syncIndex(ctx context.Context, ns tree.NodeStore, c *collection, s *index.Spec) (*indexState, error) {
+	for _, ix := range c.indexes {
+		if string(ix.spec.Raw) != string(s.Raw) || ix.of == nil || (ix.edits != nil && ix.edits.Len() > 0) {
+			continue
+		}
+		if ix.of.HashOf() == c.base.HashOf() {
+			return ix, nil
+		}
+		return diffIndex(ctx, ns, c.info.Name, ix, c.base)
+	}
+	it, err := newIterator(ctx, ns, c.base, nil)
+	if err != nil {
+		return nil, err
+	}
+	ix, err := buildIndex(ctx, ns, c.info.Name, s, it.Next)
+	if err != nil {
+		return nil, err
+	}
+	ix.of = &c.base
+	return ix, nil
+}
+
+// diffIndex applies the document changes from ix.of to data to ix.
+func diffIndex(ctx context.Context, ns tree.NodeStore, coll string, ix *indexState, data prolly.Map) (*indexState, error) {
+	next := &indexState{spec: ix.spec, multikey: ix.multikey, edits: newEdits()}
+	var added []builtEntry
+	err := prolly.DiffMaps(ctx, *ix.of, data, false, func(ctx context.Context, d tree.Diff) error {
+		id := append([]byte(nil), keyBytes(val.Tuple(d.Key))...)
+		oldDoc, err := diffDoc(ctx, ns, d.From)
+		if err != nil {
+			return err
+		}
+		newDoc, err := diffDoc(ctx, ns, d.To)
+		if err != nil {
+			return err
+		}
+		oldKeys, _, err := keysOf(ix.spec, oldDoc)
+		if err != nil {
+			return err
+		}
+		newKeys, mk, err := keysOf(ix.spec, newDoc)
+		if err != nil {
+			return err
+		}
+		del, add := keyDiff(oldKeys, newKeys)
+		for _, k := range del {
+			next.edits.ReplaceOrInsert(&edit{key: entryKey(k, id)})
+		}
+		for _, k := range add {
+			next.edits.ReplaceOrInsert(&edit{key: entryKey(k, id), value: id})
+			added = append(added, builtEntry{k, id})
+		}
+		next.multikey = next.multikey || mk
+		return nil
+	})
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, err
+	}
+	if next.multikey {
+		next.edits.ReplaceOrInsert(&edit{key: index.MultikeyMarker, value: []byte{}})
+	}
+	m, err := foldEdits(ctx, ns, &collection{base: ix.base, edits: next.edits})
+	if err != nil {
+		return nil, err
+	}
+	next.base, next.edits, next.of = m, newEdits(), &data
+	return next, checkAddedUnique(ctx, ns, coll, next, added, data)
+}
+
+func diffDoc(ctx context.Context, ns tree.NodeStore, it tree.Item) ([]byte, error) {
+	if it == nil {
+		return nil, nil
+	}
+	b, err := valueBytes(ctx, ns, val.Tuple(it))
+	return append([]byte(nil), b...), err
+}
+
+// checkAddedUnique fails when an entry a diff added to a unique index
+// shares its key with another document's.
+func checkAddedUnique(ctx context.Context, ns tree.NodeStore, coll string, ix *indexState, added []builtEntry, data prolly.Map) error {
+	if !ix.spec.Unique {
+		return nil
+	}
+	for _, e := range added {
+		other, err := ix.holder(ctx, ns, e.fields, e.id)
+		if err != nil || other == nil {
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		doc, _, err := lookup(ctx, ns, data, nil, e.id)
+		if err != nil {
+			return err
+		}
+		return ix.duplicate(coll, e.fields, e.id, doc)
+	}
+	return nil
+}
+
+// loadIndexes reads a collection's index maps from a root, building any
+// the root lacks (a root written before the index existed).
+func loadIndexes(ctx context.Context, ns tree.NodeStore, root prolly.AddressMap, c *collection) error {
+	specs, err := specsOf(c.info)
+	if err != nil {
+		return err
+	}
+	for _, s := range specs {
+		addr, err := root.Get(ctx, indexRootName(c.info.Name, s.Name))
+		if err != nil {
+			return err
+		}
+		if addr.IsEmpty() {
+			continue // syncIndexes builds it
+		}
+		m, err := loadMap(ctx, ns, addr)
+		if err != nil {
+			return fmt.Errorf("load index %s.%s: %w", c.info.Name, s.Name, err)
+		}
+		mk, err := hasKey(ctx, ns, m, index.MultikeyMarker)
+		if err != nil {
+			return err
+		}
+		data := c.base
+		c.indexes = append(c.indexes, &indexState{spec: s, base: m, edits: newEdits(), of: &data, multikey: mk})
+	}
+	synced, err := syncIndexes(ctx, ns, c)
+	if err != nil {
+		return err
+	}
+	*c = *synced
+	return nil
+}
+
+func hasKey(ctx context.Context, ns tree.NodeStore, m prolly.Map, key []byte) (bool, error) {
+	k, err := keyTuple(ns, key)
+	if err != nil {
+		return false, err
+	}
+	_, found, err := getValue(ctx, ns, m, k)
+	return found, err
+}
+
+// putIndexRoots adds a collection's index maps to a root being built.
+func putIndexRoots(ctx context.Context, ed prolly.AddressMapEditor, c *collection) error {
+	for _, ix := range c.indexes {
+		if err := ed.Update(ctx, indexRootName(c.info.Name, ix.spec.Name), ix.base.HashOf()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// syncStateIndexes brings every collection of an edit-free state in line
+// before its root is written, so that no root ever holds a stale index.
+// Only collections whose indexes changed are replaced in st.colls; a
+// published state is always in sync and so is never modified.
+func syncStateIndexes(ctx context.Context, ns tree.NodeStore, st *rootState) error {
+	for name, c := range st.colls {
+		synced, err := syncIndexes(ctx, ns, c)
+		if err != nil {
+			return fmt.Errorf("indexes of %s: %w", name, err)
+		}
+		if synced != c {
+			st.colls[name] = synced
+		}
+	}
+	return nil
+}
