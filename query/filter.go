@@ -62,6 +62,13 @@ type pathExpr struct {
 }
 
 func (p *pathExpr) matchDoc(doc []byte) bool {
+	// A top-level field that holds no array reaches every operator as one
+	// value: find it once instead of once per operator ({f: {$gte, $lt}}).
+	if len(p.parts) == 1 {
+		if v, ok := lookupField(doc, p.parts[0]); ok && v.Type != bsoncore.TypeArray {
+			return p.node.eval(source{single: v})
+		}
+	}
 	return p.node.eval(source{doc: doc, parts: p.parts})
 }
 

@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"dumbodb/query"
+
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"golang.org/x/sys/unix"
 )
@@ -129,4 +131,63 @@ func dirSize(dir string) int64 {
 		return nil
 	})
 	return total
+}
+
+// scanBench seeds 50,000 documents and times one pass over them, with or
+// without a filter: matching must not dominate the cost of a scan.
+func scanBench(b *testing.B, filter bson.D) {
+	ts := benchServer(b)
+	coll := ts.client().Database("bench").Collection("scan")
+	batch := make([]any, 0, 1000)
+	for i := 0; i < 50000; i++ {
+		batch = append(batch, bson.D{{Key: "_id", Value: i}, {Key: "n", Value: i % 1000},
+			{Key: "s", Value: "some text to make the document about a hundred bytes"}, {Key: "f", Value: float64(i)}})
+		if len(batch) == cap(batch) {
+			if _, err := coll.InsertMany(ctx, batch); err != nil {
+				b.Fatal(err)
+			}
+			batch = batch[:0]
+		}
+	}
+	d, err := ts.engine.Database(ctx, "bench", false)
+	if err != nil {
+		b.Fatal(err)
+	}
+	raw, _ := bson.Marshal(append(bson.D{}, filter...))
+	f, err := query.CompileFilter(raw)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		it, err := d.Snapshot().Scan(ctx, "scan")
+		if err != nil {
+			b.Fatal(err)
+		}
+		matched := 0
+		for {
+			doc, err := it.Next(ctx)
+			if err != nil {
+				break
+			}
+			if len(filter) == 0 || f.Match(doc) {
+				matched++
+			}
+		}
+		if matched == 0 {
+			b.Fatal("nothing matched")
+		}
+	}
+}
+
+// BenchmarkScan50K is a plain full scan of 50,000 documents.
+func BenchmarkScan50K(b *testing.B) { scanBench(b, nil) }
+
+// BenchmarkFilterEq50K is the same scan with an equality filter on a
+// non-indexed field.
+func BenchmarkFilterEq50K(b *testing.B) { scanBench(b, bson.D{{Key: "n", Value: 7}}) }
+
+// BenchmarkFilterRange50K is the same scan with a range filter.
+func BenchmarkFilterRange50K(b *testing.B) {
+	scanBench(b, bson.D{{Key: "f", Value: bson.D{{Key: "$gte", Value: 1000.0}, {Key: "$lt", Value: 2000.0}}}})
 }
