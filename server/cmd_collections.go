@@ -90,7 +90,7 @@ func cursorBatchSize(r *request, opts bsoncore.Document) (int, error) {
 
 // createOptions are the create options we store; the rest are refused.
 var createOptions = map[string]bool{
-	"validator": true, "validationLevel": true, "validationAction": true, "collation": true,
+	"collation": true,
 	"storageEngine": true, "indexOptionDefaults": true, "comment": true, "writeConcern": true,
 	"changeStreamPreAndPostImages": true, "expireAfterSeconds": true,
 }
@@ -109,7 +109,8 @@ func cmdCreate(r *request) (bsoncore.Document, error) {
 			if b, _ := asBool(el.Value()); b || k != "capped" {
 				return nil, mongoerr.New(mongoerr.NotImplemented, "capped collections are not supported by DumboDB")
 			}
-		case k == "viewOn" || k == "pipeline" || k == "timeseries" || k == "clusteredIndex" || k == "encryptedFields":
+		case k == "viewOn" || k == "pipeline" || k == "timeseries" || k == "clusteredIndex" || k == "encryptedFields" ||
+			k == "validator" || k == "validationLevel" || k == "validationAction":
 			return nil, mongoerr.New(mongoerr.NotImplemented, "create option '%s' is not supported by DumboDB yet", k)
 		case createOptions[k]:
 			if k != "comment" && k != "writeConcern" {
