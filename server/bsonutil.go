@@ -1,7 +1,6 @@
 package server
 
 import (
-	"fmt"
 	"strconv"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -55,28 +54,6 @@ func typeName(t bsoncore.Type) string {
 		return "maxKey"
 	}
 	return "missing"
-}
-
-// shellString renders a value the way mongod prints it in error messages
-// (duplicate key errors): 1, "a", ObjectId('…').
-func shellString(v bsoncore.Value) string {
-	switch v.Type {
-	case bsoncore.TypeInt32:
-		return strconv.Itoa(int(v.Int32()))
-	case bsoncore.TypeInt64:
-		return strconv.FormatInt(v.Int64(), 10)
-	case bsoncore.TypeDouble:
-		return strconv.FormatFloat(v.Double(), 'g', -1, 64)
-	case bsoncore.TypeString:
-		return strconv.Quote(v.StringValue())
-	case bsoncore.TypeObjectID:
-		return fmt.Sprintf("ObjectId('%s')", bson.ObjectID(v.ObjectID()).Hex())
-	case bsoncore.TypeBoolean:
-		return strconv.FormatBool(v.Boolean())
-	case bsoncore.TypeNull:
-		return "null"
-	}
-	return v.String()
 }
 
 // newObjectID is the _id MongoDB generates for documents without one.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"time"
 
+	"dumbodb/index"
 	"dumbodb/query/mongoerr"
 	"dumbodb/storage"
 
@@ -503,7 +504,7 @@ func customResolution(resolution string, id bsoncore.Value, doc bsoncore.Documen
 		return nil, mongoerr.New(mongoerr.BadValue, "a custom resolution needs a document")
 	}
 	if got, err := doc.LookupErr("_id"); err == nil && !got.Equal(id) {
-		return nil, mongoerr.New(mongoerr.ImmutableField, "the custom document must keep _id %s", shellString(id))
+		return nil, mongoerr.New(mongoerr.ImmutableField, "the custom document must keep _id %s", index.ShellValue(id))
 	}
 	withID := bsoncore.NewDocumentBuilder().AppendValue("_id", id)
 	els, _ := doc.Elements()
