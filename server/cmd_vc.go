@@ -344,6 +344,7 @@ func collectionDiffDoc(cd storage.CollectionDiff) bsoncore.Document {
 		AppendString("name", cd.Name).
 		AppendString("status", cd.Status).
 		AppendBoolean("optionsChanged", cd.OptionsChanged).
+		AppendBoolean("indexesChanged", cd.IndexesChanged).
 		AppendArray("added", added.Build()).
 		AppendArray("removed", removed.Build()).
 		AppendArray("modified", modified.Build()).Build()

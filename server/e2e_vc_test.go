@@ -136,6 +136,13 @@ func TestVersionControlWorkflow(t *testing.T) {
 	if get(ch, "path") != "v" || get(ch, "from") != "ours" || get(ch, "to") != "both" {
 		t.Fatalf("diff %v", diff)
 	}
+	if _, err := items.Indexes().CreateOne(ctx, mongo.IndexModel{Keys: bson.D{{Key: "v", Value: 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	idiff := vc(t, c, "shop", bson.D{{Key: "dumboDiff", Value: 1}})
+	if get(idiff["collections"].(bson.A)[0], "indexesChanged") != true {
+		t.Fatalf("index change not in the diff: %v", idiff)
+	}
 	if findV(t, c, "shop@main~1", 2) != "ours" {
 		t.Fatal("shop@main~1 does not read the earlier state")
 	}

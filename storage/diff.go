@@ -40,6 +40,7 @@ type CollectionDiff struct {
 	Name           string
 	Status         string // "added", "dropped" or "modified"
 	OptionsChanged bool
+	IndexesChanged bool
 	Added          []DocChange
 	Removed        []DocChange
 	Modified       []DocChange
@@ -119,7 +120,8 @@ func (d *Database) diffCollection(ctx context.Context, a, b *rootState, name str
 		cd.Status = "dropped"
 	default:
 		cd.OptionsChanged = !bytes.Equal(ca.info.Options, cb.info.Options)
-		if ca.base.HashOf() == cb.base.HashOf() && !cd.OptionsChanged {
+		cd.IndexesChanged = !sameSpecs(ca.info.Indexes, cb.info.Indexes)
+		if ca.base.HashOf() == cb.base.HashOf() && !cd.OptionsChanged && !cd.IndexesChanged {
 			return cd, false, nil
 		}
 	}
@@ -277,4 +279,16 @@ func (d *Database) Status(ctx context.Context, branchName string) (StatusInfo, e
 	info.Merge = work.merge
 	info.Changes, err = d.diffStates(ctx, headState, work, "", false)
 	return info, err
+}
+
+func sameSpecs(a, b []bsoncore.Document) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if !bytes.Equal(a[i], b[i]) {
+			return false
+		}
+	}
+	return true
 }
