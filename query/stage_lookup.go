@@ -123,6 +123,12 @@ func (fi *foreignIndex) candidates(vals []bsoncore.Value) []bsoncore.Document {
 // matchAny returns the candidates whose path equals one of vals, with
 // the query language's equality ({path: {$in: vals}}).
 func (fi *foreignIndex) matchAny(path string, vals []bsoncore.Value, env *Env) ([]bsoncore.Document, error) {
+	return matchIn(path, vals, env, fi.candidates(vals))
+}
+
+// matchIn keeps the documents whose path equals one of vals, with the
+// query language's equality ({path: {$in: vals}}), in their order.
+func matchIn(path string, vals []bsoncore.Value, env *Env, docs []bsoncore.Document) ([]bsoncore.Document, error) {
 	in := bsoncore.NewArrayBuilder()
 	for _, v := range vals {
 		in.AppendValue(v)
@@ -133,12 +139,25 @@ func (fi *foreignIndex) matchAny(path string, vals []bsoncore.Value, env *Env) (
 		return nil, err
 	}
 	var out []bsoncore.Document
-	for _, d := range fi.candidates(vals) {
+	for _, d := range docs {
 		if f.Match(d) {
 			out = append(out, d)
 		}
 	}
 	return out, nil
+}
+
+// EqualityCatalog is a Catalog that can find a collection's documents by
+// equality on one field through an index, so that $lookup probes the
+// foreign collection per input document instead of loading it whole.
+type EqualityCatalog interface {
+	Catalog
+	// LookupEqual returns, in the collection's (_id) order, documents of
+	// coll among which are all those whose path equals one of vals by the
+	// query language's binary equality ({path: {$in: vals}}, no
+	// collation); the caller filters them. ok is false when no index
+	// serves path and these values; the caller then scans.
+	LookupEqual(ctx context.Context, coll, path string, vals []bsoncore.Value) (docs []bsoncore.Document, ok bool, err error)
 }
 
 // localValues are the values a local field joins on: the elements of an
@@ -294,27 +313,63 @@ func (l *lookupSpec) run(in Stream, pc *pipeCtx) Stream {
 	var foreign []bsoncore.Document
 	var fi *foreignIndex
 	loaded := false
+	// load reads the foreign collection once, when first needed: always
+	// for a pipeline alone, for an equality join only when no index
+	// serves the local values.
+	load := func(ctx context.Context) error {
+		if loaded {
+			return nil
+		}
+		loaded = true
+		if l.from != "" {
+			var err error
+			if foreign, err = loadCollection(ctx, pc, l.from); err != nil {
+				return err
+			}
+		}
+		if l.localField != "" {
+			fi = newForeignIndex(foreign, l.foreignField, pc.env.coll())
+		}
+		return nil
+	}
+	// An index answers binary equality only: not under a collation.
+	var ec EqualityCatalog
+	if c, ok := pc.opts.Catalog.(EqualityCatalog); ok && l.localField != "" && l.from != "" && pc.env.coll() == nil {
+		ec = c
+	}
 	return funcStream(func(ctx context.Context) (bsoncore.Document, error) {
 		d, err := in.Next(ctx)
 		if err != nil {
 			return nil, err
 		}
-		if !loaded {
-			if l.from != "" {
-				if foreign, err = loadCollection(ctx, pc, l.from); err != nil {
-					return nil, err
-				}
+		if l.localField == "" {
+			if err := load(ctx); err != nil {
+				return nil, err
 			}
-			if l.localField != "" {
-				fi = newForeignIndex(foreign, l.foreignField, pc.env.coll())
-			}
-			loaded = true
 		}
 		matches := foreign
-		if fi != nil {
+		if l.localField != "" {
 			lv := evalPath(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: d}, splitPath(l.localField))
-			if matches, err = fi.matchAny(l.foreignField, localValues(lv), pc.env); err != nil {
-				return nil, err
+			vals := localValues(lv)
+			probed := false
+			if ec != nil {
+				var cands []bsoncore.Document
+				if cands, probed, err = ec.LookupEqual(ctx, l.from, l.foreignField, vals); err != nil {
+					return nil, err
+				}
+				if probed {
+					if matches, err = matchIn(l.foreignField, vals, pc.env, cands); err != nil {
+						return nil, err
+					}
+				}
+			}
+			if !probed {
+				if err := load(ctx); err != nil {
+					return nil, err
+				}
+				if matches, err = fi.matchAny(l.foreignField, vals, pc.env); err != nil {
+					return nil, err
+				}
 			}
 		}
 		if l.hasPipeline {

@@ -1,12 +1,16 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"errors"
+	"io"
 	"os"
+	"sort"
 	"time"
 
+	"dumbodb/index"
 	"dumbodb/query"
 	"dumbodb/query/mongoerr"
 	"dumbodb/storage"
@@ -104,13 +108,24 @@ func cmdAggregate(r *request) (bsoncore.Document, error) {
 	if a.collectionless {
 		ns = r.ns("$cmd.aggregate")
 	}
+	var lead *leadingMatch
+	if !a.collectionless {
+		if lead, err = planLeadingMatch(snap, a, env); err != nil {
+			return nil, err
+		}
+	}
 	if a.explain {
-		return explainAggregate(ns, p), nil
+		return explainAggregate(ns, p, lead, snap, env), nil
 	}
 	r.c.s.stats.opQuery.Add(1)
 	defer r.withMaxTime(a.maxTimeMS)()
 	var in query.Stream = query.NewSliceStream(nil)
-	if !a.collectionless {
+	switch {
+	case lead != nil:
+		if in, err = planSource(r.ctx, snap, a.coll, lead.f, lead.plan, &execStats{}); err != nil {
+			return nil, err
+		}
+	case !a.collectionless:
 		if in, err = snap.Scan(r.ctx, a.coll); err != nil {
 			return nil, err
 		}
@@ -135,19 +150,72 @@ func (r *request) localSessions() []bsoncore.Document {
 		AppendDateTime("lastUse", time.Now().UnixMilli()).Build()}
 }
 
-// explainAggregate describes the plan: a collection scan feeding the
-// stages in order.
-func explainAggregate(ns string, p *query.Pipeline) bsoncore.Document {
+// leadingMatch is the planned read of a pipeline that starts with $match:
+// the planner picks an index for its filter (and a $sort right after it),
+// as for find. The stages still all run, so results are the same.
+type leadingMatch struct {
+	filter bsoncore.Document
+	f      *query.Filter
+	plan   *queryPlan
+}
+
+// planLeadingMatch plans a leading $match; nil when the pipeline has none
+// (or its filter is not one find would take: the stage reports errors).
+func planLeadingMatch(snap *storage.Snapshot, a *aggregateArgs, env *query.Env) (*leadingMatch, error) {
+	vals, _ := a.pipeline.Values()
+	if len(vals) == 0 {
+		return nil, nil
+	}
+	first, _ := vals[0].DocumentOK()
+	filter, ok := first.Lookup("$match").DocumentOK()
+	if !ok || len(first) == 0 || firstKeyOf(first) != "$match" {
+		return nil, nil
+	}
+	f, err := query.CompileFilterEnv(filter, env)
+	if err != nil {
+		return nil, nil
+	}
+	in := planInput{filter: f, hint: a.hint}
+	if len(vals) > 1 {
+		if next, ok := vals[1].DocumentOK(); ok && firstKeyOf(next) == "$sort" {
+			in.sort, _ = next.Lookup("$sort").DocumentOK()
+		}
+	}
+	p, err := planQuery(snap, a.coll, in)
+	if err != nil {
+		return nil, err
+	}
+	return &leadingMatch{filter: filter, f: f, plan: p}, nil
+}
+
+func firstKeyOf(d bsoncore.Document) string {
+	el, err := d.IndexErr(0)
+	if err != nil {
+		return ""
+	}
+	return el.Key()
+}
+
+// explainAggregate describes the plan: the read of the collection (an
+// index scan for a leading $match that has one) feeding the stages in
+// order; each $lookup by localField/foreignField names the index it
+// probes in indexesUsed (empty: it scans the foreign collection).
+func explainAggregate(ns string, p *query.Pipeline, lead *leadingMatch, snap *storage.Snapshot, env *query.Env) bsoncore.Document {
+	winning := bsoncore.NewDocumentBuilder().AppendString("stage", "COLLSCAN").AppendString("direction", "forward").Build()
+	parsed := bsoncore.NewDocumentBuilder().Build()
+	if lead != nil {
+		winning, parsed = scanStage(lead.plan, lead.filter), lead.filter
+	}
 	plan := bsoncore.NewDocumentBuilder().
 		AppendString("namespace", ns).
-		AppendDocument("parsedQuery", bsoncore.NewDocumentBuilder().Build()).
-		AppendDocument("winningPlan", bsoncore.NewDocumentBuilder().AppendString("stage", "COLLSCAN").AppendString("direction", "forward").Build()).
+		AppendDocument("parsedQuery", parsed).
+		AppendDocument("winningPlan", winning).
 		AppendArray("rejectedPlans", bsoncore.NewArrayBuilder().Build()).
 		Build()
 	stages := bsoncore.NewArrayBuilder().AppendDocument(bsoncore.NewDocumentBuilder().
 		AppendDocument("$cursor", bsoncore.NewDocumentBuilder().AppendDocument("queryPlanner", plan).Build()).Build())
 	for _, s := range p.Specs() {
-		stages.AppendDocument(s)
+		stages.AppendDocument(withLookupIndex(s, snap, env))
 	}
 	return bsoncore.NewDocumentBuilder().
 		AppendString("explainVersion", "1").
@@ -155,6 +223,30 @@ func explainAggregate(ns string, p *query.Pipeline) bsoncore.Document {
 		AppendDocument("queryPlanner", plan).
 		AppendDouble("ok", 1).
 		Build()
+}
+
+// withLookupIndex adds indexesUsed to a $lookup stage's explain entry:
+// the index LookupEqual probes for it, if any.
+func withLookupIndex(stage bsoncore.Document, snap *storage.Snapshot, env *query.Env) bsoncore.Document {
+	spec, ok := stage.Lookup("$lookup").DocumentOK()
+	if !ok || firstKeyOf(stage) != "$lookup" {
+		return stage
+	}
+	from, _ := spec.Lookup("from").StringValueOK()
+	foreign, hasForeign := spec.Lookup("foreignField").StringValueOK()
+	if _, hasLocal := spec.Lookup("localField").StringValueOK(); !hasLocal || !hasForeign || from == "" {
+		return stage
+	}
+	used := bsoncore.NewArrayBuilder()
+	if env == nil || env.Collation == nil {
+		if foreign == "_id" {
+			used.AppendString(index.IDIndexName)
+		} else if ix := lookupIndex(snap.Indexes(from), foreign); ix != nil {
+			used.AppendString(ix.Spec.Name)
+		}
+	}
+	return bsoncore.NewDocumentBuilder().AppendDocument("$lookup", spec).
+		AppendArray("indexesUsed", used.Build()).Build()
 }
 
 // snapshotCatalog serves the pipeline's other collections from the same
@@ -171,6 +263,158 @@ func (c snapshotCatalog) Count(_ context.Context, coll string) (int64, bool, err
 	}
 	n, err := c.snap.Count(coll)
 	return int64(n), true, err
+}
+
+// LookupEqual probes the index on path (or the _id itself) for the local
+// values of a $lookup: query.EqualityCatalog. It declines (ok false) when
+// no usable index leads with path or a value cannot be probed by point
+// (arrays, regexes, MinKey/MaxKey, NaN match other than by equal keys).
+func (c snapshotCatalog) LookupEqual(ctx context.Context, coll, path string, vals []bsoncore.Value) ([]bsoncore.Document, bool, error) {
+	for _, v := range vals {
+		if !probeable(v) {
+			return nil, false, nil
+		}
+	}
+	points := probePoints(vals)
+	if path == "_id" {
+		return c.lookupIDs(ctx, coll, points)
+	}
+	ix := lookupIndex(c.snap.Indexes(coll), path)
+	if ix == nil {
+		return nil, false, nil
+	}
+	ids, err := lookupIndexIDs(ctx, c.snap, coll, ix, points)
+	if err != nil {
+		return nil, false, err
+	}
+	docs := make([]bsoncore.Document, 0, len(ids))
+	for _, id := range ids {
+		doc, found, err := c.snap.GetKey(ctx, coll, id)
+		if err != nil {
+			return nil, false, err
+		}
+		if found {
+			docs = append(docs, doc)
+		}
+	}
+	return docs, true, nil
+}
+
+// lookupIDs fetches documents by _id values, in _id order.
+func (c snapshotCatalog) lookupIDs(ctx context.Context, coll string, points []bsoncore.Value) ([]bsoncore.Document, bool, error) {
+	seen := map[string]bool{}
+	var keys []string
+	for _, v := range points {
+		if storage.ValidateKey(v) != nil {
+			return nil, false, nil
+		}
+		k := string(index.EncodeKey(nil, v))
+		if !seen[k] {
+			seen[k] = true
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	var docs []bsoncore.Document
+	for _, k := range keys {
+		doc, found, err := c.snap.GetKey(ctx, coll, []byte(k))
+		if err != nil {
+			return nil, false, err
+		}
+		if found {
+			docs = append(docs, doc)
+		}
+	}
+	return docs, true, nil
+}
+
+// probeable says whether the documents equal to v are exactly those with
+// an index key equal to v's (null also: undefined, missing).
+func probeable(v bsoncore.Value) bool {
+	switch v.Type {
+	case bsoncore.TypeArray, bsoncore.TypeRegex, bsoncore.TypeMinKey, bsoncore.TypeMaxKey:
+		return false
+	case bsoncore.TypeDouble, bsoncore.TypeDecimal128:
+		return !query.ExactNumber(v).NaN
+	}
+	return true
+}
+
+// probePoints are the key values to probe for vals: a null (or missing,
+// or undefined) local value joins foreign nulls, undefineds and missing
+// fields, which indexes key as null, and empty arrays, keyed undefined.
+func probePoints(vals []bsoncore.Value) []bsoncore.Value {
+	out := make([]bsoncore.Value, 0, len(vals)+1)
+	nullish := false
+	for _, v := range vals {
+		switch v.Type {
+		case 0, bsoncore.TypeNull, bsoncore.TypeUndefined:
+			nullish = true
+		default:
+			out = append(out, v)
+		}
+	}
+	if nullish {
+		out = append(out, bsoncore.Value{Type: bsoncore.TypeNull}, bsoncore.Value{Type: bsoncore.TypeUndefined})
+	}
+	return out
+}
+
+// lookupIndex picks the usable index whose first key field is path, the
+// one with the fewest fields; nil when there is none.
+func lookupIndex(indexes []storage.IndexInfo, path string) *storage.IndexInfo {
+	var best *storage.IndexInfo
+	for i := range indexes {
+		ix := &indexes[i]
+		if !usable(ix) || ix.Spec.Fields[0].Path != path {
+			continue
+		}
+		if best == nil || len(ix.Spec.Fields) < len(best.Spec.Fields) {
+			best = ix
+		}
+	}
+	return best
+}
+
+// lookupIndexIDs scans ix at the points (every value of the later key
+// fields) and returns the _id keys found, each once, in _id order.
+func lookupIndexIDs(ctx context.Context, rd storage.Reader, coll string, ix *storage.IndexInfo, points []bsoncore.Value) ([][]byte, error) {
+	first := make([]index.FieldInterval, 0, len(points))
+	for _, v := range points {
+		iv := index.PointInterval(v, "")
+		if ix.Spec.Fields[0].Desc {
+			iv = iv.Descending()
+		}
+		first = append(first, iv)
+	}
+	sort.Slice(first, func(i, j int) bool { return bytes.Compare(first[i].Lo, first[j].Lo) < 0 })
+	bounds := [][]index.FieldInterval{first}
+	for _, f := range ix.Spec.Fields[1:] {
+		bounds = append(bounds, []index.FieldInterval{fullFor(f)})
+	}
+	seen := map[string]bool{}
+	var ids [][]byte
+	for _, iv := range index.EntryIntervals(bounds) {
+		it, err := rd.IndexScan(ctx, coll, ix.Spec.Name, iv)
+		if err != nil {
+			return nil, err
+		}
+		for {
+			_, id, err := it.Next(ctx)
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				return nil, err
+			}
+			if !seen[string(id)] {
+				seen[string(id)] = true
+				ids = append(ids, id)
+			}
+		}
+	}
+	sort.Slice(ids, func(i, j int) bool { return bytes.Compare(ids[i], ids[j]) < 0 })
+	return ids, nil
 }
 
 // aggWriter writes $out and $merge results, each in one transaction.

@@ -229,9 +229,17 @@ func (d *Database) mergeCollection(ctx context.Context, base, ours, theirs *root
 	if err != nil {
 		return err
 	}
-	merged, conflicts, err := d.mergeMaps(ctx, baseMap, oursMap, theirsMap)
+	merged, recs, err := d.mergeMaps(ctx, baseMap, oursMap, theirsMap)
 	if err != nil {
 		return err
+	}
+	if inOurs {
+		var clashes []conflictRec
+		merged, clashes, err = d.uniqueClashes(ctx, info, o, baseMap, oursMap, theirsMap, merged)
+		if err != nil {
+			return err
+		}
+		recs = append(recs, clashes...)
 	}
 	n, err := merged.Count()
 	if err != nil {
@@ -240,11 +248,15 @@ func (d *Database) mergeCollection(ctx context.Context, base, ours, theirs *root
 	// The indexes of either side are a starting point: buildRoot diffs
 	// them up to the merged map (or builds them) before anything is stored.
 	out.colls[name] = &collection{info: info, base: merged, count: n, indexes: indexCandidates(o, t)}
-	if conflicts != nil {
+	if len(recs) > 0 {
+		cm, err := d.conflictMap(ctx, recs)
+		if err != nil {
+			return err
+		}
 		if out.conflicts == nil {
 			out.conflicts = map[string]prolly.Map{}
 		}
-		out.conflicts[name] = *conflicts
+		out.conflicts[name] = cm
 	}
 	return nil
 }
@@ -270,8 +282,9 @@ type conflictRec struct {
 }
 
 // mergeMaps merges document maps; documents changed on both sides merge
-// field by field, and what cannot merge becomes a conflict (ours stays).
-func (d *Database) mergeMaps(ctx context.Context, base, ours, theirs prolly.Map) (prolly.Map, *prolly.Map, error) {
+// field by field, and what cannot merge becomes a conflict record (ours
+// stays).
+func (d *Database) mergeMaps(ctx context.Context, base, ours, theirs prolly.Map) (prolly.Map, []conflictRec, error) {
 	var recs []conflictRec
 	var cbErr error
 	merged, _, err := prolly.MergeMaps(ctx, ours, theirs, base, func(left, right tree.Diff) (tree.Diff, bool) {
@@ -287,11 +300,7 @@ func (d *Database) mergeMaps(ctx context.Context, base, ours, theirs prolly.Map)
 	if err == nil {
 		err = cbErr
 	}
-	if err != nil || len(recs) == 0 {
-		return merged, nil, err
-	}
-	cm, err := d.conflictMap(ctx, recs)
-	return merged, &cm, err
+	return merged, recs, err
 }
 
 func (d *Database) resolveCollision(ctx context.Context, left, right tree.Diff) (tree.Diff, bool, conflictRec, error) {

@@ -2,7 +2,10 @@ package storage
 
 import (
 	"errors"
+	"io"
 	"testing"
+
+	"dumbodb/index"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
@@ -241,5 +244,183 @@ func TestRebaseWithConflictAndGC(t *testing.T) {
 	put(t, d, "main", docKV(5, "v", 5))
 	if get(t, d, main, 5) == nil {
 		t.Fatal("write after GC")
+	}
+}
+
+func setUnique(t *testing.T, d *Database, branch, field string) {
+	t.Helper()
+	spec := bsoncore.NewDocumentBuilder().
+		AppendDocument("key", bsoncore.NewDocumentBuilder().AppendInt32(field, 1).Build()).
+		AppendString("name", field+"_1").AppendBoolean("unique", true).Build()
+	err := d.WriteBranch(ctx, branch, func(tx *Tx) error {
+		if _, err := tx.EnsureCollection(ctx, "c"); err != nil {
+			return err
+		}
+		return tx.SetIndexes(ctx, "c", []bsoncore.Document{spec})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// indexIDs lists the _id keys of an index's entries on a branch.
+func indexIDs(t *testing.T, d *Database, branch, name string) map[string]int {
+	t.Helper()
+	snap, err := d.BranchSnapshot(ctx, branch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	it, err := snap.IndexScan(ctx, "c", name, index.Interval{Start: []byte{1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]int{}
+	for {
+		_, id, err := it.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			return out
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[string(id)]++
+	}
+}
+
+func TestMergeUniqueIndexClashesAreConflicts(t *testing.T) {
+	dir := t.TempDir()
+	e := openEngine(t, dir, Options{})
+	d, _ := e.Database(ctx, "db", true)
+	main := Revision{Branch: "main"}
+	setUnique(t, d, "main", "email")
+	put(t, d, "main", docKV(3, "email", "c", "n", 1))
+	put(t, d, "main", docKV(4, "email", "d", "n", 1))
+	put(t, d, "main", docKV(5, "email", "e", "n", 1))
+	if _, err := d.Commit(ctx, "main", CommitOptions{Message: "base"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.CreateBranch(ctx, "feature", main); err != nil {
+		t.Fatal(err)
+	}
+	// Both sides add a document with email x; they change document 3 to
+	// email y while we add document 6 with y; both change document 5, we
+	// keep its email, they move it to x too (field-level merge would
+	// otherwise give it x). Document 4 moves to z on their side only: no
+	// clash, it merges.
+	put(t, d, "feature", docKV(2, "email", "x"))
+	put(t, d, "feature", docKV(3, "email", "y", "n", 1))
+	put(t, d, "feature", docKV(4, "email", "z", "n", 1))
+	put(t, d, "feature", docKV(5, "email", "x2", "n", 1))
+	if _, err := d.Commit(ctx, "feature", CommitOptions{Message: "theirs"}); err != nil {
+		t.Fatal(err)
+	}
+	put(t, d, "main", docKV(1, "email", "x"))
+	put(t, d, "main", docKV(6, "email", "y"))
+	put(t, d, "main", docKV(7, "email", "x2"))
+	put(t, d, "main", docKV(5, "email", "e", "n", 2))
+	if _, err := d.Commit(ctx, "main", CommitOptions{Message: "ours"}); err != nil {
+		t.Fatal(err)
+	}
+	head, _ := d.headCommit(ctx, "main")
+	res, err := d.Merge(ctx, "main", Revision{Branch: "feature"}, MergeOptions{})
+	if !errors.Is(err, ErrMergeConflicts) || res.Conflicts["c"] != 3 {
+		t.Fatalf("merge: %+v %v", res, err)
+	}
+	if now, _ := d.headCommit(ctx, "main"); now.Addr() != head.Addr() {
+		t.Fatal("HEAD moved on a conflicting merge")
+	}
+	confs, err := d.Conflicts(ctx, "main", "c")
+	if err != nil || len(confs) != 3 {
+		t.Fatalf("conflicts %+v %v", confs, err)
+	}
+	byID := map[int32]Conflict{}
+	for _, c := range confs {
+		byID[c.ID.Int32()] = c
+	}
+	if c := byID[2]; c.Ours != nil || c.Base != nil || c.Theirs.Lookup("email").StringValue() != "x" {
+		t.Fatalf("conflict on 2: %+v", c)
+	}
+	if c := byID[3]; c.Ours.Lookup("email").StringValue() != "c" || c.Base.Lookup("email").StringValue() != "c" ||
+		c.Theirs.Lookup("email").StringValue() != "y" {
+		t.Fatalf("conflict on 3: %+v", c)
+	}
+	if c := byID[5]; c.Ours.Lookup("n").Int32() != 2 || c.Theirs.Lookup("email").StringValue() != "x2" {
+		t.Fatalf("conflict on 5: %+v", c)
+	}
+	// Ours stays in the data; the clean change merged.
+	if get(t, d, main, 2) != nil || get(t, d, main, 3).Lookup("email").StringValue() != "c" ||
+		get(t, d, main, 5).Lookup("email").StringValue() != "e" || get(t, d, main, 4).Lookup("email").StringValue() != "z" {
+		t.Fatal("merged data wrong")
+	}
+	// A resolution that still violates the index fails and keeps the conflict.
+	err = d.ResolveConflict(ctx, "main", "c", idValue(2), ResolveTheirs, nil)
+	var dup *DuplicateKeyError
+	if !errors.As(err, &dup) || dup.Index != "email_1" {
+		t.Fatalf("violating resolution: %v", err)
+	}
+	if confs, _ := d.Conflicts(ctx, "main", "c"); len(confs) != 3 || get(t, d, main, 2) != nil {
+		t.Fatal("a failed resolution changed the state")
+	}
+	// The stopped merge survives a restart.
+	e.Close()
+	e = openEngine(t, dir, Options{})
+	defer e.Close()
+	d, _ = e.Database(ctx, "db", false)
+	if err := d.ResolveConflict(ctx, "main", "c", idValue(2), ResolveCustom, docKV(2, "email", "x3")); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.ResolveConflict(ctx, "main", "c", idValue(3), ResolveOurs, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.ResolveConflict(ctx, "main", "c", idValue(5), ResolveOurs, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.MergeContinue(ctx, "main", CommitOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if ids := indexIDs(t, d, "main", "email_1"); len(ids) != 7 {
+		t.Fatalf("index entries after the merge: %v", ids)
+	}
+	if get(t, d, main, 2).Lookup("email").StringValue() != "x3" {
+		t.Fatal("custom resolution lost")
+	}
+}
+
+func TestMergeUniqueIndexWithoutClash(t *testing.T) {
+	e := openEngine(t, t.TempDir(), Options{})
+	defer e.Close()
+	d, _ := e.Database(ctx, "db", true)
+	main := Revision{Branch: "main"}
+	setUnique(t, d, "main", "email")
+	put(t, d, "main", docKV(1, "email", "a"))
+	put(t, d, "main", docKV(2, "email", "b"))
+	d.Commit(ctx, "main", CommitOptions{Message: "base"})
+	d.CreateBranch(ctx, "feature", main)
+	// They free "a" and take it for a new document; we free "b" and give
+	// it to document 1's neighbour.
+	put(t, d, "feature", docKV(1, "email", "a2"))
+	put(t, d, "feature", docKV(3, "email", "a"))
+	d.Commit(ctx, "feature", CommitOptions{Message: "theirs"})
+	put(t, d, "main", docKV(2, "email", "b2"))
+	put(t, d, "main", docKV(4, "email", "b"))
+	d.Commit(ctx, "main", CommitOptions{Message: "ours"})
+	if _, err := d.Merge(ctx, "main", Revision{Branch: "feature"}, MergeOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if ids := indexIDs(t, d, "main", "email_1"); len(ids) != 4 {
+		t.Fatalf("index entries: %v", ids)
+	}
+	// A cherry-pick that brings a clashing key stops with a conflict too.
+	d.CreateBranch(ctx, "side", main)
+	put(t, d, "side", docKV(9, "email", "z"))
+	pick, _ := d.Commit(ctx, "side", CommitOptions{Message: "add z"})
+	put(t, d, "main", docKV(8, "email", "z"))
+	d.Commit(ctx, "main", CommitOptions{Message: "main z"})
+	rev, _ := d.Resolve(ctx, pick.ID, "main")
+	if res, err := d.CherryPick(ctx, "main", rev, CommitOptions{}); !errors.Is(err, ErrMergeConflicts) || res.Conflicts["c"] != 1 {
+		t.Fatalf("cherry-pick: %+v %v", res, err)
+	}
+	if err := d.MergeAbort(ctx, "main"); err != nil {
+		t.Fatal(err)
 	}
 }
