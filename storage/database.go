@@ -45,6 +45,7 @@ type Database struct {
 	branches map[string]*branch
 	main     *branch
 	closed   atomic.Bool
+	pins     pins // states that live snapshots read
 }
 
 // branch is the live state of one branch: the published state that readers
@@ -306,7 +307,7 @@ func (d *Database) headRootRef(ctx context.Context, head datas.Dataset) (types.R
 
 // Snapshot returns a consistent read-only view of the main branch as of now.
 func (d *Database) Snapshot() *Snapshot {
-	return &Snapshot{ns: d.ns, st: d.main.state.Load()}
+	return d.newSnapshot(d.main.state.Load())
 }
 
 // BranchSnapshot returns a consistent read-only view of a branch as of now.
@@ -315,7 +316,7 @@ func (d *Database) BranchSnapshot(ctx context.Context, name string) (*Snapshot, 
 	if err != nil {
 		return nil, err
 	}
-	return &Snapshot{ns: d.ns, st: b.state.Load()}, nil
+	return d.newSnapshot(b.state.Load()), nil
 }
 
 type noSyncKey struct{}

@@ -14,7 +14,8 @@ import (
 // GC removes the chunks no branch, tag, commit or working set reaches
 // (dropped branches, superseded working roots). Writers wait while it runs;
 // every branch is checkpointed first, so every live state is reachable
-// from a ref. It reports the database's size on disk before and after.
+// from a ref, and the trees that open snapshots read are kept too (pins).
+// It reports the database's size on disk before and after.
 func (d *Database) GC(ctx context.Context) (before, after int64, err error) {
 	before = d.engine.SizeOnDisk(d.name)
 	branches := d.branchList()
@@ -38,6 +39,11 @@ func (d *Database) GC(ctx context.Context) (before, after int64, err error) {
 	}
 	if err := dss.IterAll(ctx, func(_ string, h hash.Hash) error { keep.Insert(h); return nil }); err != nil {
 		return before, before, err
+	}
+	// States that open snapshots and cursors still read may be older than
+	// the checkpoints just made.
+	for _, h := range d.pins.roots() {
+		keep.Insert(h)
 	}
 	gc, ok := d.db.(datas.GarbageCollector)
 	if !ok {

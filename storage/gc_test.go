@@ -26,3 +26,61 @@ func TestGCKeepsOutOfLineDocuments(t *testing.T) {
 		t.Fatalf("after GC the document has %d bytes", len(got))
 	}
 }
+
+// TestGCKeepsWhatOpenSnapshotsRead: a cursor opened before a GC reads on
+// after it, although checkpoints made its state unreachable from refs.
+func TestGCKeepsWhatOpenSnapshotsRead(t *testing.T) {
+	e := openEngine(t, t.TempDir(), Options{})
+	defer e.Close()
+	d, _ := e.Database(ctx, "db", true)
+	pad := string(bytes.Repeat([]byte("p"), 500))
+	err := d.Write(ctx, func(tx *Tx) error {
+		tx.EnsureCollection(ctx, "c")
+		for i := int32(0); i < 3000; i++ {
+			if err := tx.Insert(ctx, "c", docKV(i, "v", 0, "pad", pad)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Checkpoint(ctx)
+	it, err := d.Snapshot().Scan(ctx, "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := it.Next(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Rewrite every document, so the old trees are garbage, then collect.
+	err = d.Write(ctx, func(tx *Tx) error {
+		for i := int32(0); i < 3000; i++ {
+			if err := tx.Replace(ctx, "c", docKV(i, "v", 1, "pad", pad)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := d.GC(ctx); err != nil {
+		t.Fatal(err)
+	}
+	n := 1
+	for {
+		doc, err := it.Next(ctx)
+		if err != nil {
+			break
+		}
+		if doc.Lookup("v").Int32() != 0 {
+			t.Fatal("the old cursor sees new data")
+		}
+		n++
+	}
+	if n != 3000 {
+		t.Fatalf("the cursor read %d of 3000 documents after GC", n)
+	}
+}

@@ -55,7 +55,8 @@ const editBatch = 64
 // Iterator walks a collection in _id order: the base map merged with the
 // edits made since the checkpoint. Next returns io.EOF at the end.
 type Iterator struct {
-	ns tree.NodeStore
+	ns    tree.NodeStore
+	owner *Snapshot // the snapshot iterated, when there is one
 
 	base  prolly.MapIter // nil when exhausted
 	bk    []byte         // peeked base key (nil: none)

@@ -279,7 +279,7 @@ func (d *Database) SnapshotAt(ctx context.Context, rev Revision) (*Snapshot, err
 	if err != nil {
 		return nil, err
 	}
-	return &Snapshot{ns: d.ns, st: st}, nil
+	return d.newSnapshot(st), nil
 }
 
 func (d *Database) commitState(ctx context.Context, c *datas.Commit) (*rootState, error) {

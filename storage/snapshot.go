@@ -76,7 +76,11 @@ func (s *Snapshot) Scan(ctx context.Context, coll string) (*Iterator, error) {
 	if !ok {
 		return &Iterator{edone: true}, nil
 	}
-	return newIterator(ctx, s.ns, c.base, c.edits)
+	it, err := newIterator(ctx, s.ns, c.base, c.edits)
+	if it != nil {
+		it.owner = s // keeps the snapshot, and so its GC pin, alive
+	}
+	return it, err
 }
 
 // Count returns the number of documents in a collection.

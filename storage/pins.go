@@ -1,0 +1,61 @@
+package storage
+
+import (
+	"runtime"
+	"sync"
+
+	"github.com/dolthub/dolt/go/store/hash"
+)
+
+// pins counts the states that live snapshots read, so that GC keeps their
+// chunks even when a later checkpoint has made them unreachable from any
+// ref: a cursor opened before a GC must still be able to read.
+type pins struct {
+	mu     sync.Mutex
+	states map[*rootState]int
+}
+
+func (p *pins) add(st *rootState) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.states == nil {
+		p.states = map[*rootState]int{}
+	}
+	p.states[st]++
+}
+
+func (p *pins) remove(st *rootState) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.states[st]--; p.states[st] <= 0 {
+		delete(p.states, st)
+	}
+}
+
+// roots are the addresses of every prolly tree a pinned state reads.
+func (p *pins) roots() []hash.Hash {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []hash.Hash
+	for st := range p.states {
+		for _, c := range st.colls {
+			out = append(out, c.base.HashOf())
+			for _, ix := range c.indexes {
+				out = append(out, ix.base.HashOf())
+			}
+		}
+		for _, m := range st.conflicts {
+			out = append(out, m.HashOf())
+		}
+	}
+	return out
+}
+
+// newSnapshot makes a snapshot of st whose pin lasts as long as the
+// snapshot (and the iterators made from it) are reachable.
+func (d *Database) newSnapshot(st *rootState) *Snapshot {
+	s := &Snapshot{ns: d.ns, st: st}
+	d.pins.add(st)
+	runtime.AddCleanup(s, func(st *rootState) { d.pins.remove(st) }, st)
+	return s
+}
