@@ -30,6 +30,7 @@ type serverFlags struct {
 	cacheMB    int
 	syncdelay  int
 	testCmds   bool
+	author     string
 }
 
 func parseFlags(args []string, stderr io.Writer) (*serverFlags, error) {
@@ -46,6 +47,7 @@ func parseFlags(args []string, stderr io.Writer) (*serverFlags, error) {
 		"memory for acknowledged writes not yet checkpointed; reaching it forces a checkpoint")
 	fs.IntVar(&o.syncdelay, "syncdelay", int(storage.DefaultCheckpointInterval/time.Second),
 		"seconds between checkpoints of changed databases")
+	fs.StringVar(&o.author, "author", storage.DefaultAuthor, `default commit author, "Name <email>"`)
 	fs.BoolVar(&o.testCmds, "enableTestCommands", false, "enable test-only commands (configureFailPoint), for driver test suites")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: dumbodb [options]\n\nA MongoDB-compatible document database with Git-style version control.\n\nOptions:\n")
@@ -104,6 +106,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	engine, err := storage.Open(o.dataDir, storage.Options{
 		CacheBytes:         int64(o.cacheMB) << 20,
 		CheckpointInterval: time.Duration(o.syncdelay) * time.Second,
+		Author:             o.author,
 	}, log)
 	if err != nil {
 		log.Error().Str("c", "STORAGE").Err(err).Msg("cannot open the data directory")

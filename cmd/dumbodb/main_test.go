@@ -142,11 +142,16 @@ func TestStartLogStopAndRestart(t *testing.T) {
 		t.Errorf("only %d log lines", lines)
 	}
 
-	p = startProc(t, dir, "--dbpath", dir) // the mongod alias
+	p = startProc(t, dir, "--dbpath", dir, "--author", "Ops <ops@example.com>") // the mongod alias
 	var got bson.M
 	err := p.client(t).Database("app").Collection("c").FindOne(context.Background(), bson.M{"_id": "kept"}).Decode(&got)
 	if err != nil || got["v"] != int32(1) {
 		t.Fatalf("after restart: %v %v", got, err)
+	}
+	var commit bson.M
+	if err := p.client(t).Database("app").RunCommand(context.Background(),
+		bson.D{{Key: "dumboCommit", Value: 1}, {Key: "message", Value: "m"}}).Decode(&commit); err != nil || commit["author"] != "Ops <ops@example.com>" {
+		t.Fatalf("commit with the configured author: %v %v", commit, err)
 	}
 	if code := p.stop(t, syscall.SIGINT); code != 0 {
 		t.Fatalf("exit code %d after SIGINT", code)
