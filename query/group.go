@@ -128,9 +128,12 @@ func (t *groupTable) key(id bsoncore.Value) string {
 }
 
 // groupDocs groups the whole input, then yields one document per group in
-// order of first appearance.
+// order of first appearance. With allowDiskUse it also keeps the keyed
+// input; once over the budget it drops the groups and regroups that input
+// and the rest through an external sort by group key (spillGroups).
 func groupDocs(ctx context.Context, in Stream, idExpr Expr, accs []accSpec, env *Env, b *memBudget) (Stream, error) {
 	t := &groupTable{coll: env.coll(), buckets: map[string][]*group{}}
+	var kept []keyedDoc
 	for {
 		doc, err := in.Next(ctx)
 		if errors.Is(err, io.EOF) {
@@ -146,6 +149,15 @@ func groupDocs(ctx context.Context, in Stream, idExpr Expr, accs []accSpec, env 
 		}
 		if id.Type == 0 {
 			id = nullValue
+		}
+		if b.allowDisk {
+			kept = append(kept, keyedDoc{key: id, doc: doc})
+			if err := b.add(len(doc) + len(id.Data) + 48); err != nil {
+				return nil, err
+			}
+			if b.over() {
+				return spillGroups(ctx, kept, in, idExpr, accs, env, b)
+			}
 		}
 		gr := t.find(id)
 		if gr == nil {
@@ -270,4 +282,93 @@ func pathValues(v bsoncore.Value, parts []string) []bsoncore.Value {
 		return out
 	}
 	return nil
+}
+
+// spillGroups groups by an external sort: every input document is keyed
+// as {k: <group key>, d: <document>}, sorted stably by key (sortStream
+// spills runs to temporary files past the budget) and folded one group
+// at a time, so memory holds one run and one group. Groups come out in
+// key order; within a group, documents keep their input order.
+func spillGroups(ctx context.Context, kept []keyedDoc, rest Stream, idExpr Expr, accs []accSpec, env *Env, b *memBudget) (Stream, error) {
+	coll := env.coll()
+	keyed := funcStream(func(ctx context.Context) (bsoncore.Document, error) {
+		if len(kept) > 0 {
+			kd := kept[0]
+			kept[0] = keyedDoc{}
+			kept = kept[1:]
+			return keyedRecord(kd.key, kd.doc), nil
+		}
+		doc, err := rest.Next(ctx)
+		if err != nil {
+			return nil, err
+		}
+		id, err := idExpr.eval(newEvalCtx(doc, env))
+		if err != nil {
+			return nil, err
+		}
+		if id.Type == 0 {
+			id = nullValue
+		}
+		return keyedRecord(id, doc), nil
+	})
+	sorted, err := sortStream(ctx, keyed, func(a, c bsoncore.Document) int {
+		return compareWith(recordKey(a), recordKey(c), coll)
+	}, &memBudget{stage: b.stage, limit: b.limit, allowDisk: true})
+	if err != nil {
+		return nil, err
+	}
+	var pending bsoncore.Document // the first record of the next group
+	done := false
+	return funcStream(func(ctx context.Context) (bsoncore.Document, error) {
+		if done {
+			return nil, io.EOF
+		}
+		if pending == nil {
+			d, err := sorted.Next(ctx)
+			if err != nil {
+				return nil, err
+			}
+			pending = d
+		}
+		gr := &group{id: recordKey(pending)}
+		for _, a := range accs {
+			gr.accs = append(gr.accs, a.mk())
+		}
+		for {
+			doc, _ := lookupField(pending, "d")
+			c := newEvalCtx(doc.Data, env)
+			for _, a := range gr.accs {
+				if _, err := a.add(c); err != nil {
+					return nil, err
+				}
+			}
+			next, err := sorted.Next(ctx)
+			if errors.Is(err, io.EOF) {
+				done = true
+				break
+			}
+			if err != nil {
+				return nil, err
+			}
+			pending = next
+			if compareWith(gr.id, recordKey(next), coll) != 0 {
+				break
+			}
+		}
+		return groupResult(gr, accs)
+	}), nil
+}
+
+// keyedRecord is the spilled form of a document and its sort key.
+func keyedRecord(key bsoncore.Value, doc bsoncore.Document) bsoncore.Document {
+	idx, dst := bsoncore.AppendDocumentStart(make([]byte, 0, len(doc)+len(key.Data)+16))
+	dst = bsoncore.AppendValueElement(dst, "k", key)
+	dst = bsoncore.AppendDocumentElement(dst, "d", doc)
+	dst, _ = bsoncore.AppendDocumentEnd(dst, idx)
+	return dst
+}
+
+func recordKey(rec bsoncore.Document) bsoncore.Value {
+	v, _ := lookupField(rec, "k")
+	return v
 }

@@ -43,6 +43,18 @@ type WriteTarget interface {
 	Replace(ctx context.Context, doc bsoncore.Document) error
 }
 
+// KeyedWriteTarget is a WriteTarget that can match documents on fields
+// other than _id, for $merge's 'on'.
+type KeyedWriteTarget interface {
+	WriteTarget
+	// HasUniqueIndex says whether a unique index (not partial, sparse or
+	// hidden) has exactly these key fields, in any order.
+	HasUniqueIndex(fields []string) bool
+	// FindBy returns, through that index, the documents whose fields
+	// equal vals (binary equality; vals are scalars, not null).
+	FindBy(ctx context.Context, fields []string, vals []bsoncore.Value) ([]bsoncore.Document, error)
+}
+
 // DefaultMemoryLimit is how much a blocking stage may hold without
 // allowDiskUse, as mongod's internalQueryMaxBlockingSortMemoryUsageBytes.
 const DefaultMemoryLimit = 100 << 20

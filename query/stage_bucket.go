@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"math"
 	"sort"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -158,6 +159,7 @@ func compileBucketAutoStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 	}
 	var groupBy Expr
 	var output bsoncore.Value
+	var rounder *granularityRounder
 	n := 0
 	it := newIter(spec.Data)
 	for {
@@ -177,7 +179,7 @@ func compileBucketAutoStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 		case "output":
 			output = v
 		case "granularity":
-			err = mongoerr.New(mongoerr.NotImplemented, "$bucketAuto granularity is not supported by DumboDB")
+			rounder, err = newGranularityRounder(v)
 		default:
 			err = mongoerr.New(mongoerr.Code(40245), "Unrecognized option to $bucketAuto: %s.", k)
 		}
@@ -194,7 +196,7 @@ func compileBucketAutoStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 	}
 	return func(in Stream) Stream {
 		return lazyStream(func(ctx context.Context) (Stream, error) {
-			return bucketAuto(ctx, in, groupBy, n, accs, pc)
+			return bucketAuto(ctx, in, groupBy, n, accs, rounder, pc)
 		})
 	}, nil
 }
@@ -204,17 +206,17 @@ type keyedDoc struct {
 	doc bsoncore.Document
 }
 
-// bucketAuto sorts by the groupBy value and cuts runs of about n-th of
-// the documents, never splitting equal values; each bucket's max is the
-// next bucket's min (the last one's is its own largest value).
-func bucketAuto(ctx context.Context, in Stream, groupBy Expr, n int, accs []accSpec, pc *pipeCtx) (Stream, error) {
-	b := pc.budget("$bucketAuto")
-	var docs []keyedDoc
-	for {
+// bucketAuto sorts by the groupBy value (through sortStream, which
+// spills to disk past the budget with allowDiskUse) and cuts runs of
+// about n-th of the documents, never splitting equal values, as mongod's
+// BucketAutoStage: each bucket's max is the next bucket's min (the last
+// one's is its own largest value); with a granularity the boundaries are
+// rounded to the series.
+func bucketAuto(ctx context.Context, in Stream, groupBy Expr, n int, accs []accSpec, rounder *granularityRounder, pc *pipeCtx) (Stream, error) {
+	coll := pc.env.coll()
+	count := 0
+	keyed := funcStream(func(ctx context.Context) (bsoncore.Document, error) {
 		d, err := in.Next(ctx)
-		if errors.Is(err, io.EOF) {
-			break
-		}
 		if err != nil {
 			return nil, err
 		}
@@ -222,51 +224,134 @@ func bucketAuto(ctx context.Context, in Stream, groupBy Expr, n int, accs []accS
 		if err != nil {
 			return nil, err
 		}
+		if rounder != nil {
+			if err := rounder.checkKey(k); err != nil {
+				return nil, err
+			}
+		}
 		if k.Type == 0 {
 			k = nullValue
 		}
-		if err := b.add(len(d)); err != nil {
-			return nil, err
-		}
-		docs = append(docs, keyedDoc{key: k, doc: d})
+		count++
+		return keyedRecord(k, d), nil
+	})
+	sorted, err := sortStream(ctx, keyed, func(a, c bsoncore.Document) int {
+		return compareWith(recordKey(a), recordKey(c), coll)
+	}, pc.budget("$bucketAuto"))
+	if err != nil {
+		return nil, err
 	}
-	sort.SliceStable(docs, func(i, j int) bool { return compareWith(docs[i].key, docs[j].key, pc.env.coll()) < 0 })
-	size := int(float64(len(docs))/float64(n) + 0.5)
+	size := int(math.Round(float64(count) / float64(n)))
 	size = max(size, 1)
-	var out []bsoncore.Document
-	for start, bucket := 0, 0; start < len(docs); bucket++ {
-		end := len(docs)
-		if bucket < n-1 {
-			end = min(start+size, len(docs))
-			for end < len(docs) && Compare(docs[end].key, docs[end-1].key) == 0 {
-				end++
+	var next bsoncore.Document // the first record of the next bucket
+	var prevMax bsoncore.Value
+	havePrev := false
+	bucket := 0
+	pull := func(ctx context.Context) (bsoncore.Document, error) {
+		d, err := sorted.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			return nil, nil
+		}
+		return d, err
+	}
+	return funcStream(func(ctx context.Context) (bsoncore.Document, error) {
+		if bucket >= n {
+			return nil, io.EOF
+		}
+		bucket++
+		if next == nil && bucket == 1 {
+			if next, err = pull(ctx); err != nil {
+				return nil, err
 			}
 		}
-		maxKey := docs[end-1].key
-		if end < len(docs) {
-			maxKey = docs[end].key
+		if next == nil {
+			return nil, io.EOF
 		}
-		id := bsoncore.NewDocumentBuilder().AppendValue("min", docs[start].key).AppendValue("max", maxKey).Build()
-		gr := &group{id: bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: id}}
+		gr := &group{}
 		for _, a := range accs {
 			gr.accs = append(gr.accs, a.mk())
 		}
-		for _, kd := range docs[start:end] {
-			c := newEvalCtx(kd.doc, pc.env)
+		var maxKey bsoncore.Value
+		add := func(rec bsoncore.Document) error {
+			maxKey = recordKey(rec)
+			doc, _ := lookupField(rec, "d")
+			c := newEvalCtx(doc.Data, pc.env)
 			for _, a := range gr.accs {
 				if _, err := a.add(c); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		minKey := recordKey(next)
+		if rounder != nil {
+			if havePrev {
+				minKey = prevMax
+			} else if minKey, err = rounder.roundDown(minKey); err != nil {
+				return nil, err
+			}
+		}
+		if err := add(next); err != nil {
+			return nil, err
+		}
+		last, exhausted := bucket == n, false
+		for i := 1; i < size || last; i++ {
+			d, err := pull(ctx)
+			if err != nil {
+				return nil, err
+			}
+			if d == nil {
+				exhausted = true
+				break
+			}
+			if err := add(d); err != nil {
+				return nil, err
+			}
+		}
+		next = nil
+		if !exhausted {
+			if next, err = pull(ctx); err != nil {
+				return nil, err
+			}
+		}
+		if rounder != nil {
+			boundary, err := rounder.roundUp(maxKey)
+			if err != nil {
+				return nil, err
+			}
+			for next != nil && (Compare(boundary, recordKey(next)) > 0 || Compare(maxKey, recordKey(next)) == 0) {
+				if err := add(next); err != nil {
+					return nil, err
+				}
+				if next, err = pull(ctx); err != nil {
 					return nil, err
 				}
 			}
+			if toFloat(boundary) == 0 && next != nil {
+				if maxKey, err = rounder.roundDown(recordKey(next)); err != nil {
+					return nil, err
+				}
+			} else {
+				maxKey = boundary
+			}
+		} else {
+			for next != nil && compareWith(maxKey, recordKey(next), coll) == 0 {
+				if err := add(next); err != nil {
+					return nil, err
+				}
+				if next, err = pull(ctx); err != nil {
+					return nil, err
+				}
+			}
+			if next != nil {
+				maxKey = recordKey(next)
+			}
 		}
-		d, err := groupResult(gr, accs)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, d)
-		start = end
-	}
-	return &sliceStream{docs: out}, nil
+		prevMax, havePrev = maxKey, true
+		gr.id = bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: bsoncore.NewDocumentBuilder().
+			AppendValue("min", minKey).AppendValue("max", maxKey).Build()}
+		return groupResult(gr, accs)
+	}), nil
 }
 
 func compileSortByCountStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {

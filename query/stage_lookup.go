@@ -129,14 +129,42 @@ func (fi *foreignIndex) matchAny(path string, vals []bsoncore.Value, env *Env) (
 // matchIn keeps the documents whose path equals one of vals, with the
 // query language's equality ({path: {$in: vals}}), in their order.
 func matchIn(path string, vals []bsoncore.Value, env *Env, docs []bsoncore.Document) ([]bsoncore.Document, error) {
+	return (*inFilters)(nil).match(path, vals, env, docs)
+}
+
+// inFilters caches the compiled {path: {$in: vals}} filters of one
+// $lookup run by their values, so that input documents joining on the
+// same values do not compile the filter again.
+type inFilters struct{ m map[string]*Filter }
+
+const maxCachedInFilters = 4096
+
+func (c *inFilters) match(path string, vals []bsoncore.Value, env *Env, docs []bsoncore.Document) ([]bsoncore.Document, error) {
+	if len(docs) == 0 {
+		return nil, nil
+	}
 	in := bsoncore.NewArrayBuilder()
 	for _, v := range vals {
 		in.AppendValue(v)
 	}
-	f, err := CompileFilterEnv(bsoncore.NewDocumentBuilder().
-		AppendDocument(path, bsoncore.NewDocumentBuilder().AppendArray("$in", in.Build()).Build()).Build(), env)
-	if err != nil {
-		return nil, err
+	arr := in.Build()
+	var f *Filter
+	if c != nil {
+		f = c.m[string(arr)]
+	}
+	if f == nil {
+		var err error
+		f, err = CompileFilterEnv(bsoncore.NewDocumentBuilder().
+			AppendDocument(path, bsoncore.NewDocumentBuilder().AppendArray("$in", arr).Build()).Build(), env)
+		if err != nil {
+			return nil, err
+		}
+		if c != nil {
+			if c.m == nil || len(c.m) >= maxCachedInFilters {
+				c.m = map[string]*Filter{}
+			}
+			c.m[string(arr)] = f
+		}
 	}
 	var out []bsoncore.Document
 	for _, d := range docs {
@@ -332,6 +360,7 @@ func (l *lookupSpec) run(in Stream, pc *pipeCtx) Stream {
 		}
 		return nil
 	}
+	filters := &inFilters{}
 	// An index answers binary equality only: not under a collation.
 	var ec EqualityCatalog
 	if c, ok := pc.opts.Catalog.(EqualityCatalog); ok && l.localField != "" && l.from != "" && pc.env.coll() == nil {
@@ -358,7 +387,7 @@ func (l *lookupSpec) run(in Stream, pc *pipeCtx) Stream {
 					return nil, err
 				}
 				if probed {
-					if matches, err = matchIn(l.foreignField, vals, pc.env, cands); err != nil {
+					if matches, err = filters.match(l.foreignField, vals, pc.env, cands); err != nil {
 						return nil, err
 					}
 				}
@@ -367,7 +396,7 @@ func (l *lookupSpec) run(in Stream, pc *pipeCtx) Stream {
 				if err := load(ctx); err != nil {
 					return nil, err
 				}
-				if matches, err = fi.matchAny(l.foreignField, vals, pc.env); err != nil {
+				if matches, err = filters.match(l.foreignField, vals, pc.env, fi.candidates(vals)); err != nil {
 					return nil, err
 				}
 			}

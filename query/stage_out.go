@@ -111,6 +111,7 @@ type mergeSpec struct {
 	whenNotMatched string
 	letNames       []string
 	letExprs       []Expr
+	on             []string // nil: _id
 }
 
 func compileMergeStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
@@ -134,6 +135,9 @@ func compileMergeStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 				return nil, err
 			}
 			return &sliceStream{}, pc.opts.Writer.Update(ctx, m.db, m.coll, func(t WriteTarget) error {
+				if m.on != nil {
+					return m.mergeOn(ctx, t, docs, pc.env)
+				}
 				for _, d := range docs {
 					if err := m.mergeOne(ctx, t, withID(d), pc.env); err != nil {
 						return err
@@ -158,9 +162,11 @@ func (m *mergeSpec) parse(doc []byte, pc *pipeCtx) error {
 		case "into":
 			into = v
 		case "on":
-			if err := checkMergeOn(v); err != nil {
+			on, err := parseMergeOn(v)
+			if err != nil {
 				return err
 			}
+			m.on = on
 		case "let":
 			let = v
 		case "whenMatched":
@@ -198,22 +204,143 @@ func (m *mergeSpec) parse(doc []byte, pc *pipeCtx) error {
 	return err
 }
 
-// checkMergeOn accepts only _id: other join fields need a unique index,
-// which DumboDB does not have.
-func checkMergeOn(v bsoncore.Value) error {
+// parseMergeOn reads 'on': a field or an array of distinct fields; nil
+// when it is just _id, which needs no index.
+func parseMergeOn(v bsoncore.Value) ([]string, error) {
 	fields := []bsoncore.Value{v}
-	if v.Type == bsoncore.TypeArray {
+	switch v.Type {
+	case bsoncore.TypeString:
+	case bsoncore.TypeArray:
 		fields = arrayValues(v.Data)
+		if len(fields) == 0 {
+			return nil, mongoerr.New(mongoerr.Code(51187), "If explicitly specifying $merge 'on', must include at least one field")
+		}
+	default:
+		return nil, mongoerr.New(mongoerr.Code(51186), "BSON field '$merge.on' must be either a string or an array of strings, but found %s", typeName(v.Type))
 	}
+	var on []string
+	seen := map[string]bool{}
 	for _, f := range fields {
 		if f.Type != bsoncore.TypeString {
-			return mongoerr.New(mongoerr.Code(51134), "$merge 'on' array elements must be strings, but found %s", typeName(f.Type))
+			return nil, mongoerr.New(mongoerr.Code(51134), "$merge 'on' array elements must be strings, but found %s", typeName(f.Type))
 		}
-		if f.StringValue() != "_id" {
-			return mongoerr.New(mongoerr.Code(51183), "Cannot find index to verify that join fields will be unique")
+		name := f.StringValue()
+		if seen[name] {
+			return nil, mongoerr.New(mongoerr.Code(31465), "Found a duplicate field '%s'", name)
+		}
+		seen[name] = true
+		on = append(on, name)
+	}
+	if len(on) == 1 && on[0] == "_id" {
+		return nil, nil
+	}
+	return on, nil
+}
+
+// mergeOn merges on fields other than _id: the target needs a unique
+// index on exactly those fields, through which each document finds its
+// match.
+func (m *mergeSpec) mergeOn(ctx context.Context, t WriteTarget, docs []bsoncore.Document, env *Env) error {
+	kt, ok := t.(KeyedWriteTarget)
+	if !ok || !kt.HasUniqueIndex(m.on) {
+		return mongoerr.New(mongoerr.Code(51183), "Cannot find index to verify that join fields will be unique")
+	}
+	for _, d := range docs {
+		vals := make([]bsoncore.Value, len(m.on))
+		for i, f := range m.on {
+			v := evalPath(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: d}, splitPath(f))
+			if nullish(v) || v.Type == bsoncore.TypeArray {
+				return mongoerr.New(mongoerr.Code(51132), "$merge write error: 'on' field '%s' cannot be missing, null, undefined or an array", f)
+			}
+			vals[i] = v
+		}
+		cands, err := kt.FindBy(ctx, m.on, vals)
+		if err != nil {
+			return err
+		}
+		var old bsoncore.Document
+		for _, c := range cands {
+			if m.onEqual(c, vals) {
+				old = c
+				break
+			}
+		}
+		if err := m.mergeMatched(ctx, t, d, old, vals, env); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+func (m *mergeSpec) onEqual(d bsoncore.Document, vals []bsoncore.Value) bool {
+	for i, f := range m.on {
+		v := evalPath(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: d}, splitPath(f))
+		if v.Type == 0 || Compare(v, vals[i]) != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// mergeMatched applies whenMatched/whenNotMatched for a document matched
+// on m.on (old nil: no match). The target document keeps its _id: an
+// incoming document without one takes it, one with another fails.
+func (m *mergeSpec) mergeMatched(ctx context.Context, t WriteTarget, d, old bsoncore.Document, vals []bsoncore.Value, env *Env) error {
+	if old == nil {
+		switch m.whenNotMatched {
+		case "insert":
+			return t.Insert(ctx, withID(d))
+		case "fail":
+			return mongoerr.New(mongoerr.Code(13113), "$merge could not find a matching document in the target collection for at least one document in the source collection")
+		}
+		return nil
+	}
+	oldID, _ := lookupField(old, "_id")
+	keepID := func(out bsoncore.Document) (bsoncore.Document, error) {
+		id, ok := lookupField(out, "_id")
+		if !ok {
+			return prependID(oldID, out), nil
+		}
+		if Compare(id, oldID) != 0 || id.Type != oldID.Type {
+			return nil, mongoerr.New(mongoerr.ImmutableField, "$merge failed to update the matching document, did you attempt to modify the _id or the shard key? :: caused by :: Performing an update on the path '_id' would modify the immutable field '_id'")
+		}
+		return out, nil
+	}
+	var out bsoncore.Document
+	switch m.whenMatched {
+	case "keepExisting":
+		return nil
+	case "fail":
+		pattern, key := bsoncore.NewDocumentBuilder(), bsoncore.NewDocumentBuilder()
+		var shown []string
+		for i, f := range m.on {
+			pattern.AppendInt32(f, 1)
+			key.AppendValue(f, vals[i])
+			shown = append(shown, formatElem(f, vals[i]))
+		}
+		err := mongoerr.New(mongoerr.DuplicateKey, "$merge with whenMatched: fail found an existing document with the same values for the 'on' fields: { %s }", strings.Join(shown, ", "))
+		err.Info = bsoncore.NewDocumentBuilder().AppendDocument("keyPattern", pattern.Build()).
+			AppendDocument("keyValue", key.Build()).Build()
+		return err
+	case "replace":
+		out = d
+	case "merge":
+		acc := &mergeObjectsAcc{m: newDocM()}
+		acc.addValue(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: old})
+		acc.addValue(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: d})
+		v, _ := acc.result()
+		out = v.Data
+	default:
+		var err error
+		if out, err = m.applyPipeline(old, d, env); err != nil {
+			return err
+		}
+	}
+	out, err := keepID(out)
+	if err != nil {
+		return err
+	}
+	return t.Replace(ctx, out)
 }
 
 // compileLet binds the whenMatched pipeline's variables; by default $$new

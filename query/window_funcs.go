@@ -72,6 +72,9 @@ func compileWindowFunc(field string, v bsoncore.Value, srt *Sort, pc *pipeCtx) (
 	}
 	compile, ok := accumulatorOps[name]
 	if !ok {
+		compile, ok = windowOnlyAccs[name]
+	}
+	if !ok {
 		return nil, mongoerr.New(mongoerr.FailedToParse, "Unrecognized window function, %s", name)
 	}
 	mk, err := compile(name, arg, scope, pc.env)

@@ -478,6 +478,80 @@ func (t writeTarget) Replace(ctx context.Context, doc bsoncore.Document) error {
 	return t.check(doc, t.tx.Replace(ctx, t.coll, doc))
 }
 
+// uniqueIndexOn is the unique index (not partial, sparse or hidden)
+// whose key fields are exactly fields, in any order; nil if none.
+func (t writeTarget) uniqueIndexOn(fields []string) *storage.IndexInfo {
+	want := map[string]bool{}
+	for _, f := range fields {
+		want[f] = true
+	}
+	ixs := t.tx.Indexes(t.coll)
+	for i := range ixs {
+		ix := &ixs[i]
+		s := ix.Spec
+		if !s.Unique || s.Partial != nil || s.Sparse || s.Hidden || len(s.Fields) != len(want) {
+			continue
+		}
+		all := true
+		for _, f := range s.Fields {
+			all = all && want[f.Path]
+		}
+		if all {
+			return ix
+		}
+	}
+	return nil
+}
+
+// HasUniqueIndex is for $merge's 'on' (query.KeyedWriteTarget).
+func (t writeTarget) HasUniqueIndex(fields []string) bool {
+	return t.uniqueIndexOn(fields) != nil
+}
+
+// FindBy probes the unique index on fields at one point per field.
+func (t writeTarget) FindBy(ctx context.Context, fields []string, vals []bsoncore.Value) ([]bsoncore.Document, error) {
+	ix := t.uniqueIndexOn(fields)
+	if ix == nil {
+		return nil, mongoerr.New(mongoerr.Code(51183), "Cannot find index to verify that join fields will be unique")
+	}
+	byPath := map[string]bsoncore.Value{}
+	for i, f := range fields {
+		byPath[f] = vals[i]
+	}
+	var bounds [][]index.FieldInterval
+	for _, f := range ix.Spec.Fields {
+		iv := index.PointInterval(byPath[f.Path], "")
+		if f.Desc {
+			iv = iv.Descending()
+		}
+		bounds = append(bounds, []index.FieldInterval{iv})
+	}
+	var docs []bsoncore.Document
+	for _, iv := range index.EntryIntervals(bounds) {
+		it, err := t.tx.IndexScan(ctx, t.coll, ix.Spec.Name, iv)
+		if err != nil {
+			return nil, toMongoErr(err)
+		}
+		for {
+			_, id, err := it.Next(ctx)
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				return nil, err
+			}
+			doc, found, err := t.tx.GetKey(ctx, t.coll, id)
+			if err != nil {
+				return nil, err
+			}
+			if found {
+				docs = append(docs, doc)
+			}
+		}
+	}
+	return docs, nil
+}
+
 // check maps storage errors to MongoDB's, duplicate keys included.
 func (t writeTarget) check(doc bsoncore.Document, err error) error {
 	if err == nil {

@@ -1,0 +1,73 @@
+package query
+
+import (
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"dumbodb/query/mongoerr"
+)
+
+// $covariancePop and $covarianceSamp: window functions (not $group
+// accumulators) over an expression giving [x, y]; pairs where either is
+// not a number are skipped. Welford's method, as mongod's
+// AccumulatorCovariance.
+
+func init() {
+	for _, name := range []string{"$covariancePop", "$covarianceSamp"} {
+		windowOnlyAccs[name] = compileCovariance
+		windowAllowed[name] = true
+	}
+}
+
+// windowOnlyAccs are window functions folded over a window like
+// accumulators but unknown to $group.
+var windowOnlyAccs = map[string]accCompiler{}
+
+func compileCovariance(op string, arg bsoncore.Value, s *compileScope, _ *Env) (accFactory, error) {
+	x, err := compileExpr(arg, s)
+	if err != nil {
+		return nil, err
+	}
+	samp := op == "$covarianceSamp"
+	return func() accumulator { return &covarianceAcc{x: x, samp: samp} }, nil
+}
+
+type covarianceAcc struct {
+	x                 Expr
+	samp              bool
+	n                 float64
+	meanX, meanY, cXY float64
+}
+
+func (a *covarianceAcc) add(c *evalCtx) (int, error) {
+	v, err := a.x.eval(c)
+	if err != nil {
+		return 0, err
+	}
+	if v.Type != bsoncore.TypeArray {
+		return 0, mongoerr.New(mongoerr.Code(5424000), "Input to covariance must be an array, but found %s", typeName(v.Type))
+	}
+	pair := arrayValues(v.Data)
+	if len(pair) != 2 {
+		return 0, mongoerr.New(mongoerr.Code(5424001), "Input array to covariance must have exactly 2 elements, but found %d", len(pair))
+	}
+	if !isNumber(pair[0]) || !isNumber(pair[1]) {
+		return 0, nil
+	}
+	x, y := toFloat(pair[0]), toFloat(pair[1])
+	a.n++
+	dx := x - a.meanX
+	a.meanX += dx / a.n
+	a.meanY += (y - a.meanY) / a.n
+	a.cXY += dx * (y - a.meanY)
+	return 0, nil
+}
+
+func (a *covarianceAcc) result() (bsoncore.Value, error) {
+	switch {
+	case a.samp && a.n < 2, a.n == 0:
+		return nullValue, nil
+	case a.samp:
+		return mkDouble(a.cXY / (a.n - 1)), nil
+	}
+	return mkDouble(a.cXY / a.n), nil
+}
