@@ -2,6 +2,7 @@ package index
 
 import (
 	"bytes"
+	"math"
 	"sort"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -39,8 +40,15 @@ func RangeInterval(v bsoncore.Value, lower, inclusive bool, text string) FieldIn
 	if lower {
 		return FieldInterval{Lo: k, LoAfter: !inclusive, Hi: []byte{class}, HiThrough: true, LoText: text, HiText: classEnd(class)}
 	}
-	return FieldInterval{Lo: []byte{class}, Hi: k, HiThrough: inclusive, LoText: classStart(class), HiText: text}
+	lo, loAfter := []byte{class}, false
+	if class == query.ClassNumber {
+		// NaN sorts below every number but matches no $lt/$lte of one.
+		lo, loAfter = EncodeKey(nil, bsoncore.Value{Type: bsoncore.TypeDouble, Data: nanBytes}), true
+	}
+	return FieldInterval{Lo: lo, LoAfter: loAfter, Hi: k, HiThrough: inclusive, LoText: classStart(class), HiText: text}
 }
+
+var nanBytes = bsoncore.AppendDouble(nil, math.NaN())
 
 func classStart(class byte) string {
 	if class == query.ClassNumber {

@@ -39,6 +39,7 @@ type Spec struct {
 	Raw         bsoncore.Document // {v, key, name, options...}
 
 	partial *query.Filter
+	coverCache
 }
 
 // IDIndexName is the name of the implicit _id index.

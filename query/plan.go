@@ -89,3 +89,85 @@ func indexableValue(v bsoncore.Value) bool {
 	}
 	return !(isNumber(v) && ExactNumber(v).NaN)
 }
+
+// ExactPredicates is IndexablePredicates when they say everything the
+// filter says (a conjunction of indexable conditions and nothing else),
+// so that index bounds built from them select exactly the matching
+// documents of a non-multikey index; ok is false otherwise.
+func (f *Filter) ExactPredicates() (preds []Predicate, ok bool) {
+	if f.env.coll() != nil {
+		return nil, false
+	}
+	preds = []Predicate{}
+	if !exactPredicates(f.root, &preds) {
+		return nil, false
+	}
+	return preds, true
+}
+
+func exactPredicates(e docExpr, out *[]Predicate) bool {
+	switch x := e.(type) {
+	case andExpr:
+		for _, c := range x {
+			if !exactPredicates(c, out) {
+				return false
+			}
+		}
+		return true
+	case *pathExpr:
+		return exactNodePredicates(strings.Join(x.parts, "."), x.node, out)
+	}
+	return false
+}
+
+func exactNodePredicates(path string, n opNode, out *[]Predicate) bool {
+	switch x := n.(type) {
+	case opAnd:
+		for _, c := range x {
+			if !exactNodePredicates(path, c, out) {
+				return false
+			}
+		}
+		return true
+	case leafNode:
+		p, ok := leafPredicate(path, x.leaf)
+		if ok {
+			*out = append(*out, p)
+		}
+		return ok
+	}
+	return false
+}
+
+// Paths lists the document paths the filter reads; ok is false when it
+// reads the document in other ways ($expr, $jsonSchema), so no list of
+// paths bounds what it needs.
+func (f *Filter) Paths() (paths []string, ok bool) {
+	paths = []string{}
+	return paths, filterPaths(f.root, &paths)
+}
+
+func filterPaths(e docExpr, out *[]string) bool {
+	switch x := e.(type) {
+	case andExpr:
+		for _, c := range x {
+			if !filterPaths(c, out) {
+				return false
+			}
+		}
+		return true
+	case orExpr:
+		for _, c := range x {
+			if !filterPaths(c, out) {
+				return false
+			}
+		}
+		return true
+	case norExpr:
+		return filterPaths(orExpr(x), out)
+	case *pathExpr:
+		*out = append(*out, strings.Join(x.parts, "."))
+		return true
+	}
+	return false
+}

@@ -239,10 +239,25 @@ func cmdCollStats(r *request) (bsoncore.Document, error) {
 		return nil, err
 	}
 	info, _ := snap.Collection(coll)
+	// Index sizes: serialized prolly-tree node bytes of each index map
+	// (storage.Snapshot.IndexSizes). The _id index is the document map
+	// itself (documents are clustered by _id), so it adds nothing.
+	sizes, err := snap.IndexSizes(r.ctx, coll)
+	if err != nil {
+		return nil, err
+	}
+	sizeDoc := bsoncore.NewDocumentBuilder().AppendInt64("_id_", 0)
+	var total int64
+	for _, sz := range sizes {
+		sizeDoc.AppendInt64(sz.Name, sz.Bytes)
+		total += sz.Bytes
+	}
 	return bsoncore.NewDocumentBuilder().
 		AppendString("ns", r.ns(coll)).
 		AppendInt64("count", int64(n)).
 		AppendInt32("nindexes", int32(len(info.Indexes)+1)).
+		AppendDocument("indexSizes", sizeDoc.Build()).
+		AppendInt64("totalIndexSize", total).
 		AppendDouble("ok", 1).Build(), nil
 }
 

@@ -73,6 +73,17 @@ func (r *request) countMatching(coll string, filter bsoncore.Document, env *quer
 	if err != nil {
 		return 0, err
 	}
+	if exactBounds(p, f) {
+		n, err := countScan(r.ctx, snap, coll, p, &execStats{})
+		if err != nil {
+			return 0, err
+		}
+		n = max(n-skip, 0)
+		if limit > 0 {
+			n = min(n, limit)
+		}
+		return n, nil
+	}
 	src, err := planSource(r.ctx, snap, coll, f, p, &execStats{})
 	if err != nil {
 		return 0, err

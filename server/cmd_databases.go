@@ -137,7 +137,7 @@ func cmdDBStats(r *request) (bsoncore.Document, error) {
 	if err != nil {
 		return nil, err
 	}
-	var objects int64
+	var objects, indexes, indexSize int64
 	colls := snap.Collections()
 	for _, c := range colls {
 		n, err := snap.Count(c.Name)
@@ -145,6 +145,14 @@ func cmdDBStats(r *request) (bsoncore.Document, error) {
 			return nil, err
 		}
 		objects += int64(n)
+		sizes, err := snap.IndexSizes(r.ctx, c.Name)
+		if err != nil {
+			return nil, err
+		}
+		indexes += int64(len(sizes)) + 1 // and the _id index
+		for _, sz := range sizes {
+			indexSize += sz.Bytes
+		}
 	}
 	size := r.c.s.engine.SizeOnDisk(r.db)
 	return bsoncore.NewDocumentBuilder().
@@ -152,7 +160,8 @@ func cmdDBStats(r *request) (bsoncore.Document, error) {
 		AppendInt64("collections", int64(len(colls))).
 		AppendInt64("views", 0).
 		AppendInt64("objects", objects).
-		AppendInt64("indexes", int64(len(colls))).
+		AppendInt64("indexes", indexes).
+		AppendInt64("indexSize", indexSize).
 		AppendInt64("storageSize", size).
 		AppendInt64("totalSize", size).
 		AppendInt64("fsUsedSize", size).

@@ -119,6 +119,7 @@ func (r *request) findSource(coll string, a *findArgs, st *execStats) (docSource
 	if err != nil {
 		return nil, err
 	}
+	p.covered = coverable(p, f, a.projection, a.sort)
 	src, err := planSource(r.ctx, snap, coll, f, p, st)
 	if err != nil {
 		return nil, err

@@ -19,7 +19,10 @@ type explained struct {
 	skip, limit      int64
 	collation        bsoncore.Document
 	projection       bool
+	proj             bsoncore.Document
 	hasSort          bool
+	kind             string // the explained command's name
+	distinctKey      string
 	commandForReport bsoncore.Document
 }
 
@@ -54,7 +57,7 @@ func explainTarget(cmd bsoncore.Document) (*explained, error) {
 	if !ok {
 		return nil, mongoerr.New(mongoerr.InvalidNamespace, "explain needs a collection name")
 	}
-	ex := &explained{coll: coll, commandForReport: cmd}
+	ex := &explained{coll: coll, commandForReport: cmd, kind: first.Key()}
 	ex.hint = cmd.Lookup("hint")
 	ex.collation, _ = cmd.Lookup("collation").DocumentOK()
 	switch first.Key() {
@@ -63,9 +66,10 @@ func explainTarget(cmd bsoncore.Document) (*explained, error) {
 		ex.sort, ex.hasSort = cmd.Lookup("sort").DocumentOK()
 		ex.skip, _ = asInt64(cmd.Lookup("skip"))
 		ex.limit, _ = asInt64(cmd.Lookup("limit"))
-		_, ex.projection = cmd.Lookup("projection").DocumentOK()
+		ex.proj, ex.projection = cmd.Lookup("projection").DocumentOK()
 	case "count", "distinct":
 		ex.filter, _ = cmd.Lookup("query").DocumentOK()
+		ex.distinctKey, _ = cmd.Lookup("key").StringValueOK()
 	case "findAndModify", "findandmodify":
 		ex.filter, _ = cmd.Lookup("query").DocumentOK()
 		ex.sort, ex.hasSort = cmd.Lookup("sort").DocumentOK()
@@ -110,20 +114,39 @@ func (r *request) explain(ex *explained, verbosity string) (bsoncore.Document, e
 	if err != nil {
 		return nil, err
 	}
-	p, err := planQuery(snap, ex.coll, planInput{filter: f, sort: ex.sort, hint: ex.hint})
+	in := planInput{filter: f, sort: ex.sort, hint: ex.hint}
+	p, err := planQuery(snap, ex.coll, in)
 	if err != nil {
 		return nil, err
 	}
+	var rejected []*queryPlan
+	switch {
+	case ex.kind == "count" && nonEmpty(ex.filter) && exactBounds(p, f):
+		ex.kind = "COUNT_SCAN"
+	case ex.kind == "distinct" && ex.distinctKey != "" && !nonEmpty(ex.collation):
+		if dp := planDistinct(snap, ex.coll, f, ex.distinctKey); dp != nil {
+			p, ex.kind = dp, "DISTINCT_SCAN"
+		}
+	case ex.kind == "find":
+		p.covered = coverable(p, f, ex.proj, ex.sort)
+	}
+	if ex.kind != "COUNT_SCAN" && ex.kind != "DISTINCT_SCAN" {
+		rejected = rejectedPlans(snap, ex.coll, in, p)
+	}
 	winning := ex.stages(p, f)
+	rejectedArr := bsoncore.NewArrayBuilder()
+	for _, rp := range rejected {
+		rejectedArr.AppendDocument(ex.stages(rp, f))
+	}
 	planner := bsoncore.NewDocumentBuilder().
 		AppendString("namespace", r.ns(ex.coll)).
 		AppendBoolean("indexFilterSet", false).
 		AppendDocument("parsedQuery", orEmpty(ex.filter)).
 		AppendDocument("winningPlan", winning).
-		AppendArray("rejectedPlans", bsoncore.NewArrayBuilder().Build()).Build()
+		AppendArray("rejectedPlans", rejectedArr.Build()).Build()
 	b := bsoncore.NewDocumentBuilder().AppendString("explainVersion", "1").AppendDocument("queryPlanner", planner)
 	if verbosity != "queryPlanner" {
-		stats, err := r.executionStats(ex, f, p, winning)
+		stats, err := r.executionStats(ex, f, p, winning, rejected, verbosity == "allPlansExecution")
 		if err != nil {
 			return nil, err
 		}
@@ -135,39 +158,91 @@ func (r *request) explain(ex *explained, verbosity string) (bsoncore.Document, e
 		AppendDouble("ok", 1).Build(), nil
 }
 
-// executionStats runs the plan and reports what it examined.
-func (r *request) executionStats(ex *explained, f *query.Filter, p *queryPlan, winning bsoncore.Document) (bsoncore.Document, error) {
+// executionStats runs the plan and reports what it examined; with all,
+// it also runs the rejected plans and lists every plan's counts under
+// allPlansExecution.
+func (r *request) executionStats(ex *explained, f *query.Filter, p *queryPlan, winning bsoncore.Document, rejected []*queryPlan, all bool) (bsoncore.Document, error) {
 	start := time.Now()
-	snap, err := r.snapshot()
+	st, err := r.runPlan(ex, f, p)
 	if err != nil {
 		return nil, err
 	}
+	b := bsoncore.NewDocumentBuilder().
+		AppendBoolean("executionSuccess", true).
+		AppendInt64("nReturned", st.returned).
+		AppendInt64("executionTimeMillis", time.Since(start).Milliseconds()).
+		AppendInt64("totalKeysExamined", st.keysExamined).
+		AppendInt64("totalDocsExamined", st.docsExamined).
+		AppendDocument("executionStages", winning)
+	if all {
+		arr := bsoncore.NewArrayBuilder()
+		for i, rp := range append([]*queryPlan{p}, rejected...) {
+			pst := st
+			if i > 0 {
+				if pst, err = r.runPlan(ex, f, rp); err != nil {
+					return nil, err
+				}
+			}
+			arr.AppendDocument(bsoncore.NewDocumentBuilder().
+				AppendInt64("nReturned", pst.returned).
+				AppendInt64("totalKeysExamined", pst.keysExamined).
+				AppendInt64("totalDocsExamined", pst.docsExamined).
+				AppendDocument("executionStages", ex.stages(rp, f)).Build())
+		}
+		b.AppendArray("allPlansExecution", arr.Build())
+	}
+	return b.Build(), nil
+}
+
+// runPlan executes a plan of the explained command and counts its work;
+// returned is after skip and limit.
+func (r *request) runPlan(ex *explained, f *query.Filter, p *queryPlan) (execStats, error) {
 	var st execStats
+	snap, err := r.snapshot()
+	if err != nil {
+		return st, err
+	}
+	switch ex.kind {
+	case "COUNT_SCAN":
+		n, err := countScan(r.ctx, snap, ex.coll, p, &st)
+		st.returned = n
+		return st, err
+	case "DISTINCT_SCAN":
+		vals, err := distinctScan(r.ctx, snap, ex.coll, p, ex.distinctKey, &st)
+		st.returned = int64(len(vals))
+		return st, err
+	}
 	src, err := planSource(r.ctx, snap, ex.coll, f, p, &st)
 	if err != nil {
-		return nil, err
+		return st, err
 	}
 	for ex.limit == 0 || st.returned < ex.limit+ex.skip {
 		if _, err := src.Next(r.ctx); errors.Is(err, io.EOF) {
 			break
 		} else if err != nil {
-			return nil, err
+			return st, err
 		}
 		st.returned++
 	}
-	returned := max(st.returned-ex.skip, 0)
-	return bsoncore.NewDocumentBuilder().
-		AppendBoolean("executionSuccess", true).
-		AppendInt64("nReturned", returned).
-		AppendInt64("executionTimeMillis", time.Since(start).Milliseconds()).
-		AppendInt64("totalKeysExamined", st.keysExamined).
-		AppendInt64("totalDocsExamined", st.docsExamined).
-		AppendDocument("executionStages", winning).Build(), nil
+	st.returned = max(st.returned-ex.skip, 0)
+	return st, nil
 }
 
 // stages is the winning plan tree, outermost stage first.
 func (ex *explained) stages(p *queryPlan, f *query.Filter) bsoncore.Document {
+	switch ex.kind {
+	case "COUNT_SCAN":
+		return wrapStage("COUNT", renameStage(ixscanStage(p), "COUNT_SCAN"), bsoncore.NewDocumentBuilder())
+	case "DISTINCT_SCAN":
+		return wrapStage("PROJECTION_COVERED", renameStage(ixscanStage(p), "DISTINCT_SCAN"), bsoncore.NewDocumentBuilder())
+	}
 	plan := scanStage(p, ex.filter)
+	if p.covered {
+		plan = ixscanStage(p)
+		if nonEmpty(ex.filter) {
+			plan = appendField(plan, "filter", ex.filter)
+		}
+	}
 	if ex.hasSort && nonEmpty(ex.sort) && !p.sorted {
 		plan = wrapStage("SORT", plan, bsoncore.NewDocumentBuilder().AppendDocument("sortPattern", ex.sort))
 	}
@@ -177,7 +252,10 @@ func (ex *explained) stages(p *queryPlan, f *query.Filter) bsoncore.Document {
 	if ex.limit > 0 {
 		plan = wrapStage("LIMIT", plan, bsoncore.NewDocumentBuilder().AppendInt64("limitAmount", ex.limit))
 	}
-	if ex.projection {
+	switch {
+	case p.covered:
+		plan = wrapStage("PROJECTION_COVERED", plan, bsoncore.NewDocumentBuilder().AppendDocument("transformBy", ex.proj))
+	case ex.projection:
 		plan = wrapStage("PROJECTION_DEFAULT", plan, bsoncore.NewDocumentBuilder())
 	}
 	return plan
@@ -196,6 +274,37 @@ func scanStage(p *queryPlan, filter bsoncore.Document) bsoncore.Document {
 		return bsoncore.NewDocumentBuilder().AppendString("stage", "COLLSCAN").
 			AppendDocument("filter", orEmpty(filter)).AppendString("direction", "forward").Build()
 	}
+	fetch := bsoncore.NewDocumentBuilder().AppendString("stage", "FETCH")
+	if nonEmpty(filter) {
+		fetch.AppendDocument("filter", filter)
+	}
+	return fetch.AppendDocument("inputStage", ixscanStage(p)).Build()
+}
+
+// renameStage replaces a stage document's leading stage name.
+func renameStage(stage bsoncore.Document, name string) bsoncore.Document {
+	els, _ := stage.Elements()
+	b := bsoncore.NewDocumentBuilder().AppendString("stage", name)
+	for _, el := range els {
+		if el.Key() != "stage" {
+			b.AppendValue(el.Key(), el.Value())
+		}
+	}
+	return b.Build()
+}
+
+// appendField adds one field to a stage document.
+func appendField(stage bsoncore.Document, key string, v bsoncore.Document) bsoncore.Document {
+	els, _ := stage.Elements()
+	b := bsoncore.NewDocumentBuilder()
+	for _, el := range els {
+		b.AppendValue(el.Key(), el.Value())
+	}
+	return b.AppendDocument(key, v).Build()
+}
+
+// ixscanStage is the IXSCAN of an index plan.
+func ixscanStage(p *queryPlan) bsoncore.Document {
 	s := p.ix.Spec
 	direction := "forward"
 	if p.reverse {
@@ -215,9 +324,5 @@ func scanStage(p *queryPlan, filter bsoncore.Document) bsoncore.Document {
 		AppendBoolean("isSparse", s.Sparse).AppendBoolean("isPartial", s.Partial != nil).
 		AppendInt32("indexVersion", 2).AppendString("direction", direction).
 		AppendDocument("indexBounds", bounds.Build()).Build()
-	fetch := bsoncore.NewDocumentBuilder().AppendString("stage", "FETCH")
-	if nonEmpty(filter) {
-		fetch.AppendDocument("filter", filter)
-	}
-	return fetch.AppendDocument("inputStage", ixscan).Build()
+	return ixscan
 }

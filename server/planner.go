@@ -25,6 +25,10 @@ type queryPlan struct {
 	intervals []index.Interval
 	reverse   bool // scan backwards (the sort wants the index reversed)
 	sorted    bool // the scan order is the requested sort
+	// covered: the index entries' stored key values answer the query, so
+	// documents are not fetched (a find whose filter, projection and
+	// sort need only key fields; see coverable).
+	covered bool
 }
 
 // planInput is what the planner looks at.
@@ -370,26 +374,30 @@ type indexSource struct {
 	it   *storage.IndexIterator
 	seen map[string]bool
 	// ids, when set, replaces the scan (a reversed scan, read ahead).
-	ids [][]byte
+	ids []scanned
 }
 
-func (s *indexSource) nextID(ctx context.Context) ([]byte, error) {
+// scanned is one index entry as a scan yields it: the _id key and, on a
+// covered plan, the entry's stored key values (nil when it has none).
+type scanned struct{ id, covered []byte }
+
+func (s *indexSource) nextID(ctx context.Context) (scanned, error) {
 	if s.ids != nil {
 		if len(s.ids) == 0 {
-			return nil, io.EOF
+			return scanned{}, io.EOF
 		}
-		id := s.ids[0]
+		e := s.ids[0]
 		s.ids = s.ids[1:]
-		return id, nil
+		return e, nil
 	}
 	for {
 		if s.it == nil {
 			if s.next == len(s.p.intervals) {
-				return nil, io.EOF
+				return scanned{}, io.EOF
 			}
 			it, err := s.rd.IndexScan(ctx, s.coll, s.p.ix.Spec.Name, s.p.intervals[s.next])
 			if err != nil {
-				return nil, err
+				return scanned{}, err
 			}
 			s.it, s.next = it, s.next+1
 		}
@@ -399,10 +407,14 @@ func (s *indexSource) nextID(ctx context.Context) ([]byte, error) {
 			continue
 		}
 		if err != nil {
-			return nil, err
+			return scanned{}, err
 		}
 		s.st.keysExamined++
-		return id, nil
+		e := scanned{id: id}
+		if s.p.covered {
+			e.covered = s.it.Covered()
+		}
+		return e, nil
 	}
 }
 
@@ -411,15 +423,26 @@ func (s *indexSource) Next(ctx context.Context) (bsoncore.Document, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, contextError(err)
 		}
-		id, err := s.nextID(ctx)
+		e, err := s.nextID(ctx)
 		if err != nil {
 			return nil, err
 		}
+		id := e.id
 		if s.p.ix.Multikey {
 			if s.seen[string(id)] {
 				continue
 			}
 			s.seen[string(id)] = true
+		}
+		if e.covered != nil {
+			doc := bsoncore.Document(e.covered)
+			if s.f.Match(doc) {
+				return doc, nil
+			}
+			if err := s.f.Err(); err != nil {
+				return nil, err
+			}
+			continue
 		}
 		doc, found, err := s.rd.GetKey(ctx, s.coll, id)
 		if err != nil {
@@ -439,7 +462,7 @@ func (s *indexSource) Next(ctx context.Context) (bsoncore.Document, error) {
 // them backwards: index maps iterate forwards only. Keys are small next to
 // documents, which are still fetched one at a time.
 func reversedIndexSource(ctx context.Context, s *indexSource) (docSource, error) {
-	var ids [][]byte
+	var ids []scanned
 	for {
 		id, err := s.nextID(ctx)
 		if errors.Is(err, io.EOF) {
@@ -455,4 +478,27 @@ func reversedIndexSource(ctx context.Context, s *indexSource) (docSource, error)
 	}
 	s.ids = ids
 	return s, nil
+}
+
+// rejectedPlans are the other index plans the planner weighed against
+// the winner: every usable index that bounds a predicate or gives the
+// sort, besides the winner's.
+func rejectedPlans(rd storage.Reader, coll string, in planInput, winner *queryPlan) []*queryPlan {
+	if in.hint.Type != 0 || winner.idHack {
+		return nil
+	}
+	preds := in.filter.IndexablePredicates()
+	sortKeys := plainSortKeys(in.sort)
+	indexes := rd.Indexes(coll)
+	var out []*queryPlan
+	for i := range indexes {
+		ix := &indexes[i]
+		if !usable(ix) || (winner.ix != nil && winner.ix.Spec.Name == ix.Spec.Name) {
+			continue
+		}
+		if p, score := indexPlan(ix, preds, sortKeys); score > 0 || p.sorted {
+			out = append(out, p)
+		}
+	}
+	return out
 }

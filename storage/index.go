@@ -101,6 +101,7 @@ type indexChange struct {
 	ix       *indexState
 	del, add [][]byte // entry keys
 	multikey bool
+	value    []byte // the added entries' value (EntryValue)
 }
 
 // planIndexWrite works out the index entries replacing oldDoc by newDoc
@@ -121,7 +122,7 @@ func (c *collection) planIndexWrite(ctx context.Context, ns tree.NodeStore, idKe
 
 func (ix *indexState) plan(ctx context.Context, ns tree.NodeStore, coll string, idKey, oldDoc, newDoc []byte) (indexChange, error) {
 	ch := indexChange{ix: ix}
-	oldKeys, _, err := keysOf(ix.spec, oldDoc)
+	oldKeys, oldMK, err := keysOf(ix.spec, oldDoc)
 	if err != nil {
 		return ch, err
 	}
@@ -141,6 +142,19 @@ func (ix *indexState) plan(ctx context.Context, ns tree.NodeStore, coll string, 
 	}
 	for _, k := range del {
 		ch.del = append(ch.del, entryKey(k, idKey))
+	}
+	newCov := ix.spec.Covered(newDoc, mk)
+	ch.value = index.EntryValue(idKey, newCov)
+	if len(newKeys) > 0 && len(oldKeys) > 0 {
+		// Keys that stay must still carry the document's current key
+		// values (1 -> 1.0 keeps the key but changes the value).
+		if !bytes.Equal(ix.spec.Covered(oldDoc, oldMK), newCov) {
+			for _, k := range newKeys {
+				if !containsKey(add, k) {
+					ch.add = append(ch.add, entryKey(k, idKey))
+				}
+			}
+		}
 	}
 	return ch, nil
 }
@@ -221,8 +235,12 @@ func (c *collection) applyIndexWrite(changes []indexChange, idKey []byte) {
 		for _, k := range ch.del {
 			c.setIndexEdit(ch.ix, &edit{key: k})
 		}
+		value := ch.value
+		if value == nil {
+			value = idKey
+		}
 		for _, k := range ch.add {
-			c.setIndexEdit(ch.ix, &edit{key: k, value: idKey})
+			c.setIndexEdit(ch.ix, &edit{key: k, value: value})
 		}
 		if ch.multikey {
 			c.setIndexEdit(ch.ix, &edit{key: index.MultikeyMarker, value: []byte{}})
@@ -260,7 +278,13 @@ type IndexIterator struct {
 	bk   []byte
 	bv   []byte
 	eds  []*edit
+	// covered is the last entry's covered values (nil: none).
+	covered []byte
 }
+
+// Covered returns the document reduced to the index's key fields that the
+// entry last returned by Next stores, or nil when it stores none.
+func (i *IndexIterator) Covered() []byte { return i.covered }
 
 func newIndexIterator(ctx context.Context, ns tree.NodeStore, base prolly.Map, ed *edits, iv index.Interval) (*IndexIterator, error) {
 	start, err := keyTuple(ns, iv.Start)
@@ -312,14 +336,18 @@ func (i *IndexIterator) Next(ctx context.Context) (entry, idKey []byte, err erro
 		case e == nil || (i.bk != nil && bytes.Compare(i.bk, e.key) < 0):
 			k, v := i.bk, i.bv
 			i.bk = nil
-			return k, v, nil
+			id, cov := index.SplitEntryValue(v)
+			i.covered = cov
+			return k, id, nil
 		}
 		if i.bk != nil && bytes.Equal(i.bk, e.key) {
 			i.bk = nil
 		}
 		i.eds = i.eds[1:]
 		if e.value != nil {
-			return e.key, e.value, nil
+			id, cov := index.SplitEntryValue(e.value)
+			i.covered = cov
+			return e.key, id, nil
 		}
 	}
 }

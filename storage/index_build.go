@@ -32,7 +32,7 @@ func specsOf(info CollectionInfo) ([]*index.Spec, error) {
 // docSource yields documents until io.EOF.
 type docSource func(ctx context.Context) (bsoncore.Document, error)
 
-type builtEntry struct{ fields, id []byte }
+type builtEntry struct{ fields, id, value []byte }
 
 // buildIndex indexes every document src yields into a new map.
 func buildIndex(ctx context.Context, ns tree.NodeStore, coll string, spec *index.Spec, src docSource) (*indexState, error) {
@@ -55,8 +55,9 @@ func buildIndex(ctx context.Context, ns tree.NodeStore, coll string, spec *index
 			return nil, err
 		}
 		multikey = multikey || mk
+		value := index.EntryValue(id, spec.Covered(doc, mk))
 		for _, k := range keys {
-			entries = append(entries, builtEntry{k, id})
+			entries = append(entries, builtEntry{k, id, value})
 		}
 	}
 	sort.Slice(entries, func(i, j int) bool {
@@ -118,7 +119,11 @@ func entriesMap(ctx context.Context, ns tree.NodeStore, entries []builtEntry, mu
 		}
 	}
 	for _, e := range entries {
-		if err := add(entryKey(e.fields, e.id), e.id); err != nil {
+		v := e.value
+		if v == nil {
+			v = e.id
+		}
+		if err := add(entryKey(e.fields, e.id), v); err != nil {
 			return prolly.Map{}, err
 		}
 	}
@@ -324,7 +329,7 @@ func diffIndex(ctx context.Context, ns tree.NodeStore, coll string, ix *indexSta
 		if err != nil {
 			return err
 		}
-		oldKeys, _, err := keysOf(ix.spec, oldDoc)
+		oldKeys, oldMK, err := keysOf(ix.spec, oldDoc)
 		if err != nil {
 			return err
 		}
@@ -336,9 +341,19 @@ func diffIndex(ctx context.Context, ns tree.NodeStore, coll string, ix *indexSta
 		for _, k := range del {
 			next.edits.ReplaceOrInsert(&edit{key: entryKey(k, id)})
 		}
+		value := index.EntryValue(id, ix.spec.Covered(newDoc, mk))
 		for _, k := range add {
-			next.edits.ReplaceOrInsert(&edit{key: entryKey(k, id), value: id})
-			added = append(added, builtEntry{k, id})
+			next.edits.ReplaceOrInsert(&edit{key: entryKey(k, id), value: value})
+			added = append(added, builtEntry{k, id, value})
+		}
+		if newDoc != nil && oldDoc != nil {
+			if !bytes.Equal(index.EntryValue(id, ix.spec.Covered(oldDoc, oldMK)), value) {
+				for _, k := range newKeys {
+					if !containsKey(add, k) {
+						next.edits.ReplaceOrInsert(&edit{key: entryKey(k, id), value: value})
+					}
+				}
+			}
 		}
 		next.multikey = next.multikey || mk
 		return nil

@@ -7,6 +7,9 @@ import (
 
 	"dumbodb/index"
 
+	"github.com/dolthub/dolt/go/store/prolly"
+	"github.com/dolthub/dolt/go/store/prolly/tree"
+
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
@@ -92,4 +95,54 @@ func (tx *Tx) GetKey(ctx context.Context, coll string, idKey []byte) (bsoncore.D
 	}
 	v, found, err := lookup(ctx, tx.ns, c.base, c.edits, idKey)
 	return append(bsoncore.Document(nil), v...), found, err
+}
+
+// IndexSize is the estimated size of one index in bytes.
+type IndexSize struct {
+	Name  string
+	Bytes int64
+}
+
+// IndexSizes estimates the size of each secondary index of coll: the
+// serialized bytes of every node of its checkpointed prolly map (found by
+// walking the tree), plus the key and value bytes of the entries written
+// since the last checkpoint. Chunks shared with other maps or versions are
+// counted in full, as they are in each map that holds them.
+func (s *Snapshot) IndexSizes(ctx context.Context, coll string) ([]IndexSize, error) {
+	c, ok := s.st.colls[coll]
+	if !ok {
+		return nil, nil
+	}
+	out := make([]IndexSize, 0, len(c.indexes))
+	for _, ix := range c.indexes {
+		n, err := mapBytes(ctx, ix.base)
+		if err != nil {
+			return nil, err
+		}
+		if ix.edits != nil {
+			ix.edits.Ascend(func(e *edit) bool {
+				if e.value != nil {
+					n += int64(len(e.key) + len(e.value))
+				}
+				return true
+			})
+		}
+		out = append(out, IndexSize{Name: ix.spec.Name, Bytes: n})
+	}
+	return out, nil
+}
+
+func mapBytes(ctx context.Context, m prolly.Map) (int64, error) {
+	root := m.Node()
+	if root == nil {
+		return 0, nil
+	}
+	var n int64
+	err := tree.WalkNodes(ctx, root, m.NodeStore(), func(_ context.Context, nd *tree.Node) error {
+		if nd != nil {
+			n += int64(nd.Size())
+		}
+		return nil
+	})
+	return n, err
 }

@@ -4,11 +4,12 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"io/fs"
 	"math/rand"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/rs/zerolog"
@@ -36,18 +37,38 @@ func idValue(id int32) bsoncore.Value {
 
 // crashCopy copies a live data directory, as a crash would leave it: the
 // log and the Dolt files as they are on disk, with no final checkpoint.
+// Files that vanish while copying (a spare log segment being prepared and
+// renamed in the background) are skipped, as a crash at that moment would
+// leave them half made and unnamed.
 func crashCopy(t *testing.T, dir string) string {
 	t.Helper()
 	dst := filepath.Join(t.TempDir(), "crashed")
-	if out, err := exec.Command("cp", "-a", dir, dst).CombinedOutput(); err != nil {
-		t.Fatalf("cp: %v %s", err, out)
-	}
-	os.Remove(filepath.Join(dst, "mongod.lock"))
-	for _, lock := range []string{"LOCK"} {
-		matches, _ := filepath.Glob(filepath.Join(dst, "*", lock))
-		for _, m := range matches {
-			os.Remove(m)
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if os.IsNotExist(err) {
+				return nil
+			}
+			return err
 		}
+		rel, _ := filepath.Rel(dir, path)
+		target := filepath.Join(dst, rel)
+		if d.IsDir() {
+			return os.MkdirAll(target, 0o755)
+		}
+		if d.Name() == "mongod.lock" || d.Name() == "LOCK" || strings.HasSuffix(d.Name(), ".tmp") {
+			return nil
+		}
+		data, err := os.ReadFile(path)
+		if os.IsNotExist(err) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(target, data, 0o644)
+	})
+	if err != nil {
+		t.Fatalf("copy %s: %v", dir, err)
 	}
 	return dst
 }
