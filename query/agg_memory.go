@@ -17,8 +17,10 @@ import (
 
 // Blocking stages account for what they hold in a memBudget. Past the
 // limit they fail with code 292 unless the command allowed disk use;
-// $sort then spills sorted runs to temporary files and merges them, the
-// other blocking stages simply go on in memory.
+// $sort then spills sorted runs to temporary files and merges them, and
+// $group, $bucket, $bucketAuto and $setWindowFields go through the same
+// external sort (by group key, or by partition and sortBy); the other
+// blocking stages simply go on in memory.
 
 // QueryExceededMemoryLimitNoDiskUseAllowed is mongod's code 292.
 const QueryExceededMemoryLimitNoDiskUseAllowed = mongoerr.Code(292)

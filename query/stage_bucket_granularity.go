@@ -2,9 +2,11 @@ package query
 
 import (
 	"math"
+	"math/big"
 	"math/bits"
 	"sort"
 
+	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"dumbodb/query/mongoerr"
@@ -109,6 +111,9 @@ func (r *granularityRounder) roundUp(v bsoncore.Value) (bsoncore.Value, error) {
 	if r.series == nil {
 		return r.pow2(v, true), nil
 	}
+	if v.Type == bsoncore.TypeDecimal128 {
+		return r.roundDecimal(v, true), nil
+	}
 	s := r.series
 	number, mult := toFloat(v), 1.0
 	for number >= s[len(s)-1]*mult {
@@ -134,6 +139,9 @@ func (r *granularityRounder) roundDown(v bsoncore.Value) (bsoncore.Value, error)
 	}
 	if r.series == nil {
 		return r.pow2(v, false), nil
+	}
+	if v.Type == bsoncore.TypeDecimal128 {
+		return r.roundDecimal(v, false), nil
 	}
 	s := r.series
 	number, mult := toFloat(v), 1.0
@@ -183,5 +191,81 @@ func (r *granularityRounder) pow2(v bsoncore.Value, up bool) bsoncore.Value {
 	} else {
 		exp = int(math.Ceil(math.Log2(f)) - 1)
 	}
+	if v.Type == bsoncore.TypeDecimal128 {
+		// {$pow: [2, <decimal exponent>]} is a decimal: 2^exp, or
+		// 5^-exp * 10^exp for a negative exponent, exact up to 34 digits.
+		// (The exponent comes from the float64 logarithm.)
+		if exp >= 0 {
+			return decimalFromParts(new(big.Int).Lsh(big.NewInt(1), uint(exp)), 0)
+		}
+		return decimalFromParts(new(big.Int).Exp(big.NewInt(5), big.NewInt(int64(-exp)), nil), exp)
+	}
 	return mkDouble(math.Pow(2, float64(exp)))
+}
+
+// roundDecimal is roundUp (up) or roundDown of a positive Decimal128 by the
+// series, as mongod does for decimals: the boundary is a Decimal128, the
+// series number times a power of ten, exact (0.47, not the double
+// 0.47000000000000003). Comparisons are exact, on rationals; the series
+// number s[i]*10^k is kept as the pair (i, k).
+func (r *granularityRounder) roundDecimal(v bsoncore.Value, up bool) bsoncore.Value {
+	e := ExactNumber(v)
+	if e.Rat == nil {
+		return v // +Infinity: no series number lies beyond it
+	}
+	number, s := e.Rat, r.series
+	cmp := func(i, k int) int { return number.Cmp(seriesRat(s[i], k)) } // number vs s[i]*10^k
+	k := 0
+	if up {
+		for cmp(len(s)-1, k) >= 0 {
+			k++
+		}
+		for cmp(0, k) < 0 {
+			k--
+			if cmp(len(s)-1, k) >= 0 {
+				return seriesDecimal(s[0], k+1)
+			}
+		}
+		i := sort.Search(len(s), func(i int) bool { return cmp(i, k) < 0 })
+		return seriesDecimal(s[i], k)
+	}
+	for cmp(0, k) <= 0 {
+		k--
+	}
+	for cmp(len(s)-1, k) > 0 {
+		k++
+		if cmp(0, k) <= 0 {
+			return seriesDecimal(s[len(s)-1], k-1)
+		}
+	}
+	i := sort.Search(len(s), func(i int) bool { return cmp(i, k) <= 0 })
+	return seriesDecimal(s[i-1], k)
+}
+
+func seriesRat(n float64, k int) *big.Rat {
+	r := new(big.Rat).SetInt64(int64(n))
+	if k >= 0 {
+		return r.Mul(r, new(big.Rat).SetInt(new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(k)), nil)))
+	}
+	return r.Quo(r, new(big.Rat).SetInt(new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(-k)), nil)))
+}
+
+// seriesDecimal is the Decimal128 n*10^k, written without trailing zeros
+// after the point (0.1, 0.47, 40, 6300).
+func seriesDecimal(n float64, k int) bsoncore.Value {
+	return decimalFromParts(big.NewInt(int64(n)), k)
+}
+
+func decimalFromParts(c *big.Int, k int) bsoncore.Value {
+	ten := big.NewInt(10)
+	for k < 0 && new(big.Int).Rem(c, ten).Sign() == 0 {
+		c = new(big.Int).Quo(c, ten)
+		k++
+	}
+	if k > 0 {
+		c, k = shift(c, k), 0
+	}
+	c, k = roundCoefficient(c, k)
+	d, _ := bson.ParseDecimal128FromBigInt(c, k)
+	return decimalValue(d)
 }

@@ -2,6 +2,8 @@ package query
 
 import (
 	"context"
+	"errors"
+	"io"
 	"math"
 	"sort"
 	"strings"
@@ -94,13 +96,28 @@ func compileSetWindowFieldsStage(spec bsoncore.Value, pc *pipeCtx) (stage, error
 }
 
 func (w *windowStage) run(ctx context.Context, in Stream, pc *pipeCtx) (Stream, error) {
-	docs, err := drainBudget(ctx, in, pc.budget("$setWindowFields"))
-	if err != nil {
-		return nil, err
+	b := pc.budget("$setWindowFields")
+	var docs []bsoncore.Document
+	for {
+		d, err := in.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		docs = append(docs, d)
+		if err := b.add(len(d)); err != nil {
+			return nil, err // over the limit without allowDiskUse: 292
+		}
+		if b.allowDisk && b.over() {
+			return w.runSpilled(ctx, docs, in, pc, b)
+		}
 	}
 	pkeys := make([]bsoncore.Value, len(docs))
 	for i, d := range docs {
 		if w.partitionBy != nil {
+			var err error
 			if pkeys[i], err = w.partitionBy.eval(newEvalCtx(d, pc.env)); err != nil {
 				return nil, err
 			}
@@ -125,9 +142,7 @@ func (w *windowStage) run(ctx context.Context, in Stream, pc *pipeCtx) (Stream, 
 		}
 		p := &partition{sort: w.sort}
 		for _, i := range idx[start:end] {
-			p.docs = append(p.docs, docs[i])
-			p.ctxs = append(p.ctxs, newEvalCtx(docs[i], pc.env))
-			p.keys = append(p.keys, w.sortKey(docs[i]))
+			w.addToPartition(p, docs[i], pc)
 		}
 		res, err := w.computePartition(p)
 		if err != nil {
@@ -137,6 +152,120 @@ func (w *windowStage) run(ctx context.Context, in Stream, pc *pipeCtx) (Stream, 
 		start = end
 	}
 	return &sliceStream{docs: out}, nil
+}
+
+func (w *windowStage) addToPartition(p *partition, d bsoncore.Document, pc *pipeCtx) {
+	p.docs = append(p.docs, d)
+	p.ctxs = append(p.ctxs, newEvalCtx(d, pc.env))
+	p.keys = append(p.keys, w.sortKey(d))
+}
+
+// runSpilled is run past the memory budget with allowDiskUse: every
+// document (those already read, then the rest of the input) is keyed as
+// {k: <partitionBy value>, d: <document>} and sorted stably by
+// (partitionBy, sortBy) through sortStream, which spills sorted runs to
+// temporary files. The sorted records are then read back one partition at
+// a time, and only that partition is held in memory while its window
+// functions run, so the output (and its order) is the same as run's.
+//
+// A single partition must still fit in the memory limit: one larger than
+// it fails with 292 even with allowDiskUse, since window functions need
+// the whole partition at hand.
+func (w *windowStage) runSpilled(ctx context.Context, kept []bsoncore.Document, rest Stream, pc *pipeCtx, b *memBudget) (Stream, error) {
+	coll := pc.env.coll()
+	partKey := func(d bsoncore.Document) (bsoncore.Value, error) {
+		if w.partitionBy == nil {
+			return nullValue, nil
+		}
+		k, err := w.partitionBy.eval(newEvalCtx(d, pc.env))
+		if err != nil {
+			return bsoncore.Value{}, err
+		}
+		if k.Type == 0 {
+			k = nullValue // missing partitions with null
+		}
+		return k, nil
+	}
+	keyed := funcStream(func(ctx context.Context) (bsoncore.Document, error) {
+		var d bsoncore.Document
+		if len(kept) > 0 {
+			d, kept[0] = kept[0], nil
+			kept = kept[1:]
+		} else {
+			var err error
+			if d, err = rest.Next(ctx); err != nil {
+				return nil, err
+			}
+		}
+		k, err := partKey(d)
+		if err != nil {
+			return nil, err
+		}
+		return keyedRecord(k, d), nil
+	})
+	recordDoc := func(rec bsoncore.Document) bsoncore.Document {
+		d, _ := lookupField(rec, "d")
+		return d.Data
+	}
+	sorted, err := sortStream(ctx, keyed, func(a, c bsoncore.Document) int {
+		if r := compareWith(recordKey(a), recordKey(c), coll); r != 0 {
+			return r
+		}
+		if w.sort == nil {
+			return 0
+		}
+		return w.sort.Compare(recordDoc(a), recordDoc(c))
+	}, &memBudget{stage: b.stage, limit: b.limit, allowDisk: true})
+	if err != nil {
+		return nil, err
+	}
+	var pending bsoncore.Document // the first record of the next partition
+	var out []bsoncore.Document   // the current partition's output
+	done := false
+	return funcStream(func(ctx context.Context) (bsoncore.Document, error) {
+		for len(out) == 0 {
+			if done {
+				return nil, io.EOF
+			}
+			if pending == nil {
+				d, err := sorted.Next(ctx)
+				if err != nil {
+					return nil, err
+				}
+				pending = d
+			}
+			key := recordKey(pending)
+			p := &partition{sort: w.sort}
+			var used int64
+			for {
+				d := recordDoc(pending)
+				if used += int64(len(d)); used > b.limit {
+					return nil, mongoerr.New(QueryExceededMemoryLimitNoDiskUseAllowed, "Exceeded memory limit for $setWindowFields: a single partition is larger than %d bytes, which spilling to disk cannot split", b.limit)
+				}
+				w.addToPartition(p, d, pc)
+				next, err := sorted.Next(ctx)
+				if errors.Is(err, io.EOF) {
+					done = true
+					break
+				}
+				if err != nil {
+					return nil, err
+				}
+				pending = next
+				if compareWith(key, recordKey(next), coll) != 0 {
+					break
+				}
+			}
+			res, err := w.computePartition(p)
+			if err != nil {
+				return nil, err
+			}
+			out = res
+		}
+		d := out[0]
+		out = out[1:]
+		return d, nil
+	}), nil
 }
 
 // exprCompareColl compares partition keys, missing equal to null.
