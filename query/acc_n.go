@@ -80,12 +80,11 @@ func evalN(op string, x Expr, c *evalCtx) (int, error) {
 
 // nAcc implements $firstN, $lastN, $maxN and $minN.
 type nAcc struct {
-	op     string
-	input  Expr
-	nx     Expr
-	n      int
-	vals   []bsoncore.Value
-	stream bool // lastN: keep the tail
+	op    string
+	input Expr
+	nx    Expr
+	n     int
+	vals  []bsoncore.Value
 }
 
 func compileNAcc(op string, arg bsoncore.Value, s *compileScope, _ *Env) (accFactory, error) {

@@ -2,6 +2,7 @@ package query
 
 import (
 	"bytes"
+	"encoding/binary"
 	"strconv"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -41,17 +42,71 @@ func (it *elemIter) next() (key []byte, v bsoncore.Value, ok bool) {
 }
 
 // lookupField returns the value of the first top-level field named name.
+// It is on the path of every filter, so it compares keys in place and
+// skips the values before the wanted one by their sizes alone.
 func lookupField(doc []byte, name string) (bsoncore.Value, bool) {
-	it := newIter(doc)
-	for {
-		k, v, ok := it.next()
+	if len(doc) < 5 {
+		return bsoncore.Value{}, false
+	}
+	rem := doc[4 : len(doc)-1]
+	for len(rem) > 1 {
+		t := bsoncore.Type(rem[0])
+		rest := rem[1:]
+		if len(rest) > len(name) && rest[len(name)] == 0 && string(rest[:len(name)]) == name {
+			v, _, ok := bsoncore.ReadValue(rest[len(name)+1:], t)
+			return v, ok
+		}
+		i := bytes.IndexByte(rest, 0)
+		if i < 0 {
+			return bsoncore.Value{}, false
+		}
+		n, ok := valueSize(t, rest[i+1:])
 		if !ok {
 			return bsoncore.Value{}, false
 		}
-		if string(k) == name {
-			return v, true
-		}
+		rem = rest[i+1+n:]
 	}
+	return bsoncore.Value{}, false
+}
+
+// valueSize is the byte length of a value of type t at the start of b.
+func valueSize(t bsoncore.Type, b []byte) (int, bool) {
+	fixed := -1
+	switch t {
+	case bsoncore.TypeDouble, bsoncore.TypeDateTime, bsoncore.TypeInt64, bsoncore.TypeTimestamp:
+		fixed = 8
+	case bsoncore.TypeInt32:
+		fixed = 4
+	case bsoncore.TypeBoolean:
+		fixed = 1
+	case bsoncore.TypeNull, bsoncore.TypeUndefined, bsoncore.TypeMinKey, bsoncore.TypeMaxKey:
+		fixed = 0
+	case bsoncore.TypeObjectID:
+		fixed = 12
+	case bsoncore.TypeDecimal128:
+		fixed = 16
+	case bsoncore.TypeString, bsoncore.TypeSymbol, bsoncore.TypeJavaScript:
+		return prefixedSize(b, 4)
+	case bsoncore.TypeEmbeddedDocument, bsoncore.TypeArray, bsoncore.TypeCodeWithScope:
+		return prefixedSize(b, 0)
+	case bsoncore.TypeBinary:
+		return prefixedSize(b, 5)
+	}
+	if fixed >= 0 {
+		return fixed, len(b) >= fixed
+	}
+	_, r, ok := bsoncore.ReadValue(b, t)
+	return len(b) - len(r), ok
+}
+
+// prefixedSize reads an int32 length at the start of b and adds extra (the
+// bytes the length does not count).
+func prefixedSize(b []byte, extra int) (int, bool) {
+	if len(b) < 4 {
+		return 0, false
+	}
+	n := int(int32(binary.LittleEndian.Uint32(b))) + extra
+	return n, n >= 4 && n <= len(b)
 }
 
 // arrayElem returns element idx of a BSON array body.

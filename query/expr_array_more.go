@@ -144,7 +144,6 @@ type sortArrayExpr struct {
 	input  Expr
 	byDoc  *Sort // sortBy a document of fields
 	desc   bool  // sortBy 1 / -1 on the whole values
-	coll   *Collation
 	simple bool
 }
 
