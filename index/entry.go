@@ -69,7 +69,7 @@ func (s *Spec) coverProjection() *query.Projection {
 // fields. It is nil for a document that makes the index multikey (its
 // entries hold one array element each, which a projection cannot give).
 func (s *Spec) Covered(doc bsoncore.Document, multikey bool) []byte {
-	if doc == nil || multikey {
+	if _, wild := s.Wildcard(); doc == nil || multikey || s.Text != nil || wild {
 		return nil
 	}
 	p := s.coverProjection()
@@ -85,7 +85,10 @@ func (s *Spec) Covered(doc bsoncore.Document, multikey bool) []byte {
 
 // CanCover reports whether entries of this index carry covered values
 // (the key paths project without collision).
-func (s *Spec) CanCover() bool { return s.coverProjection() != nil }
+func (s *Spec) CanCover() bool {
+	_, wild := s.Wildcard()
+	return s.Text == nil && !wild && s.coverProjection() != nil
+}
 
 type coverCache struct {
 	coverOnce sync.Once

@@ -35,6 +35,12 @@ type fieldValues struct {
 // multikey. Entries are the encoded field values, descending fields with
 // their bytes complemented, concatenated; the caller appends the _id key.
 func (s *Spec) Keys(doc bsoncore.Document) ([][]byte, bool, error) {
+	if s.Text != nil {
+		return s.textKeys(doc)
+	}
+	if _, ok := s.Wildcard(); ok {
+		return s.wildcardKeys(doc)
+	}
 	if s.partial != nil && !s.partial.Match(doc) {
 		return nil, false, nil
 	}

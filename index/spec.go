@@ -38,7 +38,13 @@ type Spec struct {
 	ExpireAfter int64             // seconds; -1: not a TTL index
 	Raw         bsoncore.Document // {v, key, name, options...}
 
-	partial *query.Filter
+	// Text is set for a text index: its fields, weights and language.
+	Text *query.TextConfig
+
+	partial     *query.Filter
+	tp          *textParse
+	textWeights bsoncore.Document
+	textName    string
 	coverCache
 }
 
@@ -69,8 +75,17 @@ func ParseSpec(doc bsoncore.Document) (*Spec, error) {
 	if err := s.checkCombination(); err != nil {
 		return nil, err
 	}
+	if err := s.finishText(); err != nil {
+		return nil, err
+	}
+	if err := s.checkWildcard(); err != nil {
+		return nil, err
+	}
 	if s.Name == "" {
 		s.Name = DefaultName(s.Fields)
+		if s.textName != "" {
+			s.Name = s.textName
+		}
 	}
 	s.Raw = s.normalised(opts)
 	return s, nil
@@ -114,8 +129,11 @@ func (s *Spec) parseOption(el bsoncore.Element, doc bsoncore.Document) (bool, er
 		return true, s.parsePartial(v)
 	case "expireAfterSeconds":
 		return true, s.parseExpire(v)
-	case "collation", "weights", "default_language", "language_override", "textIndexVersion",
-		"2dsphereIndexVersion", "bits", "min", "max", "bucketSize", "wildcardProjection", "storageEngine", "clustered", "prepareUnique":
+	case "weights", "default_language", "language_override":
+		return false, s.parseTextOption(el.Key(), v)
+	case "textIndexVersion":
+		return false, nil
+	case "collation", "2dsphereIndexVersion", "bits", "min", "max", "bucketSize", "wildcardProjection", "storageEngine", "clustered", "prepareUnique":
 		return false, mongoerr.New(mongoerr.NotImplemented, "index option '%s' is not supported by DumboDB", el.Key())
 	}
 	return false, mongoerr.New(codeInvalidIndexSpecOpt, "The field '%s' is not valid for an index specification. Specification: %s", el.Key(), doc)
@@ -144,7 +162,25 @@ func (s *Spec) parseKey(v bsoncore.Value) error {
 		return mongoerr.New(codeCannotCreateIndex, "Index keys cannot be empty.")
 	}
 	seen := map[string]bool{}
+	var nameParts []string
 	for _, el := range els {
+		if t, ok := el.Value().StringValueOK(); ok && t == "text" {
+			if s.tp == nil {
+				s.tp = &textParse{}
+			}
+			nameParts = append(nameParts, el.Key(), "text")
+			if el.Key() == "_fts" {
+				s.tp.fts = true
+			} else if el.Key() == "$**" || strings.HasSuffix(el.Key(), ".$**") {
+				return mongoerr.New(mongoerr.NotImplemented, "wildcard text indexes are not supported by DumboDB")
+			} else {
+				s.tp.keyFields = append(s.tp.keyFields, el.Key())
+			}
+			continue
+		}
+		if s.tp != nil && el.Key() == "_ftsx" {
+			continue
+		}
 		f, err := parseKeyField(el)
 		if err != nil {
 			return err
@@ -155,7 +191,20 @@ func (s *Spec) parseKey(v bsoncore.Value) error {
 		seen[f.Path] = true
 		s.Fields = append(s.Fields, f)
 	}
+	if len(s.Fields) > 1 {
+		for _, f := range s.Fields {
+			if f.Path == "$**" || strings.HasSuffix(f.Path, ".$**") {
+				return mongoerr.New(mongoerr.NotImplemented, "compound wildcard indexes are not supported by DumboDB")
+			}
+		}
+	}
 	s.Key = append(bsoncore.Document(nil), key...)
+	if s.tp != nil {
+		if len(s.Fields) > 0 {
+			return mongoerr.New(mongoerr.NotImplemented, "compound text indexes are not supported by DumboDB")
+		}
+		s.textName = strings.Join(nameParts, "_")
+	}
 	return nil
 }
 
@@ -165,14 +214,18 @@ func parseKeyField(el bsoncore.Element) (Field, error) {
 		return Field{}, mongoerr.New(codeCannotCreateIndex, "Index key contains an illegal field name: %q", path)
 	}
 	if strings.HasPrefix(path, "$") || strings.Contains(path, ".$") {
-		if path == "$**" || strings.HasSuffix(path, ".$**") {
-			return Field{}, mongoerr.New(mongoerr.NotImplemented, "wildcard indexes are not supported by DumboDB")
+		if path == "$**" || (strings.HasSuffix(path, ".$**") && !strings.Contains(strings.TrimSuffix(path, ".$**"), "$")) {
+			f, ok := v.AsFloat64OK()
+			if !ok || f == 0 {
+				return Field{}, mongoerr.New(codeCannotCreateIndex, "Values in the index key pattern can only be positive or negative numbers, got %s: %s", path, v)
+			}
+			return Field{Path: path, Desc: f < 0}, nil
 		}
 		return Field{}, mongoerr.New(codeCannotCreateIndex, "Index key contains an illegal field name: field name starts with '$'.")
 	}
 	if s, ok := v.StringValueOK(); ok {
 		switch s {
-		case "text", "2d", "2dsphere", "hashed", "geoHaystack":
+		case "2d", "2dsphere", "hashed", "geoHaystack":
 			return Field{}, mongoerr.New(mongoerr.NotImplemented, "%s indexes are not supported by DumboDB", s)
 		}
 		return Field{}, mongoerr.New(codeCannotCreateIndex, "Unknown index plugin '%s'", s)
@@ -240,6 +293,9 @@ func (s *Spec) normalised(opts []bsoncore.Element) bsoncore.Document {
 	for _, el := range opts {
 		b.AppendValue(el.Key(), el.Value())
 	}
+	if s.Text != nil {
+		s.textOptions(b)
+	}
 	return b.Build()
 }
 
@@ -274,7 +330,8 @@ func (s *Spec) SameKey(o *Spec) bool {
 // same index.
 func (s *Spec) SameOptions(o *Spec) bool {
 	return s.Unique == o.Unique && s.Sparse == o.Sparse && s.ExpireAfter == o.ExpireAfter &&
-		string(s.Partial) == string(o.Partial)
+		string(s.Partial) == string(o.Partial) && string(s.textWeights) == string(o.textWeights) &&
+		(s.Text == nil) == (o.Text == nil) && (s.Text == nil || s.Text.Language == o.Text.Language)
 }
 
 // knownOptions are the spec fields ParseSpec understands (supported or

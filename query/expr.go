@@ -27,6 +27,9 @@ type Env struct {
 	Collation *Collation
 	vars      map[string]bsoncore.Value
 	now       bsoncore.Value
+	// textQuery is the filter whose $text the planner bound to a text
+	// index: a pipeline's own $match and $meta: "textScore" use it.
+	textQuery *Filter
 }
 
 // NewEnv evaluates a command's let document (constant expressions that may
@@ -101,6 +104,8 @@ type evalCtx struct {
 	cur  bsoncore.Value // $$CURRENT
 	env  *Env
 	vars *varBinding // $let, $map, $filter locals, innermost first
+	// query is the find's filter, whose $text gives {$meta: "textScore"}.
+	query *Filter
 }
 
 type varBinding struct {

@@ -27,8 +27,19 @@ func compileMeta(_ string, arg bsoncore.Value, _ *compileScope) (Expr, error) {
 	return metaExpr{arg.StringValue()}, nil
 }
 
-func (m metaExpr) eval(*evalCtx) (bsoncore.Value, error) {
+func (m metaExpr) eval(c *evalCtx) (bsoncore.Value, error) {
 	if m.kind == "textScore" {
+		q := (*Filter)(nil)
+		if c != nil {
+			q = c.query
+			if (q == nil || !q.HasText()) && c.env != nil {
+				q = c.env.textQuery
+			}
+		}
+		if q != nil && q.HasText() {
+			score, _ := q.TextScore(c.root.Data)
+			return bsoncore.Value{Type: bsoncore.TypeDouble, Data: bsoncore.AppendDouble(nil, score)}, nil
+		}
 		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(40218), "query requires text score metadata, but it is not available")
 	}
 	return bsoncore.Value{}, nil

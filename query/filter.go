@@ -14,6 +14,8 @@ type Filter struct {
 	// exprErr is the first runtime error of a $expr; Match cannot return
 	// it, so callers check Err after matching.
 	exprErr error
+	// text is the filter's $text, if any.
+	text *textExpr
 }
 
 // EqualityField is a path pinned to a value by an equality predicate.
@@ -201,7 +203,6 @@ func init() {
 		"$where":       notAllowed,
 		"$function":    notAllowed,
 		"$expr":        parseExprFilter,
-		"$text":        notImplemented,
 		"$jsonSchema":  parseJSONSchema,
 		"$sampleRate":  notImplemented,
 	}

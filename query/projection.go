@@ -285,6 +285,7 @@ type projApply struct {
 func (a *projApply) eval(p *Projection, x Expr) bsoncore.Value {
 	if a.ctx == nil {
 		a.ctx = newEvalCtx(a.root, p.opts.Env)
+		a.ctx.query = p.opts.Query
 	}
 	v, err := x.eval(a.ctx)
 	if err != nil && a.err == nil {

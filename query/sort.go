@@ -11,11 +11,15 @@ type Sort struct {
 	keys    []sortKey
 	coll    *Collation
 	natural int // {$natural: 1|-1}: storage order, forward or reversed
+	// query gives {$meta: "textScore"} keys their scores.
+	query  *Filter
+	scores map[*byte]float64
 }
 
 type sortKey struct {
 	parts []string
 	desc  bool
+	score bool // {$meta: "textScore"}: by text score, highest first
 }
 
 // emptyArrayKey is the sort key of an empty array: it sorts below null,
@@ -27,7 +31,17 @@ func CompileSort(sort bsoncore.Document) (*Sort, error) { return CompileSortEnv(
 
 // CompileSortEnv compiles a sort whose string keys follow env's collation.
 func CompileSortEnv(sort bsoncore.Document, env *Env) (*Sort, error) {
-	s := &Sort{coll: env.coll()}
+	return compileSort(sort, env, nil)
+}
+
+// CompileSortQuery compiles a find's sort, whose {$meta: "textScore"}
+// keys order by the text score of the query's $text.
+func CompileSortQuery(sort bsoncore.Document, env *Env, f *Filter) (*Sort, error) {
+	return compileSort(sort, env, f)
+}
+
+func compileSort(sort bsoncore.Document, env *Env, f *Filter) (*Sort, error) {
+	s := &Sort{coll: env.coll(), query: f}
 	it := newIter(sort)
 	for {
 		k, v, ok := it.next()
@@ -35,6 +49,16 @@ func CompileSortEnv(sort bsoncore.Document, env *Env) (*Sort, error) {
 			return s, nil
 		}
 		key := string(k)
+		if v.Type == bsoncore.TypeEmbeddedDocument && firstKey(v.Data) == "$meta" && f != nil {
+			if m, _ := lookupField(v.Data, "$meta"); m.Type != bsoncore.TypeString || m.StringValue() != "textScore" {
+				return nil, mongoerr.New(mongoerr.Code(17308), "Unsupported argument to $meta: %s", formatValue(m))
+			}
+			if !f.HasText() {
+				return nil, mongoerr.New(mongoerr.Code(40218), "query requires text score metadata, but it is not available")
+			}
+			s.keys = append(s.keys, sortKey{parts: splitPath(key), score: true})
+			continue
+		}
 		if v.Type == bsoncore.TypeEmbeddedDocument && firstKey(v.Data) == "$meta" {
 			return nil, mongoerr.New(mongoerr.NotImplemented, "$meta sort is not supported by DumboDB yet")
 		}
@@ -61,6 +85,12 @@ func (s *Sort) HasKeys() bool { return len(s.keys) > 0 }
 // Compare orders two documents by the sort keys; 0 means a tie.
 func (s *Sort) Compare(a, b bsoncore.Document) int {
 	for _, k := range s.keys {
+		if k.score {
+			if c := cmpFloat(s.scoreOf(b), s.scoreOf(a)); c != 0 {
+				return c
+			}
+			continue
+		}
 		c := compareWith(k.keyOf(a, s.coll), k.keyOf(b, s.coll), s.coll)
 		if k.desc {
 			c = -c
@@ -102,4 +132,30 @@ func (k sortKey) keyOf(doc []byte, coll *Collation) bsoncore.Value {
 		return emptyArrayKey
 	}
 	return nullValue
+}
+
+func (s *Sort) scoreOf(d bsoncore.Document) float64 {
+	if len(d) == 0 {
+		return 0
+	}
+	if s.scores == nil {
+		s.scores = map[*byte]float64{}
+	}
+	p := &d[0]
+	if v, ok := s.scores[p]; ok {
+		return v
+	}
+	v, _ := s.query.TextScore(d)
+	s.scores[p] = v
+	return v
+}
+
+func cmpFloat(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
 }

@@ -107,7 +107,7 @@ func (r *request) findSource(coll string, a *findArgs, st *execStats) (docSource
 	}
 	var srt *query.Sort
 	if nonEmpty(a.sort) {
-		if srt, err = query.CompileSortEnv(a.sort, env); err != nil {
+		if srt, err = query.CompileSortQuery(a.sort, env, f); err != nil {
 			return nil, err
 		}
 	}

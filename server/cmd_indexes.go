@@ -146,6 +146,8 @@ func conflictingIndex(existing []*index.Spec, s *index.Spec) (bool, error) {
 		switch {
 		case e.Name == s.Name && e.SameKey(s) && e.SameOptions(s):
 			return true, nil
+		case e.Text != nil && s.Text != nil:
+			return false, mongoerr.New(mongoerr.Code(67), "only one text index per collection allowed, found existing text index \"%s\"", e.Name)
 		case e.Name == s.Name:
 			return false, mongoerr.New(mongoerr.IndexKeySpecsConflict,
 				"An existing index has the same name as the requested index. When index names are not specified, they are auto generated and can cause conflicts. Please refer to our documentation. Requested index: %s, existing index: %s", s.Raw, e.Raw)

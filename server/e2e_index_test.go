@@ -136,7 +136,10 @@ func TestIndexPlansThroughExplain(t *testing.T) {
 func TestIndexRandomizedMatchesCollectionScan(t *testing.T) {
 	ts := startServer(t)
 	db := ts.client().Database("rnd")
-	plain, indexed := db.Collection("plain"), db.Collection("indexed")
+	plain, indexed, wild := db.Collection("plain"), db.Collection("indexed"), db.Collection("wild")
+	mustRun(t, db, bson.D{{Key: "createIndexes", Value: "wild"}, {Key: "indexes", Value: bson.A{
+		bson.D{{Key: "key", Value: bson.D{{Key: "$**", Value: 1}}}, {Key: "name", Value: "wild"}},
+	}}})
 	mustRun(t, db, bson.D{{Key: "createIndexes", Value: "indexed"}, {Key: "indexes", Value: bson.A{
 		bson.D{{Key: "key", Value: bson.D{{Key: "a", Value: 1}}}, {Key: "name", Value: "a"}},
 		bson.D{{Key: "key", Value: bson.D{{Key: "b", Value: -1}, {Key: "a", Value: 1}}}, {Key: "name", Value: "b_a"}},
@@ -180,7 +183,7 @@ func TestIndexRandomizedMatchesCollectionScan(t *testing.T) {
 		return d
 	}
 	both := func(fn func(c *mongo.Collection) error) {
-		for _, c := range []*mongo.Collection{plain, indexed} {
+		for _, c := range []*mongo.Collection{plain, indexed, wild} {
 			if err := fn(c); err != nil {
 				t.Fatal(err)
 			}
@@ -219,8 +222,8 @@ func TestIndexRandomizedMatchesCollectionScan(t *testing.T) {
 			if rng.Intn(2) == 0 {
 				sort = bson.D{{Key: "_id", Value: 1}}
 			}
-			var results [2][]bson.M
-			for i, c := range []*mongo.Collection{plain, indexed} {
+			var results [3][]bson.M
+			for i, c := range []*mongo.Collection{plain, indexed, wild} {
 				cur, err := c.Find(ctx, f, options.Find().SetSort(sort))
 				if err != nil {
 					t.Fatal(err)
@@ -231,6 +234,12 @@ func TestIndexRandomizedMatchesCollectionScan(t *testing.T) {
 			}
 			if !reflect.DeepEqual(results[0], results[1]) {
 				t.Fatalf("round %d filter %v: without index %v, with %v", round, f, results[0], results[1])
+			}
+			if !reflect.DeepEqual(results[0], results[2]) {
+				t.Fatalf("round %d filter %v: without index %v, with wildcard %v", round, f, results[0], results[2])
+			}
+			if n := mustRun(t, db, bson.D{{Key: "count", Value: "wild"}, {Key: "query", Value: f}})["n"]; fmt.Sprint(n) != fmt.Sprint(len(results[0])) {
+				t.Fatalf("round %d filter %v: wildcard count %v, want %d", round, f, n, len(results[0]))
 			}
 			// count, distinct and a find covered by index a: same answers.
 			var counts, distincts [2]any

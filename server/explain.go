@@ -5,6 +5,7 @@ import (
 	"io"
 	"time"
 
+	"dumbodb/index"
 	"dumbodb/query"
 	"dumbodb/query/mongoerr"
 
@@ -274,6 +275,9 @@ func scanStage(p *queryPlan, filter bsoncore.Document) bsoncore.Document {
 		return bsoncore.NewDocumentBuilder().AppendString("stage", "COLLSCAN").
 			AppendDocument("filter", orEmpty(filter)).AppendString("direction", "forward").Build()
 	}
+	if p.text != nil {
+		return textStage(p, filter)
+	}
 	fetch := bsoncore.NewDocumentBuilder().AppendString("stage", "FETCH")
 	if nonEmpty(filter) {
 		fetch.AppendDocument("filter", filter)
@@ -311,7 +315,13 @@ func ixscanStage(p *queryPlan) bsoncore.Document {
 		direction = "backward"
 	}
 	bounds := bsoncore.NewDocumentBuilder()
-	for i, f := range s.Fields {
+	fields := s.Fields
+	keyPattern := s.Key
+	if p.wildPath != "" {
+		fields = []index.Field{{Path: "$_path"}, {Path: p.wildPath}}
+		keyPattern = bsoncore.NewDocumentBuilder().AppendInt32("$_path", 1).AppendInt32(p.wildPath, 1).Build()
+	}
+	for i, f := range fields {
 		arr := bsoncore.NewArrayBuilder()
 		for _, iv := range p.bounds[i] {
 			arr.AppendString(iv.Text())
@@ -319,7 +329,7 @@ func ixscanStage(p *queryPlan) bsoncore.Document {
 		bounds.AppendArray(f.Path, arr.Build())
 	}
 	ixscan := bsoncore.NewDocumentBuilder().AppendString("stage", "IXSCAN").
-		AppendDocument("keyPattern", s.Key).AppendString("indexName", s.Name).
+		AppendDocument("keyPattern", keyPattern).AppendString("indexName", s.Name).
 		AppendBoolean("isMultiKey", p.ix.Multikey).AppendBoolean("isUnique", s.Unique).
 		AppendBoolean("isSparse", s.Sparse).AppendBoolean("isPartial", s.Partial != nil).
 		AppendInt32("indexVersion", 2).AppendString("direction", direction).

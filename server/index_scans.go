@@ -112,7 +112,7 @@ func coverable(p *queryPlan, f *query.Filter, proj, sortDoc bsoncore.Document) b
 // field), and the index has one entry per document (not multikey, sparse
 // or partial).
 func exactBounds(p *queryPlan, f *query.Filter) bool {
-	if p.ix == nil || p.idHack || p.ix.Multikey {
+	if p.ix == nil || p.idHack || p.ix.Multikey || p.text != nil || p.wildPath != "" {
 		return false
 	}
 	s := p.ix.Spec

@@ -19,7 +19,6 @@ import (
 type queryPlan struct {
 	idHack bool
 	ix     *storage.IndexInfo // nil: no secondary index
-	fields []index.FieldInterval
 	// bounds are the per-field intervals in key space, for explain.
 	bounds    [][]index.FieldInterval
 	intervals []index.Interval
@@ -29,6 +28,11 @@ type queryPlan struct {
 	// documents are not fetched (a find whose filter, projection and
 	// sort need only key fields; see coverable).
 	covered bool
+	// text is set for a $text query: the terms looked up in the text
+	// index ix; documents containing any are fetched and matched.
+	text []string
+	// wildPath is set for a wildcard index plan: the one path it bounds.
+	wildPath string
 }
 
 // planInput is what the planner looks at.
@@ -49,6 +53,9 @@ type sortKey struct {
 // one that also gives the sort; a collection scan when none helps.
 func planQuery(rd storage.Reader, coll string, in planInput) (*queryPlan, error) {
 	indexes := rd.Indexes(coll)
+	if in.filter.HasText() {
+		return textPlan(indexes, in.filter)
+	}
 	preds := in.filter.IndexablePredicates()
 	sortKeys := plainSortKeys(in.sort)
 	if in.hint.Type != 0 {
@@ -70,6 +77,9 @@ func planQuery(rd storage.Reader, coll string, in planInput) (*queryPlan, error)
 		}
 	}
 	if best == nil || (bestScore == 0 && !best.sorted) {
+		if w := bestWildcardPlan(indexes, preds); w != nil {
+			return w, nil
+		}
 		return &queryPlan{}, nil
 	}
 	return best, nil
@@ -79,7 +89,7 @@ func planQuery(rd storage.Reader, coll string, in planInput) (*queryPlan, error)
 // and sparse indexes miss documents and hidden ones are off limits.
 func usable(ix *storage.IndexInfo) bool {
 	s := ix.Spec
-	if s.Hidden || s.Partial != nil || s.Sparse {
+	if _, wild := s.Wildcard(); s.Hidden || s.Partial != nil || s.Sparse || s.Text != nil || wild {
 		return false
 	}
 	for _, f := range s.Fields {
@@ -97,6 +107,12 @@ func hintedPlan(indexes []storage.IndexInfo, hint bsoncore.Value, preds []query.
 	if err != nil || natural {
 		return &queryPlan{}, err
 	}
+	if _, wild := ix.Spec.Wildcard(); wild {
+		if p, _ := wildcardPlan(ix, preds); p != nil {
+			return p, nil
+		}
+		return nil, mongoerr.New(mongoerr.BadValue, "hint provided does not correspond to an existing index: a wildcard index needs a predicate on a path it covers")
+	}
 	p, _ := indexPlan(ix, preds, sortKeys)
 	return p, nil
 }
@@ -111,7 +127,7 @@ func resolveHint(indexes []storage.IndexInfo, hint bsoncore.Value) (*storage.Ind
 			return nil, true, nil
 		}
 		for i := range indexes {
-			if indexes[i].Spec.Name == name && !indexes[i].Spec.Hidden {
+			if indexes[i].Spec.Name == name && !indexes[i].Spec.Hidden && indexes[i].Spec.Text == nil {
 				return &indexes[i], false, nil
 			}
 		}
@@ -126,7 +142,7 @@ func resolveHint(indexes []storage.IndexInfo, hint bsoncore.Value) (*storage.Ind
 			break
 		}
 		for i := range indexes {
-			if indexes[i].Spec.SameKey(probe) && !indexes[i].Spec.Hidden {
+			if indexes[i].Spec.SameKey(probe) && !indexes[i].Spec.Hidden && indexes[i].Spec.Text == nil {
 				return &indexes[i], false, nil
 			}
 		}
@@ -307,6 +323,8 @@ func planSource(ctx context.Context, rd storage.Reader, coll string, f *query.Fi
 	switch {
 	case p.idHack:
 		return idSource(ctx, rd, coll, f, st)
+	case p.text != nil:
+		return textSource(ctx, rd, coll, f, p, st)
 	case p.ix == nil:
 		it, err := rd.Scan(ctx, coll)
 		if err != nil {
@@ -484,7 +502,7 @@ func reversedIndexSource(ctx context.Context, s *indexSource) (docSource, error)
 // the winner: every usable index that bounds a predicate or gives the
 // sort, besides the winner's.
 func rejectedPlans(rd storage.Reader, coll string, in planInput, winner *queryPlan) []*queryPlan {
-	if in.hint.Type != 0 || winner.idHack {
+	if in.hint.Type != 0 || winner.idHack || winner.text != nil {
 		return nil
 	}
 	preds := in.filter.IndexablePredicates()

@@ -1,0 +1,72 @@
+package server_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+)
+
+func TestWildcardIndex(t *testing.T) {
+	ts := startServer(t)
+	db := ts.client().Database("wc")
+	c := db.Collection("c")
+	docs := []bson.D{
+		{{Key: "_id", Value: 1}, {Key: "a", Value: bson.D{{Key: "b", Value: 5}, {Key: "c", Value: "x"}}}, {Key: "z", Value: 1}},
+		{{Key: "_id", Value: 2}, {Key: "a", Value: bson.A{bson.D{{Key: "b", Value: 5}}, bson.D{{Key: "b", Value: 7}}}}},
+		{{Key: "_id", Value: 3}, {Key: "a", Value: bson.D{{Key: "b", Value: bson.A{1, 5}}}}, {Key: "z", Value: 2}},
+		{{Key: "_id", Value: 4}, {Key: "z", Value: 5}},
+	}
+	for _, d := range docs {
+		if _, err := c.InsertOne(ctx, d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, key := range []string{"a.$**", "$**"} {
+		name, err := c.Indexes().CreateOne(ctx, mongo.IndexModel{Keys: bson.D{{Key: key, Value: 1}}})
+		if err != nil || name != key+"_1" {
+			t.Fatalf("create %s: %q %v", key, name, err)
+		}
+	}
+	count := func(f bson.D) int64 {
+		t.Helper()
+		n, err := c.CountDocuments(ctx, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	for _, tc := range []struct {
+		f    bson.D
+		want int64
+	}{
+		{bson.D{{Key: "a.b", Value: 5}}, 3},
+		{bson.D{{Key: "a.b", Value: bson.D{{Key: "$gt", Value: 5}}}}, 1},
+		{bson.D{{Key: "a.c", Value: "x"}}, 1},
+		{bson.D{{Key: "z", Value: bson.D{{Key: "$in", Value: bson.A{1, 5}}}}}, 2},
+		{bson.D{{Key: "a", Value: bson.D{{Key: "b", Value: 5}, {Key: "c", Value: "x"}}}}, 1},
+	} {
+		if n := count(tc.f); n != tc.want {
+			t.Fatalf("%v: %d, want %d", tc.f, n, tc.want)
+		}
+	}
+	ex := mustRun(t, db, bson.D{{Key: "explain", Value: bson.D{{Key: "find", Value: "c"}, {Key: "filter", Value: bson.D{{Key: "z", Value: 5}}}}}})
+	if s := fmt.Sprint(ex["queryPlanner"]); !strings.Contains(s, "IXSCAN") || !strings.Contains(s, "$**_1") {
+		t.Fatalf("explain: %v", s)
+	}
+	// Unique and compound wildcard indexes are refused.
+	_, err := run(t, db, bson.D{{Key: "createIndexes", Value: "c"}, {Key: "indexes", Value: bson.A{bson.D{
+		{Key: "key", Value: bson.D{{Key: "x.$**", Value: 1}}}, {Key: "name", Value: "u"}, {Key: "unique", Value: true}}}}})
+	if me, ok := err.(mongo.CommandError); !ok || me.Code != 67 {
+		t.Fatalf("unique wildcard: %v", err)
+	}
+	// Upkeep: an update moves a document between values.
+	if _, err := c.UpdateOne(ctx, bson.D{{Key: "_id", Value: 4}}, bson.D{{Key: "$set", Value: bson.D{{Key: "z", Value: 9}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if n := count(bson.D{{Key: "z", Value: 9}}); n != 1 {
+		t.Fatalf("after update: %d", n)
+	}
+}
