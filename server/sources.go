@@ -31,21 +31,32 @@ type filterSource struct {
 }
 
 func (s *filterSource) Next(ctx context.Context) (bsoncore.Document, error) {
-	for {
-		if err := ctx.Err(); err != nil {
-			return nil, contextError(err)
+	var stop error // a time limit or a filter error ends the scan
+	scanned := 0
+	keep := func(doc bsoncore.Document) bool {
+		if scanned++; scanned%256 == 0 {
+			if err := ctx.Err(); err != nil {
+				stop = contextError(err)
+				return true
+			}
 		}
-		d, err := s.it.Next(ctx)
-		if err != nil {
-			return nil, err
+		if s.f.Match(doc) {
+			return true
 		}
-		if s.f.Match(d) {
-			return d, nil
-		}
-		if err := s.f.Err(); err != nil {
-			return nil, err
-		}
+		stop = s.f.Err()
+		return stop != nil
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, contextError(err)
+	}
+	d, err := s.it.NextWhere(ctx, keep)
+	if err != nil {
+		return nil, err
+	}
+	if stop != nil {
+		return nil, stop
+	}
+	return d, nil
 }
 
 // contextError turns a cancelled or expired context into MongoDB's errors.

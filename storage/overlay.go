@@ -78,25 +78,45 @@ func newIterator(ctx context.Context, ns tree.NodeStore, base prolly.Map, ed *ed
 
 // Next returns the next live document; the caller owns the bytes.
 func (i *Iterator) Next(ctx context.Context) (bsoncore.Document, error) {
+	return i.NextWhere(ctx, nil)
+}
+
+// NextWhere returns the next live document that keep accepts (any when
+// keep is nil). keep sees the stored bytes in place and must not keep
+// them; only accepted documents are copied, so a filtered scan does not
+// pay for the documents it rejects.
+func (i *Iterator) NextWhere(ctx context.Context, keep func(bsoncore.Document) bool) (bsoncore.Document, error) {
 	for {
-		if err := i.peekBase(ctx); err != nil {
+		doc, err := i.nextBorrowed(ctx)
+		if err != nil {
 			return nil, err
 		}
-		e := i.peekEdit()
-		switch {
-		case e == nil && i.bk == nil:
-			return nil, io.EOF
-		case e == nil || (i.bk != nil && bytes.Compare(i.bk, e.key) < 0):
-			return i.takeBase(ctx)
-		}
-		if i.bk != nil && bytes.Equal(i.bk, e.key) {
-			i.bk = nil // the edit replaces the base entry
-		}
-		i.ebuf = i.ebuf[1:]
-		if e.value != nil {
-			return append(bsoncore.Document(nil), e.value...), nil
+		if doc != nil && (keep == nil || keep(doc)) {
+			return append(bsoncore.Document(nil), doc...), nil
 		}
 	}
+}
+
+// nextBorrowed returns the next entry's bytes without copying them (nil
+// for a deletion); they stay valid until the next call.
+func (i *Iterator) nextBorrowed(ctx context.Context) (bsoncore.Document, error) {
+	if err := i.peekBase(ctx); err != nil {
+		return nil, err
+	}
+	e := i.peekEdit()
+	switch {
+	case e == nil && i.bk == nil:
+		return nil, io.EOF
+	case e == nil || (i.bk != nil && bytes.Compare(i.bk, e.key) < 0):
+		b, err := valueBytes(ctx, i.ns, i.bvTup)
+		i.bk = nil
+		return b, err
+	}
+	if i.bk != nil && bytes.Equal(i.bk, e.key) {
+		i.bk = nil // the edit replaces the base entry
+	}
+	i.ebuf = i.ebuf[1:]
+	return e.value, nil
 }
 
 func (i *Iterator) peekBase(ctx context.Context) error {
@@ -113,15 +133,6 @@ func (i *Iterator) peekBase(ctx context.Context) error {
 	}
 	i.bk, i.bvTup = keyBytes(k), v
 	return nil
-}
-
-func (i *Iterator) takeBase(ctx context.Context) (bsoncore.Document, error) {
-	b, err := valueBytes(ctx, i.ns, i.bvTup)
-	i.bk = nil
-	if err != nil {
-		return nil, err
-	}
-	return append(bsoncore.Document(nil), b...), nil
 }
 
 // peekEdit returns the next edit, refilling the buffer from the tree in
