@@ -17,9 +17,10 @@ run:
 
 # Every test: vet, the import rules, unit tests and end-to-end tests (the
 # official Go driver and mongosh against real servers), under the race
-# detector.
+# detector. -count=1: the process and crash tests build the server binary
+# themselves, which go test's cache cannot see.
 test: tools vet
-	$(GO) test -race -timeout 25m ./...
+	$(GO) test -race -count=1 -timeout 25m ./...
 
 test-short: vet
 	$(GO) test -short -timeout 10m ./...
