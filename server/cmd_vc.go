@@ -23,6 +23,27 @@ func (r *request) vcDatabase() (*storage.Database, error) {
 	return d, nil
 }
 
+// firstString is the command's first value when it is a string, as in
+// {dumboTag: "v1"}.
+func (r *request) firstString() string {
+	s, _ := r.cmd.Index(0).Value().StringValueOK()
+	return s
+}
+
+// vcBranch opens the database, parses the command's arguments and
+// resolves the branch the command acts on.
+func (r *request) vcBranch(fields map[string]fieldHandler) (*storage.Database, string, error) {
+	d, err := r.vcDatabase()
+	if err != nil {
+		return nil, "", err
+	}
+	if err := r.parseArgs(fields); err != nil {
+		return nil, "", err
+	}
+	branch, err := r.branchOf(d)
+	return d, branch, err
+}
+
 // resolveArg resolves a revision named in a command argument.
 func (r *request) resolveArg(d *storage.Database, spec string) (storage.Revision, error) {
 	return d.Resolve(r.ctx, spec, r.currentBranch())
@@ -102,9 +123,7 @@ func cmdDumboBranch(r *request) (bsoncore.Document, error) {
 	}
 	var name string
 	var del, force bool
-	if s, ok := r.cmd.Index(0).Value().StringValueOK(); ok {
-		name = s
-	}
+	name = r.firstString()
 	err = r.parseArgs(map[string]fieldHandler{
 		"branch":      r.stringArg("branch", &name),
 		"delete":      r.boolArg("delete", &del),
@@ -233,14 +252,7 @@ func cmdDumboLog(r *request) (bsoncore.Document, error) {
 }
 
 func cmdDumboStatus(r *request) (bsoncore.Document, error) {
-	d, err := r.vcDatabase()
-	if err != nil {
-		return nil, err
-	}
-	if err := r.parseArgs(nil); err != nil {
-		return nil, err
-	}
-	branch, err := r.branchOf(d)
+	d, branch, err := r.vcBranch(nil)
 	if err != nil {
 		return nil, err
 	}
@@ -424,15 +436,8 @@ func mergeReply(res storage.MergeResult, err error) (bsoncore.Document, error) {
 }
 
 func cmdDumboConflicts(r *request) (bsoncore.Document, error) {
-	d, err := r.vcDatabase()
-	if err != nil {
-		return nil, err
-	}
 	var coll string
-	if err := r.parseArgs(map[string]fieldHandler{"collection": r.stringArg("collection", &coll)}); err != nil {
-		return nil, err
-	}
-	branch, err := r.branchOf(d)
+	d, branch, err := r.vcBranch(map[string]fieldHandler{"collection": r.stringArg("collection", &coll)})
 	if err != nil {
 		return nil, err
 	}
@@ -459,14 +464,10 @@ func cmdDumboConflicts(r *request) (bsoncore.Document, error) {
 }
 
 func cmdDumboResolveConflict(r *request) (bsoncore.Document, error) {
-	d, err := r.vcDatabase()
-	if err != nil {
-		return nil, err
-	}
 	var coll, resolution string
 	var id bsoncore.Value
 	var doc bsoncore.Document
-	err = r.parseArgs(map[string]fieldHandler{
+	d, branch, err := r.vcBranch(map[string]fieldHandler{
 		"collection": r.stringArg("collection", &coll),
 		"_id":        func(v bsoncore.Value) error { id = v; return nil },
 		"resolution": r.stringArg("resolution", &resolution),
@@ -479,10 +480,6 @@ func cmdDumboResolveConflict(r *request) (bsoncore.Document, error) {
 		return nil, mongoerr.New(mongoerr.Code(40414), "%s needs collection and _id", r.name)
 	}
 	if doc, err = customResolution(resolution, id, doc); err != nil {
-		return nil, err
-	}
-	branch, err := r.branchOf(d)
-	if err != nil {
 		return nil, err
 	}
 	if err := d.ResolveConflict(r.ctx, branch, coll, id, resolution, doc); err != nil {
@@ -527,9 +524,7 @@ func applyCommit(r *request, revert bool) (bsoncore.Document, error) {
 		return nil, err
 	}
 	var commit string
-	if s, ok := r.cmd.Index(0).Value().StringValueOK(); ok {
-		commit = s
-	}
+	commit = r.firstString()
 	opts, err := r.commitOptions(map[string]fieldHandler{"commit": r.stringArg("commit", &commit)})
 	if err != nil {
 		return nil, err
@@ -555,21 +550,13 @@ func applyCommit(r *request, revert bool) (bsoncore.Document, error) {
 }
 
 func cmdDumboReset(r *request) (bsoncore.Document, error) {
-	d, err := r.vcDatabase()
-	if err != nil {
-		return nil, err
-	}
 	var to string
 	var hard bool
-	err = r.parseArgs(map[string]fieldHandler{
+	d, branch, err := r.vcBranch(map[string]fieldHandler{
 		"to":   r.stringArg("to", &to),
 		"hard": r.boolArg("hard", &hard),
 		"soft": r.ignoreArg(),
 	})
-	if err != nil {
-		return nil, err
-	}
-	branch, err := r.branchOf(d)
 	if err != nil {
 		return nil, err
 	}
@@ -595,9 +582,7 @@ func cmdDumboTag(r *request) (bsoncore.Document, error) {
 	}
 	var name, commit, message string
 	var del bool
-	if s, ok := r.cmd.Index(0).Value().StringValueOK(); ok {
-		name = s
-	}
+	name = r.firstString()
 	err = r.parseArgs(map[string]fieldHandler{
 		"name":    r.stringArg("name", &name),
 		"commit":  r.stringArg("commit", &commit),
@@ -653,9 +638,7 @@ func cmdDumboCheckout(r *request) (bsoncore.Document, error) {
 		return nil, err
 	}
 	var name string
-	if s, ok := r.cmd.Index(0).Value().StringValueOK(); ok {
-		name = s
-	}
+	name = r.firstString()
 	if err := r.parseArgs(map[string]fieldHandler{"branch": r.stringArg("branch", &name)}); err != nil {
 		return nil, err
 	}
@@ -676,24 +659,13 @@ func cmdDumboCheckout(r *request) (bsoncore.Document, error) {
 }
 
 func cmdDumboRebase(r *request) (bsoncore.Document, error) {
-	d, err := r.vcDatabase()
-	if err != nil {
-		return nil, err
-	}
-	var onto string
+	onto := r.firstString()
 	var cont, abort bool
-	if s, ok := r.cmd.Index(0).Value().StringValueOK(); ok {
-		onto = s
-	}
-	err = r.parseArgs(map[string]fieldHandler{
+	d, branch, err := r.vcBranch(map[string]fieldHandler{
 		"onto":     r.stringArg("onto", &onto),
 		"continue": r.boolArg("continue", &cont),
 		"abort":    r.boolArg("abort", &abort),
 	})
-	if err != nil {
-		return nil, err
-	}
-	branch, err := r.branchOf(d)
 	if err != nil {
 		return nil, err
 	}
