@@ -21,4 +21,38 @@ var (
 	ErrClosed = errors.New("storage closed")
 	// ErrBranchNotFound: no branch has that name.
 	ErrBranchNotFound = errors.New("branch not found")
+
+	// ErrIndexNotFound: no index has that name.
+	ErrIndexNotFound = errors.New("index not found")
+
+	// Version control.
+
+	// ErrRevisionNotFound: no branch, tag or commit answers to the name.
+	ErrRevisionNotFound = errors.New("revision not found")
+	// ErrTagNotFound: no tag has that name.
+	ErrTagNotFound = errors.New("tag not found")
+	// ErrNothingToCommit: the working set equals the head commit.
+	ErrNothingToCommit = errors.New("nothing to commit, working set clean")
+	// ErrBranchExists / ErrTagExists: the name is taken.
+	ErrBranchExists = errors.New("branch already exists")
+	ErrTagExists    = errors.New("tag already exists")
+	// ErrBranchUnmerged: deleting would lose commits the current branch lacks.
+	ErrBranchUnmerged = errors.New("branch is not fully merged")
+	// ErrBranchDirty: the branch has uncommitted changes.
+	ErrBranchDirty = errors.New("branch has uncommitted changes")
+	// ErrDeleteDefault: main cannot be deleted.
+	ErrDeleteDefault = errors.New("cannot delete the default branch")
+	// ErrInvalidRefName: the name breaks Git's rules for branch and tag names.
+	ErrInvalidRefName = errors.New("invalid branch or tag name")
+	// ErrMergeInProgress / ErrNoMergeInProgress: a stopped merge is (not) pending.
+	ErrMergeInProgress   = errors.New("a merge is in progress")
+	ErrNoMergeInProgress = errors.New("no merge in progress")
+	// ErrMergeConflicts: a merge, cherry-pick, revert or rebase stopped at conflicts.
+	ErrMergeConflicts = errors.New("merge conflicts")
+	// ErrNotFastForward: ffOnly was asked and the histories diverged.
+	ErrNotFastForward = errors.New("not possible to fast-forward")
+	// ErrUnresolved: continuing a merge whose conflicts remain.
+	ErrUnresolved = errors.New("conflicts remain unresolved")
+	// ErrConflictMissing: no conflict for that document.
+	ErrConflictMissing = errors.New("no such conflict")
 )

@@ -2,7 +2,6 @@ package storage
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"dumbodb/index"
@@ -26,9 +25,6 @@ func indexCandidates(o, t *collection) []*indexState {
 	}
 	return out
 }
-
-// ErrIndexNotFound: an index scan named an index the collection lacks.
-var ErrIndexNotFound = errors.New("index not found")
 
 // Indexes lists a collection's secondary indexes.
 func (s *Snapshot) Indexes(coll string) []IndexInfo {

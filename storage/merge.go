@@ -3,7 +3,6 @@ package storage
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 
@@ -13,14 +12,6 @@ import (
 	"github.com/dolthub/dolt/go/store/prolly/tree"
 	"github.com/dolthub/dolt/go/store/val"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
-)
-
-// Errors of merges.
-var (
-	ErrMergeConflicts  = errors.New("merge conflicts")
-	ErrNotFastForward  = errors.New("not possible to fast-forward")
-	ErrUnresolved      = errors.New("conflicts remain unresolved")
-	ErrConflictMissing = errors.New("no such conflict")
 )
 
 // Merge kinds, as kept in the merge state.

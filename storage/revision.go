@@ -2,7 +2,6 @@ package storage
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -21,12 +20,6 @@ type Revision struct {
 
 // ReadOnly reports whether writes to this revision are refused.
 func (r Revision) ReadOnly() bool { return r.Branch == "" }
-
-// Sentinel errors of revisions.
-var (
-	ErrRevisionNotFound = errors.New("revision not found")
-	ErrTagNotFound      = errors.New("tag not found")
-)
 
 const (
 	refHeads = "refs/heads/"

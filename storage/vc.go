@@ -2,7 +2,6 @@ package storage
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -12,19 +11,6 @@ import (
 	"github.com/dolthub/dolt/go/store/prolly"
 	"github.com/dolthub/dolt/go/store/prolly/tree"
 	"github.com/dolthub/dolt/go/store/types"
-)
-
-// Sentinel errors of version control.
-var (
-	ErrNothingToCommit   = errors.New("nothing to commit, working set clean")
-	ErrBranchExists      = errors.New("branch already exists")
-	ErrTagExists         = errors.New("tag already exists")
-	ErrBranchUnmerged    = errors.New("branch is not fully merged")
-	ErrBranchDirty       = errors.New("branch has uncommitted changes")
-	ErrDeleteDefault     = errors.New("cannot delete the default branch")
-	ErrInvalidRefName    = errors.New("invalid branch or tag name")
-	ErrMergeInProgress   = errors.New("a merge is in progress")
-	ErrNoMergeInProgress = errors.New("no merge in progress")
 )
 
 // CommitInfo describes one commit.
