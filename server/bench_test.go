@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"dumbodb/query"
+	"dumbodb/server"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -18,8 +19,7 @@ import (
 
 // benchServer is startServer for benchmarks.
 func benchServer(b *testing.B) *testServer {
-	t := &testing.T{}
-	ts := &testServer{t: t, dir: b.TempDir()}
+	ts := &testServer{t: b, dir: b.TempDir(), cfg: server.Config{BindIPs: []string{"127.0.0.1"}}}
 	ts.start()
 	b.Cleanup(ts.stop)
 	return ts

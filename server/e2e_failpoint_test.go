@@ -1,16 +1,11 @@
 package server_test
 
 import (
-	"context"
 	"errors"
-	"io"
 	"testing"
-	"time"
 
 	"dumbodb/server"
-	"dumbodb/storage"
 
-	"github.com/rs/zerolog"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
@@ -23,23 +18,7 @@ func TestFailCommandFailPoint(t *testing.T) {
 	_, err := run(t, c.Database("admin"), bson.D{{Key: "configureFailPoint", Value: "failCommand"}, {Key: "mode", Value: "alwaysOn"}})
 	wantCode(t, err, 59, "CommandNotFound")
 
-	eng, _ := storage.Open(t.TempDir(), storage.Options{}, zerolog.New(io.Discard))
-	srv := server.New(server.Config{BindIPs: []string{"127.0.0.1"}, TestCommands: true}, eng, zerolog.New(io.Discard), server.NewLogRing(4))
-	if err := srv.Listen(); err != nil {
-		t.Fatal(err)
-	}
-	srv.Serve()
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		srv.Shutdown(ctx)
-		eng.Close()
-	}()
-	tc, err := mongo.Connect(options.Client().ApplyURI("mongodb://" + srv.Addrs()[0].String()).SetRetryWrites(false))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tc.Disconnect(ctx)
+	tc := startServer(t, func(c *server.Config) { c.TestCommands = true }).client(options.Client().SetRetryWrites(false))
 	mustRun(t, tc.Database("admin"), bson.D{{Key: "configureFailPoint", Value: "failCommand"},
 		{Key: "mode", Value: bson.M{"times": 1}},
 		{Key: "data", Value: bson.M{"failCommands": bson.A{"insert"}, "errorCode": 8, "errorLabels": bson.A{"Test"}}}})

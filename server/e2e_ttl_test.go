@@ -1,42 +1,18 @@
 package server_test
 
 import (
-	"context"
-	"io"
 	"testing"
 	"time"
 
 	"dumbodb/server"
-	"dumbodb/storage"
 
-	"github.com/rs/zerolog"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 )
 
 func TestTTLIndexDeletesExpiredDocuments(t *testing.T) {
-	eng, err := storage.Open(t.TempDir(), storage.Options{}, zerolog.New(io.Discard))
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := server.New(server.Config{BindIPs: []string{"127.0.0.1"}, TTLInterval: 100 * time.Millisecond},
-		eng, zerolog.New(io.Discard), server.NewLogRing(4))
-	if err := srv.Listen(); err != nil {
-		t.Fatal(err)
-	}
-	srv.Serve()
-	defer func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		srv.Shutdown(sctx)
-		eng.Close()
-	}()
-	c, err := mongo.Connect(options.Client().ApplyURI("mongodb://" + srv.Addrs()[0].String()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Disconnect(ctx)
+	c := startServer(t, func(c *server.Config) { c.TTLInterval = 100 * time.Millisecond }).client()
 	coll := c.Database("ttl").Collection("sessions")
 	if _, err := coll.Indexes().CreateOne(ctx, mongo.IndexModel{Keys: bson.D{{Key: "at", Value: 1}},
 		Options: options.Index().SetExpireAfterSeconds(60)}); err != nil {

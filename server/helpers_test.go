@@ -19,16 +19,22 @@ import (
 
 // testServer is a real server on a loopback port over a real data directory.
 type testServer struct {
-	t      *testing.T
+	t      testing.TB
+	cfg    server.Config
 	dir    string
 	engine *storage.Engine
 	srv    *server.Server
 	addr   string
 }
 
-func startServer(t *testing.T) *testServer {
+// startServer starts a test server; configure, when given, adjusts its
+// configuration (test commands, TTL interval, ...).
+func startServer(t *testing.T, configure ...func(*server.Config)) *testServer {
 	t.Helper()
-	ts := &testServer{t: t, dir: t.TempDir()}
+	ts := &testServer{t: t, dir: t.TempDir(), cfg: server.Config{BindIPs: []string{"127.0.0.1"}}}
+	for _, c := range configure {
+		c(&ts.cfg)
+	}
 	ts.start()
 	t.Cleanup(ts.stop)
 	return ts
@@ -40,7 +46,7 @@ func (ts *testServer) start() {
 	if err != nil {
 		ts.t.Fatal(err)
 	}
-	srv := server.New(server.Config{BindIPs: []string{"127.0.0.1"}, Port: 0}, eng, zerolog.New(io.Discard), server.NewLogRing(16))
+	srv := server.New(ts.cfg, eng, zerolog.New(io.Discard), server.NewLogRing(16))
 	if err := srv.Listen(); err != nil {
 		ts.t.Fatal(err)
 	}
