@@ -21,6 +21,7 @@ import (
 type testServer struct {
 	t      testing.TB
 	cfg    server.Config
+	opts   storage.Options
 	dir    string
 	engine *storage.Engine
 	srv    *server.Server
@@ -31,7 +32,13 @@ type testServer struct {
 // configuration (test commands, TTL interval, ...).
 func startServer(t *testing.T, configure ...func(*server.Config)) *testServer {
 	t.Helper()
-	ts := &testServer{t: t, dir: t.TempDir(), cfg: server.Config{BindIPs: []string{"127.0.0.1"}}}
+	return startServerWith(t, storage.Options{}, configure...)
+}
+
+// startServerWith starts a test server over a storage engine opened with opts.
+func startServerWith(t *testing.T, opts storage.Options, configure ...func(*server.Config)) *testServer {
+	t.Helper()
+	ts := &testServer{t: t, dir: t.TempDir(), opts: opts, cfg: server.Config{BindIPs: []string{"127.0.0.1"}}}
 	for _, c := range configure {
 		c(&ts.cfg)
 	}
@@ -42,7 +49,7 @@ func startServer(t *testing.T, configure ...func(*server.Config)) *testServer {
 
 func (ts *testServer) start() {
 	ts.t.Helper()
-	eng, err := storage.Open(ts.dir, storage.Options{}, zerolog.New(io.Discard))
+	eng, err := storage.Open(ts.dir, ts.opts, zerolog.New(io.Discard))
 	if err != nil {
 		ts.t.Fatal(err)
 	}

@@ -28,6 +28,11 @@ type Options struct {
 	WALSegmentSize int64
 	// Author is the default commit author, "Name <email>".
 	Author string
+	// LargeDocThreshold is the BSON size from which a document is stored as
+	// a path-indexed tree (docs/format/doctree.md); 0 means
+	// DefaultLargeDocThreshold and a negative value turns the path index
+	// off, so every document is stored whole.
+	LargeDocThreshold int
 }
 
 // Defaults.
@@ -35,6 +40,9 @@ const (
 	DefaultCacheBytes         = 256 << 20
 	DefaultCheckpointInterval = 60 * time.Second
 	DefaultAuthor             = "dumbodb <dumbodb@localhost>"
+	// DefaultLargeDocThreshold: below 64 KiB a whole-document read costs
+	// less than a path look-up in a tree (docs/design/large-documents.md).
+	DefaultLargeDocThreshold = 64 << 10
 )
 
 // Engine owns a data directory: its lock and the databases under it.
@@ -63,6 +71,9 @@ func Open(dir string, opts Options, log zerolog.Logger) (*Engine, error) {
 	}
 	if opts.Author == "" {
 		opts.Author = DefaultAuthor
+	}
+	if opts.LargeDocThreshold == 0 {
+		opts.LargeDocThreshold = DefaultLargeDocThreshold
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create data directory: %w", err)

@@ -31,6 +31,7 @@ type serverFlags struct {
 	syncdelay  int
 	testCmds   bool
 	author     string
+	largeDoc   int
 }
 
 func parseFlags(args []string, stderr io.Writer) (*serverFlags, error) {
@@ -47,6 +48,8 @@ func parseFlags(args []string, stderr io.Writer) (*serverFlags, error) {
 		"memory for acknowledged writes not yet checkpointed; reaching it forces a checkpoint")
 	fs.IntVar(&o.syncdelay, "syncdelay", int(storage.DefaultCheckpointInterval/time.Second),
 		"seconds between checkpoints of changed databases")
+	fs.IntVar(&o.largeDoc, "largeDocThreshold", storage.DefaultLargeDocThreshold,
+		"BSON size in bytes from which documents are stored path-indexed; 0 stores every document whole")
 	fs.StringVar(&o.author, "author", storage.DefaultAuthor, `default commit author, "Name <email>"`)
 	fs.BoolVar(&o.testCmds, "enableTestCommands", false, "enable test-only commands (configureFailPoint), for driver test suites")
 	fs.Usage = func() {
@@ -107,6 +110,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		CacheBytes:         int64(o.cacheMB) << 20,
 		CheckpointInterval: time.Duration(o.syncdelay) * time.Second,
 		Author:             o.author,
+		LargeDocThreshold:  largeDocOption(o.largeDoc),
 	}, log)
 	if err != nil {
 		log.Error().Str("c", "STORAGE").Err(err).Msg("cannot open the data directory")
@@ -144,4 +148,12 @@ func waitForSignal(srv *server.Server, engine *storage.Engine, log zerolog.Logge
 	}
 	log.Info().Str("c", "CONTROL").Msg("shutdown complete")
 	return 0
+}
+
+// largeDocOption maps the flag (0: off) onto storage's option (0: default).
+func largeDocOption(flag int) int {
+	if flag <= 0 {
+		return -1
+	}
+	return flag
 }
