@@ -22,16 +22,23 @@ const (
 	GroupTxn         = "Transactions"
 	GroupImport      = "Import"
 	GroupVC          = "Version control"
+	GroupLargeDoc    = "Large documents"
 )
 
 // GroupOrder lists every group in report order.
 var GroupOrder = []string{GroupFloor, GroupReads, GroupInserts, GroupUpdates, GroupFilters,
-	GroupJoins, GroupDocUpdates, GroupBulk, GroupConcurrency, GroupTxn, GroupImport, GroupVC}
+	GroupJoins, GroupDocUpdates, GroupBulk, GroupConcurrency, GroupTxn, GroupImport, GroupVC, GroupLargeDoc}
 
 // Target is a server under test, reached at a mongodb:// URL.
 type Target struct {
 	Name string
 	URL  string
+	// DataDir, if known, is the server's data directory: benchmarks that
+	// measure storage (LargeDoc/StorageGrowth) read its size.
+	DataDir string `json:",omitempty"`
+	// Only, if set, is a regular expression: the target runs only the
+	// benchmarks whose name matches (dumbodb-wholedoc runs ^LargeDoc/).
+	Only string `json:",omitempty"`
 }
 
 // MachineTarget names the pseudo-target of benchmarks that measure this
@@ -47,7 +54,12 @@ type Config struct {
 	Duration time.Duration  // time per target per round (at least one call)
 	Warmup   time.Duration  // untimed calls per target before the first round
 	Import   int            // documents in the Import benchmarks
-	OutDir   string         // where Floor keeps its preallocated file
+	// Families, if set, limits the run to benchmarks whose name's first
+	// component (Floor, FindOne, VC, LargeDoc, ...) is listed.
+	Families []string
+	// Quick shrinks the LargeDoc family: fewer sizes, 4 MiB collections.
+	Quick    bool
+	OutDir   string // where Floor keeps its preallocated file
 	Progress func(format string, args ...any)
 }
 
@@ -69,7 +81,10 @@ type Benchmark struct {
 	DumboOnly bool
 	// Machine benchmarks measure this machine once, not each target.
 	Machine bool
-	Setup   func(ctx context.Context, e *Env) (*Workload, error)
+	// Quantity benchmarks measure an amount in Unit (bytes per commit),
+	// not time: their workload's Measure runs once per target.
+	Quantity bool
+	Setup    func(ctx context.Context, e *Env) (*Workload, error)
 }
 
 const longRounds = 2
@@ -81,6 +96,8 @@ type Env struct {
 	DB     *mongo.Database
 	Coll   *mongo.Collection
 	Cfg    *Config
+	// DataDir is the target's data directory, "" when unknown.
+	DataDir string
 }
 
 // Workload is a benchmark ready to be timed on one target.
@@ -93,4 +110,7 @@ type Workload struct {
 	Prepare func(ctx context.Context, n int64) error
 	// Close, if set, releases what Setup acquired beyond the collection.
 	Close func()
+	// Measure is the workload of a Quantity benchmark (Call is then
+	// unused): it returns the amount measured, in the benchmark's Unit.
+	Measure func(ctx context.Context) (float64, error)
 }

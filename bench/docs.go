@@ -67,6 +67,12 @@ func unsupported(what string, err error) error {
 	return errUnsupported{fmt.Errorf("%s: %w", what, err)}
 }
 
+// errNotApplicable marks a benchmark that cannot run on this target for a
+// reason other than the server (its data directory is unknown): n/a.
+type errNotApplicable struct{ reason string }
+
+func (e errNotApplicable) Error() string { return e.reason }
+
 // createIndex creates an ascending index on each key, before seeding so
 // that a server without secondary indexes fails fast.
 func createIndex(ctx context.Context, coll *mongo.Collection, keys ...string) error {

@@ -6,6 +6,7 @@ func All(cfg *Config) []Benchmark {
 	for _, part := range [][]Benchmark{
 		floorBenchmarks(), crudBenchmarks(), queryBenchmarks(), joinBenchmarks(),
 		docUpdateBenchmarks(), bulkBenchmarks(cfg.Import), txnBenchmarks(), vcBenchmarks(),
+		largeDocBenchmarks(cfg),
 	} {
 		bs = append(bs, part...)
 	}

@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -53,7 +54,11 @@ func Markdown(meta Meta, results []Result) string {
 	fmt.Fprintf(&b, "# dumbobench report\n\n")
 	fmt.Fprintf(&b, "- date: %s\n- command: `%s`\n- machine: %s\n", meta.Date, meta.Command, meta.Machine)
 	for _, t := range meta.Targets {
-		fmt.Fprintf(&b, "- target `%s`: %s\n", t.Name, t.URL)
+		fmt.Fprintf(&b, "- target `%s`: %s", t.Name, t.URL)
+		if t.Only != "" {
+			fmt.Fprintf(&b, " (only benchmarks matching `%s`)", t.Only)
+		}
+		b.WriteString("\n")
 	}
 	fmt.Fprintf(&b, "- baseline: `%s`; %d interleaved rounds of %s per target after %s of warm-up; writes use {w: 1, j: true}\n\n",
 		meta.Baseline, meta.Samples, meta.Duration, meta.Warmup)
@@ -71,8 +76,91 @@ func Markdown(meta Meta, results []Result) string {
 		for _, r := range rows {
 			b.WriteString(row(r, meta.Baseline))
 		}
+		if g == GroupLargeDoc {
+			b.WriteString(sideBySide(meta, rows))
+		}
 	}
 	return b.String()
+}
+
+// sideBySide renders one row per benchmark with every target's median in
+// a column, then the first target's median divided by each other's: the
+// LargeDoc family compares DumboDB with both FerretDB and itself with the
+// path index off, not only with the baseline.
+func sideBySide(meta Meta, rows []Result) string {
+	var targets, names []string
+	cell := map[[2]string]Result{}
+	for _, r := range rows {
+		if !slices.Contains(names, r.Benchmark) {
+			names = append(names, r.Benchmark)
+		}
+		cell[[2]string{r.Benchmark, r.Target}] = r
+	}
+	for _, t := range meta.Targets {
+		for _, r := range rows {
+			if r.Target == t.Name {
+				targets = append(targets, t.Name)
+				break
+			}
+		}
+	}
+	if len(targets) < 2 {
+		return ""
+	}
+	first := targets[0]
+	var b strings.Builder
+	fmt.Fprintf(&b, "\nSide by side: median time of one operation over the whole collection (or the amount measured); "+
+		"`%s ÷ X` divides %s's median by X's (below 1: %s is faster or smaller).\n\n| benchmark |", first, first, first)
+	for _, t := range targets {
+		fmt.Fprintf(&b, " %s |", t)
+	}
+	for _, t := range targets[1:] {
+		fmt.Fprintf(&b, " %s ÷ %s |", first, t)
+	}
+	b.WriteString("\n|---|" + strings.Repeat("--:|", 2*len(targets)-1) + "\n")
+	for _, name := range names {
+		fmt.Fprintf(&b, "| %s |", name)
+		for _, t := range targets {
+			r, ok := cell[[2]string{name, t}]
+			switch {
+			case !ok:
+				b.WriteString(" |")
+			case r.Status != StatusOK:
+				fmt.Fprintf(&b, " %s |", r.Status)
+			case r.Quantity:
+				fmt.Fprintf(&b, " %s %s |", num(r.MedianUS), r.Unit)
+			default:
+				fmt.Fprintf(&b, " %s |", duration(r.MedianUS))
+			}
+		}
+		mine := cell[[2]string{name, first}]
+		for _, t := range targets[1:] {
+			other := cell[[2]string{name, t}]
+			m := 0.0
+			if mine.Status == StatusOK && other.Status == StatusOK {
+				m = Multiplier(mine.MedianUS, other.MedianUS)
+			}
+			if m > 0 {
+				fmt.Fprintf(&b, " %s %s |", multiplier(m), strings.Fields(Marker(m))[0])
+			} else {
+				b.WriteString(" |")
+			}
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+// duration prints µs as µs, ms or s with num's precision.
+func duration(us float64) string {
+	switch {
+	case us >= 1e6:
+		return num(us/1e6) + " s"
+	case us >= 1e3:
+		return num(us/1e3) + " ms"
+	default:
+		return num(us) + " µs"
+	}
 }
 
 func inGroup(results []Result, group string) []Result {
@@ -100,6 +188,9 @@ func row(r Result, baseline string) string {
 		mult, marker = "1.00", "baseline"
 	case r.Multiplier > 0:
 		mult = multiplier(r.Multiplier)
+	}
+	if r.Quantity {
+		return name + fmt.Sprintf("| %s %s | | | %s | %s | |\n", num(r.MedianUS), r.Unit, mult, marker)
 	}
 	unit := ""
 	if r.Unit != "op" {

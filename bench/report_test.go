@@ -13,7 +13,7 @@ var update = flag.Bool("update", false, "rewrite testdata/report.golden.md")
 
 func fixedRun() (Meta, []Result) {
 	meta := Meta{Date: "2026-01-02T03:04:05Z", Command: "dumbobench run --quick", Baseline: "peer",
-		Targets: []Target{{"dumbo", "mongodb://127.0.0.1:1"}, {"peer", "mongodb://127.0.0.1:2"}},
+		Targets: []Target{{Name: "dumbo", URL: "mongodb://127.0.0.1:1"}, {Name: "peer", URL: "mongodb://127.0.0.1:2"}},
 		Samples: 3, Duration: "200ms", Warmup: "100ms", Machine: "test"}
 	rs := []Result{
 		{Benchmark: "Floor/Ping", Group: GroupFloor, Target: "dumbo", Unit: "op", Status: StatusOK, SamplesUS: []float64{50, 60, 70}, Units: 3, BusyUS: 180},

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -41,6 +43,9 @@ type Result struct {
 	// median / the fdatasync floor's median (0: none).
 	Multiplier float64 `json:"multiplier"`
 	FloorRatio float64 `json:"floor_ratio"`
+	// Quantity results are amounts in Unit (bytes per commit), not times:
+	// samples_us, median_us and p99_us then hold those amounts.
+	Quantity bool `json:"quantity,omitempty"`
 }
 
 // durable is the write concern of every write: acknowledged by the primary
@@ -55,6 +60,7 @@ type server struct {
 	Target
 	client *mongo.Client
 	dumbo  bool
+	only   *regexp.Regexp // Target.Only compiled; nil runs everything
 }
 
 func connect(ctx context.Context, t Target) (*server, error) {
@@ -70,7 +76,27 @@ func connect(ctx context.Context, t Target) (*server, error) {
 		return nil, fmt.Errorf("buildInfo on %s (%s): %w", t.Name, t.URL, err)
 	}
 	_, dumbo := info["dumbodbVersion"]
-	return &server{Target: t, client: c, dumbo: dumbo}, nil
+	s := &server{Target: t, client: c, dumbo: dumbo}
+	if t.Only != "" {
+		if s.only, err = regexp.Compile(t.Only); err != nil {
+			c.Disconnect(context.Background())
+			return nil, fmt.Errorf("target %s: only: %w", t.Name, err)
+		}
+	}
+	return s, nil
+}
+
+// Selected reports whether the run includes benchmark b (by Filter and
+// Families; a target's Only narrows it further for that target).
+func (cfg *Config) Selected(b Benchmark) bool {
+	if cfg.Filter != nil && !cfg.Filter.MatchString(b.Name) {
+		return false
+	}
+	if len(cfg.Families) == 0 {
+		return true
+	}
+	family, _, _ := strings.Cut(b.Name, "/")
+	return slices.Contains(cfg.Families, family)
 }
 
 // Run runs every benchmark whose name matches cfg.Filter against every
@@ -91,7 +117,7 @@ func Run(ctx context.Context, cfg *Config, benches []Benchmark) ([]Result, error
 	}
 	var results []Result
 	for _, b := range benches {
-		if cfg.Filter != nil && !cfg.Filter.MatchString(b.Name) {
+		if !cfg.Selected(b) {
 			continue
 		}
 		rs := runBenchmark(ctx, cfg, b, servers)
@@ -117,6 +143,9 @@ func brief(r Result) string {
 	if r.Status != StatusOK {
 		return r.Status + " " + r.Reason
 	}
+	if r.Quantity {
+		return fmt.Sprintf("%.0f %s", Median(r.SamplesUS), r.Unit)
+	}
 	st := stats(r.SamplesUS)
 	return fmt.Sprintf("median %.1f µs/%s, p99 %.1f", st.median, r.Unit, st.p99)
 }
@@ -135,12 +164,18 @@ func runBenchmark(ctx context.Context, cfg *Config, b Benchmark, servers []*serv
 		slots = append(slots, prepare(ctx, cfg, b, nil))
 	} else {
 		for _, s := range servers {
-			slots = append(slots, prepare(ctx, cfg, b, s))
+			// A target limited to other benchmarks gets no row at all.
+			if s.only == nil || s.only.MatchString(b.Name) {
+				slots = append(slots, prepare(ctx, cfg, b, s))
+			}
 		}
 	}
 	rounds := max(cfg.Samples, 1)
 	if b.Long {
 		rounds = min(rounds, longRounds)
+	}
+	if b.Quantity {
+		rounds = 1
 	}
 	for r := range rounds {
 		// Rotate who goes first so that neither target always runs on a
@@ -168,7 +203,7 @@ func runBenchmark(ctx context.Context, cfg *Config, b Benchmark, servers []*serv
 // prepare sets a benchmark up on one server (nil: the machine) and warms
 // it up. A slot without a workload has its final status already.
 func prepare(ctx context.Context, cfg *Config, b Benchmark, s *server) *slot {
-	sl := &slot{res: Result{Benchmark: b.Name, Group: b.Group, Target: MachineTarget, Unit: b.Unit, Status: StatusOK}}
+	sl := &slot{res: Result{Benchmark: b.Name, Group: b.Group, Target: MachineTarget, Unit: b.Unit, Status: StatusOK, Quantity: b.Quantity}}
 	sl.env = &Env{Cfg: cfg}
 	if s != nil {
 		sl.res.Target = s.Name
@@ -177,6 +212,7 @@ func prepare(ctx context.Context, cfg *Config, b Benchmark, s *server) *slot {
 			return sl
 		}
 		sl.env.Client = s.client
+		sl.env.DataDir = s.DataDir
 		sl.env.DB = s.client.Database("dumbobench")
 		sl.env.Coll = sl.env.DB.Collection(collName(b.Name))
 		// Dropping the database also removes the side collections of the
@@ -192,7 +228,7 @@ func prepare(ctx context.Context, cfg *Config, b Benchmark, s *server) *slot {
 		return sl
 	}
 	sl.w = w
-	if b.Long {
+	if b.Long || b.Quantity {
 		return sl
 	}
 	if err := sl.warmup(ctx, b, cfg.Warmup); err != nil {
@@ -208,7 +244,11 @@ func (s *slot) fail(err error) {
 	s.res.Status = StatusError
 	var se mongo.ServerError
 	var un errUnsupported
-	if errors.As(err, &se) || errors.As(err, &un) {
+	var na errNotApplicable
+	switch {
+	case errors.As(err, &na):
+		s.res.Status = StatusNA
+	case errors.As(err, &se) || errors.As(err, &un):
 		s.res.Status = StatusUnsupported
 	}
 	s.res.Reason = shorten(err)
@@ -240,6 +280,18 @@ func (s *slot) warmup(ctx context.Context, b Benchmark, d time.Duration) error {
 }
 
 func (s *slot) sample(ctx context.Context, b Benchmark, d time.Duration) error {
+	if b.Quantity {
+		if s.w.Measure == nil {
+			return fmt.Errorf("%s: a Quantity benchmark without Measure", b.Name)
+		}
+		v, err := s.w.Measure(ctx)
+		if err != nil {
+			return err
+		}
+		s.res.SamplesUS = append(s.res.SamplesUS, v)
+		s.res.Units++
+		return nil
+	}
 	lat, busy, err := s.calls(ctx, b, d)
 	if err != nil {
 		return err

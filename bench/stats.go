@@ -97,6 +97,8 @@ func Summarize(results []Result, baseline string) {
 			continue
 		}
 		r.Multiplier = Multiplier(r.MedianUS, base[r.Benchmark])
-		r.FloorRatio = Multiplier(r.MedianUS, floor)
+		if !r.Quantity {
+			r.FloorRatio = Multiplier(r.MedianUS, floor)
+		}
 	}
 }
