@@ -42,7 +42,7 @@ func (d *Database) checkpointLocked(ctx context.Context, b *branch) error {
 	}
 	colls := make(map[string]*collection, len(st.colls))
 	for name, c := range st.colls {
-		base, err := foldEdits(ctx, d.ns, c)
+		base, err := foldEdits(ctx, d.ns, c, d.largeDoc())
 		if err != nil {
 			return fmt.Errorf("checkpoint %s.%s: %w", d.name, name, err)
 		}
@@ -81,15 +81,16 @@ func (d *Database) recyclePoint(upTo uint64) uint64 {
 	return point
 }
 
-// foldEdits applies a collection's edits to its base map.
-func foldEdits(ctx context.Context, ns tree.NodeStore, c *collection) (prolly.Map, error) {
+// foldEdits applies a collection's edits to its base map, storing values
+// of largeDoc bytes and more as doctrees (largeDoc <= 0: never).
+func foldEdits(ctx context.Context, ns tree.NodeStore, c *collection, largeDoc int) (prolly.Map, error) {
 	if c.edits == nil || c.edits.Len() == 0 {
 		return c.base, nil
 	}
 	mut := c.base.Mutate()
 	var err error
 	c.edits.Ascend(func(e *edit) bool {
-		err = applyEdit(ctx, ns, mut, e)
+		err = applyEdit(ctx, ns, mut, e, largeDoc)
 		return err == nil
 	})
 	if err != nil {
@@ -98,7 +99,7 @@ func foldEdits(ctx context.Context, ns tree.NodeStore, c *collection) (prolly.Ma
 	return mut.Map(ctx)
 }
 
-func applyEdit(ctx context.Context, ns tree.NodeStore, mut *prolly.MutableMap, e *edit) error {
+func applyEdit(ctx context.Context, ns tree.NodeStore, mut *prolly.MutableMap, e *edit, largeDoc int) error {
 	k, err := keyTuple(ns, e.key)
 	if err != nil {
 		return err
@@ -106,7 +107,7 @@ func applyEdit(ctx context.Context, ns tree.NodeStore, mut *prolly.MutableMap, e
 	if e.value == nil {
 		return mut.Delete(ctx, k)
 	}
-	v, err := valueTuple(ctx, ns, e.value)
+	v, err := docValueTuple(ctx, ns, e.value, largeDoc)
 	if err != nil {
 		return err
 	}

@@ -7,6 +7,8 @@ import (
 	"github.com/dolthub/dolt/go/store/prolly"
 	"github.com/dolthub/dolt/go/store/prolly/tree"
 	"github.com/dolthub/dolt/go/store/val"
+
+	"dumbodb/storage/doctree"
 )
 
 // Every map we write has the same shape: one raw-bytes key field whose
@@ -56,9 +58,63 @@ func valueTuple(ctx context.Context, ns tree.NodeStore, v []byte) (val.Tuple, er
 	return b.Build(ns.Pool())
 }
 
-// valueBytes returns the value's bytes, reading the blob when out of line.
-// Inline bytes alias the node; callers that keep them must not modify them.
+// docValueTuple stores a document: as a doctree when it has largeDoc bytes
+// or more (largeDoc > 0), else as a plain value. A doctree value has empty
+// bytes in field 0 and the tree's root in field 1 (docs/format/root.md).
+func docValueTuple(ctx context.Context, ns tree.NodeStore, doc []byte, largeDoc int) (val.Tuple, error) {
+	if largeDoc <= 0 || len(doc) < largeDoc {
+		return valueTuple(ctx, ns, doc)
+	}
+	m, err := doctree.Build(ctx, ns, doc)
+	if err != nil {
+		return nil, fmt.Errorf("write doctree of %d bytes: %w", len(doc), err)
+	}
+	b := val.NewTupleBuilder(valDesc, ns)
+	if err := b.PutAdaptiveBytesFromInline(ctx, 0, nil); err != nil {
+		return nil, err
+	}
+	b.PutBytesAddr(1, m.HashOf())
+	return b.Build(ns.Pool())
+}
+
+// docTree returns the doctree a value refers to, if it is one.
+func docTree(ctx context.Context, ns tree.NodeStore, t val.Tuple) (doctree.Tree, bool, error) {
+	addr, ok := valDesc.GetBytesAddr(1, t)
+	if !ok || addr.IsEmpty() {
+		return doctree.Tree{}, false, nil
+	}
+	tr, err := doctree.Load(ctx, ns, addr)
+	return tr, err == nil, err
+}
+
+// valueFields returns the value's bytes; of a doctree, only the fields f
+// keeps.
+func valueFields(ctx context.Context, ns tree.NodeStore, t val.Tuple, f *doctree.Fields) ([]byte, error) {
+	tr, ok, err := docTree(ctx, ns, t)
+	switch {
+	case err != nil:
+		return nil, err
+	case !ok:
+		return valueBytesPlain(ctx, ns, t)
+	}
+	return tr.Project(ctx, f)
+}
+
+// valueBytes returns the value's bytes, reading the blob or doctree when
+// out of line. Inline bytes alias the node; callers that keep them must
+// not modify them.
 func valueBytes(ctx context.Context, ns tree.NodeStore, t val.Tuple) ([]byte, error) {
+	tr, ok, err := docTree(ctx, ns, t)
+	if err != nil {
+		return nil, err
+	}
+	if ok {
+		return tr.Document(ctx)
+	}
+	return valueBytesPlain(ctx, ns, t)
+}
+
+func valueBytesPlain(ctx context.Context, ns tree.NodeStore, t val.Tuple) ([]byte, error) {
 	v, ok, err := valDesc.GetBytesAdaptiveValue(ctx, 0, ns, t)
 	if err != nil || !ok {
 		return nil, err

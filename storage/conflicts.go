@@ -134,7 +134,7 @@ func (d *Database) settle(ctx context.Context, b *branch, st *rootState, coll st
 	}
 	c.edits = ed
 	c.setEdit(&edit{key: key, value: doc}, existed)
-	if c.base, err = foldEdits(ctx, d.ns, &c); err != nil {
+	if c.base, err = foldEdits(ctx, d.ns, &c, d.largeDoc()); err != nil {
 		return err
 	}
 	c.edits, c.editBytes = nil, 0

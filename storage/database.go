@@ -185,6 +185,10 @@ func (d *Database) loadedBranch(name string) *branch {
 // Name is the database name.
 func (d *Database) Name() string { return d.name }
 
+// largeDoc is the size from which documents are stored as doctrees (<= 0:
+// never).
+func (d *Database) largeDoc() int { return d.engine.opts.LargeDocThreshold }
+
 // close checkpoints every branch and closes the log and the chunk store.
 func (d *Database) close(ctx context.Context) error {
 	if d.closed.Swap(true) {

@@ -8,12 +8,20 @@ import (
 )
 
 // TestGCKeepsOutOfLineDocuments: documents over the inline limit live in
-// blob trees referenced from map leaves; GC must keep them.
+// blob trees or doctrees referenced from map leaves; GC must keep them.
 func TestGCKeepsOutOfLineDocuments(t *testing.T) {
-	e := openEngine(t, t.TempDir(), Options{})
+	for name, threshold := range map[string]int{"blob": -1, "doctree": 0} {
+		t.Run(name, func(t *testing.T) { testGCKeepsOutOfLine(t, threshold) })
+	}
+}
+
+func testGCKeepsOutOfLine(t *testing.T, threshold int) {
+	e := openEngine(t, t.TempDir(), Options{LargeDocThreshold: threshold})
 	defer e.Close()
 	d, _ := e.Database(ctx, "db", true)
-	big := bsoncore.NewDocumentBuilder().AppendInt32("_id", 1).AppendString("blob", string(bytes.Repeat([]byte("x"), 100000))).Build()
+	nested := bsoncore.NewDocumentBuilder().AppendString("s", string(bytes.Repeat([]byte("y"), 30000))).Build()
+	big := bsoncore.NewDocumentBuilder().AppendInt32("_id", 1).AppendString("blob", string(bytes.Repeat([]byte("x"), 100000))).
+		AppendDocument("n", nested).Build()
 	put(t, d, "main", big)
 	if _, err := d.Commit(ctx, "main", CommitOptions{Message: "big"}); err != nil {
 		t.Fatal(err)

@@ -240,7 +240,7 @@ func (tx *Tx) redoMeta(ctx context.Context, o walOp) error {
 func foldIndexes(ctx context.Context, ns tree.NodeStore, c *collection, data prolly.Map) ([]*indexState, error) {
 	out := make([]*indexState, len(c.indexes))
 	for i, ix := range c.indexes {
-		m, err := foldEdits(ctx, ns, &collection{base: ix.base, edits: ix.edits})
+		m, err := foldEdits(ctx, ns, &collection{base: ix.base, edits: ix.edits}, 0)
 		if err != nil {
 			return nil, fmt.Errorf("index %s: %w", ix.spec.Name, err)
 		}
@@ -364,7 +364,7 @@ func diffIndex(ctx context.Context, ns tree.NodeStore, coll string, ix *indexSta
 	if next.multikey {
 		next.edits.ReplaceOrInsert(&edit{key: index.MultikeyMarker, value: []byte{}})
 	}
-	m, err := foldEdits(ctx, ns, &collection{base: ix.base, edits: next.edits})
+	m, err := foldEdits(ctx, ns, &collection{base: ix.base, edits: next.edits}, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -619,7 +619,7 @@ func (d *Database) uniqueClashes(ctx context.Context, info CollectionInfo, o *co
 		}
 		recs = append(recs, rec)
 	}
-	merged, err = foldEdits(ctx, d.ns, &collection{base: merged, edits: ed})
+	merged, err = foldEdits(ctx, d.ns, &collection{base: merged, edits: ed}, d.largeDoc())
 	return merged, recs, err
 }
 

@@ -314,7 +314,7 @@ func (d *Database) resolveCollision(ctx context.Context, left, right tree.Diff) 
 	if !ok {
 		return tree.Diff{}, false, rec, nil
 	}
-	v, err := valueTuple(ctx, d.ns, doc)
+	v, err := docValueTuple(ctx, d.ns, doc, d.largeDoc())
 	if err != nil {
 		return tree.Diff{}, false, rec, err
 	}

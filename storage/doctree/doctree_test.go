@@ -1,0 +1,114 @@
+package doctree
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand"
+	"strings"
+	"testing"
+
+	"github.com/dolthub/dolt/go/store/prolly/tree"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
+
+// randomDoc builds a document of roughly size bytes with nested documents,
+// arrays and the occasional long string.
+func randomDoc(rng *rand.Rand, size, depth int) []byte {
+	b := bsoncore.NewDocumentBuilder()
+	for i := 0; size > 0; i++ {
+		name := fmt.Sprintf("f%d", rng.Intn(1000))
+		switch k := rng.Intn(10); {
+		case k < 4 || depth > 20:
+			b.AppendInt32(name, rng.Int31())
+			size -= 10
+		case k < 6:
+			n := rng.Intn(40)
+			if rng.Intn(20) == 0 {
+				n = rng.Intn(20000)
+			}
+			b.AppendString(name, strings.Repeat(string(rune('a'+rng.Intn(26))), n))
+			size -= n + 10
+		case k < 8:
+			sub := rng.Intn(size/2 + 1)
+			b.AppendDocument(name, randomDoc(rng, sub, depth+1))
+			size -= sub + 10
+		default:
+			arr := bsoncore.NewArrayBuilder()
+			for j := rng.Intn(300); j > 0; j-- {
+				arr.AppendInt64(rng.Int63())
+			}
+			b.AppendArray(name, arr.Build())
+			size -= 3000
+		}
+	}
+	return b.Build()
+}
+
+func TestRoundTripAndProject(t *testing.T) {
+	ctx := context.Background()
+	ns := tree.NewTestNodeStore()
+	rng := rand.New(rand.NewSource(1))
+	for i := 0; i < 40; i++ {
+		doc := randomDoc(rng, rng.Intn(400_000), 0)
+		m, err := Build(ctx, ns, doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr, err := Load(ctx, ns, m.HashOf())
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := tr.Document(ctx)
+		if err != nil || !bytes.Equal(got, doc) {
+			t.Fatalf("doc %d: round trip differs (%v)", i, err)
+		}
+		paths := pickPaths(rng, doc)
+		f := NewFields(paths)
+		part, err := tr.Project(ctx, f)
+		if err != nil {
+			t.Fatalf("doc %d: project %v: %v", i, paths, err)
+		}
+		want := refProject(doc, f)
+		if !bytes.Equal(part, want) {
+			t.Fatalf("doc %d: project %v:\n got %v\nwant %v", i, paths, bsoncore.Document(part), bsoncore.Document(want))
+		}
+	}
+}
+
+// pickPaths picks existing and missing dotted paths of doc.
+func pickPaths(rng *rand.Rand, doc bsoncore.Document) []string {
+	var paths []string
+	var walk func(prefix string, d bsoncore.Document)
+	walk = func(prefix string, d bsoncore.Document) {
+		els, _ := d.Elements()
+		for _, el := range els {
+			p := prefix + el.Key()
+			if rng.Intn(6) == 0 {
+				paths = append(paths, p)
+			}
+			if el.Value().Type == bsoncore.TypeEmbeddedDocument && rng.Intn(2) == 0 {
+				walk(p+".", el.Value().Document())
+			}
+		}
+	}
+	walk("", doc)
+	return append(paths, "missing", "f1.missing")
+}
+
+// refProject is Project over the document bytes.
+func refProject(doc bsoncore.Document, f *Fields) []byte {
+	b := bsoncore.NewDocumentBuilder()
+	els, _ := doc.Elements()
+	for _, el := range els {
+		sub, ok := f.children[el.Key()]
+		switch {
+		case !ok:
+		case sub.whole || el.Value().Type != bsoncore.TypeEmbeddedDocument:
+			b.AppendValue(el.Key(), el.Value())
+		default:
+			b.AppendDocument(el.Key(), refProject(el.Value().Document(), sub))
+		}
+	}
+	return b.Build()
+}
