@@ -13,6 +13,7 @@ import (
 	"os/signal"
 	"regexp"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -65,6 +66,9 @@ type options struct {
 	imports  int
 	start    bool
 	peer     bool
+	quick    bool
+	families []string
+	dataDirs map[string]string // target name -> data directory
 }
 
 type targetsFlag []bench.Target
@@ -80,23 +84,39 @@ func (t *targetsFlag) Set(s string) error {
 	return nil
 }
 
+// dataDirsFlag collects --data-dir NAME=DIR.
+type dataDirsFlag map[string]string
+
+func (d dataDirsFlag) String() string { return fmt.Sprint(map[string]string(d)) }
+
+func (d dataDirsFlag) Set(s string) error {
+	name, dir, ok := strings.Cut(s, "=")
+	if !ok || name == "" || dir == "" {
+		return fmt.Errorf("want NAME=DIR, got %q", s)
+	}
+	d[name] = dir
+	return nil
+}
+
 func parseFlags(args []string, stderr io.Writer) (*options, error) {
-	o := &options{}
+	o := &options{dataDirs: map[string]string{}}
 	var targets targetsFlag
-	var filter string
-	var quick bool
+	var filter, only string
 	fs := flag.NewFlagSet("dumbobench run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Var(&targets, "target", "a server to measure, NAME=mongodb://HOST:PORT (repeatable)")
 	fs.StringVar(&o.baseline, "baseline", "", "target the multipliers compare against (default: ferretdb with --start, else the first target)")
 	fs.StringVar(&filter, "filter", "", "run only benchmarks whose name matches this regular expression")
+	fs.StringVar(&only, "only", "", "run only these families, comma-separated: the first part of benchmark names (LargeDoc, VC, FindOne, ...); combines with --filter")
+	fs.Var(dataDirsFlag(o.dataDirs), "data-dir", "NAME=DIR: the data directory of target NAME, for LargeDoc/StorageGrowth (repeatable; --start sets its own)")
 	fs.StringVar(&o.out, "out", "bench-out", "directory for report.md, results.json and multipliers.svg")
 	fs.IntVar(&o.samples, "samples", 10, "interleaved rounds per benchmark")
 	fs.DurationVar(&o.duration, "duration", time.Second, "time per target per round")
 	fs.DurationVar(&o.warmup, "warmup", 500*time.Millisecond, "untimed warm-up per target")
 	fs.IntVar(&o.imports, "import-docs", 100000, "documents loaded by the Import benchmarks")
-	fs.BoolVar(&quick, "quick", false, "short run: 5 rounds of 200ms, 100ms warm-up, 10,000-document imports (explicit flags win)")
-	fs.BoolVar(&o.start, "start", false, "build and start DumboDB from this tree, and FerretDB as the peer")
+	fs.BoolVar(&o.quick, "quick", false, "short run: 5 rounds of 200ms, 100ms warm-up, 10,000-document imports, LargeDoc in five sizes of 4 MiB collections (explicit flags win)")
+	fs.BoolVar(&o.start, "start", false, "build and start DumboDB from this tree, and FerretDB as the peer; when LargeDoc benchmarks are selected, also "+
+		wholeDocName+" (--largeDocThreshold 0: path index off), which runs those only")
 	fs.BoolVar(&o.peer, "peer", true, "with --start, also start FerretDB (../shared/tools/peer.sh)")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, usage)
@@ -108,8 +128,13 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
-	if quick {
+	if o.quick {
 		applyQuick(fs, o)
+	}
+	for _, f := range strings.Split(only, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			o.families = append(o.families, f)
+		}
 	}
 	o.targets = targets
 	if !o.start && len(o.targets) == 0 {
@@ -148,14 +173,30 @@ func applyQuick(fs *flag.FlagSet, o *options) {
 
 func execute(ctx context.Context, o *options, command string, stdout, stderr io.Writer) error {
 	logf := func(format string, args ...any) { fmt.Fprintf(stderr, format+"\n", args...) }
+	cfg := &bench.Config{Filter: o.filter, Families: o.families, Quick: o.quick, Samples: o.samples,
+		Duration: o.duration, Warmup: o.warmup, Import: o.imports, OutDir: o.out, Progress: logf}
+	benches := bench.All(cfg)
+	if !slices.ContainsFunc(benches, cfg.Selected) {
+		return errors.New("no benchmark matches --filter and --only")
+	}
 	targets := o.targets
 	if o.start {
-		s, err := startServers(ctx, o.peer, logf)
+		largeDoc := slices.ContainsFunc(benches, func(b bench.Benchmark) bool {
+			return strings.HasPrefix(b.Name, "LargeDoc/") && cfg.Selected(b)
+		})
+		s, err := startServers(ctx, o.peer, largeDoc, logf)
 		if err != nil {
 			return err
 		}
 		defer s.stop()
 		targets = append(s.targets, targets...)
+	}
+	for name, dir := range o.dataDirs {
+		i := slices.IndexFunc(targets, func(t bench.Target) bool { return t.Name == name })
+		if i < 0 {
+			return fmt.Errorf("--data-dir %s=%s: no target named %s", name, dir, name)
+		}
+		targets[i].DataDir = dir
 	}
 	baseline := o.baseline
 	if baseline == "" {
@@ -164,9 +205,8 @@ func execute(ctx context.Context, o *options, command string, stdout, stderr io.
 	if err := os.MkdirAll(o.out, 0o755); err != nil {
 		return fmt.Errorf("out directory: %w", err)
 	}
-	cfg := &bench.Config{Targets: targets, Baseline: baseline, Filter: o.filter, Samples: o.samples,
-		Duration: o.duration, Warmup: o.warmup, Import: o.imports, OutDir: o.out, Progress: logf}
-	results, err := bench.Run(ctx, cfg, bench.All(cfg))
+	cfg.Targets, cfg.Baseline = targets, baseline
+	results, err := bench.Run(ctx, cfg, benches)
 	if err != nil && results == nil {
 		return err
 	}

@@ -19,22 +19,27 @@ import (
 const (
 	dumboName = "dumbodb"
 	peerName  = "ferretdb"
+	// wholeDocName is a second DumboDB with the path index off
+	// (--largeDocThreshold 0), started for the LargeDoc family only.
+	wholeDocName = "dumbodb-wholedoc"
 )
 
 // servers are the processes --start brought up, all on 127.0.0.1.
 type servers struct {
 	targets []bench.Target
 	dir     string
-	dumbo   *exec.Cmd
+	dumbos  []*exec.Cmd
 	peerSh  string // peer.sh, when the peer runs
 	logf    func(string, ...any)
 }
 
 // startServers builds DumboDB from the tree holding the working directory
-// and starts it, then FerretDB through peer.sh, each on a free loopback
-// port with a fresh data directory. A peer that fails to start is reported
-// and skipped: DumboDB alone still gives absolute figures.
-func startServers(ctx context.Context, peer bool, logf func(string, ...any)) (*servers, error) {
+// and starts it, with wholeDoc a second DumboDB with the path index off
+// that runs only the LargeDoc benchmarks, then FerretDB through peer.sh,
+// each on a free loopback port with a fresh data directory. A peer that
+// fails to start is reported and skipped: DumboDB alone still gives
+// absolute figures.
+func startServers(ctx context.Context, peer, wholeDoc bool, logf func(string, ...any)) (*servers, error) {
 	repo, err := repoRoot()
 	if err != nil {
 		return nil, err
@@ -44,12 +49,26 @@ func startServers(ctx context.Context, peer bool, logf func(string, ...any)) (*s
 		return nil, fmt.Errorf("temp directory: %w", err)
 	}
 	s := &servers{dir: dir, logf: logf}
-	url, err := s.startDumbo(ctx, repo)
+	bin, err := s.buildDumbo(ctx, repo)
 	if err != nil {
 		s.stop()
 		return nil, err
 	}
-	s.targets = append(s.targets, bench.Target{Name: dumboName, URL: url})
+	t, err := s.startDumbo(ctx, bin, dumboName)
+	if err != nil {
+		s.stop()
+		return nil, err
+	}
+	s.targets = append(s.targets, t)
+	if wholeDoc {
+		t, err := s.startDumbo(ctx, bin, wholeDocName, "--largeDocThreshold", "0")
+		if err != nil {
+			s.stop()
+			return nil, err
+		}
+		t.Only = "^LargeDoc/"
+		s.targets = append(s.targets, t)
+	}
 	if peer {
 		if url, err := s.startPeer(ctx, repo); err != nil {
 			logf("FerretDB not started, measuring DumboDB alone: %v", err)
@@ -72,7 +91,7 @@ func repoRoot() (string, error) {
 	return filepath.Dir(gomod), nil
 }
 
-func (s *servers) startDumbo(ctx context.Context, repo string) (string, error) {
+func (s *servers) buildDumbo(ctx context.Context, repo string) (string, error) {
 	bin := filepath.Join(s.dir, "dumbodb")
 	s.logf("building ./cmd/dumbodb ...")
 	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/dumbodb")
@@ -80,26 +99,34 @@ func (s *servers) startDumbo(ctx context.Context, repo string) (string, error) {
 	if out, err := build.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("build dumbodb: %v\n%s", err, out)
 	}
+	return bin, nil
+}
+
+// startDumbo starts bin as target name, with its data in <dir>/<name>-data
+// and its log in <dir>/<name>.log.
+func (s *servers) startDumbo(ctx context.Context, bin, name string, args ...string) (bench.Target, error) {
 	port, err := freePort()
 	if err != nil {
-		return "", err
+		return bench.Target{}, err
 	}
-	log, err := os.Create(filepath.Join(s.dir, "dumbodb.log"))
+	log, err := os.Create(filepath.Join(s.dir, name+".log"))
 	if err != nil {
-		return "", fmt.Errorf("dumbodb log: %w", err)
+		return bench.Target{}, fmt.Errorf("%s log: %w", name, err)
 	}
 	defer log.Close()
-	s.dumbo = exec.Command(bin, "--data-dir", filepath.Join(s.dir, "dumbodb-data"), "--port", fmt.Sprint(port))
-	s.dumbo.Stdout, s.dumbo.Stderr = log, log
-	if err := s.dumbo.Start(); err != nil {
-		return "", fmt.Errorf("start dumbodb: %w", err)
+	data := filepath.Join(s.dir, name+"-data")
+	cmd := exec.Command(bin, append([]string{"--data-dir", data, "--port", fmt.Sprint(port)}, args...)...)
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
+		return bench.Target{}, fmt.Errorf("start %s: %w", name, err)
 	}
+	s.dumbos = append(s.dumbos, cmd)
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	if err := waitListening(ctx, addr, 30*time.Second); err != nil {
-		return "", fmt.Errorf("dumbodb (log %s): %w", log.Name(), err)
+		return bench.Target{}, fmt.Errorf("%s (log %s): %w", name, log.Name(), err)
 	}
-	s.logf("dumbodb listening on %s", addr)
-	return "mongodb://" + addr + "/?directConnection=true", nil
+	s.logf("%s listening on %s %s", name, addr, strings.Join(args, " "))
+	return bench.Target{Name: name, URL: "mongodb://" + addr + "/?directConnection=true", DataDir: data}, nil
 }
 
 func (s *servers) startPeer(ctx context.Context, repo string) (string, error) {
@@ -131,14 +158,16 @@ func (s *servers) stop() {
 			s.logf("peer.sh stop: %v\n%s", err, out)
 		}
 	}
-	if s.dumbo != nil && s.dumbo.Process != nil {
-		s.dumbo.Process.Signal(syscall.SIGTERM)
+	for _, cmd := range s.dumbos {
+		cmd.Process.Signal(syscall.SIGTERM)
+	}
+	for _, cmd := range s.dumbos {
 		done := make(chan struct{})
-		go func() { s.dumbo.Wait(); close(done) }()
+		go func() { cmd.Wait(); close(done) }()
 		select {
 		case <-done:
 		case <-time.After(20 * time.Second):
-			s.dumbo.Process.Kill()
+			cmd.Process.Kill()
 			<-done
 		}
 	}

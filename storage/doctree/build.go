@@ -22,8 +22,8 @@ const (
 )
 
 var (
-	keyDesc = val.NewTupleDescriptor(val.Type{Enc: val.ByteStringEnc})
-	valDesc = val.NewTupleDescriptor(val.Type{Enc: val.ByteStringEnc})
+	keyDesc  = val.NewTupleDescriptor(val.Type{Enc: val.ByteStringEnc})
+	valDesc  = val.NewTupleDescriptor(val.Type{Enc: val.ByteStringEnc})
 	crcTable = crc32.MakeTable(crc32.Castagnoli)
 )
 
