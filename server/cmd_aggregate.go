@@ -120,15 +120,24 @@ func cmdAggregate(r *request) (bsoncore.Document, error) {
 	r.c.s.stats.opQuery.Add(1)
 	defer r.withMaxTime(a.maxTimeMS)()
 	var in query.Stream = query.NewSliceStream(nil)
+	reads := pipelineReads(pipelineStages(a.pipeline))
 	switch {
 	case lead != nil:
+		if plan := lead.plan; reads != nil && plan.ix == nil && !plan.idHack && plan.text == nil {
+			plan.readMatch, plan.readOut = reads, reads
+		}
 		if in, err = planSource(r.ctx, snap, a.coll, lead.f, lead.plan, &execStats{}); err != nil {
 			return nil, err
 		}
 	case !a.collectionless:
-		if in, err = snap.Scan(r.ctx, a.coll); err != nil {
+		it, err := snap.Scan(r.ctx, a.coll)
+		if err != nil {
 			return nil, err
 		}
+		if reads != nil {
+			it.SetFields(reads, reads)
+		}
+		in = it
 	}
 	if batchSize == 0 {
 		batchSize = defaultFirstBatch
@@ -186,6 +195,19 @@ func planLeadingMatch(snap *storage.Snapshot, a *aggregateArgs, env *query.Env) 
 		return nil, err
 	}
 	return &leadingMatch{filter: filter, f: f, plan: p}, nil
+}
+
+func pipelineStages(pipeline bsoncore.Array) []bsoncore.Document {
+	vals, _ := pipeline.Values()
+	out := make([]bsoncore.Document, 0, len(vals))
+	for _, v := range vals {
+		d, ok := v.DocumentOK()
+		if !ok {
+			return nil
+		}
+		out = append(out, d)
+	}
+	return out
 }
 
 func firstKeyOf(d bsoncore.Document) string {

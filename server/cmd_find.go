@@ -120,12 +120,13 @@ func (r *request) findSource(coll string, a *findArgs, st *execStats) (docSource
 		return nil, err
 	}
 	p.covered = coverable(p, f, a.projection, a.sort)
+	setFindReads(p, a)
 	src, err := planSource(r.ctx, snap, coll, f, p, st)
 	if err != nil {
 		return nil, err
 	}
 	if srt != nil && srt.HasKeys() && !p.sorted {
-		if src, err = sortedSource(r.ctx, src, srt); err != nil {
+		if src, err = sortedScan(r.ctx, src, srt, snap, coll); err != nil {
 			return nil, err
 		}
 	}
@@ -141,6 +142,32 @@ func (r *request) findSource(coll string, a *findArgs, st *execStats) (docSource
 		src = &projectSource{src: src, p: proj}
 	}
 	return src, nil
+}
+
+// setFindReads tells a collection scan what a find reads of large
+// documents: its filter's paths to match; to return, the projection's (with
+// the filter's and sort's, which positional projections and the sort
+// use), or, without a projection but with a sort, only what the sort reads,
+// the documents being read whole again in sorted order (sortedScan).
+func setFindReads(p *queryPlan, a *findArgs) {
+	if p.ix != nil || p.idHack || p.text != nil {
+		return
+	}
+	var match pathSet
+	match.addFilter(orEmpty(a.filter))
+	if p.readMatch = match.list(); p.readMatch == nil {
+		return
+	}
+	out := match
+	out.paths = append([]string(nil), match.paths...)
+	out.addSort(orEmpty(a.sort))
+	switch {
+	case nonEmpty(a.projection):
+		out.addProjection(a.projection)
+	case !nonEmpty(a.sort):
+		out.whole = true
+	}
+	p.readOut = out.list()
 }
 
 // natural is the {$natural: ±1} direction of a find, from its sort or

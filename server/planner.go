@@ -33,6 +33,10 @@ type queryPlan struct {
 	text []string
 	// wildPath is set for a wildcard index plan: the one path it bounds.
 	wildPath string
+	// readMatch and readOut, when readMatch is set, are the paths a
+	// collection scan reads of large documents to match them and to
+	// return them (readOut nil: whole); see readpaths.go.
+	readMatch, readOut []string
 }
 
 // planInput is what the planner looks at.
@@ -330,6 +334,9 @@ func planSource(ctx context.Context, rd storage.Reader, coll string, f *query.Fi
 		if err != nil {
 			return nil, err
 		}
+		if p.readMatch != nil {
+			it.SetFields(p.readMatch, p.readOut)
+		}
 		return &countingFilterSource{filterSource: filterSource{it: it, f: f}, st: st}, nil
 	}
 	src := &indexSource{rd: rd, coll: coll, f: f, p: p, st: st, seen: map[string]bool{}}
@@ -362,23 +369,29 @@ type countingFilterSource struct {
 }
 
 func (s *countingFilterSource) Next(ctx context.Context) (bsoncore.Document, error) {
-	for {
-		if err := ctx.Err(); err != nil {
-			return nil, contextError(err)
-		}
-		d, err := s.it.Next(ctx)
-		if err != nil {
-			return nil, err
+	var stop error
+	keep := func(d bsoncore.Document) bool {
+		if stop = ctx.Err(); stop != nil {
+			stop = contextError(stop)
+			return true
 		}
 		s.st.docsExamined++
 		if s.f.Match(d) {
-			return d, nil
+			return true
 		}
-		if err := s.f.Err(); err != nil {
-			return nil, err
-		}
+		stop = s.f.Err()
+		return stop != nil
 	}
+	d, err := s.it.NextWhere(ctx, keep)
+	if err != nil {
+		return nil, err
+	}
+	return d, stop
 }
+
+// LastPartial reports whether the last document lacks fields the scan did
+// not read (see queryPlan.readOut).
+func (s *countingFilterSource) LastPartial() bool { return s.it.Partial() }
 
 // indexSource walks a plan's intervals in order, fetching each document
 // once (a multikey document has several entries) and filtering it.

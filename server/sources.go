@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"sort"
 
@@ -76,6 +77,66 @@ func sortedSource(ctx context.Context, src docSource, s *query.Sort) (docSource,
 	}
 	sort.SliceStable(docs, func(i, j int) bool { return s.Compare(docs[i], docs[j]) < 0 })
 	return &sliceSource{docs: docs}, nil
+}
+
+// partialReporter is a source whose documents may lack fields.
+type partialReporter interface{ LastPartial() bool }
+
+// sortedScan is sortedSource for a scan that may return large documents
+// in part (only what the sort and filter read): it sorts those and reads
+// each whole again by _id when the sorted stream reaches it, so a sort of
+// large documents never holds them all.
+func sortedScan(ctx context.Context, src docSource, s *query.Sort, rd storage.Reader, coll string) (docSource, error) {
+	pr, ok := src.(partialReporter)
+	if !ok {
+		return sortedSource(ctx, src, s)
+	}
+	var docs []bsoncore.Document
+	var partial []bool
+	for {
+		d, err := src.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		docs, partial = append(docs, d), append(partial, pr.LastPartial())
+	}
+	order := make([]int, len(docs))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(i, j int) bool { return s.Compare(docs[order[i]], docs[order[j]]) < 0 })
+	return &refetchSource{rd: rd, coll: coll, docs: docs, partial: partial, order: order}, nil
+}
+
+// refetchSource yields documents in a given order, reading again those
+// that were read in part.
+type refetchSource struct {
+	rd      storage.Reader
+	coll    string
+	docs    []bsoncore.Document
+	partial []bool
+	order   []int
+}
+
+func (s *refetchSource) Next(ctx context.Context) (bsoncore.Document, error) {
+	if len(s.order) == 0 {
+		return nil, io.EOF
+	}
+	i := s.order[0]
+	s.order = s.order[1:]
+	d := s.docs[i]
+	s.docs[i] = nil
+	if !s.partial[i] {
+		return d, nil
+	}
+	full, found, err := s.rd.Get(ctx, s.coll, d.Lookup("_id"))
+	if err == nil && !found {
+		err = fmt.Errorf("document %s vanished from its snapshot", d.Lookup("_id"))
+	}
+	return full, err
 }
 
 // skipLimitSource skips the first skip documents and stops after limit

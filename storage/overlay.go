@@ -10,6 +10,8 @@ import (
 	"github.com/dolthub/dolt/go/store/prolly/tree"
 	"github.com/dolthub/dolt/go/store/val"
 	"github.com/google/btree"
+
+	"dumbodb/storage/doctree"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
@@ -66,7 +68,28 @@ type Iterator struct {
 	ebuf  []*edit
 	elast []byte
 	edone bool
+
+	// match and out, when set, are the fields of doctree documents that
+	// keep sees and that Next returns (out nil: whole); partial reports
+	// whether the last document returned was read in part.
+	match, out *doctree.Fields
+	curTree    val.Tuple // the base value of the borrowed document, when read in part
+	partial    bool
 }
+
+// SetFields makes the iterator read documents stored as doctrees in part:
+// the keep function of NextWhere sees only the fields listed in match, and
+// an accepted document has only the fields in out (nil: the whole
+// document). Smaller documents are always read whole.
+func (i *Iterator) SetFields(match, out []string) {
+	i.match = doctree.NewFields(match)
+	if out != nil {
+		i.out = doctree.NewFields(out)
+	}
+}
+
+// Partial reports whether the last document returned lacks fields.
+func (i *Iterator) Partial() bool { return i.partial }
 
 func newIterator(ctx context.Context, ns tree.NodeStore, base prolly.Map, ed *edits) (*Iterator, error) {
 	it, err := base.IterAll(ctx)
@@ -91,9 +114,18 @@ func (i *Iterator) NextWhere(ctx context.Context, keep func(bsoncore.Document) b
 		if err != nil {
 			return nil, err
 		}
-		if doc != nil && (keep == nil || keep(doc)) {
-			return append(bsoncore.Document(nil), doc...), nil
+		if doc == nil || (keep != nil && !keep(doc)) {
+			continue
 		}
+		i.partial = false
+		switch {
+		case i.curTree == nil:
+			return append(bsoncore.Document(nil), doc...), nil
+		case i.out == nil:
+			return valueBytes(ctx, i.ns, i.curTree)
+		}
+		i.partial = !i.out.Whole()
+		return valueFields(ctx, i.ns, i.curTree, i.out)
 	}
 }
 
@@ -108,10 +140,16 @@ func (i *Iterator) nextBorrowed(ctx context.Context) (bsoncore.Document, error) 
 	case e == nil && i.bk == nil:
 		return nil, io.EOF
 	case e == nil || (i.bk != nil && bytes.Compare(i.bk, e.key) < 0):
-		b, err := valueBytes(ctx, i.ns, i.bvTup)
-		i.bk = nil
-		return b, err
+		i.bk, i.curTree = nil, nil
+		if i.match != nil {
+			if _, isTree, err := docTree(ctx, i.ns, i.bvTup); err != nil || isTree {
+				i.curTree = i.bvTup
+				return valueFields(ctx, i.ns, i.bvTup, i.match)
+			}
+		}
+		return valueBytes(ctx, i.ns, i.bvTup)
 	}
+	i.curTree = nil
 	if i.bk != nil && bytes.Equal(i.bk, e.key) {
 		i.bk = nil // the edit replaces the base entry
 	}

@@ -60,7 +60,7 @@ func (t Tree) Project(ctx context.Context, f *Fields) ([]byte, error) {
 		return nil, fmt.Errorf("doctree %s: no root header: %v", t.Addr(), err)
 	}
 	out := make([]byte, 4, 256)
-	if out, err = r.projectBody(ctx, f, out); err != nil {
+	if out, err = r.projectBody(ctx, f, out, nil); err != nil {
 		return nil, err
 	}
 	binary.LittleEndian.PutUint32(out, uint32(len(out)))
@@ -69,8 +69,16 @@ func (t Tree) Project(ctx context.Context, f *Fields) ([]byte, error) {
 
 // projectBody copies the kept elements of the container the reader is in,
 // and its terminator, to out.
-func (r *reader) projectBody(ctx context.Context, f *Fields, out []byte) ([]byte, error) {
+//
+// It stops reading a container once every name f keeps there was found:
+// with duplicate names (which MongoDB's drivers do not produce) only the
+// first of each is kept, as a look-up by name would find.
+func (r *reader) projectBody(ctx context.Context, f *Fields, out []byte, container []int) ([]byte, error) {
+	found := make(map[string]bool, len(f.children))
 	for {
+		if len(found) == len(f.children) {
+			return append(out, 0), r.skipRest(ctx, container)
+		}
 		tok, err := r.next(ctx)
 		if err != nil {
 			return nil, unexpectedEOF(err)
@@ -78,7 +86,13 @@ func (r *reader) projectBody(ctx context.Context, f *Fields, out []byte) ([]byte
 		if tok.kind == tokEnd {
 			return append(out, 0), nil
 		}
-		sub, kept := f.children[tok.name()]
+		name := tok.name()
+		sub, kept := f.children[name]
+		if found[name] {
+			kept = false
+		} else if kept {
+			found[name] = true
+		}
 		switch {
 		case !kept:
 			err = r.rest(ctx, tok, nil)
@@ -88,7 +102,7 @@ func (r *reader) projectBody(ctx context.Context, f *Fields, out []byte) ([]byte
 		default:
 			start := len(out) + len(tok.data) - 4
 			out = append(out, tok.data...)
-			if out, err = r.projectBody(ctx, sub, out); err == nil {
+			if out, err = r.projectBody(ctx, sub, out, append([]int(nil), tok.path...)); err == nil {
 				binary.LittleEndian.PutUint32(out[start:], uint32(len(out)-start))
 			}
 		}
@@ -96,4 +110,15 @@ func (r *reader) projectBody(ctx context.Context, f *Fields, out []byte) ([]byte
 			return nil, err
 		}
 	}
+}
+
+// skipRest moves the reader past the rest of the container at path (the
+// root: nothing follows it).
+func (r *reader) skipRest(ctx context.Context, container []int) error {
+	if len(container) == 0 {
+		return nil
+	}
+	sibling := append([]int(nil), container...)
+	sibling[len(sibling)-1]++
+	return r.seek(ctx, sibling)
 }
