@@ -98,6 +98,8 @@ type Env struct {
 	Cfg    *Config
 	// DataDir is the target's data directory, "" when unknown.
 	DataDir string
+	// Dumbo is set on DumboDB targets (buildInfo has dumbodbVersion).
+	Dumbo bool
 }
 
 // Workload is a benchmark ready to be timed on one target.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"math"
+	"math/rand/v2"
 	"path/filepath"
 	"strings"
 
@@ -26,6 +27,12 @@ import (
 // same total size: documents {_id: i, l: i, k0: ..., k<n-1>: ...}, whose
 // top-level l numbers them (0..count-1) so that filters select and sorts
 // order; everything below it is the ordinal.
+//
+// DumboDB keeps acknowledged writes in memory over its prolly trees until
+// a checkpoint (every 60 s, or before a version-control operation). So
+// that reads measure the trees and writes include building them, DumboDB
+// targets commit (dumboCommit checkpoints) after seeding, untimed, and at
+// the end of each timed Import and Copy. FerretDB writes to SQLite at once.
 
 // maxBSON is MongoDB's document size limit.
 const maxBSON = 16 << 20
@@ -70,8 +77,55 @@ func largeDocBenchmarks(cfg *Config) []Benchmark {
 				Group: GroupLargeDoc, Unit: "op", Long: true, Setup: op.setup(c)})
 		}
 	}
-	return append(bs, Benchmark{Name: "LargeDoc/StorageGrowth/" + sizeLabel(vnSize(growthOrder)),
-		Group: GroupLargeDoc, Unit: "B/commit", DumboOnly: true, Quantity: true, Setup: vnStorageGrowth})
+	return append(bs,
+		Benchmark{Name: "LargeDoc/StorageGrowth/" + sizeLabel(vnSize(growthOrder)),
+			Group: GroupLargeDoc, Unit: "B/commit", DumboOnly: true, Quantity: true, Setup: vnStorageGrowth(growthDoc)},
+		Benchmark{Name: "LargeDoc/StorageGrowth/" + sizeLabel(randomOrdinalSize(growthRandomOrder)+9) + "/RandomLeaves",
+			Group: GroupLargeDoc, Unit: "B/commit", DumboOnly: true, Quantity: true, Setup: vnStorageGrowth(growthRandomDoc)})
+}
+
+// growthDoc is the ~1 MB ordinal of LargeDoc/StorageGrowth, _id 1.
+func growthDoc() bson.Raw { return vnDoc(ordinals(growthOrder), 1, growthOrder) }
+
+// growthRandomOrder is the order of the RandomLeaves variant: its
+// sub-documents carry 16 random bytes each, which makes it ~1.25 MB.
+const growthRandomOrder = 15
+
+// randomOrdinalSize is the size of a RandomLeaves ordinal of order n
+// without an _id: each sub-document has r (24 bytes) besides l.
+func randomOrdinalSize(n int) int {
+	s := 12 + 24
+	for i := range n {
+		s += 2 + len(fmt.Sprint(i)) + 1 + randomOrdinalSize(i)
+	}
+	return s
+}
+
+// growthRandomDoc is the ordinal of order growthRandomOrder in which every
+// sub-document (each copy of each doc(i)) also holds r: 16 random bytes,
+// so that storage that compresses (Dolt's journal stores chunks with
+// snappy; a plain ordinal shrinks about tenfold) cannot hide a rewrite.
+func growthRandomDoc() bson.Raw {
+	rng := rand.New(rand.NewPCG(9, 9))
+	var build func(n int, id int32) []byte
+	build = func(n int, id int32) []byte {
+		idx, b := bsoncore.AppendDocumentStart(nil)
+		if id >= 0 {
+			b = bsoncore.AppendInt32Element(b, "_id", id)
+		}
+		b = bsoncore.AppendInt32Element(b, "l", int32(n))
+		var r [16]byte
+		for i := range r {
+			r[i] = byte(rng.Uint32())
+		}
+		b = bsoncore.AppendBinaryElement(b, "r", 0, r[:])
+		for i := range n {
+			b = bsoncore.AppendDocumentElement(b, fmt.Sprintf("k%d", i), build(i, -1))
+		}
+		b, _ = bsoncore.AppendDocumentEnd(b, idx)
+		return b
+	}
+	return bson.Raw(build(growthRandomOrder, 1))
 }
 
 // ordinalSize is the BSON size of doc(n), without an _id.
@@ -170,14 +224,36 @@ func (c *vnColl) extractPath() (string, int32) {
 	return fmt.Sprintf("k%d.l", c.n-1), int32(c.n - 1)
 }
 
-// seedVN inserts the collection's documents untimed.
-func (c *vnColl) seed(ctx context.Context, e *Env) ([]any, error) {
-	docs := c.docs()
-	if err := insertAll(ctx, e.Coll, docs); err != nil {
-		return nil, fmt.Errorf("seed %d documents of %d bytes: %w", c.count, c.size, err)
+// seed inserts the collection's documents untimed, and on DumboDB
+// commits them so that reads come from its trees.
+func (c *vnColl) seed(ctx context.Context, e *Env) error {
+	if err := insertAll(ctx, e.Coll, c.docs()); err != nil {
+		return fmt.Errorf("seed %d documents of %d bytes: %w", c.count, c.size, err)
 	}
-	return docs, nil
+	return settle(ctx, e)
 }
+
+// settle commits on DumboDB targets (a no-op elsewhere): the commit
+// checkpoints, writing the acknowledged changes into the prolly trees.
+// Nothing to commit, or no database yet (before the first Import), is
+// nothing to settle.
+func settle(ctx context.Context, e *Env) error {
+	if !e.Dumbo {
+		return nil
+	}
+	_, err := vcCmd(ctx, e, kvs("dumboCommit", 1, "message", "dumbobench LargeDoc"))
+	var se mongo.ServerError
+	if err != nil && !(errors.As(err, &se) && (se.HasErrorCode(nothingToCommit) || se.HasErrorCode(namespaceNotFound))) {
+		return fmt.Errorf("dumboCommit: %w", err)
+	}
+	return nil
+}
+
+// Error codes settle tolerates.
+const (
+	namespaceNotFound = 26
+	nothingToCommit   = 20003 // DumboDB's NothingToCommit
+)
 
 func insertAll(ctx context.Context, coll *mongo.Collection, docs []any) error {
 	res, err := coll.InsertMany(ctx, docs)
@@ -220,7 +296,7 @@ func topL(doc bson.Raw) (int32, error) {
 // vnExport reads every document whole.
 func vnExport(c *vnColl) func(context.Context, *Env) (*Workload, error) {
 	return func(ctx context.Context, e *Env) (*Workload, error) {
-		if _, err := c.seed(ctx, e); err != nil {
+		if err := c.seed(ctx, e); err != nil {
 			return nil, err
 		}
 		return &Workload{Call: func(ctx context.Context, _ int64) error {
@@ -235,28 +311,43 @@ func vnExport(c *vnColl) func(context.Context, *Env) (*Workload, error) {
 }
 
 // vnImport inserts every document into an empty collection (dropped
-// untimed before each call).
+// untimed before each call) and settles them.
 func vnImport(c *vnColl) func(context.Context, *Env) (*Workload, error) {
 	return func(_ context.Context, e *Env) (*Workload, error) {
 		docs := c.docs()
 		return &Workload{
-			Prepare: func(ctx context.Context, _ int64) error { return e.Coll.Drop(ctx) },
-			Call:    func(ctx context.Context, _ int64) error { return insertAll(ctx, e.Coll, docs) },
+			Prepare: func(ctx context.Context, _ int64) error {
+				if err := e.Coll.Drop(ctx); err != nil {
+					return err
+				}
+				return settle(ctx, e)
+			},
+			Call: func(ctx context.Context, _ int64) error {
+				if err := insertAll(ctx, e.Coll, docs); err != nil {
+					return err
+				}
+				return settle(ctx, e)
+			},
 		}, nil
 	}
 }
 
 // vnCopy reads every document and inserts a copy with l changed into a
-// second collection (emptied untimed before each call): a client-side
-// copy, since FerretDB v1.24.2 has neither $out nor $merge.
+// second collection (emptied untimed before each call), then settles: a
+// client-side copy, since FerretDB v1.24.2 has neither $out nor $merge.
 func vnCopy(c *vnColl) func(context.Context, *Env) (*Workload, error) {
 	return func(ctx context.Context, e *Env) (*Workload, error) {
-		if _, err := c.seed(ctx, e); err != nil {
+		if err := c.seed(ctx, e); err != nil {
 			return nil, err
 		}
 		copies := e.DB.Collection(e.Coll.Name() + "_copy")
 		return &Workload{
-			Prepare: func(ctx context.Context, _ int64) error { return copies.Drop(ctx) },
+			Prepare: func(ctx context.Context, _ int64) error {
+				if err := copies.Drop(ctx); err != nil {
+					return err
+				}
+				return settle(ctx, e)
+			},
 			Call: func(ctx context.Context, _ int64) error {
 				docs := make([]any, 0, c.count)
 				err := each(ctx, e.Coll, bson.D{}, options.Find(), c.count, func(doc bson.Raw) error {
@@ -270,7 +361,10 @@ func vnCopy(c *vnColl) func(context.Context, *Env) (*Workload, error) {
 				if err != nil {
 					return err
 				}
-				return insertAll(ctx, copies, docs)
+				if err := insertAll(ctx, copies, docs); err != nil {
+					return err
+				}
+				return settle(ctx, e)
 			},
 		}, nil
 	}
@@ -294,7 +388,7 @@ func withL(doc bson.Raw, l int32) bson.Raw {
 // vnExtract projects one nested field of every document.
 func vnExtract(c *vnColl) func(context.Context, *Env) (*Workload, error) {
 	return func(ctx context.Context, e *Env) (*Workload, error) {
-		if _, err := c.seed(ctx, e); err != nil {
+		if err := c.seed(ctx, e); err != nil {
 			return nil, err
 		}
 		path, want := c.extractPath()
@@ -316,7 +410,7 @@ func vnExtract(c *vnColl) func(context.Context, *Env) (*Workload, error) {
 // _id and l only (so that it times the filter, not the transfer).
 func vnFilter(c *vnColl) func(context.Context, *Env) (*Workload, error) {
 	return func(ctx context.Context, e *Env) (*Workload, error) {
-		if _, err := c.seed(ctx, e); err != nil {
+		if err := c.seed(ctx, e); err != nil {
 			return nil, err
 		}
 		from := int32(c.count / 2)
@@ -336,7 +430,7 @@ func vnFilter(c *vnColl) func(context.Context, *Env) (*Workload, error) {
 // vnSort returns every document whole, by l descending.
 func vnSort(c *vnColl) func(context.Context, *Env) (*Workload, error) {
 	return func(ctx context.Context, e *Env) (*Workload, error) {
-		if _, err := c.seed(ctx, e); err != nil {
+		if err := c.seed(ctx, e); err != nil {
 			return nil, err
 		}
 		opts := options.Find().SetSort(bson.D{{Key: "l", Value: -1}})
@@ -358,43 +452,52 @@ func vnSort(c *vnColl) func(context.Context, *Env) (*Workload, error) {
 }
 
 // vnStorageGrowth measures the bytes each commit adds to the data
-// directory when it changes one field of a ~1 MB ordinal: 100 edits in
-// turn set the top-level l, grow a string near the front (k1.s), append
-// to an array in the middle ($push to k<n-1>.k0.a) and $inc the l of
-// ordinals spread through the document, each followed by dumboCommit.
-func vnStorageGrowth(ctx context.Context, e *Env) (*Workload, error) {
-	if e.DataDir == "" {
-		return nil, errNotApplicable{"data directory unknown (--start, or --data-dir NAME=DIR)"}
+// directory when it changes one field of a ~1 MB document made by mk
+// (_id 1, an ordinal of order at least 3): 100 edits in turn set the
+// top-level l, grow a string near the front (k1.s), append to an array in
+// the middle ($push to k<n-1>.k0.a) and $inc the l of ordinals spread
+// through the document, each followed by dumboCommit.
+func vnStorageGrowth(mk func() bson.Raw) func(context.Context, *Env) (*Workload, error) {
+	return func(ctx context.Context, e *Env) (*Workload, error) {
+		if e.DataDir == "" {
+			return nil, errNotApplicable{"data directory unknown (--start, or --data-dir NAME=DIR)"}
+		}
+		if _, err := vcCmd(ctx, e, kvs("dumboLog", 1, "limit", 1)); err != nil && !strings.Contains(err.Error(), "does not exist") {
+			return nil, unsupported("dumboLog", err)
+		}
+		return &Workload{Measure: func(ctx context.Context) (float64, error) { return storageGrowth(ctx, e, mk()) }}, nil
 	}
-	if _, err := vcCmd(ctx, e, kvs("dumboLog", 1, "limit", 1)); err != nil && !strings.Contains(err.Error(), "does not exist") {
-		return nil, unsupported("dumboLog", err)
+}
+
+func storageGrowth(ctx context.Context, e *Env, doc bson.Raw) (float64, error) {
+	n, ok := doc.Lookup("l").Int32OK()
+	if !ok || n < 3 {
+		return 0, fmt.Errorf("storage growth needs an ordinal of order 3 or more, not %.100s", doc)
 	}
 	id := bson.D{{Key: "_id", Value: int32(1)}}
-	return &Workload{Measure: func(ctx context.Context) (float64, error) {
-		if _, err := e.Coll.InsertOne(ctx, vnDoc(ordinals(growthOrder), 1, growthOrder)); err != nil {
-			return 0, err
+	if _, err := e.Coll.InsertOne(ctx, doc); err != nil {
+		return 0, err
+	}
+	if _, err := vcCmd(ctx, e, commitCmd(0)); err != nil {
+		return 0, err
+	}
+	before, err := dirBytes(e.DataDir)
+	if err != nil {
+		return 0, err
+	}
+	for c := 1; c <= growthCommits; c++ {
+		if err := expectMatched(e.Coll.UpdateOne(ctx, id, growthEdit(c, int(n)))); err != nil {
+			return 0, fmt.Errorf("edit %d: %w", c, err)
 		}
-		if _, err := vcCmd(ctx, e, commitCmd(0)); err != nil {
-			return 0, err
+		if _, err := vcCmd(ctx, e, commitCmd(int64(c))); err != nil {
+			return 0, fmt.Errorf("commit %d: %w", c, err)
 		}
-		before, err := dirBytes(e.DataDir)
-		if err != nil {
-			return 0, err
-		}
-		for c := 1; c <= growthCommits; c++ {
-			if err := expectMatched(e.Coll.UpdateOne(ctx, id, growthEdit(c, growthOrder))); err != nil {
-				return 0, fmt.Errorf("edit %d: %w", c, err)
-			}
-			if _, err := vcCmd(ctx, e, commitCmd(int64(c))); err != nil {
-				return 0, fmt.Errorf("commit %d: %w", c, err)
-			}
-		}
-		after, err := dirBytes(e.DataDir)
-		if err != nil {
-			return 0, err
-		}
-		return float64(after-before) / growthCommits, nil
-	}}, nil
+	}
+	after, err := dirBytes(e.DataDir)
+	if err != nil {
+		return 0, err
+	}
+	return float64(after-before) / growthCommits, nil
 }
 
 // growthEdit is the c-th one-field change of LargeDoc/StorageGrowth on a

@@ -70,7 +70,7 @@ func TestLargeDocPlan(t *testing.T) {
 		}
 		names[b.Name] = true
 	}
-	for _, want := range []string{"LargeDoc/Export/256KB", "LargeDoc/Sort/4MB", "LargeDoc/StorageGrowth/1MB"} {
+	for _, want := range []string{"LargeDoc/Export/256KB", "LargeDoc/Sort/4MB", "LargeDoc/StorageGrowth/1MB", "LargeDoc/StorageGrowth/1MB/RandomLeaves"} {
 		if !names[want] {
 			t.Errorf("quick LargeDoc family lacks %s: %v", want, names)
 		}
@@ -88,11 +88,28 @@ func TestWithLChangesOnlyL(t *testing.T) {
 	}
 }
 
-func TestGrowthEditsHitExistingPaths(t *testing.T) {
-	doc := vnDoc(ordinals(growthOrder), 1, growthOrder)
+func TestGrowthDocs(t *testing.T) {
+	for _, doc := range []bson.Raw{growthDoc(), growthRandomDoc()} {
+		if err := doc.Validate(); err != nil || sizeLabel(len(doc)) != "1MB" || doc.Lookup("_id").Int32() != 1 {
+			t.Errorf("growth document of %d bytes (%s), _id %v: %v", len(doc), sizeLabel(len(doc)), doc.Lookup("_id"), err)
+		}
+		growthEditsHitExistingPaths(t, doc)
+	}
+	doc := growthRandomDoc()
+	if want := randomOrdinalSize(growthRandomOrder) + 9; len(doc) != want {
+		t.Errorf("RandomLeaves document is %d bytes, randomOrdinalSize says %d", len(doc), want)
+	}
+	// Random leaves differ between copies of the same ordinal.
+	if bytes.Equal(doc.Lookup("k3", "k1").Value, doc.Lookup("k2", "k1").Value) {
+		t.Error("two copies of doc(1) are equal in the RandomLeaves document")
+	}
+}
+
+func growthEditsHitExistingPaths(t *testing.T, doc bson.Raw) {
+	n := int(doc.Lookup("l").Int32())
 	kinds := map[string]bool{}
 	for c := 1; c <= growthCommits; c++ {
-		op := growthEdit(c, growthOrder)
+		op := growthEdit(c, n)
 		kinds[op[0].Key] = true
 		path := op[0].Value.(bson.D)[0].Key
 		parent, _, _ := strings.Cut(path, ".")

@@ -212,7 +212,7 @@ func prepare(ctx context.Context, cfg *Config, b Benchmark, s *server) *slot {
 			return sl
 		}
 		sl.env.Client = s.client
-		sl.env.DataDir = s.DataDir
+		sl.env.DataDir, sl.env.Dumbo = s.DataDir, s.dumbo
 		sl.env.DB = s.client.Database("dumbobench")
 		sl.env.Coll = sl.env.DB.Collection(collName(b.Name))
 		// Dropping the database also removes the side collections of the
