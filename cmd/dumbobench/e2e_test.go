@@ -19,17 +19,19 @@ func TestRunAgainstDumboDB(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and starts dumbodb")
 	}
-	url := startDumbo(t)
+	url, data := startDumbo(t)
 	out := t.TempDir()
 	var stdout, stderr bytes.Buffer
-	code := run([]string{"run", "--target", "dumbo=" + url, "--filter", `^(Floor/.*|FindOne/IntId|InsertOne/100B|Filter/Eq/1K/Indexed|VC/Commit/10K)$`,
+	code := run([]string{"run", "--target", "dumbo=" + url, "--data-dir", "dumbo=" + data, "--quick",
+		"--filter", `^(Floor/.*|FindOne/IntId|InsertOne/100B|Filter/Eq/1K/Indexed|VC/Commit/10K|LargeDoc/(Copy|Extract)/256KB|LargeDoc/StorageGrowth/1MB)$`,
 		"--samples", "2", "--duration", "20ms", "--warmup", "10ms", "--out", out}, &stdout, &stderr)
 	if code != 0 {
 		t.Fatalf("dumbobench exited %d\nstdout: %s\nstderr: %s", code, &stdout, &stderr)
 	}
 	md := readFile(t, filepath.Join(out, "report.md"))
 	for _, row := range []string{"| Floor/Ping | dumbo | ", "| Floor/Fdatasync256B | machine | ",
-		"| FindOne/IntId | dumbo | ", "| InsertOne/100B | dumbo | ", "| VC/Commit/10K | dumbo | "} {
+		"| FindOne/IntId | dumbo | ", "| InsertOne/100B | dumbo | ", "| VC/Commit/10K | dumbo | ",
+		"| LargeDoc/Copy/256KB | dumbo | ", "| LargeDoc/Extract/256KB | dumbo | ", "| LargeDoc/StorageGrowth/1MB | dumbo | "} {
 		if !strings.Contains(md, row) {
 			t.Errorf("report.md lacks a row starting %q:\n%s", row, md)
 		}
@@ -64,11 +66,22 @@ func TestFlags(t *testing.T) {
 	if _, err := parseFlags([]string{"--target", "nourl"}, &stderr); err == nil {
 		t.Error("--target without NAME=URL accepted")
 	}
+	o, err = parseFlags([]string{"--start", "--only", "LargeDoc, VC", "--data-dir", "x=/d"}, &stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(o.families) != "[LargeDoc VC]" || o.dataDirs["x"] != "/d" {
+		t.Errorf("--only LargeDoc,VC --data-dir x=/d: families %q, data dirs %v", o.families, o.dataDirs)
+	}
+	if _, err := parseFlags([]string{"--start", "--data-dir", "x"}, &stderr); err == nil {
+		t.Error("--data-dir without NAME=DIR accepted")
+	}
 }
 
 // startDumbo builds ./cmd/dumbodb and starts it on a free port with a
-// fresh data directory; it is killed when the test ends.
-func startDumbo(t *testing.T) string {
+// fresh data directory, which it returns with the URL; it is killed when
+// the test ends.
+func startDumbo(t *testing.T) (url, dataDir string) {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "dumbodb")
 	build := exec.Command("go", "build", "-o", bin, "./cmd/dumbodb")
@@ -81,7 +94,8 @@ func startDumbo(t *testing.T) string {
 		t.Fatal(err)
 	}
 	var log bytes.Buffer
-	cmd := exec.Command(bin, "--data-dir", t.TempDir(), "--port", fmt.Sprint(port))
+	dataDir = t.TempDir()
+	cmd := exec.Command(bin, "--data-dir", dataDir, "--port", fmt.Sprint(port))
 	cmd.Stdout, cmd.Stderr = &log, &log
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -100,7 +114,7 @@ func startDumbo(t *testing.T) string {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	return "mongodb://" + addr + "/?directConnection=true"
+	return "mongodb://" + addr + "/?directConnection=true", dataDir
 }
 
 func readFile(t *testing.T, path string) string {
