@@ -1,0 +1,683 @@
+package server_test
+
+// End-to-end tests of large documents (issue 9): documents above the path
+// index threshold must round-trip byte-exactly, update exactly as small
+// documents do, and answer queries exactly as with the path index off.
+// Documents come from the seeded generator in largedoc_gen_test.go; a failing
+// run logs its seed, and DUMBO_LARGEDOC_SEED replays it.
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+	"testing"
+
+	"dumbodb/storage"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
+
+// ldRestart restarts ts after disconnecting c, its client: a client left
+// connected to the old address would spend its server selection timeout
+// ending its sessions at cleanup. It returns a new client.
+func ldRestart(ts *testServer, c *mongo.Client) *mongo.Client {
+	c.Disconnect(ctx)
+	ts.restart()
+	return ts.client()
+}
+
+// ldRaws drains a cursor into the raw documents it returned.
+func ldRaws(t *testing.T, cur *mongo.Cursor, err error) [][]byte {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cur.Close(ctx)
+	var out [][]byte
+	for cur.Next(ctx) {
+		out = append(out, bytes.Clone(cur.Current))
+	}
+	if err := cur.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// ldKey identifies a document by its _id's type and bytes.
+func ldKey(doc []byte) string {
+	v := bsoncore.Document(doc).Lookup("_id")
+	return string(rune(v.Type)) + string(v.Data)
+}
+
+// ldID returns a document's _id as a value for a filter.
+func ldID(doc []byte) bson.RawValue {
+	v := bsoncore.Document(doc).Lookup("_id")
+	return bson.RawValue{Type: bson.Type(v.Type), Value: v.Data}
+}
+
+func ldSizes(docs []ldDoc) string {
+	var b strings.Builder
+	for i, d := range docs {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%d", len(d.raw))
+	}
+	return b.String()
+}
+
+// ldRoundTripDocs returns the documents of the round-trip test: sizes from
+// {_id} alone to the 16 MiB maximum, most between 64 KiB and 2 MiB, with
+// _ids of several types.
+func ldRoundTripDocs(g *ldGen, short bool) []ldDoc {
+	const kib, mib = 1 << 10, 1 << 20
+	th := storage.DefaultLargeDocThreshold
+	sizes := []int{0, 0, 60, 1000, 20 * kib, th - 1, th, th + 1}
+	medium := 10
+	if short {
+		sizes = []int{0, 1000, th - 1, th, th + 1}
+		medium = 4
+	}
+	for range medium {
+		sizes = append(sizes, th+g.r.IntN(2*mib-th))
+	}
+	// Near the maximum: exactly 16 MiB, and a little less.
+	sizes = append(sizes, 16*mib)
+	if !short {
+		sizes = append(sizes, 16*mib-1-g.r.IntN(64*kib))
+	}
+	docs := make([]ldDoc, len(sizes))
+	for i, size := range sizes {
+		var id bsoncore.Value
+		switch i % 5 {
+		case 1:
+			id = bsoncore.Value{Type: bsoncore.TypeString, Data: bsoncore.AppendString(nil, fmt.Sprintf("doc-%d", i))}
+		case 2:
+			oid := g.oid()
+			id = bsoncore.Value{Type: bsoncore.TypeObjectID, Data: oid[:]}
+		case 3:
+			id = bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: bsoncore.NewDocumentBuilder().AppendInt32("n", int32(i)).AppendString("s", "x").Build()}
+		case 4:
+			id = bsoncore.Value{Type: bsoncore.TypeInt64, Data: bsoncore.AppendInt64(nil, int64(i)<<40)}
+		default:
+			id = bsoncore.Value{Type: bsoncore.TypeInt32, Data: bsoncore.AppendInt32(nil, int32(i))}
+		}
+		docs[i] = g.document(id, size)
+	}
+	return docs
+}
+
+// ldCheckDocs checks that coll holds exactly docs, byte for byte: by a full
+// scan and, with byID, by a findOne of each _id.
+func ldCheckDocs(t *testing.T, label string, coll *mongo.Collection, docs []ldDoc, byID bool) {
+	t.Helper()
+	want := map[string]int{}
+	for i, d := range docs {
+		want[ldKey(d.raw)] = i
+	}
+	errs := 0
+	fail := func(format string, args ...any) {
+		t.Helper()
+		if errs++; errs <= 5 {
+			t.Errorf(label+": "+format, args...)
+		}
+	}
+	seen := make([]bool, len(docs))
+	cur, err := coll.Find(ctx, bson.D{})
+	for _, got := range ldRaws(t, cur, err) {
+		id := ldID(got)
+		i, ok := want[ldKey(got)]
+		switch {
+		case !ok:
+			fail("scan returned a document with unknown _id %v", id)
+		case seen[i]:
+			fail("scan returned _id %v twice", id)
+		default:
+			seen[i] = true
+			if d := ldDiff(docs[i].raw, got); d != "" {
+				fail("scan: document %d (%d bytes; %v) came back as %d bytes: %s", i, len(docs[i].raw), docs[i].features, len(got), d)
+			}
+		}
+	}
+	for i, ok := range seen {
+		if !ok {
+			fail("scan did not return document %d (_id %v)", i, ldID(docs[i].raw))
+		}
+	}
+	if !byID {
+		return
+	}
+	for i, d := range docs {
+		got, err := coll.FindOne(ctx, bson.D{{Key: "_id", Value: ldID(d.raw)}}).Raw()
+		if err != nil {
+			fail("findOne document %d: %v", i, err)
+			continue
+		}
+		if diff := ldDiff(d.raw, got); diff != "" {
+			fail("findOne: document %d (%d bytes; %v) came back as %d bytes: %s", i, len(d.raw), d.features, len(got), diff)
+		}
+	}
+	if errs > 5 {
+		t.Errorf("%s: %d more failures", label, errs-5)
+	}
+	if t.Failed() {
+		t.FailNow()
+	}
+}
+
+// TestLargeDocRoundTrip: random documents of every size up to 16 MiB come
+// back byte-exactly after the insert, at a commit, after a restart (from the
+// on-disk form) and at the commit once the working set has moved on; with
+// the path index on (default threshold, and a tiny one that puts even small
+// documents into trees) and off.
+func TestLargeDocRoundTrip(t *testing.T) {
+	seed := ldSeed(t)
+	docs := ldRoundTripDocs(newLDGen(seed), testing.Short())
+	for i, d := range docs {
+		t.Logf("document %d: %d bytes: %v", i, len(d.raw), d.features)
+	}
+	configs := []struct {
+		name    string
+		opts    storage.Options
+		maxSize int
+	}{
+		{"default", storage.Options{}, math.MaxInt},
+		{"pathIndexOff", storage.Options{LargeDocThreshold: -1}, math.MaxInt},
+		{"threshold1KiB", storage.Options{LargeDocThreshold: 1 << 10}, 256 << 10},
+	}
+	for _, cfg := range configs {
+		t.Run(cfg.name, func(t *testing.T) {
+			var mine []ldDoc
+			for _, d := range docs {
+				if len(d.raw) <= cfg.maxSize {
+					mine = append(mine, d)
+				}
+			}
+			ts := startServerWith(t, cfg.opts)
+			c := ts.client()
+			coll := c.Database("rt").Collection("docs")
+			for i, d := range mine {
+				if _, err := coll.InsertOne(ctx, bson.Raw(d.raw)); err != nil {
+					t.Fatalf("insert document %d (%d bytes): %v", i, len(d.raw), err)
+				}
+			}
+			ldCheckDocs(t, "after insert", coll, mine, true)
+			commit := mustRun(t, c.Database("rt"), bson.D{{Key: "dumboCommit", Value: 1}, {Key: "message", Value: "round trip"}})["commitId"].(string)
+			ldCheckDocs(t, "at the commit", c.Database("rt@"+commit).Collection("docs"), mine, false)
+
+			c = ldRestart(ts, c)
+			coll = c.Database("rt").Collection("docs")
+			ldCheckDocs(t, "after restart", coll, mine, true)
+			if _, err := coll.DeleteMany(ctx, bson.D{}); err != nil {
+				t.Fatal(err)
+			}
+			if n, err := coll.CountDocuments(ctx, bson.D{}); err != nil || n != 0 {
+				t.Fatalf("after deleting all: %d documents, %v", n, err)
+			}
+			ldCheckDocs(t, "at the commit after restart and delete", c.Database("rt@"+commit).Collection("docs"), mine, false)
+		})
+	}
+}
+
+// ldPad returns a nested structure of about size bytes: the padding that
+// makes a small document large.
+func ldPad(g *ldGen, size int) bsoncore.Document {
+	b := bsoncore.NewDocumentBuilder().AppendString("head", strings.Repeat("h", 100))
+	rows := bsoncore.NewArrayBuilder()
+	n := 0
+	for total := 0; total < size-40<<10; n++ {
+		tags := bsoncore.NewArrayBuilder()
+		for j := range g.r.IntN(6) {
+			tags.AppendInt32(int32(n*10 + j))
+		}
+		row := bsoncore.NewDocumentBuilder().AppendInt32("i", int32(n)).AppendString("s", g.text(50+g.r.IntN(200))).
+			AppendArray("t", tags.Build()).Build()
+		rows.AppendDocument(row)
+		total += len(row) + 8
+	}
+	b.AppendArray("rows", rows.Build())
+	b.AppendDocument("tail", bsoncore.NewDocumentBuilder().AppendInt32("x", 1).AppendString("y", "z").Build())
+	b.AppendDocument("rnd", g.fill(2, 32<<10, false))
+	return b.Build()
+}
+
+// ldSmall is the small document S of the update test.
+func ldSmall(id int32) bsoncore.Document {
+	doc, err := bson.Marshal(bson.D{
+		{Key: "_id", Value: id},
+		{Key: "a", Value: int32(1)},
+		{Key: "b", Value: "str"},
+		{Key: "n", Value: bson.D{{Key: "x", Value: int32(1)}, {Key: "y", Value: bson.D{{Key: "z", Value: int32(2)}}}, {Key: "arr", Value: bson.A{int32(1), int32(2), int32(3)}}}},
+		{Key: "arr", Value: bson.A{int32(3), int32(1), int32(2), int32(5), int32(4)}},
+		{Key: "docs", Value: bson.A{
+			bson.D{{Key: "k", Value: int32(1)}, {Key: "v", Value: "a"}},
+			bson.D{{Key: "k", Value: int32(2)}, {Key: "v", Value: "b"}},
+			bson.D{{Key: "k", Value: int32(3)}, {Key: "v", Value: "c"}},
+		}},
+		{Key: "tags", Value: bson.A{"x", "y"}},
+		{Key: "num", Value: 10.5},
+		{Key: "i64", Value: int64(1) << 40},
+		{Key: "bits", Value: int32(0b1010)},
+		{Key: "big32", Value: int32(math.MaxInt32)},
+		{Key: "when", Value: bson.DateTime(1_700_000_000_000)},
+		{Key: "grid", Value: bson.A{bson.A{int32(1), int32(2)}, bson.A{int32(3), int32(4)}}},
+		{Key: "s2", Value: "tail"},
+	})
+	if err != nil {
+		panic(err)
+	}
+	return doc
+}
+
+// ldWithField returns doc with the field key: value inserted at position pos
+// of its top-level fields (clamped to the end).
+func ldWithField(doc bsoncore.Document, pos int, key string, value bsoncore.Document) bsoncore.Document {
+	els, _ := doc.Elements()
+	pos = min(pos, len(els))
+	parts := make([][]byte, 0, len(els)+1)
+	for _, el := range els[:pos] {
+		parts = append(parts, el)
+	}
+	parts = append(parts, bsoncore.AppendDocumentElement(nil, key, value))
+	for _, el := range els[pos:] {
+		parts = append(parts, el)
+	}
+	return bsoncore.BuildDocument(nil, parts...)
+}
+
+// ldWithout returns doc without its top-level field key, and that field's
+// value (nil when there is none).
+func ldWithout(doc bsoncore.Document, key string) (bsoncore.Document, bsoncore.Value) {
+	els, err := doc.Elements()
+	if err != nil {
+		return doc, bsoncore.Value{}
+	}
+	var parts [][]byte
+	var removed bsoncore.Value
+	for _, el := range els {
+		if el.Key() == key {
+			removed = el.Value()
+			continue
+		}
+		parts = append(parts, el)
+	}
+	return bsoncore.BuildDocument(nil, parts...), removed
+}
+
+// ldMask replaces the value at a dotted path of nested documents with null
+// after checking it is a date or timestamp no earlier than since: the
+// fields $currentDate sets, which differ between two updates.
+func ldMask(t *testing.T, doc bsoncore.Document, path string, since time.Time) bsoncore.Document {
+	t.Helper()
+	key, rest, nested := strings.Cut(path, ".")
+	els, _ := doc.Elements()
+	parts := make([][]byte, 0, len(els))
+	found := false
+	for _, el := range els {
+		if el.Key() != key {
+			parts = append(parts, el)
+			continue
+		}
+		found = true
+		v := el.Value()
+		switch {
+		case nested && v.Type == bsoncore.TypeEmbeddedDocument:
+			parts = append(parts, bsoncore.AppendDocumentElement(nil, key, ldMask(t, v.Document(), rest, since)))
+		case nested:
+			t.Errorf("$currentDate path %s: %v is no document", path, v.Type)
+			parts = append(parts, el)
+		case v.Type == bsoncore.TypeDateTime:
+			if v.Time().Before(since.Truncate(time.Millisecond)) {
+				t.Errorf("$currentDate set %s to %v, before the update at %v", path, v.Time(), since)
+			}
+			parts = append(parts, bsoncore.AppendNullElement(nil, key))
+		case v.Type == bsoncore.TypeTimestamp:
+			if secs, _ := v.Timestamp(); int64(secs) < since.Unix() {
+				t.Errorf("$currentDate set %s to timestamp %d, before the update at %v", path, secs, since)
+			}
+			parts = append(parts, bsoncore.AppendNullElement(nil, key))
+		default:
+			t.Errorf("$currentDate path %s holds %v", path, v.Type)
+			parts = append(parts, el)
+		}
+	}
+	if !found {
+		t.Errorf("$currentDate path %s is missing", path)
+	}
+	return bsoncore.BuildDocument(nil, parts...)
+}
+
+// ldErrString renders an error for comparison: server errors by code and
+// message, nil as "".
+func ldErrString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+type ldUpdateCase struct {
+	name   string
+	filter bson.D // besides _id
+	update any    // an update document, a pipeline (bson.A) or, with replace, a replacement
+	// largeUpdate, when set, is the update of the large document (an
+	// upsert that must create it large).
+	largeUpdate  func(pad bsoncore.Document) any
+	replace      bool
+	upsert       bool
+	newID        bool // the filter names an _id that does not exist (an insert by upsert)
+	arrayFilters []any
+	masks        []string // paths $currentDate sets
+	padGone      bool     // the update removes the large document's padding
+}
+
+// ldJSON parses relaxed extended JSON (a document or an array) into bson.D
+// and bson.A values, keeping field order.
+func ldJSON(s string) any {
+	var d bson.D
+	if err := bson.UnmarshalExtJSON([]byte(`{"v":`+s+`}`), false, &d); err != nil {
+		panic(fmt.Sprintf("%s: %v", s, err))
+	}
+	return d[0].Value
+}
+
+func ldUpdateCases() []ldUpdateCase {
+	j := ldJSON
+	return []ldUpdateCase{
+		{name: "$set existing", update: j(`{"$set": {"a": 2}}`)},
+		{name: "$set same value", update: j(`{"$set": {"a": 1, "b": "str"}}`)},
+		{name: "$set new fields", update: j(`{"$set": {"zeta": 1, "alpha": "x", "b": "changed"}}`)},
+		{name: "$set dotted into nested documents", update: j(`{"$set": {"n.y.z": 3, "n.y.w": 4, "n.new.deep": 5}}`)},
+		{name: "$set dotted into arrays", update: j(`{"$set": {"arr.1": 100, "docs.0.v": "A", "arr.7": 7, "grid.1.0": "g", "docs.2.extra": [1]}}`)},
+		{name: "$set whole subdocument", update: j(`{"$set": {"n": {"replaced": true}}}`)},
+		{name: "$set to values above the threshold", update: j(`{"$set": {"huge": "` + strings.Repeat("x", 100<<10) + `", "n.y.z": "` + strings.Repeat("y", 70<<10) + `"}}`)},
+		{name: "$set type change", update: j(`{"$set": {"tags": "no longer an array", "num": {"was": 10.5}}}`)},
+		{name: "$unset", update: j(`{"$unset": {"b": "", "n.y.z": "", "arr.0": "", "missing": "", "docs.1.v": ""}}`)},
+		{name: "$unset nothing", update: j(`{"$unset": {"missing": ""}}`)},
+		{name: "$inc", update: j(`{"$inc": {"a": 5, "n.x": -1, "newcount": 1, "num": 0.5, "i64": {"$numberLong": "1"}, "arr.2": 10}}`)},
+		{name: "$inc int32 overflow", update: j(`{"$inc": {"big32": 1}}`)},
+		{name: "$mul", update: j(`{"$mul": {"a": 3, "num": 2, "n.y.z": {"$numberLong": "10"}, "absent": 2.5}}`)},
+		{name: "$min", update: j(`{"$min": {"a": 0, "num": 100, "when": {"$date": "2020-09-13T12:26:40Z"}, "newmin": 3}}`)},
+		{name: "$max", update: j(`{"$max": {"a": 10, "n.x": 0, "newmax": 1, "b": 5}}`)},
+		{name: "$rename", update: j(`{"$rename": {"b": "bb", "n.x": "n.xx", "n.y": "moved", "missing": "nothere"}}`)},
+		{name: "$currentDate", update: j(`{"$currentDate": {"stamp": true, "n.ts": {"$type": "timestamp"}, "a": {"$type": "date"}}}`), masks: []string{"stamp", "n.ts", "a"}},
+		{name: "$setOnInsert on an existing document", upsert: true, update: j(`{"$set": {"a": 9}, "$setOnInsert": {"ins": 1}}`)},
+		{name: "$setOnInsert by upsert", newID: true, upsert: true,
+			update: j(`{"$set": {"x": 1}, "$setOnInsert": {"created": "yes", "n": {"q": 1}}}`),
+			largeUpdate: func(pad bsoncore.Document) any {
+				return bson.D{
+					{Key: "$set", Value: bson.D{{Key: "x", Value: int32(1)}, {Key: "pad", Value: bson.Raw(pad)}}},
+					{Key: "$setOnInsert", Value: j(`{"created": "yes", "n": {"q": 1}}`)},
+				}
+			}},
+		{name: "$push", update: j(`{"$push": {"arr": 6, "n.arr": "s", "newarr": "first"}}`)},
+		{name: "$push $each $position", update: j(`{"$push": {"arr": {"$each": [10, 11], "$position": 1}}}`)},
+		{name: "$push $each $position negative", update: j(`{"$push": {"tags": {"$each": ["p", "q"], "$position": -1}}}`)},
+		{name: "$push $each $sort $slice", update: j(`{"$push": {"arr": {"$each": [0, 9], "$sort": 1, "$slice": -4}}}`)},
+		{name: "$push $sort by field", update: j(`{"$push": {"docs": {"$each": [{"k": 0, "v": "z"}], "$sort": {"v": -1}, "$slice": 3}}}`)},
+		{name: "$push $slice 0", update: j(`{"$push": {"arr": {"$each": [], "$slice": 0}}}`)},
+		{name: "$addToSet $each", update: j(`{"$addToSet": {"tags": {"$each": ["y", "z", "x", "w", "z"]}}}`)},
+		{name: "$addToSet existing", update: j(`{"$addToSet": {"tags": "x"}}`)},
+		{name: "$addToSet document", update: j(`{"$addToSet": {"docs": {"k": 1, "v": "a"}, "n.arr": 4}}`)},
+		{name: "$pop 1", update: j(`{"$pop": {"arr": 1, "grid.0": 1}}`)},
+		{name: "$pop -1", update: j(`{"$pop": {"n.arr": -1, "docs": -1}}`)},
+		{name: "$pull condition", update: j(`{"$pull": {"arr": {"$gte": 3}, "docs": {"k": {"$in": [1, 3]}}}}`)},
+		{name: "$pull value", update: j(`{"$pull": {"tags": "x"}}`)},
+		{name: "$pullAll", update: j(`{"$pullAll": {"arr": [1, 5], "tags": ["y"]}}`)},
+		{name: "$bit", update: j(`{"$bit": {"bits": {"and": 6}, "n.x": {"or": 4}, "i64": {"xor": {"$numberLong": "255"}}}}`)},
+		{name: "positional $", filter: j(`{"docs.k": 2}`).(bson.D), update: j(`{"$set": {"docs.$.v": "B"}, "$inc": {"docs.$.k": 10}}`)},
+		{name: "positional $ on scalars", filter: j(`{"arr": 5}`).(bson.D), update: j(`{"$set": {"arr.$": 50}}`)},
+		{name: "all positional $[]", update: j(`{"$inc": {"arr.$[]": 1}, "$set": {"docs.$[].seen": true}}`)},
+		{name: "filtered positional $[<id>]", update: j(`{"$set": {"docs.$[d].v": "big", "grid.$[].$[c]": 0}}`),
+			arrayFilters: []any{j(`{"d.k": {"$gte": 2}}`), j(`{"c": {"$gt": 2}}`)}},
+		{name: "replacement", replace: true, padGone: true, update: j(`{"x": 1, "y": [1, 2], "z": {"w": "r"}}`)},
+		{name: "replacement by upsert", replace: true, upsert: true, newID: true, update: j(`{"r": "new"}`),
+			largeUpdate: func(pad bsoncore.Document) any {
+				return bson.D{{Key: "r", Value: "new"}, {Key: "pad", Value: bson.Raw(pad)}}
+			}},
+		{name: "pipeline", update: j(`[
+			{"$set": {"sum": {"$add": ["$a", "$num"]}, "n.copy": "$b"}},
+			{"$unset": ["tags", "n.y"]},
+			{"$set": {"cnt": {"$size": "$arr"}, "firsts": {"$map": {"input": "$docs", "in": "$$this.v"}}}}]`)},
+		{name: "pipeline $replaceWith $$ROOT", update: j(`[{"$replaceWith": {"$mergeObjects": ["$$ROOT", {"extra": 1, "a": "over"}]}}]`)},
+		// Errors must be the same errors.
+		{name: "$inc on a string", update: j(`{"$inc": {"b": 1}}`)},
+		{name: "$push onto a scalar", update: j(`{"$push": {"a": 1}}`)},
+		{name: "$set through a scalar", update: j(`{"$set": {"a.b": 1}}`)},
+		{name: "$set _id", update: j(`{"$set": {"_id": -1}}`)},
+		{name: "conflicting paths", update: j(`{"$set": {"n.x": 1}, "$unset": {"n": ""}}`)},
+	}
+}
+
+// ldUpdateMode is how an update case is applied.
+type ldUpdateMode struct {
+	name    string
+	fam     bool // findOneAndUpdate (findOneAndReplace) instead of updateOne (replaceOne)
+	after   bool // findOneAndUpdate returns the new document
+	restart bool // the servers restart between the insert and the update
+}
+
+// ldUpdateRun is one case in one mode: S and L as inserted, and as they read
+// after the update.
+type ldUpdateRun struct {
+	c       ldUpdateCase
+	m       ldUpdateMode
+	id      int32
+	pad     bsoncore.Document
+	padPos  string
+	s, l    bsoncore.Document
+	sAfter  []byte
+	lAfter  []byte
+	lUpdate any
+}
+
+func (r *ldUpdateRun) label() string {
+	return fmt.Sprintf("%s [%s, padding %s]", r.c.name, r.m.name, r.padPos)
+}
+
+// ldSmallView returns the large document doc as it should compare with the
+// small one: without its padding, which must be there unchanged unless
+// padGone, and with the fields $currentDate set masked.
+func ldSmallView(t *testing.T, label string, doc []byte, pad bsoncore.Document, padGone bool, masks []string, since time.Time) []byte {
+	t.Helper()
+	rest, p := ldWithout(doc, "pad")
+	switch {
+	case padGone && p.Type != 0:
+		t.Errorf("%s: the padding survived: %v", label, p.Type)
+	case !padGone && (p.Type != bsoncore.TypeEmbeddedDocument || !bytes.Equal(p.Data, pad)):
+		t.Errorf("%s: the padding changed (%v, %d bytes, want %d): %s", label, p.Type, len(p.Data), len(pad), ldDiff(pad, p.Data))
+	}
+	return ldMasked(t, rest, masks, since)
+}
+
+func ldMasked(t *testing.T, doc []byte, masks []string, since time.Time) []byte {
+	t.Helper()
+	for _, m := range masks {
+		doc = ldMask(t, doc, m, since)
+	}
+	return doc
+}
+
+// TestLargeDocUpdateOperatorsMatchSmall: every update operator, applied to a
+// small document S and to L, S with a large padding field, leaves L equal to
+// S plus the unchanged padding, byte for byte; with the same reply, the same
+// error, and the same findOneAndUpdate result; with and without a restart
+// between the insert and the update (so that the update also starts from the
+// stored form of L), and again after a restart.
+func TestLargeDocUpdateOperatorsMatchSmall(t *testing.T) {
+	seed := ldSeed(t)
+	g := newLDGen(seed)
+	pads := []bsoncore.Document{ldPad(g, 200<<10+g.r.IntN(200<<10)), ldPad(g, 200<<10+g.r.IntN(200<<10))}
+	t.Logf("paddings of %d and %d bytes", len(pads[0]), len(pads[1]))
+	modes := []ldUpdateMode{
+		{name: "updateOne"},
+		{name: "findOneAndUpdate returning the new document", fam: true, after: true},
+		{name: "updateOne after a restart", restart: true},
+		{name: "findOneAndUpdate returning the old document after a restart", fam: true, restart: true},
+	}
+	if testing.Short() {
+		modes = []ldUpdateMode{modes[1], modes[2]}
+	}
+	positions := []struct {
+		name string
+		pos  int
+	}{{"at the end", 100}, {"in the middle", 4}, {"first after _id", 1}}
+
+	small, large := startServer(t), startServer(t)
+	scl, lcl := small.client(), large.client()
+	connect := func() (*mongo.Collection, *mongo.Collection) {
+		return scl.Database("up").Collection("c"), lcl.Database("up").Collection("c")
+	}
+	restart := func() {
+		scl, lcl = ldRestart(small, scl), ldRestart(large, lcl)
+	}
+	sc, lc := connect()
+	var runs []*ldUpdateRun
+	var sDocs, lDocs []any
+	for ci, c := range ldUpdateCases() {
+		for mi, m := range modes {
+			p := positions[(ci+mi)%len(positions)]
+			r := &ldUpdateRun{c: c, m: m, id: int32(ci*10 + mi), pad: pads[(ci+mi)%2], padPos: p.name}
+			r.s = ldSmall(r.id)
+			r.l = ldWithField(r.s, p.pos, "pad", r.pad)
+			r.lUpdate = c.update
+			if c.largeUpdate != nil {
+				r.lUpdate = c.largeUpdate(r.pad)
+			}
+			runs = append(runs, r)
+			sDocs, lDocs = append(sDocs, bson.Raw(r.s)), append(lDocs, bson.Raw(r.l))
+		}
+	}
+	if _, err := sc.InsertMany(ctx, sDocs); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lc.InsertMany(ctx, lDocs); err != nil {
+		t.Fatal(err)
+	}
+
+	apply := func(r *ldUpdateRun) {
+		t.Helper()
+		c, label := r.c, r.label()
+		docID := r.id
+		if c.newID {
+			docID += 100_000
+		}
+		filter := append(bson.D{{Key: "_id", Value: docID}}, c.filter...)
+		since := time.Now()
+		if !r.m.fam {
+			var sres, lres *mongo.UpdateResult
+			var serr, lerr error
+			if c.replace {
+				o := options.Replace().SetUpsert(c.upsert)
+				sres, serr = sc.ReplaceOne(ctx, filter, c.update, o)
+				lres, lerr = lc.ReplaceOne(ctx, filter, r.lUpdate, o)
+			} else {
+				o := options.UpdateOne().SetUpsert(c.upsert)
+				if c.arrayFilters != nil {
+					o.SetArrayFilters(c.arrayFilters)
+				}
+				sres, serr = sc.UpdateOne(ctx, filter, c.update, o)
+				lres, lerr = lc.UpdateOne(ctx, filter, r.lUpdate, o)
+			}
+			if ldErrString(serr) != ldErrString(lerr) {
+				t.Errorf("%s: the large document's update failed with %v, the small one's with %v", label, lerr, serr)
+			} else if serr == nil && fmt.Sprint(*sres) != fmt.Sprint(*lres) {
+				t.Errorf("%s: the large document's update replied %+v, the small one's %+v", label, *lres, *sres)
+			}
+		} else {
+			rd := options.Before
+			if r.m.after {
+				rd = options.After
+			}
+			var sres, lres *mongo.SingleResult
+			if c.replace {
+				o := options.FindOneAndReplace().SetUpsert(c.upsert).SetReturnDocument(rd)
+				sres = sc.FindOneAndReplace(ctx, filter, c.update, o)
+				lres = lc.FindOneAndReplace(ctx, filter, r.lUpdate, o)
+			} else {
+				o := options.FindOneAndUpdate().SetUpsert(c.upsert).SetReturnDocument(rd)
+				if c.arrayFilters != nil {
+					o.SetArrayFilters(c.arrayFilters)
+				}
+				sres = sc.FindOneAndUpdate(ctx, filter, c.update, o)
+				lres = lc.FindOneAndUpdate(ctx, filter, r.lUpdate, o)
+			}
+			sraw, serr := sres.Raw()
+			lraw, lerr := lres.Raw()
+			if ldErrString(serr) != ldErrString(lerr) {
+				t.Errorf("%s: the large document's findOneAndUpdate failed with %v, the small one's with %v", label, lerr, serr)
+			} else if serr == nil {
+				var masks []string
+				padGone := false
+				if r.m.after {
+					masks, padGone = c.masks, c.padGone
+				}
+				sv := ldMasked(t, sraw, masks, since)
+				lv := ldSmallView(t, label+": findOneAndUpdate's document", lraw, r.pad, padGone, masks, since)
+				if d := ldDiff(sv, lv); d != "" {
+					t.Errorf("%s: findOneAndUpdate returned for the large document (without padding) %s\nand for the small one %s\nfirst difference: %s",
+						label, bson.Raw(lv), bson.Raw(sv), d)
+				}
+			}
+		}
+		sAfter, serr := sc.FindOne(ctx, bson.D{{Key: "_id", Value: docID}}).Raw()
+		lAfter, lerr := lc.FindOne(ctx, bson.D{{Key: "_id", Value: docID}}).Raw()
+		if ldErrString(serr) != ldErrString(lerr) {
+			t.Errorf("%s: reading back the large document: %v, the small one: %v", label, lerr, serr)
+			return
+		}
+		r.sAfter, r.lAfter = sAfter, lAfter
+		if serr != nil {
+			return
+		}
+		sv := ldMasked(t, sAfter, c.masks, since)
+		lv := ldSmallView(t, label, lAfter, r.pad, c.padGone, c.masks, since)
+		if d := ldDiff(sv, lv); d != "" {
+			t.Errorf("%s: the large document (without padding) became %s\nthe small one %s\nfirst difference: %s", label, bson.Raw(lv), bson.Raw(sv), d)
+		}
+	}
+	for _, r := range runs {
+		if !r.m.restart {
+			apply(r)
+		}
+	}
+	restart()
+	sc, lc = connect()
+	for _, r := range runs {
+		if r.m.restart {
+			apply(r)
+		}
+	}
+	// The updated documents read the same after another restart.
+	restart()
+	sc, lc = connect()
+	for _, r := range runs {
+		docID := r.id
+		if r.c.newID {
+			docID += 100_000
+		}
+		for _, side := range []struct {
+			name string
+			coll *mongo.Collection
+			want []byte
+		}{{"small", sc, r.sAfter}, {"large", lc, r.lAfter}} {
+			got, err := side.coll.FindOne(ctx, bson.D{{Key: "_id", Value: docID}}).Raw()
+			if side.want == nil {
+				if err != mongo.ErrNoDocuments {
+					t.Errorf("%s: after a restart the %s document reads %v, %v; it was not there before", r.label(), side.name, got, err)
+				}
+				continue
+			}
+			if err != nil {
+				t.Errorf("%s: after a restart the %s document: %v", r.label(), side.name, err)
+			} else if d := ldDiff(side.want, got); d != "" {
+				t.Errorf("%s: after a restart the updated %s document reads differently: %s", r.label(), side.name, d)
+			}
+		}
+	}
+}
