@@ -11,8 +11,8 @@ import (
 	"fmt"
 	"math"
 	"strings"
-	"time"
 	"testing"
+	"time"
 
 	"dumbodb/storage"
 
@@ -374,6 +374,7 @@ type ldUpdateCase struct {
 	arrayFilters []any
 	masks        []string // paths $currentDate sets
 	padGone      bool     // the update removes the large document's padding
+	wantErr      bool     // the update fails
 }
 
 // ldJSON parses relaxed extended JSON (a document or an array) into bson.D
@@ -446,11 +447,11 @@ func ldUpdateCases() []ldUpdateCase {
 			{"$set": {"cnt": {"$size": "$arr"}, "firsts": {"$map": {"input": "$docs", "in": "$$this.v"}}}}]`)},
 		{name: "pipeline $replaceWith $$ROOT", update: j(`[{"$replaceWith": {"$mergeObjects": ["$$ROOT", {"extra": 1, "a": "over"}]}}]`)},
 		// Errors must be the same errors.
-		{name: "$inc on a string", update: j(`{"$inc": {"b": 1}}`)},
-		{name: "$push onto a scalar", update: j(`{"$push": {"a": 1}}`)},
-		{name: "$set through a scalar", update: j(`{"$set": {"a.b": 1}}`)},
-		{name: "$set _id", update: j(`{"$set": {"_id": -1}}`)},
-		{name: "conflicting paths", update: j(`{"$set": {"n.x": 1}, "$unset": {"n": ""}}`)},
+		{name: "$inc on a string", wantErr: true, update: j(`{"$inc": {"b": 1}}`)},
+		{name: "$push onto a scalar", wantErr: true, update: j(`{"$push": {"a": 1}}`)},
+		{name: "$set through a scalar", wantErr: true, update: j(`{"$set": {"a.b": 1}}`)},
+		{name: "$set _id", wantErr: true, update: j(`{"$set": {"_id": -1}}`)},
+		{name: "conflicting paths", wantErr: true, update: j(`{"$set": {"n.x": 1}, "$unset": {"n": ""}}`)},
 	}
 }
 
@@ -523,6 +524,9 @@ func TestLargeDocUpdateOperatorsMatchSmall(t *testing.T) {
 	if testing.Short() {
 		modes = []ldUpdateMode{modes[1], modes[2]}
 	}
+	t.Run("inside the padding", func(t *testing.T) {
+		ldUpdateInsidePadding(t, g, pads[0])
+	})
 	positions := []struct {
 		name string
 		pos  int
@@ -584,6 +588,9 @@ func TestLargeDocUpdateOperatorsMatchSmall(t *testing.T) {
 				sres, serr = sc.UpdateOne(ctx, filter, c.update, o)
 				lres, lerr = lc.UpdateOne(ctx, filter, r.lUpdate, o)
 			}
+			if (serr != nil) != c.wantErr {
+				t.Errorf("%s: the small document's update returned error %v", label, serr)
+			}
 			if ldErrString(serr) != ldErrString(lerr) {
 				t.Errorf("%s: the large document's update failed with %v, the small one's with %v", label, lerr, serr)
 			} else if serr == nil && fmt.Sprint(*sres) != fmt.Sprint(*lres) {
@@ -609,6 +616,9 @@ func TestLargeDocUpdateOperatorsMatchSmall(t *testing.T) {
 			}
 			sraw, serr := sres.Raw()
 			lraw, lerr := lres.Raw()
+			if wantNone := c.newID && !r.m.after; (serr != nil) != (c.wantErr || wantNone) {
+				t.Errorf("%s: the small document's findOneAndUpdate returned error %v", label, serr)
+			}
 			if ldErrString(serr) != ldErrString(lerr) {
 				t.Errorf("%s: the large document's findOneAndUpdate failed with %v, the small one's with %v", label, lerr, serr)
 			} else if serr == nil {
@@ -678,6 +688,107 @@ func TestLargeDocUpdateOperatorsMatchSmall(t *testing.T) {
 			} else if d := ldDiff(side.want, got); d != "" {
 				t.Errorf("%s: after a restart the updated %s document reads differently: %s", r.label(), side.name, d)
 			}
+		}
+	}
+}
+
+// ldUpdateInsidePadding applies a sequence of updates inside the padding of
+// a large document (and updates that make it small and large again) on a
+// default server and on one with the path index off, and checks that both
+// reply the same and hold the same bytes after every step; the servers
+// restart halfway.
+func ldUpdateInsidePadding(t *testing.T, g *ldGen, pad bsoncore.Document) {
+	j := ldJSON
+	on, off := startServer(t), startServerWith(t, storage.Options{LargeDocThreshold: -1})
+	oncl, offcl := on.client(), off.client()
+	doc := ldWithField(ldSmall(1), 4, "pad", pad)
+	// A random large document, but for top-level names starting with $,
+	// which replacement documents may not have.
+	other := g.document(bsoncore.Value{Type: bsoncore.TypeInt32, Data: bsoncore.AppendInt32(nil, 1)}, 300<<10).raw
+	els, _ := other.Elements()
+	for _, el := range els {
+		if strings.HasPrefix(el.Key(), "$") {
+			other, _ = ldWithout(other, el.Key())
+		}
+	}
+	steps := []struct {
+		name         string
+		filter       bson.D
+		update       any
+		replace      bool
+		arrayFilters []any
+		restart      bool
+		wantErr      bool
+	}{
+		{name: "$set a string in a row", update: j(`{"$set": {"pad.rows.5.s": "x"}}`)},
+		{name: "$inc in a row", update: j(`{"$inc": {"pad.rows.10.i": 1000}}`)},
+		{name: "$push to a row's array", update: j(`{"$push": {"pad.rows.3.t": 99}}`)},
+		{name: "$unset in the tail", update: j(`{"$unset": {"pad.tail.x": ""}}`)},
+		{name: "$set a longer head", update: j(`{"$set": {"pad.head": "` + strings.Repeat("H", 5000) + `"}}`)},
+		{name: "$rename the head", update: j(`{"$rename": {"pad.head": "pad.head2"}}`)},
+		{name: "$pull rows", update: j(`{"$pull": {"pad.rows": {"i": {"$lt": 5}}}}`)},
+		{name: "$[<id>] in rows", update: j(`{"$set": {"pad.rows.$[r].s": "filtered"}}`), arrayFilters: []any{j(`{"r.i": {"$in": [7, 70, 700]}}`)}},
+		{name: "positional $ in rows", filter: j(`{"pad.rows.i": 40}`).(bson.D), update: j(`{"$set": {"pad.rows.$.s": "pos"}}`), restart: true},
+		{name: "$push $position 0 to rows", update: j(`{"$push": {"pad.rows": {"$each": [{"i": -1}], "$position": 0}}}`)},
+		{name: "$pop the last row", update: j(`{"$pop": {"pad.rows": 1}}`)},
+		{name: "$addToSet $each in a row", update: j(`{"$addToSet": {"pad.rows.2.t": {"$each": [1, 2, 3]}}}`)},
+		{name: "$bit, $mul, $min, $max in rows", update: j(`{"$bit": {"pad.rows.20.i": {"or": 1}}, "$mul": {"pad.rows.30.i": 3}, "$min": {"pad.rows.31.i": -5}, "$max": {"pad.rows.32.i": 1000000}}`)},
+		{name: "$[] over rows", update: j(`{"$inc": {"pad.rows.$[].i": 1}}`)},
+		{name: "$set a whole row", update: j(`{"$set": {"pad.rows.0": {"replaced": true}}}`)},
+		{name: "$set past the end of rows", update: j(`{"$set": {"pad.rows.5000": "far"}}`)},
+		{name: "pipeline", update: j(`[{"$set": {"pad.tail.y": {"$concat": ["$pad.tail.y", "!"]}, "cnt": {"$size": "$pad.rows"}}}]`)},
+		{name: "$inc on a string in a row", update: j(`{"$inc": {"pad.rows.8.s": 1}}`), wantErr: true},
+		{name: "$unset the padding (large to small)", update: j(`{"$unset": {"pad": ""}}`)},
+		{name: "$set the padding back (small to large)", update: bson.D{{Key: "$set", Value: bson.D{{Key: "pad", Value: bson.Raw(pad)}}}}, restart: true},
+		{name: "replacement by a random large document", replace: true, update: bson.Raw(other)},
+		{name: "replacement by a small document", replace: true, update: j(`{"small": true}`)},
+		{name: "replacement by the large document again", replace: true, update: bson.Raw(doc)},
+	}
+	for _, cl := range []*mongo.Client{oncl, offcl} {
+		if _, err := cl.Database("up").Collection("c").InsertOne(ctx, bson.Raw(doc)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, st := range steps {
+		if st.restart {
+			oncl, offcl = ldRestart(on, oncl), ldRestart(off, offcl)
+		}
+		label := fmt.Sprintf("step %d, %s", i, st.name)
+		filter := append(bson.D{{Key: "_id", Value: int32(1)}}, st.filter...)
+		var raws [2][]byte
+		var errs [2]error
+		for k, cl := range []*mongo.Client{oncl, offcl} {
+			coll := cl.Database("up").Collection("c")
+			var res *mongo.SingleResult
+			if st.replace {
+				res = coll.FindOneAndReplace(ctx, filter, st.update, options.FindOneAndReplace().SetReturnDocument(options.After))
+			} else {
+				o := options.FindOneAndUpdate().SetReturnDocument(options.After)
+				if st.arrayFilters != nil {
+					o.SetArrayFilters(st.arrayFilters)
+				}
+				res = coll.FindOneAndUpdate(ctx, filter, st.update, o)
+			}
+			raws[k], errs[k] = res.Raw()
+		}
+		if (errs[1] != nil) != st.wantErr {
+			t.Fatalf("%s: with the path index off: %v", label, errs[1])
+		}
+		if ldErrString(errs[0]) != ldErrString(errs[1]) {
+			t.Fatalf("%s: with the path index: %v; off: %v", label, errs[0], errs[1])
+		}
+		if d := ldDiff(raws[1], raws[0]); d != "" {
+			t.Fatalf("%s: findOneAndUpdate returned a different document with the path index: %s", label, d)
+		}
+		for k, cl := range []*mongo.Client{oncl, offcl} {
+			got, err := cl.Database("up").Collection("c").FindOne(ctx, bson.D{{Key: "_id", Value: int32(1)}}).Raw()
+			if err != nil {
+				t.Fatalf("%s: %v", label, err)
+			}
+			raws[k] = got
+		}
+		if d := ldDiff(raws[1], raws[0]); d != "" {
+			t.Fatalf("%s: the document differs with the path index: %s", label, d)
 		}
 	}
 }

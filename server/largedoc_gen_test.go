@@ -51,7 +51,9 @@ type ldGen struct {
 	r *rand.Rand
 }
 
-func newLDGen(seed uint64) *ldGen { return &ldGen{r: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))} }
+func newLDGen(seed uint64) *ldGen {
+	return &ldGen{r: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))}
+}
 
 // ldTypes are all BSON types a document can hold (the deprecated ones too).
 var ldTypes = []bsoncore.Type{
