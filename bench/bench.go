@@ -77,6 +77,9 @@ type Benchmark struct {
 	// Long calls (an import, a 50K-document delete) already average over
 	// many documents: they skip warm-up and run at most longRounds rounds.
 	Long bool
+	// Rounds, if positive, caps the rounds further (LargeDoc in --quick
+	// runs one: FerretDB takes seconds per call there).
+	Rounds int
 	// DumboOnly benchmarks show n/a on other servers.
 	DumboOnly bool
 	// Machine benchmarks measure this machine once, not each target.

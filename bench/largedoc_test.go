@@ -55,7 +55,7 @@ func TestOrdinalSizes(t *testing.T) {
 
 func TestLargeDocPlan(t *testing.T) {
 	for _, quick := range []bool{true, false} {
-		total, orders := largeDocPlan(quick)
+		total, orders, _ := largeDocPlan(quick)
 		for _, n := range orders {
 			c := newVNColl(n, total)
 			if got := c.count * c.size; got > total+c.size || (c.count > 1 && got > total) || got < total/2 {
@@ -70,7 +70,7 @@ func TestLargeDocPlan(t *testing.T) {
 		}
 		names[b.Name] = true
 	}
-	for _, want := range []string{"LargeDoc/Export/256KB", "LargeDoc/Sort/4MB", "LargeDoc/StorageGrowth/1MB", "LargeDoc/StorageGrowth/1MB/RandomLeaves"} {
+	for _, want := range []string{"LargeDoc/Export/256KB", "LargeDoc/Sort/1MB", "LargeDoc/StorageGrowth/1MB", "LargeDoc/StorageGrowth/1MB/RandomLeaves"} {
 		if !names[want] {
 			t.Errorf("quick LargeDoc family lacks %s: %v", want, names)
 		}

@@ -174,6 +174,9 @@ func runBenchmark(ctx context.Context, cfg *Config, b Benchmark, servers []*serv
 	if b.Long {
 		rounds = min(rounds, longRounds)
 	}
+	if b.Rounds > 0 {
+		rounds = min(rounds, b.Rounds)
+	}
 	if b.Quantity {
 		rounds = 1
 	}

@@ -114,7 +114,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.DurationVar(&o.duration, "duration", time.Second, "time per target per round")
 	fs.DurationVar(&o.warmup, "warmup", 500*time.Millisecond, "untimed warm-up per target")
 	fs.IntVar(&o.imports, "import-docs", 100000, "documents loaded by the Import benchmarks")
-	fs.BoolVar(&o.quick, "quick", false, "short run: 5 rounds of 200ms, 100ms warm-up, 10,000-document imports, LargeDoc in five sizes of 4 MiB collections (explicit flags win)")
+	fs.BoolVar(&o.quick, "quick", false, "short run: 5 rounds of 200ms, 100ms warm-up, 10,000-document imports, LargeDoc in four sizes (4 KB to 1 MB) of 1 MiB collections, one round (explicit flags win)")
 	fs.BoolVar(&o.start, "start", false, "build and start DumboDB from this tree, and FerretDB as the peer; when LargeDoc benchmarks are selected, also "+
 		wholeDocName+" (--largeDocThreshold 0: path index off), which runs those only")
 	fs.BoolVar(&o.peer, "peer", true, "with --start, also start FerretDB (../shared/tools/peer.sh)")
