@@ -47,11 +47,11 @@ var largeDocOps = []struct {
 }
 
 // largeDocPlan returns the bytes per collection, the ordinals measured
-// and the rounds of each benchmark: five sizes from 256 B to 64 KB, then
+// and the rounds of each benchmark: five sizes from 261 B to 64 KB, then
 // every doubling up to 8 MB, in 8 MiB collections, two rounds; --quick
 // keeps 4 KB, 64 KB, 256 KB and 1 MB in 1 MiB collections, one round, so
-// that the family takes about two minutes with FerretDB, which spends
-// about two seconds per MiB of ordinals on every read.
+// that the family takes about two minutes with FerretDB, which spends one
+// to five seconds per MiB of ordinals on each operation.
 func largeDocPlan(quick bool) (total int, orders []int, rounds int) {
 	if quick {
 		return 1 << 20, []int{8, 12, 14, 16}, 1
