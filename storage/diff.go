@@ -12,6 +12,8 @@ import (
 	"github.com/dolthub/dolt/go/store/prolly/tree"
 	"github.com/dolthub/dolt/go/store/val"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"dumbodb/storage/doctree"
 )
 
 // DiffSide is one end of a diff: a revision's commit, or (Working) a
@@ -23,16 +25,15 @@ type DiffSide struct {
 
 // FieldChange is one changed field of a modified document. A zero From
 // or To (Type 0) means the field is missing on that side.
-type FieldChange struct {
-	Path     string
-	From, To bsoncore.Value
-}
+type FieldChange = doctree.Change
 
 // DocChange is one document that differs.
 type DocChange struct {
-	ID       bsoncore.Value
-	From, To bsoncore.Document // nil when absent on that side
-	Fields   []FieldChange     // for modified documents
+	ID bsoncore.Value
+	// From is the removed document, To the added one; modified documents
+	// have neither, only their field changes.
+	From, To bsoncore.Document
+	Fields   []FieldChange // for modified documents
 }
 
 // CollectionDiff is what changed in one collection.
@@ -143,6 +144,11 @@ func (d *Database) diffCollection(ctx context.Context, a, b *rootState, name str
 }
 
 func (d *Database) addDocChange(ctx context.Context, cd *CollectionDiff, df tree.Diff, withFields bool) error {
+	if df.Type == tree.ModifiedDiff {
+		ch, err := d.modifiedDoc(ctx, val.Tuple(df.From), val.Tuple(df.To), withFields)
+		cd.Modified = append(cd.Modified, ch)
+		return err
+	}
 	var ch DocChange
 	var err error
 	if df.From != nil {
@@ -159,17 +165,47 @@ func (d *Database) addDocChange(ctx context.Context, cd *CollectionDiff, df tree
 	case tree.AddedDiff:
 		ch.ID = ch.To.Lookup("_id")
 		cd.Added = append(cd.Added, ch)
-	case tree.RemovedDiff:
+	default:
 		ch.ID = ch.From.Lookup("_id")
 		cd.Removed = append(cd.Removed, ch)
-	default:
-		ch.ID = ch.To.Lookup("_id")
-		if withFields {
-			ch.Fields = FieldDiff(ch.From, ch.To)
-		}
-		cd.Modified = append(cd.Modified, ch)
 	}
 	return nil
+}
+
+var idOnly = doctree.NewFields([]string{"_id"})
+
+// modifiedDoc describes a modified document by its _id and, withFields,
+// its field changes. Of two doctrees it reads only what changed.
+func (d *Database) modifiedDoc(ctx context.Context, from, to val.Tuple, withFields bool) (DocChange, error) {
+	ta, aTree, err := docTree(ctx, d.ns, from)
+	if err != nil {
+		return DocChange{}, err
+	}
+	tb, bTree, err := docTree(ctx, d.ns, to)
+	if err != nil {
+		return DocChange{}, err
+	}
+	if aTree && bTree {
+		ids, err := tb.Project(ctx, idOnly)
+		ch := DocChange{ID: bsoncore.Document(ids).Lookup("_id")}
+		if err == nil && withFields {
+			ch.Fields, err = doctree.Diff(ctx, ta, tb, false, diffValues)
+		}
+		return ch, err
+	}
+	a, err := d.docOf(ctx, tree.Item(from))
+	if err != nil {
+		return DocChange{}, err
+	}
+	b, err := d.docOf(ctx, tree.Item(to))
+	if err != nil {
+		return DocChange{}, err
+	}
+	ch := DocChange{ID: b.Lookup("_id")}
+	if withFields {
+		ch.Fields = FieldDiff(a, b)
+	}
+	return ch, nil
 }
 
 func (d *Database) docOf(ctx context.Context, item tree.Item) (bsoncore.Document, error) {

@@ -122,9 +122,13 @@ func elementSize(b []byte, complete bool) (size, header int, err error) {
 	return len(b) - len(rest), 0, nil
 }
 
-// cutAfter decides, from the token's bytes alone, whether a segment of
-// segLen bytes ends after it.
-func cutAfter(tok []byte, segLen int) bool {
+// cutAfter decides, from the token's bytes and position path alone,
+// whether a segment of segLen bytes ends after it. The path is part of the
+// hash because documents repeat tokens: von Neumann ordinals hold a few
+// dozen distinct ones, and a hash of the bytes alone could miss all of
+// them, leaving only the size limit to cut, which never resynchronises
+// after a length change.
+func cutAfter(tok []byte, path []int, segLen int) bool {
 	if segLen >= maxSegment {
 		return true
 	}
@@ -132,7 +136,18 @@ func cutAfter(tok []byte, segLen int) bool {
 		return false
 	}
 	limit := uint64(len(tok)) << cutScale
-	return uint64(crc32.Checksum(tok, crcTable)) < limit
+	return uint64(tokenHash(tok, path)) < limit
+}
+
+// tokenHash is CRC-32C of the token mixed with its path (FNV-1a style,
+// 64-bit, folded to 32 bits). Part of the format: changing it changes
+// every tree's chunking (though not its meaning).
+func tokenHash(tok []byte, path []int) uint32 {
+	h := uint64(crc32.Checksum(tok, crcTable)) ^ 0xcbf29ce484222325
+	for _, i := range path {
+		h = (h ^ uint64(i)) * 0x100000001b3
+	}
+	return uint32(h>>32) ^ uint32(h)
 }
 
 // segments splits doc into its segments, in key order.
@@ -161,7 +176,7 @@ func segments(doc []byte) ([]segment, error) {
 			cur.key, base = tokenKey(t), start
 		}
 		cur.data = doc[base : start+len(t.data)]
-		if cutAfter(t.data, len(cur.data)) {
+		if cutAfter(t.data, t.path, len(cur.data)) {
 			flush()
 		}
 		return nil

@@ -52,7 +52,10 @@ func (t Tree) Project(ctx context.Context, f *Fields) ([]byte, error) {
 	if f.Whole() {
 		return t.Document(ctx)
 	}
-	r, err := newReader(ctx, t.m)
+	r, err := newReader(t.m)
+	if err == nil {
+		err = r.startAt(ctx, 0)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -107,13 +107,13 @@ type reader struct {
 	tpath []int // the path of the last token returned
 }
 
-func newReader(ctx context.Context, m prolly.Map) (*reader, error) {
+// newReader opens a reader; it reads nothing until startAt or seek.
+func newReader(m prolly.Map) (*reader, error) {
 	n, err := m.Count()
 	if err != nil {
 		return nil, err
 	}
-	r := &reader{m: m, count: uint64(n), slot: make([]int, 0, 16)}
-	return r, r.startAt(ctx, 0)
+	return &reader{m: m, count: uint64(n), slot: make([]int, 0, 16)}, nil
 }
 
 // startAt positions the reader at the start of segment ord.
@@ -132,9 +132,14 @@ func (r *reader) loadSegment(ctx context.Context) error {
 	if err != nil {
 		return err // io.EOF at the end of the document
 	}
-	r.key, _ = keyDesc.GetBytes(0, k)
-	r.seg, _ = valDesc.GetBytes(0, v)
-	r.off = 0
+	key, _ := keyDesc.GetBytes(0, k)
+	seg, _ := valDesc.GetBytes(0, v)
+	return r.setSegment(key, seg)
+}
+
+// setSegment makes seg, keyed key, the reader's current segment.
+func (r *reader) setSegment(key, seg []byte) error {
+	r.key, r.seg, r.off = key, seg, 0
 	path, kind, n, err := parseKey(r.key, r.slot)
 	if err != nil {
 		return err

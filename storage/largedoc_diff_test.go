@@ -1,0 +1,143 @@
+package storage
+
+import (
+	"context"
+	"fmt"
+	"math/rand"
+	"reflect"
+	"testing"
+
+	"github.com/dolthub/dolt/go/store/hash"
+	"github.com/dolthub/dolt/go/store/prolly/tree"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"dumbodb/storage/doctree"
+)
+
+// editDoc makes one random edit somewhere in doc: a changed, longer or
+// shorter value, a new field, a removed field, an array append.
+func editDoc(rng *rand.Rand, doc bsoncore.Document, depth int) bsoncore.Document {
+	els, _ := doc.Elements()
+	if len(els) == 0 {
+		return setField(doc, "new", bsoncore.Value{Type: bsoncore.TypeInt32, Data: bsoncore.AppendInt32(nil, 1)})
+	}
+	el := els[rng.Intn(len(els))]
+	v := el.Value()
+	switch k := rng.Intn(10); {
+	case v.Type == bsoncore.TypeEmbeddedDocument && k < 6 && depth < 30:
+		return setField(doc, el.Key(), bsoncore.Value{Type: v.Type, Data: editDoc(rng, v.Document(), depth+1)})
+	case v.Type == bsoncore.TypeArray && k < 4:
+		vals, _ := v.Array().Values()
+		ab := bsoncore.NewArrayBuilder()
+		for _, x := range vals {
+			ab.AppendValue(x)
+		}
+		return setField(doc, el.Key(), bsoncore.Value{Type: v.Type, Data: ab.AppendString("appended").Build()})
+	case k < 7:
+		s := fmt.Sprintf("changed-%d", rng.Intn(1<<20))
+		return setField(doc, el.Key(), bsoncore.Value{Type: bsoncore.TypeString, Data: bsoncore.AppendString(nil, s)})
+	case k < 9:
+		return setField(doc, fmt.Sprintf("added%d", rng.Intn(1000)), bsoncore.Value{Type: bsoncore.TypeBoolean, Data: []byte{1}})
+	}
+	b := bsoncore.NewDocumentBuilder()
+	for _, x := range els {
+		if x.Key() != el.Key() {
+			b.AppendValue(x.Key(), x.Value())
+		}
+	}
+	return b.Build()
+}
+
+// TestDoctreeDiffMatchesFieldDiff: the tree diff reports what the
+// byte-level FieldDiff reports, for random edits of large documents.
+func TestDoctreeDiffMatchesFieldDiff(t *testing.T) {
+	ns := tree.NewTestNodeStore()
+	rng := rand.New(rand.NewSource(7))
+	base := vonNeumann(14)
+	for i := 0; i < 60; i++ {
+		a := base
+		b := a
+		for n := 1 + rng.Intn(3); n > 0; n-- {
+			b = editDoc(rng, b, 0)
+		}
+		ta, tb := buildTree(t, ns, a), buildTree(t, ns, b)
+		got, err := doctree.Diff(ctx, ta, tb, false, diffValues)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := FieldDiff(a, b); !reflect.DeepEqual(normalize(got), normalize(want)) {
+			t.Fatalf("case %d:\n got %v\nwant %v", i, describe(got), describe(want))
+		}
+		base = b
+	}
+}
+
+func buildTree(t *testing.T, ns tree.NodeStore, doc []byte) doctree.Tree {
+	t.Helper()
+	m, err := doctree.Build(ctx, ns, doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return doctree.FromMap(m)
+}
+
+func normalize(cs []FieldChange) []string {
+	out := describe(cs)
+	if out == nil {
+		return []string{}
+	}
+	return out
+}
+
+func describe(cs []FieldChange) []string {
+	var out []string
+	for _, c := range cs {
+		out = append(out, fmt.Sprintf("%s: %v -> %v", c.Path, c.From, c.To))
+	}
+	return out
+}
+
+// nodeCounter records the distinct nodes read.
+type nodeCounter struct {
+	tree.NodeStore
+	read map[hash.Hash]bool
+}
+
+func (c *nodeCounter) Read(ctx2 context.Context, ref hash.Hash) (*tree.Node, error) {
+	c.read[ref] = true
+	return c.NodeStore.Read(ctx2, ref)
+}
+
+func (c *nodeCounter) ReadMany(ctx2 context.Context, refs hash.HashSlice) ([]*tree.Node, error) {
+	for _, r := range refs {
+		c.read[r] = true
+	}
+	return c.NodeStore.ReadMany(ctx2, refs)
+}
+
+// TestDoctreeDiffCostFollowsTheChange: diffing two 16 MB documents that
+// differ in one field reads about as many nodes as diffing two 100 KB ones.
+func TestDoctreeDiffCostFollowsTheChange(t *testing.T) {
+	reads := map[int]int{}
+	for _, n := range []int{13, 20} {
+		ns := &nodeCounter{NodeStore: tree.NewTestNodeStore(), read: map[hash.Hash]bool{}}
+		a := vonNeumann(n)
+		k := a.Lookup("k5").Document()
+		k = setField(k, "l", bsoncore.Value{Type: bsoncore.TypeString, Data: bsoncore.AppendString(nil, "changed")})
+		b := setField(a, "k5", bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: k})
+		ta, tb := buildTree(t, ns, a), buildTree(t, ns, b)
+		ns.read = map[hash.Hash]bool{}
+		got, err := doctree.Diff(ctx, ta, tb, false, diffValues)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 1 || got[0].Path != "k5.l" {
+			t.Fatalf("doc(%d): changes %v", n, describe(got))
+		}
+		reads[n] = len(ns.read)
+		t.Logf("doc(%d), %d bytes: the diff read %d nodes", n, len(a), len(ns.read))
+	}
+	if reads[20] > 3*reads[13]+10 {
+		t.Errorf("a 16 MB diff read %d nodes, a 100 KB one %d", reads[20], reads[13])
+	}
+}
