@@ -217,18 +217,15 @@ func (d *Database) docOf(ctx context.Context, item tree.Item) (bsoncore.Document
 // (array elements by index: items.2.qty).
 func FieldDiff(a, b bsoncore.Document) []FieldChange {
 	var out []FieldChange
-	diffDocs("", a, b, &out)
+	diffDocs("", a, b, &out, false)
 	return out
 }
 
-func joinPath(prefix, key string) string {
-	if prefix == "" {
-		return key
-	}
-	return prefix + "." + key
-}
+var joinPath = doctree.JoinPath
 
-func diffDocs(prefix string, a, b bsoncore.Document, out *[]FieldChange) {
+// diffDocs appends the changes from a to b; with atomicArrays a changed
+// array is one change.
+func diffDocs(prefix string, a, b bsoncore.Document, out *[]FieldChange, atomicArrays bool) {
 	aels, _ := a.Elements()
 	bels, _ := b.Elements()
 	inB := make(map[string]bsoncore.Value, len(bels))
@@ -243,7 +240,7 @@ func diffDocs(prefix string, a, b bsoncore.Document, out *[]FieldChange) {
 			*out = append(*out, FieldChange{Path: joinPath(prefix, el.Key()), From: el.Value()})
 			continue
 		}
-		diffValues(joinPath(prefix, el.Key()), el.Value(), bv, out)
+		diffValuesOf(joinPath(prefix, el.Key()), el.Value(), bv, out, atomicArrays)
 	}
 	for _, el := range bels {
 		if !inA[el.Key()] {
@@ -252,14 +249,24 @@ func diffDocs(prefix string, a, b bsoncore.Document, out *[]FieldChange) {
 	}
 }
 
+// diffValues and diffValuesAtomic compare two values at path (a
+// doctree.ValueDiff), the second keeping arrays whole.
 func diffValues(path string, a, b bsoncore.Value, out *[]FieldChange) {
+	diffValuesOf(path, a, b, out, false)
+}
+
+func diffValuesAtomic(path string, a, b bsoncore.Value, out *[]FieldChange) {
+	diffValuesOf(path, a, b, out, true)
+}
+
+func diffValuesOf(path string, a, b bsoncore.Value, out *[]FieldChange, atomicArrays bool) {
 	if a.Type == b.Type && bytes.Equal(a.Data, b.Data) {
 		return
 	}
 	switch {
 	case a.Type == bsoncore.TypeEmbeddedDocument && b.Type == bsoncore.TypeEmbeddedDocument:
-		diffDocs(path, a.Document(), b.Document(), out)
-	case a.Type == bsoncore.TypeArray && b.Type == bsoncore.TypeArray:
+		diffDocs(path, a.Document(), b.Document(), out, atomicArrays)
+	case a.Type == bsoncore.TypeArray && b.Type == bsoncore.TypeArray && !atomicArrays:
 		diffArrays(path, a.Array(), b.Array(), out)
 	default:
 		*out = append(*out, FieldChange{Path: path, From: a, To: b})

@@ -1,7 +1,9 @@
 package storage
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"math/rand"
 	"reflect"
@@ -140,4 +142,64 @@ func TestDoctreeDiffCostFollowsTheChange(t *testing.T) {
 	if reads[20] > 3*reads[13]+10 {
 		t.Errorf("a 16 MB diff read %d nodes, a 100 KB one %d", reads[20], reads[13])
 	}
+}
+
+// TestLargeDocMergeMatchesWholeDocuments: three-way merges of large
+// documents give, byte for byte, what the same merges of whole documents
+// give (clean merges, identical changes on both sides, conflicts).
+func TestLargeDocMergeMatchesWholeDocuments(t *testing.T) {
+	rng := rand.New(rand.NewSource(3))
+	outcomes := map[bool]int{}
+	for round := 0; round < 12; round++ {
+		base := setField(vonNeumann(14), "_id", bsoncore.Value{Type: bsoncore.TypeInt32, Data: bsoncore.AppendInt32(nil, 1)})
+		ours, theirs := base, base
+		for n := 1 + rng.Intn(2); n > 0; n-- {
+			ours = editDoc(rng, ours, 0)
+			theirs = editDoc(rng, theirs, 0)
+		}
+		switch round % 4 {
+		case 0:
+			theirs = ours // the same change on both sides
+		case 1: // one field changed differently on both sides
+			ours = setField(ours, "l", bsoncore.Value{Type: bsoncore.TypeInt32, Data: bsoncore.AppendInt32(nil, 100)})
+			theirs = setField(theirs, "l", bsoncore.Value{Type: bsoncore.TypeInt32, Data: bsoncore.AppendInt32(nil, 200)})
+		}
+		ours = setField(ours, "_id", base.Lookup("_id"))
+		theirs = setField(theirs, "_id", base.Lookup("_id"))
+		tree, treeErr := mergeOnce(t, 0, base, ours, theirs)
+		whole, wholeErr := mergeOnce(t, -1, base, ours, theirs)
+		if (treeErr == nil) != (wholeErr == nil) || !bytes.Equal(tree, whole) {
+			t.Fatalf("round %d: doctree merge %v (%d bytes), whole-document merge %v (%d bytes)",
+				round, treeErr, len(tree), wholeErr, len(whole))
+		}
+		outcomes[treeErr == nil]++
+	}
+	if outcomes[true] == 0 || outcomes[false] == 0 {
+		t.Fatalf("the rounds did not cover clean merges and conflicts: %v", outcomes)
+	}
+}
+
+// mergeOnce merges theirs into ours over base on a fresh engine and
+// returns the merged document (nil and the error on conflict).
+func mergeOnce(t *testing.T, threshold int, base, ours, theirs bsoncore.Document) ([]byte, error) {
+	e := openEngine(t, t.TempDir(), Options{LargeDocThreshold: threshold})
+	defer e.Close()
+	d, _ := e.Database(ctx, "db", true)
+	put(t, d, "main", base)
+	commit(t, d)
+	if _, err := d.CreateBranch(ctx, "side", Revision{Branch: "main"}); err != nil {
+		t.Fatal(err)
+	}
+	put(t, d, "side", theirs)
+	if _, err := d.Commit(ctx, "side", CommitOptions{Message: "theirs"}); err != nil && !errors.Is(err, ErrNothingToCommit) {
+		t.Fatal(err)
+	}
+	put(t, d, "main", ours)
+	if _, err := d.Commit(ctx, "main", CommitOptions{Message: "ours"}); err != nil && !errors.Is(err, ErrNothingToCommit) {
+		t.Fatal(err)
+	}
+	if _, err := d.Merge(ctx, "main", Revision{Branch: "side"}, MergeOptions{}); err != nil {
+		return nil, err
+	}
+	return get(t, d, Revision{Branch: "main"}, 1), nil
 }

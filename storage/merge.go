@@ -296,6 +296,12 @@ func (d *Database) mergeMaps(ctx context.Context, base, ours, theirs prolly.Map)
 
 func (d *Database) resolveCollision(ctx context.Context, left, right tree.Diff) (tree.Diff, bool, conflictRec, error) {
 	rec := conflictRec{key: append([]byte(nil), keyBytes(val.Tuple(left.Key))...)}
+	if left.From != nil && left.To != nil && right.To != nil {
+		v, ok, err := d.mergeTrees(ctx, left.From, left.To, right.To)
+		if err != nil || ok {
+			return tree.Diff{Type: tree.ModifiedDiff, Key: left.Key, From: left.From, To: tree.Item(v)}, ok, rec, err
+		}
+	}
 	var err error
 	for _, p := range []struct {
 		dst *[]byte

@@ -141,7 +141,7 @@ func (df *differ) container(ctx context.Context, path []int, prefix string, out 
 		case ea.found && eb.found && ea.name != eb.name:
 			return df.whole(ctx, path, prefix, out) // elements moved
 		case ea.found && eb.found && ea.typ == eb.typ && df.descends(ea.typ):
-			if err := df.container(ctx, child, join(prefix, ea.name), &local); err != nil {
+			if err := df.container(ctx, child, JoinPath(prefix, ea.name), &local); err != nil {
 				return err
 			}
 		default:
@@ -149,7 +149,7 @@ func (df *differ) container(ctx context.Context, path []int, prefix string, out 
 			if !ea.found {
 				name = eb.name
 			}
-			if err := df.compareAt(ctx, child, join(prefix, name), &local); err != nil {
+			if err := df.compareAt(ctx, child, JoinPath(prefix, name), &local); err != nil {
 				return err
 			}
 		}
@@ -245,7 +245,8 @@ func readElement(ctx context.Context, t Tree, path []int, whole bool) (element, 
 	return el, nil
 }
 
-func join(prefix, name string) string {
+// JoinPath joins a dotted prefix and a field name.
+func JoinPath(prefix, name string) string {
 	if prefix == "" {
 		return name
 	}
