@@ -19,6 +19,10 @@ const (
 	pieceSize  = 4096
 	// cutScale makes the chance of a cut after a token len(token)/1024.
 	cutScale = 22
+	// smallContainer: a document or array of at most this many bytes is
+	// one token, so no cut falls inside it; it spares tokenizing (and
+	// hashing) every element of documents made of small parts.
+	smallContainer = 256
 )
 
 var (
@@ -76,7 +80,7 @@ func walkBody(body []byte, path []int, fn func(token) error) error {
 			return err
 		}
 		el := body[off : off+n]
-		if hdr == 0 {
+		if hdr == 0 || n <= smallContainer {
 			if err := fn(token{path: path, data: el}); err != nil {
 				return err
 			}
@@ -213,9 +217,10 @@ func Build(ctx context.Context, ns tree.NodeStore, doc []byte) (prolly.Map, erro
 
 // segmentTuples feeds segments to Dolt's chunker as tuples.
 type segmentTuples struct {
-	ns   tree.NodeStore
-	segs []segment
-	err  error
+	ns     tree.NodeStore
+	segs   []segment
+	err    error
+	kb, vb *val.TupleBuilder // reused: Build recycles them
 }
 
 func (s *segmentTuples) Next(ctx context.Context) (val.Tuple, val.Tuple) {
@@ -224,14 +229,17 @@ func (s *segmentTuples) Next(ctx context.Context) (val.Tuple, val.Tuple) {
 	}
 	seg := s.segs[0]
 	s.segs = s.segs[1:]
-	k, err := keyTuple(s.ns, seg.key)
+	if s.kb == nil {
+		s.kb, s.vb = val.NewTupleBuilder(keyDesc, s.ns), val.NewTupleBuilder(valDesc, s.ns)
+	}
+	s.kb.PutByteString(0, seg.key)
+	k, err := s.kb.Build(s.ns.Pool())
 	if err != nil {
 		s.err = err
 		return nil, nil
 	}
-	vb := val.NewTupleBuilder(valDesc, s.ns)
-	vb.PutByteString(0, seg.data)
-	v, err := vb.Build(s.ns.Pool())
+	s.vb.PutByteString(0, seg.data)
+	v, err := s.vb.Build(s.ns.Pool())
 	if err != nil {
 		s.err = err
 		return nil, nil
