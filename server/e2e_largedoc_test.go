@@ -746,6 +746,7 @@ func ldUpdateInsidePadding(t *testing.T, g *ldGen, pad bsoncore.Document) {
 		{name: "$bit, $mul, $min, $max in rows", update: j(`{"$bit": {"pad.rows.20.i": {"or": 1}}, "$mul": {"pad.rows.30.i": 3}, "$min": {"pad.rows.31.i": -5}, "$max": {"pad.rows.32.i": 1000000}}`)},
 		{name: "$[] over rows", update: j(`{"$inc": {"pad.rows.$[].i": 1}}`)},
 		{name: "$set a whole row", update: j(`{"$set": {"pad.rows.0": {"replaced": true}}}`)},
+		{name: "$set in row 700", filter: j(`{"pad.rows.700.i": {"$exists": true}}`).(bson.D), update: j(`{"$set": {"pad.rows.700.s": "late"}, "$inc": {"pad.rows.600.i": 1}}`)},
 		{name: "$set past the end of rows", update: j(`{"$set": {"pad.rows.5000": "far"}}`)},
 		{name: "pipeline", update: j(`[{"$set": {"pad.tail.y": {"$concat": ["$pad.tail.y", "!"]}, "cnt": {"$size": "$pad.rows"}}}]`)},
 		{name: "$inc on a string in a row", update: j(`{"$inc": {"pad.rows.8.s": 1}}`), wantErr: true},
@@ -1076,7 +1077,8 @@ func TestLargeDocQueries(t *testing.T) {
 	// Interleave large documents with small ones in _id order.
 	g.r.Shuffle(len(docs), func(a, b int) { docs[a], docs[b] = docs[b], docs[a] })
 	// And, in a collection of their own, random large documents of the
-	// generator (with thousands of fields, long arrays, every type).
+	// generator (with thousands of fields, long arrays, every type), with
+	// paths to some of their fields to query.
 	var random []any
 	var paths []string
 	for k, size := range []int{300 << 10, 1200 << 10} {
@@ -1084,6 +1086,20 @@ func TestLargeDocQueries(t *testing.T) {
 		random = append(random, bson.Raw(d))
 		paths = append(paths, ldSomePaths(g, d, 25)...)
 	}
+	// And one with more than 511 fields at the top level and in a
+	// subdocument, which the skipped doctree bug needs.
+	wide := bsoncore.NewDocumentBuilder().AppendInt32("_id", 2000)
+	for i := range 600 {
+		wide.AppendInt32(fmt.Sprint("f", i), int32(i))
+	}
+	sub := bsoncore.NewDocumentBuilder()
+	for i := range 1000 {
+		sub.AppendDocument(fmt.Sprint("k", i), bsoncore.NewDocumentBuilder().AppendInt32("x", int32(i)).AppendString("s", g.text(60)).Build())
+	}
+	wide.AppendDocument("wide", sub.Build())
+	wide.AppendInt32("grp", 1)
+	random = append(random, bson.Raw(wide.Build()))
+	paths = append(paths, "f550", "f599", "wide.k900.x", "wide.k999", "grp")
 	randomQueries := ldPathQueries(paths)
 	t.Logf("%d documents; large ones of %v bytes", len(docs), bigSizes)
 	on, off := startServer(t), startServerWith(t, storage.Options{LargeDocThreshold: -1})
@@ -1116,6 +1132,7 @@ func TestLargeDocQueries(t *testing.T) {
 				t.Skip(ldDoctreeIndexBug)
 			}
 			ldCompareQueries(t, label+", random documents", offcl.Database("q").Collection("r"), oncl.Database(db).Collection("r"), append(ldQueries(), randomQueries...))
+			ldCompareQueries(t, label+", past element 511", offcl.Database("q").Collection("c"), oncl.Database(db).Collection("c"), ldPathQueries([]string{"big.rows.600.i", "big.rows.1000", "big.rows.5000.s"}))
 		})
 	}
 	compare("after insert", "q")
