@@ -150,23 +150,33 @@ func (r *request) findSource(coll string, a *findArgs, st *execStats) (docSource
 // use), or, without a projection but with a sort, only what the sort reads,
 // the documents being read whole again in sorted order (sortedScan).
 func setFindReads(p *queryPlan, a *findArgs) {
+	setScanReads(p, a.filter, func(out *pathSet) {
+		n := len(out.paths)
+		out.addSort(orEmpty(a.sort))
+		sorts := len(out.paths) > n // a sort with keys, not {$natural}
+		switch {
+		case nonEmpty(a.projection):
+			out.addProjection(a.projection)
+		case !sorts:
+			out.whole = true
+		}
+	})
+}
+
+// setScanReads sets, for a collection scan, the paths read of large
+// documents: the filter's to match them, and those plus what addOut adds
+// to return them.
+func setScanReads(p *queryPlan, filter bsoncore.Document, addOut func(*pathSet)) {
 	if p.ix != nil || p.idHack || p.text != nil {
 		return
 	}
 	var match pathSet
-	match.addFilter(orEmpty(a.filter))
+	match.addFilter(orEmpty(filter))
 	if p.readMatch = match.list(); p.readMatch == nil {
 		return
 	}
-	out := match
-	out.paths = append([]string(nil), match.paths...)
-	out.addSort(orEmpty(a.sort))
-	switch {
-	case nonEmpty(a.projection):
-		out.addProjection(a.projection)
-	case !nonEmpty(a.sort):
-		out.whole = true
-	}
+	out := pathSet{paths: append([]string(nil), match.paths...)}
+	addOut(&out)
 	p.readOut = out.list()
 }
 

@@ -79,7 +79,9 @@ func (s *pathSet) addProjection(proj bsoncore.Document) {
 	for _, el := range els {
 		k, v := el.Key(), el.Value()
 		if d, ok := v.DocumentOK(); ok {
-			if op, err := d.IndexErr(0); err == nil && (op.Key() == "$slice" || op.Key() == "$elemMatch") {
+			// {$elemMatch} is an inclusion; {$slice} alone keeps every
+			// other field too.
+			if op, err := d.IndexErr(0); err == nil && op.Key() == "$elemMatch" {
 				s.add(k)
 				continue
 			}
@@ -130,6 +132,10 @@ func (s *pathSet) addExpression(v bsoncore.Value) {
 			case "$getField", "$setField", "$unsetField", "$function", "$accumulator", "$literal":
 				s.whole = s.whole || el.Key() != "$literal"
 				continue
+			case "sortBy": // $topN, $bottomN, $top, $bottom name fields without "$"
+				if d, ok := el.Value().DocumentOK(); ok {
+					s.addSort(d)
+				}
 			}
 			s.addExpression(el.Value())
 		}
