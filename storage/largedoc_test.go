@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io/fs"
+	"math/rand"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -136,5 +137,55 @@ func commit(t *testing.T, d *Database) {
 	t.Helper()
 	if _, err := d.Commit(ctx, "main", CommitOptions{Message: "edit"}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// randomLeaves is doc(n) with 16 random bytes in every sub-document, so
+// that chunk compression cannot hide what is written.
+func randomLeaves(rng *rand.Rand, n int) bsoncore.Document {
+	d := bsoncore.NewDocumentBuilder().AppendInt32("l", 0).AppendBinary("r", 0, randBytes(rng)).Build()
+	for i := 0; i < n; i++ {
+		d = setField(d, "l", bsoncore.Value{Type: bsoncore.TypeInt32, Data: bsoncore.AppendInt32(nil, int32(i+1))})
+		d = setField(d, "r", bsoncore.Value{Type: bsoncore.TypeBinary, Data: bsoncore.AppendBinary(nil, 0, randBytes(rng))})
+		d = setField(d, fmt.Sprintf("k%d", i), bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: d})
+	}
+	return d
+}
+
+func randBytes(rng *rand.Rand) []byte {
+	b := make([]byte, 16)
+	rng.Read(b)
+	return b
+}
+
+// TestLargeDocCopiesShareStorage: inserting a copy of a large document
+// with a new _id and a longer string near its start adds a few nodes with
+// the path index, and many times more without (every fixed-size blob chunk
+// after the string moves; compressed on disk).
+func TestLargeDocCopiesShareStorage(t *testing.T) {
+	rng := rand.New(rand.NewSource(5))
+	orig := bsoncore.NewDocumentBuilder().AppendInt32("_id", 1).AppendString("s", "short").Build()
+	els, _ := randomLeaves(rng, 14).Elements()
+	for _, el := range els {
+		orig = setField(orig, el.Key(), el.Value())
+	}
+	cp := setField(orig, "_id", bsoncore.Value{Type: bsoncore.TypeInt32, Data: bsoncore.AppendInt32(nil, 2)})
+	cp = setField(cp, "s", bsoncore.Value{Type: bsoncore.TypeString, Data: bsoncore.AppendString(nil, "a longer string")})
+	growth := map[string]int64{}
+	for name, threshold := range map[string]int{"doctree": 0, "whole": -1} {
+		dir := t.TempDir()
+		e := openEngine(t, dir, Options{LargeDocThreshold: threshold})
+		d, _ := e.Database(ctx, "db", true)
+		put(t, d, "main", orig)
+		commit(t, d)
+		before := dirBytes(t, dir)
+		put(t, d, "main", cp)
+		commit(t, d)
+		growth[name] = dirBytes(t, dir) - before
+		e.Close()
+	}
+	t.Logf("%d-byte document; the copy added %d bytes with doctrees, %d whole", len(orig), growth["doctree"], growth["whole"])
+	if growth["doctree"] > 64<<10 || growth["whole"] < 10*growth["doctree"] {
+		t.Errorf("copy growth %v", growth)
 	}
 }
