@@ -175,3 +175,35 @@ func TestProjectReadsOnlyItsPath(t *testing.T) {
 		}
 	}
 }
+
+// TestWideDocuments: containers with more elements than the one- and
+// two-byte index widths hold.
+func TestWideDocuments(t *testing.T) {
+	ctx := context.Background()
+	ns := tree.NewTestNodeStore()
+	b := bsoncore.NewDocumentBuilder()
+	arr := bsoncore.NewArrayBuilder()
+	for i := 0; i < 70000; i++ {
+		arr.AppendInt32(int32(i))
+	}
+	b.AppendArray("a", arr.Build())
+	for i := 0; i < 3000; i++ {
+		b.AppendString(fmt.Sprintf("f%d", i), strings.Repeat("v", i%50))
+	}
+	doc := b.Build()
+	m, err := Build(ctx, ns, doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := FromMap(m)
+	if got, err := tr.Document(ctx); err != nil || !bytes.Equal(got, doc) {
+		t.Fatalf("round trip: %v", err)
+	}
+	for _, paths := range [][]string{{"f2999"}, {"f300", "f1500"}, {"a"}, {"missing"}} {
+		f := NewFields(paths)
+		got, err := tr.Project(ctx, f)
+		if err != nil || !bytes.Equal(got, refProject(doc, f)) {
+			t.Fatalf("project %v: %v", paths, err)
+		}
+	}
+}

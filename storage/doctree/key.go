@@ -47,7 +47,7 @@ func readIndex(b []byte) (int, int, error) {
 	case width == 2:
 		return 0xF0 + int(b[1]), 2, nil
 	case width == 3:
-		return 0xF0 + 1<<8 + int(b[1])<<8 | int(b[2]), 3, nil
+		return 0xF0 + 1<<8 + (int(b[1])<<8 | int(b[2])), 3, nil
 	}
 	return 0xF0 + 1<<8 + 1<<16 + (int(b[1])<<24 | int(b[2])<<16 | int(b[3])<<8 | int(b[4])), 5, nil
 }

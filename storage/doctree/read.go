@@ -105,7 +105,11 @@ type reader struct {
 	piece int   // >= 0: the segment is piece n of the scalar at slot
 	key   []byte
 	tpath []int // the path of the last token returned
+	seeks int   // nested seeks in progress
 }
+
+// maxSeekDepth bounds nested seeks: one per container level at most.
+const maxSeekDepth = 4 * 128
 
 // newReader opens a reader; it reads nothing until startAt or seek.
 func newReader(m prolly.Map) (*reader, error) {
@@ -266,6 +270,13 @@ func (r *reader) restOfPieces(ctx context.Context, path []int, out *[]byte) erro
 // seek positions the reader at the first token whose slot is at or after
 // target, starting from the segment holding target's key.
 func (r *reader) seek(ctx context.Context, target []int) error {
+	// seek and rest call each other for containers that span segments; a
+	// damaged tree must not recurse without end (a stack overflow kills
+	// the process).
+	if r.seeks++; r.seeks > maxSeekDepth {
+		return fmt.Errorf("doctree: seek does not converge (damaged tree?)")
+	}
+	defer func() { r.seeks-- }()
 	k, err := keyTuple(r.m.NodeStore(), pathKey(nil, target))
 	if err != nil {
 		return err
