@@ -72,8 +72,21 @@ var ldDoubles = []float64{
 	1, -1, 0.1, 1e300, 9007199254740993,
 }
 
-var ldDecimals = []string{"0", "-0", "NaN", "-NaN", "Infinity", "-Infinity", "1.000", "-1E-6176",
-	"9.999999999999999999999999999999999E+6144", "0E+300", "123456789012345678901234567890.1234"}
+// ldDecimals are edge values of decimal128 as (high, low) bits, parsed once
+// (ParseDecimal128 is slow).
+var ldDecimals = func() [][2]uint64 {
+	var out [][2]uint64
+	for _, s := range []string{"0", "-0", "NaN", "-NaN", "Infinity", "-Infinity", "1.000", "-1E-6176",
+		"9.999999999999999999999999999999999E+6144", "0E+300", "123456789012345678901234567890.1234"} {
+		d, err := bson.ParseDecimal128(s)
+		if err != nil {
+			panic(err)
+		}
+		h, l := d.GetBytes()
+		out = append(out, [2]uint64{h, l})
+	}
+	return out
+}()
 
 var ldBinarySubtypes = []byte{0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x80, 0xff}
 
@@ -260,12 +273,8 @@ func (g *ldGen) appendScalar(dst []byte, key string, t bsoncore.Type, maxLen, de
 		return bsoncore.AppendInt64Element(dst, key, vs[g.r.IntN(len(vs))])
 	case bsoncore.TypeDecimal128:
 		if g.r.IntN(2) == 0 {
-			d, err := bson.ParseDecimal128(ldDecimals[g.r.IntN(len(ldDecimals))])
-			if err != nil {
-				panic(err)
-			}
-			h, l := d.GetBytes()
-			return bsoncore.AppendDecimal128Element(dst, key, h, l)
+			d := ldDecimals[g.r.IntN(len(ldDecimals))]
+			return bsoncore.AppendDecimal128Element(dst, key, d[0], d[1])
 		}
 		return bsoncore.AppendDecimal128Element(dst, key, g.r.Uint64(), g.r.Uint64())
 	case bsoncore.TypeMinKey:
@@ -609,6 +618,15 @@ func (g *ldGen) document(id bsoncore.Value, size int) ldDoc {
 		key := keys.next()
 		var el []byte
 		switch {
+		case room > 1<<20 && g.r.IntN(3) == 0:
+			// Now and then a large value, which keeps the biggest
+			// documents quick to build.
+			n := min(room/2, 64<<10+g.r.IntN(1<<20))
+			if g.r.IntN(2) == 0 {
+				el = bsoncore.AppendStringElement(nil, key, g.text(n))
+			} else {
+				el = bsoncore.AppendBinaryElement(nil, key, 0x00, g.bytes(n))
+			}
 		case room > 8192 && g.r.IntN(4) != 0:
 			sub := min(room-len(key)-2, 4096+g.r.IntN(max(room/3, 1)))
 			if g.r.IntN(3) == 0 {
