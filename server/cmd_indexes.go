@@ -36,6 +36,10 @@ func cmdCreateIndexes(r *request) (bsoncore.Document, error) {
 	if err != nil {
 		return nil, err
 	}
+	prepared, err := r.prepareIndexes(coll, requested)
+	if err != nil {
+		return nil, indexBuildError(r.ns(coll), err)
+	}
 	var before, after int
 	var created bool
 	err = r.write(func(tx *storage.Tx) error {
@@ -54,7 +58,7 @@ func cmdCreateIndexes(r *request) (bsoncore.Document, error) {
 		if after == before {
 			return nil
 		}
-		return tx.SetIndexes(r.ctx, coll, raws)
+		return tx.SetIndexes(r.ctx, coll, raws, prepared)
 	})
 	if err != nil {
 		return nil, indexBuildError(r.ns(coll), err)
@@ -67,6 +71,33 @@ func cmdCreateIndexes(r *request) (bsoncore.Document, error) {
 		b.AppendString("note", "all indexes already exist")
 	}
 	return b.AppendDouble("ok", 1).Build(), nil
+}
+
+// prepareIndexes builds the requested indexes from a snapshot before the
+// write takes the branch's lock, so that writers wait only for the
+// catch-up with what they wrote meanwhile (nil when there is nothing to
+// build ahead: a new collection, or specs the write will refuse).
+func (r *request) prepareIndexes(coll string, requested []*index.Spec) (*storage.PreparedIndexes, error) {
+	d, err := r.database(false)
+	if err != nil || d == nil {
+		return nil, nil
+	}
+	if rev, err := r.revision(d); err != nil || rev.ReadOnly() {
+		return nil, nil
+	}
+	snap, err := r.snapshot()
+	if err != nil {
+		return nil, nil
+	}
+	info, ok := snap.Collection(coll)
+	if !ok {
+		return nil, nil
+	}
+	raws, err := mergeIndexSpecs(info, requested)
+	if err != nil {
+		return nil, nil
+	}
+	return storage.PrepareIndexes(r.ctx, snap, coll, raws)
 }
 
 // indexBuildError words a unique violation found while building as mongod

@@ -141,10 +141,17 @@ func collectionDocs(ctx context.Context, ns tree.NodeStore, c *collection) (docS
 
 // setIndexes makes c's indexes exactly specs: kept ones stay as they are,
 // new ones are built from the collection's documents.
-func (c *collection) setIndexes(ctx context.Context, ns tree.NodeStore, specs []*index.Spec) error {
+func (c *collection) setIndexes(ctx context.Context, ns tree.NodeStore, specs []*index.Spec, prep *PreparedIndexes) error {
 	out := make([]*indexState, 0, len(specs))
 	for _, s := range specs {
 		if ix := c.index(s.Name); ix != nil && string(ix.spec.Raw) == string(s.Raw) {
+			out = append(out, ix)
+			continue
+		}
+		if ix, err := prep.take(ctx, ns, c, s.Raw); err != nil || ix != nil {
+			if err != nil {
+				return err
+			}
 			out = append(out, ix)
 			continue
 		}
@@ -188,16 +195,21 @@ func (c *collection) dropIndexEdits(ix *indexState) {
 }
 
 // SetIndexes replaces a collection's secondary index specs (createIndexes,
-// dropIndexes): new indexes are built from the documents now, dropped ones
-// disappear. The catalog entry is logged; index entries never are, since
-// they derive from the documents.
-func (tx *Tx) SetIndexes(ctx context.Context, coll string, raws []bsoncore.Document) error {
+// dropIndexes): new indexes are built from the documents now, or taken
+// from prepared (PrepareIndexes) and caught up; dropped ones disappear. The
+// catalog entry is logged; index entries never are, since they derive from
+// the documents.
+func (tx *Tx) SetIndexes(ctx context.Context, coll string, raws []bsoncore.Document, prepared ...*PreparedIndexes) error {
 	c, err := tx.mutable(coll)
 	if err != nil {
 		return err
 	}
 	info := c.info
 	info.Indexes = raws
+	if len(prepared) > 0 {
+		tx.prepared = prepared[0]
+		defer func() { tx.prepared = nil }()
+	}
 	if err := tx.applyInfo(ctx, c, info); err != nil {
 		return err
 	}
@@ -210,7 +222,7 @@ func (tx *Tx) applyInfo(ctx context.Context, c *collection, info CollectionInfo)
 	if err != nil {
 		return err
 	}
-	if err := c.setIndexes(ctx, tx.ns, specs); err != nil {
+	if err := c.setIndexes(ctx, tx.ns, specs, tx.prepared); err != nil {
 		return err
 	}
 	c.info = info

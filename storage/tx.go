@@ -18,6 +18,8 @@ type Tx struct {
 	base    *rootState
 	overlay map[string]*collection // copied on first change; nil value = dropped
 	ops     []walOp                // what to log, in order
+	// prepared, during SetIndexes, holds indexes built ahead of the lock.
+	prepared *PreparedIndexes
 }
 
 var _ Reader = (*Tx)(nil)

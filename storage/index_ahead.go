@@ -1,0 +1,138 @@
+package storage
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"sort"
+
+	"github.com/dolthub/dolt/go/store/prolly"
+	"github.com/dolthub/dolt/go/store/prolly/tree"
+	"github.com/dolthub/dolt/go/store/val"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
+
+// PreparedIndexes are indexes built from a snapshot of a collection
+// without the branch's write lock, so that building an index over a large
+// collection does not stop its writers. Tx.SetIndexes takes them and, under
+// the lock, only catches them up with the writes made since the snapshot.
+type PreparedIndexes struct {
+	from  *collection            // the collection as built from
+	built map[string]*indexState // by raw spec
+	snap  *Snapshot              // keeps from's trees pinned against GC
+}
+
+// PrepareIndexes builds the indexes among raws that coll lacks in snap
+// (nil when there is nothing to build). A unique index whose keys clash in
+// the snapshot fails here, with the build's DuplicateKeyError.
+func PrepareIndexes(ctx context.Context, snap *Snapshot, coll string, raws []bsoncore.Document) (*PreparedIndexes, error) {
+	c := snap.st.colls[coll]
+	if c == nil {
+		return nil, nil
+	}
+	specs, err := specsOf(CollectionInfo{Name: coll, Indexes: raws})
+	if err != nil {
+		return nil, err
+	}
+	p := &PreparedIndexes{from: c, built: map[string]*indexState{}, snap: snap}
+	for _, s := range specs {
+		if ix := c.index(s.Name); ix != nil && bytes.Equal(ix.spec.Raw, s.Raw) {
+			continue
+		}
+		src, err := collectionDocs(ctx, snap.ns, c)
+		if err != nil {
+			return nil, err
+		}
+		ix, err := buildIndex(ctx, snap.ns, coll, s, src)
+		if err != nil {
+			return nil, err
+		}
+		p.built[string(s.Raw)] = ix
+	}
+	return p, nil
+}
+
+// take returns a copy of the index prepared for raw spec, caught up with
+// the documents of c, or nil when none was prepared.
+func (p *PreparedIndexes) take(ctx context.Context, ns tree.NodeStore, c *collection, raw []byte) (*indexState, error) {
+	if p == nil || p.built[string(raw)] == nil {
+		return nil, nil
+	}
+	built := p.built[string(raw)]
+	ix := &indexState{spec: built.spec, base: built.base, edits: newEdits(), multikey: built.multikey}
+	changes, err := changedDocs(ctx, ns, p.from, c)
+	if err != nil {
+		return nil, err
+	}
+	// Entries of old versions go first, so that a key a document gave up
+	// during the build is free for another one that took it.
+	for _, removing := range []bool{true, false} {
+		for _, ch := range changes {
+			old, new := ch.old, ch.new
+			if removing {
+				new = nil
+			} else {
+				old = nil
+			}
+			plan, err := ix.plan(ctx, ns, c.info.Name, ch.id, old, new)
+			if err != nil {
+				return nil, err
+			}
+			c.applyIndexWrite([]indexChange{plan}, ch.id)
+		}
+	}
+	return ix, nil
+}
+
+// docChange is one document that differs between two states of a
+// collection (nil: absent).
+type docChange struct{ id, old, new []byte }
+
+// changedDocs lists the documents that differ between two states of a
+// collection, looking only at what may have changed: the edits of both and
+// the difference of their checkpointed maps.
+func changedDocs(ctx context.Context, ns tree.NodeStore, from, to *collection) ([]docChange, error) {
+	keys := map[string]bool{}
+	for _, ed := range []*edits{from.edits, to.edits} {
+		if ed != nil {
+			ed.Ascend(func(e *edit) bool { keys[string(e.key)] = true; return true })
+		}
+	}
+	if from.base.HashOf() != to.base.HashOf() {
+		err := prolly.DiffMaps(ctx, from.base, to.base, false, func(_ context.Context, d tree.Diff) error {
+			keys[string(keyBytes(val.Tuple(d.Key)))] = true
+			return nil
+		})
+		if err != nil && !errors.Is(err, io.EOF) {
+			return nil, err
+		}
+	}
+	sorted := make([]string, 0, len(keys))
+	for k := range keys {
+		sorted = append(sorted, k)
+	}
+	sort.Strings(sorted)
+	var out []docChange
+	for _, k := range sorted {
+		old, _, err := lookup(ctx, ns, from.base, from.edits, []byte(k))
+		if err != nil {
+			return nil, err
+		}
+		new, _, err := lookup(ctx, ns, to.base, to.edits, []byte(k))
+		if err != nil {
+			return nil, err
+		}
+		if !bytes.Equal(old, new) {
+			out = append(out, docChange{id: []byte(k), old: clone(old), new: clone(new)})
+		}
+	}
+	return out, nil
+}
+
+func clone(b []byte) []byte {
+	if b == nil {
+		return nil
+	}
+	return append([]byte(nil), b...)
+}
