@@ -136,6 +136,7 @@ var names = map[Code]string{
 	Code(171):                  "CannotIndexParallelArrays",
 	Code(276):                  "AmbiguousIndexKeyPattern",
 	Code(241):                  "ConversionFailure",
+	Code(222):                  "IncompatibleCollationVersion",
 	QueryFeatureNotAllowed:     "QueryFeatureNotAllowed",
 }
 
