@@ -3,11 +3,14 @@ package storage
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"time"
 
 	"github.com/dolthub/dolt/go/store/datas"
 	"github.com/dolthub/dolt/go/store/prolly"
 	"github.com/dolthub/dolt/go/store/prolly/tree"
+	"github.com/dolthub/dolt/go/store/val"
+	"golang.org/x/sync/errgroup"
 )
 
 // Checkpoint writes every branch's acknowledged edits into its prolly
@@ -87,10 +90,13 @@ func foldEdits(ctx context.Context, ns tree.NodeStore, c *collection, largeDoc i
 	if c.edits == nil || c.edits.Len() == 0 {
 		return c.base, nil
 	}
+	large, err := writeLargeValues(ctx, ns, c.edits, largeDoc)
+	if err != nil {
+		return prolly.Map{}, err
+	}
 	mut := c.base.Mutate()
-	var err error
 	c.edits.Ascend(func(e *edit) bool {
-		err = applyEdit(ctx, ns, mut, e, largeDoc)
+		err = applyEdit(ctx, ns, mut, e, largeDoc, large[e])
 		return err == nil
 	})
 	if err != nil {
@@ -99,7 +105,45 @@ func foldEdits(ctx context.Context, ns tree.NodeStore, c *collection, largeDoc i
 	return mut.Map(ctx)
 }
 
-func applyEdit(ctx context.Context, ns tree.NodeStore, mut *prolly.MutableMap, e *edit, largeDoc int) error {
+// parallelValueSize is the size from which checkpoints write values (blob
+// or doctree) on all cores at once, ahead of applying them in key order.
+const parallelValueSize = 16 << 10
+
+// writeLargeValues writes the out-of-line values among edits in parallel
+// and returns their tuples.
+func writeLargeValues(ctx context.Context, ns tree.NodeStore, ed *edits, largeDoc int) (map[*edit]val.Tuple, error) {
+	var large []*edit
+	ed.Ascend(func(e *edit) bool {
+		if len(e.value) >= parallelValueSize {
+			large = append(large, e)
+		}
+		return true
+	})
+	if len(large) < 2 {
+		return nil, nil
+	}
+	tuples := make([]val.Tuple, len(large))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(runtime.GOMAXPROCS(0))
+	for i, e := range large {
+		g.Go(func() error {
+			var err error
+			tuples[i], err = docValueTuple(gctx, ns, e.value, largeDoc)
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	out := make(map[*edit]val.Tuple, len(large))
+	for i, e := range large {
+		out[e] = tuples[i]
+	}
+	return out, nil
+}
+
+// applyEdit applies one edit; v, when set, is its value already written.
+func applyEdit(ctx context.Context, ns tree.NodeStore, mut *prolly.MutableMap, e *edit, largeDoc int, v val.Tuple) error {
 	k, err := keyTuple(ns, e.key)
 	if err != nil {
 		return err
@@ -107,9 +151,10 @@ func applyEdit(ctx context.Context, ns tree.NodeStore, mut *prolly.MutableMap, e
 	if e.value == nil {
 		return mut.Delete(ctx, k)
 	}
-	v, err := docValueTuple(ctx, ns, e.value, largeDoc)
-	if err != nil {
-		return err
+	if v == nil {
+		if v, err = docValueTuple(ctx, ns, e.value, largeDoc); err != nil {
+			return err
+		}
 	}
 	return mut.Put(ctx, k, v)
 }
