@@ -28,14 +28,26 @@ func FullInterval() FieldInterval {
 
 // PointInterval is the values equal to v.
 func PointInterval(v bsoncore.Value, text string) FieldInterval {
-	k := EncodeKey(nil, v)
+	return CollatedPointInterval(v, nil, text)
+}
+
+// CollatedPointInterval is the values equal to v under collation c, in the
+// key space of an index with that collation (nil: simple).
+func CollatedPointInterval(v bsoncore.Value, c *query.Collation, text string) FieldInterval {
+	k := EncodeKeyCollated(nil, v, c)
 	return FieldInterval{Lo: k, Hi: k, HiThrough: true, LoText: text, HiText: text}
 }
 
 // RangeInterval is $gt/$gte (lower) or $lt/$lte (!lower) of v, bracketed to
 // v's type class as MongoDB's comparisons are.
 func RangeInterval(v bsoncore.Value, lower, inclusive bool, text string) FieldInterval {
-	k := EncodeKey(nil, v)
+	return CollatedRangeInterval(v, nil, lower, inclusive, text)
+}
+
+// CollatedRangeInterval is RangeInterval under collation c, in the key
+// space of an index with that collation (nil: simple).
+func CollatedRangeInterval(v bsoncore.Value, c *query.Collation, lower, inclusive bool, text string) FieldInterval {
+	k := EncodeKeyCollated(nil, v, c)
 	class := k[0]
 	if lower {
 		return FieldInterval{Lo: k, LoAfter: !inclusive, Hi: []byte{class}, HiThrough: true, LoText: text, HiText: classEnd(class)}

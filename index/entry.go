@@ -67,9 +67,11 @@ func (s *Spec) coverProjection() *query.Projection {
 // Covered is what an index entry of doc stores so that queries needing
 // only the key fields can skip fetching doc: doc projected onto the key
 // fields. It is nil for a document that makes the index multikey (its
-// entries hold one array element each, which a projection cannot give).
+// entries hold one array element each, which a projection cannot give)
+// and for an index with a collation, which never covers a query (as on
+// mongod, whose keys of such an index hold sort keys, not strings).
 func (s *Spec) Covered(doc bsoncore.Document, multikey bool) []byte {
-	if _, wild := s.Wildcard(); doc == nil || multikey || s.Text != nil || wild {
+	if _, wild := s.Wildcard(); doc == nil || multikey || s.Text != nil || wild || s.coll != nil {
 		return nil
 	}
 	p := s.coverProjection()
@@ -87,7 +89,7 @@ func (s *Spec) Covered(doc bsoncore.Document, multikey bool) []byte {
 // (the key paths project without collision).
 func (s *Spec) CanCover() bool {
 	_, wild := s.Wildcard()
-	return s.Text == nil && !wild && s.coverProjection() != nil
+	return s.Text == nil && !wild && s.coll == nil && s.coverProjection() != nil
 }
 
 type coverCache struct {

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"dumbodb/query"
 )
 
 // KeyValue is the keyValue document of a duplicate key error: for each key
@@ -15,16 +17,16 @@ func (s *Spec) KeyValue(doc, fields []byte) bsoncore.Document {
 	b := bsoncore.NewDocumentBuilder()
 	rest := fields
 	for _, f := range s.Fields {
-		v, n := matchValue(collect(doc, f.Path).vals, rest, f.Desc)
+		v, n := matchValue(collect(doc, f.Path).vals, rest, f.Desc, s.coll)
 		b.AppendValue(f.Path, v)
 		rest = rest[n:]
 	}
 	return b.Build()
 }
 
-func matchValue(vals []bsoncore.Value, rest []byte, desc bool) (bsoncore.Value, int) {
+func matchValue(vals []bsoncore.Value, rest []byte, desc bool, c *query.Collation) (bsoncore.Value, int) {
 	for _, v := range vals {
-		enc := EncodeKey(nil, v)
+		enc := EncodeKeyCollated(nil, v, c)
 		if desc {
 			complement(enc)
 		}

@@ -38,21 +38,35 @@ const endMarker = 0x00
 // of agreement), or that lie beyond float64's range, may encode equal or
 // out of order.
 func EncodeKey(dst []byte, v bsoncore.Value) []byte {
-	class := query.CanonicalType(v.Type)
-	dst = append(dst, byte(class))
-	return appendPayload(dst, class, v)
+	return EncodeKeyCollated(dst, v, nil)
 }
 
-func appendPayload(dst []byte, class int, v bsoncore.Value) []byte {
+// EncodeKeyCollated is EncodeKey for an index with collation c (nil:
+// simple): strings and symbols, also inside documents and arrays, are
+// encoded by their collation sort keys (query.Collation.AppendKey), so
+// that byte order is the collation's order and strings it finds equal
+// encode identically. Every other value encodes as with EncodeKey.
+func EncodeKeyCollated(dst []byte, v bsoncore.Value, c *query.Collation) []byte {
+	class := query.CanonicalType(v.Type)
+	dst = append(dst, byte(class))
+	return appendPayload(dst, class, v, c)
+}
+
+func appendPayload(dst []byte, class int, v bsoncore.Value, c *query.Collation) []byte {
 	switch class {
 	case query.ClassNumber:
 		return appendNumber(dst, v)
-	case query.ClassString, query.ClassCode:
+	case query.ClassString:
+		if c != nil {
+			return c.AppendKey(dst, rawString(v.Data))
+		}
+		return appendEscaped(dst, rawString(v.Data))
+	case query.ClassCode:
 		return appendEscaped(dst, rawString(v.Data))
 	case query.ClassObject:
-		return appendDoc(dst, v.Data, true)
+		return appendDoc(dst, v.Data, true, c)
 	case query.ClassArray:
-		return appendDoc(dst, v.Data, false)
+		return appendDoc(dst, v.Data, false, c)
 	case query.ClassBinData:
 		dst = binary.BigEndian.AppendUint32(dst, binary.LittleEndian.Uint32(v.Data))
 		return append(dst, v.Data[4:]...) // subtype, then bytes
@@ -77,7 +91,7 @@ func appendPayload(dst []byte, class int, v bsoncore.Value) []byte {
 	case query.ClassCodeWithScope:
 		code, scope := v.CodeWithScope()
 		dst = appendEscaped(dst, []byte(code))
-		return appendDoc(dst, scope, true)
+		return appendDoc(dst, scope, true, nil) // scopes compare binary
 	}
 	return dst // MinKey, Undefined, Null, MaxKey: the class says it all.
 }
@@ -98,7 +112,7 @@ func appendEscaped(dst, b []byte) []byte {
 
 // appendDoc encodes elements as class byte, field name (objects only),
 // payload; field names are C strings, so one 0x00 terminates them.
-func appendDoc(dst, doc []byte, names bool) []byte {
+func appendDoc(dst, doc []byte, names bool, c *query.Collation) []byte {
 	rem := doc[4 : len(doc)-1]
 	for len(rem) > 0 {
 		el, r, ok := bsoncore.ReadElement(rem)
@@ -113,7 +127,7 @@ func appendDoc(dst, doc []byte, names bool) []byte {
 			dst = append(dst, el.KeyBytes()...)
 			dst = append(dst, 0)
 		}
-		dst = appendPayload(dst, class, v)
+		dst = appendPayload(dst, class, v, c)
 	}
 	return append(dst, endMarker)
 }

@@ -6,6 +6,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"dumbodb/query"
 	"dumbodb/query/mongoerr"
 )
 
@@ -59,7 +60,7 @@ func (s *Spec) Keys(doc bsoncore.Document) ([][]byte, bool, error) {
 	}
 	keys := [][]byte{nil}
 	for i, f := range s.Fields {
-		keys = extend(keys, per[i].vals, f.Desc)
+		keys = extend(keys, per[i].vals, f.Desc, s.coll)
 	}
 	for _, k := range keys {
 		if len(k) > MaxKeySize {
@@ -86,13 +87,14 @@ func checkParallel(per []fieldValues) (bool, error) {
 	return first != "", nil
 }
 
-// extend appends every value of one field to every key so far.
-func extend(keys [][]byte, vals []bsoncore.Value, desc bool) [][]byte {
+// extend appends every value of one field to every key so far, strings
+// by their collation keys under a collation c.
+func extend(keys [][]byte, vals []bsoncore.Value, desc bool, c *query.Collation) [][]byte {
 	out := make([][]byte, 0, len(keys)*len(vals))
 	for _, k := range keys {
 		for _, v := range vals {
 			n := len(k)
-			key := EncodeKey(append([]byte(nil), k...), v)
+			key := EncodeKeyCollated(append([]byte(nil), k...), v, c)
 			if desc {
 				complement(key[n:])
 			}

@@ -42,6 +42,7 @@ type Spec struct {
 	Text *query.TextConfig
 
 	partial     *query.Filter
+	coll        *query.Collation // nil: simple
 	tp          *textParse
 	textWeights bsoncore.Document
 	textName    string
@@ -80,6 +81,20 @@ func ParseSpec(doc bsoncore.Document) (*Spec, error) {
 	}
 	if err := s.checkWildcard(); err != nil {
 		return nil, err
+	}
+	if err := s.checkCollation(); err != nil {
+		return nil, err
+	}
+	if s.Partial != nil {
+		// The partial filter compares strings with the index's collation,
+		// as on mongod.
+		env, err := query.NewEnv(s.coll, nil)
+		if err != nil {
+			return nil, err
+		}
+		if s.partial, err = query.CompileFilterEnv(s.Partial, env); err != nil {
+			return nil, err
+		}
 	}
 	if s.Name == "" {
 		s.Name = DefaultName(s.Fields)
@@ -133,7 +148,9 @@ func (s *Spec) parseOption(el bsoncore.Element, doc bsoncore.Document) (bool, er
 		return false, s.parseTextOption(el.Key(), v)
 	case "textIndexVersion":
 		return false, nil
-	case "collation", "2dsphereIndexVersion", "bits", "min", "max", "bucketSize", "wildcardProjection", "storageEngine", "clustered", "prepareUnique":
+	case "collation":
+		return true, s.parseCollation(v)
+	case "2dsphereIndexVersion", "bits", "min", "max", "bucketSize", "wildcardProjection", "storageEngine", "clustered", "prepareUnique":
 		return false, mongoerr.New(mongoerr.NotImplemented, "index option '%s' is not supported by DumboDB", el.Key())
 	}
 	return false, mongoerr.New(codeInvalidIndexSpecOpt, "The field '%s' is not valid for an index specification. Specification: %s", el.Key(), doc)
@@ -246,13 +263,50 @@ func (s *Spec) parsePartial(v bsoncore.Value) error {
 	if !ok {
 		return mongoerr.New(mongoerr.TypeMismatch, "The field 'partialFilterExpression' must be an object, not %s", v.Type)
 	}
-	f, err := query.CompileFilter(d)
+	s.Partial = append(bsoncore.Document(nil), d...) // compiled once the collation is known
+	return nil
+}
+
+// parseCollation reads the collation option as mongod does: an object,
+// not empty, a valid collation; {locale: "simple"} is no collation.
+func (s *Spec) parseCollation(v bsoncore.Value) error {
+	d, ok := v.DocumentOK()
+	if !ok {
+		return mongoerr.New(mongoerr.TypeMismatch, "The field 'collation' must be an object, but got %s", v.Type)
+	}
+	if len(d) <= 5 {
+		return mongoerr.New(mongoerr.BadValue, "The field 'collation' cannot be an empty object.")
+	}
+	c, err := query.ParseCollation(d)
 	if err != nil {
 		return err
 	}
-	s.Partial, s.partial = append(bsoncore.Document(nil), d...), f
+	s.coll = c
 	return nil
 }
+
+// checkCollation refuses a collation on the index kinds that cannot have
+// one: text (as mongod), wildcard (not yet in DumboDB) and _id (which has
+// the collection's, and DumboDB's collections have the simple one).
+func (s *Spec) checkCollation() error {
+	if s.coll == nil {
+		return nil
+	}
+	_, wild := s.Wildcard()
+	switch {
+	case s.Text != nil:
+		return mongoerr.New(codeCannotCreateIndex, "Index type 'text' does not support collation: %s", ShellDoc(s.coll.Expanded()))
+	case wild:
+		return mongoerr.New(mongoerr.NotImplemented, "wildcard indexes with a collation are not supported by DumboDB")
+	case s.IsID():
+		return mongoerr.New(mongoerr.BadValue, "The _id index must have the same collation as the collection. Index collation: %s, collection collation: { locale: \"simple\" }", ShellDoc(s.coll.Expanded()))
+	}
+	return nil
+}
+
+// Collation is the index's collation (nil: simple): string keys are
+// encoded by its sort keys.
+func (s *Spec) Collation() *query.Collation { return s.coll }
 
 func (s *Spec) parseExpire(v bsoncore.Value) error {
 	f, ok := v.AsFloat64OK()
@@ -291,6 +345,13 @@ func (s *Spec) IsID() bool {
 func (s *Spec) normalised(opts []bsoncore.Element) bsoncore.Document {
 	b := bsoncore.NewDocumentBuilder().AppendInt32("v", 2).AppendDocument("key", s.Key).AppendString("name", s.Name)
 	for _, el := range opts {
+		if el.Key() == "collation" {
+			// mongod lists the collation with every field; simple: none.
+			if s.coll != nil {
+				b.AppendDocument("collation", s.coll.Expanded())
+			}
+			continue
+		}
 		b.AppendValue(el.Key(), el.Value())
 	}
 	if s.Text != nil {
@@ -329,7 +390,7 @@ func (s *Spec) SameKey(o *Spec) bool {
 // SameOptions reports whether two specs with the same key would build the
 // same index.
 func (s *Spec) SameOptions(o *Spec) bool {
-	return s.Unique == o.Unique && s.Sparse == o.Sparse && s.ExpireAfter == o.ExpireAfter &&
+	return s.Unique == o.Unique && s.Sparse == o.Sparse && s.ExpireAfter == o.ExpireAfter && s.coll.Equal(o.coll) &&
 		string(s.Partial) == string(o.Partial) && string(s.textWeights) == string(o.textWeights) &&
 		(s.Text == nil) == (o.Text == nil) && (s.Text == nil || s.Text.Language == o.Text.Language)
 }

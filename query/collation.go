@@ -350,3 +350,7 @@ func (c *Collation) compareStrings(a, b []byte) int {
 	}
 	return bytes.Compare(a, b)
 }
+
+// CompareCollated orders two values as Compare does, comparing strings
+// (also inside documents and arrays) with c; nil c is Compare.
+func CompareCollated(a, b bsoncore.Value, c *Collation) int { return compareWith(a, b, c) }
