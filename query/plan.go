@@ -20,12 +20,10 @@ type Predicate struct {
 }
 
 // IndexablePredicates lists the predicates of the filter that index bounds
-// can express. It returns nil under a collation, whose string order differs
-// from the key encoding's.
+// can express. Under a collation, those whose values are collation
+// sensitive (CollationSensitive) fit only an index with the same
+// collation; the planner decides.
 func (f *Filter) IndexablePredicates() []Predicate {
-	if f.env.coll() != nil {
-		return nil
-	}
 	var out []Predicate
 	collectPredicates(f.root, &out)
 	return out
@@ -81,6 +79,30 @@ func leafPredicate(path string, l leaf) (Predicate, bool) {
 	return Predicate{}, false
 }
 
+// Collation is the filter's collation (nil: simple).
+func (f *Filter) Collation() *Collation { return f.env.coll() }
+
+// CollationSensitive reports whether a collation can change how v compares:
+// strings and symbols, and documents and arrays, which may hold them.
+func CollationSensitive(v bsoncore.Value) bool {
+	switch v.Type {
+	case bsoncore.TypeString, bsoncore.TypeSymbol, bsoncore.TypeEmbeddedDocument, bsoncore.TypeArray:
+		return true
+	}
+	return false
+}
+
+// Sensitive reports whether any of the predicate's values is
+// CollationSensitive.
+func (p Predicate) Sensitive() bool {
+	for _, v := range p.Values {
+		if CollationSensitive(v) {
+			return true
+		}
+	}
+	return false
+}
+
 func indexableValue(v bsoncore.Value) bool {
 	switch v.Type {
 	case bsoncore.TypeArray, bsoncore.TypeNull, bsoncore.TypeUndefined, bsoncore.TypeRegex,
@@ -95,9 +117,6 @@ func indexableValue(v bsoncore.Value) bool {
 // so that index bounds built from them select exactly the matching
 // documents of a non-multikey index; ok is false otherwise.
 func (f *Filter) ExactPredicates() (preds []Predicate, ok bool) {
-	if f.env.coll() != nil {
-		return nil, false
-	}
 	preds = []Predicate{}
 	if !exactPredicates(f.root, &preds) {
 		return nil, false

@@ -383,12 +383,13 @@ func probePoints(vals []bsoncore.Value) []bsoncore.Value {
 }
 
 // lookupIndex picks the usable index whose first key field is path, the
-// one with the fewest fields; nil when there is none.
+// one with the fewest fields; nil when there is none. Probes are binary
+// equality, so an index with a collation does not qualify.
 func lookupIndex(indexes []storage.IndexInfo, path string) *storage.IndexInfo {
 	var best *storage.IndexInfo
 	for i := range indexes {
 		ix := &indexes[i]
-		if !usable(ix) || ix.Spec.Fields[0].Path != path {
+		if !usable(ix) || ix.Spec.Collation() != nil || ix.Spec.Fields[0].Path != path {
 			continue
 		}
 		if best == nil || len(ix.Spec.Fields) < len(best.Spec.Fields) {
@@ -500,8 +501,9 @@ func (t writeTarget) Replace(ctx context.Context, doc bsoncore.Document) error {
 	return t.check(doc, t.tx.Replace(ctx, t.coll, doc))
 }
 
-// uniqueIndexOn is the unique index (not partial, sparse or hidden)
-// whose key fields are exactly fields, in any order; nil if none.
+// uniqueIndexOn is the unique index (not partial, sparse or hidden, and
+// with the simple collation of $merge's binary matching) whose key fields
+// are exactly fields, in any order; nil if none.
 func (t writeTarget) uniqueIndexOn(fields []string) *storage.IndexInfo {
 	want := map[string]bool{}
 	for _, f := range fields {
@@ -511,7 +513,7 @@ func (t writeTarget) uniqueIndexOn(fields []string) *storage.IndexInfo {
 	for i := range ixs {
 		ix := &ixs[i]
 		s := ix.Spec
-		if !s.Unique || s.Partial != nil || s.Sparse || s.Hidden || len(s.Fields) != len(want) {
+		if !s.Unique || s.Partial != nil || s.Sparse || s.Hidden || s.Collation() != nil || len(s.Fields) != len(want) {
 			continue
 		}
 		all := true

@@ -182,8 +182,9 @@ func conflictingIndex(existing []*index.Spec, s *index.Spec) (bool, error) {
 		case e.Name == s.Name:
 			return false, mongoerr.New(mongoerr.IndexKeySpecsConflict,
 				"An existing index has the same name as the requested index. When index names are not specified, they are auto generated and can cause conflicts. Please refer to our documentation. Requested index: %s, existing index: %s", s.Raw, e.Raw)
-		case e.SameKey(s) && string(e.Partial) == string(s.Partial):
-			// Only a different partial filter lets one key be indexed twice.
+		case e.SameKey(s) && string(e.Partial) == string(s.Partial) && e.Collation().Equal(s.Collation()):
+			// Only a different partial filter or collation lets one key be
+			// indexed twice.
 			return false, mongoerr.New(mongoerr.IndexOptionsConflict, "Index already exists with a different name: %s", e.Name)
 		}
 	}

@@ -329,10 +329,13 @@ func ixscanStage(p *queryPlan) bsoncore.Document {
 		bounds.AppendArray(f.Path, arr.Build())
 	}
 	ixscan := bsoncore.NewDocumentBuilder().AppendString("stage", "IXSCAN").
-		AppendDocument("keyPattern", keyPattern).AppendString("indexName", s.Name).
+		AppendDocument("keyPattern", keyPattern).AppendString("indexName", s.Name)
+	if c := s.Collation(); c != nil {
+		ixscan.AppendDocument("collation", c.Expanded()) // as mongod shows it
+	}
+	return ixscan.
 		AppendBoolean("isMultiKey", p.ix.Multikey).AppendBoolean("isUnique", s.Unique).
 		AppendBoolean("isSparse", s.Sparse).AppendBoolean("isPartial", s.Partial != nil).
 		AppendInt32("indexVersion", 2).AppendString("direction", direction).
 		AppendDocument("indexBounds", bounds.Build()).Build()
-	return ixscan
 }

@@ -110,7 +110,8 @@ func coverable(p *queryPlan, f *query.Filter, proj, sortDoc bsoncore.Document) b
 // filter: f is a conjunction of indexable predicates, all on key fields
 // that the bounds constrain (points on a prefix, then at most one ranged
 // field), and the index has one entry per document (not multikey, sparse
-// or partial).
+// or partial). Under a collation other than the index's, a predicate on
+// strings, documents or arrays is not in the bounds (collationPreds).
 func exactBounds(p *queryPlan, f *query.Filter) bool {
 	if p.ix == nil || p.idHack || p.ix.Multikey || p.text != nil || p.wildPath != "" {
 		return false
@@ -120,7 +121,7 @@ func exactBounds(p *queryPlan, f *query.Filter) bool {
 		return false
 	}
 	preds, ok := f.ExactPredicates()
-	if !ok {
+	if !ok || len(collationPreds(preds, s.Collation(), f.Collation())) != len(preds) {
 		return false
 	}
 	open := true // every field so far is bounded by points
@@ -187,7 +188,7 @@ func planDistinct(rd storage.Reader, coll string, f *query.Filter, key string) *
 		if !usable(ix) || ix.Multikey || !ix.Spec.CanCover() || fieldPos(ix.Spec, key) < 0 {
 			continue
 		}
-		p, _ := indexPlan(ix, preds, nil)
+		p, _ := indexPlan(ix, preds, nil, f.Collation())
 		if !exactBounds(p, f) {
 			continue
 		}

@@ -55,17 +55,24 @@ type sortKey struct {
 // planQuery picks a plan: the hinted index, the _id look-up, else the
 // index that bounds most key fields by equality (then a range), preferring
 // one that also gives the sort; a collection scan when none helps.
+//
+// Collations: an index serves the predicates on strings (and on documents
+// and arrays, which may hold strings) and gives a sort only when its
+// collation is the query's (simple for both, or equal); otherwise it
+// bounds only the predicates on other values, as mongod's does (see
+// indexPlan). The _id look-up and wildcard indexes are simple.
 func planQuery(rd storage.Reader, coll string, in planInput) (*queryPlan, error) {
 	indexes := rd.Indexes(coll)
 	if in.filter.HasText() {
 		return textPlan(indexes, in.filter)
 	}
 	preds := in.filter.IndexablePredicates()
+	qc := in.filter.Collation()
 	sortKeys := plainSortKeys(in.sort)
 	if in.hint.Type != 0 {
-		return hintedPlan(indexes, in.hint, preds, sortKeys)
+		return hintedPlan(indexes, in.hint, preds, sortKeys, qc)
 	}
-	if id, ok := in.filter.IDEquality(); ok && storage.ValidateKey(id) == nil {
+	if id, ok := in.filter.IDEquality(); ok && storage.ValidateKey(id) == nil && (qc == nil || !query.CollationSensitive(id)) {
 		return &queryPlan{idHack: true}, nil
 	}
 	var best *queryPlan
@@ -75,18 +82,34 @@ func planQuery(rd storage.Reader, coll string, in planInput) (*queryPlan, error)
 		if !usable(ix) {
 			continue
 		}
-		p, score := indexPlan(ix, preds, sortKeys)
+		p, score := indexPlan(ix, preds, sortKeys, qc)
 		if score > bestScore || (score == bestScore && best != nil && p.sorted && !best.sorted) {
 			best, bestScore = p, score
 		}
 	}
 	if best == nil || (bestScore == 0 && !best.sorted) {
-		if w := bestWildcardPlan(indexes, preds); w != nil {
+		if w := bestWildcardPlan(indexes, collationPreds(preds, nil, qc)); w != nil {
 			return w, nil
 		}
 		return &queryPlan{}, nil
 	}
 	return best, nil
+}
+
+// collationPreds is the predicates an index with collation ic can bound
+// for a query with collation qc: all when they are the same collation,
+// else those whose values no collation affects (numbers, dates, ...).
+func collationPreds(preds []query.Predicate, ic, qc *query.Collation) []query.Predicate {
+	if ic.Equal(qc) {
+		return preds
+	}
+	out := make([]query.Predicate, 0, len(preds))
+	for _, p := range preds {
+		if !p.Sensitive() {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // usable says whether the planner may pick an index on its own: partial
@@ -106,18 +129,22 @@ func usable(ix *storage.IndexInfo) bool {
 
 // hintedPlan honours a hint: $natural and the _id index scan the
 // collection; a secondary index must exist and not be hidden.
-func hintedPlan(indexes []storage.IndexInfo, hint bsoncore.Value, preds []query.Predicate, sortKeys []sortKey) (*queryPlan, error) {
+//
+// A hinted index whose collation is not the query's is still used, as on
+// mongod: it bounds what it can (collationPreds, else the whole index) and
+// the filter decides; the sort is then done in memory.
+func hintedPlan(indexes []storage.IndexInfo, hint bsoncore.Value, preds []query.Predicate, sortKeys []sortKey, qc *query.Collation) (*queryPlan, error) {
 	ix, natural, err := resolveHint(indexes, hint)
 	if err != nil || natural {
 		return &queryPlan{}, err
 	}
 	if _, wild := ix.Spec.Wildcard(); wild {
-		if p, _ := wildcardPlan(ix, preds); p != nil {
+		if p, _ := wildcardPlan(ix, collationPreds(preds, nil, qc)); p != nil {
 			return p, nil
 		}
 		return nil, mongoerr.New(mongoerr.BadValue, "hint provided does not correspond to an existing index: a wildcard index needs a predicate on a path it covers")
 	}
-	p, _ := indexPlan(ix, preds, sortKeys)
+	p, _ := indexPlan(ix, preds, sortKeys, qc)
 	return p, nil
 }
 
@@ -167,11 +194,17 @@ func checkHintFor(rd storage.Reader, coll string, hint bsoncore.Value) error {
 
 // indexPlan bounds each key field by the predicates on it and scores the
 // result: two points per leading equality field, one for a range after.
-func indexPlan(ix *storage.IndexInfo, preds []query.Predicate, sortKeys []sortKey) (*queryPlan, int) {
+// Under a collation qc other than the index's, only the predicates no
+// collation affects bound it and it gives no sort (collationPreds).
+func indexPlan(ix *storage.IndexInfo, preds []query.Predicate, sortKeys []sortKey, qc *query.Collation) (*queryPlan, int) {
 	p := &queryPlan{ix: ix}
+	ic := ix.Spec.Collation()
+	if !ic.Equal(qc) {
+		preds, sortKeys = collationPreds(preds, ic, qc), nil
+	}
 	score, singles, bounded := 0, 0, true
 	for _, f := range ix.Spec.Fields {
-		ivs, points := fieldIntervals(f.Path, preds, ix.Multikey)
+		ivs, points := collatedFieldIntervals(f.Path, preds, ix.Multikey, ic)
 		if f.Desc {
 			for i := range ivs {
 				ivs[i] = ivs[i].Descending()
@@ -209,6 +242,12 @@ func fullFor(f index.Field) index.FieldInterval {
 // that the result is a set of single values. On a multikey index only one
 // predicate bounds a field: different elements may satisfy different ones.
 func fieldIntervals(path string, preds []query.Predicate, multikey bool) ([]index.FieldInterval, bool) {
+	return collatedFieldIntervals(path, preds, multikey, nil)
+}
+
+// collatedFieldIntervals is fieldIntervals in the key space of an index
+// with collation c (nil: simple).
+func collatedFieldIntervals(path string, preds []query.Predicate, multikey bool, c *query.Collation) ([]index.FieldInterval, bool) {
 	var points []index.FieldInterval
 	rng := index.FullInterval()
 	ranged := false
@@ -219,11 +258,11 @@ func fieldIntervals(path string, preds []query.Predicate, multikey bool) ([]inde
 		switch pr.Op {
 		case "$eq", "$in":
 			if points == nil || !multikey {
-				points = intersectPoints(points, pr.Values)
+				points = intersectPoints(points, pr.Values, c)
 			}
 		default:
 			if !ranged || !multikey {
-				rng = rng.Intersect(rangeOf(pr))
+				rng = rng.Intersect(rangeOf(pr, c))
 				ranged = true
 			}
 		}
@@ -237,26 +276,26 @@ func fieldIntervals(path string, preds []query.Predicate, multikey bool) ([]inde
 	return points, true
 }
 
-func rangeOf(pr query.Predicate) index.FieldInterval {
+func rangeOf(pr query.Predicate, c *query.Collation) index.FieldInterval {
 	v := pr.Values[0]
 	text := index.ShellValue(v)
 	switch pr.Op {
 	case "$gt":
-		return index.RangeInterval(v, true, false, text)
+		return index.CollatedRangeInterval(v, c, true, false, text)
 	case "$gte":
-		return index.RangeInterval(v, true, true, text)
+		return index.CollatedRangeInterval(v, c, true, true, text)
 	case "$lt":
-		return index.RangeInterval(v, false, false, text)
+		return index.CollatedRangeInterval(v, c, false, false, text)
 	}
-	return index.RangeInterval(v, false, true, text)
+	return index.CollatedRangeInterval(v, c, false, true, text)
 }
 
 // intersectPoints is the point intervals of vals, kept to those already in
 // cur when cur is set (an empty, non-nil result matches nothing).
-func intersectPoints(cur []index.FieldInterval, vals []bsoncore.Value) []index.FieldInterval {
+func intersectPoints(cur []index.FieldInterval, vals []bsoncore.Value, c *query.Collation) []index.FieldInterval {
 	out := []index.FieldInterval{}
 	for _, v := range vals {
-		iv := index.PointInterval(v, index.ShellValue(v))
+		iv := index.CollatedPointInterval(v, c, index.ShellValue(v))
 		if cur == nil || containsPoint(cur, iv) {
 			out = append(out, iv)
 		}
@@ -527,7 +566,7 @@ func rejectedPlans(rd storage.Reader, coll string, in planInput, winner *queryPl
 		if !usable(ix) || (winner.ix != nil && winner.ix.Spec.Name == ix.Spec.Name) {
 			continue
 		}
-		if p, score := indexPlan(ix, preds, sortKeys); score > 0 || p.sorted {
+		if p, score := indexPlan(ix, preds, sortKeys, in.filter.Collation()); score > 0 || p.sorted {
 			out = append(out, p)
 		}
 	}
