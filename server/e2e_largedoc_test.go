@@ -83,10 +83,13 @@ func ldRoundTripDocs(g *ldGen, short bool) []ldDoc {
 		sizes = []int{0, 1000, th - 1, th, th + 1}
 		medium = 4
 	}
+	all := map[int]bool{len(sizes): true} // the first medium one has every feature
 	for range medium {
 		sizes = append(sizes, th+g.r.IntN(2*mib-th))
 	}
-	// Near the maximum: exactly 16 MiB, and a little less.
+	// Near the maximum: exactly 16 MiB (with every feature), and a little
+	// less.
+	all[len(sizes)] = true
 	sizes = append(sizes, 16*mib)
 	if !short {
 		sizes = append(sizes, 16*mib-1-g.r.IntN(64*kib))
@@ -107,7 +110,7 @@ func ldRoundTripDocs(g *ldGen, short bool) []ldDoc {
 		default:
 			id = bsoncore.Value{Type: bsoncore.TypeInt32, Data: bsoncore.AppendInt32(nil, int32(i))}
 		}
-		docs[i] = g.document(id, size)
+		docs[i] = g.documentAll(id, size, all[i])
 	}
 	return docs
 }

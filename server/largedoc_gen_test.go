@@ -539,6 +539,12 @@ type ldDoc struct {
 // top-level fields, random nested content, and a string that makes the size
 // exact.
 func (g *ldGen) document(id bsoncore.Value, size int) ldDoc {
+	return g.documentAll(id, size, false)
+}
+
+// documentAll is document; with all, it has every feature that fits, not
+// some by chance.
+func (g *ldGen) documentAll(id bsoncore.Value, size int, all bool) ldDoc {
 	idElem := bsoncore.AppendValueElement(nil, "_id", id)
 	if size == 0 {
 		return ldDoc{raw: bsoncore.BuildDocument(nil, idElem), features: []string{"only _id"}}
@@ -571,23 +577,29 @@ func (g *ldGen) document(id bsoncore.Value, size int) ldDoc {
 	// Every type at the top level, and once more nested.
 	addFields(g.allTypes(0))
 	add("allTypes", bsoncore.AppendDocumentElement(nil, keys.next(), g.allTypes(1)))
-	if g.r.IntN(3) != 0 {
+	maybe := func(n int) bool { return all || g.r.IntN(n) == 0 }
+	if all || g.r.IntN(3) != 0 {
 		add("deep", bsoncore.AppendDocumentElement(nil, keys.next(), g.deep(1, false)))
 	}
-	if g.r.IntN(3) == 0 {
+	if maybe(3) {
 		add("deep array", bsoncore.AppendArrayElement(nil, keys.next(), g.deep(1, true)))
 	}
 	left := func() int { return size - used }
-	if left() > 200<<10 && g.r.IntN(3) != 0 {
+	if left() > 200<<10 && (all || g.r.IntN(3) != 0) {
 		n := 10_000 + g.r.IntN(90_001)
 		n = min(n, left()/30)
 		if n >= 10_000 {
 			add(fmt.Sprintf("array of %d", n), bsoncore.AppendArrayElement(nil, keys.next(), g.longArray(1, n)))
 		}
 	}
-	for left() > 200<<10 && g.r.IntN(2) == 0 {
+	// Large single values: with all, a string and a binary first.
+	for k := 0; left() > 200<<10 && (all && k < 2 || g.r.IntN(2) == 0); k++ {
 		n := (64 << 10) + 1 + g.r.IntN(min(left()/2, 2<<20))
-		if g.r.IntN(2) == 0 {
+		asString := g.r.IntN(2) == 0
+		if all && k < 2 {
+			asString = k == 0
+		}
+		if asString {
 			add(fmt.Sprintf("string of %d", n), bsoncore.AppendStringElement(nil, keys.next(), g.text(n)))
 		} else {
 			st := ldBinarySubtypes[g.r.IntN(len(ldBinarySubtypes))]
@@ -597,14 +609,14 @@ func (g *ldGen) document(id bsoncore.Value, size int) ldDoc {
 			add(fmt.Sprintf("binary %#x of %d", st, n), bsoncore.AppendBinaryElement(nil, keys.next(), st, g.binary(st, n)))
 		}
 	}
-	if left() > 100<<10 && g.r.IntN(2) == 0 {
+	if left() > 100<<10 && maybe(2) {
 		n := 1000 + g.r.IntN(4001)
 		n = min(n, left()/40)
 		if n >= 1000 {
 			add(fmt.Sprintf("wide subdocument of %d", n), bsoncore.AppendDocumentElement(nil, keys.next(), g.wide(1, n)))
 		}
 	}
-	if left() > 100<<10 && g.r.IntN(2) == 0 {
+	if left() > 100<<10 && maybe(2) {
 		n := 1000 + g.r.IntN(4001)
 		n = min(n, left()/40)
 		if n >= 1000 {
