@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"strconv"
 	"testing"
 	"time"
 
@@ -74,9 +75,16 @@ func (ts *testServer) stop() {
 	ts.srv = nil
 }
 
-// restart stops the server cleanly and starts a new one on the same data.
+// restart stops the server cleanly and starts a new one on the same data
+// and address, so that clients connected before reconnect (a client left
+// pointing at a dead address would spend its whole server selection
+// timeout ending its sessions at cleanup).
 func (ts *testServer) restart() {
+	_, port, _ := net.SplitHostPort(ts.addr)
 	ts.stop()
+	saved := ts.cfg.Port
+	ts.cfg.Port, _ = strconv.Atoi(port)
+	defer func() { ts.cfg.Port = saved }()
 	ts.start()
 }
 

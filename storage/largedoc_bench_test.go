@@ -1,0 +1,31 @@
+package storage
+
+import (
+	"io"
+
+	"github.com/rs/zerolog"
+	"testing"
+)
+
+// BenchmarkLargeDocWrite writes a 1 MB ordinal as a doctree and as a blob
+// into a real chunk store (go test -bench LargeDocWrite ./storage/).
+func BenchmarkLargeDocWrite(b *testing.B) {
+	e, err := Open(b.TempDir(), Options{}, zerolog.New(io.Discard))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer e.Close()
+	d, _ := e.Database(ctx, "db", true)
+	doc := vonNeumann(16)
+	for name, threshold := range map[string]int{"doctree": 1, "blob": -1} {
+		b.Run(name, func(b *testing.B) {
+			b.SetBytes(int64(len(doc)))
+			for i := 0; i < b.N; i++ {
+				doc[7]++ // a new l each time, as an import writes new documents
+				if _, err := docValueTuple(ctx, d.ns, doc, threshold); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
