@@ -84,7 +84,7 @@ func (r *request) countMatching(coll string, filter bsoncore.Document, env *quer
 		}
 		return n, nil
 	}
-	setScanReads(p, filter, func(*pathSet) {}) // counting needs no more
+	setScanReads(p, filter, func(*pathSet) { p.fetchOut = true }) // counting needs no more
 	src, err := planSource(r.ctx, snap, coll, f, p, &execStats{})
 	if err != nil {
 		return 0, err

@@ -157,6 +157,7 @@ func setFindReads(p *queryPlan, a *findArgs) {
 		switch {
 		case nonEmpty(a.projection):
 			out.addProjection(a.projection)
+			p.fetchOut = true
 		case !sorts:
 			out.whole = true
 		}
@@ -167,7 +168,7 @@ func setFindReads(p *queryPlan, a *findArgs) {
 // documents: the filter's to match them, and those plus what addOut adds
 // to return them.
 func setScanReads(p *queryPlan, filter bsoncore.Document, addOut func(*pathSet)) {
-	if p.ix != nil || p.idHack || p.text != nil {
+	if p.text != nil {
 		return
 	}
 	var match pathSet

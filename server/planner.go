@@ -35,8 +35,11 @@ type queryPlan struct {
 	wildPath string
 	// readMatch and readOut, when readMatch is set, are the paths a
 	// collection scan reads of large documents to match them and to
-	// return them (readOut nil: whole); see readpaths.go.
+	// return them (readOut nil: whole); see readpaths.go. fetchOut is set
+	// when readOut is all the query returns, so look-ups by _id (point
+	// and index plans) may fetch only those paths too.
 	readMatch, readOut []string
+	fetchOut           bool
 }
 
 // planInput is what the planner looks at.
@@ -365,7 +368,7 @@ type execStats struct {
 func planSource(ctx context.Context, rd storage.Reader, coll string, f *query.Filter, p *queryPlan, st *execStats) (docSource, error) {
 	switch {
 	case p.idHack:
-		return idSource(ctx, rd, coll, f, st)
+		return idSource(ctx, rd, coll, f, p, st)
 	case p.text != nil:
 		return textSource(ctx, rd, coll, f, p, st)
 	case p.ix == nil:
@@ -385,9 +388,16 @@ func planSource(ctx context.Context, rd storage.Reader, coll string, f *query.Fi
 	return src, nil
 }
 
-func idSource(ctx context.Context, rd storage.Reader, coll string, f *query.Filter, st *execStats) (docSource, error) {
+func idSource(ctx context.Context, rd storage.Reader, coll string, f *query.Filter, p *queryPlan, st *execStats) (docSource, error) {
 	id, _ := f.IDEquality()
-	doc, found, err := rd.Get(ctx, coll, id)
+	var doc bsoncore.Document
+	var found bool
+	var err error
+	if ff, ok := rd.(fieldFetcher); ok && p.fetchOut && p.readOut != nil {
+		doc, found, err = ff.GetKeyFields(ctx, coll, index.EncodeKey(nil, id), p.readOut)
+	} else {
+		doc, found, err = rd.Get(ctx, coll, id)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -514,7 +524,7 @@ func (s *indexSource) Next(ctx context.Context) (bsoncore.Document, error) {
 			}
 			continue
 		}
-		doc, found, err := s.rd.GetKey(ctx, s.coll, id)
+		doc, found, err := fetch(ctx, s.rd, s.coll, id, s.p)
 		if err != nil {
 			return nil, err
 		}
@@ -571,4 +581,18 @@ func rejectedPlans(rd storage.Reader, coll string, in planInput, winner *queryPl
 		}
 	}
 	return out
+}
+
+// fieldFetcher is a reader that can fetch part of a large document.
+type fieldFetcher interface {
+	GetKeyFields(ctx context.Context, coll string, idKey []byte, fields []string) (bsoncore.Document, bool, error)
+}
+
+// fetch reads the document with _id key idKey, only the paths the plan
+// returns when that is all it needs.
+func fetch(ctx context.Context, rd storage.Reader, coll string, idKey []byte, p *queryPlan) (bsoncore.Document, bool, error) {
+	if ff, ok := rd.(fieldFetcher); ok && p.fetchOut && p.readOut != nil {
+		return ff.GetKeyFields(ctx, coll, idKey, p.readOut)
+	}
+	return rd.GetKey(ctx, coll, idKey)
 }

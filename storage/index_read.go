@@ -5,9 +5,11 @@ import (
 	"fmt"
 
 	"dumbodb/index"
+	"dumbodb/storage/doctree"
 
 	"github.com/dolthub/dolt/go/store/prolly"
 	"github.com/dolthub/dolt/go/store/prolly/tree"
+	"github.com/dolthub/dolt/go/store/val"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
@@ -56,6 +58,36 @@ func (s *Snapshot) GetKey(ctx context.Context, coll string, idKey []byte) (bsonc
 	}
 	v, found, err := lookup(ctx, s.ns, c.base, c.edits, idKey)
 	return append(bsoncore.Document(nil), v...), found, err
+}
+
+// GetKeyFields is GetKey reading of a document stored as a doctree only
+// the fields listed (a smaller document is read whole).
+func (s *Snapshot) GetKeyFields(ctx context.Context, coll string, idKey []byte, fields []string) (bsoncore.Document, bool, error) {
+	c, ok := s.st.colls[coll]
+	if !ok {
+		return nil, false, nil
+	}
+	if c.edits != nil {
+		if e, ok := c.edits.Get(&edit{key: idKey}); ok {
+			return append(bsoncore.Document(nil), e.value...), e.value != nil, nil
+		}
+	}
+	k, err := keyTuple(s.ns, idKey)
+	if err != nil {
+		return nil, false, err
+	}
+	var out []byte
+	var found bool
+	err = c.base.Get(ctx, k, func(key, v val.Tuple) error {
+		if key == nil {
+			return nil
+		}
+		found = true
+		b, err := valueFields(ctx, s.ns, v, doctree.NewFields(fields))
+		out = append([]byte(nil), b...)
+		return err
+	})
+	return out, found, err
 }
 
 // Indexes lists a collection's secondary indexes as this transaction sees
