@@ -60,17 +60,6 @@ func ldID(doc []byte) bson.RawValue {
 	return bson.RawValue{Type: bson.Type(v.Type), Value: v.Data}
 }
 
-func ldSizes(docs []ldDoc) string {
-	var b strings.Builder
-	for i, d := range docs {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		fmt.Fprintf(&b, "%d", len(d.raw))
-	}
-	return b.String()
-}
-
 // ldRoundTripDocs returns the documents of the round-trip test: sizes from
 // {_id} alone to the 16 MiB maximum, most between 64 KiB and 2 MiB, with
 // _ids of several types.

@@ -103,7 +103,6 @@ type reader struct {
 	slot  []int // path of the token at off
 	root  bool  // the token at off is the root header
 	piece int   // >= 0: the segment is piece n of the scalar at slot
-	key   []byte
 	tpath []int // the path of the last token returned
 	seeks int   // nested seeks in progress
 }
@@ -143,8 +142,8 @@ func (r *reader) loadSegment(ctx context.Context) error {
 
 // setSegment makes seg, keyed key, the reader's current segment.
 func (r *reader) setSegment(key, seg []byte) error {
-	r.key, r.seg, r.off = key, seg, 0
-	path, kind, n, err := parseKey(r.key, r.slot)
+	r.seg, r.off = seg, 0
+	path, kind, n, err := parseKey(key, r.slot)
 	if err != nil {
 		return err
 	}
