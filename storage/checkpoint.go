@@ -85,8 +85,8 @@ func (d *Database) recyclePoint(upTo uint64) uint64 {
 }
 
 // foldEdits applies a collection's edits to its base map, storing values
-// of largeDoc bytes and more as doctrees (largeDoc <= 0: never).
-func foldEdits(ctx context.Context, ns tree.NodeStore, c *collection, largeDoc int) (prolly.Map, error) {
+// as largeDoc says (nil: all as plain values).
+func foldEdits(ctx context.Context, ns tree.NodeStore, c *collection, largeDoc *docWriter) (prolly.Map, error) {
 	if c.edits == nil || c.edits.Len() == 0 {
 		return c.base, nil
 	}
@@ -111,7 +111,7 @@ const parallelValueSize = 16 << 10
 
 // writeLargeValues writes the out-of-line values among edits in parallel
 // and returns their tuples.
-func writeLargeValues(ctx context.Context, ns tree.NodeStore, ed *edits, largeDoc int) (map[*edit]val.Tuple, error) {
+func writeLargeValues(ctx context.Context, ns tree.NodeStore, ed *edits, largeDoc *docWriter) (map[*edit]val.Tuple, error) {
 	var large []*edit
 	ed.Ascend(func(e *edit) bool {
 		if len(e.value) >= parallelValueSize {
@@ -143,7 +143,7 @@ func writeLargeValues(ctx context.Context, ns tree.NodeStore, ed *edits, largeDo
 }
 
 // applyEdit applies one edit; v, when set, is its value already written.
-func applyEdit(ctx context.Context, ns tree.NodeStore, mut *prolly.MutableMap, e *edit, largeDoc int, v val.Tuple) error {
+func applyEdit(ctx context.Context, ns tree.NodeStore, mut *prolly.MutableMap, e *edit, largeDoc *docWriter, v val.Tuple) error {
 	k, err := keyTuple(ns, e.key)
 	if err != nil {
 		return err

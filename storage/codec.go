@@ -58,14 +58,21 @@ func valueTuple(ctx context.Context, ns tree.NodeStore, v []byte) (val.Tuple, er
 	return b.Build(ns.Pool())
 }
 
-// docValueTuple stores a document: as a doctree when it has largeDoc bytes
-// or more (largeDoc > 0), else as a plain value. A doctree value has empty
-// bytes in field 0 and the tree's root in field 1 (docs/format/root.md).
-func docValueTuple(ctx context.Context, ns tree.NodeStore, doc []byte, largeDoc int) (val.Tuple, error) {
-	if largeDoc <= 0 || len(doc) < largeDoc {
+// docWriter is how a database writes documents: from threshold bytes up
+// as doctrees, through a Writer that skips nodes it already wrote.
+type docWriter struct {
+	threshold int
+	trees     *doctree.Writer
+}
+
+// docValueTuple stores a document: as a doctree when largeDoc says so
+// (nil: never), else as a plain value. A doctree value has empty bytes in
+// field 0 and the tree's root in field 1 (docs/format/root.md).
+func docValueTuple(ctx context.Context, ns tree.NodeStore, doc []byte, largeDoc *docWriter) (val.Tuple, error) {
+	if largeDoc == nil || len(doc) < largeDoc.threshold {
 		return valueTuple(ctx, ns, doc)
 	}
-	m, err := doctree.Build(ctx, ns, doc)
+	m, err := largeDoc.trees.Build(ctx, doc)
 	if err != nil {
 		return nil, fmt.Errorf("write doctree of %d bytes: %w", len(doc), err)
 	}

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"dumbodb/storage/doctree"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -45,7 +46,8 @@ type Database struct {
 	branches map[string]*branch
 	main     *branch
 	closed   atomic.Bool
-	pins     pins // states that live snapshots read
+	pins     pins       // states that live snapshots read
+	docs     *docWriter // nil: the path index is off
 }
 
 // branch is the live state of one branch: the published state that readers
@@ -77,6 +79,9 @@ func openDatabase(ctx context.Context, e *Engine, name string) (*Database, error
 		name: name, dir: dir, log: e.log, engine: e,
 		cs: cs, vs: vs, ns: ns, db: datas.NewTypesDatabase(vs, ns),
 		branches: map[string]*branch{},
+	}
+	if t := e.opts.LargeDocThreshold; t > 0 {
+		d.docs = &docWriter{threshold: t, trees: doctree.NewWriter(ns)}
 	}
 	if err := d.recover(ctx); err != nil {
 		d.db.Close()
@@ -185,9 +190,8 @@ func (d *Database) loadedBranch(name string) *branch {
 // Name is the database name.
 func (d *Database) Name() string { return d.name }
 
-// largeDoc is the size from which documents are stored as doctrees (<= 0:
-// never).
-func (d *Database) largeDoc() int { return d.engine.opts.LargeDocThreshold }
+// largeDoc is how documents are written (nil: never as doctrees).
+func (d *Database) largeDoc() *docWriter { return d.docs }
 
 // close checkpoints every branch and closes the log and the chunk store.
 func (d *Database) close(ctx context.Context) error {

@@ -49,6 +49,9 @@ func (d *Database) GC(ctx context.Context) (before, after int64, err error) {
 	if !ok {
 		return before, before, fmt.Errorf("the chunk store of %s cannot collect garbage", d.name)
 	}
+	if d.docs != nil {
+		d.docs.trees.Forget() // it would remember chunks GC may remove
+	}
 	if err := gc.GC(ctx, types.GCModeFull, chunks.NoArchive, hash.NewHashSet(), keep, nil); err != nil {
 		return before, before, fmt.Errorf("gc %s: %w", d.name, err)
 	}

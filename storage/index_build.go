@@ -252,7 +252,7 @@ func (tx *Tx) redoMeta(ctx context.Context, o walOp) error {
 func foldIndexes(ctx context.Context, ns tree.NodeStore, c *collection, data prolly.Map) ([]*indexState, error) {
 	out := make([]*indexState, len(c.indexes))
 	for i, ix := range c.indexes {
-		m, err := foldEdits(ctx, ns, &collection{base: ix.base, edits: ix.edits}, 0)
+		m, err := foldEdits(ctx, ns, &collection{base: ix.base, edits: ix.edits}, nil)
 		if err != nil {
 			return nil, fmt.Errorf("index %s: %w", ix.spec.Name, err)
 		}
@@ -376,7 +376,7 @@ func diffIndex(ctx context.Context, ns tree.NodeStore, coll string, ix *indexSta
 	if next.multikey {
 		next.edits.ReplaceOrInsert(&edit{key: index.MultikeyMarker, value: []byte{}})
 	}
-	m, err := foldEdits(ctx, ns, &collection{base: ix.base, edits: next.edits}, 0)
+	m, err := foldEdits(ctx, ns, &collection{base: ix.base, edits: next.edits}, nil)
 	if err != nil {
 		return nil, err
 	}
