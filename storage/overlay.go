@@ -10,9 +10,9 @@ import (
 	"github.com/dolthub/dolt/go/store/prolly/tree"
 	"github.com/dolthub/dolt/go/store/val"
 	"github.com/google/btree"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"dumbodb/storage/doctree"
-	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
 // edit is one acknowledged change to a collection since its last
