@@ -7,6 +7,7 @@ package crashtest
 import (
 	"context"
 	"fmt"
+	"hash/crc32"
 	"math/rand"
 	"net"
 	"os"
@@ -117,12 +118,20 @@ func writer(coll *mongo.Collection, l *ledger, name string, round int, rng *rand
 	}
 }
 
+// payload is a document's padding; the first document of about one batch
+// in eight gets 70 KiB, so that it is stored as a doctree (over the 64 KiB
+// threshold) and kills also land while trees are written.
 func payload(batch string, j int) string {
-	return fmt.Sprintf("%s/%d/%s", batch, j, string(make([]byte, 100+len(batch)*j%300)))
+	size := 100 + len(batch)*j%300
+	if j == 0 && crc32.ChecksumIEEE([]byte(batch))%8 == 0 {
+		size = 70 << 10
+	}
+	return fmt.Sprintf("%s/%d/%s", batch, j, string(make([]byte, size)))
 }
 
-// check verifies the recovered data against the ledger.
-func check(t *testing.T, coll *mongo.Collection, l *ledger) {
+// check verifies the recovered data against the ledger and returns how
+// many documents large enough for a doctree it found.
+func check(t *testing.T, coll *mongo.Collection, l *ledger) int {
 	t.Helper()
 	ctx := context.Background()
 	cur, err := coll.Find(ctx, bson.M{"batch": bson.M{"$exists": true}})
@@ -139,8 +148,12 @@ func check(t *testing.T, coll *mongo.Collection, l *ledger) {
 		t.Fatal(err)
 	}
 	present := map[string]int{}
+	large := 0
 	for _, d := range docs {
 		present[d.Batch]++
+		if len(d.Pad) > 64<<10 {
+			large++
+		}
 		var j int
 		fmt.Sscanf(d.ID[len(d.Batch)+1:], "%d", &j)
 		if d.Pad != payload(d.Batch, j) {
@@ -168,6 +181,7 @@ func check(t *testing.T, coll *mongo.Collection, l *ledger) {
 		}
 		l.incAcked[name], l.incTried[name] = ctr.C, ctr.C
 	}
+	return large
 }
 
 func TestKillDashNineLosesNothingAcknowledged(t *testing.T) {
@@ -207,7 +221,9 @@ func TestKillDashNineLosesNothingAcknowledged(t *testing.T) {
 	cmd, client := start(t, dir, logFile)
 	defer func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait() }()
 	defer client.Disconnect(context.Background())
-	check(t, client.Database("crash").Collection("c"), l)
+	if check(t, client.Database("crash").Collection("c"), l) == 0 {
+		t.Fatal("no document large enough for a doctree survived: the test did not exercise them")
+	}
 	if len(l.batches) < rounds {
 		t.Fatalf("only %d batches were acknowledged in %d rounds", len(l.batches), rounds)
 	}
