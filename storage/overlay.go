@@ -73,7 +73,7 @@ type Iterator struct {
 	// keep sees and that Next returns (out nil: whole); partial reports
 	// whether the last document returned was read in part.
 	match, out *doctree.Fields
-	curTree    val.Tuple // the base value of the borrowed document, when read in part
+	curTree    *doctree.Tree // the borrowed document's doctree, when read in part
 	partial    bool
 }
 
@@ -122,10 +122,10 @@ func (i *Iterator) NextWhere(ctx context.Context, keep func(bsoncore.Document) b
 		case i.curTree == nil:
 			return append(bsoncore.Document(nil), doc...), nil
 		case i.out == nil:
-			return valueBytes(ctx, i.ns, i.curTree)
+			return i.curTree.Document(ctx)
 		}
 		i.partial = !i.out.Whole()
-		return valueFields(ctx, i.ns, i.curTree, i.out)
+		return i.curTree.Project(ctx, i.out)
 	}
 }
 
@@ -142,9 +142,13 @@ func (i *Iterator) nextBorrowed(ctx context.Context) (bsoncore.Document, error) 
 	case e == nil || (i.bk != nil && bytes.Compare(i.bk, e.key) < 0):
 		i.bk, i.curTree = nil, nil
 		if i.match != nil {
-			if _, isTree, err := docTree(ctx, i.ns, i.bvTup); err != nil || isTree {
-				i.curTree = i.bvTup
-				return valueFields(ctx, i.ns, i.bvTup, i.match)
+			tr, isTree, err := docTree(ctx, i.ns, i.bvTup)
+			if err != nil {
+				return nil, err
+			}
+			if isTree {
+				i.curTree = &tr
+				return tr.Project(ctx, i.match)
 			}
 		}
 		return valueBytes(ctx, i.ns, i.bvTup)
