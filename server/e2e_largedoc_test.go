@@ -34,15 +34,8 @@ func ldRestart(ts *testServer, c *mongo.Client) *mongo.Client {
 // ldRaws drains a cursor into the raw documents it returned.
 func ldRaws(t *testing.T, cur *mongo.Cursor, err error) [][]byte {
 	t.Helper()
+	out, err := ldDrain(cur, err)
 	if err != nil {
-		t.Fatal(err)
-	}
-	defer cur.Close(ctx)
-	var out [][]byte
-	for cur.Next(ctx) {
-		out = append(out, bytes.Clone(cur.Current))
-	}
-	if err := cur.Err(); err != nil {
 		t.Fatal(err)
 	}
 	return out
@@ -868,21 +861,26 @@ type ldQuery struct {
 	run  func(coll *mongo.Collection) ([][]byte, error)
 }
 
+// ldDrain reads every document of a cursor (a failed open passes through).
+func ldDrain(cur *mongo.Cursor, err error) ([][]byte, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer cur.Close(ctx)
+	var out [][]byte
+	for cur.Next(ctx) {
+		out = append(out, bytes.Clone(cur.Current))
+	}
+	return out, cur.Err()
+}
+
 func ldQueries() []ldQuery {
 	j := ldJSON
 	var qs []ldQuery
 	find := func(name, filter string, opts *options.FindOptionsBuilder) {
 		qs = append(qs, ldQuery{"find " + name + " " + filter, func(coll *mongo.Collection) ([][]byte, error) {
 			cur, err := coll.Find(ctx, j(filter), opts)
-			if err != nil {
-				return nil, err
-			}
-			defer cur.Close(ctx)
-			var out [][]byte
-			for cur.Next(ctx) {
-				out = append(out, bytes.Clone(cur.Current))
-			}
-			return out, cur.Err()
+			return ldDrain(cur, err)
 		}})
 	}
 	findOpts := func() *options.FindOptionsBuilder { return options.Find() }
@@ -1004,15 +1002,7 @@ func ldQueries() []ldQuery {
 	} {
 		qs = append(qs, ldQuery{"aggregate " + p, func(coll *mongo.Collection) ([][]byte, error) {
 			cur, err := coll.Aggregate(ctx, j(p), options.Aggregate().SetBatchSize(3))
-			if err != nil {
-				return nil, err
-			}
-			defer cur.Close(ctx)
-			var out [][]byte
-			for cur.Next(ctx) {
-				out = append(out, bytes.Clone(cur.Current))
-			}
-			return out, cur.Err()
+			return ldDrain(cur, err)
 		}})
 	}
 	return qs
