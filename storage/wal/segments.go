@@ -7,8 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-
-	"golang.org/x/sys/unix"
 )
 
 // maxSpares is how many checkpointed segments are kept for reuse.
@@ -17,36 +15,23 @@ const maxSpares = 1
 // rotate makes a new segment, starting at LSN first, the current one. It
 // has room for at least need bytes of records.
 func (w *WAL) rotate(first uint64, need int64) error {
-	size := max(w.segmentSize, need+segmentHeaderSize)
-	f, path, err := w.takeSpare(size)
+	size := alignUp(max(w.segmentSize, need+segmentHeaderSize))
+	path, err := w.takeSpare(size)
 	if err != nil {
 		return err
 	}
-	var h [segmentHeaderSize]byte
-	copy(h[:], magic)
-	binary.LittleEndian.PutUint32(h[8:], formatVersion)
-	binary.LittleEndian.PutUint64(h[16:], first)
-	binary.LittleEndian.PutUint32(h[24:], crc32.Checksum(h[:24], castagnoli))
-	if _, err := f.WriteAt(h[:], 0); err != nil {
-		f.Close()
+	seg, err := openSegmentFile(path, 0, first)
+	if err != nil {
 		return err
 	}
-	if err := unix.Fdatasync(int(f.Fd())); err != nil {
-		f.Close()
-		return err
-	}
-	if err := os.Rename(path, filepath.Join(w.dir, segmentName(first))); err != nil {
-		f.Close()
-		return err
-	}
-	if err := syncDir(w.dir); err != nil {
-		f.Close()
+	if err := w.startSegment(seg, path, first); err != nil {
+		seg.close()
 		return err
 	}
 	if w.seg != nil {
-		w.seg.Close()
+		w.seg.close()
 	}
-	w.seg, w.segOff, w.segSize, w.segNext = f, segmentHeaderSize, size, first
+	w.seg = seg
 	w.segMu.Lock()
 	w.segments = append(w.segments, first)
 	w.segMu.Unlock()
@@ -58,16 +43,35 @@ func (w *WAL) rotate(first uint64, need int64) error {
 	return nil
 }
 
-// takeSpare returns a spare segment file of at least size bytes and its
-// path, creating a zero-filled one when none is ready.
-func (w *WAL) takeSpare(size int64) (*os.File, string, error) {
+// startSegment writes the header of a new segment durably and gives the
+// file its name.
+func (w *WAL) startSegment(seg *segmentFile, path string, first uint64) error {
+	var h [segmentHeaderSize]byte
+	copy(h[:], magic)
+	binary.LittleEndian.PutUint32(h[8:], formatVersion)
+	binary.LittleEndian.PutUint64(h[16:], first)
+	binary.LittleEndian.PutUint32(h[24:], crc32.Checksum(h[:24], castagnoli))
+	if err := seg.write(h[:]); err != nil {
+		return err
+	}
+	if err := seg.sync(); err != nil {
+		return err
+	}
+	if err := os.Rename(path, filepath.Join(w.dir, segmentName(first))); err != nil {
+		return err
+	}
+	return syncDir(w.dir)
+}
+
+// takeSpare returns the path of a spare segment file of at least size
+// bytes, creating a zero-filled one when none is ready.
+func (w *WAL) takeSpare(size int64) (string, error) {
 	w.segMu.Lock()
 	defer w.segMu.Unlock()
 	for _, name := range w.spareNames() {
 		path := filepath.Join(w.dir, name)
 		if st, err := os.Stat(path); err == nil && st.Size() >= size {
-			f, err := os.OpenFile(path, os.O_RDWR, 0)
-			return f, path, err
+			return path, nil
 		}
 	}
 	return w.createSpare(size)
@@ -84,36 +88,37 @@ func (w *WAL) spareNames() []string {
 	return names
 }
 
-// createSpare writes a zero-filled file: its blocks are allocated and
-// written, so later fdatasyncs need not update file metadata. Called with
-// segMu held.
-func (w *WAL) createSpare(size int64) (*os.File, string, error) {
+// createSpare writes a zero-filled file and returns its path: its blocks
+// are allocated and written, so later syncs need not update file metadata.
+// Called with segMu held.
+func (w *WAL) createSpare(size int64) (string, error) {
 	w.spareGen++
 	tmp := filepath.Join(w.dir, fmt.Sprintf("spare-%d.tmp", w.spareGen))
-	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return nil, "", err
+	if err := writeZeros(tmp, size); err != nil {
+		os.Remove(tmp)
+		return "", err
 	}
+	final := filepath.Join(w.dir, fmt.Sprintf("spare-%d-%d.seg", os.Getpid(), w.spareGen))
+	if err := os.Rename(tmp, final); err != nil {
+		return "", err
+	}
+	return final, nil
+}
+
+func writeZeros(path string, size int64) error {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
 	zeros := make([]byte, 1<<20)
 	for off := int64(0); off < size; off += int64(len(zeros)) {
 		n := min(int64(len(zeros)), size-off)
 		if _, err := f.WriteAt(zeros[:n], off); err != nil {
-			f.Close()
-			os.Remove(tmp)
-			return nil, "", err
+			return err
 		}
 	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		os.Remove(tmp)
-		return nil, "", err
-	}
-	final := filepath.Join(w.dir, fmt.Sprintf("spare-%d-%d.seg", os.Getpid(), w.spareGen))
-	if err := os.Rename(tmp, final); err != nil {
-		f.Close()
-		return nil, "", err
-	}
-	return f, final, nil
+	return f.Sync()
 }
 
 // ensureSpare prepares one spare segment in the background, so that the
@@ -124,9 +129,7 @@ func (w *WAL) ensureSpare() {
 	if len(w.spareNames()) > 0 {
 		return
 	}
-	if f, _, err := w.createSpare(w.segmentSize); err == nil {
-		f.Close()
-	} else {
+	if _, err := w.createSpare(w.segmentSize); err != nil {
 		w.log.Warn().Str("c", "WAL").Err(err).Msg("preparing a spare log segment failed")
 	}
 }
@@ -184,7 +187,7 @@ func (w *WAL) Close() error {
 	}
 	w.bg.Wait()
 	if w.seg != nil {
-		return w.seg.Close()
+		return w.seg.close()
 	}
 	return nil
 }

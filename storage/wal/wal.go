@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
-	"golang.org/x/sys/unix"
 )
 
 // DefaultSegmentSize is the size segments are created with.
@@ -59,13 +58,12 @@ type WAL struct {
 	closed   bool
 	started  bool
 
-	// owned by the flusher goroutine (and Replay/Close)
-	seg     *os.File
-	segOff  int64 // write offset in seg
-	segSize int64
-	segNext uint64        // LSN the record at segOff must have
-	stop    chan struct{} // closed by Close
-	done    chan struct{} // closed when flushLoop has exited
+	// owned by the flusher goroutine (and Replay/Start/Close)
+	seg        *segmentFile  // nil until the first segment exists
+	replayOff  int64         // where Replay found the last segment's end
+	replayNext uint64        // the LSN expected there
+	stop       chan struct{} // closed by Close
+	done       chan struct{} // closed when flushLoop has exited
 
 	bg       sync.WaitGroup // background spare preparation
 	segMu    sync.Mutex     // guards segments and spare files
@@ -79,6 +77,7 @@ func Open(dir string, opts Options, log zerolog.Logger) (*WAL, error) {
 	if opts.SegmentSize <= 0 {
 		opts.SegmentSize = DefaultSegmentSize
 	}
+	opts.SegmentSize = alignUp(opts.SegmentSize)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("wal: create %s: %w", dir, err)
 	}
@@ -140,12 +139,12 @@ func (w *WAL) Replay(after, floor uint64, fn func(lsn uint64, payload []byte) er
 		}
 		replayed += n
 		expected = next
-		w.segOff = end
+		w.replayOff = end
 	}
 	if expected == 0 {
 		expected = floor + 1
 	}
-	w.segNext = expected
+	w.replayNext = expected
 	expected = max(expected, floor+1)
 	w.nextLSN, w.synced, w.written = expected, expected-1, expected-1
 	return replayed, nil
@@ -223,16 +222,11 @@ func appendRecord(dst []byte, lsn uint64, payload []byte) []byte {
 // it after Replay.
 func (w *WAL) Start() error {
 	if n := len(w.segments); n > 0 {
-		f, err := os.OpenFile(filepath.Join(w.dir, segmentName(w.segments[n-1])), os.O_RDWR, 0)
+		seg, err := openSegmentFile(filepath.Join(w.dir, segmentName(w.segments[n-1])), w.replayOff, w.replayNext)
 		if err != nil {
 			return fmt.Errorf("wal: open tail segment: %w", err)
 		}
-		st, err := f.Stat()
-		if err != nil {
-			f.Close()
-			return err
-		}
-		w.seg, w.segSize = f, st.Size()
+		w.seg = seg
 	}
 	w.mu.Lock()
 	w.started = true
@@ -364,13 +358,14 @@ func (w *WAL) flushLoop() {
 	}
 }
 
-// writeBatch writes encoded records (never splitting one) and syncs.
+// writeBatch writes encoded records (never splitting one) and makes them
+// durable.
 func (w *WAL) writeBatch(batch []byte) error {
 	for len(batch) > 0 {
 		// Take as many whole records as fit in the current segment.
 		take, records := 0, uint64(0)
-		if w.seg != nil && lsnOf(batch) == w.segNext {
-			for take < len(batch) && w.segOff+int64(take+recordLen(batch[take:])) <= w.segSize {
+		if w.seg != nil && lsnOf(batch) == w.seg.next {
+			for take < len(batch) && w.seg.fits(take+recordLen(batch[take:])) {
 				take += recordLen(batch[take:])
 				records++
 			}
@@ -381,14 +376,13 @@ func (w *WAL) writeBatch(batch []byte) error {
 			}
 			continue
 		}
-		if _, err := w.seg.WriteAt(batch[:take], w.segOff); err != nil {
+		if err := w.seg.write(batch[:take]); err != nil {
 			return err
 		}
-		w.segOff += int64(take)
-		w.segNext += records
+		w.seg.next += records
 		batch = batch[take:]
 		if len(batch) > 0 {
-			if err := unix.Fdatasync(int(w.seg.Fd())); err != nil {
+			if err := w.seg.sync(); err != nil {
 				return err
 			}
 		}
@@ -396,8 +390,11 @@ func (w *WAL) writeBatch(batch []byte) error {
 	if w.seg == nil {
 		return nil
 	}
-	return unix.Fdatasync(int(w.seg.Fd()))
+	return w.seg.sync()
 }
+
+// alignUp rounds n up to whole blocks.
+func alignUp(n int64) int64 { return (n + blockSize - 1) &^ (blockSize - 1) }
 
 func recordLen(b []byte) int { return recordHeaderSize + int(binary.LittleEndian.Uint32(b)) }
 
