@@ -26,8 +26,9 @@ type conn struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	r *bufio.Reader
-	w *bufio.Writer
+	r      *bufio.Reader
+	w      *bufio.Writer
+	poller busyPoller
 
 	// compressors the client offered in hello that we also support, in the
 	// client's order of preference.
@@ -44,9 +45,10 @@ func (s *Server) newConn(nc net.Conn) *conn {
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &conn{
 		s: s, nc: nc, id: id, ctx: ctx, cancel: cancel,
-		log: s.log.With().Str("ctx", connName(id)).Logger(),
-		r:   bufio.NewReaderSize(nc, 64<<10),
-		w:   bufio.NewWriterSize(nc, 64<<10),
+		log:    s.log.With().Str("ctx", connName(id)).Logger(),
+		r:      bufio.NewReaderSize(nc, 64<<10),
+		w:      bufio.NewWriterSize(nc, 64<<10),
+		poller: newBusyPoller(nc, s.cfg.BusyPoll),
 	}
 	s.connsMu.Lock()
 	s.conns[c] = struct{}{}
@@ -74,12 +76,18 @@ func (c *conn) serve() {
 	c.log.Info().Str("c", "NETWORK").Str("remote", c.nc.RemoteAddr().String()).
 		Int64("connectionId", c.id).Msg("Connection accepted")
 	for {
+		if c.r.Buffered() == 0 {
+			c.poller.await(c.s)
+		}
 		hdr, msg, comp, err := wire.Read(c.r)
 		if err != nil {
 			c.logReadError(err)
 			return
 		}
-		if err := c.handle(hdr, msg, comp); err != nil {
+		c.s.running.Add(1)
+		err = c.handle(hdr, msg, comp)
+		c.s.running.Add(-1)
+		if err != nil {
 			c.log.Info().Str("c", "NETWORK").Err(err).Msg("closing connection")
 			return
 		}

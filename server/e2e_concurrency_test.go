@@ -5,16 +5,22 @@ import (
 	"sync"
 	"testing"
 
+	"dumbodb/server"
+
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 )
 
 const clients = 32
 
+// busyPolling runs a test's server with the binary's default busy-poll
+// window, so that connections spin between requests as in production.
+func busyPolling(c *server.Config) { c.BusyPoll = server.DefaultBusyPoll }
+
 // TestCompareAndSwapFrom32Clients: every value of v is won by exactly one
 // client, and the final v is the number of acknowledged wins.
 func TestCompareAndSwapFrom32Clients(t *testing.T) {
-	ts := startServer(t)
+	ts := startServer(t, busyPolling)
 	c := ts.client()
 	coll := c.Database("test").Collection("cas")
 	if _, err := coll.InsertOne(ctx, bson.M{"_id": 1, "v": 0}); err != nil {
@@ -65,7 +71,7 @@ func TestCompareAndSwapFrom32Clients(t *testing.T) {
 
 // TestIncFrom32Clients: no increment is lost.
 func TestIncFrom32Clients(t *testing.T) {
-	ts := startServer(t)
+	ts := startServer(t, busyPolling)
 	c := ts.client()
 	coll := c.Database("test").Collection("inc")
 	const each = 40

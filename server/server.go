@@ -33,6 +33,9 @@ type Config struct {
 	TestCommands bool
 	// TTLInterval is how often TTL indexes are applied (default 60 s).
 	TTLInterval time.Duration
+	// BusyPoll is how long an idle connection may spin for its next
+	// request while nothing else runs (0: never; see busyPoller).
+	BusyPoll time.Duration
 }
 
 // Server is a running DumboDB: its listeners, connections, cursors and
@@ -55,6 +58,9 @@ type Server struct {
 	wg         sync.WaitGroup
 	closing    atomic.Bool
 	done       chan struct{} // closed by Shutdown
+
+	running  atomic.Int64 // messages being handled, on all connections
+	spinning atomic.Bool  // a connection is busy-polling
 }
 
 // stats are the counters serverStatus reports.
