@@ -118,13 +118,17 @@ func (t *groupTable) insert(g *group) {
 	t.order = append(t.order, g)
 }
 
-// key puts all strings in one bucket under a collation, where different
-// bytes may compare equal.
+// key buckets strings by their collation sort key under a collation,
+// where different bytes may compare equal, and keeps documents and arrays
+// (which may hold such strings) in one bucket per type.
 func (t *groupTable) key(id bsoncore.Value) string {
-	if t.coll != nil && CanonicalType(id.Type) != CanonicalType(bsoncore.TypeDouble) {
-		return "t" + strconv.Itoa(CanonicalType(id.Type))
+	if t.coll == nil || CanonicalType(id.Type) == CanonicalType(bsoncore.TypeDouble) {
+		return bucketKey(id)
 	}
-	return bucketKey(id)
+	if s, ok := id.StringValueOK(); ok {
+		return "c" + string(t.coll.AppendKey(nil, []byte(s)))
+	}
+	return "t" + strconv.Itoa(CanonicalType(id.Type))
 }
 
 // groupDocs groups the whole input, then yields one document per group in
@@ -232,14 +236,14 @@ func findGroup(bucket []*group, id bsoncore.Value) *group {
 
 // DistinctValues is what the distinct command returns for a key: every
 // value at path in docs, with arrays contributing their elements, each
-// value once (by Compare), in order of first appearance.
-func DistinctValues(docs []bsoncore.Document, path string) []bsoncore.Value {
-	buckets := map[string][]*group{}
+// value once (equal under collation c; nil: simple), in order of first
+// appearance.
+func DistinctValues(docs []bsoncore.Document, path string, c *Collation) []bsoncore.Value {
+	t := &groupTable{coll: c, buckets: map[string][]*group{}}
 	var out []bsoncore.Value
 	add := func(v bsoncore.Value) {
-		key := bucketKey(v)
-		if findGroup(buckets[key], v) == nil {
-			buckets[key] = append(buckets[key], &group{id: v})
+		if t.find(v) == nil {
+			t.insert(&group{id: v})
 			out = append(out, v)
 		}
 	}

@@ -593,11 +593,11 @@ func cmdDistinct(r *request) (bsoncore.Document, error) {
 		return nil, err
 	}
 	var key string
-	var filter bsoncore.Document
+	var filter, collation bsoncore.Document
 	err = r.parseArgs(map[string]fieldHandler{
 		"key":       r.stringArg("key", &key),
 		"query":     r.optDocArg("query", &filter),
-		"collation": r.ignoreArg(),
+		"collation": r.optDocArg("collation", &collation),
 		"hint":      r.ignoreArg(),
 	})
 	if err != nil {
@@ -606,7 +606,11 @@ func cmdDistinct(r *request) (bsoncore.Document, error) {
 	if key == "" {
 		return nil, mongoerr.New(mongoerr.Code(40414), "BSON field 'distinct.key' is missing but a required field")
 	}
-	f, err := query.CompileFilter(orEmpty(filter))
+	env, err := queryEnv(collation, nil)
+	if err != nil {
+		return nil, err
+	}
+	f, err := query.CompileFilterEnv(orEmpty(filter), env)
 	if err != nil {
 		return nil, err
 	}
@@ -622,7 +626,7 @@ func cmdDistinct(r *request) (bsoncore.Document, error) {
 	if err != nil {
 		return nil, err
 	}
-	values := query.DistinctValues(docs, key)
+	values := query.DistinctValues(docs, key, f.Collation())
 	arr := bsoncore.NewArrayBuilder()
 	for _, v := range values {
 		arr.AppendValue(v)

@@ -649,3 +649,109 @@ func anyStrings(s []string) []any {
 	}
 	return out
 }
+
+// TestDistinctCollation: distinct matches its query and tells values
+// apart under its collation, as find and $group do; each class of equal
+// values is answered once, by its first member.
+func TestDistinctCollation(t *testing.T) {
+	ts := startServer(t)
+	db := ts.client().Database("dc")
+	c := db.Collection("people")
+	if _, err := c.InsertMany(ctx, ciDocs()); err != nil {
+		t.Fatal(err)
+	}
+	fold := strings.NewReplacer("á", "a", "ë", "e", "é", "e").Replace
+	classes := map[string]func(string) string{
+		"simple":     func(s string) string { return s },
+		"strength 2": strings.ToLower,
+		"strength 1": func(s string) string { return fold(strings.ToLower(s)) },
+	}
+	collations := map[string]bson.D{
+		"simple":     nil,
+		"strength 2": ciColl,
+		"strength 1": {{Key: "locale", Value: "en"}, {Key: "strength", Value: 1}},
+	}
+	for name, coll := range collations {
+		for _, field := range []string{"name", "tags", "city"} {
+			want := distinctModel(t, c, field, classes[name])
+			got := distinctValues(t, db, field, bson.D{}, coll)
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("%s, distinct %s:\n got %v\nwant %v", name, field, got, want)
+			}
+		}
+	}
+	if got := distinctValues(t, db, "num", bson.D{{Key: "name", Value: "ALICE"}}, ciColl); !reflect.DeepEqual(got, []string{"0", "1", "2"}) {
+		t.Errorf("the query must match under the collation: %v", got)
+	}
+	bad := bson.D{{Key: "locale", Value: "en"}, {Key: "strength", Value: 9}}
+	_, findErr := c.Find(ctx, bson.D{}, options.Find().SetCollation(driverCollation(bad)))
+	distinctErr := db.RunCommand(ctx, bson.D{{Key: "distinct", Value: "people"}, {Key: "key", Value: "name"}, {Key: "collation", Value: bad}}).Err()
+	var fe, de mongo.ServerError
+	if !errors.As(findErr, &fe) || !errors.As(distinctErr, &de) || fe.(mongo.CommandError).Code != de.(mongo.CommandError).Code {
+		t.Errorf("a bad collation: find %v, distinct %v", findErr, distinctErr)
+	}
+}
+
+// distinctValues runs distinct and renders each value as a string.
+func distinctValues(t *testing.T, db *mongo.Database, key string, filter, collation bson.D) []string {
+	t.Helper()
+	cmd := bson.D{{Key: "distinct", Value: "people"}, {Key: "key", Value: key}, {Key: "query", Value: filter}}
+	if collation != nil {
+		cmd = append(cmd, bson.E{Key: "collation", Value: collation})
+	}
+	var res struct{ Values []any }
+	if err := db.RunCommand(ctx, cmd).Decode(&res); err != nil {
+		t.Fatal(err)
+	}
+	out := make([]string, len(res.Values))
+	for i, v := range res.Values {
+		out[i] = fmt.Sprint(v)
+	}
+	return out
+}
+
+// distinctModel computes distinct over the documents in _id order: the
+// first value of each class, where class maps a string (also inside an
+// embedded document) to its class under the collation.
+func distinctModel(t *testing.T, c *mongo.Collection, key string, class func(string) string) []string {
+	t.Helper()
+	cur, err := c.Find(ctx, bson.D{}, options.Find().SetSort(bson.D{{Key: "_id", Value: 1}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var docs []bson.M
+	if err := cur.All(ctx, &docs); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	var out []string
+	add := func(v any) {
+		k := fmt.Sprintf("%T:%v", v, v)
+		switch x := v.(type) {
+		case string:
+			k = "s:" + class(x)
+		case bson.D:
+			k = "d:" + class(fmt.Sprint(x))
+		case int32, int64, float64:
+			k = fmt.Sprintf("n:%v", x)
+		}
+		if !seen[k] {
+			seen[k] = true
+			out = append(out, fmt.Sprint(v))
+		}
+	}
+	for _, d := range docs {
+		v, ok := d[key]
+		if !ok {
+			continue
+		}
+		if arr, isArr := v.(bson.A); isArr {
+			for _, e := range arr {
+				add(e)
+			}
+			continue
+		}
+		add(v)
+	}
+	return out
+}

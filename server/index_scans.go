@@ -257,7 +257,7 @@ func distinctScan(ctx context.Context, rd storage.Reader, coll string, p *queryP
 					}
 					doc = d
 				}
-				vals := query.DistinctValues([]bsoncore.Document{doc}, key)
+				vals := query.DistinctValues([]bsoncore.Document{doc}, key, nil)
 				for _, v := range vals {
 					enc := string(index.EncodeKey(nil, v))
 					if r, ok := reps[enc]; !ok || bytes.Compare(id, r.id) < 0 {
@@ -289,7 +289,7 @@ func distinctScan(ctx context.Context, rd storage.Reader, coll string, p *queryP
 	for i, r := range list {
 		docs[i] = r.doc
 	}
-	return query.DistinctValues(docs, key), nil
+	return query.DistinctValues(docs, key, nil), nil
 }
 
 // cmdDistinctIndexed answers distinct from an index when one expresses
