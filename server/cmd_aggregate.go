@@ -81,7 +81,7 @@ func cmdAggregate(r *request) (bsoncore.Document, error) {
 	if err != nil {
 		return nil, err
 	}
-	env, err := queryEnv(a.collation, a.let)
+	env, err := r.collEnv(a.coll, a.collation, a.let)
 	if err != nil {
 		return nil, err
 	}
@@ -606,7 +606,7 @@ func cmdDistinct(r *request) (bsoncore.Document, error) {
 	if key == "" {
 		return nil, mongoerr.New(mongoerr.Code(40414), "BSON field 'distinct.key' is missing but a required field")
 	}
-	env, err := queryEnv(collation, nil)
+	env, err := r.collEnv(coll, collation, nil)
 	if err != nil {
 		return nil, err
 	}

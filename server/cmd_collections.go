@@ -112,6 +112,14 @@ func cmdCreate(r *request) (bsoncore.Document, error) {
 		case k == "viewOn" || k == "pipeline" || k == "timeseries" || k == "clusteredIndex" || k == "encryptedFields" ||
 			k == "validator" || k == "validationLevel" || k == "validationAction":
 			return nil, mongoerr.New(mongoerr.NotImplemented, "create option '%s' is not supported by DumboDB yet", k)
+		case k == "collation":
+			c, err := parseCreateCollation(el.Value())
+			if err != nil {
+				return nil, err
+			}
+			if c != nil {
+				opts.AppendDocument(k, c.Expanded())
+			}
 		case createOptions[k]:
 			if k != "comment" && k != "writeConcern" {
 				opts.AppendValue(k, el.Value())
@@ -131,6 +139,16 @@ func cmdCreate(r *request) (bsoncore.Document, error) {
 		return nil, err
 	}
 	return okReply(), nil
+}
+
+// parseCreateCollation validates create's collation option; nil is the
+// simple collation, which mongod does not store.
+func parseCreateCollation(v bsoncore.Value) (*query.Collation, error) {
+	d, ok := v.DocumentOK()
+	if !ok {
+		return nil, typeMismatch("create", "collation", v, "object")
+	}
+	return query.ParseCollation(d)
 }
 
 func cmdDrop(r *request) (bsoncore.Document, error) {

@@ -32,7 +32,7 @@ func cmdCount(r *request) (bsoncore.Document, error) {
 	if limit < 0 {
 		limit = -limit
 	}
-	env, err := queryEnv(collation, nil)
+	env, err := r.collEnv(coll, collation, nil)
 	if err != nil {
 		return nil, err
 	}

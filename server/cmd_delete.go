@@ -48,7 +48,8 @@ func (r *request) parseDeleteStatement(v bsoncore.Value, let bsoncore.Document) 
 	if err := r.checkHint(hint); err != nil {
 		return nil, err
 	}
-	env, err := queryEnv(collation, let)
+	coll, _ := r.collectionArg()
+	env, err := r.collEnv(coll, collation, let)
 	if err != nil {
 		return nil, err
 	}

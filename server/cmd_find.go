@@ -91,7 +91,7 @@ func cmdFind(r *request) (bsoncore.Document, error) {
 
 // findSource compiles a find and returns its result stream.
 func (r *request) findSource(coll string, a *findArgs, st *execStats) (docSource, error) {
-	env, err := queryEnv(a.collation, a.let)
+	env, err := r.collEnv(coll, a.collation, a.let)
 	if err != nil {
 		return nil, err
 	}

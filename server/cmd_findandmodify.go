@@ -65,7 +65,7 @@ func cmdFindAndModify(r *request) (bsoncore.Document, error) {
 	if err := r.checkHint(a.hint); err != nil {
 		return nil, err
 	}
-	env, err := queryEnv(a.collation, a.let)
+	env, err := r.collEnv(coll, a.collation, a.let)
 	if err != nil {
 		return nil, err
 	}

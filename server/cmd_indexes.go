@@ -32,7 +32,7 @@ func cmdCreateIndexes(r *request) (bsoncore.Document, error) {
 	if specs == nil {
 		return nil, mongoerr.New(mongoerr.Code(40414), "BSON field 'createIndexes.indexes' is missing but a required field")
 	}
-	requested, err := parseIndexSpecs(specs, ignoreUnknown)
+	requested, err := parseIndexSpecs(specs, ignoreUnknown, r.defaultCollation(coll))
 	if err != nil {
 		return nil, err
 	}
@@ -110,7 +110,10 @@ func indexBuildError(ns string, err error) error {
 	return e11000("Index build failed: ", ns, dup.Index, dup.KeyPattern, dup.KeyValue)
 }
 
-func parseIndexSpecs(specs bsoncore.Array, ignoreUnknown bool) ([]*index.Spec, error) {
+// parseIndexSpecs parses createIndexes' specs; those without a collation
+// take the collection's default collation def (nil: simple), except the
+// _id index, which stays simple in DumboDB.
+func parseIndexSpecs(specs bsoncore.Array, ignoreUnknown bool, def bsoncore.Document) ([]*index.Spec, error) {
 	vals, _ := specs.Values()
 	if len(vals) == 0 {
 		return nil, mongoerr.New(mongoerr.BadValue, "Must specify at least one index to create")
@@ -124,13 +127,29 @@ func parseIndexSpecs(specs bsoncore.Array, ignoreUnknown bool) ([]*index.Spec, e
 		if ignoreUnknown {
 			d = index.StripUnknownOptions(d)
 		}
-		s, err := index.ParseSpec(d)
+		s, err := parseIndexSpec(d, def)
 		if err != nil {
 			return nil, fmt.Errorf("Error in specification %s :: caused by :: %w", d, err)
 		}
 		out = append(out, s)
 	}
 	return out, nil
+}
+
+func parseIndexSpec(d, def bsoncore.Document) (*index.Spec, error) {
+	s, err := index.ParseSpec(d)
+	if err != nil || def == nil || s.IsID() {
+		return s, err
+	}
+	if _, err := d.LookupErr("collation"); err == nil {
+		return s, nil
+	}
+	withDefault := bsoncore.NewDocumentBuilder()
+	els, _ := d.Elements()
+	for _, el := range els {
+		withDefault.AppendValue(el.Key(), el.Value())
+	}
+	return index.ParseSpec(withDefault.AppendDocument("collation", def).Build())
 }
 
 // mergeIndexSpecs adds the requested specs to a collection's, skipping

@@ -53,7 +53,8 @@ func (r *request) parseUpdateStatement(v bsoncore.Value, let bsoncore.Document) 
 	if err := r.checkHint(hint); err != nil {
 		return nil, err
 	}
-	env, err := queryEnv(collation, let)
+	coll, _ := r.collectionArg()
+	env, err := r.collEnv(coll, collation, let)
 	if err != nil {
 		return nil, err
 	}

@@ -755,3 +755,123 @@ func distinctModel(t *testing.T, c *mongo.Collection, key string, class func(str
 	}
 	return out
 }
+
+// TestCollectionDefaultCollation: a collection created with a collation
+// uses it for every operation that names none, and gives it to the
+// indexes created without one; {locale: "simple"} overrides it.
+func TestCollectionDefaultCollation(t *testing.T) {
+	ts := startServer(t)
+	db := ts.client().Database("dcoll")
+	if err := db.CreateCollection(ctx, "people", options.CreateCollection().SetCollation(driverCollation(ciColl))); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.CreateCollection(ctx, "plain", options.CreateCollection().SetCollation(&options.Collation{Locale: "simple"})); err != nil {
+		t.Fatal(err)
+	}
+	specs, err := db.ListCollectionSpecifications(ctx, bson.D{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range specs {
+		got := s.Options.Lookup("collation")
+		switch {
+		case s.Name == "people" && !reflect.DeepEqual(bson.Raw(got.Value).String(), bsonString(t, ciExpanded)):
+			t.Errorf("people's collation is listed as %v", got)
+		case s.Name == "plain" && got.Type != 0:
+			t.Errorf("a simple collation is not stored, got %v", got)
+		}
+	}
+	bad := bson.D{{Key: "locale", Value: "en"}, {Key: "strength", Value: 9}}
+	createErr := db.RunCommand(ctx, bson.D{{Key: "create", Value: "bad"}, {Key: "collation", Value: bad}}).Err()
+	_, findErr := db.Collection("people").Find(ctx, bson.D{}, options.Find().SetCollation(driverCollation(bad)))
+	var ce, fe mongo.CommandError
+	if !errors.As(createErr, &ce) || !errors.As(findErr, &fe) || ce.Code != fe.Code {
+		t.Errorf("a bad collation: create %v, find %v", createErr, findErr)
+	}
+
+	people, plain := db.Collection("people"), db.Collection("plain")
+	for _, c := range []*mongo.Collection{people, plain} {
+		if _, err := c.InsertMany(ctx, ciDocs()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	simple := &options.Collation{Locale: "simple"}
+	checkCount := func(what string, c *mongo.Collection, filter bson.D, coll *options.Collation, want int64) {
+		t.Helper()
+		opts := options.Count()
+		if coll != nil {
+			opts.SetCollation(coll)
+		}
+		if n, err := c.CountDocuments(ctx, filter, opts); err != nil || n != want {
+			t.Errorf("%s: count %d (%v), want %d", what, n, err, want)
+		}
+	}
+	alice := bson.D{{Key: "name", Value: "alice"}}
+	checkCount("default", people, alice, nil, 3)
+	checkCount("simple override", people, alice, simple, 1)
+	checkCount("simple collection", plain, alice, nil, 1)
+	if ids := findIDs(t, people, alice, bson.D{{Key: "_id", Value: 1}}, nil, nil); fmt.Sprint(ids) != "[0 1 2]" {
+		t.Errorf("find under the default: %v", ids)
+	}
+	if got := distinctValues(t, db, "city", bson.D{}, nil); fmt.Sprint(got) != "[Paris Oslo]" {
+		t.Errorf("distinct under the default: %v", got)
+	}
+	res, err := people.UpdateMany(ctx, bson.D{{Key: "name", Value: "BOB"}}, bson.D{{Key: "$set", Value: bson.D{{Key: "hit", Value: true}}}})
+	if err != nil || res.ModifiedCount != 2 {
+		t.Errorf("updateMany under the default: %+v %v", res, err)
+	}
+	del, err := people.DeleteMany(ctx, bson.D{{Key: "name", Value: "DAVE"}})
+	if err != nil || del.DeletedCount != 2 {
+		t.Errorf("deleteMany under the default: %+v %v", del, err)
+	}
+	var agg []bson.M
+	cur, err := people.Aggregate(ctx, mongo.Pipeline{{{Key: "$match", Value: bson.D{{Key: "city", Value: "OSLO"}}}}, {{Key: "$count", Value: "n"}}})
+	if err == nil {
+		err = cur.All(ctx, &agg)
+	}
+	if err != nil || len(agg) != 1 || fmt.Sprint(agg[0]["n"]) != "6" {
+		t.Errorf("aggregate under the default: %v %v", agg, err)
+	}
+
+	// Indexes created without a collation take the collection's.
+	if _, err := createIx(db, "people", ixSpec(bson.D{{Key: "name", Value: 1}}, "name_ci"),
+		ixSpec(bson.D{{Key: "city", Value: 1}}, "city_simple", bson.E{Key: "collation", Value: bson.D{{Key: "locale", Value: "simple"}}})); err != nil {
+		t.Fatal(err)
+	}
+	ix := listIx(t, people)
+	if got := lookupD(ix["name_ci"], "collation"); !reflect.DeepEqual(got, ciExpanded) {
+		t.Errorf("name_ci collation %v", got)
+	}
+	if got := lookupD(ix["city_simple"], "collation"); got != nil {
+		t.Errorf("city_simple collation %v", got)
+	}
+	if st := explainFind(t, db, "people", alice, nil, nil); !hasStage(st, "IXSCAN:name_ci") {
+		t.Errorf("the default-collation index should serve a query under the default: %v", st)
+	}
+	_, err = createIx(db, "people", ixSpec(bson.D{{Key: "name", Value: "text"}}, "name_text"))
+	if !errors.As(err, &ce) || ce.Code != 67 {
+		t.Errorf("a text index inherits the collation and refuses it (mongod: code 67): %v", err)
+	}
+	if _, err := createIx(db, "people", ixSpec(bson.D{{Key: "name", Value: "text"}}, "name_text",
+		bson.E{Key: "collation", Value: bson.D{{Key: "locale", Value: "simple"}}})); err != nil {
+		t.Errorf("a text index with an explicit simple collation: %v", err)
+	}
+}
+
+func bsonString(t *testing.T, d bson.D) string {
+	t.Helper()
+	raw, err := bson.Marshal(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bson.Raw(raw).String()
+}
+
+func lookupD(d bson.D, key string) any {
+	for _, e := range d {
+		if e.Key == key {
+			return e.Value
+		}
+	}
+	return nil
+}

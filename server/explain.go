@@ -103,7 +103,7 @@ func firstDoc(arr bsoncore.Array) bsoncore.Value {
 }
 
 func (r *request) explain(ex *explained, verbosity string) (bsoncore.Document, error) {
-	env, err := queryEnv(ex.collation, nil)
+	env, err := r.collEnv(ex.coll, ex.collation, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -180,6 +180,37 @@ func (s *projectSource) Next(ctx context.Context) (bsoncore.Document, error) {
 
 // queryEnv builds the query environment of a command from its collation
 // and let documents (either may be nil).
+// collEnv is queryEnv for a command on collection coll: without a
+// collation of its own it takes the collection's default (mongod's rule).
+func (r *request) collEnv(coll string, collation, let bsoncore.Document) (*query.Env, error) {
+	if collation == nil {
+		collation = r.defaultCollation(coll)
+	}
+	return queryEnv(collation, let)
+}
+
+// defaultCollation is the collation coll was created with (nil: simple,
+// or no such collection).
+func (r *request) defaultCollation(coll string) bsoncore.Document {
+	snap, err := r.snapshot()
+	if err != nil {
+		return nil
+	}
+	ci, ok := snap.Collection(coll)
+	if !ok {
+		return nil
+	}
+	return collectionCollation(ci)
+}
+
+func collectionCollation(ci storage.CollectionInfo) bsoncore.Document {
+	if ci.Options == nil {
+		return nil
+	}
+	d, _ := ci.Options.Lookup("collation").DocumentOK()
+	return d
+}
+
 func queryEnv(collation, let bsoncore.Document) (*query.Env, error) {
 	var coll *query.Collation
 	if collation != nil {
