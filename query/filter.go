@@ -16,6 +16,12 @@ type Filter struct {
 	exprErr error
 	// text is the filter's $text, if any.
 	text *textExpr
+	// textOrClauses is set when the $text is a clause of a top-level $or
+	// (as mongod allows): that $or's other clauses, which must each be
+	// servable by an index.
+	textOrClauses []bsoncore.Document
+	// inTopOr is parse state: a clause of a top-level $or is being parsed.
+	inTopOr bool
 }
 
 // EqualityField is a path pinned to a value by an equality predicate.
@@ -236,15 +242,28 @@ func parseLogical(f *Filter, name string, v bsoncore.Value, collect bool) (docEx
 		return nil, mongoerr.New(mongoerr.BadValue, "%s must be a nonempty array", name)
 	}
 	var subs []docExpr
-	for _, e := range arrayValues(v.Data) {
+	var clauses []bsoncore.Document
+	topOr, textBefore, outerInTopOr := collect && name == "$or", f.text, f.inTopOr
+	textClause := -1
+	for i, e := range arrayValues(v.Data) {
 		if e.Type != bsoncore.TypeEmbeddedDocument {
 			return nil, mongoerr.New(mongoerr.BadValue, "$or/$and/$nor entries need to be full objects")
 		}
+		f.inTopOr = topOr || (outerInTopOr && name == "$and")
+		hadText := f.text != nil
 		sub, err := f.parseDoc(e.Data, collect && name == "$and")
+		f.inTopOr = outerInTopOr
 		if err != nil {
 			return nil, err
 		}
+		if !hadText && f.text != nil {
+			textClause = i
+		}
 		subs = append(subs, sub)
+		clauses = append(clauses, e.Data)
+	}
+	if topOr && textBefore == nil && textClause >= 0 {
+		f.textOrClauses = append(clauses[:textClause:textClause], clauses[textClause+1:]...)
 	}
 	switch name {
 	case "$and":

@@ -235,7 +235,7 @@ type textExpr struct {
 }
 
 func parseText(f *Filter, _ string, v bsoncore.Value, collect bool) (docExpr, error) {
-	if !collect {
+	if !collect && !f.inTopOr {
 		return nil, mongoerr.New(mongoerr.BadValue, "$text is not allowed in this context")
 	}
 	if f.text != nil {
@@ -420,6 +420,11 @@ func (t *textExpr) hasCaseTerms(doc []byte) bool {
 
 // HasText reports a $text in the filter.
 func (f *Filter) HasText() bool { return f.text != nil }
+
+// TextOrClauses are the other clauses of the top-level $or that holds the
+// filter's $text as one of its clauses (none when the $text is not under
+// an $or, or is its only clause).
+func (f *Filter) TextOrClauses() []bsoncore.Document { return f.textOrClauses }
 
 // BindText gives the filter's $text the collection's text index.
 func (f *Filter) BindText(cfg TextConfig) {

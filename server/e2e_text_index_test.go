@@ -124,11 +124,40 @@ func TestTextIndex(t *testing.T) {
 		t.Fatalf("count: %d %v", n, err)
 	}
 
-	// $text placement and $meta without $text.
-	_, err = c.Find(ctx, bson.D{{Key: "$or", Value: bson.A{text("coffee"), bson.D{{Key: "_id", Value: 1}}}}})
-	if err == nil {
-		t.Fatal("$text under $or accepted")
+	// $text as a clause of a top-level $or: the other clauses must be
+	// indexed (mongod's rule), and the answer is the union.
+	orText := func(clauses ...bson.D) bson.D {
+		arr := bson.A{text("coffee")}
+		for _, cl := range clauses {
+			arr = append(arr, cl)
+		}
+		return bson.D{{Key: "$or", Value: arr}}
 	}
+	check("$or with _id", sorted(ids(orText(bson.D{{Key: "_id", Value: 1}}))), []int32{1, 3, 4})
+	check("$or alone", sorted(ids(orText())), []int32{3, 4})
+	if _, err := c.Indexes().CreateOne(ctx, mongo.IndexModel{Keys: bson.D{{Key: "title", Value: 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	byTitle := bson.D{{Key: "title", Value: "Tea"}}
+	check("$or with an indexed field", sorted(ids(orText(byTitle, bson.D{{Key: "_id", Value: 5}}))), []int32{3, 4, 5})
+	check("$or under $and", sorted(ids(bson.D{{Key: "$and", Value: bson.A{
+		bson.D{{Key: "_id", Value: bson.D{{Key: "$gte", Value: 4}}}}, orText(byTitle)}}})), []int32{4})
+	if n, err := c.CountDocuments(ctx, orText(byTitle)); err != nil || n != 2 {
+		t.Errorf("count of $text under $or: %d %v", n, err)
+	}
+	_, err = c.Find(ctx, orText(bson.D{{Key: "body", Value: "x"}}))
+	if me, ok := err.(mongo.ServerError); !ok || !me.HasErrorCode(291) {
+		t.Errorf("an unindexed clause beside $text under $or: %v", err)
+	}
+	_, err = c.Find(ctx, bson.D{{Key: "$nor", Value: bson.A{text("coffee")}}})
+	if me, ok := err.(mongo.ServerError); !ok || !me.HasErrorCode(2) {
+		t.Errorf("$text under $nor: %v", err)
+	}
+	if err := c.Indexes().DropOne(ctx, "title_1"); err != nil {
+		t.Fatal(err)
+	}
+
+	// $meta without $text.
 	_, err = c.Find(ctx, bson.D{}, options.Find().SetSort(bson.D{{Key: "s", Value: bson.D{{Key: "$meta", Value: "textScore"}}}}))
 	if me, ok := err.(mongo.ServerError); !ok || !me.HasErrorCode(40218) {
 		t.Fatalf("textScore sort without $text: %v", err)

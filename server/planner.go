@@ -67,6 +67,9 @@ type sortKey struct {
 func planQuery(rd storage.Reader, coll string, in planInput) (*queryPlan, error) {
 	indexes := rd.Indexes(coll)
 	if in.filter.HasText() {
+		if others := in.filter.TextOrClauses(); len(others) > 0 {
+			return textOrPlan(rd, coll, indexes, in.filter, others)
+		}
 		return textPlan(indexes, in.filter)
 	}
 	preds := in.filter.IndexablePredicates()

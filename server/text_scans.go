@@ -27,6 +27,38 @@ func textPlan(indexes []storage.IndexInfo, f *query.Filter) (*queryPlan, error) 
 	return nil, mongoerr.New(mongoerr.Code(27), "text index required for $text query")
 }
 
+// textOrPlan serves a $text that is one clause of a top-level $or. As on
+// mongod, each other clause must be one an index can answer (error 291
+// otherwise). mongod then unions the text and index scans; DumboDB scans
+// the collection with the whole filter, which returns the same documents.
+func textOrPlan(rd storage.Reader, coll string, indexes []storage.IndexInfo, f *query.Filter, others []bsoncore.Document) (*queryPlan, error) {
+	if _, err := textPlan(indexes, f); err != nil {
+		return nil, err
+	}
+	env, err := query.NewEnv(f.Collation(), nil)
+	if err != nil {
+		return nil, err
+	}
+	for _, clause := range others {
+		if !clauseIndexed(rd, coll, clause, env) {
+			return nil, mongoerr.New(mongoerr.NoQueryExecutionPlans, "error processing query: planner returned error :: caused by :: "+
+				"Failed to produce a solution for TEXT under OR - other non-TEXT clauses under OR have to be indexed as well.")
+		}
+	}
+	return &queryPlan{}, nil
+}
+
+// clauseIndexed reports whether the planner answers clause, alone, from an
+// index or an _id look-up.
+func clauseIndexed(rd storage.Reader, coll string, clause bsoncore.Document, env *query.Env) bool {
+	cf, err := query.CompileFilterEnv(clause, env)
+	if err != nil {
+		return false
+	}
+	p, err := planQuery(rd, coll, planInput{filter: cf})
+	return err == nil && (p.idHack || p.ix != nil)
+}
+
 // textSource looks every term up in the text index, then fetches each
 // document found once (in _id key order) and matches it against the whole
 // filter: negations, phrases and the other predicates.

@@ -57,6 +57,7 @@ const (
 	UnknownError               Code = 8
 	NotWritablePrimary         Code = 10107
 	OperationNotSupportedInTxn Code = 263
+	NoQueryExecutionPlans      Code = 291
 	// DumboDB's own codes, for version control (20000-20099).
 	ReadOnlyRevision             Code = 20000 // a write to a tag or commit snapshot
 	RevisionNotFound             Code = 20001
@@ -138,6 +139,7 @@ var names = map[Code]string{
 	Code(241):                  "ConversionFailure",
 	Code(222):                  "IncompatibleCollationVersion",
 	QueryFeatureNotAllowed:     "QueryFeatureNotAllowed",
+	NoQueryExecutionPlans:      "NoQueryExecutionPlans",
 }
 
 // Name is the codeName MongoDB reports for c. Codes MongoDB only knows by
