@@ -86,13 +86,41 @@ func (s *segmentFile) write(data []byte) error {
 	copy(buf, s.tail[:head])
 	copy(buf[head:], data)
 	clear(buf[end:])
-	if _, err := s.f.WriteAt(buf, start); err != nil {
+	if err := s.writeAt(buf, start); err != nil {
 		return err
 	}
 	last := end &^ (blockSize - 1)
 	copy(s.tail, buf[last:end])
 	s.off += int64(len(data))
 	s.dropLargeBuffer()
+	return nil
+}
+
+// writeAt writes buf at off. A file system that accepted O_DIRECT at open
+// may still want larger alignment than ours (EINVAL): the file then drops
+// O_DIRECT and keeps O_DSYNC, so each write stays durable on return.
+func (s *segmentFile) writeAt(buf []byte, off int64) error {
+	_, err := s.f.WriteAt(buf, off)
+	if err == nil || !s.direct || !errors.Is(err, unix.EINVAL) {
+		return err
+	}
+	if err := s.dropDirect(); err != nil {
+		return err
+	}
+	_, err = s.f.WriteAt(buf, off)
+	return err
+}
+
+// dropDirect turns O_DIRECT off; O_DSYNC stays.
+func (s *segmentFile) dropDirect() error {
+	fd := int(s.f.Fd())
+	flags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0)
+	if err != nil {
+		return fmt.Errorf("read the log's file flags: %w", err)
+	}
+	if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETFL, flags&^unix.O_DIRECT); err != nil {
+		return fmt.Errorf("turn O_DIRECT off: %w", err)
+	}
 	return nil
 }
 
