@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -225,3 +226,34 @@ func insertBench(b *testing.B, indexes ...string) {
 // index upkeep on inserts.
 func BenchmarkInsertNoIndex(b *testing.B)  { insertBench(b) }
 func BenchmarkInsert3Indexes(b *testing.B) { insertBench(b, "a", "b", "c") }
+
+// BenchmarkDistinct10K: distinct of a key with 100 values over 10,000
+// documents, from a collection scan and from an index on the key
+// (DISTINCT_SCAN skips from each value to the next).
+func BenchmarkDistinct10K(b *testing.B) {
+	for _, indexed := range []bool{false, true} {
+		b.Run(fmt.Sprintf("indexed=%v", indexed), func(b *testing.B) {
+			ts := benchServer(b)
+			coll := ts.client().Database("bench").Collection("d")
+			if indexed {
+				if _, err := coll.Indexes().CreateOne(ctx, mongo.IndexModel{Keys: bson.D{{Key: "k", Value: 1}}}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			docs := make([]any, 10000)
+			for i := range docs {
+				docs[i] = bson.D{{Key: "_id", Value: i}, {Key: "k", Value: i % 100}, {Key: "pad", Value: "0123456789012345678901234567890123456789"}}
+			}
+			if _, err := coll.InsertMany(ctx, docs); err != nil {
+				b.Fatal(err)
+			}
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				var vals []any
+				if err := coll.Distinct(ctx, "k", bson.D{}).Decode(&vals); err != nil || len(vals) != 100 {
+					b.Fatalf("%d values, %v", len(vals), err)
+				}
+			}
+		})
+	}
+}

@@ -277,7 +277,7 @@ type IndexIterator struct {
 	base prolly.MapIter // nil when exhausted
 	bk   []byte
 	bv   []byte
-	eds  []*edit
+	eds  editCursor
 	// covered is the last entry's covered values (nil: none).
 	covered []byte
 }
@@ -301,23 +301,7 @@ func newIndexIterator(ctx context.Context, ns tree.NodeStore, base prolly.Map, e
 	if err != nil {
 		return nil, err
 	}
-	return &IndexIterator{ns: ns, base: it, eds: editsIn(ed, iv)}, nil
-}
-
-// editsIn copies the edits within an interval (they are few: bounded by
-// the checkpoint budget).
-func editsIn(ed *edits, iv index.Interval) []*edit {
-	if ed == nil {
-		return nil
-	}
-	var out []*edit
-	collect := func(e *edit) bool { out = append(out, e); return true }
-	if iv.Stop == nil {
-		ed.AscendGreaterOrEqual(&edit{key: iv.Start}, collect)
-	} else {
-		ed.AscendRange(&edit{key: iv.Start}, &edit{key: iv.Stop}, collect)
-	}
-	return out
+	return &IndexIterator{ns: ns, base: it, eds: newEditCursor(ed, iv.Start, iv.Stop)}, nil
 }
 
 // Next returns the next live entry and its document's _id key.
@@ -326,10 +310,7 @@ func (i *IndexIterator) Next(ctx context.Context) (entry, idKey []byte, err erro
 		if err := i.peekBase(ctx); err != nil {
 			return nil, nil, err
 		}
-		var e *edit
-		if len(i.eds) > 0 {
-			e = i.eds[0]
-		}
+		e := i.eds.peek()
 		switch {
 		case e == nil && i.bk == nil:
 			return nil, nil, io.EOF
@@ -343,7 +324,7 @@ func (i *IndexIterator) Next(ctx context.Context) (entry, idKey []byte, err erro
 		if i.bk != nil && bytes.Equal(i.bk, e.key) {
 			i.bk = nil
 		}
-		i.eds = i.eds[1:]
+		i.eds.pop()
 		if e.value != nil {
 			id, cov := index.SplitEntryValue(e.value)
 			i.covered = cov

@@ -54,6 +54,69 @@ func lookup(ctx context.Context, ns tree.NodeStore, base prolly.Map, ed *edits, 
 // editBatch is how many edits an iterator takes from the tree at a time.
 const editBatch = 64
 
+// editCursor walks the edits of a key interval in order, copying them from
+// the tree editBatch at a time (the tree only offers callback iteration),
+// so that a scan that stops early (a seek, a limit) pays for what it
+// reads, not for every edit of the interval.
+type editCursor struct {
+	ed    *edits // nil or finished: no more edits
+	start []byte // first key (inclusive) until the first refill
+	stop  []byte // end (exclusive; nil: none)
+	buf   []*edit
+	last  []byte // last key copied
+}
+
+func newEditCursor(ed *edits, start, stop []byte) editCursor {
+	if ed != nil && ed.Len() == 0 {
+		ed = nil
+	}
+	return editCursor{ed: ed, start: start, stop: stop}
+}
+
+// peek returns the next edit without consuming it (nil: none left).
+func (c *editCursor) peek() *edit {
+	if len(c.buf) == 0 && c.ed != nil {
+		c.refill()
+	}
+	if len(c.buf) == 0 {
+		return nil
+	}
+	return c.buf[0]
+}
+
+// pop consumes the edit peek returned.
+func (c *editCursor) pop() { c.buf = c.buf[1:] }
+
+func (c *editCursor) refill() {
+	c.buf = c.buf[:0]
+	full := false
+	collect := func(e *edit) bool {
+		if c.last != nil && bytes.Equal(e.key, c.last) {
+			return true
+		}
+		if c.stop != nil && bytes.Compare(e.key, c.stop) >= 0 {
+			return false
+		}
+		c.buf = append(c.buf, e)
+		full = len(c.buf) == editBatch
+		return !full
+	}
+	switch {
+	case c.last != nil:
+		c.ed.AscendGreaterOrEqual(&edit{key: c.last}, collect)
+	case c.start != nil:
+		c.ed.AscendGreaterOrEqual(&edit{key: c.start}, collect)
+	default:
+		c.ed.Ascend(collect)
+	}
+	if !full {
+		c.ed = nil // the interval has no more edits
+	}
+	if len(c.buf) > 0 {
+		c.last = c.buf[len(c.buf)-1].key
+	}
+}
+
 // Iterator walks a collection in _id order: the base map merged with the
 // edits made since the checkpoint. Next returns io.EOF at the end.
 type Iterator struct {
@@ -64,10 +127,7 @@ type Iterator struct {
 	bk    []byte         // peeked base key (nil: none)
 	bvTup val.Tuple      // its value
 
-	ed    *edits
-	ebuf  []*edit
-	elast []byte
-	edone bool
+	eds editCursor
 
 	// match and out, when set, are the fields of doctree documents that
 	// keep sees and that Next returns (out nil: whole); partial reports
@@ -96,7 +156,7 @@ func newIterator(ctx context.Context, ns tree.NodeStore, base prolly.Map, ed *ed
 	if err != nil {
 		return nil, err
 	}
-	return &Iterator{ns: ns, base: it, ed: ed, edone: ed == nil || ed.Len() == 0}, nil
+	return &Iterator{ns: ns, base: it, eds: newEditCursor(ed, nil, nil)}, nil
 }
 
 // Next returns the next live document; the caller owns the bytes.
@@ -135,7 +195,7 @@ func (i *Iterator) nextBorrowed(ctx context.Context) (bsoncore.Document, error) 
 	if err := i.peekBase(ctx); err != nil {
 		return nil, err
 	}
-	e := i.peekEdit()
+	e := i.eds.peek()
 	switch {
 	case e == nil && i.bk == nil:
 		return nil, io.EOF
@@ -157,7 +217,7 @@ func (i *Iterator) nextBorrowed(ctx context.Context) (bsoncore.Document, error) 
 	if i.bk != nil && bytes.Equal(i.bk, e.key) {
 		i.bk = nil // the edit replaces the base entry
 	}
-	i.ebuf = i.ebuf[1:]
+	i.eds.pop()
 	return e.value, nil
 }
 
@@ -175,34 +235,4 @@ func (i *Iterator) peekBase(ctx context.Context) error {
 	}
 	i.bk, i.bvTup = keyBytes(k), v
 	return nil
-}
-
-// peekEdit returns the next edit, refilling the buffer from the tree in
-// batches (the tree only offers callback iteration).
-func (i *Iterator) peekEdit() *edit {
-	if len(i.ebuf) > 0 {
-		return i.ebuf[0]
-	}
-	if i.edone {
-		return nil
-	}
-	i.ebuf = i.ebuf[:0]
-	collect := func(e *edit) bool {
-		if i.elast != nil && bytes.Equal(e.key, i.elast) {
-			return true
-		}
-		i.ebuf = append(i.ebuf, e)
-		return len(i.ebuf) < editBatch
-	}
-	if i.elast == nil {
-		i.ed.Ascend(collect)
-	} else {
-		i.ed.AscendGreaterOrEqual(&edit{key: i.elast}, collect)
-	}
-	if len(i.ebuf) == 0 {
-		i.edone = true
-		return nil
-	}
-	i.elast = i.ebuf[len(i.ebuf)-1].key
-	return i.ebuf[0]
 }

@@ -74,7 +74,7 @@ func (s *Snapshot) Get(ctx context.Context, coll string, id bsoncore.Value) (bso
 func (s *Snapshot) Scan(ctx context.Context, coll string) (*Iterator, error) {
 	c, ok := s.st.colls[coll]
 	if !ok {
-		return &Iterator{edone: true}, nil
+		return &Iterator{}, nil
 	}
 	it, err := newIterator(ctx, s.ns, c.base, c.edits)
 	if it != nil {

@@ -179,7 +179,7 @@ func (tx *Tx) Get(ctx context.Context, coll string, id bsoncore.Value) (bsoncore
 func (tx *Tx) Scan(ctx context.Context, coll string) (*Iterator, error) {
 	c := tx.view(coll)
 	if c == nil {
-		return &Iterator{edone: true}, nil
+		return &Iterator{}, nil
 	}
 	ed := c.edits
 	if _, own := tx.overlay[coll]; own && ed != nil {
