@@ -6,6 +6,7 @@ import (
 	"io"
 	"sort"
 	"strconv"
+	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
@@ -211,6 +212,12 @@ type lookupSpec struct {
 	hasPipeline   bool
 	subCtx        pipeCtx
 	fixedPipeline *Pipeline // compiled once when there is no let
+	// probeField and probeVar are set when the sub-pipeline starts with
+	// {$match: {$expr: {$eq: ["$probeField", "$$<let variable probeVar>"]}}}:
+	// an index on probeField can then give the candidates per local
+	// document instead of the whole foreign collection.
+	probeField string
+	probeVar   int
 }
 
 func compileLookupStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
@@ -274,6 +281,9 @@ func compileLookupStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 		return nil, mongoerr.New(mongoerr.FailedToParse, "$lookup with 'let' requires a 'pipeline'")
 	}
 	if l.hasPipeline {
+		if l.from != "" {
+			l.probeField, l.probeVar = exprEqualityProbe(l.pipeline, l.letNames)
+		}
 		l.subCtx = pipeCtx{opts: pc.opts, env: pc.env.withVars(l.letNames, make([]bsoncore.Value, len(l.letNames))), within: "$lookup"}
 		p, err := compileStages(l.pipeline, &l.subCtx)
 		if err != nil {
@@ -284,6 +294,93 @@ func compileLookupStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 		}
 	}
 	return func(in Stream) Stream { return l.run(in, pc) }, nil
+}
+
+// LookupProbeField is the foreign field whose index a $lookup of the
+// let/pipeline form probes for each local document ("" when it loads the
+// foreign collection instead): see exprEqualityProbe.
+func LookupProbeField(spec bsoncore.Document) string {
+	if _, err := spec.LookupErr("localField"); err == nil {
+		return ""
+	}
+	pipeline, err := spec.LookupErr("pipeline")
+	if err != nil || pipeline.Type != bsoncore.TypeArray {
+		return ""
+	}
+	let, _ := spec.Lookup("let").DocumentOK()
+	els, _ := let.Elements()
+	names := make([]string, len(els))
+	for i, el := range els {
+		names[i] = el.Key()
+	}
+	field, _ := exprEqualityProbe(pipeline, names)
+	return field
+}
+
+// exprEqualityProbe recognises a sub-pipeline that starts with
+// {$match: {$expr: {$eq: ["$path", "$$var"]}}} (either order), var one of
+// the let variables names, and returns path and var's position ("" when it
+// does not).
+func exprEqualityProbe(pipeline bsoncore.Value, names []string) (string, int) {
+	if arrayLen(pipeline.Data) == 0 {
+		return "", -1
+	}
+	first, _ := arrayElem(pipeline.Data, 0)
+	match, ok := soleField(first, "$match")
+	if !ok {
+		return "", -1
+	}
+	expr, ok := soleField(match, "$expr")
+	if !ok {
+		return "", -1
+	}
+	eq, ok := soleField(expr, "$eq")
+	if !ok || eq.Type != bsoncore.TypeArray || arrayLen(eq.Data) != 2 {
+		return "", -1
+	}
+	a, _ := arrayElem(eq.Data, 0)
+	b, _ := arrayElem(eq.Data, 1)
+	path, name := fieldRef(a), varRef(b)
+	if path == "" || name == "" {
+		path, name = fieldRef(b), varRef(a)
+	}
+	for i, n := range names {
+		if path != "" && n == name {
+			return path, i
+		}
+	}
+	return "", -1
+}
+
+// soleField returns the value of a document's only field if it is named
+// name.
+func soleField(v bsoncore.Value, name string) (bsoncore.Value, bool) {
+	if v.Type != bsoncore.TypeEmbeddedDocument {
+		return bsoncore.Value{}, false
+	}
+	els, err := bsoncore.Document(v.Data).Elements()
+	if err != nil || len(els) != 1 || els[0].Key() != name {
+		return bsoncore.Value{}, false
+	}
+	return els[0].Value(), true
+}
+
+// fieldRef is the path of a "$path" operand ("" for anything else).
+func fieldRef(v bsoncore.Value) string {
+	s, ok := v.StringValueOK()
+	if !ok || len(s) < 2 || s[0] != '$' || s[1] == '$' {
+		return ""
+	}
+	return s[1:]
+}
+
+// varRef is the name of a "$$name" operand ("" for anything else).
+func varRef(v bsoncore.Value) string {
+	s, ok := v.StringValueOK()
+	if !ok || len(s) < 3 || s[:2] != "$$" || strings.ContainsRune(s, '.') {
+		return ""
+	}
+	return s[2:]
 }
 
 func (l *lookupSpec) startsWithDocuments() bool {
@@ -371,12 +468,25 @@ func (l *lookupSpec) run(in Stream, pc *pipeCtx) Stream {
 		if err != nil {
 			return nil, err
 		}
-		if l.localField == "" {
+		if l.localField == "" && l.probeField == "" {
 			if err := load(ctx); err != nil {
 				return nil, err
 			}
 		}
 		matches := foreign
+		if l.localField == "" && l.probeField != "" {
+			cands, probed, err := l.probeExprEquality(ctx, d, pc)
+			if err != nil {
+				return nil, err
+			}
+			if probed {
+				matches = cands
+			} else if err := load(ctx); err != nil {
+				return nil, err
+			} else {
+				matches = foreign
+			}
+		}
 		if l.localField != "" {
 			lv := evalPath(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: d}, splitPath(l.localField))
 			vals := localValues(lv)
@@ -412,6 +522,29 @@ func (l *lookupSpec) run(in Stream, pc *pipeCtx) Stream {
 		}
 		return setField(d, l.as, buildArray(vals)), nil
 	})
+}
+
+// probeExprEquality asks an index on probeField for the foreign documents
+// whose field equals the probe variable's value for local: a superset of
+// what the sub-pipeline's leading $expr $eq keeps (query equality also
+// matches array elements, and null also matches missing), which that
+// $match then filters exactly. probed is false when no index serves it.
+func (l *lookupSpec) probeExprEquality(ctx context.Context, local bsoncore.Document, pc *pipeCtx) ([]bsoncore.Document, bool, error) {
+	ec, ok := pc.opts.Catalog.(EqualityCatalog)
+	if !ok || pc.env.coll() != nil {
+		return nil, false, nil // an index answers binary equality only
+	}
+	v, err := l.letExprs[l.probeVar].eval(newEvalCtx(local, pc.env))
+	if err != nil {
+		return nil, false, err
+	}
+	switch v.Type {
+	case 0:
+		v = nullValue
+	case bsoncore.TypeArray, bsoncore.TypeRegex, bsoncore.TypeUndefined:
+		return nil, false, nil // query equality means something else for these
+	}
+	return ec.LookupEqual(ctx, l.from, l.probeField, []bsoncore.Value{v})
 }
 
 // runPipeline runs the sub-pipeline over docs with the let variables

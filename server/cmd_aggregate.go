@@ -248,7 +248,9 @@ func explainAggregate(ns string, p *query.Pipeline, lead *leadingMatch, snap *st
 }
 
 // withLookupIndex adds indexesUsed to a $lookup stage's explain entry:
-// the index LookupEqual probes for it, if any.
+// the index LookupEqual probes for it, if any (for localField and
+// foreignField, or for a let/pipeline form that starts with an $expr
+// equality on a foreign field).
 func withLookupIndex(stage bsoncore.Document, snap *storage.Snapshot, env *query.Env) bsoncore.Document {
 	spec, ok := stage.Lookup("$lookup").DocumentOK()
 	if !ok || firstKeyOf(stage) != "$lookup" {
@@ -256,11 +258,14 @@ func withLookupIndex(stage bsoncore.Document, snap *storage.Snapshot, env *query
 	}
 	from, _ := spec.Lookup("from").StringValueOK()
 	foreign, hasForeign := spec.Lookup("foreignField").StringValueOK()
-	if _, hasLocal := spec.Lookup("localField").StringValueOK(); !hasLocal || !hasForeign || from == "" {
+	if _, hasLocal := spec.Lookup("localField").StringValueOK(); !hasLocal || !hasForeign {
+		foreign = query.LookupProbeField(spec)
+	}
+	if from == "" {
 		return stage
 	}
 	used := bsoncore.NewArrayBuilder()
-	if env == nil || env.Collation == nil {
+	if foreign != "" && (env == nil || env.Collation == nil) {
 		if foreign == "_id" {
 			used.AppendString(index.IDIndexName)
 		} else if ix := lookupIndex(snap.Indexes(from), foreign); ix != nil {

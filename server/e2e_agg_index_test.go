@@ -106,6 +106,15 @@ func TestLookupUsesForeignIndex(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// Explicit nulls on both sides, whatever the random values gave.
+	for _, d := range []bson.D{{{Key: "_id", Value: "null-sku"}, {Key: "sku", Value: nil}}, {{Key: "_id", Value: "null-code"}, {Key: "info", Value: bson.D{{Key: "code", Value: nil}}}}} {
+		if _, err := db.Collection("products").InsertOne(ctx, d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := db.Collection("orders").InsertOne(ctx, bson.D{{Key: "_id", Value: 1000}, {Key: "ref", Value: nil}}); err != nil {
+		t.Fatal(err)
+	}
 	lookup := func(local, foreign string) bson.A {
 		return bson.A{
 			bson.D{{Key: "$lookup", Value: bson.D{{Key: "from", Value: "products"}, {Key: "localField", Value: local},
@@ -123,6 +132,14 @@ func TestLookupUsesForeignIndex(t *testing.T) {
 		{bson.D{{Key: "$lookup", Value: bson.D{{Key: "from", Value: "products"}, {Key: "localField", Value: "ref"},
 			{Key: "foreignField", Value: "sku"}, {Key: "as", Value: "hits"},
 			{Key: "pipeline", Value: bson.A{bson.D{{Key: "$project", Value: bson.D{{Key: "sku", Value: 1}}}}}}}}}},
+		// The let/pipeline form whose first stage is an $expr equality
+		// between a foreign field and a let variable.
+		exprLookup("ref", bson.A{"$sku", "$$v"}),
+		exprLookup("n.ref", bson.A{"$$v", "$sku"}),
+		exprLookup("ref", bson.A{"$info.code", "$$v"}),
+		exprLookup("ref", bson.A{"$_id", "$$v"}),
+		exprLookup("ref", bson.A{"$sku", "$$v"}, bson.D{{Key: "$project", Value: bson.D{{Key: "sku", Value: 1}}}}),
+		exprLookup("ref", bson.A{"$sku", bson.D{{Key: "$literal", Value: 1}}}), // no variable: no probe
 	}
 	collation := bson.E{Key: "collation", Value: bson.D{{Key: "locale", Value: "en"}, {Key: "strength", Value: 2}}}
 	var before [][]string
@@ -142,9 +159,13 @@ func TestLookupUsesForeignIndex(t *testing.T) {
 		bson.D{{Key: "key", Value: bson.D{{Key: "sku", Value: 1}}}, {Key: "name", Value: "sku_1"}},
 		bson.D{{Key: "key", Value: bson.D{{Key: "info.code", Value: -1}, {Key: "z", Value: 1}}}, {Key: "name", Value: "code_z"}},
 	}}})
-	wantIndex := []string{"sku_1", "sku_1", "code_z", "sku_1", "_id_", "sku_1"}
+	wantIndex := []string{"sku_1", "sku_1", "code_z", "sku_1", "_id_", "sku_1", "sku_1", "sku_1", "code_z", "_id_", "sku_1", ""}
 	for i, p := range pipelines {
-		if used := lookupIndexesUsed(t, db, "orders", p); fmt.Sprint(used) != fmt.Sprint([]any{bson.A{wantIndex[i]}}) {
+		want := []any{bson.A{wantIndex[i]}}
+		if wantIndex[i] == "" {
+			want = []any{bson.A{}}
+		}
+		if used := lookupIndexesUsed(t, db, "orders", p); fmt.Sprint(used) != fmt.Sprint(want) {
 			t.Fatalf("explain of %v: indexesUsed %v, want %s", p, used, wantIndex[i])
 		}
 		after := aggRaw(t, db, "orders", p)
@@ -168,6 +189,20 @@ func TestLookupUsesForeignIndex(t *testing.T) {
 	}
 	if matched < 60 {
 		t.Fatalf("only %d joined documents: the test data is too thin", matched)
+	}
+}
+
+// exprLookup is a let/pipeline $lookup of products binding v to local,
+// whose first stage is {$match: {$expr: {$eq: eq}}}, followed by more.
+func exprLookup(local string, eq bson.A, more ...bson.D) bson.A {
+	sub := bson.A{bson.D{{Key: "$match", Value: bson.D{{Key: "$expr", Value: bson.D{{Key: "$eq", Value: eq}}}}}}}
+	for _, st := range more {
+		sub = append(sub, st)
+	}
+	return bson.A{
+		bson.D{{Key: "$lookup", Value: bson.D{{Key: "from", Value: "products"}, {Key: "let", Value: bson.D{{Key: "v", Value: "$" + local}}},
+			{Key: "pipeline", Value: sub}, {Key: "as", Value: "hits"}}}},
+		bson.D{{Key: "$sort", Value: bson.D{{Key: "_id", Value: 1}}}},
 	}
 }
 
