@@ -318,3 +318,48 @@ func sameValues(a, b bson.A) bool {
 	}
 	return sameMultiset(wrap(a), wrap(b))
 }
+
+// TestUpdateManyThroughIndexMovesEachOnce: an updateMany planned on an
+// index over a field it increments moves entries ahead of its own scan;
+// each document is still updated exactly once (no Halloween problem),
+// over more documents than an index scan reads from memory at a time.
+func TestUpdateManyThroughIndexMovesEachOnce(t *testing.T) {
+	ts := startServer(t)
+	c := ts.client().Database("halloween").Collection("c")
+	if _, err := c.Indexes().CreateOne(ctx, mongo.IndexModel{Keys: bson.D{{Key: "a", Value: 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	docs := make([]any, 500)
+	for i := range docs {
+		docs[i] = bson.D{{Key: "_id", Value: i}, {Key: "a", Value: i}}
+	}
+	if _, err := c.InsertMany(ctx, docs); err != nil {
+		t.Fatal(err)
+	}
+	// Two statements in one command: the first makes the command's
+	// transaction own the collection before the second scans the index.
+	var res struct{ N, NModified int32 }
+	err := c.Database().RunCommand(ctx, bson.D{{Key: "update", Value: "c"}, {Key: "updates", Value: bson.A{
+		bson.D{{Key: "q", Value: bson.D{{Key: "_id", Value: -1}}}, {Key: "u", Value: bson.D{{Key: "$set", Value: bson.D{{Key: "a", Value: -1}}}}}, {Key: "upsert", Value: true}},
+		bson.D{{Key: "q", Value: bson.D{{Key: "a", Value: bson.D{{Key: "$gte", Value: 0}}}}}, {Key: "u", Value: bson.D{{Key: "$inc", Value: bson.D{{Key: "a", Value: 100}}}}}, {Key: "multi", Value: true}},
+	}}}).Decode(&res)
+	if err != nil || res.N != 501 || res.NModified != 500 {
+		t.Fatalf("update: %+v %v", res, err)
+	}
+	cur, err := c.Find(ctx, bson.D{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all []bson.M
+	if err := cur.All(ctx, &all); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range all {
+		if d["_id"] == int32(-1) {
+			continue
+		}
+		if d["a"] != d["_id"].(int32)+100 {
+			t.Fatalf("document %v: a = %v, want %v", d["_id"], d["a"], d["_id"].(int32)+100)
+		}
+	}
+}

@@ -111,8 +111,14 @@ func (tx *Tx) IndexScan(ctx context.Context, coll, name string, iv index.Interva
 	if ix == nil {
 		return nil, fmt.Errorf("%w: %s", ErrIndexNotFound, name)
 	}
-	// editsIn copies the edits in range, which freezes them.
-	return newIndexIterator(ctx, tx.ns, ix.base, ix.edits, iv)
+	ed := ix.edits
+	if _, own := tx.overlay[coll]; own && ed != nil {
+		// Freeze: the transaction may go on editing while it iterates
+		// (an update that moves entries ahead of the scan must not meet
+		// them again).
+		ed = ed.Clone()
+	}
+	return newIndexIterator(ctx, tx.ns, ix.base, ed, iv)
 }
 
 // GetKey returns the document stored under an encoded _id key.

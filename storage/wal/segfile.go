@@ -19,11 +19,11 @@ const blockSize = 4096
 // zeros. Where the file system allows it the file is opened with O_DIRECT
 // and O_DSYNC, so one pwrite both writes and flushes: on this kind of disk
 // that is about 15% faster than a buffered write followed by fdatasync
-// (docs/design/durability.md). Elsewhere (tmpfs) the writes are buffered
-// and sync calls fdatasync.
+// (docs/design/durability.md). Where O_DIRECT is refused the writes are
+// buffered and sync calls fdatasync.
 type segmentFile struct {
 	f      *os.File
-	direct bool   // each write is durable when it returns
+	direct bool   // opened O_DIRECT|O_DSYNC: each write is durable when it returns
 	size   int64  // file size, a multiple of blockSize
 	off    int64  // where the next record goes
 	next   uint64 // LSN the record at off must have
