@@ -145,6 +145,10 @@ func TestTextIndex(t *testing.T) {
 	if n, err := c.CountDocuments(ctx, orText(byTitle)); err != nil || n != 2 {
 		t.Errorf("count of $text under $or: %d %v", n, err)
 	}
+	ex := mustRun(t, db, bson.D{{Key: "explain", Value: bson.D{{Key: "find", Value: "articles"}, {Key: "filter", Value: orText(byTitle)}}}})
+	if plan := fmt.Sprint(ex["queryPlanner"]); !strings.Contains(plan, "OR") || !strings.Contains(plan, "TEXT_MATCH") || !strings.Contains(plan, "title_1") {
+		t.Errorf("explain of $text under $or should show an OR of the text and index plans: %v", plan)
+	}
 	_, err = c.Find(ctx, orText(bson.D{{Key: "body", Value: "x"}}))
 	if me, ok := err.(mongo.ServerError); !ok || !me.HasErrorCode(291) {
 		t.Errorf("an unindexed clause beside $text under $or: %v", err)
@@ -164,7 +168,7 @@ func TestTextIndex(t *testing.T) {
 	}
 
 	// Explain shows the text plan.
-	ex := mustRun(t, db, bson.D{{Key: "explain", Value: bson.D{{Key: "find", Value: "articles"}, {Key: "filter", Value: text("coffee")}}}})
+	ex = mustRun(t, db, bson.D{{Key: "explain", Value: bson.D{{Key: "find", Value: "articles"}, {Key: "filter", Value: text("coffee")}}}})
 	if !strings.Contains(fmt.Sprint(ex["queryPlanner"]), "TEXT_MATCH") {
 		t.Fatalf("explain: %v", ex)
 	}

@@ -275,6 +275,9 @@ func scanStage(p *queryPlan, filter bsoncore.Document) bsoncore.Document {
 		return bsoncore.NewDocumentBuilder().AppendString("stage", "COLLSCAN").
 			AppendDocument("filter", orEmpty(filter)).AppendString("direction", "forward").Build()
 	}
+	if p.text != nil && p.orClauses != nil {
+		return textOrStage(p, filter)
+	}
 	if p.text != nil {
 		return textStage(p, filter)
 	}

@@ -31,6 +31,10 @@ type queryPlan struct {
 	// text is set for a $text query: the terms looked up in the text
 	// index ix; documents containing any are fetched and matched.
 	text []string
+	// orClauses, for a $text that is a clause of a top-level $or, are the
+	// other clauses, each with its own index plan; the documents they
+	// select join the text's before the whole filter is matched.
+	orClauses []orClause
 	// wildPath is set for a wildcard index plan: the one path it bounds.
 	wildPath string
 	// readMatch and readOut, when readMatch is set, are the paths a

@@ -27,36 +27,49 @@ func textPlan(indexes []storage.IndexInfo, f *query.Filter) (*queryPlan, error) 
 	return nil, mongoerr.New(mongoerr.Code(27), "text index required for $text query")
 }
 
-// textOrPlan serves a $text that is one clause of a top-level $or. As on
-// mongod, each other clause must be one an index can answer (error 291
-// otherwise). mongod then unions the text and index scans; DumboDB scans
-// the collection with the whole filter, which returns the same documents.
+// orClause is a clause of a top-level $or beside a $text, with its plan.
+type orClause struct {
+	raw    bsoncore.Document
+	filter *query.Filter
+	plan   *queryPlan
+}
+
+// textOrPlan serves a $text that is one clause of a top-level $or, as
+// mongod does: the text index's candidates and those of an index plan for
+// each other clause, fetched once each and matched against the whole
+// filter. Every other clause must have such a plan (error 291 otherwise).
 func textOrPlan(rd storage.Reader, coll string, indexes []storage.IndexInfo, f *query.Filter, others []bsoncore.Document) (*queryPlan, error) {
-	if _, err := textPlan(indexes, f); err != nil {
+	p, err := textPlan(indexes, f)
+	if err != nil {
 		return nil, err
 	}
 	env, err := query.NewEnv(f.Collation(), nil)
 	if err != nil {
 		return nil, err
 	}
-	for _, clause := range others {
-		if !clauseIndexed(rd, coll, clause, env) {
+	for _, raw := range others {
+		cl, ok := indexedClause(rd, coll, raw, env)
+		if !ok {
 			return nil, mongoerr.New(mongoerr.NoQueryExecutionPlans, "error processing query: planner returned error :: caused by :: "+
 				"Failed to produce a solution for TEXT under OR - other non-TEXT clauses under OR have to be indexed as well.")
 		}
+		p.orClauses = append(p.orClauses, cl)
 	}
-	return &queryPlan{}, nil
+	return p, nil
 }
 
-// clauseIndexed reports whether the planner answers clause, alone, from an
-// index or an _id look-up.
-func clauseIndexed(rd storage.Reader, coll string, clause bsoncore.Document, env *query.Env) bool {
-	cf, err := query.CompileFilterEnv(clause, env)
+// indexedClause plans clause alone; ok is false unless an index or an _id
+// look-up answers it.
+func indexedClause(rd storage.Reader, coll string, raw bsoncore.Document, env *query.Env) (orClause, bool) {
+	cf, err := query.CompileFilterEnv(raw, env)
 	if err != nil {
-		return false
+		return orClause{}, false
 	}
 	p, err := planQuery(rd, coll, planInput{filter: cf})
-	return err == nil && (p.idHack || p.ix != nil)
+	if err != nil || !(p.idHack || p.ix != nil) {
+		return orClause{}, false
+	}
+	return orClause{raw: raw, filter: cf, plan: p}, true
 }
 
 // textSource looks every term up in the text index, then fetches each
@@ -87,7 +100,51 @@ func textSource(ctx context.Context, rd storage.Reader, coll string, f *query.Fi
 			}
 		}
 	}
+	for _, cl := range p.orClauses {
+		if err := clauseIDs(ctx, rd, coll, cl, st, seen, &ids); err != nil {
+			return nil, err
+		}
+	}
 	return &indexSource{rd: rd, coll: coll, f: f, p: p, st: st, seen: map[string]bool{}, ids: ids}, nil
+}
+
+// clauseIDs adds the _id keys of the documents an $or clause selects
+// through its plan.
+func clauseIDs(ctx context.Context, rd storage.Reader, coll string, cl orClause, st *execStats, seen map[string]bool, ids *[]scanned) error {
+	src, err := planSource(ctx, rd, coll, cl.filter, cl.plan, st)
+	if err != nil {
+		return err
+	}
+	for {
+		doc, err := src.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		id := index.EncodeKey(nil, doc.Lookup("_id"))
+		if !seen[string(id)] {
+			seen[string(id)] = true
+			*ids = append(*ids, scanned{id: id})
+		}
+	}
+}
+
+// textOrStage is the explain of a $text under $or: an OR of the text
+// plan and each clause's plan, whose documents are fetched once and
+// matched against the whole filter.
+func textOrStage(p *queryPlan, filter bsoncore.Document) bsoncore.Document {
+	inputs := bsoncore.NewArrayBuilder().AppendDocument(textStage(p, nil))
+	for _, cl := range p.orClauses {
+		inputs.AppendDocument(scanStage(cl.plan, cl.raw))
+	}
+	or := bsoncore.NewDocumentBuilder().AppendString("stage", "OR").AppendArray("inputStages", inputs.Build()).Build()
+	b := bsoncore.NewDocumentBuilder().AppendString("stage", "FETCH")
+	if nonEmpty(filter) {
+		b.AppendDocument("filter", filter)
+	}
+	return b.AppendDocument("inputStage", or).Build()
 }
 
 // textStage is the explain of a text plan: TEXT_MATCH over FETCH over
