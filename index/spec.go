@@ -417,3 +417,25 @@ func StripUnknownOptions(doc bsoncore.Document) bsoncore.Document {
 	}
 	return b.Build()
 }
+
+// entryIndependentOptions are the spec fields an index's entries do not
+// depend on: collMod may change them without a rebuild.
+var entryIndependentOptions = map[string]bool{"hidden": true, "expireAfterSeconds": true}
+
+// SameEntries reports whether indexes a and b have the same entries for
+// every document: their specs differ at most in hidden and
+// expireAfterSeconds.
+func SameEntries(a, b *Spec) bool {
+	return string(withoutEntryIndependent(a.Raw)) == string(withoutEntryIndependent(b.Raw))
+}
+
+func withoutEntryIndependent(raw bsoncore.Document) bsoncore.Document {
+	b := bsoncore.NewDocumentBuilder()
+	els, _ := raw.Elements()
+	for _, el := range els {
+		if !entryIndependentOptions[el.Key()] {
+			b.AppendValue(el.Key(), el.Value())
+		}
+	}
+	return b.Build()
+}

@@ -27,6 +27,7 @@ func init() {
 		{name: "aggregate", handler: cmdAggregate, help: "runs an aggregation pipeline ($match, $group, $count, $sort, $skip, $limit, $project)"},
 		{name: "buildInfo", handler: cmdBuildInfo, help: "returns the server's version and build information"},
 		{name: "buildinfo", handler: cmdBuildInfo, help: "legacy spelling of buildInfo"},
+		{name: "collMod", handler: cmdCollMod, help: "changes collection options: an index's hidden flag or TTL"},
 		{name: "collStats", handler: cmdCollStats, help: "returns statistics about a collection"},
 		{name: "configureFailPoint", handler: cmdConfigureFailPoint, help: "test command: makes chosen commands fail (needs --enableTestCommands)", adminOnly: true},
 		{name: "connectionStatus", handler: cmdConnectionStatus, help: "returns the authentication state of the connection"},

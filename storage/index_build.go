@@ -148,6 +148,14 @@ func (c *collection) setIndexes(ctx context.Context, ns tree.NodeStore, specs []
 			out = append(out, ix)
 			continue
 		}
+		if ix := c.index(s.Name); ix != nil && index.SameEntries(ix.spec, s) {
+			// collMod changed what the entries do not depend on (hidden,
+			// expireAfterSeconds): keep them under the new spec.
+			kept := *ix
+			kept.spec = s
+			out = append(out, &kept)
+			continue
+		}
 		if ix, err := prep.take(ctx, ns, c, s.Raw); err != nil || ix != nil {
 			if err != nil {
 				return err
