@@ -178,8 +178,6 @@ func (s *projectSource) Next(ctx context.Context) (bsoncore.Document, error) {
 	return s.p.Apply(d)
 }
 
-// queryEnv builds the query environment of a command from its collation
-// and let documents (either may be nil).
 // collEnv is queryEnv for a command on collection coll: without a
 // collation of its own it takes the collection's default (mongod's rule).
 func (r *request) collEnv(coll string, collation, let bsoncore.Document) (*query.Env, error) {
@@ -197,20 +195,15 @@ func (r *request) defaultCollation(coll string) bsoncore.Document {
 		return nil
 	}
 	ci, ok := snap.Collection(coll)
-	if !ok {
-		return nil
-	}
-	return collectionCollation(ci)
-}
-
-func collectionCollation(ci storage.CollectionInfo) bsoncore.Document {
-	if ci.Options == nil {
+	if !ok || ci.Options == nil {
 		return nil
 	}
 	d, _ := ci.Options.Lookup("collation").DocumentOK()
 	return d
 }
 
+// queryEnv builds the query environment of a command from its collation
+// and let documents (either may be nil).
 func queryEnv(collation, let bsoncore.Document) (*query.Env, error) {
 	var coll *query.Collation
 	if collation != nil {
