@@ -90,7 +90,6 @@ func cursorBatchSize(r *request, opts bsoncore.Document) (int, error) {
 
 // createOptions are the create options we store; the rest are refused.
 var createOptions = map[string]bool{
-	"collation":     true,
 	"storageEngine": true, "indexOptionDefaults": true, "comment": true, "writeConcern": true,
 	"changeStreamPreAndPostImages": true, "expireAfterSeconds": true,
 }
