@@ -128,11 +128,7 @@ func (df *differ) container(ctx context.Context, path []int, prefix string, out 
 	var local []Change
 	for _, i := range df.dirty.children(path) {
 		child := append(append([]int(nil), path...), i)
-		ea, err := readElement(ctx, df.a, child, false)
-		if err != nil {
-			return err
-		}
-		eb, err := readElement(ctx, df.b, child, false)
+		ea, eb, err := df.readBoth(ctx, child, false)
 		if err != nil {
 			return err
 		}
@@ -160,11 +156,7 @@ func (df *differ) container(ctx context.Context, path []int, prefix string, out 
 
 // compareAt compares the elements at path whole (one may be missing).
 func (df *differ) compareAt(ctx context.Context, path []int, dotted string, out *[]Change) error {
-	ea, err := readElement(ctx, df.a, path, true)
-	if err != nil {
-		return err
-	}
-	eb, err := readElement(ctx, df.b, path, true)
+	ea, eb, err := df.readBoth(ctx, path, true)
 	if err != nil {
 		return err
 	}
@@ -198,11 +190,7 @@ func (df *differ) whole(ctx context.Context, path []int, prefix string, out *[]C
 			bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: db}, out)
 		return nil
 	}
-	ea, err := readElement(ctx, df.a, path, true)
-	if err != nil {
-		return err
-	}
-	eb, err := readElement(ctx, df.b, path, true)
+	ea, eb, err := df.readBoth(ctx, path, true)
 	if err != nil {
 		return err
 	}
@@ -215,6 +203,16 @@ func (df *differ) whole(ctx context.Context, path []int, prefix string, out *[]C
 
 // readElement reads the element at path: whole, or (a container, unless
 // whole is set) only its header.
+// readBoth reads the element at path on both sides.
+func (df *differ) readBoth(ctx context.Context, path []int, whole bool) (element, element, error) {
+	ea, err := readElement(ctx, df.a, path, whole)
+	if err != nil {
+		return element{}, element{}, err
+	}
+	eb, err := readElement(ctx, df.b, path, whole)
+	return ea, eb, err
+}
+
 func readElement(ctx context.Context, t Tree, path []int, whole bool) (element, error) {
 	r, err := newReader(t.m)
 	if err != nil {
