@@ -1177,30 +1177,19 @@ func ldSomePaths(g *ldGen, doc bsoncore.Document, n int) []string {
 // ldPathQueries returns finds and aggregations over the given paths:
 // filters, projections and sorts on each, and a projection of many at once.
 func ldPathQueries(paths []string) []ldQuery {
-	raws := func(cur *mongo.Cursor, err error) ([][]byte, error) {
-		if err != nil {
-			return nil, err
-		}
-		defer cur.Close(ctx)
-		var out [][]byte
-		for cur.Next(ctx) {
-			out = append(out, bytes.Clone(cur.Current))
-		}
-		return out, cur.Err()
-	}
 	var qs []ldQuery
 	many := bson.D{}
 	for i, p := range paths {
 		many = append(many, bson.E{Key: p, Value: 1})
 		qs = append(qs, ldQuery{"find on path " + p, func(coll *mongo.Collection) ([][]byte, error) {
-			return raws(coll.Find(ctx, bson.D{{Key: p, Value: bson.D{{Key: "$exists", Value: true}}}},
+			return ldDrain(coll.Find(ctx, bson.D{{Key: p, Value: bson.D{{Key: "$exists", Value: true}}}},
 				options.Find().SetProjection(bson.D{{Key: p, Value: 1}})))
 		}})
 		if i%5 == 0 {
 			qs = append(qs, ldQuery{"sort on path " + p, func(coll *mongo.Collection) ([][]byte, error) {
-				return raws(coll.Find(ctx, bson.D{}, options.Find().SetSort(bson.D{{Key: p, Value: -1}, {Key: "_id", Value: 1}})))
+				return ldDrain(coll.Find(ctx, bson.D{}, options.Find().SetSort(bson.D{{Key: p, Value: -1}, {Key: "_id", Value: 1}})))
 			}}, ldQuery{"aggregate on path " + p, func(coll *mongo.Collection) ([][]byte, error) {
-				return raws(coll.Aggregate(ctx, bson.A{
+				return ldDrain(coll.Aggregate(ctx, bson.A{
 					bson.D{{Key: "$match", Value: bson.D{{Key: p, Value: bson.D{{Key: "$exists", Value: true}}}}}},
 					bson.D{{Key: "$project", Value: bson.D{{Key: "v", Value: "$" + p}, {Key: "t", Value: bson.D{{Key: "$type", Value: "$" + p}}}}}},
 				}))
@@ -1208,7 +1197,7 @@ func ldPathQueries(paths []string) []ldQuery {
 		}
 	}
 	qs = append(qs, ldQuery{fmt.Sprintf("find projecting %d paths", len(many)), func(coll *mongo.Collection) ([][]byte, error) {
-		return raws(coll.Find(ctx, bson.D{}, options.Find().SetProjection(many)))
+		return ldDrain(coll.Find(ctx, bson.D{}, options.Find().SetProjection(many)))
 	}})
 	return qs
 }
