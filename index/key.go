@@ -60,9 +60,9 @@ func appendPayload(dst []byte, class int, v bsoncore.Value, c *query.Collation) 
 		if c != nil {
 			return c.AppendKey(dst, rawString(v.Data))
 		}
-		return appendEscaped(dst, rawString(v.Data))
+		return query.AppendEscaped(dst, rawString(v.Data))
 	case query.ClassCode:
-		return appendEscaped(dst, rawString(v.Data))
+		return query.AppendEscaped(dst, rawString(v.Data))
 	case query.ClassObject:
 		return appendDoc(dst, v.Data, true, c)
 	case query.ClassArray:
@@ -82,33 +82,21 @@ func appendPayload(dst []byte, class int, v bsoncore.Value, c *query.Collation) 
 		return binary.BigEndian.AppendUint32(dst, i)
 	case query.ClassRegex:
 		p, o := v.Regex()
-		dst = appendEscaped(dst, []byte(p))
-		return appendEscaped(dst, []byte(o))
+		dst = query.AppendEscaped(dst, []byte(p))
+		return query.AppendEscaped(dst, []byte(o))
 	case query.ClassDBPointer:
 		// Ordered by namespace length, then namespace and ObjectId bytes.
 		dst = binary.BigEndian.AppendUint32(dst, binary.LittleEndian.Uint32(v.Data))
 		return append(dst, v.Data[4:]...)
 	case query.ClassCodeWithScope:
 		code, scope := v.CodeWithScope()
-		dst = appendEscaped(dst, []byte(code))
+		dst = query.AppendEscaped(dst, []byte(code))
 		return appendDoc(dst, scope, true, nil) // scopes compare binary
 	}
 	return dst // MinKey, Undefined, Null, MaxKey: the class says it all.
 }
 
 func rawString(data []byte) []byte { return data[4 : len(data)-1] }
-
-// appendEscaped writes b with 0x00 escaped as 0x00 0xFF and a 0x00 0x00
-// terminator, so a string sorts before its extensions.
-func appendEscaped(dst, b []byte) []byte {
-	for _, c := range b {
-		dst = append(dst, c)
-		if c == 0 {
-			dst = append(dst, 0xFF)
-		}
-	}
-	return append(dst, 0, 0)
-}
 
 // appendDoc encodes elements as class byte, field name (objects only),
 // payload; field names are C strings, so one 0x00 terminates them.

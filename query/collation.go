@@ -319,15 +319,18 @@ func (c *Collation) AppendKey(dst, s []byte) []byte {
 
 func (c *Collation) appendKeyLocked(dst, s []byte) []byte {
 	k := c.col.Key(&c.buf, s)
-	dst = appendEscapedKey(dst, k)
+	dst = AppendEscaped(dst, k)
 	c.buf.Reset()
 	if c.identical {
-		dst = appendEscapedKey(dst, s)
+		dst = AppendEscaped(dst, s)
 	}
 	return dst
 }
 
-func appendEscapedKey(dst, b []byte) []byte {
+// AppendEscaped writes b with 0x00 escaped as 0x00 0xFF and a 0x00 0x00
+// terminator, so that a string sorts before its extensions: the string
+// encoding of index keys, collated (AppendKey) or not.
+func AppendEscaped(dst, b []byte) []byte {
 	for _, ch := range b {
 		dst = append(dst, ch)
 		if ch == 0 {
