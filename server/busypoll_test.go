@@ -45,12 +45,19 @@ func awaitReturns(t *testing.T, p *busyPoller, s *Server) {
 	}
 }
 
-func TestBusyPollerReadable(t *testing.T) {
-	client, server := tcpPair(t)
-	p := newBusyPoller(server, time.Minute)
+// pollerPair is a loopback connection and a poller with a one-minute
+// window on its server end.
+func pollerPair(t *testing.T) (client, server net.Conn, p busyPoller) {
+	client, server = tcpPair(t)
+	p = newBusyPoller(server, time.Minute)
 	if p.rc == nil {
 		t.Skip("a single processor: the poller never spins")
 	}
+	return client, server, p
+}
+
+func TestBusyPollerReadable(t *testing.T) {
+	client, server, p := pollerPair(t)
 	if p.readable() {
 		t.Fatal("readable before the client wrote")
 	}
@@ -72,11 +79,7 @@ func TestBusyPollerReadable(t *testing.T) {
 }
 
 func TestBusyPollerGivesWay(t *testing.T) {
-	_, server := tcpPair(t)
-	p := newBusyPoller(server, time.Minute)
-	if p.rc == nil {
-		t.Skip("a single processor: the poller never spins")
-	}
+	_, server, p := pollerPair(t)
 	busy := &Server{}
 	busy.running.Store(1)
 	awaitReturns(t, &p, busy) // a command runs: no spinning
