@@ -20,15 +20,9 @@ import (
 func TestIndexScanIntervalsOverEdits(t *testing.T) {
 	e := openEngine(t, t.TempDir(), Options{})
 	d, _ := e.Database(ctx, "db", true)
-	write := func(fn func(tx *Tx) error) {
-		t.Helper()
-		if err := d.Write(ctx, fn); err != nil {
-			t.Fatal(err)
-		}
-	}
 	model := map[int32]int32{} // _id -> a
 	rng := rand.New(rand.NewPCG(3, 4))
-	write(func(tx *Tx) error {
+	mustWrite(t, d, func(tx *Tx) error {
 		tx.EnsureCollection(ctx, "c")
 		if err := tx.SetIndexes(ctx, "c", []bsoncore.Document{indexSpec("a_1", false, "a")}); err != nil {
 			return err
@@ -42,7 +36,7 @@ func TestIndexScanIntervalsOverEdits(t *testing.T) {
 		return nil
 	})
 	d.Checkpoint(ctx)
-	write(func(tx *Tx) error {
+	mustWrite(t, d, func(tx *Tx) error {
 		for i := int32(0); i < 900; i++ {
 			id := rng.Int32N(2000)
 			_, exists := model[id]
