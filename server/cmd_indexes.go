@@ -324,7 +324,8 @@ func hasIndexNamed(specs []*index.Spec, name string) bool {
 func dropKey(specs []*index.Spec, key bsoncore.Document) ([]*index.Spec, error) {
 	probe, err := index.ParseSpec(bsoncore.NewDocumentBuilder().AppendDocument("key", key).Build())
 	if err != nil {
-		return nil, err
+		// No index can have a key pattern that is not valid.
+		return nil, mongoerr.New(mongoerr.IndexNotFound, "can't find index with key: %s", index.ShellDoc(key))
 	}
 	if probe.IsID() {
 		return nil, mongoerr.New(mongoerr.InvalidOptions, "cannot drop _id index")

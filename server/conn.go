@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -177,7 +178,8 @@ func (c *conn) runCommand(unacknowledged bool, decode func() (bsoncore.Document,
 	c.s.stats.opCommand.Add(1)
 	defer func() {
 		if p := recover(); p != nil {
-			c.log.Error().Str("c", "COMMAND").Interface("panic", p).Msg("command panicked")
+			c.log.Error().Str("c", "COMMAND").Interface("panic", p).Str("stack", string(debug.Stack())).
+				Msg("command panicked")
 			reply = errorReply(mongoerr.New(mongoerr.InternalError, "internal error: %v", p))
 		}
 	}()

@@ -77,6 +77,12 @@ func TestIndexCommands(t *testing.T) {
 	wantCode(t, err, 27, "IndexNotFound")
 	_, err = run(t, db, bson.D{{Key: "dropIndexes", Value: "c"}, {Key: "index", Value: "_id_"}})
 	wantCode(t, err, 72, "InvalidOptions")
+	// Key patterns no index can have (they once panicked under the write lock).
+	for _, bad := range []any{bson.D{{Key: "b", Value: 1}}, bson.D{{Key: "x", Value: bson.Symbol("s")}}, bson.NewObjectID()} {
+		_, err = run(t, db, bson.D{{Key: "dropIndexes", Value: "c"}, {Key: "index", Value: bson.D{{Key: "a", Value: bad}}}})
+		wantCode(t, err, 27, "IndexNotFound")
+	}
+	mustRun(t, db, bson.D{{Key: "insert", Value: "c"}, {Key: "documents", Value: bson.A{bson.D{{Key: "a", Value: 1}}}}})
 	mustRun(t, db, bson.D{{Key: "dropIndexes", Value: "c"}, {Key: "index", Value: bson.D{{Key: "b", Value: -1}, {Key: "a", Value: 1}}}})
 	res = mustRun(t, db, bson.D{{Key: "dropIndexes", Value: "c"}, {Key: "index", Value: "*"}})
 	if res["nIndexesWas"] != int32(2) {

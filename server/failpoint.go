@@ -79,7 +79,7 @@ func cmdConfigureFailPoint(r *request) (bsoncore.Document, error) {
 		return nil, mongoerr.New(mongoerr.CommandNotFound, "no such command: 'configureFailPoint'")
 	}
 	name, _ := r.cmd.Index(0).Value().StringValueOK()
-	if name != "failCommand" {
+	if name != "failCommand" && name != "dumboPanic" {
 		return nil, mongoerr.New(mongoerr.BadValue, "unknown fail point: %s", name)
 	}
 	var data bsoncore.Document
@@ -95,7 +95,21 @@ func cmdConfigureFailPoint(r *request) (bsoncore.Document, error) {
 	if err != nil {
 		return nil, err
 	}
+	if name == "dumboPanic" {
+		return configurePanic(r, times, data)
+	}
 	return okReply(), r.c.s.failCommand.configure(times, data)
+}
+
+// configurePanic sets DumboDB's "dumboPanic" fail point: the storage engine
+// panics at data.step (one of storage.PanicSteps), to test that a panic
+// releases every lock and leaves the server working.
+func configurePanic(r *request, times int, data bsoncore.Document) (bsoncore.Document, error) {
+	step, _ := data.Lookup("step").StringValueOK()
+	if err := r.c.s.engine.InjectPanic(step, times); err != nil {
+		return nil, mongoerr.New(mongoerr.BadValue, "%v", err)
+	}
+	return okReply(), nil
 }
 
 func failPointTimes(mode bsoncore.Value) (int, error) {

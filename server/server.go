@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -172,6 +173,18 @@ func (s *Server) closeListeners() {
 	}
 }
 
+// guard runs one pass of a background loop, logging a panic instead of
+// letting it end the process.
+func (s *Server) guard(what string, fn func()) {
+	defer func() {
+		if p := recover(); p != nil {
+			s.log.Error().Str("c", "CONTROL").Interface("panic", p).Str("stack", string(debug.Stack())).
+				Msg(what + " panicked")
+		}
+	}()
+	fn()
+}
+
 func (s *Server) reapCursors() {
 	defer s.wg.Done()
 	t := time.NewTicker(time.Minute)
@@ -179,7 +192,7 @@ func (s *Server) reapCursors() {
 	for {
 		select {
 		case <-t.C:
-			s.cursors.reapIdle(cursorIdleTimeout)
+			s.guard("cursor reaping", func() { s.cursors.reapIdle(cursorIdleTimeout) })
 		case <-s.done:
 			return
 		}

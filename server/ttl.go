@@ -26,7 +26,7 @@ func (s *Server) ttlLoop() {
 		case <-s.done:
 			return
 		case <-t.C:
-			s.expireAll(context.Background(), time.Now())
+			s.guard("TTL pass", func() { s.expireAll(context.Background(), time.Now()) })
 		}
 	}
 }

@@ -18,17 +18,24 @@ import (
 // can be recycled.
 func (d *Database) Checkpoint(ctx context.Context) error {
 	for _, b := range d.branchList() {
-		b.writeMu.Lock()
-		err := ErrClosed
-		if !d.closed.Load() {
-			err = d.checkpointLocked(ctx, b)
-		}
-		b.writeMu.Unlock()
+		err := d.withWriteLock(b, func() error {
+			if d.closed.Load() {
+				return ErrClosed
+			}
+			return d.checkpointLocked(ctx, b)
+		})
 		if err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// withWriteLock runs fn holding b's writer lock, released on every path.
+func (d *Database) withWriteLock(b *branch, fn func() error) error {
+	b.writeMu.Lock()
+	defer b.writeMu.Unlock()
+	return fn()
 }
 
 // checkpointLocked folds b's edits into new base maps, writes the root and
@@ -43,6 +50,7 @@ func (d *Database) checkpointLocked(ctx context.Context, b *branch) error {
 	if err := d.wl.WaitDurable(st.lsn); err != nil {
 		return err
 	}
+	d.engine.panics.at("checkpoint.fold")
 	colls := make(map[string]*collection, len(st.colls))
 	for name, c := range st.colls {
 		base, err := foldEdits(ctx, d.ns, c, d.largeDoc())
@@ -64,6 +72,7 @@ func (d *Database) checkpointLocked(ctx context.Context, b *branch) error {
 	if err := d.persist(ctx, b, root, st.lsn); err != nil {
 		return err
 	}
+	d.engine.panics.at("checkpoint.persist")
 	next.root = root
 	b.state.Store(next)
 	d.engine.addEditBytes(-st.editBytes())

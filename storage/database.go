@@ -200,11 +200,10 @@ func (d *Database) close(ctx context.Context) error {
 	}
 	var firstErr error
 	for _, b := range d.branchList() {
-		b.writeMu.Lock() // wait for in-flight writers; none start after closed
-		if err := d.checkpointLocked(ctx, b); err != nil && firstErr == nil {
+		// Wait for in-flight writers; none start after closed.
+		if err := d.withWriteLock(b, func() error { return d.checkpointLocked(ctx, b) }); err != nil && firstErr == nil {
 			firstErr = err
 		}
-		b.writeMu.Unlock()
 	}
 	if d.wl != nil {
 		if err := d.wl.Close(); err != nil && firstErr == nil {
@@ -347,20 +346,25 @@ func (d *Database) WriteBranch(ctx context.Context, branchName string, fn func(t
 	if err != nil {
 		return err
 	}
-	b.writeMu.Lock()
-	if d.closed.Load() || b.deleted {
-		b.writeMu.Unlock()
-		if b.deleted {
-			return fmt.Errorf("%w: %s", ErrBranchNotFound, branchName)
-		}
-		return ErrClosed
-	}
-	lsn, err := d.commitLocked(ctx, b, fn)
-	b.writeMu.Unlock()
+	lsn, err := d.writeLocked(ctx, b, fn)
 	if err != nil || lsn == 0 || ctx.Value(noSyncKey{}) != nil {
 		return err
 	}
 	return d.wl.WaitDurable(lsn)
+}
+
+// writeLocked runs commitLocked under b's writer lock. The lock is released
+// before the caller waits for the log, so that writers share syncs.
+func (d *Database) writeLocked(ctx context.Context, b *branch, fn func(tx *Tx) error) (uint64, error) {
+	b.writeMu.Lock()
+	defer b.writeMu.Unlock()
+	if b.deleted {
+		return 0, fmt.Errorf("%w: %s", ErrBranchNotFound, b.name)
+	}
+	if d.closed.Load() {
+		return 0, ErrClosed
+	}
+	return d.commitLocked(ctx, b, fn)
 }
 
 // commitLocked runs fn, logs its changes and publishes the new state. It
@@ -374,12 +378,14 @@ func (d *Database) commitLocked(ctx context.Context, b *branch, fn func(tx *Tx) 
 	if !tx.dirty() {
 		return 0, nil
 	}
+	d.engine.panics.at("write.log")
 	lsn, err := d.wl.Append(encodeRecord(b.name, tx.ops))
 	if err != nil {
 		return 0, err
 	}
 	next := tx.publish(lsn)
 	b.state.Store(next)
+	d.engine.panics.at("write.published")
 	d.engine.addEditBytes(next.editBytes() - cur.editBytes())
 	if d.engine.overBudget() {
 		if err := d.checkpointLocked(ctx, b); err != nil {

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"sort"
 	"strings"
 	"sync"
@@ -53,6 +54,7 @@ type Engine struct {
 	lock *os.File
 
 	editBytes atomic.Int64 // memory of uncheckpointed edits, all databases
+	panics    panicPoint
 
 	mu   sync.Mutex
 	dbs  map[string]*Database
@@ -120,9 +122,21 @@ func (e *Engine) checkpointAll() {
 	}
 	e.mu.Unlock()
 	for _, d := range dbs {
-		if err := d.Checkpoint(context.Background()); err != nil && !errors.Is(err, ErrClosed) {
-			e.log.Error().Str("c", "STORAGE").Err(err).Str("db", d.name).Msg("periodic checkpoint failed")
+		e.periodicCheckpoint(d)
+	}
+}
+
+// periodicCheckpoint checkpoints d, logging a failure or a panic: a
+// background loop must outlive both.
+func (e *Engine) periodicCheckpoint(d *Database) {
+	defer func() {
+		if p := recover(); p != nil {
+			e.log.Error().Str("c", "STORAGE").Str("db", d.name).Interface("panic", p).
+				Str("stack", string(debug.Stack())).Msg("periodic checkpoint panicked")
 		}
+	}()
+	if err := d.Checkpoint(context.Background()); err != nil && !errors.Is(err, ErrClosed) {
+		e.log.Error().Str("c", "STORAGE").Err(err).Str("db", d.name).Msg("periodic checkpoint failed")
 	}
 }
 

@@ -32,6 +32,7 @@ func (d *Database) GC(ctx context.Context) (before, after int64, err error) {
 			return before, before, err
 		}
 	}
+	d.engine.panics.at("vc.locked")
 	keep := hash.NewHashSet()
 	dss, err := d.db.Datasets(ctx)
 	if err != nil {

@@ -103,6 +103,7 @@ func (d *Database) fastForward(ctx context.Context, b *branch, to *datas.Commit,
 	if _, err := d.db.FastForward(ctx, head, to.Addr(), ""); err != nil {
 		return err
 	}
+	d.engine.panics.at("vc.ref")
 	if err := d.resetWorkingSet(ctx, b, to); err != nil {
 		return err
 	}

@@ -72,6 +72,7 @@ func (d *Database) moveHead(ctx context.Context, b *branch, c *datas.Commit) err
 	if _, err := d.db.SetHead(ctx, head, c.Addr(), ""); err != nil {
 		return err
 	}
+	d.engine.panics.at("vc.ref")
 	return d.resetWorkingSet(ctx, b, c)
 }
 

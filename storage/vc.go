@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -85,7 +86,36 @@ func (d *Database) lockedBranch(ctx context.Context, name string, fn func(b *bra
 	if err := d.checkpointLocked(ctx, b); err != nil {
 		return err
 	}
+	defer d.reloadOnPanic(b)
+	d.engine.panics.at("vc.locked")
 	return fn(b)
+}
+
+// reloadOnPanic, deferred under b's writer lock, reloads b from its refs
+// and working set when the operation panics, then lets the panic go on.
+// A version-control operation moves refs and the working set on disk before
+// its in-memory state follows; a panic between the two must not leave them
+// apart. Nothing is lost: b was checkpointed before the operation began.
+func (d *Database) reloadOnPanic(b *branch) {
+	p := recover()
+	if p == nil {
+		return
+	}
+	fresh, err := d.loadBranch(context.Background(), b.name)
+	switch {
+	case errors.Is(err, ErrBranchNotFound):
+		b.deleted = true
+		d.mu.Lock()
+		delete(d.branches, b.name)
+		d.mu.Unlock()
+	case err != nil:
+		d.log.Error().Str("c", "STORAGE").Err(err).Str("db", d.name).Str("branch", b.name).
+			Msg("reloading a branch after a panic failed")
+	default:
+		b.ws, b.headRef = fresh.ws, fresh.headRef
+		b.state.Store(fresh.state.Load())
+	}
+	panic(p)
 }
 
 // Commit records a branch's working state as a new commit.
@@ -141,6 +171,7 @@ func (d *Database) commitRoot(ctx context.Context, b *branch, st *rootState, opt
 	if err != nil {
 		return nil, fmt.Errorf("commit %s@%s: %w", d.name, b.name, err)
 	}
+	d.engine.panics.at("vc.ref")
 	b.ws, b.headRef = ws, rootRef
 	b.state.Store(clean)
 	addr, _ := head.MaybeHeadAddr()
@@ -230,6 +261,7 @@ func (d *Database) CreateBranch(ctx context.Context, name string, at Revision) (
 	if _, err := d.db.SetHead(ctx, ds, c.Addr(), ""); err != nil {
 		return CommitInfo{}, err
 	}
+	d.engine.panics.at("vc.ref")
 	ws, err := d.db.GetDataset(ctx, "workingSets/heads/"+name)
 	if err != nil {
 		return CommitInfo{}, err
@@ -308,6 +340,7 @@ func (d *Database) DeleteBranch(ctx context.Context, name, current string, force
 		if _, err := d.db.Delete(ctx, ds, ""); err != nil {
 			return err
 		}
+		d.engine.panics.at("vc.ref")
 		b.deleted = true
 		d.mu.Lock()
 		delete(d.branches, name)
@@ -398,6 +431,7 @@ func (d *Database) Reset(ctx context.Context, branchName string, to Revision, ha
 		if _, err := d.db.SetHead(ctx, head, target.Addr(), ""); err != nil {
 			return err
 		}
+		d.engine.panics.at("vc.ref")
 		if hard {
 			return d.resetWorkingSet(ctx, b, target)
 		}
@@ -453,6 +487,7 @@ func (d *Database) CreateTag(ctx context.Context, name string, at Revision, mess
 	if _, err := d.db.Tag(ctx, ds, c.Addr(), datas.TagOptions{Meta: datas.NewTagMeta(tname, email, message)}); err != nil {
 		return TagInfo{}, err
 	}
+	d.engine.panics.at("vc.ref")
 	return TagInfo{Name: name, Commit: c.Addr().String(), Message: message}, nil
 }
 
