@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -448,15 +449,32 @@ func lookupIndexIDs(ctx context.Context, rd storage.Reader, coll string, ix *sto
 // aggWriter writes $out and $merge results, each in one transaction.
 type aggWriter struct{ r *request }
 
-func (w aggWriter) tx(ctx context.Context, db, coll string, fn func(tx *storage.Tx) error) error {
-	if err := validateCollectionName(db, coll); err != nil {
+// tx runs fn on the target database's branch. The target is named like $db:
+// "db" or "db@branch", validated by the same rules; the request's own
+// database without a revision means the request's branch.
+func (w aggWriter) tx(ctx context.Context, full, coll string, fn func(tx *storage.Tx) error) error {
+	name, rev := splitDBName(full)
+	if err := validateDBName(name); err != nil {
 		return err
 	}
-	d, err := w.r.c.s.engine.Database(ctx, db, true)
+	if err := validateCollectionName(name, coll); err != nil {
+		return err
+	}
+	d, err := w.r.c.s.engine.Database(ctx, name, true)
 	if err != nil {
 		return err
 	}
-	return d.Write(ctx, fn)
+	if name == w.r.db && rev == "" {
+		return w.r.writeTo(d, fn)
+	}
+	target, err := d.Resolve(ctx, cmp.Or(rev, storage.DefaultBranch), storage.DefaultBranch)
+	if err != nil {
+		return err
+	}
+	if target.ReadOnly() {
+		return mongoerr.New(mongoerr.ReadOnlyRevision, "cannot write to %s: it is a read-only revision (a tag or a commit); write to a branch", full)
+	}
+	return d.WriteBranch(ctx, target.Branch, fn)
 }
 
 // Replace swaps the target's content for docs, as $out does.

@@ -18,6 +18,8 @@ func toMongoErr(err error) *mongoerr.Error {
 		return mongoerr.New(mongoerr.NamespaceNotFound, "ns does not exist")
 	case errors.Is(err, storage.ErrNamespaceExists):
 		return mongoerr.New(mongoerr.NamespaceExists, "collection already exists")
+	case errors.Is(err, storage.ErrInvalidDatabaseName):
+		return mongoerr.New(mongoerr.InvalidNamespace, "%s", err.Error())
 	case errors.Is(err, storage.ErrDatabaseDiffersInCase):
 		return mongoerr.New(mongoerr.Code(13297), "%s", err.Error())
 	case errors.Is(err, storage.ErrKeyTooLong):

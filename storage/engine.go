@@ -171,6 +171,18 @@ func (e *Engine) Close() error {
 
 func (e *Engine) dbDir(name string) string { return filepath.Join(e.dir, name) }
 
+// checkDatabaseName makes sure a database's directory is a direct child of
+// the data directory, whatever the name: the server validates names with
+// mongod's rules, and this check, on the cleaned path rather than on the
+// name, holds even if a caller forgets.
+func (e *Engine) checkDatabaseName(name string) error {
+	dir := e.dbDir(name)
+	if name == "" || strings.ContainsAny(name, "/\\\x00") || filepath.Dir(dir) != filepath.Clean(e.dir) || filepath.Base(dir) != name {
+		return fmt.Errorf("%w: %q", ErrInvalidDatabaseName, name)
+	}
+	return nil
+}
+
 // Database returns an open database, or nil if it does not exist and create
 // is false. With create, a missing database is created (with its initial
 // commit on main).
@@ -182,6 +194,9 @@ func (e *Engine) Database(ctx context.Context, name string, create bool) (*Datab
 	}
 	if d, ok := e.dbs[name]; ok {
 		return d, nil
+	}
+	if err := e.checkDatabaseName(name); err != nil {
+		return nil, err
 	}
 	exists := isDatabaseDir(e.dbDir(name))
 	if !exists && !create {
@@ -249,6 +264,9 @@ func (e *Engine) SizeOnDisk(name string) int64 {
 // DropDatabase closes a database and deletes its files. Dropping a database
 // that does not exist is not an error.
 func (e *Engine) DropDatabase(name string) error {
+	if err := e.checkDatabaseName(name); err != nil {
+		return err
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if d, ok := e.dbs[name]; ok {

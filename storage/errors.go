@@ -15,6 +15,9 @@ var (
 	ErrNamespaceNotFound = errors.New("collection does not exist")
 	// ErrKeyTooLong: an encoded _id is longer than index.MaxKeySize.
 	ErrKeyTooLong = errors.New("_id key too long")
+	// ErrInvalidDatabaseName: the name would not be a directory directly
+	// inside the data directory.
+	ErrInvalidDatabaseName = errors.New("invalid database name")
 	// ErrDatabaseDiffersInCase: a database of the same name in another case exists.
 	ErrDatabaseDiffersInCase = errors.New("database name differs only in case from an existing database")
 	// ErrClosed: the engine or the database was closed (or dropped).

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -314,3 +315,21 @@ func benchInsert(b *testing.B, wctx context.Context) {
 }
 
 func discardLog() zerolog.Logger { return zerolog.New(io.Discard) }
+
+// TestDatabaseNamesStayInsideTheDataDirectory: whatever a caller passes, a
+// database is a direct child of the data directory.
+func TestDatabaseNamesStayInsideTheDataDirectory(t *testing.T) {
+	root := t.TempDir()
+	e := openEngine(t, filepath.Join(root, "data"), Options{})
+	for _, name := range []string{"", ".", "..", "../escaped", "../../x", "a/b", `a\b`, "/abs", "x\x00"} {
+		if _, err := e.Database(context.Background(), name, true); !errors.Is(err, ErrInvalidDatabaseName) {
+			t.Errorf("Database(%q): %v, want ErrInvalidDatabaseName", name, err)
+		}
+		if err := e.DropDatabase(name); !errors.Is(err, ErrInvalidDatabaseName) {
+			t.Errorf("DropDatabase(%q): %v, want ErrInvalidDatabaseName", name, err)
+		}
+	}
+	if ents, _ := os.ReadDir(root); len(ents) != 1 {
+		t.Fatalf("outside the data directory: %v", ents)
+	}
+}
