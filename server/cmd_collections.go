@@ -163,6 +163,7 @@ func cmdDrop(r *request) (bsoncore.Document, error) {
 	if err != nil && !errors.Is(err, storage.ErrNamespaceNotFound) {
 		return nil, err
 	}
+	r.killCursorsOn(coll, "collection dropped")
 	return bsoncore.NewDocumentBuilder().
 		AppendInt32("nIndexesWas", 1).
 		AppendString("ns", r.ns(coll)).
@@ -225,6 +226,7 @@ func cmdRenameCollection(r *request) (bsoncore.Document, error) {
 	case err != nil:
 		return nil, err
 	}
+	target.killCursorsOn(fromColl, "collection renamed")
 	return okReply(), nil
 }
 

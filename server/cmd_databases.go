@@ -123,6 +123,8 @@ func cmdDropDatabase(r *request) (bsoncore.Document, error) {
 	if err := r.parseArgs(nil); err != nil {
 		return nil, err
 	}
+	// Cursors stop reading before the files go.
+	r.c.s.cursors.killNamespace(r.db, "", "", cursorKilledError("database dropped"))
 	if err := r.c.s.engine.DropDatabase(r.db); err != nil {
 		return nil, err
 	}

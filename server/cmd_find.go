@@ -236,19 +236,30 @@ func cmdGetMore(r *request) (bsoncore.Document, error) {
 		return nil, mongoerr.New(mongoerr.Unauthorized, "Requested getMore on namespace '%s', but cursor belongs to a different namespace %s", r.ns(coll), cur.ns)
 	}
 	defer r.withMaxTime(maxTimeMS)()
-	cur.mu.Lock()
-	defer cur.mu.Unlock()
-	docs, done, err := fillBatch(r.ctx, cur.src, int(batchSize))
-	if err != nil {
-		r.c.s.cursors.remove(id)
-		return nil, err
-	}
-	cur.lastUsed = time.Now()
-	if done {
+	docs, done, err := r.nextBatch(cur, int(batchSize))
+	if err != nil || done {
 		r.c.s.cursors.remove(id)
 		id = 0
 	}
+	if err != nil {
+		return nil, err
+	}
 	return cursorReply(id, cur.ns, "nextBatch", docs), nil
+}
+
+// nextBatch reads a cursor's next batch, or says why it was killed.
+func (r *request) nextBatch(cur *cursor, batchSize int) ([]bsoncore.Document, bool, error) {
+	cur.mu.Lock()
+	defer cur.mu.Unlock()
+	if cur.killed != nil {
+		return nil, true, cur.killed
+	}
+	if cur.src == nil {
+		return nil, true, mongoerr.New(mongoerr.CursorNotFound, "cursor id %d not found", cur.id)
+	}
+	r.c.s.cursors.moveOwner(cur, r.c.id)
+	cur.lastUsed = time.Now()
+	return fillBatch(r.ctx, cur.src, batchSize)
 }
 
 func cmdKillCursors(r *request) (bsoncore.Document, error) {

@@ -3,9 +3,11 @@ package server
 import (
 	"bufio"
 	"context"
+	"encoding/binary"
 	"errors"
 	"io"
 	"net"
+	"os"
 	"runtime/debug"
 	"sync"
 	"time"
@@ -35,6 +37,8 @@ type conn struct {
 	// client's order of preference.
 	compressors []string
 	nextReqID   int32
+
+	op opState // the command in progress
 
 	mu       sync.Mutex
 	clientMD bsoncore.Document
@@ -80,14 +84,16 @@ func (c *conn) serve() {
 		if c.r.Buffered() == 0 {
 			c.poller.await(c.s)
 		}
-		hdr, msg, comp, err := wire.Read(c.r)
+		hdr, msg, comp, held, err := c.readMessage()
 		if err != nil {
+			c.s.inFlight.Release(held)
 			c.logReadError(err)
 			return
 		}
 		c.s.running.Add(1)
 		err = c.handle(hdr, msg, comp)
 		c.s.running.Add(-1)
+		c.s.inFlight.Release(held)
 		if err != nil {
 			c.log.Info().Str("c", "NETWORK").Err(err).Msg("closing connection")
 			return
@@ -95,8 +101,48 @@ func (c *conn) serve() {
 	}
 }
 
+// readMessage reads the next message within the server's in-flight budget.
+// Between messages a connection may idle for ever (pooled connections do);
+// once a message has begun, the rest must come within the stall timeout.
+func (c *conn) readMessage() (wire.Header, wire.Message, wire.CompressorID, int, error) {
+	if _, err := c.r.Peek(1); err != nil {
+		return wire.Header{}, nil, wire.CompressorNoop, 0, err
+	}
+	if !c.wholeMessageBuffered() {
+		c.nc.SetReadDeadline(time.Now().Add(c.s.cfg.messageStall()))
+		defer c.clearReadDeadline()
+	}
+	return wire.ReadBudgeted(c.r, c.s.inFlight)
+}
+
+// wholeMessageBuffered reports whether the next message is already all in
+// the read buffer, so that no deadline is needed (the common case).
+func (c *conn) wholeMessageBuffered() bool {
+	if c.r.Buffered() < 4 {
+		return false // Peek(4) would wait for the rest
+	}
+	hdr, _ := c.r.Peek(4)
+	return int(binary.LittleEndian.Uint32(hdr)) <= c.r.Buffered()
+}
+
+func (c *conn) clearReadDeadline() {
+	c.nc.SetReadDeadline(time.Time{})
+	if c.s.closing.Load() {
+		c.closeRead() // shutdown may have set its deadline meanwhile
+	}
+}
+
 func (c *conn) logReadError(err error) {
 	if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) || c.s.closing.Load() {
+		return
+	}
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		c.log.Warn().Str("c", "NETWORK").Msg("message stalled past the stall timeout; closing connection")
+		return
+	}
+	if errors.Is(err, wire.ErrOverBudget) {
+		c.log.Warn().Str("c", "NETWORK").Int64("inFlightBytes", c.s.inFlight.Used()).
+			Msg("messages in flight exceed the limit; closing connection")
 		return
 	}
 	var pe *wire.ProtocolError
@@ -110,6 +156,7 @@ func (c *conn) logReadError(err error) {
 func (c *conn) finish() {
 	c.cancel()
 	c.nc.Close()
+	c.s.cursors.closeOwnedBy(c.id)
 	c.s.connsMu.Lock()
 	delete(c.s.conns, c)
 	c.s.connsMu.Unlock()
@@ -191,11 +238,18 @@ func (c *conn) runCommand(unacknowledged bool, decode func() (bsoncore.Document,
 	if err != nil {
 		return errorReply(toMongoErr(err))
 	}
+	req.ctx = c.beginOp(req.name, req.db, cmd, start)
+	defer c.endOp()
 	if unacknowledged {
 		req.ctx = storage.NoSync(req.ctx)
 	}
 	if f, fired := c.s.failCommand.trigger(req.name, c.appName()); fired {
-		return f.reply // nil closes the connection
+		if err := f.wait(req.ctx); err != nil {
+			return errorReply(toMongoErr(err))
+		}
+		if f.closeConn || f.reply != nil {
+			return f.reply // nil closes the connection
+		}
 	}
 	reply, err = req.run()
 	if err != nil {

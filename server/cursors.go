@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/binary"
@@ -30,35 +31,61 @@ type docSource interface {
 	Next(ctx context.Context) (bsoncore.Document, error)
 }
 
+// Cursor limits: how many open cursors one connection and the whole server
+// may hold. Each holds a snapshot and at most one batch of read-ahead (a
+// sorted result is bounded by the blocking-stage memory limit).
+const (
+	maxCursorsPerConn   = 1000
+	maxCursorsPerServer = 20000
+)
+
 // cursor is a server-side cursor: the rest of a result after a batch.
 type cursor struct {
 	id        int64
+	where     cursorPlace
 	ns        string
-	src       *peekSource
 	noTimeout bool
 
-	mu       sync.Mutex // one getMore at a time
+	mu       sync.Mutex  // one getMore at a time; guards the fields below
+	src      *peekSource // nil once killed
+	killed   error       // why it was killed, for the next getMore
 	lastUsed time.Time
+	owner    int64 // the connection that last used it
 }
+
+// cursorPlace is what a cursor reads: a database, the branch or revision
+// it was opened on, and a collection.
+type cursorPlace struct{ db, rev, coll string }
 
 type cursorRegistry struct {
 	mu      sync.Mutex
 	cursors map[int64]*cursor
+	perConn map[int64]int // open cursors by owner
 }
 
-func newCursorRegistry() *cursorRegistry { return &cursorRegistry{cursors: map[int64]*cursor{}} }
+func newCursorRegistry() *cursorRegistry {
+	return &cursorRegistry{cursors: map[int64]*cursor{}, perConn: map[int64]int{}}
+}
 
-func (r *cursorRegistry) add(ns string, src *peekSource, noTimeout bool) *cursor {
+// add registers a cursor owned by connection owner, within the limits.
+func (r *cursorRegistry) add(where cursorPlace, ns string, src *peekSource, noTimeout bool, owner int64) (*cursor, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	c := &cursor{ns: ns, src: src, noTimeout: noTimeout, lastUsed: time.Now()}
+	if len(r.cursors) >= maxCursorsPerServer {
+		return nil, mongoerr.New(mongoerr.ExceededMemoryLimit, "too many open cursors on this server (at most %d); close some or let them finish", maxCursorsPerServer)
+	}
+	if r.perConn[owner] >= maxCursorsPerConn {
+		return nil, mongoerr.New(mongoerr.ExceededMemoryLimit, "too many open cursors on this connection (at most %d); close some or let them finish", maxCursorsPerConn)
+	}
+	c := &cursor{where: where, ns: ns, src: src, noTimeout: noTimeout, lastUsed: time.Now(), owner: owner}
 	for c.id == 0 || r.cursors[c.id] != nil {
 		var b [8]byte
 		rand.Read(b[:])
 		c.id = int64(binary.LittleEndian.Uint64(b[:]) &^ (1 << 63))
 	}
 	r.cursors[c.id] = c
-	return c
+	r.perConn[owner]++
+	return c, nil
 }
 
 func (r *cursorRegistry) get(id int64) *cursor {
@@ -67,12 +94,39 @@ func (r *cursorRegistry) get(id int64) *cursor {
 	return r.cursors[id]
 }
 
+// remove unregisters and closes a cursor; it reports whether one was there.
 func (r *cursorRegistry) remove(id int64) bool {
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	_, ok := r.cursors[id]
-	delete(r.cursors, id)
+	c, ok := r.cursors[id]
+	if ok {
+		r.unregisterLocked(c)
+	}
+	r.mu.Unlock()
+	if ok {
+		c.kill(nil)
+	}
 	return ok
+}
+
+func (r *cursorRegistry) unregisterLocked(c *cursor) {
+	delete(r.cursors, c.id)
+	if r.perConn[c.owner]--; r.perConn[c.owner] <= 0 {
+		delete(r.perConn, c.owner)
+	}
+}
+
+// moveOwner makes conn the owner of a cursor it just used.
+func (r *cursorRegistry) moveOwner(c *cursor, conn int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.cursors[c.id] != c || c.owner == conn {
+		return
+	}
+	if r.perConn[c.owner]--; r.perConn[c.owner] <= 0 {
+		delete(r.perConn, c.owner)
+	}
+	c.owner = conn
+	r.perConn[conn]++
 }
 
 func (r *cursorRegistry) count() int {
@@ -81,17 +135,82 @@ func (r *cursorRegistry) count() int {
 	return len(r.cursors)
 }
 
-func (r *cursorRegistry) reapIdle(idle time.Duration) {
+// removeWhere unregisters and closes the cursors for which match holds; a
+// cursor in a getMore is closed when that getMore ends. With a reason, the
+// cursor stays registered, killed, so that its next getMore says why.
+func (r *cursorRegistry) removeWhere(match func(c *cursor) bool, reason error) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	now := time.Now()
-	for id, c := range r.cursors {
-		if c.mu.TryLock() {
-			if !c.noTimeout && now.Sub(c.lastUsed) > idle {
-				delete(r.cursors, id)
+	var hit []*cursor
+	for _, c := range r.cursors {
+		if match(c) {
+			hit = append(hit, c)
+			if reason == nil {
+				r.unregisterLocked(c)
 			}
-			c.mu.Unlock()
 		}
+	}
+	r.mu.Unlock()
+	for _, c := range hit {
+		c.kill(reason)
+	}
+}
+
+// reapIdle closes cursors unused for longer than idle (not noTimeout ones),
+// and killed ones nobody came back for.
+func (r *cursorRegistry) reapIdle(idle time.Duration) {
+	now := time.Now()
+	r.removeWhere(func(c *cursor) bool {
+		if !c.mu.TryLock() {
+			return false // in a getMore: in use
+		}
+		defer c.mu.Unlock()
+		return (!c.noTimeout || c.killed != nil) && now.Sub(c.lastUsed) > idle
+	}, nil)
+}
+
+// closeOwnedBy closes the cursors whose owner connection closed, except
+// noCursorTimeout ones, which mongod keeps until they are killed.
+func (r *cursorRegistry) closeOwnedBy(conn int64) {
+	r.removeWhere(func(c *cursor) bool { return c.owner == conn && !c.noTimeout }, nil)
+}
+
+// killNamespace kills the cursors reading a dropped or renamed collection
+// of a branch (coll "" and rev "": every cursor of a dropped database).
+func (r *cursorRegistry) killNamespace(db, rev, coll string, reason error) {
+	r.removeWhere(func(c *cursor) bool {
+		return c.where.db == db && (rev == "" || c.where.rev == rev) && (coll == "" || c.where.coll == coll)
+	}, reason)
+}
+
+// killCursorsOn kills the cursors reading coll on the request's branch.
+func (r *request) killCursorsOn(coll, why string) {
+	r.c.s.cursors.killNamespace(r.db, cmp.Or(r.rev, r.currentBranch()), coll, cursorKilledError(why))
+}
+
+// cursorKilledError is what the next getMore of a cursor whose collection
+// went away answers, as mongod's QueryPlanKilled.
+func cursorKilledError(why string) error {
+	return mongoerr.New(mongoerr.QueryPlanKilled, "cursor killed: %s", why)
+}
+
+// kill releases what the cursor holds (its snapshot and any spill files),
+// waiting for a getMore in progress, and records why for the next getMore.
+func (c *cursor) kill(reason error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.src != nil {
+		closeSource(c.src.src)
+		c.src = nil
+	}
+	if c.killed == nil {
+		c.killed = reason
+	}
+}
+
+// closeSource releases a source that holds resources beyond memory.
+func closeSource(src docSource) {
+	if cl, ok := src.(io.Closer); ok {
+		cl.Close()
 	}
 }
 
@@ -185,13 +304,19 @@ func (r *request) startCursor(ns string, src docSource, batchSize int, singleBat
 	p := &peekSource{src: src}
 	docs, done, err := fillBatch(r.ctx, p, batchSize)
 	if err != nil {
+		closeSource(src)
 		return nil, err
 	}
-	var id int64
-	if !done && !singleBatch {
-		id = r.c.s.cursors.add(ns, p, noTimeout).id
+	if done || singleBatch {
+		closeSource(src)
+		return cursorReply(0, ns, "firstBatch", docs), nil
 	}
-	return cursorReply(id, ns, "firstBatch", docs), nil
+	cur, err := r.c.s.cursors.add(r.cursorPlace(ns), ns, p, noTimeout, r.c.id)
+	if err != nil {
+		closeSource(src)
+		return nil, err
+	}
+	return cursorReply(cur.id, ns, "firstBatch", docs), nil
 }
 
 // sliceSource serves a materialised result.

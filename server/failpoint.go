@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"sync"
 	"time"
 
@@ -31,6 +32,7 @@ type failConfig struct {
 
 // failure is what a triggered fail point does to one command.
 type failure struct {
+	block     time.Duration     // first wait this long (the operation can be killed meanwhile)
 	reply     bsoncore.Document // nil: no reply, close the connection
 	closeConn bool
 }
@@ -45,24 +47,37 @@ func (f *failCommand) trigger(cmd, appName string) (failure, bool) {
 	if f.remaining > 0 {
 		f.remaining--
 	}
-	if f.block > 0 {
-		time.Sleep(f.block)
-	}
 	if f.closeConn {
-		return failure{closeConn: true}, true
+		return failure{block: f.block, closeConn: true}, true
 	}
 	if f.wcError != nil {
-		return failure{reply: bsoncore.NewDocumentBuilder().AppendDocument("writeConcernError", f.wcError).
+		return failure{block: f.block, reply: bsoncore.NewDocumentBuilder().AppendDocument("writeConcernError", f.wcError).
 			AppendDouble("ok", 1).Build()}, true
 	}
 	if f.errorCode == 0 {
-		return failure{}, false // only a delay was asked for
+		return failure{block: f.block}, f.block > 0 // only a delay was asked for
 	}
 	reply := errorReply(mongoerr.New(mongoerr.Code(f.errorCode), "Failing command via 'failCommand' failpoint"))
 	if f.errorLabels != nil {
 		reply = withField(reply, "errorLabels", bsoncore.Value{Type: bsoncore.TypeArray, Data: f.errorLabels})
 	}
-	return failure{reply: reply}, true
+	return failure{block: f.block, reply: reply}, true
+}
+
+// wait blocks the command for the fail point's delay, or until its
+// operation is killed or its client hangs up.
+func (f failure) wait(ctx context.Context) error {
+	if f.block <= 0 {
+		return nil
+	}
+	t := time.NewTimer(f.block)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return contextError(ctx.Err())
+	}
 }
 
 func withField(doc bsoncore.Document, key string, v bsoncore.Value) bsoncore.Document {

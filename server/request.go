@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"strconv"
 	"strings"
@@ -257,6 +258,11 @@ func (r *request) collectionArg() (string, error) {
 }
 
 func (r *request) ns(coll string) string { return r.db + "." + coll }
+
+// cursorPlace is where a cursor on ns ("db.coll") opened by r reads.
+func (r *request) cursorPlace(ns string) cursorPlace {
+	return cursorPlace{db: r.db, rev: cmp.Or(r.rev, r.currentBranch()), coll: strings.TrimPrefix(ns, r.db+".")}
+}
 
 func firstKey(doc bsoncore.Document) string {
 	el, err := doc.IndexErr(0)

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"dumbodb/storage"
+	"dumbodb/wire"
 
 	"github.com/rs/zerolog"
 )
@@ -37,7 +39,22 @@ type Config struct {
 	// BusyPoll is how long an idle connection may spin for its next
 	// request while nothing else runs (0: never; see busyPoller).
 	BusyPoll time.Duration
+	// InFlightBytes bounds the memory of messages being received and
+	// handled, across connections (0: DefaultInFlightBytes); a connection
+	// whose message would pass it is closed.
+	InFlightBytes int64
+	// MessageStall is how long the rest of a message may take once its
+	// first byte arrived (0: DefaultMessageStall).
+	MessageStall time.Duration
 }
+
+// Defaults of the message limits.
+const (
+	DefaultInFlightBytes = 256 << 20
+	DefaultMessageStall  = 30 * time.Second
+)
+
+func (c Config) messageStall() time.Duration { return cmp.Or(c.MessageStall, DefaultMessageStall) }
 
 // Server is a running DumboDB: its listeners, connections, cursors and
 // counters over one storage engine.
@@ -49,11 +66,13 @@ type Server struct {
 	started time.Time
 
 	listeners   []net.Listener
+	inFlight    *wire.Budget
 	cursors     *cursorRegistry
 	stats       stats
 	failCommand failCommand
 
 	nextConnID atomic.Int64
+	nextOpID   atomic.Int64
 	connsMu    sync.Mutex
 	conns      map[*conn]struct{}
 	wg         sync.WaitGroup
@@ -75,6 +94,7 @@ func New(cfg Config, engine *storage.Engine, log zerolog.Logger, ring *LogRing) 
 	return &Server{
 		cfg: cfg, engine: engine, log: log, logRing: ring, started: time.Now(),
 		cursors: newCursorRegistry(), conns: map[*conn]struct{}{}, done: make(chan struct{}),
+		inFlight: wire.NewBudget(cmp.Or(cfg.InFlightBytes, DefaultInFlightBytes)),
 	}
 }
 
@@ -116,9 +136,10 @@ func (s *Server) Serve() {
 		s.wg.Add(1)
 		go s.acceptLoop(l)
 	}
-	s.wg.Add(2)
+	s.wg.Add(3)
 	go s.reapCursors()
 	go s.ttlLoop()
+	go s.watchSlowOps()
 }
 
 func (s *Server) acceptLoop(l net.Listener) {

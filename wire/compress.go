@@ -40,7 +40,7 @@ func codecFor(id CompressorID) (codec, bool) {
 // inside. The inner header is rebuilt from the outer one, as mongod does, so
 // that an inner OP_MSG checksum (computed by the sender before compressing)
 // verifies.
-func decodeCompressed(h Header, body []byte) (Message, CompressorID, error) {
+func decodeCompressed(h Header, body []byte, a *account) (Message, CompressorID, error) {
 	original := OpCode(le.Uint32(body))
 	size := int64(int32(le.Uint32(body[4:])))
 	comp := CompressorID(body[8])
@@ -55,6 +55,9 @@ func decodeCompressed(h Header, body []byte) (Message, CompressorID, error) {
 	c, ok := codecFor(comp)
 	if !ok {
 		return nil, comp, protocolErrorf("OP_COMPRESSED has unknown compressor id %d", uint8(comp))
+	}
+	if err := a.grow(int(size)); err != nil {
+		return nil, comp, protocolErrorf("OP_COMPRESSED of %d bytes uncompressed: %w", size, err)
 	}
 	inner, err := c.decompress(body[9:], int(size))
 	if err == nil && len(inner) != int(size) {
@@ -187,7 +190,8 @@ func decompressZlib(src []byte, size int) ([]byte, error) {
 	}
 	// readFull grows with the output rather than trusting size, so a
 	// corrupt or hostile stream cannot make us allocate more than it yields.
-	out, err := readFull(d.zr, size)
+	// Its size was reserved by decodeCompressed already.
+	out, err := readFull(d.zr, size, nil)
 	if errors.Is(err, io.ErrUnexpectedEOF) {
 		return nil, sizeMismatch(len(out), size)
 	}

@@ -25,6 +25,22 @@ var (
 // cleanly between messages yields io.EOF itself. Once the header has been read
 // it is returned even with an error, so the caller can log the request id.
 func Read(r io.Reader) (Header, Message, CompressorID, error) {
+	h, msg, comp, _, err := ReadBudgeted(r, nil)
+	return h, msg, comp, err
+}
+
+// ReadBudgeted is Read that reserves the message's buffers from b (nil: no
+// limit) as they grow. It returns how many bytes it reserved, even with an
+// error; the caller releases them once done with the message, whose
+// documents point into those buffers. Past the budget it fails with a
+// ProtocolError wrapping ErrOverBudget.
+func ReadBudgeted(r io.Reader, b *Budget) (Header, Message, CompressorID, int, error) {
+	a := &account{b: b}
+	h, msg, comp, err := readMessage(r, a)
+	return h, msg, comp, a.held, err
+}
+
+func readMessage(r io.Reader, a *account) (Header, Message, CompressorID, error) {
 	var hb [headerLen]byte
 	if _, err := io.ReadFull(r, hb[:]); err != nil {
 		if err == io.EOF {
@@ -36,12 +52,12 @@ func Read(r io.Reader) (Header, Message, CompressorID, error) {
 	if err := checkLength(h.OpCode, int(h.MessageLength)); err != nil {
 		return h, nil, CompressorNoop, err
 	}
-	body, err := readFull(r, int(h.MessageLength)-headerLen)
+	body, err := readFull(r, int(h.MessageLength)-headerLen, a)
 	if err != nil {
 		return h, nil, CompressorNoop, protocolErrorf("reading %d-byte %v: %w", h.MessageLength, h.OpCode, err)
 	}
 	if h.OpCode == OpCompressed {
-		msg, comp, err := decodeCompressed(h, body)
+		msg, comp, err := decodeCompressed(h, body, a)
 		return h, msg, comp, err
 	}
 	msg, err := decodeBody(h, body)
@@ -104,11 +120,22 @@ const growStep = 1 << 20
 // readFull reads exactly n bytes. Above growStep the buffer grows as data
 // arrives instead of being sized from the peer's claim, so a peer announcing
 // a 48 MB message and then stalling costs only what it actually sent.
-func readFull(r io.Reader, n int) ([]byte, error) {
-	buf := make([]byte, 0, min(n, growStep))
+// Each growth is reserved through a first (a grown buffer's old array is
+// garbage, but it is counted until the message is released, which bounds it
+// by twice the message).
+func readFull(r io.Reader, n int, a *account) ([]byte, error) {
+	first := min(n, growStep)
+	if err := a.grow(first); err != nil {
+		return nil, err
+	}
+	buf := make([]byte, 0, first)
 	for len(buf) < n {
 		if len(buf) == cap(buf) {
-			buf = slices.Grow(buf, min(cap(buf), n-len(buf)))
+			more := min(cap(buf), n-len(buf))
+			if err := a.grow(more); err != nil {
+				return buf, err
+			}
+			buf = slices.Grow(buf, more)
 		}
 		m, err := io.ReadFull(r, buf[len(buf):min(cap(buf), n)])
 		buf = buf[:len(buf)+m]
@@ -121,6 +148,7 @@ func readFull(r io.Reader, n int) ([]byte, error) {
 	}
 	return buf, nil
 }
+
 
 // decodeBody decodes the body of an uncompressed message (or the
 // decompressed content of an OP_COMPRESSED); h is that message's header.

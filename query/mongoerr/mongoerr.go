@@ -52,6 +52,9 @@ const (
 	BSONObjectTooLarge         Code = 10334
 	DuplicateKey               Code = 11000
 	Interrupted                Code = 11601
+	ExceededMemoryLimit        Code = 146
+	QueryPlanKilled            Code = 175
+	CursorKilled               Code = 237
 	InvalidPipelineOperator    Code = 168
 	FailedToParse              Code = 9
 	UnknownError               Code = 8
@@ -115,6 +118,9 @@ var names = map[Code]string{
 	ProtocolError:              "ProtocolError",
 	DuplicateKey:               "DuplicateKey",
 	Interrupted:                "Interrupted",
+	ExceededMemoryLimit:        "ExceededMemoryLimit",
+	QueryPlanKilled:            "QueryPlanKilled",
+	CursorKilled:               "CursorKilled",
 	InvalidPipelineOperator:    "InvalidPipelineOperator",
 	FailedToParse:              "FailedToParse",
 	UnknownError:               "UnknownError",

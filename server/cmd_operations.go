@@ -1,0 +1,109 @@
+package server
+
+import (
+	"time"
+
+	"dumbodb/query"
+	"dumbodb/query/mongoerr"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
+
+// cmdCurrentOp lists the operations in progress, as mongod's currentOp
+// command: fields other than its own are a filter on the listed documents.
+// Idle connections are listed only with $all.
+func cmdCurrentOp(r *request) (bsoncore.Document, error) {
+	var all bool
+	filter := bsoncore.NewDocumentBuilder()
+	els, _ := r.cmd.Elements()
+	for _, el := range els[1:] {
+		switch key := el.Key(); {
+		case key == "$all":
+			var ok bool
+			if all, ok = asBool(el.Value()); !ok {
+				return nil, typeMismatch(r.name, key, el.Value(), "bool")
+			}
+		case key == "$ownOps":
+			// Without authentication every operation is the client's own.
+		case genericFields[key]:
+		default:
+			filter.AppendValue(key, el.Value())
+		}
+	}
+	match, err := query.CompileFilter(filter.Build())
+	if err != nil {
+		return nil, err
+	}
+	inprog := bsoncore.NewArrayBuilder()
+	now := time.Now()
+	for _, c := range r.c.s.connList() {
+		doc := c.describeOp(now, all)
+		if doc != nil && match.Match(doc) {
+			inprog.AppendDocument(doc)
+		}
+	}
+	return bsoncore.NewDocumentBuilder().AppendArray("inprog", inprog.Build()).AppendDouble("ok", 1).Build(), nil
+}
+
+// describeOp is a connection's currentOp entry; nil when it is idle and
+// idle ones are not wanted. The reply of currentOp itself is listed too, as
+// on mongod.
+func (c *conn) describeOp(now time.Time, idle bool) bsoncore.Document {
+	o := &c.op
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.id == 0 && !idle {
+		return nil
+	}
+	b := bsoncore.NewDocumentBuilder().
+		AppendString("type", "op").
+		AppendString("desc", connName(c.id)).
+		AppendInt64("connectionId", c.id).
+		AppendString("client", c.nc.RemoteAddr().String()).
+		AppendBoolean("active", o.id != 0)
+	if name := c.appName(); name != "" {
+		b.AppendString("appName", name)
+	}
+	if o.id == 0 {
+		return b.Build()
+	}
+	running := now.Sub(o.start)
+	return b.AppendInt64("opid", o.id).
+		AppendInt64("secs_running", int64(running/time.Second)).
+		AppendInt64("microsecs_running", running.Microseconds()).
+		AppendString("op", "command").
+		AppendString("ns", o.ns).
+		AppendDocument("command", o.command).
+		AppendBoolean("killPending", o.ctx.Err() != nil).
+		Build()
+}
+
+// cmdKillOp stops an operation by opid. Like mongod it answers ok whether
+// or not the operation still runs.
+func cmdKillOp(r *request) (bsoncore.Document, error) {
+	var opid int64
+	found := false
+	err := r.parseArgs(map[string]fieldHandler{
+		"op": func(v bsoncore.Value) error {
+			n, ok := asInt64(v)
+			if !ok {
+				return typeMismatch(r.name, "op", v, "long")
+			}
+			opid, found = n, true
+			return nil
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	if !found {
+		return nil, mongoerr.New(mongoerr.Code(40414), "BSON field 'killOp.op' is missing but a required field")
+	}
+	for _, c := range r.c.s.connList() {
+		if c.kill(opid, errKilled) {
+			r.c.log.Info().Str("c", "COMMAND").Int64("opid", opid).Msg("killing operation")
+			break
+		}
+	}
+	return bsoncore.NewDocumentBuilder().AppendString("info", "attempting to kill op").AppendDouble("ok", 1).Build(), nil
+}
