@@ -1,0 +1,278 @@
+package server_test
+
+import (
+	"bufio"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"testing"
+	"time"
+
+	"dumbodb/server"
+	"dumbodb/wire"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
+
+// blockFinds makes every find of clients named app wait a minute inside the
+// server (failCommand's blockConnection), an operation that only killOp or a
+// hang-up ends early.
+func blockFinds(t *testing.T, admin *mongo.Database, app string) {
+	t.Helper()
+	mustRun(t, admin, bson.D{{Key: "configureFailPoint", Value: "failCommand"}, {Key: "mode", Value: "alwaysOn"},
+		{Key: "data", Value: bson.D{{Key: "failCommands", Value: bson.A{"find"}}, {Key: "appName", Value: app},
+			{Key: "blockConnection", Value: true}, {Key: "blockTimeMS", Value: 60000}}}})
+}
+
+// waitForOp polls currentOp until an operation matching filter is listed
+// (want) or none is (!want), and returns the first match.
+func waitForOp(t *testing.T, admin *mongo.Database, filter bson.D, want bool) bson.D {
+	t.Helper()
+	for i := 0; i < 400; i++ {
+		res := mustRun(t, admin, append(bson.D{{Key: "currentOp", Value: 1}}, filter...))
+		ops, _ := res["inprog"].(bson.A)
+		if want && len(ops) > 0 {
+			return ops[0].(bson.D)
+		}
+		if !want && len(ops) == 0 {
+			return nil
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("currentOp %v: want listed %v, timed out", filter, want)
+	return nil
+}
+
+func testCommandsServer(t *testing.T) *testServer {
+	return startServer(t, func(c *server.Config) { c.TestCommands = true })
+}
+
+// TestKillOpInterruptsAnOperation: currentOp lists a running find with its
+// opid, namespace and command, and killOp ends it with Interrupted.
+func TestKillOpInterruptsAnOperation(t *testing.T) {
+	ts := testCommandsServer(t)
+	admin := ts.client().Database("admin")
+	blockFinds(t, admin, "victim")
+	victim := ts.client(options.Client().SetAppName("victim"))
+	done := make(chan error, 1)
+	go func() {
+		done <- victim.Database("shop").Collection("c").FindOne(ctx, bson.D{}).Err()
+	}()
+	op := waitForOp(t, admin, bson.D{{Key: "ns", Value: "shop"}, {Key: "command.find", Value: "c"}}, true)
+	if get(op, "appName") != "victim" || get(op, "active") != true || get(op, "op") != "command" {
+		t.Fatalf("currentOp entry: %v", op)
+	}
+	mustRun(t, admin, bson.D{{Key: "killOp", Value: 1}, {Key: "op", Value: get(op, "opid")}})
+	wantCode(t, <-done, 11601, "Interrupted")
+	waitForOp(t, admin, bson.D{{Key: "ns", Value: "shop"}}, false)
+	// The connection goes on serving.
+	if err := victim.Ping(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	_, err := run(t, admin, bson.D{{Key: "killOp", Value: 1}})
+	wantCode(t, err, 40414, "")
+}
+
+// TestHangUpInterruptsAnOperation: a client that closes its connection
+// while its command runs stops that command.
+func TestHangUpInterruptsAnOperation(t *testing.T) {
+	ts := testCommandsServer(t)
+	admin := ts.client().Database("admin")
+	blockFinds(t, admin, "leaver")
+	nc := ts.dial()
+	// The appName comes from the handshake, so say hello first.
+	rawRoundTrip(t, nc, bsoncore.NewDocumentBuilder().AppendInt32("hello", 1).AppendString("$db", "admin").
+		AppendDocument("client", bsoncore.NewDocumentBuilder().AppendDocument("application",
+			bsoncore.NewDocumentBuilder().AppendString("name", "leaver").Build()).Build()).Build())
+	find := bsoncore.NewDocumentBuilder().AppendString("find", "c").AppendString("$db", "shop").Build()
+	if err := wire.Write(nc, 2, 0, &wire.Msg{Body: find}, wire.CompressorNoop); err != nil {
+		t.Fatal(err)
+	}
+	waitForOp(t, admin, bson.D{{Key: "appName", Value: "leaver"}, {Key: "command.find", Value: "c"}}, true)
+	nc.Close()
+	waitForOp(t, admin, bson.D{{Key: "appName", Value: "leaver"}, {Key: "command.find", Value: "c"}}, false)
+}
+
+// rawRoundTrip sends one command on a raw connection and reads its reply.
+func rawRoundTrip(t *testing.T, nc net.Conn, cmd bsoncore.Document) bsoncore.Document {
+	t.Helper()
+	if err := wire.Write(nc, 1, 0, &wire.Msg{Body: cmd}, wire.CompressorNoop); err != nil {
+		t.Fatal(err)
+	}
+	_, msg, _, err := wire.Read(bufio.NewReader(nc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := msg.(*wire.Msg).Document()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return doc
+}
+
+// openCursors is the server's open cursor count.
+func openCursors(t *testing.T, admin *mongo.Database) int64 {
+	t.Helper()
+	res := mustRun(t, admin, bson.D{{Key: "serverStatus", Value: 1}})
+	n, _ := get(res, "metrics", "cursor", "open", "total").(int64)
+	return n
+}
+
+// TestCursorsCloseWithTheirConnection: a connection's cursors are closed
+// when it closes, except noCursorTimeout ones.
+func TestCursorsCloseWithTheirConnection(t *testing.T) {
+	ts := startServer(t)
+	c := ts.client()
+	admin := c.Database("admin")
+	docs := bson.A{}
+	for i := 0; i < 10; i++ {
+		docs = append(docs, bson.D{{Key: "_id", Value: i}})
+	}
+	mustRun(t, c.Database("shop"), bson.D{{Key: "insert", Value: "c"}, {Key: "documents", Value: docs}})
+	nc := ts.dial()
+	for _, noTimeout := range []bool{false, true} {
+		reply := rawRoundTrip(t, nc, bsoncore.NewDocumentBuilder().AppendString("find", "c").AppendInt32("batchSize", 1).
+			AppendBoolean("noCursorTimeout", noTimeout).AppendString("$db", "shop").Build())
+		if id, _ := reply.Lookup("cursor", "id").Int64OK(); id == 0 {
+			t.Fatalf("no cursor: %v", reply)
+		}
+	}
+	if n := openCursors(t, admin); n != 2 {
+		t.Fatalf("%d open cursors, want 2", n)
+	}
+	nc.Close()
+	for i := 0; openCursors(t, admin) != 1; i++ {
+		if i == 400 {
+			t.Fatalf("%d open cursors after the connection closed, want 1 (the noCursorTimeout one)", openCursors(t, admin))
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+}
+
+// TestDropKillsCursors: cursors of a dropped collection or database answer
+// QueryPlanKilled on their next getMore; cursors elsewhere go on.
+func TestDropKillsCursors(t *testing.T) {
+	c := startServer(t).client()
+	docs := bson.A{}
+	for i := 0; i < 10; i++ {
+		docs = append(docs, bson.D{{Key: "_id", Value: i}})
+	}
+	for _, db := range []string{"a", "b"} {
+		for _, coll := range []string{"x", "y"} {
+			mustRun(t, c.Database(db), bson.D{{Key: "insert", Value: coll}, {Key: "documents", Value: docs}})
+		}
+	}
+	open := func(db, coll string) *mongo.Cursor {
+		cur, err := c.Database(db).Collection(coll).Find(ctx, bson.D{}, options.Find().SetBatchSize(2))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cur
+	}
+	drain := func(cur *mongo.Cursor) error {
+		for cur.Next(ctx) {
+		}
+		return cur.Err()
+	}
+	ax, ay, bx := open("a", "x"), open("a", "y"), open("b", "x")
+	mustRun(t, c.Database("a"), bson.D{{Key: "drop", Value: "x"}})
+	wantCode(t, drain(ax), 175, "QueryPlanKilled")
+	if err := drain(ay); err != nil {
+		t.Fatalf("a.y after dropping a.x: %v", err)
+	}
+	ay = open("a", "y")
+	mustRun(t, c.Database("a"), bson.D{{Key: "dropDatabase", Value: 1}})
+	wantCode(t, drain(ay), 175, "QueryPlanKilled")
+	if err := drain(bx); err != nil {
+		t.Fatalf("b.x after dropping a: %v", err)
+	}
+}
+
+// TestCursorLimitPerConnection: one connection may hold a bounded number of
+// cursors; past it find fails cleanly and closing cursors makes room.
+func TestCursorLimitPerConnection(t *testing.T) {
+	ts := startServer(t)
+	c := ts.client()
+	mustRun(t, c.Database("shop"), bson.D{{Key: "insert", Value: "c"}, {Key: "documents", Value: bson.A{bson.D{{Key: "_id", Value: 1}}, bson.D{{Key: "_id", Value: 2}}}}})
+	nc := ts.dial()
+	find := bsoncore.NewDocumentBuilder().AppendString("find", "c").AppendInt32("batchSize", 1).AppendString("$db", "shop").Build()
+	var ids []int64
+	for {
+		reply := rawRoundTrip(t, nc, find)
+		if code, ok := reply.Lookup("code").Int32OK(); ok {
+			if code != 146 || len(ids) != 1000 {
+				t.Fatalf("after %d cursors: %v", len(ids), reply)
+			}
+			break
+		}
+		id, _ := reply.Lookup("cursor", "id").Int64OK()
+		ids = append(ids, id)
+		if len(ids) > 1000 {
+			t.Fatal("no limit on cursors per connection")
+		}
+	}
+	kill := bsoncore.NewArrayBuilder().AppendInt64(ids[0]).Build()
+	rawRoundTrip(t, nc, bsoncore.NewDocumentBuilder().AppendString("killCursors", "c").AppendArray("cursors", kill).AppendString("$db", "shop").Build())
+	if reply := rawRoundTrip(t, nc, find); reply.Lookup("code").Type != 0 {
+		t.Fatalf("after killing one cursor: %v", reply)
+	}
+}
+
+// TestStalledMessageClosesTheConnection: a connection that sends part of a
+// message and then nothing is closed after the stall timeout, while one
+// idle between messages stays open.
+func TestStalledMessageClosesTheConnection(t *testing.T) {
+	ts := startServer(t, func(c *server.Config) { c.MessageStall = 300 * time.Millisecond })
+	idle := ts.dial()
+	stalled := ts.dial()
+	stalled.Write(header(1000, 2013)[:7])
+	stalled.SetReadDeadline(time.Now().Add(20 * time.Second))
+	if _, err := io.ReadAll(stalled); err != nil {
+		t.Fatalf("stalled connection not closed by the server: %v", err)
+	}
+	reply := rawRoundTrip(t, idle, bsoncore.NewDocumentBuilder().AppendInt32("ping", 1).AppendString("$db", "admin").Build())
+	if ok, _ := reply.Lookup("ok").AsFloat64OK(); ok != 1 {
+		t.Fatalf("idle connection: %v", reply)
+	}
+}
+
+// TestInFlightLimitDropsTheGreedyConnection: connections sending large
+// messages share the in-flight budget; the one that would pass it is
+// closed, ordinary requests on others go on.
+func TestInFlightLimitDropsTheGreedyConnection(t *testing.T) {
+	ts := startServer(t, func(c *server.Config) { c.InFlightBytes = 6 << 20 })
+	good := ts.client()
+	const claimed = 40 << 20
+	var greedy []net.Conn
+	closed := -1
+	for i := 0; i < 4 && closed < 0; i++ {
+		nc := ts.dial()
+		greedy = append(greedy, nc)
+		nc.Write(header(claimed, 2013))
+		// Send 3 MiB of the body: enough for the buffer to grow to 4 MiB.
+		chunk := make([]byte, 3<<20)
+		nc.SetWriteDeadline(time.Now().Add(20 * time.Second))
+		if _, err := nc.Write(chunk); err != nil {
+			closed = i
+			break
+		}
+		nc.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
+		var one [1]byte
+		if _, err := nc.Read(one[:]); !errors.Is(err, os.ErrDeadlineExceeded) {
+			closed = i
+		}
+	}
+	if closed < 1 {
+		t.Fatalf("the connection closed for the budget is %d, want a later one than the first", closed)
+	}
+	if err := good.Ping(ctx, nil); err != nil {
+		t.Fatalf("an ordinary client after the budget ran out: %v", err)
+	}
+	for _, nc := range greedy {
+		nc.Close()
+	}
+}
