@@ -50,29 +50,23 @@ func (d *Database) Merge(ctx context.Context, branchName string, theirs Revision
 		if err != nil {
 			return err
 		}
-		baseAddr, ok, err := datas.FindCommonAncestor(ctx, ours, theirC, d.vs, d.vs, d.ns, d.ns)
+		bases, err := d.mergeBases(ctx, []*datas.Commit{ours}, []*datas.Commit{theirC})
 		if err != nil {
 			return err
 		}
 		switch {
-		case ok && baseAddr == theirC.Addr():
+		case onlyBase(bases, theirC):
 			res.UpToDate = true
 			res.Commit, err = d.describe(ctx, ours, nil)
 			return err
-		case ok && baseAddr == ours.Addr() && !opts.NoFF:
+		case onlyBase(bases, ours) && !opts.NoFF:
 			return d.fastForward(ctx, b, theirC, &res)
 		case opts.FFOnly:
 			return ErrNotFastForward
 		}
-		base := &rootState{colls: map[string]*collection{}}
-		if ok {
-			baseC, err := datas.LoadCommitAddr(ctx, d.vs, baseAddr)
-			if err != nil {
-				return err
-			}
-			if base, err = d.commitState(ctx, baseC); err != nil {
-				return err
-			}
+		base, err := d.mergeBaseState(ctx, bases)
+		if err != nil {
+			return err
 		}
 		if opts.Message == "" {
 			opts.Message = fmt.Sprintf("Merge %s into %s", theirC.Addr().String(), b.name)
@@ -120,7 +114,7 @@ func (d *Database) applyThreeWay(ctx context.Context, b *branch, base *rootState
 		return err
 	}
 	ours := b.state.Load()
-	merged, err := d.threeWay(ctx, base, ours, theirs)
+	merged, err := d.threeWay(ctx, base, ours, theirs, recordConflicts)
 	if err != nil {
 		return err
 	}
@@ -178,8 +172,17 @@ func (d *Database) storeWorking(ctx context.Context, b *branch, st *rootState) e
 	return nil
 }
 
+// mergeMode says what a three-way merge does with a document it cannot
+// merge.
+type mergeMode int
+
+const (
+	recordConflicts mergeMode = iota // keep ours and record a conflict
+	keepBaseVersion                  // keep the base's version (see mergeBaseState)
+)
+
 // threeWay merges every collection; the result has no edits, only bases.
-func (d *Database) threeWay(ctx context.Context, base, ours, theirs *rootState) (*rootState, error) {
+func (d *Database) threeWay(ctx context.Context, base, ours, theirs *rootState, mode mergeMode) (*rootState, error) {
 	out := &rootState{colls: map[string]*collection{}}
 	names := unionNames(ours, theirs)
 	names = append(names, base.collectionNames()...)
@@ -188,14 +191,14 @@ func (d *Database) threeWay(ctx context.Context, base, ours, theirs *rootState) 
 		if i > 0 && names[i-1] == name {
 			continue
 		}
-		if err := d.mergeCollection(ctx, base, ours, theirs, name, out); err != nil {
+		if err := d.mergeCollection(ctx, base, ours, theirs, name, mode, out); err != nil {
 			return nil, fmt.Errorf("merge %s: %w", name, err)
 		}
 	}
 	return out, nil
 }
 
-func (d *Database) mergeCollection(ctx context.Context, base, ours, theirs *rootState, name string, out *rootState) error {
+func (d *Database) mergeCollection(ctx context.Context, base, ours, theirs *rootState, name string, mode mergeMode, out *rootState) error {
 	b, inBase := base.colls[name]
 	o, inOurs := ours.colls[name]
 	t, inTheirs := theirs.colls[name]
@@ -220,11 +223,13 @@ func (d *Database) mergeCollection(ctx context.Context, base, ours, theirs *root
 	if err != nil {
 		return err
 	}
-	merged, recs, err := d.mergeMaps(ctx, baseMap, oursMap, theirsMap)
+	merged, recs, err := d.mergeMaps(ctx, baseMap, oursMap, theirsMap, mode)
 	if err != nil {
 		return err
 	}
-	if inOurs {
+	// A virtual merge base need not keep unique constraints: it is only
+	// compared with, and its indexes are never brought up to date.
+	if inOurs && mode == recordConflicts {
 		var clashes []conflictRec
 		merged, clashes, err = d.uniqueClashes(ctx, info, o, baseMap, oursMap, theirsMap, merged)
 		if err != nil {
@@ -274,8 +279,8 @@ type conflictRec struct {
 
 // mergeMaps merges document maps; documents changed on both sides merge
 // field by field, and what cannot merge becomes a conflict record (ours
-// stays).
-func (d *Database) mergeMaps(ctx context.Context, base, ours, theirs prolly.Map) (prolly.Map, []conflictRec, error) {
+// stays) or, with keepBaseVersion, gets the base's version back.
+func (d *Database) mergeMaps(ctx context.Context, base, ours, theirs prolly.Map, mode mergeMode) (prolly.Map, []conflictRec, error) {
 	var recs []conflictRec
 	var cbErr error
 	merged, _, err := prolly.MergeMaps(ctx, ours, theirs, base, func(left, right tree.Diff) (tree.Diff, bool) {
@@ -283,7 +288,10 @@ func (d *Database) mergeMaps(ctx context.Context, base, ours, theirs prolly.Map)
 		if err != nil && cbErr == nil {
 			cbErr = err
 		}
-		if !ok {
+		switch {
+		case !ok && mode == keepBaseVersion:
+			return tree.Diff{Key: left.Key, From: left.To, To: left.From}, true // nil To: deleted
+		case !ok:
 			recs = append(recs, rec)
 		}
 		return resolved, ok

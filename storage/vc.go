@@ -321,11 +321,11 @@ func (d *Database) checkMerged(ctx context.Context, head *datas.Commit, current 
 	if err != nil {
 		return err
 	}
-	base, ok, err := datas.FindCommonAncestor(ctx, head, cur, d.vs, d.vs, d.ns, d.ns)
+	bases, err := d.mergeBases(ctx, []*datas.Commit{head}, []*datas.Commit{cur})
 	if err != nil {
 		return err
 	}
-	if !ok || base != head.Addr() {
+	if !onlyBase(bases, head) {
 		return ErrBranchUnmerged
 	}
 	return nil
