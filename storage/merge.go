@@ -285,13 +285,14 @@ func (d *Database) mergeMaps(ctx context.Context, base, ours, theirs prolly.Map,
 	var cbErr error
 	merged, _, err := prolly.MergeMaps(ctx, ours, theirs, base, func(left, right tree.Diff) (tree.Diff, bool) {
 		resolved, ok, rec, err := d.resolveCollision(ctx, left, right)
+		if !ok && err == nil && mode == keepBaseVersion {
+			resolved, err = d.virtualBaseVersion(ctx, left)
+			ok = err == nil
+		}
 		if err != nil && cbErr == nil {
 			cbErr = err
 		}
-		switch {
-		case !ok && mode == keepBaseVersion:
-			return tree.Diff{Key: left.Key, From: left.To, To: left.From}, true // nil To: deleted
-		case !ok:
+		if !ok {
 			recs = append(recs, rec)
 		}
 		return resolved, ok
@@ -300,6 +301,22 @@ func (d *Database) mergeMaps(ctx context.Context, base, ours, theirs prolly.Map,
 		err = cbErr
 	}
 	return merged, recs, err
+}
+
+// virtualBaseVersion is what a virtual merge base holds for a document its
+// bases cannot merge: their own base's version or, where that lacks the
+// document, an empty one (no _id), which no branch can hold, so that a
+// side that deleted the document conflicts with one that kept it, as in Git.
+func (d *Database) virtualBaseVersion(ctx context.Context, left tree.Diff) (tree.Diff, error) {
+	v := left.From
+	if v == nil {
+		t, err := valueTuple(ctx, d.ns, bsoncore.NewDocumentBuilder().Build())
+		if err != nil {
+			return tree.Diff{}, err
+		}
+		v = tree.Item(t)
+	}
+	return tree.Diff{Key: left.Key, From: left.To, To: v}, nil
 }
 
 func (d *Database) resolveCollision(ctx context.Context, left, right tree.Diff) (tree.Diff, bool, conflictRec, error) {

@@ -99,9 +99,10 @@ func onlyBase(bases []*datas.Commit, c *datas.Commit) bool {
 // a virtual base, as Git's recursive and ort strategies do: each base in
 // turn is merged into the merge of those before it, over their own merge
 // bases, recursively. A document the bases cannot merge keeps the version
-// of their own base there (Git leaves conflict markers), so a branch that
-// settled that conflict differs from the virtual base, and the outer merge
-// reports it unless both sides settled it alike.
+// of their own base there (Git leaves conflict markers; see
+// virtualBaseVersion), so a branch that settled that conflict differs from
+// the virtual base, and the outer merge reports it unless both sides
+// settled it alike.
 func (d *Database) mergeBaseState(ctx context.Context, bases []*datas.Commit) (*rootState, error) {
 	if len(bases) == 0 {
 		return &rootState{colls: map[string]*collection{}}, nil // unrelated histories

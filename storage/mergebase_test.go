@@ -63,6 +63,15 @@ func (w *gitTwin) set(branch string, id int32, v string) {
 	w.git("add", fmt.Sprint(id))
 }
 
+func (w *gitTwin) del(branch string, id int32) {
+	w.t.Helper()
+	if err := w.d.WriteBranch(ctx, branch, func(tx *Tx) error { return tx.Delete(ctx, "c", idValue(id)) }); err != nil {
+		w.t.Fatal(err)
+	}
+	w.git("checkout", "-q", branch)
+	w.git("rm", "-q", fmt.Sprint(id))
+}
+
 func (w *gitTwin) commit(branch, msg string) {
 	w.t.Helper()
 	if _, err := w.d.Commit(ctx, branch, CommitOptions{Message: msg}); err != nil {
@@ -283,4 +292,20 @@ func TestCrissCrossWithConflictingMergeBases(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The merge bases added a document in different ways, and both branches
+// settled on one; deleting it on one of them then conflicts with keeping
+// it on the other, as the virtual base holds neither.
+func TestCrissCrossDeleteOfADocumentTheBasesAdded(t *testing.T) {
+	w := newGitTwin(t)
+	w.set("main", 1, "a0")
+	w.commit("main", "base")
+	crissCross(w, map[int32]string{2: "x1"}, map[int32]string{2: "y1"}, ResolveOurs, ResolveTheirs)
+	w.del("y", 2)
+	w.commit("y", "y deletes 2")
+	if c := w.merge("x", "y"); !reflect.DeepEqual(c, []int32{2}) {
+		t.Fatalf("conflicts %v, want on _id 2", c)
+	}
+	w.settle("x", ResolveTheirs)
 }
