@@ -178,7 +178,7 @@ type mergeMode int
 
 const (
 	recordConflicts mergeMode = iota // keep ours and record a conflict
-	keepBaseVersion                  // keep the base's version (see mergeBaseState)
+	keepBaseVersion                  // a virtual merge base: see virtualBaseVersion
 )
 
 // threeWay merges every collection; the result has no edits, only bases.
@@ -279,7 +279,7 @@ type conflictRec struct {
 
 // mergeMaps merges document maps; documents changed on both sides merge
 // field by field, and what cannot merge becomes a conflict record (ours
-// stays) or, with keepBaseVersion, gets the base's version back.
+// stays) or, with keepBaseVersion, gets its virtualBaseVersion.
 func (d *Database) mergeMaps(ctx context.Context, base, ours, theirs prolly.Map, mode mergeMode) (prolly.Map, []conflictRec, error) {
 	var recs []conflictRec
 	var cbErr error
