@@ -98,12 +98,17 @@ func (d *Database) changedIn(ctx context.Context, c *datas.Commit, parents []*da
 	return !bytes.Equal(av, bv), err
 }
 
-// commitQueue orders commits by height, highest first: a child is always
-// higher than its parents.
+// commitQueue orders commits by height, highest first (a child is always
+// higher than its parents), then by address, so walks are deterministic.
 type commitQueue []*datas.Commit
 
-func (q commitQueue) Len() int           { return len(q) }
-func (q commitQueue) Less(i, j int) bool { return q[i].Height() > q[j].Height() }
-func (q commitQueue) Swap(i, j int)      { q[i], q[j] = q[j], q[i] }
-func (q *commitQueue) Push(x any)        { *q = append(*q, x.(*datas.Commit)) }
-func (q *commitQueue) Pop() any          { old := *q; c := old[len(old)-1]; *q = old[:len(old)-1]; return c }
+func (q commitQueue) Len() int { return len(q) }
+func (q commitQueue) Less(i, j int) bool {
+	if q[i].Height() != q[j].Height() {
+		return q[i].Height() > q[j].Height()
+	}
+	return q[i].Addr().Less(q[j].Addr())
+}
+func (q commitQueue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
+func (q *commitQueue) Push(x any)   { *q = append(*q, x.(*datas.Commit)) }
+func (q *commitQueue) Pop() any     { old := *q; c := old[len(old)-1]; *q = old[:len(old)-1]; return c }

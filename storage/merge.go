@@ -50,29 +50,23 @@ func (d *Database) Merge(ctx context.Context, branchName string, theirs Revision
 		if err != nil {
 			return err
 		}
-		baseAddr, ok, err := datas.FindCommonAncestor(ctx, ours, theirC, d.vs, d.vs, d.ns, d.ns)
+		bases, err := d.mergeBases(ctx, []*datas.Commit{ours}, []*datas.Commit{theirC})
 		if err != nil {
 			return err
 		}
 		switch {
-		case ok && baseAddr == theirC.Addr():
+		case onlyBase(bases, theirC):
 			res.UpToDate = true
 			res.Commit, err = d.describe(ctx, ours, nil)
 			return err
-		case ok && baseAddr == ours.Addr() && !opts.NoFF:
+		case onlyBase(bases, ours) && !opts.NoFF:
 			return d.fastForward(ctx, b, theirC, &res)
 		case opts.FFOnly:
 			return ErrNotFastForward
 		}
-		base := &rootState{colls: map[string]*collection{}}
-		if ok {
-			baseC, err := datas.LoadCommitAddr(ctx, d.vs, baseAddr)
-			if err != nil {
-				return err
-			}
-			if base, err = d.commitState(ctx, baseC); err != nil {
-				return err
-			}
+		base, err := d.mergeBaseState(ctx, bases)
+		if err != nil {
+			return err
 		}
 		if opts.Message == "" {
 			opts.Message = fmt.Sprintf("Merge %s into %s", theirC.Addr().String(), b.name)
@@ -121,7 +115,7 @@ func (d *Database) applyThreeWay(ctx context.Context, b *branch, base *rootState
 		return err
 	}
 	ours := b.state.Load()
-	merged, err := d.threeWay(ctx, base, ours, theirs)
+	merged, err := d.threeWay(ctx, base, ours, theirs, recordConflicts)
 	if err != nil {
 		return err
 	}
@@ -179,8 +173,17 @@ func (d *Database) storeWorking(ctx context.Context, b *branch, st *rootState) e
 	return nil
 }
 
+// mergeMode says what a three-way merge does with a document it cannot
+// merge.
+type mergeMode int
+
+const (
+	recordConflicts mergeMode = iota // keep ours and record a conflict
+	keepBaseVersion                  // a virtual merge base: see virtualBaseVersion
+)
+
 // threeWay merges every collection; the result has no edits, only bases.
-func (d *Database) threeWay(ctx context.Context, base, ours, theirs *rootState) (*rootState, error) {
+func (d *Database) threeWay(ctx context.Context, base, ours, theirs *rootState, mode mergeMode) (*rootState, error) {
 	out := &rootState{colls: map[string]*collection{}}
 	names := unionNames(ours, theirs)
 	names = append(names, base.collectionNames()...)
@@ -189,14 +192,14 @@ func (d *Database) threeWay(ctx context.Context, base, ours, theirs *rootState) 
 		if i > 0 && names[i-1] == name {
 			continue
 		}
-		if err := d.mergeCollection(ctx, base, ours, theirs, name, out); err != nil {
+		if err := d.mergeCollection(ctx, base, ours, theirs, name, mode, out); err != nil {
 			return nil, fmt.Errorf("merge %s: %w", name, err)
 		}
 	}
 	return out, nil
 }
 
-func (d *Database) mergeCollection(ctx context.Context, base, ours, theirs *rootState, name string, out *rootState) error {
+func (d *Database) mergeCollection(ctx context.Context, base, ours, theirs *rootState, name string, mode mergeMode, out *rootState) error {
 	b, inBase := base.colls[name]
 	o, inOurs := ours.colls[name]
 	t, inTheirs := theirs.colls[name]
@@ -221,11 +224,13 @@ func (d *Database) mergeCollection(ctx context.Context, base, ours, theirs *root
 	if err != nil {
 		return err
 	}
-	merged, recs, err := d.mergeMaps(ctx, baseMap, oursMap, theirsMap)
+	merged, recs, err := d.mergeMaps(ctx, baseMap, oursMap, theirsMap, mode)
 	if err != nil {
 		return err
 	}
-	if inOurs {
+	// A virtual merge base need not keep unique constraints: it is only
+	// compared with, and its indexes are never brought up to date.
+	if inOurs && mode == recordConflicts {
 		var clashes []conflictRec
 		merged, clashes, err = d.uniqueClashes(ctx, info, o, baseMap, oursMap, theirsMap, merged)
 		if err != nil {
@@ -275,12 +280,16 @@ type conflictRec struct {
 
 // mergeMaps merges document maps; documents changed on both sides merge
 // field by field, and what cannot merge becomes a conflict record (ours
-// stays).
-func (d *Database) mergeMaps(ctx context.Context, base, ours, theirs prolly.Map) (prolly.Map, []conflictRec, error) {
+// stays) or, with keepBaseVersion, gets its virtualBaseVersion.
+func (d *Database) mergeMaps(ctx context.Context, base, ours, theirs prolly.Map, mode mergeMode) (prolly.Map, []conflictRec, error) {
 	var recs []conflictRec
 	var cbErr error
 	merged, _, err := prolly.MergeMaps(ctx, ours, theirs, base, func(left, right tree.Diff) (tree.Diff, bool) {
 		resolved, ok, rec, err := d.resolveCollision(ctx, left, right)
+		if !ok && err == nil && mode == keepBaseVersion {
+			resolved, err = d.virtualBaseVersion(ctx, left)
+			ok = err == nil
+		}
 		if err != nil && cbErr == nil {
 			cbErr = err
 		}
@@ -293,6 +302,22 @@ func (d *Database) mergeMaps(ctx context.Context, base, ours, theirs prolly.Map)
 		err = cbErr
 	}
 	return merged, recs, err
+}
+
+// virtualBaseVersion is what a virtual merge base holds for a document its
+// bases cannot merge: their own base's version or, where that lacks the
+// document, an empty one (no _id), which no branch can hold, so that a
+// side that deleted the document conflicts with one that kept it, as in Git.
+func (d *Database) virtualBaseVersion(ctx context.Context, left tree.Diff) (tree.Diff, error) {
+	v := left.From
+	if v == nil {
+		t, err := valueTuple(ctx, d.ns, bsoncore.NewDocumentBuilder().Build())
+		if err != nil {
+			return tree.Diff{}, err
+		}
+		v = tree.Item(t)
+	}
+	return tree.Diff{Key: left.Key, From: left.To, To: v}, nil
 }
 
 func (d *Database) resolveCollision(ctx context.Context, left, right tree.Diff) (tree.Diff, bool, conflictRec, error) {

@@ -42,12 +42,18 @@ func (d *Database) Rebase(ctx context.Context, branchName string, onto Revision)
 // commitsSince lists head's first-parent commits that onto lacks, oldest
 // first, leaving out merge commits.
 func (d *Database) commitsSince(ctx context.Context, head, onto *datas.Commit) ([]*datas.Commit, error) {
-	ontoAnc, err := d.ancestors(ctx, onto)
+	headOnly := map[hash.Hash]bool{}
+	err := d.walkSides(ctx, []*datas.Commit{head}, []*datas.Commit{onto}, func(c *datas.Commit, s uint8) error {
+		if s == reachLeft {
+			headOnly[c.Addr()] = true
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
 	var picks []*datas.Commit
-	for c := head; c != nil && !ontoAnc[c.Addr()]; {
+	for c := head; c != nil && headOnly[c.Addr()]; {
 		parents, err := datas.GetCommitParents(ctx, d.vs, c.NomsValue())
 		if err != nil {
 			return nil, err

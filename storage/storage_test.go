@@ -74,14 +74,24 @@ func crashCopy(t *testing.T, dir string) string {
 	return dst
 }
 
-// contents reads a collection as id -> value.
+// contents reads a collection of the default branch as id -> value.
 func contents(t *testing.T, d *Database, coll string) map[int32]string {
 	t.Helper()
-	it, err := d.Snapshot().Scan(ctx, coll)
+	out := map[int32]string{}
+	for id, doc := range scanDocs(t, d.Snapshot(), coll) {
+		out[id] = doc.Lookup("v").StringValue()
+	}
+	return out
+}
+
+// scanDocs reads a collection whose _ids are int32s as id -> document.
+func scanDocs(t *testing.T, snap *Snapshot, coll string) map[int32]bsoncore.Document {
+	t.Helper()
+	it, err := snap.Scan(ctx, coll)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := map[int32]string{}
+	out := map[int32]bsoncore.Document{}
 	var last int32 = -1 << 31
 	for {
 		doc, err := it.Next(ctx)
@@ -96,7 +106,7 @@ func contents(t *testing.T, d *Database, coll string) map[int32]string {
 			t.Fatalf("scan out of order: %d after %d", id, last)
 		}
 		last = id
-		out[id] = doc.Lookup("v").StringValue()
+		out[id] = doc
 	}
 	return out
 }

@@ -354,11 +354,11 @@ func (d *Database) checkMerged(ctx context.Context, head *datas.Commit, current 
 	if err != nil {
 		return err
 	}
-	base, ok, err := datas.FindCommonAncestor(ctx, head, cur, d.vs, d.vs, d.ns, d.ns)
+	bases, err := d.mergeBases(ctx, []*datas.Commit{head}, []*datas.Commit{cur})
 	if err != nil {
 		return err
 	}
-	if !ok || base != head.Addr() {
+	if !onlyBase(bases, head) {
 		return ErrBranchUnmerged
 	}
 	return nil
@@ -375,45 +375,16 @@ func (d *Database) AheadBehind(ctx context.Context, base, target Revision) (ahea
 	if err != nil {
 		return 0, 0, err
 	}
-	ba, err := d.ancestors(ctx, bc)
-	if err != nil {
-		return 0, 0, err
-	}
-	ta, err := d.ancestors(ctx, tc)
-	if err != nil {
-		return 0, 0, err
-	}
-	for h := range ta {
-		if !ba[h] {
+	err = d.walkSides(ctx, []*datas.Commit{tc}, []*datas.Commit{bc}, func(_ *datas.Commit, s uint8) error {
+		switch s {
+		case reachLeft:
 			ahead++
-		}
-	}
-	for h := range ba {
-		if !ta[h] {
+		case reachRight:
 			behind++
 		}
-	}
-	return ahead, behind, nil
-}
-
-// ancestors is c and every commit before it.
-func (d *Database) ancestors(ctx context.Context, c *datas.Commit) (map[hash.Hash]bool, error) {
-	seen := map[hash.Hash]bool{}
-	stack := []*datas.Commit{c}
-	for len(stack) > 0 {
-		c := stack[len(stack)-1]
-		stack = stack[:len(stack)-1]
-		if seen[c.Addr()] {
-			continue
-		}
-		seen[c.Addr()] = true
-		parents, err := datas.GetCommitParents(ctx, d.vs, c.NomsValue())
-		if err != nil {
-			return nil, err
-		}
-		stack = append(stack, parents...)
-	}
-	return seen, nil
+		return nil
+	})
+	return ahead, behind, err
 }
 
 // Reset moves a branch's head to a commit. A soft reset keeps the working
