@@ -33,6 +33,8 @@ type serverFlags struct {
 	author         string
 	largeDoc       int
 	busyPollMicros int
+	inFlightMB     int
+	stallSeconds   int
 }
 
 func parseFlags(args []string, stderr io.Writer) (*serverFlags, error) {
@@ -54,6 +56,10 @@ func parseFlags(args []string, stderr io.Writer) (*serverFlags, error) {
 	fs.StringVar(&o.author, "author", storage.DefaultAuthor, `default commit author, "Name <email>"`)
 	fs.IntVar(&o.busyPollMicros, "busyPollMicros", int(server.DefaultBusyPoll/time.Microsecond),
 		"microseconds an idle connection spins for its next request while nothing else runs (lower latency on VMs); 0 never spins")
+	fs.IntVar(&o.inFlightMB, "maxInFlightMB", server.DefaultInFlightBytes>>20,
+		"memory for messages being received and handled, all connections together (past 64 KiB each); a connection whose message would pass it is closed")
+	fs.IntVar(&o.stallSeconds, "messageStallSeconds", int(server.DefaultMessageStall/time.Second),
+		"seconds the rest of a message may take once it has begun; a connection that stalls inside a message is closed")
 	fs.BoolVar(&o.testCmds, "enableTestCommands", false, "enable test-only commands (configureFailPoint), for driver test suites")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: dumbodb [options]\n\nA MongoDB-compatible document database with Git-style version control.\n\nOptions:\n")
@@ -64,6 +70,11 @@ func parseFlags(args []string, stderr io.Writer) (*serverFlags, error) {
 	}
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if o.inFlightMB < 1 || o.stallSeconds < 1 {
+		err := errors.New("--maxInFlightMB and --messageStallSeconds must be at least 1")
+		fmt.Fprintln(stderr, "dumbodb:", err)
+		return nil, err
 	}
 	return o, nil
 }
@@ -123,7 +134,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	cfg := server.Config{
 		BindIPs: strings.Split(o.bindIP, ","), Port: o.port, UnixSocket: o.unixSocket,
 		Argv: append([]string{"dumbodb"}, args...), TestCommands: o.testCmds,
-		BusyPoll: time.Duration(o.busyPollMicros) * time.Microsecond,
+		BusyPoll:      time.Duration(o.busyPollMicros) * time.Microsecond,
+		InFlightBytes: int64(o.inFlightMB) << 20,
+		MessageStall:  time.Duration(o.stallSeconds) * time.Second,
 	}
 	srv := server.New(cfg, engine, log, ring)
 	if err := srv.Listen(); err != nil {
