@@ -24,7 +24,6 @@ type aggregateArgs struct {
 	pipeline       bsoncore.Array
 	cursorOpts     bsoncore.Document
 	collation, let bsoncore.Document
-	maxTimeMS      int64
 	explain        bool
 	allowDiskUse   bool
 	hint           bsoncore.Value
@@ -47,7 +46,6 @@ func (r *request) parseAggregate() (*aggregateArgs, error) {
 	err := r.parseArgs(map[string]fieldHandler{
 		"pipeline":                 r.arrayArg("pipeline", &a.pipeline),
 		"cursor":                   r.docArg("cursor", &a.cursorOpts),
-		"maxTimeMS":                r.nonNegativeArg("maxTimeMS", &a.maxTimeMS),
 		"explain":                  r.boolArg("explain", &a.explain),
 		"allowDiskUse":             r.boolArg("allowDiskUse", &a.allowDiskUse),
 		"bypassDocumentValidation": r.ignoreArg(),
@@ -119,7 +117,6 @@ func cmdAggregate(r *request) (bsoncore.Document, error) {
 		return explainAggregate(ns, p, lead, snap, env), nil
 	}
 	r.c.s.stats.opQuery.Add(1)
-	defer r.withMaxTime(a.maxTimeMS)()
 	var in query.Stream = query.NewSliceStream(nil)
 	reads := pipelineReads(pipelineStages(a.pipeline))
 	switch {

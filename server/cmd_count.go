@@ -16,12 +16,11 @@ func cmdCount(r *request) (bsoncore.Document, error) {
 	}
 	var filter, collation bsoncore.Document
 	var hint bsoncore.Value
-	var skip, limit, maxTimeMS int64
+	var skip, limit int64
 	err = r.parseArgs(map[string]fieldHandler{
 		"query":     r.optDocArg("query", &filter),
 		"skip":      r.nonNegativeArg("skip", &skip),
 		"limit":     r.int64Arg("limit", &limit),
-		"maxTimeMS": r.nonNegativeArg("maxTimeMS", &maxTimeMS),
 		"hint":      func(v bsoncore.Value) error { hint = v; return nil },
 		"collation": r.optDocArg("collation", &collation),
 		"fields":    r.ignoreArg(),
@@ -36,7 +35,6 @@ func cmdCount(r *request) (bsoncore.Document, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer r.withMaxTime(maxTimeMS)()
 	r.c.s.stats.opQuery.Add(1)
 	n, err := r.countMatching(coll, filter, env, hint, skip, limit)
 	if err != nil {

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"time"
 
 	"dumbodb/query"
@@ -16,7 +15,6 @@ type findArgs struct {
 	collation, let               bsoncore.Document
 	hint                         bsoncore.Value
 	skip, limit, batchSize       int64
-	maxTimeMS                    int64
 	singleBatch, noCursorTimeout bool
 }
 
@@ -28,7 +26,6 @@ func (r *request) parseFindArgs(a *findArgs) error {
 		"skip":                r.nonNegativeArg("skip", &a.skip),
 		"limit":               r.nonNegativeArg("limit", &a.limit),
 		"batchSize":           r.nonNegativeArg("batchSize", &a.batchSize),
-		"maxTimeMS":           r.nonNegativeArg("maxTimeMS", &a.maxTimeMS),
 		"singleBatch":         r.boolArg("singleBatch", &a.singleBatch),
 		"noCursorTimeout":     r.boolArg("noCursorTimeout", &a.noCursorTimeout),
 		"hint":                func(v bsoncore.Value) error { a.hint = v; return nil },
@@ -60,16 +57,6 @@ func (r *request) nonNegativeArg(field string, dst *int64) fieldHandler {
 	}
 }
 
-// withMaxTime bounds the request by maxTimeMS (0: no bound).
-func (r *request) withMaxTime(ms int64) context.CancelFunc {
-	if ms <= 0 {
-		return func() {}
-	}
-	ctx, cancel := context.WithTimeout(r.ctx, time.Duration(ms)*time.Millisecond)
-	r.ctx = ctx
-	return cancel
-}
-
 func cmdFind(r *request) (bsoncore.Document, error) {
 	coll, err := r.collectionArg()
 	if err != nil {
@@ -80,7 +67,6 @@ func cmdFind(r *request) (bsoncore.Document, error) {
 		return nil, err
 	}
 	r.c.s.stats.opQuery.Add(1)
-	defer r.withMaxTime(a.maxTimeMS)()
 	src, err := r.findSource(coll, &a, &execStats{})
 	if err != nil {
 		return nil, err
@@ -213,11 +199,10 @@ func cmdGetMore(r *request) (bsoncore.Document, error) {
 		return nil, typeMismatch("getMore", "getMore", v, "long")
 	}
 	var coll string
-	var batchSize, maxTimeMS int64
+	var batchSize int64
 	err := r.parseArgs(map[string]fieldHandler{
 		"collection":               r.stringArg("collection", &coll),
 		"batchSize":                r.nonNegativeArg("batchSize", &batchSize),
-		"maxTimeMS":                r.nonNegativeArg("maxTimeMS", &maxTimeMS),
 		"term":                     r.ignoreArg(),
 		"lastKnownCommittedOpTime": r.ignoreArg(),
 	})
@@ -235,7 +220,6 @@ func cmdGetMore(r *request) (bsoncore.Document, error) {
 	if cur.ns != r.ns(coll) && !(coll == "$cmd.listCollections" && cur.ns == r.db+".$cmd.listCollections") {
 		return nil, mongoerr.New(mongoerr.Unauthorized, "Requested getMore on namespace '%s', but cursor belongs to a different namespace %s", r.ns(coll), cur.ns)
 	}
-	defer r.withMaxTime(maxTimeMS)()
 	docs, done, err := r.nextBatch(cur, int(batchSize))
 	if err != nil || done {
 		r.c.s.cursors.remove(id)

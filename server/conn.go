@@ -243,14 +243,6 @@ func (c *conn) runCommand(unacknowledged bool, decode func() (bsoncore.Document,
 	if unacknowledged {
 		req.ctx = storage.NoSync(req.ctx)
 	}
-	if f, fired := c.s.failCommand.trigger(req.name, c.appName()); fired {
-		if err := f.wait(req.ctx); err != nil {
-			return errorReply(toMongoErr(err))
-		}
-		if f.closeConn || f.reply != nil {
-			return f.reply // nil closes the connection
-		}
-	}
 	reply, err = req.run()
 	if err != nil {
 		me := toMongoErr(err)

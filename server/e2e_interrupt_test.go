@@ -276,3 +276,46 @@ func TestInFlightLimitDropsTheGreedyConnection(t *testing.T) {
 		nc.Close()
 	}
 }
+
+// TestMaxTimeMSBoundsEveryCommand: every command honours maxTimeMS
+// (MaxTimeMSExpired), and maxTimeMS is parsed as mongod parses it.
+func TestMaxTimeMSBoundsEveryCommand(t *testing.T) {
+	ts := testCommandsServer(t)
+	admin := ts.client().Database("admin")
+	cmds := map[string]bson.D{
+		"insert":          {{Key: "insert", Value: "c"}, {Key: "documents", Value: bson.A{bson.D{}}}},
+		"update":          {{Key: "update", Value: "c"}, {Key: "updates", Value: bson.A{bson.D{{Key: "q", Value: bson.D{}}, {Key: "u", Value: bson.D{{Key: "$set", Value: bson.D{{Key: "a", Value: 1}}}}}}}}},
+		"delete":          {{Key: "delete", Value: "c"}, {Key: "deletes", Value: bson.A{bson.D{{Key: "q", Value: bson.D{}}, {Key: "limit", Value: 0}}}}},
+		"findAndModify":   {{Key: "findAndModify", Value: "c"}, {Key: "query", Value: bson.D{}}, {Key: "remove", Value: true}},
+		"count":           {{Key: "count", Value: "c"}},
+		"distinct":        {{Key: "distinct", Value: "c"}, {Key: "key", Value: "a"}},
+		"aggregate":       {{Key: "aggregate", Value: "c"}, {Key: "pipeline", Value: bson.A{}}, {Key: "cursor", Value: bson.D{}}},
+		"find":            {{Key: "find", Value: "c"}},
+		"createIndexes":   {{Key: "createIndexes", Value: "c"}, {Key: "indexes", Value: bson.A{bson.D{{Key: "key", Value: bson.D{{Key: "a", Value: 1}}}, {Key: "name", Value: "a_1"}}}}},
+		"listCollections": {{Key: "listCollections", Value: 1}},
+		"dumboCommit":     {{Key: "dumboCommit", Value: 1}, {Key: "message", Value: "m"}},
+	}
+	names := bson.A{}
+	for name := range cmds {
+		names = append(names, name)
+	}
+	mustRun(t, admin, bson.D{{Key: "configureFailPoint", Value: "failCommand"}, {Key: "mode", Value: "alwaysOn"},
+		{Key: "data", Value: bson.D{{Key: "failCommands", Value: names}, {Key: "appName", Value: "slow"},
+			{Key: "blockConnection", Value: true}, {Key: "blockTimeMS", Value: 60000}}}})
+	slow := ts.client(options.Client().SetAppName("slow").SetRetryWrites(false).SetRetryReads(false)).Database("shop")
+	for name, cmd := range cmds {
+		_, err := run(t, slow, append(cmd, bson.E{Key: "maxTimeMS", Value: 50}))
+		var ce mongo.CommandError
+		if !errors.As(err, &ce) || ce.Code != 50 {
+			t.Errorf("%s with maxTimeMS 50: %v, want MaxTimeMSExpired", name, err)
+		}
+	}
+	shop := ts.client().Database("shop")
+	for _, bad := range []any{-1, 1.5, int64(1) << 31} {
+		_, err := run(t, shop, bson.D{{Key: "find", Value: "c"}, {Key: "maxTimeMS", Value: bad}})
+		wantCode(t, err, 2, "BadValue")
+	}
+	_, err := run(t, shop, bson.D{{Key: "find", Value: "c"}, {Key: "maxTimeMS", Value: "x"}})
+	wantCode(t, err, 14, "TypeMismatch")
+	mustRun(t, shop, bson.D{{Key: "find", Value: "c"}, {Key: "maxTimeMS", Value: 1000.0}})
+}

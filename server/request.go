@@ -3,8 +3,10 @@ package server
 import (
 	"cmp"
 	"context"
+	"math"
 	"strconv"
 	"strings"
+	"time"
 
 	"dumbodb/query/mongoerr"
 	"dumbodb/storage"
@@ -58,7 +60,45 @@ func (r *request) run() (bsoncore.Document, error) {
 	if err := refuseTransactions(r.cmd); err != nil {
 		return nil, err
 	}
+	cancel, err := r.applyMaxTime()
+	if err != nil {
+		return nil, err
+	}
+	defer cancel()
+	if f, fired := r.c.s.failCommand.trigger(r.name, r.c.appName()); fired {
+		if err := f.wait(r.ctx); err != nil {
+			return nil, err
+		}
+		if f.closeConn || f.reply != nil {
+			return f.reply, nil // a nil reply closes the connection
+		}
+	}
 	return r.spec.handler(r)
+}
+
+// maxTimeLimit is the largest maxTimeMS mongod accepts.
+const maxTimeLimit = math.MaxInt32
+
+// applyMaxTime bounds every command by its maxTimeMS (0 or absent: no
+// bound), parsed as mongod parses it: a whole number in [0, 2^31-1].
+func (r *request) applyMaxTime() (context.CancelFunc, error) {
+	v, err := r.cmd.LookupErr("maxTimeMS")
+	if err != nil {
+		return func() {}, nil
+	}
+	f, ok := v.AsFloat64OK()
+	if !ok {
+		return nil, typeMismatch(r.name, "maxTimeMS", v, "number")
+	}
+	if f != math.Trunc(f) || f < 0 || f > maxTimeLimit {
+		return nil, mongoerr.New(mongoerr.BadValue, "%v value for maxTimeMS is out of range [0, %d]", f, maxTimeLimit)
+	}
+	if f == 0 {
+		return func() {}, nil
+	}
+	ctx, cancel := context.WithTimeout(r.ctx, time.Duration(f)*time.Millisecond)
+	r.ctx = ctx
+	return cancel, nil
 }
 
 // refuseTransactions answers as a standalone mongod does: transaction and
