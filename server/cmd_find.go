@@ -243,6 +243,8 @@ func (r *request) nextBatch(cur *cursor, batchSize int) ([]bsoncore.Document, bo
 	}
 	r.c.s.cursors.moveOwner(cur, r.c.id)
 	cur.lastUsed = time.Now()
+	cur.reader.Store(&opRef{c: r.c, opid: r.c.currentOpID()})
+	defer cur.reader.Store(nil)
 	return fillBatch(r.ctx, cur.src, batchSize)
 }
 

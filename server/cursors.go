@@ -8,6 +8,7 @@ import (
 	"errors"
 	"io"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"dumbodb/query/mongoerr"
@@ -45,6 +46,8 @@ type cursor struct {
 	where     cursorPlace
 	ns        string
 	noTimeout bool
+
+	reader atomic.Pointer[opRef] // the getMore reading it now, if any
 
 	mu       sync.Mutex  // one getMore at a time; guards the fields below
 	src      *peekSource // nil once killed
@@ -193,9 +196,18 @@ func cursorKilledError(why string) error {
 	return mongoerr.New(mongoerr.QueryPlanKilled, "cursor killed: %s", why)
 }
 
+// opRef names one operation of one connection.
+type opRef struct {
+	c    *conn
+	opid int64
+}
+
 // kill releases what the cursor holds (its snapshot and any spill files),
-// waiting for a getMore in progress, and records why for the next getMore.
+// interrupting a getMore in progress, and records why for the next getMore.
 func (c *cursor) kill(reason error) {
+	if ref := c.reader.Load(); ref != nil {
+		ref.c.kill(ref.opid, errKilled)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.src != nil {

@@ -70,6 +70,13 @@ func (c *conn) endOp() {
 	}
 }
 
+// currentOpID is the id of the operation the connection runs (0: idle).
+func (c *conn) currentOpID() int64 {
+	c.op.mu.Lock()
+	defer c.op.mu.Unlock()
+	return c.op.id
+}
+
 // kill cancels the operation opid if the connection is running it.
 func (c *conn) kill(opid int64, cause error) bool {
 	o := &c.op
