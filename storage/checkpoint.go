@@ -25,7 +25,7 @@ func (d *Database) Checkpoint(ctx context.Context) error {
 		}
 		b.writeMu.Unlock()
 		if err != nil {
-			return err
+			return diskFull(err)
 		}
 	}
 	return nil
@@ -65,7 +65,7 @@ func (d *Database) checkpointLocked(ctx context.Context, b *branch) error {
 		return err
 	}
 	next.root = root
-	b.state.Store(next)
+	b.setDurable(next)
 	d.engine.addEditBytes(-st.editBytes())
 	d.log.Debug().Str("c", "STORAGE").Str("db", d.name).Uint64("lsn", st.lsn).
 		Dur("durationMillis", time.Since(start)).Msg("checkpoint")

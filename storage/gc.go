@@ -29,7 +29,7 @@ func (d *Database) GC(ctx context.Context) (before, after int64, err error) {
 	}
 	for _, b := range branches {
 		if err := d.checkpointLocked(ctx, b); err != nil {
-			return before, before, err
+			return before, before, diskFull(err)
 		}
 	}
 	keep := hash.NewHashSet()
@@ -53,7 +53,7 @@ func (d *Database) GC(ctx context.Context) (before, after int64, err error) {
 		d.docs.trees.Forget() // it would remember chunks GC may remove
 	}
 	if err := gc.GC(ctx, types.GCModeFull, chunks.NoArchive, hash.NewHashSet(), keep, nil); err != nil {
-		return before, before, fmt.Errorf("gc %s: %w", d.name, err)
+		return before, before, diskFull(fmt.Errorf("gc %s: %w", d.name, err))
 	}
 	d.ns.PurgeCaches()
 	return before, d.engine.SizeOnDisk(d.name), nil

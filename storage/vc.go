@@ -83,9 +83,9 @@ func (d *Database) lockedBranch(ctx context.Context, name string, fn func(b *bra
 		return fmt.Errorf("%w: %s", ErrBranchNotFound, name)
 	}
 	if err := d.checkpointLocked(ctx, b); err != nil {
-		return err
+		return diskFull(err)
 	}
-	return fn(b)
+	return diskFull(fn(b))
 }
 
 // Commit records a branch's working state as a new commit.
@@ -142,7 +142,7 @@ func (d *Database) commitRoot(ctx context.Context, b *branch, st *rootState, opt
 		return nil, fmt.Errorf("commit %s@%s: %w", d.name, b.name, err)
 	}
 	b.ws, b.headRef = ws, rootRef
-	b.state.Store(clean)
+	b.setDurable(clean)
 	addr, _ := head.MaybeHeadAddr()
 	return datas.LoadCommitAddr(ctx, d.vs, addr)
 }
@@ -267,7 +267,7 @@ func (d *Database) resetWorkingSet(ctx context.Context, b *branch, c *datas.Comm
 	st.lsn, st.ckptLSN = lsn, lsn
 	b.ws, b.headRef = ws, ref
 	d.engine.addEditBytes(-b.state.Load().editBytes())
-	b.state.Store(st)
+	b.setDurable(st)
 	return nil
 }
 
