@@ -5,8 +5,11 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -190,4 +193,160 @@ func TestFullDiskFailsWritesUntilSpaceIsBack(t *testing.T) {
 	defer e.Close()
 	d, _ = e.Database(ctx, "db", false)
 	checkExactly(t, d, acked)
+}
+
+// dbFiles lists a database directory's files, the log aside.
+func dbFiles(t *testing.T, d *Database) []string {
+	t.Helper()
+	names, err := d.dirNames()
+	if err != nil {
+		t.Fatal(err)
+	}
+	delete(names, "wal")
+	return slices.Sorted(maps.Keys(names))
+}
+
+// loadDocs inserts n documents that do not compress and checkpoints them.
+func loadDocs(t *testing.T, d *Database, n int32) map[int32]bool {
+	t.Helper()
+	ids := map[int32]bool{}
+	for id := range n {
+		if err := insertDoc(d, NoSync(ctx), id); err != nil {
+			t.Fatal(err)
+		}
+		ids[id] = true
+	}
+	if err := d.Checkpoint(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return ids
+}
+
+// TestGCOnFullDiskLeavesNothingBehind: a GC without room for what it
+// writes fails with ErrOutOfDiskSpace and removes it, whether it failed
+// writing its new table file or the manifest after it; the database stays
+// as it was and usable.
+func TestGCOnFullDiskLeavesNothingBehind(t *testing.T) {
+	disk := smallDisk(t)
+	e := openEngine(t, filepath.Join(disk, "data"), diskOpts)
+	defer e.Close()
+	d, _ := e.Database(ctx, "db", true)
+	ids := loadDocs(t, d, 1000)
+	// A first GC tells the size of the table file the next one writes.
+	if _, _, err := d.GC(ctx); err != nil {
+		t.Fatal(err)
+	}
+	size := tableFileBytes(t, d)
+	ids[1000] = true
+	if err := insertDoc(d, ctx, 1000); err != nil { // something to collect
+		t.Fatal(err)
+	}
+	if err := d.Checkpoint(ctx); err != nil {
+		t.Fatal(err)
+	}
+	before := dbFiles(t, d)
+	// Far too little room, then page by page up to enough: on the way, the
+	// table file fits but the manifest does not.
+	leaves := []int64{256 << 10}
+	for leave := size - 16<<10; leave < size+64<<10; leave += 4 << 10 {
+		leaves = append(leaves, leave)
+	}
+	var failedTable, failedManifest bool
+	for i, leave := range leaves {
+		filler := fillDisk(t, disk, leave)
+		_, _, err := d.GC(ctx)
+		os.Remove(filler)
+		if err == nil {
+			break
+		}
+		if i == len(leaves)-1 || !errors.Is(err, ErrOutOfDiskSpace) {
+			t.Fatalf("GC with %d bytes free: %v", leave, err)
+		}
+		// The error names the file it could not write.
+		if strings.Contains(err.Error(), doltTableTempPrefix) {
+			failedTable = true
+		} else {
+			failedManifest = true
+		}
+		if got := dbFiles(t, d); !slices.Equal(got, before) {
+			t.Fatalf("GC with %d bytes free failed (%v) and left %v, had %v", leave, err, got, before)
+		}
+		checkExactly(t, d, ids)
+	}
+	if !failedTable || !failedManifest {
+		t.Fatalf("GC failed writing its table file: %v, writing the manifest: %v; want both", failedTable, failedManifest)
+	}
+	checkExactly(t, d, ids)
+	if err := insertDoc(d, ctx, 1001); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// tableFileBytes is the size of a database's table files.
+func tableFileBytes(t *testing.T, d *Database) int64 {
+	t.Helper()
+	var n int64
+	for _, name := range dbFiles(t, d) {
+		if isTableFileName(name) {
+			st, err := os.Stat(filepath.Join(d.dir, name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			n += st.Size()
+		}
+	}
+	return n
+}
+
+// TestCheckpointOnFullDiskLeavesNothingBehind: checkpoints on a full disk
+// fail with ErrOutOfDiskSpace and leave no file of theirs behind; the
+// edits stay in memory and in the log, and once there is room a checkpoint
+// writes them.
+func TestCheckpointOnFullDiskLeavesNothingBehind(t *testing.T) {
+	disk := smallDisk(t)
+	dir := filepath.Join(disk, "data")
+	e := openEngine(t, dir, diskOpts)
+	d, _ := e.Database(ctx, "db", true)
+	ids := loadDocs(t, d, 300)
+	// After a GC Dolt has no journal: the next checkpoint makes one and
+	// writes the manifest, which on a full disk fails in more ways.
+	if _, _, err := d.GC(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for id := int32(300); id < 320; id++ {
+		if err := insertDoc(d, ctx, id); err != nil {
+			t.Fatal(err)
+		}
+		ids[id] = true
+	}
+	filler := fillDisk(t, disk, 0)
+	// Dolt's journal, made by the first attempt, is in use: it may stay.
+	allowed := append(dbFiles(t, d), doltJournalName, "journal.idx")
+	for i := range 3 {
+		if err := d.Checkpoint(ctx); !errors.Is(err, ErrOutOfDiskSpace) {
+			t.Fatalf("checkpoint %d on a full disk: %v, want ErrOutOfDiskSpace", i, err)
+		}
+		for _, f := range dbFiles(t, d) {
+			if !slices.Contains(allowed, f) {
+				t.Fatalf("checkpoint %d failed and left %s", i, f)
+			}
+		}
+		checkExactly(t, d, ids)
+	}
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Checkpoint(ctx); err != nil {
+		t.Fatalf("checkpoint with space back: %v", err)
+	}
+	if st := d.main.state.Load(); !st.checkpointed {
+		t.Fatal("the checkpoint with space back did not write the edits")
+	}
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	e = openEngine(t, dir, diskOpts)
+	defer e.Close()
+	d, _ = e.Database(ctx, "db", false)
+	checkExactly(t, d, ids)
 }

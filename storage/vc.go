@@ -85,7 +85,11 @@ func (d *Database) lockedBranch(ctx context.Context, name string, fn func(b *bra
 	if err := d.checkpointLocked(ctx, b); err != nil {
 		return diskFull(err)
 	}
-	return diskFull(fn(b))
+	if err := fn(b); err != nil {
+		d.removeFailedTemp(err)
+		return diskFull(err)
+	}
+	return nil
 }
 
 // Commit records a branch's working state as a new commit.
