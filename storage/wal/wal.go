@@ -386,7 +386,8 @@ func (w *WAL) Resume() {
 	w.failed = nil
 }
 
-// Durable is the highest LSN known to be on disk.
+// Durable is the highest LSN known to be on disk. Records lost below it,
+// in an earlier failure, never are (WaitDurable tells).
 func (w *WAL) Durable() uint64 { return w.synced.Load() }
 
 // advance wakes the waiters after synced or lost changed. Called with
