@@ -26,6 +26,8 @@ func toMongoErr(err error) *mongoerr.Error {
 		return mongoerr.New(mongoerr.Code(17280), "_id value is too long to store (the encoded key may be at most %d bytes)", maxKeySize)
 	case errors.Is(err, storage.ErrClosed):
 		return mongoerr.New(mongoerr.Code(11600), "interrupted at shutdown")
+	case errors.Is(err, storage.ErrOutOfDiskSpace):
+		return mongoerr.New(mongoerr.OutOfDiskSpace, "%s", err.Error())
 	}
 	if me := vcError(err); me != nil {
 		return me

@@ -25,7 +25,7 @@ func (d *Database) Checkpoint(ctx context.Context) error {
 			return d.checkpointLocked(ctx, b)
 		})
 		if err != nil {
-			return err
+			return diskFull(err)
 		}
 	}
 	return nil
@@ -51,15 +51,33 @@ func (d *Database) checkpointLocked(ctx context.Context, b *branch) error {
 		return err
 	}
 	d.engine.panics.at("checkpoint.fold")
+	next, err := d.writeCheckpoint(ctx, b, st)
+	if err != nil {
+		// The branch keeps its edits and the log its records, so the next
+		// checkpoint does this one again; only Dolt's temporary file would
+		// stay behind.
+		d.removeFailedTemp(err)
+		return err
+	}
+	b.setDurable(next)
+	d.engine.addEditBytes(-st.editBytes())
+	d.log.Debug().Str("c", "STORAGE").Str("db", d.name).Uint64("lsn", st.lsn).
+		Dur("durationMillis", time.Since(start)).Msg("checkpoint")
+	return d.wl.Recycle(d.recyclePoint(st.lsn))
+}
+
+// writeCheckpoint writes st's edits into new prolly maps and makes their
+// root b's durable working root; it returns the checkpointed state.
+func (d *Database) writeCheckpoint(ctx context.Context, b *branch, st *rootState) (*rootState, error) {
 	colls := make(map[string]*collection, len(st.colls))
 	for name, c := range st.colls {
 		base, err := foldEdits(ctx, d.ns, c, d.largeDoc())
 		if err != nil {
-			return fmt.Errorf("checkpoint %s.%s: %w", d.name, name, err)
+			return nil, fmt.Errorf("checkpoint %s.%s: %w", d.name, name, err)
 		}
 		indexes, err := foldIndexes(ctx, d.ns, c, base)
 		if err != nil {
-			return fmt.Errorf("checkpoint %s.%s: %w", d.name, name, err)
+			return nil, fmt.Errorf("checkpoint %s.%s: %w", d.name, name, err)
 		}
 		colls[name] = &collection{info: c.info, base: base, count: c.count, indexes: indexes}
 	}
@@ -67,18 +85,14 @@ func (d *Database) checkpointLocked(ctx context.Context, b *branch) error {
 		merge: st.merge, conflicts: st.conflicts}
 	root, err := buildRoot(ctx, d.ns, next)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := d.persist(ctx, b, root, st.lsn); err != nil {
-		return err
+		return nil, err
 	}
 	d.engine.panics.at("checkpoint.persist")
 	next.root = root
-	b.state.Store(next)
-	d.engine.addEditBytes(-st.editBytes())
-	d.log.Debug().Str("c", "STORAGE").Str("db", d.name).Uint64("lsn", st.lsn).
-		Dur("durationMillis", time.Since(start)).Msg("checkpoint")
-	return d.wl.Recycle(d.recyclePoint(st.lsn))
+	return next, nil
 }
 
 // recyclePoint is the highest LSN no branch still needs from the log: the

@@ -3,9 +3,11 @@ package storage
 import (
 	"context"
 	"dumbodb/storage/doctree"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -42,12 +44,13 @@ type Database struct {
 	db datas.Database
 	wl *wal.WAL
 
-	mu       sync.Mutex // guards branches
-	branches map[string]*branch
-	main     *branch
-	closed   atomic.Bool
-	pins     pins       // states that live snapshots read
-	docs     *docWriter // nil: the path index is off
+	mu        sync.Mutex // guards branches
+	branches  map[string]*branch
+	main      *branch
+	closed    atomic.Bool
+	pins      pins       // states that live snapshots read
+	docs      *docWriter // nil: the path index is off
+	recoverMu sync.Mutex // serialises rolling back after a failed log write
 }
 
 // branch is the live state of one branch: the published state that readers
@@ -56,9 +59,54 @@ type branch struct {
 	name    string
 	writeMu sync.Mutex
 	state   atomic.Pointer[rootState]
-	ws      datas.Dataset // working set dataset; guarded by writeMu
-	headRef types.Ref     // the head commit's root, stored as StagedRoot
-	deleted bool          // guarded by writeMu
+	// durable is the newest state whose log records are all durable, and
+	// unsynced the states published after it, oldest first: after a failed
+	// log write the branch goes back to the newest of them that is durable.
+	// Guarded by writeMu.
+	durable  *rootState
+	unsynced []*rootState
+	ws       datas.Dataset // working set dataset; guarded by writeMu
+	headRef  types.Ref     // the head commit's root, stored as StagedRoot
+	deleted  bool          // guarded by writeMu
+}
+
+// setDurable publishes a state no log failure can take back: loaded,
+// replayed, checkpointed or written to Dolt.
+func (b *branch) setDurable(st *rootState) {
+	b.state.Store(st)
+	b.durable = st
+	clear(b.unsynced)
+	b.unsynced = b.unsynced[:0]
+}
+
+// publishLogged publishes a state whose last log record may not be durable
+// yet; durableLSN is where the log is durable now.
+func (b *branch) publishLogged(st *rootState, durableLSN uint64) {
+	b.forgetSynced(durableLSN)
+	b.unsynced = append(b.unsynced, st)
+	b.state.Store(st)
+}
+
+// forgetSynced moves durable up to the newest unsynced state whose records
+// are durable.
+func (b *branch) forgetSynced(durableLSN uint64) {
+	n := 0
+	for n < len(b.unsynced) && b.unsynced[n].lsn <= durableLSN {
+		n++
+	}
+	if n > 0 {
+		b.durable = b.unsynced[n-1]
+		b.unsynced = slices.Delete(b.unsynced, 0, n)
+	}
+}
+
+// rollBack publishes the newest durable state again, after a failed log
+// write lost every record above durableLSN, and returns the state it drops.
+func (b *branch) rollBack(durableLSN uint64) *rootState {
+	b.forgetSynced(durableLSN)
+	dropped := b.state.Load()
+	b.setDurable(b.durable)
+	return dropped
 }
 
 func openDatabase(ctx context.Context, e *Engine, name string) (*Database, error) {
@@ -101,7 +149,8 @@ func (d *Database) recover(ctx context.Context) error {
 	if err := d.loadAllBranches(ctx); err != nil {
 		return err
 	}
-	if d.wl, err = wal.Open(filepath.Join(d.dir, "wal"), wal.Options{SegmentSize: d.engine.opts.WALSegmentSize}, d.log); err != nil {
+	walOpts := wal.Options{SegmentSize: d.engine.opts.WALSegmentSize, OnFailure: d.recoverFromLogFailure}
+	if d.wl, err = wal.Open(filepath.Join(d.dir, "wal"), walOpts, d.log); err != nil {
 		return err
 	}
 	start := time.Now()
@@ -177,7 +226,7 @@ func (d *Database) redo(ctx context.Context, lsn uint64, payload []byte) error {
 	if err := tx.redo(ctx, ops); err != nil {
 		return err
 	}
-	b.state.Store(tx.publish(lsn))
+	b.setDurable(tx.publish(lsn))
 	return nil
 }
 
@@ -273,7 +322,7 @@ func (d *Database) loadBranch(ctx context.Context, name string) (*branch, error)
 		return nil, fmt.Errorf("database %s branch %s: %w", d.name, name, err)
 	}
 	st.lsn, st.ckptLSN = lsn, lsn
-	b.state.Store(st)
+	b.setDurable(st)
 	return b, nil
 }
 
@@ -347,10 +396,38 @@ func (d *Database) WriteBranch(ctx context.Context, branchName string, fn func(t
 		return err
 	}
 	lsn, err := d.writeLocked(ctx, b, fn)
-	if err != nil || lsn == 0 || ctx.Value(noSyncKey{}) != nil {
-		return err
+	if err == nil && lsn != 0 && ctx.Value(noSyncKey{}) == nil {
+		err = d.wl.WaitDurable(lsn)
 	}
-	return d.wl.WaitDurable(lsn)
+	if errors.Is(err, wal.ErrWriteFailed) {
+		// Return the error only once no reader can see the lost records.
+		d.recoverFromLogFailure()
+	}
+	return diskFull(err)
+}
+
+// recoverFromLogFailure sends every branch back to its newest state whose
+// records are all durable, then lets the log take records again. Writers
+// build on a branch's published state before their record is durable
+// (group commit), so after a failed write the published states may hold
+// lost records, and later writers' states may build on them. Each writer
+// of a lost record calls this before returning its error, and the log's
+// OnFailure calls it for records nobody waits for.
+func (d *Database) recoverFromLogFailure() {
+	d.recoverMu.Lock()
+	defer d.recoverMu.Unlock()
+	if !d.wl.Failed() {
+		return // another writer of the same failure rolled back already
+	}
+	durableLSN := d.wl.Durable()
+	for _, b := range d.branchList() {
+		d.withWriteLock(b, func() error {
+			dropped := b.rollBack(durableLSN)
+			d.engine.addEditBytes(b.durable.editBytes() - dropped.editBytes())
+			return nil
+		})
+	}
+	d.wl.Resume()
 }
 
 // writeLocked runs commitLocked under b's writer lock. The lock is released
@@ -384,7 +461,7 @@ func (d *Database) commitLocked(ctx context.Context, b *branch, fn func(tx *Tx) 
 		return 0, err
 	}
 	next := tx.publish(lsn)
-	b.state.Store(next)
+	b.publishLogged(next, d.wl.Durable())
 	d.engine.panics.at("write.published")
 	d.engine.addEditBytes(next.editBytes() - cur.editBytes())
 	if d.engine.overBudget() {

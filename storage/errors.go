@@ -1,6 +1,10 @@
 package storage
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+	"syscall"
+)
 
 // Sentinel errors of the storage package. Callers test them with errors.Is;
 // the server maps each to its MongoDB error code.
@@ -27,6 +31,10 @@ var (
 
 	// ErrIndexNotFound: no index has that name.
 	ErrIndexNotFound = errors.New("index not found")
+	// ErrOutOfDiskSpace: a write failed because the file system is full.
+	// Nothing of it is kept; reads go on, and writes work again once there
+	// is space.
+	ErrOutOfDiskSpace = errors.New("out of disk space")
 
 	// Version control.
 
@@ -59,3 +67,12 @@ var (
 	// ErrConflictMissing: no conflict for that document.
 	ErrConflictMissing = errors.New("no such conflict")
 )
+
+// diskFull marks err as ErrOutOfDiskSpace when the file system ran out of
+// room (or quota), keeping the cause.
+func diskFull(err error) error {
+	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+		return fmt.Errorf("%w: %w", ErrOutOfDiskSpace, err)
+	}
+	return err
+}

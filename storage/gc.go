@@ -29,7 +29,7 @@ func (d *Database) GC(ctx context.Context) (before, after int64, err error) {
 	}
 	for _, b := range branches {
 		if err := d.checkpointLocked(ctx, b); err != nil {
-			return before, before, err
+			return before, before, diskFull(err)
 		}
 	}
 	d.engine.panics.at("vc.locked")
@@ -53,8 +53,16 @@ func (d *Database) GC(ctx context.Context) (before, after int64, err error) {
 	if d.docs != nil {
 		d.docs.trees.Forget() // it would remember chunks GC may remove
 	}
+	files, err := d.dirNames()
+	if err != nil {
+		return before, before, err
+	}
 	if err := gc.GC(ctx, types.GCModeFull, chunks.NoArchive, hash.NewHashSet(), keep, nil); err != nil {
-		return before, before, fmt.Errorf("gc %s: %w", d.name, err)
+		// The old table files are still the store's: only what GC was
+		// writing must go, or a full disk would stay full.
+		d.removeFailedTemp(err)
+		d.removeGCLeftovers(files)
+		return before, before, diskFull(fmt.Errorf("gc %s: %w", d.name, err))
 	}
 	d.ns.PurgeCaches()
 	return before, d.engine.SizeOnDisk(d.name), nil

@@ -169,7 +169,7 @@ func (d *Database) storeWorking(ctx context.Context, b *branch, st *rootState) e
 	if err := d.persist(ctx, b, root, cur.lsn); err != nil {
 		return err
 	}
-	b.state.Store(st)
+	b.setDurable(st)
 	return nil
 }
 

@@ -84,11 +84,15 @@ func (d *Database) lockedBranch(ctx context.Context, name string, fn func(b *bra
 		return fmt.Errorf("%w: %s", ErrBranchNotFound, name)
 	}
 	if err := d.checkpointLocked(ctx, b); err != nil {
-		return err
+		return diskFull(err)
 	}
 	defer d.reloadOnPanic(b)
 	d.engine.panics.at("vc.locked")
-	return fn(b)
+	if err := fn(b); err != nil {
+		d.removeFailedTemp(err)
+		return diskFull(err)
+	}
+	return nil
 }
 
 // reloadOnPanic, deferred under b's writer lock, reloads b from its refs
@@ -113,7 +117,7 @@ func (d *Database) reloadOnPanic(b *branch) {
 			Msg("reloading a branch after a panic failed")
 	default:
 		b.ws, b.headRef = fresh.ws, fresh.headRef
-		b.state.Store(fresh.state.Load())
+		b.setDurable(fresh.state.Load())
 	}
 	panic(p)
 }
@@ -173,7 +177,7 @@ func (d *Database) commitRoot(ctx context.Context, b *branch, st *rootState, opt
 	}
 	d.engine.panics.at("vc.ref")
 	b.ws, b.headRef = ws, rootRef
-	b.state.Store(clean)
+	b.setDurable(clean)
 	addr, _ := head.MaybeHeadAddr()
 	return datas.LoadCommitAddr(ctx, d.vs, addr)
 }
@@ -299,7 +303,7 @@ func (d *Database) resetWorkingSet(ctx context.Context, b *branch, c *datas.Comm
 	st.lsn, st.ckptLSN = lsn, lsn
 	b.ws, b.headRef = ws, ref
 	d.engine.addEditBytes(-b.state.Load().editBytes())
-	b.state.Store(st)
+	b.setDurable(st)
 	return nil
 }
 

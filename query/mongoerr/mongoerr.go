@@ -59,6 +59,7 @@ const (
 	FailedToParse              Code = 9
 	UnknownError               Code = 8
 	NotWritablePrimary         Code = 10107
+	OutOfDiskSpace             Code = 14031
 	OperationNotSupportedInTxn Code = 263
 	NoQueryExecutionPlans      Code = 291
 	// DumboDB's own codes, for version control (20000-20099).
@@ -125,6 +126,7 @@ var names = map[Code]string{
 	FailedToParse:              "FailedToParse",
 	UnknownError:               "UnknownError",
 	NotWritablePrimary:         "NotWritablePrimary",
+	OutOfDiskSpace:             "OutOfDiskSpace",
 	OperationNotSupportedInTxn: "OperationNotSupportedInTransaction",
 	ReadOnlyRevision:           "ReadOnlyRevision",
 	RevisionNotFound:           "RevisionNotFound",

@@ -20,7 +20,7 @@ const blockSize = 4096
 // and O_DSYNC, so one pwrite both writes and flushes: on this kind of disk
 // that is about 15% faster than a buffered write followed by fdatasync
 // (docs/design/durability.md). Where O_DIRECT is refused the writes are
-// buffered and sync calls fdatasync.
+// buffered and each write is followed by fdatasync.
 type segmentFile struct {
 	f      *os.File
 	direct bool   // opened O_DIRECT|O_DSYNC: each write is durable when it returns
@@ -29,6 +29,9 @@ type segmentFile struct {
 	next   uint64 // LSN the record at off must have
 	tail   []byte // aligned block: bytes [off &^ (blockSize-1), off) of the file
 	buf    []byte // aligned write buffer, reused between writes
+	// torn is how many bytes, from the block holding off, a failed write
+	// may have left on disk (0: none); repair undoes them.
+	torn int
 }
 
 // openSegmentFile opens path for appending at off. The bytes before off in
@@ -77,7 +80,10 @@ func openForAppend(path string) (*os.File, bool, error) {
 // fits reports whether n more bytes of records fit in the segment.
 func (s *segmentFile) fits(n int) bool { return s.off+int64(n) <= s.size }
 
-// write puts data at the write offset and advances it past data.
+// write puts data at the write offset, durably, and advances the offset
+// past it. A failed write leaves the offset where it was and is undone at
+// once if possible, else by the next repair (docs/format/wal.md, "Failed
+// writes").
 func (s *segmentFile) write(data []byte) error {
 	start := s.off &^ (blockSize - 1)
 	head := int(s.off - start)
@@ -86,13 +92,52 @@ func (s *segmentFile) write(data []byte) error {
 	copy(buf, s.tail[:head])
 	copy(buf[head:], data)
 	clear(buf[end:])
-	if err := s.writeAt(buf, start); err != nil {
+	if err := s.writeDurably(buf, start); err != nil {
+		s.torn = len(buf)
+		// Undo it now, so that a crash before the next write cannot replay
+		// what it left; if this fails too, the next write retries first.
+		_ = s.repair()
 		return err
 	}
 	last := end &^ (blockSize - 1)
 	copy(s.tail, buf[last:end])
 	s.off += int64(len(data))
 	s.dropLargeBuffer()
+	return nil
+}
+
+// repair rewrites the blocks a failed write touched as they were before
+// it: the bytes up to the write offset, then zeros. Whatever records the
+// failed write left there are gone, so none of them can be replayed.
+func (s *segmentFile) repair() error {
+	if s.torn == 0 {
+		return nil
+	}
+	start := s.off &^ (blockSize - 1)
+	head := int(s.off - start)
+	buf := s.buffer(s.torn)
+	copy(buf, s.tail[:head])
+	clear(buf[head:])
+	if err := s.writeDurably(buf, start); err != nil {
+		return fmt.Errorf("undo a failed write: %w", err)
+	}
+	s.torn = 0
+	s.dropLargeBuffer()
+	return nil
+}
+
+// writeDurably writes buf at off and returns once it is on disk: at once
+// with O_DSYNC, else after fdatasync.
+func (s *segmentFile) writeDurably(buf []byte, off int64) error {
+	if err := s.writeAt(buf, off); err != nil {
+		return err
+	}
+	if s.direct {
+		return nil
+	}
+	if err := unix.Fdatasync(int(s.f.Fd())); err != nil {
+		return fmt.Errorf("sync the log segment: %w", err)
+	}
 	return nil
 }
 
@@ -142,15 +187,8 @@ func (s *segmentFile) dropLargeBuffer() {
 	}
 }
 
-// sync makes every write durable.
-func (s *segmentFile) sync() error {
-	if s.direct {
-		return nil
-	}
-	return unix.Fdatasync(int(s.f.Fd()))
-}
-
-func (s *segmentFile) close() error { return s.f.Close() }
+// close undoes a failed write first, so that a restart cannot replay it.
+func (s *segmentFile) close() error { return errors.Join(s.repair(), s.f.Close()) }
 
 // alignedBlocks allocates n zeroed blocks starting at a block boundary.
 func alignedBlocks(n int) []byte {

@@ -54,9 +54,6 @@ func (w *WAL) startSegment(seg *segmentFile, path string, first uint64) error {
 	if err := seg.write(h[:]); err != nil {
 		return err
 	}
-	if err := seg.sync(); err != nil {
-		return err
-	}
 	if err := os.Rename(path, filepath.Join(w.dir, segmentName(first))); err != nil {
 		return err
 	}

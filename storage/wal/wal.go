@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -35,9 +36,18 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // ErrClosed is returned by calls on a closed log.
 var ErrClosed = errors.New("wal: closed")
 
+// ErrWriteFailed wraps the cause of a failed log write. Every record that
+// was not durable when it failed is lost: WaitDurable returns the error for
+// it, and Append refuses new records until Resume.
+var ErrWriteFailed = errors.New("wal: write failed")
+
 // Options tune a log; zero values take defaults.
 type Options struct {
 	SegmentSize int64
+	// OnFailure, if set, is called on a goroutine of its own after a write
+	// failed, so that the owner drops what it built on the lost records and
+	// calls Resume even when no writer waits for them.
+	OnFailure func()
 }
 
 // WAL is an open log. Append and WaitDurable are safe for concurrent use.
@@ -52,11 +62,13 @@ type WAL struct {
 	flushing bool          // a leader is writing and syncing
 	pending  []byte        // encoded records not yet written
 	nextLSN  uint64        // LSN the next Append gets
-	synced   uint64        // highest LSN known durable
+	synced   atomic.Uint64 // highest LSN known durable; written under mu
 	written  uint64        // highest LSN in pending or written
-	syncErr  error         // sticky: once a sync fails the log refuses further work
+	failed   error         // a write failed and Resume was not called yet: Append refuses
+	lost     []lostRange   // records that will never be durable, ascending
 	closed   bool
 	started  bool
+	onFail   func()
 
 	// owned by the flusher goroutine (and Replay/Start/Close)
 	seg        *segmentFile  // nil until the first segment exists
@@ -81,7 +93,7 @@ func Open(dir string, opts Options, log zerolog.Logger) (*WAL, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("wal: create %s: %w", dir, err)
 	}
-	w := &WAL{dir: dir, segmentSize: opts.SegmentSize, log: log, nextLSN: 1,
+	w := &WAL{dir: dir, segmentSize: opts.SegmentSize, log: log, nextLSN: 1, onFail: opts.OnFailure,
 		stop: make(chan struct{}), done: make(chan struct{})}
 	w.advanced = make(chan struct{})
 	segs, err := listSegments(dir)
@@ -146,7 +158,8 @@ func (w *WAL) Replay(after, floor uint64, fn func(lsn uint64, payload []byte) er
 	}
 	w.replayNext = expected
 	expected = max(expected, floor+1)
-	w.nextLSN, w.synced, w.written = expected, expected-1, expected-1
+	w.nextLSN, w.written = expected, expected-1
+	w.synced.Store(expected - 1)
 	return replayed, nil
 }
 
@@ -254,8 +267,8 @@ func (w *WAL) Append(payload []byte) (uint64, error) {
 	if w.closed {
 		return 0, ErrClosed
 	}
-	if w.syncErr != nil {
-		return 0, w.syncErr
+	if w.failed != nil {
+		return 0, w.failed
 	}
 	lsn := w.nextLSN
 	w.nextLSN++
@@ -264,20 +277,24 @@ func (w *WAL) Append(payload []byte) (uint64, error) {
 	return lsn, nil
 }
 
-// WaitDurable blocks until the record lsn is on disk. The first waiter
-// that finds no sync running becomes the leader: it writes and syncs
-// everything appended so far, for all waiters, on its own goroutine (no
-// thread hand-off on the path of a lone writer). The others sleep on a
-// channel closed once per sync, so an append wakes nobody.
+// WaitDurable blocks until the record lsn is on disk, or returns the
+// error that lost it. The first waiter that finds no sync running becomes
+// the leader: it writes and syncs everything appended so far, for all
+// waiters, on its own goroutine (no thread hand-off on the path of a lone
+// writer). The others sleep on a channel closed once per sync, so an
+// append wakes nobody.
 func (w *WAL) WaitDurable(lsn uint64) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for {
+		// Lost records are looked up first: after Resume, later records
+		// can be durable while a slow waiter for a lost one still sleeps.
+		if err := w.lostErr(lsn); err != nil {
+			return err
+		}
 		switch {
-		case w.synced >= lsn:
+		case w.synced.Load() >= lsn:
 			return nil
-		case w.syncErr != nil:
-			return w.syncErr
 		case w.closed && !w.flushing && len(w.pending) == 0:
 			return ErrClosed
 		case !w.flushing:
@@ -300,22 +317,80 @@ func (w *WAL) leadSync() {
 	w.flushing = true
 	batch := w.pending
 	w.pending, w.spare = w.spare[:0], nil
-	upTo := w.written
 	w.mu.Unlock()
-	err := w.writeBatch(batch)
+	durable, err := w.writeBatch(batch)
 	w.mu.Lock()
 	w.flushing = false
 	w.spare = batch[:0]
+	if durable > 0 {
+		w.synced.Store(durable)
+	}
 	if err != nil {
-		w.syncErr = fmt.Errorf("wal: %w", err)
-		w.log.Error().Str("c", "WAL").Err(err).Msg("log write failed; refusing further writes")
-	} else {
-		w.synced = upTo
+		w.fail(err)
 	}
 	w.advance()
 }
 
-// advance wakes the waiters after synced or syncErr changed. Called with
+// lostRange is a run of LSNs lost in one failed write (or in failures one
+// after the other, with nothing durable in between).
+type lostRange struct {
+	from, to uint64
+	err      error
+}
+
+// fail marks every record above synced lost, pending ones included (they
+// may build on the failed ones), and refuses appends until Resume. Called
+// with w.mu held.
+func (w *WAL) fail(cause error) {
+	err := fmt.Errorf("%w: %w", ErrWriteFailed, cause)
+	from := w.synced.Load() + 1
+	if n := len(w.lost); n > 0 && w.lost[n-1].to+1 >= from {
+		w.lost[n-1].to = w.written
+	} else {
+		w.lost = append(w.lost, lostRange{from: from, to: w.written, err: err})
+	}
+	w.pending = w.pending[:0]
+	w.failed = err
+	w.log.Error().Str("c", "WAL").Err(cause).Uint64("fromLSN", from).Uint64("toLSN", w.written).
+		Msg("log write failed; the records not yet durable are lost")
+	if w.onFail != nil {
+		go w.onFail()
+	}
+}
+
+// lostErr is the error that lost the record lsn, nil if it was not lost.
+// Called with w.mu held.
+func (w *WAL) lostErr(lsn uint64) error {
+	i := sort.Search(len(w.lost), func(i int) bool { return w.lost[i].to >= lsn })
+	if i < len(w.lost) && w.lost[i].from <= lsn {
+		return w.lost[i].err
+	}
+	return nil
+}
+
+// Failed reports whether a write failed and Resume was not called since.
+func (w *WAL) Failed() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.failed != nil
+}
+
+// Resume lets the log take records again after a failed write. The owner
+// calls it once nothing it publishes builds on the lost records any more.
+// The next write first undoes what the failed one left and starts a new
+// segment (docs/format/wal.md, "Failed writes"); if the cause persists, it
+// fails again.
+func (w *WAL) Resume() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.failed = nil
+}
+
+// Durable is the highest LSN known to be on disk. Records lost below it,
+// in an earlier failure, never are (WaitDurable tells).
+func (w *WAL) Durable() uint64 { return w.synced.Load() }
+
+// advance wakes the waiters after synced or lost changed. Called with
 // w.mu held.
 func (w *WAL) advance() {
 	close(w.advanced)
@@ -358,9 +433,18 @@ func (w *WAL) flushLoop() {
 	}
 }
 
-// writeBatch writes encoded records (never splitting one) and makes them
-// durable.
-func (w *WAL) writeBatch(batch []byte) error {
+// writeBatch writes encoded records (never splitting one), each write
+// durable when it returns. It returns the LSN of the last record it made
+// durable (0: none); on error the records after it are not.
+func (w *WAL) writeBatch(batch []byte) (uint64, error) {
+	durable := uint64(0)
+	// A failed write must be undone before the log moves on, even to
+	// another segment.
+	if w.seg != nil {
+		if err := w.seg.repair(); err != nil {
+			return durable, err
+		}
+	}
 	for len(batch) > 0 {
 		// Take as many whole records as fit in the current segment.
 		take, records := 0, uint64(0)
@@ -372,25 +456,18 @@ func (w *WAL) writeBatch(batch []byte) error {
 		}
 		if take == 0 {
 			if err := w.rotate(lsnOf(batch), int64(recordLen(batch))); err != nil {
-				return err
+				return durable, err
 			}
 			continue
 		}
 		if err := w.seg.write(batch[:take]); err != nil {
-			return err
+			return durable, err
 		}
 		w.seg.next += records
+		durable = w.seg.next - 1
 		batch = batch[take:]
-		if len(batch) > 0 {
-			if err := w.seg.sync(); err != nil {
-				return err
-			}
-		}
 	}
-	if w.seg == nil {
-		return nil
-	}
-	return w.seg.sync()
+	return durable, nil
 }
 
 // alignUp rounds n up to whole blocks.

@@ -2,6 +2,7 @@ package wal
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -306,4 +307,96 @@ func TestDirectWriteRefusedFallsBack(t *testing.T) {
 			t.Fatalf("record %d differs", i+1)
 		}
 	}
+}
+
+// TestFailedWriteIsUndoneAndItsLSNsNeverReused: a write that fails loses
+// the records that were not durable; what it left on disk is undone before
+// the log goes on, in a new segment past the lost LSNs, and a waiter for a
+// lost record gets the error even after later records are durable.
+func TestFailedWriteIsUndoneAndItsLSNsNeverReused(t *testing.T) {
+	dir := t.TempDir()
+	failures := make(chan struct{}, 1)
+	w, err := Open(dir, Options{SegmentSize: 1 << 20, OnFailure: func() { failures <- struct{}{} }}, zerolog.New(io.Discard))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Replay(0, 0, func(uint64, []byte) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 5; i++ {
+		appendDurable(t, w, payload(i))
+	}
+	// The next write fails (a read-only handle), but as a torn write may,
+	// it left its records on disk: a reopen would replay them unless they
+	// are undone.
+	seg, path := w.seg, lastSegment(t, dir)
+	leaveOnDisk(t, path, seg.off, appendRecord(appendRecord(nil, 6, payload(5)), 7, payload(6)))
+	writable := seg.f
+	readOnly, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seg.f = readOnly
+	lsn6, _ := w.Append(payload(5))
+	lsn7, _ := w.Append(payload(6))
+	for _, lsn := range []uint64{lsn6, lsn7} {
+		if err := w.WaitDurable(lsn); !errors.Is(err, ErrWriteFailed) {
+			t.Fatalf("wait for lost record %d: %v", lsn, err)
+		}
+	}
+	<-failures
+	if _, err := w.Append(payload(7)); !errors.Is(err, ErrWriteFailed) {
+		t.Fatalf("append before Resume: %v", err)
+	}
+	seg.f = writable // the cause is gone
+	readOnly.Close()
+	w.Resume()
+	if lsn := appendDurable(t, w, payload(7)); lsn != 8 {
+		t.Fatalf("lsn %d after the failure, want 8: lost LSNs are never reused", lsn)
+	}
+	if err := w.WaitDurable(lsn6); !errors.Is(err, ErrWriteFailed) {
+		t.Fatalf("late wait for a lost record: %v", err)
+	}
+	if n := w.SegmentCount(); n != 2 {
+		t.Fatalf("%d segments, want 2: the log goes on in a new one", n)
+	}
+	w.Close()
+	got := replayedLSNs(t, dir)
+	if want := []uint64{1, 2, 3, 4, 5, 8}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("replayed LSNs %v, want %v", got, want)
+	}
+}
+
+// leaveOnDisk writes data at off through a handle of its own, durably.
+func leaveOnDisk(t *testing.T, path string, off int64, data []byte) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteAt(data, off); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// replayedLSNs opens the log in dir and lists the LSNs it replays.
+func replayedLSNs(t *testing.T, dir string) []uint64 {
+	t.Helper()
+	w, err := Open(dir, Options{}, zerolog.New(io.Discard))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	var lsns []uint64
+	if _, err := w.Replay(0, 0, func(lsn uint64, _ []byte) error { lsns = append(lsns, lsn); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return lsns
 }
