@@ -37,10 +37,10 @@ func (d *Database) Log(ctx context.Context, opts LogOptions) ([]CommitInfo, erro
 	}
 	var out []CommitInfo
 	q := &commitQueue{}
-	heap.Push(q, start)
+	q.add(ctx, start)
 	seen := map[hash.Hash]bool{start.Addr(): true}
 	for q.Len() > 0 && (opts.Limit <= 0 || len(out) < opts.Limit) {
-		c := heap.Pop(q).(*datas.Commit)
+		c := q.next()
 		parents, err := datas.GetCommitParents(ctx, d.vs, c.NomsValue())
 		if err != nil {
 			return nil, err
@@ -48,7 +48,7 @@ func (d *Database) Log(ctx context.Context, opts LogOptions) ([]CommitInfo, erro
 		for _, p := range parents {
 			if !seen[p.Addr()] {
 				seen[p.Addr()] = true
-				heap.Push(q, p)
+				q.add(ctx, p)
 			}
 		}
 		if opts.Collection != "" {
@@ -99,16 +99,39 @@ func (d *Database) changedIn(ctx context.Context, c *datas.Commit, parents []*da
 }
 
 // commitQueue orders commits by height, highest first (a child is always
-// higher than its parents), then by address, so walks are deterministic.
-type commitQueue []*datas.Commit
+// higher than its parents), then newest first by commit time (what a log
+// reader expects of commits on parallel branches), then by address, so
+// walks are deterministic.
+type commitQueue []queuedCommit
+
+type queuedCommit struct {
+	c  *datas.Commit
+	at int64 // commit time, Unix milliseconds
+}
+
+// add queues c.
+func (q *commitQueue) add(ctx context.Context, c *datas.Commit) {
+	var at int64
+	if meta, err := datas.GetCommitMeta(ctx, c.NomsValue()); err == nil {
+		at = meta.UserTimestamp
+	}
+	heap.Push(q, queuedCommit{c: c, at: at})
+}
+
+// next takes the first commit off the queue.
+func (q *commitQueue) next() *datas.Commit { return heap.Pop(q).(queuedCommit).c }
 
 func (q commitQueue) Len() int { return len(q) }
 func (q commitQueue) Less(i, j int) bool {
-	if q[i].Height() != q[j].Height() {
-		return q[i].Height() > q[j].Height()
+	a, b := q[i], q[j]
+	switch {
+	case a.c.Height() != b.c.Height():
+		return a.c.Height() > b.c.Height()
+	case a.at != b.at:
+		return a.at > b.at
 	}
-	return q[i].Addr().Less(q[j].Addr())
+	return a.c.Addr().Less(b.c.Addr())
 }
 func (q commitQueue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
-func (q *commitQueue) Push(x any)   { *q = append(*q, x.(*datas.Commit)) }
+func (q *commitQueue) Push(x any)   { *q = append(*q, x.(queuedCommit)) }
 func (q *commitQueue) Pop() any     { old := *q; c := old[len(old)-1]; *q = old[:len(old)-1]; return c }

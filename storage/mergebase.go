@@ -1,7 +1,6 @@
 package storage
 
 import (
-	"container/heap"
 	"context"
 	"fmt"
 
@@ -34,7 +33,7 @@ func (d *Database) walkSides(ctx context.Context, left, right []*datas.Commit, v
 	q := &commitQueue{}
 	mark := func(c *datas.Commit, s uint8) {
 		if sides[c.Addr()] == 0 {
-			heap.Push(q, c)
+			q.add(ctx, c)
 		}
 		sides[c.Addr()] |= s
 	}
@@ -45,7 +44,7 @@ func (d *Database) walkSides(ctx context.Context, left, right []*datas.Commit, v
 		mark(c, reachRight)
 	}
 	for !allBelowBase(*q, sides) {
-		c := heap.Pop(q).(*datas.Commit)
+		c := q.next()
 		s := sides[c.Addr()]
 		if s&belowBase == 0 {
 			if err := visit(c, s); err != nil {
@@ -67,8 +66,8 @@ func (d *Database) walkSides(ctx context.Context, left, right []*datas.Commit, v
 }
 
 func allBelowBase(q commitQueue, sides map[hash.Hash]uint8) bool {
-	for _, c := range q {
-		if sides[c.Addr()]&belowBase == 0 {
+	for _, e := range q {
+		if sides[e.c.Addr()]&belowBase == 0 {
 			return false
 		}
 	}
