@@ -1,6 +1,8 @@
 // Package dumbodb_test holds repository-wide checks. TestImportDirection
-// enforces the import rules of DESIGN.md section 2 (run it with
-// `make lint-deps`).
+// enforces the import rules stated in the allowed table below: which
+// project packages each top-level package may import, and that only
+// storage imports Dolt (run it with `make lint-deps`). What each package
+// owns is in docs/design/layout.md.
 package dumbodb_test
 
 import (
