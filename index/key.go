@@ -1,7 +1,9 @@
 // Package index owns how DumboDB turns BSON values into index keys: the
 // order-preserving key encoding (EncodeKey) whose byte order equals
-// query.Compare, and the rules for what may be an _id. Secondary index
-// specs, multikey expansion and range building will live here too.
+// query.Compare, the rules for what may be an _id, secondary index specs
+// (spec.go), the keys a document yields with multikey expansion (keys.go,
+// entry.go, text.go, wildcard.go) and the key ranges a predicate scans
+// (bounds.go).
 package index
 
 import (
