@@ -3,6 +3,7 @@ package storage
 import (
 	"context"
 	"dumbodb/storage/doctree"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -75,10 +76,7 @@ func (d *Database) open(ctx context.Context) error {
 	if err := os.MkdirAll(d.dir, 0o755); err != nil {
 		return fmt.Errorf("create database directory: %w", err)
 	}
-	q := nbs.NewUnlimitedMemQuotaProvider()
-	cs, err := nbs.NewLocalJournalingStoreWithOptions(ctx, types.Format_DOLT.VersionString(), d.dir, q, false,
-		func(err error) { d.log.Warn().Err(err).Str("db", d.name).Msg("chunk journal replay") },
-		nbs.JournalingStoreOptions{FailOnLockTimeout: true})
+	cs, err := d.openChunkStore(ctx)
 	if err != nil {
 		return fmt.Errorf("open chunk store %s: %w", d.dir, err)
 	}
@@ -100,6 +98,27 @@ func (d *Database) open(ctx context.Context) error {
 	d.life.open, d.life.catalog = true, nil
 	d.engine.dbStats.opened()
 	return nil
+}
+
+// chunkStoreLockAttempts bounds openChunkStore's retries.
+const chunkStoreLockAttempts = 5
+
+// openChunkStore opens the Dolt store, retrying when Dolt reports it
+// locked. Dolt waits only 100 ms for the goroutine that takes its lock, which
+// a loaded machine may not run in time, and idle databases make opens
+// routine; yet nothing of ours can hold the lock: mongod.lock keeps other
+// servers out, and one handle per database keeps this one from opening a
+// store twice. Only another program (the dolt CLI) can, and then we fail.
+func (d *Database) openChunkStore(ctx context.Context) (*nbs.NomsBlockStore, error) {
+	for attempt := 1; ; attempt++ {
+		cs, err := nbs.NewLocalJournalingStoreWithOptions(ctx, types.Format_DOLT.VersionString(), d.dir,
+			nbs.NewUnlimitedMemQuotaProvider(), false,
+			func(err error) { d.log.Warn().Err(err).Str("db", d.name).Msg("chunk journal replay") },
+			nbs.JournalingStoreOptions{FailOnLockTimeout: true})
+		if !errors.Is(err, nbs.ErrDatabaseLocked) || attempt == chunkStoreLockAttempts {
+			return cs, err
+		}
+	}
 }
 
 // forget drops the references to a closed chunk store, log and branches,

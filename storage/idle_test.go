@@ -13,11 +13,13 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"dumbodb/index"
 
+	"github.com/dolthub/dolt/go/store/nbs"
 	"github.com/rs/zerolog"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
@@ -536,4 +538,39 @@ func heapInUse() int64 {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	return int64(ms.HeapInuse)
+}
+
+// lockFile takes an exclusive flock on path, as another program would,
+// until the returned function (or the test's end) releases it.
+func lockFile(t *testing.T, path string) (unlock func()) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	unlock = func() { once.Do(func() { f.Close() }) }
+	t.Cleanup(unlock)
+	return unlock
+}
+
+// TestReopenOutlastsDoltsLockTimeout: Dolt gives up on its store lock
+// after 100 ms; a reopen retries, so a lock released a little later does
+// not fail the call, while one held for good fails it with Dolt's error.
+func TestReopenOutlastsDoltsLockTimeout(t *testing.T) {
+	e := openClosing(t, t.TempDir(), idleOpts)
+	d := fillDatabase(t, e, "db", 3)
+	e.closeIdleAll(later())
+	unlock := lockFile(t, filepath.Join(d.dir, "LOCK"))
+	time.AfterFunc(150*time.Millisecond, unlock)
+	wantContents(t, d, 3)
+
+	closeWhenReleased(t, e, d)
+	lockFile(t, filepath.Join(d.dir, "LOCK"))
+	if _, err := d.BranchSnapshot(ctx, DefaultBranch); !errors.Is(err, nbs.ErrDatabaseLocked) {
+		t.Fatalf("reopening a store locked for good: %v", err)
+	}
 }
