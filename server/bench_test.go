@@ -11,6 +11,7 @@ import (
 
 	"dumbodb/query"
 	"dumbodb/server"
+	"dumbodb/storage"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -167,7 +168,11 @@ func scanBench(b *testing.B, filter bson.D) {
 	}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		it, err := d.Snapshot().Scan(ctx, "scan")
+		snap, err := d.BranchSnapshot(ctx, storage.DefaultBranch)
+		if err != nil {
+			b.Fatal(err)
+		}
+		it, err := snap.Scan(ctx, "scan")
 		if err != nil {
 			b.Fatal(err)
 		}

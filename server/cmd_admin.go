@@ -221,6 +221,12 @@ func cmdServerStatus(r *request) (bsoncore.Document, error) {
 		AppendInt32("bits", 64).
 		AppendInt64("resident", int64(ms.Sys>>20)).
 		AppendInt64("virtual", int64(ms.Sys>>20)).Build()
+	dbs := s.engine.DatabaseStats()
+	storageEngine := bsoncore.NewDocumentBuilder().
+		AppendString("name", "dumbodb").
+		AppendInt64("openDatabases", dbs.Open).
+		AppendInt64("databaseOpens", dbs.Opens).
+		AppendInt64("idleDatabaseCloses", dbs.IdleCloses).Build()
 	cursors := bsoncore.NewDocumentBuilder().
 		AppendDocument("cursor", bsoncore.NewDocumentBuilder().
 			AppendDocument("open", bsoncore.NewDocumentBuilder().
@@ -238,6 +244,7 @@ func cmdServerStatus(r *request) (bsoncore.Document, error) {
 		AppendDocument("connections", conns).
 		AppendDocument("opcounters", ops).
 		AppendDocument("mem", mem).
+		AppendDocument("storageEngine", storageEngine).
 		AppendDocument("metrics", cursors).
 		AppendDouble("ok", 1).Build(), nil
 }

@@ -64,6 +64,22 @@ func readOnlyError(r *request) error {
 		"cannot write to %s@%s: it is a read-only revision (a tag or a commit); write to a branch", r.db, r.rev)
 }
 
+// statsSnapshot is snapshot for monitoring commands: it does not count as
+// a use, so that a monitor polling every database keeps none of them open
+// (storage.Engine.Visit).
+func (r *request) statsSnapshot() (*storage.Snapshot, error) {
+	snap := storage.EmptySnapshot()
+	err := r.c.s.engine.Visit(r.ctx, r.db, func(d *storage.Database) error {
+		rev, err := r.revision(d)
+		if err != nil {
+			return err
+		}
+		snap, err = d.SnapshotAt(r.ctx, rev)
+		return err
+	})
+	return snap, err
+}
+
 func cmdListDatabases(r *request) (bsoncore.Document, error) {
 	var filter bsoncore.Document
 	var nameOnly bool
@@ -111,11 +127,21 @@ func (r *request) databaseEntry(name string, size int64, nameOnly bool) (bsoncor
 	if nameOnly {
 		return b.Build(), nil
 	}
-	d, err := r.c.s.engine.Database(r.ctx, name, false)
+	empty := true
+	// Not a use, and answered from the catalog: listing databases must not
+	// reopen the idle ones (storage.Engine.Visit).
+	err := r.c.s.engine.Visit(r.ctx, name, func(d *storage.Database) error {
+		cat, err := d.Catalog(r.ctx)
+		for _, bc := range cat {
+			if bc.Branch == storage.DefaultBranch {
+				empty = len(bc.Collections) == 0
+			}
+		}
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
-	empty := d == nil || len(d.Snapshot().Collections()) == 0 // of main
 	return b.AppendInt64("sizeOnDisk", size).AppendBoolean("empty", empty).Build(), nil
 }
 
@@ -135,7 +161,7 @@ func cmdDBStats(r *request) (bsoncore.Document, error) {
 	if err := r.parseArgs(map[string]fieldHandler{"scale": r.ignoreArg(), "freeStorage": r.ignoreArg()}); err != nil {
 		return nil, err
 	}
-	snap, err := r.snapshot()
+	snap, err := r.statsSnapshot()
 	if err != nil {
 		return nil, err
 	}

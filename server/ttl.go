@@ -44,20 +44,29 @@ func (s *Server) expireAll(ctx context.Context, now time.Time) {
 		return
 	}
 	for _, name := range names {
-		d, err := s.engine.Database(ctx, name, false)
-		if err != nil || d == nil {
-			continue
-		}
-		branches, err := d.Branches(ctx)
+		err := s.engine.Visit(ctx, name, func(d *storage.Database) error { return s.expireDatabase(ctx, d, now) })
 		if err != nil {
-			continue
-		}
-		for _, b := range branches {
-			if err := expireBranch(ctx, d, b.Name, now); err != nil {
-				s.log.Warn().Str("c", "INDEX").Err(err).Str("db", name).Str("branch", b.Name).Msg("TTL deletion failed")
-			}
+			s.log.Warn().Str("c", "INDEX").Err(err).Str("db", name).Msg("TTL pass failed")
 		}
 	}
+}
+
+// expireDatabase runs the TTL indexes of every branch. Their rules come
+// from the catalog, which a database closed for idleness answers without
+// reopening: after a first pass, which opens each database not yet opened
+// since the start once, only databases with TTL indexes are reopened, and
+// they close again right after the pass (it is not a use).
+func (s *Server) expireDatabase(ctx context.Context, d *storage.Database, now time.Time) error {
+	cat, err := d.Catalog(ctx)
+	if err != nil {
+		return err
+	}
+	for _, bc := range cat {
+		if err := expireBranch(ctx, d, bc.Branch, ttlRules(bc.Collections), now); err != nil {
+			s.log.Warn().Str("c", "INDEX").Err(err).Str("db", d.Name()).Str("branch", bc.Branch).Msg("TTL deletion failed")
+		}
+	}
+	return nil
 }
 
 // ttlRule is one TTL index: its field and lifetime.
@@ -66,9 +75,9 @@ type ttlRule struct {
 	after       time.Duration
 }
 
-func ttlRules(snap *storage.Snapshot) []ttlRule {
+func ttlRules(colls []storage.CollectionInfo) []ttlRule {
 	var rules []ttlRule
-	for _, ci := range snap.Collections() {
+	for _, ci := range colls {
 		for _, spec := range ci.Indexes {
 			secs, ok := spec.Lookup("expireAfterSeconds").AsInt64OK()
 			if !ok {
@@ -88,12 +97,8 @@ func ttlRules(snap *storage.Snapshot) []ttlRule {
 
 // expireBranch deletes a branch's expired documents: those whose field is
 // a date (or an array holding one) before now - expireAfterSeconds.
-func expireBranch(ctx context.Context, d *storage.Database, branch string, now time.Time) error {
-	snap, err := d.BranchSnapshot(ctx, branch)
-	if err != nil {
-		return err
-	}
-	for _, rule := range ttlRules(snap) {
+func expireBranch(ctx context.Context, d *storage.Database, branch string, rules []ttlRule, now time.Time) error {
+	for _, rule := range rules {
 		cutoff := now.Add(-rule.after).UnixMilli()
 		filter := bsoncore.NewDocumentBuilder().AppendDocument(rule.field,
 			bsoncore.NewDocumentBuilder().AppendDateTime("$lt", cutoff).Build()).Build()

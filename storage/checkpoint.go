@@ -17,6 +17,10 @@ import (
 // trees and makes that the durable working root, so that the log before it
 // can be recycled.
 func (d *Database) Checkpoint(ctx context.Context) error {
+	if !d.holdIfOpen() {
+		return nil // closed, and checkpointed as it closed
+	}
+	defer d.release()
 	for _, b := range d.branchList() {
 		err := d.withWriteLock(b, func() error {
 			if d.closed.Load() {

@@ -25,6 +25,10 @@ type Conflict struct {
 // Conflicts lists a branch's unresolved conflicts (of one collection when
 // coll is set).
 func (d *Database) Conflicts(ctx context.Context, branchName, coll string) ([]Conflict, error) {
+	if err := d.hold(ctx); err != nil {
+		return nil, err
+	}
+	defer d.release()
 	snap, err := d.BranchSnapshot(ctx, branchName)
 	if err != nil {
 		return nil, err
@@ -89,6 +93,10 @@ const (
 // ResolveConflict settles one conflict: keep ours, take theirs, or store
 // a custom document (nil custom with "custom": delete the document).
 func (d *Database) ResolveConflict(ctx context.Context, branchName, coll string, id bsoncore.Value, resolution string, custom bsoncore.Document) error {
+	if err := d.hold(ctx); err != nil {
+		return err
+	}
+	defer d.release()
 	key, err := encodeID(id)
 	if err != nil {
 		return err
@@ -166,6 +174,10 @@ func deleteMapKey(ctx context.Context, ns tree.NodeStore, m prolly.Map, key []by
 
 // MergeAbort ends a merge in progress and restores the head commit's state.
 func (d *Database) MergeAbort(ctx context.Context, branchName string) error {
+	if err := d.hold(ctx); err != nil {
+		return err
+	}
+	defer d.release()
 	return d.lockedBranch(ctx, branchName, func(b *branch) error {
 		st := b.state.Load()
 		if !st.hasMerge() {
@@ -188,6 +200,10 @@ func (d *Database) MergeAbort(ctx context.Context, branchName string) error {
 
 // MergeContinue commits a merge whose conflicts are all resolved.
 func (d *Database) MergeContinue(ctx context.Context, branchName string, opts CommitOptions) (CommitInfo, error) {
+	if err := d.hold(ctx); err != nil {
+		return CommitInfo{}, err
+	}
+	defer d.release()
 	var info CommitInfo
 	err := d.lockedBranch(ctx, branchName, func(b *branch) error {
 		st := b.state.Load()
@@ -233,11 +249,19 @@ func (d *Database) MergeContinue(ctx context.Context, branchName string, opts Co
 // CherryPick applies the change a commit made (relative to its first
 // parent) onto a branch, as a new commit with the same message.
 func (d *Database) CherryPick(ctx context.Context, branchName string, rev Revision, opts CommitOptions) (MergeResult, error) {
+	if err := d.hold(ctx); err != nil {
+		return MergeResult{}, err
+	}
+	defer d.release()
 	return d.applyCommitChange(ctx, branchName, rev, opts, false)
 }
 
 // Revert undoes the change a commit made, as a new commit.
 func (d *Database) Revert(ctx context.Context, branchName string, rev Revision, opts CommitOptions) (MergeResult, error) {
+	if err := d.hold(ctx); err != nil {
+		return MergeResult{}, err
+	}
+	defer d.release()
 	return d.applyCommitChange(ctx, branchName, rev, opts, true)
 }
 

@@ -31,24 +31,28 @@ const DefaultBranch = "main"
 const walLSNPrefix = "dumbodb-wal-lsn:"
 
 // Database is one MongoDB database: one Dolt chunk store, its write-ahead
-// log and its branches.
+// log and its branches. It closes when idle and reopens on its next call
+// (idle.go); the handle itself stays valid until the database is dropped
+// or the engine closed.
 type Database struct {
 	name   string
 	dir    string
 	log    zerolog.Logger
 	engine *Engine
 
-	cs *nbs.NomsBlockStore
-	vs *types.ValueStore
-	ns tree.NodeStore
-	db datas.Database
-	wl *wal.WAL
+	life   lifetime    // when the fields below may be loaded and released
+	closed atomic.Bool // for good: dropped, or the engine closed
+	pins   pins        // states that live snapshots read
 
+	// Loaded by open and released by an idle close; calls read them between
+	// hold and release, and snapshots keep them open by their pins.
+	cs        *nbs.NomsBlockStore
+	vs        *types.ValueStore
+	ns        tree.NodeStore
+	db        datas.Database
+	wl        *wal.WAL
 	mu        sync.Mutex // guards branches
 	branches  map[string]*branch
-	main      *branch
-	closed    atomic.Bool
-	pins      pins       // states that live snapshots read
 	docs      *docWriter // nil: the path index is off
 	recoverMu sync.Mutex // serialises rolling back after a failed log write
 }
@@ -109,47 +113,79 @@ func (b *branch) rollBack(durableLSN uint64) *rootState {
 	return dropped
 }
 
-func openDatabase(ctx context.Context, e *Engine, name string) (*Database, error) {
-	dir := e.dbDir(name)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("create database directory: %w", err)
+func newDatabase(e *Engine, name string) *Database {
+	return &Database{name: name, dir: e.dbDir(name), log: e.log, engine: e}
+}
+
+// open loads the chunk store, the branches and the log (creating the
+// database if its directory is new). Called with d.life.mu held.
+func (d *Database) open(ctx context.Context) error {
+	if err := os.MkdirAll(d.dir, 0o755); err != nil {
+		return fmt.Errorf("create database directory: %w", err)
 	}
-	q := nbs.NewUnlimitedMemQuotaProvider()
-	cs, err := nbs.NewLocalJournalingStoreWithOptions(ctx, types.Format_DOLT.VersionString(), dir, q, false,
-		func(err error) { e.log.Warn().Err(err).Str("db", name).Msg("chunk journal replay") },
-		nbs.JournalingStoreOptions{FailOnLockTimeout: true})
+	cs, err := d.openChunkStore(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("open chunk store %s: %w", dir, err)
+		return fmt.Errorf("open chunk store %s: %w", d.dir, err)
 	}
-	vs := types.NewValueStore(cs)
-	ns := tree.NewNodeStore(cs)
-	d := &Database{
-		name: name, dir: dir, log: e.log, engine: e,
-		cs: cs, vs: vs, ns: ns, db: datas.NewTypesDatabase(vs, ns),
-		branches: map[string]*branch{},
-	}
-	if t := e.opts.LargeDocThreshold; t > 0 {
-		d.docs = &docWriter{threshold: t, trees: doctree.NewWriter(ns)}
+	d.cs, d.vs = cs, types.NewValueStore(cs)
+	d.ns = tree.NewNodeStore(cs)
+	d.db = datas.NewTypesDatabase(d.vs, d.ns)
+	d.branches = map[string]*branch{}
+	if t := d.engine.opts.LargeDocThreshold; t > 0 {
+		d.docs = &docWriter{threshold: t, trees: doctree.NewWriter(d.ns)}
 	}
 	if err := d.recover(ctx); err != nil {
+		if d.wl != nil {
+			d.wl.Close()
+		}
 		d.db.Close()
-		return nil, err
+		d.forget()
+		return err
 	}
-	return d, nil
+	d.life.open, d.life.catalog = true, nil
+	d.engine.dbStats.opened()
+	return nil
+}
+
+// chunkStoreLockAttempts bounds openChunkStore's retries.
+const chunkStoreLockAttempts = 5
+
+// openChunkStore opens the Dolt store, retrying when Dolt reports it
+// locked. Dolt waits only 100 ms for the goroutine that takes its lock, which
+// a loaded machine may not run in time, and idle databases make opens
+// routine; yet nothing of ours can hold the lock: mongod.lock keeps other
+// servers out, and one handle per database keeps this one from opening a
+// store twice. Only another program (the dolt CLI) can, and then we fail.
+func (d *Database) openChunkStore(ctx context.Context) (*nbs.NomsBlockStore, error) {
+	for attempt := 1; ; attempt++ {
+		cs, err := nbs.NewLocalJournalingStoreWithOptions(ctx, types.Format_DOLT.VersionString(), d.dir,
+			nbs.NewUnlimitedMemQuotaProvider(), false,
+			func(err error) { d.log.Warn().Err(err).Str("db", d.name).Msg("chunk journal replay") },
+			nbs.JournalingStoreOptions{FailOnLockTimeout: true})
+		if !errors.Is(err, nbs.ErrDatabaseLocked) || attempt == chunkStoreLockAttempts {
+			return cs, err
+		}
+	}
+}
+
+// forget drops the references to a closed chunk store, log and branches,
+// so that their memory can be reclaimed while the handle lives on.
+func (d *Database) forget() {
+	d.cs, d.vs, d.ns, d.db, d.wl, d.docs = nil, nil, nil, nil, nil, nil
+	d.branches = nil
 }
 
 // recover loads every branch's checkpoint, replays the log after the
 // oldest of them, and starts the log for new writes.
 func (d *Database) recover(ctx context.Context) error {
-	main, err := d.branch(ctx, DefaultBranch)
-	if err != nil {
+	if _, err := d.branch(ctx, DefaultBranch); err != nil { // creates main in a new database
 		return err
 	}
-	d.main = main
 	if err := d.loadAllBranches(ctx); err != nil {
 		return err
 	}
-	walOpts := wal.Options{SegmentSize: d.engine.opts.WALSegmentSize, OnFailure: d.recoverFromLogFailure}
+	var err error
+	walOpts := wal.Options{SegmentSize: d.engine.opts.WALSegmentSize, OnFailure: d.recoverIfOpen}
 	if d.wl, err = wal.Open(filepath.Join(d.dir, "wal"), walOpts, d.log); err != nil {
 		return err
 	}
@@ -159,14 +195,17 @@ func (d *Database) recover(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("database %s: %w", d.name, err)
 	}
-	for _, b := range d.branchList() {
-		d.engine.addEditBytes(b.state.Load().editBytes())
-	}
 	if n > 0 {
 		d.log.Info().Str("c", "RECOVERY").Str("db", d.name).Int("records", n).Uint64("fromLSN", oldest).
 			Dur("durationMillis", time.Since(start)).Msg("replayed the write-ahead log")
 	}
-	return d.wl.Start()
+	if err := d.wl.Start(); err != nil {
+		return err
+	}
+	for _, b := range d.branchList() {
+		d.engine.addEditBytes(b.state.Load().editBytes())
+	}
+	return nil
 }
 
 // loadAllBranches loads the state of every branch ref.
@@ -242,26 +281,41 @@ func (d *Database) Name() string { return d.name }
 // largeDoc is how documents are written (nil: never as doctrees).
 func (d *Database) largeDoc() *docWriter { return d.docs }
 
-// close checkpoints every branch and closes the log and the chunk store.
+// close closes d for good (a drop, or the engine closing). Calls that
+// hold it may still be running; later ones get ErrClosed.
 func (d *Database) close(ctx context.Context) error {
-	if d.closed.Swap(true) {
+	d.life.mu.Lock()
+	wasClosed := d.closed.Swap(true)
+	wasOpen := d.life.open && !wasClosed
+	d.life.open = false
+	d.life.mu.Unlock()
+	if !wasOpen {
 		return nil
 	}
+	return d.shut(ctx)
+}
+
+// shut checkpoints every branch and closes the log and the chunk store.
+func (d *Database) shut(ctx context.Context) error {
+	d.engine.dbStats.open.Add(-1)
 	var firstErr error
 	for _, b := range d.branchList() {
-		// Wait for in-flight writers; none start after closed.
-		if err := d.withWriteLock(b, func() error { return d.checkpointLocked(ctx, b) }); err != nil && firstErr == nil {
-			firstErr = err
+		// Wait for in-flight writers: a drop does not wait for its calls.
+		err := d.withWriteLock(b, func() error { return d.checkpointLocked(ctx, b) })
+		if err != nil {
+			// The log keeps these edits, and reopening counts them again.
+			d.engine.addEditBytes(-b.state.Load().editBytes())
+			if firstErr == nil {
+				firstErr = err
+			}
 		}
 	}
-	if d.wl != nil {
-		if err := d.wl.Close(); err != nil && firstErr == nil {
-			firstErr = err
-		}
-		// Everything is in the checkpoint now; a clean shutdown leaves no log.
-		if firstErr == nil {
-			firstErr = d.wl.Remove()
-		}
+	if err := d.wl.Close(); err != nil && firstErr == nil {
+		firstErr = err
+	}
+	// Everything is in the checkpoint now; a clean shutdown leaves no log.
+	if firstErr == nil {
+		firstErr = d.wl.Remove()
 	}
 	if err := d.db.Close(); err != nil && firstErr == nil {
 		firstErr = err
@@ -361,13 +415,12 @@ func (d *Database) headRootRef(ctx context.Context, head datas.Dataset) (types.R
 	return types.NewRef(v, d.vs.Format())
 }
 
-// Snapshot returns a consistent read-only view of the main branch as of now.
-func (d *Database) Snapshot() *Snapshot {
-	return d.newSnapshot(d.main.state.Load())
-}
-
 // BranchSnapshot returns a consistent read-only view of a branch as of now.
 func (d *Database) BranchSnapshot(ctx context.Context, name string) (*Snapshot, error) {
+	if err := d.hold(ctx); err != nil {
+		return nil, err
+	}
+	defer d.release()
 	b, err := d.branch(ctx, name)
 	if err != nil {
 		return nil, err
@@ -391,6 +444,10 @@ func (d *Database) Write(ctx context.Context, fn func(tx *Tx) error) error {
 
 // WriteBranch is Write on a named branch.
 func (d *Database) WriteBranch(ctx context.Context, branchName string, fn func(tx *Tx) error) error {
+	if err := d.hold(ctx); err != nil {
+		return err
+	}
+	defer d.release()
 	b, err := d.branch(ctx, branchName)
 	if err != nil {
 		return err
@@ -428,6 +485,16 @@ func (d *Database) recoverFromLogFailure() {
 		})
 	}
 	d.wl.Resume()
+}
+
+// recoverIfOpen is recoverFromLogFailure for the log's OnFailure, which
+// runs on a goroutine of its own: by then the database may have been closed
+// for idleness (and its log with it), which leaves nothing to roll back.
+func (d *Database) recoverIfOpen() {
+	if d.holdIfOpen() {
+		defer d.release()
+		d.recoverFromLogFailure()
+	}
 }
 
 // writeLocked runs commitLocked under b's writer lock. The lock is released

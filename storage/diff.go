@@ -67,6 +67,10 @@ func (d *Database) stateOf(ctx context.Context, side DiffSide) (*rootState, erro
 // Diff compares two sides, per collection (only coll when set). Its cost
 // follows the size of the change: unchanged subtrees are skipped by hash.
 func (d *Database) Diff(ctx context.Context, from, to DiffSide, coll string) ([]CollectionDiff, error) {
+	if err := d.hold(ctx); err != nil {
+		return nil, err
+	}
+	defer d.release()
 	a, err := d.stateOf(ctx, from)
 	if err != nil {
 		return nil, err
@@ -300,6 +304,10 @@ type StatusInfo struct {
 
 // Status compares a branch's working state with its head commit.
 func (d *Database) Status(ctx context.Context, branchName string) (StatusInfo, error) {
+	if err := d.hold(ctx); err != nil {
+		return StatusInfo{}, err
+	}
+	defer d.release()
 	info := StatusInfo{Branch: branchName}
 	var work *rootState
 	err := d.lockedBranch(ctx, branchName, func(b *branch) error {

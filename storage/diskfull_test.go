@@ -83,7 +83,7 @@ func insertDoc(d *Database, wctx context.Context, id int32) error {
 func checkExactly(t *testing.T, d *Database, want map[int32]bool) {
 	t.Helper()
 	got := contents(t, d, "c")
-	if n, _ := d.Snapshot().Count("c"); n != len(want) || len(got) != len(want) {
+	if n, _ := mainSnapshot(t, d).Count("c"); n != len(want) || len(got) != len(want) {
 		t.Fatalf("count %d, scan %d, acknowledged %d", n, len(got), len(want))
 	}
 	for id := range want {
@@ -95,7 +95,7 @@ func checkExactly(t *testing.T, d *Database, want map[int32]bool) {
 
 func notVisible(t *testing.T, d *Database, id int32) {
 	t.Helper()
-	if _, found, err := d.Snapshot().Get(ctx, "c", idValue(id)); err != nil || found {
+	if _, found, err := mainSnapshot(t, d).Get(ctx, "c", idValue(id)); err != nil || found {
 		t.Errorf("document %d of a failed write: found %v, err %v", id, found, err)
 	}
 }
@@ -340,7 +340,7 @@ func TestCheckpointOnFullDiskLeavesNothingBehind(t *testing.T) {
 	if err := d.Checkpoint(ctx); err != nil {
 		t.Fatalf("checkpoint with space back: %v", err)
 	}
-	if st := d.main.state.Load(); !st.checkpointed {
+	if st := d.loadedBranch(DefaultBranch).state.Load(); !st.checkpointed {
 		t.Fatal("the checkpoint with space back did not write the edits")
 	}
 	if err := e.Close(); err != nil {

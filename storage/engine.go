@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"sort"
 	"strings"
 	"sync"
@@ -34,6 +33,11 @@ type Options struct {
 	// DefaultLargeDocThreshold and a negative value turns the path index
 	// off, so every document is stored whole.
 	LargeDocThreshold int
+	// IdleDatabaseTimeout is how long a database stays open after its last
+	// use (Engine.Database) once nothing reads or writes it; it is then
+	// checkpointed and closed, and reopened by its next use. 0 means
+	// DefaultIdleDatabaseTimeout and a negative value never closes one.
+	IdleDatabaseTimeout time.Duration
 }
 
 // Defaults.
@@ -44,6 +48,10 @@ const (
 	// DefaultLargeDocThreshold: below 64 KiB a whole-document read costs
 	// less than a path look-up in a tree (docs/design/large-documents.md).
 	DefaultLargeDocThreshold = 64 << 10
+	// DefaultIdleDatabaseTimeout: reopening costs tens of milliseconds,
+	// once per burst of use; an open database costs megabytes all along
+	// (docs/design/resources.md).
+	DefaultIdleDatabaseTimeout = 5 * time.Minute
 )
 
 // Engine owns a data directory: its lock and the databases under it.
@@ -55,9 +63,10 @@ type Engine struct {
 
 	editBytes atomic.Int64 // memory of uncheckpointed edits, all databases
 	panics    panicPoint
+	dbStats   dbStats
 
 	mu   sync.Mutex
-	dbs  map[string]*Database
+	dbs  map[string]*Database // handles, open or closed for idleness
 	stop chan struct{}
 	done chan struct{}
 }
@@ -77,6 +86,9 @@ func Open(dir string, opts Options, log zerolog.Logger) (*Engine, error) {
 	if opts.LargeDocThreshold == 0 {
 		opts.LargeDocThreshold = DefaultLargeDocThreshold
 	}
+	if opts.IdleDatabaseTimeout == 0 {
+		opts.IdleDatabaseTimeout = DefaultIdleDatabaseTimeout
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create data directory: %w", err)
 	}
@@ -91,7 +103,7 @@ func Open(dir string, opts Options, log zerolog.Logger) (*Engine, error) {
 	}
 	e := &Engine{dir: dir, opts: opts, log: log, lock: f, dbs: map[string]*Database{},
 		stop: make(chan struct{}), done: make(chan struct{})}
-	go e.checkpointLoop()
+	go e.backgroundLoop()
 	return e, nil
 }
 
@@ -99,45 +111,45 @@ func (e *Engine) addEditBytes(n int64) { e.editBytes.Add(n) }
 
 func (e *Engine) overBudget() bool { return e.editBytes.Load() > e.opts.CacheBytes }
 
-// checkpointLoop checkpoints changed databases every CheckpointInterval.
-func (e *Engine) checkpointLoop() {
+// backgroundLoop checkpoints changed databases every CheckpointInterval
+// and closes idle ones.
+func (e *Engine) backgroundLoop() {
 	defer close(e.done)
-	t := time.NewTicker(e.opts.CheckpointInterval)
-	defer t.Stop()
+	ckpt := time.NewTicker(e.opts.CheckpointInterval)
+	defer ckpt.Stop()
+	var idle <-chan time.Time // nil: never
+	if every := e.idlePassEvery(); every > 0 {
+		t := time.NewTicker(every)
+		defer t.Stop()
+		idle = t.C
+	}
 	for {
 		select {
 		case <-e.stop:
 			return
-		case <-t.C:
+		case <-ckpt.C:
 			e.checkpointAll()
+		case <-idle:
+			e.closeIdleAll(time.Now())
 		}
 	}
 }
 
 func (e *Engine) checkpointAll() {
+	for _, d := range e.handles() {
+		e.guard(d, "periodic checkpoint", func() error { return d.Checkpoint(context.Background()) })
+	}
+}
+
+// handles are the databases the engine has a handle for.
+func (e *Engine) handles() []*Database {
 	e.mu.Lock()
+	defer e.mu.Unlock()
 	dbs := make([]*Database, 0, len(e.dbs))
 	for _, d := range e.dbs {
 		dbs = append(dbs, d)
 	}
-	e.mu.Unlock()
-	for _, d := range dbs {
-		e.periodicCheckpoint(d)
-	}
-}
-
-// periodicCheckpoint checkpoints d, logging a failure or a panic: a
-// background loop must outlive both.
-func (e *Engine) periodicCheckpoint(d *Database) {
-	defer func() {
-		if p := recover(); p != nil {
-			e.log.Error().Str("c", "STORAGE").Str("db", d.name).Interface("panic", p).
-				Str("stack", string(debug.Stack())).Msg("periodic checkpoint panicked")
-		}
-	}()
-	if err := d.Checkpoint(context.Background()); err != nil && !errors.Is(err, ErrClosed) {
-		e.log.Error().Str("c", "STORAGE").Err(err).Str("db", d.name).Msg("periodic checkpoint failed")
-	}
+	return dbs
 }
 
 // Dir is the data directory.
@@ -183,10 +195,26 @@ func (e *Engine) checkDatabaseName(name string) error {
 	return nil
 }
 
-// Database returns an open database, or nil if it does not exist and create
-// is false. With create, a missing database is created (with its initial
-// commit on main).
+// Database returns a database, open, or nil if it does not exist and
+// create is false. With create, a missing database is created (with its
+// initial commit on main). The call counts as a use: the database stays
+// open for IdleDatabaseTimeout after it, and the handle stays valid (it
+// reopens on its next call) until the database is dropped.
 func (e *Engine) Database(ctx context.Context, name string, create bool) (*Database, error) {
+	d, err := e.handle(ctx, name, create)
+	if err != nil || d == nil {
+		return nil, err
+	}
+	if err := d.use(ctx, time.Now()); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// handle returns the database's handle, making one for a database on disk
+// (not opened: its first call opens it) or, with create, for a new one,
+// created here so that a failed creation leaves no handle behind.
+func (e *Engine) handle(ctx context.Context, name string, create bool) (*Database, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.lock == nil {
@@ -198,18 +226,17 @@ func (e *Engine) Database(ctx context.Context, name string, create bool) (*Datab
 	if err := e.checkDatabaseName(name); err != nil {
 		return nil, err
 	}
-	exists := isDatabaseDir(e.dbDir(name))
-	if !exists && !create {
-		return nil, nil
-	}
-	if !exists {
+	d := newDatabase(e, name)
+	if !isDatabaseDir(d.dir) {
+		if !create {
+			return nil, nil
+		}
 		if other := e.caseConflict(name); other != "" {
 			return nil, fmt.Errorf("%w: %q and %q", ErrDatabaseDiffersInCase, name, other)
 		}
-	}
-	d, err := openDatabase(ctx, e, name)
-	if err != nil {
-		return nil, err
+		if err := d.use(ctx, time.Now()); err != nil {
+			return nil, err
+		}
 	}
 	e.dbs[name] = d
 	return d, nil

@@ -17,6 +17,10 @@ import (
 // from a ref, and the trees that open snapshots read are kept too (pins).
 // It reports the database's size on disk before and after.
 func (d *Database) GC(ctx context.Context) (before, after int64, err error) {
+	if err := d.hold(ctx); err != nil {
+		return 0, 0, err
+	}
+	defer d.release()
 	before = d.engine.SizeOnDisk(d.name)
 	branches := d.branchList()
 	sort.Slice(branches, func(i, j int) bool { return branches[i].name < branches[j].name })

@@ -56,7 +56,7 @@ func TestGCKeepsWhatOpenSnapshotsRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	d.Checkpoint(ctx)
-	it, err := d.Snapshot().Scan(ctx, "c")
+	it, err := mainSnapshot(t, d).Scan(ctx, "c")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -280,6 +280,7 @@ type IndexIterator struct {
 	eds  editCursor
 	// covered is the last entry's covered values (nil: none).
 	covered []byte
+	owner   *Snapshot // the snapshot scanned, when there is one
 }
 
 // Covered returns the document reduced to the index's key fields that the

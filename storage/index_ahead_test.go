@@ -27,7 +27,7 @@ func indexSpec(name string, unique bool, key ...string) bsoncore.Document {
 // sees them.
 func indexEntries(t *testing.T, d *Database, name string) []string {
 	t.Helper()
-	it, err := d.Snapshot().IndexScan(ctx, "c", name, index.Interval{Start: []byte{1}, Stop: []byte{0xFF, 0xFF}})
+	it, err := mainSnapshot(t, d).IndexScan(ctx, "c", name, index.Interval{Start: []byte{1}, Stop: []byte{0xFF, 0xFF}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +87,7 @@ func TestPreparedIndexesCatchUp(t *testing.T) {
 		var prepared *PreparedIndexes
 		if prepare {
 			var err error
-			if prepared, err = PrepareIndexes(ctx, d.Snapshot(), "c", raws); err != nil {
+			if prepared, err = PrepareIndexes(ctx, mainSnapshot(t, d), "c", raws); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -140,7 +140,7 @@ func TestPreparedUniqueClash(t *testing.T) {
 		tx.EnsureCollection(ctx, "c")
 		return tx.Insert(ctx, "c", ahDoc(1, 0, 5))
 	})
-	prepared, err := PrepareIndexes(ctx, d.Snapshot(), "c", raws)
+	prepared, err := PrepareIndexes(ctx, mainSnapshot(t, d), "c", raws)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +150,7 @@ func TestPreparedUniqueClash(t *testing.T) {
 	if !errors.As(err, &dup) {
 		t.Fatalf("installing a clashing unique index: %v", err)
 	}
-	if len(d.Snapshot().Indexes("c")) != 0 {
+	if len(mainSnapshot(t, d).Indexes("c")) != 0 {
 		t.Fatal("the failed index was installed")
 	}
 }
@@ -170,7 +170,7 @@ func TestPrepareIndexesNeedsNoLock(t *testing.T) {
 		}
 		return nil
 	})
-	snap := d.Snapshot()
+	snap := mainSnapshot(t, d)
 	held, release, done := make(chan struct{}), make(chan struct{}), make(chan error)
 	go func() {
 		done <- d.Write(ctx, func(tx *Tx) error {

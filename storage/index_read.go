@@ -47,7 +47,11 @@ func (s *Snapshot) IndexScan(ctx context.Context, coll, name string, iv index.In
 	if ix == nil {
 		return nil, fmt.Errorf("%w: %s", ErrIndexNotFound, name)
 	}
-	return newIndexIterator(ctx, s.ns, ix.base, ix.edits, iv)
+	it, err := newIndexIterator(ctx, s.ns, ix.base, ix.edits, iv)
+	if it != nil {
+		it.owner = s // keeps the snapshot, and so its pin, alive
+	}
+	return it, err
 }
 
 // GetKey returns the document stored under an encoded _id key.

@@ -60,7 +60,7 @@ func TestIndexScanIntervalsOverEdits(t *testing.T) {
 		}
 		return nil
 	})
-	snap := d.Snapshot()
+	snap := mainSnapshot(t, d)
 	for round := 0; round < 200; round++ {
 		lo := rng.Int32N(320) - 10
 		hi := lo + rng.Int32N(60)

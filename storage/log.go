@@ -21,6 +21,10 @@ type LogOptions struct {
 // Log lists commits newest first, in topological order (a commit always
 // before its parents; both parents of merges are followed).
 func (d *Database) Log(ctx context.Context, opts LogOptions) ([]CommitInfo, error) {
+	if err := d.hold(ctx); err != nil {
+		return nil, err
+	}
+	defer d.release()
 	start, err := d.revisionCommit(ctx, opts.From)
 	if err != nil {
 		return nil, err

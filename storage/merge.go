@@ -40,6 +40,10 @@ type MergeResult struct {
 // ErrMergeConflicts, leaves HEAD where it was and keeps the merge state in
 // the working set until MergeContinue or MergeAbort.
 func (d *Database) Merge(ctx context.Context, branchName string, theirs Revision, opts MergeOptions) (MergeResult, error) {
+	if err := d.hold(ctx); err != nil {
+		return MergeResult{}, err
+	}
+	defer d.release()
 	theirC, err := d.revisionCommit(ctx, theirs)
 	if err != nil {
 		return MergeResult{}, err

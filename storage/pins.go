@@ -32,6 +32,13 @@ func (p *pins) remove(st *rootState) {
 	}
 }
 
+// any reports whether a live snapshot pins a state.
+func (p *pins) any() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.states) > 0
+}
+
 // roots are the addresses of every prolly tree a pinned state reads.
 func (p *pins) roots() []hash.Hash {
 	p.mu.Lock()

@@ -17,6 +17,10 @@ const KindRebase = "rebase"
 // stops it like a merge: resolve, then MergeContinue goes on with the
 // remaining commits; MergeAbort puts the branch back where it was.
 func (d *Database) Rebase(ctx context.Context, branchName string, onto Revision) (MergeResult, error) {
+	if err := d.hold(ctx); err != nil {
+		return MergeResult{}, err
+	}
+	defer d.release()
 	ontoC, err := d.revisionCommit(ctx, onto)
 	if err != nil {
 		return MergeResult{}, err

@@ -52,6 +52,10 @@ func (d *Database) refNames(ctx context.Context, prefix string) ([]string, error
 // prefix of at least 8 characters), HEAD, and any of those followed by ~N
 // or ^N (first parent N times, or the N-th parent).
 func (d *Database) Resolve(ctx context.Context, spec, current string) (Revision, error) {
+	if err := d.hold(ctx); err != nil {
+		return Revision{}, err
+	}
+	defer d.release()
 	base, steps, err := splitAncestry(spec)
 	if err != nil {
 		return Revision{}, err
@@ -261,6 +265,10 @@ func (d *Database) headCommit(ctx context.Context, branch string) (*datas.Commit
 // SnapshotAt is a read-only view of a revision: a branch's current state
 // (uncommitted writes included) or a commit's root.
 func (d *Database) SnapshotAt(ctx context.Context, rev Revision) (*Snapshot, error) {
+	if err := d.hold(ctx); err != nil {
+		return nil, err
+	}
+	defer d.release()
 	if !rev.ReadOnly() {
 		return d.BranchSnapshot(ctx, rev.Branch)
 	}

@@ -52,6 +52,17 @@ func (ci CollectionInfo) encode() []byte {
 	return b.Build()
 }
 
+// clone copies ci's documents, which may share bytes with a request.
+func (ci CollectionInfo) clone() CollectionInfo {
+	ci.Options = append(bsoncore.Document(nil), ci.Options...)
+	specs := ci.Indexes[:0:0]
+	for _, s := range ci.Indexes {
+		specs = append(specs, append(bsoncore.Document(nil), s...))
+	}
+	ci.Indexes = specs
+	return ci
+}
+
 func decodeCollectionInfo(b []byte) (CollectionInfo, error) {
 	doc := bsoncore.Document(b)
 	if err := doc.Validate(); err != nil {
@@ -305,6 +316,16 @@ func (st *rootState) collectionNames() []string {
 	}
 	sort.Strings(names)
 	return names
+}
+
+// collectionInfos lists the collections' catalog entries, sorted by name.
+func (st *rootState) collectionInfos() []CollectionInfo {
+	names := st.collectionNames()
+	out := make([]CollectionInfo, len(names))
+	for i, n := range names {
+		out[i] = st.colls[n].info
+	}
+	return out
 }
 
 func sortInfos(infos []CollectionInfo) {

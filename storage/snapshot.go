@@ -35,14 +35,7 @@ var _ Reader = (*Snapshot)(nil)
 func EmptySnapshot() *Snapshot { return &Snapshot{st: &rootState{colls: map[string]*collection{}}} }
 
 // Collections lists the collections, sorted by name.
-func (s *Snapshot) Collections() []CollectionInfo {
-	names := s.st.collectionNames()
-	out := make([]CollectionInfo, len(names))
-	for i, n := range names {
-		out[i] = s.st.colls[n].info
-	}
-	return out
-}
+func (s *Snapshot) Collections() []CollectionInfo { return s.st.collectionInfos() }
 
 // Collection returns one collection's catalog entry.
 func (s *Snapshot) Collection(name string) (CollectionInfo, bool) {

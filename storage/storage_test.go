@@ -74,11 +74,21 @@ func crashCopy(t *testing.T, dir string) string {
 	return dst
 }
 
+// mainSnapshot is a snapshot of d's main branch.
+func mainSnapshot(t testing.TB, d *Database) *Snapshot {
+	t.Helper()
+	snap, err := d.BranchSnapshot(ctx, DefaultBranch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return snap
+}
+
 // contents reads a collection of the default branch as id -> value.
 func contents(t *testing.T, d *Database, coll string) map[int32]string {
 	t.Helper()
 	out := map[int32]string{}
-	for id, doc := range scanDocs(t, d.Snapshot(), coll) {
+	for id, doc := range scanDocs(t, mainSnapshot(t, d), coll) {
 		out[id] = doc.Lookup("v").StringValue()
 	}
 	return out
@@ -166,10 +176,10 @@ func TestRecoveryReplaysTheLogAfterACrash(t *testing.T) {
 	if r := contents(t, d2, "renamed"); r[1] != "t" {
 		t.Fatalf("renamed collection: %v", r)
 	}
-	if _, ok := d2.Snapshot().Collection("tmp"); ok {
+	if _, ok := mainSnapshot(t, d2).Collection("tmp"); ok {
 		t.Fatal("the rename's source survived")
 	}
-	n, _ := d2.Snapshot().Count("c")
+	n, _ := mainSnapshot(t, d2).Count("c")
 	if n != 99 {
 		t.Fatalf("count %d", n)
 	}
@@ -250,12 +260,12 @@ func checkModel(t *testing.T, d *Database, model map[int32]string, step int) {
 		if got[id] != v {
 			t.Fatalf("step %d: _id %d = %q, want %q", step, id, got[id], v)
 		}
-		doc, found, err := d.Snapshot().Get(ctx, "c", idValue(id))
+		doc, found, err := mainSnapshot(t, d).Get(ctx, "c", idValue(id))
 		if err != nil || !found || doc.Lookup("v").StringValue() != v {
 			t.Fatalf("step %d: get %d: %v %v", step, id, found, err)
 		}
 	}
-	n, _ := d.Snapshot().Count("c")
+	n, _ := mainSnapshot(t, d).Count("c")
 	if n != len(model) {
 		t.Fatalf("step %d: count %d, model %d", step, n, len(model))
 	}

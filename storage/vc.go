@@ -124,6 +124,10 @@ func (d *Database) reloadOnPanic(b *branch) {
 
 // Commit records a branch's working state as a new commit.
 func (d *Database) Commit(ctx context.Context, branchName string, opts CommitOptions) (CommitInfo, error) {
+	if err := d.hold(ctx); err != nil {
+		return CommitInfo{}, err
+	}
+	defer d.release()
 	var info CommitInfo
 	err := d.lockedBranch(ctx, branchName, func(b *branch) error {
 		st := b.state.Load()
@@ -224,6 +228,10 @@ type BranchInfo struct {
 
 // Branches lists the branches with their head commits.
 func (d *Database) Branches(ctx context.Context) ([]BranchInfo, error) {
+	if err := d.hold(ctx); err != nil {
+		return nil, err
+	}
+	defer d.release()
 	names, err := d.branchNames(ctx)
 	if err != nil {
 		return nil, err
@@ -245,6 +253,10 @@ func (d *Database) Branches(ctx context.Context) ([]BranchInfo, error) {
 
 // CreateBranch makes a branch at a revision's commit (a branch's head).
 func (d *Database) CreateBranch(ctx context.Context, name string, at Revision) (CommitInfo, error) {
+	if err := d.hold(ctx); err != nil {
+		return CommitInfo{}, err
+	}
+	defer d.release()
 	if !ValidRefName(name) {
 		return CommitInfo{}, fmt.Errorf("%w: %q", ErrInvalidRefName, name)
 	}
@@ -318,6 +330,10 @@ func (d *Database) revisionCommit(ctx context.Context, rev Revision) (*datas.Com
 // DeleteBranch removes a branch. Without force it refuses a branch whose
 // head is not in current's history, or that has uncommitted changes.
 func (d *Database) DeleteBranch(ctx context.Context, name, current string, force bool) error {
+	if err := d.hold(ctx); err != nil {
+		return err
+	}
+	defer d.release()
 	if name == DefaultBranch {
 		return ErrDeleteDefault
 	}
@@ -371,6 +387,10 @@ func (d *Database) checkMerged(ctx context.Context, head *datas.Commit, current 
 // AheadBehind counts the commits target has that base lacks (ahead) and
 // the other way round (behind).
 func (d *Database) AheadBehind(ctx context.Context, base, target Revision) (ahead, behind int, err error) {
+	if err := d.hold(ctx); err != nil {
+		return 0, 0, err
+	}
+	defer d.release()
 	bc, err := d.revisionCommit(ctx, base)
 	if err != nil {
 		return 0, 0, err
@@ -394,6 +414,10 @@ func (d *Database) AheadBehind(ctx context.Context, base, target Revision) (ahea
 // Reset moves a branch's head to a commit. A soft reset keeps the working
 // state; a hard one replaces it with the commit's root and ends any merge.
 func (d *Database) Reset(ctx context.Context, branchName string, to Revision, hard bool) (CommitInfo, error) {
+	if err := d.hold(ctx); err != nil {
+		return CommitInfo{}, err
+	}
+	defer d.release()
 	target, err := d.revisionCommit(ctx, to)
 	if err != nil {
 		return CommitInfo{}, err
@@ -444,6 +468,10 @@ type TagInfo struct {
 
 // CreateTag tags a revision's commit.
 func (d *Database) CreateTag(ctx context.Context, name string, at Revision, message string) (TagInfo, error) {
+	if err := d.hold(ctx); err != nil {
+		return TagInfo{}, err
+	}
+	defer d.release()
 	if !ValidRefName(name) {
 		return TagInfo{}, fmt.Errorf("%w: %q", ErrInvalidRefName, name)
 	}
@@ -468,6 +496,10 @@ func (d *Database) CreateTag(ctx context.Context, name string, at Revision, mess
 
 // DeleteTag removes a tag.
 func (d *Database) DeleteTag(ctx context.Context, name string) error {
+	if err := d.hold(ctx); err != nil {
+		return err
+	}
+	defer d.release()
 	ds, err := d.db.GetDataset(ctx, refTags+name)
 	if err != nil {
 		return err
@@ -481,6 +513,10 @@ func (d *Database) DeleteTag(ctx context.Context, name string) error {
 
 // Tags lists the tags.
 func (d *Database) Tags(ctx context.Context) ([]TagInfo, error) {
+	if err := d.hold(ctx); err != nil {
+		return nil, err
+	}
+	defer d.release()
 	names, err := d.refNames(ctx, refTags)
 	if err != nil {
 		return nil, err

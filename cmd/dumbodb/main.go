@@ -32,6 +32,7 @@ type serverFlags struct {
 	testCmds       bool
 	author         string
 	largeDoc       int
+	idleDBSeconds  int
 	busyPollMicros int
 	inFlightMB     int
 	stallSeconds   int
@@ -53,6 +54,8 @@ func parseFlags(args []string, stderr io.Writer) (*serverFlags, error) {
 		"seconds between checkpoints of changed databases")
 	fs.IntVar(&o.largeDoc, "largeDocThreshold", storage.DefaultLargeDocThreshold,
 		"BSON size in bytes from which documents are stored path-indexed; 0 stores every document whole")
+	fs.IntVar(&o.idleDBSeconds, "idleDatabaseSeconds", int(storage.DefaultIdleDatabaseTimeout/time.Second),
+		"seconds an unused database stays open before it is checkpointed and closed (reopened on next use); 0 never closes one")
 	fs.StringVar(&o.author, "author", storage.DefaultAuthor, `default commit author, "Name <email>"`)
 	fs.IntVar(&o.busyPollMicros, "busyPollMicros", int(server.DefaultBusyPoll/time.Microsecond),
 		"microseconds an idle connection spins for its next request while nothing else runs (lower latency on VMs); 0 never spins")
@@ -121,10 +124,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	ring := server.NewLogRing(1024)
 	log := newLogger(io.MultiWriter(stdout, ring))
 	engine, err := storage.Open(o.dataDir, storage.Options{
-		CacheBytes:         int64(o.cacheMB) << 20,
-		CheckpointInterval: time.Duration(o.syncdelay) * time.Second,
-		Author:             o.author,
-		LargeDocThreshold:  largeDocOption(o.largeDoc),
+		CacheBytes:          int64(o.cacheMB) << 20,
+		CheckpointInterval:  time.Duration(o.syncdelay) * time.Second,
+		Author:              o.author,
+		LargeDocThreshold:   largeDocOption(o.largeDoc),
+		IdleDatabaseTimeout: idleOption(o.idleDBSeconds),
 	}, log)
 	if err != nil {
 		log.Error().Str("c", "STORAGE").Err(err).Msg("cannot open the data directory")
@@ -165,6 +169,14 @@ func waitForSignal(srv *server.Server, engine *storage.Engine, log zerolog.Logge
 	}
 	log.Info().Str("c", "CONTROL").Msg("shutdown complete")
 	return 0
+}
+
+// idleOption maps the flag (0: never) onto storage's option (0: default).
+func idleOption(seconds int) time.Duration {
+	if seconds <= 0 {
+		return -1
+	}
+	return time.Duration(seconds) * time.Second
 }
 
 // largeDocOption maps the flag (0: off) onto storage's option (0: default).

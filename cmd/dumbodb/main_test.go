@@ -205,3 +205,36 @@ func TestPingSubcommand(t *testing.T) {
 		t.Fatal("ping succeeded against a stopped server")
 	}
 }
+
+// TestIdleDatabaseSeconds: the flag reaches storage (a database unused for
+// a second closes and reopens with its data), and 0 means never.
+func TestIdleDatabaseSeconds(t *testing.T) {
+	if got := idleOption(0); got >= 0 {
+		t.Errorf("--idleDatabaseSeconds 0 is timeout %v, want never (negative)", got)
+	}
+	p := startProc(t, t.TempDir(), "--idleDatabaseSeconds", "1")
+	c := p.client(t)
+	ctx := context.Background()
+	coll := c.Database("app").Collection("c")
+	if _, err := coll.InsertOne(ctx, bson.M{"_id": "kept"}); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		var st struct {
+			StorageEngine bson.M `bson:"storageEngine"`
+		}
+		if err := c.Database("admin").RunCommand(ctx, bson.D{{Key: "serverStatus", Value: 1}}).Decode(&st); err != nil {
+			t.Fatal(err)
+		}
+		engine := st.StorageEngine
+		if engine["openDatabases"] == int64(0) && engine["idleDatabaseCloses"] == int64(1) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the idle database did not close: %v", engine)
+		}
+	}
+	if n, err := coll.CountDocuments(ctx, bson.M{"_id": "kept"}); err != nil || n != 1 {
+		t.Fatalf("after reopening: %d, %v", n, err)
+	}
+}
