@@ -2,7 +2,7 @@
 // process: on a free loopback port, with a data directory and extra flags,
 // ready once it answers `dumbodb ping`, stopped with a signal or kill -9.
 // It is the one way the process tests (cmd/dumbodb, its crashtest),
-// and dumbobench --start bring up a real server.
+// dumbobench --start and dumbospec (make spec) bring up a real server.
 //
 // Build, Start and Proc's methods return errors, for commands. Tests use the
 // T variants, which fail the test instead and are built on Binary: one build
