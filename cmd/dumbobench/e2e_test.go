@@ -3,14 +3,16 @@ package main
 import (
 	"bytes"
 	"fmt"
-	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"dumbodb/internal/dumboproc"
 )
+
+func TestMain(m *testing.M) { dumboproc.Main(m) }
 
 // TestRunAgainstDumboDB builds and starts a real dumbodb, runs a tiny
 // filter of benchmarks through the command line and checks the reports.
@@ -78,43 +80,12 @@ func TestFlags(t *testing.T) {
 	}
 }
 
-// startDumbo builds ./cmd/dumbodb and starts it on a free port with a
-// fresh data directory, which it returns with the URL; it is killed when
-// the test ends.
+// startDumbo starts dumbodb on a fresh data directory, which it returns
+// with the URL; it is killed when the test ends.
 func startDumbo(t *testing.T) (url, dataDir string) {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "dumbodb")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/dumbodb")
-	build.Dir = "../.."
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build dumbodb: %v\n%s", err, out)
-	}
-	port, err := freePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var log bytes.Buffer
 	dataDir = t.TempDir()
-	cmd := exec.Command(bin, "--data-dir", dataDir, "--port", fmt.Sprint(port))
-	cmd.Stdout, cmd.Stderr = &log, &log
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		c, err := net.Dial("tcp", addr)
-		if err == nil {
-			c.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("dumbodb did not listen on %s:\n%s", addr, &log)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return "mongodb://" + addr + "/?directConnection=true", dataDir
+	return dumboproc.StartT(t, dataDir).URL(), dataDir
 }
 
 func readFile(t *testing.T, path string) string {

@@ -4,15 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
-	"time"
 
 	"dumbodb/bench"
+	"dumbodb/internal/dumboproc"
 )
 
 // Names of the targets --start brings up.
@@ -28,7 +27,7 @@ const (
 type servers struct {
 	targets []bench.Target
 	dir     string
-	dumbos  []*exec.Cmd
+	dumbos  []*dumboproc.Proc
 	peerSh  string // peer.sh, when the peer runs
 	logf    func(string, ...any)
 }
@@ -49,7 +48,8 @@ func startServers(ctx context.Context, peer, wholeDoc bool, logf func(string, ..
 		return nil, fmt.Errorf("temp directory: %w", err)
 	}
 	s := &servers{dir: dir, logf: logf}
-	bin, err := s.buildDumbo(ctx, repo)
+	s.logf("building ./cmd/dumbodb ...")
+	bin, err := dumboproc.Build(ctx, repo, dir)
 	if err != nil {
 		s.stop()
 		return nil, err
@@ -91,42 +91,22 @@ func repoRoot() (string, error) {
 	return filepath.Dir(gomod), nil
 }
 
-func (s *servers) buildDumbo(ctx context.Context, repo string) (string, error) {
-	bin := filepath.Join(s.dir, "dumbodb")
-	s.logf("building ./cmd/dumbodb ...")
-	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/dumbodb")
-	build.Dir = repo
-	if out, err := build.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("build dumbodb: %v\n%s", err, out)
-	}
-	return bin, nil
-}
-
 // startDumbo starts bin as target name, with its data in <dir>/<name>-data
 // and its log in <dir>/<name>.log.
 func (s *servers) startDumbo(ctx context.Context, bin, name string, args ...string) (bench.Target, error) {
-	port, err := freePort()
-	if err != nil {
-		return bench.Target{}, err
-	}
 	log, err := os.Create(filepath.Join(s.dir, name+".log"))
 	if err != nil {
 		return bench.Target{}, fmt.Errorf("%s log: %w", name, err)
 	}
 	defer log.Close()
 	data := filepath.Join(s.dir, name+"-data")
-	cmd := exec.Command(bin, append([]string{"--data-dir", data, "--port", fmt.Sprint(port)}, args...)...)
-	cmd.Stdout, cmd.Stderr = log, log
-	if err := cmd.Start(); err != nil {
-		return bench.Target{}, fmt.Errorf("start %s: %w", name, err)
-	}
-	s.dumbos = append(s.dumbos, cmd)
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	if err := waitListening(ctx, addr, 30*time.Second); err != nil {
+	p, err := dumboproc.Start(ctx, bin, data, log, args...)
+	if err != nil {
 		return bench.Target{}, fmt.Errorf("%s (log %s): %w", name, log.Name(), err)
 	}
-	s.logf("%s listening on %s %s", name, addr, strings.Join(args, " "))
-	return bench.Target{Name: name, URL: "mongodb://" + addr + "/?directConnection=true", DataDir: data}, nil
+	s.dumbos = append(s.dumbos, p)
+	s.logf("%s listening on %s %s", name, p.Addr(), strings.Join(args, " "))
+	return bench.Target{Name: name, URL: p.URL(), DataDir: data}, nil
 }
 
 func (s *servers) startPeer(ctx context.Context, repo string) (string, error) {
@@ -134,7 +114,7 @@ func (s *servers) startPeer(ctx context.Context, repo string) (string, error) {
 	if _, err := os.Stat(sh); err != nil {
 		return "", fmt.Errorf("peer script: %w", err)
 	}
-	port, err := freePort()
+	port, err := dumboproc.FreePort()
 	if err != nil {
 		return "", err
 	}
@@ -158,42 +138,10 @@ func (s *servers) stop() {
 			s.logf("peer.sh stop: %v\n%s", err, out)
 		}
 	}
-	for _, cmd := range s.dumbos {
-		cmd.Process.Signal(syscall.SIGTERM)
-	}
-	for _, cmd := range s.dumbos {
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(20 * time.Second):
-			cmd.Process.Kill()
-			<-done
+	for _, p := range s.dumbos {
+		if _, err := p.Stop(syscall.SIGTERM); err != nil {
+			s.logf("%v", err)
 		}
 	}
 	os.RemoveAll(s.dir)
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-func waitListening(ctx context.Context, addr string, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
-		if err == nil {
-			c.Close()
-			return nil
-		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			return fmt.Errorf("not listening on %s after %s: %w", addr, timeout, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"dumbodb/internal/dumboproc"
+
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
@@ -44,8 +46,8 @@ func rssBytes(t *testing.T, pid int) int64 {
 // bound, the greedy connections must be dropped, and the server must serve.
 func TestMemoryStaysWithinTheDocumentedBounds(t *testing.T) {
 	const budgetMB = 32
-	p := startProc(t, t.TempDir(), "--maxInFlightMB", strconv.Itoa(budgetMB), "--messageStallSeconds", "3")
-	c := p.client(t)
+	p := dumboproc.StartT(t, t.TempDir(), "--maxInFlightMB", strconv.Itoa(budgetMB), "--messageStallSeconds", "3")
+	c := client(t, p)
 	db := c.Database("shop")
 	docs := make([]any, 200)
 	for i := range docs {
@@ -54,14 +56,14 @@ func TestMemoryStaysWithinTheDocumentedBounds(t *testing.T) {
 	if _, err := db.Collection("c").InsertMany(context.Background(), docs); err != nil {
 		t.Fatal(err)
 	}
-	pid := p.cmd.Process.Pid
+	pid := p.Pid()
 	base := rssBytes(t, pid)
 
 	// Partial messages: each claims 40 MiB and sends 8 MiB.
 	var conns []net.Conn
 	dropped := 0
 	for i := 0; i < 40; i++ {
-		nc, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", p.port))
+		nc, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", p.Port()))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -100,7 +102,7 @@ func TestMemoryStaysWithinTheDocumentedBounds(t *testing.T) {
 	before := rssBytes(t, pid)
 	opened := 0
 	// One connection, so that the per-connection limit is the one met.
-	c1, err := mongo.Connect(options.Client().ApplyURI(fmt.Sprintf("mongodb://127.0.0.1:%d/", p.port)).SetMaxPoolSize(1))
+	c1, err := mongo.Connect(options.Client().ApplyURI(fmt.Sprintf("mongodb://127.0.0.1:%d/", p.Port())).SetMaxPoolSize(1))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"dumbodb/internal/dumboproc"
 )
 
 // mongoshPath finds the mongosh that `make test` installs from npm.
@@ -54,8 +56,8 @@ func mongosh(t *testing.T, bin string, port int, script string) string {
 func TestMongoshSmoke(t *testing.T) {
 	bin := mongoshPath(t)
 	dir := t.TempDir()
-	p := startProc(t, dir)
-	out := mongosh(t, bin, p.port, `
+	p := dumboproc.StartT(t, dir)
+	out := mongosh(t, bin, p.Port(), `
 		db.items.insertMany([{_id: 1, name: "apple", qty: 5}, {_id: 2, name: "pear", qty: 0}, {_id: 3, name: "fig", qty: 7}]);
 		db.items.updateOne({_id: 1}, {$inc: {qty: 1}, $set: {tag: "fresh"}});
 		db.items.deleteOne({qty: 0});
@@ -69,11 +71,11 @@ items`
 	if out != want {
 		t.Fatalf("mongosh output:\n%s\nwant:\n%s", out, want)
 	}
-	if code := p.stop(t, syscall.SIGTERM); code != 0 {
+	if code := p.StopT(t, syscall.SIGTERM); code != 0 {
 		t.Fatalf("exit %d", code)
 	}
-	p = startProc(t, dir)
-	out = mongosh(t, bin, p.port, `print(JSON.stringify(db.items.findOne({_id: 1})))`)
+	p = dumboproc.StartT(t, dir)
+	out = mongosh(t, bin, p.Port(), `print(JSON.stringify(db.items.findOne({_id: 1})))`)
 	if out != `{"_id":1,"name":"apple","qty":6,"tag":"fresh"}` {
 		t.Fatalf("after restart: %s", out)
 	}
@@ -84,8 +86,8 @@ items`
 // warning.
 func TestMongoshStartsCleanly(t *testing.T) {
 	bin := mongoshPath(t)
-	p := startProc(t, t.TempDir())
-	out := mongosh(t, bin, p.port, `print(db.version()); print(db.adminCommand({getLog: "startupWarnings"}).ok); print(db.serverStatus().ok); print(db.stats().ok); print(db.hostInfo().ok)`)
+	p := dumboproc.StartT(t, t.TempDir())
+	out := mongosh(t, bin, p.Port(), `print(db.version()); print(db.adminCommand({getLog: "startupWarnings"}).ok); print(db.serverStatus().ok); print(db.stats().ok); print(db.hostInfo().ok)`)
 	if out != "8.0.4\n1\n1\n1\n1" {
 		t.Fatalf("output %q", out)
 	}
@@ -112,12 +114,12 @@ func readmeBlock(t *testing.T, marker string) string {
 // mongosh and compares its output with the README's.
 func TestReadmeWalkthrough(t *testing.T) {
 	bin := mongoshPath(t)
-	p := startProc(t, t.TempDir())
+	p := dumboproc.StartT(t, t.TempDir())
 	script := filepath.Join(t.TempDir(), "walkthrough.js")
 	if err := os.WriteFile(script, []byte(readmeBlock(t, "walkthrough:script")), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, "--quiet", "--norc", fmt.Sprintf("mongodb://127.0.0.1:%d/shop", p.port), script)
+	cmd := exec.Command(bin, "--quiet", "--norc", fmt.Sprintf("mongodb://127.0.0.1:%d/shop", p.Port()), script)
 	cmd.Env = append(os.Environ(), "MONGOSH_NO_TELEMETRY=1", "HOME="+t.TempDir())
 	out, err := cmd.CombinedOutput()
 	if err != nil {

@@ -9,69 +9,30 @@ import (
 	"fmt"
 	"hash/crc32"
 	"math/rand"
-	"net"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"dumbodb/internal/dumboproc"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 )
 
-var binary string
-
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "dumbodb-crash")
-	if err != nil {
-		panic(err)
-	}
-	binary = filepath.Join(dir, "dumbodb")
-	if out, err := exec.Command("go", "build", "-o", binary, "..").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build: %v\n%s", err, out)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
-
-func freePort(t *testing.T) int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
+func TestMain(m *testing.M) { dumboproc.Main(m) }
 
 // start runs dumbodb on dir and returns the process and a connected client.
-func start(t *testing.T, dir string, log *os.File, extra ...string) (*exec.Cmd, *mongo.Client) {
+func start(t *testing.T, dir string, extra ...string) (*dumboproc.Proc, *mongo.Client) {
 	t.Helper()
-	port := freePort(t)
-	cmd := exec.Command(binary, append([]string{"--data-dir", dir, "--port", fmt.Sprint(port)}, extra...)...)
-	cmd.Stdout, cmd.Stderr = log, log
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	p := dumboproc.StartT(t, dir, extra...)
 	client, err := mongo.Connect(options.Client().
-		ApplyURI(fmt.Sprintf("mongodb://127.0.0.1:%d/?directConnection=true", port)).
-		SetTimeout(30 * time.Second).SetRetryWrites(false))
+		ApplyURI(p.URL()).SetTimeout(30 * time.Second).SetRetryWrites(false))
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(60 * time.Second)
-	for client.Ping(context.Background(), nil) != nil {
-		if time.Now().After(deadline) {
-			t.Fatal("server did not come up")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return cmd, client
+	return p, client
 }
 
 // ledger records what the server acknowledged.
@@ -190,18 +151,13 @@ func TestKillDashNineLosesNothingAcknowledged(t *testing.T) {
 		rounds = 3
 	}
 	dir := t.TempDir()
-	logFile, err := os.Create(filepath.Join(t.TempDir(), "server.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer logFile.Close()
 	l := newLedger()
 	rng := rand.New(rand.NewSource(time.Now().UnixNano()))
 	// Some rounds checkpoint often, so that kills also land during and
 	// between checkpoints and log recycling.
 	variants := [][]string{nil, {"--syncdelay", "1"}, {"--cacheSizeMB", "1"}}
 	for round := 0; round < rounds; round++ {
-		cmd, client := start(t, dir, logFile, variants[round%len(variants)]...)
+		p, client := start(t, dir, variants[round%len(variants)]...)
 		coll := client.Database("crash").Collection("c")
 		check(t, coll, l)
 		var wg sync.WaitGroup
@@ -213,8 +169,7 @@ func TestKillDashNineLosesNothingAcknowledged(t *testing.T) {
 			}(w)
 		}
 		time.Sleep(time.Duration(100+rng.Intn(700)) * time.Millisecond)
-		cmd.Process.Signal(syscall.SIGKILL)
-		cmd.Wait()
+		p.StopT(t, syscall.SIGKILL)
 		wg.Wait()
 		// The server is gone: ending the client's sessions would wait out
 		// the driver's server selection timeout.
@@ -222,8 +177,8 @@ func TestKillDashNineLosesNothingAcknowledged(t *testing.T) {
 		client.Disconnect(dctx)
 		cancel()
 	}
-	cmd, client := start(t, dir, logFile)
-	defer func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait() }()
+	p, client := start(t, dir)
+	defer p.StopT(t, syscall.SIGTERM)
 	defer client.Disconnect(context.Background())
 	if check(t, client.Database("crash").Collection("c"), l) == 0 {
 		t.Fatal("no document large enough for a doctree survived: the test did not exercise them")
