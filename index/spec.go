@@ -248,9 +248,11 @@ func parseKeyField(el bsoncore.Element) (Field, error) {
 		return Field{}, mongoerr.New(codeCannotCreateIndex, "Unknown index plugin '%s'", s)
 	}
 	f, ok := v.AsFloat64OK()
-	if e := query.ExactNumber(v); !ok && v.Type == bsoncore.TypeDecimal128 && e.Rat != nil {
-		f, _ = e.Rat.Float64()
-		ok = true
+	if v.Type == bsoncore.TypeDecimal128 { // AsFloat64OK does not read decimals
+		if e := query.ExactNumber(v); e.Rat != nil {
+			f, _ = e.Rat.Float64()
+			ok = true
+		}
 	}
 	if !ok || f == 0 || math.IsNaN(f) {
 		return Field{}, mongoerr.New(codeCannotCreateIndex, "Values in the index key pattern can only be positive or negative numbers, got %s: %s", path, v)
