@@ -58,13 +58,15 @@ func formatAuthor(name, email string) string {
 	return name + " <" + email + ">"
 }
 
-// ValidRefName applies Git's main rules for branch and tag names.
+// ValidRefName applies Git's main rules for branch and tag names, and
+// Dolt's on top (ASCII only, no component starting with '.' or ending in
+// ".lock"), which refuses the rest with an error of its own.
 func ValidRefName(name string) bool {
 	if name == "" || name == "HEAD" || strings.HasPrefix(name, "-") || strings.HasSuffix(name, ".") ||
 		strings.HasSuffix(name, "/") || strings.Contains(name, "..") || strings.Contains(name, "//") {
 		return false
 	}
-	return !strings.ContainsAny(name, " ~^:?*[\\@\x00\t\n")
+	return !strings.ContainsAny(name, " ~^:?*[\\@\x00\t\n") && datas.ValidateDatasetId(refHeads+name) == nil
 }
 
 // lockedBranch runs fn with a branch's writers stopped and its edits
@@ -116,7 +118,7 @@ func (d *Database) commitRoot(ctx context.Context, b *branch, st *rootState, opt
 	if err != nil {
 		return nil, err
 	}
-	head, err := d.db.GetDataset(ctx, refHeads+b.name)
+	head, err := d.refDataset(ctx, refHeads, b.name)
 	if err != nil {
 		return nil, err
 	}
@@ -213,7 +215,7 @@ func (d *Database) CreateBranch(ctx context.Context, name string, at Revision) (
 	if !ValidRefName(name) {
 		return CommitInfo{}, fmt.Errorf("%w: %q", ErrInvalidRefName, name)
 	}
-	if ok, err := d.hasRef(ctx, refHeads+name); err != nil || ok {
+	if ok, err := d.hasRef(ctx, refHeads, name); err != nil || ok {
 		if err == nil {
 			err = fmt.Errorf("%w: %s", ErrBranchExists, name)
 		}
@@ -223,14 +225,14 @@ func (d *Database) CreateBranch(ctx context.Context, name string, at Revision) (
 	if err != nil {
 		return CommitInfo{}, err
 	}
-	ds, err := d.db.GetDataset(ctx, refHeads+name)
+	ds, err := d.refDataset(ctx, refHeads, name)
 	if err != nil {
 		return CommitInfo{}, err
 	}
 	if _, err := d.db.SetHead(ctx, ds, c.Addr(), ""); err != nil {
 		return CommitInfo{}, err
 	}
-	ws, err := d.db.GetDataset(ctx, "workingSets/heads/"+name)
+	ws, err := d.refDataset(ctx, refWorkingSets, name)
 	if err != nil {
 		return CommitInfo{}, err
 	}
@@ -301,7 +303,7 @@ func (d *Database) DeleteBranch(ctx context.Context, name, current string, force
 		if _, err := d.db.Delete(ctx, b.ws, ""); err != nil && b.ws.HasHead() {
 			return err
 		}
-		ds, err := d.db.GetDataset(ctx, refHeads+name)
+		ds, err := d.refDataset(ctx, refHeads, name)
 		if err != nil {
 			return err
 		}
@@ -391,7 +393,7 @@ func (d *Database) Reset(ctx context.Context, branchName string, to Revision, ha
 		return CommitInfo{}, err
 	}
 	err = d.lockedBranch(ctx, branchName, func(b *branch) error {
-		head, err := d.db.GetDataset(ctx, refHeads+b.name)
+		head, err := d.refDataset(ctx, refHeads, b.name)
 		if err != nil {
 			return err
 		}
@@ -442,7 +444,7 @@ func (d *Database) CreateTag(ctx context.Context, name string, at Revision, mess
 	if err != nil {
 		return TagInfo{}, err
 	}
-	ds, err := d.db.GetDataset(ctx, refTags+name)
+	ds, err := d.refDataset(ctx, refTags, name)
 	if err != nil {
 		return TagInfo{}, err
 	}
@@ -458,7 +460,7 @@ func (d *Database) CreateTag(ctx context.Context, name string, at Revision, mess
 
 // DeleteTag removes a tag.
 func (d *Database) DeleteTag(ctx context.Context, name string) error {
-	ds, err := d.db.GetDataset(ctx, refTags+name)
+	ds, err := d.refDataset(ctx, refTags, name)
 	if err != nil {
 		return err
 	}
@@ -477,7 +479,7 @@ func (d *Database) Tags(ctx context.Context) ([]TagInfo, error) {
 	}
 	out := make([]TagInfo, 0, len(names))
 	for _, n := range names {
-		ds, err := d.db.GetDataset(ctx, refTags+n)
+		ds, err := d.refDataset(ctx, refTags, n)
 		if err != nil {
 			return nil, err
 		}
