@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 
@@ -52,7 +53,10 @@ func (d *Database) GC(ctx context.Context) (before, after int64, err error) {
 	if d.docs != nil {
 		d.docs.trees.Forget() // it would remember chunks GC may remove
 	}
-	if err := gc.GC(ctx, types.GCModeFull, chunks.NoArchive, hash.NewHashSet(), keep, nil); err != nil {
+	// Nothing to collect (nothing written since the last GC) is a GC
+	// that freed nothing, not a failure.
+	err = gc.GC(ctx, types.GCModeFull, chunks.NoArchive, hash.NewHashSet(), keep, nil)
+	if err != nil && !errors.Is(err, chunks.ErrNothingToCollect) {
 		return before, before, fmt.Errorf("gc %s: %w", d.name, err)
 	}
 	d.ns.PurgeCaches()
