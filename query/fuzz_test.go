@@ -25,14 +25,7 @@ type (
 	A = bson.A
 )
 
-// d builds a bson.D from alternating keys and values, to keep seeds short.
-func d(kv ...any) D {
-	doc := make(D, 0, len(kv)/2)
-	for i := 0; i < len(kv); i += 2 {
-		doc = append(doc, bson.E{Key: kv[i].(string), Value: kv[i+1]})
-	}
-	return doc
-}
+var d = fuzzbson.D
 
 // sampleDocs are the documents most seeds run on.
 var sampleDocs = []any{

@@ -100,3 +100,12 @@ func encodeValue(dst []byte, v bsoncore.Value, depth int) []byte {
 	}
 	return append(dst, v.Data...) // fixed-size payloads are copied as they are
 }
+
+// D builds a bson.D from alternating keys and values, to keep seeds short.
+func D(kv ...any) bson.D {
+	doc := make(bson.D, 0, len(kv)/2)
+	for i := 0; i < len(kv); i += 2 {
+		doc = append(doc, bson.E{Key: kv[i].(string), Value: kv[i+1]})
+	}
+	return doc
+}
