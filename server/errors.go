@@ -105,6 +105,7 @@ var vcErrors = []struct {
 	{storage.ErrBranchDirty, mongoerr.DirtyWorkingSet},
 	{storage.ErrDeleteDefault, mongoerr.IllegalOperation},
 	{storage.ErrInvalidRefName, mongoerr.BadValue},
+	{storage.ErrInvalidCommitMeta, mongoerr.BadValue},
 	{storage.ErrMergeInProgress, mongoerr.MergeInProgress},
 	{storage.ErrNoMergeInProgress, mongoerr.NoMergeInProgress},
 	{storage.ErrUnresolved, mongoerr.UnresolvedConflicts},

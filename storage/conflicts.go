@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strings"
 
 	"github.com/dolthub/dolt/go/store/datas"
 	"github.com/dolthub/dolt/go/store/hash"
@@ -241,6 +242,14 @@ func (d *Database) Revert(ctx context.Context, branchName string, rev Revision, 
 	return d.applyCommitChange(ctx, branchName, rev, opts, true)
 }
 
+// revertMessage is Git's message for a revert: `Revert "<subject>"`, the
+// subject as it is. (Quoting it Go-style doubled the backslashes of every
+// revert of a revert, until the message outgrew what Dolt can store.)
+func revertMessage(description string) string {
+	subject, _, _ := strings.Cut(description, "\n")
+	return `Revert "` + subject + `"`
+}
+
 func (d *Database) applyCommitChange(ctx context.Context, branchName string, rev Revision, opts CommitOptions, revert bool) (MergeResult, error) {
 	c, err := d.revisionCommit(ctx, rev)
 	if err != nil {
@@ -264,7 +273,7 @@ func (d *Database) applyCommitChange(ctx context.Context, branchName string, rev
 	if revert {
 		base, theirs, kind = c, parents[0], KindRevert
 		if opts.Message == meta.Description {
-			opts.Message = fmt.Sprintf("Revert %q", meta.Description)
+			opts.Message = revertMessage(meta.Description)
 		}
 	}
 	var res MergeResult

@@ -53,6 +53,9 @@ var (
 	ErrNotFastForward = errors.New("not possible to fast-forward")
 	// ErrUnresolved: continuing a merge whose conflicts remain.
 	ErrUnresolved = errors.New("conflicts remain unresolved")
+	// ErrInvalidCommitMeta: a blank commit message, an author that is not
+	// "Name <email>", or metadata too large to store.
+	ErrInvalidCommitMeta = errors.New("invalid commit metadata")
 	// ErrConflictMissing: no conflict for that document.
 	ErrConflictMissing = errors.New("no such conflict")
 )

@@ -30,12 +30,29 @@ type CommitOptions struct {
 	Time    time.Time // zero: now
 }
 
+// maxCommitMeta bounds a commit's or tag's message and author together.
+// Dolt encodes them in one flatbuffer and panics past 16 MiB; a megabyte
+// is more than any message needs.
+const maxCommitMeta = 1 << 20
+
+// commitMeta checks the user's parts of a commit here, as the client's
+// mistakes: Dolt refuses a blank message or an author without an email
+// with errors of its own.
 func (d *Database) commitMeta(opts CommitOptions) (*datas.CommitMeta, error) {
 	author := opts.Author
 	if author == "" {
 		author = d.engine.opts.Author
 	}
-	name, email := splitAuthor(author)
+	name, email, ok := splitAuthor(author)
+	switch {
+	case !ok:
+		return nil, fmt.Errorf("%w: author %q is not of the form \"Name <email>\"", ErrInvalidCommitMeta, author)
+	case strings.TrimSpace(opts.Message) == "":
+		return nil, fmt.Errorf("%w: the commit message is empty", ErrInvalidCommitMeta)
+	}
+	if err := checkMetaSize(opts.Message, author); err != nil {
+		return nil, err
+	}
 	ts := opts.Time
 	if ts.IsZero() {
 		ts = time.Now()
@@ -43,12 +60,27 @@ func (d *Database) commitMeta(opts CommitOptions) (*datas.CommitMeta, error) {
 	return datas.NewCommitMetaWithUserTS(name, email, opts.Message, ts)
 }
 
-// splitAuthor parses "Name <email>".
-func splitAuthor(a string) (string, string) {
-	if i := strings.Index(a, "<"); i >= 0 && strings.HasSuffix(a, ">") {
-		return strings.TrimSpace(a[:i]), a[i+1 : len(a)-1]
+// checkMetaSize refuses commit or tag metadata over maxCommitMeta.
+func checkMetaSize(parts ...string) error {
+	n := 0
+	for _, p := range parts {
+		n += len(p)
 	}
-	return a, ""
+	if n > maxCommitMeta {
+		return fmt.Errorf("%w: message and author take %d bytes, more than the %d allowed", ErrInvalidCommitMeta, n, maxCommitMeta)
+	}
+	return nil
+}
+
+// splitAuthor parses "Name <email>"; ok is false unless both parts are
+// there.
+func splitAuthor(a string) (name, email string, ok bool) {
+	i := strings.Index(a, "<")
+	if i < 0 || !strings.HasSuffix(a, ">") {
+		return a, "", false
+	}
+	name, email = strings.TrimSpace(a[:i]), strings.TrimSpace(a[i+1:len(a)-1])
+	return name, email, name != "" && email != ""
 }
 
 func formatAuthor(name, email string) string {
@@ -451,7 +483,10 @@ func (d *Database) CreateTag(ctx context.Context, name string, at Revision, mess
 	if ds.HasHead() {
 		return TagInfo{}, fmt.Errorf("%w: %s", ErrTagExists, name)
 	}
-	tname, email := splitAuthor(d.engine.opts.Author)
+	if err := checkMetaSize(message, d.engine.opts.Author); err != nil {
+		return TagInfo{}, err
+	}
+	tname, email, _ := splitAuthor(d.engine.opts.Author) // checked by Open
 	if _, err := d.db.Tag(ctx, ds, c.Addr(), datas.TagOptions{Meta: datas.NewTagMeta(tname, email, message)}); err != nil {
 		return TagInfo{}, err
 	}
