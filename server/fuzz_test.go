@@ -31,15 +31,16 @@ var (
 
 const fuzzDB = "test"
 
-// fuzzConn is one raw connection to a fuzzed server.
-type fuzzConn struct {
+// rawConn is a connection that sends wire messages as they are, for what
+// the driver would not send.
+type rawConn struct {
 	nc    net.Conn
 	r     *bufio.Reader
 	reqID int32
 }
 
 // roundTrip sends msg and returns the reply body.
-func (c *fuzzConn) roundTrip(t testing.TB, msg *wire.Msg) bsoncore.Document {
+func (c *rawConn) roundTrip(t testing.TB, msg *wire.Msg) bsoncore.Document {
 	t.Helper()
 	c.reqID++
 	c.nc.SetDeadline(time.Now().Add(30 * time.Second))
@@ -57,16 +58,22 @@ func (c *fuzzConn) roundTrip(t testing.TB, msg *wire.Msg) bsoncore.Document {
 	return m.Body
 }
 
+func dialRaw(ts *testServer) *rawConn {
+	nc := ts.dial()
+	return &rawConn{nc: nc, r: bufio.NewReader(nc)}
+}
+
 // mustRun runs a setup command that must succeed.
-func (c *fuzzConn) mustRun(t testing.TB, cmd bson.D) {
+func (c *rawConn) mustRun(t testing.TB, cmd bson.D) {
 	t.Helper()
-	if reply := c.roundTrip(t, &wire.Msg{Body: withFuzzDB(cmd)}); !replyOK(reply) {
+	if reply := c.roundTrip(t, &wire.Msg{Body: commandFor(fuzzDB, cmd)}); !replyOK(reply) {
 		t.Fatalf("%v: %v", cmd, bson.Raw(reply))
 	}
 }
 
-func withFuzzDB(cmd bson.D) bsoncore.Document {
-	b, err := bson.Marshal(append(cmd, bson.E{Key: "$db", Value: fuzzDB}))
+// commandFor is cmd run on database db.
+func commandFor(db string, cmd bson.D) bsoncore.Document {
+	b, err := bson.Marshal(append(cmd, bson.E{Key: "$db", Value: db}))
 	if err != nil {
 		panic(err)
 	}
@@ -80,10 +87,8 @@ func replyOK(reply bsoncore.Document) bool {
 
 // startFuzzServer starts a server holding a little of everything the
 // commands act on: documents, an index, a commit, a tag and a branch.
-func startFuzzServer(f *testing.F) *fuzzConn {
-	ts := startServer(f)
-	nc := ts.dial()
-	c := &fuzzConn{nc: nc, r: bufio.NewReader(nc)}
+func startFuzzServer(f *testing.F) *rawConn {
+	c := dialRaw(startServer(f))
 	c.mustRun(f, d("insert", "c", "documents", a(
 		d("_id", 1, "a", 5, "b", "abc"),
 		d("_id", 2, "a", a(1, d("b", 2)), "c", nil),
@@ -112,7 +117,7 @@ func fuzzCommands(f *testing.F, family []string, seeds ...bson.D) {
 	f.Fuzz(func(t *testing.T, sequences bool, data []byte) {
 		msg := commandMsg(family, fuzzbson.Document(data), sequences)
 		checkReply(t, msg, c.roundTrip(t, msg))
-		if ping := c.roundTrip(t, &wire.Msg{Body: withFuzzDB(d("ping", 1))}); !replyOK(ping) {
+		if ping := c.roundTrip(t, &wire.Msg{Body: commandFor(fuzzDB, d("ping", 1))}); !replyOK(ping) {
 			t.Fatalf("ping after %v: %v", bson.Raw(msg.Body), bson.Raw(ping))
 		}
 	})
