@@ -91,6 +91,28 @@ func TestRevertOfRevertMessage(t *testing.T) {
 	}
 }
 
+// TestPickingMergeOrRootCommit: a merge commit's change (or the root
+// commit's) has no one parent to take it from.
+func TestPickingMergeOrRootCommit(t *testing.T) {
+	ts := startServer(t)
+	c := ts.client()
+	db := c.Database("vc")
+	db.Collection("c").InsertOne(ctx, bson.M{"_id": 1})
+	mustRun(t, db, bson.D{{Key: "dumboCommit", Value: 1}, {Key: "message", Value: "one"}})
+	mustRun(t, db, bson.D{{Key: "dumboBranch", Value: "side"}})
+	c.Database("vc@side").Collection("c").InsertOne(ctx, bson.M{"_id": 2})
+	mustRun(t, c.Database("vc@side"), bson.D{{Key: "dumboCommit", Value: 1}, {Key: "message", Value: "side"}})
+	db.Collection("c").InsertOne(ctx, bson.M{"_id": 3})
+	mustRun(t, db, bson.D{{Key: "dumboCommit", Value: 1}, {Key: "message", Value: "main"}})
+	mustRun(t, db, bson.D{{Key: "dumboMerge", Value: 1}, {Key: "mergeIn", Value: "side"}, {Key: "message", Value: "merge"}})
+	for _, cmd := range []string{"dumboRevert", "dumboCherryPick"} {
+		for _, commit := range []string{"HEAD", "main~3"} {
+			_, err := run(t, db, bson.D{{Key: cmd, Value: 1}, {Key: "commit", Value: commit}})
+			wantCode(t, err, int32(mongoerr.BadValue), "BadValue")
+		}
+	}
+}
+
 func TestGCTwiceSucceeds(t *testing.T) {
 	ts := startServer(t)
 	db := ts.client().Database("vc")

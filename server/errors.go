@@ -127,6 +127,7 @@ var vcErrors = []struct {
 	{storage.ErrDeleteDefault, mongoerr.IllegalOperation},
 	{storage.ErrInvalidRefName, mongoerr.BadValue},
 	{storage.ErrInvalidCommitMeta, mongoerr.BadValue},
+	{storage.ErrNotSingleParent, mongoerr.BadValue},
 	{storage.ErrMergeInProgress, mongoerr.MergeInProgress},
 	{storage.ErrNoMergeInProgress, mongoerr.NoMergeInProgress},
 	{storage.ErrUnresolved, mongoerr.UnresolvedConflicts},

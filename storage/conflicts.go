@@ -260,7 +260,7 @@ func (d *Database) applyCommitChange(ctx context.Context, branchName string, rev
 		return MergeResult{}, err
 	}
 	if len(parents) != 1 {
-		return MergeResult{}, fmt.Errorf("commit %s has %d parents; pick a commit with one", c.Addr(), len(parents))
+		return MergeResult{}, fmt.Errorf("%w: commit %s has %d parents; pick a commit with one", ErrNotSingleParent, c.Addr(), len(parents))
 	}
 	meta, err := datas.GetCommitMeta(ctx, c.NomsValue())
 	if err != nil {
