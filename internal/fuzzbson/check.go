@@ -3,6 +3,7 @@ package fuzzbson
 import (
 	"errors"
 	"strconv"
+	"testing"
 
 	"dumbodb/query/mongoerr"
 
@@ -10,17 +11,10 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
-// TB is the part of testing.TB the checks use (testing is not imported
-// outside tests).
-type TB interface {
-	Helper()
-	Fatalf(format string, args ...any)
-}
-
 // CheckUserError fails unless err is nil or a client's mistake: a
 // *mongoerr.Error with a code other than InternalError, which the server
 // reserves for its own bugs. what names the call for the failure message.
-func CheckUserError(t TB, what string, err error) {
+func CheckUserError(t testing.TB, what string, err error) {
 	t.Helper()
 	if err == nil {
 		return
@@ -36,7 +30,7 @@ func CheckUserError(t TB, what string, err error) {
 
 // CheckDocument fails unless doc is a document the official decoder reads
 // in full, as a client reading the reply would.
-func CheckDocument(t TB, what string, doc bsoncore.Document) {
+func CheckDocument(t testing.TB, what string, doc bsoncore.Document) {
 	t.Helper()
 	var d bson.D
 	if err := bson.Unmarshal(doc, &d); err != nil {

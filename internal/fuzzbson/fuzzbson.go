@@ -43,10 +43,7 @@ var types = []bsoncore.Type{
 
 // Document decodes fuzz input into a document. Input that runs out ends
 // every open document, so all input is valid.
-func Document(data []byte) bsoncore.Document {
-	d := &decoder{data: data}
-	return d.document(0)
-}
+func Document(data []byte) bsoncore.Document { return Documents(data, 1)[0] }
 
 // Documents decodes fuzz input into n documents, one after another.
 func Documents(data []byte, n int) []bsoncore.Document {
