@@ -17,10 +17,11 @@ run:
 
 # Every test: vet, the import rules, unit tests and end-to-end tests (the
 # official Go driver and mongosh against real servers), under the race
-# detector. -count=1: the process and crash tests build the server binary
-# themselves, which go test's cache cannot see.
+# detector, then a short fuzz pass. -count=1: the process and crash tests
+# build the server binary themselves, which go test's cache cannot see.
 test: tools vet
 	$(GO) test -race -count=1 -timeout 25m ./...
+	$(MAKE) fuzz FUZZTIME=$(TEST_FUZZTIME)
 
 test-short: vet
 	$(GO) test -short -timeout 10m ./...
@@ -37,8 +38,20 @@ $(MONGOSH):
 	mkdir -p $(TOOLS)
 	npm install --prefix $(TOOLS) --no-audit --no-fund --loglevel=error mongosh@$(MONGOSH_VERSION)
 
+# Every fuzz target of every package, FUZZTIME each: go test -fuzz takes
+# one target per run, so the targets are listed and run in turn. `make
+# test` runs them for TEST_FUZZTIME; their seed corpora (f.Add and
+# testdata/fuzz) also run as plain tests. A crasher is written to the
+# package's testdata/fuzz/<target>/: fix it and keep the file.
+FUZZTIME      ?= 10s
+TEST_FUZZTIME ?= 4s
 fuzz:
-	$(GO) test -run '^$$' -fuzz FuzzRead -fuzztime 60s ./wire/
+	@set -e; grep -r --include='*_test.go' --exclude-dir=.tools --exclude-dir=.git -o '^func Fuzz[A-Za-z0-9_]*' . | sed 's|:func | |' | \
+	while read file target; do \
+		pkg=$$(dirname $$file); \
+		echo "fuzz: $$pkg $$target for $(FUZZTIME)"; \
+		$(GO) test -run '^$$' -fuzz "^$$target\$$" -fuzztime $(FUZZTIME) $$pkg; \
+	done
 
 clean:
 	rm -rf bin

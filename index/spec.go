@@ -248,7 +248,7 @@ func parseKeyField(el bsoncore.Element) (Field, error) {
 		return Field{}, mongoerr.New(codeCannotCreateIndex, "Unknown index plugin '%s'", s)
 	}
 	f, ok := v.AsFloat64OK()
-	if v.Type == bsoncore.TypeDecimal128 {
+	if v.Type == bsoncore.TypeDecimal128 { // AsFloat64OK does not read decimals
 		if e := query.ExactNumber(v); e.Rat != nil {
 			f, _ = e.Rat.Float64()
 			ok = true

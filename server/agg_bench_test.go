@@ -35,7 +35,7 @@ func seedMany(b *testing.B, coll *mongo.Collection, n int, mk func(i int) any) {
 // lookupBench joins 100 orders to 50,000 customers; form is "fields"
 // (localField/foreignField) or "pipeline" (let and $expr).
 func lookupBench(b *testing.B, indexed bool, form string) {
-	ts := benchServer(b)
+	ts := startServer(b)
 	db := ts.client().Database("bench")
 	customers, orders := db.Collection("customers"), db.Collection("orders")
 	if indexed {
@@ -100,7 +100,7 @@ func BenchmarkLookupPipeline100x50KIndexed(b *testing.B) { lookupBench(b, true, 
 
 // BenchmarkMatchGroup50K is $match + $group over 50,000 documents.
 func BenchmarkMatchGroup50K(b *testing.B) {
-	ts := benchServer(b)
+	ts := startServer(b)
 	coll := ts.client().Database("bench").Collection("g")
 	seedMany(b, coll, 50000, func(i int) any {
 		return bson.D{{Key: "_id", Value: i}, {Key: "k", Value: i % 100}, {Key: "v", Value: float64(i)},

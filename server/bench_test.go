@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"dumbodb/query"
-	"dumbodb/server"
 	"dumbodb/storage"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -18,14 +17,6 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 	"golang.org/x/sys/unix"
 )
-
-// benchServer is startServer for benchmarks.
-func benchServer(b *testing.B) *testServer {
-	ts := &testServer{t: b, dir: b.TempDir(), cfg: server.Config{BindIPs: []string{"127.0.0.1"}}}
-	ts.start()
-	b.Cleanup(ts.stop)
-	return ts
-}
 
 // BenchmarkFloorFdatasync256 is the disk floor of a durable write: append
 // 256 bytes to a preallocated, zero-filled file and fdatasync.
@@ -53,7 +44,7 @@ func BenchmarkFloorFdatasync256(b *testing.B) {
 
 // BenchmarkFloorPing is the network floor: one round trip through the driver.
 func BenchmarkFloorPing(b *testing.B) {
-	ts := benchServer(b)
+	ts := startServer(b)
 	c := ts.client()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -66,7 +57,7 @@ func BenchmarkFloorPing(b *testing.B) {
 // BenchmarkInsertOneDurable100B: one client, sequential, default write
 // concern (acknowledged after the log sync).
 func BenchmarkInsertOneDurable100B(b *testing.B) {
-	ts := benchServer(b)
+	ts := startServer(b)
 	coll := ts.client().Database("bench").Collection("c")
 	pad := string(make([]byte, 70))
 	b.ResetTimer()
@@ -80,7 +71,7 @@ func BenchmarkInsertOneDurable100B(b *testing.B) {
 // BenchmarkInsertOneDurable64Clients: 64 concurrent clients; compare its
 // ops/s (1e9 / ns/op) with the one-client figure.
 func BenchmarkInsertOneDurable64Clients(b *testing.B) {
-	ts := benchServer(b)
+	ts := startServer(b)
 	coll := ts.client().Database("bench").Collection("c")
 	pad := string(make([]byte, 70))
 	var next atomic.Int64
@@ -101,7 +92,7 @@ func BenchmarkInsertOneDurable64Clients(b *testing.B) {
 // shutdown (which checkpoints) as a multiple of the raw BSON size.
 func BenchmarkLoad100k(b *testing.B) {
 	for i := 0; i < b.N; i++ {
-		ts := benchServer(b)
+		ts := startServer(b)
 		coll := ts.client().Database("bench").Collection("c")
 		pad := string(make([]byte, 70))
 		var raw int64
@@ -140,7 +131,7 @@ func dirSize(dir string) int64 {
 // scanBench seeds 50,000 documents and times one pass over them, with or
 // without a filter: matching must not dominate the cost of a scan.
 func scanBench(b *testing.B, filter bson.D) {
-	ts := benchServer(b)
+	ts := startServer(b)
 	coll := ts.client().Database("bench").Collection("scan")
 	batch := make([]any, 0, 1000)
 	for i := 0; i < 50000; i++ {
@@ -210,7 +201,7 @@ func BenchmarkFilterRange50K(b *testing.B) {
 // insertBench inserts 100-byte documents, one per request, into a
 // collection with the given secondary indexes.
 func insertBench(b *testing.B, indexes ...string) {
-	ts := benchServer(b)
+	ts := startServer(b)
 	coll := ts.client().Database("bench").Collection("c")
 	for _, f := range indexes {
 		if _, err := coll.Indexes().CreateOne(ctx, mongo.IndexModel{Keys: bson.D{{Key: f, Value: 1}}}); err != nil {
@@ -238,7 +229,7 @@ func BenchmarkInsert3Indexes(b *testing.B) { insertBench(b, "a", "b", "c") }
 func BenchmarkDistinct10K(b *testing.B) {
 	for _, indexed := range []bool{false, true} {
 		b.Run(fmt.Sprintf("indexed=%v", indexed), func(b *testing.B) {
-			ts := benchServer(b)
+			ts := startServer(b)
 			coll := ts.client().Database("bench").Collection("d")
 			if indexed {
 				if _, err := coll.Indexes().CreateOne(ctx, mongo.IndexModel{Keys: bson.D{{Key: "k", Value: 1}}}); err != nil {

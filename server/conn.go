@@ -223,36 +223,52 @@ func (c *conn) send(hdr wire.Header, msg wire.Message, comp wire.CompressorID) e
 func (c *conn) runCommand(unacknowledged bool, decode func() (bsoncore.Document, error)) (reply bsoncore.Document) {
 	start := time.Now()
 	c.s.stats.opCommand.Add(1)
+	var cmd bsoncore.Document
 	defer func() {
 		if p := recover(); p != nil {
-			c.log.Error().Str("c", "COMMAND").Interface("panic", p).Str("stack", string(debug.Stack())).
-				Msg("command panicked")
+			c.commandLog(c.log.Error(), cmd).Interface("panic", p).Str("stack", string(debug.Stack())).Msg("command panicked")
 			reply = errorReply(mongoerr.New(mongoerr.InternalError, "internal error: %v", p))
 		}
 	}()
 	cmd, err := decode()
 	if err != nil {
-		return errorReply(toMongoErr(err))
+		return c.failure(cmd, err)
 	}
 	req, err := newRequest(c, cmd)
 	if err != nil {
-		return errorReply(toMongoErr(err))
+		return c.failure(cmd, err)
 	}
 	req.ctx = c.beginOp(req.name, req.db, cmd, start)
 	defer c.endOp()
 	if unacknowledged {
 		req.ctx = storage.NoSync(req.ctx)
 	}
-	reply, err = req.run()
-	if err != nil {
-		me := toMongoErr(err)
-		c.log.Debug().Str("c", "COMMAND").Str("command", req.name).Int32("code", int32(me.Code)).Str("errmsg", me.Msg).Msg("command failed")
-		return errorReply(me)
+	if reply, err = req.run(); err != nil {
+		return c.failure(cmd, err)
 	}
 	if d := time.Since(start); d > slowCommand {
 		c.log.Info().Str("c", "COMMAND").Str("command", req.name).Str("ns", req.db).Dur("durationMillis", d).Msg("Slow query")
 	}
 	return reply
+}
+
+// failure is the reply to a failed command. InternalError is kept for the
+// server's own bugs, so it is logged as an error, with the command it
+// broke; a client's mistakes are only worth a debug line.
+func (c *conn) failure(cmd bsoncore.Document, err error) bsoncore.Document {
+	me := toMongoErr(err)
+	ev := c.log.Debug()
+	if me.Code == mongoerr.InternalError {
+		ev = c.log.Error()
+	}
+	c.commandLog(ev, cmd).Int32("code", int32(me.Code)).Str("errmsg", me.Msg).Msg("command failed")
+	return errorReply(me)
+}
+
+// commandLog names cmd (nil when it could not be decoded) in ev.
+func (c *conn) commandLog(ev *zerolog.Event, cmd bsoncore.Document) *zerolog.Event {
+	db, _ := cmd.Lookup("$db").StringValueOK()
+	return ev.Str("c", "COMMAND").Str("command", firstKey(cmd)).Str("$db", db)
 }
 
 const slowCommand = 100 * time.Millisecond

@@ -6,6 +6,7 @@ import (
 	"dumbodb/index"
 	"dumbodb/query/mongoerr"
 	"dumbodb/storage"
+	"dumbodb/wire"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
@@ -29,10 +30,30 @@ func toMongoErr(err error) *mongoerr.Error {
 	case errors.Is(err, storage.ErrOutOfDiskSpace):
 		return mongoerr.New(mongoerr.OutOfDiskSpace, "%s", err.Error())
 	}
+	if me := messageError(err); me != nil {
+		return me
+	}
 	if me := vcError(err); me != nil {
 		return me
 	}
 	return mongoerr.As(err)
+}
+
+// messageError maps the refusals of an OP_MSG that Read accepted but
+// whose sections do not fold into one command (wire.Msg.Document), with
+// mongod's codes and words.
+func messageError(err error) *mongoerr.Error {
+	var se *wire.SequenceError
+	var pe *wire.ProtocolError
+	switch {
+	case errors.As(err, &se) && se.InBody:
+		return mongoerr.New(mongoerr.Location40433, "Duplicate field between body and document sequence %s", se.Identifier)
+	case errors.As(err, &se):
+		return mongoerr.New(mongoerr.Location40431, "Duplicate document sequence: %s", se.Identifier)
+	case errors.As(err, &pe):
+		return mongoerr.New(mongoerr.ProtocolError, "%s", pe.Msg)
+	}
+	return nil
 }
 
 // errorReply is {ok: 0, errmsg, code, codeName} plus any extra fields.
@@ -109,6 +130,8 @@ var vcErrors = []struct {
 	{storage.ErrBranchDirty, mongoerr.DirtyWorkingSet},
 	{storage.ErrDeleteDefault, mongoerr.IllegalOperation},
 	{storage.ErrInvalidRefName, mongoerr.BadValue},
+	{storage.ErrInvalidCommitMeta, mongoerr.BadValue},
+	{storage.ErrNotSingleParent, mongoerr.BadValue},
 	{storage.ErrMergeInProgress, mongoerr.MergeInProgress},
 	{storage.ErrNoMergeInProgress, mongoerr.NoMergeInProgress},
 	{storage.ErrUnresolved, mongoerr.UnresolvedConflicts},

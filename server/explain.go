@@ -53,7 +53,10 @@ func cmdExplain(r *request) (bsoncore.Document, error) {
 
 // explainTarget reads the collection and query of an explained command.
 func explainTarget(cmd bsoncore.Document) (*explained, error) {
-	first := cmd.Index(0)
+	first, err := cmd.IndexErr(0)
+	if err != nil { // {explain: {}} names no command, as mongod words it
+		return nil, mongoerr.New(mongoerr.CommandNotFound, "Explain failed due to unknown command: ")
+	}
 	coll, ok := first.Value().StringValueOK()
 	if !ok {
 		return nil, mongoerr.New(mongoerr.InvalidNamespace, "explain needs a collection name")

@@ -31,13 +31,13 @@ type testServer struct {
 
 // startServer starts a test server; configure, when given, adjusts its
 // configuration (test commands, TTL interval, ...).
-func startServer(t *testing.T, configure ...func(*server.Config)) *testServer {
+func startServer(t testing.TB, configure ...func(*server.Config)) *testServer {
 	t.Helper()
 	return startServerWith(t, storage.Options{}, configure...)
 }
 
 // startServerWith starts a test server over a storage engine opened with opts.
-func startServerWith(t *testing.T, opts storage.Options, configure ...func(*server.Config)) *testServer {
+func startServerWith(t testing.TB, opts storage.Options, configure ...func(*server.Config)) *testServer {
 	t.Helper()
 	ts := &testServer{t: t, dir: t.TempDir(), opts: opts, cfg: server.Config{BindIPs: []string{"127.0.0.1"}}}
 	for _, c := range configure {

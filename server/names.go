@@ -2,6 +2,7 @@ package server
 
 import (
 	"strings"
+	"unicode/utf8"
 
 	"dumbodb/query/mongoerr"
 )
@@ -12,16 +13,23 @@ const maxDBNameLength = 64
 // maxNamespaceLength is mongod's limit on "db.collection".
 const maxNamespaceLength = 255
 
-// validateDBName applies mongod's database name rules.
+// validateDBName applies mongod's database name rules on Linux: fewer
+// than maxDBNameLength bytes, none of /\. "$ or NUL. Control and
+// zero-width characters pass, as on mongod, and so do the *<>:|? that
+// only mongod on Windows refuses. One rule is DumboDB's own: the name
+// must be UTF-8, because it names a directory and comes back in replies
+// (listDatabases) that drivers and shells decode as UTF-8; a name they
+// cannot decode could be created but never named again.
 func validateDBName(db string) error {
-	if db == "" {
+	switch {
+	case db == "":
 		return mongoerr.New(mongoerr.InvalidNamespace, "Invalid database name: ''")
-	}
-	if len(db) >= maxDBNameLength {
+	case len(db) >= maxDBNameLength:
 		return mongoerr.New(mongoerr.InvalidNamespace, "Invalid database name: '%s'; database name too long", db)
-	}
-	if strings.ContainsAny(db, "/\\. \"$*<>:|?\x00") {
+	case strings.ContainsAny(db, "/\\. \"$\x00"):
 		return mongoerr.New(mongoerr.InvalidNamespace, "Invalid database name: '%s'", db)
+	case !utf8.ValidString(db):
+		return mongoerr.New(mongoerr.InvalidNamespace, "Invalid database name: %q is not valid UTF-8", db)
 	}
 	return nil
 }

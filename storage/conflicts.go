@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strings"
 
 	"github.com/dolthub/dolt/go/store/datas"
 	"github.com/dolthub/dolt/go/store/hash"
@@ -265,6 +266,14 @@ func (d *Database) Revert(ctx context.Context, branchName string, rev Revision, 
 	return d.applyCommitChange(ctx, branchName, rev, opts, true)
 }
 
+// revertMessage is Git's message for a revert: `Revert "<subject>"`, the
+// subject as it is. (Quoting it Go-style doubled the backslashes of every
+// revert of a revert, until the message outgrew what Dolt can store.)
+func revertMessage(description string) string {
+	subject, _, _ := strings.Cut(description, "\n")
+	return `Revert "` + subject + `"`
+}
+
 func (d *Database) applyCommitChange(ctx context.Context, branchName string, rev Revision, opts CommitOptions, revert bool) (MergeResult, error) {
 	c, err := d.revisionCommit(ctx, rev)
 	if err != nil {
@@ -275,7 +284,7 @@ func (d *Database) applyCommitChange(ctx context.Context, branchName string, rev
 		return MergeResult{}, err
 	}
 	if len(parents) != 1 {
-		return MergeResult{}, fmt.Errorf("commit %s has %d parents; pick a commit with one", c.Addr(), len(parents))
+		return MergeResult{}, fmt.Errorf("%w: commit %s has %d parents; pick a commit with one", ErrNotSingleParent, c.Addr(), len(parents))
 	}
 	meta, err := datas.GetCommitMeta(ctx, c.NomsValue())
 	if err != nil {
@@ -288,7 +297,7 @@ func (d *Database) applyCommitChange(ctx context.Context, branchName string, rev
 	if revert {
 		base, theirs, kind = c, parents[0], KindRevert
 		if opts.Message == meta.Description {
-			opts.Message = fmt.Sprintf("Revert %q", meta.Description)
+			opts.Message = revertMessage(meta.Description)
 		}
 	}
 	var res MergeResult

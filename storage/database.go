@@ -340,7 +340,7 @@ func (d *Database) branch(ctx context.Context, name string) (*branch, error) {
 }
 
 func (d *Database) loadBranch(ctx context.Context, name string) (*branch, error) {
-	head, err := d.db.GetDataset(ctx, "refs/heads/"+name)
+	head, err := d.refDataset(ctx, refHeads, name)
 	if err != nil {
 		return nil, err
 	}
@@ -357,7 +357,7 @@ func (d *Database) loadBranch(ctx context.Context, name string) (*branch, error)
 		return nil, err
 	}
 	b := &branch{name: name, headRef: headRoot}
-	if b.ws, err = d.db.GetDataset(ctx, "workingSets/heads/"+name); err != nil {
+	if b.ws, err = d.refDataset(ctx, refWorkingSets, name); err != nil {
 		return nil, err
 	}
 	rootAddr, lsn := headRoot.TargetHash(), uint64(0)

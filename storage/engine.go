@@ -83,6 +83,9 @@ func Open(dir string, opts Options, log zerolog.Logger) (*Engine, error) {
 	if opts.Author == "" {
 		opts.Author = DefaultAuthor
 	}
+	if _, _, ok := splitAuthor(opts.Author); !ok { // else every commit would fail
+		return nil, fmt.Errorf("default commit author %q is not of the form \"Name <email>\"", opts.Author)
+	}
 	if opts.LargeDocThreshold == 0 {
 		opts.LargeDocThreshold = DefaultLargeDocThreshold
 	}

@@ -64,6 +64,12 @@ var (
 	ErrNotFastForward = errors.New("not possible to fast-forward")
 	// ErrUnresolved: continuing a merge whose conflicts remain.
 	ErrUnresolved = errors.New("conflicts remain unresolved")
+	// ErrInvalidCommitMeta: a blank commit message, an author that is not
+	// "Name <email>", or metadata too large to store.
+	ErrInvalidCommitMeta = errors.New("invalid commit metadata")
+	// ErrNotSingleParent: a cherry-pick or revert of a merge commit (or
+	// the root commit), whose change has no one parent to be taken from.
+	ErrNotSingleParent = errors.New("not a commit with one parent")
 	// ErrConflictMissing: no conflict for that document.
 	ErrConflictMissing = errors.New("no such conflict")
 )

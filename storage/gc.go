@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 
@@ -61,7 +62,10 @@ func (d *Database) GC(ctx context.Context) (before, after int64, err error) {
 	if err != nil {
 		return before, before, err
 	}
-	if err := gc.GC(ctx, types.GCModeFull, chunks.NoArchive, hash.NewHashSet(), keep, nil); err != nil {
+	// Nothing to collect (nothing written since the last GC) is a GC
+	// that freed nothing, not a failure.
+	err = gc.GC(ctx, types.GCModeFull, chunks.NoArchive, hash.NewHashSet(), keep, nil)
+	if err != nil && !errors.Is(err, chunks.ErrNothingToCollect) {
 		// The old table files are still the store's: only what GC was
 		// writing must go, or a full disk would stay full.
 		d.removeFailedTemp(err)

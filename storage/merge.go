@@ -94,7 +94,7 @@ func (d *Database) readyToMerge(ctx context.Context, b *branch) (*datas.Commit, 
 }
 
 func (d *Database) fastForward(ctx context.Context, b *branch, to *datas.Commit, res *MergeResult) error {
-	head, err := d.db.GetDataset(ctx, refHeads+b.name)
+	head, err := d.refDataset(ctx, refHeads, b.name)
 	if err != nil {
 		return err
 	}

@@ -75,7 +75,7 @@ func (d *Database) commitsSince(ctx context.Context, head, onto *datas.Commit) (
 
 // moveHead points a locked branch and its working state at c.
 func (d *Database) moveHead(ctx context.Context, b *branch, c *datas.Commit) error {
-	head, err := d.db.GetDataset(ctx, refHeads+b.name)
+	head, err := d.refDataset(ctx, refHeads, b.name)
 	if err != nil {
 		return err
 	}

@@ -22,8 +22,9 @@ type Revision struct {
 func (r Revision) ReadOnly() bool { return r.Branch == "" }
 
 const (
-	refHeads = "refs/heads/"
-	refTags  = "refs/tags/"
+	refHeads       = "refs/heads/"
+	refTags        = "refs/tags/"
+	refWorkingSets = "workingSets/heads/"
 )
 
 // branchNames lists the branches, sorted.
@@ -64,7 +65,7 @@ func (d *Database) Resolve(ctx context.Context, spec, current string) (Revision,
 		base = current
 	}
 	if len(steps) == 0 {
-		if ok, err := d.hasRef(ctx, refHeads+base); err != nil || ok {
+		if ok, err := d.hasRef(ctx, refHeads, base); err != nil || ok {
 			return Revision{Branch: base}, err
 		}
 	}
@@ -140,18 +141,28 @@ func (d *Database) ancestor(ctx context.Context, c *datas.Commit, st ancestrySte
 	return parents[st.n-1], nil
 }
 
-func (d *Database) hasRef(ctx context.Context, id string) (bool, error) {
-	ds, err := d.db.GetDataset(ctx, id)
+func (d *Database) hasRef(ctx context.Context, prefix, name string) (bool, error) {
+	ds, err := d.refDataset(ctx, prefix, name)
 	if err != nil {
 		return false, err
 	}
 	return ds.HasHead(), nil
 }
 
+// refDataset is the dataset of the ref prefix+name. Names come from
+// clients, so one that breaks the ref rules is ErrInvalidRefName rather
+// than Dolt's own error.
+func (d *Database) refDataset(ctx context.Context, prefix, name string) (datas.Dataset, error) {
+	if !ValidRefName(name) {
+		return datas.Dataset{}, fmt.Errorf("%w: %q", ErrInvalidRefName, name)
+	}
+	return d.db.GetDataset(ctx, prefix+name)
+}
+
 // resolveCommit finds the commit a branch, tag or hash names.
 func (d *Database) resolveCommit(ctx context.Context, name string) (*datas.Commit, error) {
 	for _, prefix := range []string{refHeads, refTags} {
-		ds, err := d.db.GetDataset(ctx, prefix+name)
+		ds, err := d.refDataset(ctx, prefix, name)
 		if err != nil {
 			return nil, err
 		}
@@ -251,7 +262,7 @@ func (d *Database) refHeadCommits(ctx context.Context) ([]*datas.Commit, error) 
 
 // headCommit is a branch's head commit.
 func (d *Database) headCommit(ctx context.Context, branch string) (*datas.Commit, error) {
-	ds, err := d.db.GetDataset(ctx, refHeads+branch)
+	ds, err := d.refDataset(ctx, refHeads, branch)
 	if err != nil {
 		return nil, err
 	}

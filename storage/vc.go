@@ -31,12 +31,29 @@ type CommitOptions struct {
 	Time    time.Time // zero: now
 }
 
+// maxCommitMeta bounds a commit's or tag's message and author together.
+// Dolt encodes them in one flatbuffer and panics past 16 MiB; a megabyte
+// is more than any message needs.
+const maxCommitMeta = 1 << 20
+
+// commitMeta checks the user's parts of a commit here, as the client's
+// mistakes: Dolt refuses a blank message or an author without an email
+// with errors of its own.
 func (d *Database) commitMeta(opts CommitOptions) (*datas.CommitMeta, error) {
 	author := opts.Author
 	if author == "" {
 		author = d.engine.opts.Author
 	}
-	name, email := splitAuthor(author)
+	name, email, ok := splitAuthor(author)
+	switch {
+	case !ok:
+		return nil, fmt.Errorf("%w: author %q is not of the form \"Name <email>\"", ErrInvalidCommitMeta, author)
+	case strings.TrimSpace(opts.Message) == "":
+		return nil, fmt.Errorf("%w: the commit message is empty", ErrInvalidCommitMeta)
+	}
+	if err := checkMetaSize(opts.Message, author); err != nil {
+		return nil, err
+	}
 	ts := opts.Time
 	if ts.IsZero() {
 		ts = time.Now()
@@ -44,12 +61,27 @@ func (d *Database) commitMeta(opts CommitOptions) (*datas.CommitMeta, error) {
 	return datas.NewCommitMetaWithUserTS(name, email, opts.Message, ts)
 }
 
-// splitAuthor parses "Name <email>".
-func splitAuthor(a string) (string, string) {
-	if i := strings.Index(a, "<"); i >= 0 && strings.HasSuffix(a, ">") {
-		return strings.TrimSpace(a[:i]), a[i+1 : len(a)-1]
+// checkMetaSize refuses commit or tag metadata over maxCommitMeta.
+func checkMetaSize(parts ...string) error {
+	n := 0
+	for _, p := range parts {
+		n += len(p)
 	}
-	return a, ""
+	if n > maxCommitMeta {
+		return fmt.Errorf("%w: message and author take %d bytes, more than the %d allowed", ErrInvalidCommitMeta, n, maxCommitMeta)
+	}
+	return nil
+}
+
+// splitAuthor parses "Name <email>"; ok is false unless both parts are
+// there.
+func splitAuthor(a string) (name, email string, ok bool) {
+	i := strings.Index(a, "<")
+	if i < 0 || !strings.HasSuffix(a, ">") {
+		return a, "", false
+	}
+	name, email = strings.TrimSpace(a[:i]), strings.TrimSpace(a[i+1:len(a)-1])
+	return name, email, name != "" && email != ""
 }
 
 func formatAuthor(name, email string) string {
@@ -59,13 +91,15 @@ func formatAuthor(name, email string) string {
 	return name + " <" + email + ">"
 }
 
-// ValidRefName applies Git's main rules for branch and tag names.
+// ValidRefName applies Git's main rules for branch and tag names, and
+// Dolt's on top (ASCII only, no component starting with '.' or ending in
+// ".lock"), which refuses the rest with an error of its own.
 func ValidRefName(name string) bool {
 	if name == "" || name == "HEAD" || strings.HasPrefix(name, "-") || strings.HasSuffix(name, ".") ||
 		strings.HasSuffix(name, "/") || strings.Contains(name, "..") || strings.Contains(name, "//") {
 		return false
 	}
-	return !strings.ContainsAny(name, " ~^:?*[\\@\x00\t\n")
+	return !strings.ContainsAny(name, " ~^:?*[\\@\x00\t\n") && datas.ValidateDatasetId(refHeads+name) == nil
 }
 
 // lockedBranch runs fn with a branch's writers stopped and its edits
@@ -154,7 +188,7 @@ func (d *Database) commitRoot(ctx context.Context, b *branch, st *rootState, opt
 	if err != nil {
 		return nil, err
 	}
-	head, err := d.db.GetDataset(ctx, refHeads+b.name)
+	head, err := d.refDataset(ctx, refHeads, b.name)
 	if err != nil {
 		return nil, err
 	}
@@ -260,7 +294,7 @@ func (d *Database) CreateBranch(ctx context.Context, name string, at Revision) (
 	if !ValidRefName(name) {
 		return CommitInfo{}, fmt.Errorf("%w: %q", ErrInvalidRefName, name)
 	}
-	if ok, err := d.hasRef(ctx, refHeads+name); err != nil || ok {
+	if ok, err := d.hasRef(ctx, refHeads, name); err != nil || ok {
 		if err == nil {
 			err = fmt.Errorf("%w: %s", ErrBranchExists, name)
 		}
@@ -270,7 +304,7 @@ func (d *Database) CreateBranch(ctx context.Context, name string, at Revision) (
 	if err != nil {
 		return CommitInfo{}, err
 	}
-	ds, err := d.db.GetDataset(ctx, refHeads+name)
+	ds, err := d.refDataset(ctx, refHeads, name)
 	if err != nil {
 		return CommitInfo{}, err
 	}
@@ -278,7 +312,7 @@ func (d *Database) CreateBranch(ctx context.Context, name string, at Revision) (
 		return CommitInfo{}, err
 	}
 	d.engine.panics.at("vc.ref")
-	ws, err := d.db.GetDataset(ctx, "workingSets/heads/"+name)
+	ws, err := d.refDataset(ctx, refWorkingSets, name)
 	if err != nil {
 		return CommitInfo{}, err
 	}
@@ -353,7 +387,7 @@ func (d *Database) DeleteBranch(ctx context.Context, name, current string, force
 		if _, err := d.db.Delete(ctx, b.ws, ""); err != nil && b.ws.HasHead() {
 			return err
 		}
-		ds, err := d.db.GetDataset(ctx, refHeads+name)
+		ds, err := d.refDataset(ctx, refHeads, name)
 		if err != nil {
 			return err
 		}
@@ -423,7 +457,7 @@ func (d *Database) Reset(ctx context.Context, branchName string, to Revision, ha
 		return CommitInfo{}, err
 	}
 	err = d.lockedBranch(ctx, branchName, func(b *branch) error {
-		head, err := d.db.GetDataset(ctx, refHeads+b.name)
+		head, err := d.refDataset(ctx, refHeads, b.name)
 		if err != nil {
 			return err
 		}
@@ -479,14 +513,17 @@ func (d *Database) CreateTag(ctx context.Context, name string, at Revision, mess
 	if err != nil {
 		return TagInfo{}, err
 	}
-	ds, err := d.db.GetDataset(ctx, refTags+name)
+	ds, err := d.refDataset(ctx, refTags, name)
 	if err != nil {
 		return TagInfo{}, err
 	}
 	if ds.HasHead() {
 		return TagInfo{}, fmt.Errorf("%w: %s", ErrTagExists, name)
 	}
-	tname, email := splitAuthor(d.engine.opts.Author)
+	if err := checkMetaSize(message, d.engine.opts.Author); err != nil {
+		return TagInfo{}, err
+	}
+	tname, email, _ := splitAuthor(d.engine.opts.Author) // checked by Open
 	if _, err := d.db.Tag(ctx, ds, c.Addr(), datas.TagOptions{Meta: datas.NewTagMeta(tname, email, message)}); err != nil {
 		return TagInfo{}, err
 	}
@@ -500,7 +537,7 @@ func (d *Database) DeleteTag(ctx context.Context, name string) error {
 		return err
 	}
 	defer d.release()
-	ds, err := d.db.GetDataset(ctx, refTags+name)
+	ds, err := d.refDataset(ctx, refTags, name)
 	if err != nil {
 		return err
 	}
@@ -523,7 +560,7 @@ func (d *Database) Tags(ctx context.Context) ([]TagInfo, error) {
 	}
 	out := make([]TagInfo, 0, len(names))
 	for _, n := range names {
-		ds, err := d.db.GetDataset(ctx, refTags+n)
+		ds, err := d.refDataset(ctx, refTags, n)
 		if err != nil {
 			return nil, err
 		}

@@ -126,7 +126,7 @@ func validateBinary(data []byte) error {
 // send insert's documents as a sequence "documents"; commands want one
 // document). Without sequences it returns Body itself; otherwise it builds the
 // result in one allocation. A sequence named like a body field, or like
-// another sequence, is an error.
+// another sequence, is a *SequenceError; other failures are ProtocolErrors.
 func (m *Msg) Document() (bsoncore.Document, error) {
 	if len(m.Sequences) == 0 {
 		return m.Body, nil
@@ -154,6 +154,22 @@ func (m *Msg) Document() (bsoncore.Document, error) {
 	return doc, nil
 }
 
+// SequenceError is Document's refusal of a document sequence whose
+// identifier is taken, by another sequence or (InBody) by a body field.
+// Unlike a ProtocolError it leaves the connection usable: the message was
+// framed correctly, and mongod answers it with an error reply.
+type SequenceError struct {
+	Identifier string
+	InBody     bool
+}
+
+func (e *SequenceError) Error() string {
+	if e.InBody {
+		return fmt.Sprintf("wire: OP_MSG field %q is in both the body and a document sequence", e.Identifier)
+	}
+	return fmt.Sprintf("wire: OP_MSG has two document sequences named %q", e.Identifier)
+}
+
 // checkFoldable reports whether s can be added to body, into which the
 // sequences before have already been folded.
 func checkFoldable(body bsoncore.Document, before []Sequence, s Sequence) error {
@@ -161,11 +177,11 @@ func checkFoldable(body bsoncore.Document, before []Sequence, s Sequence) error 
 		return protocolErrorf("OP_MSG document sequence identifier %q contains NUL", s.Identifier)
 	}
 	if hasKey(body, s.Identifier) {
-		return protocolErrorf("OP_MSG field %q is in both the body and a document sequence", s.Identifier)
+		return &SequenceError{Identifier: s.Identifier, InBody: true}
 	}
 	for _, b := range before {
 		if b.Identifier == s.Identifier {
-			return protocolErrorf("OP_MSG has two document sequences named %q", s.Identifier)
+			return &SequenceError{Identifier: s.Identifier}
 		}
 	}
 	for i, doc := range s.Documents {

@@ -26,6 +26,10 @@ func FuzzRead(f *testing.F) {
 		[]byte{byte(bsoncore.TypeRegex), 'r', 0, 'a', 0, 'i', 0},
 	)))
 	f.Add(rawMessage(OpMsg, u32(0), []byte{0}, nested(6)))
+	twice := &Msg{Body: ins.Body, Sequences: []Sequence{ins.Sequences[0], ins.Sequences[0]}}
+	for _, comp := range allCompressors {
+		f.Add(encode(f, 4, 0, twice, comp))
+	}
 
 	f.Fuzz(func(t *testing.T, data []byte) {
 		h, msg, comp, err := Read(bytes.NewReader(data))
@@ -57,6 +61,29 @@ func FuzzRead(f *testing.F) {
 		if !reflect.DeepEqual(again, msg) {
 			t.Fatalf("rewritten message differs:\n%#v\n%#v", again, msg)
 		}
+	})
+}
+
+// FuzzValidateDocument checks the validation every command document
+// passes on its way in: it never panics, and what it accepts the
+// panicking bsoncore accessors read safely, all the way down.
+func FuzzValidateDocument(f *testing.F) {
+	for _, msg := range sampleMessages(f) {
+		for _, doc := range documents(msg) {
+			f.Add([]byte(doc))
+		}
+	}
+	f.Add(nested(maxNestingDepth + 1))
+	f.Add(docBytes([]byte{byte(bsoncore.TypeString), 's', 0}, u32(2), []byte{'a', 1}))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		doc, rest, err := readDocument(data)
+		if err != nil {
+			return
+		}
+		if len(doc)+len(rest) != len(data) {
+			t.Fatalf("document of %d bytes and %d left over from %d", len(doc), len(rest), len(data))
+		}
+		walk(t, doc)
 	})
 }
 

@@ -226,6 +226,16 @@ func TestDocumentConflicts(t *testing.T) {
 			t.Errorf("%s: Document() succeeded", name)
 		}
 	}
+	// The client's two mistakes are told apart, for the server's codes.
+	for name, want := range map[string]SequenceError{
+		"field in body":       {Identifier: "documents", InBody: true},
+		"duplicate sequences": {Identifier: "d"},
+	} {
+		var se *SequenceError
+		if _, err := tests[name].Document(); !errors.As(err, &se) || *se != want {
+			t.Errorf("%s: Document() error %v, want %+v", name, err, want)
+		}
+	}
 }
 
 func TestCompressorByName(t *testing.T) {

@@ -197,4 +197,10 @@ const (
 	Location16410  Code = 16410 // field path component starts with '$'
 )
 
+// Codes of OP_MSG parsing that a client's message can earn.
+const (
+	Location40431 Code = 40431 // two document sequences with one identifier
+	Location40433 Code = 40433 // a document sequence named like a body field
+)
+
 func init() { names[EmptyFieldName] = "EmptyFieldName" }

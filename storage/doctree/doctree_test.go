@@ -99,6 +99,9 @@ func pickPaths(rng *rand.Rand, doc bsoncore.Document) []string {
 
 // refProject is Project over the document bytes.
 func refProject(doc bsoncore.Document, f *Fields) []byte {
+	if f.Whole() {
+		return doc
+	}
 	b := bsoncore.NewDocumentBuilder()
 	els, _ := doc.Elements()
 	seen := map[string]bool{}
