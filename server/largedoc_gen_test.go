@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"dumbodb/internal/fuzzbson"
+
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
@@ -56,14 +58,7 @@ func newLDGen(seed uint64) *ldGen {
 }
 
 // ldTypes are all BSON types a document can hold (the deprecated ones too).
-var ldTypes = []bsoncore.Type{
-	bsoncore.TypeDouble, bsoncore.TypeString, bsoncore.TypeEmbeddedDocument, bsoncore.TypeArray,
-	bsoncore.TypeBinary, bsoncore.TypeUndefined, bsoncore.TypeObjectID, bsoncore.TypeBoolean,
-	bsoncore.TypeDateTime, bsoncore.TypeNull, bsoncore.TypeRegex, bsoncore.TypeDBPointer,
-	bsoncore.TypeJavaScript, bsoncore.TypeSymbol, bsoncore.TypeCodeWithScope, bsoncore.TypeInt32,
-	bsoncore.TypeTimestamp, bsoncore.TypeInt64, bsoncore.TypeDecimal128, bsoncore.TypeMinKey,
-	bsoncore.TypeMaxKey,
-}
+var ldTypes = fuzzbson.Types
 
 var ldDoubles = []float64{
 	0, math.Copysign(0, -1), math.NaN(), math.Float64frombits(0x7ff8000000000001), // quiet NaN, payload

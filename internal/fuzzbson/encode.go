@@ -50,7 +50,7 @@ func encodeElements(dst []byte, doc bsoncore.Document, isArray bool, depth int) 
 }
 
 func typeByte(t bsoncore.Type) byte {
-	i := slices.Index(types, t)
+	i := slices.Index(Types, t)
 	if i < 0 {
 		panic(fmt.Sprintf("fuzzbson: seed has unsupported type %v", t))
 	}

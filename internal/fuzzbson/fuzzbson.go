@@ -31,8 +31,10 @@ const (
 	wordIndex2 = 0x80
 )
 
-// types maps type bytes 1..len(types) to BSON types, in BSON's own order.
-var types = []bsoncore.Type{
+// Types are all the BSON types a document can hold (the deprecated ones
+// too), in BSON's own order: type bytes 1..len(Types) of fuzz input map to
+// them.
+var Types = []bsoncore.Type{
 	bsoncore.TypeDouble, bsoncore.TypeString, bsoncore.TypeEmbeddedDocument, bsoncore.TypeArray,
 	bsoncore.TypeBinary, bsoncore.TypeUndefined, bsoncore.TypeObjectID, bsoncore.TypeBoolean,
 	bsoncore.TypeDateTime, bsoncore.TypeNull, bsoncore.TypeRegex, bsoncore.TypeDBPointer,
@@ -117,7 +119,7 @@ func (d *decoder) elements(dst []byte, depth int, isArray bool) []byte {
 		if tb == 0 {
 			return dst
 		}
-		t := types[int(tb-1)%len(types)]
+		t := Types[int(tb-1)%len(Types)]
 		key := strconv.Itoa(i)
 		if !isArray {
 			key = d.key()
