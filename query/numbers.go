@@ -149,3 +149,25 @@ func roundCoefficient(c *big.Int, e int) (*big.Int, int) {
 	}
 	return roundCoefficient(q, e+k) // a carry can add a 35th digit
 }
+
+// AsInt64 reads a BSON number as an int64, as commands read their counts,
+// limits and flags: doubles and decimals are truncated; false for other
+// types and for doubles that are NaN or out of int64's range.
+func AsInt64(v bsoncore.Value) (int64, bool) {
+	switch v.Type {
+	case bsoncore.TypeInt32:
+		return int64(v.Int32()), true
+	case bsoncore.TypeInt64:
+		return v.Int64(), true
+	case bsoncore.TypeDouble:
+		f := v.Double()
+		if f != f || f > 9.2e18 || f < -9.2e18 {
+			return 0, false
+		}
+		return int64(f), true
+	case bsoncore.TypeDecimal128:
+		f, ok := v.AsFloat64OK()
+		return int64(f), ok
+	}
+	return 0, false
+}

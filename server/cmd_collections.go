@@ -78,7 +78,7 @@ func cursorBatchSize(r *request, opts bsoncore.Document) (int, error) {
 	if err != nil {
 		return 0, nil
 	}
-	n, ok := asInt64(v)
+	n, ok := query.AsInt64(v)
 	if !ok {
 		return 0, typeMismatch(r.name, "cursor.batchSize", v, "long")
 	}

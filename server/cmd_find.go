@@ -175,7 +175,7 @@ func natural(srt *query.Sort, hint bsoncore.Value) int {
 	}
 	if d, ok := hint.DocumentOK(); ok {
 		if v, err := d.LookupErr("$natural"); err == nil {
-			if n, ok := asInt64(v); ok && n < 0 {
+			if n, ok := query.AsInt64(v); ok && n < 0 {
 				return -1
 			}
 		}

@@ -85,7 +85,7 @@ func cmdKillOp(r *request) (bsoncore.Document, error) {
 	found := false
 	err := r.parseArgs(map[string]fieldHandler{
 		"op": func(v bsoncore.Value) error {
-			n, ok := asInt64(v)
+			n, ok := query.AsInt64(v)
 			if !ok {
 				return typeMismatch(r.name, "op", v, "long")
 			}

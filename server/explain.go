@@ -68,8 +68,8 @@ func explainTarget(cmd bsoncore.Document) (*explained, error) {
 	case "find":
 		ex.filter, _ = cmd.Lookup("filter").DocumentOK()
 		ex.sort, ex.hasSort = cmd.Lookup("sort").DocumentOK()
-		ex.skip, _ = asInt64(cmd.Lookup("skip"))
-		ex.limit, _ = asInt64(cmd.Lookup("limit"))
+		ex.skip, _ = query.AsInt64(cmd.Lookup("skip"))
+		ex.limit, _ = query.AsInt64(cmd.Lookup("limit"))
 		ex.proj, ex.projection = cmd.Lookup("projection").DocumentOK()
 	case "count", "distinct":
 		ex.filter, _ = cmd.Lookup("query").DocumentOK()

@@ -338,7 +338,7 @@ func plainSortKeys(sort bsoncore.Document) []sortKey {
 	els, _ := sort.Elements()
 	var out []sortKey
 	for _, el := range els {
-		n, ok := asInt64(el.Value())
+		n, ok := query.AsInt64(el.Value())
 		if !ok || (n != 1 && n != -1) || el.Key() == "$natural" {
 			return nil
 		}

@@ -3,6 +3,8 @@ package server
 import (
 	"strings"
 
+	"dumbodb/query"
+
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
@@ -102,7 +104,7 @@ func truthy(v bsoncore.Value) (bool, bool) {
 	case bsoncore.TypeBoolean:
 		return v.Boolean(), true
 	case bsoncore.TypeInt32, bsoncore.TypeInt64, bsoncore.TypeDouble, bsoncore.TypeDecimal128:
-		n, ok := asInt64(v)
+		n, ok := query.AsInt64(v)
 		if v.Type == bsoncore.TypeDouble {
 			return v.Double() != 0, true
 		}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"dumbodb/query"
 	"dumbodb/query/mongoerr"
 	"dumbodb/storage"
 
@@ -126,7 +127,7 @@ func (r *request) applyWriteConcern() error {
 	if !ok {
 		return typeMismatch(r.name, "writeConcern", v, "object")
 	}
-	w, hasW := asInt64(wc.Lookup("w"))
+	w, hasW := query.AsInt64(wc.Lookup("w"))
 	j, hasJ := asBool(wc.Lookup("j"))
 	if (hasW && w < 0) || (hasW && w == 0 && hasJ && j) {
 		return mongoerr.New(mongoerr.FailedToParse, "Invalid write concern: w: %d, j: %t", w, j)
@@ -241,7 +242,7 @@ func (r *request) stringArg(field string, dst *string) fieldHandler {
 
 func (r *request) int64Arg(field string, dst *int64) fieldHandler {
 	return func(v bsoncore.Value) error {
-		n, ok := asInt64(v)
+		n, ok := query.AsInt64(v)
 		if !ok {
 			return typeMismatch(r.name, field, v, "long")
 		}
@@ -262,26 +263,6 @@ func asBool(v bsoncore.Value) (bool, bool) {
 		return f != 0, ok
 	}
 	return false, false
-}
-
-// asInt64 accepts numbers with an integral value.
-func asInt64(v bsoncore.Value) (int64, bool) {
-	switch v.Type {
-	case bsoncore.TypeInt32:
-		return int64(v.Int32()), true
-	case bsoncore.TypeInt64:
-		return v.Int64(), true
-	case bsoncore.TypeDouble:
-		f := v.Double()
-		if f != f || f > 9.2e18 || f < -9.2e18 {
-			return 0, false
-		}
-		return int64(f), true
-	case bsoncore.TypeDecimal128:
-		f, ok := v.AsFloat64OK()
-		return int64(f), ok
-	}
-	return 0, false
 }
 
 // collectionArg reads the collection name from the command's first field.
