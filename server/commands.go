@@ -38,7 +38,7 @@ func init() {
 		{name: "dbStats", handler: cmdDBStats, help: "returns statistics about a database"},
 		{name: "delete", handler: cmdDelete, help: "deletes documents"},
 		{name: "deleteIndexes", handler: cmdDropIndexes, help: "legacy spelling of dropIndexes"},
-		{name: "distinct", handler: cmdDistinctIndexed, help: "returns the distinct values of a field"},
+		{name: "distinct", handler: cmdDistinct, help: "returns the distinct values of a field"},
 		{name: "drop", handler: cmdDrop, help: "drops a collection"},
 		{name: "dropIndexes", handler: cmdDropIndexes, help: "drops secondary indexes"},
 		{name: "dropDatabase", handler: cmdDropDatabase, help: "drops the current database"},

@@ -1,0 +1,77 @@
+package server
+
+import (
+	"dumbodb/query"
+	"dumbodb/query/mongoerr"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
+
+func cmdDistinct(r *request) (bsoncore.Document, error) {
+	coll, err := r.collectionArg()
+	if err != nil {
+		return nil, err
+	}
+	var key string
+	var filter, collation bsoncore.Document
+	err = r.parseArgs(map[string]fieldHandler{
+		"key":       r.stringArg("key", &key),
+		"query":     r.optDocArg("query", &filter),
+		"collation": r.optDocArg("collation", &collation),
+		"hint":      r.ignoreArg(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	if key == "" {
+		return nil, mongoerr.New(mongoerr.Code(40414), "BSON field 'distinct.key' is missing but a required field")
+	}
+	values, err := r.distinctValues(coll, key, filter, collation)
+	if err != nil {
+		return nil, err
+	}
+	arr := bsoncore.NewArrayBuilder()
+	for _, v := range values {
+		arr.AppendValue(v)
+	}
+	return bsoncore.NewDocumentBuilder().AppendArray("values", arr.Build()).AppendDouble("ok", 1).Build(), nil
+}
+
+// distinctValues answers distinct from an index when one expresses the
+// query exactly (planDistinct; only without a collation of the command's
+// own, the filter then compiled without the collection's default), and
+// otherwise from the documents that match.
+func (r *request) distinctValues(coll, key string, filter, collation bsoncore.Document) ([]bsoncore.Value, error) {
+	if !nonEmpty(collation) {
+		if f, err := query.CompileFilter(orEmpty(filter)); err == nil {
+			snap, err := r.snapshot()
+			if err != nil {
+				return nil, err
+			}
+			if p := planDistinct(snap, coll, f, key); p != nil {
+				return distinctScan(r.ctx, snap, coll, p, key, &execStats{})
+			}
+		}
+	}
+	env, err := r.collEnv(coll, collation, nil)
+	if err != nil {
+		return nil, err
+	}
+	f, err := query.CompileFilterEnv(orEmpty(filter), env)
+	if err != nil {
+		return nil, err
+	}
+	snap, err := r.snapshot()
+	if err != nil {
+		return nil, err
+	}
+	src, err := matchingSource(r.ctx, snap, coll, f)
+	if err != nil {
+		return nil, err
+	}
+	docs, err := query.Drain(r.ctx, src)
+	if err != nil {
+		return nil, err
+	}
+	return query.DistinctValues(docs, key, f.Collation()), nil
+}
