@@ -1,17 +1,16 @@
 package server
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"crypto/sha256"
 	"errors"
 	"io"
 	"os"
-	"sort"
 	"time"
 
 	"dumbodb/index"
+	"dumbodb/plan"
 	"dumbodb/query"
 	"dumbodb/query/mongoerr"
 	"dumbodb/storage"
@@ -118,13 +117,11 @@ func cmdAggregate(r *request) (bsoncore.Document, error) {
 	}
 	r.c.s.stats.opQuery.Add(1)
 	var in query.Stream = query.NewSliceStream(nil)
-	reads := pipelineReads(pipelineStages(a.pipeline))
+	reads := plan.PipelineReads(pipelineStages(a.pipeline))
 	switch {
 	case lead != nil:
-		if plan := lead.plan; reads != nil && plan.ix == nil && !plan.idHack && plan.text == nil {
-			plan.readMatch, plan.readOut = reads, reads
-		}
-		if in, err = planSource(r.ctx, snap, a.coll, lead.f, lead.plan, &execStats{}); err != nil {
+		lead.plan.ReadForPipeline(reads)
+		if in, err = lead.plan.Open(r.ctx, snap, a.coll, lead.f); err != nil {
 			return nil, err
 		}
 	case !a.collectionless:
@@ -163,7 +160,7 @@ func (r *request) localSessions() []bsoncore.Document {
 type leadingMatch struct {
 	filter bsoncore.Document
 	f      *query.Filter
-	plan   *queryPlan
+	plan   *plan.Plan
 }
 
 // planLeadingMatch plans a leading $match; nil when the pipeline has none
@@ -182,13 +179,13 @@ func planLeadingMatch(snap *storage.Snapshot, a *aggregateArgs, env *query.Env) 
 	if err != nil {
 		return nil, nil
 	}
-	in := planInput{filter: f, hint: a.hint}
+	in := plan.Input{Filter: f, Hint: a.hint}
 	if len(vals) > 1 {
 		if next, ok := vals[1].DocumentOK(); ok && firstKeyOf(next) == "$sort" {
-			in.sort, _ = next.Lookup("$sort").DocumentOK()
+			in.Sort, _ = next.Lookup("$sort").DocumentOK()
 		}
 	}
-	p, err := planQuery(snap, a.coll, in)
+	p, err := plan.Query(snap, a.coll, in)
 	if err != nil {
 		return nil, err
 	}
@@ -224,7 +221,7 @@ func explainAggregate(ns string, p *query.Pipeline, lead *leadingMatch, snap *st
 	winning := bsoncore.NewDocumentBuilder().AppendString("stage", "COLLSCAN").AppendString("direction", "forward").Build()
 	parsed := bsoncore.NewDocumentBuilder().Build()
 	if lead != nil {
-		winning, parsed = scanStage(lead.plan, lead.filter), lead.filter
+		winning, parsed = lead.plan.Stage(lead.filter), lead.filter
 	}
 	plan := bsoncore.NewDocumentBuilder().
 		AppendString("namespace", ns).
@@ -266,7 +263,7 @@ func withLookupIndex(stage bsoncore.Document, snap *storage.Snapshot, env *query
 	if foreign != "" && (env == nil || env.Collation == nil) {
 		if foreign == "_id" {
 			used.AppendString(index.IDIndexName)
-		} else if ix := lookupIndex(snap.Indexes(from), foreign); ix != nil {
+		} else if ix := plan.LookupIndex(snap.Indexes(from), foreign); ix != nil {
 			used.AppendString(ix.Spec.Name)
 		}
 	}
@@ -291,156 +288,9 @@ func (c snapshotCatalog) Count(_ context.Context, coll string) (int64, bool, err
 }
 
 // LookupEqual probes the index on path (or the _id itself) for the local
-// values of a $lookup: query.EqualityCatalog. It declines (ok false) when
-// no usable index leads with path or a value cannot be probed by point
-// (arrays, regexes, MinKey/MaxKey, NaN match other than by equal keys).
+// values of a $lookup: query.EqualityCatalog, served by plan.LookupEqual.
 func (c snapshotCatalog) LookupEqual(ctx context.Context, coll, path string, vals []bsoncore.Value) ([]bsoncore.Document, bool, error) {
-	for _, v := range vals {
-		if !probeable(v) {
-			return nil, false, nil
-		}
-	}
-	points := probePoints(vals)
-	if path == "_id" {
-		return c.lookupIDs(ctx, coll, points)
-	}
-	ix := lookupIndex(c.snap.Indexes(coll), path)
-	if ix == nil {
-		return nil, false, nil
-	}
-	ids, err := lookupIndexIDs(ctx, c.snap, coll, ix, points)
-	if err != nil {
-		return nil, false, err
-	}
-	docs := make([]bsoncore.Document, 0, len(ids))
-	for _, id := range ids {
-		doc, found, err := c.snap.GetKey(ctx, coll, id)
-		if err != nil {
-			return nil, false, err
-		}
-		if found {
-			docs = append(docs, doc)
-		}
-	}
-	return docs, true, nil
-}
-
-// lookupIDs fetches documents by _id values, in _id order.
-func (c snapshotCatalog) lookupIDs(ctx context.Context, coll string, points []bsoncore.Value) ([]bsoncore.Document, bool, error) {
-	seen := map[string]bool{}
-	var keys []string
-	for _, v := range points {
-		if storage.ValidateKey(v) != nil {
-			return nil, false, nil
-		}
-		k := string(index.EncodeKey(nil, v))
-		if !seen[k] {
-			seen[k] = true
-			keys = append(keys, k)
-		}
-	}
-	sort.Strings(keys)
-	var docs []bsoncore.Document
-	for _, k := range keys {
-		doc, found, err := c.snap.GetKey(ctx, coll, []byte(k))
-		if err != nil {
-			return nil, false, err
-		}
-		if found {
-			docs = append(docs, doc)
-		}
-	}
-	return docs, true, nil
-}
-
-// probeable says whether the documents equal to v are exactly those with
-// an index key equal to v's (null also: undefined, missing).
-func probeable(v bsoncore.Value) bool {
-	switch v.Type {
-	case bsoncore.TypeArray, bsoncore.TypeRegex, bsoncore.TypeMinKey, bsoncore.TypeMaxKey:
-		return false
-	case bsoncore.TypeDouble, bsoncore.TypeDecimal128:
-		return !query.ExactNumber(v).NaN
-	}
-	return true
-}
-
-// probePoints are the key values to probe for vals: a null (or missing,
-// or undefined) local value joins foreign nulls, undefineds and missing
-// fields, which indexes key as null, and empty arrays, keyed undefined.
-func probePoints(vals []bsoncore.Value) []bsoncore.Value {
-	out := make([]bsoncore.Value, 0, len(vals)+1)
-	nullish := false
-	for _, v := range vals {
-		switch v.Type {
-		case 0, bsoncore.TypeNull, bsoncore.TypeUndefined:
-			nullish = true
-		default:
-			out = append(out, v)
-		}
-	}
-	if nullish {
-		out = append(out, bsoncore.Value{Type: bsoncore.TypeNull}, bsoncore.Value{Type: bsoncore.TypeUndefined})
-	}
-	return out
-}
-
-// lookupIndex picks the usable index whose first key field is path, the
-// one with the fewest fields; nil when there is none. Probes are binary
-// equality, so an index with a collation does not qualify.
-func lookupIndex(indexes []storage.IndexInfo, path string) *storage.IndexInfo {
-	var best *storage.IndexInfo
-	for i := range indexes {
-		ix := &indexes[i]
-		if !usable(ix) || ix.Spec.Collation() != nil || ix.Spec.Fields[0].Path != path {
-			continue
-		}
-		if best == nil || len(ix.Spec.Fields) < len(best.Spec.Fields) {
-			best = ix
-		}
-	}
-	return best
-}
-
-// lookupIndexIDs scans ix at the points (every value of the later key
-// fields) and returns the _id keys found, each once, in _id order.
-func lookupIndexIDs(ctx context.Context, rd storage.Reader, coll string, ix *storage.IndexInfo, points []bsoncore.Value) ([][]byte, error) {
-	first := make([]index.FieldInterval, 0, len(points))
-	for _, v := range points {
-		iv := index.PointInterval(v, "")
-		if ix.Spec.Fields[0].Desc {
-			iv = iv.Descending()
-		}
-		first = append(first, iv)
-	}
-	sort.Slice(first, func(i, j int) bool { return bytes.Compare(first[i].Lo, first[j].Lo) < 0 })
-	bounds := [][]index.FieldInterval{first}
-	for _, f := range ix.Spec.Fields[1:] {
-		bounds = append(bounds, []index.FieldInterval{fullFor(f)})
-	}
-	seen := map[string]bool{}
-	var ids [][]byte
-	for _, iv := range index.EntryIntervals(bounds) {
-		it, err := rd.IndexScan(ctx, coll, ix.Spec.Name, iv)
-		if err != nil {
-			return nil, err
-		}
-		for {
-			_, id, err := it.Next(ctx)
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				return nil, err
-			}
-			if !seen[string(id)] {
-				seen[string(id)] = true
-				ids = append(ids, id)
-			}
-		}
-	}
-	sort.Slice(ids, func(i, j int) bool { return bytes.Compare(ids[i], ids[j]) < 0 })
-	return ids, nil
+	return plan.LookupEqual(ctx, c.snap, coll, path, vals)
 }
 
 // aggWriter writes $out and $merge results, each in one transaction.

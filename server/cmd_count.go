@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 
+	"dumbodb/plan"
 	"dumbodb/query"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -48,7 +49,7 @@ func (r *request) countMatching(coll string, filter bsoncore.Document, env *quer
 	if err != nil {
 		return 0, err
 	}
-	if err := checkHintFor(snap, coll, hint); err != nil {
+	if err := plan.CheckHint(snap, coll, hint); err != nil {
 		return 0, err
 	}
 	if !nonEmpty(filter) {
@@ -67,12 +68,12 @@ func (r *request) countMatching(coll string, filter bsoncore.Document, env *quer
 	if err != nil {
 		return 0, err
 	}
-	p, err := planQuery(snap, coll, planInput{filter: f, hint: hint})
+	p, err := plan.Query(snap, coll, plan.Input{Filter: f, Hint: hint})
 	if err != nil {
 		return 0, err
 	}
-	if exactBounds(p, f) {
-		n, err := countScan(r.ctx, snap, coll, p, &execStats{})
+	if p.Exact(f) {
+		n, err := p.Count(r.ctx, snap, coll)
 		if err != nil {
 			return 0, err
 		}
@@ -82,8 +83,8 @@ func (r *request) countMatching(coll string, filter bsoncore.Document, env *quer
 		}
 		return n, nil
 	}
-	setScanReads(p, filter, func(*pathSet) { p.fetchOut = true }) // counting needs no more
-	src, err := planSource(r.ctx, snap, coll, f, p, &execStats{})
+	p.ReadForCount(filter)
+	src, err := p.Open(r.ctx, snap, coll, f)
 	if err != nil {
 		return 0, err
 	}

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"dumbodb/plan"
 	"dumbodb/query"
 	"dumbodb/query/mongoerr"
 
@@ -38,7 +39,7 @@ func cmdDistinct(r *request) (bsoncore.Document, error) {
 }
 
 // distinctValues answers distinct from an index when one expresses the
-// query exactly (planDistinct; only without a collation of the command's
+// query exactly (plan.Distinct; only without a collation of the command's
 // own, the filter then compiled without the collection's default), and
 // otherwise from the documents that match.
 func (r *request) distinctValues(coll, key string, filter, collation bsoncore.Document) ([]bsoncore.Value, error) {
@@ -48,8 +49,8 @@ func (r *request) distinctValues(coll, key string, filter, collation bsoncore.Do
 			if err != nil {
 				return nil, err
 			}
-			if p := planDistinct(snap, coll, f, key); p != nil {
-				return distinctScan(r.ctx, snap, coll, p, key, &execStats{})
+			if p := plan.Distinct(snap, coll, f, key); p != nil {
+				return p.DistinctValues(r.ctx, snap, coll, key)
 			}
 		}
 	}
@@ -65,7 +66,7 @@ func (r *request) distinctValues(coll, key string, filter, collation bsoncore.Do
 	if err != nil {
 		return nil, err
 	}
-	src, err := matchingSource(r.ctx, snap, coll, f)
+	src, err := plan.Matching(r.ctx, snap, coll, f)
 	if err != nil {
 		return nil, err
 	}

@@ -1,25 +1,19 @@
 package server
 
 import (
+	"dumbodb/plan"
 	"dumbodb/query"
 	"dumbodb/query/mongoerr"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
-// explained is the query part of an explained command.
+// explained is an explained command: its collection, the command as the
+// reply repeats it, and the query part that plan.Explain describes.
 type explained struct {
 	coll             string
-	filter, sort     bsoncore.Document
-	hint             bsoncore.Value
-	skip, limit      int64
-	collation        bsoncore.Document
-	projection       bool
-	proj             bsoncore.Document
-	hasSort          bool
-	kind             string // the explained command's name
-	distinctKey      string
 	commandForReport bsoncore.Document
+	plan.Explained
 }
 
 // cmdExplain explains find, count, distinct, update, delete, findAndModify
@@ -56,22 +50,23 @@ func explainTarget(cmd bsoncore.Document) (*explained, error) {
 	if !ok {
 		return nil, mongoerr.New(mongoerr.InvalidNamespace, "explain needs a collection name")
 	}
-	ex := &explained{coll: coll, commandForReport: cmd, kind: first.Key()}
-	ex.hint = cmd.Lookup("hint")
-	ex.collation, _ = cmd.Lookup("collation").DocumentOK()
+	ex := &explained{coll: coll, commandForReport: cmd}
+	ex.Kind = first.Key()
+	ex.Hint = cmd.Lookup("hint")
+	ex.Collation, _ = cmd.Lookup("collation").DocumentOK()
 	switch first.Key() {
 	case "find":
-		ex.filter, _ = cmd.Lookup("filter").DocumentOK()
-		ex.sort, ex.hasSort = cmd.Lookup("sort").DocumentOK()
-		ex.skip, _ = query.AsInt64(cmd.Lookup("skip"))
-		ex.limit, _ = query.AsInt64(cmd.Lookup("limit"))
-		ex.proj, ex.projection = cmd.Lookup("projection").DocumentOK()
+		ex.Filter, _ = cmd.Lookup("filter").DocumentOK()
+		ex.Sort, ex.HasSort = cmd.Lookup("sort").DocumentOK()
+		ex.Skip, _ = query.AsInt64(cmd.Lookup("skip"))
+		ex.Limit, _ = query.AsInt64(cmd.Lookup("limit"))
+		ex.Projection, ex.HasProjection = cmd.Lookup("projection").DocumentOK()
 	case "count", "distinct":
-		ex.filter, _ = cmd.Lookup("query").DocumentOK()
-		ex.distinctKey, _ = cmd.Lookup("key").StringValueOK()
+		ex.Filter, _ = cmd.Lookup("query").DocumentOK()
+		ex.DistinctKey, _ = cmd.Lookup("key").StringValueOK()
 	case "findAndModify", "findandmodify":
-		ex.filter, _ = cmd.Lookup("query").DocumentOK()
-		ex.sort, ex.hasSort = cmd.Lookup("sort").DocumentOK()
+		ex.Filter, _ = cmd.Lookup("query").DocumentOK()
+		ex.Sort, ex.HasSort = cmd.Lookup("sort").DocumentOK()
 	case "update", "delete":
 		list := "updates"
 		if first.Key() == "delete" {
@@ -79,12 +74,12 @@ func explainTarget(cmd bsoncore.Document) (*explained, error) {
 		}
 		arr, _ := cmd.Lookup(list).ArrayOK()
 		stmt, _ := firstDoc(arr).DocumentOK()
-		ex.filter, _ = bsoncore.Document(stmt).Lookup("q").DocumentOK()
-		ex.hint = bsoncore.Document(stmt).Lookup("hint")
+		ex.Filter, _ = bsoncore.Document(stmt).Lookup("q").DocumentOK()
+		ex.Hint = bsoncore.Document(stmt).Lookup("hint")
 	case "aggregate":
 		arr, _ := cmd.Lookup("pipeline").ArrayOK()
 		stage, _ := firstDoc(arr).DocumentOK()
-		ex.filter, _ = bsoncore.Document(stage).Lookup("$match").DocumentOK()
+		ex.Filter, _ = bsoncore.Document(stage).Lookup("$match").DocumentOK()
 	default:
 		return nil, mongoerr.New(mongoerr.CommandNotFound, "Explain failed due to unknown command: %s", first.Key())
 	}
@@ -101,55 +96,27 @@ func firstDoc(arr bsoncore.Array) bsoncore.Value {
 }
 
 func (r *request) explain(ex *explained, verbosity string) (bsoncore.Document, error) {
-	env, err := r.collEnv(ex.coll, ex.collation, nil)
+	env, err := r.collEnv(ex.coll, ex.Collation, nil)
 	if err != nil {
 		return nil, err
 	}
-	f, err := query.CompileFilterEnv(orEmpty(ex.filter), env)
+	f, err := query.CompileFilterEnv(orEmpty(ex.Filter), env)
 	if err != nil {
 		return nil, err
 	}
-	snap, err := r.snapshot()
+	e, err := plan.Explain(r.ctx, r.snapshot, ex.coll, &ex.Explained, f, verbosity)
 	if err != nil {
 		return nil, err
-	}
-	in := planInput{filter: f, sort: ex.sort, hint: ex.hint}
-	p, err := planQuery(snap, ex.coll, in)
-	if err != nil {
-		return nil, err
-	}
-	var rejected []*queryPlan
-	switch {
-	case ex.kind == "count" && nonEmpty(ex.filter) && exactBounds(p, f):
-		ex.kind = "COUNT_SCAN"
-	case ex.kind == "distinct" && ex.distinctKey != "" && !nonEmpty(ex.collation):
-		if dp := planDistinct(snap, ex.coll, f, ex.distinctKey); dp != nil {
-			p, ex.kind = dp, "DISTINCT_SCAN"
-		}
-	case ex.kind == "find":
-		p.covered = coverable(p, f, ex.proj, ex.sort)
-	}
-	if ex.kind != "COUNT_SCAN" && ex.kind != "DISTINCT_SCAN" {
-		rejected = rejectedPlans(snap, ex.coll, in, p)
-	}
-	winning := ex.stages(p, f)
-	rejectedArr := bsoncore.NewArrayBuilder()
-	for _, rp := range rejected {
-		rejectedArr.AppendDocument(ex.stages(rp, f))
 	}
 	planner := bsoncore.NewDocumentBuilder().
 		AppendString("namespace", r.ns(ex.coll)).
 		AppendBoolean("indexFilterSet", false).
-		AppendDocument("parsedQuery", orEmpty(ex.filter)).
-		AppendDocument("winningPlan", winning).
-		AppendArray("rejectedPlans", rejectedArr.Build()).Build()
+		AppendDocument("parsedQuery", orEmpty(ex.Filter)).
+		AppendDocument("winningPlan", e.WinningPlan).
+		AppendArray("rejectedPlans", e.RejectedPlans).Build()
 	b := bsoncore.NewDocumentBuilder().AppendString("explainVersion", "1").AppendDocument("queryPlanner", planner)
-	if verbosity != "queryPlanner" {
-		stats, err := r.executionStats(ex, f, p, winning, rejected, verbosity == "allPlansExecution")
-		if err != nil {
-			return nil, err
-		}
-		b.AppendDocument("executionStats", stats)
+	if e.ExecutionStats != nil {
+		b.AppendDocument("executionStats", e.ExecutionStats)
 	}
 	return b.AppendDocument("command", ex.commandForReport).
 		AppendDocument("serverInfo", bsoncore.NewDocumentBuilder().AppendString("host", "localhost").

@@ -3,6 +3,7 @@ package server
 import (
 	"time"
 
+	"dumbodb/plan"
 	"dumbodb/query"
 	"dumbodb/query/mongoerr"
 
@@ -67,7 +68,7 @@ func cmdFind(r *request) (bsoncore.Document, error) {
 		return nil, err
 	}
 	r.c.s.stats.opQuery.Add(1)
-	src, err := r.findSource(coll, &a, &execStats{})
+	src, err := r.findSource(coll, &a)
 	if err != nil {
 		return nil, err
 	}
@@ -76,7 +77,7 @@ func cmdFind(r *request) (bsoncore.Document, error) {
 }
 
 // findSource compiles a find and returns its result stream.
-func (r *request) findSource(coll string, a *findArgs, st *execStats) (docSource, error) {
+func (r *request) findSource(coll string, a *findArgs) (docSource, error) {
 	env, err := r.collEnv(coll, a.collation, a.let)
 	if err != nil {
 		return nil, err
@@ -101,70 +102,33 @@ func (r *request) findSource(coll string, a *findArgs, st *execStats) (docSource
 	if err != nil {
 		return nil, err
 	}
-	p, err := planQuery(snap, coll, planInput{filter: f, sort: a.sort, hint: a.hint})
+	p, err := plan.Query(snap, coll, plan.Input{Filter: f, Sort: a.sort, Hint: a.hint})
 	if err != nil {
 		return nil, err
 	}
-	p.covered = coverable(p, f, a.projection, a.sort)
-	setFindReads(p, a)
-	src, err := planSource(r.ctx, snap, coll, f, p, st)
+	p.Cover(f, a.projection, a.sort)
+	p.ReadForFind(a.filter, a.sort, a.projection)
+	src, err := p.Open(r.ctx, snap, coll, f)
 	if err != nil {
 		return nil, err
 	}
-	if srt != nil && srt.HasKeys() && !p.sorted {
-		if src, err = sortedScan(r.ctx, src, srt, snap, coll); err != nil {
+	if srt != nil && srt.HasKeys() && !p.Sorted() {
+		if src, err = plan.SortScan(r.ctx, src, srt, snap, coll); err != nil {
 			return nil, err
 		}
 	}
 	if natural(srt, a.hint) < 0 {
-		if src, err = reverseSource(r.ctx, src); err != nil {
+		if src, err = plan.Reverse(r.ctx, src); err != nil {
 			return nil, err
 		}
 	}
 	if a.skip > 0 || a.limit > 0 {
-		src = &skipLimitSource{src: src, skip: a.skip, limit: a.limit}
+		src = plan.SkipLimit(src, a.skip, a.limit)
 	}
 	if proj != nil {
-		src = &projectSource{src: src, p: proj}
+		src = plan.Project(src, proj)
 	}
 	return src, nil
-}
-
-// setFindReads tells a collection scan what a find reads of large
-// documents: its filter's paths to match; to return, the projection's (with
-// the filter's and sort's, which positional projections and the sort
-// use), or, without a projection but with a sort, only what the sort reads,
-// the documents being read whole again in sorted order (sortedScan).
-func setFindReads(p *queryPlan, a *findArgs) {
-	setScanReads(p, a.filter, func(out *pathSet) {
-		n := len(out.paths)
-		out.addSort(orEmpty(a.sort))
-		sorts := len(out.paths) > n // a sort with keys, not {$natural}
-		switch {
-		case nonEmpty(a.projection):
-			out.addProjection(a.projection)
-			p.fetchOut = true
-		case !sorts:
-			out.whole = true
-		}
-	})
-}
-
-// setScanReads sets, for a collection scan, the paths read of large
-// documents: the filter's to match them, and those plus what addOut adds
-// to return them.
-func setScanReads(p *queryPlan, filter bsoncore.Document, addOut func(*pathSet)) {
-	if p.text != nil {
-		return
-	}
-	var match pathSet
-	match.addFilter(orEmpty(filter))
-	if p.readMatch = match.list(); p.readMatch == nil {
-		return
-	}
-	out := pathSet{paths: append([]string(nil), match.paths...)}
-	addOut(&out)
-	p.readOut = out.list()
 }
 
 // natural is the {$natural: ±1} direction of a find, from its sort or

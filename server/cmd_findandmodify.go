@@ -1,6 +1,7 @@
 package server
 
 import (
+	"dumbodb/plan"
 	"dumbodb/query"
 	"dumbodb/query/mongoerr"
 	"dumbodb/storage"
@@ -157,12 +158,12 @@ func (r *request) findAndModifyIn(tx *storage.Tx, coll string, f *query.Filter, 
 
 // firstMatch is the first matching document in sort order (or _id order).
 func (r *request) firstMatch(rd storage.Reader, coll string, f *query.Filter, srt *query.Sort) (bsoncore.Document, error) {
-	src, err := matchingSource(r.ctx, rd, coll, f)
+	src, err := plan.Matching(r.ctx, rd, coll, f)
 	if err != nil {
 		return nil, err
 	}
 	if srt != nil {
-		if src, err = sortedSource(r.ctx, src, srt); err != nil {
+		if src, err = plan.Sort(r.ctx, src, srt); err != nil {
 			return nil, err
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 
+	"dumbodb/plan"
 	"dumbodb/query"
 	"dumbodb/query/mongoerr"
 	"dumbodb/storage"
@@ -185,7 +186,7 @@ func updateMatching(ctx context.Context, tx *storage.Tx, coll string, f *query.F
 	if _, ok := tx.Collection(coll); !ok {
 		return 0, 0, nil
 	}
-	src, err := matchingSource(ctx, tx, coll, f)
+	src, err := plan.Matching(ctx, tx, coll, f)
 	if err != nil {
 		return 0, 0, err
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"dumbodb/plan"
 	"dumbodb/query"
 	"dumbodb/query/mongoerr"
 	"dumbodb/storage"
@@ -316,3 +317,57 @@ func withDB(cmd bsoncore.Document, db string) bsoncore.Document {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// collEnv is queryEnv for a command on collection coll: without a
+// collation of its own it takes the collection's default (mongod's rule).
+func (r *request) collEnv(coll string, collation, let bsoncore.Document) (*query.Env, error) {
+	if collation == nil {
+		collation = r.defaultCollation(coll)
+	}
+	return queryEnv(collation, let)
+}
+
+// defaultCollation is the collation coll was created with (nil: simple,
+// or no such collection).
+func (r *request) defaultCollation(coll string) bsoncore.Document {
+	snap, err := r.snapshot()
+	if err != nil {
+		return nil
+	}
+	ci, ok := snap.Collection(coll)
+	if !ok || ci.Options == nil {
+		return nil
+	}
+	d, _ := ci.Options.Lookup("collation").DocumentOK()
+	return d
+}
+
+// queryEnv builds the query environment of a command from its collation
+// and let documents (either may be nil).
+func queryEnv(collation, let bsoncore.Document) (*query.Env, error) {
+	var coll *query.Collation
+	if collation != nil {
+		var err error
+		if coll, err = query.ParseCollation(collation); err != nil {
+			return nil, err
+		}
+	}
+	return query.NewEnv(coll, let)
+}
+
+// checkHint validates a write or aggregate command's hint against the
+// indexes of the collection it names.
+func (r *request) checkHint(hint bsoncore.Value) error {
+	if hint.Type == 0 {
+		return nil
+	}
+	coll, err := r.collectionArg()
+	if err != nil {
+		return err
+	}
+	snap, err := r.snapshot()
+	if err != nil {
+		return err
+	}
+	return plan.CheckHint(snap, coll, hint)
+}

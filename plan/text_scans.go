@@ -1,4 +1,4 @@
-package server
+package plan
 
 import (
 	"context"
@@ -16,12 +16,12 @@ import (
 // textPlan serves a $text query from the collection's text index, which
 // it requires (mongod's error 27 otherwise), and binds the filter's $text
 // to the index's fields, weights and language.
-func textPlan(indexes []storage.IndexInfo, f *query.Filter) (*queryPlan, error) {
+func textPlan(indexes []storage.IndexInfo, f *query.Filter) (*Plan, error) {
 	for i := range indexes {
 		ix := &indexes[i]
 		if ix.Spec.Text != nil {
 			f.BindText(*ix.Spec.Text)
-			return &queryPlan{ix: ix, text: append([]string{}, f.TextTerms()...)}, nil
+			return &Plan{ix: ix, text: append([]string{}, f.TextTerms()...)}, nil
 		}
 	}
 	return nil, mongoerr.New(mongoerr.Code(27), "text index required for $text query")
@@ -31,14 +31,14 @@ func textPlan(indexes []storage.IndexInfo, f *query.Filter) (*queryPlan, error) 
 type orClause struct {
 	raw    bsoncore.Document
 	filter *query.Filter
-	plan   *queryPlan
+	plan   *Plan
 }
 
 // textOrPlan serves a $text that is one clause of a top-level $or, as
 // mongod does: the text index's candidates and those of an index plan for
 // each other clause, fetched once each and matched against the whole
 // filter. Every other clause must have such a plan (error 291 otherwise).
-func textOrPlan(rd storage.Reader, coll string, indexes []storage.IndexInfo, f *query.Filter, others []bsoncore.Document) (*queryPlan, error) {
+func textOrPlan(rd storage.Reader, coll string, indexes []storage.IndexInfo, f *query.Filter, others []bsoncore.Document) (*Plan, error) {
 	p, err := textPlan(indexes, f)
 	if err != nil {
 		return nil, err
@@ -65,7 +65,7 @@ func indexedClause(rd storage.Reader, coll string, raw bsoncore.Document, env *q
 	if err != nil {
 		return orClause{}, false
 	}
-	p, err := planQuery(rd, coll, planInput{filter: cf})
+	p, err := Query(rd, coll, Input{Filter: cf})
 	if err != nil || !(p.idHack || p.ix != nil) {
 		return orClause{}, false
 	}
@@ -75,7 +75,7 @@ func indexedClause(rd storage.Reader, coll string, raw bsoncore.Document, env *q
 // textSource looks every term up in the text index, then fetches each
 // document found once (in _id key order) and matches it against the whole
 // filter: negations, phrases and the other predicates.
-func textSource(ctx context.Context, rd storage.Reader, coll string, f *query.Filter, p *queryPlan, st *execStats) (docSource, error) {
+func textSource(ctx context.Context, rd storage.Reader, coll string, f *query.Filter, p *Plan, st *execStats) (Source, error) {
 	seen := map[string]bool{}
 	ids := []scanned{}
 	for _, term := range p.text {
@@ -134,10 +134,10 @@ func clauseIDs(ctx context.Context, rd storage.Reader, coll string, cl orClause,
 // textOrStage is the explain of a $text under $or: an OR of the text
 // plan and each clause's plan, whose documents are fetched once and
 // matched against the whole filter.
-func textOrStage(p *queryPlan, filter bsoncore.Document) bsoncore.Document {
+func textOrStage(p *Plan, filter bsoncore.Document) bsoncore.Document {
 	inputs := bsoncore.NewArrayBuilder().AppendDocument(textStage(p, nil))
 	for _, cl := range p.orClauses {
-		inputs.AppendDocument(scanStage(cl.plan, cl.raw))
+		inputs.AppendDocument(cl.plan.Stage(cl.raw))
 	}
 	or := bsoncore.NewDocumentBuilder().AppendString("stage", "OR").AppendArray("inputStages", inputs.Build()).Build()
 	b := bsoncore.NewDocumentBuilder().AppendString("stage", "FETCH")
@@ -149,7 +149,7 @@ func textOrStage(p *queryPlan, filter bsoncore.Document) bsoncore.Document {
 
 // textStage is the explain of a text plan: TEXT_MATCH over FETCH over
 // the term look-ups (TEXT_OR of IXSCANs).
-func textStage(p *queryPlan, filter bsoncore.Document) bsoncore.Document {
+func textStage(p *Plan, filter bsoncore.Document) bsoncore.Document {
 	terms := bsoncore.NewArrayBuilder()
 	for _, t := range p.text {
 		terms.AppendString(t)

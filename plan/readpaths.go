@@ -1,4 +1,4 @@
-package server
+package plan
 
 import (
 	"strings"
@@ -144,11 +144,11 @@ func (s *pathSet) addExpression(v bsoncore.Value) {
 	}
 }
 
-// pipelineReads returns the paths a pipeline reads from its input, or nil
+// PipelineReads returns the paths a pipeline reads from its input, or nil
 // when it needs whole documents: only a pipeline that narrows documents
 // (with $project, $group, $count, ...) after stages that only filter and
 // order them can say.
-func pipelineReads(stages []bsoncore.Document) []string {
+func PipelineReads(stages []bsoncore.Document) []string {
 	var s pathSet
 	for _, st := range stages {
 		el, err := st.IndexErr(0)
@@ -207,4 +207,55 @@ func (s *pathSet) addProjectStage(proj bsoncore.Document) {
 			}
 		}
 	}
+}
+
+// ReadForFind tells a collection scan what a find reads of large
+// documents: its filter's paths to match; to return, the projection's (with
+// the filter's and sort's, which positional projections and the sort
+// use), or, without a projection but with a sort, only what the sort reads,
+// the documents being read whole again in sorted order (SortScan).
+func (p *Plan) ReadForFind(filter, sort, projection bsoncore.Document) {
+	p.setScanReads(filter, func(out *pathSet) {
+		n := len(out.paths)
+		out.addSort(orEmpty(sort))
+		sorts := len(out.paths) > n // a sort with keys, not {$natural}
+		switch {
+		case nonEmpty(projection):
+			out.addProjection(projection)
+			p.fetchOut = true
+		case !sorts:
+			out.whole = true
+		}
+	})
+}
+
+// ReadForCount tells a collection scan that counting reads of large
+// documents only what the filter matches on.
+func (p *Plan) ReadForCount(filter bsoncore.Document) {
+	p.setScanReads(filter, func(*pathSet) { p.fetchOut = true }) // counting needs no more
+}
+
+// ReadForPipeline tells a collection scan that feeds a pipeline to read
+// only reads of large documents (PipelineReads; nil: whole documents).
+func (p *Plan) ReadForPipeline(reads []string) {
+	if reads != nil && p.ix == nil && !p.idHack && p.text == nil {
+		p.readMatch, p.readOut = reads, reads
+	}
+}
+
+// setScanReads sets, for a collection scan, the paths read of large
+// documents: the filter's to match them, and those plus what addOut adds
+// to return them.
+func (p *Plan) setScanReads(filter bsoncore.Document, addOut func(*pathSet)) {
+	if p.text != nil {
+		return
+	}
+	var match pathSet
+	match.addFilter(orEmpty(filter))
+	if p.readMatch = match.list(); p.readMatch == nil {
+		return
+	}
+	out := pathSet{paths: append([]string(nil), match.paths...)}
+	addOut(&out)
+	p.readOut = out.list()
 }

@@ -1,4 +1,4 @@
-package server
+package plan
 
 import (
 	"bytes"
@@ -14,9 +14,9 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
-// queryPlan is how a query reads its documents: a point look-up by _id,
+// Plan is how a query reads its documents: a point look-up by _id,
 // a collection scan, or an index scan over intervals.
-type queryPlan struct {
+type Plan struct {
 	idHack bool
 	ix     *storage.IndexInfo // nil: no secondary index
 	// bounds are the per-field intervals in key space, for explain.
@@ -46,11 +46,11 @@ type queryPlan struct {
 	fetchOut           bool
 }
 
-// planInput is what the planner looks at.
-type planInput struct {
-	filter *query.Filter
-	sort   bsoncore.Document // nil: no sort
-	hint   bsoncore.Value    // zero: none
+// Input is what the planner looks at.
+type Input struct {
+	Filter *query.Filter
+	Sort   bsoncore.Document // nil: no sort
+	Hint   bsoncore.Value    // zero: none
 }
 
 // sortKey is one {path: ±1} of a sort.
@@ -59,7 +59,7 @@ type sortKey struct {
 	desc bool
 }
 
-// planQuery picks a plan: the hinted index, the _id look-up, else the
+// Query picks a plan: the hinted index, the _id look-up, else the
 // index that bounds most key fields by equality (then a range), preferring
 // one that also gives the sort; a collection scan when none helps.
 //
@@ -68,24 +68,24 @@ type sortKey struct {
 // collation is the query's (simple for both, or equal); otherwise it
 // bounds only the predicates on other values, as mongod's does (see
 // indexPlan). The _id look-up and wildcard indexes are simple.
-func planQuery(rd storage.Reader, coll string, in planInput) (*queryPlan, error) {
+func Query(rd storage.Reader, coll string, in Input) (*Plan, error) {
 	indexes := rd.Indexes(coll)
-	if in.filter.HasText() {
-		if others := in.filter.TextOrClauses(); len(others) > 0 {
-			return textOrPlan(rd, coll, indexes, in.filter, others)
+	if in.Filter.HasText() {
+		if others := in.Filter.TextOrClauses(); len(others) > 0 {
+			return textOrPlan(rd, coll, indexes, in.Filter, others)
 		}
-		return textPlan(indexes, in.filter)
+		return textPlan(indexes, in.Filter)
 	}
-	preds := in.filter.IndexablePredicates()
-	qc := in.filter.Collation()
-	sortKeys := plainSortKeys(in.sort)
-	if in.hint.Type != 0 {
-		return hintedPlan(indexes, in.hint, preds, sortKeys, qc)
+	preds := in.Filter.IndexablePredicates()
+	qc := in.Filter.Collation()
+	sortKeys := plainSortKeys(in.Sort)
+	if in.Hint.Type != 0 {
+		return hintedPlan(indexes, in.Hint, preds, sortKeys, qc)
 	}
-	if id, ok := in.filter.IDEquality(); ok && storage.ValidateKey(id) == nil && (qc == nil || !query.CollationSensitive(id)) {
-		return &queryPlan{idHack: true}, nil
+	if id, ok := in.Filter.IDEquality(); ok && storage.ValidateKey(id) == nil && (qc == nil || !query.CollationSensitive(id)) {
+		return &Plan{idHack: true}, nil
 	}
-	var best *queryPlan
+	var best *Plan
 	bestScore := 0
 	for i := range indexes {
 		ix := &indexes[i]
@@ -101,7 +101,7 @@ func planQuery(rd storage.Reader, coll string, in planInput) (*queryPlan, error)
 		if w := bestWildcardPlan(indexes, collationPreds(preds, nil, qc)); w != nil {
 			return w, nil
 		}
-		return &queryPlan{}, nil
+		return &Plan{}, nil
 	}
 	return best, nil
 }
@@ -143,10 +143,10 @@ func usable(ix *storage.IndexInfo) bool {
 // A hinted index whose collation is not the query's is still used, as on
 // mongod: it bounds what it can (collationPreds, else the whole index) and
 // the filter decides; the sort is then done in memory.
-func hintedPlan(indexes []storage.IndexInfo, hint bsoncore.Value, preds []query.Predicate, sortKeys []sortKey, qc *query.Collation) (*queryPlan, error) {
+func hintedPlan(indexes []storage.IndexInfo, hint bsoncore.Value, preds []query.Predicate, sortKeys []sortKey, qc *query.Collation) (*Plan, error) {
 	ix, natural, err := resolveHint(indexes, hint)
 	if err != nil || natural {
-		return &queryPlan{}, err
+		return &Plan{}, err
 	}
 	if _, wild := ix.Spec.Wildcard(); wild {
 		if p, _ := wildcardPlan(ix, collationPreds(preds, nil, qc)); p != nil {
@@ -193,8 +193,8 @@ func resolveHint(indexes []storage.IndexInfo, hint bsoncore.Value) (*storage.Ind
 	return nil, false, mongoerr.New(mongoerr.BadValue, "hint provided does not correspond to an existing index")
 }
 
-// checkHintFor validates a hint against a collection's indexes.
-func checkHintFor(rd storage.Reader, coll string, hint bsoncore.Value) error {
+// CheckHint validates a hint against a collection's indexes.
+func CheckHint(rd storage.Reader, coll string, hint bsoncore.Value) error {
 	if hint.Type == 0 {
 		return nil
 	}
@@ -206,8 +206,8 @@ func checkHintFor(rd storage.Reader, coll string, hint bsoncore.Value) error {
 // result: two points per leading equality field, one for a range after.
 // Under a collation qc other than the index's, only the predicates no
 // collation affects bound it and it gives no sort (collationPreds).
-func indexPlan(ix *storage.IndexInfo, preds []query.Predicate, sortKeys []sortKey, qc *query.Collation) (*queryPlan, int) {
-	p := &queryPlan{ix: ix}
+func indexPlan(ix *storage.IndexInfo, preds []query.Predicate, sortKeys []sortKey, qc *query.Collation) (*Plan, int) {
+	p := &Plan{ix: ix}
 	ic := ix.Spec.Collation()
 	if !ic.Equal(qc) {
 		preds, sortKeys = collationPreds(preds, ic, qc), nil
@@ -366,13 +366,22 @@ func sortFromIndex(ix *storage.IndexInfo, singles int, keys []sortKey) (sorted, 
 	return true, flip
 }
 
+// Sorted reports whether the plan yields documents in the requested sort,
+// so that they need no sorting after.
+func (p *Plan) Sorted() bool { return p.sorted }
+
+// Open runs the plan over rd, yielding the documents of coll that match f.
+func (p *Plan) Open(ctx context.Context, rd storage.Reader, coll string, f *query.Filter) (Source, error) {
+	return planSource(ctx, rd, coll, f, p, &execStats{})
+}
+
 // execStats counts what a plan's execution examined.
 type execStats struct {
 	keysExamined, docsExamined, returned int64
 }
 
 // planSource runs a plan, yielding the documents that match f.
-func planSource(ctx context.Context, rd storage.Reader, coll string, f *query.Filter, p *queryPlan, st *execStats) (docSource, error) {
+func planSource(ctx context.Context, rd storage.Reader, coll string, f *query.Filter, p *Plan, st *execStats) (Source, error) {
 	switch {
 	case p.idHack:
 		return idSource(ctx, rd, coll, f, p, st)
@@ -395,7 +404,7 @@ func planSource(ctx context.Context, rd storage.Reader, coll string, f *query.Fi
 	return src, nil
 }
 
-func idSource(ctx context.Context, rd storage.Reader, coll string, f *query.Filter, p *queryPlan, st *execStats) (docSource, error) {
+func idSource(ctx context.Context, rd storage.Reader, coll string, f *query.Filter, p *Plan, st *execStats) (Source, error) {
 	id, _ := f.IDEquality()
 	var doc bsoncore.Document
 	var found bool
@@ -413,9 +422,9 @@ func idSource(ctx context.Context, rd storage.Reader, coll string, f *query.Filt
 		st.docsExamined++
 	}
 	if found && f.Match(doc) {
-		return &sliceSource{docs: []bsoncore.Document{doc}}, nil
+		return query.NewSliceStream([]bsoncore.Document{doc}), nil
 	}
-	return &sliceSource{}, f.Err()
+	return query.NewSliceStream(nil), f.Err()
 }
 
 // countingFilterSource is a collection scan that counts examined documents.
@@ -446,7 +455,7 @@ func (s *countingFilterSource) Next(ctx context.Context) (bsoncore.Document, err
 }
 
 // LastPartial reports whether the last document lacks fields the scan did
-// not read (see queryPlan.readOut).
+// not read (see Plan.readOut).
 func (s *countingFilterSource) LastPartial() bool { return s.it.Partial() }
 
 // indexSource walks a plan's intervals in order, fetching each document
@@ -455,7 +464,7 @@ type indexSource struct {
 	rd   storage.Reader
 	coll string
 	f    *query.Filter
-	p    *queryPlan
+	p    *Plan
 	st   *execStats
 	next int // next interval
 	it   *storage.IndexIterator
@@ -548,7 +557,7 @@ func (s *indexSource) Next(ctx context.Context) (bsoncore.Document, error) {
 // reversedIndexSource reads the _id keys of the scan ahead and yields
 // them backwards: index maps iterate forwards only. Keys are small next to
 // documents, which are still fetched one at a time.
-func reversedIndexSource(ctx context.Context, s *indexSource) (docSource, error) {
+func reversedIndexSource(ctx context.Context, s *indexSource) (Source, error) {
 	var ids []scanned
 	for {
 		id, err := s.nextID(ctx)
@@ -570,20 +579,20 @@ func reversedIndexSource(ctx context.Context, s *indexSource) (docSource, error)
 // rejectedPlans are the other index plans the planner weighed against
 // the winner: every usable index that bounds a predicate or gives the
 // sort, besides the winner's.
-func rejectedPlans(rd storage.Reader, coll string, in planInput, winner *queryPlan) []*queryPlan {
-	if in.hint.Type != 0 || winner.idHack || winner.text != nil {
+func rejectedPlans(rd storage.Reader, coll string, in Input, winner *Plan) []*Plan {
+	if in.Hint.Type != 0 || winner.idHack || winner.text != nil {
 		return nil
 	}
-	preds := in.filter.IndexablePredicates()
-	sortKeys := plainSortKeys(in.sort)
+	preds := in.Filter.IndexablePredicates()
+	sortKeys := plainSortKeys(in.Sort)
 	indexes := rd.Indexes(coll)
-	var out []*queryPlan
+	var out []*Plan
 	for i := range indexes {
 		ix := &indexes[i]
 		if !usable(ix) || (winner.ix != nil && winner.ix.Spec.Name == ix.Spec.Name) {
 			continue
 		}
-		if p, score := indexPlan(ix, preds, sortKeys, in.filter.Collation()); score > 0 || p.sorted {
+		if p, score := indexPlan(ix, preds, sortKeys, in.Filter.Collation()); score > 0 || p.sorted {
 			out = append(out, p)
 		}
 	}
@@ -597,7 +606,7 @@ type fieldFetcher interface {
 
 // fetch reads the document with _id key idKey, only the paths the plan
 // returns when that is all it needs.
-func fetch(ctx context.Context, rd storage.Reader, coll string, idKey []byte, p *queryPlan) (bsoncore.Document, bool, error) {
+func fetch(ctx context.Context, rd storage.Reader, coll string, idKey []byte, p *Plan) (bsoncore.Document, bool, error) {
 	if ff, ok := rd.(fieldFetcher); ok && p.fetchOut && p.readOut != nil {
 		return ff.GetKeyFields(ctx, coll, idKey, p.readOut)
 	}

@@ -1,22 +1,92 @@
-package server
+package plan
 
 import (
+	"context"
 	"errors"
 	"io"
 	"time"
 
 	"dumbodb/index"
 	"dumbodb/query"
+	"dumbodb/storage"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
+// Explained is the query part of an explained command, as the server
+// reads it from the command: what is planned and what the plan tree shows.
+type Explained struct {
+	Kind          string // the explained command's name
+	Filter, Sort  bsoncore.Document
+	HasSort       bool
+	Hint          bsoncore.Value
+	Skip, Limit   int64
+	Collation     bsoncore.Document
+	Projection    bsoncore.Document
+	HasProjection bool
+	DistinctKey   string // distinct's key
+}
+
+// Explanation is explain's report of a plan: the queryPlanner's winning
+// and rejected plans and, unless only the plan was asked for, the
+// executionStats of running them.
+type Explanation struct {
+	WinningPlan    bsoncore.Document
+	RejectedPlans  bsoncore.Array
+	ExecutionStats bsoncore.Document // nil at verbosity queryPlanner
+}
+
+// Explain plans ex as running the command would, f being its compiled
+// filter, and describes the plan; unless verbosity is queryPlanner it
+// runs the plan and counts its work, and with allPlansExecution the
+// rejected plans too. Planning and each run read a snapshot of their own
+// from snapshot.
+func Explain(ctx context.Context, snapshot func() (*storage.Snapshot, error), coll string, ex *Explained, f *query.Filter, verbosity string) (*Explanation, error) {
+	snap, err := snapshot()
+	if err != nil {
+		return nil, err
+	}
+	in := Input{Filter: f, Sort: ex.Sort, Hint: ex.Hint}
+	p, err := Query(snap, coll, in)
+	if err != nil {
+		return nil, err
+	}
+	var rejected []*Plan
+	switch {
+	case ex.Kind == "count" && nonEmpty(ex.Filter) && exactBounds(p, f):
+		ex.Kind = "COUNT_SCAN"
+	case ex.Kind == "distinct" && ex.DistinctKey != "" && !nonEmpty(ex.Collation):
+		if dp := Distinct(snap, coll, f, ex.DistinctKey); dp != nil {
+			p, ex.Kind = dp, "DISTINCT_SCAN"
+		}
+	case ex.Kind == "find":
+		p.covered = coverable(p, f, ex.Projection, ex.Sort)
+	}
+	if ex.Kind != "COUNT_SCAN" && ex.Kind != "DISTINCT_SCAN" {
+		rejected = rejectedPlans(snap, coll, in, p)
+	}
+	winning := ex.stages(p, f)
+	rejectedArr := bsoncore.NewArrayBuilder()
+	for _, rp := range rejected {
+		rejectedArr.AppendDocument(ex.stages(rp, f))
+	}
+	e := &Explanation{WinningPlan: winning, RejectedPlans: rejectedArr.Build()}
+	if verbosity != "queryPlanner" {
+		stats, err := ex.executionStats(ctx, snapshot, coll, f, p, winning, rejected, verbosity == "allPlansExecution")
+		if err != nil {
+			return nil, err
+		}
+		e.ExecutionStats = stats
+	}
+	return e, nil
+}
+
 // executionStats runs the plan and reports what it examined; with all,
 // it also runs the rejected plans and lists every plan's counts under
 // allPlansExecution.
-func (r *request) executionStats(ex *explained, f *query.Filter, p *queryPlan, winning bsoncore.Document, rejected []*queryPlan, all bool) (bsoncore.Document, error) {
+func (ex *Explained) executionStats(ctx context.Context, snapshot func() (*storage.Snapshot, error), coll string, f *query.Filter, p *Plan, winning bsoncore.Document, rejected []*Plan, all bool) (bsoncore.Document, error) {
 	start := time.Now()
-	st, err := r.runPlan(ex, f, p)
+	st, err := ex.runPlan(ctx, snapshot, coll, f, p)
 	if err != nil {
 		return nil, err
 	}
@@ -29,10 +99,10 @@ func (r *request) executionStats(ex *explained, f *query.Filter, p *queryPlan, w
 		AppendDocument("executionStages", winning)
 	if all {
 		arr := bsoncore.NewArrayBuilder()
-		for i, rp := range append([]*queryPlan{p}, rejected...) {
+		for i, rp := range append([]*Plan{p}, rejected...) {
 			pst := st
 			if i > 0 {
-				if pst, err = r.runPlan(ex, f, rp); err != nil {
+				if pst, err = ex.runPlan(ctx, snapshot, coll, f, rp); err != nil {
 					return nil, err
 				}
 			}
@@ -49,66 +119,66 @@ func (r *request) executionStats(ex *explained, f *query.Filter, p *queryPlan, w
 
 // runPlan executes a plan of the explained command and counts its work;
 // returned is after skip and limit.
-func (r *request) runPlan(ex *explained, f *query.Filter, p *queryPlan) (execStats, error) {
+func (ex *Explained) runPlan(ctx context.Context, snapshot func() (*storage.Snapshot, error), coll string, f *query.Filter, p *Plan) (execStats, error) {
 	var st execStats
-	snap, err := r.snapshot()
+	snap, err := snapshot()
 	if err != nil {
 		return st, err
 	}
-	switch ex.kind {
+	switch ex.Kind {
 	case "COUNT_SCAN":
-		n, err := countScan(r.ctx, snap, ex.coll, p, &st)
+		n, err := countScan(ctx, snap, coll, p, &st)
 		st.returned = n
 		return st, err
 	case "DISTINCT_SCAN":
-		vals, err := distinctScan(r.ctx, snap, ex.coll, p, ex.distinctKey, &st)
+		vals, err := distinctScan(ctx, snap, coll, p, ex.DistinctKey, &st)
 		st.returned = int64(len(vals))
 		return st, err
 	}
-	src, err := planSource(r.ctx, snap, ex.coll, f, p, &st)
+	src, err := planSource(ctx, snap, coll, f, p, &st)
 	if err != nil {
 		return st, err
 	}
-	for ex.limit == 0 || st.returned < ex.limit+ex.skip {
-		if _, err := src.Next(r.ctx); errors.Is(err, io.EOF) {
+	for ex.Limit == 0 || st.returned < ex.Limit+ex.Skip {
+		if _, err := src.Next(ctx); errors.Is(err, io.EOF) {
 			break
 		} else if err != nil {
 			return st, err
 		}
 		st.returned++
 	}
-	st.returned = max(st.returned-ex.skip, 0)
+	st.returned = max(st.returned-ex.Skip, 0)
 	return st, nil
 }
 
 // stages is the winning plan tree, outermost stage first.
-func (ex *explained) stages(p *queryPlan, f *query.Filter) bsoncore.Document {
-	switch ex.kind {
+func (ex *Explained) stages(p *Plan, f *query.Filter) bsoncore.Document {
+	switch ex.Kind {
 	case "COUNT_SCAN":
 		return wrapStage("COUNT", renameStage(ixscanStage(p), "COUNT_SCAN"), bsoncore.NewDocumentBuilder())
 	case "DISTINCT_SCAN":
 		return wrapStage("PROJECTION_COVERED", renameStage(ixscanStage(p), "DISTINCT_SCAN"), bsoncore.NewDocumentBuilder())
 	}
-	plan := scanStage(p, ex.filter)
+	plan := p.Stage(ex.Filter)
 	if p.covered {
 		plan = ixscanStage(p)
-		if nonEmpty(ex.filter) {
-			plan = appendField(plan, "filter", ex.filter)
+		if nonEmpty(ex.Filter) {
+			plan = appendField(plan, "filter", ex.Filter)
 		}
 	}
-	if ex.hasSort && nonEmpty(ex.sort) && !p.sorted {
-		plan = wrapStage("SORT", plan, bsoncore.NewDocumentBuilder().AppendDocument("sortPattern", ex.sort))
+	if ex.HasSort && nonEmpty(ex.Sort) && !p.sorted {
+		plan = wrapStage("SORT", plan, bsoncore.NewDocumentBuilder().AppendDocument("sortPattern", ex.Sort))
 	}
-	if ex.skip > 0 {
-		plan = wrapStage("SKIP", plan, bsoncore.NewDocumentBuilder().AppendInt64("skipAmount", ex.skip))
+	if ex.Skip > 0 {
+		plan = wrapStage("SKIP", plan, bsoncore.NewDocumentBuilder().AppendInt64("skipAmount", ex.Skip))
 	}
-	if ex.limit > 0 {
-		plan = wrapStage("LIMIT", plan, bsoncore.NewDocumentBuilder().AppendInt64("limitAmount", ex.limit))
+	if ex.Limit > 0 {
+		plan = wrapStage("LIMIT", plan, bsoncore.NewDocumentBuilder().AppendInt64("limitAmount", ex.Limit))
 	}
 	switch {
 	case p.covered:
-		plan = wrapStage("PROJECTION_COVERED", plan, bsoncore.NewDocumentBuilder().AppendDocument("transformBy", ex.proj))
-	case ex.projection:
+		plan = wrapStage("PROJECTION_COVERED", plan, bsoncore.NewDocumentBuilder().AppendDocument("transformBy", ex.Projection))
+	case ex.HasProjection:
 		plan = wrapStage("PROJECTION_DEFAULT", plan, bsoncore.NewDocumentBuilder())
 	}
 	return plan
@@ -118,8 +188,9 @@ func wrapStage(name string, input bsoncore.Document, b *bsoncore.DocumentBuilder
 	return b.AppendString("stage", name).AppendDocument("inputStage", input).Build()
 }
 
-// scanStage is the leaf: IDHACK, COLLSCAN or FETCH over IXSCAN.
-func scanStage(p *queryPlan, filter bsoncore.Document) bsoncore.Document {
+// Stage is the plan's leaf stage as explain shows it, filter being the
+// query's: IDHACK, COLLSCAN, FETCH over IXSCAN, or the text stages.
+func (p *Plan) Stage(filter bsoncore.Document) bsoncore.Document {
 	switch {
 	case p.idHack:
 		return bsoncore.NewDocumentBuilder().AppendString("stage", "IDHACK").Build()
@@ -163,7 +234,7 @@ func appendField(stage bsoncore.Document, key string, v bsoncore.Document) bsonc
 }
 
 // ixscanStage is the IXSCAN of an index plan.
-func ixscanStage(p *queryPlan) bsoncore.Document {
+func ixscanStage(p *Plan) bsoncore.Document {
 	s := p.ix.Spec
 	direction := "forward"
 	if p.reverse {

@@ -1,4 +1,4 @@
-package server
+package plan
 
 import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -12,8 +12,8 @@ import (
 // path's entries, then the values the predicates allow (as on a multikey
 // index, since any document may hold an array there). nil when no
 // predicate on a path under the index can be served.
-func wildcardPlan(ix *storage.IndexInfo, preds []query.Predicate) (*queryPlan, int) {
-	var best *queryPlan
+func wildcardPlan(ix *storage.IndexInfo, preds []query.Predicate) (*Plan, int) {
+	var best *Plan
 	bestScore := 0
 	for _, pr := range preds {
 		if !ix.Spec.WildcardCovers(pr.Path) || index.HasNumericComponent(pr.Path) || !scalarValues(pr.Values) {
@@ -28,7 +28,7 @@ func wildcardPlan(ix *storage.IndexInfo, preds []query.Predicate) (*queryPlan, i
 			continue
 		}
 		path := bsoncore.Value{Type: bsoncore.TypeString, Data: bsoncore.AppendString(nil, pr.Path)}
-		p := &queryPlan{ix: ix, wildPath: pr.Path}
+		p := &Plan{ix: ix, wildPath: pr.Path}
 		p.bounds = [][]index.FieldInterval{{index.PointInterval(path, `"`+pr.Path+`"`)}, ivs}
 		p.intervals = index.EntryIntervals(p.bounds)
 		best, bestScore = p, score
@@ -64,8 +64,8 @@ func wildcardUsable(ix *storage.IndexInfo) bool {
 }
 
 // bestWildcardPlan is the best wildcard plan among the indexes, if any.
-func bestWildcardPlan(indexes []storage.IndexInfo, preds []query.Predicate) *queryPlan {
-	var best *queryPlan
+func bestWildcardPlan(indexes []storage.IndexInfo, preds []query.Predicate) *Plan {
+	var best *Plan
 	bestScore := 0
 	for i := range indexes {
 		ix := &indexes[i]

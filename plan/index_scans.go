@@ -1,4 +1,4 @@
-package server
+package plan
 
 import (
 	"bytes"
@@ -42,7 +42,7 @@ func keyHasID(spec *index.Spec) bool {
 // key fields and excludes _id unless _id is a key field, and the filter
 // and any sort the index does not give read only key fields. Entries that
 // lack stored values (written before they existed) are still fetched.
-func coverable(p *queryPlan, f *query.Filter, proj, sortDoc bsoncore.Document) bool {
+func coverable(p *Plan, f *query.Filter, proj, sortDoc bsoncore.Document) bool {
 	if p.ix == nil || p.idHack || p.ix.Multikey || !p.ix.Spec.CanCover() || !nonEmpty(proj) {
 		return false
 	}
@@ -105,6 +105,27 @@ func coverable(p *queryPlan, f *query.Filter, proj, sortDoc bsoncore.Document) b
 	return true
 }
 
+// Cover makes a find answer from the index entries' stored key values
+// when it can (coverable), its projection and sort being proj and sortDoc.
+func (p *Plan) Cover(f *query.Filter, proj, sortDoc bsoncore.Document) {
+	p.covered = coverable(p, f, proj, sortDoc)
+}
+
+// Exact reports whether the plan's index bounds select exactly the
+// documents f matches (exactBounds), so that Count can count entries.
+func (p *Plan) Exact(f *query.Filter) bool { return exactBounds(p, f) }
+
+// Count counts the entries within the plan's bounds; Exact must hold.
+func (p *Plan) Count(ctx context.Context, rd storage.Reader, coll string) (int64, error) {
+	return countScan(ctx, rd, coll, p, &execStats{})
+}
+
+// DistinctValues gives distinct's values of key from the entries of a
+// plan made by Distinct (distinctScan).
+func (p *Plan) DistinctValues(ctx context.Context, rd storage.Reader, coll, key string) ([]bsoncore.Value, error) {
+	return distinctScan(ctx, rd, coll, p, key, &execStats{})
+}
+
 // exactBounds reports whether p's index bounds select exactly the
 // documents f matches, so that counting or walking entries needs no
 // filter: f is a conjunction of indexable predicates, all on key fields
@@ -112,7 +133,7 @@ func coverable(p *queryPlan, f *query.Filter, proj, sortDoc bsoncore.Document) b
 // field), and the index has one entry per document (not multikey, sparse
 // or partial). Under a collation other than the index's, a predicate on
 // strings, documents or arrays is not in the bounds (collationPreds).
-func exactBounds(p *queryPlan, f *query.Filter) bool {
+func exactBounds(p *Plan, f *query.Filter) bool {
 	if p.ix == nil || p.idHack || p.ix.Multikey || p.text != nil || p.wildPath != "" {
 		return false
 	}
@@ -149,7 +170,7 @@ func exactBounds(p *queryPlan, f *query.Filter) bool {
 }
 
 // countScan counts the entries within p's bounds (exactBounds holds).
-func countScan(ctx context.Context, rd storage.Reader, coll string, p *queryPlan, st *execStats) (int64, error) {
+func countScan(ctx context.Context, rd storage.Reader, coll string, p *Plan, st *execStats) (int64, error) {
 	var n int64
 	for _, iv := range p.intervals {
 		it, err := rd.IndexScan(ctx, coll, p.ix.Spec.Name, iv)
@@ -172,16 +193,16 @@ func countScan(ctx context.Context, rd storage.Reader, coll string, p *queryPlan
 	return n, nil
 }
 
-// planDistinct finds an index that answers distinct on key for f: one
+// Distinct plans distinct on key for f from an index: one
 // with key as a key field whose bounds express f exactly (exactBounds),
 // preferring an index on key alone, whose distinct values can be reached
 // by skipping from one to the next. nil when none fits.
-func planDistinct(rd storage.Reader, coll string, f *query.Filter, key string) *queryPlan {
+func Distinct(rd storage.Reader, coll string, f *query.Filter, key string) *Plan {
 	preds, ok := f.ExactPredicates()
 	if !ok {
 		return nil
 	}
-	var best *queryPlan
+	var best *Plan
 	indexes := rd.Indexes(coll)
 	for i := range indexes {
 		ix := &indexes[i]
@@ -209,12 +230,12 @@ func fieldPos(spec *index.Spec, path string) int {
 }
 
 // distinctScan gives distinct's values from the entries of plan p
-// (planDistinct), in the order a collection scan gives them: for each
+// (Distinct), in the order a collection scan gives them: for each
 // value, the document with the smallest _id holding it is kept (entries
 // of equal keys are in _id order), and the values are listed in the
 // order of those _ids. On an index of key alone, the scan skips from each
 // value to the next instead of reading every entry.
-func distinctScan(ctx context.Context, rd storage.Reader, coll string, p *queryPlan, key string, st *execStats) ([]bsoncore.Value, error) {
+func distinctScan(ctx context.Context, rd storage.Reader, coll string, p *Plan, key string, st *execStats) ([]bsoncore.Value, error) {
 	type rep struct {
 		id  []byte
 		doc bsoncore.Document

@@ -1,4 +1,4 @@
-package server
+package plan
 
 import (
 	"context"
@@ -14,11 +14,16 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
-// matchingSource yields the documents of coll that match f: a point look-up
+// Source yields documents one at a time; Next returns io.EOF at the end.
+type Source interface {
+	Next(ctx context.Context) (bsoncore.Document, error)
+}
+
+// Matching yields the documents of coll that match f: a point look-up
 // when f pins _id, an index scan when an index bounds f, a scan in _id
 // order otherwise.
-func matchingSource(ctx context.Context, rd storage.Reader, coll string, f *query.Filter) (docSource, error) {
-	p, err := planQuery(rd, coll, planInput{filter: f})
+func Matching(ctx context.Context, rd storage.Reader, coll string, f *query.Filter) (Source, error) {
+	p, err := Query(rd, coll, Input{Filter: f})
 	if err != nil {
 		return nil, err
 	}
@@ -68,28 +73,28 @@ func contextError(err error) error {
 	return mongoerr.New(mongoerr.Interrupted, "operation was interrupted")
 }
 
-// sortedSource materialises src and sorts it (stable, as mongod's sort is
+// Sort materialises src and sorts it (stable, as mongod's sort is
 // for equal keys in _id order).
-func sortedSource(ctx context.Context, src docSource, s *query.Sort) (docSource, error) {
+func Sort(ctx context.Context, src Source, s *query.Sort) (Source, error) {
 	docs, err := query.Drain(ctx, src)
 	if err != nil {
 		return nil, err
 	}
 	sort.SliceStable(docs, func(i, j int) bool { return s.Compare(docs[i], docs[j]) < 0 })
-	return &sliceSource{docs: docs}, nil
+	return query.NewSliceStream(docs), nil
 }
 
 // partialReporter is a source whose documents may lack fields.
 type partialReporter interface{ LastPartial() bool }
 
-// sortedScan is sortedSource for a scan that may return large documents
+// SortScan is Sort for a scan that may return large documents
 // in part (only what the sort and filter read): it sorts those and reads
 // each whole again by _id when the sorted stream reaches it, so a sort of
 // large documents never holds them all.
-func sortedScan(ctx context.Context, src docSource, s *query.Sort, rd storage.Reader, coll string) (docSource, error) {
+func SortScan(ctx context.Context, src Source, s *query.Sort, rd storage.Reader, coll string) (Source, error) {
 	pr, ok := src.(partialReporter)
 	if !ok {
-		return sortedSource(ctx, src, s)
+		return Sort(ctx, src, s)
 	}
 	var docs []bsoncore.Document
 	var partial []bool
@@ -142,7 +147,7 @@ func (s *refetchSource) Next(ctx context.Context) (bsoncore.Document, error) {
 // skipLimitSource skips the first skip documents and stops after limit
 // (limit 0: no limit).
 type skipLimitSource struct {
-	src         docSource
+	src         Source
 	skip, limit int64
 	returned    int64
 }
@@ -164,9 +169,18 @@ func (s *skipLimitSource) Next(ctx context.Context) (bsoncore.Document, error) {
 	return d, err
 }
 
+// SkipLimit skips the first skip documents of src and stops after limit
+// (limit 0: no limit).
+func SkipLimit(src Source, skip, limit int64) Source {
+	return &skipLimitSource{src: src, skip: skip, limit: limit}
+}
+
+// Project applies the projection p to each document of src.
+func Project(src Source, p *query.Projection) Source { return &projectSource{src: src, p: p} }
+
 // projectSource applies a projection to each document.
 type projectSource struct {
-	src docSource
+	src Source
 	p   *query.Projection
 }
 
@@ -178,62 +192,8 @@ func (s *projectSource) Next(ctx context.Context) (bsoncore.Document, error) {
 	return s.p.Apply(d)
 }
 
-// collEnv is queryEnv for a command on collection coll: without a
-// collation of its own it takes the collection's default (mongod's rule).
-func (r *request) collEnv(coll string, collation, let bsoncore.Document) (*query.Env, error) {
-	if collation == nil {
-		collation = r.defaultCollation(coll)
-	}
-	return queryEnv(collation, let)
-}
-
-// defaultCollation is the collation coll was created with (nil: simple,
-// or no such collection).
-func (r *request) defaultCollation(coll string) bsoncore.Document {
-	snap, err := r.snapshot()
-	if err != nil {
-		return nil
-	}
-	ci, ok := snap.Collection(coll)
-	if !ok || ci.Options == nil {
-		return nil
-	}
-	d, _ := ci.Options.Lookup("collation").DocumentOK()
-	return d
-}
-
-// queryEnv builds the query environment of a command from its collation
-// and let documents (either may be nil).
-func queryEnv(collation, let bsoncore.Document) (*query.Env, error) {
-	var coll *query.Collation
-	if collation != nil {
-		var err error
-		if coll, err = query.ParseCollation(collation); err != nil {
-			return nil, err
-		}
-	}
-	return query.NewEnv(coll, let)
-}
-
-// checkHint validates a write or aggregate command's hint against the
-// indexes of the collection it names.
-func (r *request) checkHint(hint bsoncore.Value) error {
-	if hint.Type == 0 {
-		return nil
-	}
-	coll, err := r.collectionArg()
-	if err != nil {
-		return err
-	}
-	snap, err := r.snapshot()
-	if err != nil {
-		return err
-	}
-	return checkHintFor(snap, coll, hint)
-}
-
-// reverseSource yields src's documents in reverse order ({$natural: -1}).
-func reverseSource(ctx context.Context, src docSource) (docSource, error) {
+// Reverse yields src's documents in reverse order ({$natural: -1}).
+func Reverse(ctx context.Context, src Source) (Source, error) {
 	docs, err := query.Drain(ctx, src)
 	if err != nil {
 		return nil, err
@@ -241,5 +201,5 @@ func reverseSource(ctx context.Context, src docSource) (docSource, error) {
 	for i, j := 0, len(docs)-1; i < j; i, j = i+1, j-1 {
 		docs[i], docs[j] = docs[j], docs[i]
 	}
-	return &sliceSource{docs: docs}, nil
+	return query.NewSliceStream(docs), nil
 }

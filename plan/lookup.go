@@ -1,0 +1,168 @@
+package plan
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"sort"
+
+	"dumbodb/index"
+	"dumbodb/query"
+	"dumbodb/storage"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
+
+// LookupEqual probes the index on path (or the _id itself) of coll for the
+// local values of a $lookup, as query.EqualityCatalog asks. It declines (ok false) when
+// no usable index leads with path or a value cannot be probed by point
+// (arrays, regexes, MinKey/MaxKey, NaN match other than by equal keys).
+func LookupEqual(ctx context.Context, rd storage.Reader, coll, path string, vals []bsoncore.Value) ([]bsoncore.Document, bool, error) {
+	for _, v := range vals {
+		if !probeable(v) {
+			return nil, false, nil
+		}
+	}
+	points := probePoints(vals)
+	if path == "_id" {
+		return lookupIDs(ctx, rd, coll, points)
+	}
+	ix := LookupIndex(rd.Indexes(coll), path)
+	if ix == nil {
+		return nil, false, nil
+	}
+	ids, err := lookupIndexIDs(ctx, rd, coll, ix, points)
+	if err != nil {
+		return nil, false, err
+	}
+	docs := make([]bsoncore.Document, 0, len(ids))
+	for _, id := range ids {
+		doc, found, err := rd.GetKey(ctx, coll, id)
+		if err != nil {
+			return nil, false, err
+		}
+		if found {
+			docs = append(docs, doc)
+		}
+	}
+	return docs, true, nil
+}
+
+// lookupIDs fetches documents by _id values, in _id order.
+func lookupIDs(ctx context.Context, rd storage.Reader, coll string, points []bsoncore.Value) ([]bsoncore.Document, bool, error) {
+	seen := map[string]bool{}
+	var keys []string
+	for _, v := range points {
+		if storage.ValidateKey(v) != nil {
+			return nil, false, nil
+		}
+		k := string(index.EncodeKey(nil, v))
+		if !seen[k] {
+			seen[k] = true
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	var docs []bsoncore.Document
+	for _, k := range keys {
+		doc, found, err := rd.GetKey(ctx, coll, []byte(k))
+		if err != nil {
+			return nil, false, err
+		}
+		if found {
+			docs = append(docs, doc)
+		}
+	}
+	return docs, true, nil
+}
+
+// probeable says whether the documents equal to v are exactly those with
+// an index key equal to v's (null also: undefined, missing).
+func probeable(v bsoncore.Value) bool {
+	switch v.Type {
+	case bsoncore.TypeArray, bsoncore.TypeRegex, bsoncore.TypeMinKey, bsoncore.TypeMaxKey:
+		return false
+	case bsoncore.TypeDouble, bsoncore.TypeDecimal128:
+		return !query.ExactNumber(v).NaN
+	}
+	return true
+}
+
+// probePoints are the key values to probe for vals: a null (or missing,
+// or undefined) local value joins foreign nulls, undefineds and missing
+// fields, which indexes key as null, and empty arrays, keyed undefined.
+func probePoints(vals []bsoncore.Value) []bsoncore.Value {
+	out := make([]bsoncore.Value, 0, len(vals)+1)
+	nullish := false
+	for _, v := range vals {
+		switch v.Type {
+		case 0, bsoncore.TypeNull, bsoncore.TypeUndefined:
+			nullish = true
+		default:
+			out = append(out, v)
+		}
+	}
+	if nullish {
+		out = append(out, bsoncore.Value{Type: bsoncore.TypeNull}, bsoncore.Value{Type: bsoncore.TypeUndefined})
+	}
+	return out
+}
+
+// LookupIndex picks the usable index whose first key field is path, the
+// one with the fewest fields; nil when there is none. Probes are binary
+// equality, so an index with a collation does not qualify.
+func LookupIndex(indexes []storage.IndexInfo, path string) *storage.IndexInfo {
+	var best *storage.IndexInfo
+	for i := range indexes {
+		ix := &indexes[i]
+		if !usable(ix) || ix.Spec.Collation() != nil || ix.Spec.Fields[0].Path != path {
+			continue
+		}
+		if best == nil || len(ix.Spec.Fields) < len(best.Spec.Fields) {
+			best = ix
+		}
+	}
+	return best
+}
+
+// lookupIndexIDs scans ix at the points (every value of the later key
+// fields) and returns the _id keys found, each once, in _id order.
+func lookupIndexIDs(ctx context.Context, rd storage.Reader, coll string, ix *storage.IndexInfo, points []bsoncore.Value) ([][]byte, error) {
+	first := make([]index.FieldInterval, 0, len(points))
+	for _, v := range points {
+		iv := index.PointInterval(v, "")
+		if ix.Spec.Fields[0].Desc {
+			iv = iv.Descending()
+		}
+		first = append(first, iv)
+	}
+	sort.Slice(first, func(i, j int) bool { return bytes.Compare(first[i].Lo, first[j].Lo) < 0 })
+	bounds := [][]index.FieldInterval{first}
+	for _, f := range ix.Spec.Fields[1:] {
+		bounds = append(bounds, []index.FieldInterval{fullFor(f)})
+	}
+	seen := map[string]bool{}
+	var ids [][]byte
+	for _, iv := range index.EntryIntervals(bounds) {
+		it, err := rd.IndexScan(ctx, coll, ix.Spec.Name, iv)
+		if err != nil {
+			return nil, err
+		}
+		for {
+			_, id, err := it.Next(ctx)
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				return nil, err
+			}
+			if !seen[string(id)] {
+				seen[string(id)] = true
+				ids = append(ids, id)
+			}
+		}
+	}
+	sort.Slice(ids, func(i, j int) bool { return bytes.Compare(ids[i], ids[j]) < 0 })
+	return ids, nil
+}
