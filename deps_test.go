@@ -14,8 +14,9 @@ import (
 // allowed lists, for each top-level package, the project packages it may
 // import. Sub-packages count as their top-level package.
 var allowed = map[string][]string{
-	"cmd":     {"server", "storage", "query", "index", "wire", "bench", "internal"},
-	"server":  {"query", "index", "storage", "wire"},
+	"cmd":     {"server", "plan", "storage", "query", "index", "wire", "bench", "internal"},
+	"server":  {"plan", "query", "index", "storage", "wire"},
+	"plan":    {"query", "index", "storage"},
 	"storage": {"index", "query"},
 	"index":   {"query"},
 	"query":   {},

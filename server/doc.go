@@ -1,5 +1,7 @@
 // Package server owns everything between a socket and the storage engine:
 // listeners (TCP and Unix), the per-connection loop, the command table (one
 // file per command or family, cmd_*.go), cursors, reply building, MongoDB
-// error shapes, counters and logging glue.
+// error shapes, counters and logging glue. Commands parse their arguments
+// here (request.go) and leave planning, scans and explain's plan tree to
+// package plan.
 package server
