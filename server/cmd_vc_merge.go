@@ -1,0 +1,238 @@
+package server
+
+import (
+	"errors"
+
+	"dumbodb/index"
+	"dumbodb/query/mongoerr"
+	"dumbodb/storage"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
+
+func cmdDumboMerge(r *request) (bsoncore.Document, error) {
+	d, err := r.vcDatabase()
+	if err != nil {
+		return nil, err
+	}
+	var mergeIn string
+	var opts storage.MergeOptions
+	var cont, abort bool
+	opts.CommitOptions, err = r.commitOptions(map[string]fieldHandler{
+		"mergeIn":  r.stringArg("mergeIn", &mergeIn),
+		"noFF":     r.boolArg("noFF", &opts.NoFF),
+		"ffOnly":   r.boolArg("ffOnly", &opts.FFOnly),
+		"continue": r.boolArg("continue", &cont),
+		"abort":    r.boolArg("abort", &abort),
+	})
+	if err != nil {
+		return nil, err
+	}
+	branch, err := r.branchOf(d)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case abort:
+		if err := d.MergeAbort(r.ctx, branch); err != nil {
+			return nil, err
+		}
+		return okReply(), nil
+	case cont:
+		c, err := d.MergeContinue(r.ctx, branch, opts.CommitOptions)
+		if err != nil {
+			return nil, err
+		}
+		return bsoncore.NewDocumentBuilder().AppendString("commitId", c.ID).AppendDouble("ok", 1).Build(), nil
+	case mergeIn == "":
+		return nil, mongoerr.New(mongoerr.Code(40414), "BSON field '%s.mergeIn' is missing but a required field", r.name)
+	}
+	theirs, err := r.resolveArg(d, mergeIn)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Message == "" {
+		opts.Message = "Merge " + mergeIn + " into " + branch
+	}
+	res, err := d.Merge(r.ctx, branch, theirs, opts)
+	return mergeReply(res, err)
+}
+
+// mergeReply answers merge, cherry-pick and revert; conflicts are an
+// error reply that carries per-collection counts.
+func mergeReply(res storage.MergeResult, err error) (bsoncore.Document, error) {
+	if errors.Is(err, storage.ErrMergeConflicts) {
+		counts := bsoncore.NewDocumentBuilder()
+		total := 0
+		for coll, n := range res.Conflicts {
+			counts.AppendInt32(coll, int32(n))
+			total += n
+		}
+		me := mongoerr.New(mongoerr.MergeConflict,
+			"merge stopped with %d conflicts; resolve them with dumboResolveConflict, then dumboMerge {continue: 1}, or {abort: 1}", total)
+		me.Info = bsoncore.NewDocumentBuilder().AppendDocument("conflicts", counts.Build()).Build()
+		return nil, me
+	}
+	if err != nil {
+		return nil, err
+	}
+	return bsoncore.NewDocumentBuilder().
+		AppendString("commitId", res.Commit.ID).
+		AppendBoolean("fastForward", res.FastForward).
+		AppendBoolean("upToDate", res.UpToDate).
+		AppendDouble("ok", 1).Build(), nil
+}
+
+func cmdDumboConflicts(r *request) (bsoncore.Document, error) {
+	var coll string
+	d, branch, err := r.vcBranch(map[string]fieldHandler{"collection": r.stringArg("collection", &coll)})
+	if err != nil {
+		return nil, err
+	}
+	confs, err := d.Conflicts(r.ctx, branch, coll)
+	if err != nil {
+		return nil, err
+	}
+	arr := bsoncore.NewArrayBuilder()
+	for _, c := range confs {
+		b := bsoncore.NewDocumentBuilder().AppendString("collection", c.Collection).AppendValue("_id", c.ID)
+		for _, side := range []struct {
+			name string
+			doc  bsoncore.Document
+		}{{"base", c.Base}, {"ours", c.Ours}, {"theirs", c.Theirs}} {
+			if side.doc != nil {
+				b.AppendDocument(side.name, side.doc)
+			} else {
+				b.AppendNull(side.name)
+			}
+		}
+		arr.AppendDocument(b.Build())
+	}
+	return bsoncore.NewDocumentBuilder().AppendArray("conflicts", arr.Build()).AppendDouble("ok", 1).Build(), nil
+}
+
+func cmdDumboResolveConflict(r *request) (bsoncore.Document, error) {
+	var coll, resolution string
+	var id bsoncore.Value
+	var doc bsoncore.Document
+	d, branch, err := r.vcBranch(map[string]fieldHandler{
+		"collection": r.stringArg("collection", &coll),
+		"_id":        func(v bsoncore.Value) error { id = v; return nil },
+		"resolution": r.stringArg("resolution", &resolution),
+		"document":   r.docArg("document", &doc),
+	})
+	if err != nil {
+		return nil, err
+	}
+	if coll == "" || id.Type == 0 {
+		return nil, mongoerr.New(mongoerr.Code(40414), "%s needs collection and _id", r.name)
+	}
+	if doc, err = customResolution(resolution, id, doc); err != nil {
+		return nil, err
+	}
+	if err := d.ResolveConflict(r.ctx, branch, coll, id, resolution, doc); err != nil {
+		return nil, err
+	}
+	return okReply(), nil
+}
+
+// customResolution validates the resolution and a custom document, which
+// must keep the conflicting document's _id.
+func customResolution(resolution string, id bsoncore.Value, doc bsoncore.Document) (bsoncore.Document, error) {
+	switch resolution {
+	case storage.ResolveOurs, storage.ResolveTheirs:
+		return nil, nil
+	case storage.ResolveCustom:
+	default:
+		return nil, mongoerr.New(mongoerr.BadValue, "resolution must be \"ours\", \"theirs\" or \"custom\", not %q", resolution)
+	}
+	if doc == nil {
+		return nil, mongoerr.New(mongoerr.BadValue, "a custom resolution needs a document")
+	}
+	if got, err := doc.LookupErr("_id"); err == nil && !got.Equal(id) {
+		return nil, mongoerr.New(mongoerr.ImmutableField, "the custom document must keep _id %s", index.ShellValue(id))
+	}
+	withID := bsoncore.NewDocumentBuilder().AppendValue("_id", id)
+	els, _ := doc.Elements()
+	for _, el := range els {
+		if el.Key() != "_id" {
+			withID.AppendValue(el.Key(), el.Value())
+		}
+	}
+	return withID.Build(), nil
+}
+
+func cmdDumboCherryPick(r *request) (bsoncore.Document, error) { return applyCommit(r, false) }
+
+func cmdDumboRevert(r *request) (bsoncore.Document, error) { return applyCommit(r, true) }
+
+func applyCommit(r *request, revert bool) (bsoncore.Document, error) {
+	d, err := r.vcDatabase()
+	if err != nil {
+		return nil, err
+	}
+	var commit string
+	commit = r.firstString()
+	opts, err := r.commitOptions(map[string]fieldHandler{"commit": r.stringArg("commit", &commit)})
+	if err != nil {
+		return nil, err
+	}
+	if commit == "" {
+		return nil, mongoerr.New(mongoerr.Code(40414), "BSON field '%s.commit' is missing but a required field", r.name)
+	}
+	branch, err := r.branchOf(d)
+	if err != nil {
+		return nil, err
+	}
+	rev, err := r.resolveArg(d, commit)
+	if err != nil {
+		return nil, err
+	}
+	var res storage.MergeResult
+	if revert {
+		res, err = d.Revert(r.ctx, branch, rev, opts)
+	} else {
+		res, err = d.CherryPick(r.ctx, branch, rev, opts)
+	}
+	return mergeReply(res, err)
+}
+
+func cmdDumboRebase(r *request) (bsoncore.Document, error) {
+	onto := r.firstString()
+	var cont, abort bool
+	d, branch, err := r.vcBranch(map[string]fieldHandler{
+		"onto":     r.stringArg("onto", &onto),
+		"continue": r.boolArg("continue", &cont),
+		"abort":    r.boolArg("abort", &abort),
+	})
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case abort:
+		return okReply(), d.MergeAbort(r.ctx, branch)
+	case cont:
+		c, err := d.MergeContinue(r.ctx, branch, storage.CommitOptions{})
+		if err != nil {
+			return nil, err
+		}
+		return bsoncore.NewDocumentBuilder().AppendString("commitId", c.ID).AppendDouble("ok", 1).Build(), nil
+	case onto == "":
+		return nil, mongoerr.New(mongoerr.Code(40414), "BSON field '%s.onto' is missing but a required field", r.name)
+	}
+	rev, err := r.resolveArg(d, onto)
+	if err != nil {
+		return nil, err
+	}
+	res, err := d.Rebase(r.ctx, branch, rev)
+	if err == nil {
+		head, herr := d.Resolve(r.ctx, branch, branch)
+		if herr == nil {
+			log, lerr := d.Log(r.ctx, storage.LogOptions{From: head, Limit: 1})
+			if lerr == nil && len(log) == 1 {
+				res.Commit = log[0]
+			}
+		}
+	}
+	return mergeReply(res, err)
+}

@@ -1,0 +1,212 @@
+package server
+
+import (
+	"dumbodb/query/mongoerr"
+	"dumbodb/storage"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
+
+func cmdDumboBranch(r *request) (bsoncore.Document, error) {
+	d, err := r.vcDatabase()
+	if err != nil {
+		return nil, err
+	}
+	var name string
+	var del, force bool
+	name = r.firstString()
+	err = r.parseArgs(map[string]fieldHandler{
+		"branch":      r.stringArg("branch", &name),
+		"delete":      r.boolArg("delete", &del),
+		"forceDelete": r.boolArg("forceDelete", &force),
+	})
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case name == "":
+		return branchList(r, d)
+	case del || force:
+		if err := d.DeleteBranch(r.ctx, name, r.currentBranch(), force); err != nil {
+			return nil, err
+		}
+		return bsoncore.NewDocumentBuilder().AppendString("deleted", name).AppendDouble("ok", 1).Build(), nil
+	}
+	at, err := r.revision(d)
+	if err != nil {
+		return nil, err
+	}
+	c, err := d.CreateBranch(r.ctx, name, at)
+	if err != nil {
+		return nil, err
+	}
+	return bsoncore.NewDocumentBuilder().AppendString("branch", name).AppendString("commitId", c.ID).
+		AppendDouble("ok", 1).Build(), nil
+}
+
+func branchList(r *request, d *storage.Database) (bsoncore.Document, error) {
+	branches, err := d.Branches(r.ctx)
+	if err != nil {
+		return nil, err
+	}
+	arr := bsoncore.NewArrayBuilder()
+	for _, b := range branches {
+		arr.AppendDocument(bsoncore.NewDocumentBuilder().
+			AppendString("name", b.Name).
+			AppendString("commitId", b.Head.ID).
+			AppendDocument("head", commitDoc(b.Head)).Build())
+	}
+	return bsoncore.NewDocumentBuilder().AppendArray("branches", arr.Build()).AppendDouble("ok", 1).Build(), nil
+}
+
+func cmdDumboBranchStatus(r *request) (bsoncore.Document, error) {
+	d, err := r.vcDatabase()
+	if err != nil {
+		return nil, err
+	}
+	var base string
+	var targets bsoncore.Array
+	err = r.parseArgs(map[string]fieldHandler{
+		"base":    r.stringArg("base", &base),
+		"targets": r.arrayArg("targets", &targets),
+	})
+	if err != nil {
+		return nil, err
+	}
+	if base == "" {
+		base = r.currentBranch()
+	}
+	baseRev, err := r.resolveArg(d, base)
+	if err != nil {
+		return nil, err
+	}
+	vals, _ := targets.Values()
+	arr := bsoncore.NewArrayBuilder()
+	for _, v := range vals {
+		name, ok := v.StringValueOK()
+		if !ok {
+			return nil, typeMismatch(r.name, "targets", v, "string")
+		}
+		rev, err := r.resolveArg(d, name)
+		if err != nil {
+			return nil, err
+		}
+		ahead, behind, err := d.AheadBehind(r.ctx, baseRev, rev)
+		if err != nil {
+			return nil, err
+		}
+		arr.AppendDocument(bsoncore.NewDocumentBuilder().AppendString("target", name).
+			AppendInt32("ahead", int32(ahead)).AppendInt32("behind", int32(behind)).Build())
+	}
+	return bsoncore.NewDocumentBuilder().AppendString("base", base).AppendArray("statuses", arr.Build()).
+		AppendDouble("ok", 1).Build(), nil
+}
+
+func cmdDumboReset(r *request) (bsoncore.Document, error) {
+	var to string
+	var hard bool
+	d, branch, err := r.vcBranch(map[string]fieldHandler{
+		"to":   r.stringArg("to", &to),
+		"hard": r.boolArg("hard", &hard),
+		"soft": r.ignoreArg(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	if to == "" {
+		to = "HEAD"
+	}
+	target, err := r.resolveArg(d, to)
+	if err != nil {
+		return nil, err
+	}
+	c, err := d.Reset(r.ctx, branch, target, hard)
+	if err != nil {
+		return nil, err
+	}
+	return bsoncore.NewDocumentBuilder().AppendString("commitId", c.ID).AppendBoolean("hard", hard).
+		AppendDouble("ok", 1).Build(), nil
+}
+
+func cmdDumboTag(r *request) (bsoncore.Document, error) {
+	d, err := r.vcDatabase()
+	if err != nil {
+		return nil, err
+	}
+	var name, commit, message string
+	var del bool
+	name = r.firstString()
+	err = r.parseArgs(map[string]fieldHandler{
+		"name":    r.stringArg("name", &name),
+		"commit":  r.stringArg("commit", &commit),
+		"message": r.stringArg("message", &message),
+		"delete":  r.boolArg("delete", &del),
+	})
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case name == "":
+		return tagList(r, d)
+	case del:
+		if err := d.DeleteTag(r.ctx, name); err != nil {
+			return nil, err
+		}
+		return bsoncore.NewDocumentBuilder().AppendString("deleted", name).AppendDouble("ok", 1).Build(), nil
+	}
+	at, err := r.revision(d)
+	if commit != "" {
+		at, err = r.resolveArg(d, commit)
+	}
+	if err != nil {
+		return nil, err
+	}
+	tag, err := d.CreateTag(r.ctx, name, at, message)
+	if err != nil {
+		return nil, err
+	}
+	return bsoncore.NewDocumentBuilder().AppendString("name", tag.Name).AppendString("commitId", tag.Commit).
+		AppendDouble("ok", 1).Build(), nil
+}
+
+func tagList(r *request, d *storage.Database) (bsoncore.Document, error) {
+	tags, err := d.Tags(r.ctx)
+	if err != nil {
+		return nil, err
+	}
+	arr := bsoncore.NewArrayBuilder()
+	for _, t := range tags {
+		arr.AppendDocument(bsoncore.NewDocumentBuilder().AppendString("name", t.Name).
+			AppendString("commitId", t.Commit).AppendString("message", t.Message).Build())
+	}
+	return bsoncore.NewDocumentBuilder().AppendArray("tags", arr.Build()).AppendDouble("ok", 1).Build(), nil
+}
+
+// cmdDumboCheckout sets the branch this connection's writes and reads go
+// to when the database name has no "@", for applications that cannot
+// change database names.
+func cmdDumboCheckout(r *request) (bsoncore.Document, error) {
+	d, err := r.vcDatabase()
+	if err != nil {
+		return nil, err
+	}
+	var name string
+	name = r.firstString()
+	if err := r.parseArgs(map[string]fieldHandler{"branch": r.stringArg("branch", &name)}); err != nil {
+		return nil, err
+	}
+	rev, err := d.Resolve(r.ctx, name, storage.DefaultBranch)
+	if err != nil {
+		return nil, err
+	}
+	if rev.ReadOnly() {
+		return nil, mongoerr.New(mongoerr.BadValue, "%q is not a branch", name)
+	}
+	r.c.mu.Lock()
+	if r.c.branches == nil {
+		r.c.branches = map[string]string{}
+	}
+	r.c.branches[r.db] = rev.Branch
+	r.c.mu.Unlock()
+	return bsoncore.NewDocumentBuilder().AppendString("branch", rev.Branch).AppendDouble("ok", 1).Build(), nil
+}
