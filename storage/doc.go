@@ -21,11 +21,17 @@
 // log after it. Readers take a Snapshot (snapshot.go) and never wait for
 // writers.
 //
-// Version control runs on Dolt's commits and datasets: commits, branches
-// and tags (vc.go, revision.go), history (log.go), diff (diff.go), merge,
-// cherry-pick and revert (merge.go, merge_large.go, mergebase.go,
-// conflicts.go), rebase (rebase.go) and GC (gc.go, pins.go). Each
-// operation checkpoints its branch first.
+// Version control runs on Dolt's commits and datasets, in the vc*.go
+// files: commits, branches, tags and reset (vc.go, which also holds
+// lockedBranch, the checkpoint under the branch's writer lock each
+// operation starts with), revisions and their resolution (vc_revision.go,
+// with SnapshotAt), commit history (vc_history.go), diff and status
+// (vc_diff.go), merge (vc_merge.go, vc_merge_large.go for doctrees,
+// vc_mergebase.go for the merge bases), conflicts, cherry-pick and revert
+// (vc_conflicts.go) and rebase (vc_rebase.go). They are methods of
+// Database, sharing its branches, locks and Dolt handles with writes and
+// checkpoints. GC (gc.go, pins.go) keeps what any ref or open snapshot
+// reaches.
 //
 // The byte layouts of what this package writes are in docs/format/root.md,
 // docs/format/wal.md and docs/format/doctree.md; the design in
