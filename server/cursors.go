@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"dumbodb/query/mongoerr"
+	"dumbodb/query"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
@@ -70,8 +70,11 @@ func (r *cursorRegistry) get(id int64) *cursor {
 func (r *cursorRegistry) remove(id int64) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	_, ok := r.cursors[id]
+	c, ok := r.cursors[id]
 	delete(r.cursors, id)
+	if ok {
+		c.src.close()
+	}
 	return ok
 }
 
@@ -89,6 +92,7 @@ func (r *cursorRegistry) reapIdle(idle time.Duration) {
 		if c.mu.TryLock() {
 			if !c.noTimeout && now.Sub(c.lastUsed) > idle {
 				delete(r.cursors, id)
+				c.src.close()
 			}
 			c.mu.Unlock()
 		}
@@ -117,6 +121,14 @@ func (p *peekSource) next(ctx context.Context) (bsoncore.Document, error) {
 		p.done = true
 	}
 	return d, err
+}
+
+// close releases what the source holds (an aggregation's spill files)
+// once its cursor ends, however it ends.
+func (p *peekSource) close() {
+	if c, ok := p.src.(io.Closer); ok {
+		c.Close()
+	}
 }
 
 func (p *peekSource) exhausted(ctx context.Context) (bool, error) {
@@ -154,8 +166,8 @@ func fillBatch(ctx context.Context, p *peekSource, n int) ([]bsoncore.Document, 
 		}
 		docs = append(docs, d)
 		size += len(d)
-		if err := ctx.Err(); err != nil {
-			return nil, false, mongoerr.New(mongoerr.MaxTimeMSExpired, "operation exceeded time limit")
+		if err := query.ContextErr(ctx); err != nil {
+			return nil, false, err
 		}
 	}
 	done, err := p.exhausted(ctx)
@@ -185,11 +197,14 @@ func (r *request) startCursor(ns string, src docSource, batchSize int, singleBat
 	p := &peekSource{src: src}
 	docs, done, err := fillBatch(r.ctx, p, batchSize)
 	if err != nil {
+		p.close()
 		return nil, err
 	}
 	var id int64
 	if !done && !singleBatch {
 		id = r.c.s.cursors.add(ns, p, noTimeout).id
+	} else {
+		p.close()
 	}
 	return cursorReply(id, ns, "firstBatch", docs), nil
 }
