@@ -181,8 +181,9 @@ var unsupportedStages = map[string]bool{
 	"$shardedDataDistribution": true, "$listSampledQueries": true, "$querySettings": true,
 }
 
-// Run connects the pipeline to its input. A compiled pipeline is run
-// once: its runs share one set of spill files, which Close releases.
+// Run connects the pipeline to its input. The spill files belong to the
+// compiled pipeline, which the aggregate command compiles for each run:
+// once a run has ended or been closed, a pipeline run again cannot spill.
 func (p *Pipeline) Run(in Stream) *RunningPipeline {
 	return &RunningPipeline{out: p.connect(in), spills: p.spills}
 }
