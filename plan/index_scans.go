@@ -178,8 +178,8 @@ func countScan(ctx context.Context, rd storage.Reader, coll string, p *Plan, st 
 			return 0, err
 		}
 		for {
-			if err := ctx.Err(); err != nil {
-				return 0, contextError(err)
+			if err := query.ContextErr(ctx); err != nil {
+				return 0, err
 			}
 			if _, _, err := it.Next(ctx); errors.Is(err, io.EOF) {
 				break
@@ -255,8 +255,8 @@ func distinctScan(ctx context.Context, rd storage.Reader, coll string, p *Plan, 
 			}
 			var seek []byte
 			for seek == nil {
-				if err := ctx.Err(); err != nil {
-					return nil, contextError(err)
+				if err := query.ContextErr(ctx); err != nil {
+					return nil, err
 				}
 				_, id, err := it.Next(ctx)
 				if errors.Is(err, io.EOF) {

@@ -436,8 +436,7 @@ type countingFilterSource struct {
 func (s *countingFilterSource) Next(ctx context.Context) (bsoncore.Document, error) {
 	var stop error
 	keep := func(d bsoncore.Document) bool {
-		if stop = ctx.Err(); stop != nil {
-			stop = contextError(stop)
+		if stop = query.ContextErr(ctx); stop != nil {
 			return true
 		}
 		s.st.docsExamined++
@@ -516,8 +515,8 @@ func (s *indexSource) nextID(ctx context.Context) (scanned, error) {
 
 func (s *indexSource) Next(ctx context.Context) (bsoncore.Document, error) {
 	for {
-		if err := ctx.Err(); err != nil {
-			return nil, contextError(err)
+		if err := query.ContextErr(ctx); err != nil {
+			return nil, err
 		}
 		e, err := s.nextID(ctx)
 		if err != nil {

@@ -8,7 +8,6 @@ import (
 	"sort"
 
 	"dumbodb/query"
-	"dumbodb/query/mongoerr"
 	"dumbodb/storage"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -37,23 +36,16 @@ type filterSource struct {
 }
 
 func (s *filterSource) Next(ctx context.Context) (bsoncore.Document, error) {
-	var stop error // a time limit or a filter error ends the scan
-	scanned := 0
+	var stop error // a filter error ends the scan; the iterator checks ctx
 	keep := func(doc bsoncore.Document) bool {
-		if scanned++; scanned%256 == 0 {
-			if err := ctx.Err(); err != nil {
-				stop = contextError(err)
-				return true
-			}
-		}
 		if s.f.Match(doc) {
 			return true
 		}
 		stop = s.f.Err()
 		return stop != nil
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, contextError(err)
+	if err := query.ContextErr(ctx); err != nil {
+		return nil, err
 	}
 	d, err := s.it.NextWhere(ctx, keep)
 	if err != nil {
@@ -63,14 +55,6 @@ func (s *filterSource) Next(ctx context.Context) (bsoncore.Document, error) {
 		return nil, stop
 	}
 	return d, nil
-}
-
-// contextError turns a cancelled or expired context into MongoDB's errors.
-func contextError(err error) error {
-	if errors.Is(err, context.DeadlineExceeded) {
-		return mongoerr.New(mongoerr.MaxTimeMSExpired, "operation exceeded time limit")
-	}
-	return mongoerr.New(mongoerr.Interrupted, "operation was interrupted")
 }
 
 // Sort materialises src and sorts it (stable, as mongod's sort is

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"sort"
+	"sync"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
@@ -22,18 +23,22 @@ import (
 // external sort (by group key, or by partition and sortBy); the other
 // blocking stages simply go on in memory.
 
-// QueryExceededMemoryLimitNoDiskUseAllowed is mongod's code 292.
-const QueryExceededMemoryLimitNoDiskUseAllowed = mongoerr.Code(292)
-
 type memBudget struct {
 	stage     string
 	limit     int64
 	used      int64
 	allowDisk bool
+	spills    *spillSet // the pipeline's, where sortStream's runs go
 }
 
 func (pc *pipeCtx) budget(stage string) *memBudget {
-	return &memBudget{stage: stage, limit: pc.opts.MemoryLimit, allowDisk: pc.opts.AllowDiskUse}
+	return &memBudget{stage: stage, limit: pc.opts.MemoryLimit, allowDisk: pc.opts.AllowDiskUse, spills: pc.opts.spills}
+}
+
+// spilling is a fresh budget of the same stage for the external sort a
+// stage falls back to once over its budget with allowDiskUse.
+func (m *memBudget) spilling() *memBudget {
+	return &memBudget{stage: m.stage, limit: m.limit, allowDisk: true, spills: m.spills}
 }
 
 // add records n more bytes held; it fails once over the limit without
@@ -44,12 +49,19 @@ func (m *memBudget) add(n int) error {
 		return nil
 	}
 	if m.stage == "$sort" {
-		return mongoerr.New(QueryExceededMemoryLimitNoDiskUseAllowed, "Sort exceeded memory limit of %d bytes, but did not opt in to external sorting. Aborting operation. Pass allowDiskUse:true to opt in.", m.limit)
+		return mongoerr.New(mongoerr.QueryExceededMemoryLimitNoDiskUseAllowed, "Sort exceeded memory limit of %d bytes, but did not opt in to external sorting. Aborting operation. Pass allowDiskUse:true to opt in.", m.limit)
 	}
-	return mongoerr.New(QueryExceededMemoryLimitNoDiskUseAllowed, "Exceeded memory limit for %s, but didn't allow external spilling; pass allowDiskUse:true to opt in", m.stage)
+	return mongoerr.New(mongoerr.QueryExceededMemoryLimitNoDiskUseAllowed, "Exceeded memory limit for %s, but didn't allow external spilling; pass allowDiskUse:true to opt in", m.stage)
 }
 
 func (m *memBudget) over() bool { return m.used > m.limit }
+
+// tooLargeUnit is the error of a stage one of whose units (a window
+// partition, a bucket, a group) outgrows the memory limit on its own:
+// spilling cannot split it, so allowDiskUse does not help.
+func tooLargeUnit(stage, unit string, limit int64) error {
+	return mongoerr.New(mongoerr.QueryExceededMemoryLimitNoDiskUseAllowed, "Exceeded memory limit for %s: a single %s is larger than %d bytes, which spilling to disk cannot split", stage, unit, limit)
+}
 
 func compileSortStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 	if spec.Type != bsoncore.TypeEmbeddedDocument {
@@ -80,7 +92,7 @@ func sortStream(ctx context.Context, in Stream, cmp func(a, b bsoncore.Document)
 			break
 		}
 		if err != nil {
-			closeRuns(runs)
+			b.spills.release(runs...)
 			return nil, err
 		}
 		docs = append(docs, d)
@@ -88,9 +100,9 @@ func sortStream(ctx context.Context, in Stream, cmp func(a, b bsoncore.Document)
 			return nil, err
 		}
 		if b.over() {
-			f, err := spillRun(docs, cmp)
+			f, err := b.spills.spillRun(ctx, docs, cmp)
 			if err != nil {
-				closeRuns(runs)
+				b.spills.release(runs...)
 				return nil, err
 			}
 			runs = append(runs, f)
@@ -101,39 +113,101 @@ func sortStream(ctx context.Context, in Stream, cmp func(a, b bsoncore.Document)
 	if len(runs) == 0 {
 		return &sliceStream{docs: docs}, nil
 	}
-	return newMergeStream(runs, docs, cmp)
+	return newMergeStream(b.spills, runs, docs, cmp)
 }
 
-// spillRun writes docs, sorted, to an unlinked temporary file.
-func spillRun(docs []bsoncore.Document, cmp func(a, b bsoncore.Document) int) (*os.File, error) {
-	sort.SliceStable(docs, func(i, j int) bool { return cmp(docs[i], docs[j]) < 0 })
+// spillSet holds the open spill files of one pipeline, so that they are
+// closed however its stream ends: a run read to its end is released at
+// once, an error releases the runs of the sort that failed, and
+// RunningPipeline.Close the rest (a stream abandoned midway: a killed or
+// expired cursor). Close may come from another goroutine than Next (a
+// cursor killed while a getMore reads it), hence the lock.
+type spillSet struct {
+	mu     sync.Mutex
+	files  map[*os.File]bool
+	closed bool
+}
+
+func newSpillSet() *spillSet { return &spillSet{files: map[*os.File]bool{}} }
+
+// create makes an unlinked temporary file: the name goes at once, so that
+// not even a crash leaves the file behind; the open handle keeps the data
+// until it is released.
+func (s *spillSet) create() (*os.File, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		// Only a Next racing the pipeline's Close gets here: the cursor
+		// it reads for is gone.
+		return nil, mongoerr.Interruption(context.Canceled)
+	}
 	f, err := os.CreateTemp("", "dumbodb-sort-*")
 	if err != nil {
 		return nil, err
 	}
-	os.Remove(f.Name()) // the open handle keeps the data until closed
-	w := bufio.NewWriter(f)
-	for _, d := range docs {
-		if _, err := w.Write(d); err != nil {
+	os.Remove(f.Name())
+	s.files[f] = true
+	return f, nil
+}
+
+// release closes files that are still open.
+func (s *spillSet) release(files ...*os.File) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, f := range files {
+		if s.files[f] {
+			delete(s.files, f)
 			f.Close()
-			return nil, err
 		}
 	}
-	if err := w.Flush(); err != nil {
-		f.Close()
+}
+
+// close closes every open file; the set takes no new ones.
+func (s *spillSet) close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	var first error
+	for f := range s.files {
+		if err := f.Close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	clear(s.files)
+	return first
+}
+
+// spillRun writes docs, sorted, to a new spill file.
+func (s *spillSet) spillRun(ctx context.Context, docs []bsoncore.Document, cmp func(a, b bsoncore.Document) int) (*os.File, error) {
+	sort.SliceStable(docs, func(i, j int) bool { return cmp(docs[i], docs[j]) < 0 })
+	f, err := s.create()
+	if err != nil {
 		return nil, err
 	}
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		f.Close()
+	if err := writeRun(ctx, f, docs); err != nil {
+		s.release(f)
 		return nil, err
 	}
 	return f, nil
 }
 
-func closeRuns(runs []*os.File) {
-	for _, f := range runs {
-		f.Close()
+// writeRun writes docs to f and rewinds it for reading.
+func writeRun(ctx context.Context, f *os.File, docs []bsoncore.Document) error {
+	w := bufio.NewWriter(f)
+	var interrupt InterruptCheck
+	for _, d := range docs {
+		if err := interrupt.Check(ctx); err != nil {
+			return err
+		}
+		if _, err := w.Write(d); err != nil {
+			return err
+		}
 	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	_, err := f.Seek(0, io.SeekStart)
+	return err
 }
 
 // runReader reads the documents of one spilled run back.
@@ -144,12 +218,12 @@ type runReader struct {
 	idx int // run order, which breaks ties to keep the sort stable
 }
 
+// advance reads the next document into cur; nil at the end of the run.
 func (r *runReader) advance() error {
 	var hdr [4]byte
 	if _, err := io.ReadFull(r.r, hdr[:]); err != nil {
 		r.cur = nil
 		if errors.Is(err, io.EOF) {
-			r.f.Close()
 			return nil
 		}
 		return err
@@ -166,8 +240,10 @@ func (r *runReader) advance() error {
 
 // mergeStream merges sorted runs (the in-memory tail is the last run).
 type mergeStream struct {
-	h   runHeap
-	mem []bsoncore.Document
+	h         runHeap
+	mem       []bsoncore.Document
+	spills    *spillSet
+	interrupt InterruptCheck
 }
 
 type runHeap struct {
@@ -190,23 +266,28 @@ func (h *runHeap) Pop() any {
 	return r
 }
 
-func newMergeStream(runs []*os.File, mem []bsoncore.Document, cmp func(a, b bsoncore.Document) int) (Stream, error) {
-	m := &mergeStream{h: runHeap{cmp: cmp}, mem: mem}
+func newMergeStream(spills *spillSet, runs []*os.File, mem []bsoncore.Document, cmp func(a, b bsoncore.Document) int) (Stream, error) {
+	m := &mergeStream{h: runHeap{cmp: cmp}, mem: mem, spills: spills}
 	for i, f := range runs {
 		r := &runReader{f: f, r: bufio.NewReader(f), idx: i}
 		if err := r.advance(); err != nil {
-			closeRuns(runs)
+			spills.release(runs...)
 			return nil, err
 		}
-		if r.cur != nil {
-			m.h.runs = append(m.h.runs, r)
+		if r.cur == nil {
+			spills.release(f)
+			continue
 		}
+		m.h.runs = append(m.h.runs, r)
 	}
 	heap.Init(&m.h)
 	return m, nil
 }
 
-func (m *mergeStream) Next(context.Context) (bsoncore.Document, error) {
+func (m *mergeStream) Next(ctx context.Context) (bsoncore.Document, error) {
+	if err := m.interrupt.Check(ctx); err != nil {
+		return nil, err
+	}
 	if m.h.Len() == 0 {
 		if len(m.mem) == 0 {
 			return nil, io.EOF
@@ -227,6 +308,7 @@ func (m *mergeStream) Next(context.Context) (bsoncore.Document, error) {
 	}
 	if top.cur == nil {
 		heap.Pop(&m.h)
+		m.spills.release(top.f)
 	} else {
 		heap.Fix(&m.h, 0)
 	}

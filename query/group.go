@@ -93,6 +93,22 @@ func compileAccumulator(name string, v bsoncore.Value, s *compileScope, env *Env
 type group struct {
 	id   bsoncore.Value
 	accs []accumulator
+	held int64 // bytes the accumulators took
+}
+
+// add folds the document of c into the group's accumulators and returns
+// the bytes they took for it.
+func (gr *group) add(c *evalCtx) (int, error) {
+	total := 0
+	for _, a := range gr.accs {
+		n, err := a.add(c)
+		if err != nil {
+			return 0, err
+		}
+		total += n
+	}
+	gr.held += int64(total)
+	return total, nil
 }
 
 // groupTable finds groups by key: bucketKey narrows, Compare (with the
@@ -174,14 +190,12 @@ func groupDocs(ctx context.Context, in Stream, idExpr Expr, accs []accSpec, env 
 				return nil, err
 			}
 		}
-		for _, a := range gr.accs {
-			n, err := a.add(c)
-			if err != nil {
-				return nil, err
-			}
-			if err := b.add(n); err != nil {
-				return nil, err
-			}
+		n, err := gr.add(c)
+		if err != nil {
+			return nil, err
+		}
+		if err := b.add(n); err != nil {
+			return nil, err
 		}
 	}
 	out := make([]bsoncore.Document, 0, len(t.order))
@@ -317,7 +331,7 @@ func spillGroups(ctx context.Context, kept []keyedDoc, rest Stream, idExpr Expr,
 	})
 	sorted, err := sortStream(ctx, keyed, func(a, c bsoncore.Document) int {
 		return compareWith(recordKey(a), recordKey(c), coll)
-	}, &memBudget{stage: b.stage, limit: b.limit, allowDisk: true})
+	}, b.spilling())
 	if err != nil {
 		return nil, err
 	}
@@ -340,11 +354,8 @@ func spillGroups(ctx context.Context, kept []keyedDoc, rest Stream, idExpr Expr,
 		}
 		for {
 			doc, _ := lookupField(pending, "d")
-			c := newEvalCtx(doc.Data, env)
-			for _, a := range gr.accs {
-				if _, err := a.add(c); err != nil {
-					return nil, err
-				}
+			if _, err := gr.add(newEvalCtx(doc.Data, env)); err != nil {
+				return nil, err
 			}
 			next, err := sorted.Next(ctx)
 			if errors.Is(err, io.EOF) {

@@ -74,12 +74,15 @@ type PipelineOptions struct {
 	Collectionless bool
 	// LocalSessions are what $listLocalSessions reports.
 	LocalSessions []bsoncore.Document
+
+	spills *spillSet // the files the pipeline's stages spill to
 }
 
 // Pipeline is a compiled aggregation pipeline.
 type Pipeline struct {
 	stages []stage
 	specs  []bsoncore.Document
+	spills *spillSet // shared with its sub-pipelines
 }
 
 // stage turns an input stream into an output stream.
@@ -119,6 +122,7 @@ func CompilePipelineOpts(pipeline bsoncore.Array, opts PipelineOptions) (*Pipeli
 	if opts.MemoryLimit == 0 {
 		opts.MemoryLimit = DefaultMemoryLimit
 	}
+	opts.spills = newSpillSet()
 	pc := &pipeCtx{opts: &opts, env: opts.Env}
 	p, err := compileStages(bsoncore.Value{Type: bsoncore.TypeArray, Data: pipeline}, pc)
 	if err != nil {
@@ -137,7 +141,7 @@ func CompilePipelineOpts(pipeline bsoncore.Array, opts PipelineOptions) (*Pipeli
 // compileStages compiles a pipeline array in pc's context.
 func compileStages(arr bsoncore.Value, pc *pipeCtx) (*Pipeline, error) {
 	vals := arrayValues(arr.Data)
-	p := &Pipeline{}
+	p := &Pipeline{spills: pc.opts.spills}
 	for i, v := range vals {
 		if v.Type != bsoncore.TypeEmbeddedDocument {
 			return nil, mongoerr.New(mongoerr.TypeMismatch, "Each element of the 'pipeline' array must be an object")
@@ -177,13 +181,53 @@ var unsupportedStages = map[string]bool{
 	"$shardedDataDistribution": true, "$listSampledQueries": true, "$querySettings": true,
 }
 
-// Run connects the pipeline to its input.
-func (p *Pipeline) Run(in Stream) Stream {
+// Run connects the pipeline to its input. The spill files belong to the
+// compiled pipeline, which the aggregate command compiles for each run:
+// once a run has ended or been closed, a pipeline run again cannot spill.
+func (p *Pipeline) Run(in Stream) *RunningPipeline {
+	return &RunningPipeline{out: p.connect(in), spills: p.spills}
+}
+
+// connect chains the stages onto in: Run for the top-level pipeline, and
+// how stages run their sub-pipelines, whose spills the top-level Close
+// releases.
+func (p *Pipeline) connect(in Stream) Stream {
 	for _, st := range p.stages {
 		in = st(in)
 	}
 	return in
 }
+
+// RunningPipeline is the stream of a pipeline's results. The files its
+// stages spill to are released when it ends (io.EOF or an error); a
+// caller that leaves it midway, as a killed or expired cursor does, must
+// Close it.
+type RunningPipeline struct {
+	out    Stream
+	spills *spillSet
+}
+
+// maxResultSize is the largest document a pipeline may return: the BSON
+// limit the server advertises (wire.MaxDocumentSize, which query may not
+// import). Stages hold larger ones, as mongod's do, as long as a later
+// stage shrinks them.
+const maxResultSize = 16 << 20
+
+func (r *RunningPipeline) Next(ctx context.Context) (bsoncore.Document, error) {
+	d, err := r.out.Next(ctx)
+	if err == nil && len(d) > maxResultSize {
+		err = mongoerr.New(mongoerr.BSONObjectTooLarge, "BSONObj size: %d (0x%X) is invalid. Size must be between 0 and %d(16MB)", len(d), len(d), maxResultSize)
+	}
+	if err != nil {
+		r.Close() // the stream is over: nothing reads its spills again
+		return nil, err
+	}
+	return d, nil
+}
+
+// Close releases the pipeline's spill files. A Next after it may fail: a
+// stage that needs a new one cannot have it.
+func (r *RunningPipeline) Close() error { return r.spills.close() }
 
 // Specs returns the stage specifications, for explain.
 func (p *Pipeline) Specs() []bsoncore.Document { return p.specs }
@@ -194,11 +238,17 @@ type funcStream func(ctx context.Context) (bsoncore.Document, error)
 func (f funcStream) Next(ctx context.Context) (bsoncore.Document, error) { return f(ctx) }
 
 // sliceStream serves documents from memory.
-type sliceStream struct{ docs []bsoncore.Document }
+type sliceStream struct {
+	docs      []bsoncore.Document
+	interrupt InterruptCheck
+}
 
-func (s *sliceStream) Next(context.Context) (bsoncore.Document, error) {
+func (s *sliceStream) Next(ctx context.Context) (bsoncore.Document, error) {
 	if len(s.docs) == 0 {
 		return nil, io.EOF
+	}
+	if err := s.interrupt.Check(ctx); err != nil {
+		return nil, err
 	}
 	d := s.docs[0]
 	s.docs = s.docs[1:]
@@ -239,6 +289,16 @@ func mapStream(in Stream, fn func(d bsoncore.Document) (bsoncore.Document, error
 	})
 }
 
+// matching streams the documents of in that f matches.
+func matching(in Stream, f *Filter) Stream {
+	return mapStream(in, func(d bsoncore.Document) (bsoncore.Document, error) {
+		if f.Match(d) {
+			return d, nil
+		}
+		return nil, f.Err()
+	})
+}
+
 func compileMatchStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 	if spec.Type != bsoncore.TypeEmbeddedDocument {
 		return nil, mongoerr.New(mongoerr.Code(15959), "the match filter must be an expression in an object")
@@ -247,14 +307,7 @@ func compileMatchStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 	if err != nil {
 		return nil, err
 	}
-	return func(in Stream) Stream {
-		return mapStream(in, func(d bsoncore.Document) (bsoncore.Document, error) {
-			if f.Match(d) {
-				return d, nil
-			}
-			return nil, f.Err()
-		})
-	}, nil
+	return func(in Stream) Stream { return matching(in, f) }, nil
 }
 
 func positiveStageArg(name string, spec bsoncore.Value, allowZero bool) (int64, error) {

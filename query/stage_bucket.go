@@ -275,11 +275,13 @@ func bucketAuto(ctx context.Context, in Stream, groupBy Expr, n int, accs []accS
 		add := func(rec bsoncore.Document) error {
 			maxKey = recordKey(rec)
 			doc, _ := lookupField(rec, "d")
-			c := newEvalCtx(doc.Data, pc.env)
-			for _, a := range gr.accs {
-				if _, err := a.add(c); err != nil {
-					return err
-				}
+			if _, err := gr.add(newEvalCtx(doc.Data, pc.env)); err != nil {
+				return err
+			}
+			// Buckets come one at a time off the external sort, which
+			// bounds the input; a bucket's accumulators must fit alone.
+			if gr.held > pc.opts.MemoryLimit {
+				return tooLargeUnit("$bucketAuto", "bucket", pc.opts.MemoryLimit)
 			}
 			return nil
 		}

@@ -75,7 +75,7 @@ func compileDensifyStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 			if err != nil {
 				return nil, err
 			}
-			out, err := d.run(docs)
+			out, err := d.run(ctx, docs)
 			return &sliceStream{docs: out}, err
 		})
 	}, nil
@@ -151,7 +151,7 @@ func (d *densifySpec) partKey(doc bsoncore.Document) bsoncore.Value {
 	return buildArray(vals)
 }
 
-func (d *densifySpec) run(docs []bsoncore.Document) ([]bsoncore.Document, error) {
+func (d *densifySpec) run(ctx context.Context, docs []bsoncore.Document) ([]bsoncore.Document, error) {
 	keys := make([]bsoncore.Value, len(docs))
 	vals := make([]bsoncore.Value, len(docs))
 	var gmin, gmax bsoncore.Value
@@ -182,12 +182,19 @@ func (d *densifySpec) run(docs []bsoncore.Document) ([]bsoncore.Document, error)
 		return exprCompareColl(vals[idx[a]], vals[idx[b]], nil) < 0
 	})
 	var out []bsoncore.Document
+	// One count across partitions: a small input and a fine step make
+	// the generated documents unbounded.
+	var interrupt InterruptCheck
 	for start := 0; start < len(idx); {
 		end := start + 1
 		for end < len(idx) && Compare(keys[idx[start]], keys[idx[end]]) == 0 {
 			end++
 		}
-		out = append(out, d.densifyPartition(docs, vals, idx[start:end], gmin, gmax)...)
+		part, err := d.densifyPartition(ctx, &interrupt, docs, vals, idx[start:end], gmin, gmax)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, part...)
 		start = end
 	}
 	return out, nil
@@ -195,7 +202,7 @@ func (d *densifySpec) run(docs []bsoncore.Document) ([]bsoncore.Document, error)
 
 // densifyPartition walks one partition in field order, inserting a
 // document at every missing step between the bounds.
-func (d *densifySpec) densifyPartition(docs []bsoncore.Document, vals []bsoncore.Value, idx []int, gmin, gmax bsoncore.Value) []bsoncore.Document {
+func (d *densifySpec) densifyPartition(ctx context.Context, interrupt *InterruptCheck, docs []bsoncore.Document, vals []bsoncore.Value, idx []int, gmin, gmax bsoncore.Value) ([]bsoncore.Document, error) {
 	lo, hi, inclusive := d.lo, d.hi, false
 	switch d.bounds {
 	case "full":
@@ -221,6 +228,9 @@ func (d *densifySpec) densifyPartition(docs []bsoncore.Document, vals []bsoncore
 	for _, i := range idx {
 		v := vals[i]
 		for cur.Type != 0 && !nullish(v) && Compare(cur, v) < 0 && within(cur) {
+			if err := interrupt.Check(ctx); err != nil {
+				return nil, err
+			}
 			out = append(out, d.generated(template, cur))
 			cur = d.next(cur)
 		}
@@ -230,10 +240,13 @@ func (d *densifySpec) densifyPartition(docs []bsoncore.Document, vals []bsoncore
 		out = append(out, docs[i])
 	}
 	for cur.Type != 0 && within(cur) {
+		if err := interrupt.Check(ctx); err != nil {
+			return nil, err
+		}
 		out = append(out, d.generated(template, cur))
 		cur = d.next(cur)
 	}
-	return out
+	return out, nil
 }
 
 // generated is a new document holding the partition fields and v.

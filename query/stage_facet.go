@@ -2,6 +2,8 @@ package query
 
 import (
 	"context"
+	"errors"
+	"io"
 	"strconv"
 	"strings"
 
@@ -61,20 +63,40 @@ func compileFacetStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 			}
 			idx, dst := bsoncore.AppendDocumentStart(nil)
 			for i, p := range pipes {
-				out, err := Drain(ctx, p.Run(&sliceStream{docs: docs}))
-				if err != nil {
+				// Each facet is a whole sub-pipeline run: look at every one.
+				if err := ContextErr(ctx); err != nil {
 					return nil, err
 				}
-				aidx, d2 := bsoncore.AppendArrayElementStart(dst, names[i])
-				for j, d := range out {
-					d2 = bsoncore.AppendDocumentElement(d2, strconv.Itoa(j), d)
+				if dst, err = appendFacet(ctx, dst, names[i], p.connect(&sliceStream{docs: docs}), pc.opts.MemoryLimit); err != nil {
+					return nil, err
 				}
-				dst, _ = bsoncore.AppendArrayEnd(d2, aidx)
 			}
 			dst, _ = bsoncore.AppendDocumentEnd(dst, idx)
 			return &sliceStream{docs: []bsoncore.Document{dst}}, nil
 		})
 	}, nil
+}
+
+// appendFacet appends a facet's results to the output document dst as
+// the array name. The document is bounded while it is built, as mongod
+// bounds it (internalQueryFacetMaxOutputDocSizeBytes, 100 MiB, the
+// default memory limit); returning it also needs it within 16 MiB
+// (RunningPipeline.Next), unless a later stage shrinks it.
+func appendFacet(ctx context.Context, dst []byte, name string, out Stream, limit int64) ([]byte, error) {
+	aidx, dst := bsoncore.AppendArrayElementStart(dst, name)
+	for j := 0; ; j++ {
+		d, err := out.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			return bsoncore.AppendArrayEnd(dst, aidx)
+		}
+		if err != nil {
+			return nil, err
+		}
+		dst = bsoncore.AppendDocumentElement(dst, strconv.Itoa(j), d)
+		if int64(len(dst)) > limit {
+			return nil, mongoerr.New(mongoerr.Location4031700, "document constructed by $facet is %d bytes, which exceeds the limit of %d bytes", len(dst), limit)
+		}
+	}
 }
 
 // drainBudget reads a stream to its end within a memory budget.

@@ -41,16 +41,83 @@ func (e *Env) withVars(names []string, vals []bsoncore.Value) *Env {
 	return n
 }
 
-// loadCollection reads a whole foreign collection.
-func loadCollection(ctx context.Context, pc *pipeCtx, coll string) ([]bsoncore.Document, error) {
-	if pc.opts.Catalog == nil {
-		return nil, nil
+// scanCollection streams another collection of the database; a pipeline
+// without a Catalog, or a stage without a collection ($documents in a
+// sub-pipeline), reads none.
+func scanCollection(ctx context.Context, pc *pipeCtx, coll string) (Stream, error) {
+	if pc.opts.Catalog == nil || coll == "" {
+		return &sliceStream{}, nil
 	}
-	s, err := pc.opts.Catalog.Scan(ctx, coll)
+	return pc.opts.Catalog.Scan(ctx, coll)
+}
+
+// foreignColl is the collection $lookup or $graphLookup joins with. It is
+// loaded once, and indexed by the joined field, as long as it fits in the
+// memory limit, as mongod builds a hash join's table; past the limit it
+// is scanned again for every probe instead, as mongod's nested-loop join
+// does, so that memory stays bounded whatever the collection's size.
+type foreignColl struct {
+	pc     *pipeCtx
+	name   string
+	path   string // the field joined by equality ("" for none)
+	loaded bool
+	held   bool // docs hold the whole collection
+	docs   []bsoncore.Document
+	fi     *foreignIndex // on path, when held
+}
+
+func (f *foreignColl) load(ctx context.Context) error {
+	if f.loaded {
+		return nil
+	}
+	f.loaded = true
+	s, err := scanCollection(ctx, f.pc, f.name)
 	if err != nil {
+		return err
+	}
+	var size int64
+	for {
+		d, err := s.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		if size += int64(len(d)); size > f.pc.opts.MemoryLimit {
+			f.docs = nil // scanned from now on
+			return nil
+		}
+		f.docs = append(f.docs, d)
+	}
+	f.held = true
+	if f.path != "" {
+		f.fi, err = newForeignIndex(ctx, f.docs, f.path, f.pc.env.coll())
+	}
+	return err
+}
+
+// all streams the whole collection.
+func (f *foreignColl) all(ctx context.Context) (Stream, error) {
+	if err := f.load(ctx); err != nil {
 		return nil, err
 	}
-	return Drain(ctx, s)
+	if f.held {
+		return &sliceStream{docs: f.docs}, nil
+	}
+	return scanCollection(ctx, f.pc, f.name)
+}
+
+// candidates streams, in collection order, documents among which are all
+// those whose path may equal one of vals; callers confirm with a filter.
+func (f *foreignColl) candidates(ctx context.Context, vals []bsoncore.Value) (Stream, error) {
+	if err := f.load(ctx); err != nil {
+		return nil, err
+	}
+	if f.held {
+		return &sliceStream{docs: f.fi.candidates(vals)}, nil
+	}
+	return scanCollection(ctx, f.pc, f.name)
 }
 
 // foreignIndex maps the values at one path of a document set to the
@@ -61,10 +128,14 @@ type foreignIndex struct {
 	idx  map[string][]int
 }
 
-func newForeignIndex(docs []bsoncore.Document, path string, coll *Collation) *foreignIndex {
+func newForeignIndex(ctx context.Context, docs []bsoncore.Document, path string, coll *Collation) (*foreignIndex, error) {
 	fi := &foreignIndex{docs: docs, coll: coll, idx: map[string][]int{}}
 	parts := splitPath(path)
+	var interrupt InterruptCheck
 	for i, d := range docs {
+		if err := interrupt.Check(ctx); err != nil {
+			return nil, err
+		}
 		vals := pathValues(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: d}, parts)
 		if len(vals) == 0 {
 			vals = []bsoncore.Value{nullValue}
@@ -85,7 +156,7 @@ func newForeignIndex(docs []bsoncore.Document, path string, coll *Collation) *fo
 			fi.idx[k] = append(fi.idx[k], i)
 		}
 	}
-	return fi
+	return fi, nil
 }
 
 // key is a coarse key: equal values always share it. Under a collation,
@@ -121,59 +192,37 @@ func (fi *foreignIndex) candidates(vals []bsoncore.Value) []bsoncore.Document {
 	return out
 }
 
-// matchAny returns the candidates whose path equals one of vals, with
-// the query language's equality ({path: {$in: vals}}).
-func (fi *foreignIndex) matchAny(path string, vals []bsoncore.Value, env *Env) ([]bsoncore.Document, error) {
-	return matchIn(path, vals, env, fi.candidates(vals))
-}
-
-// matchIn keeps the documents whose path equals one of vals, with the
-// query language's equality ({path: {$in: vals}}), in their order.
-func matchIn(path string, vals []bsoncore.Value, env *Env, docs []bsoncore.Document) ([]bsoncore.Document, error) {
-	return (*inFilters)(nil).match(path, vals, env, docs)
-}
-
 // inFilters caches the compiled {path: {$in: vals}} filters of one
 // $lookup run by their values, so that input documents joining on the
-// same values do not compile the filter again.
+// same values do not compile the filter again. A nil cache compiles
+// every time.
 type inFilters struct{ m map[string]*Filter }
 
 const maxCachedInFilters = 4096
 
-func (c *inFilters) match(path string, vals []bsoncore.Value, env *Env, docs []bsoncore.Document) ([]bsoncore.Document, error) {
-	if len(docs) == 0 {
-		return nil, nil
-	}
+// in is the filter keeping the documents whose path equals one of vals,
+// with the query language's equality ({path: {$in: vals}}).
+func (c *inFilters) in(path string, vals []bsoncore.Value, env *Env) (*Filter, error) {
 	in := bsoncore.NewArrayBuilder()
 	for _, v := range vals {
 		in.AppendValue(v)
 	}
 	arr := in.Build()
-	var f *Filter
+	if c != nil && c.m[string(arr)] != nil {
+		return c.m[string(arr)], nil
+	}
+	f, err := CompileFilterEnv(bsoncore.NewDocumentBuilder().
+		AppendDocument(path, bsoncore.NewDocumentBuilder().AppendArray("$in", arr).Build()).Build(), env)
+	if err != nil {
+		return nil, err
+	}
 	if c != nil {
-		f = c.m[string(arr)]
-	}
-	if f == nil {
-		var err error
-		f, err = CompileFilterEnv(bsoncore.NewDocumentBuilder().
-			AppendDocument(path, bsoncore.NewDocumentBuilder().AppendArray("$in", arr).Build()).Build(), env)
-		if err != nil {
-			return nil, err
+		if c.m == nil || len(c.m) >= maxCachedInFilters {
+			c.m = map[string]*Filter{}
 		}
-		if c != nil {
-			if c.m == nil || len(c.m) >= maxCachedInFilters {
-				c.m = map[string]*Filter{}
-			}
-			c.m[string(arr)] = f
-		}
+		c.m[string(arr)] = f
 	}
-	var out []bsoncore.Document
-	for _, d := range docs {
-		if f.Match(d) {
-			out = append(out, d)
-		}
-	}
-	return out, nil
+	return f, nil
 }
 
 // EqualityCatalog is a Catalog that can find a collection's documents by
@@ -435,28 +484,7 @@ func (l *lookupSpec) compileLet(doc []byte, pc *pipeCtx) error {
 }
 
 func (l *lookupSpec) run(in Stream, pc *pipeCtx) Stream {
-	var foreign []bsoncore.Document
-	var fi *foreignIndex
-	loaded := false
-	// load reads the foreign collection once, when first needed: always
-	// for a pipeline alone, for an equality join only when no index
-	// serves the local values.
-	load := func(ctx context.Context) error {
-		if loaded {
-			return nil
-		}
-		loaded = true
-		if l.from != "" {
-			var err error
-			if foreign, err = loadCollection(ctx, pc, l.from); err != nil {
-				return err
-			}
-		}
-		if l.localField != "" {
-			fi = newForeignIndex(foreign, l.foreignField, pc.env.coll())
-		}
-		return nil
-	}
+	foreign := &foreignColl{pc: pc, name: l.from, path: l.foreignField}
 	filters := &inFilters{}
 	// An index answers binary equality only: not under a collation.
 	var ec EqualityCatalog
@@ -468,60 +496,106 @@ func (l *lookupSpec) run(in Stream, pc *pipeCtx) Stream {
 		if err != nil {
 			return nil, err
 		}
-		if l.localField == "" && l.probeField == "" {
-			if err := load(ctx); err != nil {
-				return nil, err
-			}
+		// Each document costs a probe or a scan, and a sub-pipeline whose
+		// checks count afresh on every run: look at every one.
+		if err := ContextErr(ctx); err != nil {
+			return nil, err
 		}
-		matches := foreign
-		if l.localField == "" && l.probeField != "" {
-			cands, probed, err := l.probeExprEquality(ctx, d, pc)
-			if err != nil {
-				return nil, err
-			}
-			if probed {
-				matches = cands
-			} else if err := load(ctx); err != nil {
-				return nil, err
-			} else {
-				matches = foreign
-			}
+		matches, err := l.matches(ctx, d, foreign, ec, filters, pc)
+		if err != nil {
+			return nil, err
 		}
-		if l.localField != "" {
-			lv := evalPath(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: d}, splitPath(l.localField))
-			vals := localValues(lv)
-			probed := false
-			if ec != nil {
-				var cands []bsoncore.Document
-				if cands, probed, err = ec.LookupEqual(ctx, l.from, l.foreignField, vals); err != nil {
-					return nil, err
-				}
-				if probed {
-					if matches, err = filters.match(l.foreignField, vals, pc.env, cands); err != nil {
-						return nil, err
-					}
-				}
-			}
-			if !probed {
-				if err := load(ctx); err != nil {
-					return nil, err
-				}
-				if matches, err = filters.match(l.foreignField, vals, pc.env, fi.candidates(vals)); err != nil {
-					return nil, err
-				}
-			}
+		as, err := l.collect(ctx, matches, pc)
+		if err != nil {
+			return nil, err
 		}
-		if l.hasPipeline {
-			if matches, err = l.runPipeline(ctx, d, matches, pc); err != nil {
-				return nil, err
-			}
-		}
-		vals := make([]bsoncore.Value, len(matches))
-		for i, m := range matches {
-			vals[i] = bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: m}
-		}
-		return setField(d, l.as, buildArray(vals)), nil
+		return setField(d, l.as, as), nil
 	})
+}
+
+// matches streams the foreign documents local joins: those equal on
+// localField/foreignField (through an index when one serves them), or
+// all of them, then through the sub-pipeline.
+func (l *lookupSpec) matches(ctx context.Context, local bsoncore.Document, foreign *foreignColl, ec EqualityCatalog, filters *inFilters, pc *pipeCtx) (Stream, error) {
+	var s Stream
+	var err error
+	switch {
+	case l.localField != "":
+		s, err = l.equalMatches(ctx, local, foreign, ec, filters, pc)
+	case l.probeField != "":
+		s, err = l.probedMatches(ctx, local, foreign, pc)
+	default:
+		s, err = foreign.all(ctx)
+	}
+	if err != nil || !l.hasPipeline {
+		return s, err
+	}
+	p, err := l.subPipeline(local, pc)
+	if err != nil {
+		return nil, err
+	}
+	return p.connect(s), nil
+}
+
+// equalMatches streams the foreign documents whose foreignField equals
+// local's localField (an element of it, for an array).
+func (l *lookupSpec) equalMatches(ctx context.Context, local bsoncore.Document, foreign *foreignColl, ec EqualityCatalog, filters *inFilters, pc *pipeCtx) (Stream, error) {
+	lv := evalPath(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: local}, splitPath(l.localField))
+	vals := localValues(lv)
+	f, err := filters.in(l.foreignField, vals, pc.env)
+	if err != nil {
+		return nil, err
+	}
+	if ec != nil {
+		cands, probed, err := ec.LookupEqual(ctx, l.from, l.foreignField, vals)
+		if err != nil {
+			return nil, err
+		}
+		if probed {
+			return matching(&sliceStream{docs: cands}, f), nil
+		}
+	}
+	cands, err := foreign.candidates(ctx, vals)
+	if err != nil {
+		return nil, err
+	}
+	return matching(cands, f), nil
+}
+
+// probedMatches streams the sub-pipeline's input for local: the
+// candidates of its leading $expr equality from an index when one serves
+// it, else the whole foreign collection.
+func (l *lookupSpec) probedMatches(ctx context.Context, local bsoncore.Document, foreign *foreignColl, pc *pipeCtx) (Stream, error) {
+	cands, probed, err := l.probeExprEquality(ctx, local, pc)
+	if err != nil {
+		return nil, err
+	}
+	if probed {
+		return &sliceStream{docs: cands}, nil
+	}
+	return foreign.all(ctx)
+}
+
+// collect reads the matches into the 'as' array. Their total size is
+// bounded per local document, as by mongod's
+// internalLookupStageIntermediateDocumentMaxSizeBytes (100 MiB, the
+// default memory limit), whatever allowDiskUse says.
+func (l *lookupSpec) collect(ctx context.Context, matches Stream, pc *pipeCtx) (bsoncore.Value, error) {
+	var vals []bsoncore.Value
+	var size int64
+	for {
+		m, err := matches.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			return buildArray(vals), nil
+		}
+		if err != nil {
+			return bsoncore.Value{}, err
+		}
+		if size += int64(len(m)); size > pc.opts.MemoryLimit {
+			return bsoncore.Value{}, mongoerr.New(mongoerr.Location4568, "Total size of documents in %s matching pipeline's $lookup stage exceeds %d bytes", l.from, pc.opts.MemoryLimit)
+		}
+		vals = append(vals, bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: m})
+	}
 }
 
 // probeExprEquality asks an index on probeField for the foreign documents
@@ -547,31 +621,27 @@ func (l *lookupSpec) probeExprEquality(ctx context.Context, local bsoncore.Docum
 	return ec.LookupEqual(ctx, l.from, l.probeField, []bsoncore.Value{v})
 }
 
-// runPipeline runs the sub-pipeline over docs with the let variables
-// bound to their values for the local document.
-func (l *lookupSpec) runPipeline(ctx context.Context, local bsoncore.Document, docs []bsoncore.Document, pc *pipeCtx) ([]bsoncore.Document, error) {
-	p := l.fixedPipeline
-	if p == nil {
-		c := newEvalCtx(local, pc.env)
-		vals := make([]bsoncore.Value, len(l.letExprs))
-		for i, x := range l.letExprs {
-			v, err := x.eval(c)
-			if err != nil {
-				return nil, err
-			}
-			if v.Type == 0 {
-				v = nullValue
-			}
-			vals[i] = v
-		}
-		sub := l.subCtx
-		sub.env = pc.env.withVars(l.letNames, vals)
-		var err error
-		if p, err = compileStages(l.pipeline, &sub); err != nil {
+// subPipeline is the sub-pipeline for local: compiled once when there is
+// no let, else with the let variables bound to their values for local.
+func (l *lookupSpec) subPipeline(local bsoncore.Document, pc *pipeCtx) (*Pipeline, error) {
+	if l.fixedPipeline != nil {
+		return l.fixedPipeline, nil
+	}
+	c := newEvalCtx(local, pc.env)
+	vals := make([]bsoncore.Value, len(l.letExprs))
+	for i, x := range l.letExprs {
+		v, err := x.eval(c)
+		if err != nil {
 			return nil, err
 		}
+		if v.Type == 0 {
+			v = nullValue
+		}
+		vals[i] = v
 	}
-	return Drain(ctx, p.Run(&sliceStream{docs: docs}))
+	sub := l.subCtx
+	sub.env = pc.env.withVars(l.letNames, vals)
+	return compileStages(l.pipeline, &sub)
 }
 
 // $unionWith appends another collection's documents, optionally through a
@@ -628,13 +698,15 @@ func compileUnionWithStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 				inDone = true
 			}
 			if other == nil {
-				docs, err := loadCollection(ctx, pc, coll)
+				// Streamed, not loaded: the sub-pipeline's blocking
+				// stages account for what they hold.
+				s, err := scanCollection(ctx, pc, coll)
 				if err != nil {
 					return nil, err
 				}
-				other = &sliceStream{docs: docs}
+				other = s
 				if sub != nil {
-					other = sub.Run(other)
+					other = sub.connect(other)
 				}
 			}
 			return other.Next(ctx)
@@ -647,6 +719,7 @@ type graphLookupSpec struct {
 	startWith                                    Expr
 	maxDepth                                     int64
 	restrict                                     *Filter
+	maxMemory                                    int64 // maxMemoryUsageBytes
 }
 
 func compileGraphLookupStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
@@ -672,21 +745,17 @@ func compileGraphLookupStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 	if g.startWith == nil {
 		return nil, mongoerr.New(mongoerr.Code(40105), "startWith was not specified")
 	}
+	if g.maxMemory == 0 {
+		g.maxMemory = pc.opts.MemoryLimit
+	}
 	return func(in Stream) Stream {
-		var fi *foreignIndex
+		foreign := &foreignColl{pc: pc, name: g.from, path: g.connectTo}
 		return funcStream(func(ctx context.Context) (bsoncore.Document, error) {
 			d, err := in.Next(ctx)
 			if err != nil {
 				return nil, err
 			}
-			if fi == nil {
-				docs, err := loadCollection(ctx, pc, g.from)
-				if err != nil {
-					return nil, err
-				}
-				fi = newForeignIndex(docs, g.connectTo, pc.env.coll())
-			}
-			return g.apply(d, fi, pc.env)
+			return g.apply(ctx, d, foreign, pc.env)
 		})
 	}, nil
 }
@@ -706,6 +775,12 @@ func (g *graphLookupSpec) setArg(key string, v bsoncore.Value, pc *pipeCtx) erro
 			return mongoerr.New(mongoerr.Code(40101), "maxDepth requires a nonnegative argument, found: %s", formatValue(v))
 		}
 		g.maxDepth = int64(toFloat(v))
+		return nil
+	case "maxMemoryUsageBytes":
+		if !isNumber(v) || toFloat(v) < 1 || toFloat(v) != float64(int64(toFloat(v))) {
+			return mongoerr.New(mongoerr.FailedToParse, "maxMemoryUsageBytes requires a positive integer argument, found: %s", formatValue(v))
+		}
+		g.maxMemory = int64(toFloat(v))
 		return nil
 	case "restrictSearchWithMatch":
 		if v.Type != bsoncore.TypeEmbeddedDocument {
@@ -736,37 +811,89 @@ func (g *graphLookupSpec) setArg(key string, v bsoncore.Value, pc *pipeCtx) erro
 
 // apply runs the breadth-first search for one document: each round
 // matches connectToField against the values found in the previous round.
-func (g *graphLookupSpec) apply(d bsoncore.Document, fi *foreignIndex, env *Env) (bsoncore.Document, error) {
+func (g *graphLookupSpec) apply(ctx context.Context, d bsoncore.Document, foreign *foreignColl, env *Env) (bsoncore.Document, error) {
 	start, err := g.startWith.eval(newEvalCtx(d, env))
 	if err != nil {
 		return nil, err
 	}
-	frontier := localValues(start)
-	seen := map[string]bool{}
-	var found []bsoncore.Value
-	for depth := int64(0); len(frontier) > 0 && (g.maxDepth < 0 || depth <= g.maxDepth); depth++ {
-		matches, err := fi.matchAny(g.connectTo, frontier, env)
+	s := &graphSearch{g: g, seen: map[string]bool{}, frontier: localValues(start)}
+	for depth := int64(0); len(s.frontier) > 0 && (g.maxDepth < 0 || depth <= g.maxDepth); depth++ {
+		// A round costs a probe per value or a scan: look at every one.
+		if err := ContextErr(ctx); err != nil {
+			return nil, err
+		}
+		matches, err := g.round(ctx, foreign, s.frontier, env)
 		if err != nil {
 			return nil, err
 		}
-		frontier = nil
-		for _, m := range matches {
-			id, _ := lookupField(m, "_id")
-			key := string(id.Data) + strconv.Itoa(int(id.Type))
-			if seen[key] || (g.restrict != nil && !g.restrict.Match(m)) {
-				continue
+		s.frontier, s.frontierSize = nil, 0
+		for {
+			m, err := matches.Next(ctx)
+			if errors.Is(err, io.EOF) {
+				break
 			}
-			seen[key] = true
-			out := m
-			if g.depthField != "" {
-				out = setField(m, g.depthField, mkInt64(depth))
+			if err != nil {
+				return nil, err
 			}
-			found = append(found, bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: out})
-			next := evalPath(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: m}, splitPath(g.connectFrom))
-			if next.Type != 0 {
-				frontier = append(frontier, localValues(next)...)
+			if err := s.visit(m, depth); err != nil {
+				return nil, err
 			}
 		}
 	}
-	return setField(d, g.as, buildArray(found)), nil
+	return setField(d, g.as, buildArray(s.found)), nil
+}
+
+// round streams the foreign documents whose connectToField equals one of
+// the frontier's values.
+func (g *graphLookupSpec) round(ctx context.Context, foreign *foreignColl, frontier []bsoncore.Value, env *Env) (Stream, error) {
+	f, err := (*inFilters)(nil).in(g.connectTo, frontier, env)
+	if err != nil {
+		return nil, err
+	}
+	cands, err := foreign.candidates(ctx, frontier)
+	if err != nil {
+		return nil, err
+	}
+	return matching(cands, f), nil
+}
+
+// graphSearch is the state of one document's search. What it holds, the
+// documents found and the next round's values, is bounded by
+// maxMemoryUsageBytes as mongod bounds it.
+type graphSearch struct {
+	g                     *graphLookupSpec
+	seen                  map[string]bool // _ids found
+	found                 []bsoncore.Value
+	frontier              []bsoncore.Value // the next round's values
+	visited, frontierSize int64            // bytes held
+}
+
+// visit adds a document matched at depth, unless already found or
+// excluded by restrictSearchWithMatch, and its connectFromField values to
+// the next round.
+func (s *graphSearch) visit(m bsoncore.Document, depth int64) error {
+	g := s.g
+	id, _ := lookupField(m, "_id")
+	key := string(id.Data) + strconv.Itoa(int(id.Type))
+	if s.seen[key] || (g.restrict != nil && !g.restrict.Match(m)) {
+		return nil
+	}
+	s.seen[key] = true
+	out := m
+	if g.depthField != "" {
+		out = setField(m, g.depthField, mkInt64(depth))
+	}
+	s.found = append(s.found, bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: out})
+	s.visited += int64(len(key) + len(out))
+	next := evalPath(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: m}, splitPath(g.connectFrom))
+	if next.Type != 0 {
+		for _, v := range localValues(next) {
+			s.frontier = append(s.frontier, v)
+			s.frontierSize += int64(len(v.Data))
+		}
+	}
+	if s.visited+s.frontierSize > g.maxMemory {
+		return mongoerr.New(mongoerr.Location40099, "$graphLookup reached maximum memory consumption")
+	}
+	return nil
 }

@@ -138,7 +138,11 @@ func compileMergeStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 				if m.on != nil {
 					return m.mergeOn(ctx, t, docs, pc.env)
 				}
+				var interrupt InterruptCheck
 				for _, d := range docs {
+					if err := interrupt.Check(ctx); err != nil {
+						return err
+					}
 					if err := m.mergeOne(ctx, t, withID(d), pc.env); err != nil {
 						return err
 					}
@@ -245,7 +249,11 @@ func (m *mergeSpec) mergeOn(ctx context.Context, t WriteTarget, docs []bsoncore.
 	if !ok || !kt.HasUniqueIndex(m.on) {
 		return mongoerr.New(mongoerr.Code(51183), "Cannot find index to verify that join fields will be unique")
 	}
+	var interrupt InterruptCheck
 	for _, d := range docs {
+		if err := interrupt.Check(ctx); err != nil {
+			return err
+		}
 		vals := make([]bsoncore.Value, len(m.on))
 		for i, f := range m.on {
 			v := evalPath(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: d}, splitPath(f))

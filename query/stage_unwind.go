@@ -25,18 +25,31 @@ func compileUnwindStage(spec bsoncore.Value, _ *pipeCtx) (stage, error) {
 		return nil, err
 	}
 	return func(in Stream) Stream {
-		var pending []bsoncore.Document
+		// One output document per Next, so that a huge array costs no
+		// more memory than its input document and stays interruptible.
+		var d bsoncore.Document
+		var vals []bsoncore.Value // what d unwinds to
+		var indexed bool
+		next := 0
+		var interrupt InterruptCheck
 		return funcStream(func(ctx context.Context) (bsoncore.Document, error) {
-			for len(pending) == 0 {
-				d, err := in.Next(ctx)
-				if err != nil {
+			for next == len(vals) {
+				var err error
+				if d, err = in.Next(ctx); err != nil {
 					return nil, err
 				}
-				pending = u.apply(d)
+				vals, indexed = u.values(d)
+				next = 0
 			}
-			d := pending[0]
-			pending = pending[1:]
-			return d, nil
+			if err := interrupt.Check(ctx); err != nil {
+				return nil, err
+			}
+			idx := nullValue
+			if indexed {
+				idx = mkInt64(int64(next))
+			}
+			next++
+			return u.emit(d, vals[next-1], idx), nil
 		})
 	}, nil
 }
@@ -97,27 +110,23 @@ func parseUnwind(spec bsoncore.Value) (*unwindSpec, error) {
 	return u, nil
 }
 
-// apply unwinds one document.
-func (u *unwindSpec) apply(d bsoncore.Document) []bsoncore.Document {
+// values are what d unwinds to, one output document each (a missing
+// value removes the field); indexed says they are array elements, whose
+// includeArrayIndex is their position rather than null.
+func (u *unwindSpec) values(d bsoncore.Document) ([]bsoncore.Value, bool) {
 	v := nestedField(d, u.parts)
 	switch {
 	case v.Type == bsoncore.TypeArray && arrayLen(v.Data) > 0:
-		vals := arrayValues(v.Data)
-		out := make([]bsoncore.Document, len(vals))
-		for i, e := range vals {
-			out[i] = u.emit(d, e, mkInt64(int64(i)))
-		}
-		return out
+		return arrayValues(v.Data), true
 	case v.Type == bsoncore.TypeArray, nullish(v):
 		if !u.preserve {
-			return nil
+			return nil, false
 		}
 		if v.Type == bsoncore.TypeArray {
-			return []bsoncore.Document{u.emit(d, bsoncore.Value{}, nullValue)}
+			return []bsoncore.Value{{}}, false
 		}
-		return []bsoncore.Document{u.emit(d, v, nullValue)}
 	}
-	return []bsoncore.Document{u.emit(d, v, nullValue)}
+	return []bsoncore.Value{v}, false
 }
 
 // emit sets the unwound value (missing removes the field) and the index.

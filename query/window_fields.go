@@ -31,7 +31,7 @@ type partition struct {
 
 // windowFunc computes one output field for every document of a partition.
 type windowFunc interface {
-	compute(p *partition) ([]bsoncore.Value, error)
+	compute(ctx context.Context, p *partition) ([]bsoncore.Value, error)
 }
 
 type windowOutput struct {
@@ -144,7 +144,7 @@ func (w *windowStage) run(ctx context.Context, in Stream, pc *pipeCtx) (Stream, 
 		for _, i := range idx[start:end] {
 			w.addToPartition(p, docs[i], pc)
 		}
-		res, err := w.computePartition(p)
+		res, err := w.computePartition(ctx, p)
 		if err != nil {
 			return nil, err
 		}
@@ -215,7 +215,7 @@ func (w *windowStage) runSpilled(ctx context.Context, kept []bsoncore.Document, 
 			return 0
 		}
 		return w.sort.Compare(recordDoc(a), recordDoc(c))
-	}, &memBudget{stage: b.stage, limit: b.limit, allowDisk: true})
+	}, b.spilling())
 	if err != nil {
 		return nil, err
 	}
@@ -240,7 +240,7 @@ func (w *windowStage) runSpilled(ctx context.Context, kept []bsoncore.Document, 
 			for {
 				d := recordDoc(pending)
 				if used += int64(len(d)); used > b.limit {
-					return nil, mongoerr.New(QueryExceededMemoryLimitNoDiskUseAllowed, "Exceeded memory limit for $setWindowFields: a single partition is larger than %d bytes, which spilling to disk cannot split", b.limit)
+					return nil, tooLargeUnit(b.stage, "partition", b.limit)
 				}
 				w.addToPartition(p, d, pc)
 				next, err := sorted.Next(ctx)
@@ -256,7 +256,7 @@ func (w *windowStage) runSpilled(ctx context.Context, kept []bsoncore.Document, 
 					break
 				}
 			}
-			res, err := w.computePartition(p)
+			res, err := w.computePartition(ctx, p)
 			if err != nil {
 				return nil, err
 			}
@@ -287,10 +287,10 @@ func (w *windowStage) sortKey(d bsoncore.Document) bsoncore.Value {
 	return v
 }
 
-func (w *windowStage) computePartition(p *partition) ([]bsoncore.Document, error) {
+func (w *windowStage) computePartition(ctx context.Context, p *partition) ([]bsoncore.Document, error) {
 	results := make([][]bsoncore.Value, len(w.outputs))
 	for i, o := range w.outputs {
-		r, err := o.fn.compute(p)
+		r, err := o.fn.compute(ctx, p)
 		if err != nil {
 			return nil, err
 		}
@@ -473,11 +473,15 @@ type accWindow struct {
 	bounds windowBounds
 }
 
-func (a *accWindow) compute(p *partition) ([]bsoncore.Value, error) {
+func (a *accWindow) compute(ctx context.Context, p *partition) ([]bsoncore.Value, error) {
 	out := make([]bsoncore.Value, len(p.docs))
 	var running accumulator
 	added := 0
+	var interrupt InterruptCheck // per document and window member: windows make it quadratic
 	for i := range p.docs {
+		if err := interrupt.Check(ctx); err != nil {
+			return nil, err
+		}
 		lo, hi, err := a.bounds.indices(p, i)
 		if err != nil {
 			return nil, err
@@ -491,6 +495,9 @@ func (a *accWindow) compute(p *partition) ([]bsoncore.Value, error) {
 			acc, from = running, added
 		}
 		for j := from; j < hi; j++ {
+			if err := interrupt.Check(ctx); err != nil {
+				return nil, err
+			}
 			if _, err := acc.add(p.ctxs[j]); err != nil {
 				return nil, err
 			}

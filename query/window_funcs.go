@@ -1,6 +1,8 @@
 package query
 
 import (
+	"context"
+
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"dumbodb/query/mongoerr"
@@ -97,7 +99,7 @@ func init() {
 // gaps) or $documentNumber (position).
 type rankFunc string
 
-func (r rankFunc) compute(p *partition) ([]bsoncore.Value, error) {
+func (r rankFunc) compute(_ context.Context, p *partition) ([]bsoncore.Value, error) {
 	out := make([]bsoncore.Value, len(p.docs))
 	rank, dense := 0, 0
 	for i := range p.docs {
@@ -149,7 +151,7 @@ func compileShift(arg bsoncore.Value, srt *Sort, s *compileScope) (windowFunc, e
 	return f, nil
 }
 
-func (f *shiftFunc) compute(p *partition) ([]bsoncore.Value, error) {
+func (f *shiftFunc) compute(_ context.Context, p *partition) ([]bsoncore.Value, error) {
 	out := make([]bsoncore.Value, len(p.docs))
 	for i := range p.docs {
 		j := i + f.by
@@ -210,15 +212,22 @@ func (f *rateFunc) axis(v bsoncore.Value) (float64, bool) {
 	return toFloat(v), isNumber(v)
 }
 
-func (f *rateFunc) compute(p *partition) ([]bsoncore.Value, error) {
+func (f *rateFunc) compute(ctx context.Context, p *partition) ([]bsoncore.Value, error) {
 	out := make([]bsoncore.Value, len(p.docs))
+	var interrupt InterruptCheck // per document and window member: windows make it quadratic
 	for i := range p.docs {
+		if err := interrupt.Check(ctx); err != nil {
+			return nil, err
+		}
 		lo, hi, err := f.bounds.indices(p, i)
 		if err != nil {
 			return nil, err
 		}
 		var xs, ys []float64
 		for j := lo; j < hi; j++ {
+			if err := interrupt.Check(ctx); err != nil {
+				return nil, err
+			}
 			y, err := f.input.eval(p.ctxs[j])
 			if err != nil {
 				return nil, err
@@ -284,7 +293,7 @@ func compileExpMovingAvg(arg bsoncore.Value, srt *Sort, s *compileScope) (window
 	return &expMovingAvg{input: exprs["input"], alpha: alpha}, nil
 }
 
-func (e *expMovingAvg) compute(p *partition) ([]bsoncore.Value, error) {
+func (e *expMovingAvg) compute(_ context.Context, p *partition) ([]bsoncore.Value, error) {
 	out := make([]bsoncore.Value, len(p.docs))
 	avg, have := 0.0, false
 	for i := range p.docs {
@@ -314,7 +323,7 @@ type fillFunc struct {
 	x      Expr
 }
 
-func (f *fillFunc) compute(p *partition) ([]bsoncore.Value, error) {
+func (f *fillFunc) compute(_ context.Context, p *partition) ([]bsoncore.Value, error) {
 	vals := make([]bsoncore.Value, len(p.docs))
 	for i := range p.docs {
 		v, err := f.x.eval(p.ctxs[i])

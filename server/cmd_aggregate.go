@@ -334,7 +334,11 @@ func (w aggWriter) Replace(ctx context.Context, db, coll string, docs []bsoncore
 			return toMongoErr(err)
 		}
 		t := writeTarget{tx: tx, ns: db + "." + coll, coll: coll}
+		var interrupt query.InterruptCheck
 		for _, d := range docs {
+			if err := interrupt.Check(ctx); err != nil {
+				return err
+			}
 			if err := t.Insert(ctx, d); err != nil {
 				return err
 			}

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"dumbodb/query"
 	"dumbodb/query/mongoerr"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -250,6 +251,7 @@ func (p *peekSource) next(ctx context.Context) (bsoncore.Document, error) {
 	return d, err
 }
 
+
 func (p *peekSource) exhausted(ctx context.Context) (bool, error) {
 	if p.pending != nil {
 		return false, nil
@@ -285,8 +287,8 @@ func fillBatch(ctx context.Context, p *peekSource, n int) ([]bsoncore.Document, 
 		}
 		docs = append(docs, d)
 		size += len(d)
-		if err := ctx.Err(); err != nil {
-			return nil, false, mongoerr.New(mongoerr.MaxTimeMSExpired, "operation exceeded time limit")
+		if err := query.ContextErr(ctx); err != nil {
+			return nil, false, err
 		}
 	}
 	done, err := p.exhausted(ctx)

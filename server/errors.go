@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"errors"
 
 	"dumbodb/index"
@@ -38,15 +37,6 @@ func toMongoErr(err error) *mongoerr.Error {
 		return me
 	}
 	return mongoerr.As(err)
-}
-
-// contextError turns a cancelled or expired context into MongoDB's errors
-// (as the plan package's scans do).
-func contextError(err error) error {
-	if errors.Is(err, context.DeadlineExceeded) {
-		return mongoerr.New(mongoerr.MaxTimeMSExpired, "operation exceeded time limit")
-	}
-	return mongoerr.New(mongoerr.Interrupted, "operation was interrupted")
 }
 
 // messageError maps the refusals of an OP_MSG that Read accepted but

@@ -77,7 +77,7 @@ func (f failure) wait(ctx context.Context) error {
 	case <-t.C:
 		return nil
 	case <-ctx.Done():
-		return contextError(ctx.Err())
+		return query.ContextErr(ctx)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"io"
 
 	"dumbodb/index"
+	"dumbodb/query"
 	"dumbodb/query/mongoerr"
 
 	"github.com/dolthub/dolt/go/store/prolly"
@@ -279,8 +280,9 @@ type IndexIterator struct {
 	bv   []byte
 	eds  editCursor
 	// covered is the last entry's covered values (nil: none).
-	covered []byte
-	owner   *Snapshot // the snapshot scanned, when there is one
+	covered   []byte
+	owner     *Snapshot            // the snapshot scanned, when there is one
+	interrupt query.InterruptCheck // per entry, deletions included
 }
 
 // Covered returns the document reduced to the index's key fields that the
@@ -308,6 +310,9 @@ func newIndexIterator(ctx context.Context, ns tree.NodeStore, base prolly.Map, e
 // Next returns the next live entry and its document's _id key.
 func (i *IndexIterator) Next(ctx context.Context) (entry, idKey []byte, err error) {
 	for {
+		if err := i.interrupt.Check(ctx); err != nil {
+			return nil, nil, err
+		}
 		if err := i.peekBase(ctx); err != nil {
 			return nil, nil, err
 		}

@@ -9,6 +9,7 @@ import (
 	"sort"
 
 	"dumbodb/index"
+	"dumbodb/query"
 
 	"github.com/dolthub/dolt/go/store/prolly"
 	"github.com/dolthub/dolt/go/store/prolly/tree"
@@ -118,7 +119,11 @@ func entriesMap(ctx context.Context, ns tree.NodeStore, entries []builtEntry, mu
 			return prolly.Map{}, err
 		}
 	}
+	var interrupt query.InterruptCheck
 	for _, e := range entries {
+		if err := interrupt.Check(ctx); err != nil {
+			return prolly.Map{}, err
+		}
 		v := e.value
 		if v == nil {
 			v = e.id
@@ -339,7 +344,11 @@ func syncIndex(ctx context.Context, ns tree.NodeStore, c *collection, s *index.S
 func diffIndex(ctx context.Context, ns tree.NodeStore, coll string, ix *indexState, data prolly.Map) (*indexState, error) {
 	next := &indexState{spec: ix.spec, multikey: ix.multikey, edits: newEdits()}
 	var added []builtEntry
+	var interrupt query.InterruptCheck
 	err := prolly.DiffMaps(ctx, *ix.of, data, false, func(ctx context.Context, d tree.Diff) error {
+		if err := interrupt.Check(ctx); err != nil {
+			return err
+		}
 		id := append([]byte(nil), keyBytes(val.Tuple(d.Key))...)
 		oldDoc, err := diffDoc(ctx, ns, d.From)
 		if err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/google/btree"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"dumbodb/query"
 	"dumbodb/storage/doctree"
 )
 
@@ -135,6 +136,8 @@ type Iterator struct {
 	match, out *doctree.Fields
 	curTree    *doctree.Tree // the borrowed document's doctree, when read in part
 	partial    bool
+
+	interrupt query.InterruptCheck // per entry, so that skipped entries count
 }
 
 // SetFields makes the iterator read documents stored as doctrees in part:
@@ -170,6 +173,9 @@ func (i *Iterator) Next(ctx context.Context) (bsoncore.Document, error) {
 // pay for the documents it rejects.
 func (i *Iterator) NextWhere(ctx context.Context, keep func(bsoncore.Document) bool) (bsoncore.Document, error) {
 	for {
+		if err := i.interrupt.Check(ctx); err != nil {
+			return nil, err
+		}
 		doc, err := i.nextBorrowed(ctx)
 		if err != nil {
 			return nil, err

@@ -6,6 +6,7 @@
 package mongoerr
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -139,7 +140,6 @@ var names = map[Code]string{
 	NoMergeInProgress:          "NoMergeInProgress",
 	UnresolvedConflicts:        "UnresolvedConflicts",
 	NotFastForward:             "NotFastForward",
-	Code(292):                  "QueryExceededMemoryLimitNoDiskUseAllowed",
 	Code(67):                   "CannotCreateIndex",
 	Code(197):                  "InvalidIndexSpecificationOption",
 	Code(171):                  "CannotIndexParallelArrays",
@@ -175,13 +175,29 @@ func New(c Code, format string, args ...any) *Error {
 }
 
 // As extracts the *Error in err's chain, or wraps err as an InternalError so
-// that every failure reaches the client in MongoDB's shape.
+// that every failure reaches the client in MongoDB's shape. A context's
+// error that arrives unmapped (from a library that checks the context
+// itself) becomes Interruption's.
 func As(err error) *Error {
 	var me *Error
 	if errors.As(err, &me) {
 		return me
 	}
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return Interruption(err)
+	}
 	return &Error{Code: InternalError, Msg: err.Error()}
+}
+
+// Interruption is the error of an operation its context stopped, given the
+// context's error: MaxTimeMSExpired once the deadline (maxTimeMS) passed,
+// Interrupted when the context was cancelled (the client went away, the
+// operation or its cursor was killed).
+func Interruption(err error) *Error {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return New(MaxTimeMSExpired, "operation exceeded time limit")
+	}
+	return New(Interrupted, "operation was interrupted")
 }
 
 // Codes added by the query package. Location codes have no codeName of
@@ -203,4 +219,15 @@ const (
 	Location40433 Code = 40433 // a document sequence named like a body field
 )
 
-func init() { names[EmptyFieldName] = "EmptyFieldName" }
+// Codes of the aggregation stages' memory limits.
+const (
+	QueryExceededMemoryLimitNoDiskUseAllowed Code = 292     // a blocking stage without allowDiskUse
+	Location4568                             Code = 4568    // $lookup's matches for one document
+	Location40099                            Code = 40099   // $graphLookup's search
+	Location4031700                          Code = 4031700 // $facet's output document
+)
+
+func init() {
+	names[EmptyFieldName] = "EmptyFieldName"
+	names[QueryExceededMemoryLimitNoDiskUseAllowed] = "QueryExceededMemoryLimitNoDiskUseAllowed"
+}
