@@ -41,7 +41,7 @@ func (d *Database) Log(ctx context.Context, opts LogOptions) ([]CommitInfo, erro
 	}
 	var out []CommitInfo
 	q := &commitQueue{}
-	q.add(ctx, start)
+	q.add(start, commitTime(ctx, start))
 	seen := map[hash.Hash]bool{start.Addr(): true}
 	for q.Len() > 0 && (opts.Limit <= 0 || len(out) < opts.Limit) {
 		c := q.next()
@@ -52,7 +52,7 @@ func (d *Database) Log(ctx context.Context, opts LogOptions) ([]CommitInfo, erro
 		for _, p := range parents {
 			if !seen[p.Addr()] {
 				seen[p.Addr()] = true
-				q.add(ctx, p)
+				q.add(p, commitTime(ctx, p))
 			}
 		}
 		if opts.Collection != "" {
@@ -113,13 +113,16 @@ type queuedCommit struct {
 	at int64 // commit time, Unix milliseconds
 }
 
-// add queues c.
-func (q *commitQueue) add(ctx context.Context, c *datas.Commit) {
-	var at int64
+// add queues c with its commit time at (0 where the order must not depend
+// on clocks).
+func (q *commitQueue) add(c *datas.Commit, at int64) { heap.Push(q, queuedCommit{c: c, at: at}) }
+
+// commitTime is c's commit time in Unix milliseconds, 0 if unreadable.
+func commitTime(ctx context.Context, c *datas.Commit) int64 {
 	if meta, err := datas.GetCommitMeta(ctx, c.NomsValue()); err == nil {
-		at = meta.UserTimestamp
+		return meta.UserTimestamp
 	}
-	heap.Push(q, queuedCommit{c: c, at: at})
+	return 0
 }
 
 // next takes the first commit off the queue.

@@ -33,7 +33,7 @@ func (d *Database) walkSides(ctx context.Context, left, right []*datas.Commit, v
 	q := &commitQueue{}
 	mark := func(c *datas.Commit, s uint8) {
 		if sides[c.Addr()] == 0 {
-			q.add(ctx, c)
+			q.add(c, 0) // merge bases must not depend on clocks
 		}
 		sides[c.Addr()] |= s
 	}
