@@ -388,6 +388,12 @@ func (d *Database) conflictMap(ctx context.Context, recs []conflictRec) (prolly.
 // common base (nil base: both added it). It fails when one field was
 // changed differently on both sides.
 func mergeDocs(base, ours, theirs bsoncore.Document) (bsoncore.Document, bool) {
+	// The empty document is what a virtual merge base holds for a document
+	// its bases could not merge (virtualBaseVersion): like Git's
+	// conflict-marked file, it merges with nothing but itself.
+	if isEmptyDoc(ours) || isEmptyDoc(theirs) {
+		return nil, false
+	}
 	if base == nil {
 		base = bsoncore.NewDocumentBuilder().Build()
 	}
@@ -413,6 +419,10 @@ func mergeDocs(base, ours, theirs bsoncore.Document) (bsoncore.Document, bool) {
 	}
 	return b.Build(), true
 }
+
+// isEmptyDoc reports a document with no field (a stored document always
+// has an _id).
+func isEmptyDoc(d bsoncore.Document) bool { return len(d) == 5 }
 
 func sameValue(a, b bsoncore.Value) bool { return a.Type == b.Type && bytes.Equal(a.Data, b.Data) }
 

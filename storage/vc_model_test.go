@@ -216,14 +216,13 @@ func sortModelKeys(keys []modelKey) {
 
 // vcModelRun drives one seed's database and model side by side.
 type vcModelRun struct {
-	t             *testing.T
-	seed          int64
-	step          int
-	rng           *rand.Rand
-	d             *Database
-	m             *vcModel
-	multiBase     int // merges that had several merge bases
-	skippedMerges int // merges left out: three or more bases
+	t         *testing.T
+	seed      int64
+	step      int
+	rng       *rand.Rand
+	d         *Database
+	m         *vcModel
+	multiBase int // merges that had several merge bases
 }
 
 var vcModelColls = []string{"c", "d"}
@@ -258,9 +257,6 @@ func runVCModel(t *testing.T, seed int64) int {
 		}
 	}
 	r.check()
-	if r.skippedMerges > 0 {
-		t.Logf("seed %d: %d merges with three or more bases left out", seed, r.skippedMerges)
-	}
 	return r.multiBase
 }
 
@@ -346,13 +342,6 @@ func (r *vcModelRun) merge(into, from string) {
 	}
 	ours := r.m.heads[into]
 	bases := r.m.mergeBases([]string{ours}, []string{theirs})
-	if len(bases) > 2 {
-		// Known gap: with three or more merge bases the virtual base can
-		// differ from this model's (about one seed in fifty); such merges
-		// are left out until that is understood.
-		r.skippedMerges++
-		return
-	}
 	res, err := r.d.Merge(ctx, into, rev, MergeOptions{})
 	switch {
 	case len(bases) == 1 && bases[0] == theirs:
