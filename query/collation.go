@@ -257,7 +257,7 @@ func localeTag(locale string) string {
 }
 
 func collationType(field string, v bsoncore.Value, want string) error {
-	return mongoerr.New(mongoerr.TypeMismatch, "BSON field 'collation.%s' is the wrong type '%s', expected type '%s'", field, typeName(v.Type), want)
+	return mongoerr.New(mongoerr.TypeMismatch, "BSON field 'collation.%s' is the wrong type '%s', expected type '%s'", field, TypeName(v.Type), want)
 }
 
 func collationBool(field string, v bsoncore.Value) (bool, error) {

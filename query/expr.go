@@ -476,5 +476,5 @@ func exprTypeName(v bsoncore.Value) string {
 	if v.Type == 0 {
 		return "missing"
 	}
-	return typeName(v.Type)
+	return TypeName(v.Type)
 }

@@ -69,7 +69,7 @@ func evalConvert(_ *evalCtx, a namedArgs) (bsoncore.Value, error) {
 }
 
 func convFail(v bsoncore.Value, to string) error {
-	return mongoerr.New(conversionFailure, "Unsupported conversion from %s to %s in $convert with no onError value", typeName(v.Type), to)
+	return mongoerr.New(conversionFailure, "Unsupported conversion from %s to %s in $convert with no onError value", TypeName(v.Type), to)
 }
 
 // convertTo converts a non-null value to the named type.

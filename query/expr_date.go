@@ -39,7 +39,7 @@ func parseTimezone(v bsoncore.Value) (*time.Location, error) {
 		return time.UTC, nil
 	}
 	if v.Type != bsoncore.TypeString {
-		return nil, mongoerr.New(mongoerr.Code(40517), "timezone must evaluate to a string, found %s", typeName(v.Type))
+		return nil, mongoerr.New(mongoerr.Code(40517), "timezone must evaluate to a string, found %s", TypeName(v.Type))
 	}
 	name := v.StringValue()
 	if l, ok := locations.Load(name); ok {
@@ -199,7 +199,7 @@ func evalDateToString(_ *evalCtx, a namedArgs) (bsoncore.Value, error) {
 			return nullValue, nil
 		}
 		if f.Type != bsoncore.TypeString {
-			return bsoncore.Value{}, mongoerr.New(mongoerr.Code(18533), "$dateToString requires that 'format' be a string, found: %s", typeName(f.Type))
+			return bsoncore.Value{}, mongoerr.New(mongoerr.Code(18533), "$dateToString requires that 'format' be a string, found: %s", TypeName(f.Type))
 		}
 		format = f.StringValue()
 	}
@@ -296,7 +296,7 @@ func evalDateFromString(_ *evalCtx, a namedArgs) (bsoncore.Value, error) {
 
 func dateFromString(s bsoncore.Value, a namedArgs) (bsoncore.Value, error) {
 	if s.Type != bsoncore.TypeString {
-		return bsoncore.Value{}, mongoerr.New(conversionFailure, "$dateFromString requires that 'dateString' be a string, found: %s with value %s", typeName(s.Type), formatValue(s))
+		return bsoncore.Value{}, mongoerr.New(conversionFailure, "$dateFromString requires that 'dateString' be a string, found: %s with value %s", TypeName(s.Type), formatValue(s))
 	}
 	loc, err := parseTimezone(a["timezone"])
 	if err != nil {
@@ -304,7 +304,7 @@ func dateFromString(s bsoncore.Value, a namedArgs) (bsoncore.Value, error) {
 	}
 	if f, ok := a["format"]; ok && !nullish(f) {
 		if f.Type != bsoncore.TypeString {
-			return bsoncore.Value{}, mongoerr.New(mongoerr.Code(40684), "$dateFromString requires that 'format' be a string, found: %s", typeName(f.Type))
+			return bsoncore.Value{}, mongoerr.New(mongoerr.Code(40684), "$dateFromString requires that 'format' be a string, found: %s", TypeName(f.Type))
 		}
 		t, err := parseWithFormat(s.StringValue(), f.StringValue(), loc)
 		if err != nil {
@@ -636,7 +636,7 @@ func evalDateFromParts(_ *evalCtx, a namedArgs) (bsoncore.Value, error) {
 			return 0, true, nil
 		}
 		if !isNumber(v) || toFloat(v) != math.Trunc(toFloat(v)) {
-			return 0, false, mongoerr.New(mongoerr.Code(40515), "'%s' must evaluate to an integer, found %s with value %s", name, typeName(v.Type), formatValue(v))
+			return 0, false, mongoerr.New(mongoerr.Code(40515), "'%s' must evaluate to an integer, found %s with value %s", name, TypeName(v.Type), formatValue(v))
 		}
 		return int64(toFloat(v)), false, nil
 	}

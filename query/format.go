@@ -104,8 +104,8 @@ func formatNumber(v bsoncore.Value) string {
 	return strconv.FormatInt(v.AsInt64(), 10)
 }
 
-// typeName is the type name mongod uses in messages (typeName(BSONType)).
-func typeName(t bsoncore.Type) string {
+// TypeName is the type name mongod uses in messages (typeName(BSONType) in mongod).
+func TypeName(t bsoncore.Type) string {
 	switch t {
 	case bsoncore.TypeDouble:
 		return "double"

@@ -53,7 +53,7 @@ type granularityRounder struct {
 
 func newGranularityRounder(v bsoncore.Value) (*granularityRounder, error) {
 	if v.Type != bsoncore.TypeString {
-		return nil, mongoerr.New(mongoerr.Code(40261), "$bucketAuto 'granularity' field must be a string, but found type: %s.", typeName(v.Type))
+		return nil, mongoerr.New(mongoerr.Code(40261), "$bucketAuto 'granularity' field must be a string, but found type: %s.", TypeName(v.Type))
 	}
 	name := v.StringValue()
 	if name == "POWERSOF2" {
@@ -73,7 +73,7 @@ func (r *granularityRounder) checkKey(k bsoncore.Value) error {
 		if t == 0 {
 			return mongoerr.New(mongoerr.Code(40258), "$bucketAuto can specify a 'granularity' with numeric boundaries only, but found a value with type: missing")
 		}
-		return mongoerr.New(mongoerr.Code(40258), "$bucketAuto can specify a 'granularity' with numeric boundaries only, but found a value with type: %s", typeName(t))
+		return mongoerr.New(mongoerr.Code(40258), "$bucketAuto can specify a 'granularity' with numeric boundaries only, but found a value with type: %s", TypeName(t))
 	}
 	f := toFloat(k)
 	if math.IsNaN(f) {
@@ -92,7 +92,7 @@ func (r *granularityRounder) check(v bsoncore.Value) error {
 	}
 	switch {
 	case !isNumber(v):
-		return mongoerr.New(mongoerr.Code(codes[0]), "A granularity rounder can only round numeric values, but found type: %s", typeName(v.Type))
+		return mongoerr.New(mongoerr.Code(codes[0]), "A granularity rounder can only round numeric values, but found type: %s", TypeName(v.Type))
 	case math.IsNaN(toFloat(v)):
 		return mongoerr.New(mongoerr.Code(codes[1]), "A granularity rounder cannot round NaN")
 	case toFloat(v) < 0:

@@ -48,7 +48,7 @@ func compileDensifyStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 			d.field = v.StringValue()
 		case "partitionByFields":
 			if v.Type != bsoncore.TypeArray {
-				return nil, mongoerr.New(mongoerr.TypeMismatch, "BSON field '$densify.partitionByFields' is the wrong type '%s', expected type 'array'", typeName(v.Type))
+				return nil, mongoerr.New(mongoerr.TypeMismatch, "BSON field '$densify.partitionByFields' is the wrong type '%s', expected type 'array'", TypeName(v.Type))
 			}
 			for _, f := range arrayValues(v.Data) {
 				if f.Type != bsoncore.TypeString {
@@ -162,7 +162,7 @@ func (d *densifySpec) run(ctx context.Context, docs []bsoncore.Document) ([]bson
 			continue
 		}
 		if !d.valid(v) {
-			return nil, mongoerr.New(mongoerr.Code(5733201), "Densify field type must be numeric or a date (with unit), found %s", typeName(v.Type))
+			return nil, mongoerr.New(mongoerr.Code(5733201), "Densify field type must be numeric or a date (with unit), found %s", TypeName(v.Type))
 		}
 		if gmin.Type == 0 || Compare(v, gmin) < 0 {
 			gmin = v
@@ -279,7 +279,7 @@ func compileFillStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 			window.AppendValue("partitionBy", v)
 		case "partitionByFields":
 			if v.Type != bsoncore.TypeArray {
-				return nil, mongoerr.New(mongoerr.TypeMismatch, "BSON field '$fill.partitionByFields' is the wrong type '%s', expected type 'array'", typeName(v.Type))
+				return nil, mongoerr.New(mongoerr.TypeMismatch, "BSON field '$fill.partitionByFields' is the wrong type '%s', expected type 'array'", TypeName(v.Type))
 			}
 			pb := bsoncore.NewDocumentBuilder()
 			for _, f := range arrayValues(v.Data) {

@@ -40,7 +40,7 @@ func compileFacetStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 			return nil, mongoerr.New(mongoerr.Code(40352), "FieldPath field names may not start with '$' or contain '.': %s", name)
 		}
 		if v.Type != bsoncore.TypeArray {
-			return nil, mongoerr.New(mongoerr.Code(40170), "arguments to $facet must be arrays, %s is type %s", name, typeName(v.Type))
+			return nil, mongoerr.New(mongoerr.Code(40170), "arguments to $facet must be arrays, %s is type %s", name, TypeName(v.Type))
 		}
 		for _, st := range arrayValues(v.Data) {
 			if st.Type == bsoncore.TypeEmbeddedDocument && notInFacet[firstKey(st.Data)] {

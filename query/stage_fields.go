@@ -112,7 +112,7 @@ type fieldsNode struct {
 
 func compileAddFields(spec bsoncore.Value, env *Env) (docTransform, error) {
 	if spec.Type != bsoncore.TypeEmbeddedDocument {
-		return nil, mongoerr.New(mongoerr.Code(40272), "$addFields specification stage must be an object, got %s", typeName(spec.Type))
+		return nil, mongoerr.New(mongoerr.Code(40272), "$addFields specification stage must be an object, got %s", TypeName(spec.Type))
 	}
 	root := &fieldsNode{}
 	if err := root.addAll(spec.Data, env.scope()); err != nil {
@@ -251,7 +251,7 @@ func compileProjectTransform(spec bsoncore.Value, env *Env) (docTransform, error
 // compileReplaceRoot is $replaceRoot: {newRoot: <expr>}.
 func compileReplaceRoot(spec bsoncore.Value, env *Env) (docTransform, error) {
 	if spec.Type != bsoncore.TypeEmbeddedDocument {
-		return nil, mongoerr.New(mongoerr.Code(40229), "expected an object as specification for $replaceRoot stage, got %s", typeName(spec.Type))
+		return nil, mongoerr.New(mongoerr.Code(40229), "expected an object as specification for $replaceRoot stage, got %s", TypeName(spec.Type))
 	}
 	arg, ok := lookupField(spec.Data, "newRoot")
 	if !ok || arrayLen(spec.Data) != 1 {

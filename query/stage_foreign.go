@@ -264,5 +264,5 @@ func lookupFrom(v bsoncore.Value, pc *pipeCtx) (string, error) {
 		}
 		return coll.StringValue(), nil
 	}
-	return "", mongoerr.New(mongoerr.FailedToParse, "$lookup 'from' field must be a string or an object, but found %s", typeName(v.Type))
+	return "", mongoerr.New(mongoerr.FailedToParse, "$lookup 'from' field must be a string or an object, but found %s", TypeName(v.Type))
 }

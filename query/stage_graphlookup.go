@@ -25,7 +25,7 @@ type graphLookupSpec struct {
 
 func compileGraphLookupStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 	if spec.Type != bsoncore.TypeEmbeddedDocument {
-		return nil, mongoerr.New(mongoerr.Code(40327), "the $graphLookup stage specification must be an object, but found %s", typeName(spec.Type))
+		return nil, mongoerr.New(mongoerr.Code(40327), "the $graphLookup stage specification must be an object, but found %s", TypeName(spec.Type))
 	}
 	g := &graphLookupSpec{maxDepth: -1}
 	it := newIter(spec.Data)
@@ -85,7 +85,7 @@ func (g *graphLookupSpec) setArg(key string, v bsoncore.Value, pc *pipeCtx) erro
 		return nil
 	case "restrictSearchWithMatch":
 		if v.Type != bsoncore.TypeEmbeddedDocument {
-			return mongoerr.New(mongoerr.Code(40185), "restrictSearchWithMatch must be an object, found %s", typeName(v.Type))
+			return mongoerr.New(mongoerr.Code(40185), "restrictSearchWithMatch must be an object, found %s", TypeName(v.Type))
 		}
 		f, err := CompileFilterEnv(v.Data, pc.env)
 		g.restrict = f

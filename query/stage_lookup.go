@@ -36,7 +36,7 @@ type lookupSpec struct {
 
 func compileLookupStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 	if spec.Type != bsoncore.TypeEmbeddedDocument {
-		return nil, mongoerr.New(mongoerr.FailedToParse, "the $lookup stage specification must be an object, but found %s", typeName(spec.Type))
+		return nil, mongoerr.New(mongoerr.FailedToParse, "the $lookup stage specification must be an object, but found %s", TypeName(spec.Type))
 	}
 	l := &lookupSpec{}
 	var hasLocal, hasForeign bool
@@ -57,7 +57,7 @@ func compileLookupStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 			continue
 		case "let":
 			if v.Type != bsoncore.TypeEmbeddedDocument {
-				return nil, mongoerr.New(mongoerr.FailedToParse, "$lookup argument 'let' must be an object, is type %s", typeName(v.Type))
+				return nil, mongoerr.New(mongoerr.FailedToParse, "$lookup argument 'let' must be an object, is type %s", TypeName(v.Type))
 			}
 			if err := l.compileLet(v.Data, pc); err != nil {
 				return nil, err
@@ -65,13 +65,13 @@ func compileLookupStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 			continue
 		case "pipeline":
 			if v.Type != bsoncore.TypeArray {
-				return nil, mongoerr.New(mongoerr.FailedToParse, "$lookup argument 'pipeline' must be an array, is type %s", typeName(v.Type))
+				return nil, mongoerr.New(mongoerr.FailedToParse, "$lookup argument 'pipeline' must be an array, is type %s", TypeName(v.Type))
 			}
 			l.pipeline, l.hasPipeline = v, true
 			continue
 		}
 		if v.Type != bsoncore.TypeString {
-			return nil, mongoerr.New(mongoerr.FailedToParse, "$lookup argument '%s: %s' must be a string, is type %s", key, formatValue(v), typeName(v.Type))
+			return nil, mongoerr.New(mongoerr.FailedToParse, "$lookup argument '%s: %s' must be a string, is type %s", key, formatValue(v), TypeName(v.Type))
 		}
 		switch key {
 		case "localField":

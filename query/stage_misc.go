@@ -185,7 +185,7 @@ func compileDocumentsStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 			var docs []bsoncore.Document
 			for _, e := range arrayValues(v.Data) {
 				if e.Type != bsoncore.TypeEmbeddedDocument {
-					return nil, mongoerr.New(mongoerr.TypeMismatch, "$documents expects an array of objects, found %s", typeName(e.Type))
+					return nil, mongoerr.New(mongoerr.TypeMismatch, "$documents expects an array of objects, found %s", TypeName(e.Type))
 				}
 				docs = append(docs, e.Data)
 			}
@@ -211,7 +211,7 @@ func compileCollStatsStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 		switch string(k) {
 		case "latencyStats", "storageStats", "count", "queryExecStats":
 			if v.Type != bsoncore.TypeEmbeddedDocument {
-				return nil, mongoerr.New(mongoerr.TypeMismatch, "BSON field '$collStats.%s' is the wrong type '%s', expected type 'object'", k, typeName(v.Type))
+				return nil, mongoerr.New(mongoerr.TypeMismatch, "BSON field '$collStats.%s' is the wrong type '%s', expected type 'object'", k, TypeName(v.Type))
 			}
 			opts[string(k)] = v
 		default:

@@ -38,7 +38,7 @@ func compileUnionWithStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 				coll = name
 			case "pipeline":
 				if v.Type != bsoncore.TypeArray {
-					return nil, mongoerr.New(mongoerr.TypeMismatch, "BSON field '$unionWith.pipeline' is the wrong type '%s', expected type 'array'", typeName(v.Type))
+					return nil, mongoerr.New(mongoerr.TypeMismatch, "BSON field '$unionWith.pipeline' is the wrong type '%s', expected type 'array'", TypeName(v.Type))
 				}
 				sc := pipeCtx{opts: pc.opts, env: pc.env, within: "$unionWith"}
 				p, err := compileStages(v, &sc)
@@ -51,7 +51,7 @@ func compileUnionWithStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 			}
 		}
 	default:
-		return nil, mongoerr.New(mongoerr.FailedToParse, "the $unionWith stage specification must be an object or string, but found %s", typeName(spec.Type))
+		return nil, mongoerr.New(mongoerr.FailedToParse, "the $unionWith stage specification must be an object or string, but found %s", TypeName(spec.Type))
 	}
 	if coll == "" && (sub == nil || len(sub.specs) == 0 || firstKey(sub.specs[0]) != "$documents") {
 		return nil, mongoerr.New(mongoerr.Code(40414), "BSON field '$unionWith.coll' is missing but a required field")

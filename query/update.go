@@ -135,7 +135,7 @@ func (u *Update) addModifier(name string, fields bsoncore.Value) error {
 		return mongoerr.New(mongoerr.FailedToParse, "Unknown modifier: %s. Expected a valid update modifier or pipeline-style update specified as an array", name)
 	}
 	if fields.Type != bsoncore.TypeEmbeddedDocument {
-		return mongoerr.New(mongoerr.FailedToParse, "Modifiers operate on fields but we found type %s instead. For example: {$mod: {<field>: ...}} not {%s}", typeName(fields.Type), formatElem(name, fields))
+		return mongoerr.New(mongoerr.FailedToParse, "Modifiers operate on fields but we found type %s instead. For example: {$mod: {<field>: ...}} not {%s}", TypeName(fields.Type), formatElem(name, fields))
 	}
 	it := newIter(fields.Data)
 	for {

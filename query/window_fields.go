@@ -47,7 +47,7 @@ type windowStage struct {
 
 func compileSetWindowFieldsStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 	if spec.Type != bsoncore.TypeEmbeddedDocument {
-		return nil, mongoerr.New(mongoerr.FailedToParse, "the $setWindowFields stage specification must be an object, found %s", typeName(spec.Type))
+		return nil, mongoerr.New(mongoerr.FailedToParse, "the $setWindowFields stage specification must be an object, found %s", TypeName(spec.Type))
 	}
 	w := &windowStage{}
 	var output bsoncore.Value
@@ -63,7 +63,7 @@ func compileSetWindowFieldsStage(spec bsoncore.Value, pc *pipeCtx) (stage, error
 			w.partitionBy, err = compileExpr(v, pc.env.scope())
 		case "sortBy":
 			if v.Type != bsoncore.TypeEmbeddedDocument {
-				return nil, mongoerr.New(mongoerr.TypeMismatch, "BSON field '$setWindowFields.sortBy' is the wrong type '%s', expected type 'object'", typeName(v.Type))
+				return nil, mongoerr.New(mongoerr.TypeMismatch, "BSON field '$setWindowFields.sortBy' is the wrong type '%s', expected type 'object'", TypeName(v.Type))
 			}
 			w.sort, err = CompileSortEnv(v.Data, pc.env)
 		case "output":

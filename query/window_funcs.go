@@ -282,7 +282,7 @@ func compileExpMovingAvg(arg bsoncore.Value, srt *Sort, s *compileScope) (window
 	case hasN == hasAlpha:
 		return nil, mongoerr.New(mongoerr.FailedToParse, "$expMovingAvg requires either 'N' or 'alpha' to be specified")
 	case hasN && (!isNumber(n) || toFloat(n) < 1 || toFloat(n) != float64(int64(toFloat(n)))):
-		return nil, mongoerr.New(mongoerr.FailedToParse, "'N' field must be an integer, but found type %s", typeName(n.Type))
+		return nil, mongoerr.New(mongoerr.FailedToParse, "'N' field must be an integer, but found type %s", TypeName(n.Type))
 	case hasAlpha && (!isNumber(a) || toFloat(a) <= 0 || toFloat(a) >= 1):
 		return nil, mongoerr.New(mongoerr.FailedToParse, "'alpha' must be between 0 and 1 (exclusive), found %s", formatValue(a))
 	}

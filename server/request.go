@@ -157,7 +157,7 @@ func unknownField(cmd, field string) error {
 // typeMismatch is the IDL parser's error for a field of the wrong type.
 func typeMismatch(cmd, field string, v bsoncore.Value, want string) error {
 	return mongoerr.New(mongoerr.TypeMismatch, "BSON field '%s.%s' is the wrong type '%s', expected type '%s'",
-		cmd, field, typeName(v.Type), want)
+		cmd, field, query.TypeName(v.Type), want)
 }
 
 // fieldHandler handles one argument of a command.
@@ -271,7 +271,7 @@ func (r *request) collectionArg() (string, error) {
 	v := r.cmd.Index(0).Value()
 	name, ok := v.StringValueOK()
 	if !ok {
-		return "", mongoerr.New(mongoerr.InvalidNamespace, "collection name has invalid type %s", typeName(v.Type))
+		return "", mongoerr.New(mongoerr.InvalidNamespace, "collection name has invalid type %s", query.TypeName(v.Type))
 	}
 	if err := validateCollectionName(r.db, name); err != nil {
 		return "", err
