@@ -286,6 +286,7 @@ func (r *request) cursorPlace(ns string) cursorPlace {
 	return cursorPlace{db: r.db, rev: cmp.Or(r.rev, r.currentBranch()), coll: strings.TrimPrefix(ns, r.db+".")}
 }
 
+// firstKey is doc's first field name ("" when empty).
 func firstKey(doc bsoncore.Document) string {
 	el, err := doc.IndexErr(0)
 	if err != nil {
