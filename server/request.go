@@ -188,15 +188,21 @@ func (r *request) parseArgs(fields map[string]fieldHandler) error {
 
 // Argument decoders, each returning MongoDB's type-mismatch error.
 
-func (r *request) docArg(field string, dst *bsoncore.Document) fieldHandler {
+// typedArg decodes a field with get, failing with MongoDB's type-mismatch
+// error naming the wanted type.
+func typedArg[T any](r *request, field, want string, dst *T, get func(bsoncore.Value) (T, bool)) fieldHandler {
 	return func(v bsoncore.Value) error {
-		d, ok := v.DocumentOK()
+		x, ok := get(v)
 		if !ok {
-			return typeMismatch(r.name, field, v, "object")
+			return typeMismatch(r.name, field, v, want)
 		}
-		*dst = d
+		*dst = x
 		return nil
 	}
+}
+
+func (r *request) docArg(field string, dst *bsoncore.Document) fieldHandler {
+	return typedArg(r, field, "object", dst, bsoncore.Value.DocumentOK)
 }
 
 func (r *request) optDocArg(field string, dst *bsoncore.Document) fieldHandler {
@@ -209,47 +215,19 @@ func (r *request) optDocArg(field string, dst *bsoncore.Document) fieldHandler {
 }
 
 func (r *request) arrayArg(field string, dst *bsoncore.Array) fieldHandler {
-	return func(v bsoncore.Value) error {
-		a, ok := v.ArrayOK()
-		if !ok {
-			return typeMismatch(r.name, field, v, "array")
-		}
-		*dst = a
-		return nil
-	}
+	return typedArg(r, field, "array", dst, bsoncore.Value.ArrayOK)
 }
 
 func (r *request) boolArg(field string, dst *bool) fieldHandler {
-	return func(v bsoncore.Value) error {
-		b, ok := asBool(v)
-		if !ok {
-			return typeMismatch(r.name, field, v, "bool")
-		}
-		*dst = b
-		return nil
-	}
+	return typedArg(r, field, "bool", dst, asBool)
 }
 
 func (r *request) stringArg(field string, dst *string) fieldHandler {
-	return func(v bsoncore.Value) error {
-		s, ok := v.StringValueOK()
-		if !ok {
-			return typeMismatch(r.name, field, v, "string")
-		}
-		*dst = s
-		return nil
-	}
+	return typedArg(r, field, "string", dst, bsoncore.Value.StringValueOK)
 }
 
 func (r *request) int64Arg(field string, dst *int64) fieldHandler {
-	return func(v bsoncore.Value) error {
-		n, ok := query.AsInt64(v)
-		if !ok {
-			return typeMismatch(r.name, field, v, "long")
-		}
-		*dst = n
-		return nil
-	}
+	return typedArg(r, field, "long", dst, query.AsInt64)
 }
 
 func (r *request) ignoreArg() fieldHandler { return func(bsoncore.Value) error { return nil } }
