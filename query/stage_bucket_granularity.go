@@ -102,6 +102,15 @@ func (r *granularityRounder) check(v bsoncore.Value) error {
 }
 
 func (r *granularityRounder) roundUp(v bsoncore.Value) (bsoncore.Value, error) {
+	return r.round(v, true)
+}
+
+func (r *granularityRounder) roundDown(v bsoncore.Value) (bsoncore.Value, error) {
+	return r.round(v, false)
+}
+
+// round is roundUp (up) or roundDown of v.
+func (r *granularityRounder) round(v bsoncore.Value, up bool) (bsoncore.Value, error) {
 	if err := r.check(v); err != nil {
 		return bsoncore.Value{}, err
 	}
@@ -109,13 +118,21 @@ func (r *granularityRounder) roundUp(v bsoncore.Value) (bsoncore.Value, error) {
 		return v, nil
 	}
 	if r.series == nil {
-		return r.pow2(v, true), nil
+		return r.pow2(v, up), nil
 	}
 	if v.Type == bsoncore.TypeDecimal128 {
-		return r.roundDecimal(v, true), nil
+		return r.roundDecimal(v, up), nil
 	}
+	if up {
+		return mkDouble(r.seriesUp(toFloat(v))), nil
+	}
+	return mkDouble(r.seriesDown(toFloat(v))), nil
+}
+
+// seriesUp is the smallest series number strictly above a positive number.
+func (r *granularityRounder) seriesUp(number float64) float64 {
 	s := r.series
-	number, mult := toFloat(v), 1.0
+	mult := 1.0
 	for number >= s[len(s)-1]*mult {
 		mult *= 10
 	}
@@ -123,28 +140,17 @@ func (r *granularityRounder) roundUp(v bsoncore.Value) (bsoncore.Value, error) {
 		prevMin := s[0] * mult
 		mult /= 10
 		if number >= s[len(s)-1]*mult {
-			return mkDouble(prevMin), nil
+			return prevMin
 		}
 	}
 	i := sort.Search(len(s), func(i int) bool { return number < s[i]*mult })
-	return mkDouble(s[i] * mult), nil
+	return s[i] * mult
 }
 
-func (r *granularityRounder) roundDown(v bsoncore.Value) (bsoncore.Value, error) {
-	if err := r.check(v); err != nil {
-		return bsoncore.Value{}, err
-	}
-	if toFloat(v) == 0 {
-		return v, nil
-	}
-	if r.series == nil {
-		return r.pow2(v, false), nil
-	}
-	if v.Type == bsoncore.TypeDecimal128 {
-		return r.roundDecimal(v, false), nil
-	}
+// seriesDown is the largest series number strictly below a positive number.
+func (r *granularityRounder) seriesDown(number float64) float64 {
 	s := r.series
-	number, mult := toFloat(v), 1.0
+	mult := 1.0
 	for number <= s[0]*mult {
 		mult /= 10
 	}
@@ -152,11 +158,11 @@ func (r *granularityRounder) roundDown(v bsoncore.Value) (bsoncore.Value, error)
 		prevMax := s[len(s)-1] * mult
 		mult *= 10
 		if number <= s[0]*mult {
-			return mkDouble(prevMax), nil
+			return prevMax
 		}
 	}
 	i := sort.Search(len(s), func(i int) bool { return s[i]*mult >= number })
-	return mkDouble(s[i-1] * mult), nil
+	return s[i-1] * mult
 }
 
 // pow2 is the power of two strictly above (up) or below v, typed as
