@@ -93,7 +93,7 @@ func (u *Update) applyPipeline(doc bsoncore.Document, isInsert bool) (bsoncore.D
 	oldID, hadID := lookupField(doc, "_id")
 	newID, hasID := lookupField(out, "_id")
 	switch {
-	case hadID && hasID && !sameValue(oldID, newID) && !isInsert:
+	case hadID && hasID && !SameValue(oldID, newID) && !isInsert:
 		return nil, false, mongoerr.New(mongoerr.ImmutableField, "After applying the update, the (immutable) field '_id' was found to have been altered to %s", formatElem("_id", newID))
 	case hadID && !hasID:
 		out = prependID(oldID, out)

@@ -320,7 +320,7 @@ func (c *applyCtx) checkResolvedConflict(parts []string) error {
 func checkIDUnchanged(before, after bsoncore.Document) error {
 	a, hadID := lookupField(before, "_id")
 	b, hasID := lookupField(after, "_id")
-	if hadID && (!hasID || !sameValue(a, b)) {
+	if hadID && (!hasID || !SameValue(a, b)) {
 		return mongoerr.New(mongoerr.ImmutableField, "Performing an update on the path '_id' would modify the immutable field '_id'")
 	}
 	return nil
@@ -331,7 +331,7 @@ func (u *Update) applyReplacement(doc bsoncore.Document, isInsert bool) (bsoncor
 	oldID, hadID := lookupField(doc, "_id")
 	newID, hasID := lookupField(u.replacement, "_id")
 	switch {
-	case hasID && hadID && !isInsert && !sameValue(oldID, newID):
+	case hasID && hadID && !isInsert && !SameValue(oldID, newID):
 		return nil, false, mongoerr.New(mongoerr.ImmutableField, "After applying the update, the (immutable) field '_id' was found to have been altered to %s", formatElem("_id", newID))
 	case hasID || !hadID:
 		out := u.replacement

@@ -12,6 +12,8 @@ import (
 	"github.com/dolthub/dolt/go/store/prolly/tree"
 	"github.com/dolthub/dolt/go/store/val"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"dumbodb/query"
 )
 
 // Merge kinds, as kept in the merge state.
@@ -414,16 +416,14 @@ func mergeDocs(base, ours, theirs bsoncore.Document) (bsoncore.Document, bool) {
 	return b.Build(), true
 }
 
-func sameValue(a, b bsoncore.Value) bool { return a.Type == b.Type && bytes.Equal(a.Data, b.Data) }
-
 // mergeField merges one field; a zero Value is a missing field.
 func mergeField(b, o, t bsoncore.Value) (bsoncore.Value, bool, bool) {
 	switch {
-	case sameValue(o, t):
+	case query.SameValue(o, t):
 		return o, o.Type != 0, true
-	case sameValue(o, b):
+	case query.SameValue(o, b):
 		return t, t.Type != 0, true
-	case sameValue(t, b):
+	case query.SameValue(t, b):
 		return o, o.Type != 0, true
 	case o.Type == bsoncore.TypeEmbeddedDocument && t.Type == bsoncore.TypeEmbeddedDocument &&
 		(b.Type == bsoncore.TypeEmbeddedDocument || b.Type == 0):
