@@ -69,7 +69,7 @@ func (e *reduceExpr) eval(c *evalCtx) (bsoncore.Value, error) {
 		return nullValue, err
 	}
 	if in.Type != bsoncore.TypeArray {
-		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(40080), "$reduce requires that 'input' be an array, found: %s", formatValue(in))
+		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(40080), "$reduce requires that 'input' be an array, found: %s", FormatValue(in))
 	}
 	acc, err := e.initial.eval(c)
 	if err != nil {
@@ -106,7 +106,7 @@ func evalZip(_ *evalCtx, a namedArgs) (bsoncore.Value, error) {
 			return nullValue, nil
 		}
 		if in.Type != bsoncore.TypeArray {
-			return bsoncore.Value{}, mongoerr.New(mongoerr.Code(34468), "$zip found a non-array expression in input: %s", formatValue(in))
+			return bsoncore.Value{}, mongoerr.New(mongoerr.Code(34468), "$zip found a non-array expression in input: %s", FormatValue(in))
 		}
 		vals := arrayValues(in.Data)
 		arrays = append(arrays, vals)
@@ -218,7 +218,7 @@ func (e *sortArrayExpr) eval(c *evalCtx) (bsoncore.Value, error) {
 // int32Arg reads an argument that must be a whole number in int32 range.
 func int32Arg(name, what string, v bsoncore.Value, code int32) (int, error) {
 	if !isNumber(v) || toFloat(v) != math.Trunc(toFloat(v)) || math.Abs(toFloat(v)) > math.MaxInt32 {
-		return 0, mongoerr.New(mongoerr.Code(code), "%s requires %s to be a 32-bit integer, found: %s", name, what, formatValue(v))
+		return 0, mongoerr.New(mongoerr.Code(code), "%s requires %s to be a 32-bit integer, found: %s", name, what, FormatValue(v))
 	}
 	return int(toFloat(v)), nil
 }
@@ -345,10 +345,10 @@ func evalArrayToObject(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
 			k, okK = lookupField(e.Data, "k")
 			v, okV = lookupField(e.Data, "v")
 			if !okK || !okV {
-				return bsoncore.Value{}, mongoerr.New(mongoerr.Code(40393), "$arrayToObject requires an object with keys 'k' and 'v'. Missing either or both keys from: %s", formatValue(e))
+				return bsoncore.Value{}, mongoerr.New(mongoerr.Code(40393), "$arrayToObject requires an object with keys 'k' and 'v'. Missing either or both keys from: %s", FormatValue(e))
 			}
 		default:
-			return bsoncore.Value{}, mongoerr.New(mongoerr.Code(40398), "Unrecognised input type format for $arrayToObject: %s", formatValue(e))
+			return bsoncore.Value{}, mongoerr.New(mongoerr.Code(40398), "Unrecognised input type format for $arrayToObject: %s", FormatValue(e))
 		}
 		if k.Type != bsoncore.TypeString {
 			return bsoncore.Value{}, mongoerr.New(mongoerr.Code(40394), "$arrayToObject requires a consistent input format. Expected a string key, found: %s", TypeName(k.Type))

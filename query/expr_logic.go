@@ -207,7 +207,7 @@ func (e *switchExpr) addBranch(b bsoncore.Value, s *compileScope) error {
 	th, hasThen := lookupField(b.Data, "then")
 	switch {
 	case arrayLen(b.Data) > 2 || (arrayLen(b.Data) == 2 && (!hasCase || !hasThen)):
-		return mongoerr.New(mongoerr.Code(40063), "$switch found an unknown argument to a branch: %s", formatValue(b))
+		return mongoerr.New(mongoerr.Code(40063), "$switch found an unknown argument to a branch: %s", FormatValue(b))
 	case !hasCase:
 		return mongoerr.New(mongoerr.Code(40064), "$switch requires each branch have a 'case' expression")
 	case !hasThen:

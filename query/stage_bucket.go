@@ -25,7 +25,7 @@ func init() {
 func groupByExpr(stageName string, v bsoncore.Value, pc *pipeCtx, code int32) (Expr, error) {
 	isPath := v.Type == bsoncore.TypeString && len(v.StringValue()) > 0 && v.StringValue()[0] == '$'
 	if !isPath && !isOperatorDoc(v) {
-		return nil, mongoerr.New(mongoerr.Code(code), "The $%s 'groupBy' field must be defined as a $-prefixed path or an expression object, but found: %s", stageName, formatValue(v))
+		return nil, mongoerr.New(mongoerr.Code(code), "The $%s 'groupBy' field must be defined as a $-prefixed path or an expression object, but found: %s", stageName, FormatValue(v))
 	}
 	return compileExpr(v, pc.env.scope())
 }
@@ -147,7 +147,7 @@ func parseBoundaries(v bsoncore.Value) ([]bsoncore.Value, error) {
 			return nil, mongoerr.New(mongoerr.Code(40193), "All values in the the 'boundaries' option to $bucket must have the same type. Found conflicting types %s and %s.", TypeName(vals[0].Type), TypeName(vals[i].Type))
 		}
 		if Compare(vals[i-1], vals[i]) >= 0 {
-			return nil, mongoerr.New(mongoerr.Code(40194), "The 'boundaries' option to $bucket must be sorted, but elements %d and %d are not in ascending order (%s is not less than %s).", i-1, i, formatValue(vals[i-1]), formatValue(vals[i]))
+			return nil, mongoerr.New(mongoerr.Code(40194), "The 'boundaries' option to $bucket must be sorted, but elements %d and %d are not in ascending order (%s is not less than %s).", i-1, i, FormatValue(vals[i-1]), FormatValue(vals[i]))
 		}
 	}
 	return vals, nil
@@ -173,7 +173,7 @@ func compileBucketAutoStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 			groupBy, err = groupByExpr("bucketAuto", v, pc, 40239)
 		case "buckets":
 			if !isNumber(v) || toFloat(v) != float64(int32(toFloat(v))) || toFloat(v) <= 0 {
-				return nil, mongoerr.New(mongoerr.Code(40243), "The $bucketAuto 'buckets' field must be greater than 0, but found: %s", formatValue(v))
+				return nil, mongoerr.New(mongoerr.Code(40243), "The $bucketAuto 'buckets' field must be greater than 0, but found: %s", FormatValue(v))
 			}
 			n = int(toFloat(v))
 		case "output":

@@ -43,7 +43,7 @@ func compileDensifyStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 		switch string(k) {
 		case "field":
 			if v.Type != bsoncore.TypeString || v.StringValue() == "" || v.StringValue()[0] == '$' {
-				return nil, mongoerr.New(mongoerr.Code(5733601), "Cannot densify field %s: it must be a non-empty string not starting with '$'", formatValue(v))
+				return nil, mongoerr.New(mongoerr.Code(5733601), "Cannot densify field %s: it must be a non-empty string not starting with '$'", FormatValue(v))
 			}
 			d.field = v.StringValue()
 		case "partitionByFields":
@@ -96,7 +96,7 @@ func (d *densifySpec) parseRange(doc []byte) error {
 			d.step = v
 		case "unit":
 			if v.Type != bsoncore.TypeString || timeUnitMillis(v.StringValue()) == 0 {
-				return mongoerr.New(mongoerr.FailedToParse, "unknown time unit value: %s", formatValue(v))
+				return mongoerr.New(mongoerr.FailedToParse, "unknown time unit value: %s", FormatValue(v))
 			}
 			d.unit = v.StringValue()
 		case "bounds":
@@ -329,7 +329,7 @@ func compileFillStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 			}
 			methods.AppendDocument(field, bsoncore.NewDocumentBuilder().AppendString(fn, "$"+field).Build())
 		default:
-			return nil, mongoerr.New(mongoerr.Code(6050202), "Method must be either 'locf' or 'linear', found %s", formatValue(method))
+			return nil, mongoerr.New(mongoerr.Code(6050202), "Method must be either 'locf' or 'linear', found %s", FormatValue(method))
 		}
 	}
 	var stages []stage

@@ -25,7 +25,7 @@ var notInFacet = map[string]bool{
 
 func compileFacetStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 	if spec.Type != bsoncore.TypeEmbeddedDocument || arrayLen(spec.Data) == 0 {
-		return nil, mongoerr.New(mongoerr.Code(40169), "the $facet specification must be a non-empty object, but found: %s", formatValue(spec))
+		return nil, mongoerr.New(mongoerr.Code(40169), "the $facet specification must be a non-empty object, but found: %s", FormatValue(spec))
 	}
 	var names []string
 	var pipes []*Pipeline

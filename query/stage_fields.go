@@ -278,9 +278,9 @@ func newRootTransform(what string, arg bsoncore.Value, env *Env) (docTransform, 
 		if v.Type != bsoncore.TypeEmbeddedDocument {
 			shown := "missing"
 			if v.Type != 0 {
-				shown = formatValue(v)
+				shown = FormatValue(v)
 			}
-			return nil, mongoerr.New(mongoerr.Code(40228), "%s must evaluate to an object, but resulting value was: %s. Type of resulting value: '%s'. Input document: %s", what, shown, exprTypeName(v), formatValue(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: doc}))
+			return nil, mongoerr.New(mongoerr.Code(40228), "%s must evaluate to an object, but resulting value was: %s. Type of resulting value: '%s'. Input document: %s", what, shown, exprTypeName(v), FormatValue(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: doc}))
 		}
 		return bsoncore.Document(v.Data), nil
 	}, nil

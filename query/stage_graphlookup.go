@@ -73,13 +73,13 @@ func (g *graphLookupSpec) setArg(key string, v bsoncore.Value, pc *pipeCtx) erro
 		return err
 	case "maxDepth":
 		if !isNumber(v) || toFloat(v) < 0 || toFloat(v) != float64(int64(toFloat(v))) {
-			return mongoerr.New(mongoerr.Code(40101), "maxDepth requires a nonnegative argument, found: %s", formatValue(v))
+			return mongoerr.New(mongoerr.Code(40101), "maxDepth requires a nonnegative argument, found: %s", FormatValue(v))
 		}
 		g.maxDepth = int64(toFloat(v))
 		return nil
 	case "maxMemoryUsageBytes":
 		if !isNumber(v) || toFloat(v) < 1 || toFloat(v) != float64(int64(toFloat(v))) {
-			return mongoerr.New(mongoerr.FailedToParse, "maxMemoryUsageBytes requires a positive integer argument, found: %s", formatValue(v))
+			return mongoerr.New(mongoerr.FailedToParse, "maxMemoryUsageBytes requires a positive integer argument, found: %s", FormatValue(v))
 		}
 		g.maxMemory = int64(toFloat(v))
 		return nil
@@ -92,7 +92,7 @@ func (g *graphLookupSpec) setArg(key string, v bsoncore.Value, pc *pipeCtx) erro
 		return err
 	}
 	if v.Type != bsoncore.TypeString {
-		return mongoerr.New(mongoerr.Code(40103), "expected string as argument for %s, found: %s", key, formatValue(v))
+		return mongoerr.New(mongoerr.Code(40103), "expected string as argument for %s, found: %s", key, FormatValue(v))
 	}
 	s := v.StringValue()
 	switch key {

@@ -71,7 +71,7 @@ func compileLookupStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 			continue
 		}
 		if v.Type != bsoncore.TypeString {
-			return nil, mongoerr.New(mongoerr.FailedToParse, "$lookup argument '%s: %s' must be a string, is type %s", key, formatValue(v), TypeName(v.Type))
+			return nil, mongoerr.New(mongoerr.FailedToParse, "$lookup argument '%s: %s' must be a string, is type %s", key, FormatValue(v), TypeName(v.Type))
 		}
 		switch key {
 		case "localField":

@@ -180,11 +180,11 @@ func (m *mergeSpec) parse(doc []byte, pc *pipeCtx) error {
 			case v.Type == bsoncore.TypeString && containsString([]string{"replace", "keepExisting", "merge", "fail"}, v.StringValue()):
 				m.whenMatched = v.StringValue()
 			default:
-				return mongoerr.New(mongoerr.BadValue, "Enumeration value '%s' for field 'whenMatched' is not a valid value.", formatValue(v))
+				return mongoerr.New(mongoerr.BadValue, "Enumeration value '%s' for field 'whenMatched' is not a valid value.", FormatValue(v))
 			}
 		case "whenNotMatched":
 			if v.Type != bsoncore.TypeString || !containsString([]string{"insert", "discard", "fail"}, v.StringValue()) {
-				return mongoerr.New(mongoerr.BadValue, "Enumeration value '%s' for field '$merge.whenNotMatched' is not a valid value.", formatValue(v))
+				return mongoerr.New(mongoerr.BadValue, "Enumeration value '%s' for field '$merge.whenNotMatched' is not a valid value.", FormatValue(v))
 			}
 			m.whenNotMatched = v.StringValue()
 		default:

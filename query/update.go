@@ -89,7 +89,7 @@ func CompileUpdateOpts(update bsoncore.Value, opts UpdateOptions) (*Update, erro
 	}
 	if k := firstKey(doc); k == "" || k[0] != '$' {
 		if len(afs) > 0 {
-			return nil, mongoerr.New(mongoerr.FailedToParse, "The array filter for identifier '%s' was not used in the update %s", firstKey(opts.ArrayFilters[0]), formatValue(update))
+			return nil, mongoerr.New(mongoerr.FailedToParse, "The array filter for identifier '%s' was not used in the update %s", firstKey(opts.ArrayFilters[0]), FormatValue(update))
 		}
 		return compileReplacement(doc)
 	}

@@ -312,7 +312,7 @@ func parseAddToSet(op *updateOp) error {
 		return mongoerr.New(mongoerr.TypeMismatch, "The argument to $each in $addToSet must be an array but it was of type %s", TypeName(v.Type))
 	}
 	if arrayLen(op.arg.Data) > 1 {
-		return mongoerr.New(mongoerr.BadValue, "Found unexpected fields after $each in $addToSet: %s", formatValue(op.arg))
+		return mongoerr.New(mongoerr.BadValue, "Found unexpected fields after $each in $addToSet: %s", FormatValue(op.arg))
 	}
 	op.each = arrayValues(v.Data)
 	return nil
@@ -351,7 +351,7 @@ func parsePop(op *updateOp) error {
 			return nil
 		}
 	}
-	return mongoerr.New(mongoerr.FailedToParse, "$pop expects 1 or -1, found: %s", formatValue(op.arg))
+	return mongoerr.New(mongoerr.FailedToParse, "$pop expects 1 or -1, found: %s", FormatValue(op.arg))
 }
 
 func applyPop(c *applyCtx, op *updateOp) error {
