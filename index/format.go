@@ -2,9 +2,6 @@ package index
 
 import (
 	"bytes"
-	"encoding/hex"
-	"strconv"
-	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
@@ -37,43 +34,11 @@ func matchValue(vals []bsoncore.Value, rest []byte, desc bool, c *query.Collatio
 	return nullValue, 0
 }
 
-// ShellDoc formats a flat document the way mongod's messages do:
+// ShellDoc formats a document the way mongod's messages do:
 // { a: 1, b: "x" }.
 func ShellDoc(d bsoncore.Document) string {
-	els, _ := d.Elements()
-	parts := make([]string, len(els))
-	for i, el := range els {
-		parts[i] = el.Key() + ": " + ShellValue(el.Value())
-	}
-	return "{ " + strings.Join(parts, ", ") + " }"
+	return query.FormatValue(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: d})
 }
 
 // ShellValue formats one value as mongod's messages do.
-func ShellValue(v bsoncore.Value) string {
-	switch v.Type {
-	case bsoncore.TypeInt32:
-		return strconv.Itoa(int(v.Int32()))
-	case bsoncore.TypeInt64:
-		return strconv.FormatInt(v.Int64(), 10)
-	case bsoncore.TypeDouble:
-		return strconv.FormatFloat(v.Double(), 'g', -1, 64)
-	case bsoncore.TypeString:
-		return strconv.Quote(v.StringValue())
-	case bsoncore.TypeBoolean:
-		return strconv.FormatBool(v.Boolean())
-	case bsoncore.TypeNull:
-		return "null"
-	case bsoncore.TypeUndefined:
-		return "undefined"
-	case bsoncore.TypeMinKey:
-		return "MinKey"
-	case bsoncore.TypeMaxKey:
-		return "MaxKey"
-	case bsoncore.TypeObjectID:
-		id := v.ObjectID()
-		return "ObjectId('" + hex.EncodeToString(id[:]) + "')"
-	case bsoncore.TypeEmbeddedDocument:
-		return ShellDoc(v.Document())
-	}
-	return v.String()
-}
+func ShellValue(v bsoncore.Value) string { return query.FormatValue(v) }

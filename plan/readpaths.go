@@ -90,27 +90,12 @@ func (s *pathSet) addProjection(proj bsoncore.Document) {
 			s.whole = true
 			continue
 		}
-		if n, ok := truthy(v); !ok || (!n && k != "_id") {
+		if n, ok := query.ProjectionFlag(v); !ok || (!n && k != "_id") {
 			s.whole = true
 			continue
 		}
 		s.add(strings.TrimSuffix(k, ".$"))
 	}
-}
-
-// truthy reads a projection flag: (value, is a flag).
-func truthy(v bsoncore.Value) (bool, bool) {
-	switch v.Type {
-	case bsoncore.TypeBoolean:
-		return v.Boolean(), true
-	case bsoncore.TypeInt32, bsoncore.TypeInt64, bsoncore.TypeDouble, bsoncore.TypeDecimal128:
-		n, ok := query.AsInt64(v)
-		if v.Type == bsoncore.TypeDouble {
-			return v.Double() != 0, true
-		}
-		return n != 0, ok
-	}
-	return false, false
 }
 
 // addExpression adds the field paths an aggregation expression (or stage
@@ -186,7 +171,7 @@ func PipelineReads(stages []bsoncore.Document) []string {
 func projectionNarrows(proj bsoncore.Document) bool {
 	els, _ := proj.Elements()
 	for _, el := range els {
-		if n, ok := truthy(el.Value()); ok && !n && el.Key() != "_id" {
+		if n, ok := query.ProjectionFlag(el.Value()); ok && !n && el.Key() != "_id" {
 			return false
 		}
 	}
@@ -196,7 +181,7 @@ func projectionNarrows(proj bsoncore.Document) bool {
 func (s *pathSet) addProjectStage(proj bsoncore.Document) {
 	els, _ := proj.Elements()
 	for _, el := range els {
-		if _, ok := truthy(el.Value()); ok {
+		if _, ok := query.ProjectionFlag(el.Value()); ok {
 			s.add(el.Key())
 			continue
 		}

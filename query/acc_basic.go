@@ -268,7 +268,7 @@ func (a *mergeObjectsAcc) addValue(v bsoncore.Value) (int, error) {
 		return 0, nil
 	}
 	if v.Type != bsoncore.TypeEmbeddedDocument {
-		return 0, mongoerr.New(mongoerr.Code(40400), "$mergeObjects requires object inputs, but input %s is of type %s", formatValue(v), typeName(v.Type))
+		return 0, mongoerr.New(mongoerr.Code(40400), "$mergeObjects requires object inputs, but input %s is of type %s", FormatValue(v), TypeName(v.Type))
 	}
 	it := newIter(v.Data)
 	for {

@@ -31,7 +31,7 @@ func init() {
 // required lists the fields that must be present.
 func accArgs(op string, arg bsoncore.Value, s *compileScope, allowed []string, required []string) (map[string]Expr, map[string]bsoncore.Value, error) {
 	if arg.Type != bsoncore.TypeEmbeddedDocument {
-		return nil, nil, mongoerr.New(mongoerr.Code(5787801), "specification must be an object; found %s: %s", op, formatValue(arg))
+		return nil, nil, mongoerr.New(mongoerr.Code(5787801), "specification must be an object; found %s: %s", op, FormatValue(arg))
 	}
 	exprs, raw := map[string]Expr{}, map[string]bsoncore.Value{}
 	it := newIter(arg.Data)
@@ -69,11 +69,11 @@ func evalN(op string, x Expr, c *evalCtx) (int, error) {
 		return 0, err
 	}
 	if !isNumber(v) || toFloat(v) != math.Trunc(toFloat(v)) {
-		return 0, mongoerr.New(mongoerr.Code(5787902), "Value for 'n' must be of integral type, but found %s", formatValue(v))
+		return 0, mongoerr.New(mongoerr.Code(5787902), "Value for 'n' must be of integral type, but found %s", FormatValue(v))
 	}
 	f := toFloat(v)
 	if f <= 0 {
-		return 0, mongoerr.New(mongoerr.Code(5787908), "'n' must be greater than 0, found %s", formatValue(v))
+		return 0, mongoerr.New(mongoerr.Code(5787908), "'n' must be greater than 0, found %s", FormatValue(v))
 	}
 	return int(min(f, 1<<31)), nil
 }
@@ -302,12 +302,12 @@ func percentileArgs(op string, arg bsoncore.Value, s *compileScope) (Expr, []flo
 			return nil, nil, "", err
 		}
 		if p.Type != bsoncore.TypeArray || arrayLen(p.Data) == 0 {
-			return nil, nil, "", mongoerr.New(mongoerr.Code(7750301), "The $percentile 'p' field must be an array of numbers from [0.0, 1.0], but found: %s", formatValue(p))
+			return nil, nil, "", mongoerr.New(mongoerr.Code(7750301), "The $percentile 'p' field must be an array of numbers from [0.0, 1.0], but found: %s", FormatValue(p))
 		}
 		ps = nil
 		for _, v := range arrayValues(p.Data) {
 			if !isNumber(v) || toFloat(v) < 0 || toFloat(v) > 1 {
-				return nil, nil, "", mongoerr.New(mongoerr.Code(7750302), "The $percentile 'p' field must be an array of numbers from [0.0, 1.0], but found: %s", formatValue(v))
+				return nil, nil, "", mongoerr.New(mongoerr.Code(7750302), "The $percentile 'p' field must be an array of numbers from [0.0, 1.0], but found: %s", FormatValue(v))
 			}
 			ps = append(ps, toFloat(v))
 		}

@@ -222,8 +222,8 @@ func buildArray(vals []bsoncore.Value) bsoncore.Value {
 	return bsoncore.Value{Type: bsoncore.TypeArray, Data: bsoncore.BuildArray(nil, vals...)}
 }
 
-// sameValue reports byte-level identity (type and encoding), which is how
+// SameValue reports byte-level identity (type and encoding), which is how
 // MongoDB decides whether an update modified a field.
-func sameValue(a, b bsoncore.Value) bool {
+func SameValue(a, b bsoncore.Value) bool {
 	return a.Type == b.Type && bytes.Equal(a.Data, b.Data)
 }

@@ -132,15 +132,15 @@ func ParseCollation(doc bsoncore.Document) (*Collation, error) {
 	}
 	if hasVersion && version != icuVersion {
 		return nil, mongoerr.New(codeIncompatibleCollationVersion, "Requested collation version %s but the only available collator version was %s. Requested collation spec: %s",
-			version, icuVersion, formatValue(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: doc}))
+			version, icuVersion, FormatValue(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: doc}))
 	}
 	cs.localeDefaults()
 	full := cs.document()
 	switch {
 	case cs.backwards && cs.strength == 1:
-		return nil, mongoerr.New(mongoerr.BadValue, "'backwards' is invalid with 'strength' of 1 in: %s", formatValue(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: full}))
+		return nil, mongoerr.New(mongoerr.BadValue, "'backwards' is invalid with 'strength' of 1 in: %s", FormatValue(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: full}))
 	case cs.caseFirst != "off" && !cs.caseLevel && cs.strength < 3:
-		return nil, mongoerr.New(mongoerr.BadValue, "'caseFirst' is invalid unless 'caseLevel' is on or 'strength' is greater than 2 in: %s", formatValue(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: full}))
+		return nil, mongoerr.New(mongoerr.BadValue, "'caseFirst' is invalid unless 'caseLevel' is on or 'strength' is greater than 2 in: %s", FormatValue(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: full}))
 	}
 	c := &Collation{spec: doc, full: full, col: cs.collator(tag)}
 	c.byKey = cs.alternate == "shifted"
@@ -153,10 +153,10 @@ func ParseCollation(doc bsoncore.Document) (*Collation, error) {
 // for are refused, as mongod refuses those ICU does not know.
 func parseLocale(locale string, doc bsoncore.Document) (language.Tag, error) {
 	bad := func() (language.Tag, error) {
-		return language.Und, mongoerr.New(mongoerr.BadValue, "Field 'locale' is invalid in: %s", formatValue(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: doc}))
+		return language.Und, mongoerr.New(mongoerr.BadValue, "Field 'locale' is invalid in: %s", FormatValue(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: doc}))
 	}
 	if locale == "" {
-		return language.Und, mongoerr.New(mongoerr.BadValue, "Field 'locale' cannot be the empty string in: %s", formatValue(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: doc}))
+		return language.Und, mongoerr.New(mongoerr.BadValue, "Field 'locale' cannot be the empty string in: %s", FormatValue(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: doc}))
 	}
 	if strings.ContainsAny(locale, "-\x00") {
 		return bad()
@@ -257,7 +257,7 @@ func localeTag(locale string) string {
 }
 
 func collationType(field string, v bsoncore.Value, want string) error {
-	return mongoerr.New(mongoerr.TypeMismatch, "BSON field 'collation.%s' is the wrong type '%s', expected type '%s'", field, typeName(v.Type), want)
+	return mongoerr.New(mongoerr.TypeMismatch, "BSON field 'collation.%s' is the wrong type '%s', expected type '%s'", field, TypeName(v.Type), want)
 }
 
 func collationBool(field string, v bsoncore.Value) (bool, error) {

@@ -316,7 +316,7 @@ func errString(err error) string {
 	return fmt.Sprintf("error %d %s: %s", me.Code, me.Code.Name(), me.Msg)
 }
 
-// typedDoc renders a document like formatValue but keeps numeric types
+// typedDoc renders a document like FormatValue but keeps numeric types
 // visible: NumberLong(1), NumberDecimal("1"), doubles always with a point.
 func typedDoc(d bsoncore.Document) string {
 	return typedValue(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: d})
@@ -347,5 +347,5 @@ func typedValue(v bsoncore.Value) string {
 		}
 		return "{" + strings.Join(parts, ", ") + "}"
 	}
-	return formatValue(v)
+	return FormatValue(v)
 }

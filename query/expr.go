@@ -372,7 +372,7 @@ var jsExprOps = map[string]bool{"$function": true, "$accumulator": true, "$where
 
 func compileOperator(doc []byte, s *compileScope) (Expr, error) {
 	if n := arrayLen(doc); n != 1 {
-		return nil, mongoerr.New(mongoerr.Code(15983), "an expression specification must contain exactly one field, the name of the expression. Found %d fields in %s", n, formatValue(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: doc}))
+		return nil, mongoerr.New(mongoerr.Code(15983), "an expression specification must contain exactly one field, the name of the expression. Found %d fields in %s", n, FormatValue(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: doc}))
 	}
 	it := newIter(doc)
 	k, arg, _ := it.next()
@@ -476,5 +476,5 @@ func exprTypeName(v bsoncore.Value) string {
 	if v.Type == 0 {
 		return "missing"
 	}
-	return typeName(v.Type)
+	return TypeName(v.Type)
 }

@@ -59,7 +59,7 @@ func evalAdd(_ *evalCtx, args []bsoncore.Value) (bsoncore.Value, error) {
 		case isNumber(a):
 			sum = widenArith(sum, a, false)
 		default:
-			return bsoncore.Value{}, mongoerr.New(mongoerr.TypeMismatch, "$add only supports numeric or date types, not %s", typeName(a.Type))
+			return bsoncore.Value{}, mongoerr.New(mongoerr.TypeMismatch, "$add only supports numeric or date types, not %s", TypeName(a.Type))
 		}
 	}
 	if date != nil {
@@ -79,7 +79,7 @@ func evalMultiply(_ *evalCtx, args []bsoncore.Value) (bsoncore.Value, error) {
 		case nullish(a):
 			return nullValue, nil
 		case !isNumber(a):
-			return bsoncore.Value{}, mongoerr.New(mongoerr.Code(16555), "$multiply only supports numeric types, not %s", typeName(a.Type))
+			return bsoncore.Value{}, mongoerr.New(mongoerr.Code(16555), "$multiply only supports numeric types, not %s", TypeName(a.Type))
 		}
 		prod = widenArith(prod, a, true)
 	}
@@ -98,7 +98,7 @@ func evalSubtract(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
 	case x.Type == bsoncore.TypeDateTime && isNumber(y):
 		return mkDate(x.DateTime() - int64(math.Round(toFloat(y)))), nil
 	}
-	return bsoncore.Value{}, mongoerr.New(mongoerr.TypeMismatch, "can't $subtract %s from %s", typeName(y.Type), typeName(x.Type))
+	return bsoncore.Value{}, mongoerr.New(mongoerr.TypeMismatch, "can't $subtract %s from %s", TypeName(y.Type), TypeName(x.Type))
 }
 
 // negate returns -v, widening the one integer that has no negation.
@@ -127,7 +127,7 @@ func evalDivide(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
 	case nullish(x) || nullish(y):
 		return nullValue, nil
 	case !isNumber(x) || !isNumber(y):
-		return bsoncore.Value{}, mongoerr.New(mongoerr.TypeMismatch, "$divide only supports numeric types, not %s and %s", typeName(x.Type), typeName(y.Type))
+		return bsoncore.Value{}, mongoerr.New(mongoerr.TypeMismatch, "$divide only supports numeric types, not %s and %s", TypeName(x.Type), TypeName(y.Type))
 	case isZeroNumber(y):
 		return bsoncore.Value{}, mongoerr.New(mongoerr.BadValue, "can't $divide by zero")
 	}
@@ -147,7 +147,7 @@ func evalMod(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
 	case nullish(x) || nullish(y):
 		return nullValue, nil
 	case !isNumber(x) || !isNumber(y):
-		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(16611), "$mod only supports numeric types, not %s and %s", typeName(x.Type), typeName(y.Type))
+		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(16611), "$mod only supports numeric types, not %s and %s", TypeName(x.Type), TypeName(y.Type))
 	case isZeroNumber(y):
 		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(16610), "can't $mod by 0")
 	}
@@ -177,7 +177,7 @@ func unaryMath(name string, f func(float64) float64, keepInt bool) func(*evalCtx
 		case nullish(x):
 			return nullValue, nil
 		case !isNumber(x):
-			return bsoncore.Value{}, mongoerr.New(mongoerr.Code(28765), "%s only supports numeric types, not %s", name, typeName(x.Type))
+			return bsoncore.Value{}, mongoerr.New(mongoerr.Code(28765), "%s only supports numeric types, not %s", name, TypeName(x.Type))
 		}
 		if len(a) == 2 {
 			return roundPlaces(name, x, a[1])
@@ -244,7 +244,7 @@ func evalPow(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
 	case nullish(x) || nullish(y):
 		return nullValue, nil
 	case !isNumber(x) || !isNumber(y):
-		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(28762), "$pow's base must be numeric, not %s", typeName(x.Type))
+		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(28762), "$pow's base must be numeric, not %s", TypeName(x.Type))
 	case isZeroNumber(x) && toFloat(y) < 0:
 		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(28764), "$pow cannot take a base of 0 and a negative exponent")
 	}

@@ -37,9 +37,9 @@ func evalArrayElemAt(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
 	case nullish(arr) || nullish(idx):
 		return nullValue, nil
 	case arr.Type != bsoncore.TypeArray:
-		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(28689), "$arrayElemAt's first argument must be an array, but is %s", typeName(arr.Type))
+		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(28689), "$arrayElemAt's first argument must be an array, but is %s", TypeName(arr.Type))
 	case !isNumber(idx):
-		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(28690), "$arrayElemAt's second argument must be a numeric value, but is %s", typeName(idx.Type))
+		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(28690), "$arrayElemAt's second argument must be a numeric value, but is %s", TypeName(idx.Type))
 	}
 	f := toFloat(idx)
 	if f != math.Trunc(f) {
@@ -67,7 +67,7 @@ func firstLast(name string, i int) func(*evalCtx, []bsoncore.Value) (bsoncore.Va
 		case nullish(a[0]):
 			return nullValue, nil
 		case a[0].Type != bsoncore.TypeArray:
-			return bsoncore.Value{}, mongoerr.New(mongoerr.Code(28689), "%s's argument must be an array, but is %s", name, typeName(a[0].Type))
+			return bsoncore.Value{}, mongoerr.New(mongoerr.Code(28689), "%s's argument must be an array, but is %s", name, TypeName(a[0].Type))
 		}
 		return elemAt(a[0], i), nil
 	}
@@ -80,7 +80,7 @@ func evalConcatArrays(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
 		case nullish(v):
 			return nullValue, nil
 		case v.Type != bsoncore.TypeArray:
-			return bsoncore.Value{}, mongoerr.New(mongoerr.Code(28664), "$concatArrays only supports arrays, not %s", typeName(v.Type))
+			return bsoncore.Value{}, mongoerr.New(mongoerr.Code(28664), "$concatArrays only supports arrays, not %s", TypeName(v.Type))
 		}
 		out = append(out, arrayValues(v.Data)...)
 	}
@@ -92,7 +92,7 @@ func evalReverseArray(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
 	case nullish(a[0]):
 		return nullValue, nil
 	case a[0].Type != bsoncore.TypeArray:
-		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(34435), "The argument to $reverseArray must be an array, but was of type: %s", typeName(a[0].Type))
+		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(34435), "The argument to $reverseArray must be an array, but was of type: %s", TypeName(a[0].Type))
 	}
 	vals := arrayValues(a[0].Data)
 	for i, j := 0, len(vals)-1; i < j; i, j = i+1, j-1 {
@@ -162,7 +162,7 @@ func (e *mapFilterExpr) eval(c *evalCtx) (bsoncore.Value, error) {
 	case nullish(in):
 		return nullValue, nil
 	case in.Type != bsoncore.TypeArray:
-		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(28651), "input to %s must be an array not %s", e.name, typeName(in.Type))
+		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(28651), "input to %s must be an array not %s", e.name, TypeName(in.Type))
 	}
 	var out []bsoncore.Value
 	for _, v := range arrayValues(in.Data) {

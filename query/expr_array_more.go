@@ -33,7 +33,7 @@ type reduceExpr struct{ input, initial, in Expr }
 
 func compileReduce(name string, arg bsoncore.Value, s *compileScope) (Expr, error) {
 	if arg.Type != bsoncore.TypeEmbeddedDocument {
-		return nil, mongoerr.New(mongoerr.Code(40075), "$reduce requires an object as an argument, found: %s", typeName(arg.Type))
+		return nil, mongoerr.New(mongoerr.Code(40075), "$reduce requires an object as an argument, found: %s", TypeName(arg.Type))
 	}
 	e := &reduceExpr{}
 	it := newIter(arg.Data)
@@ -69,7 +69,7 @@ func (e *reduceExpr) eval(c *evalCtx) (bsoncore.Value, error) {
 		return nullValue, err
 	}
 	if in.Type != bsoncore.TypeArray {
-		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(40080), "$reduce requires that 'input' be an array, found: %s", formatValue(in))
+		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(40080), "$reduce requires that 'input' be an array, found: %s", FormatValue(in))
 	}
 	acc, err := e.initial.eval(c)
 	if err != nil {
@@ -89,7 +89,7 @@ func evalZip(_ *evalCtx, a namedArgs) (bsoncore.Value, error) {
 		return nullValue, nil
 	}
 	if inputs.Type != bsoncore.TypeArray {
-		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(34461), "inputs must be an array of expressions, found %s", typeName(inputs.Type))
+		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(34461), "inputs must be an array of expressions, found %s", TypeName(inputs.Type))
 	}
 	longest := exprTruthy(a["useLongestLength"])
 	var defaults []bsoncore.Value
@@ -106,7 +106,7 @@ func evalZip(_ *evalCtx, a namedArgs) (bsoncore.Value, error) {
 			return nullValue, nil
 		}
 		if in.Type != bsoncore.TypeArray {
-			return bsoncore.Value{}, mongoerr.New(mongoerr.Code(34468), "$zip found a non-array expression in input: %s", formatValue(in))
+			return bsoncore.Value{}, mongoerr.New(mongoerr.Code(34468), "$zip found a non-array expression in input: %s", FormatValue(in))
 		}
 		vals := arrayValues(in.Data)
 		arrays = append(arrays, vals)
@@ -149,7 +149,7 @@ type sortArrayExpr struct {
 
 func compileSortArray(name string, arg bsoncore.Value, s *compileScope) (Expr, error) {
 	if arg.Type != bsoncore.TypeEmbeddedDocument {
-		return nil, mongoerr.New(mongoerr.Code(2942500), "$sortArray requires an object as an argument, found: %s", typeName(arg.Type))
+		return nil, mongoerr.New(mongoerr.Code(2942500), "$sortArray requires an object as an argument, found: %s", TypeName(arg.Type))
 	}
 	e := &sortArrayExpr{}
 	var by bsoncore.Value
@@ -197,7 +197,7 @@ func (e *sortArrayExpr) eval(c *evalCtx) (bsoncore.Value, error) {
 		return nullValue, err
 	}
 	if in.Type != bsoncore.TypeArray {
-		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(2942505), "The input argument to $sortArray must be an array, but was of type: %s", typeName(in.Type))
+		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(2942505), "The input argument to $sortArray must be an array, but was of type: %s", TypeName(in.Type))
 	}
 	vals := arrayValues(in.Data)
 	coll := c.env.coll()
@@ -218,7 +218,7 @@ func (e *sortArrayExpr) eval(c *evalCtx) (bsoncore.Value, error) {
 // int32Arg reads an argument that must be a whole number in int32 range.
 func int32Arg(name, what string, v bsoncore.Value, code int32) (int, error) {
 	if !isNumber(v) || toFloat(v) != math.Trunc(toFloat(v)) || math.Abs(toFloat(v)) > math.MaxInt32 {
-		return 0, mongoerr.New(mongoerr.Code(code), "%s requires %s to be a 32-bit integer, found: %s", name, what, formatValue(v))
+		return 0, mongoerr.New(mongoerr.Code(code), "%s requires %s to be a 32-bit integer, found: %s", name, what, FormatValue(v))
 	}
 	return int(toFloat(v)), nil
 }
@@ -253,7 +253,7 @@ func evalIndexOfArray(c *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
 		return nullValue, nil
 	}
 	if a[0].Type != bsoncore.TypeArray {
-		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(40090), "$indexOfArray requires an array as a first argument, found: %s", typeName(a[0].Type))
+		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(40090), "$indexOfArray requires an array as a first argument, found: %s", TypeName(a[0].Type))
 	}
 	vals := arrayValues(a[0].Data)
 	start, end, err := indexBounds("$indexOfArray", a[2:], len(vals))
@@ -273,7 +273,7 @@ func evalSlice(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
 		return nullValue, nil
 	}
 	if a[0].Type != bsoncore.TypeArray {
-		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(28724), "First argument to $slice must be an array, but is of type: %s", typeName(a[0].Type))
+		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(28724), "First argument to $slice must be an array, but is of type: %s", TypeName(a[0].Type))
 	}
 	for _, v := range a[1:] {
 		if nullish(v) {
@@ -312,7 +312,7 @@ func evalObjectToArray(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
 		return nullValue, nil
 	}
 	if a[0].Type != bsoncore.TypeEmbeddedDocument {
-		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(40390), "$objectToArray requires a document input, found: %s", typeName(a[0].Type))
+		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(40390), "$objectToArray requires a document input, found: %s", TypeName(a[0].Type))
 	}
 	var out []bsoncore.Value
 	it := newIter(a[0].Data)
@@ -331,7 +331,7 @@ func evalArrayToObject(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
 		return nullValue, nil
 	}
 	if a[0].Type != bsoncore.TypeArray {
-		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(40386), "$arrayToObject requires an array input, found: %s", typeName(a[0].Type))
+		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(40386), "$arrayToObject requires an array input, found: %s", TypeName(a[0].Type))
 	}
 	m := newDocM()
 	for _, e := range arrayValues(a[0].Data) {
@@ -345,13 +345,13 @@ func evalArrayToObject(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
 			k, okK = lookupField(e.Data, "k")
 			v, okV = lookupField(e.Data, "v")
 			if !okK || !okV {
-				return bsoncore.Value{}, mongoerr.New(mongoerr.Code(40393), "$arrayToObject requires an object with keys 'k' and 'v'. Missing either or both keys from: %s", formatValue(e))
+				return bsoncore.Value{}, mongoerr.New(mongoerr.Code(40393), "$arrayToObject requires an object with keys 'k' and 'v'. Missing either or both keys from: %s", FormatValue(e))
 			}
 		default:
-			return bsoncore.Value{}, mongoerr.New(mongoerr.Code(40398), "Unrecognised input type format for $arrayToObject: %s", formatValue(e))
+			return bsoncore.Value{}, mongoerr.New(mongoerr.Code(40398), "Unrecognised input type format for $arrayToObject: %s", FormatValue(e))
 		}
 		if k.Type != bsoncore.TypeString {
-			return bsoncore.Value{}, mongoerr.New(mongoerr.Code(40394), "$arrayToObject requires a consistent input format. Expected a string key, found: %s", typeName(k.Type))
+			return bsoncore.Value{}, mongoerr.New(mongoerr.Code(40394), "$arrayToObject requires a consistent input format. Expected a string key, found: %s", TypeName(k.Type))
 		}
 		m.setChild(k.StringValue(), leafM(v))
 	}

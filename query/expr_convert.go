@@ -51,7 +51,7 @@ func evalConvert(_ *evalCtx, a namedArgs) (bsoncore.Value, error) {
 		return nullValue, nil
 	}
 	if target == "" || !strings.Contains("double string objectId bool date int long decimal", target) {
-		return bsoncore.Value{}, mongoerr.New(mongoerr.BadValue, "Unknown type name: %s", formatValue(to))
+		return bsoncore.Value{}, mongoerr.New(mongoerr.BadValue, "Unknown type name: %s", FormatValue(to))
 	}
 	if nullish(in) {
 		if v, ok := a["onNull"]; ok {
@@ -69,7 +69,7 @@ func evalConvert(_ *evalCtx, a namedArgs) (bsoncore.Value, error) {
 }
 
 func convFail(v bsoncore.Value, to string) error {
-	return mongoerr.New(conversionFailure, "Unsupported conversion from %s to %s in $convert with no onError value", typeName(v.Type), to)
+	return mongoerr.New(conversionFailure, "Unsupported conversion from %s to %s in $convert with no onError value", TypeName(v.Type), to)
 }
 
 // convertTo converts a non-null value to the named type.
@@ -103,7 +103,7 @@ func convertTo(v bsoncore.Value, to string) (bsoncore.Value, error) {
 		case v.Type == bsoncore.TypeInt64 || v.Type == bsoncore.TypeDouble || v.Type == bsoncore.TypeDecimal128:
 			f := toFloat(v)
 			if math.IsNaN(f) || math.IsInf(f, 0) {
-				return bsoncore.Value{}, mongoerr.New(conversionFailure, "Conversion to date failed: %s is out of range", formatValue(v))
+				return bsoncore.Value{}, mongoerr.New(conversionFailure, "Conversion to date failed: %s is out of range", FormatValue(v))
 			}
 			return mkDate(int64(f)), nil
 		}
@@ -154,7 +154,7 @@ func toIntValue(v bsoncore.Value, to string) (bsoncore.Value, error) {
 	case bsoncore.TypeDouble, bsoncore.TypeDecimal128:
 		f := math.Trunc(toFloat(v))
 		if math.IsNaN(f) || f < math.MinInt64 || f >= math.MaxInt64 {
-			return bsoncore.Value{}, mongoerr.New(conversionFailure, "Conversion would overflow target type in $convert with no onError value: %s", formatValue(v))
+			return bsoncore.Value{}, mongoerr.New(conversionFailure, "Conversion would overflow target type in $convert with no onError value: %s", FormatValue(v))
 		}
 		n = int64(f)
 	case bsoncore.TypeDateTime:
@@ -174,7 +174,7 @@ func toIntValue(v bsoncore.Value, to string) (bsoncore.Value, error) {
 		return mkInt64(n), nil
 	}
 	if n < math.MinInt32 || n > math.MaxInt32 {
-		return bsoncore.Value{}, mongoerr.New(conversionFailure, "Conversion would overflow target type in $convert with no onError value: %s", formatValue(v))
+		return bsoncore.Value{}, mongoerr.New(conversionFailure, "Conversion would overflow target type in $convert with no onError value: %s", FormatValue(v))
 	}
 	return mkInt32(int32(n)), nil
 }

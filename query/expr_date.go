@@ -39,7 +39,7 @@ func parseTimezone(v bsoncore.Value) (*time.Location, error) {
 		return time.UTC, nil
 	}
 	if v.Type != bsoncore.TypeString {
-		return nil, mongoerr.New(mongoerr.Code(40517), "timezone must evaluate to a string, found %s", typeName(v.Type))
+		return nil, mongoerr.New(mongoerr.Code(40517), "timezone must evaluate to a string, found %s", TypeName(v.Type))
 	}
 	name := v.StringValue()
 	if l, ok := locations.Load(name); ok {
@@ -136,7 +136,7 @@ func compileDatePart(part func(time.Time) int) func(string, bsoncore.Value, *com
 		if arg.Type == bsoncore.TypeEmbeddedDocument && !isOperatorDoc(arg) {
 			d, _ := lookupField(arg.Data, "date")
 			if d.Type == 0 {
-				return nil, mongoerr.New(mongoerr.Code(40539), "missing 'date' argument to %s, provided: %s", name, formatValue(arg))
+				return nil, mongoerr.New(mongoerr.Code(40539), "missing 'date' argument to %s, provided: %s", name, FormatValue(arg))
 			}
 			if e.date, err = compileExpr(d, s); err != nil {
 				return nil, err
@@ -199,7 +199,7 @@ func evalDateToString(_ *evalCtx, a namedArgs) (bsoncore.Value, error) {
 			return nullValue, nil
 		}
 		if f.Type != bsoncore.TypeString {
-			return bsoncore.Value{}, mongoerr.New(mongoerr.Code(18533), "$dateToString requires that 'format' be a string, found: %s", typeName(f.Type))
+			return bsoncore.Value{}, mongoerr.New(mongoerr.Code(18533), "$dateToString requires that 'format' be a string, found: %s", TypeName(f.Type))
 		}
 		format = f.StringValue()
 	}
@@ -296,7 +296,7 @@ func evalDateFromString(_ *evalCtx, a namedArgs) (bsoncore.Value, error) {
 
 func dateFromString(s bsoncore.Value, a namedArgs) (bsoncore.Value, error) {
 	if s.Type != bsoncore.TypeString {
-		return bsoncore.Value{}, mongoerr.New(conversionFailure, "$dateFromString requires that 'dateString' be a string, found: %s with value %s", typeName(s.Type), formatValue(s))
+		return bsoncore.Value{}, mongoerr.New(conversionFailure, "$dateFromString requires that 'dateString' be a string, found: %s with value %s", TypeName(s.Type), FormatValue(s))
 	}
 	loc, err := parseTimezone(a["timezone"])
 	if err != nil {
@@ -304,7 +304,7 @@ func dateFromString(s bsoncore.Value, a namedArgs) (bsoncore.Value, error) {
 	}
 	if f, ok := a["format"]; ok && !nullish(f) {
 		if f.Type != bsoncore.TypeString {
-			return bsoncore.Value{}, mongoerr.New(mongoerr.Code(40684), "$dateFromString requires that 'format' be a string, found: %s", typeName(f.Type))
+			return bsoncore.Value{}, mongoerr.New(mongoerr.Code(40684), "$dateFromString requires that 'format' be a string, found: %s", TypeName(f.Type))
 		}
 		t, err := parseWithFormat(s.StringValue(), f.StringValue(), loc)
 		if err != nil {
@@ -405,7 +405,7 @@ func parseWithFormat(s, format string, loc *time.Location) (time.Time, error) {
 // unitArg validates a time unit argument.
 func unitArg(name string, v bsoncore.Value) (string, error) {
 	if v.Type != bsoncore.TypeString || timeUnitMillis(v.StringValue()) == 0 {
-		return "", mongoerr.New(mongoerr.Code(5439014), "%s requires 'unit' to be a valid time unit, found %s", name, formatValue(v))
+		return "", mongoerr.New(mongoerr.Code(5439014), "%s requires 'unit' to be a valid time unit, found %s", name, FormatValue(v))
 	}
 	return v.StringValue(), nil
 }
@@ -443,7 +443,7 @@ func dateAddFunc(sign int64) func(*evalCtx, namedArgs) (bsoncore.Value, error) {
 		}
 		amt := a["amount"]
 		if !isNumber(amt) || toFloat(amt) != math.Trunc(toFloat(amt)) {
-			return bsoncore.Value{}, mongoerr.New(mongoerr.Code(5166403), "$dateAdd expects integer amount of time units, found %s", formatValue(amt))
+			return bsoncore.Value{}, mongoerr.New(mongoerr.Code(5166403), "$dateAdd expects integer amount of time units, found %s", FormatValue(amt))
 		}
 		loc, err := parseTimezone(a["timezone"])
 		if err != nil {
@@ -467,7 +467,7 @@ func weekdayArg(v bsoncore.Value) (time.Weekday, error) {
 			}
 		}
 	}
-	return 0, mongoerr.New(mongoerr.Code(5439015), "startOfWeek must be a valid day of the week, found %s", formatValue(v))
+	return 0, mongoerr.New(mongoerr.Code(5439015), "startOfWeek must be a valid day of the week, found %s", FormatValue(v))
 }
 
 // truncate cuts t (in its location) down to its unit's boundary; binSize
@@ -531,7 +531,7 @@ func evalDateTrunc(_ *evalCtx, a namedArgs) (bsoncore.Value, error) {
 	bin := int64(1)
 	if b, ok := a["binSize"]; ok {
 		if !isNumber(b) || toFloat(b) < 1 || toFloat(b) != math.Trunc(toFloat(b)) {
-			return bsoncore.Value{}, mongoerr.New(mongoerr.Code(5439017), "$dateTrunc requires 'binSize' to be a positive 64-bit integer, found %s", formatValue(b))
+			return bsoncore.Value{}, mongoerr.New(mongoerr.Code(5439017), "$dateTrunc requires 'binSize' to be a positive 64-bit integer, found %s", FormatValue(b))
 		}
 		bin = int64(toFloat(b))
 	}
@@ -636,7 +636,7 @@ func evalDateFromParts(_ *evalCtx, a namedArgs) (bsoncore.Value, error) {
 			return 0, true, nil
 		}
 		if !isNumber(v) || toFloat(v) != math.Trunc(toFloat(v)) {
-			return 0, false, mongoerr.New(mongoerr.Code(40515), "'%s' must evaluate to an integer, found %s with value %s", name, typeName(v.Type), formatValue(v))
+			return 0, false, mongoerr.New(mongoerr.Code(40515), "'%s' must evaluate to an integer, found %s with value %s", name, TypeName(v.Type), FormatValue(v))
 		}
 		return int64(toFloat(v)), false, nil
 	}

@@ -164,7 +164,7 @@ type switchExpr struct {
 
 func compileSwitch(_ string, arg bsoncore.Value, s *compileScope) (Expr, error) {
 	if arg.Type != bsoncore.TypeEmbeddedDocument {
-		return nil, mongoerr.New(mongoerr.Code(40060), "$switch requires an object as an argument, found: %s", typeName(arg.Type))
+		return nil, mongoerr.New(mongoerr.Code(40060), "$switch requires an object as an argument, found: %s", TypeName(arg.Type))
 	}
 	e := &switchExpr{}
 	it := newIter(arg.Data)
@@ -176,7 +176,7 @@ func compileSwitch(_ string, arg bsoncore.Value, s *compileScope) (Expr, error) 
 		switch string(k) {
 		case "branches":
 			if v.Type != bsoncore.TypeArray {
-				return nil, mongoerr.New(mongoerr.Code(40061), "$switch expected an array for 'branches', found: %s", typeName(v.Type))
+				return nil, mongoerr.New(mongoerr.Code(40061), "$switch expected an array for 'branches', found: %s", TypeName(v.Type))
 			}
 			for _, b := range arrayValues(v.Data) {
 				if err := e.addBranch(b, s); err != nil {
@@ -201,13 +201,13 @@ func compileSwitch(_ string, arg bsoncore.Value, s *compileScope) (Expr, error) 
 
 func (e *switchExpr) addBranch(b bsoncore.Value, s *compileScope) error {
 	if b.Type != bsoncore.TypeEmbeddedDocument {
-		return mongoerr.New(mongoerr.Code(40062), "$switch expected each branch to be an object, found: %s", typeName(b.Type))
+		return mongoerr.New(mongoerr.Code(40062), "$switch expected each branch to be an object, found: %s", TypeName(b.Type))
 	}
 	cs, hasCase := lookupField(b.Data, "case")
 	th, hasThen := lookupField(b.Data, "then")
 	switch {
 	case arrayLen(b.Data) > 2 || (arrayLen(b.Data) == 2 && (!hasCase || !hasThen)):
-		return mongoerr.New(mongoerr.Code(40063), "$switch found an unknown argument to a branch: %s", formatValue(b))
+		return mongoerr.New(mongoerr.Code(40063), "$switch found an unknown argument to a branch: %s", FormatValue(b))
 	case !hasCase:
 		return mongoerr.New(mongoerr.Code(40064), "$switch requires each branch have a 'case' expression")
 	case !hasThen:

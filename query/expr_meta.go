@@ -22,7 +22,7 @@ type metaExpr struct{ kind string }
 
 func compileMeta(_ string, arg bsoncore.Value, _ *compileScope) (Expr, error) {
 	if arg.Type != bsoncore.TypeString || !metaKinds[arg.StringValue()] {
-		return nil, mongoerr.New(mongoerr.Code(17308), "Unsupported argument to $meta: %s", formatValue(arg))
+		return nil, mongoerr.New(mongoerr.Code(17308), "Unsupported argument to $meta: %s", FormatValue(arg))
 	}
 	return metaExpr{arg.StringValue()}, nil
 }

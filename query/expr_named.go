@@ -24,7 +24,7 @@ type namedExpr struct {
 func regNamed(name string, allowed, required []string, fn func(c *evalCtx, a namedArgs) (bsoncore.Value, error)) {
 	regSpecial(name, func(name string, arg bsoncore.Value, s *compileScope) (Expr, error) {
 		if arg.Type != bsoncore.TypeEmbeddedDocument {
-			return nil, mongoerr.New(mongoerr.Code(40477), "%s only supports an object as an argument, found: %s", name, typeName(arg.Type))
+			return nil, mongoerr.New(mongoerr.Code(40477), "%s only supports an object as an argument, found: %s", name, TypeName(arg.Type))
 		}
 		e := &namedExpr{fn: fn}
 		it := newIter(arg.Data)

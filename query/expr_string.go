@@ -29,7 +29,7 @@ func evalConcat(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
 		case nullish(v):
 			return nullValue, nil
 		case v.Type != bsoncore.TypeString:
-			return bsoncore.Value{}, mongoerr.New(mongoerr.Code(16702), "$concat only supports strings, not %s", typeName(v.Type))
+			return bsoncore.Value{}, mongoerr.New(mongoerr.Code(16702), "$concat only supports strings, not %s", TypeName(v.Type))
 		}
 		b.Write(rawString(v))
 	}
@@ -47,7 +47,7 @@ func coerceToString(name string, v bsoncore.Value) (string, error) {
 	case isNumber(v):
 		return formatNumber(v), nil
 	}
-	return "", mongoerr.New(mongoerr.Code(16007), "can't convert from BSON type %s to String", typeName(v.Type))
+	return "", mongoerr.New(mongoerr.Code(16007), "can't convert from BSON type %s to String", TypeName(v.Type))
 }
 
 func caseMap(name string, f func(string) string) func(*evalCtx, []bsoncore.Value) (bsoncore.Value, error) {
@@ -78,7 +78,7 @@ func evalSplit(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
 	case nullish(a[0]):
 		return nullValue, nil
 	case a[0].Type != bsoncore.TypeString:
-		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(40085), "$split requires an expression that evaluates to a string as a first argument, found: %s", typeName(a[0].Type))
+		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(40085), "$split requires an expression that evaluates to a string as a first argument, found: %s", TypeName(a[0].Type))
 	case a[1].Type != bsoncore.TypeString:
 		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(40086), "$split requires an expression that evaluates to a string as a second argument, found: %s", exprTypeName(a[1]))
 	case a[1].StringValue() == "":

@@ -34,7 +34,7 @@ func trimFunc(name string) func(*evalCtx, namedArgs) (bsoncore.Value, error) {
 			return nullValue, nil
 		}
 		if in.Type != bsoncore.TypeString {
-			return bsoncore.Value{}, mongoerr.New(mongoerr.Code(50699), "%s requires its input to be a string, got %s (of type %s) instead.", name, formatValue(in), typeName(in.Type))
+			return bsoncore.Value{}, mongoerr.New(mongoerr.Code(50699), "%s requires its input to be a string, got %s (of type %s) instead.", name, FormatValue(in), TypeName(in.Type))
 		}
 		chars := " \t\n\v\f\r\u0000\u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
 		if c, ok := a["chars"]; ok {
@@ -42,7 +42,7 @@ func trimFunc(name string) func(*evalCtx, namedArgs) (bsoncore.Value, error) {
 				return nullValue, nil
 			}
 			if c.Type != bsoncore.TypeString {
-				return bsoncore.Value{}, mongoerr.New(mongoerr.Code(50700), "%s requires 'chars' to be a string, got %s (of type %s) instead.", name, formatValue(c), typeName(c.Type))
+				return bsoncore.Value{}, mongoerr.New(mongoerr.Code(50700), "%s requires 'chars' to be a string, got %s (of type %s) instead.", name, FormatValue(c), TypeName(c.Type))
 			}
 			chars = c.StringValue()
 		}
@@ -62,7 +62,7 @@ func replaceFunc(name string, n int) func(*evalCtx, namedArgs) (bsoncore.Value, 
 		for _, k := range []string{"input", "find", "replacement"} {
 			v := a[k]
 			if !nullish(v) && v.Type != bsoncore.TypeString {
-				return bsoncore.Value{}, mongoerr.New(mongoerr.Code(51746), "%s requires that '%s' be a string, found: %s", name, k, formatValue(v))
+				return bsoncore.Value{}, mongoerr.New(mongoerr.Code(51746), "%s requires that '%s' be a string, found: %s", name, k, FormatValue(v))
 			}
 		}
 		if nullish(a["input"]) || nullish(a["find"]) || nullish(a["replacement"]) {
@@ -78,7 +78,7 @@ func indexOfFunc(name string, codePoints bool) func(*evalCtx, []bsoncore.Value) 
 			return nullValue, nil
 		}
 		if a[0].Type != bsoncore.TypeString {
-			return bsoncore.Value{}, mongoerr.New(mongoerr.Code(40091), "%s requires a string as the first argument, found: %s", name, typeName(a[0].Type))
+			return bsoncore.Value{}, mongoerr.New(mongoerr.Code(40091), "%s requires a string as the first argument, found: %s", name, TypeName(a[0].Type))
 		}
 		if a[1].Type != bsoncore.TypeString {
 			return bsoncore.Value{}, mongoerr.New(mongoerr.Code(40092), "%s requires a string as the second argument, found: %s", name, exprTypeName(a[1]))
@@ -115,7 +115,7 @@ func indexBounds(name string, args []bsoncore.Value, n int) (int, int, error) {
 			return 0, 0, mongoerr.New(mongoerr.Code(40096), "%s requires an integral starting index, found a value of type: %s", name, exprTypeName(v))
 		}
 		if toFloat(v) < 0 {
-			return 0, 0, mongoerr.New(mongoerr.Code(40097), "%s requires a nonnegative start index, found: %s", name, formatValue(v))
+			return 0, 0, mongoerr.New(mongoerr.Code(40097), "%s requires a nonnegative start index, found: %s", name, FormatValue(v))
 		}
 		bounds[i] = int(toFloat(v))
 	}

@@ -65,10 +65,10 @@ func bitPositions(name string, arg bsoncore.Value) ([]int, error) {
 		var out []int
 		for i, v := range arrayValues(arg.Data) {
 			if !isNumber(v) || toFloat(v) != math.Trunc(toFloat(v)) {
-				return nil, mongoerr.New(mongoerr.BadValue, "bit positions must be an integer but got: %d: %s", i, formatValue(v))
+				return nil, mongoerr.New(mongoerr.BadValue, "bit positions must be an integer but got: %d: %s", i, FormatValue(v))
 			}
 			if toFloat(v) < 0 {
-				return nil, mongoerr.New(mongoerr.BadValue, "bit positions must be >= 0 but got: %d: %s", i, formatValue(v))
+				return nil, mongoerr.New(mongoerr.BadValue, "bit positions must be >= 0 but got: %d: %s", i, FormatValue(v))
 			}
 			out = append(out, int(clampFloat(toFloat(v))))
 		}

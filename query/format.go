@@ -9,16 +9,16 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
-// formatValue renders v the way mongod's BSONElement::toString does inside
+// FormatValue renders v the way mongod's BSONElement::toString does inside
 // error messages ({a: 1}, [ 1, 2 ], "x"), so messages match the server's.
-func formatValue(v bsoncore.Value) string {
+func FormatValue(v bsoncore.Value) string {
 	var b strings.Builder
 	writeValue(&b, v)
 	return b.String()
 }
 
 // formatElem renders "key: value".
-func formatElem(key string, v bsoncore.Value) string { return key + ": " + formatValue(v) }
+func formatElem(key string, v bsoncore.Value) string { return key + ": " + FormatValue(v) }
 
 func writeValue(b *strings.Builder, v bsoncore.Value) {
 	switch v.Type {
@@ -104,8 +104,8 @@ func formatNumber(v bsoncore.Value) string {
 	return strconv.FormatInt(v.AsInt64(), 10)
 }
 
-// typeName is the type name mongod uses in messages (typeName(BSONType)).
-func typeName(t bsoncore.Type) string {
+// TypeName is the type name mongod uses in messages (typeName(BSONType) in mongod).
+func TypeName(t bsoncore.Type) string {
 	switch t {
 	case bsoncore.TypeDouble:
 		return "double"

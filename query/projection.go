@@ -150,6 +150,16 @@ func projMode(mode int, include bool, path string) (int, error) {
 	return -1, nil
 }
 
+// ProjectionFlag reads a projection value as a flag: isFlag when v is a
+// boolean or a number (not an expression or operator), include when that
+// flag keeps the field.
+func ProjectionFlag(v bsoncore.Value) (include, isFlag bool) {
+	if v.Type != bsoncore.TypeBoolean && !isNumber(v) {
+		return false, false
+	}
+	return truthy(v), true
+}
+
 // parseProjValue turns one projection value into a terminal node.
 func (p *Projection) parseProjValue(path string, v bsoncore.Value) (*projNode, error) {
 	positional := strings.HasSuffix(path, ".$")
@@ -160,14 +170,13 @@ func (p *Projection) parseProjValue(path string, v bsoncore.Value) (*projNode, e
 		return nil, mongoerr.New(mongoerr.Location16410, "FieldPath field names may not start with '$'. Consider using $getField or $setField.")
 	}
 	if positional {
-		if !(v.Type == bsoncore.TypeBoolean || isNumber(v)) || !truthy(v) {
+		if include, isFlag := ProjectionFlag(v); !isFlag || !include {
 			return nil, mongoerr.New(mongoerr.Code(31395), "Cannot use positional projection in exclusion projection")
 		}
 		return &projNode{terminal: true, include: true, positional: true}, nil
 	}
-	isFlag := v.Type == bsoncore.TypeBoolean || isNumber(v)
-	if isFlag {
-		return &projNode{terminal: true, include: truthy(v)}, nil
+	if include, isFlag := ProjectionFlag(v); isFlag {
+		return &projNode{terminal: true, include: include}, nil
 	}
 	switch firstKey(v.Data) {
 	case "$slice", "$elemMatch":

@@ -51,7 +51,7 @@ func compileSort(sort bsoncore.Document, env *Env, f *Filter) (*Sort, error) {
 		key := string(k)
 		if v.Type == bsoncore.TypeEmbeddedDocument && firstKey(v.Data) == "$meta" && f != nil {
 			if m, _ := lookupField(v.Data, "$meta"); m.Type != bsoncore.TypeString || m.StringValue() != "textScore" {
-				return nil, mongoerr.New(mongoerr.Code(17308), "Unsupported argument to $meta: %s", formatValue(m))
+				return nil, mongoerr.New(mongoerr.Code(17308), "Unsupported argument to $meta: %s", FormatValue(m))
 			}
 			if !f.HasText() {
 				return nil, mongoerr.New(mongoerr.Code(40218), "query requires text score metadata, but it is not available")

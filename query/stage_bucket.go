@@ -25,7 +25,7 @@ func init() {
 func groupByExpr(stageName string, v bsoncore.Value, pc *pipeCtx, code int32) (Expr, error) {
 	isPath := v.Type == bsoncore.TypeString && len(v.StringValue()) > 0 && v.StringValue()[0] == '$'
 	if !isPath && !isOperatorDoc(v) {
-		return nil, mongoerr.New(mongoerr.Code(code), "The $%s 'groupBy' field must be defined as a $-prefixed path or an expression object, but found: %s", stageName, formatValue(v))
+		return nil, mongoerr.New(mongoerr.Code(code), "The $%s 'groupBy' field must be defined as a $-prefixed path or an expression object, but found: %s", stageName, FormatValue(v))
 	}
 	return compileExpr(v, pc.env.scope())
 }
@@ -38,7 +38,7 @@ func compileOutput(v bsoncore.Value, pc *pipeCtx) ([]accSpec, error) {
 			AppendDocument("count", bsoncore.NewDocumentBuilder().AppendInt32("$sum", 1).Build()).Build()}
 	}
 	if v.Type != bsoncore.TypeEmbeddedDocument {
-		return nil, mongoerr.New(mongoerr.Code(40196), "The 'output' field must be an object, but found type: %s", typeName(v.Type))
+		return nil, mongoerr.New(mongoerr.Code(40196), "The 'output' field must be an object, but found type: %s", TypeName(v.Type))
 	}
 	var accs []accSpec
 	it := newIter(v.Data)
@@ -84,7 +84,7 @@ func (b *bucketIDExpr) eval(c *evalCtx) (bsoncore.Value, error) {
 
 func compileBucketStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 	if spec.Type != bsoncore.TypeEmbeddedDocument {
-		return nil, mongoerr.New(mongoerr.Code(40201), "Argument to $bucket stage must be an object, but found type: %s.", typeName(spec.Type))
+		return nil, mongoerr.New(mongoerr.Code(40201), "Argument to $bucket stage must be an object, but found type: %s.", TypeName(spec.Type))
 	}
 	b := &bucketIDExpr{}
 	var output bsoncore.Value
@@ -136,7 +136,7 @@ func compileBucketStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 
 func parseBoundaries(v bsoncore.Value) ([]bsoncore.Value, error) {
 	if v.Type != bsoncore.TypeArray {
-		return nil, mongoerr.New(mongoerr.Code(40200), "The $bucket 'boundaries' field must be an array, but found type: %s.", typeName(v.Type))
+		return nil, mongoerr.New(mongoerr.Code(40200), "The $bucket 'boundaries' field must be an array, but found type: %s.", TypeName(v.Type))
 	}
 	vals := arrayValues(v.Data)
 	if len(vals) < 2 {
@@ -144,10 +144,10 @@ func parseBoundaries(v bsoncore.Value) ([]bsoncore.Value, error) {
 	}
 	for i := 1; i < len(vals); i++ {
 		if CanonicalType(vals[i].Type) != CanonicalType(vals[0].Type) {
-			return nil, mongoerr.New(mongoerr.Code(40193), "All values in the the 'boundaries' option to $bucket must have the same type. Found conflicting types %s and %s.", typeName(vals[0].Type), typeName(vals[i].Type))
+			return nil, mongoerr.New(mongoerr.Code(40193), "All values in the the 'boundaries' option to $bucket must have the same type. Found conflicting types %s and %s.", TypeName(vals[0].Type), TypeName(vals[i].Type))
 		}
 		if Compare(vals[i-1], vals[i]) >= 0 {
-			return nil, mongoerr.New(mongoerr.Code(40194), "The 'boundaries' option to $bucket must be sorted, but elements %d and %d are not in ascending order (%s is not less than %s).", i-1, i, formatValue(vals[i-1]), formatValue(vals[i]))
+			return nil, mongoerr.New(mongoerr.Code(40194), "The 'boundaries' option to $bucket must be sorted, but elements %d and %d are not in ascending order (%s is not less than %s).", i-1, i, FormatValue(vals[i-1]), FormatValue(vals[i]))
 		}
 	}
 	return vals, nil
@@ -155,7 +155,7 @@ func parseBoundaries(v bsoncore.Value) ([]bsoncore.Value, error) {
 
 func compileBucketAutoStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 	if spec.Type != bsoncore.TypeEmbeddedDocument {
-		return nil, mongoerr.New(mongoerr.Code(40240), "The argument to $bucketAuto must be an object, but found type: %s.", typeName(spec.Type))
+		return nil, mongoerr.New(mongoerr.Code(40240), "The argument to $bucketAuto must be an object, but found type: %s.", TypeName(spec.Type))
 	}
 	var groupBy Expr
 	var output bsoncore.Value
@@ -173,7 +173,7 @@ func compileBucketAutoStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 			groupBy, err = groupByExpr("bucketAuto", v, pc, 40239)
 		case "buckets":
 			if !isNumber(v) || toFloat(v) != float64(int32(toFloat(v))) || toFloat(v) <= 0 {
-				return nil, mongoerr.New(mongoerr.Code(40243), "The $bucketAuto 'buckets' field must be greater than 0, but found: %s", formatValue(v))
+				return nil, mongoerr.New(mongoerr.Code(40243), "The $bucketAuto 'buckets' field must be greater than 0, but found: %s", FormatValue(v))
 			}
 			n = int(toFloat(v))
 		case "output":

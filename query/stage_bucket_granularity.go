@@ -53,7 +53,7 @@ type granularityRounder struct {
 
 func newGranularityRounder(v bsoncore.Value) (*granularityRounder, error) {
 	if v.Type != bsoncore.TypeString {
-		return nil, mongoerr.New(mongoerr.Code(40261), "$bucketAuto 'granularity' field must be a string, but found type: %s.", typeName(v.Type))
+		return nil, mongoerr.New(mongoerr.Code(40261), "$bucketAuto 'granularity' field must be a string, but found type: %s.", TypeName(v.Type))
 	}
 	name := v.StringValue()
 	if name == "POWERSOF2" {
@@ -73,7 +73,7 @@ func (r *granularityRounder) checkKey(k bsoncore.Value) error {
 		if t == 0 {
 			return mongoerr.New(mongoerr.Code(40258), "$bucketAuto can specify a 'granularity' with numeric boundaries only, but found a value with type: missing")
 		}
-		return mongoerr.New(mongoerr.Code(40258), "$bucketAuto can specify a 'granularity' with numeric boundaries only, but found a value with type: %s", typeName(t))
+		return mongoerr.New(mongoerr.Code(40258), "$bucketAuto can specify a 'granularity' with numeric boundaries only, but found a value with type: %s", TypeName(t))
 	}
 	f := toFloat(k)
 	if math.IsNaN(f) {
@@ -92,7 +92,7 @@ func (r *granularityRounder) check(v bsoncore.Value) error {
 	}
 	switch {
 	case !isNumber(v):
-		return mongoerr.New(mongoerr.Code(codes[0]), "A granularity rounder can only round numeric values, but found type: %s", typeName(v.Type))
+		return mongoerr.New(mongoerr.Code(codes[0]), "A granularity rounder can only round numeric values, but found type: %s", TypeName(v.Type))
 	case math.IsNaN(toFloat(v)):
 		return mongoerr.New(mongoerr.Code(codes[1]), "A granularity rounder cannot round NaN")
 	case toFloat(v) < 0:
@@ -102,6 +102,15 @@ func (r *granularityRounder) check(v bsoncore.Value) error {
 }
 
 func (r *granularityRounder) roundUp(v bsoncore.Value) (bsoncore.Value, error) {
+	return r.round(v, true)
+}
+
+func (r *granularityRounder) roundDown(v bsoncore.Value) (bsoncore.Value, error) {
+	return r.round(v, false)
+}
+
+// round is roundUp (up) or roundDown of v.
+func (r *granularityRounder) round(v bsoncore.Value, up bool) (bsoncore.Value, error) {
 	if err := r.check(v); err != nil {
 		return bsoncore.Value{}, err
 	}
@@ -109,13 +118,21 @@ func (r *granularityRounder) roundUp(v bsoncore.Value) (bsoncore.Value, error) {
 		return v, nil
 	}
 	if r.series == nil {
-		return r.pow2(v, true), nil
+		return r.pow2(v, up), nil
 	}
 	if v.Type == bsoncore.TypeDecimal128 {
-		return r.roundDecimal(v, true), nil
+		return r.roundDecimal(v, up), nil
 	}
+	if up {
+		return mkDouble(r.seriesUp(toFloat(v))), nil
+	}
+	return mkDouble(r.seriesDown(toFloat(v))), nil
+}
+
+// seriesUp is the smallest series number strictly above a positive number.
+func (r *granularityRounder) seriesUp(number float64) float64 {
 	s := r.series
-	number, mult := toFloat(v), 1.0
+	mult := 1.0
 	for number >= s[len(s)-1]*mult {
 		mult *= 10
 	}
@@ -123,28 +140,17 @@ func (r *granularityRounder) roundUp(v bsoncore.Value) (bsoncore.Value, error) {
 		prevMin := s[0] * mult
 		mult /= 10
 		if number >= s[len(s)-1]*mult {
-			return mkDouble(prevMin), nil
+			return prevMin
 		}
 	}
 	i := sort.Search(len(s), func(i int) bool { return number < s[i]*mult })
-	return mkDouble(s[i] * mult), nil
+	return s[i] * mult
 }
 
-func (r *granularityRounder) roundDown(v bsoncore.Value) (bsoncore.Value, error) {
-	if err := r.check(v); err != nil {
-		return bsoncore.Value{}, err
-	}
-	if toFloat(v) == 0 {
-		return v, nil
-	}
-	if r.series == nil {
-		return r.pow2(v, false), nil
-	}
-	if v.Type == bsoncore.TypeDecimal128 {
-		return r.roundDecimal(v, false), nil
-	}
+// seriesDown is the largest series number strictly below a positive number.
+func (r *granularityRounder) seriesDown(number float64) float64 {
 	s := r.series
-	number, mult := toFloat(v), 1.0
+	mult := 1.0
 	for number <= s[0]*mult {
 		mult /= 10
 	}
@@ -152,11 +158,11 @@ func (r *granularityRounder) roundDown(v bsoncore.Value) (bsoncore.Value, error)
 		prevMax := s[len(s)-1] * mult
 		mult *= 10
 		if number <= s[0]*mult {
-			return mkDouble(prevMax), nil
+			return prevMax
 		}
 	}
 	i := sort.Search(len(s), func(i int) bool { return s[i]*mult >= number })
-	return mkDouble(s[i-1] * mult), nil
+	return s[i-1] * mult
 }
 
 // pow2 is the power of two strictly above (up) or below v, typed as

@@ -43,12 +43,12 @@ func compileDensifyStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 		switch string(k) {
 		case "field":
 			if v.Type != bsoncore.TypeString || v.StringValue() == "" || v.StringValue()[0] == '$' {
-				return nil, mongoerr.New(mongoerr.Code(5733601), "Cannot densify field %s: it must be a non-empty string not starting with '$'", formatValue(v))
+				return nil, mongoerr.New(mongoerr.Code(5733601), "Cannot densify field %s: it must be a non-empty string not starting with '$'", FormatValue(v))
 			}
 			d.field = v.StringValue()
 		case "partitionByFields":
 			if v.Type != bsoncore.TypeArray {
-				return nil, mongoerr.New(mongoerr.TypeMismatch, "BSON field '$densify.partitionByFields' is the wrong type '%s', expected type 'array'", typeName(v.Type))
+				return nil, mongoerr.New(mongoerr.TypeMismatch, "BSON field '$densify.partitionByFields' is the wrong type '%s', expected type 'array'", TypeName(v.Type))
 			}
 			for _, f := range arrayValues(v.Data) {
 				if f.Type != bsoncore.TypeString {
@@ -96,7 +96,7 @@ func (d *densifySpec) parseRange(doc []byte) error {
 			d.step = v
 		case "unit":
 			if v.Type != bsoncore.TypeString || timeUnitMillis(v.StringValue()) == 0 {
-				return mongoerr.New(mongoerr.FailedToParse, "unknown time unit value: %s", formatValue(v))
+				return mongoerr.New(mongoerr.FailedToParse, "unknown time unit value: %s", FormatValue(v))
 			}
 			d.unit = v.StringValue()
 		case "bounds":
@@ -162,7 +162,7 @@ func (d *densifySpec) run(ctx context.Context, docs []bsoncore.Document) ([]bson
 			continue
 		}
 		if !d.valid(v) {
-			return nil, mongoerr.New(mongoerr.Code(5733201), "Densify field type must be numeric or a date (with unit), found %s", typeName(v.Type))
+			return nil, mongoerr.New(mongoerr.Code(5733201), "Densify field type must be numeric or a date (with unit), found %s", TypeName(v.Type))
 		}
 		if gmin.Type == 0 || Compare(v, gmin) < 0 {
 			gmin = v
@@ -279,7 +279,7 @@ func compileFillStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 			window.AppendValue("partitionBy", v)
 		case "partitionByFields":
 			if v.Type != bsoncore.TypeArray {
-				return nil, mongoerr.New(mongoerr.TypeMismatch, "BSON field '$fill.partitionByFields' is the wrong type '%s', expected type 'array'", typeName(v.Type))
+				return nil, mongoerr.New(mongoerr.TypeMismatch, "BSON field '$fill.partitionByFields' is the wrong type '%s', expected type 'array'", TypeName(v.Type))
 			}
 			pb := bsoncore.NewDocumentBuilder()
 			for _, f := range arrayValues(v.Data) {
@@ -329,7 +329,7 @@ func compileFillStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 			}
 			methods.AppendDocument(field, bsoncore.NewDocumentBuilder().AppendString(fn, "$"+field).Build())
 		default:
-			return nil, mongoerr.New(mongoerr.Code(6050202), "Method must be either 'locf' or 'linear', found %s", formatValue(method))
+			return nil, mongoerr.New(mongoerr.Code(6050202), "Method must be either 'locf' or 'linear', found %s", FormatValue(method))
 		}
 	}
 	var stages []stage

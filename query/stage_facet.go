@@ -25,7 +25,7 @@ var notInFacet = map[string]bool{
 
 func compileFacetStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 	if spec.Type != bsoncore.TypeEmbeddedDocument || arrayLen(spec.Data) == 0 {
-		return nil, mongoerr.New(mongoerr.Code(40169), "the $facet specification must be a non-empty object, but found: %s", formatValue(spec))
+		return nil, mongoerr.New(mongoerr.Code(40169), "the $facet specification must be a non-empty object, but found: %s", FormatValue(spec))
 	}
 	var names []string
 	var pipes []*Pipeline
@@ -40,7 +40,7 @@ func compileFacetStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 			return nil, mongoerr.New(mongoerr.Code(40352), "FieldPath field names may not start with '$' or contain '.': %s", name)
 		}
 		if v.Type != bsoncore.TypeArray {
-			return nil, mongoerr.New(mongoerr.Code(40170), "arguments to $facet must be arrays, %s is type %s", name, typeName(v.Type))
+			return nil, mongoerr.New(mongoerr.Code(40170), "arguments to $facet must be arrays, %s is type %s", name, TypeName(v.Type))
 		}
 		for _, st := range arrayValues(v.Data) {
 			if st.Type == bsoncore.TypeEmbeddedDocument && notInFacet[firstKey(st.Data)] {

@@ -93,7 +93,7 @@ func (u *Update) applyPipeline(doc bsoncore.Document, isInsert bool) (bsoncore.D
 	oldID, hadID := lookupField(doc, "_id")
 	newID, hasID := lookupField(out, "_id")
 	switch {
-	case hadID && hasID && !sameValue(oldID, newID) && !isInsert:
+	case hadID && hasID && !SameValue(oldID, newID) && !isInsert:
 		return nil, false, mongoerr.New(mongoerr.ImmutableField, "After applying the update, the (immutable) field '_id' was found to have been altered to %s", formatElem("_id", newID))
 	case hadID && !hasID:
 		out = prependID(oldID, out)
@@ -112,7 +112,7 @@ type fieldsNode struct {
 
 func compileAddFields(spec bsoncore.Value, env *Env) (docTransform, error) {
 	if spec.Type != bsoncore.TypeEmbeddedDocument {
-		return nil, mongoerr.New(mongoerr.Code(40272), "$addFields specification stage must be an object, got %s", typeName(spec.Type))
+		return nil, mongoerr.New(mongoerr.Code(40272), "$addFields specification stage must be an object, got %s", TypeName(spec.Type))
 	}
 	root := &fieldsNode{}
 	if err := root.addAll(spec.Data, env.scope()); err != nil {
@@ -251,7 +251,7 @@ func compileProjectTransform(spec bsoncore.Value, env *Env) (docTransform, error
 // compileReplaceRoot is $replaceRoot: {newRoot: <expr>}.
 func compileReplaceRoot(spec bsoncore.Value, env *Env) (docTransform, error) {
 	if spec.Type != bsoncore.TypeEmbeddedDocument {
-		return nil, mongoerr.New(mongoerr.Code(40229), "expected an object as specification for $replaceRoot stage, got %s", typeName(spec.Type))
+		return nil, mongoerr.New(mongoerr.Code(40229), "expected an object as specification for $replaceRoot stage, got %s", TypeName(spec.Type))
 	}
 	arg, ok := lookupField(spec.Data, "newRoot")
 	if !ok || arrayLen(spec.Data) != 1 {
@@ -278,9 +278,9 @@ func newRootTransform(what string, arg bsoncore.Value, env *Env) (docTransform, 
 		if v.Type != bsoncore.TypeEmbeddedDocument {
 			shown := "missing"
 			if v.Type != 0 {
-				shown = formatValue(v)
+				shown = FormatValue(v)
 			}
-			return nil, mongoerr.New(mongoerr.Code(40228), "%s must evaluate to an object, but resulting value was: %s. Type of resulting value: '%s'. Input document: %s", what, shown, exprTypeName(v), formatValue(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: doc}))
+			return nil, mongoerr.New(mongoerr.Code(40228), "%s must evaluate to an object, but resulting value was: %s. Type of resulting value: '%s'. Input document: %s", what, shown, exprTypeName(v), FormatValue(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: doc}))
 		}
 		return bsoncore.Document(v.Data), nil
 	}, nil

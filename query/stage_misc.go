@@ -27,7 +27,7 @@ func init() {
 // (the command's own); {allUsers} and {users} filter nothing more.
 func compileListLocalSessionsStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 	if spec.Type != bsoncore.TypeEmbeddedDocument {
-		return nil, mongoerr.New(mongoerr.TypeMismatch, "$listLocalSessions must take a nested object but found: %s", formatValue(spec))
+		return nil, mongoerr.New(mongoerr.TypeMismatch, "$listLocalSessions must take a nested object but found: %s", FormatValue(spec))
 	}
 	return func(Stream) Stream {
 		return &sliceStream{docs: append([]bsoncore.Document(nil), pc.opts.LocalSessions...)}
@@ -125,7 +125,7 @@ func redact(x Expr, c *evalCtx, doc bsoncore.Value) (bsoncore.Value, bool, error
 	case v.Type == bsoncore.TypeString && verdict == "prune":
 		return bsoncore.Value{}, false, nil
 	case v.Type != bsoncore.TypeString || verdict != "descend":
-		return v, false, mongoerr.New(mongoerr.Code(17053), "$redact's expression should not return anything aside from the variables $$KEEP, $$DESCEND, and $$PRUNE, but returned %s", formatValue(v))
+		return v, false, mongoerr.New(mongoerr.Code(17053), "$redact's expression should not return anything aside from the variables $$KEEP, $$DESCEND, and $$PRUNE, but returned %s", FormatValue(v))
 	}
 	idx, dst := bsoncore.AppendDocumentStart(nil)
 	it := newIter(doc.Data)
@@ -185,7 +185,7 @@ func compileDocumentsStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 			var docs []bsoncore.Document
 			for _, e := range arrayValues(v.Data) {
 				if e.Type != bsoncore.TypeEmbeddedDocument {
-					return nil, mongoerr.New(mongoerr.TypeMismatch, "$documents expects an array of objects, found %s", typeName(e.Type))
+					return nil, mongoerr.New(mongoerr.TypeMismatch, "$documents expects an array of objects, found %s", TypeName(e.Type))
 				}
 				docs = append(docs, e.Data)
 			}
@@ -199,7 +199,7 @@ func now() bsoncore.Value { return mkDate(time.Now().UnixMilli()) }
 
 func compileCollStatsStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 	if spec.Type != bsoncore.TypeEmbeddedDocument {
-		return nil, mongoerr.New(mongoerr.Code(40166), "$collStats must take a nested object but found: %s", formatValue(spec))
+		return nil, mongoerr.New(mongoerr.Code(40166), "$collStats must take a nested object but found: %s", FormatValue(spec))
 	}
 	opts := map[string]bsoncore.Value{}
 	it := newIter(spec.Data)
@@ -211,7 +211,7 @@ func compileCollStatsStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 		switch string(k) {
 		case "latencyStats", "storageStats", "count", "queryExecStats":
 			if v.Type != bsoncore.TypeEmbeddedDocument {
-				return nil, mongoerr.New(mongoerr.TypeMismatch, "BSON field '$collStats.%s' is the wrong type '%s', expected type 'object'", k, typeName(v.Type))
+				return nil, mongoerr.New(mongoerr.TypeMismatch, "BSON field '$collStats.%s' is the wrong type '%s', expected type 'object'", k, TypeName(v.Type))
 			}
 			opts[string(k)] = v
 		default:

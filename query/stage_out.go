@@ -52,7 +52,7 @@ func outTarget(name string, v bsoncore.Value, pc *pipeCtx) (db, coll string, err
 			case string(k) == "timeseries":
 				return "", "", mongoerr.New(mongoerr.NotImplemented, "time series collections are not supported by DumboDB")
 			case e.Type != bsoncore.TypeString:
-				return "", "", mongoerr.New(mongoerr.TypeMismatch, "BSON field '%s.%s' is the wrong type '%s', expected type 'string'", name, k, typeName(e.Type))
+				return "", "", mongoerr.New(mongoerr.TypeMismatch, "BSON field '%s.%s' is the wrong type '%s', expected type 'string'", name, k, TypeName(e.Type))
 			case string(k) == "db":
 				db = e.StringValue()
 			case string(k) == "coll":
@@ -62,7 +62,7 @@ func outTarget(name string, v bsoncore.Value, pc *pipeCtx) (db, coll string, err
 			}
 		}
 	default:
-		return "", "", mongoerr.New(mongoerr.Code(16990), "%s only supports a string or object argument, but found %s", name, typeName(v.Type))
+		return "", "", mongoerr.New(mongoerr.Code(16990), "%s only supports a string or object argument, but found %s", name, TypeName(v.Type))
 	}
 	switch {
 	case coll == "":
@@ -123,7 +123,7 @@ func compileMergeStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 		spec = bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: bsoncore.NewDocumentBuilder().AppendValue("into", spec).Build()}
 	}
 	if spec.Type != bsoncore.TypeEmbeddedDocument {
-		return nil, mongoerr.New(mongoerr.Code(51182), "$merge only supports a string or object argument, but found %s", typeName(spec.Type))
+		return nil, mongoerr.New(mongoerr.Code(51182), "$merge only supports a string or object argument, but found %s", TypeName(spec.Type))
 	}
 	if err := m.parse(spec.Data, pc); err != nil {
 		return nil, err
@@ -180,11 +180,11 @@ func (m *mergeSpec) parse(doc []byte, pc *pipeCtx) error {
 			case v.Type == bsoncore.TypeString && containsString([]string{"replace", "keepExisting", "merge", "fail"}, v.StringValue()):
 				m.whenMatched = v.StringValue()
 			default:
-				return mongoerr.New(mongoerr.BadValue, "Enumeration value '%s' for field 'whenMatched' is not a valid value.", formatValue(v))
+				return mongoerr.New(mongoerr.BadValue, "Enumeration value '%s' for field 'whenMatched' is not a valid value.", FormatValue(v))
 			}
 		case "whenNotMatched":
 			if v.Type != bsoncore.TypeString || !containsString([]string{"insert", "discard", "fail"}, v.StringValue()) {
-				return mongoerr.New(mongoerr.BadValue, "Enumeration value '%s' for field '$merge.whenNotMatched' is not a valid value.", formatValue(v))
+				return mongoerr.New(mongoerr.BadValue, "Enumeration value '%s' for field '$merge.whenNotMatched' is not a valid value.", FormatValue(v))
 			}
 			m.whenNotMatched = v.StringValue()
 		default:
@@ -220,13 +220,13 @@ func parseMergeOn(v bsoncore.Value) ([]string, error) {
 			return nil, mongoerr.New(mongoerr.Code(51187), "If explicitly specifying $merge 'on', must include at least one field")
 		}
 	default:
-		return nil, mongoerr.New(mongoerr.Code(51186), "BSON field '$merge.on' must be either a string or an array of strings, but found %s", typeName(v.Type))
+		return nil, mongoerr.New(mongoerr.Code(51186), "BSON field '$merge.on' must be either a string or an array of strings, but found %s", TypeName(v.Type))
 	}
 	var on []string
 	seen := map[string]bool{}
 	for _, f := range fields {
 		if f.Type != bsoncore.TypeString {
-			return nil, mongoerr.New(mongoerr.Code(51134), "$merge 'on' array elements must be strings, but found %s", typeName(f.Type))
+			return nil, mongoerr.New(mongoerr.Code(51134), "$merge 'on' array elements must be strings, but found %s", TypeName(f.Type))
 		}
 		name := f.StringValue()
 		if seen[name] {
@@ -360,7 +360,7 @@ func (m *mergeSpec) compileLet(let bsoncore.Value, pc *pipeCtx) error {
 		return nil
 	}
 	if let.Type != bsoncore.TypeEmbeddedDocument {
-		return mongoerr.New(mongoerr.TypeMismatch, "BSON field '$merge.let' is the wrong type '%s', expected type 'object'", typeName(let.Type))
+		return mongoerr.New(mongoerr.TypeMismatch, "BSON field '$merge.let' is the wrong type '%s', expected type 'object'", TypeName(let.Type))
 	}
 	it := newIter(let.Data)
 	for {

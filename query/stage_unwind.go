@@ -70,7 +70,7 @@ func parseUnwind(spec bsoncore.Value) (*unwindSpec, error) {
 			switch string(k) {
 			case "path":
 				if v.Type != bsoncore.TypeString {
-					return nil, mongoerr.New(mongoerr.Code(28808), "expected a string as the path for $unwind stage, got %s", typeName(v.Type))
+					return nil, mongoerr.New(mongoerr.Code(28808), "expected a string as the path for $unwind stage, got %s", TypeName(v.Type))
 				}
 				path = v.StringValue()
 			case "includeArrayIndex":
@@ -87,7 +87,7 @@ func parseUnwind(spec bsoncore.Value) (*unwindSpec, error) {
 				u.index = splitPath(s)
 			case "preserveNullAndEmptyArrays":
 				if v.Type != bsoncore.TypeBoolean {
-					return nil, mongoerr.New(mongoerr.Code(28809), "expected a boolean for the preserveNullAndEmptyArrays option to $unwind stage, got %s", typeName(v.Type))
+					return nil, mongoerr.New(mongoerr.Code(28809), "expected a boolean for the preserveNullAndEmptyArrays option to $unwind stage, got %s", TypeName(v.Type))
 				}
 				u.preserve = v.Boolean()
 			default:
@@ -98,7 +98,7 @@ func parseUnwind(spec bsoncore.Value) (*unwindSpec, error) {
 			return nil, mongoerr.New(mongoerr.Code(28812), "no path specified to $unwind stage")
 		}
 	default:
-		return nil, mongoerr.New(mongoerr.Code(15981), "expected either a string or an object as specification for $unwind stage, got %s", typeName(spec.Type))
+		return nil, mongoerr.New(mongoerr.Code(15981), "expected either a string or an object as specification for $unwind stage, got %s", TypeName(spec.Type))
 	}
 	if !strings.HasPrefix(path, "$") {
 		return nil, mongoerr.New(mongoerr.Code(28818), "path option to $unwind stage should be prefixed with a '$': %s", path)

@@ -89,7 +89,7 @@ func CompileUpdateOpts(update bsoncore.Value, opts UpdateOptions) (*Update, erro
 	}
 	if k := firstKey(doc); k == "" || k[0] != '$' {
 		if len(afs) > 0 {
-			return nil, mongoerr.New(mongoerr.FailedToParse, "The array filter for identifier '%s' was not used in the update %s", firstKey(opts.ArrayFilters[0]), formatValue(update))
+			return nil, mongoerr.New(mongoerr.FailedToParse, "The array filter for identifier '%s' was not used in the update %s", firstKey(opts.ArrayFilters[0]), FormatValue(update))
 		}
 		return compileReplacement(doc)
 	}
@@ -135,7 +135,7 @@ func (u *Update) addModifier(name string, fields bsoncore.Value) error {
 		return mongoerr.New(mongoerr.FailedToParse, "Unknown modifier: %s. Expected a valid update modifier or pipeline-style update specified as an array", name)
 	}
 	if fields.Type != bsoncore.TypeEmbeddedDocument {
-		return mongoerr.New(mongoerr.FailedToParse, "Modifiers operate on fields but we found type %s instead. For example: {$mod: {<field>: ...}} not {%s}", typeName(fields.Type), formatElem(name, fields))
+		return mongoerr.New(mongoerr.FailedToParse, "Modifiers operate on fields but we found type %s instead. For example: {$mod: {<field>: ...}} not {%s}", TypeName(fields.Type), formatElem(name, fields))
 	}
 	it := newIter(fields.Data)
 	for {
@@ -320,7 +320,7 @@ func (c *applyCtx) checkResolvedConflict(parts []string) error {
 func checkIDUnchanged(before, after bsoncore.Document) error {
 	a, hadID := lookupField(before, "_id")
 	b, hasID := lookupField(after, "_id")
-	if hadID && (!hasID || !sameValue(a, b)) {
+	if hadID && (!hasID || !SameValue(a, b)) {
 		return mongoerr.New(mongoerr.ImmutableField, "Performing an update on the path '_id' would modify the immutable field '_id'")
 	}
 	return nil
@@ -331,7 +331,7 @@ func (u *Update) applyReplacement(doc bsoncore.Document, isInsert bool) (bsoncor
 	oldID, hadID := lookupField(doc, "_id")
 	newID, hasID := lookupField(u.replacement, "_id")
 	switch {
-	case hasID && hadID && !isInsert && !sameValue(oldID, newID):
+	case hasID && hadID && !isInsert && !SameValue(oldID, newID):
 		return nil, false, mongoerr.New(mongoerr.ImmutableField, "After applying the update, the (immutable) field '_id' was found to have been altered to %s", formatElem("_id", newID))
 	case hasID || !hadID:
 		out := u.replacement

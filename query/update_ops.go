@@ -85,7 +85,7 @@ func applyArith(mul bool) func(*applyCtx, *updateOp) error {
 		}
 		v := cur.value()
 		if !isNumber(v) {
-			return mongoerr.New(mongoerr.TypeMismatch, "Cannot apply %s to a value of non-numeric type. %s has the field '%s' of non-numeric type %s", name, c.idText, op.parts[len(op.parts)-1], typeName(v.Type))
+			return mongoerr.New(mongoerr.TypeMismatch, "Cannot apply %s to a value of non-numeric type. %s has the field '%s' of non-numeric type %s", name, c.idText, op.parts[len(op.parts)-1], TypeName(v.Type))
 		}
 		r, ok := arith(v, op.arg, mul)
 		if !ok {
@@ -203,7 +203,7 @@ func parsePush(op *updateOp) error {
 		switch string(k) {
 		case "$each":
 			if v.Type != bsoncore.TypeArray {
-				return mongoerr.New(mongoerr.BadValue, "The argument to $each in $push must be an array but it was of type: %s", typeName(v.Type))
+				return mongoerr.New(mongoerr.BadValue, "The argument to $each in $push must be an array but it was of type: %s", TypeName(v.Type))
 			}
 			spec.each = arrayValues(v.Data)
 		case "$position":
@@ -229,7 +229,7 @@ func integralArg(name string, v bsoncore.Value) (*int, error) {
 			return &n, nil
 		}
 	}
-	return nil, mongoerr.New(mongoerr.BadValue, "The value for %s must be an integer value but was given type: %s", name, typeName(v.Type))
+	return nil, mongoerr.New(mongoerr.BadValue, "The value for %s must be an integer value but was given type: %s", name, TypeName(v.Type))
 }
 
 func (s *pushSpec) parseSort(v bsoncore.Value) error {
@@ -253,7 +253,7 @@ func applyPush(c *applyCtx, op *updateOp) error {
 	if cur != nil {
 		v := cur.value()
 		if v.Type != bsoncore.TypeArray {
-			return mongoerr.New(mongoerr.BadValue, "The field '%s' must be an array but is of type %s in document %s", op.path, typeName(v.Type), c.idText)
+			return mongoerr.New(mongoerr.BadValue, "The field '%s' must be an array but is of type %s in document %s", op.path, TypeName(v.Type), c.idText)
 		}
 		elems = arrayValues(v.Data)
 	}
@@ -309,10 +309,10 @@ func parseAddToSet(op *updateOp) error {
 	}
 	v, _ := lookupField(op.arg.Data, "$each")
 	if v.Type != bsoncore.TypeArray {
-		return mongoerr.New(mongoerr.TypeMismatch, "The argument to $each in $addToSet must be an array but it was of type %s", typeName(v.Type))
+		return mongoerr.New(mongoerr.TypeMismatch, "The argument to $each in $addToSet must be an array but it was of type %s", TypeName(v.Type))
 	}
 	if arrayLen(op.arg.Data) > 1 {
-		return mongoerr.New(mongoerr.BadValue, "Found unexpected fields after $each in $addToSet: %s", formatValue(op.arg))
+		return mongoerr.New(mongoerr.BadValue, "Found unexpected fields after $each in $addToSet: %s", FormatValue(op.arg))
 	}
 	op.each = arrayValues(v.Data)
 	return nil
@@ -324,7 +324,7 @@ func applyAddToSet(c *applyCtx, op *updateOp) error {
 	if cur != nil {
 		v := cur.value()
 		if v.Type != bsoncore.TypeArray {
-			return mongoerr.New(mongoerr.BadValue, "Cannot apply $addToSet to non-array field. Field named '%s' has non-array type %s", op.parts[len(op.parts)-1], typeName(v.Type))
+			return mongoerr.New(mongoerr.BadValue, "Cannot apply $addToSet to non-array field. Field named '%s' has non-array type %s", op.parts[len(op.parts)-1], TypeName(v.Type))
 		}
 		elems = arrayValues(v.Data)
 	}
@@ -351,7 +351,7 @@ func parsePop(op *updateOp) error {
 			return nil
 		}
 	}
-	return mongoerr.New(mongoerr.FailedToParse, "$pop expects 1 or -1, found: %s", formatValue(op.arg))
+	return mongoerr.New(mongoerr.FailedToParse, "$pop expects 1 or -1, found: %s", FormatValue(op.arg))
 }
 
 func applyPop(c *applyCtx, op *updateOp) error {
@@ -361,7 +361,7 @@ func applyPop(c *applyCtx, op *updateOp) error {
 	}
 	v := cur.value()
 	if v.Type != bsoncore.TypeArray {
-		return mongoerr.New(mongoerr.TypeMismatch, "Path '%s' contains an element of non-array type '%s'", op.path, typeName(v.Type))
+		return mongoerr.New(mongoerr.TypeMismatch, "Path '%s' contains an element of non-array type '%s'", op.path, TypeName(v.Type))
 	}
 	elems := arrayValues(v.Data)
 	if len(elems) == 0 {
@@ -409,7 +409,7 @@ func parsePull(op *updateOp) error {
 
 func parsePullAll(op *updateOp) error {
 	if op.arg.Type != bsoncore.TypeArray {
-		return mongoerr.New(mongoerr.BadValue, "$pullAll requires an array argument but was given a %s", typeName(op.arg.Type))
+		return mongoerr.New(mongoerr.BadValue, "$pullAll requires an array argument but was given a %s", TypeName(op.arg.Type))
 	}
 	vals := arrayValues(op.arg.Data)
 	op.pull = func(e bsoncore.Value) bool { return containsValue(vals, e) }
@@ -439,7 +439,7 @@ func applyPull(c *applyCtx, op *updateOp) error {
 // int64 operands are allowed.
 func parseBit(op *updateOp) error {
 	if op.arg.Type != bsoncore.TypeEmbeddedDocument {
-		return mongoerr.New(mongoerr.BadValue, "The $bit modifier is not compatible with a %s. You must pass in an embedded document: {$bit: {field: {and/or/xor: #}}", typeName(op.arg.Type))
+		return mongoerr.New(mongoerr.BadValue, "The $bit modifier is not compatible with a %s. You must pass in an embedded document: {$bit: {field: {and/or/xor: #}}", TypeName(op.arg.Type))
 	}
 	if len(op.arg.Data) <= 5 {
 		return mongoerr.New(mongoerr.BadValue, "You must pass in at least one bitwise operation. The format is: {$bit: {field: {and/or/xor: #}}")
@@ -456,7 +456,7 @@ func parseBit(op *updateOp) error {
 			return mongoerr.New(mongoerr.BadValue, "The $bit modifier only supports 'and', 'or', and 'xor', not '%s' which is an unknown operator: {%s}", k, formatElem(string(k), v))
 		}
 		if v.Type != bsoncore.TypeInt32 && v.Type != bsoncore.TypeInt64 {
-			return mongoerr.New(mongoerr.BadValue, "The $bit modifier field must be an Integer(32/64 bit); a '%s' is not supported here: {%s}", typeName(v.Type), formatElem(string(k), v))
+			return mongoerr.New(mongoerr.BadValue, "The $bit modifier field must be an Integer(32/64 bit); a '%s' is not supported here: {%s}", TypeName(v.Type), formatElem(string(k), v))
 		}
 	}
 }
@@ -469,7 +469,7 @@ func applyBit(c *applyCtx, op *updateOp) error {
 	if n := getPath(c.root, op.parts); n != nil {
 		cur = n.value()
 		if cur.Type != bsoncore.TypeInt32 && cur.Type != bsoncore.TypeInt64 {
-			return mongoerr.New(mongoerr.BadValue, "Cannot apply $bit to a value of non-integral type.%s has the field %s of non-integer type %s", c.idText, op.parts[len(op.parts)-1], typeName(cur.Type))
+			return mongoerr.New(mongoerr.BadValue, "Cannot apply $bit to a value of non-integral type.%s has the field %s of non-integer type %s", c.idText, op.parts[len(op.parts)-1], TypeName(cur.Type))
 		}
 	}
 	it := newIter(op.arg.Data)

@@ -156,7 +156,7 @@ func (u *Update) checkPositionalPath(path string, parts []string) (bool, error) 
 func (u *Update) checkArrayFiltersUsed(update bsoncore.Value) error {
 	for _, af := range u.arrayFilters {
 		if !af.used {
-			return mongoerr.New(mongoerr.FailedToParse, "The array filter for identifier '%s' was not used in the update %s", af.id, formatValue(update))
+			return mongoerr.New(mongoerr.FailedToParse, "The array filter for identifier '%s' was not used in the update %s", af.id, FormatValue(update))
 		}
 	}
 	return nil

@@ -44,7 +44,7 @@ func (a *covarianceAcc) add(c *evalCtx) (int, error) {
 		return 0, err
 	}
 	if v.Type != bsoncore.TypeArray {
-		return 0, mongoerr.New(mongoerr.Code(5424000), "Input to covariance must be an array, but found %s", typeName(v.Type))
+		return 0, mongoerr.New(mongoerr.Code(5424000), "Input to covariance must be an array, but found %s", TypeName(v.Type))
 	}
 	pair := arrayValues(v.Data)
 	if len(pair) != 2 {

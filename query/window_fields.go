@@ -47,7 +47,7 @@ type windowStage struct {
 
 func compileSetWindowFieldsStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 	if spec.Type != bsoncore.TypeEmbeddedDocument {
-		return nil, mongoerr.New(mongoerr.FailedToParse, "the $setWindowFields stage specification must be an object, found %s", typeName(spec.Type))
+		return nil, mongoerr.New(mongoerr.FailedToParse, "the $setWindowFields stage specification must be an object, found %s", TypeName(spec.Type))
 	}
 	w := &windowStage{}
 	var output bsoncore.Value
@@ -63,7 +63,7 @@ func compileSetWindowFieldsStage(spec bsoncore.Value, pc *pipeCtx) (stage, error
 			w.partitionBy, err = compileExpr(v, pc.env.scope())
 		case "sortBy":
 			if v.Type != bsoncore.TypeEmbeddedDocument {
-				return nil, mongoerr.New(mongoerr.TypeMismatch, "BSON field '$setWindowFields.sortBy' is the wrong type '%s', expected type 'object'", typeName(v.Type))
+				return nil, mongoerr.New(mongoerr.TypeMismatch, "BSON field '$setWindowFields.sortBy' is the wrong type '%s', expected type 'object'", TypeName(v.Type))
 			}
 			w.sort, err = CompileSortEnv(v.Data, pc.env)
 		case "output":
@@ -336,7 +336,7 @@ func parseWindow(v bsoncore.Value, srt *Sort) (windowBounds, error) {
 			bounds, w.byRange = e, true
 		case "unit":
 			if e.Type != bsoncore.TypeString || timeUnitMillis(e.StringValue()) == 0 {
-				return w, mongoerr.New(mongoerr.FailedToParse, "unknown time unit value: %s", formatValue(e))
+				return w, mongoerr.New(mongoerr.FailedToParse, "unknown time unit value: %s", FormatValue(e))
 			}
 			w.unit = e.StringValue()
 		default:
@@ -344,7 +344,7 @@ func parseWindow(v bsoncore.Value, srt *Sort) (windowBounds, error) {
 		}
 	}
 	if bounds.Type != bsoncore.TypeArray || arrayLen(bounds.Data) != 2 {
-		return w, mongoerr.New(mongoerr.FailedToParse, "Window bounds must be a 2-element array: %s", formatValue(bounds))
+		return w, mongoerr.New(mongoerr.FailedToParse, "Window bounds must be a 2-element array: %s", FormatValue(bounds))
 	}
 	b := arrayValues(bounds.Data)
 	var err error
@@ -355,7 +355,7 @@ func parseWindow(v bsoncore.Value, srt *Sort) (windowBounds, error) {
 		return w, err
 	}
 	if !w.loUnbounded && !w.hiUnbnd && w.lo > w.hi {
-		return w, mongoerr.New(mongoerr.Code(5339900), "Lower bound must not exceed upper bound: %s", formatValue(bounds))
+		return w, mongoerr.New(mongoerr.Code(5339900), "Lower bound must not exceed upper bound: %s", FormatValue(bounds))
 	}
 	if w.byRange && (srt == nil || len(srt.keys) != 1) {
 		return w, mongoerr.New(mongoerr.Code(5339902), "Range-based bounds require sortBy a single field")
@@ -376,7 +376,7 @@ func parseBound(v bsoncore.Value, byRange bool) (float64, bool, error) {
 		}
 	}
 	if !isNumber(v) || (!byRange && toFloat(v) != math.Trunc(toFloat(v))) {
-		return 0, false, mongoerr.New(mongoerr.FailedToParse, "Numeric document-based bounds must be an integer, or 'current' or 'unbounded': %s", formatValue(v))
+		return 0, false, mongoerr.New(mongoerr.FailedToParse, "Numeric document-based bounds must be an integer, or 'current' or 'unbounded': %s", FormatValue(v))
 	}
 	return toFloat(v), false, nil
 }

@@ -137,7 +137,7 @@ func compileShift(arg bsoncore.Value, srt *Sort, s *compileScope) (windowFunc, e
 	}
 	by := raw["by"]
 	if !isNumber(by) || toFloat(by) != float64(int32(toFloat(by))) {
-		return nil, mongoerr.New(mongoerr.FailedToParse, "'$shift:by' field must be an integer, but found %s", formatValue(by))
+		return nil, mongoerr.New(mongoerr.FailedToParse, "'$shift:by' field must be an integer, but found %s", FormatValue(by))
 	}
 	f := &shiftFunc{output: exprs["output"], by: int(toFloat(by)), def: nullValue}
 	if d, ok := raw["default"]; ok {
@@ -194,7 +194,7 @@ func compileRateFunc(name string, arg bsoncore.Value, bounds windowBounds, hasWi
 	f := &rateFunc{integral: name == "$integral", input: exprs["input"], bounds: bounds}
 	if u, ok := raw["unit"]; ok {
 		if u.Type != bsoncore.TypeString || timeUnitMillis(u.StringValue()) <= 0 {
-			return nil, mongoerr.New(mongoerr.Code(5490704), "%s 'unit' must be a fixed-length time unit, found %s", name, formatValue(u))
+			return nil, mongoerr.New(mongoerr.Code(5490704), "%s 'unit' must be a fixed-length time unit, found %s", name, FormatValue(u))
 		}
 		f.unitMs = timeUnitMillis(u.StringValue())
 	}
@@ -282,9 +282,9 @@ func compileExpMovingAvg(arg bsoncore.Value, srt *Sort, s *compileScope) (window
 	case hasN == hasAlpha:
 		return nil, mongoerr.New(mongoerr.FailedToParse, "$expMovingAvg requires either 'N' or 'alpha' to be specified")
 	case hasN && (!isNumber(n) || toFloat(n) < 1 || toFloat(n) != float64(int64(toFloat(n)))):
-		return nil, mongoerr.New(mongoerr.FailedToParse, "'N' field must be an integer, but found type %s", typeName(n.Type))
+		return nil, mongoerr.New(mongoerr.FailedToParse, "'N' field must be an integer, but found type %s", TypeName(n.Type))
 	case hasAlpha && (!isNumber(a) || toFloat(a) <= 0 || toFloat(a) >= 1):
-		return nil, mongoerr.New(mongoerr.FailedToParse, "'alpha' must be between 0 and 1 (exclusive), found %s", formatValue(a))
+		return nil, mongoerr.New(mongoerr.FailedToParse, "'alpha' must be between 0 and 1 (exclusive), found %s", FormatValue(a))
 	}
 	if hasN {
 		return &expMovingAvg{input: exprs["input"], alpha: 2 / (toFloat(n) + 1)}, nil

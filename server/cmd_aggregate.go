@@ -172,7 +172,7 @@ func planLeadingMatch(snap *storage.Snapshot, a *aggregateArgs, env *query.Env) 
 	}
 	first, _ := vals[0].DocumentOK()
 	filter, ok := first.Lookup("$match").DocumentOK()
-	if !ok || len(first) == 0 || firstKeyOf(first) != "$match" {
+	if !ok || len(first) == 0 || firstKey(first) != "$match" {
 		return nil, nil
 	}
 	f, err := query.CompileFilterEnv(filter, env)
@@ -181,7 +181,7 @@ func planLeadingMatch(snap *storage.Snapshot, a *aggregateArgs, env *query.Env) 
 	}
 	in := plan.Input{Filter: f, Hint: a.hint}
 	if len(vals) > 1 {
-		if next, ok := vals[1].DocumentOK(); ok && firstKeyOf(next) == "$sort" {
+		if next, ok := vals[1].DocumentOK(); ok && firstKey(next) == "$sort" {
 			in.Sort, _ = next.Lookup("$sort").DocumentOK()
 		}
 	}
@@ -203,14 +203,6 @@ func pipelineStages(pipeline bsoncore.Array) []bsoncore.Document {
 		out = append(out, d)
 	}
 	return out
-}
-
-func firstKeyOf(d bsoncore.Document) string {
-	el, err := d.IndexErr(0)
-	if err != nil {
-		return ""
-	}
-	return el.Key()
 }
 
 // explainAggregate describes the plan: the read of the collection (an
@@ -248,7 +240,7 @@ func explainAggregate(ns string, p *query.Pipeline, lead *leadingMatch, snap *st
 // equality on a foreign field).
 func withLookupIndex(stage bsoncore.Document, snap *storage.Snapshot, env *query.Env) bsoncore.Document {
 	spec, ok := stage.Lookup("$lookup").DocumentOK()
-	if !ok || firstKeyOf(stage) != "$lookup" {
+	if !ok || firstKey(stage) != "$lookup" {
 		return stage
 	}
 	from, _ := spec.Lookup("from").StringValueOK()

@@ -251,7 +251,6 @@ func (p *peekSource) next(ctx context.Context) (bsoncore.Document, error) {
 	return d, err
 }
 
-
 func (p *peekSource) exhausted(ctx context.Context) (bool, error) {
 	if p.pending != nil {
 		return false, nil

@@ -157,7 +157,7 @@ func unknownField(cmd, field string) error {
 // typeMismatch is the IDL parser's error for a field of the wrong type.
 func typeMismatch(cmd, field string, v bsoncore.Value, want string) error {
 	return mongoerr.New(mongoerr.TypeMismatch, "BSON field '%s.%s' is the wrong type '%s', expected type '%s'",
-		cmd, field, typeName(v.Type), want)
+		cmd, field, query.TypeName(v.Type), want)
 }
 
 // fieldHandler handles one argument of a command.
@@ -188,15 +188,21 @@ func (r *request) parseArgs(fields map[string]fieldHandler) error {
 
 // Argument decoders, each returning MongoDB's type-mismatch error.
 
-func (r *request) docArg(field string, dst *bsoncore.Document) fieldHandler {
+// typedArg decodes a field with get, failing with MongoDB's type-mismatch
+// error naming the wanted type.
+func typedArg[T any](r *request, field, want string, dst *T, get func(bsoncore.Value) (T, bool)) fieldHandler {
 	return func(v bsoncore.Value) error {
-		d, ok := v.DocumentOK()
+		x, ok := get(v)
 		if !ok {
-			return typeMismatch(r.name, field, v, "object")
+			return typeMismatch(r.name, field, v, want)
 		}
-		*dst = d
+		*dst = x
 		return nil
 	}
+}
+
+func (r *request) docArg(field string, dst *bsoncore.Document) fieldHandler {
+	return typedArg(r, field, "object", dst, bsoncore.Value.DocumentOK)
 }
 
 func (r *request) optDocArg(field string, dst *bsoncore.Document) fieldHandler {
@@ -209,47 +215,19 @@ func (r *request) optDocArg(field string, dst *bsoncore.Document) fieldHandler {
 }
 
 func (r *request) arrayArg(field string, dst *bsoncore.Array) fieldHandler {
-	return func(v bsoncore.Value) error {
-		a, ok := v.ArrayOK()
-		if !ok {
-			return typeMismatch(r.name, field, v, "array")
-		}
-		*dst = a
-		return nil
-	}
+	return typedArg(r, field, "array", dst, bsoncore.Value.ArrayOK)
 }
 
 func (r *request) boolArg(field string, dst *bool) fieldHandler {
-	return func(v bsoncore.Value) error {
-		b, ok := asBool(v)
-		if !ok {
-			return typeMismatch(r.name, field, v, "bool")
-		}
-		*dst = b
-		return nil
-	}
+	return typedArg(r, field, "bool", dst, asBool)
 }
 
 func (r *request) stringArg(field string, dst *string) fieldHandler {
-	return func(v bsoncore.Value) error {
-		s, ok := v.StringValueOK()
-		if !ok {
-			return typeMismatch(r.name, field, v, "string")
-		}
-		*dst = s
-		return nil
-	}
+	return typedArg(r, field, "string", dst, bsoncore.Value.StringValueOK)
 }
 
 func (r *request) int64Arg(field string, dst *int64) fieldHandler {
-	return func(v bsoncore.Value) error {
-		n, ok := query.AsInt64(v)
-		if !ok {
-			return typeMismatch(r.name, field, v, "long")
-		}
-		*dst = n
-		return nil
-	}
+	return typedArg(r, field, "long", dst, query.AsInt64)
 }
 
 func (r *request) ignoreArg() fieldHandler { return func(bsoncore.Value) error { return nil } }
@@ -271,7 +249,7 @@ func (r *request) collectionArg() (string, error) {
 	v := r.cmd.Index(0).Value()
 	name, ok := v.StringValueOK()
 	if !ok {
-		return "", mongoerr.New(mongoerr.InvalidNamespace, "collection name has invalid type %s", typeName(v.Type))
+		return "", mongoerr.New(mongoerr.InvalidNamespace, "collection name has invalid type %s", query.TypeName(v.Type))
 	}
 	if err := validateCollectionName(r.db, name); err != nil {
 		return "", err
@@ -286,6 +264,7 @@ func (r *request) cursorPlace(ns string) cursorPlace {
 	return cursorPlace{db: r.db, rev: cmp.Or(r.rev, r.currentBranch()), coll: strings.TrimPrefix(ns, r.db+".")}
 }
 
+// firstKey is doc's first field name ("" when empty).
 func firstKey(doc bsoncore.Document) string {
 	el, err := doc.IndexErr(0)
 	if err != nil {

@@ -12,6 +12,8 @@ import (
 	"github.com/dolthub/dolt/go/store/prolly/tree"
 	"github.com/dolthub/dolt/go/store/val"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"dumbodb/query"
 )
 
 // Merge kinds, as kept in the merge state.
@@ -346,6 +348,13 @@ func (d *Database) resolveCollision(ctx context.Context, left, right tree.Diff) 
 	if rec.ours == nil || rec.theirs == nil {
 		return tree.Diff{}, false, rec, nil // delete against modify
 	}
+	// The empty document is what a virtual merge base holds for a document
+	// its bases could not merge (virtualBaseVersion): like Git's
+	// conflict-marked file, it merges with nothing but itself. (Nested
+	// empty documents are user data and merge field by field.)
+	if isEmptyDoc(rec.ours) || isEmptyDoc(rec.theirs) {
+		return tree.Diff{}, false, rec, nil
+	}
 	doc, ok := mergeDocs(rec.base, rec.ours, rec.theirs)
 	if !ok {
 		return tree.Diff{}, false, rec, nil
@@ -388,12 +397,6 @@ func (d *Database) conflictMap(ctx context.Context, recs []conflictRec) (prolly.
 // common base (nil base: both added it). It fails when one field was
 // changed differently on both sides.
 func mergeDocs(base, ours, theirs bsoncore.Document) (bsoncore.Document, bool) {
-	// The empty document is what a virtual merge base holds for a document
-	// its bases could not merge (virtualBaseVersion): like Git's
-	// conflict-marked file, it merges with nothing but itself.
-	if isEmptyDoc(ours) || isEmptyDoc(theirs) {
-		return nil, false
-	}
 	if base == nil {
 		base = bsoncore.NewDocumentBuilder().Build()
 	}
@@ -424,16 +427,14 @@ func mergeDocs(base, ours, theirs bsoncore.Document) (bsoncore.Document, bool) {
 // has an _id).
 func isEmptyDoc(d bsoncore.Document) bool { return len(d) == 5 }
 
-func sameValue(a, b bsoncore.Value) bool { return a.Type == b.Type && bytes.Equal(a.Data, b.Data) }
-
 // mergeField merges one field; a zero Value is a missing field.
 func mergeField(b, o, t bsoncore.Value) (bsoncore.Value, bool, bool) {
 	switch {
-	case sameValue(o, t):
+	case query.SameValue(o, t):
 		return o, o.Type != 0, true
-	case sameValue(o, b):
+	case query.SameValue(o, b):
 		return t, t.Type != 0, true
-	case sameValue(t, b):
+	case query.SameValue(t, b):
 		return o, o.Type != 0, true
 	case o.Type == bsoncore.TypeEmbeddedDocument && t.Type == bsoncore.TypeEmbeddedDocument &&
 		(b.Type == bsoncore.TypeEmbeddedDocument || b.Type == 0):

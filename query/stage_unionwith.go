@@ -1,0 +1,85 @@
+package query
+
+import (
+	"context"
+	"errors"
+	"io"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"dumbodb/query/mongoerr"
+)
+
+func init() {
+	stageCompilers["$unionWith"] = compileUnionWithStage
+}
+
+// $unionWith appends another collection's documents, optionally through a
+// pipeline, after the input.
+func compileUnionWithStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
+	var coll string
+	var sub *Pipeline
+	switch spec.Type {
+	case bsoncore.TypeString:
+		coll = spec.StringValue()
+	case bsoncore.TypeEmbeddedDocument:
+		it := newIter(spec.Data)
+		for {
+			k, v, ok := it.next()
+			if !ok {
+				break
+			}
+			switch string(k) {
+			case "coll":
+				name, err := lookupFrom(v, pc)
+				if err != nil {
+					return nil, err
+				}
+				coll = name
+			case "pipeline":
+				if v.Type != bsoncore.TypeArray {
+					return nil, mongoerr.New(mongoerr.TypeMismatch, "BSON field '$unionWith.pipeline' is the wrong type '%s', expected type 'array'", TypeName(v.Type))
+				}
+				sc := pipeCtx{opts: pc.opts, env: pc.env, within: "$unionWith"}
+				p, err := compileStages(v, &sc)
+				if err != nil {
+					return nil, err
+				}
+				sub = p
+			default:
+				return nil, mongoerr.New(mongoerr.Code(40415), "BSON field '$unionWith.%s' is an unknown field.", k)
+			}
+		}
+	default:
+		return nil, mongoerr.New(mongoerr.FailedToParse, "the $unionWith stage specification must be an object or string, but found %s", TypeName(spec.Type))
+	}
+	if coll == "" && (sub == nil || len(sub.specs) == 0 || firstKey(sub.specs[0]) != "$documents") {
+		return nil, mongoerr.New(mongoerr.Code(40414), "BSON field '$unionWith.coll' is missing but a required field")
+	}
+	return func(in Stream) Stream {
+		var other Stream
+		inDone := false
+		return funcStream(func(ctx context.Context) (bsoncore.Document, error) {
+			if !inDone {
+				d, err := in.Next(ctx)
+				if !errors.Is(err, io.EOF) {
+					return d, err
+				}
+				inDone = true
+			}
+			if other == nil {
+				// Streamed, not loaded: the sub-pipeline's blocking
+				// stages account for what they hold.
+				s, err := scanCollection(ctx, pc, coll)
+				if err != nil {
+					return nil, err
+				}
+				other = s
+				if sub != nil {
+					other = sub.connect(other)
+				}
+			}
+			return other.Next(ctx)
+		})
+	}, nil
+}
