@@ -576,20 +576,26 @@ func (d *Database) Tags(ctx context.Context) ([]TagInfo, error) {
 // refsByCommit maps commits to the branch and tag names that point at them.
 func (d *Database) refsByCommit(ctx context.Context) (map[hash.Hash][]string, error) {
 	out := map[hash.Hash][]string{}
+	err := d.eachRef(ctx, func(name string, c *datas.Commit) { out[c.Addr()] = append(out[c.Addr()], name) })
+	return out, err
+}
+
+// eachRef calls fn with every branch and tag and the commit it points at.
+func (d *Database) eachRef(ctx context.Context, fn func(name string, c *datas.Commit)) error {
 	for _, prefix := range []string{refHeads, refTags} {
 		names, err := d.refNames(ctx, prefix)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		for _, n := range names {
 			c, err := d.resolveCommit(ctx, n)
 			if err != nil {
-				return nil, err
+				return err
 			}
-			out[c.Addr()] = append(out[c.Addr()], n)
+			fn(n, c)
 		}
 	}
-	return out, nil
+	return nil
 }
 
 // mapOf returns a collection's map in a state (empty when absent).

@@ -244,20 +244,8 @@ func (d *Database) walkAllCommits(ctx context.Context, fn func(*datas.Commit) er
 // refHeadCommits is the commit of every branch and tag.
 func (d *Database) refHeadCommits(ctx context.Context) ([]*datas.Commit, error) {
 	var out []*datas.Commit
-	for _, prefix := range []string{refHeads, refTags} {
-		names, err := d.refNames(ctx, prefix)
-		if err != nil {
-			return nil, err
-		}
-		for _, n := range names {
-			c, err := d.resolveCommit(ctx, n)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, c)
-		}
-	}
-	return out, nil
+	err := d.eachRef(ctx, func(_ string, c *datas.Commit) { out = append(out, c) })
+	return out, err
 }
 
 // headCommit is a branch's head commit.
