@@ -40,19 +40,24 @@ $(MONGOSH):
 
 # Every fuzz target of every package, FUZZTIME each: go test -fuzz takes
 # one target per run, so the targets are listed and run in turn. `make
-# test` runs them for TEST_FUZZTIME, a count of inputs rather than a
-# duration: a timed -fuzztime can end with a spurious "context deadline
-# exceeded" failure on a loaded machine. Their seed corpora (f.Add and
+# test` runs them for TEST_FUZZTIME. A timed run can end with Go's
+# spurious "context deadline exceeded" and no failing input on a loaded
+# machine (a count, -fuzztime Nx, can hang instead), so such a run is
+# repeated once; a real crasher fails at once. Their seed corpora (f.Add and
 # testdata/fuzz) also run as plain tests. A crasher is written to the
 # package's testdata/fuzz/<target>/: fix it and keep the file.
 FUZZTIME      ?= 10s
-TEST_FUZZTIME ?= 2000x
+TEST_FUZZTIME ?= 4s
 fuzz:
-	@set -e; grep -r --include='*_test.go' --exclude-dir=.tools --exclude-dir=.git -o '^func Fuzz[A-Za-z0-9_]*' . | sed 's|:func | |' | \
+	@set -e; mkdir -p $(TOOLS); grep -r --include='*_test.go' --exclude-dir=.tools --exclude-dir=.git -o '^func Fuzz[A-Za-z0-9_]*' . | sed 's|:func | |' | \
 	while read file target; do \
 		pkg=$$(dirname $$file); \
 		echo "fuzz: $$pkg $$target for $(FUZZTIME)"; \
-		$(GO) test -run '^$$' -fuzz "^$$target\$$" -fuzztime $(FUZZTIME) $$pkg; \
+		$(GO) test -run '^$$' -fuzz "^$$target\$$" -fuzztime $(FUZZTIME) $$pkg > $(TOOLS)/fuzz.out 2>&1 || \
+		{ cat $(TOOLS)/fuzz.out; grep -q 'Failing input written' $(TOOLS)/fuzz.out && exit 1; \
+		  echo "fuzz: $$target stopped without a failing input (Go's timed-run artefact); once more"; \
+		  $(GO) test -run '^$$' -fuzz "^$$target\$$" -fuzztime $(FUZZTIME) $$pkg > $(TOOLS)/fuzz.out 2>&1 || { cat $(TOOLS)/fuzz.out; exit 1; }; }; \
+		tail -1 $(TOOLS)/fuzz.out; \
 	done
 
 clean:
