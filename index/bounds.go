@@ -5,9 +5,9 @@ import (
 	"math"
 	"sort"
 
-	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+	"dumbodb/query/value"
 
-	"dumbodb/query"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
 // FieldInterval is a set of values of one key field as a range of their
@@ -33,7 +33,7 @@ func PointInterval(v bsoncore.Value, text string) FieldInterval {
 
 // CollatedPointInterval is the values equal to v under collation c, in the
 // key space of an index with that collation (nil: simple).
-func CollatedPointInterval(v bsoncore.Value, c *query.Collation, text string) FieldInterval {
+func CollatedPointInterval(v bsoncore.Value, c *value.Collation, text string) FieldInterval {
 	k := EncodeKeyCollated(nil, v, c)
 	return FieldInterval{Lo: k, Hi: k, HiThrough: true, LoText: text, HiText: text}
 }
@@ -46,14 +46,14 @@ func RangeInterval(v bsoncore.Value, lower, inclusive bool, text string) FieldIn
 
 // CollatedRangeInterval is RangeInterval under collation c, in the key
 // space of an index with that collation (nil: simple).
-func CollatedRangeInterval(v bsoncore.Value, c *query.Collation, lower, inclusive bool, text string) FieldInterval {
+func CollatedRangeInterval(v bsoncore.Value, c *value.Collation, lower, inclusive bool, text string) FieldInterval {
 	k := EncodeKeyCollated(nil, v, c)
 	class := k[0]
 	if lower {
 		return FieldInterval{Lo: k, LoAfter: !inclusive, Hi: []byte{class}, HiThrough: true, LoText: text, HiText: classEnd(class)}
 	}
 	lo, loAfter := []byte{class}, false
-	if class == query.ClassNumber {
+	if class == value.ClassNumber {
 		// NaN sorts below every number but matches no $lt/$lte of one.
 		lo, loAfter = EncodeKey(nil, bsoncore.Value{Type: bsoncore.TypeDouble, Data: nanBytes}), true
 	}
@@ -63,14 +63,14 @@ func CollatedRangeInterval(v bsoncore.Value, c *query.Collation, lower, inclusiv
 var nanBytes = bsoncore.AppendDouble(nil, math.NaN())
 
 func classStart(class byte) string {
-	if class == query.ClassNumber {
+	if class == value.ClassNumber {
 		return "-inf.0"
 	}
 	return "MinKey"
 }
 
 func classEnd(class byte) string {
-	if class == query.ClassNumber {
+	if class == value.ClassNumber {
 		return "inf.0"
 	}
 	return "MaxKey"

@@ -9,8 +9,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"dumbodb/query"
 	"dumbodb/query/mongoerr"
+	"dumbodb/query/value"
 )
 
 func mustSpec(t testing.TB, spec bson.D) *Spec {
@@ -19,7 +19,7 @@ func mustSpec(t testing.TB, spec bson.D) *Spec {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := ParseSpec(raw)
+	s, err := ParseSpec(raw, testFilters)
 	if err != nil {
 		t.Fatalf("%v: %v", spec, err)
 	}
@@ -35,7 +35,7 @@ func TestEncodeKeyCollatedOrder(t *testing.T) {
 		{{Key: "locale", Value: "de"}, {Key: "strength", Value: 1}, {Key: "numericOrdering", Value: true}},
 	} {
 		raw, _ := bson.Marshal(spec)
-		c, err := query.ParseCollation(raw)
+		c, err := value.ParseCollation(raw)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -50,7 +50,7 @@ func TestEncodeKeyCollatedOrder(t *testing.T) {
 		}
 		for n := 0; n < 40000; n++ {
 			i, j := r.Intn(len(vals)), r.Intn(len(vals))
-			want := query.CompareCollated(vals[i], vals[j], c)
+			want := value.CompareCollated(vals[i], vals[j], c)
 			if got := sign(bytes.Compare(keys[i], keys[j])); got != want {
 				t.Fatalf("%v: compare(%s, %s) = %d but keys compare %d", spec, vals[i], vals[j], want, got)
 			}
@@ -65,7 +65,7 @@ func TestSpecCollation(t *testing.T) {
 	if got := s.Raw.String(); got != want {
 		t.Fatalf("raw: %s", got)
 	}
-	loaded, err := LoadSpec(s.Raw)
+	loaded, err := LoadSpec(s.Raw, testFilters)
 	if err != nil || !loaded.SameOptions(s) || !loaded.Collation().Equal(s.Collation()) {
 		t.Fatalf("reload: %v", err)
 	}
@@ -113,7 +113,7 @@ func TestSpecCollationErrors(t *testing.T) {
 		{bson.D{{Key: "key", Value: bson.D{{Key: "_id", Value: 1}}}, {Key: "collation", Value: bson.D{{Key: "locale", Value: "en"}}}}, 2},
 	} {
 		raw, _ := bson.Marshal(c.spec)
-		_, err := ParseSpec(raw)
+		_, err := ParseSpec(raw, testFilters)
 		if code := codeOf(err); code != c.code {
 			t.Errorf("%v: %v, want code %d", c.spec, err, c.code)
 		}

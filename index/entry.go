@@ -2,11 +2,8 @@ package index
 
 import (
 	"encoding/binary"
-	"sync"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
-
-	"dumbodb/query"
 )
 
 // coveredMarker starts an entry value that carries covered values. Plain
@@ -43,27 +40,6 @@ func SplitEntryValue(v []byte) (idKey, covered []byte) {
 	return v[start : start+int(n)], v[start+int(n):]
 }
 
-// coverProjection projects a document onto the key fields (and _id only
-// when it is a key field); nil when the key paths collide.
-func (s *Spec) coverProjection() *query.Projection {
-	s.coverOnce.Do(func() {
-		b := bsoncore.NewDocumentBuilder()
-		hasID := false
-		for _, f := range s.Fields {
-			b.AppendInt32(f.Path, 1)
-			hasID = hasID || f.Path == "_id"
-		}
-		if !hasID {
-			b.AppendInt32("_id", 0)
-		}
-		p, err := query.CompileProjection(b.Build())
-		if err == nil {
-			s.cover = p
-		}
-	})
-	return s.cover
-}
-
 // Covered is what an index entry of doc stores so that queries needing
 // only the key fields can skip fetching doc: doc projected onto the key
 // fields. It is nil for a document that makes the index multikey (its
@@ -74,25 +50,16 @@ func (s *Spec) Covered(doc bsoncore.Document, multikey bool) []byte {
 	if _, wild := s.Wildcard(); doc == nil || multikey || s.Text != nil || wild || s.coll != nil {
 		return nil
 	}
-	p := s.coverProjection()
-	if p == nil {
+	t := s.coverTree()
+	if t == nil {
 		return nil
 	}
-	out, err := p.Apply(doc)
-	if err != nil {
-		return nil
-	}
-	return out
+	return t.project(doc)
 }
 
 // CanCover reports whether entries of this index carry covered values
 // (the key paths project without collision).
 func (s *Spec) CanCover() bool {
 	_, wild := s.Wildcard()
-	return s.Text == nil && !wild && s.coll == nil && s.coverProjection() != nil
-}
-
-type coverCache struct {
-	coverOnce sync.Once
-	cover     *query.Projection
+	return s.Text == nil && !wild && s.coll == nil && s.coverTree() != nil
 }

@@ -3,9 +3,9 @@ package index
 import (
 	"bytes"
 
-	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+	"dumbodb/query/value"
 
-	"dumbodb/query"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
 // KeyValue is the keyValue document of a duplicate key error: for each key
@@ -21,7 +21,7 @@ func (s *Spec) KeyValue(doc, fields []byte) bsoncore.Document {
 	return b.Build()
 }
 
-func matchValue(vals []bsoncore.Value, rest []byte, desc bool, c *query.Collation) (bsoncore.Value, int) {
+func matchValue(vals []bsoncore.Value, rest []byte, desc bool, c *value.Collation) (bsoncore.Value, int) {
 	for _, v := range vals {
 		enc := EncodeKeyCollated(nil, v, c)
 		if desc {
@@ -37,8 +37,8 @@ func matchValue(vals []bsoncore.Value, rest []byte, desc bool, c *query.Collatio
 // ShellDoc formats a document the way mongod's messages do:
 // { a: 1, b: "x" }.
 func ShellDoc(d bsoncore.Document) string {
-	return query.FormatValue(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: d})
+	return value.Format(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: d})
 }
 
 // ShellValue formats one value as mongod's messages do.
-func ShellValue(v bsoncore.Value) string { return query.FormatValue(v) }
+func ShellValue(v bsoncore.Value) string { return value.Format(v) }

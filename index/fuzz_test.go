@@ -7,6 +7,7 @@ import (
 	"dumbodb/index"
 	"dumbodb/internal/fuzzbson"
 	"dumbodb/query"
+	"dumbodb/query/value"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -25,7 +26,7 @@ func FuzzEncodeKey(f *testing.F) {
 	f.Add(fuzzbson.EncodeAll(vals, d("locale", "en", "strength", 2)))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		in := fuzzbson.Documents(data, 2)
-		coll, err := query.ParseCollation(in[1])
+		coll, err := value.ParseCollation(in[1])
 		fuzzbson.CheckUserError(t, "ParseCollation", err)
 		vs, _ := in[0].Values()
 		for _, a := range vs {
@@ -34,7 +35,7 @@ func FuzzEncodeKey(f *testing.F) {
 					continue
 				}
 				byKey := bytes.Compare(index.EncodeKeyCollated(nil, a, coll), index.EncodeKeyCollated(nil, b, coll))
-				if cmp := query.CompareCollated(a, b, coll); sign(cmp) != byKey {
+				if cmp := value.CompareCollated(a, b, coll); sign(cmp) != byKey {
 					t.Fatalf("%v vs %v: Compare says %d, keys say %d", a, b, cmp, byKey)
 				}
 			}
@@ -78,7 +79,9 @@ func FuzzSpecKeys(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		in := fuzzbson.Documents(data, 1+len(docs))
-		spec, err := index.ParseSpec(in[0])
+		spec, err := index.ParseSpec(in[0], func(f bsoncore.Document, c *value.Collation) (index.Matcher, error) {
+			return query.CompilePartialFilter(f, c)
+		})
 		fuzzbson.CheckUserError(t, "ParseSpec", err)
 		if err != nil {
 			return

@@ -11,9 +11,9 @@ import (
 	"math"
 	"math/big"
 
-	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+	"dumbodb/query/value"
 
-	"dumbodb/query"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
 // MaxKeySize caps an encoded key. Keys are stored inside Dolt tuples, whose
@@ -48,51 +48,51 @@ func EncodeKey(dst []byte, v bsoncore.Value) []byte {
 // encoded by their collation sort keys (query.Collation.AppendKey), so
 // that byte order is the collation's order and strings it finds equal
 // encode identically. Every other value encodes as with EncodeKey.
-func EncodeKeyCollated(dst []byte, v bsoncore.Value, c *query.Collation) []byte {
-	class := query.CanonicalType(v.Type)
+func EncodeKeyCollated(dst []byte, v bsoncore.Value, c *value.Collation) []byte {
+	class := value.CanonicalType(v.Type)
 	dst = append(dst, byte(class))
 	return appendPayload(dst, class, v, c)
 }
 
-func appendPayload(dst []byte, class int, v bsoncore.Value, c *query.Collation) []byte {
+func appendPayload(dst []byte, class int, v bsoncore.Value, c *value.Collation) []byte {
 	switch class {
-	case query.ClassNumber:
+	case value.ClassNumber:
 		return appendNumber(dst, v)
-	case query.ClassString:
+	case value.ClassString:
 		if c != nil {
 			return c.AppendKey(dst, rawString(v.Data))
 		}
-		return query.AppendEscaped(dst, rawString(v.Data))
-	case query.ClassCode:
-		return query.AppendEscaped(dst, rawString(v.Data))
-	case query.ClassObject:
+		return value.AppendEscaped(dst, rawString(v.Data))
+	case value.ClassCode:
+		return value.AppendEscaped(dst, rawString(v.Data))
+	case value.ClassObject:
 		return appendDoc(dst, v.Data, true, c)
-	case query.ClassArray:
+	case value.ClassArray:
 		return appendDoc(dst, v.Data, false, c)
-	case query.ClassBinData:
+	case value.ClassBinData:
 		dst = binary.BigEndian.AppendUint32(dst, binary.LittleEndian.Uint32(v.Data))
 		return append(dst, v.Data[4:]...) // subtype, then bytes
-	case query.ClassObjectID:
+	case value.ClassObjectID:
 		return append(dst, v.Data...)
-	case query.ClassBool:
+	case value.ClassBool:
 		return append(dst, v.Data[0])
-	case query.ClassDate:
+	case value.ClassDate:
 		return binary.BigEndian.AppendUint64(dst, uint64(v.DateTime())^(1<<63))
-	case query.ClassTimestamp:
+	case value.ClassTimestamp:
 		t, i := v.Timestamp()
 		dst = binary.BigEndian.AppendUint32(dst, t)
 		return binary.BigEndian.AppendUint32(dst, i)
-	case query.ClassRegex:
+	case value.ClassRegex:
 		p, o := v.Regex()
-		dst = query.AppendEscaped(dst, []byte(p))
-		return query.AppendEscaped(dst, []byte(o))
-	case query.ClassDBPointer:
+		dst = value.AppendEscaped(dst, []byte(p))
+		return value.AppendEscaped(dst, []byte(o))
+	case value.ClassDBPointer:
 		// Ordered by namespace length, then namespace and ObjectId bytes.
 		dst = binary.BigEndian.AppendUint32(dst, binary.LittleEndian.Uint32(v.Data))
 		return append(dst, v.Data[4:]...)
-	case query.ClassCodeWithScope:
+	case value.ClassCodeWithScope:
 		code, scope := v.CodeWithScope()
-		dst = query.AppendEscaped(dst, []byte(code))
+		dst = value.AppendEscaped(dst, []byte(code))
 		return appendDoc(dst, scope, true, nil) // scopes compare binary
 	}
 	return dst // MinKey, Undefined, Null, MaxKey: the class says it all.
@@ -102,7 +102,7 @@ func rawString(data []byte) []byte { return data[4 : len(data)-1] }
 
 // appendDoc encodes elements as class byte, field name (objects only),
 // payload; field names are C strings, so one 0x00 terminates them.
-func appendDoc(dst, doc []byte, names bool, c *query.Collation) []byte {
+func appendDoc(dst, doc []byte, names bool, c *value.Collation) []byte {
 	rem := doc[4 : len(doc)-1]
 	for len(rem) > 0 {
 		el, r, ok := bsoncore.ReadElement(rem)
@@ -111,7 +111,7 @@ func appendDoc(dst, doc []byte, names bool, c *query.Collation) []byte {
 		}
 		rem = r
 		v := el.Value()
-		class := query.CanonicalType(v.Type)
+		class := value.CanonicalType(v.Type)
 		dst = append(dst, byte(class))
 		if names {
 			dst = append(dst, el.KeyBytes()...)
@@ -132,7 +132,7 @@ func appendNumber(dst []byte, v bsoncore.Value) []byte {
 	case bsoncore.TypeInt64:
 		return appendInt64(dst, v.Int64())
 	}
-	return appendDecimal(dst, query.ExactNumber(v))
+	return appendDecimal(dst, value.ExactNumber(v))
 }
 
 func appendInt64(dst []byte, i int64) []byte {
@@ -143,7 +143,7 @@ func appendInt64(dst []byte, i int64) []byte {
 	return appendFloatKey(dst, f, float64(i-int64(f)))
 }
 
-func appendDecimal(dst []byte, e query.Exact) []byte {
+func appendDecimal(dst []byte, e value.Exact) []byte {
 	switch {
 	case e.NaN:
 		return appendFloatKey(dst, math.NaN(), 0)

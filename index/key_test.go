@@ -10,8 +10,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"dumbodb/query"
 	"dumbodb/query/mongoerr"
+	"dumbodb/query/value"
 )
 
 func sign(c int) int {
@@ -43,7 +43,7 @@ func checkEncodeKeyOrder(t *testing.T, r *rand.Rand) {
 	}
 	for n := 0; n < 50000; n++ {
 		i, j := r.Intn(len(vals)), r.Intn(len(vals))
-		want := query.Compare(vals[i], vals[j])
+		want := value.Compare(vals[i], vals[j])
 		got := sign(bytes.Compare(keys[i], keys[j]))
 		if got != want {
 			t.Fatalf("Compare(%s, %s) = %d but keys compare %d\n%x\n%x", vals[i], vals[j], want, got, keys[i], keys[j])

@@ -6,8 +6,8 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"dumbodb/query"
 	"dumbodb/query/mongoerr"
+	"dumbodb/query/value"
 )
 
 // MultikeyMarker is the key of the one entry an index map holds once any
@@ -89,7 +89,7 @@ func checkParallel(per []fieldValues) (bool, error) {
 
 // extend appends every value of one field to every key so far, strings
 // by their collation keys under a collation c.
-func extend(keys [][]byte, vals []bsoncore.Value, desc bool, c *query.Collation) [][]byte {
+func extend(keys [][]byte, vals []bsoncore.Value, desc bool, c *value.Collation) [][]byte {
 	out := make([][]byte, 0, len(keys)*len(vals))
 	for _, k := range keys {
 		for _, v := range vals {

@@ -7,8 +7,9 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"dumbodb/query"
 	"dumbodb/query/mongoerr"
+	"dumbodb/query/text"
+	"dumbodb/query/value"
 )
 
 // Error codes of index specifications (mongod's).
@@ -39,10 +40,10 @@ type Spec struct {
 	Raw         bsoncore.Document // {v, key, name, options...}
 
 	// Text is set for a text index: its fields, weights and language.
-	Text *query.TextConfig
+	Text *text.Config
 
-	partial     *query.Filter
-	coll        *query.Collation // nil: simple
+	partial     Matcher
+	coll        *value.Collation // nil: simple
 	tp          *textParse
 	textWeights bsoncore.Document
 	textName    string
@@ -52,9 +53,20 @@ type Spec struct {
 // IDIndexName is the name of the implicit _id index.
 const IDIndexName = "_id_"
 
+// Matcher says whether a document belongs to a partial index.
+type Matcher interface {
+	Match(doc bsoncore.Document) bool
+}
+
+// FilterCompiler compiles a partialFilterExpression under the index's
+// collation (nil: simple). The query language is package query's; index
+// only asks the compiled filter, so it takes the compiler from its caller.
+type FilterCompiler func(filter bsoncore.Document, coll *value.Collation) (Matcher, error)
+
 // ParseSpec validates one createIndexes spec and returns it normalised
 // (v: 2 first, then key and name, then the options in the order given).
-func ParseSpec(doc bsoncore.Document) (*Spec, error) {
+// filters compiles a partial filter; it may be nil for a spec without one.
+func ParseSpec(doc bsoncore.Document, filters FilterCompiler) (*Spec, error) {
 	s := &Spec{ExpireAfter: -1}
 	els, err := doc.Elements()
 	if err != nil {
@@ -85,16 +97,8 @@ func ParseSpec(doc bsoncore.Document) (*Spec, error) {
 	if err := s.checkCollation(); err != nil {
 		return nil, err
 	}
-	if s.Partial != nil {
-		// The partial filter compares strings with the index's collation,
-		// as on mongod.
-		env, err := query.NewEnv(s.coll, nil)
-		if err != nil {
-			return nil, err
-		}
-		if s.partial, err = query.CompileFilterEnv(s.Partial, env); err != nil {
-			return nil, err
-		}
+	if err := s.compilePartial(filters); err != nil {
+		return nil, err
 	}
 	if s.Name == "" {
 		s.Name = DefaultName(s.Fields)
@@ -107,8 +111,8 @@ func ParseSpec(doc bsoncore.Document) (*Spec, error) {
 }
 
 // LoadSpec reads a spec stored in the catalog (already validated).
-func LoadSpec(raw bsoncore.Document) (*Spec, error) {
-	s, err := ParseSpec(raw)
+func LoadSpec(raw bsoncore.Document, filters FilterCompiler) (*Spec, error) {
+	s, err := ParseSpec(raw, filters)
 	if err != nil {
 		return nil, fmt.Errorf("stored index spec %s: %w", raw, err)
 	}
@@ -249,7 +253,7 @@ func parseKeyField(el bsoncore.Element) (Field, error) {
 	}
 	f, ok := v.AsFloat64OK()
 	if v.Type == bsoncore.TypeDecimal128 { // AsFloat64OK does not read decimals
-		if e := query.ExactNumber(v); e.Rat != nil {
+		if e := value.ExactNumber(v); e.Rat != nil {
 			f, _ = e.Rat.Float64()
 			ok = true
 		}
@@ -258,6 +262,23 @@ func parseKeyField(el bsoncore.Element) (Field, error) {
 		return Field{}, mongoerr.New(codeCannotCreateIndex, "Values in the index key pattern can only be positive or negative numbers, got %s: %s", path, v)
 	}
 	return Field{Path: path, Desc: f < 0}, nil
+}
+
+// compilePartial compiles the partial filter, which compares strings with
+// the index's collation as on mongod.
+func (s *Spec) compilePartial(filters FilterCompiler) error {
+	if s.Partial == nil {
+		return nil
+	}
+	if filters == nil {
+		return fmt.Errorf("index %s: a partial filter needs a filter compiler", s.Name)
+	}
+	m, err := filters(s.Partial, s.coll)
+	if err != nil {
+		return err
+	}
+	s.partial = m
+	return nil
 }
 
 func (s *Spec) parsePartial(v bsoncore.Value) error {
@@ -279,7 +300,7 @@ func (s *Spec) parseCollation(v bsoncore.Value) error {
 	if len(d) <= 5 {
 		return mongoerr.New(mongoerr.BadValue, "The field 'collation' cannot be an empty object.")
 	}
-	c, err := query.ParseCollation(d)
+	c, err := value.ParseCollation(d)
 	if err != nil {
 		return err
 	}
@@ -308,7 +329,7 @@ func (s *Spec) checkCollation() error {
 
 // Collation is the index's collation (nil: simple): string keys are
 // encoded by its sort keys.
-func (s *Spec) Collation() *query.Collation { return s.coll }
+func (s *Spec) Collation() *value.Collation { return s.coll }
 
 func (s *Spec) parseExpire(v bsoncore.Value) error {
 	f, ok := v.AsFloat64OK()

@@ -12,7 +12,7 @@ func TestSameEntries(t *testing.T) {
 		for _, e := range extra {
 			b.AppendValue(e.Key(), e.Value())
 		}
-		s, err := ParseSpec(b.Build())
+		s, err := ParseSpec(b.Build(), testFilters)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -6,8 +6,8 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"dumbodb/query"
 	"dumbodb/query/mongoerr"
+	"dumbodb/query/text"
 )
 
 // Text indexes: the key pattern is stored as mongod shows it,
@@ -74,7 +74,7 @@ func (s *Spec) finishText() error {
 	if s.Unique || s.ExpireAfter >= 0 {
 		return mongoerr.New(codeCannotCreateIndex, "text indexes do not support unique or expireAfterSeconds")
 	}
-	cfg := &query.TextConfig{Language: "english"}
+	cfg := &text.Config{Language: "english"}
 	if tp.language != "" {
 		cfg.Language = tp.language
 	}
@@ -105,7 +105,7 @@ func (s *Spec) finishText() error {
 	}
 	wb := bsoncore.NewDocumentBuilder()
 	for _, f := range order {
-		cfg.Fields = append(cfg.Fields, query.TextField{Path: f, Weight: weights[f]})
+		cfg.Fields = append(cfg.Fields, text.Field{Path: f, Weight: weights[f]})
 		w := weights[f]
 		if w == math.Trunc(w) {
 			wb.AppendInt32(f, int32(w))
@@ -134,7 +134,7 @@ func (s *Spec) textKeys(doc bsoncore.Document) ([][]byte, bool, error) {
 		return nil, false, nil
 	}
 	var keys [][]byte
-	for term, score := range query.TextTermScores(doc, *s.Text) {
+	for term, score := range text.TermScores(doc, *s.Text) {
 		k := EncodeKey(nil, bsoncore.Value{Type: bsoncore.TypeString, Data: bsoncore.AppendString(nil, term)})
 		k = EncodeKey(k, bsoncore.Value{Type: bsoncore.TypeDouble, Data: bsoncore.AppendDouble(nil, score)})
 		if len(k) > MaxKeySize {

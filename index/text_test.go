@@ -5,18 +5,16 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
-
-	"dumbodb/query"
 )
 
 func TestTextSpecRoundTrip(t *testing.T) {
 	raw, _ := bson.Marshal(bson.D{{Key: "key", Value: bson.D{{Key: "title", Value: "text"}, {Key: "body", Value: "text"}}},
 		{Key: "weights", Value: bson.D{{Key: "title", Value: 5}}}})
-	s, err := ParseSpec(raw)
+	s, err := ParseSpec(raw, testFilters)
 	if err != nil {
 		t.Fatal(err)
 	}
-	again, err := LoadSpec(s.Raw)
+	again, err := LoadSpec(s.Raw, testFilters)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,14 +25,5 @@ func TestTextSpecRoundTrip(t *testing.T) {
 	keys, mk, err := again.Keys(bsoncore.Document(doc))
 	if err != nil || mk || len(keys) != 2 { // "run", "runner"
 		t.Fatalf("keys: %d %v %v", len(keys), mk, err)
-	}
-}
-
-func TestStem(t *testing.T) {
-	for in, want := range map[string]string{"running": "run", "runs": "run", "ponies": "poni", "caresses": "caress",
-		"cats": "cat", "hopeful": "hope", "relational": "relat"} {
-		if got := query.Stem(in); got != want {
-			t.Errorf("Stem(%q) = %q, want %q", in, got, want)
-		}
 	}
 }

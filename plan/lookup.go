@@ -8,7 +8,7 @@ import (
 	"sort"
 
 	"dumbodb/index"
-	"dumbodb/query"
+	"dumbodb/query/value"
 	"dumbodb/storage"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -84,7 +84,7 @@ func probeable(v bsoncore.Value) bool {
 	case bsoncore.TypeArray, bsoncore.TypeRegex, bsoncore.TypeMinKey, bsoncore.TypeMaxKey:
 		return false
 	case bsoncore.TypeDouble, bsoncore.TypeDecimal128:
-		return !query.ExactNumber(v).NaN
+		return !value.ExactNumber(v).NaN
 	}
 	return true
 }

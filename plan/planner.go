@@ -9,6 +9,7 @@ import (
 	"dumbodb/index"
 	"dumbodb/query"
 	"dumbodb/query/mongoerr"
+	"dumbodb/query/value"
 	"dumbodb/storage"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -109,7 +110,7 @@ func Query(rd storage.Reader, coll string, in Input) (*Plan, error) {
 // collationPreds is the predicates an index with collation ic can bound
 // for a query with collation qc: all when they are the same collation,
 // else those whose values no collation affects (numbers, dates, ...).
-func collationPreds(preds []query.Predicate, ic, qc *query.Collation) []query.Predicate {
+func collationPreds(preds []query.Predicate, ic, qc *value.Collation) []query.Predicate {
 	if ic.Equal(qc) {
 		return preds
 	}
@@ -143,7 +144,7 @@ func usable(ix *storage.IndexInfo) bool {
 // A hinted index whose collation is not the query's is still used, as on
 // mongod: it bounds what it can (collationPreds, else the whole index) and
 // the filter decides; the sort is then done in memory.
-func hintedPlan(indexes []storage.IndexInfo, hint bsoncore.Value, preds []query.Predicate, sortKeys []sortKey, qc *query.Collation) (*Plan, error) {
+func hintedPlan(indexes []storage.IndexInfo, hint bsoncore.Value, preds []query.Predicate, sortKeys []sortKey, qc *value.Collation) (*Plan, error) {
 	ix, natural, err := resolveHint(indexes, hint)
 	if err != nil || natural {
 		return &Plan{}, err
@@ -178,7 +179,7 @@ func resolveHint(indexes []storage.IndexInfo, hint bsoncore.Value) (*storage.Ind
 		if len(els) == 0 || (len(els) == 1 && (els[0].Key() == "$natural" || els[0].Key() == "_id")) {
 			return nil, true, nil
 		}
-		probe, err := index.ParseSpec(bsoncore.NewDocumentBuilder().AppendDocument("key", d).Build())
+		probe, err := index.ParseSpec(bsoncore.NewDocumentBuilder().AppendDocument("key", d).Build(), nil)
 		if err != nil {
 			break
 		}
@@ -206,7 +207,7 @@ func CheckHint(rd storage.Reader, coll string, hint bsoncore.Value) error {
 // result: two points per leading equality field, one for a range after.
 // Under a collation qc other than the index's, only the predicates no
 // collation affects bound it and it gives no sort (collationPreds).
-func indexPlan(ix *storage.IndexInfo, preds []query.Predicate, sortKeys []sortKey, qc *query.Collation) (*Plan, int) {
+func indexPlan(ix *storage.IndexInfo, preds []query.Predicate, sortKeys []sortKey, qc *value.Collation) (*Plan, int) {
 	p := &Plan{ix: ix}
 	ic := ix.Spec.Collation()
 	if !ic.Equal(qc) {
@@ -257,7 +258,7 @@ func fieldIntervals(path string, preds []query.Predicate, multikey bool) ([]inde
 
 // collatedFieldIntervals is fieldIntervals in the key space of an index
 // with collation c (nil: simple).
-func collatedFieldIntervals(path string, preds []query.Predicate, multikey bool, c *query.Collation) ([]index.FieldInterval, bool) {
+func collatedFieldIntervals(path string, preds []query.Predicate, multikey bool, c *value.Collation) ([]index.FieldInterval, bool) {
 	var points []index.FieldInterval
 	rng := index.FullInterval()
 	ranged := false
@@ -286,7 +287,7 @@ func collatedFieldIntervals(path string, preds []query.Predicate, multikey bool,
 	return points, true
 }
 
-func rangeOf(pr query.Predicate, c *query.Collation) index.FieldInterval {
+func rangeOf(pr query.Predicate, c *value.Collation) index.FieldInterval {
 	v := pr.Values[0]
 	text := index.ShellValue(v)
 	switch pr.Op {
@@ -302,7 +303,7 @@ func rangeOf(pr query.Predicate, c *query.Collation) index.FieldInterval {
 
 // intersectPoints is the point intervals of vals, kept to those already in
 // cur when cur is set (an empty, non-nil result matches nothing).
-func intersectPoints(cur []index.FieldInterval, vals []bsoncore.Value, c *query.Collation) []index.FieldInterval {
+func intersectPoints(cur []index.FieldInterval, vals []bsoncore.Value, c *value.Collation) []index.FieldInterval {
 	out := []index.FieldInterval{}
 	for _, v := range vals {
 		iv := index.CollatedPointInterval(v, c, index.ShellValue(v))
@@ -338,7 +339,7 @@ func plainSortKeys(sort bsoncore.Document) []sortKey {
 	els, _ := sort.Elements()
 	var out []sortKey
 	for _, el := range els {
-		n, ok := query.AsInt64(el.Value())
+		n, ok := value.AsInt64(el.Value())
 		if !ok || (n != 1 && n != -1) || el.Key() == "$natural" {
 			return nil
 		}

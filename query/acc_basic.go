@@ -6,6 +6,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"dumbodb/query/mongoerr"
+	"dumbodb/query/value"
 )
 
 // Accumulators fold the documents of a $group group or a
@@ -79,10 +80,10 @@ func (a *exprAcc) add(c *evalCtx) (int, error) {
 func unaryAcc(mk func() valueAcc) accCompiler {
 	return func(op string, arg bsoncore.Value, s *compileScope, _ *Env) (accFactory, error) {
 		if arg.Type == bsoncore.TypeArray {
-			if arrayLen(arg.Data) != 1 {
+			if value.ArrayLen(arg.Data) != 1 {
 				return nil, mongoerr.New(mongoerr.Code(40237), "The %s accumulator is a unary operator", op)
 			}
-			arg, _ = arrayElem(arg.Data, 0)
+			arg, _ = value.ArrayElem(arg.Data, 0)
 		}
 		x, err := compileExpr(arg, s)
 		if err != nil {
@@ -93,10 +94,10 @@ func unaryAcc(mk func() valueAcc) accCompiler {
 }
 
 func compileCountAcc(_ string, arg bsoncore.Value, _ *compileScope, _ *Env) (accFactory, error) {
-	if arg.Type != bsoncore.TypeEmbeddedDocument || arrayLen(arg.Data) != 0 {
+	if arg.Type != bsoncore.TypeEmbeddedDocument || value.ArrayLen(arg.Data) != 0 {
 		return nil, mongoerr.New(mongoerr.TypeMismatch, "$count takes no arguments, i.e. $count:{}")
 	}
-	one := literalExpr{mkInt32(1)}
+	one := literalExpr{value.Int32(1)}
 	return func() accumulator { return &exprAcc{x: one, valueAcc: &sumAcc{}} }, nil
 }
 
@@ -105,7 +106,7 @@ func compileCountAcc(_ string, arg bsoncore.Value, _ *compileScope, _ *Env) (acc
 func foldArgs(mk func() valueAcc, flatten bool) func(*evalCtx, []bsoncore.Value) (bsoncore.Value, error) {
 	return func(_ *evalCtx, args []bsoncore.Value) (bsoncore.Value, error) {
 		if flatten && len(args) == 1 && args[0].Type == bsoncore.TypeArray {
-			args = arrayValues(args[0].Data)
+			args = value.ArrayValues(args[0].Data)
 		}
 		a := mk()
 		for _, v := range args {
@@ -126,11 +127,11 @@ type sumAcc struct {
 }
 
 func (s *sumAcc) addValue(v bsoncore.Value) (int, error) {
-	if !isNumber(v) {
+	if !value.IsNumber(v) {
 		return 0, nil
 	}
 	if s.sum.Type == 0 {
-		s.sum = mkInt32(0)
+		s.sum = value.Int32(0)
 	}
 	s.sum = widenArith(s.sum, v, false)
 	s.n++
@@ -140,18 +141,18 @@ func (s *sumAcc) addValue(v bsoncore.Value) (int, error) {
 func (s *sumAcc) result() (bsoncore.Value, error) {
 	if !s.avg {
 		if s.sum.Type == 0 {
-			return mkInt32(0), nil
+			return value.Int32(0), nil
 		}
 		return s.sum, nil
 	}
 	if s.n == 0 {
-		return nullValue, nil
+		return value.Null, nil
 	}
-	avg := toFloat(s.sum) / float64(s.n)
+	avg := value.ToFloat(s.sum) / float64(s.n)
 	if s.sum.Type == bsoncore.TypeDecimal128 {
 		return decimalFromFloat(avg), nil
 	}
-	return mkDouble(avg), nil
+	return value.Double(avg), nil
 }
 
 // extremeAcc implements $min (sign -1) and $max (sign 1); missing and null
@@ -165,7 +166,7 @@ func (e *extremeAcc) addValue(v bsoncore.Value) (int, error) {
 	if nullish(v) {
 		return 0, nil
 	}
-	if e.best.Type == 0 || Compare(v, e.best)*e.sign > 0 {
+	if e.best.Type == 0 || value.Compare(v, e.best)*e.sign > 0 {
 		e.best = v
 		return len(v.Data), nil
 	}
@@ -174,7 +175,7 @@ func (e *extremeAcc) addValue(v bsoncore.Value) (int, error) {
 
 func (e *extremeAcc) result() (bsoncore.Value, error) {
 	if e.best.Type == 0 {
-		return nullValue, nil
+		return value.Null, nil
 	}
 	return e.best, nil
 }
@@ -187,7 +188,7 @@ type firstLastAcc struct {
 
 func (f *firstLastAcc) addValue(v bsoncore.Value) (int, error) {
 	if v.Type == 0 {
-		v = nullValue
+		v = value.Null
 	}
 	if f.first && f.v.Type != 0 {
 		return 0, nil
@@ -198,7 +199,7 @@ func (f *firstLastAcc) addValue(v bsoncore.Value) (int, error) {
 
 func (f *firstLastAcc) result() (bsoncore.Value, error) {
 	if f.v.Type == 0 {
-		return nullValue, nil
+		return value.Null, nil
 	}
 	return f.v, nil
 }
@@ -229,7 +230,7 @@ func (p *pushAcc) addValue(v bsoncore.Value) (int, error) {
 	return len(v.Data) + 16, nil
 }
 
-func (p *pushAcc) result() (bsoncore.Value, error) { return buildArray(p.vals), nil }
+func (p *pushAcc) result() (bsoncore.Value, error) { return value.BuildArray(p.vals), nil }
 
 // stdDevAcc implements $stdDevPop and $stdDevSamp with Welford's method.
 type stdDevAcc struct {
@@ -239,10 +240,10 @@ type stdDevAcc struct {
 }
 
 func (s *stdDevAcc) addValue(v bsoncore.Value) (int, error) {
-	if !isNumber(v) {
+	if !value.IsNumber(v) {
 		return 0, nil
 	}
-	x := toFloat(v)
+	x := value.ToFloat(v)
 	s.n++
 	d := x - s.mean
 	s.mean += d / s.n
@@ -253,11 +254,11 @@ func (s *stdDevAcc) addValue(v bsoncore.Value) (int, error) {
 func (s *stdDevAcc) result() (bsoncore.Value, error) {
 	switch {
 	case s.n == 0, s.samp && s.n < 2:
-		return nullValue, nil
+		return value.Null, nil
 	case s.samp:
-		return mkDouble(math.Sqrt(s.m2 / (s.n - 1))), nil
+		return value.Double(math.Sqrt(s.m2 / (s.n - 1))), nil
 	}
-	return mkDouble(math.Sqrt(s.m2 / s.n)), nil
+	return value.Double(math.Sqrt(s.m2 / s.n)), nil
 }
 
 // mergeObjectsAcc implements $mergeObjects: later fields win.
@@ -268,11 +269,11 @@ func (a *mergeObjectsAcc) addValue(v bsoncore.Value) (int, error) {
 		return 0, nil
 	}
 	if v.Type != bsoncore.TypeEmbeddedDocument {
-		return 0, mongoerr.New(mongoerr.Code(40400), "$mergeObjects requires object inputs, but input %s is of type %s", FormatValue(v), TypeName(v.Type))
+		return 0, mongoerr.New(mongoerr.Code(40400), "$mergeObjects requires object inputs, but input %s is of type %s", value.Format(v), value.TypeName(v.Type))
 	}
-	it := newIter(v.Data)
+	it := value.NewIter(v.Data)
 	for {
-		k, e, ok := it.next()
+		k, e, ok := it.Next()
 		if !ok {
 			return len(v.Data), nil
 		}

@@ -7,6 +7,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"dumbodb/query/mongoerr"
+	"dumbodb/query/value"
 )
 
 // Accumulators that keep several values: $firstN $lastN $maxN $minN,
@@ -31,12 +32,12 @@ func init() {
 // required lists the fields that must be present.
 func accArgs(op string, arg bsoncore.Value, s *compileScope, allowed []string, required []string) (map[string]Expr, map[string]bsoncore.Value, error) {
 	if arg.Type != bsoncore.TypeEmbeddedDocument {
-		return nil, nil, mongoerr.New(mongoerr.Code(5787801), "specification must be an object; found %s: %s", op, FormatValue(arg))
+		return nil, nil, mongoerr.New(mongoerr.Code(5787801), "specification must be an object; found %s: %s", op, value.Format(arg))
 	}
 	exprs, raw := map[string]Expr{}, map[string]bsoncore.Value{}
-	it := newIter(arg.Data)
+	it := value.NewIter(arg.Data)
 	for {
-		k, v, ok := it.next()
+		k, v, ok := it.Next()
 		if !ok {
 			break
 		}
@@ -68,12 +69,12 @@ func evalN(op string, x Expr, c *evalCtx) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	if !isNumber(v) || toFloat(v) != math.Trunc(toFloat(v)) {
-		return 0, mongoerr.New(mongoerr.Code(5787902), "Value for 'n' must be of integral type, but found %s", FormatValue(v))
+	if !value.IsNumber(v) || value.ToFloat(v) != math.Trunc(value.ToFloat(v)) {
+		return 0, mongoerr.New(mongoerr.Code(5787902), "Value for 'n' must be of integral type, but found %s", value.Format(v))
 	}
-	f := toFloat(v)
+	f := value.ToFloat(v)
 	if f <= 0 {
-		return 0, mongoerr.New(mongoerr.Code(5787908), "'n' must be greater than 0, found %s", FormatValue(v))
+		return 0, mongoerr.New(mongoerr.Code(5787908), "'n' must be greater than 0, found %s", value.Format(v))
 	}
 	return int(min(f, 1<<31)), nil
 }
@@ -117,11 +118,11 @@ func (a *nAcc) addValue(v bsoncore.Value) int {
 			return 0
 		}
 		if v.Type == 0 {
-			v = nullValue
+			v = value.Null
 		}
 	case "$lastN":
 		if v.Type == 0 {
-			v = nullValue
+			v = value.Null
 		}
 		if len(a.vals) >= a.n {
 			a.vals = a.vals[1:]
@@ -134,7 +135,7 @@ func (a *nAcc) addValue(v bsoncore.Value) int {
 		if a.op == "$minN" {
 			sign = -1
 		}
-		i := sort.Search(len(a.vals), func(i int) bool { return Compare(a.vals[i], v)*sign < 0 })
+		i := sort.Search(len(a.vals), func(i int) bool { return value.Compare(a.vals[i], v)*sign < 0 })
 		a.vals = append(a.vals, bsoncore.Value{})
 		copy(a.vals[i+1:], a.vals[i:])
 		a.vals[i] = v
@@ -148,7 +149,7 @@ func (a *nAcc) addValue(v bsoncore.Value) int {
 	return len(v.Data) + 16
 }
 
-func (a *nAcc) result() (bsoncore.Value, error) { return buildArray(a.vals), nil }
+func (a *nAcc) result() (bsoncore.Value, error) { return value.BuildArray(a.vals), nil }
 
 // nExpr is the expression form: {$firstN: {input: <array>, n}}.
 type nExpr struct {
@@ -177,7 +178,7 @@ func (e *nExpr) eval(c *evalCtx) (bsoncore.Value, error) {
 		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(5788200), "Input must be an array, found %s", exprTypeName(in))
 	}
 	a := &nAcc{op: e.op, n: n}
-	for _, v := range arrayValues(in.Data) {
+	for _, v := range value.ArrayValues(in.Data) {
 		a.addValue(v)
 	}
 	return a.result()
@@ -238,7 +239,7 @@ func (a *topAcc) add(c *evalCtx) (int, error) {
 		return 0, err
 	}
 	if out.Type == 0 {
-		out = nullValue
+		out = value.Null
 	}
 	doc := bsoncore.Document(c.cur.Data)
 	bottom := a.op == "$bottom" || a.op == "$bottomN"
@@ -260,7 +261,7 @@ func (a *topAcc) add(c *evalCtx) (int, error) {
 func (a *topAcc) result() (bsoncore.Value, error) {
 	if a.single() {
 		if len(a.entries) == 0 {
-			return nullValue, nil
+			return value.Null, nil
 		}
 		return a.entries[0].out, nil
 	}
@@ -268,7 +269,7 @@ func (a *topAcc) result() (bsoncore.Value, error) {
 	for i, e := range a.entries {
 		vals[i] = e.out
 	}
-	return buildArray(vals), nil
+	return value.BuildArray(vals), nil
 }
 
 // percentileAcc implements $median and $percentile over numeric inputs.
@@ -301,15 +302,15 @@ func percentileArgs(op string, arg bsoncore.Value, s *compileScope) (Expr, []flo
 		if err != nil {
 			return nil, nil, "", err
 		}
-		if p.Type != bsoncore.TypeArray || arrayLen(p.Data) == 0 {
-			return nil, nil, "", mongoerr.New(mongoerr.Code(7750301), "The $percentile 'p' field must be an array of numbers from [0.0, 1.0], but found: %s", FormatValue(p))
+		if p.Type != bsoncore.TypeArray || value.ArrayLen(p.Data) == 0 {
+			return nil, nil, "", mongoerr.New(mongoerr.Code(7750301), "The $percentile 'p' field must be an array of numbers from [0.0, 1.0], but found: %s", value.Format(p))
 		}
 		ps = nil
-		for _, v := range arrayValues(p.Data) {
-			if !isNumber(v) || toFloat(v) < 0 || toFloat(v) > 1 {
-				return nil, nil, "", mongoerr.New(mongoerr.Code(7750302), "The $percentile 'p' field must be an array of numbers from [0.0, 1.0], but found: %s", FormatValue(v))
+		for _, v := range value.ArrayValues(p.Data) {
+			if !value.IsNumber(v) || value.ToFloat(v) < 0 || value.ToFloat(v) > 1 {
+				return nil, nil, "", mongoerr.New(mongoerr.Code(7750302), "The $percentile 'p' field must be an array of numbers from [0.0, 1.0], but found: %s", value.Format(v))
 			}
-			ps = append(ps, toFloat(v))
+			ps = append(ps, value.ToFloat(v))
 		}
 	}
 	return exprs["input"], ps, method, nil
@@ -333,8 +334,8 @@ func (a *percentileAcc) add(c *evalCtx) (int, error) {
 }
 
 func (a *percentileAcc) addValue(v bsoncore.Value) {
-	if isNumber(v) {
-		a.vals = append(a.vals, toFloat(v))
+	if value.IsNumber(v) {
+		a.vals = append(a.vals, value.ToFloat(v))
 	}
 }
 
@@ -343,13 +344,13 @@ func (a *percentileAcc) addValue(v bsoncore.Value) {
 func (a *percentileAcc) result() (bsoncore.Value, error) {
 	if len(a.vals) == 0 {
 		if a.op == "$median" {
-			return nullValue, nil
+			return value.Null, nil
 		}
 		out := make([]bsoncore.Value, len(a.ps))
 		for i := range out {
-			out[i] = nullValue
+			out[i] = value.Null
 		}
-		return buildArray(out), nil
+		return value.BuildArray(out), nil
 	}
 	sort.Float64s(a.vals)
 	n := float64(len(a.vals))
@@ -366,12 +367,12 @@ func (a *percentileAcc) result() (bsoncore.Value, error) {
 		} else {
 			r = a.vals[int(max(0, math.Ceil(p*n)-1))]
 		}
-		out = append(out, mkDouble(r))
+		out = append(out, value.Double(r))
 	}
 	if a.op == "$median" {
 		return out[0], nil
 	}
-	return buildArray(out), nil
+	return value.BuildArray(out), nil
 }
 
 // percentileExpr is the expression form over an array or a number.
@@ -393,7 +394,7 @@ func (e *percentileExpr) eval(c *evalCtx) (bsoncore.Value, error) {
 	a := e.acc
 	a.vals = nil
 	if v.Type == bsoncore.TypeArray {
-		for _, x := range arrayValues(v.Data) {
+		for _, x := range value.ArrayValues(v.Data) {
 			a.addValue(x)
 		}
 	} else {

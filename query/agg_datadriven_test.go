@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"dumbodb/query/value"
+
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
@@ -26,7 +28,7 @@ func runAggregate(t *testing.T, c *ddCase, docs []bsoncore.Document) []string {
 		case "coll":
 			cname, arr, _ := strings.Cut(arg, " ")
 			cat[cname] = []bsoncore.Document{}
-			for _, v := range arrayValues(mustValue(t, arr).Data) {
+			for _, v := range value.ArrayValues(mustValue(t, arr).Data) {
 				cat[cname] = append(cat[cname], v.Data)
 			}
 		case "allowDiskUse":

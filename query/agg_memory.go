@@ -14,6 +14,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"dumbodb/query/mongoerr"
+	"dumbodb/query/value"
 )
 
 // Blocking stages account for what they hold in a memBudget. Past the
@@ -67,7 +68,7 @@ func compileSortStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 	if spec.Type != bsoncore.TypeEmbeddedDocument {
 		return nil, mongoerr.New(mongoerr.Code(15973), "the $sort key specification must be an object")
 	}
-	if arrayLen(spec.Data) == 0 {
+	if value.ArrayLen(spec.Data) == 0 {
 		return nil, mongoerr.New(mongoerr.Code(15976), "$sort stage must have at least one sort key")
 	}
 	s, err := CompileSortEnv(spec.Data, pc.env)

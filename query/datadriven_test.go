@@ -15,6 +15,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"dumbodb/query/mongoerr"
+	"dumbodb/query/value"
 )
 
 // The data-driven tests live in testdata/*. Each case is a command line,
@@ -125,8 +126,8 @@ func runCase(t *testing.T, c *ddCase, docs *[]bsoncore.Document) []string {
 	case "compare":
 		var out []string
 		for _, in := range c.input {
-			vals := arrayValues(mustDoc(t, `{"v": [`+in+`]}`).Lookup("v").Data)
-			out = append(out, fmt.Sprintf("%s => %d", in, Compare(vals[0], vals[1])))
+			vals := value.ArrayValues(mustDoc(t, `{"v": [`+in+`]}`).Lookup("v").Data)
+			out = append(out, fmt.Sprintf("%s => %d", in, value.Compare(vals[0], vals[1])))
 		}
 		return out
 	case "filter":
@@ -257,7 +258,7 @@ type ddOptions struct {
 
 func parseOptions(t *testing.T, lines []string) (*ddOptions, error) {
 	o := &ddOptions{}
-	var coll *Collation
+	var coll *value.Collation
 	var let bsoncore.Document
 	var query bsoncore.Document
 	for _, l := range lines {
@@ -267,11 +268,11 @@ func parseOptions(t *testing.T, lines []string) (*ddOptions, error) {
 		case "query":
 			query = mustDoc(t, arg)
 		case "arrayFilters":
-			for _, v := range arrayValues(mustValue(t, arg).Data) {
+			for _, v := range value.ArrayValues(mustValue(t, arg).Data) {
 				o.arrayFilters = append(o.arrayFilters, v.Data)
 			}
 		case "collation":
-			coll, err = ParseCollation(mustDoc(t, arg))
+			coll, err = value.ParseCollation(mustDoc(t, arg))
 		case "let":
 			let = mustDoc(t, arg)
 		default:
@@ -325,14 +326,14 @@ func typedDoc(d bsoncore.Document) string {
 func typedValue(v bsoncore.Value) string {
 	switch v.Type {
 	case bsoncore.TypeInt64:
-		return "NumberLong(" + formatNumber(v) + ")"
+		return "NumberLong(" + value.FormatNumber(v) + ")"
 	case bsoncore.TypeDecimal128:
-		return `NumberDecimal("` + formatNumber(v) + `")`
+		return `NumberDecimal("` + value.FormatNumber(v) + `")`
 	case bsoncore.TypeEmbeddedDocument, bsoncore.TypeArray:
 		var parts []string
-		it := newIter(v.Data)
+		it := value.NewIter(v.Data)
 		for {
-			k, e, ok := it.next()
+			k, e, ok := it.Next()
 			if !ok {
 				break
 			}
@@ -347,5 +348,5 @@ func typedValue(v bsoncore.Value) string {
 		}
 		return "{" + strings.Join(parts, ", ") + "}"
 	}
-	return FormatValue(v)
+	return value.Format(v)
 }

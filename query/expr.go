@@ -7,6 +7,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"dumbodb/query/mongoerr"
+	"dumbodb/query/value"
 )
 
 // This file is the core of the aggregation expression language: compiling
@@ -24,7 +25,7 @@ type Expr interface {
 // and the constants bound by `let`. A nil *Env is the simple collation
 // with no variables.
 type Env struct {
-	Collation *Collation
+	Collation *value.Collation
 	vars      map[string]bsoncore.Value
 	now       bsoncore.Value
 	// textQuery is the filter whose $text the planner bound to a text
@@ -34,12 +35,12 @@ type Env struct {
 
 // NewEnv evaluates a command's let document (constant expressions that may
 // use $$NOW) and binds a collation; both may be nil.
-func NewEnv(coll *Collation, let bsoncore.Document) (*Env, error) {
+func NewEnv(coll *value.Collation, let bsoncore.Document) (*Env, error) {
 	e := &Env{Collation: coll, vars: map[string]bsoncore.Value{}}
 	e.now = bsoncore.Value{Type: bsoncore.TypeDateTime, Data: bsoncore.AppendDateTime(nil, time.Now().UnixMilli())}
-	it := newIter(let)
+	it := value.NewIter(let)
 	for {
-		k, v, ok := it.next()
+		k, v, ok := it.Next()
 		if !ok {
 			return e, nil
 		}
@@ -56,13 +57,13 @@ func NewEnv(coll *Collation, let bsoncore.Document) (*Env, error) {
 			return nil, err
 		}
 		if val.Type == 0 {
-			val = nullValue
+			val = value.Null
 		}
 		e.vars[name] = val
 	}
 }
 
-func (e *Env) coll() *Collation {
+func (e *Env) coll() *value.Collation {
 	if e == nil {
 		return nil
 	}
@@ -172,13 +173,13 @@ func compileExpr(v bsoncore.Value, s *compileScope) (Expr, error) {
 			return compileFieldPath(str, s)
 		}
 	case bsoncore.TypeEmbeddedDocument:
-		if k := firstKey(v.Data); len(k) > 0 && k[0] == '$' {
+		if k := value.FirstKey(v.Data); len(k) > 0 && k[0] == '$' {
 			return compileOperator(v.Data, s)
 		}
 		return compileObjectExpr(v.Data, s)
 	case bsoncore.TypeArray:
 		var arr arrayExpr
-		for _, e := range arrayValues(v.Data) {
+		for _, e := range value.ArrayValues(v.Data) {
 			x, err := compileExpr(e, s)
 			if err != nil {
 				return nil, err
@@ -209,14 +210,14 @@ func compileFieldPath(s string, scope *compileScope) (Expr, error) {
 		}
 		p := &pathExprX{base: name}
 		if rest != "" {
-			p.parts = splitPath(rest)
+			p.parts = value.SplitPath(rest)
 		}
 		return p, nil
 	}
 	if s == "$" {
 		return nil, mongoerr.New(mongoerr.Code(16872), "'$' by itself is not a valid FieldPath")
 	}
-	parts := splitPath(s[1:])
+	parts := value.SplitPath(s[1:])
 	for _, p := range parts {
 		if p == "" {
 			return nil, mongoerr.New(mongoerr.Code(15998), "FieldPath field names may not be empty strings.")
@@ -273,12 +274,12 @@ func evalPath(v bsoncore.Value, parts []string) bsoncore.Value {
 		switch v.Type {
 		case bsoncore.TypeEmbeddedDocument:
 			var ok bool
-			if v, ok = lookupField(v.Data, p); !ok {
+			if v, ok = value.LookupField(v.Data, p); !ok {
 				return bsoncore.Value{}
 			}
 		case bsoncore.TypeArray:
 			var out []bsoncore.Value
-			for _, e := range arrayValues(v.Data) {
+			for _, e := range value.ArrayValues(v.Data) {
 				if e.Type != bsoncore.TypeEmbeddedDocument && e.Type != bsoncore.TypeArray {
 					continue
 				}
@@ -286,7 +287,7 @@ func evalPath(v bsoncore.Value, parts []string) bsoncore.Value {
 					out = append(out, r)
 				}
 			}
-			return buildArray(out)
+			return value.BuildArray(out)
 		default:
 			return bsoncore.Value{}
 		}
@@ -302,9 +303,9 @@ type objectExpr struct {
 
 func compileObjectExpr(doc []byte, s *compileScope) (Expr, error) {
 	o := &objectExpr{}
-	it := newIter(doc)
+	it := value.NewIter(doc)
 	for {
-		k, v, ok := it.next()
+		k, v, ok := it.Next()
 		if !ok {
 			return o, nil
 		}
@@ -347,11 +348,11 @@ func (a arrayExpr) eval(c *evalCtx) (bsoncore.Value, error) {
 			return bsoncore.Value{}, err
 		}
 		if v.Type == 0 {
-			v = nullValue
+			v = value.Null
 		}
 		vals[i] = v
 	}
-	return buildArray(vals), nil
+	return value.BuildArray(vals), nil
 }
 
 // exprOp describes an operator: either a compile function for operators
@@ -371,11 +372,11 @@ var exprOps = map[string]exprOp{}
 var jsExprOps = map[string]bool{"$function": true, "$accumulator": true, "$where": true}
 
 func compileOperator(doc []byte, s *compileScope) (Expr, error) {
-	if n := arrayLen(doc); n != 1 {
-		return nil, mongoerr.New(mongoerr.Code(15983), "an expression specification must contain exactly one field, the name of the expression. Found %d fields in %s", n, FormatValue(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: doc}))
+	if n := value.ArrayLen(doc); n != 1 {
+		return nil, mongoerr.New(mongoerr.Code(15983), "an expression specification must contain exactly one field, the name of the expression. Found %d fields in %s", n, value.Format(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: doc}))
 	}
-	it := newIter(doc)
-	k, arg, _ := it.next()
+	it := value.NewIter(doc)
+	k, arg, _ := it.Next()
 	name := string(k)
 	op, ok := exprOps[name]
 	if !ok {
@@ -389,7 +390,7 @@ func compileOperator(doc []byte, s *compileScope) (Expr, error) {
 	}
 	args := []bsoncore.Value{arg}
 	if arg.Type == bsoncore.TypeArray {
-		args = arrayValues(arg.Data)
+		args = value.ArrayValues(arg.Data)
 	}
 	if len(args) < op.min || (op.max >= 0 && len(args) > op.max) {
 		return nil, arityError(name, op, len(args))
@@ -452,7 +453,7 @@ func exprTruthy(v bsoncore.Value) bool {
 	case bsoncore.TypeBoolean:
 		return v.Boolean()
 	case bsoncore.TypeInt32, bsoncore.TypeInt64, bsoncore.TypeDouble, bsoncore.TypeDecimal128:
-		return !isZeroNumber(v)
+		return !value.IsZero(v)
 	}
 	return true
 }
@@ -463,18 +464,10 @@ func nullish(v bsoncore.Value) bool {
 	return v.Type == 0 || v.Type == bsoncore.TypeNull || v.Type == bsoncore.TypeUndefined
 }
 
-func mkBool(b bool) bsoncore.Value {
-	return bsoncore.Value{Type: bsoncore.TypeBoolean, Data: bsoncore.AppendBoolean(nil, b)}
-}
-
-func mkString(s string) bsoncore.Value {
-	return bsoncore.Value{Type: bsoncore.TypeString, Data: bsoncore.AppendString(nil, s)}
-}
-
 // exprTypeName is $type's name for v ("missing" for a missing value).
 func exprTypeName(v bsoncore.Value) string {
 	if v.Type == 0 {
 		return "missing"
 	}
-	return TypeName(v.Type)
+	return value.TypeName(v.Type)
 }

@@ -6,6 +6,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"dumbodb/query/mongoerr"
+	"dumbodb/query/value"
 )
 
 // Array expressions.
@@ -16,7 +17,7 @@ func init() {
 	regOp("$first", 1, 1, firstLast("$first", 0))
 	regOp("$last", 1, 1, firstLast("$last", -1))
 	regOp("$isArray", 1, 1, func(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
-		return mkBool(a[0].Type == bsoncore.TypeArray), nil
+		return value.Bool(a[0].Type == bsoncore.TypeArray), nil
 	})
 	regOp("$concatArrays", 0, -1, evalConcatArrays)
 	regOp("$reverseArray", 1, 1, evalReverseArray)
@@ -28,22 +29,22 @@ func evalSize(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
 	if a[0].Type != bsoncore.TypeArray {
 		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(17124), "The argument to $size must be an array. Type of argument: %s", exprTypeName(a[0]))
 	}
-	return mkInt32(int32(arrayLen(a[0].Data))), nil
+	return value.Int32(int32(value.ArrayLen(a[0].Data))), nil
 }
 
 func evalArrayElemAt(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
 	arr, idx := a[0], a[1]
 	switch {
 	case nullish(arr) || nullish(idx):
-		return nullValue, nil
+		return value.Null, nil
 	case arr.Type != bsoncore.TypeArray:
-		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(28689), "$arrayElemAt's first argument must be an array, but is %s", TypeName(arr.Type))
-	case !isNumber(idx):
-		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(28690), "$arrayElemAt's second argument must be a numeric value, but is %s", TypeName(idx.Type))
+		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(28689), "$arrayElemAt's first argument must be an array, but is %s", value.TypeName(arr.Type))
+	case !value.IsNumber(idx):
+		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(28690), "$arrayElemAt's second argument must be a numeric value, but is %s", value.TypeName(idx.Type))
 	}
-	f := toFloat(idx)
+	f := value.ToFloat(idx)
 	if f != math.Trunc(f) {
-		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(28691), "$arrayElemAt's second argument must be representable as a 32-bit integer: %s", formatNumber(idx))
+		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(28691), "$arrayElemAt's second argument must be representable as a 32-bit integer: %s", value.FormatNumber(idx))
 	}
 	return elemAt(arr, int(f)), nil
 }
@@ -52,12 +53,12 @@ func evalArrayElemAt(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
 // out of range is missing.
 func elemAt(arr bsoncore.Value, i int) bsoncore.Value {
 	if i < 0 {
-		i += arrayLen(arr.Data)
+		i += value.ArrayLen(arr.Data)
 		if i < 0 {
 			return bsoncore.Value{}
 		}
 	}
-	v, _ := arrayElem(arr.Data, i)
+	v, _ := value.ArrayElem(arr.Data, i)
 	return v
 }
 
@@ -65,9 +66,9 @@ func firstLast(name string, i int) func(*evalCtx, []bsoncore.Value) (bsoncore.Va
 	return func(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
 		switch {
 		case nullish(a[0]):
-			return nullValue, nil
+			return value.Null, nil
 		case a[0].Type != bsoncore.TypeArray:
-			return bsoncore.Value{}, mongoerr.New(mongoerr.Code(28689), "%s's argument must be an array, but is %s", name, TypeName(a[0].Type))
+			return bsoncore.Value{}, mongoerr.New(mongoerr.Code(28689), "%s's argument must be an array, but is %s", name, value.TypeName(a[0].Type))
 		}
 		return elemAt(a[0], i), nil
 	}
@@ -78,27 +79,27 @@ func evalConcatArrays(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
 	for _, v := range a {
 		switch {
 		case nullish(v):
-			return nullValue, nil
+			return value.Null, nil
 		case v.Type != bsoncore.TypeArray:
-			return bsoncore.Value{}, mongoerr.New(mongoerr.Code(28664), "$concatArrays only supports arrays, not %s", TypeName(v.Type))
+			return bsoncore.Value{}, mongoerr.New(mongoerr.Code(28664), "$concatArrays only supports arrays, not %s", value.TypeName(v.Type))
 		}
-		out = append(out, arrayValues(v.Data)...)
+		out = append(out, value.ArrayValues(v.Data)...)
 	}
-	return buildArray(out), nil
+	return value.BuildArray(out), nil
 }
 
 func evalReverseArray(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
 	switch {
 	case nullish(a[0]):
-		return nullValue, nil
+		return value.Null, nil
 	case a[0].Type != bsoncore.TypeArray:
-		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(34435), "The argument to $reverseArray must be an array, but was of type: %s", TypeName(a[0].Type))
+		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(34435), "The argument to $reverseArray must be an array, but was of type: %s", value.TypeName(a[0].Type))
 	}
-	vals := arrayValues(a[0].Data)
+	vals := value.ArrayValues(a[0].Data)
 	for i, j := 0, len(vals)-1; i < j; i, j = i+1, j-1 {
 		vals[i], vals[j] = vals[j], vals[i]
 	}
-	return buildArray(vals), nil
+	return value.BuildArray(vals), nil
 }
 
 // mapFilterExpr is $map ({input, as, in}) and $filter ({input, as, cond}).
@@ -118,9 +119,9 @@ func compileMapFilter(name string, arg bsoncore.Value, s *compileScope) (Expr, e
 	}
 	e := &mapFilterExpr{name: name, as: "this"}
 	var input, fn bsoncore.Value
-	it := newIter(arg.Data)
+	it := value.NewIter(arg.Data)
 	for {
-		k, v, ok := it.next()
+		k, v, ok := it.Next()
 		if !ok {
 			break
 		}
@@ -160,12 +161,12 @@ func (e *mapFilterExpr) eval(c *evalCtx) (bsoncore.Value, error) {
 	case err != nil:
 		return in, err
 	case nullish(in):
-		return nullValue, nil
+		return value.Null, nil
 	case in.Type != bsoncore.TypeArray:
-		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(28651), "input to %s must be an array not %s", e.name, TypeName(in.Type))
+		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(28651), "input to %s must be an array not %s", e.name, value.TypeName(in.Type))
 	}
 	var out []bsoncore.Value
-	for _, v := range arrayValues(in.Data) {
+	for _, v := range value.ArrayValues(in.Data) {
 		r, err := e.fn.eval(c.bind(e.as, v))
 		if err != nil {
 			return r, err
@@ -174,10 +175,10 @@ func (e *mapFilterExpr) eval(c *evalCtx) (bsoncore.Value, error) {
 		case e.name == "$filter" && exprTruthy(r):
 			out = append(out, v)
 		case e.name == "$map" && r.Type == 0:
-			out = append(out, nullValue)
+			out = append(out, value.Null)
 		case e.name == "$map":
 			out = append(out, r)
 		}
 	}
-	return buildArray(out), nil
+	return value.BuildArray(out), nil
 }

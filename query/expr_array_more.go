@@ -7,6 +7,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"dumbodb/query/mongoerr"
+	"dumbodb/query/value"
 )
 
 // More array and object expressions, and the set operators.
@@ -33,12 +34,12 @@ type reduceExpr struct{ input, initial, in Expr }
 
 func compileReduce(name string, arg bsoncore.Value, s *compileScope) (Expr, error) {
 	if arg.Type != bsoncore.TypeEmbeddedDocument {
-		return nil, mongoerr.New(mongoerr.Code(40075), "$reduce requires an object as an argument, found: %s", TypeName(arg.Type))
+		return nil, mongoerr.New(mongoerr.Code(40075), "$reduce requires an object as an argument, found: %s", value.TypeName(arg.Type))
 	}
 	e := &reduceExpr{}
-	it := newIter(arg.Data)
+	it := value.NewIter(arg.Data)
 	for {
-		k, v, ok := it.next()
+		k, v, ok := it.Next()
 		if !ok {
 			break
 		}
@@ -66,16 +67,16 @@ func compileReduce(name string, arg bsoncore.Value, s *compileScope) (Expr, erro
 func (e *reduceExpr) eval(c *evalCtx) (bsoncore.Value, error) {
 	in, err := e.input.eval(c)
 	if err != nil || nullish(in) {
-		return nullValue, err
+		return value.Null, err
 	}
 	if in.Type != bsoncore.TypeArray {
-		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(40080), "$reduce requires that 'input' be an array, found: %s", FormatValue(in))
+		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(40080), "$reduce requires that 'input' be an array, found: %s", value.Format(in))
 	}
 	acc, err := e.initial.eval(c)
 	if err != nil {
 		return acc, err
 	}
-	for _, v := range arrayValues(in.Data) {
+	for _, v := range value.ArrayValues(in.Data) {
 		if acc, err = e.in.eval(c.bind("value", acc).bind("this", v)); err != nil {
 			return acc, err
 		}
@@ -86,10 +87,10 @@ func (e *reduceExpr) eval(c *evalCtx) (bsoncore.Value, error) {
 func evalZip(_ *evalCtx, a namedArgs) (bsoncore.Value, error) {
 	inputs := a["inputs"]
 	if nullish(inputs) {
-		return nullValue, nil
+		return value.Null, nil
 	}
 	if inputs.Type != bsoncore.TypeArray {
-		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(34461), "inputs must be an array of expressions, found %s", TypeName(inputs.Type))
+		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(34461), "inputs must be an array of expressions, found %s", value.TypeName(inputs.Type))
 	}
 	longest := exprTruthy(a["useLongestLength"])
 	var defaults []bsoncore.Value
@@ -97,18 +98,18 @@ func evalZip(_ *evalCtx, a namedArgs) (bsoncore.Value, error) {
 		if !longest {
 			return bsoncore.Value{}, mongoerr.New(mongoerr.Code(34466), "cannot specify defaults unless useLongestLength is true")
 		}
-		defaults = arrayValues(d.Data)
+		defaults = value.ArrayValues(d.Data)
 	}
 	var arrays [][]bsoncore.Value
 	n := -1
-	for _, in := range arrayValues(inputs.Data) {
+	for _, in := range value.ArrayValues(inputs.Data) {
 		if nullish(in) {
-			return nullValue, nil
+			return value.Null, nil
 		}
 		if in.Type != bsoncore.TypeArray {
-			return bsoncore.Value{}, mongoerr.New(mongoerr.Code(34468), "$zip found a non-array expression in input: %s", FormatValue(in))
+			return bsoncore.Value{}, mongoerr.New(mongoerr.Code(34468), "$zip found a non-array expression in input: %s", value.Format(in))
 		}
-		vals := arrayValues(in.Data)
+		vals := value.ArrayValues(in.Data)
 		arrays = append(arrays, vals)
 		switch {
 		case n < 0:
@@ -132,12 +133,12 @@ func evalZip(_ *evalCtx, a namedArgs) (bsoncore.Value, error) {
 			case defaults != nil:
 				row[j] = defaults[j]
 			default:
-				row[j] = nullValue
+				row[j] = value.Null
 			}
 		}
-		out[i] = buildArray(row)
+		out[i] = value.BuildArray(row)
 	}
-	return buildArray(out), nil
+	return value.BuildArray(out), nil
 }
 
 type sortArrayExpr struct {
@@ -149,13 +150,13 @@ type sortArrayExpr struct {
 
 func compileSortArray(name string, arg bsoncore.Value, s *compileScope) (Expr, error) {
 	if arg.Type != bsoncore.TypeEmbeddedDocument {
-		return nil, mongoerr.New(mongoerr.Code(2942500), "$sortArray requires an object as an argument, found: %s", TypeName(arg.Type))
+		return nil, mongoerr.New(mongoerr.Code(2942500), "$sortArray requires an object as an argument, found: %s", value.TypeName(arg.Type))
 	}
 	e := &sortArrayExpr{}
 	var by bsoncore.Value
-	it := newIter(arg.Data)
+	it := value.NewIter(arg.Data)
 	for {
-		k, v, ok := it.next()
+		k, v, ok := it.Next()
 		if !ok {
 			break
 		}
@@ -177,8 +178,8 @@ func compileSortArray(name string, arg bsoncore.Value, s *compileScope) (Expr, e
 		return nil, mongoerr.New(mongoerr.Code(2942502), "$sortArray requires 'input' to be specified")
 	case by.Type == 0:
 		return nil, mongoerr.New(mongoerr.Code(2942503), "$sortArray requires 'sortBy' to be specified")
-	case isNumber(by) && (toFloat(by) == 1 || toFloat(by) == -1):
-		e.simple, e.desc = true, toFloat(by) < 0
+	case value.IsNumber(by) && (value.ToFloat(by) == 1 || value.ToFloat(by) == -1):
+		e.simple, e.desc = true, value.ToFloat(by) < 0
 	case by.Type == bsoncore.TypeEmbeddedDocument:
 		srt, err := CompileSort(by.Data)
 		if err != nil {
@@ -194,16 +195,16 @@ func compileSortArray(name string, arg bsoncore.Value, s *compileScope) (Expr, e
 func (e *sortArrayExpr) eval(c *evalCtx) (bsoncore.Value, error) {
 	in, err := e.input.eval(c)
 	if err != nil || nullish(in) {
-		return nullValue, err
+		return value.Null, err
 	}
 	if in.Type != bsoncore.TypeArray {
-		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(2942505), "The input argument to $sortArray must be an array, but was of type: %s", TypeName(in.Type))
+		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(2942505), "The input argument to $sortArray must be an array, but was of type: %s", value.TypeName(in.Type))
 	}
-	vals := arrayValues(in.Data)
+	vals := value.ArrayValues(in.Data)
 	coll := c.env.coll()
 	sort.SliceStable(vals, func(i, j int) bool {
 		if e.simple {
-			r := compareWith(vals[i], vals[j], coll)
+			r := value.CompareWith(vals[i], vals[j], coll)
 			if e.desc {
 				r = -r
 			}
@@ -212,15 +213,15 @@ func (e *sortArrayExpr) eval(c *evalCtx) (bsoncore.Value, error) {
 		// Non-documents sort as if their fields were missing.
 		return e.byDoc.Compare(docOrEmpty(vals[i]), docOrEmpty(vals[j])) < 0
 	})
-	return buildArray(vals), nil
+	return value.BuildArray(vals), nil
 }
 
 // int32Arg reads an argument that must be a whole number in int32 range.
 func int32Arg(name, what string, v bsoncore.Value, code int32) (int, error) {
-	if !isNumber(v) || toFloat(v) != math.Trunc(toFloat(v)) || math.Abs(toFloat(v)) > math.MaxInt32 {
-		return 0, mongoerr.New(mongoerr.Code(code), "%s requires %s to be a 32-bit integer, found: %s", name, what, FormatValue(v))
+	if !value.IsNumber(v) || value.ToFloat(v) != math.Trunc(value.ToFloat(v)) || math.Abs(value.ToFloat(v)) > math.MaxInt32 {
+		return 0, mongoerr.New(mongoerr.Code(code), "%s requires %s to be a 32-bit integer, found: %s", name, what, value.Format(v))
 	}
-	return int(toFloat(v)), nil
+	return int(value.ToFloat(v)), nil
 }
 
 func evalRange(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
@@ -243,44 +244,44 @@ func evalRange(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
 	}
 	var out []bsoncore.Value
 	for i := start; (step > 0 && i < end) || (step < 0 && i > end); i += step {
-		out = append(out, mkInt32(int32(i)))
+		out = append(out, value.Int32(int32(i)))
 	}
-	return buildArray(out), nil
+	return value.BuildArray(out), nil
 }
 
 func evalIndexOfArray(c *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
 	if nullish(a[0]) {
-		return nullValue, nil
+		return value.Null, nil
 	}
 	if a[0].Type != bsoncore.TypeArray {
-		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(40090), "$indexOfArray requires an array as a first argument, found: %s", TypeName(a[0].Type))
+		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(40090), "$indexOfArray requires an array as a first argument, found: %s", value.TypeName(a[0].Type))
 	}
-	vals := arrayValues(a[0].Data)
+	vals := value.ArrayValues(a[0].Data)
 	start, end, err := indexBounds("$indexOfArray", a[2:], len(vals))
 	if err != nil {
 		return bsoncore.Value{}, err
 	}
 	for i := start; i < end; i++ {
 		if exprCompare(c, vals[i], a[1]) == 0 {
-			return mkInt32(int32(i)), nil
+			return value.Int32(int32(i)), nil
 		}
 	}
-	return mkInt32(-1), nil
+	return value.Int32(-1), nil
 }
 
 func evalSlice(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
 	if nullish(a[0]) {
-		return nullValue, nil
+		return value.Null, nil
 	}
 	if a[0].Type != bsoncore.TypeArray {
-		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(28724), "First argument to $slice must be an array, but is of type: %s", TypeName(a[0].Type))
+		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(28724), "First argument to $slice must be an array, but is of type: %s", value.TypeName(a[0].Type))
 	}
 	for _, v := range a[1:] {
 		if nullish(v) {
-			return nullValue, nil
+			return value.Null, nil
 		}
 	}
-	vals := arrayValues(a[0].Data)
+	vals := value.ArrayValues(a[0].Data)
 	n := len(vals)
 	first, err := int32Arg("$slice", "the second argument", a[1], 28725)
 	if err != nil {
@@ -288,9 +289,9 @@ func evalSlice(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
 	}
 	if len(a) == 2 {
 		if first >= 0 {
-			return buildArray(vals[:min(first, n)]), nil
+			return value.BuildArray(vals[:min(first, n)]), nil
 		}
-		return buildArray(vals[max(0, n+first):]), nil
+		return value.BuildArray(vals[max(0, n+first):]), nil
 	}
 	count, err := int32Arg("$slice", "the third argument", a[2], 28727)
 	if err != nil {
@@ -304,22 +305,22 @@ func evalSlice(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
 		start = max(0, n+start)
 	}
 	start = min(start, n)
-	return buildArray(vals[start:min(n, start+count)]), nil
+	return value.BuildArray(vals[start:min(n, start+count)]), nil
 }
 
 func evalObjectToArray(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
 	if nullish(a[0]) {
-		return nullValue, nil
+		return value.Null, nil
 	}
 	if a[0].Type != bsoncore.TypeEmbeddedDocument {
-		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(40390), "$objectToArray requires a document input, found: %s", TypeName(a[0].Type))
+		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(40390), "$objectToArray requires a document input, found: %s", value.TypeName(a[0].Type))
 	}
 	var out []bsoncore.Value
-	it := newIter(a[0].Data)
+	it := value.NewIter(a[0].Data)
 	for {
-		k, v, ok := it.next()
+		k, v, ok := it.Next()
 		if !ok {
-			return buildArray(out), nil
+			return value.BuildArray(out), nil
 		}
 		d := bsoncore.NewDocumentBuilder().AppendString("k", string(k)).AppendValue("v", v).Build()
 		out = append(out, bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: d})
@@ -328,30 +329,30 @@ func evalObjectToArray(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
 
 func evalArrayToObject(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
 	if nullish(a[0]) {
-		return nullValue, nil
+		return value.Null, nil
 	}
 	if a[0].Type != bsoncore.TypeArray {
-		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(40386), "$arrayToObject requires an array input, found: %s", TypeName(a[0].Type))
+		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(40386), "$arrayToObject requires an array input, found: %s", value.TypeName(a[0].Type))
 	}
 	m := newDocM()
-	for _, e := range arrayValues(a[0].Data) {
+	for _, e := range value.ArrayValues(a[0].Data) {
 		var k, v bsoncore.Value
 		switch {
-		case e.Type == bsoncore.TypeArray && arrayLen(e.Data) == 2:
-			k, _ = arrayElem(e.Data, 0)
-			v, _ = arrayElem(e.Data, 1)
-		case e.Type == bsoncore.TypeEmbeddedDocument && arrayLen(e.Data) == 2:
+		case e.Type == bsoncore.TypeArray && value.ArrayLen(e.Data) == 2:
+			k, _ = value.ArrayElem(e.Data, 0)
+			v, _ = value.ArrayElem(e.Data, 1)
+		case e.Type == bsoncore.TypeEmbeddedDocument && value.ArrayLen(e.Data) == 2:
 			var okK, okV bool
-			k, okK = lookupField(e.Data, "k")
-			v, okV = lookupField(e.Data, "v")
+			k, okK = value.LookupField(e.Data, "k")
+			v, okV = value.LookupField(e.Data, "v")
 			if !okK || !okV {
-				return bsoncore.Value{}, mongoerr.New(mongoerr.Code(40393), "$arrayToObject requires an object with keys 'k' and 'v'. Missing either or both keys from: %s", FormatValue(e))
+				return bsoncore.Value{}, mongoerr.New(mongoerr.Code(40393), "$arrayToObject requires an object with keys 'k' and 'v'. Missing either or both keys from: %s", value.Format(e))
 			}
 		default:
-			return bsoncore.Value{}, mongoerr.New(mongoerr.Code(40398), "Unrecognised input type format for $arrayToObject: %s", FormatValue(e))
+			return bsoncore.Value{}, mongoerr.New(mongoerr.Code(40398), "Unrecognised input type format for $arrayToObject: %s", value.Format(e))
 		}
 		if k.Type != bsoncore.TypeString {
-			return bsoncore.Value{}, mongoerr.New(mongoerr.Code(40394), "$arrayToObject requires a consistent input format. Expected a string key, found: %s", TypeName(k.Type))
+			return bsoncore.Value{}, mongoerr.New(mongoerr.Code(40394), "$arrayToObject requires a consistent input format. Expected a string key, found: %s", value.TypeName(k.Type))
 		}
 		m.setChild(k.StringValue(), leafM(v))
 	}
@@ -364,7 +365,7 @@ type valueSet struct {
 	vals []bsoncore.Value
 }
 
-func newValueSet(coll *Collation) *valueSet {
+func newValueSet(coll *value.Collation) *valueSet {
 	return &valueSet{t: groupTable{coll: coll, buckets: map[string][]*group{}}}
 }
 
@@ -382,13 +383,13 @@ func setOp(name string) func(*evalCtx, []bsoncore.Value) (bsoncore.Value, error)
 		sets := make([]*valueSet, len(a))
 		for i, v := range a {
 			if nullish(v) && (name == "$setUnion" || name == "$setIntersection" || name == "$setDifference") {
-				return nullValue, nil
+				return value.Null, nil
 			}
 			if v.Type != bsoncore.TypeArray {
 				return bsoncore.Value{}, mongoerr.New(mongoerr.Code(17044), "All operands of %s must be arrays. One argument is of type: %s", name, exprTypeName(v))
 			}
 			sets[i] = newValueSet(c.env.coll())
-			for _, e := range arrayValues(v.Data) {
+			for _, e := range value.ArrayValues(v.Data) {
 				sets[i].add(e)
 			}
 		}
@@ -400,11 +401,11 @@ func setOp(name string) func(*evalCtx, []bsoncore.Value) (bsoncore.Value, error)
 					u.add(v)
 				}
 			}
-			return buildArray(u.vals), nil
+			return value.BuildArray(u.vals), nil
 		case "$setIntersection", "$setDifference":
 			var out []bsoncore.Value
 			if len(sets) == 0 {
-				return buildArray(nil), nil
+				return value.BuildArray(nil), nil
 			}
 			for _, v := range sets[0].vals {
 				inAll := true
@@ -418,16 +419,16 @@ func setOp(name string) func(*evalCtx, []bsoncore.Value) (bsoncore.Value, error)
 					out = append(out, v)
 				}
 			}
-			return buildArray(out), nil
+			return value.BuildArray(out), nil
 		case "$setIsSubset":
-			return mkBool(subset(sets[0], sets[1])), nil
+			return value.Bool(subset(sets[0], sets[1])), nil
 		}
 		for _, s := range sets[1:] {
 			if !subset(sets[0], s) || !subset(s, sets[0]) {
-				return mkBool(false), nil
+				return value.Bool(false), nil
 			}
 		}
-		return mkBool(true), nil
+		return value.Bool(true), nil
 	}
 }
 
@@ -445,11 +446,11 @@ func elementsTrue(name string, any bool) func(*evalCtx, []bsoncore.Value) (bsonc
 		if a[0].Type != bsoncore.TypeArray {
 			return bsoncore.Value{}, mongoerr.New(mongoerr.Code(5159200), "%s's argument must be an array, but is %s", name, exprTypeName(a[0]))
 		}
-		for _, v := range arrayValues(a[0].Data) {
+		for _, v := range value.ArrayValues(a[0].Data) {
 			if exprTruthy(v) == any {
-				return mkBool(any), nil
+				return value.Bool(any), nil
 			}
 		}
-		return mkBool(!any), nil
+		return value.Bool(!any), nil
 	}
 }

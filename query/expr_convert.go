@@ -9,6 +9,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"dumbodb/query/mongoerr"
+	"dumbodb/query/value"
 )
 
 // Type conversion: $convert and its shorthands ($toInt, $toString, ...),
@@ -25,13 +26,13 @@ func init() {
 	} {
 		regOp(name, 1, 1, func(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
 			if nullish(a[0]) {
-				return nullValue, nil
+				return value.Null, nil
 			}
 			return convertTo(a[0], to)
 		})
 	}
 	regOp("$isNumber", 1, 1, func(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
-		return mkBool(isNumber(a[0])), nil
+		return value.Bool(value.IsNumber(a[0])), nil
 	})
 }
 
@@ -45,19 +46,19 @@ func evalConvert(_ *evalCtx, a namedArgs) (bsoncore.Value, error) {
 	switch {
 	case to.Type == bsoncore.TypeString:
 		target = to.StringValue()
-	case isNumber(to):
-		target = convertTypes[int(toFloat(to))]
+	case value.IsNumber(to):
+		target = convertTypes[int(value.ToFloat(to))]
 	case nullish(to):
-		return nullValue, nil
+		return value.Null, nil
 	}
 	if target == "" || !strings.Contains("double string objectId bool date int long decimal", target) {
-		return bsoncore.Value{}, mongoerr.New(mongoerr.BadValue, "Unknown type name: %s", FormatValue(to))
+		return bsoncore.Value{}, mongoerr.New(mongoerr.BadValue, "Unknown type name: %s", value.Format(to))
 	}
 	if nullish(in) {
 		if v, ok := a["onNull"]; ok {
 			return v, nil
 		}
-		return nullValue, nil
+		return value.Null, nil
 	}
 	r, err := convertTo(in, target)
 	if err != nil {
@@ -69,7 +70,7 @@ func evalConvert(_ *evalCtx, a namedArgs) (bsoncore.Value, error) {
 }
 
 func convFail(v bsoncore.Value, to string) error {
-	return mongoerr.New(conversionFailure, "Unsupported conversion from %s to %s in $convert with no onError value", TypeName(v.Type), to)
+	return mongoerr.New(conversionFailure, "Unsupported conversion from %s to %s in $convert with no onError value", value.TypeName(v.Type), to)
 }
 
 // convertTo converts a non-null value to the named type.
@@ -88,9 +89,9 @@ func convertTo(v bsoncore.Value, to string) (bsoncore.Value, error) {
 		case bsoncore.TypeBoolean:
 			return v, nil
 		case bsoncore.TypeInt32, bsoncore.TypeInt64, bsoncore.TypeDouble, bsoncore.TypeDecimal128:
-			return mkBool(!isZeroNumber(v)), nil
+			return value.Bool(!value.IsZero(v)), nil
 		}
-		return mkBool(true), nil
+		return value.Bool(true), nil
 	case "date":
 		switch {
 		case v.Type == bsoncore.TypeDateTime:
@@ -101,11 +102,11 @@ func convertTo(v bsoncore.Value, to string) (bsoncore.Value, error) {
 			t, err := dateValue("$toDate", v)
 			return timeValue(t), err
 		case v.Type == bsoncore.TypeInt64 || v.Type == bsoncore.TypeDouble || v.Type == bsoncore.TypeDecimal128:
-			f := toFloat(v)
+			f := value.ToFloat(v)
 			if math.IsNaN(f) || math.IsInf(f, 0) {
-				return bsoncore.Value{}, mongoerr.New(conversionFailure, "Conversion to date failed: %s is out of range", FormatValue(v))
+				return bsoncore.Value{}, mongoerr.New(conversionFailure, "Conversion to date failed: %s is out of range", value.Format(v))
 			}
-			return mkDate(int64(f)), nil
+			return value.Date(int64(f)), nil
 		}
 	case "objectId":
 		switch v.Type {
@@ -127,17 +128,17 @@ func toDoubleValue(v bsoncore.Value) (bsoncore.Value, error) {
 	case bsoncore.TypeDouble:
 		return v, nil
 	case bsoncore.TypeInt32, bsoncore.TypeInt64, bsoncore.TypeDecimal128:
-		return mkDouble(toFloat(v)), nil
+		return value.Double(value.ToFloat(v)), nil
 	case bsoncore.TypeBoolean:
-		return mkDouble(map[bool]float64{true: 1}[v.Boolean()]), nil
+		return value.Double(map[bool]float64{true: 1}[v.Boolean()]), nil
 	case bsoncore.TypeDateTime:
-		return mkDouble(float64(v.DateTime())), nil
+		return value.Double(float64(v.DateTime())), nil
 	case bsoncore.TypeString:
 		f, err := strconv.ParseFloat(strings.TrimSpace(v.StringValue()), 64)
 		if err != nil && !strings.Contains(err.Error(), "range") {
 			return bsoncore.Value{}, mongoerr.New(conversionFailure, "Failed to parse number '%s' in $convert with no onError value: Did not consume whole string.", v.StringValue())
 		}
-		return mkDouble(f), nil
+		return value.Double(f), nil
 	}
 	return bsoncore.Value{}, convFail(v, "double")
 }
@@ -152,9 +153,9 @@ func toIntValue(v bsoncore.Value, to string) (bsoncore.Value, error) {
 			n = 1
 		}
 	case bsoncore.TypeDouble, bsoncore.TypeDecimal128:
-		f := math.Trunc(toFloat(v))
+		f := math.Trunc(value.ToFloat(v))
 		if math.IsNaN(f) || f < math.MinInt64 || f >= math.MaxInt64 {
-			return bsoncore.Value{}, mongoerr.New(conversionFailure, "Conversion would overflow target type in $convert with no onError value: %s", FormatValue(v))
+			return bsoncore.Value{}, mongoerr.New(conversionFailure, "Conversion would overflow target type in $convert with no onError value: %s", value.Format(v))
 		}
 		n = int64(f)
 	case bsoncore.TypeDateTime:
@@ -171,12 +172,12 @@ func toIntValue(v bsoncore.Value, to string) (bsoncore.Value, error) {
 		return bsoncore.Value{}, convFail(v, to)
 	}
 	if to == "long" {
-		return mkInt64(n), nil
+		return value.Int64(n), nil
 	}
 	if n < math.MinInt32 || n > math.MaxInt32 {
-		return bsoncore.Value{}, mongoerr.New(conversionFailure, "Conversion would overflow target type in $convert with no onError value: %s", FormatValue(v))
+		return bsoncore.Value{}, mongoerr.New(conversionFailure, "Conversion would overflow target type in $convert with no onError value: %s", value.Format(v))
 	}
-	return mkInt32(int32(n)), nil
+	return value.Int32(int32(n)), nil
 }
 
 func toDecimalValue(v bsoncore.Value) (bsoncore.Value, error) {
@@ -185,19 +186,19 @@ func toDecimalValue(v bsoncore.Value) (bsoncore.Value, error) {
 		return v, nil
 	case bsoncore.TypeInt32, bsoncore.TypeInt64:
 		d, _ := bson.ParseDecimal128(strconv.FormatInt(v.AsInt64(), 10))
-		return decimalValue(d), nil
+		return value.Decimal(d), nil
 	case bsoncore.TypeDouble:
 		return decimalFromFloat(v.Double()), nil
 	case bsoncore.TypeBoolean:
-		return toDecimalValue(mkInt32(map[bool]int32{true: 1}[v.Boolean()]))
+		return toDecimalValue(value.Int32(map[bool]int32{true: 1}[v.Boolean()]))
 	case bsoncore.TypeDateTime:
-		return toDecimalValue(mkInt64(v.DateTime()))
+		return toDecimalValue(value.Int64(v.DateTime()))
 	case bsoncore.TypeString:
 		d, err := bson.ParseDecimal128(v.StringValue())
 		if err != nil {
 			return bsoncore.Value{}, mongoerr.New(conversionFailure, "Failed to parse number '%s' in $convert with no onError value", v.StringValue())
 		}
-		return decimalValue(d), nil
+		return value.Decimal(d), nil
 	}
 	return bsoncore.Value{}, convFail(v, "decimal")
 }
@@ -207,19 +208,19 @@ func toStringValue(v bsoncore.Value) (bsoncore.Value, error) {
 	case bsoncore.TypeString:
 		return v, nil
 	case bsoncore.TypeInt32, bsoncore.TypeInt64, bsoncore.TypeDecimal128:
-		return mkString(formatNumber(v)), nil
+		return value.String(value.FormatNumber(v)), nil
 	case bsoncore.TypeDouble:
-		return mkString(strconv.FormatFloat(v.Double(), 'g', -1, 64)), nil
+		return value.String(strconv.FormatFloat(v.Double(), 'g', -1, 64)), nil
 	case bsoncore.TypeBoolean:
-		return mkString(strconv.FormatBool(v.Boolean())), nil
+		return value.String(strconv.FormatBool(v.Boolean())), nil
 	case bsoncore.TypeObjectID:
-		return mkString(bson.ObjectID(v.ObjectID()).Hex()), nil
+		return value.String(bson.ObjectID(v.ObjectID()).Hex()), nil
 	case bsoncore.TypeDateTime:
 		t, _ := dateValue("$toString", v)
 		s, _ := formatDate(defaultDateFormat, t)
-		return mkString(s), nil
+		return value.String(s), nil
 	case bsoncore.TypeSymbol:
-		return mkString(v.Symbol()), nil
+		return value.String(v.Symbol()), nil
 	}
 	return bsoncore.Value{}, convFail(v, "string")
 }

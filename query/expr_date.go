@@ -11,6 +11,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"dumbodb/query/mongoerr"
+	"dumbodb/query/value"
 )
 
 // Date expressions. Dates are UTC milliseconds; a timezone (an Olson name
@@ -39,7 +40,7 @@ func parseTimezone(v bsoncore.Value) (*time.Location, error) {
 		return time.UTC, nil
 	}
 	if v.Type != bsoncore.TypeString {
-		return nil, mongoerr.New(mongoerr.Code(40517), "timezone must evaluate to a string, found %s", TypeName(v.Type))
+		return nil, mongoerr.New(mongoerr.Code(40517), "timezone must evaluate to a string, found %s", value.TypeName(v.Type))
 	}
 	name := v.StringValue()
 	if l, ok := locations.Load(name); ok {
@@ -95,7 +96,7 @@ func dateValue(name string, v bsoncore.Value) (time.Time, error) {
 	return time.Time{}, mongoerr.New(mongoerr.Code(16006), "can't convert from BSON type %s to Date", exprTypeName(v))
 }
 
-func timeValue(t time.Time) bsoncore.Value { return mkDate(t.UnixMilli()) }
+func timeValue(t time.Time) bsoncore.Value { return value.Date(t.UnixMilli()) }
 
 // datePartFuncs are $year, $month, ... reading one calendar part.
 var datePartFuncs = map[string]func(t time.Time) int{
@@ -127,21 +128,21 @@ func compileDatePart(part func(time.Time) int) func(string, bsoncore.Value, *com
 	return func(name string, arg bsoncore.Value, s *compileScope) (Expr, error) {
 		e := &datePartExpr{part: part, name: name}
 		if arg.Type == bsoncore.TypeArray {
-			if arrayLen(arg.Data) != 1 {
+			if value.ArrayLen(arg.Data) != 1 {
 				return nil, mongoerr.New(mongoerr.Code(40536), "%s accepts exactly one argument", name)
 			}
-			arg, _ = arrayElem(arg.Data, 0)
+			arg, _ = value.ArrayElem(arg.Data, 0)
 		}
 		var err error
-		if arg.Type == bsoncore.TypeEmbeddedDocument && !isOperatorDoc(arg) {
-			d, _ := lookupField(arg.Data, "date")
+		if arg.Type == bsoncore.TypeEmbeddedDocument && !value.IsOperatorDoc(arg) {
+			d, _ := value.LookupField(arg.Data, "date")
 			if d.Type == 0 {
-				return nil, mongoerr.New(mongoerr.Code(40539), "missing 'date' argument to %s, provided: %s", name, FormatValue(arg))
+				return nil, mongoerr.New(mongoerr.Code(40539), "missing 'date' argument to %s, provided: %s", name, value.Format(arg))
 			}
 			if e.date, err = compileExpr(d, s); err != nil {
 				return nil, err
 			}
-			if tz, ok := lookupField(arg.Data, "timezone"); ok {
+			if tz, ok := value.LookupField(arg.Data, "timezone"); ok {
 				e.tz, err = compileExpr(tz, s)
 			}
 			return e, err
@@ -154,7 +155,7 @@ func compileDatePart(part func(time.Time) int) func(string, bsoncore.Value, *com
 func (e *datePartExpr) eval(c *evalCtx) (bsoncore.Value, error) {
 	v, err := e.date.eval(c)
 	if err != nil || nullish(v) {
-		return nullValue, err
+		return value.Null, err
 	}
 	loc := time.UTC
 	if e.tz != nil {
@@ -163,7 +164,7 @@ func (e *datePartExpr) eval(c *evalCtx) (bsoncore.Value, error) {
 			return tz, err
 		}
 		if nullish(tz) {
-			return nullValue, nil
+			return value.Null, nil
 		}
 		if loc, err = parseTimezone(tz); err != nil {
 			return bsoncore.Value{}, err
@@ -173,7 +174,7 @@ func (e *datePartExpr) eval(c *evalCtx) (bsoncore.Value, error) {
 	if err != nil {
 		return bsoncore.Value{}, err
 	}
-	return mkInt32(int32(e.part(t.In(loc)))), nil
+	return value.Int32(int32(e.part(t.In(loc)))), nil
 }
 
 const defaultDateFormat = "%Y-%m-%dT%H:%M:%S.%LZ"
@@ -184,10 +185,10 @@ func evalDateToString(_ *evalCtx, a namedArgs) (bsoncore.Value, error) {
 		if on, ok := a["onNull"]; ok {
 			return on, nil
 		}
-		return nullValue, nil
+		return value.Null, nil
 	}
 	if tz, ok := a["timezone"]; ok && nullish(tz) {
-		return nullValue, nil
+		return value.Null, nil
 	}
 	loc, err := parseTimezone(a["timezone"])
 	if err != nil {
@@ -196,10 +197,10 @@ func evalDateToString(_ *evalCtx, a namedArgs) (bsoncore.Value, error) {
 	format := defaultDateFormat
 	if f, ok := a["format"]; ok {
 		if nullish(f) {
-			return nullValue, nil
+			return value.Null, nil
 		}
 		if f.Type != bsoncore.TypeString {
-			return bsoncore.Value{}, mongoerr.New(mongoerr.Code(18533), "$dateToString requires that 'format' be a string, found: %s", TypeName(f.Type))
+			return bsoncore.Value{}, mongoerr.New(mongoerr.Code(18533), "$dateToString requires that 'format' be a string, found: %s", value.TypeName(f.Type))
 		}
 		format = f.StringValue()
 	}
@@ -211,7 +212,7 @@ func evalDateToString(_ *evalCtx, a namedArgs) (bsoncore.Value, error) {
 	if err != nil {
 		return bsoncore.Value{}, err
 	}
-	return mkString(s), nil
+	return value.String(s), nil
 }
 
 // formatDate implements $dateToString's % specifiers.
@@ -282,7 +283,7 @@ func evalDateFromString(_ *evalCtx, a namedArgs) (bsoncore.Value, error) {
 		if on, ok := a["onNull"]; ok {
 			return on, nil
 		}
-		return nullValue, nil
+		return value.Null, nil
 	}
 	r, err := dateFromString(s, a)
 	if err != nil {
@@ -296,7 +297,7 @@ func evalDateFromString(_ *evalCtx, a namedArgs) (bsoncore.Value, error) {
 
 func dateFromString(s bsoncore.Value, a namedArgs) (bsoncore.Value, error) {
 	if s.Type != bsoncore.TypeString {
-		return bsoncore.Value{}, mongoerr.New(conversionFailure, "$dateFromString requires that 'dateString' be a string, found: %s with value %s", TypeName(s.Type), FormatValue(s))
+		return bsoncore.Value{}, mongoerr.New(conversionFailure, "$dateFromString requires that 'dateString' be a string, found: %s with value %s", value.TypeName(s.Type), value.Format(s))
 	}
 	loc, err := parseTimezone(a["timezone"])
 	if err != nil {
@@ -304,7 +305,7 @@ func dateFromString(s bsoncore.Value, a namedArgs) (bsoncore.Value, error) {
 	}
 	if f, ok := a["format"]; ok && !nullish(f) {
 		if f.Type != bsoncore.TypeString {
-			return bsoncore.Value{}, mongoerr.New(mongoerr.Code(40684), "$dateFromString requires that 'format' be a string, found: %s", TypeName(f.Type))
+			return bsoncore.Value{}, mongoerr.New(mongoerr.Code(40684), "$dateFromString requires that 'format' be a string, found: %s", value.TypeName(f.Type))
 		}
 		t, err := parseWithFormat(s.StringValue(), f.StringValue(), loc)
 		if err != nil {
@@ -405,7 +406,7 @@ func parseWithFormat(s, format string, loc *time.Location) (time.Time, error) {
 // unitArg validates a time unit argument.
 func unitArg(name string, v bsoncore.Value) (string, error) {
 	if v.Type != bsoncore.TypeString || timeUnitMillis(v.StringValue()) == 0 {
-		return "", mongoerr.New(mongoerr.Code(5439014), "%s requires 'unit' to be a valid time unit, found %s", name, FormatValue(v))
+		return "", mongoerr.New(mongoerr.Code(5439014), "%s requires 'unit' to be a valid time unit, found %s", name, value.Format(v))
 	}
 	return v.StringValue(), nil
 }
@@ -431,7 +432,7 @@ func addCalendar(t time.Time, n int64, unit string) time.Time {
 func dateAddFunc(sign int64) func(*evalCtx, namedArgs) (bsoncore.Value, error) {
 	return func(_ *evalCtx, a namedArgs) (bsoncore.Value, error) {
 		if nullish(a["startDate"]) || nullish(a["unit"]) || nullish(a["amount"]) {
-			return nullValue, nil
+			return value.Null, nil
 		}
 		t, err := dateValue("$dateAdd", a["startDate"])
 		if err != nil {
@@ -442,14 +443,14 @@ func dateAddFunc(sign int64) func(*evalCtx, namedArgs) (bsoncore.Value, error) {
 			return bsoncore.Value{}, err
 		}
 		amt := a["amount"]
-		if !isNumber(amt) || toFloat(amt) != math.Trunc(toFloat(amt)) {
-			return bsoncore.Value{}, mongoerr.New(mongoerr.Code(5166403), "$dateAdd expects integer amount of time units, found %s", FormatValue(amt))
+		if !value.IsNumber(amt) || value.ToFloat(amt) != math.Trunc(value.ToFloat(amt)) {
+			return bsoncore.Value{}, mongoerr.New(mongoerr.Code(5166403), "$dateAdd expects integer amount of time units, found %s", value.Format(amt))
 		}
 		loc, err := parseTimezone(a["timezone"])
 		if err != nil {
 			return bsoncore.Value{}, err
 		}
-		return timeValue(addCalendar(t.In(loc), sign*int64(toFloat(amt)), unit)), nil
+		return timeValue(addCalendar(t.In(loc), sign*int64(value.ToFloat(amt)), unit)), nil
 	}
 }
 
@@ -467,7 +468,7 @@ func weekdayArg(v bsoncore.Value) (time.Weekday, error) {
 			}
 		}
 	}
-	return 0, mongoerr.New(mongoerr.Code(5439015), "startOfWeek must be a valid day of the week, found %s", FormatValue(v))
+	return 0, mongoerr.New(mongoerr.Code(5439015), "startOfWeek must be a valid day of the week, found %s", value.Format(v))
 }
 
 // truncate cuts t (in its location) down to its unit's boundary; binSize
@@ -518,7 +519,7 @@ func daysBetween(a, b time.Time) int64 {
 
 func evalDateTrunc(_ *evalCtx, a namedArgs) (bsoncore.Value, error) {
 	if nullish(a["date"]) || nullish(a["unit"]) {
-		return nullValue, nil
+		return value.Null, nil
 	}
 	t, err := dateValue("$dateTrunc", a["date"])
 	if err != nil {
@@ -530,10 +531,10 @@ func evalDateTrunc(_ *evalCtx, a namedArgs) (bsoncore.Value, error) {
 	}
 	bin := int64(1)
 	if b, ok := a["binSize"]; ok {
-		if !isNumber(b) || toFloat(b) < 1 || toFloat(b) != math.Trunc(toFloat(b)) {
-			return bsoncore.Value{}, mongoerr.New(mongoerr.Code(5439017), "$dateTrunc requires 'binSize' to be a positive 64-bit integer, found %s", FormatValue(b))
+		if !value.IsNumber(b) || value.ToFloat(b) < 1 || value.ToFloat(b) != math.Trunc(value.ToFloat(b)) {
+			return bsoncore.Value{}, mongoerr.New(mongoerr.Code(5439017), "$dateTrunc requires 'binSize' to be a positive 64-bit integer, found %s", value.Format(b))
 		}
-		bin = int64(toFloat(b))
+		bin = int64(value.ToFloat(b))
 	}
 	loc, err := parseTimezone(a["timezone"])
 	if err != nil {
@@ -548,7 +549,7 @@ func evalDateTrunc(_ *evalCtx, a namedArgs) (bsoncore.Value, error) {
 
 func evalDateDiff(_ *evalCtx, a namedArgs) (bsoncore.Value, error) {
 	if nullish(a["startDate"]) || nullish(a["endDate"]) || nullish(a["unit"]) {
-		return nullValue, nil
+		return value.Null, nil
 	}
 	t1, err := dateValue("$dateDiff", a["startDate"])
 	if err != nil {
@@ -593,12 +594,12 @@ func evalDateDiff(_ *evalCtx, a namedArgs) (bsoncore.Value, error) {
 			n = floorDiv(t2.UnixMilli()+int64(o2)*1000, u) - floorDiv(t1.UnixMilli()+int64(o1)*1000, u)
 		}
 	}
-	return mkInt64(n), nil
+	return value.Int64(n), nil
 }
 
 func evalDateToParts(_ *evalCtx, a namedArgs) (bsoncore.Value, error) {
 	if nullish(a["date"]) {
-		return nullValue, nil
+		return value.Null, nil
 	}
 	t, err := dateValue("$dateToParts", a["date"])
 	if err != nil {
@@ -635,10 +636,10 @@ func evalDateFromParts(_ *evalCtx, a namedArgs) (bsoncore.Value, error) {
 		if nullish(v) {
 			return 0, true, nil
 		}
-		if !isNumber(v) || toFloat(v) != math.Trunc(toFloat(v)) {
-			return 0, false, mongoerr.New(mongoerr.Code(40515), "'%s' must evaluate to an integer, found %s with value %s", name, TypeName(v.Type), FormatValue(v))
+		if !value.IsNumber(v) || value.ToFloat(v) != math.Trunc(value.ToFloat(v)) {
+			return 0, false, mongoerr.New(mongoerr.Code(40515), "'%s' must evaluate to an integer, found %s with value %s", name, value.TypeName(v.Type), value.Format(v))
 		}
-		return int64(toFloat(v)), false, nil
+		return int64(value.ToFloat(v)), false, nil
 	}
 	names := []string{"year", "month", "day", "hour", "minute", "second", "millisecond"}
 	if iso {
@@ -655,12 +656,12 @@ func evalDateFromParts(_ *evalCtx, a namedArgs) (bsoncore.Value, error) {
 			return bsoncore.Value{}, err
 		}
 		if isNull {
-			return nullValue, nil
+			return value.Null, nil
 		}
 		vals[i] = v
 	}
 	if tz, ok := a["timezone"]; ok && nullish(tz) {
-		return nullValue, nil
+		return value.Null, nil
 	}
 	loc, err := parseTimezone(a["timezone"])
 	if err != nil {

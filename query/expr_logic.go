@@ -4,6 +4,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"dumbodb/query/mongoerr"
+	"dumbodb/query/value"
 )
 
 // Comparison, boolean, conditional and variable-binding expressions.
@@ -18,14 +19,14 @@ func init() {
 		"$lte": func(c int) bool { return c <= 0 },
 	} {
 		regOp(name, 2, 2, func(c *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
-			return mkBool(test(exprCompare(c, a[0], a[1]))), nil
+			return value.Bool(test(exprCompare(c, a[0], a[1]))), nil
 		})
 	}
 	regOp("$cmp", 2, 2, func(c *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
-		return mkInt32(int32(exprCompare(c, a[0], a[1]))), nil
+		return value.Int32(int32(exprCompare(c, a[0], a[1]))), nil
 	})
 	regOp("$not", 1, 1, func(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
-		return mkBool(!exprTruthy(a[0])), nil
+		return value.Bool(!exprTruthy(a[0])), nil
 	})
 	regSpecial("$and", compileAndOr)
 	regSpecial("$or", compileAndOr)
@@ -36,7 +37,7 @@ func init() {
 	regOp("$ifNull", 2, -1, evalIfNull)
 	regOp("$in", 2, 2, evalIn)
 	regOp("$type", 1, 1, func(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
-		return mkString(exprTypeName(a[0])), nil
+		return value.String(exprTypeName(a[0])), nil
 	})
 }
 
@@ -49,7 +50,7 @@ func exprCompare(c *evalCtx, a, b bsoncore.Value) int {
 	if b.Type == 0 {
 		b = bsoncore.Value{Type: bsoncore.TypeUndefined}
 	}
-	return compareWith(a, b, c.env.coll())
+	return value.CompareWith(a, b, c.env.coll())
 }
 
 // andOrExpr short-circuits, so later arguments are not evaluated (and
@@ -62,7 +63,7 @@ type andOrExpr struct {
 func compileAndOr(name string, arg bsoncore.Value, s *compileScope) (Expr, error) {
 	args := []bsoncore.Value{arg}
 	if arg.Type == bsoncore.TypeArray {
-		args = arrayValues(arg.Data)
+		args = value.ArrayValues(arg.Data)
 	}
 	e := &andOrExpr{or: name == "$or"}
 	for _, a := range args {
@@ -82,10 +83,10 @@ func (e *andOrExpr) eval(c *evalCtx) (bsoncore.Value, error) {
 			return bsoncore.Value{}, err
 		}
 		if exprTruthy(v) == e.or {
-			return mkBool(e.or), nil
+			return value.Bool(e.or), nil
 		}
 	}
-	return mkBool(!e.or), nil
+	return value.Bool(!e.or), nil
 }
 
 // condExpr is $cond in its array or {if, then, else} form.
@@ -95,15 +96,15 @@ func compileCond(_ string, arg bsoncore.Value, s *compileScope) (Expr, error) {
 	var parts [3]bsoncore.Value
 	switch arg.Type {
 	case bsoncore.TypeArray:
-		vals := arrayValues(arg.Data)
+		vals := value.ArrayValues(arg.Data)
 		if len(vals) != 3 {
 			return nil, mongoerr.New(mongoerr.Code(16020), "Expression $cond takes exactly 3 arguments. %d were passed in.", len(vals))
 		}
 		copy(parts[:], vals)
 	case bsoncore.TypeEmbeddedDocument:
-		it := newIter(arg.Data)
+		it := value.NewIter(arg.Data)
 		for {
-			k, v, ok := it.next()
+			k, v, ok := it.Next()
 			if !ok {
 				break
 			}
@@ -164,21 +165,21 @@ type switchExpr struct {
 
 func compileSwitch(_ string, arg bsoncore.Value, s *compileScope) (Expr, error) {
 	if arg.Type != bsoncore.TypeEmbeddedDocument {
-		return nil, mongoerr.New(mongoerr.Code(40060), "$switch requires an object as an argument, found: %s", TypeName(arg.Type))
+		return nil, mongoerr.New(mongoerr.Code(40060), "$switch requires an object as an argument, found: %s", value.TypeName(arg.Type))
 	}
 	e := &switchExpr{}
-	it := newIter(arg.Data)
+	it := value.NewIter(arg.Data)
 	for {
-		k, v, ok := it.next()
+		k, v, ok := it.Next()
 		if !ok {
 			break
 		}
 		switch string(k) {
 		case "branches":
 			if v.Type != bsoncore.TypeArray {
-				return nil, mongoerr.New(mongoerr.Code(40061), "$switch expected an array for 'branches', found: %s", TypeName(v.Type))
+				return nil, mongoerr.New(mongoerr.Code(40061), "$switch expected an array for 'branches', found: %s", value.TypeName(v.Type))
 			}
-			for _, b := range arrayValues(v.Data) {
+			for _, b := range value.ArrayValues(v.Data) {
 				if err := e.addBranch(b, s); err != nil {
 					return nil, err
 				}
@@ -201,13 +202,13 @@ func compileSwitch(_ string, arg bsoncore.Value, s *compileScope) (Expr, error) 
 
 func (e *switchExpr) addBranch(b bsoncore.Value, s *compileScope) error {
 	if b.Type != bsoncore.TypeEmbeddedDocument {
-		return mongoerr.New(mongoerr.Code(40062), "$switch expected each branch to be an object, found: %s", TypeName(b.Type))
+		return mongoerr.New(mongoerr.Code(40062), "$switch expected each branch to be an object, found: %s", value.TypeName(b.Type))
 	}
-	cs, hasCase := lookupField(b.Data, "case")
-	th, hasThen := lookupField(b.Data, "then")
+	cs, hasCase := value.LookupField(b.Data, "case")
+	th, hasThen := value.LookupField(b.Data, "then")
 	switch {
-	case arrayLen(b.Data) > 2 || (arrayLen(b.Data) == 2 && (!hasCase || !hasThen)):
-		return mongoerr.New(mongoerr.Code(40063), "$switch found an unknown argument to a branch: %s", FormatValue(b))
+	case value.ArrayLen(b.Data) > 2 || (value.ArrayLen(b.Data) == 2 && (!hasCase || !hasThen)):
+		return mongoerr.New(mongoerr.Code(40063), "$switch found an unknown argument to a branch: %s", value.Format(b))
 	case !hasCase:
 		return mongoerr.New(mongoerr.Code(40064), "$switch requires each branch have a 'case' expression")
 	case !hasThen:
@@ -248,8 +249,8 @@ func compileLet(_ string, arg bsoncore.Value, s *compileScope) (Expr, error) {
 	if arg.Type != bsoncore.TypeEmbeddedDocument {
 		return nil, mongoerr.New(mongoerr.Code(16874), "$let only supports an object as its argument")
 	}
-	vars, hasVars := lookupField(arg.Data, "vars")
-	in, hasIn := lookupField(arg.Data, "in")
+	vars, hasVars := value.LookupField(arg.Data, "vars")
+	in, hasIn := value.LookupField(arg.Data, "in")
 	switch {
 	case !hasVars:
 		return nil, mongoerr.New(mongoerr.Code(16876), "Missing 'vars' parameter to $let")
@@ -260,9 +261,9 @@ func compileLet(_ string, arg bsoncore.Value, s *compileScope) (Expr, error) {
 	}
 	e := &letExpr{}
 	inner := s
-	it := newIter(vars.Data)
+	it := value.NewIter(vars.Data)
 	for {
-		k, v, ok := it.next()
+		k, v, ok := it.Next()
 		if !ok {
 			break
 		}
@@ -309,10 +310,10 @@ func evalIn(c *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
 	if a[1].Type != bsoncore.TypeArray {
 		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(40081), "$in requires an array as a second argument, found: %s", exprTypeName(a[1]))
 	}
-	for _, e := range arrayValues(a[1].Data) {
+	for _, e := range value.ArrayValues(a[1].Data) {
 		if exprCompare(c, a[0], e) == 0 {
-			return mkBool(true), nil
+			return value.Bool(true), nil
 		}
 	}
-	return mkBool(false), nil
+	return value.Bool(false), nil
 }

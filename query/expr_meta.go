@@ -4,6 +4,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"dumbodb/query/mongoerr"
+	"dumbodb/query/value"
 )
 
 // $meta reads per-document metadata. DumboDB has no text or search
@@ -22,7 +23,7 @@ type metaExpr struct{ kind string }
 
 func compileMeta(_ string, arg bsoncore.Value, _ *compileScope) (Expr, error) {
 	if arg.Type != bsoncore.TypeString || !metaKinds[arg.StringValue()] {
-		return nil, mongoerr.New(mongoerr.Code(17308), "Unsupported argument to $meta: %s", FormatValue(arg))
+		return nil, mongoerr.New(mongoerr.Code(17308), "Unsupported argument to $meta: %s", value.Format(arg))
 	}
 	return metaExpr{arg.StringValue()}, nil
 }

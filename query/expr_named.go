@@ -4,6 +4,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"dumbodb/query/mongoerr"
+	"dumbodb/query/value"
 )
 
 // Operators whose argument is an object of named arguments
@@ -24,12 +25,12 @@ type namedExpr struct {
 func regNamed(name string, allowed, required []string, fn func(c *evalCtx, a namedArgs) (bsoncore.Value, error)) {
 	regSpecial(name, func(name string, arg bsoncore.Value, s *compileScope) (Expr, error) {
 		if arg.Type != bsoncore.TypeEmbeddedDocument {
-			return nil, mongoerr.New(mongoerr.Code(40477), "%s only supports an object as an argument, found: %s", name, TypeName(arg.Type))
+			return nil, mongoerr.New(mongoerr.Code(40477), "%s only supports an object as an argument, found: %s", name, value.TypeName(arg.Type))
 		}
 		e := &namedExpr{fn: fn}
-		it := newIter(arg.Data)
+		it := value.NewIter(arg.Data)
 		for {
-			k, v, ok := it.next()
+			k, v, ok := it.Next()
 			if !ok {
 				break
 			}

@@ -4,6 +4,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"dumbodb/query/mongoerr"
+	"dumbodb/query/value"
 )
 
 // Object expressions: $getField and $setField read and write fields whose
@@ -23,7 +24,7 @@ type fieldAccessExpr struct {
 
 func compileFieldAccess(name string, arg bsoncore.Value, s *compileScope) (Expr, error) {
 	e := &fieldAccessExpr{name: name, input: &pathExprX{base: "CURRENT"}}
-	if arg.Type != bsoncore.TypeEmbeddedDocument || isOperatorDoc(arg) {
+	if arg.Type != bsoncore.TypeEmbeddedDocument || value.IsOperatorDoc(arg) {
 		if name == "$setField" {
 			return nil, mongoerr.New(mongoerr.Code(4161100), "$setField only supports an object as its argument")
 		}
@@ -32,9 +33,9 @@ func compileFieldAccess(name string, arg bsoncore.Value, s *compileScope) (Expr,
 		return e, err
 	}
 	var hasValue bool
-	it := newIter(arg.Data)
+	it := value.NewIter(arg.Data)
 	for {
-		k, v, ok := it.next()
+		k, v, ok := it.Next()
 		if !ok {
 			break
 		}
@@ -82,12 +83,12 @@ func (e *fieldAccessExpr) eval(c *evalCtx) (bsoncore.Value, error) {
 		if in.Type != bsoncore.TypeEmbeddedDocument {
 			return bsoncore.Value{}, nil
 		}
-		v, _ := lookupField(in.Data, f.StringValue())
+		v, _ := value.LookupField(in.Data, f.StringValue())
 		return v, nil
 	}
 	switch {
 	case nullish(in):
-		return nullValue, nil
+		return value.Null, nil
 	case in.Type != bsoncore.TypeEmbeddedDocument:
 		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(4161105), "$setField requires 'input' to evaluate to type Object")
 	}

@@ -7,6 +7,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"dumbodb/query/mongoerr"
+	"dumbodb/query/value"
 )
 
 // String expressions.
@@ -27,13 +28,13 @@ func evalConcat(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
 	for _, v := range a {
 		switch {
 		case nullish(v):
-			return nullValue, nil
+			return value.Null, nil
 		case v.Type != bsoncore.TypeString:
-			return bsoncore.Value{}, mongoerr.New(mongoerr.Code(16702), "$concat only supports strings, not %s", TypeName(v.Type))
+			return bsoncore.Value{}, mongoerr.New(mongoerr.Code(16702), "$concat only supports strings, not %s", value.TypeName(v.Type))
 		}
-		b.Write(rawString(v))
+		b.Write(value.RawString(v))
 	}
-	return mkString(b.String()), nil
+	return value.String(b.String()), nil
 }
 
 // coerceToString is how string operators read their argument: null is
@@ -42,12 +43,12 @@ func coerceToString(name string, v bsoncore.Value) (string, error) {
 	switch {
 	case nullish(v):
 		return "", nil
-	case stringLike(v):
-		return string(rawString(v)), nil
-	case isNumber(v):
-		return formatNumber(v), nil
+	case value.StringLike(v):
+		return string(value.RawString(v)), nil
+	case value.IsNumber(v):
+		return value.FormatNumber(v), nil
 	}
-	return "", mongoerr.New(mongoerr.Code(16007), "can't convert from BSON type %s to String", TypeName(v.Type))
+	return "", mongoerr.New(mongoerr.Code(16007), "can't convert from BSON type %s to String", value.TypeName(v.Type))
 }
 
 func caseMap(name string, f func(string) string) func(*evalCtx, []bsoncore.Value) (bsoncore.Value, error) {
@@ -56,7 +57,7 @@ func caseMap(name string, f func(string) string) func(*evalCtx, []bsoncore.Value
 		if err != nil {
 			return bsoncore.Value{}, err
 		}
-		return mkString(f(s)), nil
+		return value.String(f(s)), nil
 	}
 }
 
@@ -65,20 +66,20 @@ func evalStrLen(name string, codePoints bool) func(*evalCtx, []bsoncore.Value) (
 		if a[0].Type != bsoncore.TypeString {
 			return bsoncore.Value{}, mongoerr.New(mongoerr.Code(34471), "%s requires a string argument, found: %s", name, exprTypeName(a[0]))
 		}
-		s := rawString(a[0])
+		s := value.RawString(a[0])
 		if codePoints {
-			return mkInt32(int32(utf8.RuneCount(s))), nil
+			return value.Int32(int32(utf8.RuneCount(s))), nil
 		}
-		return mkInt32(int32(len(s))), nil
+		return value.Int32(int32(len(s))), nil
 	}
 }
 
 func evalSplit(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
 	switch {
 	case nullish(a[0]):
-		return nullValue, nil
+		return value.Null, nil
 	case a[0].Type != bsoncore.TypeString:
-		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(40085), "$split requires an expression that evaluates to a string as a first argument, found: %s", TypeName(a[0].Type))
+		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(40085), "$split requires an expression that evaluates to a string as a first argument, found: %s", value.TypeName(a[0].Type))
 	case a[1].Type != bsoncore.TypeString:
 		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(40086), "$split requires an expression that evaluates to a string as a second argument, found: %s", exprTypeName(a[1]))
 	case a[1].StringValue() == "":
@@ -86,9 +87,9 @@ func evalSplit(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
 	}
 	var out []bsoncore.Value
 	for _, p := range strings.Split(a[0].StringValue(), a[1].StringValue()) {
-		out = append(out, mkString(p))
+		out = append(out, value.String(p))
 	}
-	return buildArray(out), nil
+	return value.BuildArray(out), nil
 }
 
 func evalSubstrCP(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
@@ -96,16 +97,16 @@ func evalSubstrCP(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
 	if err != nil {
 		return bsoncore.Value{}, err
 	}
-	if !isNumber(a[1]) || !isNumber(a[2]) {
+	if !value.IsNumber(a[1]) || !value.IsNumber(a[2]) {
 		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(34450), "$substrCP: starting index and length must be numeric")
 	}
-	start, n := int(toFloat(a[1])), int(toFloat(a[2]))
+	start, n := int(value.ToFloat(a[1])), int(value.ToFloat(a[2]))
 	if start < 0 || n < 0 {
 		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(34455), "$substrCP: the starting index and length must be non-negative integers")
 	}
 	r := []rune(s)
 	start = min(start, len(r))
-	return mkString(string(r[start:min(start+n, len(r))])), nil
+	return value.String(string(r[start:min(start+n, len(r))])), nil
 }
 
 func evalStrcasecmp(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
@@ -117,5 +118,5 @@ func evalStrcasecmp(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
 	if err != nil {
 		return bsoncore.Value{}, err
 	}
-	return mkInt32(int32(strings.Compare(strings.ToUpper(x), strings.ToUpper(y)))), nil
+	return value.Int32(int32(strings.Compare(strings.ToUpper(x), strings.ToUpper(y)))), nil
 }

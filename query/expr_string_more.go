@@ -7,6 +7,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"dumbodb/query/mongoerr"
+	"dumbodb/query/value"
 )
 
 // More string expressions: trimming, replacing, searching and the regex
@@ -31,18 +32,18 @@ func trimFunc(name string) func(*evalCtx, namedArgs) (bsoncore.Value, error) {
 	return func(_ *evalCtx, a namedArgs) (bsoncore.Value, error) {
 		in := a["input"]
 		if nullish(in) {
-			return nullValue, nil
+			return value.Null, nil
 		}
 		if in.Type != bsoncore.TypeString {
-			return bsoncore.Value{}, mongoerr.New(mongoerr.Code(50699), "%s requires its input to be a string, got %s (of type %s) instead.", name, FormatValue(in), TypeName(in.Type))
+			return bsoncore.Value{}, mongoerr.New(mongoerr.Code(50699), "%s requires its input to be a string, got %s (of type %s) instead.", name, value.Format(in), value.TypeName(in.Type))
 		}
 		chars := " \t\n\v\f\r\u0000\u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
 		if c, ok := a["chars"]; ok {
 			if nullish(c) {
-				return nullValue, nil
+				return value.Null, nil
 			}
 			if c.Type != bsoncore.TypeString {
-				return bsoncore.Value{}, mongoerr.New(mongoerr.Code(50700), "%s requires 'chars' to be a string, got %s (of type %s) instead.", name, FormatValue(c), TypeName(c.Type))
+				return bsoncore.Value{}, mongoerr.New(mongoerr.Code(50700), "%s requires 'chars' to be a string, got %s (of type %s) instead.", name, value.Format(c), value.TypeName(c.Type))
 			}
 			chars = c.StringValue()
 		}
@@ -53,7 +54,7 @@ func trimFunc(name string) func(*evalCtx, namedArgs) (bsoncore.Value, error) {
 		if name != "$ltrim" {
 			s = strings.TrimRight(s, chars)
 		}
-		return mkString(s), nil
+		return value.String(s), nil
 	}
 }
 
@@ -62,23 +63,23 @@ func replaceFunc(name string, n int) func(*evalCtx, namedArgs) (bsoncore.Value, 
 		for _, k := range []string{"input", "find", "replacement"} {
 			v := a[k]
 			if !nullish(v) && v.Type != bsoncore.TypeString {
-				return bsoncore.Value{}, mongoerr.New(mongoerr.Code(51746), "%s requires that '%s' be a string, found: %s", name, k, FormatValue(v))
+				return bsoncore.Value{}, mongoerr.New(mongoerr.Code(51746), "%s requires that '%s' be a string, found: %s", name, k, value.Format(v))
 			}
 		}
 		if nullish(a["input"]) || nullish(a["find"]) || nullish(a["replacement"]) {
-			return nullValue, nil
+			return value.Null, nil
 		}
-		return mkString(strings.Replace(a["input"].StringValue(), a["find"].StringValue(), a["replacement"].StringValue(), n)), nil
+		return value.String(strings.Replace(a["input"].StringValue(), a["find"].StringValue(), a["replacement"].StringValue(), n)), nil
 	}
 }
 
 func indexOfFunc(name string, codePoints bool) func(*evalCtx, []bsoncore.Value) (bsoncore.Value, error) {
 	return func(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
 		if nullish(a[0]) {
-			return nullValue, nil
+			return value.Null, nil
 		}
 		if a[0].Type != bsoncore.TypeString {
-			return bsoncore.Value{}, mongoerr.New(mongoerr.Code(40091), "%s requires a string as the first argument, found: %s", name, TypeName(a[0].Type))
+			return bsoncore.Value{}, mongoerr.New(mongoerr.Code(40091), "%s requires a string as the first argument, found: %s", name, value.TypeName(a[0].Type))
 		}
 		if a[1].Type != bsoncore.TypeString {
 			return bsoncore.Value{}, mongoerr.New(mongoerr.Code(40092), "%s requires a string as the second argument, found: %s", name, exprTypeName(a[1]))
@@ -100,10 +101,10 @@ func indexOfFunc(name string, codePoints bool) func(*evalCtx, []bsoncore.Value) 
 		}
 		for i := start; i <= end; i++ {
 			if strings.HasPrefix(strings.Join(units[i:end], ""), sub) {
-				return mkInt32(int32(i)), nil
+				return value.Int32(int32(i)), nil
 			}
 		}
-		return mkInt32(-1), nil
+		return value.Int32(-1), nil
 	}
 }
 
@@ -111,13 +112,13 @@ func indexOfFunc(name string, codePoints bool) func(*evalCtx, []bsoncore.Value) 
 func indexBounds(name string, args []bsoncore.Value, n int) (int, int, error) {
 	bounds := []int{0, n}
 	for i, v := range args {
-		if !isNumber(v) || toFloat(v) != float64(int64(toFloat(v))) {
+		if !value.IsNumber(v) || value.ToFloat(v) != float64(int64(value.ToFloat(v))) {
 			return 0, 0, mongoerr.New(mongoerr.Code(40096), "%s requires an integral starting index, found a value of type: %s", name, exprTypeName(v))
 		}
-		if toFloat(v) < 0 {
-			return 0, 0, mongoerr.New(mongoerr.Code(40097), "%s requires a nonnegative start index, found: %s", name, FormatValue(v))
+		if value.ToFloat(v) < 0 {
+			return 0, 0, mongoerr.New(mongoerr.Code(40097), "%s requires a nonnegative start index, found: %s", name, value.Format(v))
 		}
-		bounds[i] = int(toFloat(v))
+		bounds[i] = int(value.ToFloat(v))
 	}
 	return bounds[0], min(bounds[1], n), nil
 }
@@ -127,12 +128,12 @@ func evalSubstrBytes(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
 	if err != nil {
 		return bsoncore.Value{}, err
 	}
-	if !isNumber(a[1]) || !isNumber(a[2]) {
+	if !value.IsNumber(a[1]) || !value.IsNumber(a[2]) {
 		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(16034), "$substrBytes: starting index must be a numeric type")
 	}
-	start, n := int(toFloat(a[1])), int(toFloat(a[2]))
+	start, n := int(value.ToFloat(a[1])), int(value.ToFloat(a[2]))
 	if start < 0 || start > len(s) {
-		return mkString(""), nil
+		return value.String(""), nil
 	}
 	end := len(s)
 	if n >= 0 && start+n < end {
@@ -141,7 +142,7 @@ func evalSubstrBytes(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
 	if !utf8.RuneStart(s[start]) && start < len(s) || end < len(s) && !utf8.RuneStart(s[end]) {
 		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(28656), "$substrBytes:  Invalid range, starting index is a UTF-8 continuation byte.")
 	}
-	return mkString(s[start:end]), nil
+	return value.String(s[start:end]), nil
 }
 
 // regexFunc implements $regexMatch, $regexFind and $regexFindAll.
@@ -174,11 +175,11 @@ func regexFunc(name string) func(*evalCtx, namedArgs) (bsoncore.Value, error) {
 		if nullish(in) || nullish(rx) {
 			switch name {
 			case "$regexMatch":
-				return mkBool(false), nil
+				return value.Bool(false), nil
 			case "$regexFindAll":
-				return buildArray(nil), nil
+				return value.BuildArray(nil), nil
 			}
-			return nullValue, nil
+			return value.Null, nil
 		}
 		re, err := compileRegex(pattern, opts)
 		if err != nil {
@@ -187,11 +188,11 @@ func regexFunc(name string) func(*evalCtx, namedArgs) (bsoncore.Value, error) {
 		s := in.StringValue()
 		switch name {
 		case "$regexMatch":
-			return mkBool(re.MatchString(s)), nil
+			return value.Bool(re.MatchString(s)), nil
 		case "$regexFind":
 			m := re.FindStringSubmatchIndex(s)
 			if m == nil {
-				return nullValue, nil
+				return value.Null, nil
 			}
 			return regexMatchDoc(s, m), nil
 		}
@@ -199,7 +200,7 @@ func regexFunc(name string) func(*evalCtx, namedArgs) (bsoncore.Value, error) {
 		for _, m := range re.FindAllStringSubmatchIndex(s, -1) {
 			out = append(out, regexMatchDoc(s, m))
 		}
-		return buildArray(out), nil
+		return value.BuildArray(out), nil
 	}
 }
 
@@ -208,9 +209,9 @@ func regexMatchDoc(s string, m []int) bsoncore.Value {
 	var caps []bsoncore.Value
 	for i := 2; i < len(m); i += 2 {
 		if m[i] < 0 {
-			caps = append(caps, nullValue)
+			caps = append(caps, value.Null)
 		} else {
-			caps = append(caps, mkString(s[m[i]:m[i+1]]))
+			caps = append(caps, value.String(s[m[i]:m[i+1]]))
 		}
 	}
 	d := bsoncore.NewDocumentBuilder().AppendString("match", s[m[0]:m[1]]).

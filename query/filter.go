@@ -4,6 +4,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"dumbodb/query/mongoerr"
+	"dumbodb/query/value"
 )
 
 // Filter is a compiled find/update/delete filter.
@@ -73,7 +74,7 @@ func (p *pathExpr) matchDoc(doc []byte) bool {
 	// A top-level field that holds no array reaches every operator as one
 	// value: find it once instead of once per operator ({f: {$gte, $lt}}).
 	if len(p.parts) == 1 {
-		if v, ok := lookupField(doc, p.parts[0]); ok && v.Type != bsoncore.TypeArray {
+		if v, ok := value.LookupField(doc, p.parts[0]); ok && v.Type != bsoncore.TypeArray {
 			return p.node.eval(source{single: v})
 		}
 	}
@@ -88,11 +89,11 @@ type source struct {
 	single bsoncore.Value
 }
 
-func (s source) each(fn visitFn) bool {
+func (s source) each(fn value.VisitFn) bool {
 	if s.parts == nil {
-		return fn(s.single, kindValue)
+		return fn(s.single, value.KindValue)
 	}
-	return walkPath(s.doc, s.parts, fn)
+	return value.WalkPath(s.doc, s.parts, fn)
 }
 
 // opNode is a tree of field operators. Negations wrap the "any value
@@ -121,7 +122,7 @@ func (l leafNode) eval(src source) bool { return src.each(l.leaf.matchValue) }
 
 // leaf is a single-value predicate; k says how the value was reached.
 type leaf interface {
-	matchValue(v bsoncore.Value, k visitKind) bool
+	matchValue(v bsoncore.Value, k value.VisitKind) bool
 }
 
 // CompileFilter validates and compiles a filter document.
@@ -138,6 +139,16 @@ func CompileFilterEnv(filter bsoncore.Document, env *Env) (*Filter, error) {
 	}
 	f.root = root
 	return f, nil
+}
+
+// CompilePartialFilter compiles an index's partialFilterExpression under
+// the index's collation (nil: simple).
+func CompilePartialFilter(filter bsoncore.Document, coll *value.Collation) (*Filter, error) {
+	env, err := NewEnv(coll, nil)
+	if err != nil {
+		return nil, err
+	}
+	return CompileFilterEnv(filter, env)
 }
 
 // Match reports whether doc satisfies the filter.
@@ -167,9 +178,9 @@ func (f *Filter) parseDoc(doc []byte, collect bool) (docExpr, error) {
 		return nil, mongoerr.New(mongoerr.InvalidBSON, "invalid filter: %v", err)
 	}
 	var out andExpr
-	it := newIter(doc)
+	it := value.NewIter(doc)
 	for {
-		k, v, ok := it.next()
+		k, v, ok := it.Next()
 		if !ok {
 			break
 		}
@@ -231,21 +242,21 @@ func notImplemented(_ *Filter, name string, _ bsoncore.Value, _ bool) (docExpr, 
 }
 
 func parseConst(_ *Filter, name string, v bsoncore.Value, _ bool) (docExpr, error) {
-	if !isNumber(v) || Compare(v, bsoncore.Value{Type: bsoncore.TypeInt32, Data: bsoncore.AppendInt32(nil, 1)}) != 0 {
+	if !value.IsNumber(v) || value.Compare(v, bsoncore.Value{Type: bsoncore.TypeInt32, Data: bsoncore.AppendInt32(nil, 1)}) != 0 {
 		return nil, mongoerr.New(mongoerr.FailedToParse, "%s must be an integer value of 1", name)
 	}
 	return constExpr(name == "$alwaysTrue"), nil
 }
 
 func parseLogical(f *Filter, name string, v bsoncore.Value, collect bool) (docExpr, error) {
-	if v.Type != bsoncore.TypeArray || arrayLen(v.Data) == 0 {
+	if v.Type != bsoncore.TypeArray || value.ArrayLen(v.Data) == 0 {
 		return nil, mongoerr.New(mongoerr.BadValue, "%s must be a nonempty array", name)
 	}
 	var subs []docExpr
 	var clauses []bsoncore.Document
 	topOr, textBefore, outerInTopOr := collect && name == "$or", f.text, f.inTopOr
 	textClause := -1
-	for i, e := range arrayValues(v.Data) {
+	for i, e := range value.ArrayValues(v.Data) {
 		if e.Type != bsoncore.TypeEmbeddedDocument {
 			return nil, mongoerr.New(mongoerr.BadValue, "$or/$and/$nor entries need to be full objects")
 		}
@@ -277,7 +288,7 @@ func parseLogical(f *Filter, name string, v bsoncore.Value, collect bool) (docEx
 // parsePath compiles {path: value}: an operator document, a regex, or an
 // implicit equality.
 func (f *Filter) parsePath(path string, v bsoncore.Value, collect bool) (docExpr, error) {
-	parts := splitPath(path)
+	parts := value.SplitPath(path)
 	switch {
 	case v.Type == bsoncore.TypeRegex:
 		l, err := regexLeafFromValue(v)
@@ -285,7 +296,7 @@ func (f *Filter) parsePath(path string, v bsoncore.Value, collect bool) (docExpr
 			return nil, err
 		}
 		return &pathExpr{parts: parts, node: leafNode{l}}, nil
-	case isOperatorDoc(v) && !isDBRef(v):
+	case value.IsOperatorDoc(v) && !isDBRef(v):
 		node, err := f.parseOps(path, v.Data)
 		if err != nil {
 			return nil, err
@@ -303,7 +314,7 @@ func (f *Filter) parsePath(path string, v bsoncore.Value, collect bool) (docExpr
 
 // isDBRef reports a {$ref, $id, $db} document, which is a value, not operators.
 func isDBRef(v bsoncore.Value) bool {
-	switch firstKey(v.Data) {
+	switch value.FirstKey(v.Data) {
 	case "$ref", "$id", "$db":
 		return true
 	}
@@ -312,7 +323,7 @@ func isDBRef(v bsoncore.Value) bool {
 
 // collectEq records {path: {$eq: v}} for upsert seeding.
 func (f *Filter) collectEq(path string, ops []byte) {
-	if v, ok := lookupField(ops, "$eq"); ok && v.Type != bsoncore.TypeRegex && !isOperatorDoc(v) {
+	if v, ok := value.LookupField(ops, "$eq"); ok && v.Type != bsoncore.TypeRegex && !value.IsOperatorDoc(v) {
 		f.eqs = append(f.eqs, EqualityField{Path: path, Value: v})
 	}
 }

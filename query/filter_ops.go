@@ -6,6 +6,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"dumbodb/query/mongoerr"
+	"dumbodb/query/value"
 )
 
 // fieldOp compiles one field operator's argument into an opNode.
@@ -57,9 +58,9 @@ func (f *Filter) parseOps(path string, ops []byte) (opNode, error) {
 	if re != nil {
 		out = append(out, leafNode{re})
 	}
-	it := newIter(ops)
+	it := value.NewIter(ops)
 	for {
-		k, v, ok := it.next()
+		k, v, ok := it.Next()
 		if !ok {
 			break
 		}
@@ -88,8 +89,8 @@ func (f *Filter) parseOps(path string, ops []byte) (opNode, error) {
 
 // parseRegexPair reads $regex and $options, which form one predicate.
 func parseRegexPair(ops []byte) (*regexLeaf, error) {
-	rv, hasRe := lookupField(ops, "$regex")
-	ov, hasOpts := lookupField(ops, "$options")
+	rv, hasRe := value.LookupField(ops, "$regex")
+	ov, hasOpts := value.LookupField(ops, "$options")
 	if !hasRe {
 		if hasOpts {
 			return nil, mongoerr.New(mongoerr.BadValue, "$options needs a $regex")
@@ -122,14 +123,14 @@ func parseRegexPair(ops []byte) (*regexLeaf, error) {
 // eqLeaf is MongoDB equality: null also matches a missing field.
 type eqLeaf struct {
 	v    bsoncore.Value
-	coll *Collation
+	coll *value.Collation
 }
 
-func (e eqLeaf) matchValue(v bsoncore.Value, k visitKind) bool {
-	if k == kindMissing {
+func (e eqLeaf) matchValue(v bsoncore.Value, k value.VisitKind) bool {
+	if k == value.KindMissing {
 		return e.v.Type == bsoncore.TypeNull
 	}
-	return compareWith(v, e.v, e.coll) == 0
+	return value.CompareWith(v, e.v, e.coll) == 0
 }
 
 func parseEq(f *Filter, _ string, arg bsoncore.Value) (opNode, error) {
@@ -158,26 +159,26 @@ type cmpLeaf struct {
 	op   cmpOp
 	v    bsoncore.Value
 	nan  bool
-	coll *Collation
+	coll *value.Collation
 }
 
-func (c cmpLeaf) matchValue(v bsoncore.Value, k visitKind) bool {
-	if k == kindMissing {
-		v = nullValue
+func (c cmpLeaf) matchValue(v bsoncore.Value, k value.VisitKind) bool {
+	if k == value.KindMissing {
+		v = value.Null
 	}
-	if CanonicalType(v.Type) != CanonicalType(c.v.Type) &&
+	if value.CanonicalType(v.Type) != value.CanonicalType(c.v.Type) &&
 		c.v.Type != bsoncore.TypeMinKey && c.v.Type != bsoncore.TypeMaxKey {
 		return false
 	}
 	// NaN only matches NaN, and only via the inclusive operators.
 	if c.nan || (v.Type == bsoncore.TypeDouble && math.IsNaN(v.Double())) ||
-		(v.Type == bsoncore.TypeDecimal128 && ExactNumber(v).NaN) {
-		if !c.nan || CanonicalType(v.Type) != ClassNumber {
+		(v.Type == bsoncore.TypeDecimal128 && value.ExactNumber(v).NaN) {
+		if !c.nan || value.CanonicalType(v.Type) != value.ClassNumber {
 			return false
 		}
-		return (c.op == opLTE || c.op == opGTE) && ExactNumber(v).NaN
+		return (c.op == opLTE || c.op == opGTE) && value.ExactNumber(v).NaN
 	}
-	r := compareWith(v, c.v, c.coll)
+	r := value.CompareWith(v, c.v, c.coll)
 	switch c.op {
 	case opLT:
 		return r < 0
@@ -194,25 +195,25 @@ func cmpParser(op cmpOp) fieldOp {
 		if arg.Type == bsoncore.TypeRegex {
 			return nil, mongoerr.New(mongoerr.BadValue, "Can't have RegEx as arg to predicate over field '%s'.", path)
 		}
-		nan := isNumber(arg) && ExactNumber(arg).NaN
+		nan := value.IsNumber(arg) && value.ExactNumber(arg).NaN
 		return leafNode{cmpLeaf{op: op, v: arg, nan: nan, coll: f.env.coll()}}, nil
 	}
 }
 
 // inLeaf is $in: equality with any listed value, or a match of any regex.
 type inLeaf struct {
-	coll    *Collation
+	coll    *value.Collation
 	vals    []bsoncore.Value
 	regexes []*regexLeaf
 	hasNull bool
 }
 
-func (in *inLeaf) matchValue(v bsoncore.Value, k visitKind) bool {
-	if k == kindMissing {
+func (in *inLeaf) matchValue(v bsoncore.Value, k value.VisitKind) bool {
+	if k == value.KindMissing {
 		return in.hasNull
 	}
 	for _, x := range in.vals {
-		if compareWith(v, x, in.coll) == 0 {
+		if value.CompareWith(v, x, in.coll) == 0 {
 			return true
 		}
 	}
@@ -229,7 +230,7 @@ func newInLeaf(f *Filter, name string, arg bsoncore.Value) (*inLeaf, error) {
 		return nil, mongoerr.New(mongoerr.BadValue, "%s needs an array", name)
 	}
 	in := &inLeaf{coll: f.env.coll()}
-	for _, e := range arrayValues(arg.Data) {
+	for _, e := range value.ArrayValues(arg.Data) {
 		switch {
 		case e.Type == bsoncore.TypeRegex:
 			r, err := regexLeafFromValue(e)
@@ -237,7 +238,7 @@ func newInLeaf(f *Filter, name string, arg bsoncore.Value) (*inLeaf, error) {
 				return nil, err
 			}
 			in.regexes = append(in.regexes, r)
-		case isOperatorDoc(e) && !isDBRef(e):
+		case value.IsOperatorDoc(e) && !isDBRef(e):
 			return nil, mongoerr.New(mongoerr.BadValue, "cannot nest $ under %s", name)
 		default:
 			in.hasNull = in.hasNull || e.Type == bsoncore.TypeNull
@@ -266,10 +267,10 @@ func parseNin(f *Filter, _ string, arg bsoncore.Value) (opNode, error) {
 // existsLeaf matches any value that is present.
 type existsLeaf struct{}
 
-func (existsLeaf) matchValue(_ bsoncore.Value, k visitKind) bool { return k != kindMissing }
+func (existsLeaf) matchValue(_ bsoncore.Value, k value.VisitKind) bool { return k != value.KindMissing }
 
 func parseExists(_ *Filter, _ string, arg bsoncore.Value) (opNode, error) {
-	if truthy(arg) {
+	if value.Truthy(arg) {
 		return leafNode{existsLeaf{}}, nil
 	}
 	return opNot{leafNode{existsLeaf{}}}, nil
@@ -288,8 +289,8 @@ const typeNumber = 1000 // pseudo type code for the "number" alias
 // typeLeaf is $type with one or more type codes.
 type typeLeaf struct{ types []int }
 
-func (t typeLeaf) matchValue(v bsoncore.Value, k visitKind) bool {
-	if k == kindMissing {
+func (t typeLeaf) matchValue(v bsoncore.Value, k value.VisitKind) bool {
+	if k == value.KindMissing {
 		return false
 	}
 	code := int(int8(v.Type)) // MinKey 0xFF is -1
@@ -297,7 +298,7 @@ func (t typeLeaf) matchValue(v bsoncore.Value, k visitKind) bool {
 		code = 127
 	}
 	for _, want := range t.types {
-		if want == code || (want == typeNumber && isNumber(v)) {
+		if want == code || (want == typeNumber && value.IsNumber(v)) {
 			return true
 		}
 	}
@@ -307,7 +308,7 @@ func (t typeLeaf) matchValue(v bsoncore.Value, k visitKind) bool {
 func parseType(_ *Filter, _ string, arg bsoncore.Value) (opNode, error) {
 	args := []bsoncore.Value{arg}
 	if arg.Type == bsoncore.TypeArray {
-		args = arrayValues(arg.Data)
+		args = value.ArrayValues(arg.Data)
 	}
 	var tl typeLeaf
 	for _, a := range args {
@@ -331,13 +332,13 @@ func parseTypeCode(a bsoncore.Value) (int, error) {
 		}
 		return 0, mongoerr.New(mongoerr.BadValue, "Unknown type name alias: %s", s)
 	}
-	if !isNumber(a) {
+	if !value.IsNumber(a) {
 		return 0, mongoerr.New(mongoerr.TypeMismatch, "type must be represented as a number or a string")
 	}
-	f := toFloat(a)
+	f := value.ToFloat(a)
 	c := int(f)
 	if float64(c) != f {
-		return 0, mongoerr.New(mongoerr.BadValue, "Invalid numerical type code: %s", formatNumber(a))
+		return 0, mongoerr.New(mongoerr.BadValue, "Invalid numerical type code: %s", value.FormatNumber(a))
 	}
 	for _, known := range typeAliases {
 		if known == c {
@@ -350,15 +351,15 @@ func parseTypeCode(a bsoncore.Value) (int, error) {
 // sizeLeaf is $size: whole arrays of exactly n elements.
 type sizeLeaf struct{ n int }
 
-func (s sizeLeaf) matchValue(v bsoncore.Value, k visitKind) bool {
-	return k == kindValue && v.Type == bsoncore.TypeArray && arrayLen(v.Data) == s.n
+func (s sizeLeaf) matchValue(v bsoncore.Value, k value.VisitKind) bool {
+	return k == value.KindValue && v.Type == bsoncore.TypeArray && value.ArrayLen(v.Data) == s.n
 }
 
 func parseSize(_ *Filter, _ string, arg bsoncore.Value) (opNode, error) {
-	if !isNumber(arg) {
+	if !value.IsNumber(arg) {
 		return nil, mongoerr.New(mongoerr.BadValue, "$size needs a number")
 	}
-	f := toFloat(arg)
+	f := value.ToFloat(arg)
 	if f != math.Trunc(f) || math.IsNaN(f) {
 		return nil, mongoerr.New(mongoerr.BadValue, "$size must be a whole number")
 	}
@@ -377,7 +378,7 @@ func parseAll(f *Filter, path string, arg bsoncore.Value) (opNode, error) {
 	if arg.Type != bsoncore.TypeArray {
 		return nil, mongoerr.New(mongoerr.BadValue, "$all needs an array")
 	}
-	vals := arrayValues(arg.Data)
+	vals := value.ArrayValues(arg.Data)
 	if len(vals) == 0 {
 		return leafNode{neverLeaf{}}, nil
 	}
@@ -389,7 +390,7 @@ func parseAll(f *Filter, path string, arg bsoncore.Value) (opNode, error) {
 		}
 		switch {
 		case elemMatch:
-			em, _ := lookupField(v.Data, "$elemMatch")
+			em, _ := value.LookupField(v.Data, "$elemMatch")
 			n, err := parseElemMatch(f, path, em)
 			if err != nil {
 				return nil, err
@@ -401,7 +402,7 @@ func parseAll(f *Filter, path string, arg bsoncore.Value) (opNode, error) {
 				return nil, err
 			}
 			out = append(out, leafNode{r})
-		case isOperatorDoc(v) && !isDBRef(v):
+		case value.IsOperatorDoc(v) && !isDBRef(v):
 			return nil, mongoerr.New(mongoerr.BadValue, "no $ expressions in $all")
 		default:
 			out = append(out, leafNode{eqLeaf{v, f.env.coll()}})
@@ -411,12 +412,12 @@ func parseAll(f *Filter, path string, arg bsoncore.Value) (opNode, error) {
 }
 
 func isElemMatchDoc(v bsoncore.Value) bool {
-	return v.Type == bsoncore.TypeEmbeddedDocument && firstKey(v.Data) == "$elemMatch"
+	return v.Type == bsoncore.TypeEmbeddedDocument && value.FirstKey(v.Data) == "$elemMatch"
 }
 
 type neverLeaf struct{}
 
-func (neverLeaf) matchValue(bsoncore.Value, visitKind) bool { return false }
+func (neverLeaf) matchValue(bsoncore.Value, value.VisitKind) bool { return false }
 
 // elemMatchLeaf matches a whole array with at least one element satisfying
 // either a filter (object form) or an operator tree (value form).
@@ -425,13 +426,13 @@ type elemMatchLeaf struct {
 	val opNode  // {$elemMatch: {$gt: 1}}: each element as a single value
 }
 
-func (em *elemMatchLeaf) matchValue(v bsoncore.Value, k visitKind) bool {
-	if k != kindValue || v.Type != bsoncore.TypeArray {
+func (em *elemMatchLeaf) matchValue(v bsoncore.Value, k value.VisitKind) bool {
+	if k != value.KindValue || v.Type != bsoncore.TypeArray {
 		return false
 	}
-	it := newIter(v.Data)
+	it := value.NewIter(v.Data)
 	for {
-		_, e, ok := it.next()
+		_, e, ok := it.Next()
 		if !ok {
 			return false
 		}
@@ -455,8 +456,8 @@ func newElemMatch(parent *Filter, path string, arg bsoncore.Value) (*elemMatchLe
 	if arg.Type != bsoncore.TypeEmbeddedDocument {
 		return nil, mongoerr.New(mongoerr.BadValue, "$elemMatch needs an Object")
 	}
-	if isOperatorDoc(arg) {
-		switch firstKey(arg.Data) {
+	if value.IsOperatorDoc(arg) {
+		switch value.FirstKey(arg.Data) {
 		case "$and", "$or", "$nor", "$where", "$expr", "$comment", "$alwaysTrue", "$alwaysFalse":
 		default:
 			n, err := parent.parseOps(path, arg.Data)
@@ -485,11 +486,11 @@ func parseElemMatch(f *Filter, path string, arg bsoncore.Value) (opNode, error) 
 // modLeaf is $mod: numbers truncated to integers, dividend % divisor == remainder.
 type modLeaf struct{ divisor, remainder int64 }
 
-func (m modLeaf) matchValue(v bsoncore.Value, k visitKind) bool {
-	if k == kindMissing || !isNumber(v) {
+func (m modLeaf) matchValue(v bsoncore.Value, k value.VisitKind) bool {
+	if k == value.KindMissing || !value.IsNumber(v) {
 		return false
 	}
-	f := toFloat(v)
+	f := value.ToFloat(v)
 	if v.Type == bsoncore.TypeInt64 || v.Type == bsoncore.TypeInt32 {
 		return v.AsInt64()%m.divisor == m.remainder
 	}
@@ -503,18 +504,18 @@ func parseMod(_ *Filter, _ string, arg bsoncore.Value) (opNode, error) {
 	if arg.Type != bsoncore.TypeArray {
 		return nil, mongoerr.New(mongoerr.BadValue, "malformed mod, needs to be an array")
 	}
-	vals := arrayValues(arg.Data)
+	vals := value.ArrayValues(arg.Data)
 	switch {
 	case len(vals) < 2:
 		return nil, mongoerr.New(mongoerr.BadValue, "malformed mod, not enough elements")
 	case len(vals) > 2:
 		return nil, mongoerr.New(mongoerr.BadValue, "malformed mod, too many elements")
-	case !isNumber(vals[0]):
+	case !value.IsNumber(vals[0]):
 		return nil, mongoerr.New(mongoerr.BadValue, "malformed mod, divisor not a number")
-	case !isNumber(vals[1]):
+	case !value.IsNumber(vals[1]):
 		return nil, mongoerr.New(mongoerr.BadValue, "malformed mod, remainder not a number")
 	}
-	d, r := toFloat(vals[0]), toFloat(vals[1])
+	d, r := value.ToFloat(vals[0]), value.ToFloat(vals[1])
 	if math.IsNaN(d) || math.IsInf(d, 0) || math.IsNaN(r) || math.IsInf(r, 0) {
 		return nil, mongoerr.New(mongoerr.BadValue, "malformed mod, divisor value is invalid :: caused by :: Unable to coerce NaN/Inf to integral type")
 	}
@@ -529,7 +530,7 @@ func truncInt(v bsoncore.Value) int64 {
 	if v.Type == bsoncore.TypeInt32 || v.Type == bsoncore.TypeInt64 {
 		return v.AsInt64()
 	}
-	return int64(toFloat(v))
+	return int64(value.ToFloat(v))
 }
 
 // parseNot negates a regex or an operator document.
@@ -545,8 +546,8 @@ func parseNot(f *Filter, path string, arg bsoncore.Value) (opNode, error) {
 		if len(arg.Data) <= 5 {
 			return nil, mongoerr.New(mongoerr.BadValue, "$not cannot be empty")
 		}
-		if !isOperatorDoc(arg) {
-			return nil, mongoerr.New(mongoerr.BadValue, "unknown operator: %s", firstKey(arg.Data))
+		if !value.IsOperatorDoc(arg) {
+			return nil, mongoerr.New(mongoerr.BadValue, "unknown operator: %s", value.FirstKey(arg.Data))
 		}
 		n, err := f.parseOps(path, arg.Data)
 		if err != nil {

@@ -6,6 +6,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"dumbodb/query/mongoerr"
+	"dumbodb/query/value"
 )
 
 // $bitsAllSet, $bitsAnySet, $bitsAllClear, $bitsAnyClear: bit tests on
@@ -43,15 +44,15 @@ func bitsName(all, set bool) string {
 // of bit positions, or BinData used as a bitmask.
 func bitPositions(name string, arg bsoncore.Value) ([]int, error) {
 	switch {
-	case isNumber(arg):
-		f := toFloat(arg)
+	case value.IsNumber(arg):
+		f := value.ToFloat(arg)
 		switch {
 		case f != math.Trunc(f) || math.IsInf(f, 0) || math.IsNaN(f):
-			return nil, mongoerr.New(mongoerr.FailedToParse, "Expected an integer: %s", formatElem(name, arg))
+			return nil, mongoerr.New(mongoerr.FailedToParse, "Expected an integer: %s", value.FormatElem(name, arg))
 		case f < 0:
-			return nil, mongoerr.New(mongoerr.FailedToParse, "Expected a positive number in: %s", formatElem(name, arg))
+			return nil, mongoerr.New(mongoerr.FailedToParse, "Expected a positive number in: %s", value.FormatElem(name, arg))
 		case f >= 1<<63:
-			return nil, mongoerr.New(mongoerr.FailedToParse, "Cannot represent as a 64-bit integer: %s", formatElem(name, arg))
+			return nil, mongoerr.New(mongoerr.FailedToParse, "Cannot represent as a 64-bit integer: %s", value.FormatElem(name, arg))
 		}
 		mask := uint64(truncInt(arg))
 		var out []int
@@ -63,14 +64,14 @@ func bitPositions(name string, arg bsoncore.Value) ([]int, error) {
 		return out, nil
 	case arg.Type == bsoncore.TypeArray:
 		var out []int
-		for i, v := range arrayValues(arg.Data) {
-			if !isNumber(v) || toFloat(v) != math.Trunc(toFloat(v)) {
-				return nil, mongoerr.New(mongoerr.BadValue, "bit positions must be an integer but got: %d: %s", i, FormatValue(v))
+		for i, v := range value.ArrayValues(arg.Data) {
+			if !value.IsNumber(v) || value.ToFloat(v) != math.Trunc(value.ToFloat(v)) {
+				return nil, mongoerr.New(mongoerr.BadValue, "bit positions must be an integer but got: %d: %s", i, value.Format(v))
 			}
-			if toFloat(v) < 0 {
-				return nil, mongoerr.New(mongoerr.BadValue, "bit positions must be >= 0 but got: %d: %s", i, FormatValue(v))
+			if value.ToFloat(v) < 0 {
+				return nil, mongoerr.New(mongoerr.BadValue, "bit positions must be >= 0 but got: %d: %s", i, value.Format(v))
 			}
-			out = append(out, int(clampFloat(toFloat(v))))
+			out = append(out, int(clampFloat(value.ToFloat(v))))
 		}
 		return out, nil
 	case arg.Type == bsoncore.TypeBinary:
@@ -85,17 +86,17 @@ func bitPositions(name string, arg bsoncore.Value) ([]int, error) {
 		}
 		return out, nil
 	}
-	return nil, mongoerr.New(mongoerr.BadValue, "%s takes an Array, a number, or a BinData but received: %s", name, formatElem(name, arg))
+	return nil, mongoerr.New(mongoerr.BadValue, "%s takes an Array, a number, or a BinData but received: %s", name, value.FormatElem(name, arg))
 }
 
-func (b *bitsLeaf) matchValue(v bsoncore.Value, k visitKind) bool {
-	if k == kindMissing {
+func (b *bitsLeaf) matchValue(v bsoncore.Value, k value.VisitKind) bool {
+	if k == value.KindMissing {
 		return false
 	}
 	var bit func(p int) bool
 	switch {
-	case isNumber(v):
-		f := toFloat(v)
+	case value.IsNumber(v):
+		f := value.ToFloat(v)
 		if f != math.Trunc(f) || f >= 1<<63 || f < -(1<<63) {
 			return false
 		}

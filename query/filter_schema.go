@@ -8,6 +8,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"dumbodb/query/mongoerr"
+	"dumbodb/query/value"
 )
 
 // $jsonSchema: a JSON Schema (draft 4 subset, plus bsonType) that each
@@ -90,9 +91,9 @@ func init() {
 
 func compileSchema(doc []byte) (*schema, error) {
 	s := &schema{}
-	it := newIter(doc)
+	it := value.NewIter(doc)
 	for {
-		k, v, ok := it.next()
+		k, v, ok := it.Next()
 		if !ok {
 			return s, nil
 		}
@@ -113,7 +114,7 @@ func compileSchema(doc []byte) (*schema, error) {
 func schemaTypeList(kw string, arg bsoncore.Value, lookup func(string) ([]bsoncore.Type, bool)) ([]bsoncore.Type, error) {
 	names := []bsoncore.Value{arg}
 	if arg.Type == bsoncore.TypeArray {
-		names = arrayValues(arg.Data)
+		names = value.ArrayValues(arg.Data)
 	}
 	var out []bsoncore.Type
 	for _, n := range names {
@@ -172,11 +173,11 @@ func schemaType(s *schema, arg bsoncore.Value, _ []byte) error {
 }
 
 func schemaRequired(s *schema, arg bsoncore.Value, _ []byte) error {
-	if arg.Type != bsoncore.TypeArray || arrayLen(arg.Data) == 0 {
+	if arg.Type != bsoncore.TypeArray || value.ArrayLen(arg.Data) == 0 {
 		return mongoerr.New(mongoerr.FailedToParse, "$jsonSchema keyword 'required' must be a nonempty array")
 	}
 	var names []string
-	for _, v := range arrayValues(arg.Data) {
+	for _, v := range value.ArrayValues(arg.Data) {
 		if v.Type != bsoncore.TypeString {
 			return mongoerr.New(mongoerr.TypeMismatch, "$jsonSchema keyword 'required' must be an array of strings")
 		}
@@ -187,7 +188,7 @@ func schemaRequired(s *schema, arg bsoncore.Value, _ []byte) error {
 			return true
 		}
 		for _, n := range names {
-			if _, ok := lookupField(v.Data, n); !ok {
+			if _, ok := value.LookupField(v.Data, n); !ok {
 				return false
 			}
 		}
@@ -201,9 +202,9 @@ func schemaProperties(s *schema, arg bsoncore.Value, _ []byte) error {
 		return mongoerr.New(mongoerr.TypeMismatch, "$jsonSchema keyword 'properties' must be an object")
 	}
 	props := map[string]*schema{}
-	it := newIter(arg.Data)
+	it := value.NewIter(arg.Data)
 	for {
-		k, v, ok := it.next()
+		k, v, ok := it.Next()
 		if !ok {
 			break
 		}
@@ -221,7 +222,7 @@ func schemaProperties(s *schema, arg bsoncore.Value, _ []byte) error {
 			return true
 		}
 		for name, sub := range props {
-			if fv, ok := lookupField(v.Data, name); ok && !sub.ok(fv) {
+			if fv, ok := value.LookupField(v.Data, name); ok && !sub.ok(fv) {
 				return false
 			}
 		}
@@ -234,16 +235,16 @@ func schemaProperties(s *schema, arg bsoncore.Value, _ []byte) error {
 // by properties or matched by patternProperties; a schema constrains them.
 func schemaAdditional(s *schema, arg bsoncore.Value, parent []byte) error {
 	known := map[string]bool{}
-	if props, ok := lookupField(parent, "properties"); ok && props.Type == bsoncore.TypeEmbeddedDocument {
-		it := newIter(props.Data)
-		for k, _, ok := it.next(); ok; k, _, ok = it.next() {
+	if props, ok := value.LookupField(parent, "properties"); ok && props.Type == bsoncore.TypeEmbeddedDocument {
+		it := value.NewIter(props.Data)
+		for k, _, ok := it.Next(); ok; k, _, ok = it.Next() {
 			known[string(k)] = true
 		}
 	}
 	var patterns []*regexp.Regexp
-	if pp, ok := lookupField(parent, "patternProperties"); ok && pp.Type == bsoncore.TypeEmbeddedDocument {
-		it := newIter(pp.Data)
-		for k, _, ok := it.next(); ok; k, _, ok = it.next() {
+	if pp, ok := value.LookupField(parent, "patternProperties"); ok && pp.Type == bsoncore.TypeEmbeddedDocument {
+		it := value.NewIter(pp.Data)
+		for k, _, ok := it.Next(); ok; k, _, ok = it.Next() {
 			re, err := regexp.Compile(string(k))
 			if err != nil {
 				return mongoerr.New(mongoerr.Location51091, "Regular expression is invalid: %v", err)
@@ -269,8 +270,8 @@ func schemaAdditional(s *schema, arg bsoncore.Value, parent []byte) error {
 		if v.Type != bsoncore.TypeEmbeddedDocument {
 			return true
 		}
-		it := newIter(v.Data)
-		for k, fv, ok := it.next(); ok; k, fv, ok = it.next() {
+		it := value.NewIter(v.Data)
+		for k, fv, ok := it.Next(); ok; k, fv, ok = it.Next() {
 			if known[string(k)] || matchesAny(patterns, string(k)) {
 				continue
 			}
@@ -301,18 +302,18 @@ func schemaBound(isMax bool) func(*schema, bsoncore.Value, []byte) error {
 		if isMax {
 			name, excl = "maximum", "exclusiveMaximum"
 		}
-		if !isNumber(arg) {
+		if !value.IsNumber(arg) {
 			return mongoerr.New(mongoerr.TypeMismatch, "$jsonSchema keyword '%s' must be a number", name)
 		}
 		exclusive := false
-		if e, ok := lookupField(parent, excl); ok && e.Type == bsoncore.TypeBoolean {
+		if e, ok := value.LookupField(parent, excl); ok && e.Type == bsoncore.TypeBoolean {
 			exclusive = e.Boolean()
 		}
 		s.checks = append(s.checks, func(v bsoncore.Value) bool {
-			if !isNumber(v) {
+			if !value.IsNumber(v) {
 				return true
 			}
-			c := Compare(v, arg)
+			c := value.Compare(v, arg)
 			if isMax {
 				c = -c
 			}
@@ -330,15 +331,15 @@ func schemaExclusive(_ *schema, arg bsoncore.Value, _ []byte) error {
 }
 
 func schemaEnum(s *schema, arg bsoncore.Value, _ []byte) error {
-	if arg.Type != bsoncore.TypeArray || arrayLen(arg.Data) == 0 {
+	if arg.Type != bsoncore.TypeArray || value.ArrayLen(arg.Data) == 0 {
 		return mongoerr.New(mongoerr.FailedToParse, "$jsonSchema keyword 'enum' cannot be an empty array")
 	}
-	vals := arrayValues(arg.Data)
+	vals := value.ArrayValues(arg.Data)
 	s.checks = append(s.checks, func(v bsoncore.Value) bool {
 		for _, e := range vals {
 			// enum is exact: 1 and 1.0 are different JSON values only by
 			// type name, and mongod compares with woCompare (equal).
-			if Compare(v, e) == 0 {
+			if value.Compare(v, e) == 0 {
 				return true
 			}
 		}
@@ -350,19 +351,19 @@ func schemaEnum(s *schema, arg bsoncore.Value, _ []byte) error {
 // schemaCount is min/max Length, Items and Properties.
 func schemaCount(t bsoncore.Type, isMax bool) func(*schema, bsoncore.Value, []byte) error {
 	return func(s *schema, arg bsoncore.Value, _ []byte) error {
-		if !isNumber(arg) || toFloat(arg) != math.Trunc(toFloat(arg)) || toFloat(arg) < 0 {
+		if !value.IsNumber(arg) || value.ToFloat(arg) != math.Trunc(value.ToFloat(arg)) || value.ToFloat(arg) < 0 {
 			return mongoerr.New(mongoerr.FailedToParse, "$jsonSchema length and count keywords must be non-negative integers")
 		}
-		n := int(toFloat(arg))
+		n := int(value.ToFloat(arg))
 		s.checks = append(s.checks, func(v bsoncore.Value) bool {
 			if v.Type != t {
 				return true
 			}
 			var got int
 			if t == bsoncore.TypeString {
-				got = utf8.RuneCount(rawString(v))
+				got = utf8.RuneCount(value.RawString(v))
 			} else {
-				got = arrayLen(v.Data)
+				got = value.ArrayLen(v.Data)
 			}
 			if isMax {
 				return got <= n
@@ -384,7 +385,7 @@ func schemaItems(s *schema, arg bsoncore.Value, parent []byte) error {
 			if v.Type != bsoncore.TypeArray {
 				return true
 			}
-			for _, e := range arrayValues(v.Data) {
+			for _, e := range value.ArrayValues(v.Data) {
 				if !sub.ok(e) {
 					return false
 				}
@@ -394,7 +395,7 @@ func schemaItems(s *schema, arg bsoncore.Value, parent []byte) error {
 		return nil
 	case bsoncore.TypeArray:
 		var subs []*schema
-		for _, d := range arrayValues(arg.Data) {
+		for _, d := range value.ArrayValues(arg.Data) {
 			if d.Type != bsoncore.TypeEmbeddedDocument {
 				return mongoerr.New(mongoerr.TypeMismatch, "$jsonSchema keyword 'items' requires that each element of the array is an object")
 			}
@@ -404,12 +405,12 @@ func schemaItems(s *schema, arg bsoncore.Value, parent []byte) error {
 			}
 			subs = append(subs, sub)
 		}
-		extra, _ := lookupField(parent, "additionalItems")
+		extra, _ := value.LookupField(parent, "additionalItems")
 		s.checks = append(s.checks, func(v bsoncore.Value) bool {
 			if v.Type != bsoncore.TypeArray {
 				return true
 			}
-			for i, e := range arrayValues(v.Data) {
+			for i, e := range value.ArrayValues(v.Data) {
 				if i < len(subs) && !subs[i].ok(e) {
 					return false
 				}
@@ -433,7 +434,7 @@ func schemaUnique(s *schema, arg bsoncore.Value, _ []byte) error {
 			if v.Type != bsoncore.TypeArray {
 				return true
 			}
-			vals := arrayValues(v.Data)
+			vals := value.ArrayValues(v.Data)
 			for j := range vals {
 				if containsValue(vals[:j], vals[j]) {
 					return false
@@ -454,29 +455,29 @@ func schemaPattern(s *schema, arg bsoncore.Value, _ []byte) error {
 		return err
 	}
 	s.checks = append(s.checks, func(v bsoncore.Value) bool {
-		return v.Type != bsoncore.TypeString || re.Match(rawString(v))
+		return v.Type != bsoncore.TypeString || re.Match(value.RawString(v))
 	})
 	return nil
 }
 
 func schemaMultipleOf(s *schema, arg bsoncore.Value, _ []byte) error {
-	if !isNumber(arg) || toFloat(arg) <= 0 {
+	if !value.IsNumber(arg) || value.ToFloat(arg) <= 0 {
 		return mongoerr.New(mongoerr.FailedToParse, "$jsonSchema keyword 'multipleOf' must have a positive value")
 	}
-	d := toFloat(arg)
+	d := value.ToFloat(arg)
 	s.checks = append(s.checks, func(v bsoncore.Value) bool {
-		return !isNumber(v) || math.Mod(toFloat(v), d) == 0
+		return !value.IsNumber(v) || math.Mod(value.ToFloat(v), d) == 0
 	})
 	return nil
 }
 
 func schemaLogic(kw string) func(*schema, bsoncore.Value, []byte) error {
 	return func(s *schema, arg bsoncore.Value, _ []byte) error {
-		if arg.Type != bsoncore.TypeArray || arrayLen(arg.Data) == 0 {
+		if arg.Type != bsoncore.TypeArray || value.ArrayLen(arg.Data) == 0 {
 			return mongoerr.New(mongoerr.FailedToParse, "$jsonSchema keyword '%s' must be a nonempty array", kw)
 		}
 		var subs []*schema
-		for _, d := range arrayValues(arg.Data) {
+		for _, d := range value.ArrayValues(arg.Data) {
 			if d.Type != bsoncore.TypeEmbeddedDocument {
 				return mongoerr.New(mongoerr.TypeMismatch, "$jsonSchema keyword '%s' must be an array of objects", kw)
 			}

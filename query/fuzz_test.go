@@ -10,6 +10,7 @@ import (
 
 	"dumbodb/internal/fuzzbson"
 	"dumbodb/query"
+	"dumbodb/query/value"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -40,8 +41,8 @@ func seed(specs ...any) []byte {
 }
 
 // collation parses a fuzzed collation; an invalid one means none.
-func collation(t *testing.T, doc bsoncore.Document) *query.Collation {
-	c, err := query.ParseCollation(doc)
+func collation(t *testing.T, doc bsoncore.Document) *value.Collation {
+	c, err := value.ParseCollation(doc)
 	fuzzbson.CheckUserError(t, "ParseCollation", err)
 	return c
 }
@@ -286,7 +287,7 @@ func FuzzCollation(f *testing.F) {
 		if c == nil {
 			return
 		}
-		again, err := query.ParseCollation(c.Expanded())
+		again, err := value.ParseCollation(c.Expanded())
 		if err != nil || !again.Equal(c) {
 			t.Fatalf("expanded collation %v does not parse back: %v", bson.Raw(c.Expanded()), err)
 		}
@@ -299,14 +300,14 @@ func FuzzCollation(f *testing.F) {
 	})
 }
 
-func checkCollatedOrder(t *testing.T, c *query.Collation, a, b bsoncore.Value) {
+func checkCollatedOrder(t *testing.T, c *value.Collation, a, b bsoncore.Value) {
 	sa, okA := a.StringValueOK()
 	sb, okB := b.StringValueOK()
 	if !okA || !okB {
 		return
 	}
 	byKey := bytes.Compare(c.AppendKey(nil, []byte(sa)), c.AppendKey(nil, []byte(sb)))
-	if cmp := query.CompareCollated(a, b, c); sign(cmp) != byKey {
+	if cmp := value.CompareCollated(a, b, c); sign(cmp) != byKey {
 		t.Fatalf("%q vs %q: compare says %d, keys say %d", sa, sb, cmp, byKey)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"dumbodb/query/mongoerr"
+	"dumbodb/query/value"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
@@ -29,9 +30,9 @@ func compileGroupStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 	scope := pc.env.scope()
 	var idExpr Expr
 	var accs []accSpec
-	it := newIter(spec.Data)
+	it := value.NewIter(spec.Data)
 	for {
-		k, v, ok := it.next()
+		k, v, ok := it.Next()
 		if !ok {
 			break
 		}
@@ -71,10 +72,10 @@ func compileAccumulator(name string, v bsoncore.Value, s *compileScope, env *Env
 	if v.Type != bsoncore.TypeEmbeddedDocument {
 		return accSpec{}, mongoerr.New(mongoerr.Code(40234), "The field '%s' must be an accumulator object", name)
 	}
-	if arrayLen(v.Data) != 1 {
+	if value.ArrayLen(v.Data) != 1 {
 		return accSpec{}, mongoerr.New(mongoerr.Code(40238), "The field '%s' must specify one accumulator", name)
 	}
-	op := firstKey(v.Data)
+	op := value.FirstKey(v.Data)
 	compile, ok := accumulatorOps[op]
 	if !ok {
 		if jsExprOps[op] {
@@ -82,7 +83,7 @@ func compileAccumulator(name string, v bsoncore.Value, s *compileScope, env *Env
 		}
 		return accSpec{}, mongoerr.New(mongoerr.Code(15952), "unknown group operator '%s'", op)
 	}
-	arg, _ := lookupField(v.Data, op)
+	arg, _ := value.LookupField(v.Data, op)
 	mk, err := compile(op, arg, s, env)
 	if err != nil {
 		return accSpec{}, err
@@ -114,14 +115,14 @@ func (gr *group) add(c *evalCtx) (int, error) {
 // groupTable finds groups by key: bucketKey narrows, Compare (with the
 // collation) decides.
 type groupTable struct {
-	coll    *Collation
+	coll    *value.Collation
 	buckets map[string][]*group
 	order   []*group
 }
 
 func (t *groupTable) find(id bsoncore.Value) *group {
 	for _, g := range t.buckets[t.key(id)] {
-		if compareWith(g.id, id, t.coll) == 0 {
+		if value.CompareWith(g.id, id, t.coll) == 0 {
 			return g
 		}
 	}
@@ -138,13 +139,13 @@ func (t *groupTable) insert(g *group) {
 // where different bytes may compare equal, and keeps documents and arrays
 // (which may hold such strings) in one bucket per type.
 func (t *groupTable) key(id bsoncore.Value) string {
-	if t.coll == nil || CanonicalType(id.Type) == CanonicalType(bsoncore.TypeDouble) {
+	if t.coll == nil || value.CanonicalType(id.Type) == value.CanonicalType(bsoncore.TypeDouble) {
 		return bucketKey(id)
 	}
 	if s, ok := id.StringValueOK(); ok {
 		return "c" + string(t.coll.AppendKey(nil, []byte(s)))
 	}
-	return "t" + strconv.Itoa(CanonicalType(id.Type))
+	return "t" + strconv.Itoa(value.CanonicalType(id.Type))
 }
 
 // groupDocs groups the whole input, then yields one document per group in
@@ -168,7 +169,7 @@ func groupDocs(ctx context.Context, in Stream, idExpr Expr, accs []accSpec, env 
 			return nil, err
 		}
 		if id.Type == 0 {
-			id = nullValue
+			id = value.Null
 		}
 		if b.allowDisk {
 			kept = append(kept, keyedDoc{key: id, doc: doc})
@@ -236,12 +237,12 @@ func bucketKey(v bsoncore.Value) string {
 	if s, ok := v.StringValueOK(); ok {
 		return "s" + s
 	}
-	return "t" + strconv.Itoa(CanonicalType(v.Type))
+	return "t" + strconv.Itoa(value.CanonicalType(v.Type))
 }
 
 func findGroup(bucket []*group, id bsoncore.Value) *group {
 	for _, g := range bucket {
-		if Compare(g.id, id) == 0 {
+		if value.Compare(g.id, id) == 0 {
 			return g
 		}
 	}
@@ -252,7 +253,7 @@ func findGroup(bucket []*group, id bsoncore.Value) *group {
 // value at path in docs, with arrays contributing their elements, each
 // value once (equal under collation c; nil: simple), in order of first
 // appearance.
-func DistinctValues(docs []bsoncore.Document, path string, c *Collation) []bsoncore.Value {
+func DistinctValues(docs []bsoncore.Document, path string, c *value.Collation) []bsoncore.Value {
 	t := &groupTable{coll: c, buckets: map[string][]*group{}}
 	var out []bsoncore.Value
 	add := func(v bsoncore.Value) {
@@ -325,12 +326,12 @@ func spillGroups(ctx context.Context, kept []keyedDoc, rest Stream, idExpr Expr,
 			return nil, err
 		}
 		if id.Type == 0 {
-			id = nullValue
+			id = value.Null
 		}
 		return keyedRecord(id, doc), nil
 	})
 	sorted, err := sortStream(ctx, keyed, func(a, c bsoncore.Document) int {
-		return compareWith(recordKey(a), recordKey(c), coll)
+		return value.CompareWith(recordKey(a), recordKey(c), coll)
 	}, b.spilling())
 	if err != nil {
 		return nil, err
@@ -353,7 +354,7 @@ func spillGroups(ctx context.Context, kept []keyedDoc, rest Stream, idExpr Expr,
 			gr.accs = append(gr.accs, a.mk())
 		}
 		for {
-			doc, _ := lookupField(pending, "d")
+			doc, _ := value.LookupField(pending, "d")
 			if _, err := gr.add(newEvalCtx(doc.Data, env)); err != nil {
 				return nil, err
 			}
@@ -366,7 +367,7 @@ func spillGroups(ctx context.Context, kept []keyedDoc, rest Stream, idExpr Expr,
 				return nil, err
 			}
 			pending = next
-			if compareWith(gr.id, recordKey(next), coll) != 0 {
+			if value.CompareWith(gr.id, recordKey(next), coll) != 0 {
 				break
 			}
 		}
@@ -384,6 +385,6 @@ func keyedRecord(key bsoncore.Value, doc bsoncore.Document) bsoncore.Document {
 }
 
 func recordKey(rec bsoncore.Document) bsoncore.Value {
-	v, _ := lookupField(rec, "k")
+	v, _ := value.LookupField(rec, "k")
 	return v
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 
 	"dumbodb/query/mongoerr"
+	"dumbodb/query/value"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
@@ -128,10 +129,10 @@ func CompilePipelineOpts(pipeline bsoncore.Array, opts PipelineOptions) (*Pipeli
 	if err != nil {
 		return nil, err
 	}
-	if opts.Collectionless && (len(p.specs) == 0 || !sourceStages[firstKey(p.specs[0])]) {
+	if opts.Collectionless && (len(p.specs) == 0 || !sourceStages[value.FirstKey(p.specs[0])]) {
 		name := "an empty pipeline"
 		if len(p.specs) > 0 {
-			name = "'" + firstKey(p.specs[0]) + "'"
+			name = "'" + value.FirstKey(p.specs[0]) + "'"
 		}
 		return nil, mongoerr.New(mongoerr.InvalidNamespace, "{aggregate: 1} is not valid for %s; a collection is required.", name)
 	}
@@ -140,16 +141,16 @@ func CompilePipelineOpts(pipeline bsoncore.Array, opts PipelineOptions) (*Pipeli
 
 // compileStages compiles a pipeline array in pc's context.
 func compileStages(arr bsoncore.Value, pc *pipeCtx) (*Pipeline, error) {
-	vals := arrayValues(arr.Data)
+	vals := value.ArrayValues(arr.Data)
 	p := &Pipeline{spills: pc.opts.spills}
 	for i, v := range vals {
 		if v.Type != bsoncore.TypeEmbeddedDocument {
 			return nil, mongoerr.New(mongoerr.TypeMismatch, "Each element of the 'pipeline' array must be an object")
 		}
-		if arrayLen(v.Data) != 1 {
+		if value.ArrayLen(v.Data) != 1 {
 			return nil, mongoerr.New(mongoerr.Code(40323), "A pipeline stage specification object must contain exactly one field.")
 		}
-		name := firstKey(v.Data)
+		name := value.FirstKey(v.Data)
 		compile, ok := stageCompilers[name]
 		if !ok {
 			if unsupportedStages[name] {
@@ -160,7 +161,7 @@ func compileStages(arr bsoncore.Value, pc *pipeCtx) (*Pipeline, error) {
 		if sourceStages[name] && i > 0 {
 			return nil, mongoerr.New(mongoerr.Code(40602), "%s is only valid as the first stage in a pipeline", name)
 		}
-		spec, _ := lookupField(v.Data, name)
+		spec, _ := value.LookupField(v.Data, name)
 		sub := *pc
 		sub.first, sub.last = i == 0, i == len(vals)-1
 		st, err := compile(spec, &sub)

@@ -3,6 +3,8 @@ package query
 import (
 	"strings"
 
+	"dumbodb/query/value"
+
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
@@ -80,7 +82,7 @@ func leafPredicate(path string, l leaf) (Predicate, bool) {
 }
 
 // Collation is the filter's collation (nil: simple).
-func (f *Filter) Collation() *Collation { return f.env.coll() }
+func (f *Filter) Collation() *value.Collation { return f.env.coll() }
 
 // CollationSensitive reports whether a collation can change how v compares:
 // strings and symbols, and documents and arrays, which may hold them.
@@ -109,7 +111,7 @@ func indexableValue(v bsoncore.Value) bool {
 		bsoncore.TypeMinKey, bsoncore.TypeMaxKey:
 		return false
 	}
-	return !(isNumber(v) && ExactNumber(v).NaN)
+	return !(value.IsNumber(v) && value.ExactNumber(v).NaN)
 }
 
 // ExactPredicates is IndexablePredicates when they say everything the

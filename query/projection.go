@@ -7,6 +7,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"dumbodb/query/mongoerr"
+	"dumbodb/query/value"
 )
 
 // Projection is a compiled find projection.
@@ -87,14 +88,14 @@ type projState struct {
 // addAll adds the fields of a projection document under prefix; a plain
 // nested document ({a: {b: 1}}) is the same as dotted paths ("a.b").
 func (p *Projection) addAll(prefix string, proj []byte, st *projState) error {
-	it := newIter(proj)
+	it := value.NewIter(proj)
 	for {
-		k, v, ok := it.next()
+		k, v, ok := it.Next()
 		if !ok {
 			return nil
 		}
 		path := prefix + string(k)
-		if v.Type == bsoncore.TypeEmbeddedDocument && !isOperatorDoc(v) {
+		if v.Type == bsoncore.TypeEmbeddedDocument && !value.IsOperatorDoc(v) {
 			if len(v.Data) <= 5 {
 				return mongoerr.New(mongoerr.Code(51270), "An empty sub-projection is not a valid value. Found empty object at path")
 			}
@@ -154,10 +155,10 @@ func projMode(mode int, include bool, path string) (int, error) {
 // boolean or a number (not an expression or operator), include when that
 // flag keeps the field.
 func ProjectionFlag(v bsoncore.Value) (include, isFlag bool) {
-	if v.Type != bsoncore.TypeBoolean && !isNumber(v) {
+	if v.Type != bsoncore.TypeBoolean && !value.IsNumber(v) {
 		return false, false
 	}
-	return truthy(v), true
+	return value.Truthy(v), true
 }
 
 // parseProjValue turns one projection value into a terminal node.
@@ -178,7 +179,7 @@ func (p *Projection) parseProjValue(path string, v bsoncore.Value) (*projNode, e
 	if include, isFlag := ProjectionFlag(v); isFlag {
 		return &projNode{terminal: true, include: include}, nil
 	}
-	switch firstKey(v.Data) {
+	switch value.FirstKey(v.Data) {
 	case "$slice", "$elemMatch":
 		if v.Type == bsoncore.TypeEmbeddedDocument && !p.opts.Stage {
 			return p.parseFindOperator(path, v)
@@ -193,8 +194,8 @@ func (p *Projection) parseProjValue(path string, v bsoncore.Value) (*projNode, e
 
 // parseFindOperator parses find's $slice and $elemMatch projections.
 func (p *Projection) parseFindOperator(path string, v bsoncore.Value) (*projNode, error) {
-	if firstKey(v.Data) == "$slice" {
-		arg, _ := lookupField(v.Data, "$slice")
+	if value.FirstKey(v.Data) == "$slice" {
+		arg, _ := value.LookupField(v.Data, "$slice")
 		s, err := parseSlice(arg)
 		if err != nil {
 			return nil, err
@@ -204,7 +205,7 @@ func (p *Projection) parseFindOperator(path string, v bsoncore.Value) (*projNode
 	if strings.Contains(path, ".") {
 		return nil, mongoerr.New(mongoerr.BadValue, "Cannot use $elemMatch projection on a nested field.")
 	}
-	arg, _ := lookupField(v.Data, "$elemMatch")
+	arg, _ := value.LookupField(v.Data, "$elemMatch")
 	em, err := newElemMatch(&Filter{env: p.opts.Env}, path, arg)
 	if err != nil {
 		return nil, err
@@ -213,19 +214,19 @@ func (p *Projection) parseFindOperator(path string, v bsoncore.Value) (*projNode
 }
 
 func parseSlice(arg bsoncore.Value) (*sliceSpec, error) {
-	if isNumber(arg) {
-		return &sliceSpec{limit: int(clampFloat(toFloat(arg)))}, nil
+	if value.IsNumber(arg) {
+		return &sliceSpec{limit: int(clampFloat(value.ToFloat(arg)))}, nil
 	}
 	if arg.Type == bsoncore.TypeArray {
-		vals := arrayValues(arg.Data)
-		if len(vals) != 2 || !isNumber(vals[0]) || !isNumber(vals[1]) {
+		vals := value.ArrayValues(arg.Data)
+		if len(vals) != 2 || !value.IsNumber(vals[0]) || !value.IsNumber(vals[1]) {
 			return nil, mongoerr.New(mongoerr.Location28724, "First argument to $slice must be an array, and second argument must be a number")
 		}
-		limit := int(clampFloat(toFloat(vals[1])))
+		limit := int(clampFloat(value.ToFloat(vals[1])))
 		if limit <= 0 {
 			return nil, mongoerr.New(mongoerr.Location28724, "$slice limit must be positive")
 		}
-		return &sliceSpec{pair: true, skip: int(clampFloat(toFloat(vals[0]))), limit: limit}, nil
+		return &sliceSpec{pair: true, skip: int(clampFloat(value.ToFloat(vals[0]))), limit: limit}, nil
 	}
 	return nil, mongoerr.New(mongoerr.Location28724, "$slice only supports numbers and [skip, limit] arrays")
 }
@@ -245,7 +246,7 @@ func clampFloat(f float64) float64 {
 
 // insert adds a terminal node at path, rejecting paths that overlap.
 func (n *projNode) insert(path string, leaf *projNode) error {
-	parts := splitPath(path)
+	parts := value.SplitPath(path)
 	cur := n
 	for i, part := range parts {
 		if cur.terminal {
@@ -321,9 +322,9 @@ func (n *projNode) hasComputed() bool {
 func (p *Projection) applyDoc(a *projApply, dst []byte, doc []byte, n *projNode, top bool) []byte {
 	idx, dst := bsoncore.AppendDocumentStart(dst)
 	var done []string // computed subtrees already emitted by recursion
-	it := newIter(doc)
+	it := value.NewIter(doc)
 	for {
-		k, v, ok := it.next()
+		k, v, ok := it.Next()
 		if !ok {
 			break
 		}
@@ -391,9 +392,9 @@ func (p *Projection) applyField(a *projApply, dst []byte, key string, v bsoncore
 		if v.Type != bsoncore.TypeArray {
 			return dst
 		}
-		for _, e := range arrayValues(v.Data) {
+		for _, e := range value.ArrayValues(v.Data) {
 			if child.elemMatch.matchElem(e) {
-				return bsoncore.AppendValueElement(dst, key, buildArray([]bsoncore.Value{e}))
+				return bsoncore.AppendValueElement(dst, key, value.BuildArray([]bsoncore.Value{e}))
 			}
 		}
 		return dst
@@ -421,7 +422,7 @@ func (p *Projection) applyField(a *projApply, dst []byte, key string, v bsoncore
 func (p *Projection) applyArray(a *projApply, arr []byte, n *projNode) []byte {
 	idx, dst := bsoncore.AppendArrayStart(nil)
 	i := 0
-	for _, e := range arrayValues(arr) {
+	for _, e := range value.ArrayValues(arr) {
 		key := strconv.Itoa(i)
 		switch e.Type {
 		case bsoncore.TypeEmbeddedDocument:
@@ -450,14 +451,14 @@ func (p *Projection) applyPositional(a *projApply, dst []byte, key string, v bso
 	if p.opts.Query != nil {
 		pos, ok = p.opts.Query.MatchedPosition(a.root)
 	}
-	e, inRange := arrayElem(v.Data, pos)
+	e, inRange := value.ArrayElem(v.Data, pos)
 	if !ok || !inRange {
 		if a.err == nil {
 			a.err = mongoerr.New(mongoerr.Code(51246), "Executor error during find command :: caused by :: positional operator '.$' couldn't find a matching element in the array")
 		}
 		return dst
 	}
-	return bsoncore.AppendValueElement(dst, key, buildArray([]bsoncore.Value{e}))
+	return bsoncore.AppendValueElement(dst, key, value.BuildArray([]bsoncore.Value{e}))
 }
 
 // apply slices an array; other values pass through unchanged. A single
@@ -467,7 +468,7 @@ func (s *sliceSpec) apply(v bsoncore.Value) bsoncore.Value {
 	if v.Type != bsoncore.TypeArray {
 		return v
 	}
-	vals := arrayValues(v.Data)
+	vals := value.ArrayValues(v.Data)
 	n := len(vals)
 	var start, end int
 	switch {
@@ -483,5 +484,5 @@ func (s *sliceSpec) apply(v bsoncore.Value) bsoncore.Value {
 		start = min(start, n)
 		end = min(start+s.limit, n)
 	}
-	return buildArray(vals[start:end])
+	return value.BuildArray(vals[start:end])
 }

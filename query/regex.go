@@ -7,6 +7,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"dumbodb/query/mongoerr"
+	"dumbodb/query/value"
 )
 
 // regexLeaf matches strings and symbols by pattern, and regex values that
@@ -16,10 +17,10 @@ type regexLeaf struct {
 	pattern, options string
 }
 
-func (r *regexLeaf) matchValue(v bsoncore.Value, _ visitKind) bool {
+func (r *regexLeaf) matchValue(v bsoncore.Value, _ value.VisitKind) bool {
 	switch v.Type {
 	case bsoncore.TypeString, bsoncore.TypeSymbol:
-		return r.re.Match(rawString(v))
+		return r.re.Match(value.RawString(v))
 	case bsoncore.TypeRegex:
 		p, o := v.Regex()
 		return p == r.pattern && o == r.options

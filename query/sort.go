@@ -4,12 +4,13 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"dumbodb/query/mongoerr"
+	"dumbodb/query/value"
 )
 
 // Sort is a compiled sort specification.
 type Sort struct {
 	keys    []sortKey
-	coll    *Collation
+	coll    *value.Collation
 	natural int // {$natural: 1|-1}: storage order, forward or reversed
 	// query gives {$meta: "textScore"} keys their scores.
 	query  *Filter
@@ -42,34 +43,34 @@ func CompileSortQuery(sort bsoncore.Document, env *Env, f *Filter) (*Sort, error
 
 func compileSort(sort bsoncore.Document, env *Env, f *Filter) (*Sort, error) {
 	s := &Sort{coll: env.coll(), query: f}
-	it := newIter(sort)
+	it := value.NewIter(sort)
 	for {
-		k, v, ok := it.next()
+		k, v, ok := it.Next()
 		if !ok {
 			return s, nil
 		}
 		key := string(k)
-		if v.Type == bsoncore.TypeEmbeddedDocument && firstKey(v.Data) == "$meta" && f != nil {
-			if m, _ := lookupField(v.Data, "$meta"); m.Type != bsoncore.TypeString || m.StringValue() != "textScore" {
-				return nil, mongoerr.New(mongoerr.Code(17308), "Unsupported argument to $meta: %s", FormatValue(m))
+		if v.Type == bsoncore.TypeEmbeddedDocument && value.FirstKey(v.Data) == "$meta" && f != nil {
+			if m, _ := value.LookupField(v.Data, "$meta"); m.Type != bsoncore.TypeString || m.StringValue() != "textScore" {
+				return nil, mongoerr.New(mongoerr.Code(17308), "Unsupported argument to $meta: %s", value.Format(m))
 			}
 			if !f.HasText() {
 				return nil, mongoerr.New(mongoerr.Code(40218), "query requires text score metadata, but it is not available")
 			}
-			s.keys = append(s.keys, sortKey{parts: splitPath(key), score: true})
+			s.keys = append(s.keys, sortKey{parts: value.SplitPath(key), score: true})
 			continue
 		}
-		if v.Type == bsoncore.TypeEmbeddedDocument && firstKey(v.Data) == "$meta" {
+		if v.Type == bsoncore.TypeEmbeddedDocument && value.FirstKey(v.Data) == "$meta" {
 			return nil, mongoerr.New(mongoerr.NotImplemented, "$meta sort is not supported by DumboDB yet")
 		}
-		if !isNumber(v) {
-			return nil, mongoerr.New(mongoerr.Location15974, "Illegal key in $sort specification: %s", formatElem(key, v))
+		if !value.IsNumber(v) {
+			return nil, mongoerr.New(mongoerr.Location15974, "Illegal key in $sort specification: %s", value.FormatElem(key, v))
 		}
-		switch f := toFloat(v); {
+		switch f := value.ToFloat(v); {
 		case key == "$natural" && (f == 1 || f == -1):
 			s.natural = int(f)
 		case f == 1 || f == -1:
-			s.keys = append(s.keys, sortKey{parts: splitPath(key), desc: f < 0})
+			s.keys = append(s.keys, sortKey{parts: value.SplitPath(key), desc: f < 0})
 		default:
 			return nil, mongoerr.New(mongoerr.Location15975, "$sort key ordering must be 1 (for ascending) or -1 (for descending)")
 		}
@@ -91,7 +92,7 @@ func (s *Sort) Compare(a, b bsoncore.Document) int {
 			}
 			continue
 		}
-		c := compareWith(k.keyOf(a, s.coll), k.keyOf(b, s.coll), s.coll)
+		c := value.CompareWith(k.keyOf(a, s.coll), k.keyOf(b, s.coll), s.coll)
 		if k.desc {
 			c = -c
 		}
@@ -104,23 +105,23 @@ func (s *Sort) Compare(a, b bsoncore.Document) int {
 
 // keyOf extracts a document's sort key: with arrays along the path the
 // smallest reached value ascending, the largest descending; missing is null.
-func (k sortKey) keyOf(doc []byte, coll *Collation) bsoncore.Value {
+func (k sortKey) keyOf(doc []byte, coll *value.Collation) bsoncore.Value {
 	var best bsoncore.Value
 	found, sawEmpty := false, false
-	walkPath(doc, k.parts, func(v bsoncore.Value, kind visitKind) bool {
+	value.WalkPath(doc, k.parts, func(v bsoncore.Value, kind value.VisitKind) bool {
 		switch {
-		case kind == kindMissing:
-			v = nullValue
-		case kind == kindValue && v.Type == bsoncore.TypeArray:
+		case kind == value.KindMissing:
+			v = value.Null
+		case kind == value.KindValue && v.Type == bsoncore.TypeArray:
 			// The elements are visited next; the array itself is not a key.
-			sawEmpty = sawEmpty || arrayLen(v.Data) == 0
+			sawEmpty = sawEmpty || value.ArrayLen(v.Data) == 0
 			return false
 		}
 		if !found {
 			best, found = v, true
 			return false
 		}
-		if c := compareWith(v, best, coll); (c < 0 && !k.desc) || (c > 0 && k.desc) {
+		if c := value.CompareWith(v, best, coll); (c < 0 && !k.desc) || (c > 0 && k.desc) {
 			best = v
 		}
 		return false
@@ -131,7 +132,7 @@ func (k sortKey) keyOf(doc []byte, coll *Collation) bsoncore.Value {
 	case sawEmpty:
 		return emptyArrayKey
 	}
-	return nullValue
+	return value.Null
 }
 
 func (s *Sort) scoreOf(d bsoncore.Document) float64 {

@@ -10,6 +10,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"dumbodb/query/mongoerr"
+	"dumbodb/query/value"
 )
 
 // Grouping stages built on $group: $bucket (fixed boundaries),
@@ -24,8 +25,8 @@ func init() {
 // groupByExpr compiles a groupBy argument: a $path or an operator object.
 func groupByExpr(stageName string, v bsoncore.Value, pc *pipeCtx, code int32) (Expr, error) {
 	isPath := v.Type == bsoncore.TypeString && len(v.StringValue()) > 0 && v.StringValue()[0] == '$'
-	if !isPath && !isOperatorDoc(v) {
-		return nil, mongoerr.New(mongoerr.Code(code), "The $%s 'groupBy' field must be defined as a $-prefixed path or an expression object, but found: %s", stageName, FormatValue(v))
+	if !isPath && !value.IsOperatorDoc(v) {
+		return nil, mongoerr.New(mongoerr.Code(code), "The $%s 'groupBy' field must be defined as a $-prefixed path or an expression object, but found: %s", stageName, value.Format(v))
 	}
 	return compileExpr(v, pc.env.scope())
 }
@@ -38,12 +39,12 @@ func compileOutput(v bsoncore.Value, pc *pipeCtx) ([]accSpec, error) {
 			AppendDocument("count", bsoncore.NewDocumentBuilder().AppendInt32("$sum", 1).Build()).Build()}
 	}
 	if v.Type != bsoncore.TypeEmbeddedDocument {
-		return nil, mongoerr.New(mongoerr.Code(40196), "The 'output' field must be an object, but found type: %s", TypeName(v.Type))
+		return nil, mongoerr.New(mongoerr.Code(40196), "The 'output' field must be an object, but found type: %s", value.TypeName(v.Type))
 	}
 	var accs []accSpec
-	it := newIter(v.Data)
+	it := value.NewIter(v.Data)
 	for {
-		k, e, ok := it.next()
+		k, e, ok := it.Next()
 		if !ok {
 			return accs, nil
 		}
@@ -68,12 +69,12 @@ func (b *bucketIDExpr) eval(c *evalCtx) (bsoncore.Value, error) {
 		return v, err
 	}
 	if v.Type == 0 {
-		v = nullValue
+		v = value.Null
 	}
 	n := len(b.boundaries)
-	if Compare(v, b.boundaries[0]) >= 0 && Compare(v, b.boundaries[n-1]) < 0 &&
-		CanonicalType(v.Type) == CanonicalType(b.boundaries[0].Type) {
-		i := sort.Search(n, func(i int) bool { return Compare(b.boundaries[i], v) > 0 })
+	if value.Compare(v, b.boundaries[0]) >= 0 && value.Compare(v, b.boundaries[n-1]) < 0 &&
+		value.CanonicalType(v.Type) == value.CanonicalType(b.boundaries[0].Type) {
+		i := sort.Search(n, func(i int) bool { return value.Compare(b.boundaries[i], v) > 0 })
 		return b.boundaries[i-1], nil
 	}
 	if b.def.Type == 0 {
@@ -84,13 +85,13 @@ func (b *bucketIDExpr) eval(c *evalCtx) (bsoncore.Value, error) {
 
 func compileBucketStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 	if spec.Type != bsoncore.TypeEmbeddedDocument {
-		return nil, mongoerr.New(mongoerr.Code(40201), "Argument to $bucket stage must be an object, but found type: %s.", TypeName(spec.Type))
+		return nil, mongoerr.New(mongoerr.Code(40201), "Argument to $bucket stage must be an object, but found type: %s.", value.TypeName(spec.Type))
 	}
 	b := &bucketIDExpr{}
 	var output bsoncore.Value
-	it := newIter(spec.Data)
+	it := value.NewIter(spec.Data)
 	for {
-		k, v, ok := it.next()
+		k, v, ok := it.Next()
 		if !ok {
 			break
 		}
@@ -114,8 +115,8 @@ func compileBucketStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 	if b.groupBy == nil || b.boundaries == nil {
 		return nil, mongoerr.New(mongoerr.Code(40198), "$bucket requires 'groupBy' and 'boundaries' to be specified.")
 	}
-	if b.def.Type != 0 && CanonicalType(b.def.Type) == CanonicalType(b.boundaries[0].Type) &&
-		Compare(b.def, b.boundaries[0]) >= 0 && Compare(b.def, b.boundaries[len(b.boundaries)-1]) < 0 {
+	if b.def.Type != 0 && value.CanonicalType(b.def.Type) == value.CanonicalType(b.boundaries[0].Type) &&
+		value.Compare(b.def, b.boundaries[0]) >= 0 && value.Compare(b.def, b.boundaries[len(b.boundaries)-1]) < 0 {
 		return nil, mongoerr.New(mongoerr.Code(40199), "The $bucket 'default' field must be less than the lowest boundary or greater than or equal to the highest boundary.")
 	}
 	accs, err := compileOutput(output, pc)
@@ -128,7 +129,7 @@ func compileBucketStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 			if err != nil {
 				return nil, err
 			}
-			byID := func(a, c bsoncore.Document) int { return Compare(a.Lookup("_id"), c.Lookup("_id")) }
+			byID := func(a, c bsoncore.Document) int { return value.Compare(a.Lookup("_id"), c.Lookup("_id")) }
 			return sortStream(ctx, g, byID, pc.budget("$bucket"))
 		})
 	}, nil
@@ -136,18 +137,18 @@ func compileBucketStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 
 func parseBoundaries(v bsoncore.Value) ([]bsoncore.Value, error) {
 	if v.Type != bsoncore.TypeArray {
-		return nil, mongoerr.New(mongoerr.Code(40200), "The $bucket 'boundaries' field must be an array, but found type: %s.", TypeName(v.Type))
+		return nil, mongoerr.New(mongoerr.Code(40200), "The $bucket 'boundaries' field must be an array, but found type: %s.", value.TypeName(v.Type))
 	}
-	vals := arrayValues(v.Data)
+	vals := value.ArrayValues(v.Data)
 	if len(vals) < 2 {
 		return nil, mongoerr.New(mongoerr.Code(40192), "The $bucket 'boundaries' field must have at least 2 values, but found %d value(s).", len(vals))
 	}
 	for i := 1; i < len(vals); i++ {
-		if CanonicalType(vals[i].Type) != CanonicalType(vals[0].Type) {
-			return nil, mongoerr.New(mongoerr.Code(40193), "All values in the the 'boundaries' option to $bucket must have the same type. Found conflicting types %s and %s.", TypeName(vals[0].Type), TypeName(vals[i].Type))
+		if value.CanonicalType(vals[i].Type) != value.CanonicalType(vals[0].Type) {
+			return nil, mongoerr.New(mongoerr.Code(40193), "All values in the the 'boundaries' option to $bucket must have the same type. Found conflicting types %s and %s.", value.TypeName(vals[0].Type), value.TypeName(vals[i].Type))
 		}
-		if Compare(vals[i-1], vals[i]) >= 0 {
-			return nil, mongoerr.New(mongoerr.Code(40194), "The 'boundaries' option to $bucket must be sorted, but elements %d and %d are not in ascending order (%s is not less than %s).", i-1, i, FormatValue(vals[i-1]), FormatValue(vals[i]))
+		if value.Compare(vals[i-1], vals[i]) >= 0 {
+			return nil, mongoerr.New(mongoerr.Code(40194), "The 'boundaries' option to $bucket must be sorted, but elements %d and %d are not in ascending order (%s is not less than %s).", i-1, i, value.Format(vals[i-1]), value.Format(vals[i]))
 		}
 	}
 	return vals, nil
@@ -155,15 +156,15 @@ func parseBoundaries(v bsoncore.Value) ([]bsoncore.Value, error) {
 
 func compileBucketAutoStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 	if spec.Type != bsoncore.TypeEmbeddedDocument {
-		return nil, mongoerr.New(mongoerr.Code(40240), "The argument to $bucketAuto must be an object, but found type: %s.", TypeName(spec.Type))
+		return nil, mongoerr.New(mongoerr.Code(40240), "The argument to $bucketAuto must be an object, but found type: %s.", value.TypeName(spec.Type))
 	}
 	var groupBy Expr
 	var output bsoncore.Value
 	var rounder *granularityRounder
 	n := 0
-	it := newIter(spec.Data)
+	it := value.NewIter(spec.Data)
 	for {
-		k, v, ok := it.next()
+		k, v, ok := it.Next()
 		if !ok {
 			break
 		}
@@ -172,10 +173,10 @@ func compileBucketAutoStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 		case "groupBy":
 			groupBy, err = groupByExpr("bucketAuto", v, pc, 40239)
 		case "buckets":
-			if !isNumber(v) || toFloat(v) != float64(int32(toFloat(v))) || toFloat(v) <= 0 {
-				return nil, mongoerr.New(mongoerr.Code(40243), "The $bucketAuto 'buckets' field must be greater than 0, but found: %s", FormatValue(v))
+			if !value.IsNumber(v) || value.ToFloat(v) != float64(int32(value.ToFloat(v))) || value.ToFloat(v) <= 0 {
+				return nil, mongoerr.New(mongoerr.Code(40243), "The $bucketAuto 'buckets' field must be greater than 0, but found: %s", value.Format(v))
 			}
-			n = int(toFloat(v))
+			n = int(value.ToFloat(v))
 		case "output":
 			output = v
 		case "granularity":
@@ -230,13 +231,13 @@ func bucketAuto(ctx context.Context, in Stream, groupBy Expr, n int, accs []accS
 			}
 		}
 		if k.Type == 0 {
-			k = nullValue
+			k = value.Null
 		}
 		count++
 		return keyedRecord(k, d), nil
 	})
 	sorted, err := sortStream(ctx, keyed, func(a, c bsoncore.Document) int {
-		return compareWith(recordKey(a), recordKey(c), coll)
+		return value.CompareWith(recordKey(a), recordKey(c), coll)
 	}, pc.budget("$bucketAuto"))
 	if err != nil {
 		return nil, err
@@ -274,7 +275,7 @@ func bucketAuto(ctx context.Context, in Stream, groupBy Expr, n int, accs []accS
 		var maxKey bsoncore.Value
 		add := func(rec bsoncore.Document) error {
 			maxKey = recordKey(rec)
-			doc, _ := lookupField(rec, "d")
+			doc, _ := value.LookupField(rec, "d")
 			if _, err := gr.add(newEvalCtx(doc.Data, pc.env)); err != nil {
 				return err
 			}
@@ -321,7 +322,7 @@ func bucketAuto(ctx context.Context, in Stream, groupBy Expr, n int, accs []accS
 			if err != nil {
 				return nil, err
 			}
-			for next != nil && (Compare(boundary, recordKey(next)) > 0 || Compare(maxKey, recordKey(next)) == 0) {
+			for next != nil && (value.Compare(boundary, recordKey(next)) > 0 || value.Compare(maxKey, recordKey(next)) == 0) {
 				if err := add(next); err != nil {
 					return nil, err
 				}
@@ -329,7 +330,7 @@ func bucketAuto(ctx context.Context, in Stream, groupBy Expr, n int, accs []accS
 					return nil, err
 				}
 			}
-			if toFloat(boundary) == 0 && next != nil {
+			if value.ToFloat(boundary) == 0 && next != nil {
 				if maxKey, err = rounder.roundDown(recordKey(next)); err != nil {
 					return nil, err
 				}
@@ -337,7 +338,7 @@ func bucketAuto(ctx context.Context, in Stream, groupBy Expr, n int, accs []accS
 				maxKey = boundary
 			}
 		} else {
-			for next != nil && compareWith(maxKey, recordKey(next), coll) == 0 {
+			for next != nil && value.CompareWith(maxKey, recordKey(next), coll) == 0 {
 				if err := add(next); err != nil {
 					return nil, err
 				}
@@ -358,7 +359,7 @@ func bucketAuto(ctx context.Context, in Stream, groupBy Expr, n int, accs []accS
 
 func compileSortByCountStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 	isPath := spec.Type == bsoncore.TypeString && len(spec.StringValue()) > 0 && spec.StringValue()[0] == '$'
-	if !isPath && !isOperatorDoc(spec) {
+	if !isPath && !value.IsOperatorDoc(spec) {
 		return nil, mongoerr.New(mongoerr.Code(40147), "the sortBy field must be defined as a $-prefixed path or an expression object")
 	}
 	x, err := compileExpr(spec, pc.env.scope())
@@ -373,7 +374,7 @@ func compileSortByCountStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 			if err != nil {
 				return nil, err
 			}
-			byCount := func(a, c bsoncore.Document) int { return -Compare(a.Lookup("count"), c.Lookup("count")) }
+			byCount := func(a, c bsoncore.Document) int { return -value.Compare(a.Lookup("count"), c.Lookup("count")) }
 			return sortStream(ctx, g, byCount, pc.budget("$sortByCount"))
 		})
 	}, nil

@@ -10,6 +10,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"dumbodb/query/mongoerr"
+	"dumbodb/query/value"
 )
 
 // $bucketAuto's granularity: bucket boundaries rounded to a series of
@@ -53,7 +54,7 @@ type granularityRounder struct {
 
 func newGranularityRounder(v bsoncore.Value) (*granularityRounder, error) {
 	if v.Type != bsoncore.TypeString {
-		return nil, mongoerr.New(mongoerr.Code(40261), "$bucketAuto 'granularity' field must be a string, but found type: %s.", TypeName(v.Type))
+		return nil, mongoerr.New(mongoerr.Code(40261), "$bucketAuto 'granularity' field must be a string, but found type: %s.", value.TypeName(v.Type))
 	}
 	name := v.StringValue()
 	if name == "POWERSOF2" {
@@ -68,14 +69,14 @@ func newGranularityRounder(v bsoncore.Value) (*granularityRounder, error) {
 
 // checkKey is mongod's check of every groupBy value under a granularity.
 func (r *granularityRounder) checkKey(k bsoncore.Value) error {
-	if !isNumber(k) {
+	if !value.IsNumber(k) {
 		t := k.Type
 		if t == 0 {
 			return mongoerr.New(mongoerr.Code(40258), "$bucketAuto can specify a 'granularity' with numeric boundaries only, but found a value with type: missing")
 		}
-		return mongoerr.New(mongoerr.Code(40258), "$bucketAuto can specify a 'granularity' with numeric boundaries only, but found a value with type: %s", TypeName(t))
+		return mongoerr.New(mongoerr.Code(40258), "$bucketAuto can specify a 'granularity' with numeric boundaries only, but found a value with type: %s", value.TypeName(t))
 	}
-	f := toFloat(k)
+	f := value.ToFloat(k)
 	if math.IsNaN(f) {
 		return mongoerr.New(mongoerr.Code(40259), "$bucketAuto can specify a 'granularity' with numeric boundaries only, but found a NaN")
 	}
@@ -91,11 +92,11 @@ func (r *granularityRounder) check(v bsoncore.Value) error {
 		codes = [3]int32{40265, 40266, 40267}
 	}
 	switch {
-	case !isNumber(v):
-		return mongoerr.New(mongoerr.Code(codes[0]), "A granularity rounder can only round numeric values, but found type: %s", TypeName(v.Type))
-	case math.IsNaN(toFloat(v)):
+	case !value.IsNumber(v):
+		return mongoerr.New(mongoerr.Code(codes[0]), "A granularity rounder can only round numeric values, but found type: %s", value.TypeName(v.Type))
+	case math.IsNaN(value.ToFloat(v)):
 		return mongoerr.New(mongoerr.Code(codes[1]), "A granularity rounder cannot round NaN")
-	case toFloat(v) < 0:
+	case value.ToFloat(v) < 0:
 		return mongoerr.New(mongoerr.Code(codes[2]), "A granularity rounder can only round non-negative numbers")
 	}
 	return nil
@@ -114,7 +115,7 @@ func (r *granularityRounder) round(v bsoncore.Value, up bool) (bsoncore.Value, e
 	if err := r.check(v); err != nil {
 		return bsoncore.Value{}, err
 	}
-	if toFloat(v) == 0 {
+	if value.ToFloat(v) == 0 {
 		return v, nil
 	}
 	if r.series == nil {
@@ -124,9 +125,9 @@ func (r *granularityRounder) round(v bsoncore.Value, up bool) (bsoncore.Value, e
 		return r.roundDecimal(v, up), nil
 	}
 	if up {
-		return mkDouble(r.seriesUp(toFloat(v))), nil
+		return value.Double(r.seriesUp(value.ToFloat(v))), nil
 	}
-	return mkDouble(r.seriesDown(toFloat(v))), nil
+	return value.Double(r.seriesDown(value.ToFloat(v))), nil
 }
 
 // seriesUp is the smallest series number strictly above a positive number.
@@ -183,15 +184,15 @@ func (r *granularityRounder) pow2(v bsoncore.Value, up bool) bsoncore.Value {
 		}
 		switch {
 		case exp < 0:
-			return mkDouble(math.Pow(2, float64(exp)))
+			return value.Double(math.Pow(2, float64(exp)))
 		case exp < 31:
-			return mkInt32(int32(1) << exp)
+			return value.Int32(int32(1) << exp)
 		case exp < 63:
-			return mkInt64(int64(1) << exp)
+			return value.Int64(int64(1) << exp)
 		}
-		return mkDouble(math.Pow(2, float64(exp)))
+		return value.Double(math.Pow(2, float64(exp)))
 	}
-	f := toFloat(v)
+	f := value.ToFloat(v)
 	if up {
 		exp = int(math.Floor(math.Log2(f)) + 1)
 	} else {
@@ -206,7 +207,7 @@ func (r *granularityRounder) pow2(v bsoncore.Value, up bool) bsoncore.Value {
 		}
 		return decimalFromParts(new(big.Int).Exp(big.NewInt(5), big.NewInt(int64(-exp)), nil), exp)
 	}
-	return mkDouble(math.Pow(2, float64(exp)))
+	return value.Double(math.Pow(2, float64(exp)))
 }
 
 // roundDecimal is roundUp (up) or roundDown of a positive Decimal128 by the
@@ -215,7 +216,7 @@ func (r *granularityRounder) pow2(v bsoncore.Value, up bool) bsoncore.Value {
 // 0.47000000000000003). Comparisons are exact, on rationals; the series
 // number s[i]*10^k is kept as the pair (i, k).
 func (r *granularityRounder) roundDecimal(v bsoncore.Value, up bool) bsoncore.Value {
-	e := ExactNumber(v)
+	e := value.ExactNumber(v)
 	if e.Rat == nil {
 		return v // +Infinity: no series number lies beyond it
 	}
@@ -269,9 +270,9 @@ func decimalFromParts(c *big.Int, k int) bsoncore.Value {
 		k++
 	}
 	if k > 0 {
-		c, k = shift(c, k), 0
+		c, k = value.ShiftCoefficient(c, k), 0
 	}
-	c, k = roundCoefficient(c, k)
+	c, k = value.RoundCoefficient(c, k)
 	d, _ := bson.ParseDecimal128FromBigInt(c, k)
-	return decimalValue(d)
+	return value.Decimal(d)
 }

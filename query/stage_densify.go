@@ -7,6 +7,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"dumbodb/query/mongoerr"
+	"dumbodb/query/value"
 )
 
 // Gap-filling stages: $densify adds documents for missing steps of a
@@ -34,23 +35,23 @@ func compileDensifyStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 	}
 	d := &densifySpec{}
 	var rng bsoncore.Value
-	it := newIter(spec.Data)
+	it := value.NewIter(spec.Data)
 	for {
-		k, v, ok := it.next()
+		k, v, ok := it.Next()
 		if !ok {
 			break
 		}
 		switch string(k) {
 		case "field":
 			if v.Type != bsoncore.TypeString || v.StringValue() == "" || v.StringValue()[0] == '$' {
-				return nil, mongoerr.New(mongoerr.Code(5733601), "Cannot densify field %s: it must be a non-empty string not starting with '$'", FormatValue(v))
+				return nil, mongoerr.New(mongoerr.Code(5733601), "Cannot densify field %s: it must be a non-empty string not starting with '$'", value.Format(v))
 			}
 			d.field = v.StringValue()
 		case "partitionByFields":
 			if v.Type != bsoncore.TypeArray {
-				return nil, mongoerr.New(mongoerr.TypeMismatch, "BSON field '$densify.partitionByFields' is the wrong type '%s', expected type 'array'", TypeName(v.Type))
+				return nil, mongoerr.New(mongoerr.TypeMismatch, "BSON field '$densify.partitionByFields' is the wrong type '%s', expected type 'array'", value.TypeName(v.Type))
 			}
-			for _, f := range arrayValues(v.Data) {
+			for _, f := range value.ArrayValues(v.Data) {
 				if f.Type != bsoncore.TypeString {
 					return nil, mongoerr.New(mongoerr.TypeMismatch, "$densify partitionByFields must be strings")
 				}
@@ -68,7 +69,7 @@ func compileDensifyStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 	if err := d.parseRange(rng.Data); err != nil {
 		return nil, err
 	}
-	d.fieldParts = splitPath(d.field)
+	d.fieldParts = value.SplitPath(d.field)
 	return func(in Stream) Stream {
 		return lazyStream(func(ctx context.Context) (Stream, error) {
 			docs, err := drainBudget(ctx, in, pc.budget("$densify"))
@@ -82,31 +83,31 @@ func compileDensifyStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 }
 
 func (d *densifySpec) parseRange(doc []byte) error {
-	it := newIter(doc)
+	it := value.NewIter(doc)
 	for {
-		k, v, ok := it.next()
+		k, v, ok := it.Next()
 		if !ok {
 			break
 		}
 		switch string(k) {
 		case "step":
-			if !isNumber(v) || toFloat(v) <= 0 {
+			if !value.IsNumber(v) || value.ToFloat(v) <= 0 {
 				return mongoerr.New(mongoerr.Code(5733401), "the step parameter in a range statement must be a strictly positive numeric value")
 			}
 			d.step = v
 		case "unit":
 			if v.Type != bsoncore.TypeString || timeUnitMillis(v.StringValue()) == 0 {
-				return mongoerr.New(mongoerr.FailedToParse, "unknown time unit value: %s", FormatValue(v))
+				return mongoerr.New(mongoerr.FailedToParse, "unknown time unit value: %s", value.Format(v))
 			}
 			d.unit = v.StringValue()
 		case "bounds":
 			switch {
 			case v.Type == bsoncore.TypeString && (v.StringValue() == "full" || v.StringValue() == "partition"):
 				d.bounds = v.StringValue()
-			case v.Type == bsoncore.TypeArray && arrayLen(v.Data) == 2:
-				b := arrayValues(v.Data)
+			case v.Type == bsoncore.TypeArray && value.ArrayLen(v.Data) == 2:
+				b := value.ArrayValues(v.Data)
 				d.lo, d.hi = b[0], b[1]
-				if Compare(d.lo, d.hi) > 0 {
+				if value.Compare(d.lo, d.hi) > 0 {
 					return mongoerr.New(mongoerr.Code(5733402), "a bounding array in a range statement must have the lower bound first")
 				}
 			default:
@@ -128,7 +129,7 @@ func (d *densifySpec) parseRange(doc []byte) error {
 // next steps a value forward.
 func (d *densifySpec) next(v bsoncore.Value) bsoncore.Value {
 	if d.unit != "" {
-		return mkDate(addUnits(v.DateTime(), toFloat(d.step), d.unit))
+		return value.Date(addUnits(v.DateTime(), value.ToFloat(d.step), d.unit))
 	}
 	return widenArith(v, d.step, false)
 }
@@ -137,18 +138,18 @@ func (d *densifySpec) valid(v bsoncore.Value) bool {
 	if d.unit != "" {
 		return v.Type == bsoncore.TypeDateTime
 	}
-	return isNumber(v)
+	return value.IsNumber(v)
 }
 
 func (d *densifySpec) partKey(doc bsoncore.Document) bsoncore.Value {
 	vals := make([]bsoncore.Value, len(d.partition))
 	for i, f := range d.partition {
-		vals[i] = nestedField(doc, splitPath(f))
+		vals[i] = nestedField(doc, value.SplitPath(f))
 		if vals[i].Type == 0 {
-			vals[i] = nullValue
+			vals[i] = value.Null
 		}
 	}
-	return buildArray(vals)
+	return value.BuildArray(vals)
 }
 
 func (d *densifySpec) run(ctx context.Context, docs []bsoncore.Document) ([]bsoncore.Document, error) {
@@ -162,12 +163,12 @@ func (d *densifySpec) run(ctx context.Context, docs []bsoncore.Document) ([]bson
 			continue
 		}
 		if !d.valid(v) {
-			return nil, mongoerr.New(mongoerr.Code(5733201), "Densify field type must be numeric or a date (with unit), found %s", TypeName(v.Type))
+			return nil, mongoerr.New(mongoerr.Code(5733201), "Densify field type must be numeric or a date (with unit), found %s", value.TypeName(v.Type))
 		}
-		if gmin.Type == 0 || Compare(v, gmin) < 0 {
+		if gmin.Type == 0 || value.Compare(v, gmin) < 0 {
 			gmin = v
 		}
-		if gmax.Type == 0 || Compare(v, gmax) > 0 {
+		if gmax.Type == 0 || value.Compare(v, gmax) > 0 {
 			gmax = v
 		}
 	}
@@ -176,7 +177,7 @@ func (d *densifySpec) run(ctx context.Context, docs []bsoncore.Document) ([]bson
 		idx[i] = i
 	}
 	sort.SliceStable(idx, func(a, b int) bool {
-		if c := Compare(keys[idx[a]], keys[idx[b]]); c != 0 {
+		if c := value.Compare(keys[idx[a]], keys[idx[b]]); c != 0 {
 			return c < 0
 		}
 		return exprCompareColl(vals[idx[a]], vals[idx[b]], nil) < 0
@@ -187,7 +188,7 @@ func (d *densifySpec) run(ctx context.Context, docs []bsoncore.Document) ([]bson
 	var interrupt InterruptCheck
 	for start := 0; start < len(idx); {
 		end := start + 1
-		for end < len(idx) && Compare(keys[idx[start]], keys[idx[end]]) == 0 {
+		for end < len(idx) && value.Compare(keys[idx[start]], keys[idx[end]]) == 0 {
 			end++
 		}
 		part, err := d.densifyPartition(ctx, &interrupt, docs, vals, idx[start:end], gmin, gmax)
@@ -221,20 +222,20 @@ func (d *densifySpec) densifyPartition(ctx context.Context, interrupt *Interrupt
 	var out []bsoncore.Document
 	cur := lo
 	within := func(v bsoncore.Value) bool {
-		c := Compare(v, hi)
+		c := value.Compare(v, hi)
 		return c < 0 || inclusive && c == 0
 	}
 	template := docs[idx[0]]
 	for _, i := range idx {
 		v := vals[i]
-		for cur.Type != 0 && !nullish(v) && Compare(cur, v) < 0 && within(cur) {
+		for cur.Type != 0 && !nullish(v) && value.Compare(cur, v) < 0 && within(cur) {
 			if err := interrupt.Check(ctx); err != nil {
 				return nil, err
 			}
 			out = append(out, d.generated(template, cur))
 			cur = d.next(cur)
 		}
-		for cur.Type != 0 && !nullish(v) && Compare(cur, v) == 0 {
+		for cur.Type != 0 && !nullish(v) && value.Compare(cur, v) == 0 {
 			cur = d.next(cur)
 		}
 		out = append(out, docs[i])
@@ -253,7 +254,7 @@ func (d *densifySpec) densifyPartition(ctx context.Context, interrupt *Interrupt
 func (d *densifySpec) generated(template bsoncore.Document, v bsoncore.Value) bsoncore.Document {
 	doc := bsoncore.NewDocumentBuilder().Build()
 	for _, f := range d.partition {
-		if pv := nestedField(template, splitPath(f)); pv.Type != 0 {
+		if pv := nestedField(template, value.SplitPath(f)); pv.Type != 0 {
 			doc = setField(doc, f, pv)
 		}
 	}
@@ -268,9 +269,9 @@ func compileFillStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 	values := bsoncore.NewDocumentBuilder()
 	var sortBy, output bsoncore.Value
 	hasMethod, hasValue := false, false
-	it := newIter(spec.Data)
+	it := value.NewIter(spec.Data)
 	for {
-		k, v, ok := it.next()
+		k, v, ok := it.Next()
 		if !ok {
 			break
 		}
@@ -279,10 +280,10 @@ func compileFillStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 			window.AppendValue("partitionBy", v)
 		case "partitionByFields":
 			if v.Type != bsoncore.TypeArray {
-				return nil, mongoerr.New(mongoerr.TypeMismatch, "BSON field '$fill.partitionByFields' is the wrong type '%s', expected type 'array'", TypeName(v.Type))
+				return nil, mongoerr.New(mongoerr.TypeMismatch, "BSON field '$fill.partitionByFields' is the wrong type '%s', expected type 'array'", value.TypeName(v.Type))
 			}
 			pb := bsoncore.NewDocumentBuilder()
-			for _, f := range arrayValues(v.Data) {
+			for _, f := range value.ArrayValues(v.Data) {
 				if f.Type != bsoncore.TypeString {
 					return nil, mongoerr.New(mongoerr.TypeMismatch, "$fill partitionByFields must be strings")
 				}
@@ -302,22 +303,22 @@ func compileFillStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 		return nil, mongoerr.New(mongoerr.Code(40414), "BSON field '$fill.output' is missing but a required field")
 	}
 	methods := bsoncore.NewDocumentBuilder()
-	it = newIter(output.Data)
+	it = value.NewIter(output.Data)
 	for {
-		k, v, ok := it.next()
+		k, v, ok := it.Next()
 		if !ok {
 			break
 		}
 		field := string(k)
-		method, _ := lookupField(v.Data, "method")
-		value, isValue := lookupField(v.Data, "value")
+		method, _ := value.LookupField(v.Data, "method")
+		fill, isValue := value.LookupField(v.Data, "value")
 		switch {
-		case v.Type != bsoncore.TypeEmbeddedDocument || arrayLen(v.Data) != 1:
+		case v.Type != bsoncore.TypeEmbeddedDocument || value.ArrayLen(v.Data) != 1:
 			return nil, mongoerr.New(mongoerr.Code(6050203), "Exactly one of 'value' or 'method' must be specified for output field %s", field)
 		case isValue:
 			hasValue = true
 			values.AppendDocument(field, bsoncore.NewDocumentBuilder().AppendArray("$ifNull",
-				bsoncore.NewArrayBuilder().AppendString("$"+field).AppendValue(value).Build()).Build())
+				bsoncore.NewArrayBuilder().AppendString("$"+field).AppendValue(fill).Build()).Build())
 		case method.Type == bsoncore.TypeString && (method.StringValue() == "locf" || method.StringValue() == "linear"):
 			if sortBy.Type == 0 && method.StringValue() == "linear" {
 				return nil, mongoerr.New(mongoerr.Code(6050204), "Method 'linear' requires a sortBy")
@@ -329,7 +330,7 @@ func compileFillStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 			}
 			methods.AppendDocument(field, bsoncore.NewDocumentBuilder().AppendString(fn, "$"+field).Build())
 		default:
-			return nil, mongoerr.New(mongoerr.Code(6050202), "Method must be either 'locf' or 'linear', found %s", FormatValue(method))
+			return nil, mongoerr.New(mongoerr.Code(6050202), "Method must be either 'locf' or 'linear', found %s", value.Format(method))
 		}
 	}
 	var stages []stage

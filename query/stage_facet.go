@@ -10,6 +10,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"dumbodb/query/mongoerr"
+	"dumbodb/query/value"
 )
 
 // $facet runs several sub-pipelines over the same input and outputs one
@@ -24,14 +25,14 @@ var notInFacet = map[string]bool{
 }
 
 func compileFacetStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
-	if spec.Type != bsoncore.TypeEmbeddedDocument || arrayLen(spec.Data) == 0 {
-		return nil, mongoerr.New(mongoerr.Code(40169), "the $facet specification must be a non-empty object, but found: %s", FormatValue(spec))
+	if spec.Type != bsoncore.TypeEmbeddedDocument || value.ArrayLen(spec.Data) == 0 {
+		return nil, mongoerr.New(mongoerr.Code(40169), "the $facet specification must be a non-empty object, but found: %s", value.Format(spec))
 	}
 	var names []string
 	var pipes []*Pipeline
-	it := newIter(spec.Data)
+	it := value.NewIter(spec.Data)
 	for {
-		k, v, ok := it.next()
+		k, v, ok := it.Next()
 		if !ok {
 			break
 		}
@@ -40,11 +41,11 @@ func compileFacetStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 			return nil, mongoerr.New(mongoerr.Code(40352), "FieldPath field names may not start with '$' or contain '.': %s", name)
 		}
 		if v.Type != bsoncore.TypeArray {
-			return nil, mongoerr.New(mongoerr.Code(40170), "arguments to $facet must be arrays, %s is type %s", name, TypeName(v.Type))
+			return nil, mongoerr.New(mongoerr.Code(40170), "arguments to $facet must be arrays, %s is type %s", name, value.TypeName(v.Type))
 		}
-		for _, st := range arrayValues(v.Data) {
-			if st.Type == bsoncore.TypeEmbeddedDocument && notInFacet[firstKey(st.Data)] {
-				return nil, mongoerr.New(mongoerr.Code(40600), "%s is not allowed to be used within a $facet stage", firstKey(st.Data))
+		for _, st := range value.ArrayValues(v.Data) {
+			if st.Type == bsoncore.TypeEmbeddedDocument && notInFacet[value.FirstKey(st.Data)] {
+				return nil, mongoerr.New(mongoerr.Code(40600), "%s is not allowed to be used within a $facet stage", value.FirstKey(st.Data))
 			}
 		}
 		sub := pipeCtx{opts: pc.opts, env: pc.env, within: "$facet"}

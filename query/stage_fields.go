@@ -6,6 +6,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"dumbodb/query/mongoerr"
+	"dumbodb/query/value"
 )
 
 // Document-reshaping stages ($addFields/$set, $unset, $project,
@@ -47,15 +48,15 @@ func transformStage(t docTransform) stage {
 // compileUpdatePipeline compiles an update given as an array of stages.
 func compileUpdatePipeline(arr []byte, env *Env) (*Update, error) {
 	u := &Update{env: env, pipeline: []docTransform{}}
-	for _, v := range arrayValues(arr) {
+	for _, v := range value.ArrayValues(arr) {
 		if v.Type != bsoncore.TypeEmbeddedDocument {
 			return nil, mongoerr.New(mongoerr.TypeMismatch, "Each element of the 'pipeline' array must be an object")
 		}
-		if arrayLen(v.Data) != 1 {
+		if value.ArrayLen(v.Data) != 1 {
 			return nil, mongoerr.New(mongoerr.Code(40323), "A pipeline stage specification object must contain exactly one field.")
 		}
-		name := firstKey(v.Data)
-		spec, _ := lookupField(v.Data, name)
+		name := value.FirstKey(v.Data)
+		spec, _ := value.LookupField(v.Data, name)
 		compile, ok := transformCompilers[name]
 		if !ok {
 			if _, known := stageCompilers[name]; known || isKnownStage(name) {
@@ -90,11 +91,11 @@ func (u *Update) applyPipeline(doc bsoncore.Document, isInsert bool) (bsoncore.D
 			return nil, false, err
 		}
 	}
-	oldID, hadID := lookupField(doc, "_id")
-	newID, hasID := lookupField(out, "_id")
+	oldID, hadID := value.LookupField(doc, "_id")
+	newID, hasID := value.LookupField(out, "_id")
 	switch {
-	case hadID && hasID && !SameValue(oldID, newID) && !isInsert:
-		return nil, false, mongoerr.New(mongoerr.ImmutableField, "After applying the update, the (immutable) field '_id' was found to have been altered to %s", formatElem("_id", newID))
+	case hadID && hasID && !value.Same(oldID, newID) && !isInsert:
+		return nil, false, mongoerr.New(mongoerr.ImmutableField, "After applying the update, the (immutable) field '_id' was found to have been altered to %s", value.FormatElem("_id", newID))
 	case hadID && !hasID:
 		out = prependID(oldID, out)
 	}
@@ -112,7 +113,7 @@ type fieldsNode struct {
 
 func compileAddFields(spec bsoncore.Value, env *Env) (docTransform, error) {
 	if spec.Type != bsoncore.TypeEmbeddedDocument {
-		return nil, mongoerr.New(mongoerr.Code(40272), "$addFields specification stage must be an object, got %s", TypeName(spec.Type))
+		return nil, mongoerr.New(mongoerr.Code(40272), "$addFields specification stage must be an object, got %s", value.TypeName(spec.Type))
 	}
 	root := &fieldsNode{}
 	if err := root.addAll(spec.Data, env.scope()); err != nil {
@@ -126,13 +127,13 @@ func compileAddFields(spec bsoncore.Value, env *Env) (docTransform, error) {
 }
 
 func (n *fieldsNode) addAll(doc []byte, s *compileScope) error {
-	it := newIter(doc)
+	it := value.NewIter(doc)
 	for {
-		k, v, ok := it.next()
+		k, v, ok := it.Next()
 		if !ok {
 			return nil
 		}
-		if err := n.add(splitPath(string(k)), v, s); err != nil {
+		if err := n.add(value.SplitPath(string(k)), v, s); err != nil {
 			return err
 		}
 	}
@@ -143,7 +144,7 @@ func (n *fieldsNode) add(parts []string, v bsoncore.Value, s *compileScope) erro
 	if name == "" || name[0] == '$' {
 		return mongoerr.New(mongoerr.Location16410, "FieldPath field names may not start with '$'. Consider using $getField or $setField.")
 	}
-	nested := len(parts) > 1 || (v.Type == bsoncore.TypeEmbeddedDocument && !isOperatorDoc(v) && len(v.Data) > 5)
+	nested := len(parts) > 1 || (v.Type == bsoncore.TypeEmbeddedDocument && !value.IsOperatorDoc(v) && len(v.Data) > 5)
 	if !nested {
 		x, err := compileExpr(v, s)
 		if err != nil {
@@ -175,14 +176,14 @@ func (n *fieldsNode) subNode(name string) *fieldsNode {
 func (n *fieldsNode) apply(c *evalCtx, v bsoncore.Value) (bsoncore.Value, error) {
 	if v.Type == bsoncore.TypeArray {
 		var out []bsoncore.Value
-		for _, e := range arrayValues(v.Data) {
+		for _, e := range value.ArrayValues(v.Data) {
 			r, err := n.apply(c, e)
 			if err != nil {
 				return r, err
 			}
 			out = append(out, r)
 		}
-		return buildArray(out), nil
+		return value.BuildArray(out), nil
 	}
 	m := newDocM()
 	if v.Type == bsoncore.TypeEmbeddedDocument {
@@ -218,7 +219,7 @@ func compileUnset(spec bsoncore.Value, env *Env) (docTransform, error) {
 	case bsoncore.TypeString:
 		fields = []bsoncore.Value{spec}
 	case bsoncore.TypeArray:
-		fields = arrayValues(spec.Data)
+		fields = value.ArrayValues(spec.Data)
 	}
 	if len(fields) == 0 {
 		return nil, mongoerr.New(mongoerr.Code(31002), "$unset specification must be a string or an array containing at least one field")
@@ -251,10 +252,10 @@ func compileProjectTransform(spec bsoncore.Value, env *Env) (docTransform, error
 // compileReplaceRoot is $replaceRoot: {newRoot: <expr>}.
 func compileReplaceRoot(spec bsoncore.Value, env *Env) (docTransform, error) {
 	if spec.Type != bsoncore.TypeEmbeddedDocument {
-		return nil, mongoerr.New(mongoerr.Code(40229), "expected an object as specification for $replaceRoot stage, got %s", TypeName(spec.Type))
+		return nil, mongoerr.New(mongoerr.Code(40229), "expected an object as specification for $replaceRoot stage, got %s", value.TypeName(spec.Type))
 	}
-	arg, ok := lookupField(spec.Data, "newRoot")
-	if !ok || arrayLen(spec.Data) != 1 {
+	arg, ok := value.LookupField(spec.Data, "newRoot")
+	if !ok || value.ArrayLen(spec.Data) != 1 {
 		return nil, mongoerr.New(mongoerr.Code(40414), "BSON field '$replaceRoot.newRoot' is missing but a required field")
 	}
 	return newRootTransform("'newRoot'", arg, env)
@@ -278,9 +279,9 @@ func newRootTransform(what string, arg bsoncore.Value, env *Env) (docTransform, 
 		if v.Type != bsoncore.TypeEmbeddedDocument {
 			shown := "missing"
 			if v.Type != 0 {
-				shown = FormatValue(v)
+				shown = value.Format(v)
 			}
-			return nil, mongoerr.New(mongoerr.Code(40228), "%s must evaluate to an object, but resulting value was: %s. Type of resulting value: '%s'. Input document: %s", what, shown, exprTypeName(v), FormatValue(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: doc}))
+			return nil, mongoerr.New(mongoerr.Code(40228), "%s must evaluate to an object, but resulting value was: %s. Type of resulting value: '%s'. Input document: %s", what, shown, exprTypeName(v), value.Format(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: doc}))
 		}
 		return bsoncore.Document(v.Data), nil
 	}, nil

@@ -9,6 +9,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"dumbodb/query/mongoerr"
+	"dumbodb/query/value"
 )
 
 // Stages that read other collections through the Catalog: $lookup
@@ -27,7 +28,7 @@ func (e *Env) withVars(names []string, vals []bsoncore.Value) *Env {
 			n.vars[k] = v
 		}
 	} else {
-		n.now = mkDate(0)
+		n.now = value.Date(0)
 	}
 	for i, name := range names {
 		n.vars[name] = vals[i]
@@ -118,13 +119,13 @@ func (f *foreignColl) candidates(ctx context.Context, vals []bsoncore.Value) (St
 // positions of the documents holding them (missing and null key as null).
 type foreignIndex struct {
 	docs []bsoncore.Document
-	coll *Collation
+	coll *value.Collation
 	idx  map[string][]int
 }
 
-func newForeignIndex(ctx context.Context, docs []bsoncore.Document, path string, coll *Collation) (*foreignIndex, error) {
+func newForeignIndex(ctx context.Context, docs []bsoncore.Document, path string, coll *value.Collation) (*foreignIndex, error) {
 	fi := &foreignIndex{docs: docs, coll: coll, idx: map[string][]int{}}
-	parts := splitPath(path)
+	parts := value.SplitPath(path)
 	var interrupt InterruptCheck
 	for i, d := range docs {
 		if err := interrupt.Check(ctx); err != nil {
@@ -132,16 +133,16 @@ func newForeignIndex(ctx context.Context, docs []bsoncore.Document, path string,
 		}
 		vals := pathValues(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: d}, parts)
 		if len(vals) == 0 {
-			vals = []bsoncore.Value{nullValue}
+			vals = []bsoncore.Value{value.Null}
 		}
 		keys := map[string]bool{}
 		for _, v := range vals {
 			keys[fi.key(v)] = true
 			if v.Type == bsoncore.TypeArray {
-				if arrayLen(v.Data) == 0 {
+				if value.ArrayLen(v.Data) == 0 {
 					keys[fi.key(bsoncore.Value{Type: bsoncore.TypeUndefined})] = true
 				}
-				for _, e := range arrayValues(v.Data) {
+				for _, e := range value.ArrayValues(v.Data) {
 					keys[fi.key(e)] = true
 				}
 			}
@@ -237,9 +238,9 @@ type EqualityCatalog interface {
 func localValues(v bsoncore.Value) []bsoncore.Value {
 	switch {
 	case v.Type == 0:
-		return []bsoncore.Value{nullValue}
+		return []bsoncore.Value{value.Null}
 	case v.Type == bsoncore.TypeArray:
-		return arrayValues(v.Data)
+		return value.ArrayValues(v.Data)
 	}
 	return []bsoncore.Value{v}
 }
@@ -254,8 +255,8 @@ func lookupFrom(v bsoncore.Value, pc *pipeCtx) (string, error) {
 		}
 		return v.StringValue(), nil
 	case bsoncore.TypeEmbeddedDocument:
-		db, _ := lookupField(v.Data, "db")
-		coll, _ := lookupField(v.Data, "coll")
+		db, _ := value.LookupField(v.Data, "db")
+		coll, _ := value.LookupField(v.Data, "coll")
 		if coll.Type != bsoncore.TypeString || (db.Type != 0 && db.Type != bsoncore.TypeString) {
 			return "", mongoerr.New(mongoerr.FailedToParse, "the 'from' namespace must be a collection name or {db, coll}")
 		}
@@ -264,5 +265,5 @@ func lookupFrom(v bsoncore.Value, pc *pipeCtx) (string, error) {
 		}
 		return coll.StringValue(), nil
 	}
-	return "", mongoerr.New(mongoerr.FailedToParse, "$lookup 'from' field must be a string or an object, but found %s", TypeName(v.Type))
+	return "", mongoerr.New(mongoerr.FailedToParse, "$lookup 'from' field must be a string or an object, but found %s", value.TypeName(v.Type))
 }

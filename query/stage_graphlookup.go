@@ -9,6 +9,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"dumbodb/query/mongoerr"
+	"dumbodb/query/value"
 )
 
 func init() {
@@ -25,12 +26,12 @@ type graphLookupSpec struct {
 
 func compileGraphLookupStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 	if spec.Type != bsoncore.TypeEmbeddedDocument {
-		return nil, mongoerr.New(mongoerr.Code(40327), "the $graphLookup stage specification must be an object, but found %s", TypeName(spec.Type))
+		return nil, mongoerr.New(mongoerr.Code(40327), "the $graphLookup stage specification must be an object, but found %s", value.TypeName(spec.Type))
 	}
 	g := &graphLookupSpec{maxDepth: -1}
-	it := newIter(spec.Data)
+	it := value.NewIter(spec.Data)
 	for {
-		k, v, ok := it.next()
+		k, v, ok := it.Next()
 		if !ok {
 			break
 		}
@@ -72,27 +73,27 @@ func (g *graphLookupSpec) setArg(key string, v bsoncore.Value, pc *pipeCtx) erro
 		g.startWith = x
 		return err
 	case "maxDepth":
-		if !isNumber(v) || toFloat(v) < 0 || toFloat(v) != float64(int64(toFloat(v))) {
-			return mongoerr.New(mongoerr.Code(40101), "maxDepth requires a nonnegative argument, found: %s", FormatValue(v))
+		if !value.IsNumber(v) || value.ToFloat(v) < 0 || value.ToFloat(v) != float64(int64(value.ToFloat(v))) {
+			return mongoerr.New(mongoerr.Code(40101), "maxDepth requires a nonnegative argument, found: %s", value.Format(v))
 		}
-		g.maxDepth = int64(toFloat(v))
+		g.maxDepth = int64(value.ToFloat(v))
 		return nil
 	case "maxMemoryUsageBytes":
-		if !isNumber(v) || toFloat(v) < 1 || toFloat(v) != float64(int64(toFloat(v))) {
-			return mongoerr.New(mongoerr.FailedToParse, "maxMemoryUsageBytes requires a positive integer argument, found: %s", FormatValue(v))
+		if !value.IsNumber(v) || value.ToFloat(v) < 1 || value.ToFloat(v) != float64(int64(value.ToFloat(v))) {
+			return mongoerr.New(mongoerr.FailedToParse, "maxMemoryUsageBytes requires a positive integer argument, found: %s", value.Format(v))
 		}
-		g.maxMemory = int64(toFloat(v))
+		g.maxMemory = int64(value.ToFloat(v))
 		return nil
 	case "restrictSearchWithMatch":
 		if v.Type != bsoncore.TypeEmbeddedDocument {
-			return mongoerr.New(mongoerr.Code(40185), "restrictSearchWithMatch must be an object, found %s", TypeName(v.Type))
+			return mongoerr.New(mongoerr.Code(40185), "restrictSearchWithMatch must be an object, found %s", value.TypeName(v.Type))
 		}
 		f, err := CompileFilterEnv(v.Data, pc.env)
 		g.restrict = f
 		return err
 	}
 	if v.Type != bsoncore.TypeString {
-		return mongoerr.New(mongoerr.Code(40103), "expected string as argument for %s, found: %s", key, FormatValue(v))
+		return mongoerr.New(mongoerr.Code(40103), "expected string as argument for %s, found: %s", key, value.Format(v))
 	}
 	s := v.StringValue()
 	switch key {
@@ -141,7 +142,7 @@ func (g *graphLookupSpec) apply(ctx context.Context, d bsoncore.Document, foreig
 			}
 		}
 	}
-	return setField(d, g.as, buildArray(s.found)), nil
+	return setField(d, g.as, value.BuildArray(s.found)), nil
 }
 
 // round streams the foreign documents whose connectToField equals one of
@@ -174,7 +175,7 @@ type graphSearch struct {
 // the next round.
 func (s *graphSearch) visit(m bsoncore.Document, depth int64) error {
 	g := s.g
-	id, _ := lookupField(m, "_id")
+	id, _ := value.LookupField(m, "_id")
 	key := string(id.Data) + strconv.Itoa(int(id.Type))
 	if s.seen[key] || (g.restrict != nil && !g.restrict.Match(m)) {
 		return nil
@@ -182,11 +183,11 @@ func (s *graphSearch) visit(m bsoncore.Document, depth int64) error {
 	s.seen[key] = true
 	out := m
 	if g.depthField != "" {
-		out = setField(m, g.depthField, mkInt64(depth))
+		out = setField(m, g.depthField, value.Int64(depth))
 	}
 	s.found = append(s.found, bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: out})
 	s.visited += int64(len(key) + len(out))
-	next := evalPath(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: m}, splitPath(g.connectFrom))
+	next := evalPath(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: m}, value.SplitPath(g.connectFrom))
 	if next.Type != 0 {
 		for _, v := range localValues(next) {
 			s.frontier = append(s.frontier, v)

@@ -9,6 +9,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"dumbodb/query/mongoerr"
+	"dumbodb/query/value"
 )
 
 func init() {
@@ -36,13 +37,13 @@ type lookupSpec struct {
 
 func compileLookupStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 	if spec.Type != bsoncore.TypeEmbeddedDocument {
-		return nil, mongoerr.New(mongoerr.FailedToParse, "the $lookup stage specification must be an object, but found %s", TypeName(spec.Type))
+		return nil, mongoerr.New(mongoerr.FailedToParse, "the $lookup stage specification must be an object, but found %s", value.TypeName(spec.Type))
 	}
 	l := &lookupSpec{}
 	var hasLocal, hasForeign bool
-	it := newIter(spec.Data)
+	it := value.NewIter(spec.Data)
 	for {
-		k, v, ok := it.next()
+		k, v, ok := it.Next()
 		if !ok {
 			break
 		}
@@ -57,7 +58,7 @@ func compileLookupStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 			continue
 		case "let":
 			if v.Type != bsoncore.TypeEmbeddedDocument {
-				return nil, mongoerr.New(mongoerr.FailedToParse, "$lookup argument 'let' must be an object, is type %s", TypeName(v.Type))
+				return nil, mongoerr.New(mongoerr.FailedToParse, "$lookup argument 'let' must be an object, is type %s", value.TypeName(v.Type))
 			}
 			if err := l.compileLet(v.Data, pc); err != nil {
 				return nil, err
@@ -65,13 +66,13 @@ func compileLookupStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 			continue
 		case "pipeline":
 			if v.Type != bsoncore.TypeArray {
-				return nil, mongoerr.New(mongoerr.FailedToParse, "$lookup argument 'pipeline' must be an array, is type %s", TypeName(v.Type))
+				return nil, mongoerr.New(mongoerr.FailedToParse, "$lookup argument 'pipeline' must be an array, is type %s", value.TypeName(v.Type))
 			}
 			l.pipeline, l.hasPipeline = v, true
 			continue
 		}
 		if v.Type != bsoncore.TypeString {
-			return nil, mongoerr.New(mongoerr.FailedToParse, "$lookup argument '%s: %s' must be a string, is type %s", key, FormatValue(v), TypeName(v.Type))
+			return nil, mongoerr.New(mongoerr.FailedToParse, "$lookup argument '%s: %s' must be a string, is type %s", key, value.Format(v), value.TypeName(v.Type))
 		}
 		switch key {
 		case "localField":
@@ -136,10 +137,10 @@ func LookupProbeField(spec bsoncore.Document) string {
 // the let variables names, and returns path and var's position ("" when it
 // does not).
 func exprEqualityProbe(pipeline bsoncore.Value, names []string) (string, int) {
-	if arrayLen(pipeline.Data) == 0 {
+	if value.ArrayLen(pipeline.Data) == 0 {
 		return "", -1
 	}
-	first, _ := arrayElem(pipeline.Data, 0)
+	first, _ := value.ArrayElem(pipeline.Data, 0)
 	match, ok := soleField(first, "$match")
 	if !ok {
 		return "", -1
@@ -149,11 +150,11 @@ func exprEqualityProbe(pipeline bsoncore.Value, names []string) (string, int) {
 		return "", -1
 	}
 	eq, ok := soleField(expr, "$eq")
-	if !ok || eq.Type != bsoncore.TypeArray || arrayLen(eq.Data) != 2 {
+	if !ok || eq.Type != bsoncore.TypeArray || value.ArrayLen(eq.Data) != 2 {
 		return "", -1
 	}
-	a, _ := arrayElem(eq.Data, 0)
-	b, _ := arrayElem(eq.Data, 1)
+	a, _ := value.ArrayElem(eq.Data, 0)
+	b, _ := value.ArrayElem(eq.Data, 1)
 	path, name := fieldRef(a), varRef(b)
 	if path == "" || name == "" {
 		path, name = fieldRef(b), varRef(a)
@@ -198,17 +199,17 @@ func varRef(v bsoncore.Value) string {
 }
 
 func (l *lookupSpec) startsWithDocuments() bool {
-	if !l.hasPipeline || arrayLen(l.pipeline.Data) == 0 {
+	if !l.hasPipeline || value.ArrayLen(l.pipeline.Data) == 0 {
 		return false
 	}
-	first, _ := arrayElem(l.pipeline.Data, 0)
-	return first.Type == bsoncore.TypeEmbeddedDocument && firstKey(first.Data) == "$documents"
+	first, _ := value.ArrayElem(l.pipeline.Data, 0)
+	return first.Type == bsoncore.TypeEmbeddedDocument && value.FirstKey(first.Data) == "$documents"
 }
 
 func (l *lookupSpec) compileLet(doc []byte, pc *pipeCtx) error {
-	it := newIter(doc)
+	it := value.NewIter(doc)
 	for {
-		k, v, ok := it.next()
+		k, v, ok := it.Next()
 		if !ok {
 			return nil
 		}
@@ -282,7 +283,7 @@ func (l *lookupSpec) matches(ctx context.Context, local bsoncore.Document, forei
 // equalMatches streams the foreign documents whose foreignField equals
 // local's localField (an element of it, for an array).
 func (l *lookupSpec) equalMatches(ctx context.Context, local bsoncore.Document, foreign *foreignColl, ec EqualityCatalog, filters *inFilters, pc *pipeCtx) (Stream, error) {
-	lv := evalPath(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: local}, splitPath(l.localField))
+	lv := evalPath(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: local}, value.SplitPath(l.localField))
 	vals := localValues(lv)
 	f, err := filters.in(l.foreignField, vals, pc.env)
 	if err != nil {
@@ -328,7 +329,7 @@ func (l *lookupSpec) collect(ctx context.Context, matches Stream, pc *pipeCtx) (
 	for {
 		m, err := matches.Next(ctx)
 		if errors.Is(err, io.EOF) {
-			return buildArray(vals), nil
+			return value.BuildArray(vals), nil
 		}
 		if err != nil {
 			return bsoncore.Value{}, err
@@ -356,7 +357,7 @@ func (l *lookupSpec) probeExprEquality(ctx context.Context, local bsoncore.Docum
 	}
 	switch v.Type {
 	case 0:
-		v = nullValue
+		v = value.Null
 	case bsoncore.TypeArray, bsoncore.TypeRegex, bsoncore.TypeUndefined:
 		return nil, false, nil // query equality means something else for these
 	}
@@ -377,7 +378,7 @@ func (l *lookupSpec) subPipeline(local bsoncore.Document, pc *pipeCtx) (*Pipelin
 			return nil, err
 		}
 		if v.Type == 0 {
-			v = nullValue
+			v = value.Null
 		}
 		vals[i] = v
 	}

@@ -8,6 +8,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"dumbodb/query/mongoerr"
+	"dumbodb/query/value"
 )
 
 // $sample, $redact, and the source stages $documents, $collStats and
@@ -27,7 +28,7 @@ func init() {
 // (the command's own); {allUsers} and {users} filter nothing more.
 func compileListLocalSessionsStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 	if spec.Type != bsoncore.TypeEmbeddedDocument {
-		return nil, mongoerr.New(mongoerr.TypeMismatch, "$listLocalSessions must take a nested object but found: %s", FormatValue(spec))
+		return nil, mongoerr.New(mongoerr.TypeMismatch, "$listLocalSessions must take a nested object but found: %s", value.Format(spec))
 	}
 	return func(Stream) Stream {
 		return &sliceStream{docs: append([]bsoncore.Document(nil), pc.opts.LocalSessions...)}
@@ -38,32 +39,32 @@ func compileListLocalSessionsStage(spec bsoncore.Value, pc *pipeCtx) (stage, err
 type randExpr struct{}
 
 func compileRand(_ string, arg bsoncore.Value, _ *compileScope) (Expr, error) {
-	if arg.Type != bsoncore.TypeEmbeddedDocument || arrayLen(arg.Data) != 0 {
+	if arg.Type != bsoncore.TypeEmbeddedDocument || value.ArrayLen(arg.Data) != 0 {
 		return nil, mongoerr.New(mongoerr.Code(3040501), "$rand does not currently accept arguments")
 	}
 	return randExpr{}, nil
 }
 
-func (randExpr) eval(*evalCtx) (bsoncore.Value, error) { return mkDouble(rand.Float64()), nil }
+func (randExpr) eval(*evalCtx) (bsoncore.Value, error) { return value.Double(rand.Float64()), nil }
 
 func compileSampleStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 	if spec.Type != bsoncore.TypeEmbeddedDocument {
 		return nil, mongoerr.New(mongoerr.Code(28745), "the $sample stage specification must be an object")
 	}
 	size := int64(-1)
-	it := newIter(spec.Data)
+	it := value.NewIter(spec.Data)
 	for {
-		k, v, ok := it.next()
+		k, v, ok := it.Next()
 		if !ok {
 			break
 		}
 		if string(k) != "size" {
 			return nil, mongoerr.New(mongoerr.Code(28748), "unrecognized option to $sample: %s", k)
 		}
-		if !isNumber(v) {
+		if !value.IsNumber(v) {
 			return nil, mongoerr.New(mongoerr.Code(28746), "size argument to $sample must be a number")
 		}
-		if size = int64(toFloat(v)); size < 0 {
+		if size = int64(value.ToFloat(v)); size < 0 {
 			return nil, mongoerr.New(mongoerr.Code(28747), "size argument to $sample must not be negative")
 		}
 	}
@@ -98,7 +99,7 @@ func compileRedactStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 		return mapStream(in, func(d bsoncore.Document) (bsoncore.Document, error) {
 			c := newEvalCtx(d, pc.env)
 			for name, v := range redactVars {
-				c = c.bind(name, mkString(v))
+				c = c.bind(name, value.String(v))
 			}
 			v, keep, err := redact(x, c, bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: d})
 			if err != nil || !keep {
@@ -125,12 +126,12 @@ func redact(x Expr, c *evalCtx, doc bsoncore.Value) (bsoncore.Value, bool, error
 	case v.Type == bsoncore.TypeString && verdict == "prune":
 		return bsoncore.Value{}, false, nil
 	case v.Type != bsoncore.TypeString || verdict != "descend":
-		return v, false, mongoerr.New(mongoerr.Code(17053), "$redact's expression should not return anything aside from the variables $$KEEP, $$DESCEND, and $$PRUNE, but returned %s", FormatValue(v))
+		return v, false, mongoerr.New(mongoerr.Code(17053), "$redact's expression should not return anything aside from the variables $$KEEP, $$DESCEND, and $$PRUNE, but returned %s", value.Format(v))
 	}
 	idx, dst := bsoncore.AppendDocumentStart(nil)
-	it := newIter(doc.Data)
+	it := value.NewIter(doc.Data)
 	for {
-		k, e, ok := it.next()
+		k, e, ok := it.Next()
 		if !ok {
 			break
 		}
@@ -152,7 +153,7 @@ func redactValue(x Expr, c *evalCtx, v bsoncore.Value) (bsoncore.Value, bool, er
 		return redact(x, c, v)
 	case bsoncore.TypeArray:
 		var out []bsoncore.Value
-		for _, e := range arrayValues(v.Data) {
+		for _, e := range value.ArrayValues(v.Data) {
 			r, keep, err := redactValue(x, c, e)
 			if err != nil {
 				return r, false, err
@@ -161,7 +162,7 @@ func redactValue(x Expr, c *evalCtx, v bsoncore.Value) (bsoncore.Value, bool, er
 				out = append(out, r)
 			}
 		}
-		return buildArray(out), true, nil
+		return value.BuildArray(out), true, nil
 	}
 	return v, true, nil
 }
@@ -183,9 +184,9 @@ func compileDocumentsStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 				return nil, mongoerr.New(mongoerr.Code(5858203), "an array is expected")
 			}
 			var docs []bsoncore.Document
-			for _, e := range arrayValues(v.Data) {
+			for _, e := range value.ArrayValues(v.Data) {
 				if e.Type != bsoncore.TypeEmbeddedDocument {
-					return nil, mongoerr.New(mongoerr.TypeMismatch, "$documents expects an array of objects, found %s", TypeName(e.Type))
+					return nil, mongoerr.New(mongoerr.TypeMismatch, "$documents expects an array of objects, found %s", value.TypeName(e.Type))
 				}
 				docs = append(docs, e.Data)
 			}
@@ -195,23 +196,23 @@ func compileDocumentsStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 }
 
 // now is the current time as a BSON date.
-func now() bsoncore.Value { return mkDate(time.Now().UnixMilli()) }
+func now() bsoncore.Value { return value.Date(time.Now().UnixMilli()) }
 
 func compileCollStatsStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 	if spec.Type != bsoncore.TypeEmbeddedDocument {
-		return nil, mongoerr.New(mongoerr.Code(40166), "$collStats must take a nested object but found: %s", FormatValue(spec))
+		return nil, mongoerr.New(mongoerr.Code(40166), "$collStats must take a nested object but found: %s", value.Format(spec))
 	}
 	opts := map[string]bsoncore.Value{}
-	it := newIter(spec.Data)
+	it := value.NewIter(spec.Data)
 	for {
-		k, v, ok := it.next()
+		k, v, ok := it.Next()
 		if !ok {
 			break
 		}
 		switch string(k) {
 		case "latencyStats", "storageStats", "count", "queryExecStats":
 			if v.Type != bsoncore.TypeEmbeddedDocument {
-				return nil, mongoerr.New(mongoerr.TypeMismatch, "BSON field '$collStats.%s' is the wrong type '%s', expected type 'object'", k, TypeName(v.Type))
+				return nil, mongoerr.New(mongoerr.TypeMismatch, "BSON field '$collStats.%s' is the wrong type '%s', expected type 'object'", k, value.TypeName(v.Type))
 			}
 			opts[string(k)] = v
 		default:
@@ -269,7 +270,7 @@ func collStats(ctx context.Context, pc *pipeCtx, opts map[string]bsoncore.Value)
 
 // compileIndexStatsStage reports the one index every collection has.
 func compileIndexStatsStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
-	if spec.Type != bsoncore.TypeEmbeddedDocument || arrayLen(spec.Data) != 0 {
+	if spec.Type != bsoncore.TypeEmbeddedDocument || value.ArrayLen(spec.Data) != 0 {
 		return nil, mongoerr.New(mongoerr.Code(28803), "The $indexStats stage specification must be an empty object")
 	}
 	return func(Stream) Stream {

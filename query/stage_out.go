@@ -8,6 +8,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"dumbodb/query/mongoerr"
+	"dumbodb/query/value"
 )
 
 // $out and $merge write the pipeline's results through the Writer. Both
@@ -42,9 +43,9 @@ func outTarget(name string, v bsoncore.Value, pc *pipeCtx) (db, coll string, err
 	case bsoncore.TypeString:
 		coll = v.StringValue()
 	case bsoncore.TypeEmbeddedDocument:
-		it := newIter(v.Data)
+		it := value.NewIter(v.Data)
 		for {
-			k, e, ok := it.next()
+			k, e, ok := it.Next()
 			if !ok {
 				break
 			}
@@ -52,7 +53,7 @@ func outTarget(name string, v bsoncore.Value, pc *pipeCtx) (db, coll string, err
 			case string(k) == "timeseries":
 				return "", "", mongoerr.New(mongoerr.NotImplemented, "time series collections are not supported by DumboDB")
 			case e.Type != bsoncore.TypeString:
-				return "", "", mongoerr.New(mongoerr.TypeMismatch, "BSON field '%s.%s' is the wrong type '%s', expected type 'string'", name, k, TypeName(e.Type))
+				return "", "", mongoerr.New(mongoerr.TypeMismatch, "BSON field '%s.%s' is the wrong type '%s', expected type 'string'", name, k, value.TypeName(e.Type))
 			case string(k) == "db":
 				db = e.StringValue()
 			case string(k) == "coll":
@@ -62,7 +63,7 @@ func outTarget(name string, v bsoncore.Value, pc *pipeCtx) (db, coll string, err
 			}
 		}
 	default:
-		return "", "", mongoerr.New(mongoerr.Code(16990), "%s only supports a string or object argument, but found %s", name, TypeName(v.Type))
+		return "", "", mongoerr.New(mongoerr.Code(16990), "%s only supports a string or object argument, but found %s", name, value.TypeName(v.Type))
 	}
 	switch {
 	case coll == "":
@@ -75,7 +76,7 @@ func outTarget(name string, v bsoncore.Value, pc *pipeCtx) (db, coll string, err
 
 // withID gives a document without _id a new ObjectId, as inserts do.
 func withID(d bsoncore.Document) bsoncore.Document {
-	if _, ok := lookupField(d, "_id"); ok {
+	if _, ok := value.LookupField(d, "_id"); ok {
 		return d
 	}
 	oid := bson.NewObjectID()
@@ -123,7 +124,7 @@ func compileMergeStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 		spec = bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: bsoncore.NewDocumentBuilder().AppendValue("into", spec).Build()}
 	}
 	if spec.Type != bsoncore.TypeEmbeddedDocument {
-		return nil, mongoerr.New(mongoerr.Code(51182), "$merge only supports a string or object argument, but found %s", TypeName(spec.Type))
+		return nil, mongoerr.New(mongoerr.Code(51182), "$merge only supports a string or object argument, but found %s", value.TypeName(spec.Type))
 	}
 	if err := m.parse(spec.Data, pc); err != nil {
 		return nil, err
@@ -156,9 +157,9 @@ func compileMergeStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 func (m *mergeSpec) parse(doc []byte, pc *pipeCtx) error {
 	var into bsoncore.Value
 	var let bsoncore.Value
-	it := newIter(doc)
+	it := value.NewIter(doc)
 	for {
-		k, v, ok := it.next()
+		k, v, ok := it.Next()
 		if !ok {
 			break
 		}
@@ -180,11 +181,11 @@ func (m *mergeSpec) parse(doc []byte, pc *pipeCtx) error {
 			case v.Type == bsoncore.TypeString && containsString([]string{"replace", "keepExisting", "merge", "fail"}, v.StringValue()):
 				m.whenMatched = v.StringValue()
 			default:
-				return mongoerr.New(mongoerr.BadValue, "Enumeration value '%s' for field 'whenMatched' is not a valid value.", FormatValue(v))
+				return mongoerr.New(mongoerr.BadValue, "Enumeration value '%s' for field 'whenMatched' is not a valid value.", value.Format(v))
 			}
 		case "whenNotMatched":
 			if v.Type != bsoncore.TypeString || !containsString([]string{"insert", "discard", "fail"}, v.StringValue()) {
-				return mongoerr.New(mongoerr.BadValue, "Enumeration value '%s' for field '$merge.whenNotMatched' is not a valid value.", FormatValue(v))
+				return mongoerr.New(mongoerr.BadValue, "Enumeration value '%s' for field '$merge.whenNotMatched' is not a valid value.", value.Format(v))
 			}
 			m.whenNotMatched = v.StringValue()
 		default:
@@ -215,18 +216,18 @@ func parseMergeOn(v bsoncore.Value) ([]string, error) {
 	switch v.Type {
 	case bsoncore.TypeString:
 	case bsoncore.TypeArray:
-		fields = arrayValues(v.Data)
+		fields = value.ArrayValues(v.Data)
 		if len(fields) == 0 {
 			return nil, mongoerr.New(mongoerr.Code(51187), "If explicitly specifying $merge 'on', must include at least one field")
 		}
 	default:
-		return nil, mongoerr.New(mongoerr.Code(51186), "BSON field '$merge.on' must be either a string or an array of strings, but found %s", TypeName(v.Type))
+		return nil, mongoerr.New(mongoerr.Code(51186), "BSON field '$merge.on' must be either a string or an array of strings, but found %s", value.TypeName(v.Type))
 	}
 	var on []string
 	seen := map[string]bool{}
 	for _, f := range fields {
 		if f.Type != bsoncore.TypeString {
-			return nil, mongoerr.New(mongoerr.Code(51134), "$merge 'on' array elements must be strings, but found %s", TypeName(f.Type))
+			return nil, mongoerr.New(mongoerr.Code(51134), "$merge 'on' array elements must be strings, but found %s", value.TypeName(f.Type))
 		}
 		name := f.StringValue()
 		if seen[name] {
@@ -256,7 +257,7 @@ func (m *mergeSpec) mergeOn(ctx context.Context, t WriteTarget, docs []bsoncore.
 		}
 		vals := make([]bsoncore.Value, len(m.on))
 		for i, f := range m.on {
-			v := evalPath(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: d}, splitPath(f))
+			v := evalPath(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: d}, value.SplitPath(f))
 			if nullish(v) || v.Type == bsoncore.TypeArray {
 				return mongoerr.New(mongoerr.Code(51132), "$merge write error: 'on' field '%s' cannot be missing, null, undefined or an array", f)
 			}
@@ -282,8 +283,8 @@ func (m *mergeSpec) mergeOn(ctx context.Context, t WriteTarget, docs []bsoncore.
 
 func (m *mergeSpec) onEqual(d bsoncore.Document, vals []bsoncore.Value) bool {
 	for i, f := range m.on {
-		v := evalPath(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: d}, splitPath(f))
-		if v.Type == 0 || Compare(v, vals[i]) != 0 {
+		v := evalPath(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: d}, value.SplitPath(f))
+		if v.Type == 0 || value.Compare(v, vals[i]) != 0 {
 			return false
 		}
 	}
@@ -303,13 +304,13 @@ func (m *mergeSpec) mergeMatched(ctx context.Context, t WriteTarget, d, old bson
 		}
 		return nil
 	}
-	oldID, _ := lookupField(old, "_id")
+	oldID, _ := value.LookupField(old, "_id")
 	keepID := func(out bsoncore.Document) (bsoncore.Document, error) {
-		id, ok := lookupField(out, "_id")
+		id, ok := value.LookupField(out, "_id")
 		if !ok {
 			return prependID(oldID, out), nil
 		}
-		if Compare(id, oldID) != 0 || id.Type != oldID.Type {
+		if value.Compare(id, oldID) != 0 || id.Type != oldID.Type {
 			return nil, mongoerr.New(mongoerr.ImmutableField, "$merge failed to update the matching document, did you attempt to modify the _id or the shard key? :: caused by :: Performing an update on the path '_id' would modify the immutable field '_id'")
 		}
 		return out, nil
@@ -324,7 +325,7 @@ func (m *mergeSpec) mergeMatched(ctx context.Context, t WriteTarget, d, old bson
 		for i, f := range m.on {
 			pattern.AppendInt32(f, 1)
 			key.AppendValue(f, vals[i])
-			shown = append(shown, formatElem(f, vals[i]))
+			shown = append(shown, value.FormatElem(f, vals[i]))
 		}
 		err := mongoerr.New(mongoerr.DuplicateKey, "$merge with whenMatched: fail found an existing document with the same values for the 'on' fields: { %s }", strings.Join(shown, ", "))
 		err.Info = bsoncore.NewDocumentBuilder().AppendDocument("keyPattern", pattern.Build()).
@@ -360,11 +361,11 @@ func (m *mergeSpec) compileLet(let bsoncore.Value, pc *pipeCtx) error {
 		return nil
 	}
 	if let.Type != bsoncore.TypeEmbeddedDocument {
-		return mongoerr.New(mongoerr.TypeMismatch, "BSON field '$merge.let' is the wrong type '%s', expected type 'object'", TypeName(let.Type))
+		return mongoerr.New(mongoerr.TypeMismatch, "BSON field '$merge.let' is the wrong type '%s', expected type 'object'", value.TypeName(let.Type))
 	}
-	it := newIter(let.Data)
+	it := value.NewIter(let.Data)
 	for {
-		k, v, ok := it.next()
+		k, v, ok := it.Next()
 		if !ok {
 			return nil
 		}
@@ -378,7 +379,7 @@ func (m *mergeSpec) compileLet(let bsoncore.Value, pc *pipeCtx) error {
 }
 
 func (m *mergeSpec) mergeOne(ctx context.Context, t WriteTarget, d bsoncore.Document, env *Env) error {
-	id, _ := lookupField(d, "_id")
+	id, _ := value.LookupField(d, "_id")
 	old, found, err := t.Get(ctx, id)
 	if err != nil {
 		return err
@@ -398,7 +399,7 @@ func (m *mergeSpec) mergeOne(ctx context.Context, t WriteTarget, d bsoncore.Docu
 	case "keepExisting":
 		return nil
 	case "fail":
-		err := mongoerr.New(mongoerr.DuplicateKey, "$merge with whenMatched: fail found an existing document with the same values for the 'on' fields: %s", formatElem("_id", id))
+		err := mongoerr.New(mongoerr.DuplicateKey, "$merge with whenMatched: fail found an existing document with the same values for the 'on' fields: %s", value.FormatElem("_id", id))
 		err.Info = bsoncore.NewDocumentBuilder().
 			AppendDocument("keyPattern", bsoncore.NewDocumentBuilder().AppendInt32("_id", 1).Build()).
 			AppendDocument("keyValue", bsoncore.NewDocumentBuilder().AppendValue("_id", id).Build()).Build()

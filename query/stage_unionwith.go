@@ -8,6 +8,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"dumbodb/query/mongoerr"
+	"dumbodb/query/value"
 )
 
 func init() {
@@ -23,9 +24,9 @@ func compileUnionWithStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 	case bsoncore.TypeString:
 		coll = spec.StringValue()
 	case bsoncore.TypeEmbeddedDocument:
-		it := newIter(spec.Data)
+		it := value.NewIter(spec.Data)
 		for {
-			k, v, ok := it.next()
+			k, v, ok := it.Next()
 			if !ok {
 				break
 			}
@@ -38,7 +39,7 @@ func compileUnionWithStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 				coll = name
 			case "pipeline":
 				if v.Type != bsoncore.TypeArray {
-					return nil, mongoerr.New(mongoerr.TypeMismatch, "BSON field '$unionWith.pipeline' is the wrong type '%s', expected type 'array'", TypeName(v.Type))
+					return nil, mongoerr.New(mongoerr.TypeMismatch, "BSON field '$unionWith.pipeline' is the wrong type '%s', expected type 'array'", value.TypeName(v.Type))
 				}
 				sc := pipeCtx{opts: pc.opts, env: pc.env, within: "$unionWith"}
 				p, err := compileStages(v, &sc)
@@ -51,9 +52,9 @@ func compileUnionWithStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 			}
 		}
 	default:
-		return nil, mongoerr.New(mongoerr.FailedToParse, "the $unionWith stage specification must be an object or string, but found %s", TypeName(spec.Type))
+		return nil, mongoerr.New(mongoerr.FailedToParse, "the $unionWith stage specification must be an object or string, but found %s", value.TypeName(spec.Type))
 	}
-	if coll == "" && (sub == nil || len(sub.specs) == 0 || firstKey(sub.specs[0]) != "$documents") {
+	if coll == "" && (sub == nil || len(sub.specs) == 0 || value.FirstKey(sub.specs[0]) != "$documents") {
 		return nil, mongoerr.New(mongoerr.Code(40414), "BSON field '$unionWith.coll' is missing but a required field")
 	}
 	return func(in Stream) Stream {

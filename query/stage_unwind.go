@@ -7,6 +7,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"dumbodb/query/mongoerr"
+	"dumbodb/query/value"
 )
 
 // $unwind outputs one document per element of an array field.
@@ -44,9 +45,9 @@ func compileUnwindStage(spec bsoncore.Value, _ *pipeCtx) (stage, error) {
 			if err := interrupt.Check(ctx); err != nil {
 				return nil, err
 			}
-			idx := nullValue
+			idx := value.Null
 			if indexed {
-				idx = mkInt64(int64(next))
+				idx = value.Int64(int64(next))
 			}
 			next++
 			return u.emit(d, vals[next-1], idx), nil
@@ -61,16 +62,16 @@ func parseUnwind(spec bsoncore.Value) (*unwindSpec, error) {
 	case bsoncore.TypeString:
 		path = spec.StringValue()
 	case bsoncore.TypeEmbeddedDocument:
-		it := newIter(spec.Data)
+		it := value.NewIter(spec.Data)
 		for {
-			k, v, ok := it.next()
+			k, v, ok := it.Next()
 			if !ok {
 				break
 			}
 			switch string(k) {
 			case "path":
 				if v.Type != bsoncore.TypeString {
-					return nil, mongoerr.New(mongoerr.Code(28808), "expected a string as the path for $unwind stage, got %s", TypeName(v.Type))
+					return nil, mongoerr.New(mongoerr.Code(28808), "expected a string as the path for $unwind stage, got %s", value.TypeName(v.Type))
 				}
 				path = v.StringValue()
 			case "includeArrayIndex":
@@ -84,10 +85,10 @@ func parseUnwind(spec bsoncore.Value) (*unwindSpec, error) {
 				if s[0] == '$' {
 					return nil, mongoerr.New(mongoerr.Code(28822), "includeArrayIndex option to $unwind stage should not be prefixed with a '$': %s", s)
 				}
-				u.index = splitPath(s)
+				u.index = value.SplitPath(s)
 			case "preserveNullAndEmptyArrays":
 				if v.Type != bsoncore.TypeBoolean {
-					return nil, mongoerr.New(mongoerr.Code(28809), "expected a boolean for the preserveNullAndEmptyArrays option to $unwind stage, got %s", TypeName(v.Type))
+					return nil, mongoerr.New(mongoerr.Code(28809), "expected a boolean for the preserveNullAndEmptyArrays option to $unwind stage, got %s", value.TypeName(v.Type))
 				}
 				u.preserve = v.Boolean()
 			default:
@@ -98,7 +99,7 @@ func parseUnwind(spec bsoncore.Value) (*unwindSpec, error) {
 			return nil, mongoerr.New(mongoerr.Code(28812), "no path specified to $unwind stage")
 		}
 	default:
-		return nil, mongoerr.New(mongoerr.Code(15981), "expected either a string or an object as specification for $unwind stage, got %s", TypeName(spec.Type))
+		return nil, mongoerr.New(mongoerr.Code(15981), "expected either a string or an object as specification for $unwind stage, got %s", value.TypeName(spec.Type))
 	}
 	if !strings.HasPrefix(path, "$") {
 		return nil, mongoerr.New(mongoerr.Code(28818), "path option to $unwind stage should be prefixed with a '$': %s", path)
@@ -106,7 +107,7 @@ func parseUnwind(spec bsoncore.Value) (*unwindSpec, error) {
 	if _, err := compileFieldPath(path, nil); err != nil || strings.HasPrefix(path, "$$") {
 		return nil, mongoerr.New(mongoerr.Code(28818), "path option to $unwind stage should be prefixed with a '$': %s", path)
 	}
-	u.parts = splitPath(path[1:])
+	u.parts = value.SplitPath(path[1:])
 	return u, nil
 }
 
@@ -116,8 +117,8 @@ func parseUnwind(spec bsoncore.Value) (*unwindSpec, error) {
 func (u *unwindSpec) values(d bsoncore.Document) ([]bsoncore.Value, bool) {
 	v := nestedField(d, u.parts)
 	switch {
-	case v.Type == bsoncore.TypeArray && arrayLen(v.Data) > 0:
-		return arrayValues(v.Data), true
+	case v.Type == bsoncore.TypeArray && value.ArrayLen(v.Data) > 0:
+		return value.ArrayValues(v.Data), true
 	case v.Type == bsoncore.TypeArray, nullish(v):
 		if !u.preserve {
 			return nil, false
@@ -147,7 +148,7 @@ func nestedField(d []byte, parts []string) bsoncore.Value {
 		if v.Type != bsoncore.TypeEmbeddedDocument {
 			return bsoncore.Value{}
 		}
-		v, _ = lookupField(v.Data, p)
+		v, _ = value.LookupField(v.Data, p)
 	}
 	return v
 }
@@ -177,6 +178,6 @@ func setPathM(m *mnode, parts []string, v bsoncore.Value) {
 // setField returns d with path set to v.
 func setField(d bsoncore.Document, path string, v bsoncore.Value) bsoncore.Document {
 	m := leafM(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: d})
-	setPathM(m, splitPath(path), v)
+	setPathM(m, value.SplitPath(path), v)
 	return m.value().Data
 }

@@ -8,6 +8,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"dumbodb/query/mongoerr"
+	"dumbodb/query/value"
 )
 
 // Update is a compiled update: a replacement document or a list of
@@ -87,16 +88,16 @@ func CompileUpdateOpts(update bsoncore.Value, opts UpdateOptions) (*Update, erro
 	if err := doc.Validate(); err != nil {
 		return nil, mongoerr.New(mongoerr.InvalidBSON, "invalid update: %v", err)
 	}
-	if k := firstKey(doc); k == "" || k[0] != '$' {
+	if k := value.FirstKey(doc); k == "" || k[0] != '$' {
 		if len(afs) > 0 {
-			return nil, mongoerr.New(mongoerr.FailedToParse, "The array filter for identifier '%s' was not used in the update %s", firstKey(opts.ArrayFilters[0]), FormatValue(update))
+			return nil, mongoerr.New(mongoerr.FailedToParse, "The array filter for identifier '%s' was not used in the update %s", value.FirstKey(opts.ArrayFilters[0]), value.Format(update))
 		}
 		return compileReplacement(doc)
 	}
 	u := &Update{env: opts.Env, query: opts.Query, arrayFilters: afs}
-	it := newIter(doc)
+	it := value.NewIter(doc)
 	for {
-		k, v, ok := it.next()
+		k, v, ok := it.Next()
 		if !ok {
 			break
 		}
@@ -117,9 +118,9 @@ func CompileUpdateOpts(update bsoncore.Value, opts UpdateOptions) (*Update, erro
 }
 
 func compileReplacement(doc bsoncore.Document) (*Update, error) {
-	it := newIter(doc)
+	it := value.NewIter(doc)
 	for {
-		k, _, ok := it.next()
+		k, _, ok := it.Next()
 		if !ok {
 			return &Update{replacement: doc, isRepl: true}, nil
 		}
@@ -135,11 +136,11 @@ func (u *Update) addModifier(name string, fields bsoncore.Value) error {
 		return mongoerr.New(mongoerr.FailedToParse, "Unknown modifier: %s. Expected a valid update modifier or pipeline-style update specified as an array", name)
 	}
 	if fields.Type != bsoncore.TypeEmbeddedDocument {
-		return mongoerr.New(mongoerr.FailedToParse, "Modifiers operate on fields but we found type %s instead. For example: {$mod: {<field>: ...}} not {%s}", TypeName(fields.Type), formatElem(name, fields))
+		return mongoerr.New(mongoerr.FailedToParse, "Modifiers operate on fields but we found type %s instead. For example: {$mod: {<field>: ...}} not {%s}", value.TypeName(fields.Type), value.FormatElem(name, fields))
 	}
-	it := newIter(fields.Data)
+	it := value.NewIter(fields.Data)
 	for {
-		k, v, ok := it.next()
+		k, v, ok := it.Next()
 		if !ok {
 			return nil
 		}
@@ -147,7 +148,7 @@ func (u *Update) addModifier(name string, fields bsoncore.Value) error {
 		if err := validateUpdatePath(path); err != nil {
 			return err
 		}
-		op := &updateOp{mod: mod, path: path, parts: splitPath(path), arg: v, env: u.env}
+		op := &updateOp{mod: mod, path: path, parts: value.SplitPath(path), arg: v, env: u.env}
 		var err error
 		if op.positional, err = u.checkPositionalPath(path, op.parts); err != nil {
 			return err
@@ -170,7 +171,7 @@ func validateUpdatePath(path string) error {
 	if path == "" {
 		return mongoerr.New(mongoerr.EmptyFieldName, "An empty update path is not valid.")
 	}
-	for _, p := range splitPath(path) {
+	for _, p := range value.SplitPath(path) {
 		if p == "" {
 			return mongoerr.New(mongoerr.EmptyFieldName, "The update path '%s' contains an empty field name, which is not allowed.", path)
 		}
@@ -211,11 +212,11 @@ func isPrefix(prefix, parts []string) bool {
 // comparePaths orders paths component-wise; numeric names numerically.
 func comparePaths(a, b []string) int {
 	for i := 0; i < len(a) && i < len(b); i++ {
-		x, xNum := parseIndex(a[i])
-		y, yNum := parseIndex(b[i])
+		x, xNum := value.ParseIndex(a[i])
+		y, yNum := value.ParseIndex(b[i])
 		c := 0
 		if xNum && yNum {
-			c = cmpInt(x, y)
+			c = value.CmpInt(x, y)
 		} else {
 			c = strings.Compare(a[i], b[i])
 		}
@@ -223,7 +224,7 @@ func comparePaths(a, b []string) int {
 			return c
 		}
 	}
-	return cmpInt(len(a), len(b))
+	return value.CmpInt(len(a), len(b))
 }
 
 // IsReplacement reports whether the update replaces whole documents.
@@ -252,8 +253,8 @@ func (u *Update) Apply(doc bsoncore.Document, isInsert bool) (bsoncore.Document,
 	}
 	c := &applyCtx{root: leafM(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: doc}), original: doc, isInsert: isInsert}
 	c.idText = "{}"
-	if id, ok := lookupField(doc, "_id"); ok {
-		c.idText = "{" + formatElem("_id", id) + "}"
+	if id, ok := value.LookupField(doc, "_id"); ok {
+		c.idText = "{" + value.FormatElem("_id", id) + "}"
 	}
 	for _, op := range u.ops {
 		if op.from != nil {
@@ -318,9 +319,9 @@ func (c *applyCtx) checkResolvedConflict(parts []string) error {
 }
 
 func checkIDUnchanged(before, after bsoncore.Document) error {
-	a, hadID := lookupField(before, "_id")
-	b, hasID := lookupField(after, "_id")
-	if hadID && (!hasID || !SameValue(a, b)) {
+	a, hadID := value.LookupField(before, "_id")
+	b, hasID := value.LookupField(after, "_id")
+	if hadID && (!hasID || !value.Same(a, b)) {
 		return mongoerr.New(mongoerr.ImmutableField, "Performing an update on the path '_id' would modify the immutable field '_id'")
 	}
 	return nil
@@ -328,11 +329,11 @@ func checkIDUnchanged(before, after bsoncore.Document) error {
 
 // applyReplacement swaps the document for the replacement, keeping _id.
 func (u *Update) applyReplacement(doc bsoncore.Document, isInsert bool) (bsoncore.Document, bool, error) {
-	oldID, hadID := lookupField(doc, "_id")
-	newID, hasID := lookupField(u.replacement, "_id")
+	oldID, hadID := value.LookupField(doc, "_id")
+	newID, hasID := value.LookupField(u.replacement, "_id")
 	switch {
-	case hasID && hadID && !isInsert && !SameValue(oldID, newID):
-		return nil, false, mongoerr.New(mongoerr.ImmutableField, "After applying the update, the (immutable) field '_id' was found to have been altered to %s", formatElem("_id", newID))
+	case hasID && hadID && !isInsert && !value.Same(oldID, newID):
+		return nil, false, mongoerr.New(mongoerr.ImmutableField, "After applying the update, the (immutable) field '_id' was found to have been altered to %s", value.FormatElem("_id", newID))
 	case hasID || !hadID:
 		out := u.replacement
 		return out, !bytes.Equal(out, doc), nil
@@ -356,7 +357,7 @@ func prependID(id bsoncore.Value, doc bsoncore.Document) bsoncore.Document {
 func Upsert(f *Filter, u *Update) (bsoncore.Document, error) {
 	if u.isRepl {
 		if id, ok := f.IDEquality(); ok {
-			if _, has := lookupField(u.replacement, "_id"); !has {
+			if _, has := value.LookupField(u.replacement, "_id"); !has {
 				return prependID(id, u.replacement), nil
 			}
 		}
@@ -374,7 +375,7 @@ func seedFromFilter(f *Filter) (bsoncore.Document, error) {
 	eqs := f.EqualityFields()
 	for j := range eqs {
 		for i := 0; i < j; i++ {
-			a, b := splitPath(eqs[i].Path), splitPath(eqs[j].Path)
+			a, b := value.SplitPath(eqs[i].Path), value.SplitPath(eqs[j].Path)
 			if len(a) == len(b) && isPrefix(a, b) {
 				return nil, mongoerr.New(mongoerr.NotSingleValueField, "cannot infer query fields to set, path '%s' is matched twice", eqs[i].Path)
 			}
@@ -391,7 +392,7 @@ func seedFromFilter(f *Filter) (bsoncore.Document, error) {
 		if e.Path == "_id" || strings.Contains(e.Path, "$") {
 			continue
 		}
-		parts := splitPath(e.Path)
+		parts := value.SplitPath(e.Path)
 		parent, err := navigate(root, parts, true)
 		if err != nil {
 			return nil, err

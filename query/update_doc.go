@@ -6,6 +6,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"dumbodb/query/mongoerr"
+	"dumbodb/query/value"
 )
 
 // mnode is a mutable view of a BSON value used while applying updates.
@@ -44,9 +45,9 @@ func (n *mnode) expand() {
 		return
 	}
 	n.isArray = n.raw.Type == bsoncore.TypeArray
-	it := newIter(n.raw.Data)
+	it := value.NewIter(n.raw.Data)
 	for {
-		k, v, ok := it.next()
+		k, v, ok := it.Next()
 		if !ok {
 			break
 		}
@@ -92,7 +93,7 @@ func (n *mnode) appendElem(dst []byte, key string) []byte {
 func (n *mnode) child(name string) *mnode {
 	n.expand()
 	if n.isArray {
-		if i, ok := parseIndex(name); ok && i < len(n.kids) {
+		if i, ok := value.ParseIndex(name); ok && i < len(n.kids) {
 			return n.kids[i]
 		}
 		return nil
@@ -110,9 +111,9 @@ func (n *mnode) child(name string) *mnode {
 func (n *mnode) setChild(name string, c *mnode) {
 	n.expand()
 	if n.isArray {
-		i, _ := parseIndex(name)
+		i, _ := value.ParseIndex(name)
 		for len(n.kids) <= i {
-			n.kids = append(n.kids, leafM(nullValue))
+			n.kids = append(n.kids, leafM(value.Null))
 		}
 		n.kids[i] = c
 		return
@@ -131,8 +132,8 @@ func (n *mnode) setChild(name string, c *mnode) {
 func (n *mnode) removeChild(name string) {
 	n.expand()
 	if n.isArray {
-		if i, ok := parseIndex(name); ok && i < len(n.kids) {
-			n.kids[i] = leafM(nullValue)
+		if i, ok := value.ParseIndex(name); ok && i < len(n.kids) {
+			n.kids[i] = leafM(value.Null)
 		}
 		return
 	}
@@ -180,11 +181,11 @@ func checkViable(cur *mnode, curKey, name string, create bool) error {
 		if cur.typ() != bsoncore.TypeArray {
 			return nil
 		}
-		if _, ok := parseIndex(name); ok {
+		if _, ok := value.ParseIndex(name); ok {
 			return nil
 		}
 	}
-	return mongoerr.New(mongoerr.PathNotViable, "Cannot create field '%s' in element {%s}", name, formatElem(curKey, cur.value()))
+	return mongoerr.New(mongoerr.PathNotViable, "Cannot create field '%s' in element {%s}", name, value.FormatElem(curKey, cur.value()))
 }
 
 // getPath returns the node at parts, or nil.

@@ -9,6 +9,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"dumbodb/query/mongoerr"
+	"dumbodb/query/value"
 )
 
 func init() {
@@ -60,8 +61,8 @@ func applyUnset(c *applyCtx, op *updateOp) error {
 
 func parseArith(name, verb string) func(*updateOp) error {
 	return func(op *updateOp) error {
-		if !isNumber(op.arg) {
-			return mongoerr.New(mongoerr.TypeMismatch, "Cannot %s with non-numeric argument: {%s}", verb, formatElem(op.path, op.arg))
+		if !value.IsNumber(op.arg) {
+			return mongoerr.New(mongoerr.TypeMismatch, "Cannot %s with non-numeric argument: {%s}", verb, value.FormatElem(op.path, op.arg))
 		}
 		return nil
 	}
@@ -79,17 +80,17 @@ func applyArith(mul bool) func(*applyCtx, *updateOp) error {
 		if cur == nil {
 			start := op.arg
 			if mul {
-				start, _ = arith(mkInt32(0), op.arg, true)
+				start, _ = value.Arith(value.Int32(0), op.arg, true)
 			}
 			return setPath(c, op.parts, leafM(start))
 		}
 		v := cur.value()
-		if !isNumber(v) {
-			return mongoerr.New(mongoerr.TypeMismatch, "Cannot apply %s to a value of non-numeric type. %s has the field '%s' of non-numeric type %s", name, c.idText, op.parts[len(op.parts)-1], TypeName(v.Type))
+		if !value.IsNumber(v) {
+			return mongoerr.New(mongoerr.TypeMismatch, "Cannot apply %s to a value of non-numeric type. %s has the field '%s' of non-numeric type %s", name, c.idText, op.parts[len(op.parts)-1], value.TypeName(v.Type))
 		}
-		r, ok := arith(v, op.arg, mul)
+		r, ok := value.Arith(v, op.arg, mul)
 		if !ok {
-			return mongoerr.New(mongoerr.BadValue, "Failed to apply %s operations to current value ((%s)%s) for document %s", name, debugTypeName(v.Type), formatNumber(v), c.idText)
+			return mongoerr.New(mongoerr.BadValue, "Failed to apply %s operations to current value ((%s)%s) for document %s", name, debugTypeName(v.Type), value.FormatNumber(v), c.idText)
 		}
 		return setPath(c, op.parts, leafM(r))
 	}
@@ -112,7 +113,7 @@ func debugTypeName(t bsoncore.Type) string {
 func applyMinMax(sign int) func(*applyCtx, *updateOp) error {
 	return func(c *applyCtx, op *updateOp) error {
 		cur := getPath(c.root, op.parts)
-		if cur != nil && Compare(op.arg, cur.value())*sign <= 0 {
+		if cur != nil && value.Compare(op.arg, cur.value())*sign <= 0 {
 			return nil
 		}
 		return setPath(c, op.parts, leafM(op.arg))
@@ -124,20 +125,20 @@ func parseCurrentDate(op *updateOp) error {
 	case op.arg.Type == bsoncore.TypeBoolean:
 		return nil
 	case op.arg.Type == bsoncore.TypeEmbeddedDocument:
-		t, ok := lookupField(op.arg.Data, "$type")
+		t, ok := value.LookupField(op.arg.Data, "$type")
 		if ok && t.Type == bsoncore.TypeString && (t.StringValue() == "date" || t.StringValue() == "timestamp") {
 			return nil
 		}
 		return mongoerr.New(mongoerr.BadValue, "The '$type' string field is required to be 'date' or 'timestamp': {$currentDate: {field : {$type: 'date'}}}")
 	}
-	return mongoerr.New(mongoerr.BadValue, "%s is not valid type for $currentDate. Please use a boolean ('true') or a $type expression ({$type: 'timestamp/date'}).", formatElem(op.path, op.arg))
+	return mongoerr.New(mongoerr.BadValue, "%s is not valid type for $currentDate. Please use a boolean ('true') or a $type expression ({$type: 'timestamp/date'}).", value.FormatElem(op.path, op.arg))
 }
 
 func applyCurrentDate(c *applyCtx, op *updateOp) error {
 	now := time.Now()
 	v := bsoncore.Value{Type: bsoncore.TypeDateTime, Data: bsoncore.AppendDateTime(nil, now.UnixMilli())}
 	if op.arg.Type == bsoncore.TypeEmbeddedDocument {
-		if t, _ := lookupField(op.arg.Data, "$type"); t.StringValue() == "timestamp" {
+		if t, _ := value.LookupField(op.arg.Data, "$type"); t.StringValue() == "timestamp" {
 			v = bsoncore.Value{Type: bsoncore.TypeTimestamp, Data: bsoncore.AppendTimestamp(nil, uint32(now.Unix()), 1)}
 		}
 	}
@@ -148,7 +149,7 @@ func applyCurrentDate(c *applyCtx, op *updateOp) error {
 // at "to") and a source op (op.from, applied at "from").
 func parseRename(op *updateOp) error {
 	if op.arg.Type != bsoncore.TypeString {
-		return mongoerr.New(mongoerr.BadValue, "The 'to' field for $rename must be a string: %s", formatElem(op.path, op.arg))
+		return mongoerr.New(mongoerr.BadValue, "The 'to' field for $rename must be a string: %s", value.FormatElem(op.path, op.arg))
 	}
 	to := op.arg.StringValue()
 	if err := validateUpdatePath(to); err != nil {
@@ -160,7 +161,7 @@ func parseRename(op *updateOp) error {
 	if to == op.path {
 		return mongoerr.New(mongoerr.BadValue, "The source and target field for $rename must differ: %s: \"%s\"", op.path, to)
 	}
-	toParts := splitPath(to)
+	toParts := value.SplitPath(to)
 	if isPrefix(op.parts, toParts) || isPrefix(toParts, op.parts) {
 		return mongoerr.New(mongoerr.BadValue, "The source and target field for $rename must not be on the same path: %s: \"%s\"", op.path, to)
 	}
@@ -189,13 +190,13 @@ type pushSpec struct {
 func parsePush(op *updateOp) error {
 	spec := &pushSpec{}
 	op.push = spec
-	if op.arg.Type != bsoncore.TypeEmbeddedDocument || firstKey(op.arg.Data) != "$each" {
+	if op.arg.Type != bsoncore.TypeEmbeddedDocument || value.FirstKey(op.arg.Data) != "$each" {
 		spec.each = []bsoncore.Value{op.arg}
 		return nil
 	}
-	it := newIter(op.arg.Data)
+	it := value.NewIter(op.arg.Data)
 	for {
-		k, v, ok := it.next()
+		k, v, ok := it.Next()
 		if !ok {
 			return nil
 		}
@@ -203,9 +204,9 @@ func parsePush(op *updateOp) error {
 		switch string(k) {
 		case "$each":
 			if v.Type != bsoncore.TypeArray {
-				return mongoerr.New(mongoerr.BadValue, "The argument to $each in $push must be an array but it was of type: %s", TypeName(v.Type))
+				return mongoerr.New(mongoerr.BadValue, "The argument to $each in $push must be an array but it was of type: %s", value.TypeName(v.Type))
 			}
-			spec.each = arrayValues(v.Data)
+			spec.each = value.ArrayValues(v.Data)
 		case "$position":
 			spec.position, err = integralArg("$position", v)
 		case "$slice":
@@ -222,19 +223,19 @@ func parsePush(op *updateOp) error {
 }
 
 func integralArg(name string, v bsoncore.Value) (*int, error) {
-	if isNumber(v) {
-		f := toFloat(v)
+	if value.IsNumber(v) {
+		f := value.ToFloat(v)
 		if f == math.Trunc(f) && !math.IsInf(f, 0) {
 			n := int(clampFloat(f))
 			return &n, nil
 		}
 	}
-	return nil, mongoerr.New(mongoerr.BadValue, "The value for %s must be an integer value but was given type: %s", name, TypeName(v.Type))
+	return nil, mongoerr.New(mongoerr.BadValue, "The value for %s must be an integer value but was given type: %s", name, value.TypeName(v.Type))
 }
 
 func (s *pushSpec) parseSort(v bsoncore.Value) error {
-	if isNumber(v) && (toFloat(v) == 1 || toFloat(v) == -1) {
-		s.sortDir = int(toFloat(v))
+	if value.IsNumber(v) && (value.ToFloat(v) == 1 || value.ToFloat(v) == -1) {
+		s.sortDir = int(value.ToFloat(v))
 		return nil
 	}
 	if v.Type == bsoncore.TypeEmbeddedDocument && len(v.Data) > 5 {
@@ -253,12 +254,12 @@ func applyPush(c *applyCtx, op *updateOp) error {
 	if cur != nil {
 		v := cur.value()
 		if v.Type != bsoncore.TypeArray {
-			return mongoerr.New(mongoerr.BadValue, "The field '%s' must be an array but is of type %s in document %s", op.path, TypeName(v.Type), c.idText)
+			return mongoerr.New(mongoerr.BadValue, "The field '%s' must be an array but is of type %s in document %s", op.path, value.TypeName(v.Type), c.idText)
 		}
-		elems = arrayValues(v.Data)
+		elems = value.ArrayValues(v.Data)
 	}
 	elems = op.push.apply(elems)
-	return setPath(c, op.parts, leafM(buildArray(elems)))
+	return setPath(c, op.parts, leafM(value.BuildArray(elems)))
 }
 
 // apply inserts the values, then sorts, then slices, as mongod does.
@@ -277,7 +278,7 @@ func (s *pushSpec) apply(elems []bsoncore.Value) []bsoncore.Value {
 	out = append(out, elems[pos:]...)
 	switch {
 	case s.sortDir != 0:
-		sort.SliceStable(out, func(i, j int) bool { return Compare(out[i], out[j])*s.sortDir < 0 })
+		sort.SliceStable(out, func(i, j int) bool { return value.Compare(out[i], out[j])*s.sortDir < 0 })
 	case s.sortBy != nil:
 		sort.SliceStable(out, func(i, j int) bool { return s.sortBy.Compare(docOrEmpty(out[i]), docOrEmpty(out[j])) < 0 })
 	}
@@ -303,18 +304,18 @@ func docOrEmpty(v bsoncore.Value) bsoncore.Document {
 var emptyDoc = bsoncore.Document{5, 0, 0, 0, 0}
 
 func parseAddToSet(op *updateOp) error {
-	if op.arg.Type != bsoncore.TypeEmbeddedDocument || firstKey(op.arg.Data) != "$each" {
+	if op.arg.Type != bsoncore.TypeEmbeddedDocument || value.FirstKey(op.arg.Data) != "$each" {
 		op.each = []bsoncore.Value{op.arg}
 		return nil
 	}
-	v, _ := lookupField(op.arg.Data, "$each")
+	v, _ := value.LookupField(op.arg.Data, "$each")
 	if v.Type != bsoncore.TypeArray {
-		return mongoerr.New(mongoerr.TypeMismatch, "The argument to $each in $addToSet must be an array but it was of type %s", TypeName(v.Type))
+		return mongoerr.New(mongoerr.TypeMismatch, "The argument to $each in $addToSet must be an array but it was of type %s", value.TypeName(v.Type))
 	}
-	if arrayLen(op.arg.Data) > 1 {
-		return mongoerr.New(mongoerr.BadValue, "Found unexpected fields after $each in $addToSet: %s", FormatValue(op.arg))
+	if value.ArrayLen(op.arg.Data) > 1 {
+		return mongoerr.New(mongoerr.BadValue, "Found unexpected fields after $each in $addToSet: %s", value.Format(op.arg))
 	}
-	op.each = arrayValues(v.Data)
+	op.each = value.ArrayValues(v.Data)
 	return nil
 }
 
@@ -324,21 +325,21 @@ func applyAddToSet(c *applyCtx, op *updateOp) error {
 	if cur != nil {
 		v := cur.value()
 		if v.Type != bsoncore.TypeArray {
-			return mongoerr.New(mongoerr.BadValue, "Cannot apply $addToSet to non-array field. Field named '%s' has non-array type %s", op.parts[len(op.parts)-1], TypeName(v.Type))
+			return mongoerr.New(mongoerr.BadValue, "Cannot apply $addToSet to non-array field. Field named '%s' has non-array type %s", op.parts[len(op.parts)-1], value.TypeName(v.Type))
 		}
-		elems = arrayValues(v.Data)
+		elems = value.ArrayValues(v.Data)
 	}
 	for _, add := range op.each {
 		if !containsValue(elems, add) {
 			elems = append(elems, add)
 		}
 	}
-	return setPath(c, op.parts, leafM(buildArray(elems)))
+	return setPath(c, op.parts, leafM(value.BuildArray(elems)))
 }
 
 func containsValue(vals []bsoncore.Value, v bsoncore.Value) bool {
 	for _, x := range vals {
-		if Compare(x, v) == 0 {
+		if value.Compare(x, v) == 0 {
 			return true
 		}
 	}
@@ -346,12 +347,12 @@ func containsValue(vals []bsoncore.Value, v bsoncore.Value) bool {
 }
 
 func parsePop(op *updateOp) error {
-	if isNumber(op.arg) {
-		if f := toFloat(op.arg); f == 1 || f == -1 {
+	if value.IsNumber(op.arg) {
+		if f := value.ToFloat(op.arg); f == 1 || f == -1 {
 			return nil
 		}
 	}
-	return mongoerr.New(mongoerr.FailedToParse, "$pop expects 1 or -1, found: %s", FormatValue(op.arg))
+	return mongoerr.New(mongoerr.FailedToParse, "$pop expects 1 or -1, found: %s", value.Format(op.arg))
 }
 
 func applyPop(c *applyCtx, op *updateOp) error {
@@ -361,18 +362,18 @@ func applyPop(c *applyCtx, op *updateOp) error {
 	}
 	v := cur.value()
 	if v.Type != bsoncore.TypeArray {
-		return mongoerr.New(mongoerr.TypeMismatch, "Path '%s' contains an element of non-array type '%s'", op.path, TypeName(v.Type))
+		return mongoerr.New(mongoerr.TypeMismatch, "Path '%s' contains an element of non-array type '%s'", op.path, value.TypeName(v.Type))
 	}
-	elems := arrayValues(v.Data)
+	elems := value.ArrayValues(v.Data)
 	if len(elems) == 0 {
 		return nil
 	}
-	if toFloat(op.arg) > 0 {
+	if value.ToFloat(op.arg) > 0 {
 		elems = elems[:len(elems)-1]
 	} else {
 		elems = elems[1:]
 	}
-	return setPath(c, op.parts, leafM(buildArray(elems)))
+	return setPath(c, op.parts, leafM(value.BuildArray(elems)))
 }
 
 // parsePull compiles the $pull condition: an operator document applies to
@@ -386,8 +387,8 @@ func parsePull(op *updateOp) error {
 		if err != nil {
 			return err
 		}
-		op.pull = func(e bsoncore.Value) bool { return r.matchValue(e, kindValue) }
-	case isOperatorDoc(arg) && !isDBRef(arg):
+		op.pull = func(e bsoncore.Value) bool { return r.matchValue(e, value.KindValue) }
+	case value.IsOperatorDoc(arg) && !isDBRef(arg):
 		n, err := (&Filter{env: op.env}).parseOps(op.path, arg.Data)
 		if err != nil {
 			return err
@@ -402,16 +403,16 @@ func parsePull(op *updateOp) error {
 			return e.Type == bsoncore.TypeEmbeddedDocument && f.Match(e.Data)
 		}
 	default:
-		op.pull = func(e bsoncore.Value) bool { return Compare(e, arg) == 0 }
+		op.pull = func(e bsoncore.Value) bool { return value.Compare(e, arg) == 0 }
 	}
 	return nil
 }
 
 func parsePullAll(op *updateOp) error {
 	if op.arg.Type != bsoncore.TypeArray {
-		return mongoerr.New(mongoerr.BadValue, "$pullAll requires an array argument but was given a %s", TypeName(op.arg.Type))
+		return mongoerr.New(mongoerr.BadValue, "$pullAll requires an array argument but was given a %s", value.TypeName(op.arg.Type))
 	}
-	vals := arrayValues(op.arg.Data)
+	vals := value.ArrayValues(op.arg.Data)
 	op.pull = func(e bsoncore.Value) bool { return containsValue(vals, e) }
 	return nil
 }
@@ -427,36 +428,36 @@ func applyPull(c *applyCtx, op *updateOp) error {
 		return mongoerr.New(mongoerr.BadValue, "Cannot apply %s to a non-array value", op.mod.name)
 	}
 	var kept []bsoncore.Value
-	for _, e := range arrayValues(v.Data) {
+	for _, e := range value.ArrayValues(v.Data) {
 		if !op.pull(e) {
 			kept = append(kept, e)
 		}
 	}
-	return setPath(c, op.parts, leafM(buildArray(kept)))
+	return setPath(c, op.parts, leafM(value.BuildArray(kept)))
 }
 
 // parseBit validates {$bit: {field: {and|or|xor: <int>}}}; only int32 and
 // int64 operands are allowed.
 func parseBit(op *updateOp) error {
 	if op.arg.Type != bsoncore.TypeEmbeddedDocument {
-		return mongoerr.New(mongoerr.BadValue, "The $bit modifier is not compatible with a %s. You must pass in an embedded document: {$bit: {field: {and/or/xor: #}}", TypeName(op.arg.Type))
+		return mongoerr.New(mongoerr.BadValue, "The $bit modifier is not compatible with a %s. You must pass in an embedded document: {$bit: {field: {and/or/xor: #}}", value.TypeName(op.arg.Type))
 	}
 	if len(op.arg.Data) <= 5 {
 		return mongoerr.New(mongoerr.BadValue, "You must pass in at least one bitwise operation. The format is: {$bit: {field: {and/or/xor: #}}")
 	}
-	it := newIter(op.arg.Data)
+	it := value.NewIter(op.arg.Data)
 	for {
-		k, v, ok := it.next()
+		k, v, ok := it.Next()
 		if !ok {
 			return nil
 		}
 		switch string(k) {
 		case "and", "or", "xor":
 		default:
-			return mongoerr.New(mongoerr.BadValue, "The $bit modifier only supports 'and', 'or', and 'xor', not '%s' which is an unknown operator: {%s}", k, formatElem(string(k), v))
+			return mongoerr.New(mongoerr.BadValue, "The $bit modifier only supports 'and', 'or', and 'xor', not '%s' which is an unknown operator: {%s}", k, value.FormatElem(string(k), v))
 		}
 		if v.Type != bsoncore.TypeInt32 && v.Type != bsoncore.TypeInt64 {
-			return mongoerr.New(mongoerr.BadValue, "The $bit modifier field must be an Integer(32/64 bit); a '%s' is not supported here: {%s}", TypeName(v.Type), formatElem(string(k), v))
+			return mongoerr.New(mongoerr.BadValue, "The $bit modifier field must be an Integer(32/64 bit); a '%s' is not supported here: {%s}", value.TypeName(v.Type), value.FormatElem(string(k), v))
 		}
 	}
 }
@@ -465,16 +466,16 @@ func parseBit(op *updateOp) error {
 // missing field starts at 0 of the operand's type, and int32 op int64
 // widens to int64.
 func applyBit(c *applyCtx, op *updateOp) error {
-	cur := mkInt32(0)
+	cur := value.Int32(0)
 	if n := getPath(c.root, op.parts); n != nil {
 		cur = n.value()
 		if cur.Type != bsoncore.TypeInt32 && cur.Type != bsoncore.TypeInt64 {
-			return mongoerr.New(mongoerr.BadValue, "Cannot apply $bit to a value of non-integral type.%s has the field %s of non-integer type %s", c.idText, op.parts[len(op.parts)-1], TypeName(cur.Type))
+			return mongoerr.New(mongoerr.BadValue, "Cannot apply $bit to a value of non-integral type.%s has the field %s of non-integer type %s", c.idText, op.parts[len(op.parts)-1], value.TypeName(cur.Type))
 		}
 	}
-	it := newIter(op.arg.Data)
+	it := value.NewIter(op.arg.Data)
 	for {
-		k, v, ok := it.next()
+		k, v, ok := it.Next()
 		if !ok {
 			break
 		}
@@ -489,9 +490,9 @@ func applyBit(c *applyCtx, op *updateOp) error {
 			r = x ^ y
 		}
 		if cur.Type == bsoncore.TypeInt32 && v.Type == bsoncore.TypeInt32 {
-			cur = mkInt32(int32(r))
+			cur = value.Int32(int32(r))
 		} else {
-			cur = mkInt64(r)
+			cur = value.Int64(r)
 		}
 	}
 	return setPath(c, op.parts, leafM(cur))

@@ -7,6 +7,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"dumbodb/query/mongoerr"
+	"dumbodb/query/value"
 )
 
 // Positional update paths: "a.$" (the array position the query matched),
@@ -56,16 +57,16 @@ func arrayFilterID(d bsoncore.Document) (string, error) {
 	id := ""
 	var walk func(doc []byte) error
 	walk = func(doc []byte) error {
-		it := newIter(doc)
+		it := value.NewIter(doc)
 		for {
-			k, v, ok := it.next()
+			k, v, ok := it.Next()
 			if !ok {
 				return nil
 			}
 			key := string(k)
 			if strings.HasPrefix(key, "$") {
 				if v.Type == bsoncore.TypeArray {
-					for _, sub := range arrayValues(v.Data) {
+					for _, sub := range value.ArrayValues(v.Data) {
 						if sub.Type == bsoncore.TypeEmbeddedDocument {
 							if err := walk(sub.Data); err != nil {
 								return err
@@ -156,7 +157,7 @@ func (u *Update) checkPositionalPath(path string, parts []string) (bool, error) 
 func (u *Update) checkArrayFiltersUsed(update bsoncore.Value) error {
 	for _, af := range u.arrayFilters {
 		if !af.used {
-			return mongoerr.New(mongoerr.FailedToParse, "The array filter for identifier '%s' was not used in the update %s", af.id, FormatValue(update))
+			return mongoerr.New(mongoerr.FailedToParse, "The array filter for identifier '%s' was not used in the update %s", af.id, value.Format(update))
 		}
 	}
 	return nil
@@ -192,7 +193,7 @@ func (c *applyCtx) expandFrom(u *Update, op *updateOp, node *mnode, i int, prefi
 		return mongoerr.New(mongoerr.BadValue, "The path '%s' must exist in the document in order to apply array updates.", strings.Join(op.parts[:i], "."))
 	}
 	if node.typ() != bsoncore.TypeArray {
-		return mongoerr.New(mongoerr.BadValue, "Cannot apply array updates to non-array element %s", formatElem(op.parts[i-1], node.value()))
+		return mongoerr.New(mongoerr.BadValue, "Cannot apply array updates to non-array element %s", value.FormatElem(op.parts[i-1], node.value()))
 	}
 	node.expand()
 	for j, e := range node.kids {
@@ -257,7 +258,7 @@ func pathPosition(doc []byte, parts []string, node opNode) (int, bool) {
 	cur := bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: doc}
 	for k := 0; k <= len(parts); k++ {
 		if cur.Type == bsoncore.TypeArray {
-			for i, e := range arrayValues(cur.Data) {
+			for i, e := range value.ArrayValues(cur.Data) {
 				if elemMatchesRest(e, parts[k:], node) {
 					return i, true
 				}
@@ -268,7 +269,7 @@ func pathPosition(doc []byte, parts []string, node opNode) (int, bool) {
 			return 0, false
 		}
 		var ok bool
-		if cur, ok = lookupField(cur.Data, parts[k]); !ok {
+		if cur, ok = value.LookupField(cur.Data, parts[k]); !ok {
 			return 0, false
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"dumbodb/query/mongoerr"
+	"dumbodb/query/value"
 )
 
 // $covariancePop and $covarianceSamp: window functions (not $group
@@ -44,16 +45,16 @@ func (a *covarianceAcc) add(c *evalCtx) (int, error) {
 		return 0, err
 	}
 	if v.Type != bsoncore.TypeArray {
-		return 0, mongoerr.New(mongoerr.Code(5424000), "Input to covariance must be an array, but found %s", TypeName(v.Type))
+		return 0, mongoerr.New(mongoerr.Code(5424000), "Input to covariance must be an array, but found %s", value.TypeName(v.Type))
 	}
-	pair := arrayValues(v.Data)
+	pair := value.ArrayValues(v.Data)
 	if len(pair) != 2 {
 		return 0, mongoerr.New(mongoerr.Code(5424001), "Input array to covariance must have exactly 2 elements, but found %d", len(pair))
 	}
-	if !isNumber(pair[0]) || !isNumber(pair[1]) {
+	if !value.IsNumber(pair[0]) || !value.IsNumber(pair[1]) {
 		return 0, nil
 	}
-	x, y := toFloat(pair[0]), toFloat(pair[1])
+	x, y := value.ToFloat(pair[0]), value.ToFloat(pair[1])
 	a.n++
 	dx := x - a.meanX
 	a.meanX += dx / a.n
@@ -65,9 +66,9 @@ func (a *covarianceAcc) add(c *evalCtx) (int, error) {
 func (a *covarianceAcc) result() (bsoncore.Value, error) {
 	switch {
 	case a.samp && a.n < 2, a.n == 0:
-		return nullValue, nil
+		return value.Null, nil
 	case a.samp:
-		return mkDouble(a.cXY / (a.n - 1)), nil
+		return value.Double(a.cXY / (a.n - 1)), nil
 	}
-	return mkDouble(a.cXY / a.n), nil
+	return value.Double(a.cXY / a.n), nil
 }

@@ -12,6 +12,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"dumbodb/query/mongoerr"
+	"dumbodb/query/value"
 )
 
 // $setWindowFields: the input is sorted by (partitionBy, sortBy), and each
@@ -47,13 +48,13 @@ type windowStage struct {
 
 func compileSetWindowFieldsStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 	if spec.Type != bsoncore.TypeEmbeddedDocument {
-		return nil, mongoerr.New(mongoerr.FailedToParse, "the $setWindowFields stage specification must be an object, found %s", TypeName(spec.Type))
+		return nil, mongoerr.New(mongoerr.FailedToParse, "the $setWindowFields stage specification must be an object, found %s", value.TypeName(spec.Type))
 	}
 	w := &windowStage{}
 	var output bsoncore.Value
-	it := newIter(spec.Data)
+	it := value.NewIter(spec.Data)
 	for {
-		k, v, ok := it.next()
+		k, v, ok := it.Next()
 		if !ok {
 			break
 		}
@@ -63,7 +64,7 @@ func compileSetWindowFieldsStage(spec bsoncore.Value, pc *pipeCtx) (stage, error
 			w.partitionBy, err = compileExpr(v, pc.env.scope())
 		case "sortBy":
 			if v.Type != bsoncore.TypeEmbeddedDocument {
-				return nil, mongoerr.New(mongoerr.TypeMismatch, "BSON field '$setWindowFields.sortBy' is the wrong type '%s', expected type 'object'", TypeName(v.Type))
+				return nil, mongoerr.New(mongoerr.TypeMismatch, "BSON field '$setWindowFields.sortBy' is the wrong type '%s', expected type 'object'", value.TypeName(v.Type))
 			}
 			w.sort, err = CompileSortEnv(v.Data, pc.env)
 		case "output":
@@ -78,9 +79,9 @@ func compileSetWindowFieldsStage(spec bsoncore.Value, pc *pipeCtx) (stage, error
 	if output.Type != bsoncore.TypeEmbeddedDocument {
 		return nil, mongoerr.New(mongoerr.Code(40414), "BSON field '$setWindowFields.output' is missing but a required field")
 	}
-	it = newIter(output.Data)
+	it = value.NewIter(output.Data)
 	for {
-		k, v, ok := it.next()
+		k, v, ok := it.Next()
 		if !ok {
 			break
 		}
@@ -88,7 +89,7 @@ func compileSetWindowFieldsStage(spec bsoncore.Value, pc *pipeCtx) (stage, error
 		if err != nil {
 			return nil, err
 		}
-		w.outputs = append(w.outputs, windowOutput{path: splitPath(string(k)), fn: fn})
+		w.outputs = append(w.outputs, windowOutput{path: value.SplitPath(string(k)), fn: fn})
 	}
 	return func(in Stream) Stream {
 		return lazyStream(func(ctx context.Context) (Stream, error) { return w.run(ctx, in, pc) })
@@ -175,14 +176,14 @@ func (w *windowStage) runSpilled(ctx context.Context, kept []bsoncore.Document, 
 	coll := pc.env.coll()
 	partKey := func(d bsoncore.Document) (bsoncore.Value, error) {
 		if w.partitionBy == nil {
-			return nullValue, nil
+			return value.Null, nil
 		}
 		k, err := w.partitionBy.eval(newEvalCtx(d, pc.env))
 		if err != nil {
 			return bsoncore.Value{}, err
 		}
 		if k.Type == 0 {
-			k = nullValue // missing partitions with null
+			k = value.Null // missing partitions with null
 		}
 		return k, nil
 	}
@@ -204,11 +205,11 @@ func (w *windowStage) runSpilled(ctx context.Context, kept []bsoncore.Document, 
 		return keyedRecord(k, d), nil
 	})
 	recordDoc := func(rec bsoncore.Document) bsoncore.Document {
-		d, _ := lookupField(rec, "d")
+		d, _ := value.LookupField(rec, "d")
 		return d.Data
 	}
 	sorted, err := sortStream(ctx, keyed, func(a, c bsoncore.Document) int {
-		if r := compareWith(recordKey(a), recordKey(c), coll); r != 0 {
+		if r := value.CompareWith(recordKey(a), recordKey(c), coll); r != 0 {
 			return r
 		}
 		if w.sort == nil {
@@ -252,7 +253,7 @@ func (w *windowStage) runSpilled(ctx context.Context, kept []bsoncore.Document, 
 					return nil, err
 				}
 				pending = next
-				if compareWith(key, recordKey(next), coll) != 0 {
+				if value.CompareWith(key, recordKey(next), coll) != 0 {
 					break
 				}
 			}
@@ -269,21 +270,21 @@ func (w *windowStage) runSpilled(ctx context.Context, kept []bsoncore.Document, 
 }
 
 // exprCompareColl compares partition keys, missing equal to null.
-func exprCompareColl(a, b bsoncore.Value, coll *Collation) int {
+func exprCompareColl(a, b bsoncore.Value, coll *value.Collation) int {
 	if a.Type == 0 {
-		a = nullValue
+		a = value.Null
 	}
 	if b.Type == 0 {
-		b = nullValue
+		b = value.Null
 	}
-	return compareWith(a, b, coll)
+	return value.CompareWith(a, b, coll)
 }
 
 func (w *windowStage) sortKey(d bsoncore.Document) bsoncore.Value {
 	if w.sort == nil || len(w.sort.keys) == 0 {
 		return bsoncore.Value{}
 	}
-	v, _ := LookupPath(d, strings.Join(w.sort.keys[0].parts, "."))
+	v, _ := value.LookupPath(d, strings.Join(w.sort.keys[0].parts, "."))
 	return v
 }
 
@@ -323,9 +324,9 @@ func parseWindow(v bsoncore.Value, srt *Sort) (windowBounds, error) {
 	}
 	w := windowBounds{}
 	var bounds bsoncore.Value
-	it := newIter(v.Data)
+	it := value.NewIter(v.Data)
 	for {
-		k, e, ok := it.next()
+		k, e, ok := it.Next()
 		if !ok {
 			break
 		}
@@ -336,17 +337,17 @@ func parseWindow(v bsoncore.Value, srt *Sort) (windowBounds, error) {
 			bounds, w.byRange = e, true
 		case "unit":
 			if e.Type != bsoncore.TypeString || timeUnitMillis(e.StringValue()) == 0 {
-				return w, mongoerr.New(mongoerr.FailedToParse, "unknown time unit value: %s", FormatValue(e))
+				return w, mongoerr.New(mongoerr.FailedToParse, "unknown time unit value: %s", value.Format(e))
 			}
 			w.unit = e.StringValue()
 		default:
 			return w, mongoerr.New(mongoerr.FailedToParse, "'window' field can only contain 'documents' as the only argument or 'range' with an optional 'unit' field")
 		}
 	}
-	if bounds.Type != bsoncore.TypeArray || arrayLen(bounds.Data) != 2 {
-		return w, mongoerr.New(mongoerr.FailedToParse, "Window bounds must be a 2-element array: %s", FormatValue(bounds))
+	if bounds.Type != bsoncore.TypeArray || value.ArrayLen(bounds.Data) != 2 {
+		return w, mongoerr.New(mongoerr.FailedToParse, "Window bounds must be a 2-element array: %s", value.Format(bounds))
 	}
-	b := arrayValues(bounds.Data)
+	b := value.ArrayValues(bounds.Data)
 	var err error
 	if w.lo, w.loUnbounded, err = parseBound(b[0], w.byRange); err != nil {
 		return w, err
@@ -355,7 +356,7 @@ func parseWindow(v bsoncore.Value, srt *Sort) (windowBounds, error) {
 		return w, err
 	}
 	if !w.loUnbounded && !w.hiUnbnd && w.lo > w.hi {
-		return w, mongoerr.New(mongoerr.Code(5339900), "Lower bound must not exceed upper bound: %s", FormatValue(bounds))
+		return w, mongoerr.New(mongoerr.Code(5339900), "Lower bound must not exceed upper bound: %s", value.Format(bounds))
 	}
 	if w.byRange && (srt == nil || len(srt.keys) != 1) {
 		return w, mongoerr.New(mongoerr.Code(5339902), "Range-based bounds require sortBy a single field")
@@ -375,10 +376,10 @@ func parseBound(v bsoncore.Value, byRange bool) (float64, bool, error) {
 			return 0, false, nil
 		}
 	}
-	if !isNumber(v) || (!byRange && toFloat(v) != math.Trunc(toFloat(v))) {
-		return 0, false, mongoerr.New(mongoerr.FailedToParse, "Numeric document-based bounds must be an integer, or 'current' or 'unbounded': %s", FormatValue(v))
+	if !value.IsNumber(v) || (!byRange && value.ToFloat(v) != math.Trunc(value.ToFloat(v))) {
+		return 0, false, mongoerr.New(mongoerr.FailedToParse, "Numeric document-based bounds must be an integer, or 'current' or 'unbounded': %s", value.Format(v))
 	}
-	return toFloat(v), false, nil
+	return value.ToFloat(v), false, nil
 }
 
 // timeUnitMillis is a fixed-length unit's length; months and longer are
@@ -434,7 +435,7 @@ func (w windowBounds) indices(p *partition, i int) (int, int, error) {
 		return lo, max(lo, hi), nil
 	}
 	k := p.keys[i]
-	if !isNumber(k) && k.Type != bsoncore.TypeDateTime {
+	if !value.IsNumber(k) && k.Type != bsoncore.TypeDateTime {
 		return 0, 0, mongoerr.New(mongoerr.Code(5429413), "Invalid range: Expected the sortBy field to be a number or a date, but it was %s", exprTypeName(k))
 	}
 	if (k.Type == bsoncore.TypeDateTime) != (w.unit != "") {
@@ -448,10 +449,10 @@ func (w windowBounds) indices(p *partition, i int) (int, int, error) {
 			x := v.DateTime()
 			return (w.loUnbounded || x >= addUnits(k.DateTime(), w.lo, w.unit)) && (w.hiUnbnd || x <= addUnits(k.DateTime(), w.hi, w.unit))
 		}
-		if !isNumber(v) {
+		if !value.IsNumber(v) {
 			return false
 		}
-		x, c := toFloat(v), toFloat(k)
+		x, c := value.ToFloat(v), value.ToFloat(k)
 		return (w.loUnbounded || x >= c+w.lo) && (w.hiUnbnd || x <= c+w.hi)
 	}
 	lo := 0

@@ -6,6 +6,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"dumbodb/query/mongoerr"
+	"dumbodb/query/value"
 )
 
 // Window functions that depend on document order rather than folding a
@@ -18,9 +19,9 @@ func compileWindowFunc(field string, v bsoncore.Value, srt *Sort, pc *pipeCtx) (
 	}
 	var name string
 	var arg, window bsoncore.Value
-	it := newIter(v.Data)
+	it := value.NewIter(v.Data)
 	for {
-		k, e, ok := it.next()
+		k, e, ok := it.Next()
 		if !ok {
 			break
 		}
@@ -49,7 +50,7 @@ func compileWindowFunc(field string, v bsoncore.Value, srt *Sort, pc *pipeCtx) (
 	scope := pc.env.scope()
 	switch name {
 	case "$rank", "$denseRank", "$documentNumber":
-		if arg.Type != bsoncore.TypeEmbeddedDocument || arrayLen(arg.Data) != 0 {
+		if arg.Type != bsoncore.TypeEmbeddedDocument || value.ArrayLen(arg.Data) != 0 {
 			return nil, mongoerr.New(mongoerr.Code(5371603), "%s takes no arguments, i.e. %s:{}", name, name)
 		}
 		if srt == nil || len(srt.keys) != 1 && name != "$documentNumber" {
@@ -136,10 +137,10 @@ func compileShift(arg bsoncore.Value, srt *Sort, s *compileScope) (windowFunc, e
 		return nil, err
 	}
 	by := raw["by"]
-	if !isNumber(by) || toFloat(by) != float64(int32(toFloat(by))) {
-		return nil, mongoerr.New(mongoerr.FailedToParse, "'$shift:by' field must be an integer, but found %s", FormatValue(by))
+	if !value.IsNumber(by) || value.ToFloat(by) != float64(int32(value.ToFloat(by))) {
+		return nil, mongoerr.New(mongoerr.FailedToParse, "'$shift:by' field must be an integer, but found %s", value.Format(by))
 	}
-	f := &shiftFunc{output: exprs["output"], by: int(toFloat(by)), def: nullValue}
+	f := &shiftFunc{output: exprs["output"], by: int(value.ToFloat(by)), def: value.Null}
 	if d, ok := raw["default"]; ok {
 		x, _ := compileExpr(d, nil)
 		lit, isLit := x.(literalExpr)
@@ -164,7 +165,7 @@ func (f *shiftFunc) compute(_ context.Context, p *partition) ([]bsoncore.Value, 
 			return nil, err
 		}
 		if v.Type == 0 {
-			v = nullValue
+			v = value.Null
 		}
 		out[i] = v
 	}
@@ -194,7 +195,7 @@ func compileRateFunc(name string, arg bsoncore.Value, bounds windowBounds, hasWi
 	f := &rateFunc{integral: name == "$integral", input: exprs["input"], bounds: bounds}
 	if u, ok := raw["unit"]; ok {
 		if u.Type != bsoncore.TypeString || timeUnitMillis(u.StringValue()) <= 0 {
-			return nil, mongoerr.New(mongoerr.Code(5490704), "%s 'unit' must be a fixed-length time unit, found %s", name, FormatValue(u))
+			return nil, mongoerr.New(mongoerr.Code(5490704), "%s 'unit' must be a fixed-length time unit, found %s", name, value.Format(u))
 		}
 		f.unitMs = timeUnitMillis(u.StringValue())
 	}
@@ -209,7 +210,7 @@ func (f *rateFunc) axis(v bsoncore.Value) (float64, bool) {
 		}
 		return float64(v.DateTime()) / float64(f.unitMs), true
 	}
-	return toFloat(v), isNumber(v)
+	return value.ToFloat(v), value.IsNumber(v)
 }
 
 func (f *rateFunc) compute(ctx context.Context, p *partition) ([]bsoncore.Value, error) {
@@ -236,8 +237,8 @@ func (f *rateFunc) compute(ctx context.Context, p *partition) ([]bsoncore.Value,
 			if !ok {
 				return nil, mongoerr.New(mongoerr.Code(5624901), "Expected the sortBy field to be a number or a date with 'unit'")
 			}
-			if isNumber(y) {
-				xs, ys = append(xs, x), append(ys, toFloat(y))
+			if value.IsNumber(y) {
+				xs, ys = append(xs, x), append(ys, value.ToFloat(y))
 			}
 		}
 		out[i] = f.fold(xs, ys)
@@ -248,18 +249,18 @@ func (f *rateFunc) compute(ctx context.Context, p *partition) ([]bsoncore.Value,
 func (f *rateFunc) fold(xs, ys []float64) bsoncore.Value {
 	if !f.integral {
 		if len(xs) < 2 || xs[len(xs)-1] == xs[0] {
-			return nullValue
+			return value.Null
 		}
-		return mkDouble((ys[len(ys)-1] - ys[0]) / (xs[len(xs)-1] - xs[0]))
+		return value.Double((ys[len(ys)-1] - ys[0]) / (xs[len(xs)-1] - xs[0]))
 	}
 	if len(xs) == 0 {
-		return nullValue
+		return value.Null
 	}
 	area := 0.0
 	for j := 1; j < len(xs); j++ {
 		area += (xs[j] - xs[j-1]) * (ys[j] + ys[j-1]) / 2
 	}
-	return mkDouble(area)
+	return value.Double(area)
 }
 
 // expMovingAvg is $expMovingAvg with N (alpha = 2/(N+1)) or alpha.
@@ -281,15 +282,15 @@ func compileExpMovingAvg(arg bsoncore.Value, srt *Sort, s *compileScope) (window
 	switch {
 	case hasN == hasAlpha:
 		return nil, mongoerr.New(mongoerr.FailedToParse, "$expMovingAvg requires either 'N' or 'alpha' to be specified")
-	case hasN && (!isNumber(n) || toFloat(n) < 1 || toFloat(n) != float64(int64(toFloat(n)))):
-		return nil, mongoerr.New(mongoerr.FailedToParse, "'N' field must be an integer, but found type %s", TypeName(n.Type))
-	case hasAlpha && (!isNumber(a) || toFloat(a) <= 0 || toFloat(a) >= 1):
-		return nil, mongoerr.New(mongoerr.FailedToParse, "'alpha' must be between 0 and 1 (exclusive), found %s", FormatValue(a))
+	case hasN && (!value.IsNumber(n) || value.ToFloat(n) < 1 || value.ToFloat(n) != float64(int64(value.ToFloat(n)))):
+		return nil, mongoerr.New(mongoerr.FailedToParse, "'N' field must be an integer, but found type %s", value.TypeName(n.Type))
+	case hasAlpha && (!value.IsNumber(a) || value.ToFloat(a) <= 0 || value.ToFloat(a) >= 1):
+		return nil, mongoerr.New(mongoerr.FailedToParse, "'alpha' must be between 0 and 1 (exclusive), found %s", value.Format(a))
 	}
 	if hasN {
-		return &expMovingAvg{input: exprs["input"], alpha: 2 / (toFloat(n) + 1)}, nil
+		return &expMovingAvg{input: exprs["input"], alpha: 2 / (value.ToFloat(n) + 1)}, nil
 	}
-	alpha := toFloat(a)
+	alpha := value.ToFloat(a)
 	return &expMovingAvg{input: exprs["input"], alpha: alpha}, nil
 }
 
@@ -301,16 +302,16 @@ func (e *expMovingAvg) compute(_ context.Context, p *partition) ([]bsoncore.Valu
 		if err != nil {
 			return nil, err
 		}
-		if isNumber(v) {
+		if value.IsNumber(v) {
 			if have {
-				avg = e.alpha*toFloat(v) + (1-e.alpha)*avg
+				avg = e.alpha*value.ToFloat(v) + (1-e.alpha)*avg
 			} else {
-				avg, have = toFloat(v), true
+				avg, have = value.ToFloat(v), true
 			}
 		}
-		out[i] = nullValue
+		out[i] = value.Null
 		if have {
-			out[i] = mkDouble(avg)
+			out[i] = value.Double(avg)
 		}
 	}
 	return out, nil
@@ -331,12 +332,12 @@ func (f *fillFunc) compute(_ context.Context, p *partition) ([]bsoncore.Value, e
 			return nil, err
 		}
 		if v.Type == 0 {
-			v = nullValue
+			v = value.Null
 		}
 		vals[i] = v
 	}
 	if !f.linear {
-		last := nullValue
+		last := value.Null
 		for i, v := range vals {
 			if nullish(v) {
 				vals[i] = last
@@ -351,15 +352,15 @@ func (f *fillFunc) compute(_ context.Context, p *partition) ([]bsoncore.Value, e
 		if nullish(v) {
 			continue
 		}
-		if !isNumber(v) {
+		if !value.IsNumber(v) {
 			return nil, mongoerr.New(mongoerr.Code(605001), "$linearFill only supports numeric types")
 		}
 		if prev >= 0 && i-prev > 1 {
 			x0, x1 := axisValue(p.keys[prev]), axisValue(p.keys[i])
-			y0, y1 := toFloat(vals[prev]), toFloat(v)
+			y0, y1 := value.ToFloat(vals[prev]), value.ToFloat(v)
 			for j := prev + 1; j < i; j++ {
 				xj := axisValue(p.keys[j])
-				vals[j] = mkDouble(y0 + (y1-y0)*(xj-x0)/(x1-x0))
+				vals[j] = value.Double(y0 + (y1-y0)*(xj-x0)/(x1-x0))
 			}
 		}
 		prev = i
@@ -372,8 +373,8 @@ func axisValue(v bsoncore.Value) float64 {
 	switch {
 	case v.Type == bsoncore.TypeDateTime:
 		return float64(v.DateTime())
-	case isNumber(v):
-		return toFloat(v)
+	case value.IsNumber(v):
+		return value.ToFloat(v)
 	}
 	return 0
 }

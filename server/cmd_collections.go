@@ -5,6 +5,7 @@ import (
 
 	"dumbodb/query"
 	"dumbodb/query/mongoerr"
+	"dumbodb/query/value"
 	"dumbodb/storage"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -78,7 +79,7 @@ func cursorBatchSize(r *request, opts bsoncore.Document) (int, error) {
 	if err != nil {
 		return 0, nil
 	}
-	n, ok := query.AsInt64(v)
+	n, ok := value.AsInt64(v)
 	if !ok {
 		return 0, typeMismatch(r.name, "cursor.batchSize", v, "long")
 	}
@@ -142,12 +143,12 @@ func cmdCreate(r *request) (bsoncore.Document, error) {
 
 // parseCreateCollation validates create's collation option; nil is the
 // simple collation, which mongod does not store.
-func parseCreateCollation(v bsoncore.Value) (*query.Collation, error) {
+func parseCreateCollation(v bsoncore.Value) (*value.Collation, error) {
 	d, ok := v.DocumentOK()
 	if !ok {
 		return nil, typeMismatch("create", "collation", v, "object")
 	}
-	return query.ParseCollation(d)
+	return value.ParseCollation(d)
 }
 
 func cmdDrop(r *request) (bsoncore.Document, error) {

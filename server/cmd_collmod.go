@@ -137,7 +137,7 @@ func parseCollModIndex(d bsoncore.Document) (*collModIndex, error) {
 func (m *collModIndex) find(specs []*index.Spec, ns string) (int, error) {
 	var probe *index.Spec
 	if m.keyPattern != nil {
-		p, err := index.ParseSpec(bsoncore.NewDocumentBuilder().AppendDocument("key", m.keyPattern).Build())
+		p, err := index.ParseSpec(bsoncore.NewDocumentBuilder().AppendDocument("key", m.keyPattern).Build(), nil)
 		if err != nil {
 			return 0, err
 		}
@@ -192,7 +192,7 @@ func (m *collModIndex) apply(s *index.Spec) (*index.Spec, error) {
 	if m.expire.Type != 0 {
 		b.AppendValue("expireAfterSeconds", m.expire)
 	}
-	return index.ParseSpec(b.Build())
+	return index.ParseSpec(b.Build(), storage.IndexFilters)
 }
 
 // reply reports each changed option's old and new values, as mongod does.

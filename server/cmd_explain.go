@@ -4,6 +4,7 @@ import (
 	"dumbodb/plan"
 	"dumbodb/query"
 	"dumbodb/query/mongoerr"
+	"dumbodb/query/value"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
@@ -58,8 +59,8 @@ func explainTarget(cmd bsoncore.Document) (*explained, error) {
 	case "find":
 		ex.Filter, _ = cmd.Lookup("filter").DocumentOK()
 		ex.Sort, ex.HasSort = cmd.Lookup("sort").DocumentOK()
-		ex.Skip, _ = query.AsInt64(cmd.Lookup("skip"))
-		ex.Limit, _ = query.AsInt64(cmd.Lookup("limit"))
+		ex.Skip, _ = value.AsInt64(cmd.Lookup("skip"))
+		ex.Limit, _ = value.AsInt64(cmd.Lookup("limit"))
 		ex.Projection, ex.HasProjection = cmd.Lookup("projection").DocumentOK()
 	case "count", "distinct":
 		ex.Filter, _ = cmd.Lookup("query").DocumentOK()

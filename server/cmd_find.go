@@ -6,6 +6,7 @@ import (
 	"dumbodb/plan"
 	"dumbodb/query"
 	"dumbodb/query/mongoerr"
+	"dumbodb/query/value"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
@@ -139,7 +140,7 @@ func natural(srt *query.Sort, hint bsoncore.Value) int {
 	}
 	if d, ok := hint.DocumentOK(); ok {
 		if v, err := d.LookupErr("$natural"); err == nil {
-			if n, ok := query.AsInt64(v); ok && n < 0 {
+			if n, ok := value.AsInt64(v); ok && n < 0 {
 				return -1
 			}
 		}

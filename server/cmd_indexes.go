@@ -137,7 +137,7 @@ func parseIndexSpecs(specs bsoncore.Array, ignoreUnknown bool, def bsoncore.Docu
 }
 
 func parseIndexSpec(d, def bsoncore.Document) (*index.Spec, error) {
-	s, err := index.ParseSpec(d)
+	s, err := index.ParseSpec(d, storage.IndexFilters)
 	if err != nil || def == nil || s.IsID() {
 		return s, err
 	}
@@ -149,7 +149,7 @@ func parseIndexSpec(d, def bsoncore.Document) (*index.Spec, error) {
 	for _, el := range els {
 		withDefault.AppendValue(el.Key(), el.Value())
 	}
-	return index.ParseSpec(withDefault.AppendDocument("collation", def).Build())
+	return index.ParseSpec(withDefault.AppendDocument("collation", def).Build(), storage.IndexFilters)
 }
 
 // mergeIndexSpecs adds the requested specs to a collection's, skipping
@@ -180,7 +180,7 @@ func mergeIndexSpecs(info storage.CollectionInfo, requested []*index.Spec) ([]bs
 func loadSpecs(raws []bsoncore.Document) ([]*index.Spec, error) {
 	out := make([]*index.Spec, 0, len(raws))
 	for _, raw := range raws {
-		s, err := index.LoadSpec(raw)
+		s, err := index.LoadSpec(raw, storage.IndexFilters)
 		if err != nil {
 			return nil, err
 		}
@@ -322,7 +322,7 @@ func hasIndexNamed(specs []*index.Spec, name string) bool {
 }
 
 func dropKey(specs []*index.Spec, key bsoncore.Document) ([]*index.Spec, error) {
-	probe, err := index.ParseSpec(bsoncore.NewDocumentBuilder().AppendDocument("key", key).Build())
+	probe, err := index.ParseSpec(bsoncore.NewDocumentBuilder().AppendDocument("key", key).Build(), nil)
 	if err != nil {
 		// No index can have a key pattern that is not valid.
 		return nil, mongoerr.New(mongoerr.IndexNotFound, "can't find index with key: %s", index.ShellDoc(key))

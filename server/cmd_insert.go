@@ -2,8 +2,8 @@ package server
 
 import (
 	"dumbodb/index"
-	"dumbodb/query"
 	"dumbodb/query/mongoerr"
+	"dumbodb/query/value"
 	"dumbodb/storage"
 	"dumbodb/wire"
 
@@ -116,7 +116,7 @@ func cmdInsert(r *request) (bsoncore.Document, error) {
 func prepareInsert(v bsoncore.Value) (bsoncore.Document, error) {
 	doc, ok := v.DocumentOK()
 	if !ok {
-		return nil, mongoerr.New(mongoerr.TypeMismatch, "BSON field 'insert.documents.0' is the wrong type '%s', expected type 'object'", query.TypeName(v.Type))
+		return nil, mongoerr.New(mongoerr.TypeMismatch, "BSON field 'insert.documents.0' is the wrong type '%s', expected type 'object'", value.TypeName(v.Type))
 	}
 	if len(doc) > wire.MaxDocumentSize {
 		return nil, mongoerr.New(mongoerr.BSONObjectTooLarge, "object to insert too large. size in bytes: %d, max size: %d", len(doc), wire.MaxDocumentSize)

@@ -5,6 +5,7 @@ import (
 
 	"dumbodb/query"
 	"dumbodb/query/mongoerr"
+	"dumbodb/query/value"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
@@ -85,7 +86,7 @@ func cmdKillOp(r *request) (bsoncore.Document, error) {
 	found := false
 	err := r.parseArgs(map[string]fieldHandler{
 		"op": func(v bsoncore.Value) error {
-			n, ok := query.AsInt64(v)
+			n, ok := value.AsInt64(v)
 			if !ok {
 				return typeMismatch(r.name, "op", v, "long")
 			}

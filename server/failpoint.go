@@ -7,6 +7,7 @@ import (
 
 	"dumbodb/query"
 	"dumbodb/query/mongoerr"
+	"dumbodb/query/value"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
@@ -138,7 +139,7 @@ func failPointTimes(mode bsoncore.Value) (int, error) {
 		}
 	}
 	if d, ok := mode.DocumentOK(); ok {
-		if n, ok := query.AsInt64(d.Lookup("times")); ok && n >= 0 {
+		if n, ok := value.AsInt64(d.Lookup("times")); ok && n >= 0 {
 			return int(n), nil
 		}
 	}
@@ -155,7 +156,7 @@ func (f *failCommand) configure(times int, data bsoncore.Document) error {
 			f.commands[v.StringValue()] = true
 		}
 	}
-	if code, ok := query.AsInt64(data.Lookup("errorCode")); ok {
+	if code, ok := value.AsInt64(data.Lookup("errorCode")); ok {
 		f.errorCode = int32(code)
 	}
 	f.errorLabels, _ = data.Lookup("errorLabels").ArrayOK()
@@ -163,7 +164,7 @@ func (f *failCommand) configure(times int, data bsoncore.Document) error {
 	f.closeConn, _ = asBool(data.Lookup("closeConnection"))
 	f.appName, _ = data.Lookup("appName").StringValueOK()
 	if blocked, _ := asBool(data.Lookup("blockConnection")); blocked {
-		ms, _ := query.AsInt64(data.Lookup("blockTimeMS"))
+		ms, _ := value.AsInt64(data.Lookup("blockTimeMS"))
 		f.block = time.Duration(ms) * time.Millisecond
 	}
 	return nil

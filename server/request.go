@@ -11,6 +11,7 @@ import (
 	"dumbodb/plan"
 	"dumbodb/query"
 	"dumbodb/query/mongoerr"
+	"dumbodb/query/value"
 	"dumbodb/storage"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -128,7 +129,7 @@ func (r *request) applyWriteConcern() error {
 	if !ok {
 		return typeMismatch(r.name, "writeConcern", v, "object")
 	}
-	w, hasW := query.AsInt64(wc.Lookup("w"))
+	w, hasW := value.AsInt64(wc.Lookup("w"))
 	j, hasJ := asBool(wc.Lookup("j"))
 	if (hasW && w < 0) || (hasW && w == 0 && hasJ && j) {
 		return mongoerr.New(mongoerr.FailedToParse, "Invalid write concern: w: %d, j: %t", w, j)
@@ -157,7 +158,7 @@ func unknownField(cmd, field string) error {
 // typeMismatch is the IDL parser's error for a field of the wrong type.
 func typeMismatch(cmd, field string, v bsoncore.Value, want string) error {
 	return mongoerr.New(mongoerr.TypeMismatch, "BSON field '%s.%s' is the wrong type '%s', expected type '%s'",
-		cmd, field, query.TypeName(v.Type), want)
+		cmd, field, value.TypeName(v.Type), want)
 }
 
 // fieldHandler handles one argument of a command.
@@ -227,7 +228,7 @@ func (r *request) stringArg(field string, dst *string) fieldHandler {
 }
 
 func (r *request) int64Arg(field string, dst *int64) fieldHandler {
-	return typedArg(r, field, "long", dst, query.AsInt64)
+	return typedArg(r, field, "long", dst, value.AsInt64)
 }
 
 func (r *request) ignoreArg() fieldHandler { return func(bsoncore.Value) error { return nil } }
@@ -249,7 +250,7 @@ func (r *request) collectionArg() (string, error) {
 	v := r.cmd.Index(0).Value()
 	name, ok := v.StringValueOK()
 	if !ok {
-		return "", mongoerr.New(mongoerr.InvalidNamespace, "collection name has invalid type %s", query.TypeName(v.Type))
+		return "", mongoerr.New(mongoerr.InvalidNamespace, "collection name has invalid type %s", value.TypeName(v.Type))
 	}
 	if err := validateCollectionName(r.db, name); err != nil {
 		return "", err
@@ -324,10 +325,10 @@ func (r *request) defaultCollation(coll string) bsoncore.Document {
 // queryEnv builds the query environment of a command from its collation
 // and let documents (either may be nil).
 func queryEnv(collation, let bsoncore.Document) (*query.Env, error) {
-	var coll *query.Collation
+	var coll *value.Collation
 	if collation != nil {
 		var err error
-		if coll, err = query.ParseCollation(collation); err != nil {
+		if coll, err = value.ParseCollation(collation); err != nil {
 			return nil, err
 		}
 	}

@@ -6,14 +6,14 @@ import (
 	"fmt"
 	"sort"
 
+	"dumbodb/query/value"
+
 	"github.com/dolthub/dolt/go/store/datas"
 	"github.com/dolthub/dolt/go/store/hash"
 	"github.com/dolthub/dolt/go/store/prolly"
 	"github.com/dolthub/dolt/go/store/prolly/tree"
 	"github.com/dolthub/dolt/go/store/val"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
-
-	"dumbodb/query"
 )
 
 // Merge kinds, as kept in the merge state.
@@ -430,11 +430,11 @@ func isEmptyDoc(d bsoncore.Document) bool { return len(d) == 5 }
 // mergeField merges one field; a zero Value is a missing field.
 func mergeField(b, o, t bsoncore.Value) (bsoncore.Value, bool, bool) {
 	switch {
-	case query.SameValue(o, t):
+	case value.Same(o, t):
 		return o, o.Type != 0, true
-	case query.SameValue(o, b):
+	case value.Same(o, b):
 		return t, t.Type != 0, true
-	case query.SameValue(t, b):
+	case value.Same(t, b):
 		return o, o.Type != 0, true
 	case o.Type == bsoncore.TypeEmbeddedDocument && t.Type == bsoncore.TypeEmbeddedDocument &&
 		(b.Type == bsoncore.TypeEmbeddedDocument || b.Type == 0):

@@ -8,7 +8,7 @@ import (
 	"github.com/dolthub/dolt/go/store/val"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"dumbodb/query"
+	"dumbodb/query/value"
 	"dumbodb/storage/doctree"
 )
 
@@ -59,7 +59,7 @@ func disjointChanges(ours, theirs []FieldChange) ([]FieldChange, bool) {
 		same := false
 		for _, o := range ours {
 			switch {
-			case o.Path == t.Path && query.SameValue(o.To, t.To):
+			case o.Path == t.Path && value.Same(o.To, t.To):
 				same = true
 			case o.Path == t.Path || strings.HasPrefix(o.Path, t.Path+".") || strings.HasPrefix(t.Path, o.Path+"."):
 				return nil, false

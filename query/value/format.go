@@ -1,4 +1,4 @@
-package query
+package value
 
 import (
 	"encoding/hex"
@@ -11,23 +11,23 @@ import (
 
 // FormatValue renders v the way mongod's BSONElement::toString does inside
 // error messages ({a: 1}, [ 1, 2 ], "x"), so messages match the server's.
-func FormatValue(v bsoncore.Value) string {
+func Format(v bsoncore.Value) string {
 	var b strings.Builder
 	writeValue(&b, v)
 	return b.String()
 }
 
 // formatElem renders "key: value".
-func formatElem(key string, v bsoncore.Value) string { return key + ": " + FormatValue(v) }
+func FormatElem(key string, v bsoncore.Value) string { return key + ": " + Format(v) }
 
 func writeValue(b *strings.Builder, v bsoncore.Value) {
 	switch v.Type {
 	case bsoncore.TypeEmbeddedDocument, bsoncore.TypeArray:
 		writeContainer(b, v)
 	case bsoncore.TypeString, bsoncore.TypeSymbol:
-		b.WriteString(strconv.Quote(string(rawString(v))))
+		b.WriteString(strconv.Quote(string(RawString(v))))
 	case bsoncore.TypeInt32, bsoncore.TypeInt64, bsoncore.TypeDouble, bsoncore.TypeDecimal128:
-		b.WriteString(formatNumber(v))
+		b.WriteString(FormatNumber(v))
 	case bsoncore.TypeNull:
 		b.WriteString("null")
 	case bsoncore.TypeUndefined:
@@ -60,10 +60,10 @@ func writeContainer(b *strings.Builder, v bsoncore.Value) {
 	if isDoc {
 		open, close = "{", "}"
 	}
-	it := newIter(v.Data)
+	it := NewIter(v.Data)
 	n := 0
 	for {
-		k, e, ok := it.next()
+		k, e, ok := it.Next()
 		if !ok {
 			break
 		}
@@ -88,7 +88,7 @@ func writeContainer(b *strings.Builder, v bsoncore.Value) {
 
 // formatNumber renders numbers as mongod does: doubles keep a fractional
 // part ("1.0"), decimals their exact digits.
-func formatNumber(v bsoncore.Value) string {
+func FormatNumber(v bsoncore.Value) string {
 	switch v.Type {
 	case bsoncore.TypeDouble:
 		f := v.Double()

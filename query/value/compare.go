@@ -1,4 +1,4 @@
-package query
+package value
 
 import (
 	"bytes"
@@ -75,7 +75,7 @@ func CanonicalType(t bsoncore.Type) int {
 	return 0
 }
 
-func cmpInt[T int | int64 | uint64 | uint32](a, b T) int {
+func CmpInt[T int | int64 | uint64 | uint32](a, b T) int {
 	switch {
 	case a < b:
 		return -1
@@ -86,69 +86,69 @@ func cmpInt[T int | int64 | uint64 | uint32](a, b T) int {
 }
 
 // Compare orders two BSON values as MongoDB does with the simple collation.
-func Compare(a, b bsoncore.Value) int { return compareWith(a, b, nil) }
+func Compare(a, b bsoncore.Value) int { return CompareWith(a, b, nil) }
 
 // compareWith orders two values, comparing strings (also inside documents
 // and arrays) with coll; a nil coll is the simple (binary) collation.
-func compareWith(a, b bsoncore.Value, coll *Collation) int {
+func CompareWith(a, b bsoncore.Value, coll *Collation) int {
 	ca, cb := CanonicalType(a.Type), CanonicalType(b.Type)
 	if ca != cb {
-		return cmpInt(ca, cb)
+		return CmpInt(ca, cb)
 	}
 	switch ca {
 	case ClassNumber:
-		return compareNumbers(a, b)
+		return CompareNumbers(a, b)
 	case ClassString:
 		if coll != nil {
-			return coll.compareStrings(rawString(a), rawString(b))
+			return coll.compareStrings(RawString(a), RawString(b))
 		}
-		return bytes.Compare(rawString(a), rawString(b))
+		return bytes.Compare(RawString(a), RawString(b))
 	case ClassCode:
-		return bytes.Compare(rawString(a), rawString(b))
+		return bytes.Compare(RawString(a), RawString(b))
 	case ClassObject:
-		return compareDocs(a.Data, b.Data, true, coll)
+		return CompareDocs(a.Data, b.Data, true, coll)
 	case ClassArray:
-		return compareDocs(a.Data, b.Data, false, coll)
+		return CompareDocs(a.Data, b.Data, false, coll)
 	case ClassBinData:
 		return compareBinary(a.Data, b.Data)
 	case ClassObjectID:
 		return bytes.Compare(a.Data, b.Data)
 	case ClassBool:
-		return cmpInt(int(a.Data[0]), int(b.Data[0]))
+		return CmpInt(int(a.Data[0]), int(b.Data[0]))
 	case ClassDate:
-		return cmpInt(a.DateTime(), b.DateTime())
+		return CmpInt(a.DateTime(), b.DateTime())
 	case ClassTimestamp:
 		at, ai := a.Timestamp()
 		bt, bi := b.Timestamp()
-		if c := cmpInt(at, bt); c != 0 {
+		if c := CmpInt(at, bt); c != 0 {
 			return c
 		}
-		return cmpInt(ai, bi)
+		return CmpInt(ai, bi)
 	case ClassRegex:
 		ap, ao := a.Regex()
 		bp, bo := b.Regex()
-		if c := cmpStr(ap, bp); c != 0 {
+		if c := CompareStrings(ap, bp); c != 0 {
 			return c
 		}
-		return cmpStr(ao, bo)
+		return CompareStrings(ao, bo)
 	case ClassDBPointer:
 		// mongod compares the namespace length first, then the raw bytes.
-		if c := cmpInt(len(a.Data), len(b.Data)); c != 0 {
+		if c := CmpInt(len(a.Data), len(b.Data)); c != 0 {
 			return c
 		}
 		return bytes.Compare(a.Data, b.Data)
 	case ClassCodeWithScope:
 		ac, as := a.CodeWithScope()
 		bc, bs := b.CodeWithScope()
-		if c := cmpStr(ac, bc); c != 0 {
+		if c := CompareStrings(ac, bc); c != 0 {
 			return c
 		}
-		return compareDocs(as, bs, true, nil)
+		return CompareDocs(as, bs, true, nil)
 	}
 	return 0 // MinKey, MaxKey, Null, Undefined: one value per class.
 }
 
-func cmpStr(a, b string) int {
+func CompareStrings(a, b string) int {
 	switch {
 	case a < b:
 		return -1
@@ -160,11 +160,11 @@ func cmpStr(a, b string) int {
 
 // compareDocs is BSONObj::woCompare: per element the canonical type, then the
 // field name, then the value; a document that runs out first sorts first.
-func compareDocs(a, b []byte, names bool, coll *Collation) int {
-	ia, ib := newIter(a), newIter(b)
+func CompareDocs(a, b []byte, names bool, coll *Collation) int {
+	ia, ib := NewIter(a), NewIter(b)
 	for {
-		ka, va, oka := ia.next()
-		kb, vb, okb := ib.next()
+		ka, va, oka := ia.Next()
+		kb, vb, okb := ib.Next()
 		switch {
 		case !oka && !okb:
 			return 0
@@ -173,7 +173,7 @@ func compareDocs(a, b []byte, names bool, coll *Collation) int {
 		case !okb:
 			return 1
 		}
-		if c := cmpInt(CanonicalType(va.Type), CanonicalType(vb.Type)); c != 0 {
+		if c := CmpInt(CanonicalType(va.Type), CanonicalType(vb.Type)); c != 0 {
 			return c
 		}
 		if names {
@@ -181,7 +181,7 @@ func compareDocs(a, b []byte, names bool, coll *Collation) int {
 				return c
 			}
 		}
-		if c := compareWith(va, vb, coll); c != 0 {
+		if c := CompareWith(va, vb, coll); c != 0 {
 			return c
 		}
 	}
@@ -190,10 +190,10 @@ func compareDocs(a, b []byte, names bool, coll *Collation) int {
 // compareBinary orders BinData by length, then subtype, then bytes.
 func compareBinary(a, b []byte) int {
 	la, lb := binary.LittleEndian.Uint32(a), binary.LittleEndian.Uint32(b)
-	if c := cmpInt(la, lb); c != 0 {
+	if c := CmpInt(la, lb); c != 0 {
 		return c
 	}
-	if c := cmpInt(int(a[4]), int(b[4])); c != 0 {
+	if c := CmpInt(int(a[4]), int(b[4])); c != 0 {
 		return c
 	}
 	return bytes.Compare(a[5:], b[5:])
@@ -201,23 +201,23 @@ func compareBinary(a, b []byte) int {
 
 // compareNumbers compares numerically across int32, int64, double and
 // decimal128. NaN sorts below every other number and equals NaN.
-func compareNumbers(a, b bsoncore.Value) int {
+func CompareNumbers(a, b bsoncore.Value) int {
 	if a.Type == bsoncore.TypeDecimal128 || b.Type == bsoncore.TypeDecimal128 {
-		return compareExact(ExactNumber(a), ExactNumber(b))
+		return CompareExact(ExactNumber(a), ExactNumber(b))
 	}
 	if a.Type == bsoncore.TypeDouble || b.Type == bsoncore.TypeDouble {
 		if a.Type == bsoncore.TypeDouble && b.Type == bsoncore.TypeDouble {
-			return compareDoubles(a.Double(), b.Double())
+			return CompareDoubles(a.Double(), b.Double())
 		}
 		if a.Type == bsoncore.TypeDouble {
 			return -compareIntDouble(b.AsInt64(), a.Double())
 		}
 		return compareIntDouble(a.AsInt64(), b.Double())
 	}
-	return cmpInt(a.AsInt64(), b.AsInt64())
+	return CmpInt(a.AsInt64(), b.AsInt64())
 }
 
-func compareDoubles(a, b float64) int {
+func CompareDoubles(a, b float64) int {
 	an, bn := math.IsNaN(a), math.IsNaN(b)
 	switch {
 	case an && bn:
@@ -246,10 +246,10 @@ func compareIntDouble(i int64, d float64) int {
 		return 1
 	}
 	t := math.Trunc(d)
-	if c := cmpInt(i, int64(t)); c != 0 {
+	if c := CmpInt(i, int64(t)); c != 0 {
 		return c
 	}
-	return compareDoubles(0, d-t)
+	return CompareDoubles(0, d-t)
 }
 
 // Exact is a number as an exact rational, with NaN and infinities flagged.
@@ -309,7 +309,7 @@ func absInt(i int) int {
 	return i
 }
 
-func compareExact(a, b Exact) int {
+func CompareExact(a, b Exact) int {
 	switch {
 	case a.NaN && b.NaN:
 		return 0
@@ -318,15 +318,15 @@ func compareExact(a, b Exact) int {
 	case b.NaN:
 		return 1
 	case a.Inf != 0 || b.Inf != 0:
-		return cmpInt(a.Inf, b.Inf)
+		return CmpInt(a.Inf, b.Inf)
 	}
 	return a.Rat.Cmp(b.Rat)
 }
 
-func isZeroNumber(v bsoncore.Value) bool {
+func IsZero(v bsoncore.Value) bool {
 	if v.Type == bsoncore.TypeDecimal128 {
 		e := ExactNumber(v)
 		return e.Rat != nil && e.Rat.Sign() == 0
 	}
-	return toFloat(v) == 0
+	return ToFloat(v) == 0
 }

@@ -1,4 +1,4 @@
-package query
+package value
 
 import (
 	"bytes"
@@ -10,17 +10,17 @@ import (
 
 // elemIter walks the elements of a BSON document or array body without
 // allocating; bsoncore's Elements() builds a slice, which hot paths avoid.
-type elemIter struct{ rem []byte }
+type Iter struct{ rem []byte }
 
-func newIter(doc []byte) elemIter {
+func NewIter(doc []byte) Iter {
 	if len(doc) < 5 {
-		return elemIter{}
+		return Iter{}
 	}
-	return elemIter{rem: doc[4 : len(doc)-1]}
+	return Iter{rem: doc[4 : len(doc)-1]}
 }
 
 // next returns the next key and value; ok=false at the end or on malformed input.
-func (it *elemIter) next() (key []byte, v bsoncore.Value, ok bool) {
+func (it *Iter) Next() (key []byte, v bsoncore.Value, ok bool) {
 	if len(it.rem) < 2 {
 		return nil, v, false
 	}
@@ -44,7 +44,7 @@ func (it *elemIter) next() (key []byte, v bsoncore.Value, ok bool) {
 // lookupField returns the value of the first top-level field named name.
 // It is on the path of every filter, so it compares keys in place and
 // skips the values before the wanted one by their sizes alone.
-func lookupField(doc []byte, name string) (bsoncore.Value, bool) {
+func LookupField(doc []byte, name string) (bsoncore.Value, bool) {
 	if len(doc) < 5 {
 		return bsoncore.Value{}, false
 	}
@@ -60,7 +60,7 @@ func lookupField(doc []byte, name string) (bsoncore.Value, bool) {
 		if i < 0 {
 			return bsoncore.Value{}, false
 		}
-		n, ok := valueSize(t, rest[i+1:])
+		n, ok := Size(t, rest[i+1:])
 		if !ok {
 			return bsoncore.Value{}, false
 		}
@@ -70,7 +70,7 @@ func lookupField(doc []byte, name string) (bsoncore.Value, bool) {
 }
 
 // valueSize is the byte length of a value of type t at the start of b.
-func valueSize(t bsoncore.Type, b []byte) (int, bool) {
+func Size(t bsoncore.Type, b []byte) (int, bool) {
 	fixed := -1
 	switch t {
 	case bsoncore.TypeDouble, bsoncore.TypeDateTime, bsoncore.TypeInt64, bsoncore.TypeTimestamp:
@@ -110,10 +110,10 @@ func prefixedSize(b []byte, extra int) (int, bool) {
 }
 
 // arrayElem returns element idx of a BSON array body.
-func arrayElem(arr []byte, idx int) (bsoncore.Value, bool) {
-	it := newIter(arr)
+func ArrayElem(arr []byte, idx int) (bsoncore.Value, bool) {
+	it := NewIter(arr)
 	for i := 0; ; i++ {
-		_, v, ok := it.next()
+		_, v, ok := it.Next()
 		if !ok {
 			return bsoncore.Value{}, false
 		}
@@ -124,11 +124,11 @@ func arrayElem(arr []byte, idx int) (bsoncore.Value, bool) {
 }
 
 // arrayLen counts the elements of a BSON array body.
-func arrayLen(arr []byte) int {
-	it := newIter(arr)
+func ArrayLen(arr []byte) int {
+	it := NewIter(arr)
 	n := 0
 	for {
-		if _, _, ok := it.next(); !ok {
+		if _, _, ok := it.Next(); !ok {
 			return n
 		}
 		n++
@@ -136,11 +136,11 @@ func arrayLen(arr []byte) int {
 }
 
 // arrayValues returns the elements of a BSON array body.
-func arrayValues(arr []byte) []bsoncore.Value {
+func ArrayValues(arr []byte) []bsoncore.Value {
 	var out []bsoncore.Value
-	it := newIter(arr)
+	it := NewIter(arr)
 	for {
-		_, v, ok := it.next()
+		_, v, ok := it.Next()
 		if !ok {
 			return out
 		}
@@ -149,25 +149,25 @@ func arrayValues(arr []byte) []bsoncore.Value {
 }
 
 // firstKey returns the first field name of doc ("" when empty).
-func firstKey(doc []byte) string {
-	it := newIter(doc)
-	k, _, _ := it.next()
+func FirstKey(doc []byte) string {
+	it := NewIter(doc)
+	k, _, _ := it.Next()
 	return string(k)
 }
 
 // isOperatorDoc reports whether v is an embedded document whose first field
 // is $-prefixed: MongoDB reads such documents as operator lists, not values.
-func isOperatorDoc(v bsoncore.Value) bool {
+func IsOperatorDoc(v bsoncore.Value) bool {
 	if v.Type != bsoncore.TypeEmbeddedDocument {
 		return false
 	}
-	k := firstKey(v.Data)
+	k := FirstKey(v.Data)
 	return len(k) > 0 && k[0] == '$'
 }
 
 // parseIndex reads a path component as an array index; MongoDB only treats
 // plain decimal digits as positions (no sign, no leading '+').
-func parseIndex(s string) (int, bool) {
+func ParseIndex(s string) (int, bool) {
 	if s == "" || len(s) > 9 {
 		return 0, false
 	}
@@ -181,7 +181,7 @@ func parseIndex(s string) (int, bool) {
 }
 
 // rawString returns the bytes of a string, symbol or code value without copying.
-func rawString(v bsoncore.Value) []byte {
+func RawString(v bsoncore.Value) []byte {
 	if len(v.Data) < 5 {
 		return nil
 	}
@@ -189,27 +189,27 @@ func rawString(v bsoncore.Value) []byte {
 }
 
 // stringLike reports whether v is a string or symbol, the types regexes match.
-func stringLike(v bsoncore.Value) bool {
+func StringLike(v bsoncore.Value) bool {
 	return v.Type == bsoncore.TypeString || v.Type == bsoncore.TypeSymbol
 }
 
-var nullValue = bsoncore.Value{Type: bsoncore.TypeNull}
+var Null = bsoncore.Value{Type: bsoncore.TypeNull}
 
 // truthy reports whether v counts as true in MongoDB's option parsing
 // (booleans, nonzero numbers; everything else that is not null/false).
-func truthy(v bsoncore.Value) bool {
+func Truthy(v bsoncore.Value) bool {
 	switch v.Type {
 	case bsoncore.TypeBoolean:
 		return v.Boolean()
 	case bsoncore.TypeNull, bsoncore.TypeUndefined:
 		return false
 	case bsoncore.TypeInt32, bsoncore.TypeInt64, bsoncore.TypeDouble, bsoncore.TypeDecimal128:
-		return !isZeroNumber(v)
+		return !IsZero(v)
 	}
 	return true
 }
 
-func isNumber(v bsoncore.Value) bool {
+func IsNumber(v bsoncore.Value) bool {
 	switch v.Type {
 	case bsoncore.TypeInt32, bsoncore.TypeInt64, bsoncore.TypeDouble, bsoncore.TypeDecimal128:
 		return true
@@ -218,12 +218,24 @@ func isNumber(v bsoncore.Value) bool {
 }
 
 // buildArray encodes values as a BSON array value.
-func buildArray(vals []bsoncore.Value) bsoncore.Value {
+func BuildArray(vals []bsoncore.Value) bsoncore.Value {
 	return bsoncore.Value{Type: bsoncore.TypeArray, Data: bsoncore.BuildArray(nil, vals...)}
 }
 
 // SameValue reports byte-level identity (type and encoding), which is how
 // MongoDB decides whether an update modified a field.
-func SameValue(a, b bsoncore.Value) bool {
+func Same(a, b bsoncore.Value) bool {
 	return a.Type == b.Type && bytes.Equal(a.Data, b.Data)
+}
+
+func Bool(b bool) bsoncore.Value {
+	return bsoncore.Value{Type: bsoncore.TypeBoolean, Data: bsoncore.AppendBoolean(nil, b)}
+}
+
+func String(s string) bsoncore.Value {
+	return bsoncore.Value{Type: bsoncore.TypeString, Data: bsoncore.AppendString(nil, s)}
+}
+
+func Date(ms int64) bsoncore.Value {
+	return bsoncore.Value{Type: bsoncore.TypeDateTime, Data: bsoncore.AppendDateTime(nil, ms)}
 }

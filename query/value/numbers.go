@@ -1,4 +1,4 @@
-package query
+package value
 
 import (
 	"math"
@@ -11,7 +11,7 @@ import (
 
 // toFloat converts any BSON number to float64 (decimals rounded), because
 // bsoncore's AsFloat64 panics on decimal128.
-func toFloat(v bsoncore.Value) float64 {
+func ToFloat(v bsoncore.Value) float64 {
 	if v.Type != bsoncore.TypeDecimal128 {
 		return v.AsFloat64()
 	}
@@ -26,15 +26,15 @@ func toFloat(v bsoncore.Value) float64 {
 	return f
 }
 
-func mkInt32(i int32) bsoncore.Value {
+func Int32(i int32) bsoncore.Value {
 	return bsoncore.Value{Type: bsoncore.TypeInt32, Data: bsoncore.AppendInt32(nil, i)}
 }
 
-func mkInt64(i int64) bsoncore.Value {
+func Int64(i int64) bsoncore.Value {
 	return bsoncore.Value{Type: bsoncore.TypeInt64, Data: bsoncore.AppendInt64(nil, i)}
 }
 
-func mkDouble(f float64) bsoncore.Value {
+func Double(f float64) bsoncore.Value {
 	return bsoncore.Value{Type: bsoncore.TypeDouble, Data: bsoncore.AppendDouble(nil, f)}
 }
 
@@ -43,29 +43,29 @@ func mkDouble(f float64) bsoncore.Value {
 // decimal makes a decimal. int64 overflow has no wider integer, and mongod
 // reports it as a failure rather than silently switching to double, so
 // ok=false is returned for it.
-func arith(a, b bsoncore.Value, mul bool) (bsoncore.Value, bool) {
+func Arith(a, b bsoncore.Value, mul bool) (bsoncore.Value, bool) {
 	switch {
 	case a.Type == bsoncore.TypeDecimal128 || b.Type == bsoncore.TypeDecimal128:
 		return decimalArith(a, b, mul)
 	case a.Type == bsoncore.TypeDouble || b.Type == bsoncore.TypeDouble:
 		if mul {
-			return mkDouble(toFloat(a) * toFloat(b)), true
+			return Double(ToFloat(a) * ToFloat(b)), true
 		}
-		return mkDouble(toFloat(a) + toFloat(b)), true
+		return Double(ToFloat(a) + ToFloat(b)), true
 	}
 	x, y := a.AsInt64(), b.AsInt64()
 	r, overflow := addMul64(x, y, mul)
 	if a.Type == bsoncore.TypeInt32 && b.Type == bsoncore.TypeInt32 {
 		// Products of two int32s always fit in int64.
 		if r >= math.MinInt32 && r <= math.MaxInt32 {
-			return mkInt32(int32(r)), true
+			return Int32(int32(r)), true
 		}
-		return mkInt64(r), true
+		return Int64(r), true
 	}
 	if overflow {
 		return bsoncore.Value{}, false
 	}
-	return mkInt64(r), true
+	return Int64(r), true
 }
 
 func addMul64(x, y int64, mul bool) (int64, bool) {
@@ -82,7 +82,7 @@ func addMul64(x, y int64, mul bool) (int64, bool) {
 
 // decimalParts returns v as coefficient*10^exp. Doubles convert with 15
 // significant digits, as mongod's Decimal128(double) does.
-func decimalParts(v bsoncore.Value) (*big.Int, int, bool) {
+func DecimalParts(v bsoncore.Value) (*big.Int, int, bool) {
 	switch v.Type {
 	case bsoncore.TypeDecimal128:
 		h, l := v.Decimal128()
@@ -100,16 +100,16 @@ func decimalParts(v bsoncore.Value) (*big.Int, int, bool) {
 }
 
 func decimalArith(a, b bsoncore.Value, mul bool) (bsoncore.Value, bool) {
-	ca, ea, oka := decimalParts(a)
-	cb, eb, okb := decimalParts(b)
+	ca, ea, oka := DecimalParts(a)
+	cb, eb, okb := DecimalParts(b)
 	if !oka || !okb {
 		// NaN or infinity: float arithmetic has the same IEEE semantics.
-		f := toFloat(a) + toFloat(b)
+		f := ToFloat(a) + ToFloat(b)
 		if mul {
-			f = toFloat(a) * toFloat(b)
+			f = ToFloat(a) * ToFloat(b)
 		}
 		d, _ := bson.ParseDecimal128(strconv.FormatFloat(f, 'g', -1, 64))
-		return decimalValue(d), true
+		return Decimal(d), true
 	}
 	var c *big.Int
 	var e int
@@ -117,24 +117,24 @@ func decimalArith(a, b bsoncore.Value, mul bool) (bsoncore.Value, bool) {
 		c, e = new(big.Int).Mul(ca, cb), ea+eb
 	} else {
 		e = min(ea, eb)
-		c = new(big.Int).Add(shift(ca, ea-e), shift(cb, eb-e))
+		c = new(big.Int).Add(ShiftCoefficient(ca, ea-e), ShiftCoefficient(cb, eb-e))
 	}
-	c, e = roundCoefficient(c, e)
+	c, e = RoundCoefficient(c, e)
 	d, ok := bson.ParseDecimal128FromBigInt(c, e)
-	return decimalValue(d), ok
+	return Decimal(d), ok
 }
 
-func decimalValue(d bson.Decimal128) bsoncore.Value {
+func Decimal(d bson.Decimal128) bsoncore.Value {
 	h, l := d.GetBytes()
 	return bsoncore.Value{Type: bsoncore.TypeDecimal128, Data: bsoncore.AppendDecimal128(nil, h, l)}
 }
 
-func shift(c *big.Int, n int) *big.Int {
+func ShiftCoefficient(c *big.Int, n int) *big.Int {
 	return new(big.Int).Mul(c, new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(n)), nil))
 }
 
 // roundCoefficient rounds to decimal128's 34 digits, half to even.
-func roundCoefficient(c *big.Int, e int) (*big.Int, int) {
+func RoundCoefficient(c *big.Int, e int) (*big.Int, int) {
 	k := len(new(big.Int).Abs(c).String()) - 34
 	if k <= 0 {
 		return c, e
@@ -147,7 +147,7 @@ func roundCoefficient(c *big.Int, e int) (*big.Int, int) {
 	if c.Sign() < 0 {
 		q.Neg(q)
 	}
-	return roundCoefficient(q, e+k) // a carry can add a 35th digit
+	return RoundCoefficient(q, e+k) // a carry can add a 35th digit
 }
 
 // AsInt64 reads a BSON number as an int64, as commands read their counts,

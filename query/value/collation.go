@@ -1,4 +1,4 @@
-package query
+package value
 
 import (
 	"bytes"
@@ -64,9 +64,9 @@ func ParseCollation(doc bsoncore.Document) (*Collation, error) {
 	hasLocale := false
 	var version string
 	hasVersion := false
-	it := newIter(doc)
+	it := NewIter(doc)
 	for {
-		k, v, ok := it.next()
+		k, v, ok := it.Next()
 		if !ok {
 			break
 		}
@@ -82,12 +82,12 @@ func ParseCollation(doc bsoncore.Document) (*Collation, error) {
 			}
 			cs.locale, hasLocale = v.StringValue(), true
 		case "strength":
-			if !isNumber(v) {
+			if !IsNumber(v) {
 				return nil, collationType(key, v, "int")
 			}
-			cs.strength = int(toFloat(v))
-			if cs.strength < 1 || cs.strength > 5 || float64(cs.strength) != toFloat(v) {
-				return nil, mongoerr.New(mongoerr.BadValue, "Enumeration value '%s' for field 'strength' is not a valid value.", formatNumber(v))
+			cs.strength = int(ToFloat(v))
+			if cs.strength < 1 || cs.strength > 5 || float64(cs.strength) != ToFloat(v) {
+				return nil, mongoerr.New(mongoerr.BadValue, "Enumeration value '%s' for field 'strength' is not a valid value.", FormatNumber(v))
 			}
 		case "numericOrdering":
 			cs.numeric, err = collationBool(key, v)
@@ -132,15 +132,15 @@ func ParseCollation(doc bsoncore.Document) (*Collation, error) {
 	}
 	if hasVersion && version != icuVersion {
 		return nil, mongoerr.New(codeIncompatibleCollationVersion, "Requested collation version %s but the only available collator version was %s. Requested collation spec: %s",
-			version, icuVersion, FormatValue(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: doc}))
+			version, icuVersion, Format(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: doc}))
 	}
 	cs.localeDefaults()
 	full := cs.document()
 	switch {
 	case cs.backwards && cs.strength == 1:
-		return nil, mongoerr.New(mongoerr.BadValue, "'backwards' is invalid with 'strength' of 1 in: %s", FormatValue(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: full}))
+		return nil, mongoerr.New(mongoerr.BadValue, "'backwards' is invalid with 'strength' of 1 in: %s", Format(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: full}))
 	case cs.caseFirst != "off" && !cs.caseLevel && cs.strength < 3:
-		return nil, mongoerr.New(mongoerr.BadValue, "'caseFirst' is invalid unless 'caseLevel' is on or 'strength' is greater than 2 in: %s", FormatValue(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: full}))
+		return nil, mongoerr.New(mongoerr.BadValue, "'caseFirst' is invalid unless 'caseLevel' is on or 'strength' is greater than 2 in: %s", Format(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: full}))
 	}
 	c := &Collation{spec: doc, full: full, col: cs.collator(tag)}
 	c.byKey = cs.alternate == "shifted"
@@ -153,10 +153,10 @@ func ParseCollation(doc bsoncore.Document) (*Collation, error) {
 // for are refused, as mongod refuses those ICU does not know.
 func parseLocale(locale string, doc bsoncore.Document) (language.Tag, error) {
 	bad := func() (language.Tag, error) {
-		return language.Und, mongoerr.New(mongoerr.BadValue, "Field 'locale' is invalid in: %s", FormatValue(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: doc}))
+		return language.Und, mongoerr.New(mongoerr.BadValue, "Field 'locale' is invalid in: %s", Format(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: doc}))
 	}
 	if locale == "" {
-		return language.Und, mongoerr.New(mongoerr.BadValue, "Field 'locale' cannot be the empty string in: %s", FormatValue(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: doc}))
+		return language.Und, mongoerr.New(mongoerr.BadValue, "Field 'locale' cannot be the empty string in: %s", Format(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: doc}))
 	}
 	if strings.ContainsAny(locale, "-\x00") {
 		return bad()
@@ -356,4 +356,4 @@ func (c *Collation) compareStrings(a, b []byte) int {
 
 // CompareCollated orders two values as Compare does, comparing strings
 // (also inside documents and arrays) with c; nil c is Compare.
-func CompareCollated(a, b bsoncore.Value, c *Collation) int { return compareWith(a, b, c) }
+func CompareCollated(a, b bsoncore.Value, c *Collation) int { return CompareWith(a, b, c) }

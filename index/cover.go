@@ -1,0 +1,86 @@
+package index
+
+import (
+	"strings"
+	"sync"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
+
+// coverNode is one component of the key paths a covered entry keeps: a
+// leaf keeps its whole value, an inner node the fields below it.
+type coverNode struct {
+	children map[string]*coverNode // nil for a leaf
+}
+
+type coverCache struct {
+	coverOnce sync.Once
+	cover     *coverNode
+}
+
+// coverTree is the key paths as a tree (and _id only when it is a key
+// field); nil when one key path is a prefix of another, which an inclusion
+// projection refuses as a path collision.
+func (s *Spec) coverTree() *coverNode {
+	s.coverOnce.Do(func() {
+		root := &coverNode{children: map[string]*coverNode{}}
+		for _, f := range s.Fields {
+			if !root.add(strings.Split(f.Path, ".")) {
+				return
+			}
+		}
+		s.cover = root
+	})
+	return s.cover
+}
+
+// add inserts one path and reports false on a collision.
+func (n *coverNode) add(parts []string) bool {
+	child, ok := n.children[parts[0]]
+	last := len(parts) == 1
+	switch {
+	case ok && (last || child.children == nil):
+		return false
+	case !ok && last:
+		n.children[parts[0]] = &coverNode{}
+		return true
+	case !ok:
+		child = &coverNode{children: map[string]*coverNode{}}
+		n.children[parts[0]] = child
+	}
+	return child.add(parts[1:])
+}
+
+// project keeps, in document order, the fields of doc on the key paths, as
+// an inclusion projection of those paths does: a leaf's value whole, a
+// sub-document reduced to the paths below it (empty if none are there),
+// nothing for a scalar where a path goes on. It returns nil when an array
+// lies on a path (such a document is multikey and keeps no covered values).
+func (n *coverNode) project(doc bsoncore.Document) []byte {
+	elems, err := doc.Elements()
+	if err != nil {
+		return nil
+	}
+	idx, out := bsoncore.AppendDocumentStart(nil)
+	for _, el := range elems {
+		child, ok := n.children[el.Key()]
+		if !ok {
+			continue
+		}
+		v := el.Value()
+		switch {
+		case child.children == nil:
+			out = bsoncore.AppendValueElement(out, el.Key(), v)
+		case v.Type == bsoncore.TypeArray:
+			return nil
+		case v.Type == bsoncore.TypeEmbeddedDocument:
+			sub := child.project(v.Data)
+			if sub == nil {
+				return nil
+			}
+			out = bsoncore.AppendDocumentElement(out, el.Key(), sub)
+		}
+	}
+	out, _ = bsoncore.AppendDocumentEnd(out, idx)
+	return out
+}
