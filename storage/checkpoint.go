@@ -54,6 +54,11 @@ func (d *Database) checkpointLocked(ctx context.Context, b *branch) error {
 	if err := d.wl.WaitDurable(st.lsn); err != nil {
 		return err
 	}
+	// The checkpoint lets replay skip records, so the outcomes of retryable
+	// writes they carry must be in the retry file first.
+	if err := d.retries.save(d.dir, time.Now()); err != nil {
+		return err
+	}
 	d.engine.panics.at("checkpoint.fold")
 	next, err := d.writeCheckpoint(ctx, b, st)
 	if err != nil {

@@ -55,6 +55,7 @@ type Database struct {
 	branches  map[string]*branch
 	docs      *docWriter // nil: the path index is off
 	recoverMu sync.Mutex // serialises rolling back after a failed log write
+	retries   *retryTable
 }
 
 // branch is the live state of one branch: the published state that readers
@@ -171,7 +172,7 @@ func (d *Database) openChunkStore(ctx context.Context) (*nbs.NomsBlockStore, err
 // forget drops the references to a closed chunk store, log and branches,
 // so that their memory can be reclaimed while the handle lives on.
 func (d *Database) forget() {
-	d.cs, d.vs, d.ns, d.db, d.wl, d.docs = nil, nil, nil, nil, nil, nil
+	d.cs, d.vs, d.ns, d.db, d.wl, d.docs, d.retries = nil, nil, nil, nil, nil, nil, nil
 	d.branches = nil
 }
 
@@ -185,6 +186,9 @@ func (d *Database) recover(ctx context.Context) error {
 		return err
 	}
 	var err error
+	if d.retries, err = loadRetryTable(d.dir); err != nil {
+		return err
+	}
 	walOpts := wal.Options{SegmentSize: d.engine.opts.WALSegmentSize, OnFailure: d.recoverIfOpen}
 	if d.wl, err = wal.Open(filepath.Join(d.dir, "wal"), walOpts, d.log); err != nil {
 		return err
@@ -249,11 +253,14 @@ func (d *Database) branchList() []*branch {
 
 // redo applies one replayed log record to its branch.
 func (d *Database) redo(ctx context.Context, lsn uint64, payload []byte) error {
-	branchName, ops, err := decodeRecord(payload)
+	rec, err := decodeRecord(payload)
 	if err != nil {
 		return err
 	}
-	b := d.loadedBranch(branchName)
+	if rec.retry != nil {
+		d.retries.add(lsn, rec.retry)
+	}
+	b := d.loadedBranch(rec.branch)
 	if b == nil {
 		return nil // the branch was deleted after this record
 	}
@@ -262,7 +269,7 @@ func (d *Database) redo(ctx context.Context, lsn uint64, payload []byte) error {
 		return nil // already in this branch's checkpoint
 	}
 	tx := newTx(d.ns, cur)
-	if err := tx.redo(ctx, ops); err != nil {
+	if err := tx.redo(ctx, rec.ops); err != nil {
 		return err
 	}
 	b.setDurable(tx.publish(lsn))
@@ -477,6 +484,7 @@ func (d *Database) recoverFromLogFailure() {
 		return // another writer of the same failure rolled back already
 	}
 	durableLSN := d.wl.Durable()
+	d.retries.rollBack(durableLSN)
 	for _, b := range d.branchList() {
 		d.withWriteLock(b, func() error {
 			dropped := b.rollBack(durableLSN)
@@ -516,6 +524,7 @@ func (d *Database) writeLocked(ctx context.Context, b *branch, fn func(tx *Tx) e
 func (d *Database) commitLocked(ctx context.Context, b *branch, fn func(tx *Tx) error) (uint64, error) {
 	cur := b.state.Load()
 	tx := newTx(d.ns, cur)
+	tx.retries = d.retries
 	if err := fn(tx); err != nil {
 		return 0, err
 	}
@@ -523,9 +532,12 @@ func (d *Database) commitLocked(ctx context.Context, b *branch, fn func(tx *Tx) 
 		return 0, nil
 	}
 	d.engine.panics.at("write.log")
-	lsn, err := d.wl.Append(encodeRecord(b.name, tx.ops))
+	lsn, err := d.wl.Append(encodeRecord(b.name, tx.ops, tx.retry))
 	if err != nil {
 		return 0, err
+	}
+	if tx.retry != nil {
+		d.retries.add(lsn, tx.retry)
 	}
 	next := tx.publish(lsn)
 	b.publishLogged(next, d.wl.Durable())

@@ -31,6 +31,12 @@ var (
 
 	// ErrIndexNotFound: no index has that name.
 	ErrIndexNotFound = errors.New("index not found")
+	// ErrTransactionTooOld: a retryable write names a txnNumber below the
+	// session's latest.
+	ErrTransactionTooOld = errors.New("transaction too old")
+	// errBadRetryFile: the retry file is damaged; the database does not
+	// open rather than risk running a retried write twice.
+	errBadRetryFile = errors.New("damaged retry file")
 	// ErrOutOfDiskSpace: a write failed because the file system is full.
 	// Nothing of it is kept; reads go on, and writes work again once there
 	// is space.

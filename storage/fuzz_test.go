@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"testing"
+	"time"
 
 	"dumbodb/internal/fuzzbson"
 	"dumbodb/storage/doctree"
 
 	"github.com/dolthub/dolt/go/store/prolly/tree"
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
 // FuzzDecodeRecord checks that recovery's decoding of a log payload never
@@ -24,18 +26,36 @@ func FuzzDecodeRecord(f *testing.F) {
 		{op: opCreate, coll: "d", value: raw},
 		{op: opRename, coll: "d", to: "e"},
 		{op: opDrop, coll: "e"},
-	}))
-	f.Add(encodeRecord("feature", nil))
+	}, nil))
+	f.Add(encodeRecord("feature", nil, nil))
+	f.Add(encodeRecord("main", []walOp{{op: opPut, coll: "c", key: []byte{1}, value: raw}},
+		&retryLog{txn: 3, at: time.UnixMilli(1700000000000), stmts: []int32{0, 4}, outcomes: []bsoncore.Document{bsoncore.NewDocumentBuilder().Build(), raw}}))
 	f.Fuzz(func(t *testing.T, payload []byte) {
-		branch, ops, err := decodeRecord(payload)
+		rec, err := decodeRecord(payload)
 		if err != nil {
 			return
 		}
-		again, opsAgain, err := decodeRecord(encodeRecord(branch, ops))
-		if err != nil || again != branch || !sameOps(opsAgain, ops) {
-			t.Fatalf("re-encoded record decodes to %q %+v (%v), not %q %+v", again, opsAgain, err, branch, ops)
+		again, err := decodeRecord(encodeRecord(rec.branch, rec.ops, rec.retry))
+		if err != nil || again.branch != rec.branch || !sameOps(again.ops, rec.ops) || !sameRetry(again.retry, rec.retry) {
+			t.Fatalf("re-encoded record decodes to %+v (%v), not %+v", again, err, rec)
 		}
 	})
+}
+
+// sameRetry compares two records' retry outcomes.
+func sameRetry(a, b *retryLog) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	if a.session != b.session || a.txn != b.txn || !a.at.Equal(b.at) || len(a.stmts) != len(b.stmts) {
+		return false
+	}
+	for i := range a.stmts {
+		if a.stmts[i] != b.stmts[i] || !bytes.Equal(a.outcomes[i], b.outcomes[i]) {
+			return false
+		}
+	}
+	return true
 }
 
 // sameOps compares what encodeRecord writes of each op, which is all

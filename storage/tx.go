@@ -20,6 +20,10 @@ type Tx struct {
 	ops     []walOp                // what to log, in order
 	// prepared, during SetIndexes, holds indexes built ahead of the lock.
 	prepared *PreparedIndexes
+	// retries is the database's retry table (nil during recovery), retry
+	// the outcomes this transaction logs.
+	retries *retryTable
+	retry   *retryLog
 }
 
 var _ Reader = (*Tx)(nil)

@@ -27,8 +27,9 @@ type walOp struct {
 	to    string // rename
 }
 
-// encodeRecord is the log payload of one transaction on branch.
-func encodeRecord(branch string, ops []walOp) []byte {
+// encodeRecord is the log payload of one transaction on branch, with the
+// outcomes of a retryable write (nil: none).
+func encodeRecord(branch string, ops []walOp, retry *retryLog) []byte {
 	size := 64
 	for _, o := range ops {
 		size += len(o.key) + len(o.value) + len(o.coll) + 48
@@ -41,6 +42,9 @@ func encodeRecord(branch string, ops []walOp) []byte {
 		dst = appendOp(dst, strconv.Itoa(i), o)
 	}
 	dst, _ = bsoncore.AppendArrayEnd(dst, aidx)
+	if retry != nil {
+		dst = appendRetryLog(dst, "r", retry)
+	}
 	dst, _ = bsoncore.AppendDocumentEnd(dst, idx)
 	return dst
 }
@@ -64,26 +68,47 @@ func appendOp(dst []byte, key string, o walOp) []byte {
 	return dst
 }
 
+// logRecord is a decoded log payload.
+type logRecord struct {
+	branch string
+	ops    []walOp
+	retry  *retryLog // nil: not a retryable write
+}
+
 // decodeRecord reads a log payload.
-func decodeRecord(payload []byte) (string, []walOp, error) {
+func decodeRecord(payload []byte) (logRecord, error) {
 	doc := bsoncore.Document(payload)
 	if err := doc.Validate(); err != nil {
-		return "", nil, fmt.Errorf("log record: %w", err)
+		return logRecord{}, fmt.Errorf("log record: %w", err)
 	}
 	branch, ok := doc.Lookup("b").StringValueOK()
 	arr, ok2 := doc.Lookup("ops").ArrayOK()
 	if !ok || !ok2 {
-		return "", nil, fmt.Errorf("log record without branch or ops")
+		return logRecord{}, fmt.Errorf("log record without branch or ops")
 	}
+	ops, err := decodeOps(arr)
+	if err != nil {
+		return logRecord{}, err
+	}
+	rec := logRecord{branch: branch, ops: ops}
+	if r, err := doc.LookupErr("r"); err == nil {
+		if rec.retry, err = decodeRetryLog(r); err != nil {
+			return logRecord{}, fmt.Errorf("log record: %w", err)
+		}
+	}
+	return rec, nil
+}
+
+func decodeOps(arr bsoncore.Array) ([]walOp, error) {
 	vals, err := arr.Values()
 	if err != nil {
-		return "", nil, err
+		return nil, err
 	}
 	ops := make([]walOp, 0, len(vals))
 	for _, v := range vals {
 		d, ok := v.DocumentOK()
 		if !ok {
-			return "", nil, fmt.Errorf("log op is not a document")
+			return nil, fmt.Errorf("log op is not a document")
 		}
 		o := walOp{}
 		o.op, _ = d.Lookup("o").StringValueOK()
@@ -100,7 +125,7 @@ func decodeRecord(payload []byte) (string, []walOp, error) {
 		}
 		ops = append(ops, o)
 	}
-	return branch, ops, nil
+	return ops, nil
 }
 
 // redo applies logged operations to a transaction during recovery.
