@@ -48,6 +48,26 @@ func ahDoc(id, a, u int32) bsoncore.Document {
 	return bsoncore.NewDocumentBuilder().AppendInt32("_id", id).AppendInt32("a", a).AppendInt32("u", u).Build()
 }
 
+// insertIndexedOnA writes ahDoc(id, a(id), id) for each id from from to
+// to-1, in order, into collection c, which it creates if need be and gives
+// the index a_1: documents for the tests of index scans over checkpoints
+// and edits.
+func insertIndexedOnA(t *testing.T, d *Database, from, to int32, a func(id int32) int32) {
+	t.Helper()
+	mustWrite(t, d, func(tx *Tx) error {
+		tx.EnsureCollection(ctx, "c")
+		if err := tx.SetIndexes(ctx, "c", []bsoncore.Document{indexSpec("a_1", false, "a")}); err != nil {
+			return err
+		}
+		for id := from; id < to; id++ {
+			if err := tx.Insert(ctx, "c", ahDoc(id, a(id), id)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
 // TestPreparedIndexesCatchUp: indexes built from a snapshot, then caught up
 // with updates, deletes and inserts made during the build (one taking a
 // unique key a deleted document gave up), equal indexes built under the
