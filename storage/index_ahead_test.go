@@ -152,9 +152,7 @@ func TestPreparedIndexesCatchUp(t *testing.T) {
 // TestPreparedUniqueClash: a document written during the build that
 // clashes with a unique key fails the index's installation.
 func TestPreparedUniqueClash(t *testing.T) {
-	e := openEngine(t, t.TempDir(), Options{})
-	defer e.Close()
-	d, _ := e.Database(ctx, "db", true)
+	d := openDatabase(t, Options{})
 	raws := []bsoncore.Document{indexSpec("u_1", true, "u")}
 	d.Write(ctx, func(tx *Tx) error {
 		tx.EnsureCollection(ctx, "c")
@@ -178,9 +176,7 @@ func TestPreparedUniqueClash(t *testing.T) {
 // TestPrepareIndexesNeedsNoLock: the build runs while a writer holds the
 // branch's lock (so writers never wait for it).
 func TestPrepareIndexesNeedsNoLock(t *testing.T) {
-	e := openEngine(t, t.TempDir(), Options{})
-	defer e.Close()
-	d, _ := e.Database(ctx, "db", true)
+	d := openDatabase(t, Options{})
 	d.Write(ctx, func(tx *Tx) error {
 		tx.EnsureCollection(ctx, "c")
 		for i := int32(0); i < 500; i++ {

@@ -18,8 +18,7 @@ import (
 // another key, deletes: far more than one batch of the edit cursor), give
 // exactly the entries of a model, and a scan stopped early gives a prefix.
 func TestIndexScanIntervalsOverEdits(t *testing.T) {
-	e := openEngine(t, t.TempDir(), Options{})
-	d, _ := e.Database(ctx, "db", true)
+	d := openDatabase(t, Options{})
 	model := map[int32]int32{} // _id -> a
 	rng := rand.New(rand.NewPCG(3, 4))
 	insertIndexedOnA(t, d, 0, 1500, func(id int32) int32 {

@@ -17,8 +17,7 @@ import (
 // MaxTimeMSExpired, MongoDB's error and not the context's, once their
 // context's deadline has passed, checkpointed entries and edits alike.
 func TestReadsInterrupted(t *testing.T) {
-	e := openEngine(t, t.TempDir(), Options{})
-	d, _ := e.Database(ctx, "db", true)
+	d := openDatabase(t, Options{})
 	a := func(id int32) int32 { return id % 300 }
 	insertIndexedOnA(t, d, 0, 2000, a)
 	if err := d.Checkpoint(ctx); err != nil {
