@@ -59,41 +59,29 @@ func (r *request) parseDeleteStatement(v bsoncore.Value, let bsoncore.Document) 
 }
 
 func cmdDelete(r *request) (bsoncore.Document, error) {
-	coll, err := r.collectionArg()
-	if err != nil {
-		return nil, err
-	}
-	var deletes bsoncore.Array
 	var let bsoncore.Document
-	ordered := true
-	err = r.parseArgs(map[string]fieldHandler{
-		"deletes": r.arrayArg("deletes", &deletes),
-		"ordered": r.boolArg("ordered", &ordered),
-		"let":     r.optDocArg("let", &let),
+	batch, err := r.parseWriteBatch("deletes", map[string]fieldHandler{
+		"let": r.optDocArg("let", &let),
 	})
 	if err != nil {
 		return nil, err
 	}
-	if err := validateUserWritable(r.db, coll); err != nil {
+	if err := validateUserWritable(r.db, batch.coll); err != nil {
 		return nil, err
 	}
-	vals, _ := deletes.Values()
+	vals, _ := batch.statements.Values()
 	var res writeResult
+	coll := batch.coll
 	err = r.writeExisting(func(tx *storage.Tx) error {
-		for i, v := range vals {
+		res.runBatch(r.ns(coll), vals, batch.ordered, func(_ int, v bsoncore.Value) (bsoncore.Value, error) {
 			st, err := r.parseDeleteStatement(v, let)
 			var n int64
 			if err == nil {
 				n, err = deleteMatching(r.ctx, tx, coll, st.filter, st.limit == 1, nil)
 			}
 			res.n += n
-			if err != nil {
-				res.add(i, err, r.ns(coll), bsoncore.Value{})
-				if ordered {
-					break
-				}
-			}
-		}
+			return bsoncore.Value{}, err
+		})
 		return nil
 	})
 	if err != nil {

@@ -43,8 +43,7 @@ func (w *writeResult) reply(withModified bool) bsoncore.Document {
 	return dst
 }
 
-// add records err for statement i; it reports whether an ordered batch
-// must stop.
+// add records err for statement i.
 func (w *writeResult) add(i int, err error, ns string, id bsoncore.Value) {
 	if me, ok := duplicateKeyError(ns, err, id); ok {
 		w.errs = append(w.errs, writeError{index: i, err: me})
@@ -53,54 +52,89 @@ func (w *writeResult) add(i int, err error, ns string, id bsoncore.Value) {
 	w.errs = append(w.errs, writeError{index: i, err: toMongoErr(err)})
 }
 
-func cmdInsert(r *request) (bsoncore.Document, error) {
-	coll, err := r.collectionArg()
-	if err != nil {
-		return nil, err
+// runBatch runs a write command's statements in turn. A statement that
+// fails is recorded with the _id run returns (for a duplicate key's
+// message); an ordered batch stops there, an unordered one goes on, as
+// mongod's do.
+func (w *writeResult) runBatch(ns string, statements []bsoncore.Value, ordered bool,
+	run func(i int, statement bsoncore.Value) (id bsoncore.Value, err error)) {
+	for i, v := range statements {
+		if id, err := run(i, v); err != nil {
+			w.add(i, err, ns, id)
+			if ordered {
+				return
+			}
+		}
 	}
-	var docs bsoncore.Array
-	ordered := true
-	err = r.parseArgs(map[string]fieldHandler{
-		"documents":                r.arrayArg("documents", &docs),
-		"ordered":                  r.boolArg("ordered", &ordered),
+}
+
+// writeBatch holds the arguments insert, update and delete share.
+type writeBatch struct {
+	coll       string
+	statements bsoncore.Array // documents, updates or deletes
+	ordered    bool
+}
+
+// parseWriteBatch reads the collection and the arguments of a write
+// command whose statements are in the field named statements; fields
+// decode the arguments only this command takes.
+func (r *request) parseWriteBatch(statements string, fields map[string]fieldHandler) (writeBatch, error) {
+	b := writeBatch{ordered: true}
+	var err error
+	if b.coll, err = r.collectionArg(); err != nil {
+		return b, err
+	}
+	fields[statements] = r.arrayArg(statements, &b.statements)
+	fields["ordered"] = r.boolArg("ordered", &b.ordered)
+	return b, r.parseArgs(fields)
+}
+
+// checkWriteBatchSize refuses a batch of more statements than hello's
+// maxWriteBatchSize promises to take.
+func checkWriteBatchSize(n int) error {
+	if n > maxWriteBatchSize {
+		return mongoerr.New(mongoerr.InvalidLength, "Write batch sizes must be between 1 and %d. Got %d operations.", maxWriteBatchSize, n)
+	}
+	return nil
+}
+
+func cmdInsert(r *request) (bsoncore.Document, error) {
+	batch, err := r.parseWriteBatch("documents", map[string]fieldHandler{
 		"bypassDocumentValidation": r.ignoreArg(),
 	})
 	if err != nil {
 		return nil, err
 	}
-	if docs == nil {
+	if batch.statements == nil {
 		return nil, mongoerr.New(mongoerr.Code(40414), "BSON field 'insert.documents' is missing but a required field")
 	}
-	if err := validateUserWritable(r.db, coll); err != nil {
+	if err := validateUserWritable(r.db, batch.coll); err != nil {
 		return nil, err
 	}
-	vals, err := docs.Values()
+	vals, err := batch.statements.Values()
 	if err != nil {
 		return nil, mongoerr.New(mongoerr.InvalidBSON, "%s", err.Error())
 	}
-	if len(vals) > maxWriteBatchSize {
-		return nil, mongoerr.New(mongoerr.InvalidLength, "Write batch sizes must be between 1 and %d. Got %d operations.", maxWriteBatchSize, len(vals))
+	if err := checkWriteBatchSize(len(vals)); err != nil {
+		return nil, err
 	}
 	var res writeResult
-	ns := r.ns(coll)
+	coll := batch.coll
 	err = r.write(func(tx *storage.Tx) error {
 		if _, err := tx.EnsureCollection(r.ctx, coll); err != nil {
 			return err
 		}
-		for i, v := range vals {
+		res.runBatch(r.ns(coll), vals, batch.ordered, func(_ int, v bsoncore.Value) (bsoncore.Value, error) {
 			doc, err := prepareInsert(v)
 			if err == nil {
 				err = tx.Insert(r.ctx, coll, doc)
 			}
 			if err != nil {
-				res.add(i, err, ns, doc.Lookup("_id"))
-				if ordered {
-					break
-				}
-				continue
+				return doc.Lookup("_id"), err
 			}
 			res.n++
-		}
+			return bsoncore.Value{}, nil
+		})
 		return nil
 	})
 	if err != nil {

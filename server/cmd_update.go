@@ -102,50 +102,39 @@ func prependKey(key string, doc bsoncore.Document) bsoncore.Document {
 }
 
 func cmdUpdate(r *request) (bsoncore.Document, error) {
-	coll, err := r.collectionArg()
-	if err != nil {
-		return nil, err
-	}
-	var updates bsoncore.Array
 	var let bsoncore.Document
-	ordered := true
-	err = r.parseArgs(map[string]fieldHandler{
-		"updates":                  r.arrayArg("updates", &updates),
-		"ordered":                  r.boolArg("ordered", &ordered),
+	batch, err := r.parseWriteBatch("updates", map[string]fieldHandler{
 		"bypassDocumentValidation": r.ignoreArg(),
 		"let":                      r.optDocArg("let", &let),
 	})
 	if err != nil {
 		return nil, err
 	}
-	if err := validateUserWritable(r.db, coll); err != nil {
+	if err := validateUserWritable(r.db, batch.coll); err != nil {
 		return nil, err
 	}
-	vals, _ := updates.Values()
-	if len(vals) > maxWriteBatchSize {
-		return nil, mongoerr.New(mongoerr.InvalidLength, "Write batch sizes must be between 1 and %d. Got %d operations.", maxWriteBatchSize, len(vals))
+	vals, _ := batch.statements.Values()
+	if err := checkWriteBatchSize(len(vals)); err != nil {
+		return nil, err
 	}
 	var res writeResult
-	ns := r.ns(coll)
+	coll := batch.coll
 	err = r.write(func(tx *storage.Tx) error {
-		for i, v := range vals {
+		res.runBatch(r.ns(coll), vals, batch.ordered, func(i int, v bsoncore.Value) (bsoncore.Value, error) {
 			st, err := r.parseUpdateStatement(v, let)
 			var upsertedID bsoncore.Value
 			if err == nil {
 				upsertedID, err = r.applyUpdate(tx, coll, st, &res)
 			}
 			if err != nil {
-				res.add(i, err, ns, upsertedID)
-				if ordered {
-					break
-				}
-				continue
+				return upsertedID, err
 			}
 			if upsertedID.Type != 0 {
 				res.upserted = append(res.upserted, bsoncore.NewDocumentBuilder().
 					AppendInt32("index", int32(i)).AppendValue("_id", upsertedID).Build())
 			}
-		}
+			return bsoncore.Value{}, nil
+		})
 		return nil
 	})
 	if err != nil {

@@ -208,9 +208,7 @@ func exprLookup(local string, eq bson.A, more ...bson.D) bson.A {
 
 // A leading $match (and $sort after it) reads through the planner.
 func TestAggregateLeadingMatchUsesIndex(t *testing.T) {
-	ts := startServer(t)
-	db := ts.client().Database("aggmatch")
-	c := db.Collection("c")
+	db, c := startCollection(t, "aggmatch", "c")
 	for i := 0; i < 50; i++ {
 		if _, err := c.InsertOne(ctx, bson.D{{Key: "_id", Value: i}, {Key: "a", Value: i % 7}, {Key: "b", Value: 50 - i}}); err != nil {
 			t.Fatal(err)

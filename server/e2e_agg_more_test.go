@@ -151,9 +151,7 @@ func sortStrings(s []string) {
 // (the data-driven tests in query/testdata/agg_spill lower the budget to
 // make it spill); under the budget it answers as without.
 func TestAggGroupAllowDiskUse(t *testing.T) {
-	ts := startServer(t)
-	db := ts.client().Database("agg")
-	c := db.Collection("big")
+	db, c := startCollection(t, "agg", "big")
 	batch := make([]any, 0, 500)
 	for i := 0; i < 2000; i++ {
 		batch = append(batch, bson.D{{Key: "_id", Value: i}, {Key: "k", Value: i % 37}})

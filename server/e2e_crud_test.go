@@ -208,9 +208,7 @@ func TestFindFiltersSortSkipLimitProjection(t *testing.T) {
 }
 
 func TestCursorsBatchesAndGetMore(t *testing.T) {
-	ts := startServer(t)
-	db := ts.client().Database("test")
-	coll := db.Collection("c")
+	db, coll := startCollection(t, "test", "c")
 	seed(t, coll, 250)
 	cur, err := coll.Find(ctx, bson.M{}, options.Find().SetBatchSize(7))
 	if err != nil {

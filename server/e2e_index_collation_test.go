@@ -151,9 +151,7 @@ func sortedIDs(ids []any) []string {
 var natural = bson.D{{Key: "$natural", Value: 1}}
 
 func TestIndexCollationCommands(t *testing.T) {
-	ts := startServer(t)
-	db := ts.client().Database("ixcoll")
-	c := db.Collection("c")
+	db, c := startCollection(t, "ixcoll", "c")
 	if _, err := c.InsertOne(ctx, bson.D{{Key: "name", Value: "x"}}); err != nil {
 		t.Fatal(err)
 	}
@@ -250,9 +248,7 @@ func TestIndexCollationCommands(t *testing.T) {
 }
 
 func TestIndexCollationUnique(t *testing.T) {
-	ts := startServer(t)
-	db := ts.client().Database("ixcolluniq")
-	c := db.Collection("users")
+	db, c := startCollection(t, "ixcolluniq", "users")
 	if _, err := createIx(db, "users", ixSpec(bson.D{{Key: "email", Value: 1}}, "email_ci", bson.E{Key: "unique", Value: true}, bson.E{Key: "collation", Value: ciColl})); err != nil {
 		t.Fatal(err)
 	}
@@ -331,9 +327,7 @@ func ciDocs() []any {
 }
 
 func TestIndexCollationPlanner(t *testing.T) {
-	ts := startServer(t)
-	db := ts.client().Database("ixcollplan")
-	c := db.Collection("c")
+	db, c := startCollection(t, "ixcollplan", "c")
 	if _, err := c.InsertMany(ctx, ciDocs()); err != nil {
 		t.Fatal(err)
 	}
@@ -565,9 +559,7 @@ func ciSortClasses(t *testing.T, c *mongo.Collection, ids []any) []string {
 // with collection scans of the same collation over random strings and
 // random updates.
 func TestIndexCollationRandomized(t *testing.T) {
-	ts := startServer(t)
-	db := ts.client().Database("ixcollrand")
-	c := db.Collection("c")
+	db, c := startCollection(t, "ixcollrand", "c")
 	r := rand.New(rand.NewSource(5))
 	letters := []string{"a", "A", "á", "b", "B", "e", "é", "É", "z", "Z", "1", "10", "2", " "}
 	word := func() any {
@@ -654,9 +646,7 @@ func anyStrings(s []string) []any {
 // apart under its collation, as find and $group do; each class of equal
 // values is answered once, by its first member.
 func TestDistinctCollation(t *testing.T) {
-	ts := startServer(t)
-	db := ts.client().Database("dc")
-	c := db.Collection("people")
+	db, c := startCollection(t, "dc", "people")
 	if _, err := c.InsertMany(ctx, ciDocs()); err != nil {
 		t.Fatal(err)
 	}

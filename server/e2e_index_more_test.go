@@ -9,9 +9,7 @@ import (
 )
 
 func TestIndexCoveredCountDistinctSizes(t *testing.T) {
-	ts := startServer(t)
-	db := ts.client().Database("cov")
-	c := db.Collection("c")
+	db, c := startCollection(t, "cov", "c")
 	var docs []any
 	for i := 0; i < 100; i++ {
 		var a any = i % 10

@@ -12,9 +12,7 @@ import (
 )
 
 func TestIndexCommands(t *testing.T) {
-	ts := startServer(t)
-	db := ts.client().Database("idx")
-	c := db.Collection("c")
+	db, c := startCollection(t, "idx", "c")
 	for i := 0; i < 20; i++ {
 		if _, err := c.InsertOne(ctx, bson.D{{Key: "_id", Value: i}, {Key: "a", Value: i % 5}, {Key: "b", Value: bson.A{i, i + 1}}}); err != nil {
 			t.Fatal(err)
@@ -91,9 +89,7 @@ func TestIndexCommands(t *testing.T) {
 }
 
 func TestIndexPlansThroughExplain(t *testing.T) {
-	ts := startServer(t)
-	db := ts.client().Database("plan")
-	c := db.Collection("c")
+	db, c := startCollection(t, "plan", "c")
 	var docs []any
 	for i := 0; i < 200; i++ {
 		docs = append(docs, bson.D{{Key: "_id", Value: i}, {Key: "a", Value: i % 10}, {Key: "b", Value: i}, {Key: "tags", Value: bson.A{i % 3, i % 7}}})

@@ -12,9 +12,7 @@ import (
 )
 
 func TestTextIndex(t *testing.T) {
-	ts := startServer(t)
-	db := ts.client().Database("txt")
-	c := db.Collection("articles")
+	db, c := startCollection(t, "txt", "articles")
 	docs := []bson.D{
 		{{Key: "_id", Value: 1}, {Key: "title", Value: "Running shoes"}, {Key: "body", Value: "The best shoes for runners who run daily"}},
 		{{Key: "_id", Value: 2}, {Key: "title", Value: "Coffee"}, {Key: "body", Value: "Brewing coffee at home: the coffee guide"}},
@@ -184,9 +182,7 @@ func TestTextIndex(t *testing.T) {
 }
 
 func TestTextAggregate(t *testing.T) {
-	ts := startServer(t)
-	db := ts.client().Database("txt")
-	c := db.Collection("a")
+	_, c := startCollection(t, "txt", "a")
 	for i, s := range []string{"red apples", "green apples and pears", "bananas"} {
 		if _, err := c.InsertOne(ctx, bson.D{{Key: "_id", Value: i}, {Key: "s", Value: s}}); err != nil {
 			t.Fatal(err)

@@ -10,9 +10,7 @@ import (
 )
 
 func TestWildcardIndex(t *testing.T) {
-	ts := startServer(t)
-	db := ts.client().Database("wc")
-	c := db.Collection("c")
+	db, c := startCollection(t, "wc", "c")
 	docs := []bson.D{
 		{{Key: "_id", Value: 1}, {Key: "a", Value: bson.D{{Key: "b", Value: 5}, {Key: "c", Value: "x"}}}, {Key: "z", Value: 1}},
 		{{Key: "_id", Value: 2}, {Key: "a", Value: bson.A{bson.D{{Key: "b", Value: 5}}, bson.D{{Key: "b", Value: 7}}}}},

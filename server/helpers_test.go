@@ -36,6 +36,15 @@ func startServer(t testing.TB, configure ...func(*server.Config)) *testServer {
 	return startServerWith(t, storage.Options{}, configure...)
 }
 
+// startCollection starts a test server and returns, through a new client,
+// the database dbName and its collection coll: where most end-to-end tests
+// of one collection begin.
+func startCollection(t testing.TB, dbName, coll string) (*mongo.Database, *mongo.Collection) {
+	t.Helper()
+	db := startServer(t).client().Database(dbName)
+	return db, db.Collection(coll)
+}
+
 // startServerWith starts a test server over a storage engine opened with opts.
 func startServerWith(t testing.TB, opts storage.Options, configure ...func(*server.Config)) *testServer {
 	t.Helper()

@@ -17,9 +17,7 @@ func TestGCKeepsOutOfLineDocuments(t *testing.T) {
 }
 
 func testGCKeepsOutOfLine(t *testing.T, threshold int) {
-	e := openEngine(t, t.TempDir(), Options{LargeDocThreshold: threshold})
-	defer e.Close()
-	d, _ := e.Database(ctx, "db", true)
+	d := openDatabase(t, Options{LargeDocThreshold: threshold})
 	nested := bsoncore.NewDocumentBuilder().AppendString("s", string(bytes.Repeat([]byte("y"), 30000))).Build()
 	big := bsoncore.NewDocumentBuilder().AppendInt32("_id", 1).AppendString("blob", string(bytes.Repeat([]byte("x"), 100000))).
 		AppendDocument("n", nested).Build()
@@ -39,9 +37,7 @@ func testGCKeepsOutOfLine(t *testing.T, threshold int) {
 // TestGCKeepsWhatOpenSnapshotsRead: a cursor opened before a GC reads on
 // after it, although checkpoints made its state unreachable from refs.
 func TestGCKeepsWhatOpenSnapshotsRead(t *testing.T) {
-	e := openEngine(t, t.TempDir(), Options{})
-	defer e.Close()
-	d, _ := e.Database(ctx, "db", true)
+	d := openDatabase(t, Options{})
 	pad := string(bytes.Repeat([]byte("p"), 500))
 	err := d.Write(ctx, func(tx *Tx) error {
 		tx.EnsureCollection(ctx, "c")

@@ -48,6 +48,26 @@ func ahDoc(id, a, u int32) bsoncore.Document {
 	return bsoncore.NewDocumentBuilder().AppendInt32("_id", id).AppendInt32("a", a).AppendInt32("u", u).Build()
 }
 
+// insertIndexedOnA writes ahDoc(id, a(id), id) for each id from from to
+// to-1, in order, into collection c, which it creates if need be and gives
+// the index a_1: documents for the tests of index scans over checkpoints
+// and edits.
+func insertIndexedOnA(t *testing.T, d *Database, from, to int32, a func(id int32) int32) {
+	t.Helper()
+	mustWrite(t, d, func(tx *Tx) error {
+		tx.EnsureCollection(ctx, "c")
+		if err := tx.SetIndexes(ctx, "c", []bsoncore.Document{indexSpec("a_1", false, "a")}); err != nil {
+			return err
+		}
+		for id := from; id < to; id++ {
+			if err := tx.Insert(ctx, "c", ahDoc(id, a(id), id)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
 // TestPreparedIndexesCatchUp: indexes built from a snapshot, then caught up
 // with updates, deletes and inserts made during the build (one taking a
 // unique key a deleted document gave up), equal indexes built under the
@@ -132,9 +152,7 @@ func TestPreparedIndexesCatchUp(t *testing.T) {
 // TestPreparedUniqueClash: a document written during the build that
 // clashes with a unique key fails the index's installation.
 func TestPreparedUniqueClash(t *testing.T) {
-	e := openEngine(t, t.TempDir(), Options{})
-	defer e.Close()
-	d, _ := e.Database(ctx, "db", true)
+	d := openDatabase(t, Options{})
 	raws := []bsoncore.Document{indexSpec("u_1", true, "u")}
 	d.Write(ctx, func(tx *Tx) error {
 		tx.EnsureCollection(ctx, "c")
@@ -158,9 +176,7 @@ func TestPreparedUniqueClash(t *testing.T) {
 // TestPrepareIndexesNeedsNoLock: the build runs while a writer holds the
 // branch's lock (so writers never wait for it).
 func TestPrepareIndexesNeedsNoLock(t *testing.T) {
-	e := openEngine(t, t.TempDir(), Options{})
-	defer e.Close()
-	d, _ := e.Database(ctx, "db", true)
+	d := openDatabase(t, Options{})
 	d.Write(ctx, func(tx *Tx) error {
 		tx.EnsureCollection(ctx, "c")
 		for i := int32(0); i < 500; i++ {

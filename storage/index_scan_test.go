@@ -18,22 +18,12 @@ import (
 // another key, deletes: far more than one batch of the edit cursor), give
 // exactly the entries of a model, and a scan stopped early gives a prefix.
 func TestIndexScanIntervalsOverEdits(t *testing.T) {
-	e := openEngine(t, t.TempDir(), Options{})
-	d, _ := e.Database(ctx, "db", true)
+	d := openDatabase(t, Options{})
 	model := map[int32]int32{} // _id -> a
 	rng := rand.New(rand.NewPCG(3, 4))
-	mustWrite(t, d, func(tx *Tx) error {
-		tx.EnsureCollection(ctx, "c")
-		if err := tx.SetIndexes(ctx, "c", []bsoncore.Document{indexSpec("a_1", false, "a")}); err != nil {
-			return err
-		}
-		for i := int32(0); i < 1500; i++ {
-			model[i] = rng.Int32N(300)
-			if err := tx.Insert(ctx, "c", ahDoc(i, model[i], i)); err != nil {
-				return err
-			}
-		}
-		return nil
+	insertIndexedOnA(t, d, 0, 1500, func(id int32) int32 {
+		model[id] = rng.Int32N(300)
+		return model[id]
 	})
 	d.Checkpoint(ctx)
 	mustWrite(t, d, func(tx *Tx) error {

@@ -17,27 +17,13 @@ import (
 // MaxTimeMSExpired, MongoDB's error and not the context's, once their
 // context's deadline has passed, checkpointed entries and edits alike.
 func TestReadsInterrupted(t *testing.T) {
-	e := openEngine(t, t.TempDir(), Options{})
-	d, _ := e.Database(ctx, "db", true)
-	insert := func(from, to int32) {
-		mustWrite(t, d, func(tx *Tx) error {
-			tx.EnsureCollection(ctx, "c")
-			if err := tx.SetIndexes(ctx, "c", []bsoncore.Document{indexSpec("a_1", false, "a")}); err != nil {
-				return err
-			}
-			for i := from; i < to; i++ {
-				if err := tx.Insert(ctx, "c", ahDoc(i, i%300, i)); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-	}
-	insert(0, 2000)
+	d := openDatabase(t, Options{})
+	a := func(id int32) int32 { return id % 300 }
+	insertIndexedOnA(t, d, 0, 2000, a)
 	if err := d.Checkpoint(ctx); err != nil {
 		t.Fatal(err)
 	}
-	insert(2000, 4000)
+	insertIndexedOnA(t, d, 2000, 4000, a)
 	expired, cancel := context.WithTimeout(ctx, time.Millisecond)
 	defer cancel()
 	<-expired.Done()

@@ -2,18 +2,17 @@ package storage
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"math/rand"
 	"reflect"
 	"testing"
 
-	"github.com/dolthub/dolt/go/store/hash"
 	"github.com/dolthub/dolt/go/store/prolly/tree"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"dumbodb/storage/doctree"
+	"dumbodb/storage/doctree/doctreetest"
 )
 
 // editDoc makes one random edit somewhere in doc: a changed, longer or
@@ -99,36 +98,18 @@ func describe(cs []FieldChange) []string {
 	return out
 }
 
-// nodeCounter records the distinct nodes read.
-type nodeCounter struct {
-	tree.NodeStore
-	read map[hash.Hash]bool
-}
-
-func (c *nodeCounter) Read(ctx2 context.Context, ref hash.Hash) (*tree.Node, error) {
-	c.read[ref] = true
-	return c.NodeStore.Read(ctx2, ref)
-}
-
-func (c *nodeCounter) ReadMany(ctx2 context.Context, refs hash.HashSlice) ([]*tree.Node, error) {
-	for _, r := range refs {
-		c.read[r] = true
-	}
-	return c.NodeStore.ReadMany(ctx2, refs)
-}
-
 // TestDoctreeDiffCostFollowsTheChange: diffing two 16 MB documents that
 // differ in one field reads about as many nodes as diffing two 100 KB ones.
 func TestDoctreeDiffCostFollowsTheChange(t *testing.T) {
 	reads := map[int]int{}
 	for _, n := range []int{13, 20} {
-		ns := &nodeCounter{NodeStore: tree.NewTestNodeStore(), read: map[hash.Hash]bool{}}
+		ns := doctreetest.NewCountingStore()
 		a := vonNeumann(n)
 		k := a.Lookup("k5").Document()
 		k = setField(k, "l", bsoncore.Value{Type: bsoncore.TypeString, Data: bsoncore.AppendString(nil, "changed")})
 		b := setField(a, "k5", bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: k})
 		ta, tb := buildTree(t, ns, a), buildTree(t, ns, b)
-		ns.read = map[hash.Hash]bool{}
+		ns.Reset()
 		got, err := doctree.Diff(ctx, ta, tb, false, diffValues)
 		if err != nil {
 			t.Fatal(err)
@@ -136,8 +117,8 @@ func TestDoctreeDiffCostFollowsTheChange(t *testing.T) {
 		if len(got) != 1 || got[0].Path != "k5.l" {
 			t.Fatalf("doc(%d): changes %v", n, describe(got))
 		}
-		reads[n] = len(ns.read)
-		t.Logf("doc(%d), %d bytes: the diff read %d nodes", n, len(a), len(ns.read))
+		reads[n] = ns.NodesRead()
+		t.Logf("doc(%d), %d bytes: the diff read %d nodes", n, len(a), ns.NodesRead())
 	}
 	if reads[20] > 3*reads[13]+10 {
 		t.Errorf("a 16 MB diff read %d nodes, a 100 KB one %d", reads[20], reads[13])

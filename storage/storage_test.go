@@ -28,6 +28,19 @@ func openEngine(t *testing.T, dir string, opts Options) *Engine {
 	return e
 }
 
+// openDatabase opens an engine on a fresh temporary directory, closed when
+// the test ends, and returns its database "db".
+func openDatabase(t *testing.T, opts Options) *Database {
+	t.Helper()
+	e := openEngine(t, t.TempDir(), opts)
+	t.Cleanup(func() { e.Close() })
+	d, err := e.Database(ctx, "db", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
 func doc(id int32, v string) bsoncore.Document {
 	return bsoncore.NewDocumentBuilder().AppendInt32("_id", id).AppendString("v", v).Build()
 }

@@ -42,20 +42,7 @@ type MergeResult struct {
 // ErrMergeConflicts, leaves HEAD where it was and keeps the merge state in
 // the working set until MergeContinue or MergeAbort.
 func (d *Database) Merge(ctx context.Context, branchName string, theirs Revision, opts MergeOptions) (MergeResult, error) {
-	if err := d.hold(ctx); err != nil {
-		return MergeResult{}, err
-	}
-	defer d.release()
-	theirC, err := d.revisionCommit(ctx, theirs)
-	if err != nil {
-		return MergeResult{}, err
-	}
-	var res MergeResult
-	err = d.lockedBranch(ctx, branchName, func(b *branch) error {
-		ours, err := d.readyToMerge(ctx, b)
-		if err != nil {
-			return err
-		}
+	return d.onMergeableBranch(ctx, branchName, theirs, func(b *branch, ours, theirC *datas.Commit, res *MergeResult) error {
 		bases, err := d.mergeBases(ctx, []*datas.Commit{ours}, []*datas.Commit{theirC})
 		if err != nil {
 			return err
@@ -66,7 +53,7 @@ func (d *Database) Merge(ctx context.Context, branchName string, theirs Revision
 			res.Commit, err = d.describe(ctx, ours, nil)
 			return err
 		case onlyBase(bases, ours) && !opts.NoFF:
-			return d.fastForward(ctx, b, theirC, &res)
+			return d.fastForward(ctx, b, theirC, res)
 		case opts.FFOnly:
 			return ErrNotFastForward
 		}
@@ -77,7 +64,30 @@ func (d *Database) Merge(ctx context.Context, branchName string, theirs Revision
 		if opts.Message == "" {
 			opts.Message = fmt.Sprintf("Merge %s into %s", theirC.Addr().String(), b.name)
 		}
-		return d.applyThreeWay(ctx, b, base, theirC, KindMerge, opts.CommitOptions, []hash.Hash{theirC.Addr()}, &res)
+		return d.applyThreeWay(ctx, b, base, theirC, KindMerge, opts.CommitOptions, []hash.Hash{theirC.Addr()}, res)
+	})
+}
+
+// onMergeableBranch runs a merge or a rebase of rev into a branch: it
+// holds the database, finds rev's commit, locks the branch, checks that it
+// can take a merge (readyToMerge) and calls fn with the branch's head
+// commit and rev's commit; fn fills in the result.
+func (d *Database) onMergeableBranch(ctx context.Context, branchName string, rev Revision, fn func(b *branch, head, revC *datas.Commit, res *MergeResult) error) (MergeResult, error) {
+	if err := d.hold(ctx); err != nil {
+		return MergeResult{}, err
+	}
+	defer d.release()
+	revC, err := d.revisionCommit(ctx, rev)
+	if err != nil {
+		return MergeResult{}, err
+	}
+	var res MergeResult
+	err = d.lockedBranch(ctx, branchName, func(b *branch) error {
+		head, err := d.readyToMerge(ctx, b)
+		if err != nil {
+			return err
+		}
+		return fn(b, head, revC, &res)
 	})
 	return res, err
 }

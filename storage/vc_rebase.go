@@ -17,20 +17,7 @@ const KindRebase = "rebase"
 // stops it like a merge: resolve, then MergeContinue goes on with the
 // remaining commits; MergeAbort puts the branch back where it was.
 func (d *Database) Rebase(ctx context.Context, branchName string, onto Revision) (MergeResult, error) {
-	if err := d.hold(ctx); err != nil {
-		return MergeResult{}, err
-	}
-	defer d.release()
-	ontoC, err := d.revisionCommit(ctx, onto)
-	if err != nil {
-		return MergeResult{}, err
-	}
-	var res MergeResult
-	err = d.lockedBranch(ctx, branchName, func(b *branch) error {
-		head, err := d.readyToMerge(ctx, b)
-		if err != nil {
-			return err
-		}
+	return d.onMergeableBranch(ctx, branchName, onto, func(b *branch, head, ontoC *datas.Commit, res *MergeResult) error {
 		picks, err := d.commitsSince(ctx, head, ontoC)
 		if err != nil {
 			return err
@@ -38,9 +25,8 @@ func (d *Database) Rebase(ctx context.Context, branchName string, onto Revision)
 		if err := d.moveHead(ctx, b, ontoC); err != nil {
 			return err
 		}
-		return d.replay(ctx, b, picks, head.Addr(), &res)
+		return d.replay(ctx, b, picks, head.Addr(), res)
 	})
-	return res, err
 }
 
 // commitsSince lists head's first-parent commits that onto lacks, oldest

@@ -8,9 +8,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dolthub/dolt/go/store/hash"
 	"github.com/dolthub/dolt/go/store/prolly/tree"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"dumbodb/storage/doctree/doctreetest"
 )
 
 // randomDoc builds a document of roughly size bytes with nested documents,
@@ -120,30 +121,12 @@ func refProject(doc bsoncore.Document, f *Fields) []byte {
 	return b.Build()
 }
 
-// countingStore records the distinct nodes read.
-type countingStore struct {
-	tree.NodeStore
-	read map[hash.Hash]bool
-}
-
-func (c *countingStore) Read(ctx context.Context, ref hash.Hash) (*tree.Node, error) {
-	c.read[ref] = true
-	return c.NodeStore.Read(ctx, ref)
-}
-
-func (c *countingStore) ReadMany(ctx context.Context, refs hash.HashSlice) ([]*tree.Node, error) {
-	for _, r := range refs {
-		c.read[r] = true
-	}
-	return c.NodeStore.ReadMany(ctx, refs)
-}
-
 // TestProjectReadsOnlyItsPath: reading one field of a 4 MB document reads
 // a few distinct nodes (the path to it and to the keys of the elements
 // before it), not the document.
 func TestProjectReadsOnlyItsPath(t *testing.T) {
 	ctx := context.Background()
-	ns := &countingStore{NodeStore: tree.NewTestNodeStore(), read: map[hash.Hash]bool{}}
+	ns := doctreetest.NewCountingStore()
 	doc := ordinal(18) // 4 MB
 	m, err := Build(ctx, ns, doc)
 	if err != nil {
@@ -155,7 +138,7 @@ func TestProjectReadsOnlyItsPath(t *testing.T) {
 	}
 	for _, path := range []string{"l", "k3.k1.l", "k17.l"} {
 		tr, _ := Load(ctx, ns, m.HashOf())
-		ns.read = map[hash.Hash]bool{}
+		ns.Reset()
 		part, err := tr.Project(ctx, NewFields([]string{path}))
 		if err != nil {
 			t.Fatal(err)
@@ -163,9 +146,9 @@ func TestProjectReadsOnlyItsPath(t *testing.T) {
 		if want := refProject(doc, NewFields([]string{path})); !bytes.Equal(part, want) {
 			t.Fatalf("%s: got %v want %v", path, bsoncore.Document(part), bsoncore.Document(want))
 		}
-		t.Logf("%s: %d of %d nodes read", path, len(ns.read), nodes)
-		if len(ns.read) > nodes/10 {
-			t.Errorf("%s: read %d of the tree's %d nodes", path, len(ns.read), nodes)
+		t.Logf("%s: %d of %d nodes read", path, ns.NodesRead(), nodes)
+		if ns.NodesRead() > nodes/10 {
+			t.Errorf("%s: read %d of the tree's %d nodes", path, ns.NodesRead(), nodes)
 		}
 	}
 }
