@@ -251,5 +251,3 @@ func cmdServerStatus(r *request) (bsoncore.Document, error) {
 
 // maxConnections is what serverStatus reports as the connection limit.
 const maxConnections = 1000000
-
-func cmdEndSessions(r *request) (bsoncore.Document, error) { return okReply(), nil }

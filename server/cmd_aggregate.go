@@ -3,11 +3,9 @@ package server
 import (
 	"cmp"
 	"context"
-	"crypto/sha256"
 	"errors"
 	"io"
 	"os"
-	"time"
 
 	"dumbodb/index"
 	"dumbodb/plan"
@@ -97,7 +95,7 @@ func cmdAggregate(r *request) (bsoncore.Document, error) {
 		Host:           host,
 		AllowDiskUse:   a.allowDiskUse,
 		Collectionless: a.collectionless,
-		LocalSessions:  r.localSessions(),
+		LocalSessions:  r.c.s.sessions.list(func(storage.SessionKey) bool { return true }),
 	})
 	if err != nil {
 		return nil, err
@@ -138,20 +136,6 @@ func cmdAggregate(r *request) (bsoncore.Document, error) {
 		batchSize = defaultFirstBatch
 	}
 	return r.startCursor(ns, p.Run(in), batchSize, false, false)
-}
-
-// localSessions is the command's own session as $listLocalSessions
-// reports it: {_id: {id, uid}, lastUse}, uid being the SHA-256 of the
-// (empty) user name, as for unauthenticated clients on mongod.
-func (r *request) localSessions() []bsoncore.Document {
-	lsid, ok := r.cmd.Lookup("lsid").DocumentOK()
-	if !ok {
-		return nil
-	}
-	uid := sha256.Sum256(nil)
-	id := bsoncore.NewDocumentBuilder().AppendValue("id", lsid.Lookup("id")).AppendBinary("uid", 0, uid[:]).Build()
-	return []bsoncore.Document{bsoncore.NewDocumentBuilder().AppendDocument("_id", id).
-		AppendDateTime("lastUse", time.Now().UnixMilli()).Build()}
 }
 
 // leadingMatch is the planned read of a pipeline that starts with $match:

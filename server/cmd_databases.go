@@ -56,7 +56,11 @@ func (r *request) writeTo(d *storage.Database, fn func(tx *storage.Tx) error) er
 	if rev.ReadOnly() {
 		return readOnlyError(r)
 	}
-	return d.WriteBranch(r.ctx, rev.Branch, fn)
+	if err := d.WriteBranch(r.ctx, rev.Branch, fn); err != nil {
+		return err
+	}
+	r.opTime = r.c.s.clock.tickWrite()
+	return nil
 }
 
 func readOnlyError(r *request) error {

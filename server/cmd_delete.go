@@ -73,8 +73,11 @@ func cmdDelete(r *request) (bsoncore.Document, error) {
 	var res writeResult
 	coll := batch.coll
 	err = r.writeExisting(func(tx *storage.Tx) error {
-		res.runBatch(r.ns(coll), vals, batch.ordered, func(_ int, v bsoncore.Value) (bsoncore.Value, error) {
+		return res.runBatch(r, tx, r.ns(coll), vals, batch.ordered, func(_ int, v bsoncore.Value) (bsoncore.Value, error) {
 			st, err := r.parseDeleteStatement(v, let)
+			if err == nil && st.limit != 1 {
+				err = r.refuseMultiRetry("limit=0")
+			}
 			var n int64
 			if err == nil {
 				n, err = deleteMatching(r.ctx, tx, coll, st.filter, st.limit == 1, nil)
@@ -82,7 +85,6 @@ func cmdDelete(r *request) (bsoncore.Document, error) {
 			res.n += n
 			return bsoncore.Value{}, err
 		})
-		return nil
 	})
 	if err != nil {
 		return nil, err

@@ -96,14 +96,28 @@ func cmdFindAndModify(r *request) (bsoncore.Document, error) {
 			return nil, err
 		}
 	}
-	var out famOutcome
+	var reply bsoncore.Document
 	err = r.write(func(tx *storage.Tx) error {
-		return r.findAndModifyIn(tx, coll, f, srt, u, a, &out)
+		outcome, done, err := r.retried(tx, 0)
+		if err != nil {
+			return err
+		}
+		if done {
+			reply, _ = outcome.Lookup("fam").DocumentOK()
+			return nil
+		}
+		changes := tx.Changes()
+		var out famOutcome
+		if err := r.findAndModifyIn(tx, coll, f, srt, u, a, &out); err != nil {
+			return err
+		}
+		if reply, err = out.reply(proj); err != nil {
+			return err
+		}
+		r.recordOutcome(tx, 0, changes, bsoncore.NewDocumentBuilder().AppendDocument("fam", reply).Build())
+		return nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	return out.reply(proj)
+	return reply, err
 }
 
 // famOutcome is what findAndModify did.

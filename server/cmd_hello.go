@@ -23,6 +23,9 @@ func cmdHello(r *request) (bsoncore.Document, error) {
 	// Drivers add handshake fields as new server versions learn them
 	// (backpressure, ...); like a newer mongod, take what we know and ignore
 	// the rest.
+	if err := r.awaitHello(); err != nil {
+		return nil, err
+	}
 	helloOk, _ := asBool(r.cmd.Lookup("helloOk"))
 	compression, _ := r.cmd.Lookup("compression").ArrayOK()
 	if compression != nil {
@@ -49,6 +52,7 @@ func cmdHello(r *request) (bsoncore.Document, error) {
 		AppendInt32("minWireVersion", 0).
 		AppendInt32("maxWireVersion", maxWireVersion).
 		AppendBoolean("readOnly", false)
+	r.c.s.appendHelloFields(b)
 	if len(r.c.compressors) > 0 {
 		ab := bsoncore.NewArrayBuilder()
 		for _, c := range r.c.compressors {

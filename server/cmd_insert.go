@@ -52,20 +52,34 @@ func (w *writeResult) add(i int, err error, ns string, id bsoncore.Value) {
 	w.errs = append(w.errs, writeError{index: i, err: toMongoErr(err)})
 }
 
-// runBatch runs a write command's statements in turn. A statement that
-// fails is recorded with the _id run returns (for a duplicate key's
+// runBatch runs a write command's statements in turn in tx. A statement
+// that fails is recorded with the _id run returns (for a duplicate key's
 // message); an ordered batch stops there, an unordered one goes on, as
-// mongod's do.
-func (w *writeResult) runBatch(ns string, statements []bsoncore.Value, ordered bool,
-	run func(i int, statement bsoncore.Value) (id bsoncore.Value, err error)) {
+// mongod's do. In a retryable write, statements an earlier try ran answer
+// from their outcomes, and the others' outcomes are recorded; the error is
+// the command's (a stale txnNumber).
+func (w *writeResult) runBatch(r *request, tx *storage.Tx, ns string, statements []bsoncore.Value, ordered bool,
+	run func(i int, statement bsoncore.Value) (id bsoncore.Value, err error)) error {
 	for i, v := range statements {
+		outcome, done, err := r.retried(tx, i)
+		if err != nil {
+			return err
+		}
+		if done {
+			w.applyOutcome(i, outcome)
+			continue
+		}
+		n, m, u, changes := w.n, w.nModified, len(w.upserted), tx.Changes()
 		if id, err := run(i, v); err != nil {
 			w.add(i, err, ns, id)
 			if ordered {
-				return
+				return nil
 			}
+			continue
 		}
+		r.recordOutcome(tx, i, changes, w.outcomeSince(n, m, u))
 	}
+	return nil
 }
 
 // writeBatch holds the arguments insert, update and delete share.
@@ -124,7 +138,7 @@ func cmdInsert(r *request) (bsoncore.Document, error) {
 		if _, err := tx.EnsureCollection(r.ctx, coll); err != nil {
 			return err
 		}
-		res.runBatch(r.ns(coll), vals, batch.ordered, func(_ int, v bsoncore.Value) (bsoncore.Value, error) {
+		return res.runBatch(r, tx, r.ns(coll), vals, batch.ordered, func(_ int, v bsoncore.Value) (bsoncore.Value, error) {
 			doc, err := prepareInsert(v)
 			if err == nil {
 				err = tx.Insert(r.ctx, coll, doc)
@@ -135,7 +149,6 @@ func cmdInsert(r *request) (bsoncore.Document, error) {
 			res.n++
 			return bsoncore.Value{}, nil
 		})
-		return nil
 	})
 	if err != nil {
 		return nil, err

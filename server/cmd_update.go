@@ -120,8 +120,11 @@ func cmdUpdate(r *request) (bsoncore.Document, error) {
 	var res writeResult
 	coll := batch.coll
 	err = r.write(func(tx *storage.Tx) error {
-		res.runBatch(r.ns(coll), vals, batch.ordered, func(i int, v bsoncore.Value) (bsoncore.Value, error) {
+		return res.runBatch(r, tx, r.ns(coll), vals, batch.ordered, func(i int, v bsoncore.Value) (bsoncore.Value, error) {
 			st, err := r.parseUpdateStatement(v, let)
+			if err == nil && st.multi {
+				err = r.refuseMultiRetry("multi=true")
+			}
 			var upsertedID bsoncore.Value
 			if err == nil {
 				upsertedID, err = r.applyUpdate(tx, coll, st, &res)
@@ -135,7 +138,6 @@ func cmdUpdate(r *request) (bsoncore.Document, error) {
 			}
 			return bsoncore.Value{}, nil
 		})
-		return nil
 	})
 	if err != nil {
 		return nil, err

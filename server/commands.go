@@ -80,7 +80,23 @@ var connectionCommands = []command{
 	{name: "ping", handler: cmdPing, help: "checks that the server answers"},
 	{name: "connectionStatus", handler: cmdConnectionStatus, help: "returns the authentication state of the connection"},
 	{name: "whatsmyuri", handler: cmdWhatsMyURI, help: "returns the client's address"},
-	{name: "endSessions", handler: cmdEndSessions, help: "ends logical sessions"},
+}
+
+// sessionCommands manage logical sessions.
+var sessionCommands = []command{
+	{name: "startSession", handler: cmdStartSession, help: "starts a logical session"},
+	{name: "endSessions", handler: cmdEndSessions, help: "ends logical sessions and kills their cursors"},
+	{name: "refreshSessions", handler: cmdRefreshSessions, help: "keeps logical sessions from expiring"},
+	{name: "killSessions", handler: cmdKillSessions, help: "kills sessions, their cursors and operations"},
+	{name: "killAllSessions", handler: cmdKillAllSessions, help: "kills the sessions of the users named"},
+	{name: "killAllSessionsByPattern", handler: cmdKillAllSessionsByPattern, help: "kills the sessions matching patterns"},
+}
+
+// replSetCommands describe the one-member replica set.
+var replSetCommands = []command{
+	{name: "replSetGetStatus", handler: cmdReplSetGetStatus, help: "describes the replica set's one member", adminOnly: true},
+	{name: "replSetGetConfig", handler: cmdReplSetGetConfig, help: "returns the replica set's configuration", adminOnly: true},
+	{name: "replSetInitiate", handler: cmdReplSetInitiate, help: "accepts a one-member configuration (the set is initiated already)", adminOnly: true},
 }
 
 // diagnosticCommands describe the server, its host and its state.
@@ -135,7 +151,7 @@ var mergeCommands = []command{
 func init() {
 	versionControl := slices.Concat(refCommands, historyCommands, mergeCommands)
 	commandTable = slices.Concat(readCommands, writeCommands, indexCommands, cursorAndOperationCommands,
-		collectionAndDatabaseCommands, connectionCommands, diagnosticCommands, testCommands,
+		collectionAndDatabaseCommands, connectionCommands, sessionCommands, replSetCommands, diagnosticCommands, testCommands,
 		versionControl, doltAliases(versionControl))
 	sort.Slice(commandTable, func(i, j int) bool { return commandTable[i].name < commandTable[j].name })
 	commandsByName = make(map[string]*command, len(commandTable))

@@ -232,24 +232,45 @@ func (c *conn) runCommand(unacknowledged bool, decode func() (bsoncore.Document,
 	}()
 	cmd, err := decode()
 	if err != nil {
-		return c.failure(cmd, err)
+		return c.s.withClusterTime(c.failure(cmd, err), clusterTime{})
 	}
 	req, err := newRequest(c, cmd)
 	if err != nil {
-		return c.failure(cmd, err)
+		return c.s.withClusterTime(c.failure(cmd, err), clusterTime{})
 	}
 	req.ctx = c.beginOp(req.name, req.db, cmd, start)
 	defer c.endOp()
 	if unacknowledged {
 		req.ctx = storage.NoSync(req.ctx)
 	}
-	if reply, err = req.run(); err != nil {
-		return c.failure(cmd, err)
+	reply, err = req.run()
+	if err != nil {
+		reply = c.failure(cmd, err)
 	}
 	if d := time.Since(start); d > slowCommand {
 		c.log.Info().Str("c", "COMMAND").Str("command", req.name).Str("ns", req.db).Dur("durationMillis", d).Msg("Slow query")
 	}
-	return reply
+	return c.s.withClusterTime(reply, req.opTime)
+}
+
+// withClusterTime appends a replica set member's $clusterTime and
+// operationTime to a reply: the write's time, or the latest for a read.
+// A nil reply (the fail point closing the connection) stays nil.
+func (s *Server) withClusterTime(reply bsoncore.Document, opTime clusterTime) bsoncore.Document {
+	if reply == nil || !s.topo.replicaSet() {
+		return reply
+	}
+	now := s.clock.now()
+	if opTime.isZero() {
+		opTime = now
+	}
+	out := make([]byte, 0, len(reply)+96)
+	out = append(out, reply[:len(reply)-1]...)
+	out = appendClusterTime(out, now)
+	out = bsoncore.AppendTimestampElement(out, "operationTime", opTime.t, opTime.i)
+	out = append(out, 0)
+	bsoncore.UpdateLength(out, 0, int32(len(out)))
+	return out
 }
 
 // failure is the reply to a failed command. InternalError is kept for the

@@ -13,6 +13,7 @@ import (
 
 	"dumbodb/query"
 	"dumbodb/query/mongoerr"
+	"dumbodb/storage"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
@@ -55,6 +56,9 @@ type cursor struct {
 	killed   error       // why it was killed, for the next getMore
 	lastUsed time.Time
 	owner    int64 // the connection that last used it
+	// session is the logical session it was opened in (nil: none); ending
+	// the session kills it.
+	session *storage.SessionKey
 }
 
 // cursorPlace is what a cursor reads: a database, the branch or revision
@@ -72,7 +76,8 @@ func newCursorRegistry() *cursorRegistry {
 }
 
 // add registers a cursor owned by connection owner, within the limits.
-func (r *cursorRegistry) add(where cursorPlace, ns string, src *peekSource, noTimeout bool, owner int64) (*cursor, error) {
+func (r *cursorRegistry) add(where cursorPlace, ns string, src *peekSource, noTimeout bool, owner int64,
+	session *storage.SessionKey) (*cursor, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if len(r.cursors) >= maxCursorsPerServer {
@@ -81,7 +86,7 @@ func (r *cursorRegistry) add(where cursorPlace, ns string, src *peekSource, noTi
 	if r.perConn[owner] >= maxCursorsPerConn {
 		return nil, mongoerr.New(mongoerr.ExceededMemoryLimit, "too many open cursors on this connection (at most %d); close some or let them finish", maxCursorsPerConn)
 	}
-	c := &cursor{where: where, ns: ns, src: src, noTimeout: noTimeout, lastUsed: time.Now(), owner: owner}
+	c := &cursor{where: where, ns: ns, src: src, noTimeout: noTimeout, lastUsed: time.Now(), owner: owner, session: session}
 	for c.id == 0 || r.cursors[c.id] != nil {
 		var b [8]byte
 		rand.Read(b[:])
@@ -324,7 +329,7 @@ func (r *request) startCursor(ns string, src docSource, batchSize int, singleBat
 		closeSource(src)
 		return cursorReply(0, ns, "firstBatch", docs), nil
 	}
-	cur, err := r.c.s.cursors.add(r.cursorPlace(ns), ns, p, noTimeout, r.c.id)
+	cur, err := r.c.s.cursors.add(r.cursorPlace(ns), ns, p, noTimeout, r.c.id, r.session)
 	if err != nil {
 		closeSource(src)
 		return nil, err

@@ -115,7 +115,8 @@ func e11000(prefix, ns, indexName string, keyPattern, keyValue bsoncore.Document
 	return me
 }
 
-// vcErrors maps version-control sentinels to DumboDB's codes.
+// vcErrors maps version-control (and retryable-write) sentinels to their
+// codes, keeping storage's message.
 var vcErrors = []struct {
 	err  error
 	code mongoerr.Code
@@ -138,6 +139,7 @@ var vcErrors = []struct {
 	{storage.ErrNotFastForward, mongoerr.NotFastForward},
 	{storage.ErrConflictMissing, mongoerr.NoSuchKey},
 	{storage.ErrMergeConflicts, mongoerr.MergeConflict},
+	{storage.ErrTransactionTooOld, mongoerr.TransactionTooOld},
 }
 
 func vcError(err error) *mongoerr.Error {

@@ -7,6 +7,8 @@ import (
 	"syscall"
 	"time"
 
+	"dumbodb/storage"
+
 	"golang.org/x/sys/unix"
 )
 
@@ -38,7 +40,8 @@ type opState struct {
 	command []byte // the command document, for currentOp
 	ctx     context.Context
 	cancel  context.CancelCauseFunc
-	watch   chan struct{} // closed when the disconnect watcher ends; nil: not watched
+	watch   chan struct{}       // closed when the disconnect watcher ends; nil: not watched
+	session *storage.SessionKey // the operation's logical session (nil: none)
 }
 
 // beginOp makes a command the connection's operation and returns the
@@ -59,7 +62,7 @@ func (c *conn) endOp() {
 	o := &c.op
 	o.mu.Lock()
 	watch := o.watch
-	o.id, o.command, o.watch = 0, nil, nil
+	o.id, o.command, o.watch, o.session = 0, nil, nil, nil
 	o.mu.Unlock()
 	if watch != nil {
 		// Wake the watcher out of its wait for the socket, then let reads
@@ -68,6 +71,23 @@ func (c *conn) endOp() {
 		<-watch
 		c.clearReadDeadline()
 	}
+}
+
+// setSession notes the logical session of the running operation.
+func (c *conn) setSession(k storage.SessionKey) {
+	c.op.mu.Lock()
+	c.op.session = &k
+	c.op.mu.Unlock()
+}
+
+// currentSession is the running operation's session and opid.
+func (c *conn) currentSession() (storage.SessionKey, int64, bool) {
+	c.op.mu.Lock()
+	defer c.op.mu.Unlock()
+	if c.op.id == 0 || c.op.session == nil {
+		return storage.SessionKey{}, 0, false
+	}
+	return *c.op.session, c.op.id, true
 }
 
 // currentOpID is the id of the operation the connection runs (0: idle).

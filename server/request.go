@@ -26,6 +26,12 @@ type request struct {
 	db   string // $db without its "@revision" part
 	rev  string // the "@revision" part of $db ("" when absent)
 	spec *command
+	// retry is set for a retryable write (lsid and txnNumber).
+	retry *retryableWrite
+	// session is the command's logical session (nil: none).
+	session *storage.SessionKey
+	// opTime is the cluster time of the command's write (zero: none).
+	opTime clusterTime
 }
 
 func newRequest(c *conn, cmd bsoncore.Document) (*request, error) {
@@ -51,6 +57,9 @@ func newRequest(c *conn, cmd bsoncore.Document) (*request, error) {
 }
 
 func (r *request) run() (bsoncore.Document, error) {
+	if t := clientClusterTime(r.cmd); !t.isZero() && r.c.s.topo.replicaSet() {
+		r.c.s.clock.advance(t)
+	}
 	if err := validateDBName(r.db); err != nil {
 		return nil, err
 	}
@@ -60,7 +69,10 @@ func (r *request) run() (bsoncore.Document, error) {
 	if err := r.applyWriteConcern(); err != nil {
 		return nil, err
 	}
-	if err := refuseTransactions(r.cmd); err != nil {
+	if err := r.sessionFields(); err != nil {
+		return nil, err
+	}
+	if err := r.applyReadConcern(); err != nil {
 		return nil, err
 	}
 	cancel, err := r.applyMaxTime()
@@ -148,6 +160,7 @@ var genericFields = map[string]bool{
 	"maxTimeMS": true, "$audit": true, "$client": true, "$configServerState": true,
 	"mayBypassWriteBlocking": true, "$readPreferenceMode": true, "databaseVersion": true,
 	"shardVersion": true, "clientOperationKey": true, "$queryOptions": true,
+	"stmtId": true, "stmtIds": true,
 }
 
 // unknownField is the IDL parser's error for a field a command does not take.

@@ -46,6 +46,13 @@ type Config struct {
 	// MessageStall is how long the rest of a message may take once its
 	// first byte arrived (0: DefaultMessageStall).
 	MessageStall time.Duration
+	// ReplSet names the one-member replica set the server presents
+	// ("": DefaultReplSet); Standalone presents a plain standalone instead.
+	ReplSet    string
+	Standalone bool
+	// AdvertiseHost is the host:port hello names as this member ("": the
+	// first TCP listener's address; see newTopology).
+	AdvertiseHost string
 }
 
 // Defaults of the message limits.
@@ -70,6 +77,9 @@ type Server struct {
 	cursors     *cursorRegistry
 	stats       stats
 	failCommand failCommand
+	topo        *topology // set by Listen
+	clock       *clusterClock
+	sessions    *sessionTable
 
 	nextConnID atomic.Int64
 	nextOpID   atomic.Int64
@@ -91,11 +101,14 @@ type stats struct {
 
 // New creates a server; Listen and Serve start it.
 func New(cfg Config, engine *storage.Engine, log zerolog.Logger, ring *LogRing) *Server {
-	return &Server{
+	s := &Server{
 		cfg: cfg, engine: engine, log: log, logRing: ring, started: time.Now(),
 		cursors: newCursorRegistry(), conns: map[*conn]struct{}{}, done: make(chan struct{}),
 		inFlight: wire.NewBudget(cmp.Or(cfg.InFlightBytes, DefaultInFlightBytes)),
+		clock:    newClusterClock(), sessions: newSessionTable(),
 	}
+	s.topo = newTopology(cfg, nil, s.clock)
+	return s
 }
 
 // Listen opens every configured listener.
@@ -117,6 +130,7 @@ func (s *Server) Listen() error {
 		}
 		s.listeners = append(s.listeners, l)
 	}
+	s.topo = newTopology(s.cfg, s.Addrs(), s.clock)
 	return nil
 }
 
@@ -214,6 +228,7 @@ func (s *Server) reapCursors() {
 		select {
 		case <-t.C:
 			s.guard("cursor reaping", func() { s.cursors.reapIdle(cursorIdleTimeout) })
+			s.guard("session reaping", s.reapSessions)
 		case <-s.done:
 			return
 		}

@@ -72,8 +72,8 @@ func (t *retryTable) lookup(s SessionKey, txn int64, stmt int32) (bsoncore.Docum
 	case e == nil || txn > e.txn:
 		return nil, false, nil
 	case txn < e.txn:
-		return nil, false, fmt.Errorf("%w: txnNumber %d is less than last txnNumber %d seen in this session",
-			ErrTransactionTooOld, txn, e.txn)
+		return nil, false, fmt.Errorf("%w: retryable write with txnNumber %d is prohibited on this session "+
+			"because a newer retryable write with txnNumber %d has already started", ErrTransactionTooOld, txn, e.txn)
 	}
 	st, ok := e.stmts[stmt]
 	return st.outcome, ok, nil

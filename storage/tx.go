@@ -34,6 +34,11 @@ func newTx(ns tree.NodeStore, base *rootState) *Tx {
 
 func (tx *Tx) dirty() bool { return len(tx.ops) > 0 }
 
+// Changes counts the changes the transaction will log so far; a write
+// command compares it around a statement to see whether the statement
+// changed anything.
+func (tx *Tx) Changes() int { return len(tx.ops) }
+
 // view returns the collection as this transaction sees it, or nil.
 func (tx *Tx) view(name string) *collection {
 	if c, ok := tx.overlay[name]; ok {

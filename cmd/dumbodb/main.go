@@ -36,6 +36,9 @@ type serverFlags struct {
 	busyPollMicros int
 	inFlightMB     int
 	stallSeconds   int
+	replSet        string
+	standalone     bool
+	advertiseHost  string
 }
 
 func parseFlags(args []string, stderr io.Writer) (*serverFlags, error) {
@@ -63,6 +66,11 @@ func parseFlags(args []string, stderr io.Writer) (*serverFlags, error) {
 		"memory for messages being received and handled, all connections together (past 64 KiB each); a connection whose message would pass it is closed")
 	fs.IntVar(&o.stallSeconds, "messageStallSeconds", int(server.DefaultMessageStall/time.Second),
 		"seconds the rest of a message may take once it has begun; a connection that stalls inside a message is closed")
+	fs.StringVar(&o.replSet, "replSet", server.DefaultReplSet,
+		"name of the one-member replica set the server presents (sessions, retryable writes, transactions)")
+	fs.BoolVar(&o.standalone, "standalone", false, "present a plain standalone instead of a one-member replica set")
+	fs.StringVar(&o.advertiseHost, "advertiseHost", "",
+		`host:port that hello names as this member, which clients connect to after discovering the set (default: the first --bind_ip and --port; "localhost" for 0.0.0.0)`)
 	fs.BoolVar(&o.testCmds, "enableTestCommands", false, "enable test-only commands (configureFailPoint), for driver test suites")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: dumbodb [options]\n\nA MongoDB-compatible document database with Git-style version control.\n\nOptions:\n")
@@ -73,6 +81,11 @@ func parseFlags(args []string, stderr io.Writer) (*serverFlags, error) {
 	}
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if o.replSet == "" && !o.standalone {
+		err := errors.New("--replSet needs a name (use --standalone for no replica set)")
+		fmt.Fprintln(stderr, "dumbodb:", err)
+		return nil, err
 	}
 	if o.inFlightMB < 1 || o.stallSeconds < 1 {
 		err := errors.New("--maxInFlightMB and --messageStallSeconds must be at least 1")
@@ -141,6 +154,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		BusyPoll:      time.Duration(o.busyPollMicros) * time.Microsecond,
 		InFlightBytes: int64(o.inFlightMB) << 20,
 		MessageStall:  time.Duration(o.stallSeconds) * time.Second,
+		ReplSet:       o.replSet, Standalone: o.standalone, AdvertiseHost: o.advertiseHost,
 	}
 	srv := server.New(cfg, engine, log, ring)
 	if err := srv.Listen(); err != nil {

@@ -93,6 +93,19 @@ func TestMongoshStartsCleanly(t *testing.T) {
 	}
 }
 
+// TestMongoshReplicaSet: mongosh (the Node driver) discovers the
+// one-member set from a plain URL, and rs.status(), rs.conf() and
+// rs.initiate() work as on a freshly initiated mongod.
+func TestMongoshReplicaSet(t *testing.T) {
+	bin := mongoshPath(t)
+	p := dumboproc.StartT(t, t.TempDir())
+	out := mongosh(t, bin, p.Port(), `print(rs.status().members[0].stateStr); print(rs.conf()._id); print(rs.initiate().ok);
+		print(db.hello().setName); db.c.insertOne({_id: 1}); print(db.c.countDocuments({}))`)
+	if out != "PRIMARY\nrs0\n1\nrs0\n1" {
+		t.Fatalf("output %q", out)
+	}
+}
+
 // readmeBlock returns the fenced block that follows marker in README.md.
 func readmeBlock(t *testing.T, marker string) string {
 	t.Helper()

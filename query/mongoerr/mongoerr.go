@@ -63,6 +63,13 @@ const (
 	OutOfDiskSpace             Code = 14031
 	OperationNotSupportedInTxn Code = 263
 	NoQueryExecutionPlans      Code = 291
+	NoReplicationEnabled       Code = 76
+	ShutdownInProgress         Code = 91
+	InvalidReplicaSetConfig    Code = 93
+	NoSuchSession              Code = 206
+	TransactionTooOld          Code = 225
+	Location31368              Code = 31368 // awaitable hello needs both topologyVersion and maxAwaitTimeMS
+	Location50768              Code = 50768 // txnNumber on a command that is not a retryable write
 	// DumboDB's own codes, for version control (20000-20099).
 	ReadOnlyRevision             Code = 20000 // a write to a tag or commit snapshot
 	RevisionNotFound             Code = 20001
@@ -86,6 +93,11 @@ const (
 
 var names = map[Code]string{
 	InternalError:              "InternalError",
+	NoReplicationEnabled:       "NoReplicationEnabled",
+	ShutdownInProgress:         "ShutdownInProgress",
+	InvalidReplicaSetConfig:    "InvalidReplicaSetConfig",
+	NoSuchSession:              "NoSuchSession",
+	TransactionTooOld:          "TransactionTooOld",
 	BadValue:                   "BadValue",
 	NoSuchKey:                  "NoSuchKey",
 	Unauthorized:               "Unauthorized",

@@ -1,0 +1,71 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"testing"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"dumbodb/internal/dumboproc"
+	"dumbodb/wire"
+)
+
+// rawCommand sends one command on its own connection, without the session
+// fields a driver would add, and decodes the reply.
+func rawCommand(t *testing.T, addr string, cmd bson.D) bson.M {
+	t.Helper()
+	nc, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	body, err := bson.Marshal(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := wire.Write(nc, 1, 0, &wire.Msg{Body: bsoncore.Document(body)}, wire.CompressorNoop); err != nil {
+		t.Fatal(err)
+	}
+	_, msg, _, err := wire.Read(bufio.NewReader(nc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := msg.(*wire.Msg).Document()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bson.M
+	if err := bson.Unmarshal(doc, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestRetryAfterKill9RunsOnce: an acknowledged retryable write whose reply
+// the client never saw (the server was killed with SIGKILL right after)
+// is retried after the restart, and runs only once: the $inc applies once
+// and the retry answers as the first try did.
+func TestRetryAfterKill9RunsOnce(t *testing.T) {
+	dir := t.TempDir()
+	p := dumboproc.StartT(t, dir)
+	lsid := bson.D{{Key: "id", Value: bson.Binary{Subtype: 4, Data: []byte("0123456789abcdef")}}}
+	rawCommand(t, p.Addr(), bson.D{{Key: "insert", Value: "c"}, {Key: "documents", Value: bson.A{bson.D{{Key: "_id", Value: 1}, {Key: "n", Value: 0}}}}, {Key: "$db", Value: "db"}})
+	inc := bson.D{{Key: "update", Value: "c"}, {Key: "updates", Value: bson.A{
+		bson.D{{Key: "q", Value: bson.D{{Key: "_id", Value: 1}}}, {Key: "u", Value: bson.D{{Key: "$inc", Value: bson.D{{Key: "n", Value: 1}}}}}}}},
+		{Key: "lsid", Value: lsid}, {Key: "txnNumber", Value: int64(7)}, {Key: "$db", Value: "db"}}
+	if r := rawCommand(t, p.Addr(), inc); r["nModified"] != int32(1) {
+		t.Fatalf("first try: %v", r)
+	}
+	p.Kill()
+	p = dumboproc.StartT(t, dir)
+	if r := rawCommand(t, p.Addr(), inc); r["ok"] != 1.0 || r["n"] != int32(1) || r["nModified"] != int32(1) {
+		t.Fatalf("retry after kill -9: %v", r)
+	}
+	count := rawCommand(t, p.Addr(), bson.D{{Key: "count", Value: "c"}, {Key: "query", Value: bson.D{{Key: "n", Value: 1}}}, {Key: "$db", Value: "db"}})
+	if fmt.Sprint(count["n"]) != "1" {
+		t.Fatalf("documents with n: 1 after the retry: %v", count)
+	}
+}

@@ -1,0 +1,73 @@
+package server
+
+import (
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"dumbodb/query/mongoerr"
+)
+
+// readConcernLevels are the levels a replica set member accepts. Every
+// read here sees the branch's published state, which is majority
+// committed and linearizable as soon as its writer is answered (one
+// member); snapshot reads one state for the whole command, which every
+// read does (docs/design/transactions.md, "Cluster time").
+var readConcernLevels = map[string]bool{
+	"local": true, "available": true, "majority": true, "linearizable": true, "snapshot": true,
+}
+
+// applyReadConcern checks a command's readConcern and honours
+// afterClusterTime: the clock moves to it, so the read's operationTime is
+// never before it (every write a client can have seen is already visible).
+func (r *request) applyReadConcern() error {
+	v, err := r.cmd.LookupErr("readConcern")
+	if err != nil {
+		return nil
+	}
+	rc, ok := v.DocumentOK()
+	if !ok {
+		return typeMismatch(r.name, "readConcern", v, "object")
+	}
+	els, _ := rc.Elements()
+	for _, el := range els {
+		if err := r.readConcernField(el); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *request) readConcernField(el bsoncore.Element) error {
+	v := el.Value()
+	switch el.Key() {
+	case "level":
+		level, ok := v.StringValueOK()
+		if !ok {
+			return typeMismatch("readConcern", "level", v, "string")
+		}
+		if !readConcernLevels[level] {
+			return mongoerr.New(mongoerr.BadValue, "Enumeration value '%s' for field 'readConcern.level' is not a valid value.", level)
+		}
+		if level != "local" && level != "available" && !r.c.s.topo.replicaSet() && level != "majority" {
+			return mongoerr.New(mongoerr.NotImplemented, "readConcern level %q needs a replica set (the server runs with --standalone)", level)
+		}
+	case "afterClusterTime":
+		t, i, ok := v.TimestampOK()
+		if !ok {
+			return typeMismatch("readConcern", "afterClusterTime", v, "timestamp")
+		}
+		if !r.c.s.topo.replicaSet() {
+			return mongoerr.New(mongoerr.IllegalOperation, "Cannot specify afterClusterTime readConcern without replication enabled")
+		}
+		r.c.s.clock.advance(clusterTime{t: t, i: i})
+	case "atClusterTime":
+		return mongoerr.New(mongoerr.NotImplemented, "readConcern.atClusterTime is not implemented: past states are not kept")
+	case "provenance":
+		// Who chose the read concern (set by routers); it changes nothing.
+		if _, ok := v.StringValueOK(); !ok {
+			return typeMismatch("readConcern", "provenance", v, "string")
+		}
+	default:
+		return unknownField("readConcern", el.Key())
+	}
+	return nil
+}

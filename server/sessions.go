@@ -1,0 +1,154 @@
+package server
+
+import (
+	"crypto/sha256"
+	"sort"
+	"sync"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"dumbodb/query/mongoerr"
+	"dumbodb/storage"
+)
+
+// sessionTimeout is logicalSessionTimeoutMinutes as a duration.
+const sessionTimeout = logicalSessionTimeoutMinutes * time.Minute
+
+// noUserUID is the uid of sessions of unauthenticated clients: the
+// SHA-256 of the empty user name, as on mongod.
+var noUserUID = sha256.Sum256(nil)
+
+// sessionTable holds the logical sessions the server knows
+// (docs/design/transactions.md, "Logical sessions").
+type sessionTable struct {
+	mu sync.Mutex
+	m  map[storage.SessionKey]time.Time // last use
+}
+
+func newSessionTable() *sessionTable {
+	return &sessionTable{m: map[storage.SessionKey]time.Time{}}
+}
+
+// touch creates or refreshes a session.
+func (t *sessionTable) touch(k storage.SessionKey, now time.Time) {
+	t.mu.Lock()
+	t.m[k] = now
+	t.mu.Unlock()
+}
+
+// end forgets sessions; it reports which of them existed.
+func (t *sessionTable) end(keys []storage.SessionKey) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, k := range keys {
+		delete(t.m, k)
+	}
+}
+
+// expired removes and returns the sessions idle for longer than timeout.
+func (t *sessionTable) expired(now time.Time, timeout time.Duration) []storage.SessionKey {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var out []storage.SessionKey
+	for k, last := range t.m {
+		if now.Sub(last) > timeout {
+			out = append(out, k)
+			delete(t.m, k)
+		}
+	}
+	return out
+}
+
+// list returns the sessions that match keep, in a stable order, as
+// $listLocalSessions documents: {_id: {id, uid}, lastUse}.
+func (t *sessionTable) list(keep func(storage.SessionKey) bool) []bsoncore.Document {
+	t.mu.Lock()
+	type entry struct {
+		k    storage.SessionKey
+		last time.Time
+	}
+	var es []entry
+	for k, last := range t.m {
+		if keep(k) {
+			es = append(es, entry{k, last})
+		}
+	}
+	t.mu.Unlock()
+	sort.Slice(es, func(i, j int) bool { return string(es[i].k.ID[:]) < string(es[j].k.ID[:]) })
+	out := make([]bsoncore.Document, len(es))
+	for i, e := range es {
+		out[i] = bsoncore.NewDocumentBuilder().AppendDocument("_id", sessionIDDoc(e.k)).
+			AppendDateTime("lastUse", e.last.UnixMilli()).Build()
+	}
+	return out
+}
+
+// sessionIDDoc is a session's {id, uid}.
+func sessionIDDoc(k storage.SessionKey) bsoncore.Document {
+	return bsoncore.NewDocumentBuilder().AppendBinary("id", 4, k.ID[:]).AppendBinary("uid", 0, k.UID[:]).Build()
+}
+
+// parseSessionID reads a session id as clients send it ({id: UUID}, uid
+// ignored from clients as mongod ignores it from drivers).
+func parseSessionID(field string, v bsoncore.Value) (storage.SessionKey, error) {
+	d, ok := v.DocumentOK()
+	if !ok {
+		return storage.SessionKey{}, typeMismatch("OperationSessionInfo", field, v, "object")
+	}
+	idv, err := d.LookupErr("id")
+	if err != nil {
+		return storage.SessionKey{}, mongoerr.New(mongoerr.Code(40414), "BSON field '%s.id' is missing but a required field", field)
+	}
+	sub, id, ok := idv.BinaryOK()
+	if !ok || sub != 4 || len(id) != 16 {
+		return storage.SessionKey{}, mongoerr.New(mongoerr.InvalidUUID, "%s.id must be a UUID (binData subtype 4, 16 bytes)", field)
+	}
+	k := storage.SessionKey{UID: noUserUID}
+	copy(k.ID[:], id)
+	return k, nil
+}
+
+// requestSession reads the command's lsid and touches its session; ok is
+// false for a command without one.
+func (r *request) requestSession() (storage.SessionKey, bool, error) {
+	v, err := r.cmd.LookupErr("lsid")
+	if err != nil {
+		return storage.SessionKey{}, false, nil
+	}
+	k, err := parseSessionID("lsid", v)
+	if err != nil {
+		return storage.SessionKey{}, false, err
+	}
+	r.c.s.sessions.touch(k, time.Now())
+	r.session = &k
+	r.c.setSession(k)
+	return k, true, nil
+}
+
+// endSessions forgets sessions and kills what belongs to them: their
+// cursors and their running operations.
+func (s *Server) endSessions(keys []storage.SessionKey) {
+	if len(keys) == 0 {
+		return
+	}
+	s.sessions.end(keys)
+	set := make(map[storage.SessionKey]bool, len(keys))
+	for _, k := range keys {
+		set[k] = true
+	}
+	s.cursors.removeWhere(func(c *cursor) bool { return c.session != nil && set[*c.session] },
+		mongoerr.New(mongoerr.CursorKilled, "cursor killed: its session ended"))
+	s.connsMu.Lock()
+	defer s.connsMu.Unlock()
+	for c := range s.conns {
+		if k, id, ok := c.currentSession(); ok && set[k] {
+			c.kill(id, mongoerr.New(mongoerr.Interrupted, "operation was interrupted because its session was killed"))
+		}
+	}
+}
+
+// reapSessions ends the sessions that have expired.
+func (s *Server) reapSessions() {
+	s.endSessions(s.sessions.expired(time.Now(), sessionTimeout))
+}
