@@ -65,7 +65,23 @@ func (r *request) parseAggregate() (*aggregateArgs, error) {
 			return nil, err
 		}
 	}
-	return a, nil
+	return a, r.checkLinearizableWrite(a.pipeline)
+}
+
+// checkLinearizableWrite refuses $out and $merge under a linearizable read
+// concern, as mongod does (a linearizable read must not write).
+func (r *request) checkLinearizableWrite(pipeline bsoncore.Array) error {
+	if r.readLevel != "linearizable" {
+		return nil
+	}
+	vals, _ := pipeline.Values()
+	for _, v := range vals {
+		stage, _ := v.DocumentOK()
+		if name := firstKey(stage); name == "$out" || name == "$merge" {
+			return mongoerr.New(mongoerr.InvalidOptions, "%s cannot be used with a 'linearizable' read concern level", name)
+		}
+	}
+	return nil
 }
 
 func cmdAggregate(r *request) (bsoncore.Document, error) {

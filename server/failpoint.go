@@ -37,6 +37,10 @@ type failure struct {
 	block     time.Duration     // first wait this long (the operation can be killed meanwhile)
 	reply     bsoncore.Document // nil: no reply, close the connection
 	closeConn bool
+	// wcError, when set, is added to the reply of the command, which runs
+	// (a write concern error comes after the write, as on mongod).
+	wcError bsoncore.Document
+	labels  bsoncore.Array
 }
 
 // trigger reports whether the fail point fires for a command.
@@ -53,8 +57,7 @@ func (f *failCommand) trigger(cmd, appName string) (failure, bool) {
 		return failure{block: f.block, closeConn: true}, true
 	}
 	if f.wcError != nil {
-		return failure{block: f.block, reply: bsoncore.NewDocumentBuilder().AppendDocument("writeConcernError", f.wcError).
-			AppendDouble("ok", 1).Build()}, true
+		return failure{block: f.block, wcError: f.wcError, labels: f.errorLabels}, true
 	}
 	if f.errorCode == 0 {
 		return failure{block: f.block}, f.block > 0 // only a delay was asked for
@@ -80,6 +83,29 @@ func (f failure) wait(ctx context.Context) error {
 	case <-ctx.Done():
 		return query.ContextErr(ctx)
 	}
+}
+
+// retryableCodes are the error codes after which a retryable write may be
+// retried (the retryable writes specification's list), for which mongod
+// labels a write concern error RetryableWriteError.
+var retryableCodes = map[int64]bool{
+	6: true, 7: true, 89: true, 91: true, 134: true, 189: true, 262: true, 9001: true,
+	10107: true, 11600: true, 11602: true, 13435: true, 13436: true, 63: true, 150: true,
+}
+
+// addWriteConcernError adds the fail point's write concern error to a
+// successful reply, with its labels, or RetryableWriteError for a
+// retryable write failing with a retryable code, as mongod labels it.
+func (f failure) addWriteConcernError(r *request, reply bsoncore.Document) bsoncore.Document {
+	reply = withField(reply, "writeConcernError", bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: f.wcError})
+	labels := f.labels
+	if code, _ := value.AsInt64(f.wcError.Lookup("code")); labels == nil && r.retry != nil && retryableCodes[code] {
+		labels = bsoncore.NewArrayBuilder().AppendString("RetryableWriteError").Build()
+	}
+	if labels != nil {
+		reply = withField(reply, "errorLabels", bsoncore.Value{Type: bsoncore.TypeArray, Data: labels})
+	}
+	return reply
 }
 
 func withField(doc bsoncore.Document, key string, v bsoncore.Value) bsoncore.Document {

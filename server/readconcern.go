@@ -15,6 +15,10 @@ var readConcernLevels = map[string]bool{
 	"local": true, "available": true, "majority": true, "linearizable": true, "snapshot": true,
 }
 
+// snapshotCommands are the commands that take readConcern level snapshot
+// outside a transaction, as on mongod.
+var snapshotCommands = map[string]bool{"find": true, "aggregate": true, "distinct": true}
+
 // applyReadConcern checks a command's readConcern and honours
 // afterClusterTime: the clock moves to it, so the read's operationTime is
 // never before it (every write a client can have seen is already visible).
@@ -44,8 +48,12 @@ func (r *request) readConcernField(el bsoncore.Element) error {
 		if !ok {
 			return typeMismatch("readConcern", "level", v, "string")
 		}
+		r.readLevel = level
 		if !readConcernLevels[level] {
 			return mongoerr.New(mongoerr.BadValue, "Enumeration value '%s' for field 'readConcern.level' is not a valid value.", level)
+		}
+		if level == "snapshot" && !snapshotCommands[r.name] {
+			return mongoerr.New(mongoerr.InvalidOptions, "Command %s does not support { readConcern: { level: \"snapshot\" } }", r.name)
 		}
 		if level != "local" && level != "available" && !r.c.s.topo.replicaSet() && level != "majority" {
 			return mongoerr.New(mongoerr.NotImplemented, "readConcern level %q needs a replica set (the server runs with --standalone)", level)

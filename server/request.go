@@ -28,6 +28,8 @@ type request struct {
 	spec *command
 	// retry is set for a retryable write (lsid and txnNumber).
 	retry *retryableWrite
+	// readLevel is the readConcern level named ("" when none).
+	readLevel string
 	// session is the command's logical session (nil: none).
 	session *storage.SessionKey
 	// opTime is the cluster time of the command's write (zero: none).
@@ -80,7 +82,8 @@ func (r *request) run() (bsoncore.Document, error) {
 		return nil, err
 	}
 	defer cancel()
-	if f, fired := r.c.s.failCommand.trigger(r.name, r.c.appName()); fired {
+	f, fired := r.c.s.failCommand.trigger(r.name, r.c.appName())
+	if fired {
 		if err := f.wait(r.ctx); err != nil {
 			return nil, err
 		}
@@ -88,7 +91,11 @@ func (r *request) run() (bsoncore.Document, error) {
 			return f.reply, nil // a nil reply closes the connection
 		}
 	}
-	return r.spec.handler(r)
+	reply, err := r.spec.handler(r)
+	if err == nil && fired && f.wcError != nil {
+		reply = f.addWriteConcernError(r, reply)
+	}
+	return reply, err
 }
 
 // maxTimeLimit is the largest maxTimeMS mongod accepts.
