@@ -193,7 +193,7 @@ func cmdListCommands(r *request) (bsoncore.Document, error) {
 			AppendString("help", c.help).
 			AppendBoolean("requiresAuth", false).
 			AppendBoolean("secondaryOk", true).
-			AppendBoolean("adminOnly", c.adminOnly).Build())
+			AppendBoolean("adminOnly", c.access == adminOnly).Build())
 	}
 	return bsoncore.NewDocumentBuilder().AppendDocument("commands", cmds.Build()).AppendDouble("ok", 1).Build(), nil
 }

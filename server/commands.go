@@ -1,7 +1,6 @@
 package server
 
 import (
-	"slices"
 	"sort"
 	"strings"
 
@@ -10,149 +9,118 @@ import (
 
 // command is one entry of the command table.
 type command struct {
-	name      string
-	handler   func(*request) (bsoncore.Document, error)
-	help      string
-	adminOnly bool
+	family  family
+	name    string
+	handler func(*request) (bsoncore.Document, error)
+	access  access
+	help    string
 }
 
-// commandTable lists every command, sorted by name. Aliases are entries of
-// their own pointing at the same handler. init fills it from the groups
-// below: an initializer would be a cycle, as listCommands reads it.
+// family is what a command is for; listCommands shows it.
+type family string
+
+const (
+	reads          family = "reads"
+	writes         family = "writes"
+	indexes        family = "indexes"
+	operations     family = "cursors and operations"
+	namespaces     family = "collections and databases"
+	connections    family = "connections"
+	sessions       family = "sessions"
+	replication    family = "replication"
+	diagnostics    family = "diagnostics"
+	testOnly       family = "testing"
+	versionControl family = "version control"
+)
+
+// access says where a command may run: adminOnly ones only on "admin".
+type access bool
+
+const (
+	anyDatabase access = false
+	adminOnly   access = true
+)
+
+// commandTable lists every command, sorted by name once init has run.
+// Aliases are entries of their own pointing at the same handler, and each
+// version-control command also answers to a dolt* name (doltAliases).
+// init fills it: an initializer would be a cycle, as listCommands reads it.
 var (
 	commandTable   []command
 	commandsByName map[string]*command
 )
 
-// The groups below make up the table; their order does not matter, as init
-// sorts the table by name.
-
-// readCommands query documents, and explain describes how they run.
-var readCommands = []command{
-	{name: "aggregate", handler: cmdAggregate, help: "runs an aggregation pipeline ($match, $group, $count, $sort, $skip, $limit, $project)"},
-	{name: "count", handler: cmdCount, help: "counts the documents that match a query"},
-	{name: "distinct", handler: cmdDistinct, help: "returns the distinct values of a field"},
-	{name: "explain", handler: cmdExplain, help: "describes how a query runs (plan and execution statistics)"},
-	{name: "find", handler: cmdFind, help: "queries documents"},
-}
-
-var writeCommands = []command{
-	{name: "delete", handler: cmdDelete, help: "deletes documents"},
-	{name: "findAndModify", handler: cmdFindAndModify, help: "updates or removes one document and returns it"},
-	{name: "findandmodify", handler: cmdFindAndModify, help: "legacy spelling of findAndModify"},
-	{name: "insert", handler: cmdInsert, help: "inserts documents"},
-	{name: "update", handler: cmdUpdate, help: "updates documents"},
-}
-
-var indexCommands = []command{
-	{name: "createIndexes", handler: cmdCreateIndexes, help: "builds secondary indexes"},
-	{name: "deleteIndexes", handler: cmdDropIndexes, help: "legacy spelling of dropIndexes"},
-	{name: "dropIndexes", handler: cmdDropIndexes, help: "drops secondary indexes"},
-	{name: "listIndexes", handler: cmdListIndexesSpecs, help: "lists the indexes of a collection"},
-}
-
-// cursorAndOperationCommands continue or stop what is in progress.
-var cursorAndOperationCommands = []command{
-	{name: "getMore", handler: cmdGetMore, help: "returns the next batch of a cursor"},
-	{name: "killCursors", handler: cmdKillCursors, help: "kills cursors"},
-	{name: "currentOp", handler: cmdCurrentOp, help: "lists the operations in progress", adminOnly: true},
-	{name: "killOp", handler: cmdKillOp, help: "interrupts an operation by its opid", adminOnly: true},
-}
-
-var collectionAndDatabaseCommands = []command{
-	{name: "create", handler: cmdCreate, help: "creates a collection"},
-	{name: "collMod", handler: cmdCollMod, help: "changes collection options: an index's hidden flag or TTL"},
-	{name: "collStats", handler: cmdCollStats, help: "returns statistics about a collection"},
-	{name: "drop", handler: cmdDrop, help: "drops a collection"},
-	{name: "listCollections", handler: cmdListCollections, help: "lists the collections of a database"},
-	{name: "renameCollection", handler: cmdRenameCollection, help: "renames a collection", adminOnly: true},
-	{name: "dbStats", handler: cmdDBStats, help: "returns statistics about a database"},
-	{name: "dropDatabase", handler: cmdDropDatabase, help: "drops the current database"},
-	{name: "listDatabases", handler: cmdListDatabases, help: "lists databases", adminOnly: true},
-}
-
-// connectionCommands are what drivers send to open, check and close a
-// connection and its sessions.
-var connectionCommands = []command{
-	{name: "hello", handler: cmdHello, help: "describes the server to a connecting client"},
-	{name: "isMaster", handler: cmdHello, help: "legacy spelling of hello"},
-	{name: "ismaster", handler: cmdHello, help: "legacy spelling of hello"},
-	{name: "ping", handler: cmdPing, help: "checks that the server answers"},
-	{name: "connectionStatus", handler: cmdConnectionStatus, help: "returns the authentication state of the connection"},
-	{name: "whatsmyuri", handler: cmdWhatsMyURI, help: "returns the client's address"},
-}
-
-// sessionCommands manage logical sessions.
-var sessionCommands = []command{
-	{name: "startSession", handler: cmdStartSession, help: "starts a logical session"},
-	{name: "endSessions", handler: cmdEndSessions, help: "ends logical sessions and kills their cursors"},
-	{name: "refreshSessions", handler: cmdRefreshSessions, help: "keeps logical sessions from expiring"},
-	{name: "killSessions", handler: cmdKillSessions, help: "kills sessions, their cursors and operations"},
-	{name: "killAllSessions", handler: cmdKillAllSessions, help: "kills the sessions of the users named"},
-	{name: "killAllSessionsByPattern", handler: cmdKillAllSessionsByPattern, help: "kills the sessions matching patterns"},
-}
-
-// replSetCommands describe the one-member replica set.
-var replSetCommands = []command{
-	{name: "replSetGetStatus", handler: cmdReplSetGetStatus, help: "describes the replica set's one member", adminOnly: true},
-	{name: "replSetGetConfig", handler: cmdReplSetGetConfig, help: "returns the replica set's configuration", adminOnly: true},
-	{name: "replSetInitiate", handler: cmdReplSetInitiate, help: "accepts a one-member configuration (the set is initiated already)", adminOnly: true},
-}
-
-// diagnosticCommands describe the server, its host and its state.
-var diagnosticCommands = []command{
-	{name: "buildInfo", handler: cmdBuildInfo, help: "returns the server's version and build information"},
-	{name: "buildinfo", handler: cmdBuildInfo, help: "legacy spelling of buildInfo"},
-	{name: "hostInfo", handler: cmdHostInfo, help: "returns information about the host"},
-	{name: "serverStatus", handler: cmdServerStatus, help: "returns server counters"},
-	{name: "listCommands", handler: cmdListCommands, help: "lists the commands this server knows"},
-	{name: "getCmdLineOpts", handler: cmdGetCmdLineOpts, help: "returns the command line the server started with", adminOnly: true},
-	{name: "getLog", handler: cmdGetLog, help: "returns recent log lines", adminOnly: true},
-	{name: "getParameter", handler: cmdGetParameter, help: "returns server parameters", adminOnly: true},
-}
-
-// testCommands are refused unless the server runs with --enableTestCommands.
-var testCommands = []command{
-	{name: "configureFailPoint", handler: cmdConfigureFailPoint, help: "test command: makes chosen commands fail (needs --enableTestCommands)", adminOnly: true},
-}
-
-// Version control, in three groups; each command also answers to a dolt*
-// name (doltAliases).
-
-// refCommands manage branches and tags and choose the connection's branch.
-var refCommands = []command{
-	{name: "dumboBranch", handler: cmdDumboBranch, help: "creates, deletes or lists branches"},
-	{name: "dumboBranchStatus", handler: cmdDumboBranchStatus, help: "counts commits ahead and behind a base"},
-	{name: "dumboCheckout", handler: cmdDumboCheckout, help: "sets this connection's default branch for a database"},
-	{name: "dumboTag", handler: cmdDumboTag, help: "creates, deletes or lists tags"},
-}
-
-// historyCommands write and read a branch's commits.
-var historyCommands = []command{
-	{name: "dumboCommit", handler: cmdDumboCommit, help: "commits the branch's working set"},
-	{name: "dumboStatus", handler: cmdDumboStatus, help: "shows uncommitted changes and any merge in progress"},
-	{name: "dumboDiff", handler: cmdDumboDiff, help: "compares two revisions or the working set"},
-	{name: "dumboLog", handler: cmdDumboLog, help: "lists commits, or the history of one document"},
-	{name: "dumboReset", handler: cmdDumboReset, help: "moves the branch head (soft or hard)"},
-	{name: "dumboGC", handler: cmdDumboGC, help: "removes unreachable data and reports bytes before and after"},
-}
-
-// mergeCommands bring changes from other commits into the branch, and
-// settle the conflicts they leave.
-var mergeCommands = []command{
-	{name: "dumboMerge", handler: cmdDumboMerge, help: "merges a revision into the branch (continue/abort)"},
-	{name: "dumboRebase", handler: cmdDumboRebase, help: "replays the branch's commits onto another revision (continue/abort)"},
-	{name: "dumboCherryPick", handler: cmdDumboCherryPick, help: "applies one commit's change to the branch"},
-	{name: "dumboRevert", handler: cmdDumboRevert, help: "undoes one commit's change"},
-	{name: "dumboConflicts", handler: cmdDumboConflicts, help: "lists merge conflicts"},
-	{name: "dumboResolveConflict", handler: cmdDumboResolveConflict, help: "resolves one merge conflict"},
-}
-
 func init() {
-	versionControl := slices.Concat(refCommands, historyCommands, mergeCommands)
-	commandTable = slices.Concat(readCommands, writeCommands, indexCommands, cursorAndOperationCommands,
-		collectionAndDatabaseCommands, connectionCommands, sessionCommands, replSetCommands, diagnosticCommands, testCommands,
-		versionControl, doltAliases(versionControl))
+	commandTable = []command{
+		{family: reads, name: "aggregate", handler: cmdAggregate, access: anyDatabase, help: "runs an aggregation pipeline ($match, $group, $count, $sort, $skip, $limit, $project)"},
+		{family: reads, name: "count", handler: cmdCount, access: anyDatabase, help: "counts the documents that match a query"},
+		{family: reads, name: "distinct", handler: cmdDistinct, access: anyDatabase, help: "returns the distinct values of a field"},
+		{family: reads, name: "explain", handler: cmdExplain, access: anyDatabase, help: "describes how a query runs (plan and execution statistics)"},
+		{family: reads, name: "find", handler: cmdFind, access: anyDatabase, help: "queries documents"},
+		{family: writes, name: "delete", handler: cmdDelete, access: anyDatabase, help: "deletes documents"},
+		{family: writes, name: "findAndModify", handler: cmdFindAndModify, access: anyDatabase, help: "updates or removes one document and returns it"},
+		{family: writes, name: "findandmodify", handler: cmdFindAndModify, access: anyDatabase, help: "legacy spelling of findAndModify"},
+		{family: writes, name: "insert", handler: cmdInsert, access: anyDatabase, help: "inserts documents"},
+		{family: writes, name: "update", handler: cmdUpdate, access: anyDatabase, help: "updates documents"},
+		{family: indexes, name: "createIndexes", handler: cmdCreateIndexes, access: anyDatabase, help: "builds secondary indexes"},
+		{family: indexes, name: "deleteIndexes", handler: cmdDropIndexes, access: anyDatabase, help: "legacy spelling of dropIndexes"},
+		{family: indexes, name: "dropIndexes", handler: cmdDropIndexes, access: anyDatabase, help: "drops secondary indexes"},
+		{family: indexes, name: "listIndexes", handler: cmdListIndexesSpecs, access: anyDatabase, help: "lists the indexes of a collection"},
+		{family: operations, name: "getMore", handler: cmdGetMore, access: anyDatabase, help: "returns the next batch of a cursor"},
+		{family: operations, name: "killCursors", handler: cmdKillCursors, access: anyDatabase, help: "kills cursors"},
+		{family: operations, name: "currentOp", handler: cmdCurrentOp, access: adminOnly, help: "lists the operations in progress"},
+		{family: operations, name: "killOp", handler: cmdKillOp, access: adminOnly, help: "interrupts an operation by its opid"},
+		{family: namespaces, name: "create", handler: cmdCreate, access: anyDatabase, help: "creates a collection"},
+		{family: namespaces, name: "collMod", handler: cmdCollMod, access: anyDatabase, help: "changes collection options: an index's hidden flag or TTL"},
+		{family: namespaces, name: "collStats", handler: cmdCollStats, access: anyDatabase, help: "returns statistics about a collection"},
+		{family: namespaces, name: "drop", handler: cmdDrop, access: anyDatabase, help: "drops a collection"},
+		{family: namespaces, name: "listCollections", handler: cmdListCollections, access: anyDatabase, help: "lists the collections of a database"},
+		{family: namespaces, name: "renameCollection", handler: cmdRenameCollection, access: adminOnly, help: "renames a collection"},
+		{family: namespaces, name: "dbStats", handler: cmdDBStats, access: anyDatabase, help: "returns statistics about a database"},
+		{family: namespaces, name: "dropDatabase", handler: cmdDropDatabase, access: anyDatabase, help: "drops the current database"},
+		{family: namespaces, name: "listDatabases", handler: cmdListDatabases, access: adminOnly, help: "lists databases"},
+		{family: connections, name: "hello", handler: cmdHello, access: anyDatabase, help: "describes the server to a connecting client"},
+		{family: connections, name: "isMaster", handler: cmdHello, access: anyDatabase, help: "legacy spelling of hello"},
+		{family: connections, name: "ismaster", handler: cmdHello, access: anyDatabase, help: "legacy spelling of hello"},
+		{family: connections, name: "ping", handler: cmdPing, access: anyDatabase, help: "checks that the server answers"},
+		{family: connections, name: "connectionStatus", handler: cmdConnectionStatus, access: anyDatabase, help: "returns the authentication state of the connection"},
+		{family: connections, name: "whatsmyuri", handler: cmdWhatsMyURI, access: anyDatabase, help: "returns the client's address"},
+		{family: sessions, name: "startSession", handler: cmdStartSession, access: anyDatabase, help: "starts a logical session"},
+		{family: sessions, name: "endSessions", handler: cmdEndSessions, access: anyDatabase, help: "ends logical sessions and kills their cursors"},
+		{family: sessions, name: "refreshSessions", handler: cmdRefreshSessions, access: anyDatabase, help: "keeps logical sessions from expiring"},
+		{family: sessions, name: "killSessions", handler: cmdKillSessions, access: anyDatabase, help: "kills sessions, their cursors and operations"},
+		{family: sessions, name: "killAllSessions", handler: cmdKillAllSessions, access: anyDatabase, help: "kills the sessions of the users named"},
+		{family: sessions, name: "killAllSessionsByPattern", handler: cmdKillAllSessionsByPattern, access: anyDatabase, help: "kills the sessions matching patterns"},
+		{family: replication, name: "replSetGetStatus", handler: cmdReplSetGetStatus, access: adminOnly, help: "describes the replica set's one member"},
+		{family: replication, name: "replSetGetConfig", handler: cmdReplSetGetConfig, access: adminOnly, help: "returns the replica set's configuration"},
+		{family: replication, name: "replSetInitiate", handler: cmdReplSetInitiate, access: adminOnly, help: "accepts a one-member configuration (the set is initiated already)"},
+		{family: diagnostics, name: "buildInfo", handler: cmdBuildInfo, access: anyDatabase, help: "returns the server's version and build information"},
+		{family: diagnostics, name: "buildinfo", handler: cmdBuildInfo, access: anyDatabase, help: "legacy spelling of buildInfo"},
+		{family: diagnostics, name: "hostInfo", handler: cmdHostInfo, access: anyDatabase, help: "returns information about the host"},
+		{family: diagnostics, name: "serverStatus", handler: cmdServerStatus, access: anyDatabase, help: "returns server counters"},
+		{family: diagnostics, name: "listCommands", handler: cmdListCommands, access: anyDatabase, help: "lists the commands this server knows"},
+		{family: diagnostics, name: "getCmdLineOpts", handler: cmdGetCmdLineOpts, access: adminOnly, help: "returns the command line the server started with"},
+		{family: diagnostics, name: "getLog", handler: cmdGetLog, access: adminOnly, help: "returns recent log lines"},
+		{family: diagnostics, name: "getParameter", handler: cmdGetParameter, access: adminOnly, help: "returns server parameters"},
+		{family: testOnly, name: "configureFailPoint", handler: cmdConfigureFailPoint, access: adminOnly, help: "test command: makes chosen commands fail (needs --enableTestCommands)"},
+		{family: versionControl, name: "dumboBranch", handler: cmdDumboBranch, access: anyDatabase, help: "creates, deletes or lists branches"},
+		{family: versionControl, name: "dumboBranchStatus", handler: cmdDumboBranchStatus, access: anyDatabase, help: "counts commits ahead and behind a base"},
+		{family: versionControl, name: "dumboCheckout", handler: cmdDumboCheckout, access: anyDatabase, help: "sets this connection's default branch for a database"},
+		{family: versionControl, name: "dumboTag", handler: cmdDumboTag, access: anyDatabase, help: "creates, deletes or lists tags"},
+		{family: versionControl, name: "dumboCommit", handler: cmdDumboCommit, access: anyDatabase, help: "commits the branch's working set"},
+		{family: versionControl, name: "dumboStatus", handler: cmdDumboStatus, access: anyDatabase, help: "shows uncommitted changes and any merge in progress"},
+		{family: versionControl, name: "dumboDiff", handler: cmdDumboDiff, access: anyDatabase, help: "compares two revisions or the working set"},
+		{family: versionControl, name: "dumboLog", handler: cmdDumboLog, access: anyDatabase, help: "lists commits, or the history of one document"},
+		{family: versionControl, name: "dumboReset", handler: cmdDumboReset, access: anyDatabase, help: "moves the branch head (soft or hard)"},
+		{family: versionControl, name: "dumboGC", handler: cmdDumboGC, access: anyDatabase, help: "removes unreachable data and reports bytes before and after"},
+		{family: versionControl, name: "dumboMerge", handler: cmdDumboMerge, access: anyDatabase, help: "merges a revision into the branch (continue/abort)"},
+		{family: versionControl, name: "dumboRebase", handler: cmdDumboRebase, access: anyDatabase, help: "replays the branch's commits onto another revision (continue/abort)"},
+		{family: versionControl, name: "dumboCherryPick", handler: cmdDumboCherryPick, access: anyDatabase, help: "applies one commit's change to the branch"},
+		{family: versionControl, name: "dumboRevert", handler: cmdDumboRevert, access: anyDatabase, help: "undoes one commit's change"},
+		{family: versionControl, name: "dumboConflicts", handler: cmdDumboConflicts, access: anyDatabase, help: "lists merge conflicts"},
+		{family: versionControl, name: "dumboResolveConflict", handler: cmdDumboResolveConflict, access: anyDatabase, help: "resolves one merge conflict"},
+	}
+	commandTable = append(commandTable, doltAliases(commandTable)...)
 	sort.Slice(commandTable, func(i, j int) bool { return commandTable[i].name < commandTable[j].name })
 	commandsByName = make(map[string]*command, len(commandTable))
 	for i := range commandTable {
@@ -163,11 +131,14 @@ func init() {
 // doltAliases gives each dumboX command a second name, doltX, with the same
 // handler: the name users of Dolt know it by.
 func doltAliases(cmds []command) []command {
-	aliases := make([]command, len(cmds))
-	for i, c := range cmds {
-		c.name = "dolt" + strings.TrimPrefix(c.name, "dumbo")
-		c.help = "alias of " + cmds[i].name
-		aliases[i] = c
+	var aliases []command
+	for _, c := range cmds {
+		if c.family == versionControl {
+			alias := c
+			alias.name = "dolt" + strings.TrimPrefix(c.name, "dumbo")
+			alias.help = "alias of " + c.name
+			aliases = append(aliases, alias)
+		}
 	}
 	return aliases
 }
