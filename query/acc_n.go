@@ -17,15 +17,12 @@ import (
 func init() {
 	for _, name := range []string{"$firstN", "$lastN", "$maxN", "$minN"} {
 		accumulatorOps[name] = compileNAcc
-		regSpecial(name, compileNExpr)
 	}
 	for _, name := range []string{"$top", "$bottom", "$topN", "$bottomN"} {
 		accumulatorOps[name] = compileTopAcc
 	}
 	accumulatorOps["$median"] = compilePercentileAcc
 	accumulatorOps["$percentile"] = compilePercentileAcc
-	regSpecial("$median", compilePercentileExpr)
-	regSpecial("$percentile", compilePercentileExpr)
 }
 
 // accArgs parses an accumulator's object argument into compiled fields;

@@ -11,20 +11,6 @@ import (
 
 // Array expressions.
 
-func init() {
-	regOp("$size", 1, 1, evalSize)
-	regOp("$arrayElemAt", 2, 2, evalArrayElemAt)
-	regOp("$first", 1, 1, firstLast("$first", 0))
-	regOp("$last", 1, 1, firstLast("$last", -1))
-	regOp("$isArray", 1, 1, func(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
-		return value.Bool(a[0].Type == bsoncore.TypeArray), nil
-	})
-	regOp("$concatArrays", 0, -1, evalConcatArrays)
-	regOp("$reverseArray", 1, 1, evalReverseArray)
-	regSpecial("$map", compileMapFilter)
-	regSpecial("$filter", compileMapFilter)
-}
-
 func evalSize(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
 	if a[0].Type != bsoncore.TypeArray {
 		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(17124), "The argument to $size must be an array. Type of argument: %s", exprTypeName(a[0]))
@@ -60,6 +46,10 @@ func elemAt(arr bsoncore.Value, i int) bsoncore.Value {
 	}
 	v, _ := value.ArrayElem(arr.Data, i)
 	return v
+}
+
+func evalIsArray(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
+	return value.Bool(a[0].Type == bsoncore.TypeArray), nil
 }
 
 func firstLast(name string, i int) func(*evalCtx, []bsoncore.Value) (bsoncore.Value, error) {

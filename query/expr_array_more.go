@@ -12,24 +12,6 @@ import (
 
 // More array and object expressions, and the set operators.
 
-func init() {
-	regSpecial("$reduce", compileReduce)
-	regNamed("$zip", []string{"inputs", "useLongestLength", "defaults"}, []string{"inputs"}, evalZip)
-	regSpecial("$sortArray", compileSortArray)
-	regOp("$range", 2, 3, evalRange)
-	regOp("$indexOfArray", 2, 4, evalIndexOfArray)
-	regOp("$slice", 2, 3, evalSlice)
-	regOp("$objectToArray", 1, 1, evalObjectToArray)
-	regOp("$arrayToObject", 1, 1, evalArrayToObject)
-	regOp("$setUnion", 0, -1, setOp("$setUnion"))
-	regOp("$setIntersection", 0, -1, setOp("$setIntersection"))
-	regOp("$setDifference", 2, 2, setOp("$setDifference"))
-	regOp("$setEquals", 2, -1, setOp("$setEquals"))
-	regOp("$setIsSubset", 2, 2, setOp("$setIsSubset"))
-	regOp("$anyElementTrue", 1, 1, elementsTrue("$anyElementTrue", true))
-	regOp("$allElementsTrue", 1, 1, elementsTrue("$allElementsTrue", false))
-}
-
 type reduceExpr struct{ input, initial, in Expr }
 
 func compileReduce(name string, arg bsoncore.Value, s *compileScope) (Expr, error) {

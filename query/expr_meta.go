@@ -11,8 +11,6 @@ import (
 // indexes, so the scores are never available; the other kinds evaluate
 // to missing.
 
-func init() { regSpecial("$meta", compileMeta) }
-
 var metaKinds = map[string]bool{
 	"textScore": true, "searchScore": true, "searchHighlights": true, "searchScoreDetails": true,
 	"indexKey": true, "recordId": true, "sortKey": true, "randVal": true,

@@ -10,11 +10,6 @@ import (
 // Object expressions: $getField and $setField read and write fields whose
 // names contain '.' or start with '$', which field paths cannot name.
 
-func init() {
-	regSpecial("$getField", compileFieldAccess)
-	regSpecial("$setField", compileFieldAccess)
-}
-
 // fieldAccessExpr is $getField (value == nil) or $setField.
 type fieldAccessExpr struct {
 	name         string

@@ -12,17 +12,6 @@ import (
 
 // String expressions.
 
-func init() {
-	regOp("$concat", 0, -1, evalConcat)
-	regOp("$toLower", 1, 1, caseMap("$toLower", strings.ToLower))
-	regOp("$toUpper", 1, 1, caseMap("$toUpper", strings.ToUpper))
-	regOp("$strLenCP", 1, 1, evalStrLen("$strLenCP", true))
-	regOp("$strLenBytes", 1, 1, evalStrLen("$strLenBytes", false))
-	regOp("$split", 2, 2, evalSplit)
-	regOp("$substrCP", 3, 3, evalSubstrCP)
-	regOp("$strcasecmp", 2, 2, evalStrcasecmp)
-}
-
 func evalConcat(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
 	var b strings.Builder
 	for _, v := range a {

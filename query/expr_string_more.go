@@ -13,21 +13,6 @@ import (
 // More string expressions: trimming, replacing, searching and the regex
 // operators.
 
-func init() {
-	for _, name := range []string{"$trim", "$ltrim", "$rtrim"} {
-		regNamed(name, []string{"input", "chars"}, []string{"input"}, trimFunc(name))
-	}
-	regNamed("$replaceAll", []string{"input", "find", "replacement"}, []string{"input", "find", "replacement"}, replaceFunc("$replaceAll", -1))
-	regNamed("$replaceOne", []string{"input", "find", "replacement"}, []string{"input", "find", "replacement"}, replaceFunc("$replaceOne", 1))
-	regOp("$indexOfBytes", 2, 4, indexOfFunc("$indexOfBytes", false))
-	regOp("$indexOfCP", 2, 4, indexOfFunc("$indexOfCP", true))
-	regOp("$substr", 3, 3, evalSubstrBytes)
-	regOp("$substrBytes", 3, 3, evalSubstrBytes)
-	for _, name := range []string{"$regexMatch", "$regexFind", "$regexFindAll"} {
-		regNamed(name, []string{"input", "regex", "options"}, []string{"input", "regex"}, regexFunc(name))
-	}
-}
-
 func trimFunc(name string) func(*evalCtx, namedArgs) (bsoncore.Value, error) {
 	return func(_ *evalCtx, a namedArgs) (bsoncore.Value, error) {
 		in := a["input"]

@@ -78,8 +78,8 @@ func compileAccumulator(name string, v bsoncore.Value, s *compileScope, env *Env
 	op := value.FirstKey(v.Data)
 	compile, ok := accumulatorOps[op]
 	if !ok {
-		if jsExprOps[op] {
-			return accSpec{}, mongoerr.New(mongoerr.NotImplemented, "%s is not supported: DumboDB does not run server-side JavaScript", op)
+		if exprOps[op].js {
+			return accSpec{}, jsNotSupported(op)
 		}
 		return accSpec{}, mongoerr.New(mongoerr.Code(15952), "unknown group operator '%s'", op)
 	}

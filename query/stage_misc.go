@@ -21,7 +21,6 @@ func init() {
 	stageCompilers["$collStats"] = compileCollStatsStage
 	stageCompilers["$indexStats"] = compileIndexStatsStage
 	stageCompilers["$listLocalSessions"] = compileListLocalSessionsStage
-	regSpecial("$rand", compileRand)
 }
 
 // compileListLocalSessionsStage lists the sessions the server passed in

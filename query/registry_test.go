@@ -1,0 +1,56 @@
+package query
+
+import (
+	"sort"
+	"testing"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
+
+// The operator tables (expr_registry.go and the other *_registry.go
+// files) are kept in groups sorted by name, with no name twice; their
+// unsupported rows answer with the errors they always had.
+
+func TestRegistriesSorted(t *testing.T) {
+	for table, groups := range map[string][][]string{
+		"exprTable": exprNames(),
+	} {
+		seen := map[string]bool{}
+		for i, g := range groups {
+			if !sort.StringsAreSorted(g) {
+				t.Errorf("%s: group %d is not sorted: %v", table, i, g)
+			}
+			for _, name := range g {
+				if seen[name] {
+					t.Errorf("%s: %s is listed twice", table, name)
+				}
+				seen[name] = true
+			}
+		}
+	}
+}
+
+func exprNames() (groups [][]string) {
+	for _, g := range exprTable {
+		var names []string
+		for _, e := range g {
+			names = append(names, e.name)
+		}
+		groups = append(groups, names)
+	}
+	return groups
+}
+
+func TestUnsupportedAnswers(t *testing.T) {
+	for _, c := range []struct{ cmd, args, want string }{
+		{"expr", `{"$function": {}}`, "error 238 NotImplemented: $function is not supported: DumboDB does not run server-side JavaScript"},
+		{"expr", `{"$accumulator": {}}`, "error 238 NotImplemented: $accumulator is not supported: DumboDB does not run server-side JavaScript"},
+		{"expr", `{"$where": "1"}`, "error 238 NotImplemented: $where is not supported: DumboDB does not run server-side JavaScript"},
+	} {
+		docs := []bsoncore.Document{mustDoc(t, `{"_id": 1, "a": 1}`)}
+		got := runCase(t, &ddCase{cmd: c.cmd, args: c.args}, &docs)
+		if len(got) != 1 || got[0] != c.want {
+			t.Errorf("%s %s: got %q, want %q", c.cmd, c.args, got, c.want)
+		}
+	}
+}
