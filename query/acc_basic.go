@@ -25,21 +25,6 @@ type accFactory func() accumulator
 // accCompiler compiles an accumulator's argument.
 type accCompiler func(op string, arg bsoncore.Value, s *compileScope, env *Env) (accFactory, error)
 
-// accumulatorOps is the accumulator table; acc_*.go files fill it.
-var accumulatorOps = map[string]accCompiler{}
-
-func init() {
-	for name, mk := range map[string]func() valueAcc{
-		"$sum": newSumAcc, "$avg": newAvgAcc, "$min": newMinAcc, "$max": newMaxAcc,
-		"$stdDevPop": newStdDevPopAcc, "$stdDevSamp": newStdDevSampAcc,
-		"$first": newFirstAcc, "$last": newLastAcc, "$push": newPushAcc,
-		"$addToSet": newAddToSetAcc, "$mergeObjects": newMergeObjectsAcc,
-	} {
-		accumulatorOps[name] = unaryAcc(mk)
-	}
-	accumulatorOps["$count"] = compileCountAcc
-}
-
 // The accumulators over one value each; the numeric ones and
 // $mergeObjects are also expression operators over their arguments
 // (foldArgs).

@@ -362,7 +362,8 @@ func compileOperator(doc []byte, s *compileScope) (Expr, error) {
 	it := value.NewIter(doc)
 	k, arg, _ := it.Next()
 	name := string(k)
-	op, ok := exprOps[name]
+	entry, ok := exprOps[name]
+	op := entry.op
 	switch {
 	case !ok:
 		return nil, mongoerr.New(mongoerr.InvalidPipelineOperator, "Unrecognized expression '%s'", name)

@@ -236,15 +236,10 @@ func jsNotSupported(name string) error {
 	return mongoerr.New(mongoerr.NotImplemented, "%s is not supported: DumboDB does not run server-side JavaScript", name)
 }
 
+func (e exprEntry) rowName() string { return e.name }
+
 // exprOps finds exprTable's rows by name. It is filled in init because the
 // compile functions recurse into it.
-var exprOps map[string]exprOp
+var exprOps map[string]exprEntry
 
-func init() {
-	exprOps = map[string]exprOp{}
-	for _, group := range exprTable {
-		for _, e := range group {
-			exprOps[e.name] = e.op
-		}
-	}
-}
+func init() { exprOps = indexTable(exprTable) }

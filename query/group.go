@@ -76,15 +76,15 @@ func compileAccumulator(name string, v bsoncore.Value, s *compileScope, env *Env
 		return accSpec{}, mongoerr.New(mongoerr.Code(40238), "The field '%s' must specify one accumulator", name)
 	}
 	op := value.FirstKey(v.Data)
-	compile, ok := accumulatorOps[op]
-	if !ok {
-		if exprOps[op].js {
-			return accSpec{}, jsNotSupported(op)
-		}
+	acc, ok := accumulatorOps[op]
+	switch {
+	case !ok:
 		return accSpec{}, mongoerr.New(mongoerr.Code(15952), "unknown group operator '%s'", op)
+	case acc.js:
+		return accSpec{}, jsNotSupported(op)
 	}
 	arg, _ := value.LookupField(v.Data, op)
-	mk, err := compile(op, arg, s, env)
+	mk, err := acc.compile(op, arg, s, env)
 	if err != nil {
 		return accSpec{}, err
 	}

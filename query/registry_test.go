@@ -13,7 +13,9 @@ import (
 
 func TestRegistriesSorted(t *testing.T) {
 	for table, groups := range map[string][][]string{
-		"exprTable": exprNames(),
+		"exprTable":   rowNames(exprTable),
+		"accTable":    rowNames(accTable),
+		"windowTable": rowNames(windowTable),
 	} {
 		seen := map[string]bool{}
 		for i, g := range groups {
@@ -30,11 +32,11 @@ func TestRegistriesSorted(t *testing.T) {
 	}
 }
 
-func exprNames() (groups [][]string) {
-	for _, g := range exprTable {
+func rowNames[R tableRow](table [][]R) (groups [][]string) {
+	for _, g := range table {
 		var names []string
-		for _, e := range g {
-			names = append(names, e.name)
+		for _, r := range g {
+			names = append(names, r.rowName())
 		}
 		groups = append(groups, names)
 	}
@@ -46,6 +48,11 @@ func TestUnsupportedAnswers(t *testing.T) {
 		{"expr", `{"$function": {}}`, "error 238 NotImplemented: $function is not supported: DumboDB does not run server-side JavaScript"},
 		{"expr", `{"$accumulator": {}}`, "error 238 NotImplemented: $accumulator is not supported: DumboDB does not run server-side JavaScript"},
 		{"expr", `{"$where": "1"}`, "error 238 NotImplemented: $where is not supported: DumboDB does not run server-side JavaScript"},
+		{"aggregate", `[{"$group": {"_id": null, "r": {"$accumulator": {}}}}]`, "error 238 NotImplemented: $accumulator is not supported: DumboDB does not run server-side JavaScript"},
+		{"aggregate", `[{"$group": {"_id": null, "r": {"$function": {}}}}]`, "error 238 NotImplemented: $function is not supported: DumboDB does not run server-side JavaScript"},
+		{"aggregate", `[{"$group": {"_id": null, "r": {"$where": {}}}}]`, "error 238 NotImplemented: $where is not supported: DumboDB does not run server-side JavaScript"},
+		{"aggregate", `[{"$setWindowFields": {"output": {"r": {"$function": {}}}}}]`, "error 9 FailedToParse: Unrecognized window function, $function"},
+		{"aggregate", `[{"$setWindowFields": {"output": {"r": {"$function": {}, "window": {"documents": [0, 0]}}}}}]`, "error 9 FailedToParse: 'window' field is not allowed in '$function'"},
 	} {
 		docs := []bsoncore.Document{mustDoc(t, `{"_id": 1, "a": 1}`)}
 		got := runCase(t, &ddCase{cmd: c.cmd, args: c.args}, &docs)
