@@ -21,8 +21,6 @@ type accSpec struct {
 	mk    accFactory
 }
 
-func init() { stageCompilers["$group"] = compileGroupStage }
-
 func compileGroupStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 	if spec.Type != bsoncore.TypeEmbeddedDocument {
 		return nil, mongoerr.New(mongoerr.Code(15947), "a group's fields must be specified in an object")

@@ -16,6 +16,7 @@ func TestRegistriesSorted(t *testing.T) {
 		"exprTable":   rowNames(exprTable),
 		"accTable":    rowNames(accTable),
 		"windowTable": rowNames(windowTable),
+		"stageTable":  rowNames(stageTable),
 	} {
 		seen := map[string]bool{}
 		for i, g := range groups {
@@ -53,11 +54,35 @@ func TestUnsupportedAnswers(t *testing.T) {
 		{"aggregate", `[{"$group": {"_id": null, "r": {"$where": {}}}}]`, "error 238 NotImplemented: $where is not supported: DumboDB does not run server-side JavaScript"},
 		{"aggregate", `[{"$setWindowFields": {"output": {"r": {"$function": {}}}}}]`, "error 9 FailedToParse: Unrecognized window function, $function"},
 		{"aggregate", `[{"$setWindowFields": {"output": {"r": {"$function": {}, "window": {"documents": [0, 0]}}}}}]`, "error 9 FailedToParse: 'window' field is not allowed in '$function'"},
+		{"update", `[{"$geoNear": {}}]`, "error 72 InvalidOptions: $geoNear is not allowed to be used within an update"},
+		{"update", `[{"$search": {}}]`, "error 40324 Location40324: Unrecognized pipeline stage name: '$search'"},
+		{"update", `[{"$lookup": {}}]`, "error 72 InvalidOptions: $lookup is not allowed to be used within an update"},
 	} {
 		docs := []bsoncore.Document{mustDoc(t, `{"_id": 1, "a": 1}`)}
 		got := runCase(t, &ddCase{cmd: c.cmd, args: c.args}, &docs)
 		if len(got) != 1 || got[0] != c.want {
 			t.Errorf("%s %s: got %q, want %q", c.cmd, c.args, got, c.want)
 		}
+	}
+}
+
+func TestUnsupportedStages(t *testing.T) {
+	n := 0
+	for _, g := range stageTable {
+		for _, e := range g {
+			if !e.has(stageUnsupported) {
+				continue
+			}
+			n++
+			docs := []bsoncore.Document{}
+			got := runCase(t, &ddCase{cmd: "aggregate", args: `[{"` + e.name + `": {}}]`}, &docs)
+			want := "error 238 NotImplemented: " + e.name + " is not supported by DumboDB"
+			if len(got) != 1 || got[0] != want {
+				t.Errorf("%s: got %q, want %q", e.name, got, want)
+			}
+		}
+	}
+	if n != 13 { // as many as before the table
+		t.Errorf("%d unsupported stages, want 13", n)
 	}
 }

@@ -16,12 +16,6 @@ import (
 // Grouping stages built on $group: $bucket (fixed boundaries),
 // $bucketAuto (evenly filled buckets) and $sortByCount.
 
-func init() {
-	stageCompilers["$bucket"] = compileBucketStage
-	stageCompilers["$bucketAuto"] = compileBucketAutoStage
-	stageCompilers["$sortByCount"] = compileSortByCountStage
-}
-
 // groupByExpr compiles a groupBy argument: a $path or an operator object.
 func groupByExpr(stageName string, v bsoncore.Value, pc *pipeCtx, code int32) (Expr, error) {
 	isPath := v.Type == bsoncore.TypeString && len(v.StringValue()) > 0 && v.StringValue()[0] == '$'

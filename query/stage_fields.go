@@ -16,29 +16,22 @@ import (
 // docTransform reshapes one document.
 type docTransform func(doc bsoncore.Document) (bsoncore.Document, error)
 
-// transformCompilers are the stages an update pipeline may contain.
-var transformCompilers = map[string]func(spec bsoncore.Value, env *Env) (docTransform, error){
-	"$addFields":   compileAddFields,
-	"$set":         compileAddFields,
-	"$unset":       compileUnset,
-	"$project":     compileProjectTransform,
-	"$replaceRoot": compileReplaceRoot,
-	"$replaceWith": compileReplaceWith,
-}
+// transformCompiler compiles a per-document transform stage.
+type transformCompiler func(spec bsoncore.Value, env *Env) (docTransform, error)
 
-func init() {
-	for name, compile := range transformCompilers {
-		stageCompilers[name] = func(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
-			t, err := compile(spec, pc.env)
-			if err != nil {
-				if name == "$project" {
-					return nil, err
-				}
-				return nil, mongoerr.New(mongoerr.As(err).Code, "Invalid %s :: caused by :: %s", name, mongoerr.As(err).Msg)
+// transformRow is a row of the stage table for a transform: a stage of
+// aggregation pipelines and of update pipelines.
+func transformRow(name string, compile transformCompiler) stageEntry {
+	return stageEntry{name: name, transform: compile, compile: func(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
+		t, err := compile(spec, pc.env)
+		if err != nil {
+			if name == "$project" {
+				return nil, err
 			}
-			return transformStage(t), nil
+			return nil, mongoerr.New(mongoerr.As(err).Code, "Invalid %s :: caused by :: %s", name, mongoerr.As(err).Msg)
 		}
-	}
+		return transformStage(t), nil
+	}}
 }
 
 func transformStage(t docTransform) stage {
@@ -57,28 +50,20 @@ func compileUpdatePipeline(arr []byte, env *Env) (*Update, error) {
 		}
 		name := value.FirstKey(v.Data)
 		spec, _ := value.LookupField(v.Data, name)
-		compile, ok := transformCompilers[name]
-		if !ok {
-			if _, known := stageCompilers[name]; known || isKnownStage(name) {
+		row, ok := stages[name]
+		if !ok || row.transform == nil {
+			if ok && (!row.has(stageUnsupported) || row.has(stageNamedInUpdate)) {
 				return nil, mongoerr.New(mongoerr.InvalidOptions, "%s is not allowed to be used within an update", name)
 			}
 			return nil, mongoerr.New(mongoerr.Code(40324), "Unrecognized pipeline stage name: '%s'", name)
 		}
-		t, err := compile(spec, env)
+		t, err := row.transform(spec, env)
 		if err != nil {
 			return nil, err
 		}
 		u.pipeline = append(u.pipeline, t)
 	}
 	return u, nil
-}
-
-func isKnownStage(name string) bool {
-	switch name {
-	case "$lookup", "$unwind", "$facet", "$out", "$merge", "$bucket", "$sample", "$geoNear", "$graphLookup", "$redact", "$sortByCount", "$unionWith", "$densify", "$fill", "$setWindowFields":
-		return true
-	}
-	return false
 }
 
 // applyPipeline runs a pipeline update. The result replaces the document,

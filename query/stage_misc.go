@@ -14,15 +14,6 @@ import (
 // $sample, $redact, and the source stages $documents, $collStats and
 // $indexStats.
 
-func init() {
-	stageCompilers["$sample"] = compileSampleStage
-	stageCompilers["$redact"] = compileRedactStage
-	stageCompilers["$documents"] = compileDocumentsStage
-	stageCompilers["$collStats"] = compileCollStatsStage
-	stageCompilers["$indexStats"] = compileIndexStatsStage
-	stageCompilers["$listLocalSessions"] = compileListLocalSessionsStage
-}
-
 // compileListLocalSessionsStage lists the sessions the server passed in
 // (the command's own); {allUsers} and {users} filter nothing more.
 func compileListLocalSessionsStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {

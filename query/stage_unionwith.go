@@ -11,10 +11,6 @@ import (
 	"dumbodb/query/value"
 )
 
-func init() {
-	stageCompilers["$unionWith"] = compileUnionWithStage
-}
-
 // $unionWith appends another collection's documents, optionally through a
 // pipeline, after the input.
 func compileUnionWithStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {

@@ -12,8 +12,6 @@ import (
 
 // $unwind outputs one document per element of an array field.
 
-func init() { stageCompilers["$unwind"] = compileUnwindStage }
-
 type unwindSpec struct {
 	parts    []string
 	index    []string // includeArrayIndex path, nil when absent

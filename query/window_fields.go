@@ -20,8 +20,6 @@ import (
 // Accumulators take a window of documents (by position) or of a range of
 // sortBy values; window_funcs.go holds the order-based functions.
 
-func init() { stageCompilers["$setWindowFields"] = compileSetWindowFieldsStage }
-
 // partition is the sorted documents sharing one partitionBy value.
 type partition struct {
 	docs []bsoncore.Document
