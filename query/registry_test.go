@@ -13,10 +13,14 @@ import (
 
 func TestRegistriesSorted(t *testing.T) {
 	for table, groups := range map[string][][]string{
-		"exprTable":   rowNames(exprTable),
-		"accTable":    rowNames(accTable),
-		"windowTable": rowNames(windowTable),
-		"stageTable":  rowNames(stageTable),
+		"exprTable":      rowNames(exprTable),
+		"accTable":       rowNames(accTable),
+		"windowTable":    rowNames(windowTable),
+		"stageTable":     rowNames(stageTable),
+		"filterTopTable": rowNames(filterTopTable),
+		"filterOpTable":  rowNames(filterOpTable),
+		"schemaTable":    rowNames(schemaTable),
+		"updateTable":    rowNames(updateTable),
 	} {
 		seen := map[string]bool{}
 		for i, g := range groups {
@@ -57,6 +61,11 @@ func TestUnsupportedAnswers(t *testing.T) {
 		{"update", `[{"$geoNear": {}}]`, "error 72 InvalidOptions: $geoNear is not allowed to be used within an update"},
 		{"update", `[{"$search": {}}]`, "error 40324 Location40324: Unrecognized pipeline stage name: '$search'"},
 		{"update", `[{"$lookup": {}}]`, "error 72 InvalidOptions: $lookup is not allowed to be used within an update"},
+		{"filter", `{"$where": "1"}`, "error 2 BadValue: $where is not allowed in this context"},
+		{"filter", `{"$function": {}}`, "error 2 BadValue: $function is not allowed in this context"},
+		{"filter", `{"$sampleRate": 0.5}`, "error 238 NotImplemented: $sampleRate is not supported by DumboDB yet"},
+		{"filter", `{"a": {"$regex": "x", "$options": "i"}}`, "[]"},
+		{"filter", `{"a": {"$options": "i"}}`, "error 2 BadValue: $options needs a $regex"},
 	} {
 		docs := []bsoncore.Document{mustDoc(t, `{"_id": 1, "a": 1}`)}
 		got := runCase(t, &ddCase{cmd: c.cmd, args: c.args}, &docs)
@@ -84,5 +93,37 @@ func TestUnsupportedStages(t *testing.T) {
 	}
 	if n != 13 { // as many as before the table
 		t.Errorf("%d unsupported stages, want 13", n)
+	}
+}
+
+func TestRefusedFilterOperators(t *testing.T) {
+	docs := []bsoncore.Document{mustDoc(t, `{"_id": 1, "a": 1}`)}
+	n := 0
+	for _, g := range filterOpTable {
+		for _, e := range g {
+			if e.refuse == nil {
+				continue
+			}
+			n++
+			got := runCase(t, &ddCase{cmd: "filter", args: `{"a": {"` + e.name + `": [0, 0]}}`}, &docs)
+			if want := "error 238 NotImplemented: " + e.name + " is not supported by DumboDB yet"; len(got) != 1 || got[0] != want {
+				t.Errorf("%s: got %q, want %q", e.name, got, want)
+			}
+		}
+	}
+	for _, g := range schemaTable {
+		for _, e := range g {
+			if e.refuse == nil {
+				continue
+			}
+			n++
+			got := runCase(t, &ddCase{cmd: "filter", args: `{"$jsonSchema": {"` + e.name + `": "x"}}`}, &docs)
+			if want := "error 9 FailedToParse: $jsonSchema keyword '" + e.name + "' is not currently supported"; len(got) != 1 || got[0] != want {
+				t.Errorf("%s: got %q, want %q", e.name, got, want)
+			}
+		}
+	}
+	if n != 6+7 { // as many as before the tables
+		t.Errorf("%d refused field operators and schema keywords, want 13", n)
 	}
 }
