@@ -25,18 +25,6 @@ func compileListLocalSessionsStage(spec bsoncore.Value, pc *pipeCtx) (stage, err
 	}, nil
 }
 
-// randExpr is $rand: a double in [0, 1).
-type randExpr struct{}
-
-func compileRand(_ string, arg bsoncore.Value, _ *compileScope) (Expr, error) {
-	if arg.Type != bsoncore.TypeEmbeddedDocument || value.ArrayLen(arg.Data) != 0 {
-		return nil, mongoerr.New(mongoerr.Code(3040501), "$rand does not currently accept arguments")
-	}
-	return randExpr{}, nil
-}
-
-func (randExpr) eval(*evalCtx) (bsoncore.Value, error) { return value.Double(rand.Float64()), nil }
-
 func compileSampleStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 	if spec.Type != bsoncore.TypeEmbeddedDocument {
 		return nil, mongoerr.New(mongoerr.Code(28745), "the $sample stage specification must be an object")
