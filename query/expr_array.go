@@ -298,24 +298,19 @@ func compileSortArray(name string, arg bsoncore.Value, s *compileScope) (Expr, e
 	}
 	e := &sortArrayExpr{}
 	var by bsoncore.Value
-	it := value.NewIter(arg.Data)
-	for {
-		k, v, ok := it.Next()
-		if !ok {
-			break
-		}
-		switch string(k) {
+	err := value.EachField(arg.Data, func(k string, v bsoncore.Value) (err error) {
+		switch k {
 		case "input":
-			x, err := compileExpr(v, s)
-			if err != nil {
-				return nil, err
-			}
-			e.input = x
+			e.input, err = compileExpr(v, s)
 		case "sortBy":
 			by = v
 		default:
-			return nil, mongoerr.New(mongoerr.Code(2942501), "$sortArray found an unknown argument: %s", k)
+			err = mongoerr.New(mongoerr.Code(2942501), "$sortArray found an unknown argument: %s", k)
 		}
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
 	switch {
 	case e.input == nil:

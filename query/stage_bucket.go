@@ -83,14 +83,8 @@ func compileBucketStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 	}
 	b := &bucketIDExpr{}
 	var output bsoncore.Value
-	it := value.NewIter(spec.Data)
-	for {
-		k, v, ok := it.Next()
-		if !ok {
-			break
-		}
-		var err error
-		switch string(k) {
+	err := value.EachField(spec.Data, func(k string, v bsoncore.Value) (err error) {
+		switch k {
 		case "groupBy":
 			b.groupBy, err = groupByExpr("bucket", v, pc, 40202)
 		case "boundaries":
@@ -102,9 +96,10 @@ func compileBucketStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 		default:
 			err = mongoerr.New(mongoerr.Code(40197), "Unrecognized option to $bucket: %s.", k)
 		}
-		if err != nil {
-			return nil, err
-		}
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
 	if b.groupBy == nil || b.boundaries == nil {
 		return nil, mongoerr.New(mongoerr.Code(40198), "$bucket requires 'groupBy' and 'boundaries' to be specified.")
