@@ -12,8 +12,9 @@ import (
 
 // This file is the core of the aggregation expression language: compiling
 // a BSON expression into an Expr tree and evaluating it against a
-// document. Operators live in expr_*.go, one file per family, registered
-// in exprOps; the aggregation stages reuse the same trees.
+// document. Operators live in expr_*.go, one file per family, listed
+// in exprTable (expr_registry.go); the aggregation stages reuse the same
+// trees.
 
 // Expr is a compiled aggregation expression. Evaluating yields a value or
 // "missing" (a zero bsoncore.Value, Type 0), which containers drop.
