@@ -38,7 +38,7 @@ func compileWindowFunc(field string, v bsoncore.Value, srt *Sort, pc *pipeCtx) (
 		return nil, mongoerr.New(mongoerr.FailedToParse, "Expected a window function in '%s'", field)
 	}
 	fn, known := lookupWindowFunc(name)
-	w := &windowSpec{name: name, arg: arg, bounds: wholePartition, hasWindow: window.Type != 0, sort: srt, env: pc.env}
+	w := &windowSpec{name: name, arg: arg, bounds: wholePartition, hasWindow: window.Type != 0, sort: srt, scope: pc.env.scope(), env: pc.env}
 	if w.hasWindow {
 		if !fn.window {
 			return nil, mongoerr.New(mongoerr.FailedToParse, "'window' field is not allowed in '%s'", name)
@@ -48,7 +48,6 @@ func compileWindowFunc(field string, v bsoncore.Value, srt *Sort, pc *pipeCtx) (
 			return nil, err
 		}
 	}
-	w.scope = pc.env.scope()
 	if !known {
 		return nil, mongoerr.New(mongoerr.FailedToParse, "Unrecognized window function, %s", name)
 	}
