@@ -25,36 +25,20 @@ type accFactory func() accumulator
 // accCompiler compiles an accumulator's argument.
 type accCompiler func(op string, arg bsoncore.Value, s *compileScope, env *Env) (accFactory, error)
 
-// accumulatorOps is the accumulator table; acc_*.go files fill it.
-var accumulatorOps = map[string]accCompiler{}
-
-// numericAccs also exist as expression operators over their arguments.
-var numericAccs = map[string]func() valueAcc{
-	"$sum":        func() valueAcc { return &sumAcc{} },
-	"$avg":        func() valueAcc { return &sumAcc{avg: true} },
-	"$min":        func() valueAcc { return &extremeAcc{sign: -1} },
-	"$max":        func() valueAcc { return &extremeAcc{sign: 1} },
-	"$stdDevPop":  func() valueAcc { return &stdDevAcc{} },
-	"$stdDevSamp": func() valueAcc { return &stdDevAcc{samp: true} },
-}
-
-func init() {
-	for name, mk := range numericAccs {
-		accumulatorOps[name] = unaryAcc(mk)
-		regOp(name, 1, -1, foldArgs(mk, true))
-	}
-	for name, mk := range map[string]func() valueAcc{
-		"$first":        func() valueAcc { return &firstLastAcc{first: true} },
-		"$last":         func() valueAcc { return &firstLastAcc{} },
-		"$push":         func() valueAcc { return &pushAcc{} },
-		"$addToSet":     func() valueAcc { return &pushAcc{set: true} },
-		"$mergeObjects": func() valueAcc { return &mergeObjectsAcc{m: newDocM()} },
-	} {
-		accumulatorOps[name] = unaryAcc(mk)
-	}
-	accumulatorOps["$count"] = compileCountAcc
-	regOp("$mergeObjects", 0, -1, foldArgs(func() valueAcc { return &mergeObjectsAcc{m: newDocM()} }, false))
-}
+// The accumulators over one value each; the numeric ones and
+// $mergeObjects are also expression operators over their arguments
+// (foldArgs).
+func newSumAcc() valueAcc          { return &sumAcc{} }
+func newAvgAcc() valueAcc          { return &sumAcc{avg: true} }
+func newMinAcc() valueAcc          { return &extremeAcc{sign: -1} }
+func newMaxAcc() valueAcc          { return &extremeAcc{sign: 1} }
+func newStdDevPopAcc() valueAcc    { return &stdDevAcc{} }
+func newStdDevSampAcc() valueAcc   { return &stdDevAcc{samp: true} }
+func newFirstAcc() valueAcc        { return &firstLastAcc{first: true} }
+func newLastAcc() valueAcc         { return &firstLastAcc{} }
+func newPushAcc() valueAcc         { return &pushAcc{} }
+func newAddToSetAcc() valueAcc     { return &pushAcc{set: true} }
+func newMergeObjectsAcc() valueAcc { return &mergeObjectsAcc{m: newDocM()} }
 
 // valueAcc folds evaluated values; exprAcc evaluates its expression.
 type valueAcc interface {

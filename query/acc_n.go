@@ -14,20 +14,6 @@ import (
 // $top $bottom $topN $bottomN (ordered by their own sortBy), $median and
 // $percentile.
 
-func init() {
-	for _, name := range []string{"$firstN", "$lastN", "$maxN", "$minN"} {
-		accumulatorOps[name] = compileNAcc
-		regSpecial(name, compileNExpr)
-	}
-	for _, name := range []string{"$top", "$bottom", "$topN", "$bottomN"} {
-		accumulatorOps[name] = compileTopAcc
-	}
-	accumulatorOps["$median"] = compilePercentileAcc
-	accumulatorOps["$percentile"] = compilePercentileAcc
-	regSpecial("$median", compilePercentileExpr)
-	regSpecial("$percentile", compilePercentileExpr)
-}
-
 // accArgs parses an accumulator's object argument into compiled fields;
 // required lists the fields that must be present.
 func accArgs(op string, arg bsoncore.Value, s *compileScope, allowed []string, required []string) (map[string]Expr, map[string]bsoncore.Value, error) {

@@ -1,11 +1,54 @@
-// Package query owns DumboDB's query language evaluated directly on raw BSON:
-// MongoDB's value ordering (Compare), filters (CompileFilter), projections,
-// sorts and update documents. It knows nothing about storage, indexes or the
-// wire protocol, so every layer above can share one definition of "what a
-// MongoDB query means". Errors that reach users are *mongoerr.Error values
-// carrying mongod's codes and messages.
+// Package query owns DumboDB's query language evaluated directly on raw
+// BSON: filters (CompileFilter), aggregation expressions (CompileExpr),
+// pipelines (CompilePipelineOpts), projections, sorts and updates. It
+// knows nothing about storage, indexes or the wire protocol, so every
+// layer above can share one definition of "what a MongoDB query means".
+// Errors that reach users are *mongoerr.Error values carrying mongod's
+// codes and messages. MongoDB's value order, numbers, collation, paths and
+// BSON helpers are in query/value; text search's words in query/text.
 //
-// Each language family lives in its own file (compare.go, path.go,
-// filter.go, projection.go, sort.go, update.go) and operators are registered
-// in per-family tables so the remaining operators can be added in place.
+// # Files
+//
+// A file is either a core file of one topic or named for the part of the
+// language it holds, by prefix:
+//
+//	filter_*  filter operators: field operators (filter_ops.go, bits in
+//	          filter_ops_bits.go), $regex (filter_regex.go), $expr,
+//	          $jsonSchema, $text, and the predicates a planner can use
+//	          (filter_predicates.go)
+//	expr_*    expression operators by family: arith, array, set, object,
+//	          string, regex, date, convert, logic (comparison, boolean,
+//	          conditional, $let), meta ($meta, $rand), and the compiler of
+//	          named arguments (expr_named.go)
+//	stage_*   aggregation stages, one file per stage or family, and what
+//	          stages share: the memory budget and spill files
+//	          (stage_memory.go) and the reading of other collections
+//	          (stage_foreign.go)
+//	acc_*     $group accumulators: of one value (acc_basic.go), of several
+//	          (acc_n.go)
+//	window_*  $setWindowFields (window_fields.go), its order-based window
+//	          functions (window_funcs.go) and $covariancePop/Samp
+//	update_*  update operators (update_ops.go), positional paths, the
+//	          mutable document they edit (update_doc.go), and
+//	          pipeline-style updates
+//
+// The core files: doc.go; filter.go (Filter: compiling and matching a
+// filter document); expr.go (Expr, Env, compiling and evaluating an
+// expression); pipeline.go (Pipeline, Stream, compiling a stage list and
+// running it); projection.go; sort.go; update.go (Update: compiling and
+// applying an update); interrupt.go (checking a command's context in long
+// loops); registry.go (what the operator tables share).
+//
+// # Registries
+//
+// Every operator is a row of one table, in groups by topic, each group
+// sorted by name, in the *_registry.go file of its kind: exprTable
+// (expr_registry.go), accTable (acc_registry.go), windowTable
+// (window_registry.go), stageTable (stage_registry.go), filterTopTable,
+// filterOpTable and schemaTable (filter_registry.go) and updateTable
+// (update_registry.go). A row names the operator and what compiles it;
+// operators MongoDB has and DumboDB refuses are rows too, marked so, and
+// answer with their own error. A map by name is built from each table
+// once; registry_test.go checks that the groups are sorted, that no name
+// is listed twice and that the refused rows answer as they always have.
 package query

@@ -12,8 +12,9 @@ import (
 
 // This file is the core of the aggregation expression language: compiling
 // a BSON expression into an Expr tree and evaluating it against a
-// document. Operators live in expr_*.go, one file per family, registered
-// in exprOps; the aggregation stages reuse the same trees.
+// document. Operators live in expr_*.go, one file per family, listed
+// in exprTable (expr_registry.go); the aggregation stages reuse the same
+// trees.
 
 // Expr is a compiled aggregation expression. Evaluating yields a value or
 // "missing" (a zero bsoncore.Value, Type 0), which containers drop.
@@ -355,22 +356,6 @@ func (a arrayExpr) eval(c *evalCtx) (bsoncore.Value, error) {
 	return value.BuildArray(vals), nil
 }
 
-// exprOp describes an operator: either a compile function for operators
-// with their own argument shape, or an evaluator over positional
-// arguments with an arity range (max -1: unbounded).
-type exprOp struct {
-	compile  func(name string, arg bsoncore.Value, s *compileScope) (Expr, error)
-	fn       func(c *evalCtx, args []bsoncore.Value) (bsoncore.Value, error)
-	min, max int
-}
-
-// exprOps is the operator table, filled by the expr_*.go files' init.
-var exprOps = map[string]exprOp{}
-
-// unsupportedExprOps are refused as mongod refuses them (JavaScript) or as
-// not implemented yet.
-var jsExprOps = map[string]bool{"$function": true, "$accumulator": true, "$where": true}
-
 func compileOperator(doc []byte, s *compileScope) (Expr, error) {
 	if n := value.ArrayLen(doc); n != 1 {
 		return nil, mongoerr.New(mongoerr.Code(15983), "an expression specification must contain exactly one field, the name of the expression. Found %d fields in %s", n, value.Format(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: doc}))
@@ -378,14 +363,14 @@ func compileOperator(doc []byte, s *compileScope) (Expr, error) {
 	it := value.NewIter(doc)
 	k, arg, _ := it.Next()
 	name := string(k)
-	op, ok := exprOps[name]
-	if !ok {
-		if jsExprOps[name] {
-			return nil, mongoerr.New(mongoerr.NotImplemented, "%s is not supported: DumboDB does not run server-side JavaScript", name)
-		}
+	entry, ok := exprOps[name]
+	op := entry.op
+	switch {
+	case !ok:
 		return nil, mongoerr.New(mongoerr.InvalidPipelineOperator, "Unrecognized expression '%s'", name)
-	}
-	if op.compile != nil {
+	case op.js:
+		return nil, jsNotSupported(name)
+	case op.compile != nil:
 		return op.compile(name, arg, s)
 	}
 	args := []bsoncore.Value{arg}
@@ -432,16 +417,6 @@ func (e *callExpr) eval(c *evalCtx) (bsoncore.Value, error) {
 		vals[i] = v
 	}
 	return e.fn(c, vals)
-}
-
-// regOp registers an operator evaluated over positional arguments.
-func regOp(name string, min, max int, fn func(c *evalCtx, args []bsoncore.Value) (bsoncore.Value, error)) {
-	exprOps[name] = exprOp{fn: fn, min: min, max: max}
-}
-
-// regSpecial registers an operator with its own argument syntax.
-func regSpecial(name string, compile func(name string, arg bsoncore.Value, s *compileScope) (Expr, error)) {
-	exprOps[name] = exprOp{compile: compile}
 }
 
 // exprTruthy is aggregation truthiness: false, null, undefined, missing and

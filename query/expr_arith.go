@@ -15,24 +15,6 @@ import (
 // Arithmetic expressions. Integer results widen int32 -> int64 -> double
 // on overflow, as aggregation does (unlike $inc, which fails).
 
-func init() {
-	regOp("$add", 0, -1, evalAdd)
-	regOp("$multiply", 0, -1, evalMultiply)
-	regOp("$subtract", 2, 2, evalSubtract)
-	regOp("$divide", 2, 2, evalDivide)
-	regOp("$mod", 2, 2, evalMod)
-	regOp("$abs", 1, 1, unaryMath("$abs", math.Abs, true))
-	regOp("$ceil", 1, 1, unaryMath("$ceil", math.Ceil, true))
-	regOp("$floor", 1, 1, unaryMath("$floor", math.Floor, true))
-	regOp("$trunc", 1, 2, unaryMath("$trunc", math.Trunc, true))
-	regOp("$round", 1, 2, unaryMath("$round", math.RoundToEven, true))
-	regOp("$sqrt", 1, 1, unaryMath("$sqrt", math.Sqrt, false))
-	regOp("$exp", 1, 1, unaryMath("$exp", math.Exp, false))
-	regOp("$ln", 1, 1, unaryMath("$ln", math.Log, false))
-	regOp("$log10", 1, 1, unaryMath("$log10", math.Log10, false))
-	regOp("$pow", 2, 2, evalPow)
-}
-
 // widenAdd is a+b or a*b that never fails: int64 overflow becomes double.
 func widenArith(a, b bsoncore.Value, mul bool) bsoncore.Value {
 	if r, ok := value.Arith(a, b, mul); ok {

@@ -2,6 +2,7 @@ package query
 
 import (
 	"math"
+	"sort"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
@@ -10,20 +11,6 @@ import (
 )
 
 // Array expressions.
-
-func init() {
-	regOp("$size", 1, 1, evalSize)
-	regOp("$arrayElemAt", 2, 2, evalArrayElemAt)
-	regOp("$first", 1, 1, firstLast("$first", 0))
-	regOp("$last", 1, 1, firstLast("$last", -1))
-	regOp("$isArray", 1, 1, func(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
-		return value.Bool(a[0].Type == bsoncore.TypeArray), nil
-	})
-	regOp("$concatArrays", 0, -1, evalConcatArrays)
-	regOp("$reverseArray", 1, 1, evalReverseArray)
-	regSpecial("$map", compileMapFilter)
-	regSpecial("$filter", compileMapFilter)
-}
 
 func evalSize(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
 	if a[0].Type != bsoncore.TypeArray {
@@ -60,6 +47,10 @@ func elemAt(arr bsoncore.Value, i int) bsoncore.Value {
 	}
 	v, _ := value.ArrayElem(arr.Data, i)
 	return v
+}
+
+func evalIsArray(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
+	return value.Bool(a[0].Type == bsoncore.TypeArray), nil
 }
 
 func firstLast(name string, i int) func(*evalCtx, []bsoncore.Value) (bsoncore.Value, error) {
@@ -181,4 +172,277 @@ func (e *mapFilterExpr) eval(c *evalCtx) (bsoncore.Value, error) {
 		}
 	}
 	return value.BuildArray(out), nil
+}
+
+type reduceExpr struct{ input, initial, in Expr }
+
+func compileReduce(name string, arg bsoncore.Value, s *compileScope) (Expr, error) {
+	if arg.Type != bsoncore.TypeEmbeddedDocument {
+		return nil, mongoerr.New(mongoerr.Code(40075), "$reduce requires an object as an argument, found: %s", value.TypeName(arg.Type))
+	}
+	e := &reduceExpr{}
+	it := value.NewIter(arg.Data)
+	for {
+		k, v, ok := it.Next()
+		if !ok {
+			break
+		}
+		var err error
+		switch string(k) {
+		case "input":
+			e.input, err = compileExpr(v, s)
+		case "initialValue":
+			e.initial, err = compileExpr(v, s)
+		case "in":
+			e.in, err = compileExpr(v, s.with("value").with("this"))
+		default:
+			err = mongoerr.New(mongoerr.Code(40076), "$reduce found an unknown argument: %s", k)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if e.input == nil || e.initial == nil || e.in == nil {
+		return nil, mongoerr.New(mongoerr.Code(40077), "$reduce requires 'input', 'initialValue' and 'in' to be specified")
+	}
+	return e, nil
+}
+
+func (e *reduceExpr) eval(c *evalCtx) (bsoncore.Value, error) {
+	in, err := e.input.eval(c)
+	if err != nil || nullish(in) {
+		return value.Null, err
+	}
+	if in.Type != bsoncore.TypeArray {
+		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(40080), "$reduce requires that 'input' be an array, found: %s", value.Format(in))
+	}
+	acc, err := e.initial.eval(c)
+	if err != nil {
+		return acc, err
+	}
+	for _, v := range value.ArrayValues(in.Data) {
+		if acc, err = e.in.eval(c.bind("value", acc).bind("this", v)); err != nil {
+			return acc, err
+		}
+	}
+	return acc, nil
+}
+
+func evalZip(_ *evalCtx, a namedArgs) (bsoncore.Value, error) {
+	inputs := a["inputs"]
+	if nullish(inputs) {
+		return value.Null, nil
+	}
+	if inputs.Type != bsoncore.TypeArray {
+		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(34461), "inputs must be an array of expressions, found %s", value.TypeName(inputs.Type))
+	}
+	longest := exprTruthy(a["useLongestLength"])
+	var defaults []bsoncore.Value
+	if d, ok := a["defaults"]; ok && !nullish(d) {
+		if !longest {
+			return bsoncore.Value{}, mongoerr.New(mongoerr.Code(34466), "cannot specify defaults unless useLongestLength is true")
+		}
+		defaults = value.ArrayValues(d.Data)
+	}
+	var arrays [][]bsoncore.Value
+	n := -1
+	for _, in := range value.ArrayValues(inputs.Data) {
+		if nullish(in) {
+			return value.Null, nil
+		}
+		if in.Type != bsoncore.TypeArray {
+			return bsoncore.Value{}, mongoerr.New(mongoerr.Code(34468), "$zip found a non-array expression in input: %s", value.Format(in))
+		}
+		vals := value.ArrayValues(in.Data)
+		arrays = append(arrays, vals)
+		switch {
+		case n < 0:
+			n = len(vals)
+		case longest:
+			n = max(n, len(vals))
+		default:
+			n = min(n, len(vals))
+		}
+	}
+	if defaults != nil && len(defaults) != len(arrays) {
+		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(34467), "defaults and inputs must have the same length")
+	}
+	out := make([]bsoncore.Value, max(n, 0))
+	for i := range out {
+		row := make([]bsoncore.Value, len(arrays))
+		for j, arr := range arrays {
+			switch {
+			case i < len(arr):
+				row[j] = arr[i]
+			case defaults != nil:
+				row[j] = defaults[j]
+			default:
+				row[j] = value.Null
+			}
+		}
+		out[i] = value.BuildArray(row)
+	}
+	return value.BuildArray(out), nil
+}
+
+type sortArrayExpr struct {
+	input  Expr
+	byDoc  *Sort // sortBy a document of fields
+	desc   bool  // sortBy 1 / -1 on the whole values
+	simple bool
+}
+
+func compileSortArray(name string, arg bsoncore.Value, s *compileScope) (Expr, error) {
+	if arg.Type != bsoncore.TypeEmbeddedDocument {
+		return nil, mongoerr.New(mongoerr.Code(2942500), "$sortArray requires an object as an argument, found: %s", value.TypeName(arg.Type))
+	}
+	e := &sortArrayExpr{}
+	var by bsoncore.Value
+	err := value.EachField(arg.Data, func(k string, v bsoncore.Value) (err error) {
+		switch k {
+		case "input":
+			e.input, err = compileExpr(v, s)
+		case "sortBy":
+			by = v
+		default:
+			err = mongoerr.New(mongoerr.Code(2942501), "$sortArray found an unknown argument: %s", k)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case e.input == nil:
+		return nil, mongoerr.New(mongoerr.Code(2942502), "$sortArray requires 'input' to be specified")
+	case by.Type == 0:
+		return nil, mongoerr.New(mongoerr.Code(2942503), "$sortArray requires 'sortBy' to be specified")
+	case value.IsNumber(by) && (value.ToFloat(by) == 1 || value.ToFloat(by) == -1):
+		e.simple, e.desc = true, value.ToFloat(by) < 0
+	case by.Type == bsoncore.TypeEmbeddedDocument:
+		srt, err := CompileSort(by.Data)
+		if err != nil {
+			return nil, err
+		}
+		e.byDoc = srt
+	default:
+		return nil, mongoerr.New(mongoerr.Code(2942504), "$sortArray requires 'sortBy' to be 1, -1 or a sort specification")
+	}
+	return e, nil
+}
+
+func (e *sortArrayExpr) eval(c *evalCtx) (bsoncore.Value, error) {
+	in, err := e.input.eval(c)
+	if err != nil || nullish(in) {
+		return value.Null, err
+	}
+	if in.Type != bsoncore.TypeArray {
+		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(2942505), "The input argument to $sortArray must be an array, but was of type: %s", value.TypeName(in.Type))
+	}
+	vals := value.ArrayValues(in.Data)
+	coll := c.env.coll()
+	sort.SliceStable(vals, func(i, j int) bool {
+		if e.simple {
+			r := value.CompareWith(vals[i], vals[j], coll)
+			if e.desc {
+				r = -r
+			}
+			return r < 0
+		}
+		// Non-documents sort as if their fields were missing.
+		return e.byDoc.Compare(docOrEmpty(vals[i]), docOrEmpty(vals[j])) < 0
+	})
+	return value.BuildArray(vals), nil
+}
+
+// int32Arg reads an argument that must be a whole number in int32 range.
+func int32Arg(name, what string, v bsoncore.Value, code int32) (int, error) {
+	if !value.IsNumber(v) || value.ToFloat(v) != math.Trunc(value.ToFloat(v)) || math.Abs(value.ToFloat(v)) > math.MaxInt32 {
+		return 0, mongoerr.New(mongoerr.Code(code), "%s requires %s to be a 32-bit integer, found: %s", name, what, value.Format(v))
+	}
+	return int(value.ToFloat(v)), nil
+}
+
+func evalRange(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
+	start, err := int32Arg("$range", "a starting value", a[0], 34443)
+	if err != nil {
+		return bsoncore.Value{}, err
+	}
+	end, err := int32Arg("$range", "an ending value", a[1], 34445)
+	if err != nil {
+		return bsoncore.Value{}, err
+	}
+	step := 1
+	if len(a) == 3 {
+		if step, err = int32Arg("$range", "a step value", a[2], 34447); err != nil {
+			return bsoncore.Value{}, err
+		}
+		if step == 0 {
+			return bsoncore.Value{}, mongoerr.New(mongoerr.Code(34449), "$range requires a non-zero step value")
+		}
+	}
+	var out []bsoncore.Value
+	for i := start; (step > 0 && i < end) || (step < 0 && i > end); i += step {
+		out = append(out, value.Int32(int32(i)))
+	}
+	return value.BuildArray(out), nil
+}
+
+func evalIndexOfArray(c *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
+	if nullish(a[0]) {
+		return value.Null, nil
+	}
+	if a[0].Type != bsoncore.TypeArray {
+		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(40090), "$indexOfArray requires an array as a first argument, found: %s", value.TypeName(a[0].Type))
+	}
+	vals := value.ArrayValues(a[0].Data)
+	start, end, err := indexBounds("$indexOfArray", a[2:], len(vals))
+	if err != nil {
+		return bsoncore.Value{}, err
+	}
+	for i := start; i < end; i++ {
+		if exprCompare(c, vals[i], a[1]) == 0 {
+			return value.Int32(int32(i)), nil
+		}
+	}
+	return value.Int32(-1), nil
+}
+
+func evalSlice(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
+	if nullish(a[0]) {
+		return value.Null, nil
+	}
+	if a[0].Type != bsoncore.TypeArray {
+		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(28724), "First argument to $slice must be an array, but is of type: %s", value.TypeName(a[0].Type))
+	}
+	for _, v := range a[1:] {
+		if nullish(v) {
+			return value.Null, nil
+		}
+	}
+	vals := value.ArrayValues(a[0].Data)
+	n := len(vals)
+	first, err := int32Arg("$slice", "the second argument", a[1], 28725)
+	if err != nil {
+		return bsoncore.Value{}, err
+	}
+	if len(a) == 2 {
+		if first >= 0 {
+			return value.BuildArray(vals[:min(first, n)]), nil
+		}
+		return value.BuildArray(vals[max(0, n+first):]), nil
+	}
+	count, err := int32Arg("$slice", "the third argument", a[2], 28727)
+	if err != nil {
+		return bsoncore.Value{}, err
+	}
+	if count <= 0 {
+		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(28729), "Third argument to $slice must be positive: %d", count)
+	}
+	start := first
+	if start < 0 {
+		start = max(0, n+start)
+	}
+	start = min(start, n)
+	return value.BuildArray(vals[start:min(n, start+count)]), nil
 }

@@ -18,22 +18,19 @@ import (
 // conversionFailure is mongod's ConversionFailure (241).
 const conversionFailure = mongoerr.Code(241)
 
-func init() {
-	regNamed("$convert", []string{"input", "to", "onError", "onNull", "format", "base", "byteOrder"}, []string{"input", "to"}, evalConvert)
-	for name, to := range map[string]string{
-		"$toInt": "int", "$toLong": "long", "$toDouble": "double", "$toDecimal": "decimal",
-		"$toString": "string", "$toBool": "bool", "$toDate": "date", "$toObjectId": "objectId",
-	} {
-		regOp(name, 1, 1, func(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
-			if nullish(a[0]) {
-				return value.Null, nil
-			}
-			return convertTo(a[0], to)
-		})
-	}
-	regOp("$isNumber", 1, 1, func(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
-		return value.Bool(value.IsNumber(a[0])), nil
+// convertOp is a shorthand of $convert to one type ($toInt, ...): null
+// for a nullish argument, and no onError.
+func convertOp(name, to string) exprEntry {
+	return fixed(name, 1, 1, func(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
+		if nullish(a[0]) {
+			return value.Null, nil
+		}
+		return convertTo(a[0], to)
 	})
+}
+
+func evalIsNumber(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
+	return value.Bool(value.IsNumber(a[0])), nil
 }
 
 // convertTypes maps $convert's numeric type codes to names.

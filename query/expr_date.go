@@ -17,21 +17,6 @@ import (
 // Date expressions. Dates are UTC milliseconds; a timezone (an Olson name
 // or a "+hh:mm" offset) selects the calendar the parts are read in.
 
-func init() {
-	for name, part := range datePartFuncs {
-		regSpecial(name, compileDatePart(part))
-	}
-	regNamed("$dateToString", []string{"date", "format", "timezone", "onNull"}, []string{"date"}, evalDateToString)
-	regNamed("$dateFromString", []string{"dateString", "format", "timezone", "onError", "onNull"}, []string{"dateString"}, evalDateFromString)
-	regNamed("$dateAdd", []string{"startDate", "unit", "amount", "timezone"}, []string{"startDate", "unit", "amount"}, dateAddFunc(1))
-	regNamed("$dateSubtract", []string{"startDate", "unit", "amount", "timezone"}, []string{"startDate", "unit", "amount"}, dateAddFunc(-1))
-	regNamed("$dateDiff", []string{"startDate", "endDate", "unit", "timezone", "startOfWeek"}, []string{"startDate", "endDate", "unit"}, evalDateDiff)
-	regNamed("$dateTrunc", []string{"date", "unit", "binSize", "timezone", "startOfWeek"}, []string{"date", "unit"}, evalDateTrunc)
-	regNamed("$dateToParts", []string{"date", "timezone", "iso8601"}, []string{"date"}, evalDateToParts)
-	regNamed("$dateFromParts", []string{"year", "month", "day", "hour", "minute", "second", "millisecond",
-		"isoWeekYear", "isoWeek", "isoDayOfWeek", "timezone"}, nil, evalDateFromParts)
-}
-
 var locations sync.Map // name -> *time.Location
 
 // parseTimezone resolves a timezone argument; missing or null is UTC.
@@ -98,24 +83,19 @@ func dateValue(name string, v bsoncore.Value) (time.Time, error) {
 
 func timeValue(t time.Time) bsoncore.Value { return value.Date(t.UnixMilli()) }
 
-// datePartFuncs are $year, $month, ... reading one calendar part.
-var datePartFuncs = map[string]func(t time.Time) int{
-	"$year":        func(t time.Time) int { return t.Year() },
-	"$month":       func(t time.Time) int { return int(t.Month()) },
-	"$dayOfMonth":  func(t time.Time) int { return t.Day() },
-	"$hour":        func(t time.Time) int { return t.Hour() },
-	"$minute":      func(t time.Time) int { return t.Minute() },
-	"$second":      func(t time.Time) int { return t.Second() },
-	"$millisecond": func(t time.Time) int { return t.Nanosecond() / 1e6 },
-	"$dayOfYear":   func(t time.Time) int { return t.YearDay() },
-	"$dayOfWeek":   func(t time.Time) int { return int(t.Weekday()) + 1 },
-	"$week":        func(t time.Time) int { return (t.YearDay() + 6 - int(t.Weekday())) / 7 },
-	"$isoWeek":     func(t time.Time) int { _, w := t.ISOWeek(); return w },
-	"$isoWeekYear": func(t time.Time) int { y, _ := t.ISOWeek(); return y },
-	"$isoDayOfWeek": func(t time.Time) int {
-		return (int(t.Weekday())+6)%7 + 1
-	},
+// datePart is $year, $month, ...: part reads one calendar part of a date.
+func datePart(name string, part func(t time.Time) int) exprEntry {
+	return special(name, compileDatePart(part))
 }
+
+// The calendar parts that time.Time has no method for.
+func monthOf(t time.Time) int        { return int(t.Month()) }
+func millisecondOf(t time.Time) int  { return t.Nanosecond() / 1e6 }
+func dayOfWeekOf(t time.Time) int    { return int(t.Weekday()) + 1 }
+func weekOf(t time.Time) int         { return (t.YearDay() + 6 - int(t.Weekday())) / 7 }
+func isoWeekOf(t time.Time) int      { _, w := t.ISOWeek(); return w }
+func isoWeekYearOf(t time.Time) int  { y, _ := t.ISOWeek(); return y }
+func isoDayOfWeekOf(t time.Time) int { return (int(t.Weekday())+6)%7 + 1 }
 
 type datePartExpr struct {
 	part     func(time.Time) int
@@ -251,7 +231,7 @@ func formatDate(format string, t time.Time) (string, error) {
 		case 'u':
 			fmt.Fprintf(&b, "%d", (int(t.Weekday())+6)%7+1)
 		case 'U':
-			fmt.Fprintf(&b, "%02d", datePartFuncs["$week"](t))
+			fmt.Fprintf(&b, "%02d", weekOf(t))
 		case 'V':
 			fmt.Fprintf(&b, "%02d", isoWeek)
 		case 'G':

@@ -9,36 +9,28 @@ import (
 
 // Comparison, boolean, conditional and variable-binding expressions.
 
-func init() {
-	for name, test := range map[string]func(int) bool{
-		"$eq":  func(c int) bool { return c == 0 },
-		"$ne":  func(c int) bool { return c != 0 },
-		"$gt":  func(c int) bool { return c > 0 },
-		"$gte": func(c int) bool { return c >= 0 },
-		"$lt":  func(c int) bool { return c < 0 },
-		"$lte": func(c int) bool { return c <= 0 },
-	} {
-		regOp(name, 2, 2, func(c *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
-			return value.Bool(test(exprCompare(c, a[0], a[1]))), nil
-		})
-	}
-	regOp("$cmp", 2, 2, func(c *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
-		return value.Int32(int32(exprCompare(c, a[0], a[1]))), nil
+// compareOp is $eq, $ne, $gt, $gte, $lt or $lte: test says which
+// orders of the two arguments make it true.
+func compareOp(name string, test func(c int) bool) exprEntry {
+	return fixed(name, 2, 2, func(c *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
+		return value.Bool(test(exprCompare(c, a[0], a[1]))), nil
 	})
-	regOp("$not", 1, 1, func(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
-		return value.Bool(!exprTruthy(a[0])), nil
-	})
-	regSpecial("$and", compileAndOr)
-	regSpecial("$or", compileAndOr)
-	regSpecial("$cond", compileCond)
-	regSpecial("$switch", compileSwitch)
-	regSpecial("$let", compileLet)
-	regSpecial("$literal", func(_ string, arg bsoncore.Value, _ *compileScope) (Expr, error) { return literalExpr{arg}, nil })
-	regOp("$ifNull", 2, -1, evalIfNull)
-	regOp("$in", 2, 2, evalIn)
-	regOp("$type", 1, 1, func(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
-		return value.String(exprTypeName(a[0])), nil
-	})
+}
+
+func evalCmp(c *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
+	return value.Int32(int32(exprCompare(c, a[0], a[1]))), nil
+}
+
+func evalNot(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
+	return value.Bool(!exprTruthy(a[0])), nil
+}
+
+func evalType(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
+	return value.String(exprTypeName(a[0])), nil
+}
+
+func compileLiteral(_ string, arg bsoncore.Value, _ *compileScope) (Expr, error) {
+	return literalExpr{arg}, nil
 }
 
 // exprCompare orders values for expressions: missing sorts with undefined,

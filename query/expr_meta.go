@@ -1,17 +1,17 @@
 package query
 
 import (
+	"math/rand/v2"
+
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"dumbodb/query/mongoerr"
 	"dumbodb/query/value"
 )
 
-// $meta reads per-document metadata. DumboDB has no text or search
-// indexes, so the scores are never available; the other kinds evaluate
-// to missing.
-
-func init() { regSpecial("$meta", compileMeta) }
+// Values that are not read from the document: $meta reads per-document
+// metadata (the text score of a $text query; the other kinds evaluate to
+// missing), $rand draws a number.
 
 var metaKinds = map[string]bool{
 	"textScore": true, "searchScore": true, "searchHighlights": true, "searchScoreDetails": true,
@@ -51,3 +51,15 @@ func isMetaExpr(x Expr) bool {
 	_, ok := x.(metaExpr)
 	return ok
 }
+
+// randExpr is $rand: a double in [0, 1).
+type randExpr struct{}
+
+func compileRand(_ string, arg bsoncore.Value, _ *compileScope) (Expr, error) {
+	if arg.Type != bsoncore.TypeEmbeddedDocument || value.ArrayLen(arg.Data) != 0 {
+		return nil, mongoerr.New(mongoerr.Code(3040501), "$rand does not currently accept arguments")
+	}
+	return randExpr{}, nil
+}
+
+func (randExpr) eval(*evalCtx) (bsoncore.Value, error) { return value.Double(rand.Float64()), nil }

@@ -18,12 +18,13 @@ type namedArgs map[string]bsoncore.Value
 type namedExpr struct {
 	names []string
 	exprs []Expr
-	fn    func(c *evalCtx, a namedArgs) (bsoncore.Value, error)
+	fn    namedFunc
 }
 
-// regNamed registers an operator with named arguments.
-func regNamed(name string, allowed, required []string, fn func(c *evalCtx, a namedArgs) (bsoncore.Value, error)) {
-	regSpecial(name, func(name string, arg bsoncore.Value, s *compileScope) (Expr, error) {
+// compileNamed compiles an operator whose named arguments are allowed,
+// of which required must be present.
+func compileNamed(allowed, required []string, fn namedFunc) specialCompiler {
+	return func(name string, arg bsoncore.Value, s *compileScope) (Expr, error) {
 		if arg.Type != bsoncore.TypeEmbeddedDocument {
 			return nil, mongoerr.New(mongoerr.Code(40477), "%s only supports an object as an argument, found: %s", name, value.TypeName(arg.Type))
 		}
@@ -50,7 +51,7 @@ func regNamed(name string, allowed, required []string, fn func(c *evalCtx, a nam
 			}
 		}
 		return e, nil
-	})
+	}
 }
 
 func (e *namedExpr) eval(c *evalCtx) (bsoncore.Value, error) {

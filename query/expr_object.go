@@ -8,12 +8,9 @@ import (
 )
 
 // Object expressions: $getField and $setField read and write fields whose
-// names contain '.' or start with '$', which field paths cannot name.
-
-func init() {
-	regSpecial("$getField", compileFieldAccess)
-	regSpecial("$setField", compileFieldAccess)
-}
+// names contain '.' or start with '$', which field paths cannot name;
+// $objectToArray and $arrayToObject turn documents into [{k, v}] arrays
+// and back. ($mergeObjects is an accumulator, acc_basic.go.)
 
 // fieldAccessExpr is $getField (value == nil) or $setField.
 type fieldAccessExpr struct {
@@ -101,6 +98,57 @@ func (e *fieldAccessExpr) eval(c *evalCtx) (bsoncore.Value, error) {
 		m.removeChild(f.StringValue())
 	} else {
 		m.setChild(f.StringValue(), leafM(v))
+	}
+	return m.value(), nil
+}
+
+func evalObjectToArray(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
+	if nullish(a[0]) {
+		return value.Null, nil
+	}
+	if a[0].Type != bsoncore.TypeEmbeddedDocument {
+		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(40390), "$objectToArray requires a document input, found: %s", value.TypeName(a[0].Type))
+	}
+	var out []bsoncore.Value
+	it := value.NewIter(a[0].Data)
+	for {
+		k, v, ok := it.Next()
+		if !ok {
+			return value.BuildArray(out), nil
+		}
+		d := bsoncore.NewDocumentBuilder().AppendString("k", string(k)).AppendValue("v", v).Build()
+		out = append(out, bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: d})
+	}
+}
+
+func evalArrayToObject(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
+	if nullish(a[0]) {
+		return value.Null, nil
+	}
+	if a[0].Type != bsoncore.TypeArray {
+		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(40386), "$arrayToObject requires an array input, found: %s", value.TypeName(a[0].Type))
+	}
+	m := newDocM()
+	for _, e := range value.ArrayValues(a[0].Data) {
+		var k, v bsoncore.Value
+		switch {
+		case e.Type == bsoncore.TypeArray && value.ArrayLen(e.Data) == 2:
+			k, _ = value.ArrayElem(e.Data, 0)
+			v, _ = value.ArrayElem(e.Data, 1)
+		case e.Type == bsoncore.TypeEmbeddedDocument && value.ArrayLen(e.Data) == 2:
+			var okK, okV bool
+			k, okK = value.LookupField(e.Data, "k")
+			v, okV = value.LookupField(e.Data, "v")
+			if !okK || !okV {
+				return bsoncore.Value{}, mongoerr.New(mongoerr.Code(40393), "$arrayToObject requires an object with keys 'k' and 'v'. Missing either or both keys from: %s", value.Format(e))
+			}
+		default:
+			return bsoncore.Value{}, mongoerr.New(mongoerr.Code(40398), "Unrecognised input type format for $arrayToObject: %s", value.Format(e))
+		}
+		if k.Type != bsoncore.TypeString {
+			return bsoncore.Value{}, mongoerr.New(mongoerr.Code(40394), "$arrayToObject requires a consistent input format. Expected a string key, found: %s", value.TypeName(k.Type))
+		}
+		m.setChild(k.StringValue(), leafM(v))
 	}
 	return m.value(), nil
 }

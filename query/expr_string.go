@@ -12,17 +12,6 @@ import (
 
 // String expressions.
 
-func init() {
-	regOp("$concat", 0, -1, evalConcat)
-	regOp("$toLower", 1, 1, caseMap("$toLower", strings.ToLower))
-	regOp("$toUpper", 1, 1, caseMap("$toUpper", strings.ToUpper))
-	regOp("$strLenCP", 1, 1, evalStrLen("$strLenCP", true))
-	regOp("$strLenBytes", 1, 1, evalStrLen("$strLenBytes", false))
-	regOp("$split", 2, 2, evalSplit)
-	regOp("$substrCP", 3, 3, evalSubstrCP)
-	regOp("$strcasecmp", 2, 2, evalStrcasecmp)
-}
-
 func evalConcat(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
 	var b strings.Builder
 	for _, v := range a {
@@ -119,4 +108,121 @@ func evalStrcasecmp(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
 		return bsoncore.Value{}, err
 	}
 	return value.Int32(int32(strings.Compare(strings.ToUpper(x), strings.ToUpper(y)))), nil
+}
+
+func trimFunc(name string) func(*evalCtx, namedArgs) (bsoncore.Value, error) {
+	return func(_ *evalCtx, a namedArgs) (bsoncore.Value, error) {
+		in := a["input"]
+		if nullish(in) {
+			return value.Null, nil
+		}
+		if in.Type != bsoncore.TypeString {
+			return bsoncore.Value{}, mongoerr.New(mongoerr.Code(50699), "%s requires its input to be a string, got %s (of type %s) instead.", name, value.Format(in), value.TypeName(in.Type))
+		}
+		chars := " \t\n\v\f\r\u0000\u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
+		if c, ok := a["chars"]; ok {
+			if nullish(c) {
+				return value.Null, nil
+			}
+			if c.Type != bsoncore.TypeString {
+				return bsoncore.Value{}, mongoerr.New(mongoerr.Code(50700), "%s requires 'chars' to be a string, got %s (of type %s) instead.", name, value.Format(c), value.TypeName(c.Type))
+			}
+			chars = c.StringValue()
+		}
+		s := in.StringValue()
+		if name != "$rtrim" {
+			s = strings.TrimLeft(s, chars)
+		}
+		if name != "$ltrim" {
+			s = strings.TrimRight(s, chars)
+		}
+		return value.String(s), nil
+	}
+}
+
+func replaceFunc(name string, n int) func(*evalCtx, namedArgs) (bsoncore.Value, error) {
+	return func(_ *evalCtx, a namedArgs) (bsoncore.Value, error) {
+		for _, k := range []string{"input", "find", "replacement"} {
+			v := a[k]
+			if !nullish(v) && v.Type != bsoncore.TypeString {
+				return bsoncore.Value{}, mongoerr.New(mongoerr.Code(51746), "%s requires that '%s' be a string, found: %s", name, k, value.Format(v))
+			}
+		}
+		if nullish(a["input"]) || nullish(a["find"]) || nullish(a["replacement"]) {
+			return value.Null, nil
+		}
+		return value.String(strings.Replace(a["input"].StringValue(), a["find"].StringValue(), a["replacement"].StringValue(), n)), nil
+	}
+}
+
+func indexOfFunc(name string, codePoints bool) func(*evalCtx, []bsoncore.Value) (bsoncore.Value, error) {
+	return func(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
+		if nullish(a[0]) {
+			return value.Null, nil
+		}
+		if a[0].Type != bsoncore.TypeString {
+			return bsoncore.Value{}, mongoerr.New(mongoerr.Code(40091), "%s requires a string as the first argument, found: %s", name, value.TypeName(a[0].Type))
+		}
+		if a[1].Type != bsoncore.TypeString {
+			return bsoncore.Value{}, mongoerr.New(mongoerr.Code(40092), "%s requires a string as the second argument, found: %s", name, exprTypeName(a[1]))
+		}
+		s, sub := a[0].StringValue(), a[1].StringValue()
+		var units []string // code points, or bytes
+		if codePoints {
+			for _, r := range s {
+				units = append(units, string(r))
+			}
+		} else {
+			for i := 0; i < len(s); i++ {
+				units = append(units, s[i:i+1])
+			}
+		}
+		start, end, err := indexBounds(name, a[2:], len(units))
+		if err != nil {
+			return bsoncore.Value{}, err
+		}
+		for i := start; i <= end; i++ {
+			if strings.HasPrefix(strings.Join(units[i:end], ""), sub) {
+				return value.Int32(int32(i)), nil
+			}
+		}
+		return value.Int32(-1), nil
+	}
+}
+
+// indexBounds reads optional start and end indexes (non-negative integers).
+func indexBounds(name string, args []bsoncore.Value, n int) (int, int, error) {
+	bounds := []int{0, n}
+	for i, v := range args {
+		if !value.IsNumber(v) || value.ToFloat(v) != float64(int64(value.ToFloat(v))) {
+			return 0, 0, mongoerr.New(mongoerr.Code(40096), "%s requires an integral starting index, found a value of type: %s", name, exprTypeName(v))
+		}
+		if value.ToFloat(v) < 0 {
+			return 0, 0, mongoerr.New(mongoerr.Code(40097), "%s requires a nonnegative start index, found: %s", name, value.Format(v))
+		}
+		bounds[i] = int(value.ToFloat(v))
+	}
+	return bounds[0], min(bounds[1], n), nil
+}
+
+func evalSubstrBytes(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
+	s, err := coerceToString("$substrBytes", a[0])
+	if err != nil {
+		return bsoncore.Value{}, err
+	}
+	if !value.IsNumber(a[1]) || !value.IsNumber(a[2]) {
+		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(16034), "$substrBytes: starting index must be a numeric type")
+	}
+	start, n := int(value.ToFloat(a[1])), int(value.ToFloat(a[2]))
+	if start < 0 || start > len(s) {
+		return value.String(""), nil
+	}
+	end := len(s)
+	if n >= 0 && start+n < end {
+		end = start + n
+	}
+	if !utf8.RuneStart(s[start]) && start < len(s) || end < len(s) && !utf8.RuneStart(s[end]) {
+		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(28656), "$substrBytes:  Invalid range, starting index is a UTF-8 continuation byte.")
+	}
+	return value.String(s[start:end]), nil
 }

@@ -205,41 +205,18 @@ func (f *Filter) parseDoc(doc []byte, collect bool) (docExpr, error) {
 	return out, nil
 }
 
-// topLevelOps are the $-keys a filter document may contain.
-// It is filled in init because parseLogical recurses back into it.
-var topLevelOps map[string]func(f *Filter, name string, v bsoncore.Value, collect bool) (docExpr, error)
-
-func init() {
-	topLevelOps = map[string]func(f *Filter, name string, v bsoncore.Value, collect bool) (docExpr, error){
-		"$and":         parseLogical,
-		"$or":          parseLogical,
-		"$nor":         parseLogical,
-		"$comment":     func(*Filter, string, bsoncore.Value, bool) (docExpr, error) { return nil, nil },
-		"$alwaysTrue":  parseConst,
-		"$alwaysFalse": parseConst,
-		"$where":       notAllowed,
-		"$function":    notAllowed,
-		"$expr":        parseExprFilter,
-		"$jsonSchema":  parseJSONSchema,
-		"$sampleRate":  notImplemented,
-	}
-}
-
 func (f *Filter) parseTopLevel(name string, v bsoncore.Value, collect bool) (docExpr, error) {
-	parse, ok := topLevelOps[name]
-	if !ok {
+	row, ok := topLevelOps[name]
+	switch {
+	case !ok:
 		return nil, mongoerr.New(mongoerr.BadValue, "unknown top level operator: %s. If you have a field name that starts with a '$' symbol, consider using $getField or $setField.", name)
+	case row.refuse != nil:
+		return nil, row.refuse(name)
 	}
-	return parse(f, name, v, collect)
+	return row.parse(f, name, v, collect)
 }
 
-func notAllowed(_ *Filter, name string, _ bsoncore.Value, _ bool) (docExpr, error) {
-	return nil, mongoerr.New(mongoerr.BadValue, "%s is not allowed in this context", name)
-}
-
-func notImplemented(_ *Filter, name string, _ bsoncore.Value, _ bool) (docExpr, error) {
-	return nil, mongoerr.New(mongoerr.NotImplemented, "%s is not supported by DumboDB yet", name)
-}
+func parseComment(*Filter, string, bsoncore.Value, bool) (docExpr, error) { return nil, nil }
 
 func parseConst(_ *Filter, name string, v bsoncore.Value, _ bool) (docExpr, error) {
 	if !value.IsNumber(v) || value.Compare(v, bsoncore.Value{Type: bsoncore.TypeInt32, Data: bsoncore.AppendInt32(nil, 1)}) != 0 {

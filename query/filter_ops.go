@@ -12,41 +12,6 @@ import (
 // fieldOp compiles one field operator's argument into an opNode.
 type fieldOp func(f *Filter, path string, arg bsoncore.Value) (opNode, error)
 
-// fieldOps is the field-operator table; $regex/$options are handled as a
-// pair in parseOps and $not recurses, so they are registered in init.
-var fieldOps map[string]fieldOp
-
-// unsupportedOps are real MongoDB operators DumboDB does not evaluate yet;
-// they fail loudly instead of reporting "unknown operator".
-var unsupportedOps = map[string]bool{
-	"$geoWithin": true, "$geoIntersects": true, "$near": true, "$nearSphere": true,
-	"$within": true, "$text": true,
-}
-
-func init() {
-	fieldOps = map[string]fieldOp{
-		"$eq":           parseEq,
-		"$ne":           parseNe,
-		"$gt":           cmpParser(opGT),
-		"$gte":          cmpParser(opGTE),
-		"$lt":           cmpParser(opLT),
-		"$lte":          cmpParser(opLTE),
-		"$in":           parseIn,
-		"$nin":          parseNin,
-		"$exists":       parseExists,
-		"$type":         parseType,
-		"$size":         parseSize,
-		"$all":          parseAll,
-		"$elemMatch":    parseElemMatch,
-		"$mod":          parseMod,
-		"$not":          parseNot,
-		"$bitsAllSet":   bitsParser(true, true),
-		"$bitsAnySet":   bitsParser(false, true),
-		"$bitsAllClear": bitsParser(true, false),
-		"$bitsAnyClear": bitsParser(false, false),
-	}
-}
-
 // parseOps compiles an operator document such as {$gt: 1, $lt: 5}; the
 // operators are ANDed, each independently matching any reached value.
 func (f *Filter) parseOps(path string, ops []byte) (opNode, error) {
@@ -65,17 +30,16 @@ func (f *Filter) parseOps(path string, ops []byte) (opNode, error) {
 			break
 		}
 		name := string(k)
-		if name == "$regex" || name == "$options" {
+		row, known := fieldOps[name]
+		switch {
+		case !known:
+			return nil, mongoerr.New(mongoerr.BadValue, "unknown operator: %s", name)
+		case row.refuse != nil:
+			return nil, row.refuse(name)
+		case row.parse == nil: // $regex and $options, read as a pair above
 			continue
 		}
-		parse, known := fieldOps[name]
-		if !known {
-			if unsupportedOps[name] {
-				return nil, mongoerr.New(mongoerr.NotImplemented, "%s is not supported by DumboDB yet", name)
-			}
-			return nil, mongoerr.New(mongoerr.BadValue, "unknown operator: %s", name)
-		}
-		n, err := parse(f, path, v)
+		n, err := row.parse(f, path, v)
 		if err != nil {
 			return nil, err
 		}

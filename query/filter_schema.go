@@ -54,41 +54,6 @@ var jsonTypes = map[string][]bsoncore.Type{
 	"null":    {bsoncore.TypeNull},
 }
 
-var schemaKeywords map[string]func(s *schema, arg bsoncore.Value, parent []byte) error
-
-func init() {
-	schemaKeywords = map[string]func(*schema, bsoncore.Value, []byte) error{
-		"bsonType":             schemaBSONType,
-		"type":                 schemaType,
-		"required":             schemaRequired,
-		"properties":           schemaProperties,
-		"additionalProperties": schemaAdditional,
-		"patternProperties":    func(*schema, bsoncore.Value, []byte) error { return nil }, // read by additionalProperties
-		"minimum":              schemaBound(false),
-		"maximum":              schemaBound(true),
-		"exclusiveMinimum":     schemaExclusive,
-		"exclusiveMaximum":     schemaExclusive,
-		"enum":                 schemaEnum,
-		"minLength":            schemaCount(bsoncore.TypeString, false),
-		"maxLength":            schemaCount(bsoncore.TypeString, true),
-		"minItems":             schemaCount(bsoncore.TypeArray, false),
-		"maxItems":             schemaCount(bsoncore.TypeArray, true),
-		"minProperties":        schemaCount(bsoncore.TypeEmbeddedDocument, false),
-		"maxProperties":        schemaCount(bsoncore.TypeEmbeddedDocument, true),
-		"items":                schemaItems,
-		"additionalItems":      func(*schema, bsoncore.Value, []byte) error { return nil },
-		"uniqueItems":          schemaUnique,
-		"pattern":              schemaPattern,
-		"multipleOf":           schemaMultipleOf,
-		"allOf":                schemaLogic("allOf"),
-		"anyOf":                schemaLogic("anyOf"),
-		"oneOf":                schemaLogic("oneOf"),
-		"not":                  schemaNot,
-		"title":                func(*schema, bsoncore.Value, []byte) error { return nil },
-		"description":          func(*schema, bsoncore.Value, []byte) error { return nil },
-	}
-}
-
 func compileSchema(doc []byte) (*schema, error) {
 	s := &schema{}
 	it := value.NewIter(doc)
@@ -98,14 +63,13 @@ func compileSchema(doc []byte) (*schema, error) {
 			return s, nil
 		}
 		kw, known := schemaKeywords[string(k)]
-		if !known {
-			switch string(k) {
-			case "$ref", "$schema", "default", "definitions", "format", "id", "dependencies":
-				return nil, mongoerr.New(mongoerr.FailedToParse, "$jsonSchema keyword '%s' is not currently supported", k)
-			}
+		switch {
+		case !known:
 			return nil, mongoerr.New(mongoerr.FailedToParse, "Unknown $jsonSchema keyword: %s", k)
+		case kw.refuse != nil:
+			return nil, kw.refuse(string(k))
 		}
-		if err := kw(s, v, doc); err != nil {
+		if err := kw.parse(s, v, doc); err != nil {
 			return nil, err
 		}
 	}

@@ -10,8 +10,6 @@ import (
 	"dumbodb/query/text"
 )
 
-func init() { topLevelOps["$text"] = parseText }
-
 // textExpr is a compiled $text; it matches once BindText gave it the
 // collection's text index.
 type textExpr struct {

@@ -98,21 +98,6 @@ type pipeCtx struct {
 	within string // "$facet", "$lookup", "$unionWith" for sub-pipelines
 }
 
-type stageCompiler func(spec bsoncore.Value, pc *pipeCtx) (stage, error)
-
-// stageCompilers maps stage names to their compilers; the stage_*.go
-// files add theirs in init.
-var stageCompilers = map[string]stageCompiler{
-	"$count": compileCountStage,
-	"$limit": compileLimitStage,
-	"$match": compileMatchStage,
-	"$skip":  compileSkipStage,
-	"$sort":  compileSortStage,
-}
-
-// sourceStages produce their own documents and so must come first.
-var sourceStages = map[string]bool{"$documents": true, "$collStats": true, "$indexStats": true, "$listLocalSessions": true}
-
 // CompilePipeline validates and compiles a pipeline with no options.
 func CompilePipeline(pipeline bsoncore.Array) (*Pipeline, error) {
 	return CompilePipelineOpts(pipeline, PipelineOptions{})
@@ -129,7 +114,7 @@ func CompilePipelineOpts(pipeline bsoncore.Array, opts PipelineOptions) (*Pipeli
 	if err != nil {
 		return nil, err
 	}
-	if opts.Collectionless && (len(p.specs) == 0 || !sourceStages[value.FirstKey(p.specs[0])]) {
+	if opts.Collectionless && (len(p.specs) == 0 || !stages[value.FirstKey(p.specs[0])].has(stageFirst)) {
 		name := "an empty pipeline"
 		if len(p.specs) > 0 {
 			name = "'" + value.FirstKey(p.specs[0]) + "'"
@@ -151,20 +136,20 @@ func compileStages(arr bsoncore.Value, pc *pipeCtx) (*Pipeline, error) {
 			return nil, mongoerr.New(mongoerr.Code(40323), "A pipeline stage specification object must contain exactly one field.")
 		}
 		name := value.FirstKey(v.Data)
-		compile, ok := stageCompilers[name]
-		if !ok {
-			if unsupportedStages[name] {
-				return nil, mongoerr.New(mongoerr.NotImplemented, "%s is not supported by DumboDB", name)
-			}
+		row, ok := stages[name]
+		switch {
+		case !ok:
 			return nil, mongoerr.New(mongoerr.Code(40324), "Unrecognized pipeline stage name: '%s'", name)
+		case row.has(stageUnsupported):
+			return nil, mongoerr.New(mongoerr.NotImplemented, "%s is not supported by DumboDB", name)
 		}
-		if sourceStages[name] && i > 0 {
+		if row.has(stageFirst) && i > 0 {
 			return nil, mongoerr.New(mongoerr.Code(40602), "%s is only valid as the first stage in a pipeline", name)
 		}
 		spec, _ := value.LookupField(v.Data, name)
 		sub := *pc
 		sub.first, sub.last = i == 0, i == len(vals)-1
-		st, err := compile(spec, &sub)
+		st, err := row.compile(spec, &sub)
 		if err != nil {
 			return nil, err
 		}
@@ -172,14 +157,6 @@ func compileStages(arr bsoncore.Value, pc *pipeCtx) (*Pipeline, error) {
 		p.specs = append(p.specs, v.Data)
 	}
 	return p, nil
-}
-
-// unsupportedStages exist in MongoDB but need features DumboDB lacks.
-var unsupportedStages = map[string]bool{
-	"$geoNear": true, "$search": true, "$searchMeta": true, "$vectorSearch": true,
-	"$changeStream": true, "$currentOp": true, "$listSessions": true,
-	"$planCacheStats": true, "$listSearchIndexes": true, "$changeStreamSplitLargeEvent": true,
-	"$shardedDataDistribution": true, "$listSampledQueries": true, "$querySettings": true,
 }
 
 // Run connects the pipeline to its input. The spill files belong to the
@@ -288,109 +265,6 @@ func mapStream(in Stream, fn func(d bsoncore.Document) (bsoncore.Document, error
 			}
 		}
 	})
-}
-
-// matching streams the documents of in that f matches.
-func matching(in Stream, f *Filter) Stream {
-	return mapStream(in, func(d bsoncore.Document) (bsoncore.Document, error) {
-		if f.Match(d) {
-			return d, nil
-		}
-		return nil, f.Err()
-	})
-}
-
-func compileMatchStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
-	if spec.Type != bsoncore.TypeEmbeddedDocument {
-		return nil, mongoerr.New(mongoerr.Code(15959), "the match filter must be an expression in an object")
-	}
-	f, err := CompileFilterEnv(spec.Data, pc.env)
-	if err != nil {
-		return nil, err
-	}
-	return func(in Stream) Stream { return matching(in, f) }, nil
-}
-
-func positiveStageArg(name string, spec bsoncore.Value, allowZero bool) (int64, error) {
-	n, ok := spec.AsInt64OK()
-	if !ok {
-		if f, isF := spec.DoubleOK(); isF && f == float64(int64(f)) {
-			n, ok = int64(f), true
-		}
-	}
-	if !ok {
-		return 0, mongoerr.New(mongoerr.Code(15957), "the %s must be specified as a number", name)
-	}
-	if n < 0 || (n == 0 && !allowZero) {
-		return 0, mongoerr.New(mongoerr.Code(15958), "the %s must be positive", name)
-	}
-	return n, nil
-}
-
-func compileLimitStage(spec bsoncore.Value, _ *pipeCtx) (stage, error) {
-	n, err := positiveStageArg("limit", spec, false)
-	if err != nil {
-		return nil, err
-	}
-	return func(in Stream) Stream {
-		var seen int64
-		return funcStream(func(ctx context.Context) (bsoncore.Document, error) {
-			if seen >= n {
-				return nil, io.EOF
-			}
-			seen++
-			return in.Next(ctx)
-		})
-	}, nil
-}
-
-func compileSkipStage(spec bsoncore.Value, _ *pipeCtx) (stage, error) {
-	n, err := positiveStageArg("skip", spec, true)
-	if err != nil {
-		return nil, err
-	}
-	return func(in Stream) Stream {
-		skipped := int64(0)
-		return funcStream(func(ctx context.Context) (bsoncore.Document, error) {
-			for ; skipped < n; skipped++ {
-				if _, err := in.Next(ctx); err != nil {
-					return nil, err
-				}
-			}
-			return in.Next(ctx)
-		})
-	}, nil
-}
-
-func compileCountStage(spec bsoncore.Value, _ *pipeCtx) (stage, error) {
-	field, ok := spec.StringValueOK()
-	switch {
-	case !ok:
-		return nil, mongoerr.New(mongoerr.Code(40156), "the count field must be a non-empty string")
-	case field == "":
-		return nil, mongoerr.New(mongoerr.Code(40157), "the count field must be a non-empty string")
-	case field[0] == '$':
-		return nil, mongoerr.New(mongoerr.Code(40158), "the count field cannot be a $-prefixed path")
-	}
-	return func(in Stream) Stream {
-		return lazyStream(func(ctx context.Context) (Stream, error) {
-			var n int64
-			for {
-				_, err := in.Next(ctx)
-				if errors.Is(err, io.EOF) {
-					break
-				}
-				if err != nil {
-					return nil, err
-				}
-				n++
-			}
-			if n == 0 {
-				return &sliceStream{}, nil
-			}
-			return &sliceStream{docs: []bsoncore.Document{bsoncore.NewDocumentBuilder().AppendValue(field, smallestInt(n)).Build()}}, nil
-		})
-	}, nil
 }
 
 // Drain reads a stream to its end.

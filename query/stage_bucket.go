@@ -16,12 +16,6 @@ import (
 // Grouping stages built on $group: $bucket (fixed boundaries),
 // $bucketAuto (evenly filled buckets) and $sortByCount.
 
-func init() {
-	stageCompilers["$bucket"] = compileBucketStage
-	stageCompilers["$bucketAuto"] = compileBucketAutoStage
-	stageCompilers["$sortByCount"] = compileSortByCountStage
-}
-
 // groupByExpr compiles a groupBy argument: a $path or an operator object.
 func groupByExpr(stageName string, v bsoncore.Value, pc *pipeCtx, code int32) (Expr, error) {
 	isPath := v.Type == bsoncore.TypeString && len(v.StringValue()) > 0 && v.StringValue()[0] == '$'
@@ -89,14 +83,8 @@ func compileBucketStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 	}
 	b := &bucketIDExpr{}
 	var output bsoncore.Value
-	it := value.NewIter(spec.Data)
-	for {
-		k, v, ok := it.Next()
-		if !ok {
-			break
-		}
-		var err error
-		switch string(k) {
+	err := value.EachField(spec.Data, func(k string, v bsoncore.Value) (err error) {
+		switch k {
 		case "groupBy":
 			b.groupBy, err = groupByExpr("bucket", v, pc, 40202)
 		case "boundaries":
@@ -108,9 +96,10 @@ func compileBucketStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 		default:
 			err = mongoerr.New(mongoerr.Code(40197), "Unrecognized option to $bucket: %s.", k)
 		}
-		if err != nil {
-			return nil, err
-		}
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
 	if b.groupBy == nil || b.boundaries == nil {
 		return nil, mongoerr.New(mongoerr.Code(40198), "$bucket requires 'groupBy' and 'boundaries' to be specified.")

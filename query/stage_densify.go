@@ -14,11 +14,6 @@ import (
 // numeric or date field; $fill sets null or missing fields, by constant
 // value (a $set) or by method (a $setWindowFields with $locf/$linearFill).
 
-func init() {
-	stageCompilers["$densify"] = compileDensifyStage
-	stageCompilers["$fill"] = compileFillStage
-}
-
 type densifySpec struct {
 	field      string
 	partition  []string

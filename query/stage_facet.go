@@ -16,14 +16,6 @@ import (
 // $facet runs several sub-pipelines over the same input and outputs one
 // document holding each sub-pipeline's results.
 
-func init() { stageCompilers["$facet"] = compileFacetStage }
-
-// notInFacet are stages a $facet sub-pipeline may not contain.
-var notInFacet = map[string]bool{
-	"$facet": true, "$out": true, "$merge": true, "$collStats": true, "$indexStats": true,
-	"$documents": true,
-}
-
 func compileFacetStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 	if spec.Type != bsoncore.TypeEmbeddedDocument || value.ArrayLen(spec.Data) == 0 {
 		return nil, mongoerr.New(mongoerr.Code(40169), "the $facet specification must be a non-empty object, but found: %s", value.Format(spec))
@@ -44,7 +36,7 @@ func compileFacetStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 			return nil, mongoerr.New(mongoerr.Code(40170), "arguments to $facet must be arrays, %s is type %s", name, value.TypeName(v.Type))
 		}
 		for _, st := range value.ArrayValues(v.Data) {
-			if st.Type == bsoncore.TypeEmbeddedDocument && notInFacet[value.FirstKey(st.Data)] {
+			if st.Type == bsoncore.TypeEmbeddedDocument && stages[value.FirstKey(st.Data)].has(stageNotInFacet) {
 				return nil, mongoerr.New(mongoerr.Code(40600), "%s is not allowed to be used within a $facet stage", value.FirstKey(st.Data))
 			}
 		}

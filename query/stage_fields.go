@@ -1,8 +1,6 @@
 package query
 
 import (
-	"bytes"
-
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"dumbodb/query/mongoerr"
@@ -11,95 +9,31 @@ import (
 
 // Document-reshaping stages ($addFields/$set, $unset, $project,
 // $replaceRoot/$replaceWith). They are per-document transforms, shared by
-// aggregation pipelines and pipeline-style updates.
+// aggregation pipelines and pipeline-style updates (update_pipeline.go).
 
 // docTransform reshapes one document.
 type docTransform func(doc bsoncore.Document) (bsoncore.Document, error)
 
-// transformCompilers are the stages an update pipeline may contain.
-var transformCompilers = map[string]func(spec bsoncore.Value, env *Env) (docTransform, error){
-	"$addFields":   compileAddFields,
-	"$set":         compileAddFields,
-	"$unset":       compileUnset,
-	"$project":     compileProjectTransform,
-	"$replaceRoot": compileReplaceRoot,
-	"$replaceWith": compileReplaceWith,
-}
+// transformCompiler compiles a per-document transform stage.
+type transformCompiler func(spec bsoncore.Value, env *Env) (docTransform, error)
 
-func init() {
-	for name, compile := range transformCompilers {
-		stageCompilers[name] = func(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
-			t, err := compile(spec, pc.env)
-			if err != nil {
-				if name == "$project" {
-					return nil, err
-				}
-				return nil, mongoerr.New(mongoerr.As(err).Code, "Invalid %s :: caused by :: %s", name, mongoerr.As(err).Msg)
+// transformRow is a row of the stage table for a transform: a stage of
+// aggregation pipelines and of update pipelines.
+func transformRow(name string, compile transformCompiler) stageEntry {
+	return stageEntry{name: name, transform: compile, compile: func(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
+		t, err := compile(spec, pc.env)
+		if err != nil {
+			if name == "$project" {
+				return nil, err
 			}
-			return transformStage(t), nil
+			return nil, mongoerr.New(mongoerr.As(err).Code, "Invalid %s :: caused by :: %s", name, mongoerr.As(err).Msg)
 		}
-	}
+		return transformStage(t), nil
+	}}
 }
 
 func transformStage(t docTransform) stage {
 	return func(in Stream) Stream { return mapStream(in, t) }
-}
-
-// compileUpdatePipeline compiles an update given as an array of stages.
-func compileUpdatePipeline(arr []byte, env *Env) (*Update, error) {
-	u := &Update{env: env, pipeline: []docTransform{}}
-	for _, v := range value.ArrayValues(arr) {
-		if v.Type != bsoncore.TypeEmbeddedDocument {
-			return nil, mongoerr.New(mongoerr.TypeMismatch, "Each element of the 'pipeline' array must be an object")
-		}
-		if value.ArrayLen(v.Data) != 1 {
-			return nil, mongoerr.New(mongoerr.Code(40323), "A pipeline stage specification object must contain exactly one field.")
-		}
-		name := value.FirstKey(v.Data)
-		spec, _ := value.LookupField(v.Data, name)
-		compile, ok := transformCompilers[name]
-		if !ok {
-			if _, known := stageCompilers[name]; known || isKnownStage(name) {
-				return nil, mongoerr.New(mongoerr.InvalidOptions, "%s is not allowed to be used within an update", name)
-			}
-			return nil, mongoerr.New(mongoerr.Code(40324), "Unrecognized pipeline stage name: '%s'", name)
-		}
-		t, err := compile(spec, env)
-		if err != nil {
-			return nil, err
-		}
-		u.pipeline = append(u.pipeline, t)
-	}
-	return u, nil
-}
-
-func isKnownStage(name string) bool {
-	switch name {
-	case "$lookup", "$unwind", "$facet", "$out", "$merge", "$bucket", "$sample", "$geoNear", "$graphLookup", "$redact", "$sortByCount", "$unionWith", "$densify", "$fill", "$setWindowFields":
-		return true
-	}
-	return false
-}
-
-// applyPipeline runs a pipeline update. The result replaces the document,
-// keeping its _id, which the pipeline may not change.
-func (u *Update) applyPipeline(doc bsoncore.Document, isInsert bool) (bsoncore.Document, bool, error) {
-	out := doc
-	for _, t := range u.pipeline {
-		var err error
-		if out, err = t(out); err != nil {
-			return nil, false, err
-		}
-	}
-	oldID, hadID := value.LookupField(doc, "_id")
-	newID, hasID := value.LookupField(out, "_id")
-	switch {
-	case hadID && hasID && !value.Same(oldID, newID) && !isInsert:
-		return nil, false, mongoerr.New(mongoerr.ImmutableField, "After applying the update, the (immutable) field '_id' was found to have been altered to %s", value.FormatElem("_id", newID))
-	case hadID && !hasID:
-		out = prependID(oldID, out)
-	}
-	return out, !bytes.Equal(out, doc), nil
 }
 
 // fieldsNode is a compiled $addFields specification: per field either an

@@ -12,10 +12,6 @@ import (
 	"dumbodb/query/value"
 )
 
-func init() {
-	stageCompilers["$graphLookup"] = compileGraphLookupStage
-}
-
 type graphLookupSpec struct {
 	from, connectFrom, connectTo, as, depthField string
 	startWith                                    Expr

@@ -12,10 +12,6 @@ import (
 	"dumbodb/query/value"
 )
 
-func init() {
-	stageCompilers["$lookup"] = compileLookupStage
-}
-
 type lookupSpec struct {
 	from          string
 	localField    string

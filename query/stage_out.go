@@ -14,11 +14,6 @@ import (
 // $out and $merge write the pipeline's results through the Writer. Both
 // must be the last stage and output nothing.
 
-func init() {
-	stageCompilers["$out"] = compileOutStage
-	stageCompilers["$merge"] = compileMergeStage
-}
-
 // checkWriteStage enforces where $out/$merge may appear.
 func checkWriteStage(name string, pc *pipeCtx) error {
 	switch {

@@ -11,10 +11,6 @@ import (
 	"dumbodb/query/value"
 )
 
-func init() {
-	stageCompilers["$unionWith"] = compileUnionWithStage
-}
-
 // $unionWith appends another collection's documents, optionally through a
 // pipeline, after the input.
 func compileUnionWithStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
@@ -24,32 +20,22 @@ func compileUnionWithStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 	case bsoncore.TypeString:
 		coll = spec.StringValue()
 	case bsoncore.TypeEmbeddedDocument:
-		it := value.NewIter(spec.Data)
-		for {
-			k, v, ok := it.Next()
-			if !ok {
-				break
-			}
-			switch string(k) {
+		err := value.EachField(spec.Data, func(k string, v bsoncore.Value) (err error) {
+			switch k {
 			case "coll":
-				name, err := lookupFrom(v, pc)
-				if err != nil {
-					return nil, err
-				}
-				coll = name
+				coll, err = lookupFrom(v, pc)
 			case "pipeline":
 				if v.Type != bsoncore.TypeArray {
-					return nil, mongoerr.New(mongoerr.TypeMismatch, "BSON field '$unionWith.pipeline' is the wrong type '%s', expected type 'array'", value.TypeName(v.Type))
+					return mongoerr.New(mongoerr.TypeMismatch, "BSON field '$unionWith.pipeline' is the wrong type '%s', expected type 'array'", value.TypeName(v.Type))
 				}
-				sc := pipeCtx{opts: pc.opts, env: pc.env, within: "$unionWith"}
-				p, err := compileStages(v, &sc)
-				if err != nil {
-					return nil, err
-				}
-				sub = p
+				sub, err = compileStages(v, &pipeCtx{opts: pc.opts, env: pc.env, within: "$unionWith"})
 			default:
-				return nil, mongoerr.New(mongoerr.Code(40415), "BSON field '$unionWith.%s' is an unknown field.", k)
+				err = mongoerr.New(mongoerr.Code(40415), "BSON field '$unionWith.%s' is an unknown field.", k)
 			}
+			return err
+		})
+		if err != nil {
+			return nil, err
 		}
 	default:
 		return nil, mongoerr.New(mongoerr.FailedToParse, "the $unionWith stage specification must be an object or string, but found %s", value.TypeName(spec.Type))

@@ -12,8 +12,6 @@ import (
 
 // $unwind outputs one document per element of an array field.
 
-func init() { stageCompilers["$unwind"] = compileUnwindStage }
-
 type unwindSpec struct {
 	parts    []string
 	index    []string // includeArrayIndex path, nil when absent
@@ -62,38 +60,34 @@ func parseUnwind(spec bsoncore.Value) (*unwindSpec, error) {
 	case bsoncore.TypeString:
 		path = spec.StringValue()
 	case bsoncore.TypeEmbeddedDocument:
-		it := value.NewIter(spec.Data)
-		for {
-			k, v, ok := it.Next()
-			if !ok {
-				break
-			}
-			switch string(k) {
+		err := value.EachField(spec.Data, func(k string, v bsoncore.Value) error {
+			switch k {
 			case "path":
 				if v.Type != bsoncore.TypeString {
-					return nil, mongoerr.New(mongoerr.Code(28808), "expected a string as the path for $unwind stage, got %s", value.TypeName(v.Type))
+					return mongoerr.New(mongoerr.Code(28808), "expected a string as the path for $unwind stage, got %s", value.TypeName(v.Type))
 				}
 				path = v.StringValue()
 			case "includeArrayIndex":
-				if v.Type != bsoncore.TypeString {
-					return nil, mongoerr.New(mongoerr.Code(28810), "expected a non-empty string for the includeArrayIndex  option to $unwind stage")
+				if v.Type != bsoncore.TypeString || v.StringValue() == "" {
+					return mongoerr.New(mongoerr.Code(28810), "expected a non-empty string for the includeArrayIndex  option to $unwind stage")
 				}
 				s := v.StringValue()
-				if s == "" {
-					return nil, mongoerr.New(mongoerr.Code(28810), "expected a non-empty string for the includeArrayIndex  option to $unwind stage")
-				}
 				if s[0] == '$' {
-					return nil, mongoerr.New(mongoerr.Code(28822), "includeArrayIndex option to $unwind stage should not be prefixed with a '$': %s", s)
+					return mongoerr.New(mongoerr.Code(28822), "includeArrayIndex option to $unwind stage should not be prefixed with a '$': %s", s)
 				}
 				u.index = value.SplitPath(s)
 			case "preserveNullAndEmptyArrays":
 				if v.Type != bsoncore.TypeBoolean {
-					return nil, mongoerr.New(mongoerr.Code(28809), "expected a boolean for the preserveNullAndEmptyArrays option to $unwind stage, got %s", value.TypeName(v.Type))
+					return mongoerr.New(mongoerr.Code(28809), "expected a boolean for the preserveNullAndEmptyArrays option to $unwind stage, got %s", value.TypeName(v.Type))
 				}
 				u.preserve = v.Boolean()
 			default:
-				return nil, mongoerr.New(mongoerr.Code(28811), "unrecognized option to $unwind stage: %s", k)
+				return mongoerr.New(mongoerr.Code(28811), "unrecognized option to $unwind stage: %s", k)
 			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
 		}
 		if path == "" {
 			return nil, mongoerr.New(mongoerr.Code(28812), "no path specified to $unwind stage")

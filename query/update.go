@@ -47,21 +47,6 @@ type updateOp struct {
 	positional bool
 }
 
-// modifier describes an update operator: how to validate one field's
-// argument and how to apply it.
-type modifier struct {
-	name  string
-	parse func(op *updateOp) error
-	apply func(c *applyCtx, op *updateOp) error
-}
-
-// modifiers is the update-operator table (filled in update_ops.go).
-var modifiers = map[string]*modifier{}
-
-func register(name string, parse func(*updateOp) error, apply func(*applyCtx, *updateOp) error) {
-	modifiers[name] = &modifier{name: name, parse: parse, apply: apply}
-}
-
 // CompileUpdate validates an update without options.
 func CompileUpdate(update bsoncore.Value) (*Update, error) {
 	return CompileUpdateOpts(update, UpdateOptions{})

@@ -12,24 +12,6 @@ import (
 	"dumbodb/query/value"
 )
 
-func init() {
-	register("$set", noParse, applySet)
-	register("$setOnInsert", noParse, applySetOnInsert)
-	register("$unset", noParse, applyUnset)
-	register("$inc", parseArith("$inc", "increment"), applyArith(false))
-	register("$mul", parseArith("$mul", "multiply"), applyArith(true))
-	register("$min", noParse, applyMinMax(-1))
-	register("$max", noParse, applyMinMax(1))
-	register("$currentDate", parseCurrentDate, applyCurrentDate)
-	register("$rename", parseRename, applyRename)
-	register("$push", parsePush, applyPush)
-	register("$addToSet", parseAddToSet, applyAddToSet)
-	register("$pop", parsePop, applyPop)
-	register("$pull", parsePull, applyPull)
-	register("$pullAll", parsePullAll, applyPull)
-	register("$bit", parseBit, applyBit)
-}
-
 func noParse(*updateOp) error { return nil }
 
 // setPath stores n at op's path, creating intermediate documents.

@@ -12,17 +12,6 @@ import (
 // not a number are skipped. Welford's method, as mongod's
 // AccumulatorCovariance.
 
-func init() {
-	for _, name := range []string{"$covariancePop", "$covarianceSamp"} {
-		windowOnlyAccs[name] = compileCovariance
-		windowAllowed[name] = true
-	}
-}
-
-// windowOnlyAccs are window functions folded over a window like
-// accumulators but unknown to $group.
-var windowOnlyAccs = map[string]accCompiler{}
-
 func compileCovariance(op string, arg bsoncore.Value, s *compileScope, _ *Env) (accFactory, error) {
 	x, err := compileExpr(arg, s)
 	if err != nil {

@@ -20,8 +20,6 @@ import (
 // Accumulators take a window of documents (by position) or of a range of
 // sortBy values; window_funcs.go holds the order-based functions.
 
-func init() { stageCompilers["$setWindowFields"] = compileSetWindowFieldsStage }
-
 // partition is the sorted documents sharing one partitionBy value.
 type partition struct {
 	docs []bsoncore.Document
@@ -52,19 +50,13 @@ func compileSetWindowFieldsStage(spec bsoncore.Value, pc *pipeCtx) (stage, error
 	}
 	w := &windowStage{}
 	var output bsoncore.Value
-	it := value.NewIter(spec.Data)
-	for {
-		k, v, ok := it.Next()
-		if !ok {
-			break
-		}
-		var err error
-		switch string(k) {
+	err := value.EachField(spec.Data, func(k string, v bsoncore.Value) (err error) {
+		switch k {
 		case "partitionBy":
 			w.partitionBy, err = compileExpr(v, pc.env.scope())
 		case "sortBy":
 			if v.Type != bsoncore.TypeEmbeddedDocument {
-				return nil, mongoerr.New(mongoerr.TypeMismatch, "BSON field '$setWindowFields.sortBy' is the wrong type '%s', expected type 'object'", value.TypeName(v.Type))
+				return mongoerr.New(mongoerr.TypeMismatch, "BSON field '$setWindowFields.sortBy' is the wrong type '%s', expected type 'object'", value.TypeName(v.Type))
 			}
 			w.sort, err = CompileSortEnv(v.Data, pc.env)
 		case "output":
@@ -72,14 +64,15 @@ func compileSetWindowFieldsStage(spec bsoncore.Value, pc *pipeCtx) (stage, error
 		default:
 			err = mongoerr.New(mongoerr.Code(40415), "BSON field '$setWindowFields.%s' is an unknown field.", k)
 		}
-		if err != nil {
-			return nil, err
-		}
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
 	if output.Type != bsoncore.TypeEmbeddedDocument {
 		return nil, mongoerr.New(mongoerr.Code(40414), "BSON field '$setWindowFields.output' is missing but a required field")
 	}
-	it = value.NewIter(output.Data)
+	it := value.NewIter(output.Data)
 	for {
 		k, v, ok := it.Next()
 		if !ok {

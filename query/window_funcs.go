@@ -37,63 +37,69 @@ func compileWindowFunc(field string, v bsoncore.Value, srt *Sort, pc *pipeCtx) (
 	if name == "" {
 		return nil, mongoerr.New(mongoerr.FailedToParse, "Expected a window function in '%s'", field)
 	}
-	bounds := wholePartition
-	if window.Type != 0 {
-		if !windowAllowed[name] {
+	fn, known := lookupWindowFunc(name)
+	w := &windowSpec{name: name, arg: arg, bounds: wholePartition, hasWindow: window.Type != 0, sort: srt, scope: pc.env.scope(), env: pc.env}
+	if w.hasWindow {
+		if !fn.window {
 			return nil, mongoerr.New(mongoerr.FailedToParse, "'window' field is not allowed in '%s'", name)
 		}
 		var err error
-		if bounds, err = parseWindow(window, srt); err != nil {
+		if w.bounds, err = parseWindow(window, srt); err != nil {
 			return nil, err
 		}
 	}
-	scope := pc.env.scope()
-	switch name {
-	case "$rank", "$denseRank", "$documentNumber":
-		if arg.Type != bsoncore.TypeEmbeddedDocument || value.ArrayLen(arg.Data) != 0 {
-			return nil, mongoerr.New(mongoerr.Code(5371603), "%s takes no arguments, i.e. %s:{}", name, name)
-		}
-		if srt == nil || len(srt.keys) != 1 && name != "$documentNumber" {
-			return nil, mongoerr.New(mongoerr.Code(5371602), "%s must be specified with a top level sortBy expression with exactly one element", name)
-		}
-		return rankFunc(name), nil
-	case "$shift":
-		return compileShift(arg, srt, scope)
-	case "$derivative", "$integral":
-		return compileRateFunc(name, arg, bounds, window.Type != 0, srt, scope)
-	case "$expMovingAvg":
-		return compileExpMovingAvg(arg, srt, scope)
-	case "$locf", "$linearFill":
-		x, err := compileExpr(arg, scope)
+	if !known {
+		return nil, mongoerr.New(mongoerr.FailedToParse, "Unrecognized window function, %s", name)
+	}
+	return fn.compile(w)
+}
+
+// windowSpec is one output field's window function as compileWindowFunc
+// read it, for the function's compiler.
+type windowSpec struct {
+	name      string
+	arg       bsoncore.Value
+	bounds    windowBounds // wholePartition unless a window is given
+	hasWindow bool
+	sort      *Sort // the stage's sortBy; nil: none
+	scope     *compileScope
+	env       *Env
+}
+
+// foldWindow makes an accumulator a window function folding each
+// document's window.
+func foldWindow(compile accCompiler) windowCompiler {
+	return func(w *windowSpec) (windowFunc, error) {
+		mk, err := compile(w.name, w.arg, w.scope, w.env)
 		if err != nil {
 			return nil, err
 		}
-		if name == "$linearFill" && (srt == nil || len(srt.keys) != 1) {
-			return nil, mongoerr.New(mongoerr.Code(605001), "$linearFill requires a sortBy with exactly one field")
-		}
-		return &fillFunc{linear: name == "$linearFill", x: x}, nil
+		return &accWindow{mk: mk, bounds: w.bounds}, nil
 	}
-	compile, ok := accumulatorOps[name]
-	if !ok {
-		compile, ok = windowOnlyAccs[name]
+}
+
+// compileRank compiles $rank, $denseRank or $documentNumber.
+func compileRank(w *windowSpec) (windowFunc, error) {
+	name, arg, srt := w.name, w.arg, w.sort
+	if arg.Type != bsoncore.TypeEmbeddedDocument || value.ArrayLen(arg.Data) != 0 {
+		return nil, mongoerr.New(mongoerr.Code(5371603), "%s takes no arguments, i.e. %s:{}", name, name)
 	}
-	if !ok {
-		return nil, mongoerr.New(mongoerr.FailedToParse, "Unrecognized window function, %s", name)
+	if srt == nil || len(srt.keys) != 1 && name != "$documentNumber" {
+		return nil, mongoerr.New(mongoerr.Code(5371602), "%s must be specified with a top level sortBy expression with exactly one element", name)
 	}
-	mk, err := compile(name, arg, scope, pc.env)
+	return rankFunc(name), nil
+}
+
+// compileFill compiles $locf or $linearFill.
+func compileFill(w *windowSpec) (windowFunc, error) {
+	x, err := compileExpr(w.arg, w.scope)
 	if err != nil {
 		return nil, err
 	}
-	return &accWindow{mk: mk, bounds: bounds}, nil
-}
-
-// windowAllowed lists the order-based functions that take a window.
-var windowAllowed = map[string]bool{"$derivative": true, "$integral": true}
-
-func init() {
-	for name := range accumulatorOps {
-		windowAllowed[name] = true
+	if w.name == "$linearFill" && (w.sort == nil || len(w.sort.keys) != 1) {
+		return nil, mongoerr.New(mongoerr.Code(605001), "$linearFill requires a sortBy with exactly one field")
 	}
+	return &fillFunc{linear: w.name == "$linearFill", x: x}, nil
 }
 
 // rankFunc is $rank (ties share a rank, gaps follow), $denseRank (no
@@ -128,7 +134,8 @@ type shiftFunc struct {
 	def    bsoncore.Value
 }
 
-func compileShift(arg bsoncore.Value, srt *Sort, s *compileScope) (windowFunc, error) {
+func compileShift(w *windowSpec) (windowFunc, error) {
+	arg, srt, s := w.arg, w.sort, w.scope
 	if srt == nil {
 		return nil, mongoerr.New(mongoerr.Code(5433600), "$shift requires a sortBy")
 	}
@@ -181,7 +188,9 @@ type rateFunc struct {
 	bounds   windowBounds
 }
 
-func compileRateFunc(name string, arg bsoncore.Value, bounds windowBounds, hasWindow bool, srt *Sort, s *compileScope) (windowFunc, error) {
+// compileRateFunc compiles $derivative or $integral.
+func compileRateFunc(w *windowSpec) (windowFunc, error) {
+	name, arg, bounds, hasWindow, srt, s := w.name, w.arg, w.bounds, w.hasWindow, w.sort, w.scope
 	if srt == nil || len(srt.keys) != 1 {
 		return nil, mongoerr.New(mongoerr.Code(5423301), "%s requires a sortBy with exactly one field", name)
 	}
@@ -269,7 +278,8 @@ type expMovingAvg struct {
 	alpha float64
 }
 
-func compileExpMovingAvg(arg bsoncore.Value, srt *Sort, s *compileScope) (windowFunc, error) {
+func compileExpMovingAvg(w *windowSpec) (windowFunc, error) {
+	arg, srt, s := w.arg, w.sort, w.scope
 	if srt == nil {
 		return nil, mongoerr.New(mongoerr.FailedToParse, "$expMovingAvg requires an explicit 'sortBy'")
 	}

@@ -160,6 +160,10 @@ var names = map[Code]string{
 	Code(222):                  "IncompatibleCollationVersion",
 	QueryFeatureNotAllowed:     "QueryFeatureNotAllowed",
 	NoQueryExecutionPlans:      "NoQueryExecutionPlans",
+
+	// declared below, with the codes of their topic
+	EmptyFieldName:                           "EmptyFieldName",
+	QueryExceededMemoryLimitNoDiskUseAllowed: "QueryExceededMemoryLimitNoDiskUseAllowed",
 }
 
 // Name is the codeName MongoDB reports for c. Codes MongoDB only knows by
@@ -238,8 +242,3 @@ const (
 	Location40099                            Code = 40099   // $graphLookup's search
 	Location4031700                          Code = 4031700 // $facet's output document
 )
-
-func init() {
-	names[EmptyFieldName] = "EmptyFieldName"
-	names[QueryExceededMemoryLimitNoDiskUseAllowed] = "QueryExceededMemoryLimitNoDiskUseAllowed"
-}

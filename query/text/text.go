@@ -27,17 +27,21 @@ type Config struct {
 	Language string
 }
 
-var englishStopWords = map[string]bool{}
-
-func init() {
-	for _, w := range strings.Fields(`a about above after again against all am an and any are as at be because been
+// englishStopWords are the words an English text index leaves out.
+var englishStopWords = wordSet(`a about above after again against all am an and any are as at be because been
 	before being below between both but by can could did do does doing down during each few for from further had has
 	have having he her here hers herself him himself his how i if in into is it its itself just me more most my myself
 	no nor not now of off on once only or other our ours ourselves out over own same she should so some such than that
 	the their theirs them themselves then there these they this those through to too under until up very was we were
-	what when where which while who whom why will with would you your yours yourself yourselves`) {
-		englishStopWords[w] = true
+	what when where which while who whom why will with would you your yours yourself yourselves`)
+
+// wordSet is the set of the space-separated words of s.
+func wordSet(s string) map[string]bool {
+	set := map[string]bool{}
+	for _, w := range strings.Fields(s) {
+		set[w] = true
 	}
+	return set
 }
 
 // Tokenize splits s on every character that is not a letter or digit and

@@ -19,6 +19,21 @@ func NewIter(doc []byte) Iter {
 	return Iter{rem: doc[4 : len(doc)-1]}
 }
 
+// EachField calls fn with each field of a document in order and stops at
+// the first error fn returns, which it returns.
+func EachField(doc []byte, fn func(k string, v bsoncore.Value) error) error {
+	it := NewIter(doc)
+	for {
+		k, v, ok := it.Next()
+		if !ok {
+			return nil
+		}
+		if err := fn(string(k), v); err != nil {
+			return err
+		}
+	}
+}
+
 // next returns the next key and value; ok=false at the end or on malformed input.
 func (it *Iter) Next() (key []byte, v bsoncore.Value, ok bool) {
 	if len(it.rem) < 2 {

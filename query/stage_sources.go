@@ -2,7 +2,6 @@ package query
 
 import (
 	"context"
-	"math/rand/v2"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -11,18 +10,8 @@ import (
 	"dumbodb/query/value"
 )
 
-// $sample, $redact, and the source stages $documents, $collStats and
-// $indexStats.
-
-func init() {
-	stageCompilers["$sample"] = compileSampleStage
-	stageCompilers["$redact"] = compileRedactStage
-	stageCompilers["$documents"] = compileDocumentsStage
-	stageCompilers["$collStats"] = compileCollStatsStage
-	stageCompilers["$indexStats"] = compileIndexStatsStage
-	stageCompilers["$listLocalSessions"] = compileListLocalSessionsStage
-	regSpecial("$rand", compileRand)
-}
+// The stages that produce their own documents, and so come first:
+// $documents, $collStats, $indexStats and $listLocalSessions.
 
 // compileListLocalSessionsStage lists the sessions the server passed in
 // (the command's own); {allUsers} and {users} filter nothing more.
@@ -33,138 +22,6 @@ func compileListLocalSessionsStage(spec bsoncore.Value, pc *pipeCtx) (stage, err
 	return func(Stream) Stream {
 		return &sliceStream{docs: append([]bsoncore.Document(nil), pc.opts.LocalSessions...)}
 	}, nil
-}
-
-// randExpr is $rand: a double in [0, 1).
-type randExpr struct{}
-
-func compileRand(_ string, arg bsoncore.Value, _ *compileScope) (Expr, error) {
-	if arg.Type != bsoncore.TypeEmbeddedDocument || value.ArrayLen(arg.Data) != 0 {
-		return nil, mongoerr.New(mongoerr.Code(3040501), "$rand does not currently accept arguments")
-	}
-	return randExpr{}, nil
-}
-
-func (randExpr) eval(*evalCtx) (bsoncore.Value, error) { return value.Double(rand.Float64()), nil }
-
-func compileSampleStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
-	if spec.Type != bsoncore.TypeEmbeddedDocument {
-		return nil, mongoerr.New(mongoerr.Code(28745), "the $sample stage specification must be an object")
-	}
-	size := int64(-1)
-	it := value.NewIter(spec.Data)
-	for {
-		k, v, ok := it.Next()
-		if !ok {
-			break
-		}
-		if string(k) != "size" {
-			return nil, mongoerr.New(mongoerr.Code(28748), "unrecognized option to $sample: %s", k)
-		}
-		if !value.IsNumber(v) {
-			return nil, mongoerr.New(mongoerr.Code(28746), "size argument to $sample must be a number")
-		}
-		if size = int64(value.ToFloat(v)); size < 0 {
-			return nil, mongoerr.New(mongoerr.Code(28747), "size argument to $sample must not be negative")
-		}
-	}
-	if size < 0 {
-		return nil, mongoerr.New(mongoerr.Code(28749), "$sample stage must specify a size")
-	}
-	return func(in Stream) Stream {
-		return lazyStream(func(ctx context.Context) (Stream, error) {
-			docs, err := drainBudget(ctx, in, pc.budget("$sample"))
-			if err != nil {
-				return nil, err
-			}
-			rand.Shuffle(len(docs), func(i, j int) { docs[i], docs[j] = docs[j], docs[i] })
-			return &sliceStream{docs: docs[:min(int64(len(docs)), size)]}, nil
-		})
-	}, nil
-}
-
-// redactVars are the values $redact's expression must return.
-var redactVars = map[string]string{"DESCEND": "descend", "PRUNE": "prune", "KEEP": "keep"}
-
-func compileRedactStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
-	scope := pc.env.scope()
-	for name := range redactVars {
-		scope = scope.with(name)
-	}
-	x, err := compileExpr(spec, scope)
-	if err != nil {
-		return nil, err
-	}
-	return func(in Stream) Stream {
-		return mapStream(in, func(d bsoncore.Document) (bsoncore.Document, error) {
-			c := newEvalCtx(d, pc.env)
-			for name, v := range redactVars {
-				c = c.bind(name, value.String(v))
-			}
-			v, keep, err := redact(x, c, bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: d})
-			if err != nil || !keep {
-				return nil, err
-			}
-			return v.Data, nil
-		})
-	}, nil
-}
-
-// redact evaluates the expression with $$CURRENT at doc and applies the
-// verdict; descending recurses into sub-documents, also inside arrays.
-func redact(x Expr, c *evalCtx, doc bsoncore.Value) (bsoncore.Value, bool, error) {
-	sub := *c
-	sub.cur = doc
-	v, err := x.eval(&sub)
-	if err != nil {
-		return v, false, err
-	}
-	verdict, _ := v.StringValueOK()
-	switch {
-	case v.Type == bsoncore.TypeString && verdict == "keep":
-		return doc, true, nil
-	case v.Type == bsoncore.TypeString && verdict == "prune":
-		return bsoncore.Value{}, false, nil
-	case v.Type != bsoncore.TypeString || verdict != "descend":
-		return v, false, mongoerr.New(mongoerr.Code(17053), "$redact's expression should not return anything aside from the variables $$KEEP, $$DESCEND, and $$PRUNE, but returned %s", value.Format(v))
-	}
-	idx, dst := bsoncore.AppendDocumentStart(nil)
-	it := value.NewIter(doc.Data)
-	for {
-		k, e, ok := it.Next()
-		if !ok {
-			break
-		}
-		r, keep, err := redactValue(x, c, e)
-		if err != nil {
-			return r, false, err
-		}
-		if keep {
-			dst = bsoncore.AppendValueElement(dst, string(k), r)
-		}
-	}
-	dst, _ = bsoncore.AppendDocumentEnd(dst, idx)
-	return bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: dst}, true, nil
-}
-
-func redactValue(x Expr, c *evalCtx, v bsoncore.Value) (bsoncore.Value, bool, error) {
-	switch v.Type {
-	case bsoncore.TypeEmbeddedDocument:
-		return redact(x, c, v)
-	case bsoncore.TypeArray:
-		var out []bsoncore.Value
-		for _, e := range value.ArrayValues(v.Data) {
-			r, keep, err := redactValue(x, c, e)
-			if err != nil {
-				return r, false, err
-			}
-			if keep {
-				out = append(out, r)
-			}
-		}
-		return value.BuildArray(out), true, nil
-	}
-	return v, true, nil
 }
 
 // compileDocumentsStage is $documents: an expression that evaluates to an

@@ -21,8 +21,6 @@ type accSpec struct {
 	mk    accFactory
 }
 
-func init() { stageCompilers["$group"] = compileGroupStage }
-
 func compileGroupStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 	if spec.Type != bsoncore.TypeEmbeddedDocument {
 		return nil, mongoerr.New(mongoerr.Code(15947), "a group's fields must be specified in an object")
@@ -76,15 +74,15 @@ func compileAccumulator(name string, v bsoncore.Value, s *compileScope, env *Env
 		return accSpec{}, mongoerr.New(mongoerr.Code(40238), "The field '%s' must specify one accumulator", name)
 	}
 	op := value.FirstKey(v.Data)
-	compile, ok := accumulatorOps[op]
-	if !ok {
-		if jsExprOps[op] {
-			return accSpec{}, mongoerr.New(mongoerr.NotImplemented, "%s is not supported: DumboDB does not run server-side JavaScript", op)
-		}
+	acc, ok := accumulatorOps[op]
+	switch {
+	case !ok:
 		return accSpec{}, mongoerr.New(mongoerr.Code(15952), "unknown group operator '%s'", op)
+	case acc.js:
+		return accSpec{}, jsNotSupported(op)
 	}
 	arg, _ := value.LookupField(v.Data, op)
-	mk, err := compile(op, arg, s, env)
+	mk, err := acc.compile(op, arg, s, env)
 	if err != nil {
 		return accSpec{}, err
 	}

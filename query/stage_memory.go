@@ -14,7 +14,6 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"dumbodb/query/mongoerr"
-	"dumbodb/query/value"
 )
 
 // Blocking stages account for what they hold in a memBudget. Past the
@@ -62,24 +61,6 @@ func (m *memBudget) over() bool { return m.used > m.limit }
 // spilling cannot split it, so allowDiskUse does not help.
 func tooLargeUnit(stage, unit string, limit int64) error {
 	return mongoerr.New(mongoerr.QueryExceededMemoryLimitNoDiskUseAllowed, "Exceeded memory limit for %s: a single %s is larger than %d bytes, which spilling to disk cannot split", stage, unit, limit)
-}
-
-func compileSortStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
-	if spec.Type != bsoncore.TypeEmbeddedDocument {
-		return nil, mongoerr.New(mongoerr.Code(15973), "the $sort key specification must be an object")
-	}
-	if value.ArrayLen(spec.Data) == 0 {
-		return nil, mongoerr.New(mongoerr.Code(15976), "$sort stage must have at least one sort key")
-	}
-	s, err := CompileSortEnv(spec.Data, pc.env)
-	if err != nil {
-		return nil, err
-	}
-	return func(in Stream) Stream {
-		return lazyStream(func(ctx context.Context) (Stream, error) {
-			return sortStream(ctx, in, s.Compare, pc.budget("$sort"))
-		})
-	}, nil
 }
 
 // sortStream sorts its input stably, spilling runs to disk past the

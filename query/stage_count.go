@@ -1,0 +1,44 @@
+package query
+
+import (
+	"context"
+	"errors"
+	"io"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"dumbodb/query/mongoerr"
+)
+
+// $count: the number of input documents, as one document of one field.
+
+func compileCountStage(spec bsoncore.Value, _ *pipeCtx) (stage, error) {
+	field, ok := spec.StringValueOK()
+	switch {
+	case !ok:
+		return nil, mongoerr.New(mongoerr.Code(40156), "the count field must be a non-empty string")
+	case field == "":
+		return nil, mongoerr.New(mongoerr.Code(40157), "the count field must be a non-empty string")
+	case field[0] == '$':
+		return nil, mongoerr.New(mongoerr.Code(40158), "the count field cannot be a $-prefixed path")
+	}
+	return func(in Stream) Stream {
+		return lazyStream(func(ctx context.Context) (Stream, error) {
+			var n int64
+			for {
+				_, err := in.Next(ctx)
+				if errors.Is(err, io.EOF) {
+					break
+				}
+				if err != nil {
+					return nil, err
+				}
+				n++
+			}
+			if n == 0 {
+				return &sliceStream{}, nil
+			}
+			return &sliceStream{docs: []bsoncore.Document{bsoncore.NewDocumentBuilder().AppendValue(field, smallestInt(n)).Build()}}, nil
+		})
+	}, nil
+}

@@ -1,0 +1,30 @@
+package query
+
+import (
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"dumbodb/query/mongoerr"
+)
+
+// $match: the documents of the input a filter matches.
+
+// matching streams the documents of in that f matches.
+func matching(in Stream, f *Filter) Stream {
+	return mapStream(in, func(d bsoncore.Document) (bsoncore.Document, error) {
+		if f.Match(d) {
+			return d, nil
+		}
+		return nil, f.Err()
+	})
+}
+
+func compileMatchStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
+	if spec.Type != bsoncore.TypeEmbeddedDocument {
+		return nil, mongoerr.New(mongoerr.Code(15959), "the match filter must be an expression in an object")
+	}
+	f, err := CompileFilterEnv(spec.Data, pc.env)
+	if err != nil {
+		return nil, err
+	}
+	return func(in Stream) Stream { return matching(in, f) }, nil
+}

@@ -1,0 +1,109 @@
+package query
+
+import "go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+// The stage table: every aggregation stage compileStages knows, in groups
+// by topic, each group sorted by name. The stages MongoDB has and DumboDB
+// lacks the means for are rows marked stageUnsupported.
+var stageTable = [][]stageEntry{
+	{ // documents in and out
+		{name: "$limit", compile: compileLimitStage},
+		{name: "$match", compile: compileMatchStage},
+		{name: "$redact", compile: compileRedactStage},
+		{name: "$sample", compile: compileSampleStage},
+		{name: "$skip", compile: compileSkipStage},
+		{name: "$sort", compile: compileSortStage},
+		{name: "$unwind", compile: compileUnwindStage},
+	},
+	{ // per-document transforms, which update pipelines may use too
+		transformRow("$addFields", compileAddFields),
+		transformRow("$project", compileProjectTransform),
+		transformRow("$replaceRoot", compileReplaceRoot),
+		transformRow("$replaceWith", compileReplaceWith),
+		transformRow("$set", compileAddFields),
+		transformRow("$unset", compileUnset),
+	},
+	{ // grouping
+		{name: "$bucket", compile: compileBucketStage},
+		{name: "$bucketAuto", compile: compileBucketAutoStage},
+		{name: "$count", compile: compileCountStage},
+		{name: "$group", compile: compileGroupStage},
+		{name: "$sortByCount", compile: compileSortByCountStage},
+	},
+	{ // windows and gaps
+		{name: "$densify", compile: compileDensifyStage},
+		{name: "$fill", compile: compileFillStage},
+		{name: "$setWindowFields", compile: compileSetWindowFieldsStage},
+	},
+	{ // sub-pipelines and other collections
+		{name: "$facet", compile: compileFacetStage, flags: stageNotInFacet},
+		{name: "$graphLookup", compile: compileGraphLookupStage},
+		{name: "$lookup", compile: compileLookupStage},
+		{name: "$unionWith", compile: compileUnionWithStage},
+	},
+	{ // writing to a collection
+		{name: "$merge", compile: compileMergeStage, flags: stageNotInFacet},
+		{name: "$out", compile: compileOutStage, flags: stageNotInFacet},
+	},
+	{ // sources of their own documents
+		{name: "$collStats", compile: compileCollStatsStage, flags: stageFirst | stageNotInFacet},
+		{name: "$documents", compile: compileDocumentsStage, flags: stageFirst | stageNotInFacet},
+		{name: "$indexStats", compile: compileIndexStatsStage, flags: stageFirst | stageNotInFacet},
+		{name: "$listLocalSessions", compile: compileListLocalSessionsStage, flags: stageFirst},
+	},
+	{ // unsupported: geospatial and search indexes
+		{name: "$geoNear", flags: stageUnsupported | stageNamedInUpdate},
+		{name: "$listSearchIndexes", flags: stageUnsupported},
+		{name: "$search", flags: stageUnsupported},
+		{name: "$searchMeta", flags: stageUnsupported},
+		{name: "$vectorSearch", flags: stageUnsupported},
+	},
+	{ // unsupported: change streams, sessions and the server's state
+		{name: "$changeStream", flags: stageUnsupported},
+		{name: "$changeStreamSplitLargeEvent", flags: stageUnsupported},
+		{name: "$currentOp", flags: stageUnsupported},
+		{name: "$listSampledQueries", flags: stageUnsupported},
+		{name: "$listSessions", flags: stageUnsupported},
+		{name: "$planCacheStats", flags: stageUnsupported},
+		{name: "$querySettings", flags: stageUnsupported},
+		{name: "$shardedDataDistribution", flags: stageUnsupported},
+	},
+}
+
+// stageEntry is one row of stageTable: how the stage compiles, for a
+// per-document transform also how an update pipeline compiles it, and
+// its flags.
+type stageEntry struct {
+	name      string
+	compile   stageCompiler
+	transform transformCompiler
+	flags     stageFlags
+}
+
+type stageCompiler func(spec bsoncore.Value, pc *pipeCtx) (stage, error)
+
+type stageFlags uint8
+
+const (
+	// stageFirst: the stage produces its own documents, so it must come
+	// first (and is what {aggregate: 1} must start with).
+	stageFirst stageFlags = 1 << iota
+	// stageNotInFacet: a $facet sub-pipeline may not contain it.
+	stageNotInFacet
+	// stageUnsupported: MongoDB has the stage, DumboDB refuses it.
+	stageUnsupported
+	// stageNamedInUpdate: an unsupported stage an update pipeline refuses
+	// as a stage not allowed there, as it does the supported ones, rather
+	// than as an unknown one.
+	stageNamedInUpdate
+)
+
+func (e stageEntry) has(f stageFlags) bool { return e.flags&f != 0 }
+
+func (e stageEntry) rowName() string { return e.name }
+
+// stages finds stageTable's rows by name. It is filled in init because the
+// compile functions recurse into it (sub-pipelines).
+var stages map[string]stageEntry
+
+func init() { stages = indexTable(stageTable) }
