@@ -16,7 +16,7 @@ import (
 var d = fuzzbson.D
 
 // FuzzEncodeKey checks EncodeKey's promise on the values of a fuzzed
-// document: byte order is query.Compare's order (under a collation too),
+// document: byte order is value.Compare's order (under a collation too),
 // so equal values encode alike. Decimal128 is excluded where EncodeKey
 // documents it as best effort.
 func FuzzEncodeKey(f *testing.F) {

@@ -1,6 +1,6 @@
 // Package index owns how DumboDB turns BSON values into index keys: the
 // order-preserving key encoding (EncodeKey) whose byte order equals
-// query.Compare, the rules for what may be an _id, secondary index specs
+// value.Compare, the rules for what may be an _id, secondary index specs
 // (spec.go), the keys a document yields with multikey expansion (keys.go,
 // entry.go, text.go, wildcard.go) and the key ranges a predicate scans
 // (bounds.go).
@@ -28,7 +28,7 @@ const MaxKeySize = 4096
 const endMarker = 0x00
 
 // EncodeKey appends an order-preserving encoding of v to dst:
-// bytes.Compare of two encodings equals query.Compare of the values, and
+// bytes.Compare of two encodings equals value.Compare of the values, and
 // values MongoDB considers equal (1, NumberLong(1), 1.0, NumberDecimal("1"),
 // -0.0 and 0) encode identically.
 //
@@ -45,7 +45,7 @@ func EncodeKey(dst []byte, v bsoncore.Value) []byte {
 
 // EncodeKeyCollated is EncodeKey for an index with collation c (nil:
 // simple): strings and symbols, also inside documents and arrays, are
-// encoded by their collation sort keys (query.Collation.AppendKey), so
+// encoded by their collation sort keys (value.Collation.AppendKey), so
 // that byte order is the collation's order and strings it finds equal
 // encode identically. Every other value encodes as with EncodeKey.
 func EncodeKeyCollated(dst []byte, v bsoncore.Value, c *value.Collation) []byte {

@@ -25,7 +25,7 @@ func sign(c int) int {
 }
 
 // TestEncodeKeyOrder checks, for random values, that the byte order of
-// encodings equals query.Compare and that equal values encode identically.
+// encodings equals value.Compare and that equal values encode identically.
 func TestEncodeKeyOrder(t *testing.T) {
 	for seed := int64(1); seed <= 4; seed++ {
 		checkEncodeKeyOrder(t, rand.New(rand.NewSource(seed)))

@@ -21,6 +21,11 @@
 // log after it. Readers take a Snapshot (snapshot.go) and never wait for
 // writers.
 //
+// Retryable writes: the outcomes of their statements travel in the log
+// record of their write and are saved to the database's retry file before
+// each checkpoint (retry.go, docs/format/retry.md), so that a retry finds
+// them after a restart or a crash.
+//
 // Version control runs on Dolt's commits and datasets, in the vc*.go
 // files: commits, branches, tags and reset (vc.go, which also holds
 // lockedBranch, the checkpoint under the branch's writer lock each
@@ -34,7 +39,7 @@
 // reaches.
 //
 // The byte layouts of what this package writes are in docs/format/root.md,
-// docs/format/wal.md and docs/format/doctree.md; the design in
+// docs/format/wal.md, docs/format/retry.md and docs/format/doctree.md; the design in
 // docs/design/durability.md and docs/design/version-control.md. Only this
 // package imports Dolt.
 package storage
