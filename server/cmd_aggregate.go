@@ -11,6 +11,7 @@ import (
 	"dumbodb/plan"
 	"dumbodb/query"
 	"dumbodb/query/mongoerr"
+	"dumbodb/query/value"
 	"dumbodb/storage"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -77,7 +78,7 @@ func (r *request) checkLinearizableWrite(pipeline bsoncore.Array) error {
 	vals, _ := pipeline.Values()
 	for _, v := range vals {
 		stage, _ := v.DocumentOK()
-		if name := firstKey(stage); name == "$out" || name == "$merge" {
+		if name := value.FirstKey(stage); name == "$out" || name == "$merge" {
 			return mongoerr.New(mongoerr.InvalidOptions, "%s cannot be used with a 'linearizable' read concern level", name)
 		}
 	}
@@ -172,7 +173,7 @@ func planLeadingMatch(snap *storage.Snapshot, a *aggregateArgs, env *query.Env) 
 	}
 	first, _ := vals[0].DocumentOK()
 	filter, ok := first.Lookup("$match").DocumentOK()
-	if !ok || len(first) == 0 || firstKey(first) != "$match" {
+	if !ok || len(first) == 0 || value.FirstKey(first) != "$match" {
 		return nil, nil
 	}
 	f, err := query.CompileFilterEnv(filter, env)
@@ -181,7 +182,7 @@ func planLeadingMatch(snap *storage.Snapshot, a *aggregateArgs, env *query.Env) 
 	}
 	in := plan.Input{Filter: f, Hint: a.hint}
 	if len(vals) > 1 {
-		if next, ok := vals[1].DocumentOK(); ok && firstKey(next) == "$sort" {
+		if next, ok := vals[1].DocumentOK(); ok && value.FirstKey(next) == "$sort" {
 			in.Sort, _ = next.Lookup("$sort").DocumentOK()
 		}
 	}
@@ -240,7 +241,7 @@ func explainAggregate(ns string, p *query.Pipeline, lead *leadingMatch, snap *st
 // equality on a foreign field).
 func withLookupIndex(stage bsoncore.Document, snap *storage.Snapshot, env *query.Env) bsoncore.Document {
 	spec, ok := stage.Lookup("$lookup").DocumentOK()
-	if !ok || firstKey(stage) != "$lookup" {
+	if !ok || value.FirstKey(stage) != "$lookup" {
 		return stage
 	}
 	from, _ := spec.Lookup("from").StringValueOK()

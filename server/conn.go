@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"dumbodb/query/mongoerr"
+	"dumbodb/query/value"
 	"dumbodb/storage"
 	"dumbodb/wire"
 
@@ -194,7 +195,7 @@ func (c *conn) handleQuery(hdr wire.Header, q *wire.Query, comp wire.CompressorI
 	if !isCmdNamespace(q.FullCollectionName) {
 		reply = errorReply(mongoerr.New(mongoerr.Code(5739101), "OP_QUERY is no longer supported. The client driver may require an upgrade."))
 	} else {
-		name := firstKey(q.Query)
+		name := value.FirstKey(q.Query)
 		if name != "hello" && name != "isMaster" && name != "ismaster" {
 			reply = errorReply(mongoerr.New(mongoerr.Code(5739101), "OP_QUERY is no longer supported. The client driver may require an upgrade."))
 		} else {
@@ -289,7 +290,7 @@ func (c *conn) failure(cmd bsoncore.Document, err error) bsoncore.Document {
 // commandLog names cmd (nil when it could not be decoded) in ev.
 func (c *conn) commandLog(ev *zerolog.Event, cmd bsoncore.Document) *zerolog.Event {
 	db, _ := cmd.Lookup("$db").StringValueOK()
-	return ev.Str("c", "COMMAND").Str("command", firstKey(cmd)).Str("$db", db)
+	return ev.Str("c", "COMMAND").Str("command", value.FirstKey(cmd)).Str("$db", db)
 }
 
 const slowCommand = 100 * time.Millisecond

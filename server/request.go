@@ -285,15 +285,6 @@ func (r *request) cursorPlace(ns string) cursorPlace {
 	return cursorPlace{db: r.db, rev: cmp.Or(r.rev, r.currentBranch()), coll: strings.TrimPrefix(ns, r.db+".")}
 }
 
-// firstKey is doc's first field name ("" when empty).
-func firstKey(doc bsoncore.Document) string {
-	el, err := doc.IndexErr(0)
-	if err != nil {
-		return ""
-	}
-	return el.Key()
-}
-
 func isCmdNamespace(ns string) bool { return strings.HasSuffix(ns, ".$cmd") && len(ns) > len(".$cmd") }
 
 // unwrapQuery takes the command out of a legacy {$query: {...}} wrapper.

@@ -170,7 +170,7 @@ func FirstKey(doc []byte) string {
 	return string(k)
 }
 
-// isOperatorDoc reports whether v is an embedded document whose first field
+// IsOperatorDoc reports whether v is an embedded document whose first field
 // is $-prefixed: MongoDB reads such documents as operator lists, not values.
 func IsOperatorDoc(v bsoncore.Value) bool {
 	if v.Type != bsoncore.TypeEmbeddedDocument {
