@@ -8,7 +8,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
-// elemIter walks the elements of a BSON document or array body without
+// Iter walks the elements of a BSON document or array body without
 // allocating; bsoncore's Elements() builds a slice, which hot paths avoid.
 type Iter struct{ rem []byte }
 
@@ -56,7 +56,7 @@ func (it *Iter) Next() (key []byte, v bsoncore.Value, ok bool) {
 	return key, v, true
 }
 
-// lookupField returns the value of the first top-level field named name.
+// LookupField returns the value of the first top-level field named name.
 // It is on the path of every filter, so it compares keys in place and
 // skips the values before the wanted one by their sizes alone.
 func LookupField(doc []byte, name string) (bsoncore.Value, bool) {
@@ -84,7 +84,7 @@ func LookupField(doc []byte, name string) (bsoncore.Value, bool) {
 	return bsoncore.Value{}, false
 }
 
-// valueSize is the byte length of a value of type t at the start of b.
+// Size is the byte length of a value of type t at the start of b.
 func Size(t bsoncore.Type, b []byte) (int, bool) {
 	fixed := -1
 	switch t {
@@ -124,7 +124,7 @@ func prefixedSize(b []byte, extra int) (int, bool) {
 	return n, n >= 4 && n <= len(b)
 }
 
-// arrayElem returns element idx of a BSON array body.
+// ArrayElem returns element idx of a BSON array body.
 func ArrayElem(arr []byte, idx int) (bsoncore.Value, bool) {
 	it := NewIter(arr)
 	for i := 0; ; i++ {
@@ -138,7 +138,7 @@ func ArrayElem(arr []byte, idx int) (bsoncore.Value, bool) {
 	}
 }
 
-// arrayLen counts the elements of a BSON array body.
+// ArrayLen counts the elements of a BSON array body.
 func ArrayLen(arr []byte) int {
 	it := NewIter(arr)
 	n := 0
@@ -150,7 +150,7 @@ func ArrayLen(arr []byte) int {
 	}
 }
 
-// arrayValues returns the elements of a BSON array body.
+// ArrayValues returns the elements of a BSON array body.
 func ArrayValues(arr []byte) []bsoncore.Value {
 	var out []bsoncore.Value
 	it := NewIter(arr)
@@ -163,7 +163,7 @@ func ArrayValues(arr []byte) []bsoncore.Value {
 	}
 }
 
-// firstKey returns the first field name of doc ("" when empty).
+// FirstKey returns the first field name of doc ("" when empty).
 func FirstKey(doc []byte) string {
 	it := NewIter(doc)
 	k, _, _ := it.Next()
@@ -180,7 +180,7 @@ func IsOperatorDoc(v bsoncore.Value) bool {
 	return len(k) > 0 && k[0] == '$'
 }
 
-// parseIndex reads a path component as an array index; MongoDB only treats
+// ParseIndex reads a path component as an array index; MongoDB only treats
 // plain decimal digits as positions (no sign, no leading '+').
 func ParseIndex(s string) (int, bool) {
 	if s == "" || len(s) > 9 {
@@ -195,7 +195,7 @@ func ParseIndex(s string) (int, bool) {
 	return n, err == nil
 }
 
-// rawString returns the bytes of a string, symbol or code value without copying.
+// RawString returns the bytes of a string, symbol or code value without copying.
 func RawString(v bsoncore.Value) []byte {
 	if len(v.Data) < 5 {
 		return nil
@@ -203,14 +203,14 @@ func RawString(v bsoncore.Value) []byte {
 	return v.Data[4 : len(v.Data)-1]
 }
 
-// stringLike reports whether v is a string or symbol, the types regexes match.
+// StringLike reports whether v is a string or symbol, the types regexes match.
 func StringLike(v bsoncore.Value) bool {
 	return v.Type == bsoncore.TypeString || v.Type == bsoncore.TypeSymbol
 }
 
 var Null = bsoncore.Value{Type: bsoncore.TypeNull}
 
-// truthy reports whether v counts as true in MongoDB's option parsing
+// Truthy reports whether v counts as true in MongoDB's option parsing
 // (booleans, nonzero numbers; everything else that is not null/false).
 func Truthy(v bsoncore.Value) bool {
 	switch v.Type {
@@ -232,12 +232,12 @@ func IsNumber(v bsoncore.Value) bool {
 	return false
 }
 
-// buildArray encodes values as a BSON array value.
+// BuildArray encodes values as a BSON array value.
 func BuildArray(vals []bsoncore.Value) bsoncore.Value {
 	return bsoncore.Value{Type: bsoncore.TypeArray, Data: bsoncore.BuildArray(nil, vals...)}
 }
 
-// SameValue reports byte-level identity (type and encoding), which is how
+// Same reports byte-level identity (type and encoding), which is how
 // MongoDB decides whether an update modified a field.
 func Same(a, b bsoncore.Value) bool {
 	return a.Type == b.Type && bytes.Equal(a.Data, b.Data)

@@ -88,7 +88,7 @@ func CmpInt[T int | int64 | uint64 | uint32](a, b T) int {
 // Compare orders two BSON values as MongoDB does with the simple collation.
 func Compare(a, b bsoncore.Value) int { return CompareWith(a, b, nil) }
 
-// compareWith orders two values, comparing strings (also inside documents
+// CompareWith orders two values, comparing strings (also inside documents
 // and arrays) with coll; a nil coll is the simple (binary) collation.
 func CompareWith(a, b bsoncore.Value, coll *Collation) int {
 	ca, cb := CanonicalType(a.Type), CanonicalType(b.Type)
@@ -158,7 +158,7 @@ func CompareStrings(a, b string) int {
 	return 0
 }
 
-// compareDocs is BSONObj::woCompare: per element the canonical type, then the
+// CompareDocs is BSONObj::woCompare: per element the canonical type, then the
 // field name, then the value; a document that runs out first sorts first.
 func CompareDocs(a, b []byte, names bool, coll *Collation) int {
 	ia, ib := NewIter(a), NewIter(b)
@@ -199,7 +199,7 @@ func compareBinary(a, b []byte) int {
 	return bytes.Compare(a[5:], b[5:])
 }
 
-// compareNumbers compares numerically across int32, int64, double and
+// CompareNumbers compares numerically across int32, int64, double and
 // decimal128. NaN sorts below every other number and equals NaN.
 func CompareNumbers(a, b bsoncore.Value) int {
 	if a.Type == bsoncore.TypeDecimal128 || b.Type == bsoncore.TypeDecimal128 {

@@ -9,7 +9,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
-// FormatValue renders v the way mongod's BSONElement::toString does inside
+// Format renders v the way mongod's BSONElement::toString does inside
 // error messages ({a: 1}, [ 1, 2 ], "x"), so messages match the server's.
 func Format(v bsoncore.Value) string {
 	var b strings.Builder
@@ -17,7 +17,7 @@ func Format(v bsoncore.Value) string {
 	return b.String()
 }
 
-// formatElem renders "key: value".
+// FormatElem renders "key: value".
 func FormatElem(key string, v bsoncore.Value) string { return key + ": " + Format(v) }
 
 func writeValue(b *strings.Builder, v bsoncore.Value) {
@@ -86,7 +86,7 @@ func writeContainer(b *strings.Builder, v bsoncore.Value) {
 	b.WriteString(" " + close)
 }
 
-// formatNumber renders numbers as mongod does: doubles keep a fractional
+// FormatNumber renders numbers as mongod does: doubles keep a fractional
 // part ("1.0"), decimals their exact digits.
 func FormatNumber(v bsoncore.Value) string {
 	switch v.Type {

@@ -9,7 +9,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
-// toFloat converts any BSON number to float64 (decimals rounded), because
+// ToFloat converts any BSON number to float64 (decimals rounded), because
 // bsoncore's AsFloat64 panics on decimal128.
 func ToFloat(v bsoncore.Value) float64 {
 	if v.Type != bsoncore.TypeDecimal128 {
@@ -38,7 +38,7 @@ func Double(f float64) bsoncore.Value {
 	return bsoncore.Value{Type: bsoncore.TypeDouble, Data: bsoncore.AppendDouble(nil, f)}
 }
 
-// arith computes a+b (mul=false) or a*b with MongoDB's promotion rules:
+// Arith computes a+b (mul=false) or a*b with MongoDB's promotion rules:
 // int32 widens to int64 on overflow, any double makes a double, any
 // decimal makes a decimal. int64 overflow has no wider integer, and mongod
 // reports it as a failure rather than silently switching to double, so
@@ -80,7 +80,7 @@ func addMul64(x, y int64, mul bool) (int64, bool) {
 	return r, r/y != x || (x == -1 && y == math.MinInt64) || (y == -1 && x == math.MinInt64)
 }
 
-// decimalParts returns v as coefficient*10^exp. Doubles convert with 15
+// DecimalParts returns v as coefficient*10^exp. Doubles convert with 15
 // significant digits, as mongod's Decimal128(double) does.
 func DecimalParts(v bsoncore.Value) (*big.Int, int, bool) {
 	switch v.Type {
@@ -133,7 +133,7 @@ func ShiftCoefficient(c *big.Int, n int) *big.Int {
 	return new(big.Int).Mul(c, new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(n)), nil))
 }
 
-// roundCoefficient rounds to decimal128's 34 digits, half to even.
+// RoundCoefficient rounds to decimal128's 34 digits, half to even.
 func RoundCoefficient(c *big.Int, e int) (*big.Int, int) {
 	k := len(new(big.Int).Abs(c).String()) - 34
 	if k <= 0 {

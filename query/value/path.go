@@ -6,7 +6,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
-// visitKind tells a predicate how a value was reached, because some
+// VisitKind tells a predicate how a value was reached, because some
 // operators ($size, $elemMatch) only look at whole arrays and null
 // equality also matches missing fields.
 type VisitKind uint8
@@ -17,10 +17,10 @@ const (
 	KindElem                     // an element of an array stored at the path
 )
 
-// visitFn receives each value a path reaches; returning true stops the walk.
+// VisitFn receives each value a path reaches; returning true stops the walk.
 type VisitFn func(v bsoncore.Value, k VisitKind) bool
 
-// splitPath splits a dotted path into components.
+// SplitPath splits a dotted path into components.
 func SplitPath(path string) []string { return strings.Split(path, ".") }
 
 // LookupPath returns the value at a dotted path. Numeric components index
@@ -44,7 +44,7 @@ func LookupPath(doc bsoncore.Document, path string) (bsoncore.Value, bool) {
 	return v, true
 }
 
-// walkPath visits what a path reaches in doc, following MongoDB's matching
+// WalkPath visits what a path reaches in doc, following MongoDB's matching
 // rules: a component applied to an array is applied to every document
 // element (and, when numeric, also selects that position); a value at the
 // end of the path is visited whole and, if it is an array, per element.
