@@ -1,6 +1,10 @@
 package server
 
 import (
+	"context"
+	"errors"
+	"time"
+
 	"dumbodb/query"
 	"dumbodb/query/mongoerr"
 	"dumbodb/storage"
@@ -17,6 +21,9 @@ func (r *request) database(create bool) (*storage.Database, error) {
 // snapshot is a consistent view of the request's database at its
 // revision (empty if the database does not exist).
 func (r *request) snapshot() (*storage.Snapshot, error) {
+	if r.txn != nil {
+		return r.txnSnapshot()
+	}
 	d, err := r.database(false)
 	if err != nil || d == nil {
 		return storage.EmptySnapshot(), err
@@ -31,6 +38,9 @@ func (r *request) snapshot() (*storage.Snapshot, error) {
 // write runs fn in a write transaction on the request's branch, creating
 // the database if needed.
 func (r *request) write(fn func(tx *storage.Tx) error) error {
+	if r.txn != nil {
+		return r.txnWrite(true, fn)
+	}
 	d, err := r.database(true)
 	if err != nil {
 		return err
@@ -41,6 +51,9 @@ func (r *request) write(fn func(tx *storage.Tx) error) error {
 // writeExisting is write for commands that never create a database: on a
 // missing database it does nothing.
 func (r *request) writeExisting(fn func(tx *storage.Tx) error) error {
+	if r.txn != nil {
+		return r.txnWrite(false, fn)
+	}
 	d, err := r.database(false)
 	if err != nil || d == nil {
 		return err
@@ -56,11 +69,31 @@ func (r *request) writeTo(d *storage.Database, fn func(tx *storage.Tx) error) er
 	if rev.ReadOnly() {
 		return readOnlyError(r)
 	}
-	if err := d.WriteBranch(r.ctx, rev.Branch, fn); err != nil {
+	if err := writeWaitingForTransactions(r.ctx, d, rev.Branch, fn); err != nil {
 		return err
 	}
 	r.opTime = r.c.s.clock.tickWrite()
 	return nil
+}
+
+// writeWaitingForTransactions is WriteBranch for a plain write, which must
+// wait while an open transaction holds a document it changes: it tries
+// again, after a pause that grows to 50 ms, until the transaction ends or
+// the command's time runs out. fn starts afresh on each try.
+func writeWaitingForTransactions(ctx context.Context, d *storage.Database, branch string, fn func(tx *storage.Tx) error) error {
+	pause := time.Millisecond
+	for {
+		err := d.WriteBranch(ctx, branch, fn)
+		if !errors.Is(err, storage.ErrWriteConflict) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return mongoerr.Interruption(ctx.Err())
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, 50*time.Millisecond)
+	}
 }
 
 func readOnlyError(r *request) error {

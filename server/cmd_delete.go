@@ -73,6 +73,7 @@ func cmdDelete(r *request) (bsoncore.Document, error) {
 	var res writeResult
 	coll := batch.coll
 	err = r.writeExisting(func(tx *storage.Tx) error {
+		res = writeResult{} // a try again after a write conflict starts afresh
 		return res.runBatch(r, tx, r.ns(coll), vals, batch.ordered, func(_ int, v bsoncore.Value) (bsoncore.Value, error) {
 			st, err := r.parseDeleteStatement(v, let)
 			if err == nil && st.limit != 1 {

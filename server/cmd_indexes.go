@@ -42,6 +42,9 @@ func cmdCreateIndexes(r *request) (bsoncore.Document, error) {
 	}
 	var before, after int
 	var created bool
+	if err := r.refuseIndexOnExistingInTxn(coll); err != nil {
+		return nil, err
+	}
 	err = r.write(func(tx *storage.Tx) error {
 		if created, err = tx.EnsureCollection(r.ctx, coll); err != nil {
 			return err

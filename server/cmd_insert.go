@@ -1,6 +1,8 @@
 package server
 
 import (
+	"errors"
+
 	"dumbodb/index"
 	"dumbodb/query/mongoerr"
 	"dumbodb/query/value"
@@ -71,6 +73,9 @@ func (w *writeResult) runBatch(r *request, tx *storage.Tx, ns string, statements
 		}
 		n, m, u, changes := w.n, w.nModified, len(w.upserted), tx.Changes()
 		if id, err := run(i, v); err != nil {
+			if errors.Is(err, storage.ErrWriteConflict) {
+				return err // the whole command's: a transaction holds the document
+			}
 			w.add(i, err, ns, id)
 			if ordered {
 				return nil
@@ -135,6 +140,7 @@ func cmdInsert(r *request) (bsoncore.Document, error) {
 	var res writeResult
 	coll := batch.coll
 	err = r.write(func(tx *storage.Tx) error {
+		res = writeResult{} // a try again after a write conflict starts afresh
 		if _, err := tx.EnsureCollection(r.ctx, coll); err != nil {
 			return err
 		}

@@ -120,6 +120,7 @@ func cmdUpdate(r *request) (bsoncore.Document, error) {
 	var res writeResult
 	coll := batch.coll
 	err = r.write(func(tx *storage.Tx) error {
+		res = writeResult{} // a try again after a write conflict starts afresh
 		return res.runBatch(r, tx, r.ns(coll), vals, batch.ordered, func(i int, v bsoncore.Value) (bsoncore.Value, error) {
 			st, err := r.parseUpdateStatement(v, let)
 			if err == nil && st.multi {

@@ -90,6 +90,8 @@ func init() {
 		{family: sessions, name: "refreshSessions", handler: cmdRefreshSessions, access: anyDatabase, help: "keeps logical sessions from expiring"},
 		{family: sessions, name: "killSessions", handler: cmdKillSessions, access: anyDatabase, help: "kills sessions, their cursors and operations"},
 		{family: sessions, name: "killAllSessions", handler: cmdKillAllSessions, access: anyDatabase, help: "kills the sessions of the users named"},
+		{family: sessions, name: "commitTransaction", handler: cmdCommitTransaction, access: adminOnly, help: "commits the session's transaction"},
+		{family: sessions, name: "abortTransaction", handler: cmdAbortTransaction, access: adminOnly, help: "aborts the session's transaction"},
 		{family: sessions, name: "killAllSessionsByPattern", handler: cmdKillAllSessionsByPattern, access: anyDatabase, help: "kills the sessions matching patterns"},
 		{family: replication, name: "replSetGetStatus", handler: cmdReplSetGetStatus, access: adminOnly, help: "describes the replica set's one member"},
 		{family: replication, name: "replSetGetConfig", handler: cmdReplSetGetConfig, access: adminOnly, help: "returns the replica set's configuration"},

@@ -30,6 +30,10 @@ type request struct {
 	retry *retryableWrite
 	// readLevel is the readConcern level named ("" when none).
 	readLevel string
+	// txn is the transaction the command runs in (nil: none), and
+	// endTxnStatement lets the session's next statement run.
+	txn             *transaction
+	endTxnStatement func()
 	// session is the command's logical session (nil: none).
 	session *storage.SessionKey
 	// opTime is the cluster time of the command's write (zero: none).
@@ -74,6 +78,9 @@ func (r *request) run() (bsoncore.Document, error) {
 	if err := r.sessionFields(); err != nil {
 		return nil, err
 	}
+	if r.endTxnStatement != nil {
+		defer r.endTxnStatement()
+	}
 	if err := r.applyReadConcern(); err != nil {
 		return nil, err
 	}
@@ -95,7 +102,7 @@ func (r *request) run() (bsoncore.Document, error) {
 	if err == nil && fired && f.wcError != nil {
 		reply = f.addWriteConcernError(r, reply)
 	}
-	return reply, err
+	return reply, r.endStatement(reply, err)
 }
 
 // maxTimeLimit is the largest maxTimeMS mongod accepts.

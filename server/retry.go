@@ -4,7 +4,6 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"dumbodb/query/mongoerr"
-	"dumbodb/query/value"
 	"dumbodb/storage"
 )
 
@@ -45,23 +44,24 @@ func (r *request) sessionFields() error {
 	if err != nil {
 		return err
 	}
-	for _, f := range []string{"startTransaction", "autocommit"} {
-		if _, err := r.cmd.LookupErr(f); err == nil {
-			return mongoerr.New(mongoerr.NotImplemented, "multi-document transactions (%s) are not implemented yet", f)
-		}
-	}
-	v, err := r.cmd.LookupErr("txnNumber")
+	txn, hasTxn, err := r.txnNumberArg()
 	if err != nil {
-		return nil
+		return err
 	}
-	txn, ok := value.AsInt64(v)
+	_, errAuto := r.cmd.LookupErr("autocommit")
+	_, errStart := r.cmd.LookupErr("startTransaction")
 	switch {
-	case !ok || v.Type == bsoncore.TypeDouble && float64(txn) != v.Double():
-		return typeMismatch(r.name, "txnNumber", v, "long")
+	case !hasTxn && (errAuto == nil || errStart == nil):
+		return mongoerr.New(mongoerr.InvalidOptions, "txnNumber must be given with autocommit and startTransaction")
+	case !hasTxn:
+		return nil
 	case !hasSession:
 		return mongoerr.New(mongoerr.IllegalOperation, "Transaction number requires a session ID to also be specified")
-	case txn < 0:
-		return mongoerr.New(mongoerr.BadValue, "TxnNumber cannot be negative")
+	case errAuto == nil:
+		r.endTxnStatement, err = r.joinTransaction(session, txn)
+		return err
+	case errStart == nil:
+		return mongoerr.New(mongoerr.InvalidOptions, "startTransaction needs autocommit: false")
 	case !retryableCommands[r.name]:
 		return mongoerr.New(mongoerr.Location50768, "txnNumber may only be provided for multi-document transactions and retryable write commands. autocommit:false was not provided, and %s is not a retryable write command.", r.name)
 	}

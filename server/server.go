@@ -150,7 +150,8 @@ func (s *Server) Serve() {
 		s.wg.Add(1)
 		go s.acceptLoop(l)
 	}
-	s.wg.Add(3)
+	s.wg.Add(4)
+	go s.reapTransactionsLoop()
 	go s.reapCursors()
 	go s.ttlLoop()
 	go s.watchSlowOps()
@@ -197,6 +198,8 @@ func (s *Server) Shutdown(ctx context.Context) {
 	case <-ctx.Done():
 		s.log.Warn().Str("c", "CONTROL").Msg("shutdown timed out waiting for connections")
 	}
+	// Open transactions end with the server (their writes are dropped).
+	s.sessions.end(s.matchingSessions(func(storage.SessionKey) bool { return true }))
 	if s.cfg.UnixSocket != "" {
 		os.Remove(s.cfg.UnixSocket)
 	}
@@ -218,6 +221,21 @@ func (s *Server) guard(what string, fn func()) {
 		}
 	}()
 	fn()
+}
+
+// reapTransactionsLoop aborts expired transactions every second.
+func (s *Server) reapTransactionsLoop() {
+	defer s.wg.Done()
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			s.guard("transaction reaping", func() { s.reapTransactions(DefaultTransactionLifetime) })
+		case <-s.done:
+			return
+		}
+	}
 }
 
 func (s *Server) reapCursors() {

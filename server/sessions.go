@@ -23,38 +23,56 @@ var noUserUID = sha256.Sum256(nil)
 // (docs/design/transactions.md, "Logical sessions").
 type sessionTable struct {
 	mu sync.Mutex
-	m  map[storage.SessionKey]time.Time // last use
+	m  map[storage.SessionKey]*session
+}
+
+// session is one logical session: when it was last used, and its latest
+// transaction (guarded by the table's mutex).
+type session struct {
+	lastUse   time.Time
+	txnNumber int64        // the highest transaction number started
+	txn       *transaction // nil: none started
 }
 
 func newSessionTable() *sessionTable {
-	return &sessionTable{m: map[storage.SessionKey]time.Time{}}
+	return &sessionTable{m: map[storage.SessionKey]*session{}}
 }
 
 // touch creates or refreshes a session.
 func (t *sessionTable) touch(k storage.SessionKey, now time.Time) {
 	t.mu.Lock()
-	t.m[k] = now
+	if s := t.m[k]; s != nil {
+		s.lastUse = now
+	} else {
+		t.m[k] = &session{lastUse: now}
+	}
 	t.mu.Unlock()
 }
 
-// end forgets sessions; it reports which of them existed.
+// end forgets sessions, aborting their open transactions.
 func (t *sessionTable) end(keys []storage.SessionKey) {
 	t.mu.Lock()
-	defer t.mu.Unlock()
+	var open []*transaction
 	for _, k := range keys {
+		if s := t.m[k]; s != nil && s.txn != nil {
+			open = append(open, s.txn)
+		}
 		delete(t.m, k)
+	}
+	t.mu.Unlock()
+	for _, txn := range open {
+		txn.abortIfActive()
 	}
 }
 
-// expired removes and returns the sessions idle for longer than timeout.
+// expired returns the sessions idle for longer than timeout.
 func (t *sessionTable) expired(now time.Time, timeout time.Duration) []storage.SessionKey {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	var out []storage.SessionKey
-	for k, last := range t.m {
-		if now.Sub(last) > timeout {
+	for k, s := range t.m {
+		if now.Sub(s.lastUse) > timeout {
 			out = append(out, k)
-			delete(t.m, k)
 		}
 	}
 	return out
@@ -69,9 +87,9 @@ func (t *sessionTable) list(keep func(storage.SessionKey) bool) []bsoncore.Docum
 		last time.Time
 	}
 	var es []entry
-	for k, last := range t.m {
+	for k, s := range t.m {
 		if keep(k) {
-			es = append(es, entry{k, last})
+			es = append(es, entry{k, s.lastUse})
 		}
 	}
 	t.mu.Unlock()

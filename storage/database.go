@@ -73,6 +73,7 @@ type branch struct {
 	ws       datas.Dataset // working set dataset; guarded by writeMu
 	headRef  types.Ref     // the head commit's root, stored as StagedRoot
 	deleted  bool          // guarded by writeMu
+	holds    holdTable     // documents open transactions have written
 }
 
 // setDurable publishes a state no log failure can take back: loaded,
@@ -525,12 +526,20 @@ func (d *Database) commitLocked(ctx context.Context, b *branch, fn func(tx *Tx) 
 	cur := b.state.Load()
 	tx := newTx(d.ns, cur)
 	tx.retries = d.retries
+	tx.guard = b.holds.refuseHeld
 	if err := fn(tx); err != nil {
 		return 0, err
 	}
 	if !tx.dirty() {
 		return 0, nil
 	}
+	return d.logAndPublish(ctx, b, cur, tx)
+}
+
+// logAndPublish appends tx's changes (built on cur, b's state) to the log
+// as one record and publishes the state they lead to. Called with
+// b.writeMu held.
+func (d *Database) logAndPublish(ctx context.Context, b *branch, cur *rootState, tx *Tx) (uint64, error) {
 	d.engine.panics.at("write.log")
 	lsn, err := d.wl.Append(encodeRecord(b.name, tx.ops, tx.retry))
 	if err != nil {

@@ -31,6 +31,10 @@ var (
 
 	// ErrIndexNotFound: no index has that name.
 	ErrIndexNotFound = errors.New("index not found")
+	// ErrWriteConflict: the document is held by another open transaction,
+	// or changed since the transaction's snapshot; a plain write that meets
+	// a held document may try again once the transaction ends.
+	ErrWriteConflict = errors.New("write conflict")
 	// ErrTransactionTooOld: a retryable write names a txnNumber below the
 	// session's latest.
 	ErrTransactionTooOld = errors.New("transaction too old")

@@ -24,6 +24,10 @@ type Tx struct {
 	// the outcomes this transaction logs.
 	retries *retryTable
 	retry   *retryLog
+	// guard, when set, may refuse a change to a document before it is made
+	// (ErrWriteConflict): a transaction claims the document, a plain write
+	// checks that no open transaction holds it.
+	guard func(ctx context.Context, coll string, key []byte) error
 }
 
 var _ Reader = (*Tx)(nil)
@@ -221,6 +225,9 @@ func (tx *Tx) put(ctx context.Context, coll string, doc bsoncore.Document, mustB
 	if err != nil {
 		return err
 	}
+	if err := tx.checkGuard(ctx, coll, key); err != nil {
+		return err
+	}
 	old, exists, err := lookup(ctx, tx.ns, c.base, c.edits, key)
 	if err != nil {
 		return err
@@ -255,12 +262,22 @@ func (tx *Tx) deleteKey(ctx context.Context, coll string, key []byte) error {
 	if err != nil || !exists {
 		return err
 	}
+	if err := tx.checkGuard(ctx, coll, key); err != nil {
+		return err
+	}
 	if err := c.writeIndexes(ctx, tx.ns, key, old, nil); err != nil {
 		return err
 	}
 	c.setEdit(&edit{key: key}, exists)
 	tx.ops = append(tx.ops, walOp{op: opDelete, coll: coll, key: key})
 	return nil
+}
+
+func (tx *Tx) checkGuard(ctx context.Context, coll string, key []byte) error {
+	if tx.guard == nil {
+		return nil
+	}
+	return tx.guard(ctx, coll, key)
 }
 
 // setEdit records e, keeping the live count and edit memory right.

@@ -18,58 +18,62 @@ type Code int32
 
 // The codes DumboDB returns. Names match MongoDB's codeName exactly.
 const (
-	InternalError              Code = 1
-	BadValue                   Code = 2
-	NoSuchKey                  Code = 4
-	Unauthorized               Code = 13
-	TypeMismatch               Code = 14
-	Overflow                   Code = 15
-	InvalidLength              Code = 16
-	IllegalOperation           Code = 20
-	EmptyArrayOperation        Code = 21
-	InvalidBSON                Code = 22
-	NamespaceNotFound          Code = 26
-	IndexNotFound              Code = 27
-	PathNotViable              Code = 28
-	ConflictingUpdateOperators Code = 40
-	CursorNotFound             Code = 43
-	NamespaceExists            Code = 48
-	MaxTimeMSExpired           Code = 50
-	DollarPrefixedFieldName    Code = 52
-	InvalidIdField             Code = 53
-	NotSingleValueField        Code = 54
-	CommandNotFound            Code = 59
-	ImmutableField             Code = 66
-	InvalidOptions             Code = 72
-	InvalidNamespace           Code = 73
-	IndexOptionsConflict       Code = 85
-	IndexKeySpecsConflict      Code = 86
-	OperationFailed            Code = 96
-	DocumentValidationFailure  Code = 121
-	NotImplemented             Code = 238
-	CommandNotSupported        Code = 115
-	InvalidUUID                Code = 242
-	ProtocolError              Code = 17
-	BSONObjectTooLarge         Code = 10334
-	DuplicateKey               Code = 11000
-	Interrupted                Code = 11601
-	ExceededMemoryLimit        Code = 146
-	QueryPlanKilled            Code = 175
-	CursorKilled               Code = 237
-	InvalidPipelineOperator    Code = 168
-	FailedToParse              Code = 9
-	UnknownError               Code = 8
-	NotWritablePrimary         Code = 10107
-	OutOfDiskSpace             Code = 14031
-	OperationNotSupportedInTxn Code = 263
-	NoQueryExecutionPlans      Code = 291
-	NoReplicationEnabled       Code = 76
-	ShutdownInProgress         Code = 91
-	InvalidReplicaSetConfig    Code = 93
-	NoSuchSession              Code = 206
-	TransactionTooOld          Code = 225
-	Location31368              Code = 31368 // awaitable hello needs both topologyVersion and maxAwaitTimeMS
-	Location50768              Code = 50768 // txnNumber on a command that is not a retryable write
+	InternalError                  Code = 1
+	BadValue                       Code = 2
+	NoSuchKey                      Code = 4
+	Unauthorized                   Code = 13
+	TypeMismatch                   Code = 14
+	Overflow                       Code = 15
+	InvalidLength                  Code = 16
+	IllegalOperation               Code = 20
+	EmptyArrayOperation            Code = 21
+	InvalidBSON                    Code = 22
+	NamespaceNotFound              Code = 26
+	IndexNotFound                  Code = 27
+	PathNotViable                  Code = 28
+	ConflictingUpdateOperators     Code = 40
+	CursorNotFound                 Code = 43
+	NamespaceExists                Code = 48
+	MaxTimeMSExpired               Code = 50
+	DollarPrefixedFieldName        Code = 52
+	InvalidIdField                 Code = 53
+	NotSingleValueField            Code = 54
+	CommandNotFound                Code = 59
+	ImmutableField                 Code = 66
+	InvalidOptions                 Code = 72
+	InvalidNamespace               Code = 73
+	IndexOptionsConflict           Code = 85
+	IndexKeySpecsConflict          Code = 86
+	OperationFailed                Code = 96
+	DocumentValidationFailure      Code = 121
+	NotImplemented                 Code = 238
+	CommandNotSupported            Code = 115
+	InvalidUUID                    Code = 242
+	ProtocolError                  Code = 17
+	BSONObjectTooLarge             Code = 10334
+	DuplicateKey                   Code = 11000
+	Interrupted                    Code = 11601
+	ExceededMemoryLimit            Code = 146
+	QueryPlanKilled                Code = 175
+	CursorKilled                   Code = 237
+	InvalidPipelineOperator        Code = 168
+	FailedToParse                  Code = 9
+	UnknownError                   Code = 8
+	NotWritablePrimary             Code = 10107
+	OutOfDiskSpace                 Code = 14031
+	OperationNotSupportedInTxn     Code = 263
+	NoQueryExecutionPlans          Code = 291
+	NoReplicationEnabled           Code = 76
+	ShutdownInProgress             Code = 91
+	InvalidReplicaSetConfig        Code = 93
+	NoSuchSession                  Code = 206
+	WriteConflict                  Code = 112
+	ConflictingOperationInProgress Code = 117
+	NoSuchTransaction              Code = 251
+	TransactionCommitted           Code = 256
+	TransactionTooOld              Code = 225
+	Location31368                  Code = 31368 // awaitable hello needs both topologyVersion and maxAwaitTimeMS
+	Location50768                  Code = 50768 // txnNumber on a command that is not a retryable write
 	// DumboDB's own codes, for version control (20000-20099).
 	ReadOnlyRevision             Code = 20000 // a write to a tag or commit snapshot
 	RevisionNotFound             Code = 20001
@@ -92,74 +96,78 @@ const (
 )
 
 var names = map[Code]string{
-	InternalError:              "InternalError",
-	NoReplicationEnabled:       "NoReplicationEnabled",
-	ShutdownInProgress:         "ShutdownInProgress",
-	InvalidReplicaSetConfig:    "InvalidReplicaSetConfig",
-	NoSuchSession:              "NoSuchSession",
-	TransactionTooOld:          "TransactionTooOld",
-	BadValue:                   "BadValue",
-	NoSuchKey:                  "NoSuchKey",
-	Unauthorized:               "Unauthorized",
-	TypeMismatch:               "TypeMismatch",
-	Overflow:                   "Overflow",
-	InvalidLength:              "InvalidLength",
-	IllegalOperation:           "IllegalOperation",
-	EmptyArrayOperation:        "EmptyArrayOperation",
-	InvalidBSON:                "InvalidBSON",
-	NamespaceNotFound:          "NamespaceNotFound",
-	IndexNotFound:              "IndexNotFound",
-	PathNotViable:              "PathNotViable",
-	ConflictingUpdateOperators: "ConflictingUpdateOperators",
-	CursorNotFound:             "CursorNotFound",
-	NamespaceExists:            "NamespaceExists",
-	MaxTimeMSExpired:           "MaxTimeMSExpired",
-	DollarPrefixedFieldName:    "DollarPrefixedFieldName",
-	InvalidIdField:             "InvalidIdField",
-	NotSingleValueField:        "NotSingleValueField",
-	CommandNotFound:            "CommandNotFound",
-	ImmutableField:             "ImmutableField",
-	InvalidOptions:             "InvalidOptions",
-	InvalidNamespace:           "InvalidNamespace",
-	IndexOptionsConflict:       "IndexOptionsConflict",
-	IndexKeySpecsConflict:      "IndexKeySpecsConflict",
-	OperationFailed:            "OperationFailed",
-	DocumentValidationFailure:  "DocumentValidationFailure",
-	NotImplemented:             "NotImplemented",
-	CommandNotSupported:        "CommandNotSupported",
-	InvalidUUID:                "InvalidUUID",
-	BSONObjectTooLarge:         "BSONObjectTooLarge",
-	ProtocolError:              "ProtocolError",
-	DuplicateKey:               "DuplicateKey",
-	Interrupted:                "Interrupted",
-	ExceededMemoryLimit:        "ExceededMemoryLimit",
-	QueryPlanKilled:            "QueryPlanKilled",
-	CursorKilled:               "CursorKilled",
-	InvalidPipelineOperator:    "InvalidPipelineOperator",
-	FailedToParse:              "FailedToParse",
-	UnknownError:               "UnknownError",
-	NotWritablePrimary:         "NotWritablePrimary",
-	OutOfDiskSpace:             "OutOfDiskSpace",
-	OperationNotSupportedInTxn: "OperationNotSupportedInTransaction",
-	ReadOnlyRevision:           "ReadOnlyRevision",
-	RevisionNotFound:           "RevisionNotFound",
-	MergeConflict:              "MergeConflict",
-	NothingToCommit:            "NothingToCommit",
-	RefExists:                  "RefExists",
-	BranchUnmerged:             "BranchUnmerged",
-	DirtyWorkingSet:            "DirtyWorkingSet",
-	MergeInProgress:            "MergeInProgress",
-	NoMergeInProgress:          "NoMergeInProgress",
-	UnresolvedConflicts:        "UnresolvedConflicts",
-	NotFastForward:             "NotFastForward",
-	Code(67):                   "CannotCreateIndex",
-	Code(197):                  "InvalidIndexSpecificationOption",
-	Code(171):                  "CannotIndexParallelArrays",
-	Code(276):                  "AmbiguousIndexKeyPattern",
-	Code(241):                  "ConversionFailure",
-	Code(222):                  "IncompatibleCollationVersion",
-	QueryFeatureNotAllowed:     "QueryFeatureNotAllowed",
-	NoQueryExecutionPlans:      "NoQueryExecutionPlans",
+	InternalError:                  "InternalError",
+	NoReplicationEnabled:           "NoReplicationEnabled",
+	ShutdownInProgress:             "ShutdownInProgress",
+	InvalidReplicaSetConfig:        "InvalidReplicaSetConfig",
+	NoSuchSession:                  "NoSuchSession",
+	WriteConflict:                  "WriteConflict",
+	ConflictingOperationInProgress: "ConflictingOperationInProgress",
+	NoSuchTransaction:              "NoSuchTransaction",
+	TransactionCommitted:           "TransactionCommitted",
+	TransactionTooOld:              "TransactionTooOld",
+	BadValue:                       "BadValue",
+	NoSuchKey:                      "NoSuchKey",
+	Unauthorized:                   "Unauthorized",
+	TypeMismatch:                   "TypeMismatch",
+	Overflow:                       "Overflow",
+	InvalidLength:                  "InvalidLength",
+	IllegalOperation:               "IllegalOperation",
+	EmptyArrayOperation:            "EmptyArrayOperation",
+	InvalidBSON:                    "InvalidBSON",
+	NamespaceNotFound:              "NamespaceNotFound",
+	IndexNotFound:                  "IndexNotFound",
+	PathNotViable:                  "PathNotViable",
+	ConflictingUpdateOperators:     "ConflictingUpdateOperators",
+	CursorNotFound:                 "CursorNotFound",
+	NamespaceExists:                "NamespaceExists",
+	MaxTimeMSExpired:               "MaxTimeMSExpired",
+	DollarPrefixedFieldName:        "DollarPrefixedFieldName",
+	InvalidIdField:                 "InvalidIdField",
+	NotSingleValueField:            "NotSingleValueField",
+	CommandNotFound:                "CommandNotFound",
+	ImmutableField:                 "ImmutableField",
+	InvalidOptions:                 "InvalidOptions",
+	InvalidNamespace:               "InvalidNamespace",
+	IndexOptionsConflict:           "IndexOptionsConflict",
+	IndexKeySpecsConflict:          "IndexKeySpecsConflict",
+	OperationFailed:                "OperationFailed",
+	DocumentValidationFailure:      "DocumentValidationFailure",
+	NotImplemented:                 "NotImplemented",
+	CommandNotSupported:            "CommandNotSupported",
+	InvalidUUID:                    "InvalidUUID",
+	BSONObjectTooLarge:             "BSONObjectTooLarge",
+	ProtocolError:                  "ProtocolError",
+	DuplicateKey:                   "DuplicateKey",
+	Interrupted:                    "Interrupted",
+	ExceededMemoryLimit:            "ExceededMemoryLimit",
+	QueryPlanKilled:                "QueryPlanKilled",
+	CursorKilled:                   "CursorKilled",
+	InvalidPipelineOperator:        "InvalidPipelineOperator",
+	FailedToParse:                  "FailedToParse",
+	UnknownError:                   "UnknownError",
+	NotWritablePrimary:             "NotWritablePrimary",
+	OutOfDiskSpace:                 "OutOfDiskSpace",
+	OperationNotSupportedInTxn:     "OperationNotSupportedInTransaction",
+	ReadOnlyRevision:               "ReadOnlyRevision",
+	RevisionNotFound:               "RevisionNotFound",
+	MergeConflict:                  "MergeConflict",
+	NothingToCommit:                "NothingToCommit",
+	RefExists:                      "RefExists",
+	BranchUnmerged:                 "BranchUnmerged",
+	DirtyWorkingSet:                "DirtyWorkingSet",
+	MergeInProgress:                "MergeInProgress",
+	NoMergeInProgress:              "NoMergeInProgress",
+	UnresolvedConflicts:            "UnresolvedConflicts",
+	NotFastForward:                 "NotFastForward",
+	Code(67):                       "CannotCreateIndex",
+	Code(197):                      "InvalidIndexSpecificationOption",
+	Code(171):                      "CannotIndexParallelArrays",
+	Code(276):                      "AmbiguousIndexKeyPattern",
+	Code(241):                      "ConversionFailure",
+	Code(222):                      "IncompatibleCollationVersion",
+	QueryFeatureNotAllowed:         "QueryFeatureNotAllowed",
+	NoQueryExecutionPlans:          "NoQueryExecutionPlans",
 
 	// declared below, with the codes of their topic
 	EmptyFieldName:                           "EmptyFieldName",

@@ -1,0 +1,203 @@
+package server_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+)
+
+// TestWithTransaction: the driver's WithTransaction commits writes to two
+// collections as one unit; inside, the transaction reads its own writes
+// (through an index too) and outside nothing shows until the commit.
+func TestWithTransaction(t *testing.T) {
+	ts := startServer(t)
+	client := ts.client()
+	db := client.Database("shop")
+	accounts, orders := db.Collection("accounts"), db.Collection("orders")
+	if _, err := accounts.InsertMany(ctx, []any{bson.D{{Key: "_id", Value: "a"}, {Key: "bal", Value: 100}}, bson.D{{Key: "_id", Value: "b"}, {Key: "bal", Value: 0}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := orders.Indexes().CreateOne(ctx, mongo.IndexModel{Keys: bson.D{{Key: "sku", Value: 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	sess, err := client.StartSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.EndSession(ctx)
+	_, err = sess.WithTransaction(ctx, func(sc context.Context) (any, error) {
+		if _, err := accounts.UpdateOne(sc, bson.D{{Key: "_id", Value: "a"}}, bson.D{{Key: "$inc", Value: bson.D{{Key: "bal", Value: -30}}}}); err != nil {
+			return nil, err
+		}
+		if _, err := accounts.UpdateOne(sc, bson.D{{Key: "_id", Value: "b"}}, bson.D{{Key: "$inc", Value: bson.D{{Key: "bal", Value: 30}}}}); err != nil {
+			return nil, err
+		}
+		if _, err := orders.InsertOne(sc, bson.D{{Key: "_id", Value: 1}, {Key: "sku", Value: "x1"}}); err != nil {
+			return nil, err
+		}
+		var own bson.M
+		if err := orders.FindOne(sc, bson.D{{Key: "sku", Value: "x1"}}).Decode(&own); err != nil {
+			return nil, err
+		}
+		if n, _ := orders.CountDocuments(ctx, bson.D{}); n != 0 {
+			t.Errorf("outside the transaction %d orders are visible before the commit", n)
+		}
+		return nil, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var a, b bson.M
+	accounts.FindOne(ctx, bson.D{{Key: "_id", Value: "a"}}).Decode(&a)
+	accounts.FindOne(ctx, bson.D{{Key: "_id", Value: "b"}}).Decode(&b)
+	if a["bal"] != int32(70) || b["bal"] != int32(30) {
+		t.Fatalf("after commit: a %v b %v", a, b)
+	}
+	if n, _ := orders.CountDocuments(ctx, bson.D{{Key: "sku", Value: "x1"}}); n != 1 {
+		t.Fatalf("orders after commit: %d", n)
+	}
+}
+
+// TestTransactionAbortAndIsolation: an aborted transaction leaves
+// nothing; reads inside see the snapshot (no non-repeatable or phantom
+// reads) while others write; after abort the transaction is gone.
+func TestTransactionAbortAndIsolation(t *testing.T) {
+	ts := startServer(t)
+	client := ts.client()
+	coll := client.Database("db").Collection("c")
+	coll.InsertOne(ctx, bson.D{{Key: "_id", Value: 1}, {Key: "v", Value: "old"}})
+	sess, _ := client.StartSession()
+	defer sess.EndSession(ctx)
+	if err := sess.StartTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	sc := mongo.NewSessionContext(ctx, sess)
+	var first bson.M
+	if err := coll.FindOne(sc, bson.D{{Key: "_id", Value: 1}}).Decode(&first); err != nil {
+		t.Fatal(err)
+	}
+	coll.UpdateOne(ctx, bson.D{{Key: "_id", Value: 1}}, bson.D{{Key: "$set", Value: bson.D{{Key: "v", Value: "new"}}}})
+	coll.InsertOne(ctx, bson.D{{Key: "_id", Value: 2}})
+	var again bson.M
+	coll.FindOne(sc, bson.D{{Key: "_id", Value: 1}}).Decode(&again)
+	if n, _ := coll.CountDocuments(sc, bson.D{}); again["v"] != "old" || n != 1 {
+		t.Fatalf("inside after others wrote: %v, %d documents", again, n)
+	}
+	if _, err := coll.InsertOne(sc, bson.D{{Key: "_id", Value: 3}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := sess.AbortTransaction(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := coll.CountDocuments(ctx, bson.D{{Key: "_id", Value: 3}}); n != 0 {
+		t.Fatal("an aborted insert is visible")
+	}
+	if err := sess.CommitTransaction(ctx); err == nil {
+		t.Fatal("commit after abort succeeded")
+	}
+}
+
+// TestTransactionWriteConflict: the second of two transactions writing one
+// document fails at once with WriteConflict and TransientTransactionError,
+// changes nothing, and WithTransaction's retry then succeeds; a plain
+// write waits for the holder instead of failing.
+func TestTransactionWriteConflict(t *testing.T) {
+	ts := startServer(t)
+	client := ts.client()
+	coll := client.Database("db").Collection("c")
+	coll.InsertOne(ctx, bson.D{{Key: "_id", Value: 1}, {Key: "n", Value: 0}})
+	inc := bson.D{{Key: "$inc", Value: bson.D{{Key: "n", Value: 1}}}}
+	s1, _ := client.StartSession()
+	s2, _ := client.StartSession()
+	defer s1.EndSession(ctx)
+	defer s2.EndSession(ctx)
+	s1.StartTransaction()
+	s2.StartTransaction()
+	c1, c2 := mongo.NewSessionContext(ctx, s1), mongo.NewSessionContext(ctx, s2)
+	if _, err := coll.UpdateOne(c1, bson.D{{Key: "_id", Value: 1}}, inc); err != nil {
+		t.Fatal(err)
+	}
+	_, err := coll.UpdateOne(c2, bson.D{{Key: "_id", Value: 1}}, inc)
+	var se mongo.ServerError
+	if !errors.As(err, &se) || !se.HasErrorCode(112) || !se.HasErrorLabel("TransientTransactionError") {
+		t.Fatalf("second writer: %v", err)
+	}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { // a plain write waits for s1 to commit
+		defer wg.Done()
+		if _, err := coll.UpdateOne(ctx, bson.D{{Key: "_id", Value: 1}}, inc); err != nil {
+			t.Error(err)
+		}
+	}()
+	if err := s1.CommitTransaction(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	var got bson.M
+	coll.FindOne(ctx, bson.D{{Key: "_id", Value: 1}}).Decode(&got)
+	if got["n"] != int32(2) {
+		t.Fatalf("n = %v, want 2 (s1 and the plain write; s2 aborted)", got["n"])
+	}
+}
+
+// TestTransactionRules: commands a transaction may not run, DDL on an
+// existing collection, a second database, and version control.
+func TestTransactionRules(t *testing.T) {
+	ts := startServer(t)
+	client := ts.client()
+	db := client.Database("db")
+	db.Collection("old").InsertOne(ctx, bson.D{{Key: "_id", Value: 1}})
+	sess, _ := client.StartSession()
+	defer sess.EndSession(ctx)
+	try := func(name string, code int32, op func(sc context.Context) error) {
+		t.Helper()
+		sess.StartTransaction()
+		sc := mongo.NewSessionContext(ctx, sess)
+		err := op(sc)
+		var se mongo.ServerError
+		if !errors.As(err, &se) || !se.HasErrorCode(int(code)) {
+			t.Fatalf("%s in a transaction: %v, want code %d", name, err, code)
+		}
+		sess.AbortTransaction(ctx)
+	}
+	try("count", 263, func(sc context.Context) error {
+		return db.RunCommand(sc, bson.D{{Key: "count", Value: "old"}}).Err()
+	})
+	try("createIndexes on an existing collection", 263, func(sc context.Context) error {
+		_, err := db.Collection("old").Indexes().CreateOne(sc, mongo.IndexModel{Keys: bson.D{{Key: "a", Value: 1}}})
+		return err
+	})
+	try("dumboCommit", 263, func(sc context.Context) error {
+		return db.RunCommand(sc, bson.D{{Key: "dumboCommit", Value: 1}, {Key: "message", Value: "m"}}).Err()
+	})
+	try("a second database", 238, func(sc context.Context) error {
+		if _, err := db.Collection("old").InsertOne(sc, bson.D{{Key: "_id", Value: 2}}); err != nil {
+			return err
+		}
+		_, err := client.Database("other").Collection("c").InsertOne(sc, bson.D{{Key: "_id", Value: 1}})
+		return err
+	})
+	// A new collection and an index on it are allowed.
+	sess.StartTransaction()
+	sc := mongo.NewSessionContext(ctx, sess)
+	if err := db.CreateCollection(sc, "fresh"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Collection("fresh").Indexes().CreateOne(sc, mongo.IndexModel{Keys: bson.D{{Key: "a", Value: 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := sess.CommitTransaction(ctx); err != nil {
+		t.Fatal(err)
+	}
+	specs, _ := db.Collection("fresh").Indexes().ListSpecifications(ctx)
+	if len(specs) != 2 {
+		t.Fatalf("indexes of the collection made in a transaction: %v", specs)
+	}
+	_ = options.Client
+}

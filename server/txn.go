@@ -1,0 +1,318 @@
+package server
+
+import (
+	"errors"
+	"sync"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"dumbodb/query/mongoerr"
+	"dumbodb/query/value"
+	"dumbodb/storage"
+)
+
+// Multi-document transactions (docs/design/transactions.md): a session's
+// statements with autocommit: false run in one storage.Txn on one branch
+// of one database, committed or aborted as a unit.
+
+// DefaultTransactionLifetime is transactionLifetimeLimitSeconds: an open
+// transaction older than this is aborted.
+const DefaultTransactionLifetime = 60 * time.Second
+
+// transactionCommands may run inside a transaction (mongod 8's list).
+var transactionCommands = map[string]bool{
+	"find": true, "aggregate": true, "distinct": true, "getMore": true, "killCursors": true,
+	"insert": true, "update": true, "delete": true, "findAndModify": true, "findandmodify": true,
+	"create": true, "createIndexes": true, "commitTransaction": true, "abortTransaction": true,
+}
+
+type txnState int
+
+const (
+	txnActive txnState = iota
+	txnCommitted
+	txnAborted
+)
+
+// transaction is a session's transaction. Its mutex is held by the
+// statement running in it, so a session's statements run one at a time.
+type transaction struct {
+	mu      sync.Mutex
+	number  int64
+	started time.Time
+	state   txnState // guarded by mu
+	db      string   // the database it runs on ("" until its first use)
+	rev     string
+	st      *storage.Txn // nil until it first reads or writes a database
+}
+
+// abort ends an active transaction, dropping its writes. Called with mu.
+func (t *transaction) abort() {
+	if t.state != txnActive {
+		return
+	}
+	t.state = txnAborted
+	if t.st != nil {
+		t.st.Abort()
+		t.st = nil
+	}
+}
+
+// abortIfActive aborts from outside a statement (session end, expiry).
+func (t *transaction) abortIfActive() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.abort()
+}
+
+// joinTransaction attaches a statement with autocommit: false to its
+// session's transaction, starting it with startTransaction: true. The
+// returned function ends the statement (unlocks the transaction).
+func (r *request) joinTransaction(k storage.SessionKey, number int64) (func(), error) {
+	if v, err := r.cmd.LookupErr("autocommit"); err == nil {
+		if b, ok := v.BooleanOK(); !ok || b {
+			return nil, mongoerr.New(mongoerr.InvalidOptions, "Specifying autocommit=true is not allowed.")
+		}
+	}
+	start := false
+	if v, err := r.cmd.LookupErr("startTransaction"); err == nil {
+		if b, ok := v.BooleanOK(); !ok || !b {
+			return nil, mongoerr.New(mongoerr.InvalidOptions, "Specifying startTransaction=false is not allowed.")
+		}
+		start = true
+	}
+	if !transactionCommands[r.name] {
+		return nil, mongoerr.New(mongoerr.OperationNotSupportedInTxn, "Cannot run '%s' in a multi-document transaction.", r.name)
+	}
+	t, err := r.c.s.sessions.transaction(k, number, start)
+	if err != nil {
+		return nil, err
+	}
+	t.mu.Lock()
+	if err := r.checkTransactionStatement(t, start); err != nil {
+		t.mu.Unlock()
+		return nil, err
+	}
+	r.txn = t
+	return t.mu.Unlock, nil
+}
+
+// transaction finds (or, with start, begins) a session's transaction.
+func (tab *sessionTable) transaction(k storage.SessionKey, number int64, start bool) (*transaction, error) {
+	tab.mu.Lock()
+	defer tab.mu.Unlock()
+	s := tab.m[k]
+	if s == nil {
+		s = &session{lastUse: time.Now()}
+		tab.m[k] = s
+	}
+	switch {
+	case number < s.txnNumber:
+		return nil, mongoerr.New(mongoerr.TransactionTooOld, "txnNumber %d is less than last txnNumber %d seen in session", number, s.txnNumber)
+	case start && s.txn != nil && number == s.txnNumber:
+		return nil, mongoerr.New(mongoerr.ConflictingOperationInProgress,
+			"Cannot start transaction %d on session because a newer transaction or the same transaction has already started", number)
+	case start:
+		if s.txn != nil {
+			go s.txn.abortIfActive() // a newer transaction aborts the old one, as on mongod
+		}
+		s.txnNumber = number
+		s.txn = &transaction{number: number, started: time.Now()}
+		return s.txn, nil
+	case s.txn == nil || s.txn.number != number:
+		return nil, noSuchTransaction("Given transaction number %d does not match any in-progress transactions.", number)
+	}
+	return s.txn, nil
+}
+
+// checkTransactionStatement applies mongod's rules to a statement of t.
+// Called with t.mu held.
+func (r *request) checkTransactionStatement(t *transaction, start bool) error {
+	switch {
+	case t.state == txnAborted && r.name != "abortTransaction":
+		return noSuchTransaction("Transaction %d has been aborted.", t.number)
+	case t.state == txnCommitted && r.name != "commitTransaction":
+		return mongoerr.New(mongoerr.TransactionCommitted, "Transaction %d has been committed.", t.number)
+	}
+	if _, err := r.cmd.LookupErr("readConcern"); err == nil && !start {
+		return mongoerr.New(mongoerr.InvalidOptions, "Only the first command in a transaction may specify a readConcern")
+	}
+	if _, err := r.cmd.LookupErr("writeConcern"); err == nil && r.name != "commitTransaction" && r.name != "abortTransaction" {
+		return mongoerr.New(mongoerr.InvalidOptions, "Cannot set write concern after starting a transaction.")
+	}
+	return nil
+}
+
+// noSuchTransaction is NoSuchTransaction, which drivers retry whole.
+func noSuchTransaction(format string, args ...any) *mongoerr.Error {
+	return transientTxnError(mongoerr.New(mongoerr.NoSuchTransaction, format, args...))
+}
+
+// transientTxnError labels an error TransientTransactionError: the whole
+// transaction may succeed if run again.
+func transientTxnError(e *mongoerr.Error) *mongoerr.Error {
+	labels := bsoncore.NewArrayBuilder().AppendString("TransientTransactionError").Build()
+	info := bsoncore.NewDocumentBuilder()
+	els, _ := e.Info.Elements()
+	for _, el := range els {
+		info.AppendValue(el.Key(), el.Value())
+	}
+	e.Info = info.AppendArray("errorLabels", labels).Build()
+	return e
+}
+
+// participant is the transaction's storage transaction, begun by the first
+// statement that reads or writes a database; later statements must use the
+// same database and branch. It is nil for a database that does not exist
+// when create is false.
+func (r *request) participant(create bool) (*storage.Txn, error) {
+	t := r.txn
+	if t.st != nil {
+		if r.db != t.db || (r.rev != "" && r.rev != t.rev && r.rev != t.st.Branch()) {
+			return nil, mongoerr.New(mongoerr.NotImplemented,
+				"a transaction on more than one database or branch is not implemented yet (it runs on %s@%s)", t.db, t.st.Branch())
+		}
+		return t.st, nil
+	}
+	d, err := r.database(create)
+	if err != nil || d == nil {
+		return nil, err
+	}
+	rev, err := r.revision(d)
+	if err != nil {
+		return nil, err
+	}
+	if rev.ReadOnly() {
+		return nil, readOnlyError(r)
+	}
+	st, err := d.BeginTxn(r.ctx, rev.Branch)
+	if err != nil {
+		return nil, err
+	}
+	t.st, t.db, t.rev = st, r.db, r.rev
+	return st, nil
+}
+
+// txnSnapshot is what a statement of the transaction reads.
+func (r *request) txnSnapshot() (*storage.Snapshot, error) {
+	p, err := r.participant(false)
+	if err != nil || p == nil {
+		return storage.EmptySnapshot(), err
+	}
+	return p.Snapshot(), nil
+}
+
+// txnWrite runs a statement's writes in the transaction.
+func (r *request) txnWrite(create bool, fn func(tx *storage.Tx) error) error {
+	p, err := r.participant(create)
+	if err != nil || p == nil {
+		return err
+	}
+	return fn(p.Tx())
+}
+
+// endStatement aborts the transaction when its statement failed (or
+// reported a write error), as mongod does; the error is returned labelled.
+func (r *request) endStatement(reply bsoncore.Document, err error) error {
+	t := r.txn
+	if t == nil || r.name == "commitTransaction" || r.name == "abortTransaction" {
+		return err
+	}
+	if err == nil {
+		if _, absent := reply.LookupErr("writeErrors"); absent != nil {
+			return nil
+		}
+	}
+	t.abort()
+	if errors.Is(err, storage.ErrWriteConflict) {
+		return transientTxnError(mongoerr.New(mongoerr.WriteConflict,
+			"Write conflict during plan execution and yielding is disabled. :: Please retry your operation or multi-document transaction."))
+	}
+	return err
+}
+
+func cmdCommitTransaction(r *request) (bsoncore.Document, error) {
+	t := r.txn
+	if t == nil {
+		return nil, mongoerr.New(mongoerr.InvalidOptions, "commitTransaction must be run within a transaction")
+	}
+	if t.state == txnCommitted || t.st == nil {
+		t.state = txnCommitted
+		return okReply(), nil // idempotent; nothing was read or written
+	}
+	err := t.st.Commit(r.ctx)
+	t.st = nil
+	if err != nil {
+		t.state = txnAborted
+		if errors.Is(err, storage.ErrWriteConflict) {
+			return nil, transientTxnError(mongoerr.New(mongoerr.WriteConflict, "%s", err.Error()))
+		}
+		return nil, err
+	}
+	t.state = txnCommitted
+	r.opTime = r.c.s.clock.tickWrite()
+	return okReply(), nil
+}
+
+func cmdAbortTransaction(r *request) (bsoncore.Document, error) {
+	t := r.txn
+	switch {
+	case t == nil:
+		return nil, mongoerr.New(mongoerr.InvalidOptions, "abortTransaction must be run within a transaction")
+	case t.state == txnCommitted:
+		return nil, mongoerr.New(mongoerr.TransactionCommitted, "Transaction %d has been committed.", t.number)
+	case t.state == txnAborted:
+		return nil, noSuchTransaction("Transaction %d has been aborted.", t.number)
+	}
+	t.abort()
+	return okReply(), nil
+}
+
+// reapTransactions aborts transactions open for longer than the lifetime.
+func (s *Server) reapTransactions(lifetime time.Duration) {
+	s.sessions.mu.Lock()
+	var old []*transaction
+	for _, sess := range s.sessions.m {
+		if sess.txn != nil && time.Since(sess.txn.started) > lifetime {
+			old = append(old, sess.txn)
+		}
+	}
+	s.sessions.mu.Unlock()
+	for _, t := range old {
+		if t.mu.TryLock() { // a running statement finishes first
+			t.abort()
+			t.mu.Unlock()
+		}
+	}
+}
+
+// refuseIndexOnExistingInTxn: a transaction may create indexes only on a
+// collection it created, as on mongod.
+func (r *request) refuseIndexOnExistingInTxn(coll string) error {
+	if r.txn == nil {
+		return nil
+	}
+	p, err := r.participant(true)
+	if err != nil || !p.ExistedAtStart(coll) {
+		return err
+	}
+	return mongoerr.New(mongoerr.OperationNotSupportedInTxn,
+		"Cannot create new indexes on existing collection %s in a multi-document transaction.", r.ns(coll))
+}
+
+// txnNumberArg reads txnNumber ("ok" false: absent).
+func (r *request) txnNumberArg() (int64, bool, error) {
+	v, err := r.cmd.LookupErr("txnNumber")
+	if err != nil {
+		return 0, false, nil
+	}
+	n, ok := value.AsInt64(v)
+	if !ok || v.Type == bsoncore.TypeDouble && float64(n) != v.Double() {
+		return 0, false, typeMismatch(r.name, "txnNumber", v, "long")
+	}
+	if n < 0 {
+		return 0, false, mongoerr.New(mongoerr.BadValue, "TxnNumber cannot be negative")
+	}
+	return n, true, nil
+}

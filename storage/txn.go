@@ -1,0 +1,263 @@
+package storage
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"dumbodb/storage/wal"
+
+	"github.com/dolthub/dolt/go/store/prolly/tree"
+)
+
+// Txn is a multi-statement transaction on one branch
+// (docs/design/transactions.md): its statements run on a private Tx over
+// the branch's state when it began, so it reads that snapshot and its own
+// writes; each document it writes is held until it ends, first writer
+// wins; Commit checks that nothing it wrote changed since its snapshot and
+// logs all its changes as one record. A Txn is not safe for concurrent
+// use: the server runs one statement of a session at a time.
+type Txn struct {
+	d    *Database
+	b    *branch
+	snap *Snapshot // the state it began on, pinned for as long as it lives
+	tx   *Tx
+	held []string // its keys in b.holds
+	done bool
+}
+
+// holdTable maps the documents open transactions have written (collection
+// and _id key) to the transaction holding each.
+type holdTable struct {
+	mu    sync.Mutex
+	byKey map[string]*Txn
+	n     atomic.Int64 // len(byKey), read without the lock by plain writes
+}
+
+func holdKey(coll string, key []byte) string { return coll + "\x00" + string(key) }
+
+// refuseHeld is a plain write's guard: a document an open transaction
+// holds cannot be changed until it ends.
+func (h *holdTable) refuseHeld(_ context.Context, coll string, key []byte) error {
+	if h.n.Load() == 0 {
+		return nil
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if _, held := h.byKey[holdKey(coll, key)]; held {
+		return fmt.Errorf("%w: a transaction holds the document", ErrWriteConflict)
+	}
+	return nil
+}
+
+// BeginTxn starts a transaction on a branch. The database stays open until
+// the transaction ends (Commit or Abort).
+func (d *Database) BeginTxn(ctx context.Context, branchName string) (*Txn, error) {
+	if err := d.hold(ctx); err != nil {
+		return nil, err
+	}
+	b, err := d.branch(ctx, branchName)
+	if err != nil {
+		d.release()
+		return nil, err
+	}
+	st := b.state.Load()
+	t := &Txn{d: d, b: b, snap: d.newSnapshot(st), tx: newTx(d.ns, st)}
+	t.tx.retries = d.retries
+	t.tx.guard = t.claim
+	return t, nil
+}
+
+// Branch is the branch the transaction runs on.
+func (t *Txn) Branch() string { return t.b.name }
+
+// ExistedAtStart reports whether a collection was in the snapshot the
+// transaction began on (DDL in a transaction may touch only new ones).
+func (t *Txn) ExistedAtStart(coll string) bool {
+	_, ok := t.snap.Collection(coll)
+	return ok
+}
+
+// Tx is the transaction's write view, for one statement at a time.
+func (t *Txn) Tx() *Tx { return t.tx }
+
+// Snapshot is a read view of the snapshot with the transaction's writes so
+// far; later statements do not change it (a cursor keeps what it saw).
+func (t *Txn) Snapshot() *Snapshot { return t.d.newSnapshot(t.tx.frozenState()) }
+
+// claim holds a document for t before its first change, or refuses with
+// ErrWriteConflict when another transaction holds it or it changed since
+// t's snapshot.
+func (t *Txn) claim(ctx context.Context, coll string, key []byte) error {
+	h := &t.b.holds
+	k := holdKey(coll, key)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if owner, held := h.byKey[k]; held {
+		if owner == t {
+			return nil
+		}
+		return fmt.Errorf("%w: another transaction holds the document", ErrWriteConflict)
+	}
+	changed, err := t.changedSince(ctx, t.b.state.Load(), coll, key)
+	if err != nil {
+		return err
+	}
+	if changed {
+		return fmt.Errorf("%w: the document changed since the transaction began", ErrWriteConflict)
+	}
+	if h.byKey == nil {
+		h.byKey = map[string]*Txn{}
+	}
+	h.byKey[k] = t
+	h.n.Add(1)
+	t.held = append(t.held, k)
+	return nil
+}
+
+// changedSince reports whether a document differs between t's snapshot
+// and cur.
+func (t *Txn) changedSince(ctx context.Context, cur *rootState, coll string, key []byte) (bool, error) {
+	if cur == t.snap.st {
+		return false, nil
+	}
+	was, err := docAt(ctx, t.d.ns, t.snap.st, coll, key)
+	if err != nil {
+		return false, err
+	}
+	now, err := docAt(ctx, t.d.ns, cur, coll, key)
+	return !bytes.Equal(was, now), err
+}
+
+// docAt is the stored bytes of a document in a state (nil: none).
+func docAt(ctx context.Context, ns tree.NodeStore, st *rootState, coll string, key []byte) ([]byte, error) {
+	c := st.colls[coll]
+	if c == nil {
+		return nil, nil
+	}
+	v, ok, err := lookup(ctx, ns, c.base, c.edits, key)
+	if !ok {
+		return nil, err
+	}
+	return v, err
+}
+
+// Commit makes the transaction's writes visible and durable as one unit,
+// or fails with ErrWriteConflict (nothing applied) when another write got
+// to one of its documents first. The transaction ends either way.
+func (t *Txn) Commit(ctx context.Context) error {
+	defer t.end()
+	lsn, err := t.commitLocked(ctx)
+	if err == nil && lsn != 0 && ctx.Value(noSyncKey{}) == nil {
+		err = t.d.wl.WaitDurable(lsn)
+	}
+	if errors.Is(err, wal.ErrWriteFailed) {
+		t.d.recoverFromLogFailure()
+	}
+	return diskFull(err)
+}
+
+// commitLocked logs and publishes the transaction under the branch's
+// writer lock. On a branch that moved since the snapshot it checks every
+// document written and replays the changes onto the current state (index
+// entries and unique keys are checked again there).
+func (t *Txn) commitLocked(ctx context.Context) (uint64, error) {
+	d, b := t.d, t.b
+	b.writeMu.Lock()
+	defer b.writeMu.Unlock()
+	if b.deleted {
+		return 0, fmt.Errorf("%w: %s", ErrBranchNotFound, b.name)
+	}
+	if d.closed.Load() {
+		return 0, ErrClosed
+	}
+	if !t.tx.dirty() {
+		return 0, nil // read-only: nothing to log
+	}
+	cur := b.state.Load()
+	tx := t.tx
+	if cur != t.snap.st {
+		var err error
+		if tx, err = t.rebase(ctx, cur); err != nil {
+			return 0, err
+		}
+	}
+	return d.logAndPublish(ctx, b, cur, tx)
+}
+
+// rebase replays the transaction's changes onto cur after checking that
+// none of its documents changed since the snapshot.
+func (t *Txn) rebase(ctx context.Context, cur *rootState) (*Tx, error) {
+	seen := map[string]bool{}
+	for _, o := range t.tx.ops {
+		if (o.op != opPut && o.op != opDelete) || seen[holdKey(o.coll, o.key)] {
+			continue
+		}
+		seen[holdKey(o.coll, o.key)] = true
+		changed, err := t.changedSince(ctx, cur, o.coll, o.key)
+		if err != nil {
+			return nil, err
+		}
+		if changed {
+			return nil, fmt.Errorf("%w: a document the transaction wrote changed before it committed", ErrWriteConflict)
+		}
+	}
+	tx := newTx(t.d.ns, cur)
+	tx.retry = t.tx.retry
+	if err := tx.redo(ctx, t.tx.ops); err != nil {
+		var dup *DuplicateKeyError
+		if errors.As(err, &dup) || errors.Is(err, ErrDuplicateKey) || errors.Is(err, ErrNamespaceExists) {
+			return nil, fmt.Errorf("%w: %v", ErrWriteConflict, err)
+		}
+		return nil, err
+	}
+	return tx, nil
+}
+
+// Abort drops the transaction's writes.
+func (t *Txn) Abort() { t.end() }
+
+// end releases what the transaction holds: its documents and the database.
+func (t *Txn) end() {
+	if t.done {
+		return
+	}
+	t.done = true
+	h := &t.b.holds
+	h.mu.Lock()
+	for _, k := range t.held {
+		if h.byKey[k] == t {
+			delete(h.byKey, k)
+			h.n.Add(-1)
+		}
+	}
+	h.mu.Unlock()
+	t.held, t.tx = nil, nil
+	t.d.release()
+}
+
+// frozenState is the state the transaction's writes so far lead to, with
+// edit sets of its own, so that later statements do not change it.
+func (tx *Tx) frozenState() *rootState {
+	st := &rootState{colls: make(map[string]*collection, len(tx.base.colls)+len(tx.overlay)), lsn: tx.base.lsn,
+		ckptLSN: tx.base.ckptLSN, merge: tx.base.merge, conflicts: tx.base.conflicts}
+	for n, c := range tx.base.colls {
+		st.colls[n] = c
+	}
+	for n, c := range tx.overlay {
+		if c == nil {
+			delete(st.colls, n)
+			continue
+		}
+		frozen := *c
+		if c.edits != nil {
+			frozen.edits = c.edits.Clone()
+		}
+		frozen.indexes = cloneIndexes(c.indexes)
+		st.colls[n] = &frozen
+	}
+	return st
+}
