@@ -193,20 +193,20 @@ func (t *Txn) commitLocked(ctx context.Context) (uint64, error) {
 func (t *Txn) rebase(ctx context.Context, cur *rootState) (*Tx, error) {
 	seen := map[string]bool{}
 	for _, o := range t.tx.ops {
-		if (o.op != opPut && o.op != opDelete) || seen[holdKey(o.coll, o.key)] {
+		if seen[holdKey(o.coll, o.key)] {
 			continue
 		}
 		seen[holdKey(o.coll, o.key)] = true
-		changed, err := t.changedSince(ctx, cur, o.coll, o.key)
+		changed, err := t.opChangedSince(ctx, cur, o)
 		if err != nil {
 			return nil, err
 		}
 		if changed {
-			return nil, fmt.Errorf("%w: a document the transaction wrote changed before it committed", ErrWriteConflict)
+			return nil, fmt.Errorf("%w: %s on %s: another write changed it before the transaction committed", ErrWriteConflict, o.op, o.coll)
 		}
 	}
 	tx := newTx(t.d.ns, cur)
-	tx.retry = t.tx.retry
+	tx.retries, tx.retry = t.d.retries, t.tx.retry
 	if err := tx.redo(ctx, t.tx.ops); err != nil {
 		var dup *DuplicateKeyError
 		if errors.As(err, &dup) || errors.Is(err, ErrDuplicateKey) || errors.Is(err, ErrNamespaceExists) {
@@ -215,6 +215,24 @@ func (t *Txn) rebase(ctx context.Context, cur *rootState) (*Tx, error) {
 		return nil, err
 	}
 	return tx, nil
+}
+
+// opChangedSince reports whether what a logged change touched differs
+// between the snapshot and cur: the document of a put or delete, the
+// collection of a create (made by another write meanwhile, which a replay
+// would overwrite) or of a catalog change.
+func (t *Txn) opChangedSince(ctx context.Context, cur *rootState, o walOp) (bool, error) {
+	switch o.op {
+	case opPut, opDelete:
+		return t.changedSince(ctx, cur, o.coll, o.key)
+	case opCreate:
+		return cur.colls[o.coll] != nil, nil
+	}
+	was, now := t.snap.st.colls[o.coll], cur.colls[o.coll]
+	if was == nil || now == nil {
+		return was != now, nil
+	}
+	return !bytes.Equal(was.info.encode(), now.info.encode()), nil
 }
 
 // Abort drops the transaction's writes.

@@ -155,3 +155,26 @@ func snapContents(t *testing.T, snap *Snapshot, coll string) map[int32]string {
 	}
 	return out
 }
+
+// TestTxnConcurrentCreateConflicts: two transactions that both create a
+// collection (implicitly, by inserting) cannot both commit: the second
+// would replace the first's collection.
+func TestTxnConcurrentCreateConflicts(t *testing.T) {
+	d := openDatabase(t, Options{})
+	first, _ := d.BeginTxn(ctx, DefaultBranch)
+	second, _ := d.BeginTxn(ctx, DefaultBranch)
+	for i, txn := range []*Txn{first, second} {
+		if err := insertDocs(txn.Tx(), doc(int32(i), "x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := first.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := second.Commit(ctx); !errors.Is(err, ErrWriteConflict) {
+		t.Fatalf("second create: %v", err)
+	}
+	if got := contents(t, d, "c"); len(got) != 1 || got[0] != "x" {
+		t.Fatalf("after: %v", got)
+	}
+}

@@ -156,11 +156,21 @@ func TestKillDashNineLosesNothingAcknowledged(t *testing.T) {
 	// Some rounds checkpoint often, so that kills also land during and
 	// between checkpoints and log recycling.
 	variants := [][]string{nil, {"--syncdelay", "1"}, {"--cacheSizeMB", "1"}}
+	tr := &transfers{}
 	for round := 0; round < rounds; round++ {
 		p, client := start(t, dir, variants[round%len(variants)]...)
 		coll := client.Database("crash").Collection("c")
 		check(t, coll, l)
+		openAccounts(t, client.Database("crash"))
+		checkTransfers(t, client.Database("crash"), tr)
 		var wg sync.WaitGroup
+		for w := 0; w < 2; w++ {
+			wg.Add(1)
+			go func(w int) {
+				defer wg.Done()
+				transferWriter(client, tr, fmt.Sprintf("t%d-r%d", w, round), rand.New(rand.NewSource(int64(round*100+w))))
+			}(w)
+		}
 		for w := 0; w < 8; w++ {
 			wg.Add(1)
 			go func(w int) {
@@ -180,6 +190,10 @@ func TestKillDashNineLosesNothingAcknowledged(t *testing.T) {
 	p, client := start(t, dir)
 	defer p.StopT(t, syscall.SIGTERM)
 	defer client.Disconnect(context.Background())
+	checkTransfers(t, client.Database("crash"), tr)
+	if len(tr.acked) == 0 {
+		t.Fatal("no transfer was acknowledged: the test did not exercise transactions")
+	}
 	if check(t, client.Database("crash").Collection("c"), l) == 0 {
 		t.Fatal("no document large enough for a doctree survived: the test did not exercise them")
 	}
