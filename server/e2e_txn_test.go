@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"errors"
+	"math/rand"
 	"sync"
 	"testing"
 
@@ -200,4 +201,106 @@ func TestTransactionRules(t *testing.T) {
 		t.Fatalf("indexes of the collection made in a transaction: %v", specs)
 	}
 	_ = options.Client
+}
+
+// TestTransactionsAgainstModel: clients run transactions that read
+// counters and write them back incremented (read-modify-write, where a
+// lost update would show), some aborting on purpose, many conflicting.
+// Each counter must end equal to the number of committed transactions
+// that touched it: every committed write visible, no aborted one, no lost
+// update.
+func TestTransactionsAgainstModel(t *testing.T) {
+	ts := startServer(t)
+	client := ts.client()
+	coll := client.Database("db").Collection("counters")
+	const keys, clients, perClient = 8, 4, 25
+	for k := 0; k < keys; k++ {
+		coll.InsertOne(ctx, bson.D{{Key: "_id", Value: k}, {Key: "n", Value: 0}})
+	}
+	var mu sync.Mutex
+	model := make([]int32, keys)
+	committed, conflicts := 0, 0
+	var wg sync.WaitGroup
+	for c := 0; c < clients; c++ {
+		wg.Add(1)
+		go func(c int) {
+			defer wg.Done()
+			rng := rand.New(rand.NewSource(int64(c)))
+			for i := 0; i < perClient; i++ {
+				touched := rng.Perm(keys)[:1+rng.Intn(3)]
+				ok, err := incrementInTransaction(client, coll, touched, rng.Intn(5) == 0)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				if ok {
+					committed++
+					for _, k := range touched {
+						model[k]++
+					}
+				} else {
+					conflicts++
+				}
+				mu.Unlock()
+			}
+		}(c)
+	}
+	wg.Wait()
+	for k := 0; k < keys; k++ {
+		var got struct{ N int32 }
+		if err := coll.FindOne(ctx, bson.D{{Key: "_id", Value: k}}).Decode(&got); err != nil {
+			t.Fatal(err)
+		}
+		if got.N != model[k] {
+			t.Errorf("counter %d = %d, committed transactions touching it: %d", k, got.N, model[k])
+		}
+	}
+	if committed == 0 {
+		t.Fatal("no transaction committed")
+	}
+	t.Logf("%d committed, %d aborted or conflicted", committed, conflicts)
+}
+
+// incrementInTransaction reads and increments the counters in one
+// transaction; it reports whether the transaction committed (false: it
+// aborted on purpose or lost a write conflict).
+func incrementInTransaction(client *mongo.Client, coll *mongo.Collection, keys []int, abort bool) (bool, error) {
+	sess, err := client.StartSession()
+	if err != nil {
+		return false, err
+	}
+	defer sess.EndSession(ctx)
+	if err := sess.StartTransaction(); err != nil {
+		return false, err
+	}
+	sc := mongo.NewSessionContext(ctx, sess)
+	for _, k := range keys {
+		var cur struct{ N int32 }
+		err := coll.FindOne(sc, bson.D{{Key: "_id", Value: k}}).Decode(&cur)
+		if err == nil {
+			_, err = coll.UpdateOne(sc, bson.D{{Key: "_id", Value: k}}, bson.D{{Key: "$set", Value: bson.D{{Key: "n", Value: cur.N + 1}}}})
+		}
+		if err != nil {
+			sess.AbortTransaction(ctx)
+			return false, transientOrFatal(err)
+		}
+	}
+	if abort {
+		return false, sess.AbortTransaction(ctx)
+	}
+	if err := sess.CommitTransaction(ctx); err != nil {
+		return false, transientOrFatal(err)
+	}
+	return true, nil
+}
+
+// transientOrFatal swallows a transaction's transient error (a write
+// conflict) and returns any other.
+func transientOrFatal(err error) error {
+	var se mongo.ServerError
+	if errors.As(err, &se) && se.HasErrorLabel("TransientTransactionError") {
+		return nil
+	}
+	return err
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
+	"sync"
 
 	"dumbodb/index"
 
@@ -65,15 +66,22 @@ func (tx *Tx) mutable(name string) (*collection, error) {
 		return nil, ErrNamespaceNotFound
 	}
 	c := *base
+	cloneMu.Lock()
 	if c.edits == nil {
 		c.edits = newEdits()
 	} else {
 		c.edits = c.edits.Clone()
 	}
 	c.indexes = cloneIndexes(base.indexes)
+	cloneMu.Unlock()
 	tx.overlay[name] = &c
 	return &c, nil
 }
+
+// cloneMu serialises cloning a published state's edit trees: a clone
+// writes to the tree it copies (its copy-on-write mark), and transactions
+// clone the same published trees outside the branch's writer lock.
+var cloneMu sync.Mutex
 
 // Collections lists the collections as this transaction sees them.
 func (tx *Tx) Collections() []CollectionInfo {

@@ -106,6 +106,30 @@ func TestMongoshReplicaSet(t *testing.T) {
 	}
 }
 
+// TestMongoshTransaction: a session's transaction in mongosh commits
+// writes to two collections together, and an aborted one leaves nothing.
+func TestMongoshTransaction(t *testing.T) {
+	bin := mongoshPath(t)
+	p := dumboproc.StartT(t, t.TempDir())
+	out := mongosh(t, bin, p.Port(), `
+		db.acct.insertOne({_id: 1, bal: 10});
+		const s = db.getMongo().startSession();
+		const sdb = s.getDatabase("shop");
+		s.startTransaction();
+		sdb.acct.updateOne({_id: 1}, {$inc: {bal: -3}});
+		sdb.log.insertOne({_id: "t1", amount: 3});
+		print(db.log.countDocuments({}));
+		s.commitTransaction();
+		s.startTransaction();
+		sdb.log.insertOne({_id: "t2"});
+		s.abortTransaction();
+		print(db.acct.findOne({_id: 1}).bal, db.log.countDocuments({}));
+	`)
+	if out != "0\n7 1" {
+		t.Fatalf("output %q", out)
+	}
+}
+
 // readmeBlock returns the fenced block that follows marker in README.md.
 func readmeBlock(t *testing.T, marker string) string {
 	t.Helper()
