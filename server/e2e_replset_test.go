@@ -147,8 +147,8 @@ func TestRetryableWritesRunOnce(t *testing.T) {
 }
 
 // TestRetryableWriteRefusals: multi-document writes cannot be retryable,
-// txnNumber needs a session and a retryable command, and transactions are
-// refused until they exist.
+// txnNumber needs a session and a retryable command, and startTransaction
+// needs autocommit: false.
 func TestRetryableWriteRefusals(t *testing.T) {
 	ts := startServer(t)
 	nc := ts.dial()
@@ -164,7 +164,7 @@ func TestRetryableWriteRefusals(t *testing.T) {
 	wantRawCode(t, raw(t, nc, bson.D{{Key: "find", Value: "c"}, {Key: "lsid", Value: lsid},
 		{Key: "txnNumber", Value: int64(1)}, {Key: "$db", Value: "db"}}), 50768)
 	wantRawCode(t, raw(t, nc, bson.D{{Key: "find", Value: "c"}, {Key: "lsid", Value: lsid}, {Key: "txnNumber", Value: int64(5)},
-		{Key: "startTransaction", Value: true}, {Key: "autocommit", Value: false}, {Key: "$db", Value: "db"}}), 238)
+		{Key: "startTransaction", Value: true}, {Key: "$db", Value: "db"}}), 72)
 	wantRawCode(t, raw(t, nc, bson.D{{Key: "find", Value: "c"}, {Key: "readConcern", Value: bson.D{{Key: "level", Value: "bogus"}}}, {Key: "$db", Value: "db"}}), 2)
 	wantRawCode(t, raw(t, nc, bson.D{{Key: "find", Value: "c"}, {Key: "readConcern", Value: bson.D{{Key: "level", Value: "snapshot"},
 		{Key: "atClusterTime", Value: bson.Timestamp{T: 1, I: 1}}}}, {Key: "$db", Value: "db"}}), 238)
