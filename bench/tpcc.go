@@ -21,7 +21,36 @@ const (
 )
 
 func txnBenchmarks() []Benchmark {
-	return []Benchmark{{Name: "Txn/TPCC", Group: GroupTxn, Unit: "txn", Setup: setupTPCC}}
+	return []Benchmark{
+		{Name: "Txn/TPCC", Group: GroupTxn, Unit: "txn", Setup: setupTPCC},
+		// One statement in a transaction, against InsertOne/100B and
+		// FindOne/IntId without one: what a transaction itself costs.
+		{Name: "Txn/InsertOne", Group: GroupTxn, Unit: "txn", Setup: txnOf(insertSized(size100B))},
+		{Name: "Txn/FindOne", Group: GroupTxn, Unit: "txn", Setup: txnOf(findByID(func(i int) any { return int64(i) }))},
+	}
+}
+
+// txnOf runs each call of a workload as a transaction of its own.
+func txnOf(setup func(context.Context, *Env) (*Workload, error)) func(context.Context, *Env) (*Workload, error) {
+	return func(ctx context.Context, e *Env) (*Workload, error) {
+		w, err := setup(ctx, e)
+		if err != nil {
+			return nil, err
+		}
+		sess, err := e.Client.StartSession()
+		if err != nil {
+			return nil, unsupported("start session", err)
+		}
+		call := func(ctx context.Context, n int64) error {
+			_, err := sess.WithTransaction(ctx, func(ctx context.Context) (any, error) { return nil, w.Call(ctx, n) })
+			return err
+		}
+		if err := call(ctx, -1); err != nil {
+			sess.EndSession(ctx)
+			return nil, unsupported("transaction", err)
+		}
+		return &Workload{Call: call, Close: func() { sess.EndSession(context.Background()) }}, nil
+	}
 }
 
 // tpcc holds the collections; the benchmark's own collection is orders.
