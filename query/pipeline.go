@@ -73,7 +73,8 @@ type PipelineOptions struct {
 	// Collectionless is set for {aggregate: 1}: the first stage must
 	// produce documents itself ($documents).
 	Collectionless bool
-	// LocalSessions are what $listLocalSessions reports.
+	// LocalSessions are the sessions $listLocalSessions and $listSessions
+	// report ({_id: {id, uid}, lastUse}).
 	LocalSessions []bsoncore.Document
 
 	spills *spillSet // the files the pipeline's stages spill to

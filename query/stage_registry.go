@@ -49,7 +49,8 @@ var stageTable = [][]stageEntry{
 		{name: "$collStats", compile: compileCollStatsStage, flags: stageFirst | stageNotInFacet},
 		{name: "$documents", compile: compileDocumentsStage, flags: stageFirst | stageNotInFacet},
 		{name: "$indexStats", compile: compileIndexStatsStage, flags: stageFirst | stageNotInFacet},
-		{name: "$listLocalSessions", compile: compileListLocalSessionsStage, flags: stageFirst},
+		{name: "$listLocalSessions", compile: compileListSessionsStage("$listLocalSessions"), flags: stageFirst},
+		{name: "$listSessions", compile: compileListSessionsStage("$listSessions"), flags: stageFirst},
 	},
 	{ // unsupported: geospatial and search indexes
 		{name: "$geoNear", flags: stageUnsupported | stageNamedInUpdate},
@@ -63,7 +64,6 @@ var stageTable = [][]stageEntry{
 		{name: "$changeStreamSplitLargeEvent", flags: stageUnsupported},
 		{name: "$currentOp", flags: stageUnsupported},
 		{name: "$listSampledQueries", flags: stageUnsupported},
-		{name: "$listSessions", flags: stageUnsupported},
 		{name: "$planCacheStats", flags: stageUnsupported},
 		{name: "$querySettings", flags: stageUnsupported},
 		{name: "$shardedDataDistribution", flags: stageUnsupported},

@@ -1,7 +1,9 @@
 package server_test
 
 import (
+	"fmt"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -210,6 +212,14 @@ func TestSessionsLifecycle(t *testing.T) {
 		{Key: "cursor", Value: bson.D{}}, {Key: "$db", Value: "admin"}})
 	if batch, _ := get(listed, "cursor", "firstBatch").(bson.A); len(batch) != 1 || get(batch[0], "_id", "id") == nil {
 		t.Fatalf("$listLocalSessions: %v", listed)
+	}
+	for spec, want := range map[string]bson.D{"1": {}, "1 ": {{Key: "allUsers", Value: true}},
+		"0": {{Key: "users", Value: bson.A{bson.D{{Key: "user", Value: "ann"}, {Key: "db", Value: "admin"}}}}}} {
+		all := raw(t, nc, bson.D{{Key: "aggregate", Value: "system.sessions"}, {Key: "pipeline", Value: bson.A{bson.D{{Key: "$listSessions", Value: want}}}},
+			{Key: "cursor", Value: bson.D{}}, {Key: "$db", Value: "config"}})
+		if batch, _ := get(all, "cursor", "firstBatch").(bson.A); fmt.Sprint(len(batch)) != strings.TrimSpace(spec) {
+			t.Fatalf("$listSessions %v: %v, want %s sessions", want, all, spec)
+		}
 	}
 	raw(t, nc, bson.D{{Key: "refreshSessions", Value: bson.A{lsid}}, {Key: "$db", Value: "admin"}})
 	docs := bson.A{}
