@@ -24,6 +24,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"time"
 
 	"dumbodb/internal/dumboproc"
@@ -31,6 +32,7 @@ import (
 
 type options struct {
 	bin, tools, cache, logs string
+	expect                  string // the known-failures file ("": none)
 	run                     *regexp.Regexp
 	dirTimeout, total       time.Duration
 	buildTimeout            time.Duration
@@ -54,6 +56,8 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.tools, "tools", "tools", "the folder of the go.mod that pins the driver")
 	fs.StringVar(&o.cache, "cache", ".tools/driver-spec", "where the runner is built")
 	fs.StringVar(&o.logs, "logs", "", "where the raw logs go (default: a new folder under -cache)")
+	fs.StringVar(&o.expect, "expect", "", "file of the cases known to fail (folder/file.json/case per line, # comments): "+
+		"any other failure makes the run fail, and a listed case that passes is reported")
 	runRe := fs.String("run", ".", "regular expression: the spec folders to run (crud/unified, sessions, ...)")
 	fs.DurationVar(&o.dirTimeout, "dir-timeout", 5*time.Minute, "time allowed for one spec folder")
 	fs.DurationVar(&o.total, "timeout", 30*time.Minute, "time allowed for all folders; the cases of folders not reached count as failed")
@@ -102,6 +106,39 @@ func run(o options, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "%d passed, %d failed, %d skipped\n", total.passed, total.failed, total.skipped)
 	fmt.Fprintf(stderr, "elapsed %s; raw logs in %s\n", time.Since(started).Round(time.Second), logs)
+	if o.expect == "" {
+		return nil
+	}
+	return checkExpected(o.expect, total, stdout)
+}
+
+// checkExpected fails the run when a case fails that the known-failures
+// file does not list, and names listed cases that now pass (to be removed).
+func checkExpected(path string, total counts, stdout io.Writer) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	known := map[string]bool{}
+	for _, line := range strings.Split(string(data), "\n") {
+		if line = strings.TrimSpace(line); line != "" && !strings.HasPrefix(line, "#") {
+			known[line] = true
+		}
+	}
+	for _, p := range total.passes {
+		if known[p] {
+			fmt.Fprintf(stdout, "now passing (remove it from %s): %s\n", path, p)
+		}
+	}
+	var unexpected []string
+	for _, f := range total.failures {
+		if !known[f] {
+			unexpected = append(unexpected, f)
+		}
+	}
+	if len(unexpected) > 0 {
+		return fmt.Errorf("%d cases failed that %s does not list:\n  %s", len(unexpected), path, strings.Join(unexpected, "\n  "))
+	}
 	return nil
 }
 

@@ -21,12 +21,17 @@ type counts struct {
 	// run's time was up before their folder.
 	notRun int
 	log    string // the runner's output; "" when the folder was not reached
+	// failures and passes name the cases ("file.json/case") by outcome,
+	// for checking a run against the known failures.
+	failures, passes []string
 }
 
 func (c *counts) add(o counts) {
 	c.passed += o.passed
 	c.failed += o.failed
 	c.skipped += o.skipped
+	c.failures = append(c.failures, o.failures...)
+	c.passes = append(c.passes, o.passes...)
 }
 
 // line is the folder's line of the report.
@@ -89,6 +94,12 @@ func countFolder(testdata, folder string, status map[string]string, log string) 
 	for _, file := range files {
 		c.addFile(filepath.Base(file), casesIn(file), status)
 	}
+	for i := range c.failures {
+		c.failures[i] = folder + "/" + c.failures[i]
+	}
+	for i := range c.passes {
+		c.passes[i] = folder + "/" + c.passes[i]
+	}
 	return c, nil
 }
 
@@ -105,13 +116,16 @@ func (c *counts) addFile(name string, cases int, status map[string]string) {
 		switch st {
 		case "PASS":
 			c.passed++
+			c.passes = append(c.passes, test)
 		case "SKIP":
 			c.skipped++
 		case "FAIL":
 			c.failed++
+			c.failures = append(c.failures, test)
 		default:
 			c.failed++
 			c.notRun++
+			c.failures = append(c.failures, test)
 		}
 	}
 	switch st := status[name]; {
@@ -122,6 +136,7 @@ func (c *counts) addFile(name string, cases int, status map[string]string) {
 	case ran < cases:
 		c.failed += cases - ran
 		c.notRun += cases - ran
+		c.failures = append(c.failures, name+" (cases not run)")
 	}
 }
 
