@@ -56,9 +56,11 @@ func (s *Server) serverParameters() map[string]func(*bsoncore.DocumentBuilder, s
 		},
 		"maxBSONDepth": func(b *bsoncore.DocumentBuilder, k string) { b.AppendInt32(k, 200) },
 		"internalQueryMaxBlockingSortMemoryUsageBytes": func(b *bsoncore.DocumentBuilder, k string) { b.AppendInt32(k, 100*1024*1024) },
-		"logLevel":                        func(b *bsoncore.DocumentBuilder, k string) { b.AppendInt32(k, 0) },
-		"quiet":                           func(b *bsoncore.DocumentBuilder, k string) { b.AppendBoolean(k, false) },
-		"transactionLifetimeLimitSeconds": func(b *bsoncore.DocumentBuilder, k string) { b.AppendInt32(k, 60) },
+		"logLevel": func(b *bsoncore.DocumentBuilder, k string) { b.AppendInt32(k, 0) },
+		"quiet":    func(b *bsoncore.DocumentBuilder, k string) { b.AppendBoolean(k, false) },
+		"transactionLifetimeLimitSeconds": func(b *bsoncore.DocumentBuilder, k string) {
+			b.AppendInt32(k, int32(s.txnLifetime.Load()/int64(time.Second)))
+		},
 	}
 }
 

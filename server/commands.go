@@ -103,6 +103,7 @@ func init() {
 		{family: diagnostics, name: "listCommands", handler: cmdListCommands, access: anyDatabase, help: "lists the commands this server knows"},
 		{family: diagnostics, name: "getCmdLineOpts", handler: cmdGetCmdLineOpts, access: adminOnly, help: "returns the command line the server started with"},
 		{family: diagnostics, name: "getLog", handler: cmdGetLog, access: adminOnly, help: "returns recent log lines"},
+		{family: diagnostics, name: "setParameter", handler: cmdSetParameter, access: adminOnly, help: "sets transactionLifetimeLimitSeconds"},
 		{family: diagnostics, name: "getParameter", handler: cmdGetParameter, access: adminOnly, help: "returns server parameters"},
 		{family: testOnly, name: "configureFailPoint", handler: cmdConfigureFailPoint, access: adminOnly, help: "test command: makes chosen commands fail (needs --enableTestCommands)"},
 		{family: versionControl, name: "dumboBranch", handler: cmdDumboBranch, access: anyDatabase, help: "creates, deletes or lists branches"},

@@ -6,6 +6,7 @@ import (
 	"math/rand"
 	"sync"
 	"testing"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -303,4 +304,42 @@ func transientOrFatal(err error) error {
 		return nil
 	}
 	return err
+}
+
+// TestTransactionLifetime: setParameter shortens
+// transactionLifetimeLimitSeconds, and an older open transaction is then
+// aborted (its next statement gets NoSuchTransaction).
+func TestTransactionLifetime(t *testing.T) {
+	ts := startServer(t)
+	client := ts.client()
+	admin := client.Database("admin")
+	res := mustRun(t, admin, bson.D{{Key: "setParameter", Value: 1}, {Key: "transactionLifetimeLimitSeconds", Value: 1}})
+	if res["was"] != int64(60) {
+		t.Fatalf("setParameter: %v", res)
+	}
+	_, err := run(t, admin, bson.D{{Key: "setParameter", Value: 1}, {Key: "bogus", Value: 1}})
+	wantCode(t, err, 72, "InvalidOptions")
+	coll := client.Database("db").Collection("c")
+	sess, _ := client.StartSession()
+	defer sess.EndSession(ctx)
+	sess.StartTransaction()
+	sc := mongo.NewSessionContext(ctx, sess)
+	if _, err := coll.InsertOne(sc, bson.D{{Key: "_id", Value: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		err := coll.FindOne(sc, bson.D{{Key: "_id", Value: 1}}).Err()
+		var se mongo.ServerError
+		if errors.As(err, &se) && se.HasErrorCode(251) {
+			break
+		}
+		if err != nil || time.Now().After(deadline) {
+			t.Fatalf("statement of an expired transaction: %v", err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if n, _ := coll.CountDocuments(ctx, bson.D{}); n != 0 {
+		t.Fatalf("%d documents of the expired transaction are visible", n)
+	}
 }

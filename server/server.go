@@ -89,6 +89,8 @@ type Server struct {
 	closing    atomic.Bool
 	done       chan struct{} // closed by Shutdown
 
+	txnLifetime atomic.Int64 // transactionLifetimeLimitSeconds, as a time.Duration
+
 	running  atomic.Int64 // messages being handled, on all connections
 	spinning atomic.Bool  // a connection is busy-polling
 }
@@ -108,6 +110,7 @@ func New(cfg Config, engine *storage.Engine, log zerolog.Logger, ring *LogRing) 
 		clock:    newClusterClock(), sessions: newSessionTable(),
 	}
 	s.topo = newTopology(cfg, nil, s.clock)
+	s.txnLifetime.Store(int64(DefaultTransactionLifetime))
 	return s
 }
 
@@ -231,7 +234,7 @@ func (s *Server) reapTransactionsLoop() {
 	for {
 		select {
 		case <-t.C:
-			s.guard("transaction reaping", func() { s.reapTransactions(DefaultTransactionLifetime) })
+			s.guard("transaction reaping", func() { s.reapTransactions(time.Duration(s.txnLifetime.Load())) })
 		case <-s.done:
 			return
 		}

@@ -301,6 +301,34 @@ func (r *request) refuseIndexOnExistingInTxn(coll string) error {
 		"Cannot create new indexes on existing collection %s in a multi-document transaction.", r.ns(coll))
 }
 
+// cmdSetParameter sets the server parameters that can change at run time:
+// transactionLifetimeLimitSeconds. Any other answers as mongod does for a
+// parameter it does not know.
+func cmdSetParameter(r *request) (bsoncore.Document, error) {
+	els, _ := r.cmd.Elements()
+	was := r.c.s.txnLifetime.Load() / int64(time.Second)
+	set := 0
+	for _, el := range els[1:] {
+		key := el.Key()
+		if genericFields[key] || key == "comment" {
+			continue
+		}
+		if key != "transactionLifetimeLimitSeconds" {
+			return nil, mongoerr.New(mongoerr.InvalidOptions, "attempted to set unrecognized parameter [%s], use help:true to see options ", key)
+		}
+		n, ok := value.AsInt64(el.Value())
+		if !ok || n < 1 {
+			return nil, mongoerr.New(mongoerr.BadValue, "transactionLifetimeLimitSeconds must be greater than or equal to 1s")
+		}
+		r.c.s.txnLifetime.Store(n * int64(time.Second))
+		set++
+	}
+	if set == 0 {
+		return nil, mongoerr.New(mongoerr.InvalidOptions, "no option found to set, use help:true to see options ")
+	}
+	return bsoncore.NewDocumentBuilder().AppendInt64("was", was).AppendDouble("ok", 1).Build(), nil
+}
+
 // txnNumberArg reads txnNumber ("ok" false: absent).
 func (r *request) txnNumberArg() (int64, bool, error) {
 	v, err := r.cmd.LookupErr("txnNumber")
