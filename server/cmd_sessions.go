@@ -30,14 +30,12 @@ func cmdStartSession(r *request) (bsoncore.Document, error) {
 // sessionList reads the array of session ids that endSessions,
 // refreshSessions and killSessions take as their first field.
 func (r *request) sessionList() ([]storage.SessionKey, error) {
-	v := r.cmd.Index(0).Value()
-	arr, ok := v.ArrayOK()
-	if !ok {
-		return nil, typeMismatch(r.name, r.name, v, "array")
+	vals, err := r.firstArrayArg()
+	if err != nil {
+		return nil, err
 	}
-	vals, _ := arr.Values()
-	if len(vals) > maxWriteBatchSize/10 {
-		return nil, mongoerr.New(mongoerr.Code(13403), "%s takes at most 10000 sessions", r.name)
+	if len(vals) > maxSessionsPerCommand {
+		return nil, mongoerr.New(mongoerr.Code(13403), "%s takes at most %d sessions", r.name, maxSessionsPerCommand)
 	}
 	out := make([]storage.SessionKey, 0, len(vals))
 	for _, v := range vals {
@@ -47,8 +45,11 @@ func (r *request) sessionList() ([]storage.SessionKey, error) {
 		}
 		out = append(out, k)
 	}
-	return out, r.parseArgs(nil)
+	return out, nil
 }
+
+// maxSessionsPerCommand bounds the sessions one command names.
+const maxSessionsPerCommand = 10000
 
 func cmdEndSessions(r *request) (bsoncore.Document, error) {
 	keys, err := r.sessionList()
@@ -88,38 +89,51 @@ func cmdKillSessions(r *request) (bsoncore.Document, error) {
 // cmdKillAllSessions kills the sessions of the users named ({user, db}),
 // or all sessions for an empty list.
 func cmdKillAllSessions(r *request) (bsoncore.Document, error) {
-	arr, ok := r.cmd.Index(0).Value().ArrayOK()
-	if !ok {
-		return nil, typeMismatch(r.name, r.name, r.cmd.Index(0).Value(), "array")
-	}
-	if err := r.parseArgs(nil); err != nil {
+	vals, err := r.firstArrayArg()
+	if err != nil {
 		return nil, err
 	}
+	uids, err := userUIDs(vals)
+	if err != nil {
+		return nil, err
+	}
+	r.c.s.endSessions(r.c.s.matchingSessions(func(k storage.SessionKey) bool { return len(vals) == 0 || uids[k.UID] }))
+	return okReply(), nil
+}
+
+// firstArrayArg reads a command whose one argument is the array in its
+// first field.
+func (r *request) firstArrayArg() ([]bsoncore.Value, error) {
+	v := r.cmd.Index(0).Value()
+	arr, ok := v.ArrayOK()
+	if !ok {
+		return nil, typeMismatch(r.name, r.name, v, "array")
+	}
 	vals, _ := arr.Values()
+	return vals, r.parseArgs(nil)
+}
+
+// userUIDs is the set of the uids of the users named ({user, db}).
+func userUIDs(users []bsoncore.Value) (map[[32]byte]bool, error) {
 	uids := map[[32]byte]bool{}
-	for _, v := range vals {
+	for _, v := range users {
 		uid, err := userUID(v)
 		if err != nil {
 			return nil, err
 		}
 		uids[uid] = true
 	}
-	r.c.s.endSessions(r.c.s.matchingSessions(func(k storage.SessionKey) bool { return len(vals) == 0 || uids[k.UID] }))
-	return okReply(), nil
+	return uids, nil
 }
 
 // cmdKillAllSessionsByPattern kills the sessions matching any pattern:
 // {lsid}, {uid}, {users: [{user, db}]}, {roles: [...]}; an empty list or an
 // empty pattern matches every session.
 func cmdKillAllSessionsByPattern(r *request) (bsoncore.Document, error) {
-	arr, ok := r.cmd.Index(0).Value().ArrayOK()
-	if !ok {
-		return nil, typeMismatch(r.name, r.name, r.cmd.Index(0).Value(), "array")
-	}
-	if err := r.parseArgs(nil); err != nil {
+	vals, err := r.firstArrayArg()
+	if err != nil {
 		return nil, err
 	}
-	vals, _ := arr.Values()
 	var patterns []func(storage.SessionKey) bool
 	for _, v := range vals {
 		p, err := sessionPattern(v)
@@ -181,15 +195,8 @@ func sessionPatternField(el bsoncore.Element) (func(storage.SessionKey) bool, er
 			return nil, typeMismatch("KillAllSessionsByPattern", "users", el.Value(), "array")
 		}
 		vals, _ := arr.Values()
-		uids := map[[32]byte]bool{}
-		for _, v := range vals {
-			uid, err := userUID(v)
-			if err != nil {
-				return nil, err
-			}
-			uids[uid] = true
-		}
-		return func(k storage.SessionKey) bool { return uids[k.UID] }, nil
+		uids, err := userUIDs(vals)
+		return func(k storage.SessionKey) bool { return uids[k.UID] }, err
 	case "roles":
 		// Sessions of unauthenticated clients have no roles: none matches.
 		if _, ok := el.Value().ArrayOK(); !ok {

@@ -461,14 +461,32 @@ func (d *Database) WriteBranch(ctx context.Context, branchName string, fn func(t
 		return err
 	}
 	lsn, err := d.writeLocked(ctx, b, fn)
+	return d.awaitWrite(ctx, lsn, err)
+}
+
+// awaitWrite finishes a write that logged lsn (0: nothing) with err: it waits
+// until the record is durable, unless ctx is NoSync, and when the log lost
+// it returns the error only once no reader can see the lost records.
+func (d *Database) awaitWrite(ctx context.Context, lsn uint64, err error) error {
 	if err == nil && lsn != 0 && ctx.Value(noSyncKey{}) == nil {
 		err = d.wl.WaitDurable(lsn)
 	}
 	if errors.Is(err, wal.ErrWriteFailed) {
-		// Return the error only once no reader can see the lost records.
 		d.recoverFromLogFailure()
 	}
 	return diskFull(err)
+}
+
+// writable reports why b cannot take a write now. Called with b.writeMu
+// held.
+func (d *Database) writable(b *branch) error {
+	if b.deleted {
+		return fmt.Errorf("%w: %s", ErrBranchNotFound, b.name)
+	}
+	if d.closed.Load() {
+		return ErrClosed
+	}
+	return nil
 }
 
 // recoverFromLogFailure sends every branch back to its newest state whose
@@ -511,11 +529,8 @@ func (d *Database) recoverIfOpen() {
 func (d *Database) writeLocked(ctx context.Context, b *branch, fn func(tx *Tx) error) (uint64, error) {
 	b.writeMu.Lock()
 	defer b.writeMu.Unlock()
-	if b.deleted {
-		return 0, fmt.Errorf("%w: %s", ErrBranchNotFound, b.name)
-	}
-	if d.closed.Load() {
-		return 0, ErrClosed
+	if err := d.writable(b); err != nil {
+		return 0, err
 	}
 	return d.commitLocked(ctx, b, fn)
 }

@@ -8,8 +8,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"dumbodb/storage/wal"
-
 	"github.com/dolthub/dolt/go/store/prolly/tree"
 )
 
@@ -151,13 +149,7 @@ func docAt(ctx context.Context, ns tree.NodeStore, st *rootState, coll string, k
 func (t *Txn) Commit(ctx context.Context) error {
 	defer t.end()
 	lsn, err := t.commitLocked(ctx)
-	if err == nil && lsn != 0 && ctx.Value(noSyncKey{}) == nil {
-		err = t.d.wl.WaitDurable(lsn)
-	}
-	if errors.Is(err, wal.ErrWriteFailed) {
-		t.d.recoverFromLogFailure()
-	}
-	return diskFull(err)
+	return t.d.awaitWrite(ctx, lsn, err)
 }
 
 // commitLocked logs and publishes the transaction under the branch's
@@ -168,11 +160,8 @@ func (t *Txn) commitLocked(ctx context.Context) (uint64, error) {
 	d, b := t.d, t.b
 	b.writeMu.Lock()
 	defer b.writeMu.Unlock()
-	if b.deleted {
-		return 0, fmt.Errorf("%w: %s", ErrBranchNotFound, b.name)
-	}
-	if d.closed.Load() {
-		return 0, ErrClosed
+	if err := d.writable(b); err != nil {
+		return 0, err
 	}
 	if !t.tx.dirty() {
 		return 0, nil // read-only: nothing to log
