@@ -82,7 +82,9 @@ func (w *writeResult) runBatch(r *request, tx *storage.Tx, ns string, statements
 			}
 			continue
 		}
-		r.recordOutcome(tx, i, changes, w.outcomeSince(n, m, u))
+		if r.retry != nil && tx.Changes() > changes {
+			r.recordOutcome(tx, i, changes, w.outcomeSince(n, m, u))
+		}
 	}
 	return nil
 }

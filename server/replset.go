@@ -122,6 +122,10 @@ func (r *request) awaitHello() error {
 	}
 	timer := time.NewTimer(time.Duration(wait) * time.Millisecond)
 	defer timer.Stop()
+	// A waiting hello is not work: drivers keep one waiting all the time,
+	// and busy polling (which gives way while commands run) must go on.
+	r.c.s.running.Add(-1)
+	defer r.c.s.running.Add(1)
 	select {
 	case <-timer.C:
 	case <-r.ctx.Done():

@@ -87,9 +87,13 @@ func (t *retryTable) add(lsn uint64, r *retryLog) {
 	if e != nil && r.txn < e.txn {
 		return // a replayed record older than the file's entry
 	}
-	if e == nil || r.txn > e.txn {
-		e = &retryEntry{txn: r.txn, stmts: map[int32]retryStmt{}}
+	switch {
+	case e == nil:
+		e = &retryEntry{txn: r.txn, stmts: make(map[int32]retryStmt, len(r.stmts))}
 		t.sessions[r.session] = e
+	case r.txn > e.txn:
+		e.txn = r.txn
+		clear(e.stmts) // a session's next write: reuse the map
 	}
 	e.at = r.at
 	for i, s := range r.stmts {
