@@ -130,10 +130,10 @@ func (r *request) applyMaxTime() (context.CancelFunc, error) {
 	return cancel, nil
 }
 
-// refuseTransactions answers as a standalone mongod does: transaction and
-// retryable-write fields need a replica set, which DumboDB does not
-// present yet. Refusing them up front means no write made "inside a
-// transaction" is applied outside one.
+// refuseTransactions answers as a standalone mongod does (--standalone):
+// transaction and retryable-write fields need a replica set. Refusing them
+// up front means no write made "inside a transaction" is applied outside
+// one.
 func refuseTransactions(cmd bsoncore.Document) error {
 	for _, f := range []string{"txnNumber", "startTransaction", "autocommit"} {
 		if _, err := cmd.LookupErr(f); err == nil {
