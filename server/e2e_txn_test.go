@@ -343,3 +343,41 @@ func TestTransactionLifetime(t *testing.T) {
 		t.Fatalf("%d documents of the expired transaction are visible", n)
 	}
 }
+
+// TestCommitDuringTransactionTakesOnlyCommittedData: a dumboCommit while
+// another client's transaction is open commits what is committed, not the
+// transaction's writes; after the transaction commits, they are the
+// working set's change against that commit; a reset --hard drops them as
+// one unit.
+func TestCommitDuringTransactionTakesOnlyCommittedData(t *testing.T) {
+	ts := startServer(t)
+	client := ts.client()
+	items := client.Database("shop").Collection("items")
+	items.InsertOne(ctx, bson.D{{Key: "_id", Value: 1}})
+	sess, _ := client.StartSession()
+	defer sess.EndSession(ctx)
+	sess.StartTransaction()
+	sc := mongo.NewSessionContext(ctx, sess)
+	for _, id := range []int{2, 3} {
+		if _, err := items.InsertOne(sc, bson.D{{Key: "_id", Value: id}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	vc(t, client, "shop", bson.D{{Key: "dumboCommit", Value: 1}, {Key: "message", Value: "during"}})
+	if err := sess.CommitTransaction(ctx); err != nil {
+		t.Fatal(err)
+	}
+	diff := vc(t, client, "shop", bson.D{{Key: "dumboDiff", Value: 1}})
+	colls, _ := diff["collections"].(bson.A)
+	if len(colls) != 1 {
+		t.Fatalf("diff: %v", diff)
+	}
+	added, _ := get(colls[0], "added").(bson.A)
+	if len(added) != 2 || get(added[0], "_id") != int32(2) || get(added[1], "_id") != int32(3) {
+		t.Fatalf("the working set's change against the commit: %v, want the transaction's two inserts", diff)
+	}
+	vc(t, client, "shop", bson.D{{Key: "dumboReset", Value: 1}, {Key: "hard", Value: true}})
+	if n, _ := items.CountDocuments(ctx, bson.D{}); n != 1 {
+		t.Fatalf("%d documents after reset --hard, want the committed 1", n)
+	}
+}
