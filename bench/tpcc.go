@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"sync/atomic"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -14,15 +16,17 @@ import (
 // lines embedded in their order, and the three interactive transactions at
 // the standard mix weights (New-Order 45, Payment 43, Order-Status 4).
 const (
-	tpccWarehouses = 2
-	tpccDistricts  = 10 // per warehouse
-	tpccCustomers  = 30 // per district
-	tpccItems      = 1000
+	tpccDistricts = 10 // per warehouse
+	tpccCustomers = 30 // per district
+	tpccItems     = 1000
 )
 
 func txnBenchmarks() []Benchmark {
 	return []Benchmark{
-		{Name: "Txn/TPCC", Group: GroupTxn, Unit: "txn", Setup: setupTPCC},
+		{Name: "Txn/TPCC", Group: GroupTxn, Unit: "txn", Setup: tpccWith(2)},
+		// TPC-C's contention case: eight terminals on one warehouse, whose
+		// row every Payment updates. Close prints the abort rate.
+		{Name: "Txn/TPCC/1W8C", Group: GroupTxn, Unit: "txn", Clients: 8, Setup: tpccWith(1)},
 		// One statement in a transaction, against InsertOne/100B and
 		// FindOne/IntId without one: what a transaction itself costs.
 		{Name: "Txn/InsertOne", Group: GroupTxn, Unit: "txn", Setup: txnOf(insertSized(size100B))},
@@ -54,33 +58,60 @@ func txnOf(setup func(context.Context, *Env) (*Workload, error)) func(context.Co
 }
 
 // tpcc holds the collections; the benchmark's own collection is orders.
+// Clients share it: each call has its own session and random numbers.
 type tpcc struct {
 	warehouse, district, customer, item, stock, orders *mongo.Collection
-	sess                                               *mongo.Session
-	rng                                                *rand.Rand
+	client                                             *mongo.Client
+	warehouses                                         int
+	// attempts counts transaction bodies run, commits those committed:
+	// the difference is what write conflicts aborted (and retried).
+	attempts, commits atomic.Int64
 }
 
-func setupTPCC(ctx context.Context, e *Env) (*Workload, error) {
-	t := &tpcc{warehouse: e.DB.Collection("warehouse"), district: e.DB.Collection("district"),
-		customer: e.DB.Collection("customer"), item: e.DB.Collection("item"),
-		stock: e.DB.Collection("stock"), orders: e.Coll, rng: rand.New(rand.NewPCG(8, 8))}
-	sess, err := e.Client.StartSession()
+func tpccWith(warehouses int) func(context.Context, *Env) (*Workload, error) {
+	return func(ctx context.Context, e *Env) (*Workload, error) {
+		t := &tpcc{warehouse: e.DB.Collection("warehouse"), district: e.DB.Collection("district"),
+			customer: e.DB.Collection("customer"), item: e.DB.Collection("item"),
+			stock: e.DB.Collection("stock"), orders: e.Coll, client: e.Client, warehouses: warehouses}
+		// Probe before seeding: a server without transactions fails here.
+		if err := t.transaction(ctx, func(ctx context.Context) (any, error) {
+			return t.warehouse.InsertOne(ctx, bson.D{{Key: "_id", Value: int64(-1)}})
+		}); err != nil {
+			return nil, unsupported("transaction", err)
+		}
+		if err := t.seed(ctx); err != nil {
+			return nil, err
+		}
+		t.attempts.Store(0)
+		t.commits.Store(0)
+		return &Workload{Call: t.call, Close: t.reportAborts}, nil
+	}
+}
+
+// transaction runs body as a transaction of its own session.
+func (t *tpcc) transaction(ctx context.Context, body func(context.Context) (any, error)) error {
+	sess, err := t.client.StartSession()
 	if err != nil {
-		return nil, unsupported("start session", err)
+		return err
 	}
-	t.sess = sess
-	// Probe before seeding: a server without transactions fails here.
-	if _, err := sess.WithTransaction(ctx, func(ctx context.Context) (any, error) {
-		return t.warehouse.InsertOne(ctx, bson.D{{Key: "_id", Value: int64(-1)}})
-	}); err != nil {
-		sess.EndSession(ctx)
-		return nil, unsupported("transaction", err)
+	defer sess.EndSession(ctx)
+	_, err = sess.WithTransaction(ctx, func(ctx context.Context) (any, error) {
+		t.attempts.Add(1)
+		return body(ctx)
+	})
+	if err == nil {
+		t.commits.Add(1)
 	}
-	if err := t.seed(ctx); err != nil {
-		sess.EndSession(ctx)
-		return nil, err
+	return err
+}
+
+// reportAborts prints the share of transaction attempts that aborted.
+func (t *tpcc) reportAborts() {
+	attempts, commits := t.attempts.Load(), t.commits.Load()
+	if attempts > 0 {
+		fmt.Fprintf(os.Stderr, "TPC-C (%d warehouses): %d committed, %d attempts, abort rate %.1f%%\n",
+			t.warehouses, commits, attempts, 100*float64(attempts-commits)/float64(attempts))
 	}
-	return &Workload{Call: t.call, Close: func() { sess.EndSession(context.Background()) }}, nil
 }
 
 func (t *tpcc) seed(ctx context.Context) error {
@@ -89,17 +120,17 @@ func (t *tpcc) seed(ctx context.Context) error {
 		n    int
 		mk   func(i int) any
 	}{
-		{t.warehouse, tpccWarehouses, func(i int) any { return bson.D{{Key: "_id", Value: int64(i)}, {Key: "ytd", Value: 0.0}} }},
-		{t.district, tpccWarehouses * tpccDistricts, func(i int) any {
+		{t.warehouse, t.warehouses, func(i int) any { return bson.D{{Key: "_id", Value: int64(i)}, {Key: "ytd", Value: 0.0}} }},
+		{t.district, t.warehouses * tpccDistricts, func(i int) any {
 			return bson.D{{Key: "_id", Value: int64(i)}, {Key: "next_o_id", Value: int64(1)}, {Key: "ytd", Value: 0.0}}
 		}},
-		{t.customer, tpccWarehouses * tpccDistricts * tpccCustomers, func(i int) any {
+		{t.customer, t.warehouses * tpccDistricts * tpccCustomers, func(i int) any {
 			return bson.D{{Key: "_id", Value: int64(i)}, {Key: "balance", Value: 0.0}, {Key: "payments", Value: int64(0)}}
 		}},
 		{t.item, tpccItems, func(i int) any {
 			return bson.D{{Key: "_id", Value: int64(i)}, {Key: "price", Value: float64(1 + i%100)}}
 		}},
-		{t.stock, tpccWarehouses * tpccItems, func(i int) any {
+		{t.stock, t.warehouses * tpccItems, func(i int) any {
 			return bson.D{{Key: "_id", Value: int64(i)}, {Key: "qty", Value: int64(100)}}
 		}},
 	}
@@ -111,24 +142,24 @@ func (t *tpcc) seed(ctx context.Context) error {
 	return nil
 }
 
-func (t *tpcc) call(ctx context.Context, _ int64) error {
-	w := t.rng.IntN(tpccWarehouses)
-	dist := w*tpccDistricts + t.rng.IntN(tpccDistricts)
-	cust := dist*tpccCustomers + t.rng.IntN(tpccCustomers)
+func (t *tpcc) call(ctx context.Context, n int64) error {
+	rng := rand.New(rand.NewPCG(uint64(n), 8))
+	w := rng.IntN(t.warehouses)
+	dist := w*tpccDistricts + rng.IntN(tpccDistricts)
+	cust := dist*tpccCustomers + rng.IntN(tpccCustomers)
 	var body func(context.Context) (any, error)
-	switch r := t.rng.IntN(92); {
+	switch r := rng.IntN(92); {
 	case r < 45:
-		body = func(ctx context.Context) (any, error) { return nil, t.newOrder(ctx, w, dist, cust) }
+		body = func(ctx context.Context) (any, error) { return nil, t.newOrder(ctx, rng, w, dist, cust) }
 	case r < 88:
-		body = func(ctx context.Context) (any, error) { return nil, t.payment(ctx, w, dist, cust) }
+		body = func(ctx context.Context) (any, error) { return nil, t.payment(ctx, rng, w, dist, cust) }
 	default:
 		body = func(ctx context.Context) (any, error) { return nil, t.orderStatus(ctx, cust) }
 	}
-	_, err := t.sess.WithTransaction(ctx, body)
-	return err
+	return t.transaction(ctx, body)
 }
 
-func (t *tpcc) newOrder(ctx context.Context, w, dist, cust int) error {
+func (t *tpcc) newOrder(ctx context.Context, rng *rand.Rand, w, dist, cust int) error {
 	var district struct {
 		Next int64 `bson:"next_o_id"`
 	}
@@ -137,8 +168,8 @@ func (t *tpcc) newOrder(ctx context.Context, w, dist, cust int) error {
 		return fmt.Errorf("new-order district: %w", err)
 	}
 	var lines bson.A
-	for range 5 + t.rng.IntN(11) {
-		it, qty := int64(t.rng.IntN(tpccItems)), int64(1+t.rng.IntN(10))
+	for range 5 + rng.IntN(11) {
+		it, qty := int64(rng.IntN(tpccItems)), int64(1+rng.IntN(10))
 		if err := t.item.FindOne(ctx, d("_id", it)).Err(); err != nil {
 			return fmt.Errorf("new-order item: %w", err)
 		}
@@ -152,8 +183,8 @@ func (t *tpcc) newOrder(ctx context.Context, w, dist, cust int) error {
 	return err
 }
 
-func (t *tpcc) payment(ctx context.Context, w, dist, cust int) error {
-	amount := float64(1 + t.rng.IntN(5000))
+func (t *tpcc) payment(ctx context.Context, rng *rand.Rand, w, dist, cust int) error {
+	amount := float64(1 + rng.IntN(5000))
 	updates := []struct {
 		coll   *mongo.Collection
 		id     int
