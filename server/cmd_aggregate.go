@@ -66,19 +66,24 @@ func (r *request) parseAggregate() (*aggregateArgs, error) {
 			return nil, err
 		}
 	}
-	return a, r.checkLinearizableWrite(a.pipeline)
+	return a, r.checkPipelineWrite(a.pipeline)
 }
 
-// checkLinearizableWrite refuses $out and $merge under a linearizable read
-// concern, as mongod does (a linearizable read must not write).
-func (r *request) checkLinearizableWrite(pipeline bsoncore.Array) error {
-	if r.readLevel != "linearizable" {
-		return nil
-	}
+// checkPipelineWrite refuses $out and $merge where mongod does: in a
+// transaction (their writes would not be part of it) and under a
+// linearizable read concern (such a read must not write).
+func (r *request) checkPipelineWrite(pipeline bsoncore.Array) error {
 	vals, _ := pipeline.Values()
 	for _, v := range vals {
 		stage, _ := v.DocumentOK()
-		if name := value.FirstKey(stage); name == "$out" || name == "$merge" {
+		name := value.FirstKey(stage)
+		if name != "$out" && name != "$merge" {
+			continue
+		}
+		switch {
+		case r.txn != nil:
+			return mongoerr.New(mongoerr.OperationNotSupportedInTxn, "%s cannot be used in a transaction", name)
+		case r.readLevel == "linearizable":
 			return mongoerr.New(mongoerr.InvalidOptions, "%s cannot be used with a 'linearizable' read concern level", name)
 		}
 	}
@@ -314,7 +319,7 @@ func (w aggWriter) tx(ctx context.Context, full, coll string, fn func(tx *storag
 	if target.ReadOnly() {
 		return mongoerr.New(mongoerr.ReadOnlyRevision, "cannot write to %s: it is a read-only revision (a tag or a commit); write to a branch", full)
 	}
-	return d.WriteBranch(ctx, target.Branch, fn)
+	return writeWaitingForTransactions(ctx, d, target.Branch, fn)
 }
 
 // Replace swaps the target's content for docs, as $out does.
@@ -450,6 +455,9 @@ func (t writeTarget) check(doc bsoncore.Document, err error) error {
 	}
 	if me, ok := duplicateKeyError(t.ns, err, doc.Lookup("_id")); ok {
 		return me
+	}
+	if errors.Is(err, storage.ErrWriteConflict) {
+		return err // kept, so that the write waits for the transaction and tries again
 	}
 	return toMongoErr(err)
 }

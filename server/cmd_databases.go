@@ -76,10 +76,11 @@ func (r *request) writeTo(d *storage.Database, fn func(tx *storage.Tx) error) er
 	return nil
 }
 
-// writeWaitingForTransactions is WriteBranch for a plain write, which must
-// wait while an open transaction holds a document it changes: it tries
-// again, after a pause that grows to 50 ms, until the transaction ends or
-// the command's time runs out. fn starts afresh on each try.
+// writeWaitingForTransactions is WriteBranch for every plain write (the
+// commands, $out and $merge, TTL deletes), which must wait while an open
+// transaction holds a document it changes: it tries again, after a pause
+// that grows to 50 ms, until the transaction ends or the command's time
+// runs out. fn starts afresh on each try.
 func writeWaitingForTransactions(ctx context.Context, d *storage.Database, branch string, fn func(tx *storage.Tx) error) error {
 	pause := time.Millisecond
 	for {

@@ -175,6 +175,10 @@ func TestTransactionRules(t *testing.T) {
 		_, err := db.Collection("old").Indexes().CreateOne(sc, mongo.IndexModel{Keys: bson.D{{Key: "a", Value: 1}}})
 		return err
 	})
+	try("$out", 263, func(sc context.Context) error {
+		_, err := db.Collection("old").Aggregate(sc, mongo.Pipeline{{{Key: "$out", Value: "copy"}}})
+		return err
+	})
 	try("dumboCommit", 263, func(sc context.Context) error {
 		return db.RunCommand(sc, bson.D{{Key: "dumboCommit", Value: 1}, {Key: "message", Value: "m"}}).Err()
 	})

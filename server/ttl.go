@@ -106,7 +106,7 @@ func expireBranch(ctx context.Context, d *storage.Database, branch string, rules
 		if err != nil {
 			return err
 		}
-		err = d.WriteBranch(ctx, branch, func(tx *storage.Tx) error {
+		err = writeWaitingForTransactions(ctx, d, branch, func(tx *storage.Tx) error {
 			_, err := deleteMatching(ctx, tx, rule.coll, f, false, nil)
 			return err
 		})
