@@ -73,9 +73,9 @@ type PipelineOptions struct {
 	// Collectionless is set for {aggregate: 1}: the first stage must
 	// produce documents itself ($documents).
 	Collectionless bool
-	// LocalSessions are the sessions $listLocalSessions and $listSessions
-	// report ({_id: {id, uid}, lastUse}).
-	LocalSessions []bsoncore.Document
+	// Sessions lists the logical sessions $listLocalSessions and
+	// $listSessions report ({_id: {id, uid}, lastUse}); nil: none.
+	Sessions func(SessionFilter) []bsoncore.Document
 
 	spills *spillSet // the files the pipeline's stages spill to
 }

@@ -2,7 +2,6 @@ package query
 
 import (
 	"context"
-	"crypto/sha256"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -14,54 +13,55 @@ import (
 // The stages that produce their own documents, and so come first:
 // $documents, $collStats, $indexStats and $listLocalSessions.
 
+// SessionFilter is which sessions $listLocalSessions and $listSessions
+// list: every user's, the users named, or (neither) the current user's.
+type SessionFilter struct {
+	AllUsers bool
+	Users    []SessionUser
+}
+
+// SessionUser names a user as the stages do: {user, db}.
+type SessionUser struct{ User, DB string }
+
 // compileListSessionsStage is $listLocalSessions and $listSessions: the
-// sessions the server passed in, those of the current user ({}; without
-// authentication every session is the empty user's), of every user
-// ({allUsers: true}) or of the users named ({users: [{user, db}]}, matched
-// by uid: the SHA-256 of "user@db").
+// sessions of the filter the stage names, listed by the server.
 func compileListSessionsStage(name string) stageCompiler {
 	return func(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
-		keep, err := parseSessionFilter(name, spec)
+		filter, err := parseSessionFilter(name, spec)
 		if err != nil {
 			return nil, err
 		}
-		var docs []bsoncore.Document
-		for _, d := range pc.opts.LocalSessions {
-			if _, uid, _ := d.Lookup("_id", "uid").BinaryOK(); keep(uid) {
-				docs = append(docs, d)
+		return func(Stream) Stream {
+			var docs []bsoncore.Document
+			if pc.opts.Sessions != nil {
+				docs = pc.opts.Sessions(filter)
 			}
-		}
-		return func(Stream) Stream { return &sliceStream{docs: docs} }, nil
+			return &sliceStream{docs: docs}
+		}, nil
 	}
 }
 
-// noUserUID is the uid of sessions without authentication.
-var noUserUID = sha256.Sum256(nil)
-
-func parseSessionFilter(name string, spec bsoncore.Value) (func(uid []byte) bool, error) {
+func parseSessionFilter(name string, spec bsoncore.Value) (SessionFilter, error) {
+	var f SessionFilter
 	if spec.Type != bsoncore.TypeEmbeddedDocument {
-		return nil, mongoerr.New(mongoerr.TypeMismatch, "%s must take a nested object but found: %s", name, value.Format(spec))
+		return f, mongoerr.New(mongoerr.TypeMismatch, "%s must take a nested object but found: %s", name, value.Format(spec))
 	}
-	allUsers, _ := spec.Document().Lookup("allUsers").BooleanOK()
+	f.AllUsers, _ = spec.Document().Lookup("allUsers").BooleanOK()
 	users, hasUsers := spec.Document().Lookup("users").ArrayOK()
-	if allUsers && hasUsers {
-		return nil, mongoerr.New(mongoerr.Code(31014), "%s may not specify both allUsers and users", name)
-	}
-	if allUsers {
-		return func([]byte) bool { return true }, nil
-	}
-	uids := map[string]bool{}
-	if !hasUsers {
-		uids[string(noUserUID[:])] = true
+	if f.AllUsers && hasUsers {
+		return f, mongoerr.New(mongoerr.Code(31014), "%s may not specify both allUsers and users", name)
 	}
 	vals, _ := users.Values()
+	f.Users = []SessionUser{}
 	for _, v := range vals {
 		user, _ := v.Document().Lookup("user").StringValueOK()
 		db, _ := v.Document().Lookup("db").StringValueOK()
-		uid := sha256.Sum256([]byte(user + "@" + db))
-		uids[string(uid[:])] = true
+		f.Users = append(f.Users, SessionUser{User: user, DB: db})
 	}
-	return func(uid []byte) bool { return uids[string(uid)] }, nil
+	if !hasUsers {
+		f.Users = nil
+	}
+	return f, nil
 }
 
 // compileDocumentsStage is $documents: an expression that evaluates to an

@@ -117,7 +117,7 @@ func cmdAggregate(r *request) (bsoncore.Document, error) {
 		Host:           host,
 		AllowDiskUse:   a.allowDiskUse,
 		Collectionless: a.collectionless,
-		LocalSessions:  r.c.s.sessions.list(func(storage.SessionKey) bool { return true }),
+		Sessions:       r.c.s.listSessions,
 	})
 	if err != nil {
 		return nil, err

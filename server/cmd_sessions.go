@@ -218,8 +218,11 @@ func userUID(v bsoncore.Value) ([32]byte, error) {
 	if !ok1 || !ok2 {
 		return [32]byte{}, mongoerr.New(mongoerr.Code(40414), "BSON field 'KillAllSessionsUser.user' and '.db' are required strings")
 	}
-	return sha256.Sum256([]byte(user + "@" + db)), nil
+	return userNameUID(user, db), nil
 }
+
+// userNameUID is a user's session uid: the SHA-256 of "user@db".
+func userNameUID(user, db string) [32]byte { return sha256.Sum256([]byte(user + "@" + db)) }
 
 // matchingSessions lists the sessions keep accepts.
 func (s *Server) matchingSessions(keep func(storage.SessionKey) bool) []storage.SessionKey {

@@ -8,6 +8,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"dumbodb/query"
 	"dumbodb/query/mongoerr"
 	"dumbodb/storage"
 )
@@ -100,6 +101,22 @@ func (t *sessionTable) list(keep func(storage.SessionKey) bool) []bsoncore.Docum
 			AppendDateTime("lastUse", e.last.UnixMilli()).Build()
 	}
 	return out
+}
+
+// listSessions lists the sessions of a $listLocalSessions or $listSessions
+// filter: without authentication every session is the empty user's.
+func (s *Server) listSessions(f query.SessionFilter) []bsoncore.Document {
+	if f.AllUsers {
+		return s.sessions.list(func(storage.SessionKey) bool { return true })
+	}
+	uids := map[[32]byte]bool{}
+	if f.Users == nil {
+		uids[noUserUID] = true
+	}
+	for _, u := range f.Users {
+		uids[userNameUID(u.User, u.DB)] = true
+	}
+	return s.sessions.list(func(k storage.SessionKey) bool { return uids[k.UID] })
 }
 
 // sessionIDDoc is a session's {id, uid}.
