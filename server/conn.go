@@ -254,6 +254,10 @@ func (c *conn) runCommand(unacknowledged bool, decode func() (bsoncore.Document,
 	return c.s.withClusterTime(reply, req.opTime)
 }
 
+// clusterTimeRoom is what withClusterTime appends: $clusterTime and
+// operationTime are 96 bytes.
+const clusterTimeRoom = 128
+
 // withClusterTime appends a replica set member's $clusterTime and
 // operationTime to a reply: the write's time, or the latest for a read.
 // A nil reply (the fail point closing the connection) stays nil.
@@ -265,8 +269,12 @@ func (s *Server) withClusterTime(reply bsoncore.Document, opTime clusterTime) bs
 	if opTime.isZero() {
 		opTime = now
 	}
-	out := make([]byte, 0, len(reply)+96)
-	out = append(out, reply[:len(reply)-1]...)
+	// Replies are built for this call alone, so a reply with room enough
+	// (a cursor's batch, the bulk of the bytes) grows in place, uncopied.
+	out := reply[:len(reply)-1]
+	if cap(reply)-len(reply) < clusterTimeRoom {
+		out = append(make([]byte, 0, len(reply)+clusterTimeRoom), out...)
+	}
 	out = appendClusterTime(out, now)
 	out = bsoncore.AppendTimestampElement(out, "operationTime", opTime.t, opTime.i)
 	out = append(out, 0)

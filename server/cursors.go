@@ -301,7 +301,11 @@ func fillBatch(ctx context.Context, p *peekSource, n int) ([]bsoncore.Document, 
 
 // cursorReply builds {cursor: {id, ns, <batchKey>: [...]}, ok: 1}.
 func cursorReply(id int64, ns, batchKey string, docs []bsoncore.Document) bsoncore.Document {
-	dst := make([]byte, 0, 256)
+	size := 256 + clusterTimeRoom
+	for _, d := range docs {
+		size += len(d) + 8 // the array index and element type
+	}
+	dst := make([]byte, 0, size)
 	idx, dst := bsoncore.AppendDocumentStart(dst)
 	cidx, dst := bsoncore.AppendDocumentElementStart(dst, "cursor")
 	dst = bsoncore.AppendInt64Element(dst, "id", id)
