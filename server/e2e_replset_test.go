@@ -75,6 +75,12 @@ func TestReplicaSetFace(t *testing.T) {
 	one := bson.D{{Key: "_id", Value: server.DefaultReplSet}, {Key: "members", Value: bson.A{bson.D{{Key: "_id", Value: 0}, {Key: "host", Value: ts.addr}}}}}
 	mustRun(t, admin, bson.D{{Key: "replSetInitiate", Value: one}})
 	mustRun(t, admin, bson.D{{Key: "replSetInitiate", Value: 1}})
+	elsewhere := bson.D{{Key: "_id", Value: server.DefaultReplSet}, {Key: "members", Value: bson.A{bson.D{{Key: "_id", Value: 0}, {Key: "host", Value: "db.example.com:27017"}}}}}
+	_, err = run(t, admin, bson.D{{Key: "replSetInitiate", Value: elsewhere}})
+	wantCode(t, err, 93, "InvalidReplicaSetConfig")
+	if c := mustRun(t, admin, bson.D{{Key: "replSetGetConfig", Value: 1}, {Key: "commitmentStatus", Value: true}}); c["commitmentStatus"] != true {
+		t.Fatalf("replSetGetConfig with commitmentStatus: %v", c)
+	}
 	_, err = run(t, admin, bson.D{{Key: "replSetInitiate", Value: bson.D{{Key: "_id", Value: "other"}, {Key: "members", Value: bson.A{}}}}})
 	wantCode(t, err, 93, "InvalidReplicaSetConfig")
 }

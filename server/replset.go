@@ -37,6 +37,18 @@ type topology struct {
 
 func (t *topology) replicaSet() bool { return t.setName != "" }
 
+// isMe reports whether a member's host names this server: the advertised
+// host, or a loopback spelling of its port.
+func (t *topology) isMe(host string) bool {
+	if host == t.me {
+		return true
+	}
+	h, port, err := net.SplitHostPort(host)
+	_, myPort, _ := net.SplitHostPort(t.me)
+	ip := net.ParseIP(h)
+	return err == nil && port == myPort && (h == "localhost" || (ip != nil && ip.IsLoopback()))
+}
+
 // newTopology describes this process once its listeners are open: the
 // advertised host is cfg.AdvertiseHost, else the first TCP listener's
 // address, a wildcard address being advertised as localhost.
@@ -210,15 +222,20 @@ func cmdReplSetGetConfig(r *request) (bsoncore.Document, error) {
 	if err := r.noReplication(); err != nil {
 		return nil, err
 	}
+	var commitment bool
 	err := r.parseArgs(map[string]fieldHandler{
-		"commitmentStatus":            r.ignoreArg(), // always committed: one member
+		"commitmentStatus": r.boolArg("commitmentStatus", &commitment),
+		// Members being added are shown as mongod shows them: there are none.
 		"$_internalIncludeNewlyAdded": r.ignoreArg(),
 	})
 	if err != nil {
 		return nil, err
 	}
-	return bsoncore.NewDocumentBuilder().AppendDocument("config", r.c.s.replSetConfig()).
-		AppendDouble("ok", 1).Build(), nil
+	b := bsoncore.NewDocumentBuilder().AppendDocument("config", r.c.s.replSetConfig())
+	if commitment {
+		b.AppendBoolean("commitmentStatus", true) // one member: always committed
+	}
+	return b.AppendDouble("ok", 1).Build(), nil
 }
 
 // cmdReplSetInitiate accepts what would make this set: no config, or a
@@ -241,8 +258,14 @@ func cmdReplSetInitiate(r *request) (bsoncore.Document, error) {
 		return nil, mongoerr.New(mongoerr.InvalidReplicaSetConfig, "Attempting to initiate a replica set with name %s, but command line reports %s; rejecting", name, r.c.s.topo.setName)
 	}
 	members, _ := cfg.Lookup("members").ArrayOK()
-	if vals, _ := members.Values(); len(vals) != 1 {
+	vals, _ := members.Values()
+	if len(vals) != 1 {
 		return nil, mongoerr.New(mongoerr.InvalidReplicaSetConfig, "DumboDB runs a replica set of exactly one member; the config names %d", len(vals))
+	}
+	host, _ := vals[0].Document().Lookup("host").StringValueOK()
+	if !r.c.s.topo.isMe(host) {
+		return nil, mongoerr.New(mongoerr.InvalidReplicaSetConfig,
+			"No host described in new configuration for replica set %s maps to this node", name)
 	}
 	return okReply(), nil
 }
