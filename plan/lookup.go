@@ -145,24 +145,35 @@ func lookupIndexIDs(ctx context.Context, rd storage.Reader, coll string, ix *sto
 	seen := map[string]bool{}
 	var ids [][]byte
 	for _, iv := range index.EntryIntervals(bounds) {
-		it, err := rd.IndexScan(ctx, coll, ix.Spec.Name, iv)
-		if err != nil {
-			return nil, err
-		}
-		for {
-			_, id, err := it.Next(ctx)
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				return nil, err
-			}
+		err := eachEntryID(ctx, rd, coll, ix.Spec.Name, iv, func(id []byte) {
 			if !seen[string(id)] {
 				seen[string(id)] = true
 				ids = append(ids, id)
 			}
+		})
+		if err != nil {
+			return nil, err
 		}
 	}
 	sort.Slice(ids, func(i, j int) bool { return bytes.Compare(ids[i], ids[j]) < 0 })
 	return ids, nil
+}
+
+// eachEntryID calls fn with the _id key of every entry of an index in an
+// interval.
+func eachEntryID(ctx context.Context, rd storage.Reader, coll, ixName string, iv index.Interval, fn func(id []byte)) error {
+	it, err := rd.IndexScan(ctx, coll, ixName, iv)
+	if err != nil {
+		return err
+	}
+	for {
+		_, id, err := it.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		fn(id)
+	}
 }

@@ -81,23 +81,15 @@ func textSource(ctx context.Context, rd storage.Reader, coll string, f *query.Fi
 	for _, term := range p.text {
 		prefix := index.TextTermPrefix(term)
 		iv := index.Interval{Start: prefix, Stop: append(append([]byte(nil), prefix...), index.AfterPrefix)}
-		it, err := rd.IndexScan(ctx, coll, p.ix.Spec.Name, iv)
-		if err != nil {
-			return nil, err
-		}
-		for {
-			_, id, err := it.Next(ctx)
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				return nil, err
-			}
+		err := eachEntryID(ctx, rd, coll, p.ix.Spec.Name, iv, func(id []byte) {
 			st.keysExamined++
 			if !seen[string(id)] {
 				seen[string(id)] = true
 				ids = append(ids, scanned{id: append([]byte(nil), id...)})
 			}
+		})
+		if err != nil {
+			return nil, err
 		}
 	}
 	for _, cl := range p.orClauses {
