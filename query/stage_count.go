@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
@@ -21,6 +22,11 @@ func compileCountStage(spec bsoncore.Value, _ *pipeCtx) (stage, error) {
 		return nil, mongoerr.New(mongoerr.Code(40157), "the count field must be a non-empty string")
 	case field[0] == '$':
 		return nil, mongoerr.New(mongoerr.Code(40158), "the count field cannot be a $-prefixed path")
+	case strings.Contains(field, "."):
+		return nil, mongoerr.New(mongoerr.Code(40160), "the count field cannot contain '.'")
+	case strings.Contains(field, "\x00"):
+		// A string may hold a NUL; a field name cannot (BSON ends keys with it).
+		return nil, mongoerr.New(mongoerr.Code(16411), "FieldPath field names may not contain '\\0'.")
 	}
 	return func(in Stream) Stream {
 		return lazyStream(func(ctx context.Context) (Stream, error) {
