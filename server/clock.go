@@ -1,6 +1,7 @@
 package server
 
 import (
+	"fmt"
 	"sync"
 	"time"
 
@@ -13,6 +14,12 @@ type clusterTime struct{ t, i uint32 }
 func (a clusterTime) less(b clusterTime) bool { return a.t < b.t || (a.t == b.t && a.i < b.i) }
 
 func (a clusterTime) isZero() bool { return a.t == 0 && a.i == 0 }
+
+// stamp is the time as the storage engine's clock counts it.
+func (a clusterTime) stamp() uint64 { return uint64(a.t)<<32 | uint64(a.i) }
+
+// String writes it as mongod does: Timestamp(seconds, increment).
+func (a clusterTime) String() string { return fmt.Sprintf("Timestamp(%d, %d)", a.t, a.i) }
 
 // clusterClock is the server's hybrid logical clock (docs/design/
 // transactions.md, "Cluster time"): it never goes backwards, its seconds

@@ -32,6 +32,9 @@ func (r *request) snapshot() (*storage.Snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
+	if !r.readAt.isZero() && !rev.ReadOnly() {
+		return d.BranchSnapshotAt(r.ctx, rev.Branch, r.readAt.stamp())
+	}
 	return d.SnapshotAt(r.ctx, rev)
 }
 

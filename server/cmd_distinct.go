@@ -35,7 +35,11 @@ func cmdDistinct(r *request) (bsoncore.Document, error) {
 	for _, v := range values {
 		arr.AppendValue(v)
 	}
-	return bsoncore.NewDocumentBuilder().AppendArray("values", arr.Build()).AppendDouble("ok", 1).Build(), nil
+	reply := bsoncore.NewDocumentBuilder().AppendArray("values", arr.Build())
+	if at := r.snapshotReadTime(); !at.isZero() {
+		reply.AppendTimestamp("atClusterTime", at.t, at.i)
+	}
+	return reply.AppendDouble("ok", 1).Build(), nil
 }
 
 // distinctValues answers distinct from an index when one expresses the

@@ -193,7 +193,7 @@ func cmdGetMore(r *request) (bsoncore.Document, error) {
 	if err != nil {
 		return nil, err
 	}
-	return cursorReply(id, cur.ns, "nextBatch", docs), nil
+	return cursorReply(id, cur.ns, "nextBatch", docs, clusterTime{}), nil
 }
 
 // nextBatch reads a cursor's next batch, or says why it was killed.

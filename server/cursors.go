@@ -299,8 +299,10 @@ func fillBatch(ctx context.Context, p *peekSource, n int) ([]bsoncore.Document, 
 	return docs, done, err
 }
 
-// cursorReply builds {cursor: {id, ns, <batchKey>: [...]}, ok: 1}.
-func cursorReply(id int64, ns, batchKey string, docs []bsoncore.Document) bsoncore.Document {
+// cursorReply builds {cursor: {id, ns, <batchKey>: [...]}, ok: 1}; a
+// snapshot read's first batch also names the time it read at
+// (cursor.atClusterTime; zero at: none).
+func cursorReply(id int64, ns, batchKey string, docs []bsoncore.Document, at clusterTime) bsoncore.Document {
 	size := 256 + clusterTimeRoom
 	for _, d := range docs {
 		size += len(d) + 8 // the array index and element type
@@ -311,6 +313,9 @@ func cursorReply(id int64, ns, batchKey string, docs []bsoncore.Document) bsonco
 	dst = bsoncore.AppendInt64Element(dst, "id", id)
 	dst = bsoncore.AppendStringElement(dst, "ns", ns)
 	dst = appendDocArray(dst, batchKey, docs)
+	if !at.isZero() {
+		dst = bsoncore.AppendTimestampElement(dst, "atClusterTime", at.t, at.i)
+	}
 	dst, _ = bsoncore.AppendDocumentEnd(dst, cidx)
 	dst = bsoncore.AppendDoubleElement(dst, "ok", 1)
 	dst, _ = bsoncore.AppendDocumentEnd(dst, idx)
@@ -331,14 +336,14 @@ func (r *request) startCursor(ns string, src docSource, batchSize int, singleBat
 	}
 	if done || singleBatch {
 		closeSource(src)
-		return cursorReply(0, ns, "firstBatch", docs), nil
+		return cursorReply(0, ns, "firstBatch", docs, r.snapshotReadTime()), nil
 	}
 	cur, err := r.c.s.cursors.add(r.cursorPlace(ns), ns, p, noTimeout, r.c.id, r.session)
 	if err != nil {
 		closeSource(src)
 		return nil, err
 	}
-	return cursorReply(cur.id, ns, "firstBatch", docs), nil
+	return cursorReply(cur.id, ns, "firstBatch", docs, r.snapshotReadTime()), nil
 }
 
 // sliceSource serves a materialised result.

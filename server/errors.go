@@ -142,6 +142,7 @@ var vcErrors = []struct {
 	{storage.ErrConflictMissing, mongoerr.NoSuchKey},
 	{storage.ErrMergeConflicts, mongoerr.MergeConflict},
 	{storage.ErrTransactionTooOld, mongoerr.TransactionTooOld},
+	{storage.ErrSnapshotTooOld, mongoerr.SnapshotTooOld},
 }
 
 func vcError(err error) *mongoerr.Error {

@@ -37,6 +37,31 @@ func (r *request) applyReadConcern() error {
 			return err
 		}
 	}
+	return r.settleReadTime()
+}
+
+// settleReadTime fixes the time a snapshot read (outside a transaction)
+// reads at: its atClusterTime, or now; the reply reports it, so that the
+// session's later reads name it (snapshot sessions). A transaction's
+// statements read its own snapshot instead (transaction.readAt).
+func (r *request) settleReadTime() error {
+	switch {
+	case !r.readAt.isZero() && r.readLevel != "snapshot":
+		return mongoerr.New(mongoerr.InvalidOptions, "atClusterTime field can be set only if level is equal to snapshot")
+	case !r.readAt.isZero() && r.afterTime:
+		return mongoerr.New(mongoerr.InvalidOptions, "Can not specify both afterClusterTime and atClusterTime")
+	case r.readLevel != "snapshot":
+		return nil
+	}
+	now := r.c.s.clock.now()
+	if now.less(r.readAt) {
+		return mongoerr.New(mongoerr.InvalidOptions,
+			"readConcern snapshot value must not be greater than the current clusterTime. Requested clusterTime: %s; current clusterTime: %s",
+			r.readAt, now)
+	}
+	if r.readAt.isZero() {
+		r.readAt = now
+	}
 	return nil
 }
 
@@ -67,8 +92,13 @@ func (r *request) readConcernField(el bsoncore.Element) error {
 			return mongoerr.New(mongoerr.IllegalOperation, "Cannot specify afterClusterTime readConcern without replication enabled")
 		}
 		r.c.s.clock.advance(clusterTime{t: t, i: i})
+		r.afterTime = true
 	case "atClusterTime":
-		return mongoerr.New(mongoerr.NotImplemented, "readConcern.atClusterTime is not implemented: past states are not kept")
+		t, i, ok := v.TimestampOK()
+		if !ok {
+			return typeMismatch("readConcern", "atClusterTime", v, "timestamp")
+		}
+		r.readAt = clusterTime{t: t, i: i}
 	case "provenance":
 		// Who chose the read concern (set by routers); it changes nothing.
 		if _, ok := v.StringValueOK(); !ok {
@@ -78,4 +108,13 @@ func (r *request) readConcernField(el bsoncore.Element) error {
 		return unknownField("readConcern", el.Key())
 	}
 	return nil
+}
+
+// snapshotReadTime is the time a snapshot read outside a transaction read
+// at, which its reply reports (zero: not such a read).
+func (r *request) snapshotReadTime() clusterTime {
+	if r.txn != nil || r.readLevel != "snapshot" {
+		return clusterTime{}
+	}
+	return r.readAt
 }

@@ -28,8 +28,12 @@ type request struct {
 	spec *command
 	// retry is set for a retryable write (lsid and txnNumber).
 	retry *retryableWrite
-	// readLevel is the readConcern level named ("" when none).
+	// readLevel is the readConcern level named ("" when none); readAt
+	// the time a snapshot read reads at (zero: the current state), and
+	// afterTime whether afterClusterTime was given.
 	readLevel string
+	readAt    clusterTime
+	afterTime bool
 	// txn is the transaction the command runs in (nil: none), and
 	// endTxnStatement lets the session's next statement run.
 	txn             *transaction

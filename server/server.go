@@ -111,6 +111,11 @@ func New(cfg Config, engine *storage.Engine, log zerolog.Logger, ring *LogRing) 
 	}
 	s.topo = newTopology(cfg, nil, s.clock)
 	s.txnLifetime.Store(int64(DefaultTransactionLifetime))
+	if engine != nil {
+		// Published states are stamped in cluster time, for reads at a
+		// time (atClusterTime) and transactions over several databases.
+		engine.SetClock(func() uint64 { return s.clock.tickWrite().stamp() })
+	}
 	return s
 }
 

@@ -56,6 +56,10 @@ type Database struct {
 	docs      *docWriter // nil: the path index is off
 	recoverMu sync.Mutex // serialises rolling back after a failed log write
 	retries   *retryTable
+	// currentSince keeps, while closed for idleness, the time each
+	// branch's state became current (history.go). Guarded by mu.
+	currentSince map[string]uint64
+	replayed     bool // the log is replayed: new branches start a history
 }
 
 // branch is the live state of one branch: the published state that readers
@@ -74,12 +78,15 @@ type branch struct {
 	headRef  types.Ref     // the head commit's root, stored as StagedRoot
 	deleted  bool          // guarded by writeMu
 	holds    holdTable     // documents open transactions have written
+	engine   *Engine       // whose clock stamps hist
+	hist     history       // recent states by time (history.go)
 }
 
 // setDurable publishes a state no log failure can take back: loaded,
 // replayed, checkpointed or written to Dolt.
 func (b *branch) setDurable(st *rootState) {
 	b.state.Store(st)
+	b.hist.record(b.engine, st)
 	b.durable = st
 	clear(b.unsynced)
 	b.unsynced = b.unsynced[:0]
@@ -91,6 +98,7 @@ func (b *branch) publishLogged(st *rootState, durableLSN uint64) {
 	b.forgetSynced(durableLSN)
 	b.unsynced = append(b.unsynced, st)
 	b.state.Store(st)
+	b.hist.record(b.engine, st)
 }
 
 // forgetSynced moves durable up to the newest unsynced state whose records
@@ -111,6 +119,11 @@ func (b *branch) forgetSynced(durableLSN uint64) {
 func (b *branch) rollBack(durableLSN uint64) *rootState {
 	b.forgetSynced(durableLSN)
 	dropped := b.state.Load()
+	lost := map[*rootState]bool{}
+	for _, st := range b.unsynced {
+		lost[st] = true
+	}
+	b.hist.forget(lost)
 	b.setDurable(b.durable)
 	return dropped
 }
@@ -174,7 +187,7 @@ func (d *Database) openChunkStore(ctx context.Context) (*nbs.NomsBlockStore, err
 // so that their memory can be reclaimed while the handle lives on.
 func (d *Database) forget() {
 	d.cs, d.vs, d.ns, d.db, d.wl, d.docs, d.retries = nil, nil, nil, nil, nil, nil, nil
-	d.branches = nil
+	d.branches, d.replayed = nil, false
 }
 
 // recover loads every branch's checkpoint, replays the log after the
@@ -210,6 +223,7 @@ func (d *Database) recover(ctx context.Context) error {
 	for _, b := range d.branchList() {
 		d.engine.addEditBytes(b.state.Load().editBytes())
 	}
+	d.startHistories()
 	return nil
 }
 
@@ -344,6 +358,9 @@ func (d *Database) branch(ctx context.Context, name string) (*branch, error) {
 		return nil, err
 	}
 	d.branches[name] = b
+	if d.replayed {
+		d.startHistoryLocked(b)
+	}
 	return b, nil
 }
 
@@ -364,7 +381,7 @@ func (d *Database) loadBranch(ctx context.Context, name string) (*branch, error)
 	if err != nil {
 		return nil, err
 	}
-	b := &branch{name: name, headRef: headRoot}
+	b := &branch{name: name, headRef: headRoot, engine: d.engine}
 	if b.ws, err = d.refDataset(ctx, refWorkingSets, name); err != nil {
 		return nil, err
 	}

@@ -38,6 +38,9 @@ type Options struct {
 	// checkpointed and closed, and reopened by its next use. 0 means
 	// DefaultIdleDatabaseTimeout and a negative value never closes one.
 	IdleDatabaseTimeout time.Duration
+	// HistoryWindow is how long a branch keeps the states it published,
+	// for reads at a past time (history.go); 0 means DefaultHistoryWindow.
+	HistoryWindow time.Duration
 }
 
 // Defaults.
@@ -64,6 +67,7 @@ type Engine struct {
 	editBytes atomic.Int64 // memory of uncheckpointed edits, all databases
 	panics    panicPoint
 	dbStats   dbStats
+	clock     engineClock // stamps published states (history.go)
 
 	mu   sync.Mutex
 	dbs  map[string]*Database // handles, open or closed for idleness
@@ -91,6 +95,9 @@ func Open(dir string, opts Options, log zerolog.Logger) (*Engine, error) {
 	}
 	if opts.IdleDatabaseTimeout == 0 {
 		opts.IdleDatabaseTimeout = DefaultIdleDatabaseTimeout
+	}
+	if opts.HistoryWindow <= 0 {
+		opts.HistoryWindow = DefaultHistoryWindow
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create data directory: %w", err)

@@ -35,6 +35,9 @@ var (
 	// or changed since the transaction's snapshot; a plain write that meets
 	// a held document may try again once the transaction ends.
 	ErrWriteConflict = errors.New("write conflict")
+	// ErrSnapshotTooOld: a read at a past time asks for a state the
+	// branch no longer keeps (history.go).
+	ErrSnapshotTooOld = errors.New("snapshot too old")
 	// ErrTransactionTooOld: a retryable write names a txnNumber below the
 	// session's latest.
 	ErrTransactionTooOld = errors.New("transaction too old")

@@ -48,7 +48,7 @@ func (d *Database) GC(ctx context.Context) (before, after int64, err error) {
 	}
 	// States that open snapshots and cursors still read may be older than
 	// the checkpoints just made.
-	for _, h := range d.pins.roots() {
+	for _, h := range append(d.pins.roots(), d.historyRoots()...) {
 		keep.Insert(h)
 	}
 	gc, ok := d.db.(datas.GarbageCollector)

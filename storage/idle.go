@@ -105,6 +105,7 @@ func (d *Database) closeIfIdle(ctx context.Context, now time.Time, timeout time.
 		return false, err // something is wrong: leave it open and say so
 	}
 	err = d.shut(ctx)
+	d.rememberHistories()
 	d.forget()
 	d.life.open, d.life.catalog = false, cat
 	d.engine.dbStats.idleCloses.Add(1)

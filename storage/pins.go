@@ -43,8 +43,17 @@ func (p *pins) any() bool {
 func (p *pins) roots() []hash.Hash {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	var out []hash.Hash
+	states := make([]*rootState, 0, len(p.states))
 	for st := range p.states {
+		states = append(states, st)
+	}
+	return treeRoots(states)
+}
+
+// treeRoots are the addresses of every prolly tree the states read.
+func treeRoots(states []*rootState) []hash.Hash {
+	var out []hash.Hash
+	for _, st := range states {
 		for _, c := range st.colls {
 			out = append(out, c.base.HashOf())
 			for _, ix := range c.indexes {
@@ -57,7 +66,6 @@ func (p *pins) roots() []hash.Hash {
 	}
 	return out
 }
-
 // newSnapshot makes a snapshot of st whose pin lasts as long as the
 // snapshot (and the iterators made from it) are reachable.
 func (d *Database) newSnapshot(st *rootState) *Snapshot {

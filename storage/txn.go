@@ -51,9 +51,17 @@ func (h *holdTable) refuseHeld(_ context.Context, coll string, key []byte) error
 	return nil
 }
 
-// BeginTxn starts a transaction on a branch. The database stays open until
-// the transaction ends (Commit or Abort).
+// BeginTxn starts a transaction on a branch's current state. The database
+// stays open until the transaction ends (Commit or Abort).
 func (d *Database) BeginTxn(ctx context.Context, branchName string) (*Txn, error) {
+	return d.BeginTxnAt(ctx, branchName, 0)
+}
+
+// BeginTxnAt starts a transaction on the branch's state at time at of the
+// engine's clock (history.go; 0: the current state), so that the
+// participants of one transaction on several databases read one point in
+// time. ErrSnapshotTooOld when that state is no longer kept.
+func (d *Database) BeginTxnAt(ctx context.Context, branchName string, at uint64) (*Txn, error) {
 	if err := d.hold(ctx); err != nil {
 		return nil, err
 	}
@@ -63,6 +71,12 @@ func (d *Database) BeginTxn(ctx context.Context, branchName string) (*Txn, error
 		return nil, err
 	}
 	st := b.state.Load()
+	if at != 0 {
+		if st, err = b.hist.at(at); err != nil {
+			d.release()
+			return nil, err
+		}
+	}
 	t := &Txn{d: d, b: b, snap: d.newSnapshot(st), tx: newTx(d.ns, st)}
 	t.tx.retries = d.retries
 	t.tx.guard = t.claim

@@ -72,6 +72,7 @@ const (
 	NoSuchTransaction              Code = 251
 	TransactionCommitted           Code = 256
 	TransactionTooOld              Code = 225
+	SnapshotTooOld                 Code = 239
 	Location31368                  Code = 31368 // awaitable hello needs both topologyVersion and maxAwaitTimeMS
 	Location50768                  Code = 50768 // txnNumber on a command that is not a retryable write
 	// DumboDB's own codes, for version control (20000-20099).
@@ -106,6 +107,7 @@ var names = map[Code]string{
 	NoSuchTransaction:              "NoSuchTransaction",
 	TransactionCommitted:           "TransactionCommitted",
 	TransactionTooOld:              "TransactionTooOld",
+	SnapshotTooOld:                 "SnapshotTooOld",
 	BadValue:                       "BadValue",
 	NoSuchKey:                      "NoSuchKey",
 	Unauthorized:                   "Unauthorized",

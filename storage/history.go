@@ -1,0 +1,220 @@
+package storage
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/dolthub/dolt/go/store/hash"
+)
+
+// Branch states by cluster time (docs/design/transactions.md,
+// "Snapshots"): each branch keeps the states it published within the
+// history window, each stamped with the engine clock's time when it was
+// published, so that a read at a past time (readConcern atClusterTime, a
+// transaction's later participants) sees the state that was current then.
+// A state is current from its stamp until the next state's.
+
+// Clock hands out increasing times (the server's cluster time as
+// seconds<<32 | increment); Engine.SetClock installs it.
+type Clock func() uint64
+
+// Defaults of the history window (both bounds apply).
+const (
+	// DefaultHistoryWindow is mongod's minSnapshotHistoryWindowInSeconds.
+	DefaultHistoryWindow = 300 * time.Second
+	// historyMaxStates bounds what a branch keeps: a busy branch keeps
+	// less than the window rather than its memory growing with the rate.
+	historyMaxStates = 1024
+)
+
+type stampedState struct {
+	at   uint64
+	when time.Time // wall-clock time of at, for the window
+	st   *rootState
+}
+
+// history is one branch's recent states, oldest first; the last is the
+// branch's current state. Empty until the branch's first state after its
+// database opened (replayed states are not history: they were all current
+// before this process started).
+type history struct {
+	mu      sync.Mutex
+	entries []stampedState
+}
+
+// engineClock is the engine's clock and the time it was installed: before
+// it, no state of this process was current.
+type engineClock struct {
+	fn    atomic.Pointer[Clock]
+	start atomic.Uint64
+}
+
+// SetClock installs the clock that stamps published states. Without one,
+// no history is kept and reads at a time fail with ErrSnapshotTooOld.
+func (e *Engine) SetClock(fn Clock) {
+	e.clock.start.Store(fn())
+	e.clock.fn.Store(&fn)
+}
+
+func (e *Engine) now() (uint64, bool) {
+	fn := e.clock.fn.Load()
+	if fn == nil {
+		return 0, false
+	}
+	return (*fn)(), true
+}
+
+// startHistory makes st the first entry of b's history, current since
+// from (the time the branch's state was last changed in this process, or
+// the engine clock's start).
+func (h *history) start(st *rootState, from uint64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.entries = append(h.entries[:0], stampedState{at: from, when: time.Now(), st: st})
+}
+
+// record appends a newly published state, dropping what the window no
+// longer needs. Called under the branch's writer lock.
+func (h *history) record(e *Engine, st *rootState) {
+	at, ok := e.now()
+	if !ok {
+		return
+	}
+	now := time.Now()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.entries) == 0 {
+		return // not started: the database is still replaying its log
+	}
+	h.entries = append(h.entries, stampedState{at: at, when: now, st: st})
+	window := e.opts.HistoryWindow
+	drop := 0
+	for drop < len(h.entries)-1 && (len(h.entries)-drop > historyMaxStates ||
+		now.Sub(h.entries[drop+1].when) > window) {
+		drop++ // entry drop is no longer current anywhere in the window
+	}
+	if drop > 0 {
+		clear(h.entries[:drop])
+		h.entries = append(h.entries[:0], h.entries[drop:]...)
+	}
+}
+
+// forget drops the entries of states a failed log write took back: they
+// were never acknowledged, so no read may see them.
+func (h *history) forget(dropped map[*rootState]bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	keep := h.entries[:0]
+	for _, e := range h.entries {
+		if !dropped[e.st] {
+			keep = append(keep, e)
+		}
+	}
+	clear(h.entries[len(keep):])
+	h.entries = keep
+}
+
+// at is the state current at time t.
+func (h *history) at(t uint64) (*rootState, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.entries) == 0 || t < h.entries[0].at {
+		return nil, fmt.Errorf("%w: the branch's states before that time are no longer kept", ErrSnapshotTooOld)
+	}
+	for i := len(h.entries) - 1; ; i-- {
+		if h.entries[i].at <= t {
+			return h.entries[i].st, nil
+		}
+	}
+}
+
+// latest is the stamp of the current state (0: none).
+func (h *history) latest() uint64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.entries) == 0 {
+		return 0
+	}
+	return h.entries[len(h.entries)-1].at
+}
+
+// states are the states kept, for GC's roots.
+func (h *history) states() []*rootState {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := make([]*rootState, len(h.entries))
+	for i, e := range h.entries {
+		out[i] = e.st
+	}
+	return out
+}
+
+// BranchSnapshotAt is a snapshot of a branch as it was at time t (of the
+// engine's clock), or ErrSnapshotTooOld when that state is no longer kept.
+func (d *Database) BranchSnapshotAt(ctx context.Context, branchName string, t uint64) (*Snapshot, error) {
+	if err := d.hold(ctx); err != nil {
+		return nil, err
+	}
+	defer d.release()
+	b, err := d.branch(ctx, branchName)
+	if err != nil {
+		return nil, err
+	}
+	st, err := b.hist.at(t)
+	if err != nil {
+		return nil, err
+	}
+	return d.newSnapshot(st), nil
+}
+
+// startHistories starts the history of every loaded branch, once the log
+// is replayed.
+func (d *Database) startHistories() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.replayed = true
+	for _, b := range d.branches {
+		d.startHistoryLocked(b)
+	}
+}
+
+// startHistoryLocked starts b's history with its current state. Called
+// with d.mu held.
+func (d *Database) startHistoryLocked(b *branch) {
+	if d.engine.clock.fn.Load() == nil || b.hist.latest() != 0 {
+		return
+	}
+	from := d.engine.clock.start.Load()
+	if t, ok := d.currentSince[b.name]; ok {
+		from = t
+	}
+	b.hist.start(b.state.Load(), from)
+}
+
+// rememberHistories keeps, across an idle close, when each branch's state
+// became current: nothing changes it while the database is closed.
+func (d *Database) rememberHistories() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.currentSince == nil {
+		d.currentSince = map[string]uint64{}
+	}
+	for name, b := range d.branches {
+		if t := b.hist.latest(); t != 0 {
+			d.currentSince[name] = t
+		}
+	}
+}
+
+// historyRoots are the trees every branch's kept states read: GC keeps
+// them so that a read at a past time still finds its chunks.
+func (d *Database) historyRoots() []hash.Hash {
+	var states []*rootState
+	for _, b := range d.branchList() {
+		states = append(states, b.hist.states()...)
+	}
+	return treeRoots(states)
+}

@@ -1,0 +1,98 @@
+package storage
+
+import (
+	"errors"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// testClock is an engine clock that counts.
+func testClock(e *Engine) *atomic.Uint64 {
+	var n atomic.Uint64
+	n.Store(100)
+	e.SetClock(func() uint64 { return n.Add(1) })
+	return &n
+}
+
+// TestHistoryKeepsPastStates: a branch's state at a past time is readable
+// (through BranchSnapshotAt and BeginTxnAt), its trees are GC roots even
+// when no ref reaches them, and times before the clock started are too old.
+func TestHistoryKeepsPastStates(t *testing.T) {
+	e := openEngine(t, t.TempDir(), Options{CacheBytes: 1}) // every write checkpoints
+	t.Cleanup(func() { e.Close() })
+	clock := testClock(e)
+	d, err := e.Database(ctx, "db", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustWrite(t, d, func(tx *Tx) error { return insertDocs(tx, doc(1, "a")) })
+	t1 := clock.Load()
+	mustWrite(t, d, func(tx *Tx) error { return tx.Replace(ctx, "c", doc(1, "b")) })
+	t2 := clock.Load()
+	if _, _, err := d.GC(ctx); err != nil {
+		t.Fatal(err)
+	}
+	at1, err := d.BranchSnapshotAt(ctx, DefaultBranch, t1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := snapContents(t, at1, "c"); got[1] != "a" {
+		t.Fatalf("at t1: %v", got)
+	}
+	if !slices.Contains(d.historyRoots(), at1.st.colls["c"].base.HashOf()) {
+		t.Fatal("GC roots miss the tree of a past state that no ref reaches")
+	}
+	txn, err := d.BeginTxnAt(ctx, DefaultBranch, t1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := snapContents(t, txn.Snapshot(), "c"); got[1] != "a" {
+		t.Fatalf("transaction at t1: %v", got)
+	}
+	txn.Abort()
+	at2, _ := d.BranchSnapshotAt(ctx, DefaultBranch, t2)
+	if got := snapContents(t, at2, "c"); got[1] != "b" {
+		t.Fatalf("at t2: %v", got)
+	}
+	if _, err := d.BranchSnapshotAt(ctx, DefaultBranch, 50); !errors.Is(err, ErrSnapshotTooOld) {
+		t.Fatalf("before the clock started: %v", err)
+	}
+}
+
+// TestHistoryWindow: states older than the window, or beyond the count
+// bound, are dropped (reads there are too old); the current one stays.
+func TestHistoryWindow(t *testing.T) {
+	e := openEngine(t, t.TempDir(), Options{HistoryWindow: time.Millisecond})
+	t.Cleanup(func() { e.Close() })
+	clock := testClock(e)
+	d, err := e.Database(ctx, "db", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustWrite(t, d, func(tx *Tx) error { return insertDocs(tx, doc(1, "a")) })
+	t1 := clock.Load()
+	time.Sleep(5 * time.Millisecond)
+	mustWrite(t, d, func(tx *Tx) error { return insertDocs(tx, doc(2, "b")) })
+	time.Sleep(5 * time.Millisecond)
+	mustWrite(t, d, func(tx *Tx) error { return insertDocs(tx, doc(3, "c")) })
+	if _, err := d.BranchSnapshotAt(ctx, DefaultBranch, t1); !errors.Is(err, ErrSnapshotTooOld) {
+		t.Fatalf("outside the window: %v", err)
+	}
+	now, err := d.BranchSnapshotAt(ctx, DefaultBranch, clock.Load())
+	if err != nil || len(snapContents(t, now, "c")) != 3 {
+		t.Fatalf("now: %v", err)
+	}
+	e2 := openEngine(t, t.TempDir(), Options{})
+	t.Cleanup(func() { e2.Close() })
+	testClock(e2)
+	d2, _ := e2.Database(ctx, "db", true)
+	for i := range historyMaxStates + 10 {
+		mustWrite(t, d2, func(tx *Tx) error { return insertDocs(tx, doc(int32(i), "x")) })
+	}
+	b, _ := d2.branch(ctx, DefaultBranch)
+	if n := len(b.hist.states()); n != historyMaxStates {
+		t.Fatalf("kept %d states, want %d", n, historyMaxStates)
+	}
+}
