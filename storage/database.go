@@ -2,7 +2,6 @@ package storage
 
 import (
 	"context"
-	"dumbodb/storage/doctree"
 	"errors"
 	"fmt"
 	"os"
@@ -14,13 +13,14 @@ import (
 	"sync/atomic"
 	"time"
 
-	"dumbodb/storage/wal"
-
 	"github.com/dolthub/dolt/go/store/datas"
 	"github.com/dolthub/dolt/go/store/nbs"
 	"github.com/dolthub/dolt/go/store/prolly/tree"
 	"github.com/dolthub/dolt/go/store/types"
 	"github.com/rs/zerolog"
+
+	"dumbodb/storage/doctree"
+	"dumbodb/storage/wal"
 )
 
 // DefaultBranch is the branch a database name without "@" addresses.

@@ -66,6 +66,7 @@ func treeRoots(states []*rootState) []hash.Hash {
 	}
 	return out
 }
+
 // newSnapshot makes a snapshot of st whose pin lasts as long as the
 // snapshot (and the iterators made from it) are reachable.
 func (d *Database) newSnapshot(st *rootState) *Snapshot {
