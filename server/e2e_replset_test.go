@@ -175,7 +175,7 @@ func TestRetryableWriteRefusals(t *testing.T) {
 		{Key: "startTransaction", Value: true}, {Key: "$db", Value: "db"}}), 72)
 	wantRawCode(t, raw(t, nc, bson.D{{Key: "find", Value: "c"}, {Key: "readConcern", Value: bson.D{{Key: "level", Value: "bogus"}}}, {Key: "$db", Value: "db"}}), 2)
 	wantRawCode(t, raw(t, nc, bson.D{{Key: "find", Value: "c"}, {Key: "readConcern", Value: bson.D{{Key: "level", Value: "snapshot"},
-		{Key: "atClusterTime", Value: bson.Timestamp{T: 1, I: 1}}}}, {Key: "$db", Value: "db"}}), 238)
+		{Key: "atClusterTime", Value: bson.Timestamp{T: 1, I: 1}}}}, {Key: "$db", Value: "db"}}), 239)
 }
 
 // TestClusterTime: every reply carries $clusterTime and operationTime; a

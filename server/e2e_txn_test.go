@@ -149,7 +149,7 @@ func TestTransactionWriteConflict(t *testing.T) {
 }
 
 // TestTransactionRules: commands a transaction may not run, DDL on an
-// existing collection, a second database, and version control.
+// existing collection, a second branch of a database, and version control.
 func TestTransactionRules(t *testing.T) {
 	ts := startServer(t)
 	client := ts.client()
@@ -182,11 +182,12 @@ func TestTransactionRules(t *testing.T) {
 	try("dumboCommit", 263, func(sc context.Context) error {
 		return db.RunCommand(sc, bson.D{{Key: "dumboCommit", Value: 1}, {Key: "message", Value: "m"}}).Err()
 	})
-	try("a second database", 238, func(sc context.Context) error {
+	mustRun(t, db, bson.D{{Key: "dumboBranch", Value: 1}, {Key: "branch", Value: "feat"}})
+	try("a second branch of the database", 263, func(sc context.Context) error {
 		if _, err := db.Collection("old").InsertOne(sc, bson.D{{Key: "_id", Value: 2}}); err != nil {
 			return err
 		}
-		_, err := client.Database("other").Collection("c").InsertOne(sc, bson.D{{Key: "_id", Value: 1}})
+		_, err := client.Database("db@feat").Collection("c").InsertOne(sc, bson.D{{Key: "_id", Value: 1}})
 		return err
 	})
 	// A new collection and an index on it are allowed.
@@ -383,5 +384,60 @@ func TestCommitDuringTransactionTakesOnlyCommittedData(t *testing.T) {
 	vc(t, client, "shop", bson.D{{Key: "dumboReset", Value: 1}, {Key: "hard", Value: true}})
 	if n, _ := items.CountDocuments(ctx, bson.D{}); n != 1 {
 		t.Fatalf("%d documents after reset --hard, want the committed 1", n)
+	}
+}
+
+// TestTransactionAcrossDatabases: one transaction writes two databases;
+// nothing shows outside until the commit, then all of it; every database
+// is read at the transaction's one point in time (a write to the second
+// database after the transaction's first read is not seen); an abort
+// leaves neither.
+func TestTransactionAcrossDatabases(t *testing.T) {
+	ts := startServer(t)
+	client := ts.client()
+	orders, stock := client.Database("orders").Collection("o"), client.Database("stock").Collection("s")
+	stock.InsertOne(ctx, bson.D{{Key: "_id", Value: "x1"}, {Key: "qty", Value: 5}})
+	orders.InsertOne(ctx, bson.D{{Key: "_id", Value: 0}})
+	sess, _ := client.StartSession()
+	defer sess.EndSession(ctx)
+	if err := sess.StartTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	sc := mongo.NewSessionContext(ctx, sess)
+	if err := orders.FindOne(sc, bson.D{{Key: "_id", Value: 0}}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	// After the transaction's first read: not in its snapshot.
+	stock.InsertOne(ctx, bson.D{{Key: "_id", Value: "late"}, {Key: "qty", Value: 1}})
+	if n, _ := stock.CountDocuments(sc, bson.D{}); n != 1 {
+		t.Errorf("the transaction sees %d stock documents, want 1 (its snapshot's)", n)
+	}
+	if _, err := orders.InsertOne(sc, bson.D{{Key: "_id", Value: 1}, {Key: "sku", Value: "x1"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := stock.UpdateOne(sc, bson.D{{Key: "_id", Value: "x1"}}, bson.D{{Key: "$inc", Value: bson.D{{Key: "qty", Value: -1}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := orders.CountDocuments(ctx, bson.D{{Key: "_id", Value: 1}}); n != 0 {
+		t.Fatal("an uncommitted order is visible outside the transaction")
+	}
+	if err := sess.CommitTransaction(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var s bson.M
+	stock.FindOne(ctx, bson.D{{Key: "_id", Value: "x1"}}).Decode(&s)
+	if n, _ := orders.CountDocuments(ctx, bson.D{{Key: "_id", Value: 1}}); n != 1 || s["qty"] != int32(4) {
+		t.Fatalf("after commit: %d orders, stock %v", n, s)
+	}
+
+	sess.StartTransaction()
+	orders.InsertOne(sc, bson.D{{Key: "_id", Value: 2}})
+	stock.UpdateOne(sc, bson.D{{Key: "_id", Value: "x1"}}, bson.D{{Key: "$inc", Value: bson.D{{Key: "qty", Value: -1}}}})
+	if err := sess.AbortTransaction(ctx); err != nil {
+		t.Fatal(err)
+	}
+	stock.FindOne(ctx, bson.D{{Key: "_id", Value: "x1"}}).Decode(&s)
+	if n, _ := orders.CountDocuments(ctx, bson.D{{Key: "_id", Value: 2}}); n != 0 || s["qty"] != int32(4) {
+		t.Fatalf("after abort: %d orders, stock %v", n, s)
 	}
 }

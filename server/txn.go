@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"errors"
 	"sync"
 	"time"
@@ -42,9 +43,17 @@ type transaction struct {
 	number  int64
 	started time.Time
 	state   txnState // guarded by mu
-	db      string   // the database it runs on ("" until its first use)
-	rev     string
-	st      *storage.Txn // nil until it first reads or writes a database
+	// readAt is the time every part reads at, fixed when the first opens.
+	readAt clusterTime
+	parts  []*txnPart // one per database, in the order first used
+}
+
+// txnPart is the transaction's storage transaction on one database, begun
+// by the first statement that reads or writes it.
+type txnPart struct {
+	db  string
+	rev string // the "@revision" its first statement named
+	st  *storage.Txn
 }
 
 // abort ends an active transaction, dropping its writes. Called with mu.
@@ -53,10 +62,15 @@ func (t *transaction) abort() {
 		return
 	}
 	t.state = txnAborted
-	if t.st != nil {
-		t.st.Abort()
-		t.st = nil
+	t.release()
+}
+
+// release ends every part's storage transaction (without committing).
+func (t *transaction) release() {
+	for _, p := range t.parts {
+		p.st.Abort()
 	}
+	t.parts = nil
 }
 
 // abortIfActive aborts from outside a statement (session end, expiry).
@@ -86,6 +100,9 @@ func (r *request) joinTransaction(k storage.SessionKey, number int64) (func(), e
 		return nil, mongoerr.New(mongoerr.OperationNotSupportedInTxn, "Cannot run '%s' in a multi-document transaction.", r.name)
 	}
 	t, err := r.c.s.sessions.transaction(k, number, start)
+	if err != nil && r.name == "commitTransaction" {
+		t, err = r.committedBefore(k, number, err)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -126,6 +143,34 @@ func (tab *sessionTable) transaction(k storage.SessionKey, number int64, start b
 	return s.txn, nil
 }
 
+// committedBefore answers a commitTransaction for a transaction the
+// session table does not know (the server restarted since, or the session
+// expired): if a database recorded its commit, the commit is acknowledged
+// again; else the lookup's error stands.
+func (r *request) committedBefore(k storage.SessionKey, number int64, lookupErr error) (*transaction, error) {
+	var me *mongoerr.Error
+	if !errors.As(lookupErr, &me) || me.Code != mongoerr.NoSuchTransaction {
+		return nil, lookupErr
+	}
+	committed, err := r.c.s.engine.TransactionCommitted(r.ctx, k, number)
+	if err != nil || !committed {
+		return nil, lookupErr
+	}
+	return r.c.s.sessions.recordCommitted(k, number), nil
+}
+
+// recordCommitted makes transaction number of a session known as
+// committed, unless the session has moved on to a later one.
+func (tab *sessionTable) recordCommitted(k storage.SessionKey, number int64) *transaction {
+	tab.mu.Lock()
+	defer tab.mu.Unlock()
+	t := &transaction{number: number, started: time.Now(), state: txnCommitted}
+	if s := tab.m[k]; s != nil && s.txnNumber <= number {
+		s.txnNumber, s.txn = number, t
+	}
+	return t
+}
+
 // checkTransactionStatement applies mongod's rules to a statement of t.
 // Called with t.mu held.
 func (r *request) checkTransactionStatement(t *transaction, start bool) error {
@@ -162,18 +207,22 @@ func transientTxnError(e *mongoerr.Error) *mongoerr.Error {
 	return e
 }
 
-// participant is the transaction's storage transaction, begun by the first
-// statement that reads or writes a database; later statements must use the
-// same database and branch. It is nil for a database that does not exist
-// when create is false.
+// participant is the transaction's storage transaction on the request's
+// database, begun at the transaction's read time by the first statement
+// that reads or writes it there; a transaction runs on one branch of each
+// database. It is nil for a database that does not exist when create is
+// false.
 func (r *request) participant(create bool) (*storage.Txn, error) {
 	t := r.txn
-	if t.st != nil {
-		if r.db != t.db || (r.rev != "" && r.rev != t.rev && r.rev != t.st.Branch()) {
-			return nil, mongoerr.New(mongoerr.NotImplemented,
-				"a transaction on more than one database or branch is not implemented yet (it runs on %s@%s)", t.db, t.st.Branch())
+	for _, p := range t.parts {
+		if p.db != r.db {
+			continue
 		}
-		return t.st, nil
+		if r.rev != "" && r.rev != p.rev && r.rev != p.st.Branch() {
+			return nil, mongoerr.New(mongoerr.OperationNotSupportedInTxn,
+				"a transaction runs on one branch of each database: it runs on %s@%s, not @%s", p.db, p.st.Branch(), r.rev)
+		}
+		return p.st, nil
 	}
 	d, err := r.database(create)
 	if err != nil || d == nil {
@@ -186,11 +235,18 @@ func (r *request) participant(create bool) (*storage.Txn, error) {
 	if rev.ReadOnly() {
 		return nil, readOnlyError(r)
 	}
-	st, err := d.BeginTxn(r.ctx, rev.Branch)
+	if t.readAt.isZero() {
+		t.readAt = cmp.Or(r.readAt, r.c.s.clock.now())
+	}
+	st, err := d.BeginTxnAt(r.ctx, rev.Branch, t.readAt.stamp())
+	if errors.Is(err, storage.ErrSnapshotTooOld) {
+		return nil, transientTxnError(mongoerr.New(mongoerr.SnapshotTooOld,
+			"the transaction's snapshot (%s) of %s is no longer kept: %v", t.readAt, r.db, err))
+	}
 	if err != nil {
 		return nil, err
 	}
-	t.st, t.db, t.rev = st, r.db, r.rev
+	t.parts = append(t.parts, &txnPart{db: r.db, rev: r.rev, st: st})
 	return st, nil
 }
 
@@ -237,13 +293,19 @@ func cmdCommitTransaction(r *request) (bsoncore.Document, error) {
 	if t == nil {
 		return nil, mongoerr.New(mongoerr.InvalidOptions, "commitTransaction must be run within a transaction")
 	}
-	if t.state == txnCommitted || t.st == nil {
+	if t.state == txnCommitted || len(t.parts) == 0 {
 		t.state = txnCommitted
 		return okReply(), nil // idempotent; nothing was read or written
 	}
-	err := t.st.Commit(r.ctx)
-	t.st = nil
-	if err != nil {
+	sts := make([]*storage.Txn, len(t.parts))
+	for i, p := range t.parts {
+		if r.session != nil {
+			p.st.RecordCommit(*r.session, t.number) // a retry after a restart finds it
+		}
+		sts[i] = p.st
+	}
+	t.parts = nil
+	if err := storage.CommitTxns(r.ctx, sts); err != nil {
 		t.state = txnAborted
 		if errors.Is(err, storage.ErrWriteConflict) {
 			return nil, transientTxnError(mongoerr.New(mongoerr.WriteConflict, "%s", err.Error()))

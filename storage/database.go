@@ -60,6 +60,9 @@ type Database struct {
 	// branch's state became current (history.go). Guarded by mu.
 	currentSince map[string]uint64
 	replayed     bool // the log is replayed: new branches start a history
+	// prepared holds, during replay, the prepared records of transactions
+	// over several databases that wait for their commit mark.
+	prepared map[txnID]preparedRecord
 }
 
 // branch is the live state of one branch: the published state that readers
@@ -220,6 +223,9 @@ func (d *Database) recover(ctx context.Context) error {
 	if err := d.wl.Start(); err != nil {
 		return err
 	}
+	if err := d.resolvePrepared(ctx); err != nil {
+		return err
+	}
 	for _, b := range d.branchList() {
 		d.engine.addEditBytes(b.state.Load().editBytes())
 	}
@@ -266,12 +272,43 @@ func (d *Database) branchList() []*branch {
 	return out
 }
 
-// redo applies one replayed log record to its branch.
+// redo applies one replayed log record to its branch. A prepared record
+// of a transaction over several databases waits for its commit mark (or,
+// at the end of the log, its decision: resolvePrepared).
 func (d *Database) redo(ctx context.Context, lsn uint64, payload []byte) error {
 	rec, err := decodeRecord(payload)
 	if err != nil {
 		return err
 	}
+	switch rec.mark {
+	case markPrepared:
+		if d.prepared == nil {
+			d.prepared = map[txnID]preparedRecord{}
+		}
+		d.prepared[rec.txn] = preparedRecord{lsn: lsn, rec: rec}
+		return nil
+	case markCommit:
+		p, ok := d.prepared[rec.txn]
+		delete(d.prepared, rec.txn)
+		if !ok {
+			return nil // the prepared record is in a checkpoint already
+		}
+		return d.apply(ctx, p.lsn, p.rec)
+	case markAbort:
+		delete(d.prepared, rec.txn)
+		return nil
+	}
+	return d.apply(ctx, lsn, rec)
+}
+
+// preparedRecord is a prepared record replay keeps aside.
+type preparedRecord struct {
+	lsn uint64
+	rec logRecord
+}
+
+// apply publishes a replayed record's changes on its branch as of lsn.
+func (d *Database) apply(ctx context.Context, lsn uint64, rec logRecord) error {
 	if rec.retry != nil {
 		d.retries.add(lsn, rec.retry)
 	}
@@ -288,6 +325,33 @@ func (d *Database) redo(ctx context.Context, lsn uint64, payload []byte) error {
 		return err
 	}
 	b.setDurable(tx.publish(lsn))
+	return nil
+}
+
+// resolvePrepared settles the prepared records replay left waiting: one
+// whose transaction the decision log holds is applied and given its
+// commit mark; any other never committed and is dropped. Called once the
+// log takes new records.
+func (d *Database) resolvePrepared(ctx context.Context) error {
+	pending := d.prepared
+	d.prepared = nil
+	for id, p := range pending {
+		if !d.engine.decisions.decided(id) {
+			d.log.Info().Str("c", "RECOVERY").Str("db", d.name).Uint64("lsn", p.lsn).
+				Msg("dropped the prepared part of a transaction that did not commit")
+			continue
+		}
+		if err := d.apply(ctx, p.lsn, p.rec); err != nil {
+			return err
+		}
+		lsn, err := d.wl.Append(encodeMarkedRecord(p.rec.branch, nil, nil, markCommit, id))
+		if err == nil {
+			err = d.wl.WaitDurable(lsn)
+		}
+		if err != nil {
+			return fmt.Errorf("commit mark of a decided transaction: %w", err)
+		}
+	}
 	return nil
 }
 

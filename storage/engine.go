@@ -68,6 +68,7 @@ type Engine struct {
 	panics    panicPoint
 	dbStats   dbStats
 	clock     engineClock // stamps published states (history.go)
+	decisions *decisionLog // commit points of transactions over several databases
 
 	mu   sync.Mutex
 	dbs  map[string]*Database // handles, open or closed for idleness
@@ -113,6 +114,16 @@ func Open(dir string, opts Options, log zerolog.Logger) (*Engine, error) {
 	}
 	e := &Engine{dir: dir, opts: opts, log: log, lock: f, dbs: map[string]*Database{},
 		stop: make(chan struct{}), done: make(chan struct{})}
+	decisions, read, err := openDecisionLog(dir)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	e.decisions = decisions
+	if err := e.resolveDecisions(read); err != nil {
+		e.closeAll()
+		return nil, err
+	}
 	go e.backgroundLoop()
 	return e, nil
 }
@@ -177,6 +188,19 @@ func (e *Engine) Close() error {
 	e.mu.Unlock()
 	<-e.done // a periodic checkpoint may be running; it takes e.mu
 	e.mu.Lock()
+	return e.closeAllLocked()
+}
+
+// closeAll closes what Open opened when Open fails after the lock.
+func (e *Engine) closeAll() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.closeAllLocked()
+}
+
+// closeAllLocked closes every database, the decision log and the data
+// directory's lock. Called with e.mu held.
+func (e *Engine) closeAllLocked() error {
 	var errs []error
 	for name, d := range e.dbs {
 		if err := d.close(context.Background()); err != nil {
@@ -184,6 +208,9 @@ func (e *Engine) Close() error {
 		}
 	}
 	e.dbs = map[string]*Database{}
+	if e.decisions != nil {
+		errs = append(errs, e.decisions.close())
+	}
 	if e.lock != nil {
 		errs = append(errs, e.lock.Close())
 		e.lock = nil

@@ -57,6 +57,12 @@ type engineClock struct {
 func (e *Engine) SetClock(fn Clock) {
 	e.clock.start.Store(fn())
 	e.clock.fn.Store(&fn)
+	for _, d := range e.handles() { // opened before the clock was set
+		if d.holdIfOpen() {
+			d.startHistories()
+			d.release()
+		}
+	}
 }
 
 func (e *Engine) now() (uint64, bool) {

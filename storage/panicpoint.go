@@ -20,7 +20,10 @@ import (
 //	checkpoint.persist after the working set moved on disk, before memory follows
 //	vc.locked          a version-control operation, once the branch is locked
 //	vc.ref             after a version-control operation moved a branch or tag ref
-var PanicSteps = []string{"write.log", "write.published", "checkpoint.fold", "checkpoint.persist", "vc.locked", "vc.ref"}
+//	txn.prepared       a commit over several databases, its parts durable, before its decision
+//	txn.decided        a commit over several databases, after its decision, before publishing
+var PanicSteps = []string{"write.log", "write.published", "checkpoint.fold", "checkpoint.persist", "vc.locked", "vc.ref",
+	"txn.prepared", "txn.decided"}
 
 type panicPoint struct {
 	armed     atomic.Bool // checked first, so that the write path pays one load

@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/dolthub/dolt/go/store/prolly/tree"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
 // Txn is a multi-statement transaction on one branch
@@ -236,6 +238,47 @@ func (t *Txn) opChangedSince(ctx context.Context, cur *rootState, o walOp) (bool
 		return was != now, nil
 	}
 	return !bytes.Equal(was.info.encode(), now.info.encode()), nil
+}
+
+// TxnCommitStmt is the statement id under which a transaction's commit is
+// kept with the session's retry outcomes (docs/format/wal.md), so that a
+// commitTransaction retried after a restart finds it.
+const TxnCommitStmt = -1
+
+var committedOutcome = bsoncore.NewDocumentBuilder().AppendBoolean("c", true).Build()
+
+// RecordCommit makes the commit record say that the session's
+// transaction txnNumber committed.
+func (t *Txn) RecordCommit(s SessionKey, txnNumber int64) {
+	t.tx.retry = &retryLog{session: s, txn: txnNumber, at: time.Now(),
+		stmts: []int32{TxnCommitStmt}, outcomes: []bsoncore.Document{committedOutcome}}
+}
+
+// TransactionCommitted reports whether some database recorded that the
+// session's transaction txnNumber committed: what a commitTransaction the
+// server no longer knows of (after a restart) answers from. It opens every
+// database, so it is for that rare case only.
+func (e *Engine) TransactionCommitted(ctx context.Context, s SessionKey, txnNumber int64) (bool, error) {
+	names, err := e.DatabaseNames()
+	if err != nil {
+		return false, err
+	}
+	found := false
+	for _, name := range names {
+		err := e.Visit(ctx, name, func(d *Database) error {
+			if err := d.hold(ctx); err != nil {
+				return err
+			}
+			defer d.release()
+			_, ok, _ := d.retries.lookup(s, txnNumber, TxnCommitStmt)
+			found = found || ok
+			return nil
+		})
+		if err != nil || found {
+			return found, err
+		}
+	}
+	return false, nil
 }
 
 // Abort drops the transaction's writes.

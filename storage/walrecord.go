@@ -30,6 +30,19 @@ type walOp struct {
 // encodeRecord is the log payload of one transaction on branch, with the
 // outcomes of a retryable write (nil: none).
 func encodeRecord(branch string, ops []walOp, retry *retryLog) []byte {
+	return encodeMarkedRecord(branch, ops, retry, "", txnID{})
+}
+
+// Marks of a transaction over several databases (docs/format/wal.md).
+const (
+	markPrepared = "x"
+	markCommit   = "cx"
+	markAbort    = "ax"
+)
+
+// encodeMarkedRecord is encodeRecord with a mark naming a transaction
+// over several databases ("": none).
+func encodeMarkedRecord(branch string, ops []walOp, retry *retryLog, mark string, id txnID) []byte {
 	size := 64
 	for _, o := range ops {
 		size += len(o.key) + len(o.value) + len(o.coll) + 48
@@ -44,6 +57,9 @@ func encodeRecord(branch string, ops []walOp, retry *retryLog) []byte {
 	dst, _ = bsoncore.AppendArrayEnd(dst, aidx)
 	if retry != nil {
 		dst = appendRetryLog(dst, "r", retry)
+	}
+	if mark != "" {
+		dst = bsoncore.AppendBinaryElement(dst, mark, 0, id[:])
 	}
 	dst, _ = bsoncore.AppendDocumentEnd(dst, idx)
 	return dst
@@ -73,6 +89,8 @@ type logRecord struct {
 	branch string
 	ops    []walOp
 	retry  *retryLog // nil: not a retryable write
+	mark   string    // markPrepared, markCommit, markAbort or ""
+	txn    txnID     // the transaction a mark names
 }
 
 // decodeRecord reads a log payload.
@@ -94,6 +112,14 @@ func decodeRecord(payload []byte) (logRecord, error) {
 	if r, err := doc.LookupErr("r"); err == nil {
 		if rec.retry, err = decodeRetryLog(r); err != nil {
 			return logRecord{}, fmt.Errorf("log record: %w", err)
+		}
+	}
+	for _, mark := range []string{markPrepared, markCommit, markAbort} {
+		if _, id, ok := doc.Lookup(mark).BinaryOK(); ok {
+			if len(id) != len(txnID{}) {
+				return logRecord{}, fmt.Errorf("log record: a %s mark of %d bytes", mark, len(id))
+			}
+			rec.mark, rec.txn = mark, txnID(id)
 		}
 	}
 	return rec, nil

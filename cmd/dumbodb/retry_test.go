@@ -69,3 +69,54 @@ func TestRetryAfterKill9RunsOnce(t *testing.T) {
 		t.Fatalf("documents with n: 1 after the retry: %v", count)
 	}
 }
+
+// TestCommitRetriedAfterKill9: a commitTransaction whose reply the client
+// never saw (SIGKILL right after) is retried after the restart and
+// answers ok, for a transaction on one database (session a) and for one
+// over two (session b); an older transaction of the session is too old,
+// and one that never committed still answers NoSuchTransaction.
+func TestCommitRetriedAfterKill9(t *testing.T) {
+	dir := t.TempDir()
+	p := dumboproc.StartT(t, dir)
+	lsid := func(s string) bson.D {
+		return bson.D{{Key: "id", Value: bson.Binary{Subtype: 4, Data: []byte(s + "123456789abcdef")}}}
+	}
+	insert := func(sess, db string, txn int64, id int, start bool) bson.D {
+		cmd := bson.D{{Key: "insert", Value: "c"}, {Key: "documents", Value: bson.A{bson.D{{Key: "_id", Value: id}}}},
+			{Key: "lsid", Value: lsid(sess)}, {Key: "txnNumber", Value: txn}, {Key: "autocommit", Value: false}}
+		if start {
+			cmd = append(cmd, bson.E{Key: "startTransaction", Value: true})
+		}
+		return append(cmd, bson.E{Key: "$db", Value: db})
+	}
+	commit := func(sess string, txn int64) bson.D {
+		return bson.D{{Key: "commitTransaction", Value: 1}, {Key: "lsid", Value: lsid(sess)}, {Key: "txnNumber", Value: txn},
+			{Key: "autocommit", Value: false}, {Key: "$db", Value: "admin"}}
+	}
+	mustOK := func(cmd bson.D) {
+		t.Helper()
+		if r := rawCommand(t, p.Addr(), cmd); r["ok"] != 1.0 {
+			t.Fatalf("%v: %v", cmd[0].Key, r)
+		}
+	}
+	mustOK(insert("a", "one", 1, 1, true))
+	mustOK(commit("a", 1))
+	mustOK(insert("a", "one", 2, 2, true))
+	mustOK(commit("a", 2))
+	mustOK(insert("b", "one", 1, 3, true))
+	mustOK(insert("b", "two", 1, 3, false))
+	mustOK(commit("b", 1))
+	mustOK(insert("c", "one", 1, 4, true)) // never committed
+	p.Kill()
+	p = dumboproc.StartT(t, dir)
+	for _, c := range []struct {
+		sess string
+		txn  int64
+		want string
+	}{{"a", 2, ""}, {"b", 1, ""}, {"a", 1, "TransactionTooOld"}, {"c", 1, "NoSuchTransaction"}} {
+		r := rawCommand(t, p.Addr(), commit(c.sess, c.txn))
+		if (c.want == "" && r["ok"] != 1.0) || (c.want != "" && r["codeName"] != c.want) {
+			t.Fatalf("commit %s/%d retried after kill -9: %v, want %q\n%s", c.sess, c.txn, r, c.want, p.Output())
+		}
+	}
+}

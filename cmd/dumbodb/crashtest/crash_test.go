@@ -161,8 +161,8 @@ func TestKillDashNineLosesNothingAcknowledged(t *testing.T) {
 		p, client := start(t, dir, variants[round%len(variants)]...)
 		coll := client.Database("crash").Collection("c")
 		check(t, coll, l)
-		openAccounts(t, client.Database("crash"))
-		checkTransfers(t, client.Database("crash"), tr)
+		openAccounts(t, client)
+		checkTransfers(t, client, tr)
 		var wg sync.WaitGroup
 		for w := 0; w < 2; w++ {
 			wg.Add(1)
@@ -190,7 +190,7 @@ func TestKillDashNineLosesNothingAcknowledged(t *testing.T) {
 	p, client := start(t, dir)
 	defer p.StopT(t, syscall.SIGTERM)
 	defer client.Disconnect(context.Background())
-	checkTransfers(t, client.Database("crash"), tr)
+	checkTransfers(t, client, tr)
 	if len(tr.acked) == 0 {
 		t.Fatal("no transfer was acknowledged: the test did not exercise transactions")
 	}

@@ -1,0 +1,220 @@
+package storage
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
+
+// The decision log (docs/format/txnlog.md): the commit point of
+// transactions that write to several databases.
+
+const (
+	decisionLogName    = "transactions.log"
+	decisionLogMagic   = "DUMBOTXL"
+	decisionLogVersion = 1
+	decisionLogHeader  = 16
+	// decisionLogCut is the size past which the file is cut back to its
+	// header once no decision is outstanding.
+	decisionLogCut = 1 << 20
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// txnID names a transaction over several databases.
+type txnID [16]byte
+
+// decision is one decision read back: a committed transaction and the
+// participants ("db@branch") whose recovery may need it.
+type decision struct {
+	id  txnID
+	dbs []string
+}
+
+// decisionLog appends decisions and remembers, until start-up recovery is
+// over, those it read at open.
+type decisionLog struct {
+	mu          sync.Mutex
+	f           *os.File
+	size        int64
+	outstanding int            // decisions whose commit marks are not durable yet
+	readBack    map[txnID]bool // the decisions found at open
+	failed      error          // a failed append leaves the file unusable
+}
+
+// openDecisionLog opens (creating) the file and reads its decisions.
+func openDecisionLog(dir string) (*decisionLog, []decision, error) {
+	f, err := os.OpenFile(filepath.Join(dir, decisionLogName), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, nil, err
+	}
+	data, err := io.ReadAll(f)
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	l := &decisionLog{f: f, readBack: map[txnID]bool{}}
+	if len(data) < decisionLogHeader {
+		if err := l.cut(); err != nil {
+			f.Close()
+			return nil, nil, err
+		}
+		return l, nil, nil
+	}
+	if string(data[:8]) != decisionLogMagic || binary.LittleEndian.Uint32(data[8:]) != decisionLogVersion {
+		f.Close()
+		return nil, nil, fmt.Errorf("%s: not a version %d decision log", decisionLogName, decisionLogVersion)
+	}
+	decisions := readDecisions(data[decisionLogHeader:])
+	for _, d := range decisions {
+		l.readBack[d.id] = true
+	}
+	l.size = int64(len(data))
+	return l, decisions, nil
+}
+
+// readDecisions decodes decisions up to the first torn or corrupt one.
+func readDecisions(b []byte) []decision {
+	var out []decision
+	for len(b) >= 8 {
+		n := int(binary.LittleEndian.Uint32(b))
+		if n == 0 || 8+n > len(b) || crc32.Checksum(b[8:8+n], castagnoli) != binary.LittleEndian.Uint32(b[4:]) {
+			break
+		}
+		doc := bsoncore.Document(b[8 : 8+n])
+		_, id, ok := doc.Lookup("x").BinaryOK()
+		if doc.Validate() != nil || !ok || len(id) != len(txnID{}) {
+			break
+		}
+		d := decision{id: txnID(id)}
+		if arr, ok := doc.Lookup("dbs").ArrayOK(); ok {
+			vals, _ := arr.Values()
+			for _, v := range vals {
+				if s, ok := v.StringValueOK(); ok {
+					d.dbs = append(d.dbs, s)
+				}
+			}
+		}
+		out = append(out, d)
+		b = b[8+n:]
+	}
+	return out
+}
+
+// decide appends a commit decision and makes it durable: the commit point.
+// done must follow once the participants' commit marks are durable.
+func (l *decisionLog) decide(id txnID, dbs []string) error {
+	arr := bsoncore.NewArrayBuilder()
+	for _, d := range dbs {
+		arr.AppendString(d)
+	}
+	payload := bsoncore.NewDocumentBuilder().AppendBinary("x", 0, id[:]).AppendArray("dbs", arr.Build()).
+		AppendDateTime("t", time.Now().UnixMilli()).Build()
+	rec := make([]byte, 8, 8+len(payload))
+	binary.LittleEndian.PutUint32(rec, uint32(len(payload)))
+	binary.LittleEndian.PutUint32(rec[4:], crc32.Checksum(payload, castagnoli))
+	rec = append(rec, payload...)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.failed != nil {
+		return l.failed
+	}
+	if _, err := l.f.WriteAt(rec, l.size); err != nil {
+		return l.fail(err)
+	}
+	if err := l.f.Sync(); err != nil {
+		return l.fail(err)
+	}
+	l.size += int64(len(rec))
+	l.outstanding++
+	return nil
+}
+
+// fail makes a failed append final: its bytes may or may not be on disk,
+// so nothing may be appended after them (a torn decision in the middle
+// would hide every later one). Called with mu held.
+func (l *decisionLog) fail(err error) error {
+	l.failed = fmt.Errorf("decision log %s: %w", decisionLogName, err)
+	return l.failed
+}
+
+// done ends a decision's need: its commit marks are durable.
+func (l *decisionLog) done() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.outstanding--
+	if l.outstanding == 0 && l.size > decisionLogCut && l.readBack == nil {
+		l.cut()
+	}
+}
+
+// decided reports whether the file held a decision for id at open.
+func (l *decisionLog) decided(id txnID) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.readBack[id]
+}
+
+// finishRecovery cuts the file back once every database its decisions
+// name has been recovered. Called with no commit outstanding (start-up).
+func (l *decisionLog) finishRecovery() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.readBack = nil
+	return l.cut()
+}
+
+// cut rewrites the file as a bare header. Called with mu held (or before
+// the log is shared).
+func (l *decisionLog) cut() error {
+	hdr := make([]byte, decisionLogHeader)
+	copy(hdr, decisionLogMagic)
+	binary.LittleEndian.PutUint32(hdr[8:], decisionLogVersion)
+	if _, err := l.f.WriteAt(hdr, 0); err != nil {
+		return err
+	}
+	if err := l.f.Truncate(decisionLogHeader); err != nil {
+		return err
+	}
+	l.size = decisionLogHeader
+	return l.f.Sync()
+}
+
+func (l *decisionLog) close() error { return l.f.Close() }
+
+// resolveDecisions opens every database a decision read at start-up
+// names, so that their recovery applies what those decisions committed,
+// then empties the file. A database that fails to open keeps the file.
+func (e *Engine) resolveDecisions(decisions []decision) error {
+	seen := map[string]bool{}
+	for _, dec := range decisions {
+		for _, p := range dec.dbs {
+			name, _, _ := strings.Cut(p, "@")
+			if seen[name] {
+				continue
+			}
+			seen[name] = true
+			err := e.Visit(context.Background(), name, func(d *Database) error {
+				if err := d.hold(context.Background()); err != nil {
+					return err
+				}
+				d.release()
+				return nil
+			})
+			if err != nil && !errors.Is(err, ErrClosed) {
+				return fmt.Errorf("recover database %s for the transactions it took part in: %w", name, err)
+			}
+		}
+	}
+	return e.decisions.finishRecovery()
+}
