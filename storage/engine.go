@@ -67,7 +67,7 @@ type Engine struct {
 	editBytes atomic.Int64 // memory of uncheckpointed edits, all databases
 	panics    panicPoint
 	dbStats   dbStats
-	clock     engineClock // stamps published states (history.go)
+	clock     engineClock  // stamps published states (history.go)
 	decisions *decisionLog // commit points of transactions over several databases
 
 	mu   sync.Mutex

@@ -1,8 +1,8 @@
 package main
 
 import (
-	bin "encoding/binary"
 	"context"
+	bin "encoding/binary"
 	"fmt"
 	"net"
 	"os"
