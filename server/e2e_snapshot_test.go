@@ -70,4 +70,13 @@ func TestReadAtClusterTime(t *testing.T) {
 	wantCode(t, err, 72, "InvalidOptions")
 	_, err = run(t, db, bson.D{{Key: "find", Value: "c"}, {Key: "readConcern", Value: bson.D{{Key: "level", Value: "majority"}, {Key: "atClusterTime", Value: t1}}}})
 	wantCode(t, err, 72, "InvalidOptions")
+
+	// A window of 0 keeps only the current state from the next write on.
+	admin := db.Client().Database("admin")
+	if was := mustRun(t, admin, bson.D{{Key: "setParameter", Value: 1}, {Key: "minSnapshotHistoryWindowInSeconds", Value: 0}})["was"]; was != int64(300) {
+		t.Errorf("setParameter was %v, want 300", was)
+	}
+	mustRun(t, db, bson.D{{Key: "insert", Value: "c"}, {Key: "documents", Value: bson.A{bson.D{{Key: "_id", Value: 4}}}}})
+	_, err = run(t, db, bson.D{{Key: "find", Value: "c"}, {Key: "readConcern", Value: bson.D{{Key: "level", Value: "snapshot"}, {Key: "atClusterTime", Value: t2}}}})
+	wantCode(t, err, 239, "SnapshotTooOld")
 }

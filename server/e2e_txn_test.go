@@ -441,3 +441,64 @@ func TestTransactionAcrossDatabases(t *testing.T) {
 		t.Fatalf("after abort: %d orders, stock %v", n, s)
 	}
 }
+
+// TestFirstStatementWaitsForHolder: a transaction's first statement that
+// meets a document another transaction holds waits for it to end and runs
+// on the newer state (no lost update, no abort); a later statement that
+// meets one still fails with WriteConflict, as on mongod.
+func TestFirstStatementWaitsForHolder(t *testing.T) {
+	ts := startServer(t)
+	client := ts.client()
+	coll := client.Database("db").Collection("c")
+	coll.InsertMany(ctx, []any{bson.D{{Key: "_id", Value: 1}, {Key: "n", Value: 0}}, bson.D{{Key: "_id", Value: 2}, {Key: "n", Value: 0}}})
+	inc := func(sc context.Context, id int) error {
+		_, err := coll.UpdateOne(sc, bson.D{{Key: "_id", Value: id}}, bson.D{{Key: "$inc", Value: bson.D{{Key: "n", Value: 1}}}})
+		return err
+	}
+	s1, _ := client.StartSession()
+	defer s1.EndSession(ctx)
+	s1.StartTransaction()
+	sc1 := mongo.NewSessionContext(ctx, s1)
+	if err := inc(sc1, 1); err != nil {
+		t.Fatal(err)
+	}
+	s2, _ := client.StartSession()
+	defer s2.EndSession(ctx)
+	s2.StartTransaction()
+	sc2 := mongo.NewSessionContext(ctx, s2)
+	second := make(chan error, 1)
+	go func() { second <- inc(sc2, 1) }()
+	select {
+	case err := <-second:
+		t.Fatalf("the first statement did not wait for the holder: %v", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	if err := s1.CommitTransaction(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-second; err != nil {
+		t.Fatalf("the waiting first statement: %v", err)
+	}
+	if err := s2.CommitTransaction(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var got bson.M
+	coll.FindOne(ctx, bson.D{{Key: "_id", Value: 1}}).Decode(&got)
+	if got["n"] != int32(2) {
+		t.Fatalf("n = %v, want 2: both transactions' increments", got["n"])
+	}
+
+	s1.StartTransaction()
+	if err := inc(sc1, 1); err != nil {
+		t.Fatal(err)
+	}
+	s2.StartTransaction()
+	if err := inc(sc2, 2); err != nil {
+		t.Fatal(err)
+	}
+	var ce mongo.CommandError
+	if err := inc(sc2, 1); !errors.As(err, &ce) || ce.Code != 112 || !ce.HasErrorLabel("TransientTransactionError") {
+		t.Fatalf("a later statement on a held document: %v, want WriteConflict", err)
+	}
+	s1.AbortTransaction(ctx)
+}

@@ -98,7 +98,7 @@ func (r *request) readConcernField(el bsoncore.Element) error {
 		if !ok {
 			return typeMismatch("readConcern", "atClusterTime", v, "timestamp")
 		}
-		r.readAt = clusterTime{t: t, i: i}
+		r.readAt, r.readAtGiven = clusterTime{t: t, i: i}, true
 	case "provenance":
 		// Who chose the read concern (set by routers); it changes nothing.
 		if _, ok := v.StringValueOK(); !ok {

@@ -3,6 +3,7 @@ package server
 import (
 	"cmp"
 	"context"
+	"errors"
 	"math"
 	"strconv"
 	"strings"
@@ -31,9 +32,10 @@ type request struct {
 	// readLevel is the readConcern level named ("" when none); readAt
 	// the time a snapshot read reads at (zero: the current state), and
 	// afterTime whether afterClusterTime was given.
-	readLevel string
-	readAt    clusterTime
-	afterTime bool
+	readLevel   string
+	readAt      clusterTime
+	readAtGiven bool // readAt is the command's atClusterTime
+	afterTime   bool
 	// txn is the transaction the command runs in (nil: none), and
 	// endTxnStatement lets the session's next statement run.
 	txn             *transaction
@@ -102,11 +104,49 @@ func (r *request) run() (bsoncore.Document, error) {
 			return f.reply, nil // a nil reply closes the connection
 		}
 	}
-	reply, err := r.spec.handler(r)
+	reply, err := r.runHandler()
 	if err == nil && fired && f.wcError != nil {
 		reply = f.addWriteConcernError(r, reply)
 	}
 	return reply, r.endStatement(reply, err)
+}
+
+// Restarting a transaction's first statement (runHandler): how often, and
+// how long it waits each time for the transaction that holds its document.
+const (
+	maxStatementRestarts = 100
+	maxRestartWait       = time.Second
+)
+
+// runHandler runs the command. A transaction's first statement that meets
+// a write conflict has read nothing the transaction would see differently
+// on a newer state, so instead of failing it starts the transaction over:
+// it drops what it holds (so that waiters never wait on each other), waits
+// for the holder of the document to end, and runs again at the current
+// time. mongod answers WriteConflict at once; this turns a contended
+// document's conflicts into queueing (TPC-C's warehouse row).
+func (r *request) runHandler() (bsoncore.Document, error) {
+	for attempt := 0; ; attempt++ {
+		reply, err := r.spec.handler(r)
+		var ce *storage.ConflictError
+		if r.txn == nil || !errors.As(err, &ce) || !r.txn.restartable() || r.readAtGiven || attempt == maxStatementRestarts {
+			return reply, err
+		}
+		r.txn.release()
+		r.txn.readAt, r.readAt = clusterTime{}, clusterTime{}
+		if ce.Holder != nil {
+			timer := time.NewTimer(maxRestartWait)
+			select {
+			case <-ce.Holder:
+			case <-timer.C:
+				return reply, err
+			case <-r.ctx.Done():
+				timer.Stop()
+				return reply, err
+			}
+			timer.Stop()
+		}
+	}
 }
 
 // maxTimeLimit is the largest maxTimeMS mongod accepts.

@@ -46,7 +46,14 @@ type transaction struct {
 	// readAt is the time every part reads at, fixed when the first opens.
 	readAt clusterTime
 	parts  []*txnPart // one per database, in the order first used
+	// statements counts the statements run so far, the current included.
+	statements int
 }
+
+// restartable reports whether the transaction may start over: its only
+// statement is the one running, so nothing it read would change. Called
+// with mu held.
+func (t *transaction) restartable() bool { return t.state == txnActive && t.statements == 1 }
 
 // txnPart is the transaction's storage transaction on one database, begun
 // by the first statement that reads or writes it.
@@ -111,6 +118,7 @@ func (r *request) joinTransaction(k storage.SessionKey, number int64) (func(), e
 		t.mu.Unlock()
 		return nil, err
 	}
+	t.statements++
 	r.txn = t
 	return t.mu.Unlock, nil
 }
@@ -363,26 +371,43 @@ func (r *request) refuseIndexOnExistingInTxn(coll string) error {
 		"Cannot create new indexes on existing collection %s in a multi-document transaction.", r.ns(coll))
 }
 
-// cmdSetParameter sets the server parameters that can change at run time:
-// transactionLifetimeLimitSeconds. Any other answers as mongod does for a
-// parameter it does not know.
+// runtimeParameters are the server parameters setParameter can change
+// while running, each with its setter and its current value in seconds.
+var runtimeParameters = map[string]struct {
+	min int64
+	get func(*Server) int64
+	set func(*Server, int64)
+}{
+	"minSnapshotHistoryWindowInSeconds": {min: 0,
+		get: func(s *Server) int64 { return int64(s.engine.HistoryWindow() / time.Second) },
+		set: func(s *Server, n int64) { s.engine.SetHistoryWindow(time.Duration(n) * time.Second) }},
+	"transactionLifetimeLimitSeconds": {min: 1,
+		get: func(s *Server) int64 { return s.txnLifetime.Load() / int64(time.Second) },
+		set: func(s *Server, n int64) { s.txnLifetime.Store(n * int64(time.Second)) }},
+}
+
+// cmdSetParameter sets the server parameters that can change at run time
+// (runtimeParameters). Any other answers as mongod does for a parameter it
+// does not know. The reply's "was" is the last one set's former value.
 func cmdSetParameter(r *request) (bsoncore.Document, error) {
 	els, _ := r.cmd.Elements()
-	was := r.c.s.txnLifetime.Load() / int64(time.Second)
+	var was int64
 	set := 0
 	for _, el := range els[1:] {
 		key := el.Key()
 		if genericFields[key] || key == "comment" {
 			continue
 		}
-		if key != "transactionLifetimeLimitSeconds" {
+		p, ok := runtimeParameters[key]
+		if !ok {
 			return nil, mongoerr.New(mongoerr.InvalidOptions, "attempted to set unrecognized parameter [%s], use help:true to see options ", key)
 		}
 		n, ok := value.AsInt64(el.Value())
-		if !ok || n < 1 {
-			return nil, mongoerr.New(mongoerr.BadValue, "transactionLifetimeLimitSeconds must be greater than or equal to 1s")
+		if !ok || n < p.min {
+			return nil, mongoerr.New(mongoerr.BadValue, "%s must be greater than or equal to %ds", key, p.min)
 		}
-		r.c.s.txnLifetime.Store(n * int64(time.Second))
+		was = p.get(r.c.s)
+		p.set(r.c.s, n)
 		set++
 	}
 	if set == 0 {

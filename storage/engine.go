@@ -69,6 +69,8 @@ type Engine struct {
 	dbStats   dbStats
 	clock     engineClock  // stamps published states (history.go)
 	decisions *decisionLog // commit points of transactions over several databases
+	// historyWindow is Options.HistoryWindow, settable while running.
+	historyWindow atomic.Int64
 
 	mu   sync.Mutex
 	dbs  map[string]*Database // handles, open or closed for idleness
@@ -120,6 +122,7 @@ func Open(dir string, opts Options, log zerolog.Logger) (*Engine, error) {
 		return nil, err
 	}
 	e.decisions = decisions
+	e.historyWindow.Store(int64(opts.HistoryWindow))
 	if err := e.resolveDecisions(read); err != nil {
 		e.closeAll()
 		return nil, err

@@ -65,6 +65,14 @@ func (e *Engine) SetClock(fn Clock) {
 	}
 }
 
+// SetHistoryWindow changes how long branches keep their published states
+// (minSnapshotHistoryWindowInSeconds); it applies from each branch's next
+// write.
+func (e *Engine) SetHistoryWindow(d time.Duration) { e.historyWindow.Store(int64(d)) }
+
+// HistoryWindow is how long branches keep their published states.
+func (e *Engine) HistoryWindow() time.Duration { return time.Duration(e.historyWindow.Load()) }
+
 func (e *Engine) now() (uint64, bool) {
 	fn := e.clock.fn.Load()
 	if fn == nil {
@@ -96,7 +104,7 @@ func (h *history) record(e *Engine, st *rootState) {
 		return // not started: the database is still replaying its log
 	}
 	h.entries = append(h.entries, stampedState{at: at, when: now, st: st})
-	window := e.opts.HistoryWindow
+	window := time.Duration(e.historyWindow.Load())
 	drop := 0
 	for drop < len(h.entries)-1 && (len(h.entries)-drop > historyMaxStates ||
 		now.Sub(h.entries[drop+1].when) > window) {

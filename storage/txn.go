@@ -27,7 +27,22 @@ type Txn struct {
 	tx   *Tx
 	held []string // its keys in b.holds
 	done bool
+	ended chan struct{} // closed when it ends, for those waiting on its documents
 }
+
+// ConflictError is a transaction's write conflict (it wraps
+// ErrWriteConflict). Holder, when not nil, is closed when the transaction
+// holding the document ends: a caller that can start its transaction over
+// (it has read nothing it would then see differently) may wait for it and
+// begin again on the newer state instead of failing.
+type ConflictError struct {
+	Reason string
+	Holder <-chan struct{}
+}
+
+func (e *ConflictError) Error() string { return ErrWriteConflict.Error() + ": " + e.Reason }
+
+func (e *ConflictError) Unwrap() error { return ErrWriteConflict }
 
 // holdTable maps the documents open transactions have written (collection
 // and _id key) to the transaction holding each.
@@ -79,7 +94,7 @@ func (d *Database) BeginTxnAt(ctx context.Context, branchName string, at uint64)
 			return nil, err
 		}
 	}
-	t := &Txn{d: d, b: b, snap: d.newSnapshot(st), tx: newTx(d.ns, st)}
+	t := &Txn{d: d, b: b, snap: d.newSnapshot(st), tx: newTx(d.ns, st), ended: make(chan struct{})}
 	t.tx.retries = d.retries
 	t.tx.guard = t.claim
 	return t, nil
@@ -114,14 +129,14 @@ func (t *Txn) claim(ctx context.Context, coll string, key []byte) error {
 		if owner == t {
 			return nil
 		}
-		return fmt.Errorf("%w: another transaction holds the document", ErrWriteConflict)
+		return &ConflictError{Reason: "another transaction holds the document", Holder: owner.ended}
 	}
 	changed, err := t.changedSince(ctx, t.b.state.Load(), coll, key)
 	if err != nil {
 		return err
 	}
 	if changed {
-		return fmt.Errorf("%w: the document changed since the transaction began", ErrWriteConflict)
+		return &ConflictError{Reason: "the document changed since the transaction began"}
 	}
 	if h.byKey == nil {
 		h.byKey = map[string]*Txn{}
@@ -300,6 +315,7 @@ func (t *Txn) end() {
 	}
 	h.mu.Unlock()
 	t.held, t.tx = nil, nil
+	close(t.ended)
 	t.d.release()
 }
 

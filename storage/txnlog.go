@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -45,34 +44,26 @@ type decision struct {
 // over, those it read at open.
 type decisionLog struct {
 	mu          sync.Mutex
-	f           *os.File
+	path        string
+	f           *os.File // nil until the first decision (a descriptor less for most servers)
 	size        int64
 	outstanding int            // decisions whose commit marks are not durable yet
 	readBack    map[txnID]bool // the decisions found at open
 	failed      error          // a failed append leaves the file unusable
 }
 
-// openDecisionLog opens (creating) the file and reads its decisions.
+// openDecisionLog reads the file's decisions, if there is a file; it is
+// opened for appending by the first decision.
 func openDecisionLog(dir string) (*decisionLog, []decision, error) {
-	f, err := os.OpenFile(filepath.Join(dir, decisionLogName), os.O_CREATE|os.O_RDWR, 0o644)
+	l := &decisionLog{path: filepath.Join(dir, decisionLogName), readBack: map[txnID]bool{}}
+	data, err := os.ReadFile(l.path)
+	if errors.Is(err, os.ErrNotExist) || (err == nil && len(data) < decisionLogHeader) {
+		return l, nil, nil // none, or a header torn at creation: no decision
+	}
 	if err != nil {
 		return nil, nil, err
-	}
-	data, err := io.ReadAll(f)
-	if err != nil {
-		f.Close()
-		return nil, nil, err
-	}
-	l := &decisionLog{f: f, readBack: map[txnID]bool{}}
-	if len(data) < decisionLogHeader {
-		if err := l.cut(); err != nil {
-			f.Close()
-			return nil, nil, err
-		}
-		return l, nil, nil
 	}
 	if string(data[:8]) != decisionLogMagic || binary.LittleEndian.Uint32(data[8:]) != decisionLogVersion {
-		f.Close()
 		return nil, nil, fmt.Errorf("%s: not a version %d decision log", decisionLogName, decisionLogVersion)
 	}
 	decisions := readDecisions(data[decisionLogHeader:])
@@ -81,6 +72,23 @@ func openDecisionLog(dir string) (*decisionLog, []decision, error) {
 	}
 	l.size = int64(len(data))
 	return l, decisions, nil
+}
+
+// openForAppend opens the file at the first decision, starting it with
+// a header if it has none. Called with mu held.
+func (l *decisionLog) openForAppend() error {
+	if l.f != nil {
+		return nil
+	}
+	f, err := os.OpenFile(l.path, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return err
+	}
+	l.f = f
+	if l.size < decisionLogHeader {
+		return l.cut()
+	}
+	return nil
 }
 
 // readDecisions decodes decisions up to the first torn or corrupt one.
@@ -129,6 +137,9 @@ func (l *decisionLog) decide(id txnID, dbs []string) error {
 	if l.failed != nil {
 		return l.failed
 	}
+	if err := l.openForAppend(); err != nil {
+		return l.fail(err)
+	}
 	if _, err := l.f.WriteAt(rec, l.size); err != nil {
 		return l.fail(err)
 	}
@@ -171,11 +182,16 @@ func (l *decisionLog) finishRecovery() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.readBack = nil
+	if l.size <= decisionLogHeader {
+		return nil // no decision to drop
+	}
+	if err := l.openForAppend(); err != nil {
+		return err
+	}
 	return l.cut()
 }
 
-// cut rewrites the file as a bare header. Called with mu held (or before
-// the log is shared).
+// cut rewrites the open file as a bare header. Called with mu held.
 func (l *decisionLog) cut() error {
 	hdr := make([]byte, decisionLogHeader)
 	copy(hdr, decisionLogMagic)
@@ -190,7 +206,12 @@ func (l *decisionLog) cut() error {
 	return l.f.Sync()
 }
 
-func (l *decisionLog) close() error { return l.f.Close() }
+func (l *decisionLog) close() error {
+	if l.f == nil {
+		return nil
+	}
+	return l.f.Close()
+}
 
 // resolveDecisions opens every database a decision read at start-up
 // names, so that their recovery applies what those decisions committed,
