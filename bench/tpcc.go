@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -13,12 +14,16 @@ import (
 )
 
 // A reduced TPC-C: the standard schema shrunk to a few warehouses, order
-// lines embedded in their order, and the three interactive transactions at
-// the standard mix weights (New-Order 45, Payment 43, Order-Status 4).
+// lines embedded in their order, no history table, and the five
+// transactions at the standard mix weights (New-Order 45, Payment 43,
+// Order-Status 4, Delivery 4, Stock-Level 4). An order's _id is
+// dist<<32 | o_id, so one district's orders are one _id range.
 const (
 	tpccDistricts = 10 // per warehouse
 	tpccCustomers = 30 // per district
 	tpccItems     = 1000
+	// Stock-Level looks at the items of the district's last 20 orders.
+	tpccRecentOrders = 20
 )
 
 func txnBenchmarks() []Benchmark {
@@ -58,11 +63,13 @@ func txnOf(setup func(context.Context, *Env) (*Workload, error)) func(context.Co
 }
 
 // tpcc holds the collections; the benchmark's own collection is orders.
-// Clients share it: each call has its own session and random numbers.
+// newOrders is TPC-C's NEW-ORDER table: {_id: the order's _id, dist}, one
+// per order not yet delivered. Clients share a tpcc: each call has its own
+// session and random numbers.
 type tpcc struct {
-	warehouse, district, customer, item, stock, orders *mongo.Collection
-	client                                             *mongo.Client
-	warehouses                                         int
+	warehouse, district, customer, item, stock, orders, newOrders *mongo.Collection
+	client                                                        *mongo.Client
+	warehouses                                                    int
 	// attempts counts transaction bodies run, commits those committed:
 	// the difference is what write conflicts aborted (and retried).
 	attempts, commits atomic.Int64
@@ -72,7 +79,8 @@ func tpccWith(warehouses int) func(context.Context, *Env) (*Workload, error) {
 	return func(ctx context.Context, e *Env) (*Workload, error) {
 		t := &tpcc{warehouse: e.DB.Collection("warehouse"), district: e.DB.Collection("district"),
 			customer: e.DB.Collection("customer"), item: e.DB.Collection("item"),
-			stock: e.DB.Collection("stock"), orders: e.Coll, client: e.Client, warehouses: warehouses}
+			stock: e.DB.Collection("stock"), orders: e.Coll, newOrders: e.DB.Collection("new_order"),
+			client: e.Client, warehouses: warehouses}
 		// Probe before seeding: a server without transactions fails here.
 		if err := t.transaction(ctx, func(ctx context.Context) (any, error) {
 			return t.warehouse.InsertOne(ctx, bson.D{{Key: "_id", Value: int64(-1)}})
@@ -125,7 +133,8 @@ func (t *tpcc) seed(ctx context.Context) error {
 			return bson.D{{Key: "_id", Value: int64(i)}, {Key: "next_o_id", Value: int64(1)}, {Key: "ytd", Value: 0.0}}
 		}},
 		{t.customer, t.warehouses * tpccDistricts * tpccCustomers, func(i int) any {
-			return bson.D{{Key: "_id", Value: int64(i)}, {Key: "balance", Value: 0.0}, {Key: "payments", Value: int64(0)}}
+			return bson.D{{Key: "_id", Value: int64(i)}, {Key: "balance", Value: 0.0},
+				{Key: "payments", Value: int64(0)}, {Key: "deliveries", Value: int64(0)}}
 		}},
 		{t.item, tpccItems, func(i int) any {
 			return bson.D{{Key: "_id", Value: int64(i)}, {Key: "price", Value: float64(1 + i%100)}}
@@ -139,6 +148,16 @@ func (t *tpcc) seed(ctx context.Context) error {
 			return err
 		}
 	}
+	// The collections that start empty are created here, not by the first
+	// New-Order: not every server can create a collection inside a
+	// transaction, and Delivery and Stock-Level may read them first.
+	for _, c := range []*mongo.Collection{t.orders, t.newOrders} {
+		var se mongo.ServerError
+		err := c.Database().CreateCollection(ctx, c.Name())
+		if err != nil && !(errors.As(err, &se) && se.HasErrorCode(48)) { // 48: NamespaceExists
+			return fmt.Errorf("create %s: %w", c.Name(), err)
+		}
+	}
 	return nil
 }
 
@@ -148,17 +167,24 @@ func (t *tpcc) call(ctx context.Context, n int64) error {
 	dist := w*tpccDistricts + rng.IntN(tpccDistricts)
 	cust := dist*tpccCustomers + rng.IntN(tpccCustomers)
 	var body func(context.Context) (any, error)
-	switch r := rng.IntN(92); {
+	switch r := rng.IntN(100); {
 	case r < 45:
 		body = func(ctx context.Context) (any, error) { return nil, t.newOrder(ctx, rng, w, dist, cust) }
 	case r < 88:
 		body = func(ctx context.Context) (any, error) { return nil, t.payment(ctx, rng, w, dist, cust) }
-	default:
+	case r < 92:
 		body = func(ctx context.Context) (any, error) { return nil, t.orderStatus(ctx, cust) }
+	case r < 96:
+		body = func(ctx context.Context) (any, error) { return nil, t.delivery(ctx, rng, w) }
+	default:
+		body = func(ctx context.Context) (any, error) { return nil, t.stockLevel(ctx, rng, w, dist) }
 	}
 	return t.transaction(ctx, body)
 }
 
+// newOrder takes the district's next order number first. Every New-Order
+// of the district writes that row, and the first writer wins: as the
+// first statement, a loser aborts before doing the rest of its work.
 func (t *tpcc) newOrder(ctx context.Context, rng *rand.Rand, w, dist, cust int) error {
 	var district struct {
 		Next int64 `bson:"next_o_id"`
@@ -167,20 +193,42 @@ func (t *tpcc) newOrder(ctx context.Context, rng *rand.Rand, w, dist, cust int) 
 	if err != nil {
 		return fmt.Errorf("new-order district: %w", err)
 	}
+	lines, err := t.orderLines(ctx, rng, w)
+	if err != nil {
+		return err
+	}
+	id := int64(dist)<<32 | district.Next
+	_, err = t.orders.InsertOne(ctx, bson.D{{Key: "_id", Value: id}, {Key: "dist", Value: int64(dist)},
+		{Key: "cust", Value: int64(cust)}, {Key: "carrier", Value: nil}, {Key: "lines", Value: lines}})
+	if err != nil {
+		return fmt.Errorf("new-order order: %w", err)
+	}
+	if _, err := t.newOrders.InsertOne(ctx, bson.D{{Key: "_id", Value: id}, {Key: "dist", Value: int64(dist)}}); err != nil {
+		return fmt.Errorf("new-order new_order: %w", err)
+	}
+	return nil
+}
+
+// orderLines reads the price of 5 to 15 random items and takes their
+// quantities from warehouse w's stock. Each line keeps its amount, which
+// Delivery later charges to the customer.
+func (t *tpcc) orderLines(ctx context.Context, rng *rand.Rand, w int) (bson.A, error) {
 	var lines bson.A
 	for range 5 + rng.IntN(11) {
 		it, qty := int64(rng.IntN(tpccItems)), int64(1+rng.IntN(10))
-		if err := t.item.FindOne(ctx, d("_id", it)).Err(); err != nil {
-			return fmt.Errorf("new-order item: %w", err)
+		var item struct {
+			Price float64 `bson:"price"`
+		}
+		if err := t.item.FindOne(ctx, d("_id", it)).Decode(&item); err != nil {
+			return nil, fmt.Errorf("new-order item: %w", err)
 		}
 		if err := expectMatched(t.stock.UpdateOne(ctx, d("_id", int64(w*tpccItems)+it), d("$inc", d("qty", -qty)))); err != nil {
-			return fmt.Errorf("new-order stock: %w", err)
+			return nil, fmt.Errorf("new-order stock: %w", err)
 		}
-		lines = append(lines, bson.D{{Key: "item", Value: it}, {Key: "qty", Value: qty}})
+		lines = append(lines, bson.D{{Key: "item", Value: it}, {Key: "qty", Value: qty},
+			{Key: "amount", Value: item.Price * float64(qty)}})
 	}
-	_, err = t.orders.InsertOne(ctx, bson.D{{Key: "_id", Value: int64(dist)<<32 | district.Next},
-		{Key: "cust", Value: int64(cust)}, {Key: "lines", Value: lines}})
-	return err
+	return lines, nil
 }
 
 func (t *tpcc) payment(ctx context.Context, rng *rand.Rand, w, dist, cust int) error {
@@ -211,4 +259,113 @@ func (t *tpcc) orderStatus(ctx context.Context, cust int) error {
 		return fmt.Errorf("order-status order: %w", err)
 	}
 	return nil
+}
+
+// delivery delivers the oldest undelivered order of each of warehouse w's
+// districts, all with one carrier, as TPC-C's Delivery does.
+func (t *tpcc) delivery(ctx context.Context, rng *rand.Rand, w int) error {
+	carrier := int64(1 + rng.IntN(10))
+	for dist := w * tpccDistricts; dist < (w+1)*tpccDistricts; dist++ {
+		if err := t.deliver(ctx, dist, carrier); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// deliver removes the district's oldest new_order (the lowest _id of its
+// range), stamps the carrier on the order and charges the customer the
+// sum of the order's lines. A district with nothing pending is skipped.
+func (t *tpcc) deliver(ctx context.Context, dist int, carrier int64) error {
+	lo := int64(dist) << 32
+	var pending struct {
+		ID int64 `bson:"_id"`
+	}
+	err := t.newOrders.FindOneAndDelete(ctx, d("_id", bson.D{{Key: "$gte", Value: lo}, {Key: "$lt", Value: lo + 1<<32}}),
+		options.FindOneAndDelete().SetSort(d("_id", 1))).Decode(&pending)
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("delivery new_order: %w", err)
+	}
+	var order struct {
+		Cust  int64 `bson:"cust"`
+		Lines []struct {
+			Amount float64 `bson:"amount"`
+		} `bson:"lines"`
+	}
+	fields := bson.D{{Key: "cust", Value: 1}, {Key: "lines.amount", Value: 1}}
+	err = t.orders.FindOneAndUpdate(ctx, d("_id", pending.ID), d("$set", d("carrier", carrier)),
+		options.FindOneAndUpdate().SetProjection(fields)).Decode(&order)
+	if err != nil {
+		return fmt.Errorf("delivery order: %w", err)
+	}
+	var sum float64
+	for _, l := range order.Lines {
+		sum += l.Amount
+	}
+	update := d("$inc", bson.D{{Key: "balance", Value: sum}, {Key: "deliveries", Value: int64(1)}})
+	if err := expectMatched(t.customer.UpdateOne(ctx, d("_id", order.Cust), update)); err != nil {
+		return fmt.Errorf("delivery customer: %w", err)
+	}
+	return nil
+}
+
+// stockLevel counts the items of the district's last 20 orders whose
+// stock in warehouse w is below a random threshold. It only reads; the
+// transaction gives its three reads one snapshot.
+func (t *tpcc) stockLevel(ctx context.Context, rng *rand.Rand, w, dist int) error {
+	threshold := int64(10 + rng.IntN(11))
+	var district struct {
+		Next int64 `bson:"next_o_id"`
+	}
+	if err := t.district.FindOne(ctx, d("_id", int64(dist))).Decode(&district); err != nil {
+		return fmt.Errorf("stock-level district: %w", err)
+	}
+	items, err := t.recentItems(ctx, dist, district.Next)
+	if err != nil {
+		return err
+	}
+	ids := make(bson.A, len(items))
+	for i, it := range items {
+		ids[i] = int64(w*tpccItems) + it
+	}
+	filter := bson.D{{Key: "_id", Value: d("$in", ids)}, {Key: "qty", Value: d("$lt", threshold)}}
+	if _, err := t.stock.CountDocuments(ctx, filter); err != nil {
+		return fmt.Errorf("stock-level stock: %w", err)
+	}
+	return nil
+}
+
+// recentItems returns the distinct items of the district's orders
+// numbered from next-20 up to next (exclusive): its last 20 orders.
+func (t *tpcc) recentItems(ctx context.Context, dist int, next int64) ([]int64, error) {
+	lo := int64(dist) << 32
+	// Order numbers start at 1: clamp, since a negative number would set
+	// the district bits of the _id.
+	filter := d("_id", bson.D{{Key: "$gte", Value: lo | max(next-tpccRecentOrders, 0)}, {Key: "$lt", Value: lo | next}})
+	cur, err := t.orders.Find(ctx, filter, options.Find().SetProjection(d("lines.item", 1)))
+	if err != nil {
+		return nil, fmt.Errorf("stock-level orders: %w", err)
+	}
+	var orders []struct {
+		Lines []struct {
+			Item int64 `bson:"item"`
+		} `bson:"lines"`
+	}
+	if err := cur.All(ctx, &orders); err != nil {
+		return nil, fmt.Errorf("stock-level orders: %w", err)
+	}
+	seen := map[int64]bool{}
+	var items []int64
+	for _, o := range orders {
+		for _, l := range o.Lines {
+			if !seen[l.Item] {
+				seen[l.Item] = true
+				items = append(items, l.Item)
+			}
+		}
+	}
+	return items, nil
 }
