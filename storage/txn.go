@@ -21,12 +21,12 @@ import (
 // logs all its changes as one record. A Txn is not safe for concurrent
 // use: the server runs one statement of a session at a time.
 type Txn struct {
-	d    *Database
-	b    *branch
-	snap *Snapshot // the state it began on, pinned for as long as it lives
-	tx   *Tx
-	held []string // its keys in b.holds
-	done bool
+	d     *Database
+	b     *branch
+	snap  *Snapshot // the state it began on, pinned for as long as it lives
+	tx    *Tx
+	held  []string // its keys in b.holds
+	done  bool
 	ended chan struct{} // closed when it ends, for those waiting on its documents
 }
 
