@@ -20,8 +20,8 @@ import (
 // dist<<32 | o_id, so one district's orders are one _id range.
 const (
 	tpccDistricts = 10 // per warehouse
-	tpccCustomers = 30 // per district
-	tpccItems     = 1000
+	tpccCustomers = 3000 // per district
+	tpccItems     = 100000
 	// Stock-Level looks at the items of the district's last 20 orders.
 	tpccRecentOrders = 20
 )

@@ -25,10 +25,11 @@ type Tx struct {
 	// the outcomes this transaction logs.
 	retries *retryTable
 	retry   *retryLog
-	// guard, when set, may refuse a change to a document before it is made
-	// (ErrWriteConflict): a transaction claims the document, a plain write
-	// checks that no open transaction holds it.
-	guard func(ctx context.Context, coll string, key []byte) error
+	// guard, when set, may refuse a change of a document from old to new
+	// (nil: absent) before it is made (ErrWriteConflict): a transaction
+	// claims the document, a plain write checks that no open transaction
+	// holds it.
+	guard func(ctx context.Context, coll string, key, old, new []byte) error
 }
 
 var _ Reader = (*Tx)(nil)
@@ -233,15 +234,15 @@ func (tx *Tx) put(ctx context.Context, coll string, doc bsoncore.Document, mustB
 	if err != nil {
 		return err
 	}
-	if err := tx.checkGuard(ctx, coll, key); err != nil {
-		return err
-	}
 	old, exists, err := lookup(ctx, tx.ns, c.base, c.edits, key)
 	if err != nil {
 		return err
 	}
 	if exists && mustBeNew {
 		return ErrDuplicateKey
+	}
+	if err := tx.checkGuard(ctx, coll, key, old, doc); err != nil {
+		return err
 	}
 	value := append([]byte(nil), doc...)
 	if err := c.writeIndexes(ctx, tx.ns, key, old, value); err != nil {
@@ -270,7 +271,7 @@ func (tx *Tx) deleteKey(ctx context.Context, coll string, key []byte) error {
 	if err != nil || !exists {
 		return err
 	}
-	if err := tx.checkGuard(ctx, coll, key); err != nil {
+	if err := tx.checkGuard(ctx, coll, key, old, nil); err != nil {
 		return err
 	}
 	if err := c.writeIndexes(ctx, tx.ns, key, old, nil); err != nil {
@@ -281,11 +282,11 @@ func (tx *Tx) deleteKey(ctx context.Context, coll string, key []byte) error {
 	return nil
 }
 
-func (tx *Tx) checkGuard(ctx context.Context, coll string, key []byte) error {
+func (tx *Tx) checkGuard(ctx context.Context, coll string, key, old, new []byte) error {
 	if tx.guard == nil {
 		return nil
 	}
-	return tx.guard(ctx, coll, key)
+	return tx.guard(ctx, coll, key, old, new)
 }
 
 // setEdit records e, keeping the live count and edit memory right.

@@ -10,7 +10,10 @@ import (
 	"time"
 
 	"github.com/dolthub/dolt/go/store/prolly/tree"
+
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"dumbodb/query/value"
 )
 
 // Txn is a multi-statement transaction on one branch
@@ -45,18 +48,67 @@ func (e *ConflictError) Error() string { return ErrWriteConflict.Error() + ": " 
 func (e *ConflictError) Unwrap() error { return ErrWriteConflict }
 
 // holdTable maps the documents open transactions have written (collection
-// and _id key) to the transaction holding each.
+// and _id key) to the transactions holding each and the top-level fields
+// each changed: first writer wins field by field, so transactions that
+// change different fields of one document both go on, and the later
+// committer merges (Txn.rebase).
 type holdTable struct {
 	mu    sync.Mutex
-	byKey map[string]*Txn
+	byKey map[string]map[*Txn]fieldSet
 	n     atomic.Int64 // len(byKey), read without the lock by plain writes
+}
+
+// fieldSet is the top-level fields a write changed; nil is the whole
+// document (an insert or a delete).
+type fieldSet map[string]bool
+
+// changedFields are the top-level fields that differ between two versions
+// of a document (nil old or new: the whole document).
+func changedFields(old, new []byte) fieldSet {
+	if old == nil || new == nil {
+		return nil
+	}
+	out := fieldSet{}
+	for _, pair := range [][2]bsoncore.Document{{old, new}, {new, old}} {
+		els, _ := pair[0].Elements()
+		for _, el := range els {
+			if !value.Same(el.Value(), pair[1].Lookup(el.Key())) {
+				out[el.Key()] = true
+			}
+		}
+	}
+	return out
+}
+
+// union adds b's fields to a (nil, the whole document, absorbs).
+func (a fieldSet) union(b fieldSet) fieldSet {
+	if a == nil || b == nil {
+		return nil
+	}
+	for k := range b {
+		a[k] = true
+	}
+	return a
+}
+
+// overlaps reports whether two writes changed a field in common.
+func (a fieldSet) overlaps(b fieldSet) bool {
+	if a == nil || b == nil {
+		return true
+	}
+	for k := range a {
+		if b[k] {
+			return true
+		}
+	}
+	return false
 }
 
 func holdKey(coll string, key []byte) string { return coll + "\x00" + string(key) }
 
 // refuseHeld is a plain write's guard: a document an open transaction
 // holds cannot be changed until it ends.
-func (h *holdTable) refuseHeld(_ context.Context, coll string, key []byte) error {
+func (h *holdTable) refuseHeld(_ context.Context, coll string, key, _, _ []byte) error {
 	if h.n.Load() == 0 {
 		return nil
 	}
@@ -117,39 +169,49 @@ func (t *Txn) Tx() *Tx { return t.tx }
 // far; later statements do not change it (a cursor keeps what it saw).
 func (t *Txn) Snapshot() *Snapshot { return t.d.newSnapshot(t.tx.frozenState()) }
 
-// claim holds a document for t before its first change, or refuses with
-// ErrWriteConflict when another transaction holds it or it changed since
-// t's snapshot.
-func (t *Txn) claim(ctx context.Context, coll string, key []byte) error {
+// claim holds a document for t as it changes from old to new (nil: absent),
+// or refuses with a ConflictError when another open transaction changed
+// one of the same fields, or a write committed since t's snapshot did.
+func (t *Txn) claim(ctx context.Context, coll string, key, old, new []byte) error {
 	h := &t.b.holds
 	k := holdKey(coll, key)
+	fields := changedFields(old, new)
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if owner, held := h.byKey[k]; held {
-		if owner == t {
-			return nil
+	holders := h.byKey[k]
+	for owner, theirs := range holders {
+		if owner != t && theirs.overlaps(fields) {
+			return &ConflictError{Reason: "another transaction changed the same field of the document", Holder: owner.ended}
 		}
-		return &ConflictError{Reason: "another transaction holds the document", Holder: owner.ended}
 	}
-	changed, err := t.changedSince(ctx, t.b.state.Load(), coll, key)
+	overlaps, err := t.changedSince(ctx, t.b.state.Load(), coll, key, fields)
 	if err != nil {
 		return err
 	}
-	if changed {
+	if overlaps {
 		return &ConflictError{Reason: "the document changed since the transaction began"}
 	}
-	if h.byKey == nil {
-		h.byKey = map[string]*Txn{}
+	if mine, ok := holders[t]; ok {
+		holders[t] = mine.union(fields)
+		return nil
 	}
-	h.byKey[k] = t
-	h.n.Add(1)
+	if holders == nil {
+		if h.byKey == nil {
+			h.byKey = map[string]map[*Txn]fieldSet{}
+		}
+		holders = map[*Txn]fieldSet{}
+		h.byKey[k] = holders
+		h.n.Add(1)
+	}
+	holders[t] = fields
 	t.held = append(t.held, k)
 	return nil
 }
 
-// changedSince reports whether a document differs between t's snapshot
-// and cur.
-func (t *Txn) changedSince(ctx context.Context, cur *rootState, coll string, key []byte) (bool, error) {
+// changedSince reports whether a document changed between t's snapshot
+// and cur in a way a change of fields would conflict with: the document
+// appeared or went, or one of fields changed (nil fields: any change).
+func (t *Txn) changedSince(ctx context.Context, cur *rootState, coll string, key []byte, fields fieldSet) (bool, error) {
 	if cur == t.snap.st {
 		return false, nil
 	}
@@ -158,7 +220,10 @@ func (t *Txn) changedSince(ctx context.Context, cur *rootState, coll string, key
 		return false, err
 	}
 	now, err := docAt(ctx, t.d.ns, cur, coll, key)
-	return !bytes.Equal(was, now), err
+	if err != nil || bytes.Equal(was, now) {
+		return false, err
+	}
+	return changedFields(was, now).overlaps(fields), nil
 }
 
 // docAt is the stored bytes of a document in a state (nil: none).
@@ -209,14 +274,28 @@ func (t *Txn) commitLocked(ctx context.Context) (uint64, error) {
 }
 
 // rebase replays the transaction's changes onto cur after checking that
-// none of its documents changed since the snapshot.
+// none of its documents changed since the snapshot in a field it changed
+// too; a document another write changed in other fields is merged field
+// by field (the change of each side kept).
 func (t *Txn) rebase(ctx context.Context, cur *rootState) (*Tx, error) {
+	merged := map[string][]byte{}
 	seen := map[string]bool{}
 	for _, o := range t.tx.ops {
-		if seen[holdKey(o.coll, o.key)] {
+		k := holdKey(o.coll, o.key)
+		if seen[k] {
 			continue
 		}
-		seen[holdKey(o.coll, o.key)] = true
+		seen[k] = true
+		if o.op == opPut || o.op == opDelete {
+			doc, err := t.mergeOnto(ctx, cur, o)
+			if err != nil {
+				return nil, err
+			}
+			if doc != nil {
+				merged[k] = doc
+			}
+			continue
+		}
 		changed, err := t.opChangedSince(ctx, cur, o)
 		if err != nil {
 			return nil, err
@@ -227,7 +306,7 @@ func (t *Txn) rebase(ctx context.Context, cur *rootState) (*Tx, error) {
 	}
 	tx := newTx(t.d.ns, cur)
 	tx.retries, tx.retry = t.d.retries, t.tx.retry
-	if err := tx.redo(ctx, t.tx.ops); err != nil {
+	if err := tx.redo(ctx, withMerged(t.tx.ops, merged)); err != nil {
 		var dup *DuplicateKeyError
 		if errors.As(err, &dup) || errors.Is(err, ErrDuplicateKey) || errors.Is(err, ErrNamespaceExists) {
 			return nil, fmt.Errorf("%w: %v", ErrWriteConflict, err)
@@ -237,14 +316,72 @@ func (t *Txn) rebase(ctx context.Context, cur *rootState) (*Tx, error) {
 	return tx, nil
 }
 
+// mergeOnto checks the document a put or delete wrote against cur: nil
+// when it did not change since the snapshot (the transaction's version
+// stands), the merged version when another write changed other fields of
+// it, ErrWriteConflict when both changed a field or it appeared or went.
+func (t *Txn) mergeOnto(ctx context.Context, cur *rootState, o walOp) ([]byte, error) {
+	was, err := docAt(ctx, t.d.ns, t.snap.st, o.coll, o.key)
+	if err != nil {
+		return nil, err
+	}
+	now, err := docAt(ctx, t.d.ns, cur, o.coll, o.key)
+	if err != nil || bytes.Equal(was, now) {
+		return nil, err
+	}
+	ours := t.finalVersion(o.coll, o.key)
+	if was != nil && now != nil && ours != nil {
+		if doc, ok := mergeDocs(was, ours, now); ok {
+			return doc, nil
+		}
+	}
+	return nil, fmt.Errorf("%w: %s on %s: another write changed the document before the transaction committed", ErrWriteConflict, o.op, o.coll)
+}
+
+// finalVersion is the transaction's last write of a document (nil: it
+// deleted it).
+func (t *Txn) finalVersion(coll string, key []byte) []byte {
+	for i := len(t.tx.ops) - 1; i >= 0; i-- {
+		o := t.tx.ops[i]
+		if (o.op == opPut || o.op == opDelete) && o.coll == coll && bytes.Equal(o.key, key) {
+			return o.value
+		}
+	}
+	return nil
+}
+
+// withMerged is ops with every document in merged written once, as its
+// merged version, where the transaction last wrote it.
+func withMerged(ops []walOp, merged map[string][]byte) []walOp {
+	if len(merged) == 0 {
+		return ops
+	}
+	last := map[string]int{}
+	for i, o := range ops {
+		if o.op == opPut || o.op == opDelete {
+			last[holdKey(o.coll, o.key)] = i
+		}
+	}
+	out := make([]walOp, 0, len(ops))
+	for i, o := range ops {
+		k := holdKey(o.coll, o.key)
+		doc, ok := merged[k]
+		switch {
+		case !ok || (o.op != opPut && o.op != opDelete):
+			out = append(out, o)
+		case last[k] == i:
+			out = append(out, walOp{op: opPut, coll: o.coll, key: o.key, value: doc})
+		}
+	}
+	return out
+}
+
 // opChangedSince reports whether what a logged change touched differs
 // between the snapshot and cur: the document of a put or delete, the
 // collection of a create (made by another write meanwhile, which a replay
 // would overwrite) or of a catalog change.
 func (t *Txn) opChangedSince(ctx context.Context, cur *rootState, o walOp) (bool, error) {
 	switch o.op {
-	case opPut, opDelete:
-		return t.changedSince(ctx, cur, o.coll, o.key)
 	case opCreate:
 		return cur.colls[o.coll] != nil, nil
 	}
@@ -308,7 +445,9 @@ func (t *Txn) end() {
 	h := &t.b.holds
 	h.mu.Lock()
 	for _, k := range t.held {
-		if h.byKey[k] == t {
+		holders := h.byKey[k]
+		delete(holders, t)
+		if len(holders) == 0 {
 			delete(h.byKey, k)
 			h.n.Add(-1)
 		}

@@ -178,3 +178,77 @@ func TestTxnConcurrentCreateConflicts(t *testing.T) {
 		t.Fatalf("after: %v", got)
 	}
 }
+
+// abDoc is document 1 with fields a and b.
+func abDoc(a, b int32) bsoncore.Document {
+	return bsoncore.NewDocumentBuilder().AppendInt32("_id", 1).AppendInt32("a", a).AppendInt32("b", b).Build()
+}
+
+// TestTxnFieldLevelConflicts: first writer wins field by field.
+// Transactions changing different fields of one document both commit, the
+// later one merging; the same field conflicts at the second write; a write
+// committed since the snapshot conflicts only if it changed the same field.
+func TestTxnFieldLevelConflicts(t *testing.T) {
+	d := openDatabase(t, Options{})
+	mustWrite(t, d, func(tx *Tx) error { return insertDocs(tx, abDoc(0, 0)) })
+	begin := func() *Txn {
+		t.Helper()
+		txn, err := d.BeginTxn(ctx, DefaultBranch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return txn
+	}
+	got := func() string {
+		t.Helper()
+		doc, _, err := mainSnapshot(t, d).Get(ctx, "c", idValue(1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return doc.String()
+	}
+	t1, t2 := begin(), begin()
+	if err := t1.Tx().Replace(ctx, "c", abDoc(1, 0)); err != nil {
+		t.Fatal(err)
+	}
+	if err := t2.Tx().Replace(ctx, "c", abDoc(0, 1)); err != nil {
+		t.Fatalf("a different field of a held document: %v", err)
+	}
+	if err := t1.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := t2.Commit(ctx); err != nil {
+		t.Fatalf("commit merging another field: %v", err)
+	}
+	if want := abDoc(1, 1).String(); got() != want {
+		t.Fatalf("after both: %s, want %s", got(), want)
+	}
+
+	t3, t4 := begin(), begin()
+	t3.Tx().Replace(ctx, "c", abDoc(2, 1))
+	var ce *ConflictError
+	if err := t4.Tx().Replace(ctx, "c", abDoc(3, 1)); !errors.As(err, &ce) || ce.Holder == nil {
+		t.Fatalf("the same field of a held document: %v", err)
+	}
+	t3.Abort()
+	t4.Abort()
+
+	t5 := begin()
+	mustWrite(t, d, func(tx *Tx) error { return tx.Replace(ctx, "c", abDoc(1, 5)) })
+	if err := t5.Tx().Replace(ctx, "c", abDoc(7, 1)); err != nil {
+		t.Fatalf("a field another committed write left alone: %v", err)
+	}
+	if err := t5.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if want := abDoc(7, 5).String(); got() != want {
+		t.Fatalf("after the merge: %s, want %s", got(), want)
+	}
+
+	t6 := begin()
+	mustWrite(t, d, func(tx *Tx) error { return tx.Replace(ctx, "c", abDoc(9, 5)) })
+	if err := t6.Tx().Replace(ctx, "c", abDoc(10, 5)); !errors.Is(err, ErrWriteConflict) {
+		t.Fatalf("a field a committed write changed since the snapshot: %v", err)
+	}
+	t6.Abort()
+}
