@@ -158,7 +158,9 @@ func (t *tpcc) seed(ctx context.Context) error {
 			return fmt.Errorf("create %s: %w", c.Name(), err)
 		}
 	}
-	return nil
+	// TPC-C's index for Order-Status: a customer's orders, newest first.
+	_, err := t.orders.Indexes().CreateOne(ctx, mongo.IndexModel{Keys: bson.D{{Key: "cust", Value: 1}, {Key: "_id", Value: -1}}})
+	return err
 }
 
 func (t *tpcc) call(ctx context.Context, n int64) error {

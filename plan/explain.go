@@ -192,6 +192,8 @@ func wrapStage(name string, input bsoncore.Document, b *bsoncore.DocumentBuilder
 // query's: IDHACK, COLLSCAN, FETCH over IXSCAN, or the text stages.
 func (p *Plan) Stage(filter bsoncore.Document) bsoncore.Document {
 	switch {
+	case p.idHack && p.ids != nil, p.idRange != nil:
+		return idSetStage(filter)
 	case p.idHack:
 		return bsoncore.NewDocumentBuilder().AppendString("stage", "IDHACK").Build()
 	case p.ix == nil:
@@ -209,6 +211,20 @@ func (p *Plan) Stage(filter bsoncore.Document) bsoncore.Document {
 		fetch.AppendDocument("filter", filter)
 	}
 	return fetch.AppendDocument("inputStage", ixscanStage(p)).Build()
+}
+
+// idSetStage is the plan of an _id $in or range as mongod shows it: FETCH
+// over an IXSCAN of the _id index.
+func idSetStage(filter bsoncore.Document) bsoncore.Document {
+	ixscan := bsoncore.NewDocumentBuilder().AppendString("stage", "IXSCAN").
+		AppendDocument("keyPattern", bsoncore.NewDocumentBuilder().AppendInt32("_id", 1).Build()).
+		AppendString("indexName", index.IDIndexName).AppendBoolean("isMultiKey", false).
+		AppendBoolean("isUnique", true).AppendString("direction", "forward").Build()
+	fetch := bsoncore.NewDocumentBuilder().AppendString("stage", "FETCH")
+	if nonEmpty(filter) {
+		fetch.AppendDocument("filter", filter)
+	}
+	return fetch.AppendDocument("inputStage", ixscan).Build()
 }
 
 // renameStage replaces a stage document's leading stage name.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"sort"
 
 	"dumbodb/index"
 	"dumbodb/query"
@@ -19,7 +20,13 @@ import (
 // a collection scan, or an index scan over intervals.
 type Plan struct {
 	idHack bool
-	ix     *storage.IndexInfo // nil: no secondary index
+	// ids, with idHack, are the _id values of an _id $in to look up, each
+	// once, in key order (nil: the filter's _id equality).
+	ids []bsoncore.Value
+	// idRange, when set, are the _id key intervals a collection scan
+	// reads (bounds on _id), in _id order.
+	idRange []index.Interval
+	ix      *storage.IndexInfo // nil: no secondary index
 	// bounds are the per-field intervals in key space, for explain.
 	bounds    [][]index.FieldInterval
 	intervals []index.Interval
@@ -86,6 +93,9 @@ func Query(rd storage.Reader, coll string, in Input) (*Plan, error) {
 	if id, ok := in.Filter.IDEquality(); ok && storage.ValidateKey(id) == nil && (qc == nil || !query.CollationSensitive(id)) {
 		return &Plan{idHack: true}, nil
 	}
+	if ids := idSet(preds, qc); ids != nil {
+		return &Plan{idHack: true, ids: ids}, nil
+	}
 	var best *Plan
 	bestScore := 0
 	for i := range indexes {
@@ -98,6 +108,9 @@ func Query(rd storage.Reader, coll string, in Input) (*Plan, error) {
 			best, bestScore = p, score
 		}
 	}
+	if r := idRangePlan(collationPreds(preds, nil, qc), sortKeys); r != nil && (best == nil || bestScore < 2 && !best.sorted) {
+		return r, nil // a range of the collection beats an index range and its fetches
+	}
 	if best == nil || (bestScore == 0 && !best.sorted) {
 		if w := bestWildcardPlan(indexes, collationPreds(preds, nil, qc)); w != nil {
 			return w, nil
@@ -105,6 +118,49 @@ func Query(rd storage.Reader, coll string, in Input) (*Plan, error) {
 		return &Plan{}, nil
 	}
 	return best, nil
+}
+
+// idRangePlan scans only the part of the collection a range on _id
+// selects (nil: no such range). The collection is in _id order, so the
+// plan gives an ascending _id sort.
+func idRangePlan(preds []query.Predicate, sortKeys []sortKey) *Plan {
+	ivs, points := collatedFieldIntervals("_id", preds, false, nil)
+	if points || len(ivs) != 1 || (ivs[0].LoText == "MinKey" && ivs[0].HiText == "MaxKey") {
+		return nil
+	}
+	sorted := len(sortKeys) == 1 && sortKeys[0].path == "_id" && !sortKeys[0].desc
+	return &Plan{idRange: index.EntryIntervals([][]index.FieldInterval{ivs}), bounds: [][]index.FieldInterval{ivs}, sorted: sorted}
+}
+
+// idSet is the _id values of an _id $in among the predicates, in key
+// order and without repeats, when each can be looked up (nil: none): a
+// point look-up per value beats any scan.
+func idSet(preds []query.Predicate, qc *value.Collation) []bsoncore.Value {
+	for _, p := range preds {
+		if p.Path != "_id" || p.Op != "$in" || len(p.Values) == 0 {
+			continue
+		}
+		type keyed struct {
+			key []byte
+			v   bsoncore.Value
+		}
+		vals := make([]keyed, 0, len(p.Values))
+		for _, v := range p.Values {
+			if storage.ValidateKey(v) != nil || (qc != nil && query.CollationSensitive(v)) {
+				return nil
+			}
+			vals = append(vals, keyed{index.EncodeKey(nil, v), v})
+		}
+		sort.Slice(vals, func(i, j int) bool { return bytes.Compare(vals[i].key, vals[j].key) < 0 })
+		out := make([]bsoncore.Value, 0, len(vals))
+		for i, k := range vals {
+			if i == 0 || !bytes.Equal(k.key, vals[i-1].key) {
+				out = append(out, k.v)
+			}
+		}
+		return out
+	}
+	return nil
 }
 
 // collationPreds is the predicates an index with collation ic can bound
@@ -388,6 +444,8 @@ func planSource(ctx context.Context, rd storage.Reader, coll string, f *query.Fi
 		return idSource(ctx, rd, coll, f, p, st)
 	case p.text != nil:
 		return textSource(ctx, rd, coll, f, p, st)
+	case p.idRange != nil:
+		return &idRangeSource{rd: rd, coll: coll, f: f, p: p, st: st}, nil
 	case p.ix == nil:
 		it, err := rd.Scan(ctx, coll)
 		if err != nil {
@@ -406,26 +464,74 @@ func planSource(ctx context.Context, rd storage.Reader, coll string, f *query.Fi
 }
 
 func idSource(ctx context.Context, rd storage.Reader, coll string, f *query.Filter, p *Plan, st *execStats) (Source, error) {
-	id, _ := f.IDEquality()
-	var doc bsoncore.Document
-	var found bool
-	var err error
-	if ff, ok := rd.(fieldFetcher); ok && p.fetchOut && p.readOut != nil {
-		doc, found, err = ff.GetKeyFields(ctx, coll, index.EncodeKey(nil, id), p.readOut)
-	} else {
-		doc, found, err = rd.Get(ctx, coll, id)
+	ids := p.ids
+	if ids == nil {
+		id, _ := f.IDEquality()
+		ids = []bsoncore.Value{id}
 	}
-	if err != nil {
-		return nil, err
-	}
-	if found {
+	var out []bsoncore.Document
+	for _, id := range ids {
+		if err := query.ContextErr(ctx); err != nil {
+			return nil, err
+		}
+		doc, found, err := fetchByID(ctx, rd, coll, p, id)
+		if err != nil {
+			return nil, err
+		}
+		if !found {
+			continue
+		}
 		st.keysExamined++
 		st.docsExamined++
+		if f.Match(doc) {
+			out = append(out, doc)
+		} else if err := f.Err(); err != nil {
+			return nil, err
+		}
 	}
-	if found && f.Match(doc) {
-		return query.NewSliceStream([]bsoncore.Document{doc}), nil
+	return query.NewSliceStream(out), nil
+}
+
+// fetchByID reads one document, only the paths the query returns when
+// that is all it needs.
+func fetchByID(ctx context.Context, rd storage.Reader, coll string, p *Plan, id bsoncore.Value) (bsoncore.Document, bool, error) {
+	if ff, ok := rd.(fieldFetcher); ok && p.fetchOut && p.readOut != nil {
+		return ff.GetKeyFields(ctx, coll, index.EncodeKey(nil, id), p.readOut)
 	}
-	return query.NewSliceStream(nil), f.Err()
+	return rd.Get(ctx, coll, id)
+}
+
+// idRangeSource scans the collection over the plan's _id intervals.
+type idRangeSource struct {
+	rd   storage.Reader
+	coll string
+	f    *query.Filter
+	p    *Plan
+	st   *execStats
+	cur  *countingFilterSource
+	next int // the next interval to open
+}
+
+func (s *idRangeSource) Next(ctx context.Context) (bsoncore.Document, error) {
+	for {
+		if s.cur == nil {
+			if s.next == len(s.p.idRange) {
+				return nil, io.EOF
+			}
+			it, err := s.rd.ScanRange(ctx, s.coll, s.p.idRange[s.next])
+			if err != nil {
+				return nil, err
+			}
+			s.next++
+			s.cur = &countingFilterSource{filterSource: filterSource{it: it, f: s.f}, st: s.st}
+		}
+		d, err := s.cur.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			s.cur = nil
+			continue
+		}
+		return d, err
+	}
 }
 
 // countingFilterSource is a collection scan that counts examined documents.

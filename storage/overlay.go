@@ -12,6 +12,7 @@ import (
 	"github.com/google/btree"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"dumbodb/index"
 	"dumbodb/query"
 	"dumbodb/storage/doctree"
 )
@@ -160,6 +161,25 @@ func newIterator(ctx context.Context, ns tree.NodeStore, base prolly.Map, ed *ed
 		return nil, err
 	}
 	return &Iterator{ns: ns, base: it, eds: newEditCursor(ed, nil, nil)}, nil
+}
+
+// newRangeIterator walks the entries with keys in iv only.
+func newRangeIterator(ctx context.Context, ns tree.NodeStore, base prolly.Map, ed *edits, iv index.Interval) (*Iterator, error) {
+	start, err := keyTuple(ns, iv.Start)
+	if err != nil {
+		return nil, err
+	}
+	var stop val.Tuple
+	if iv.Stop != nil {
+		if stop, err = keyTuple(ns, iv.Stop); err != nil {
+			return nil, err
+		}
+	}
+	it, err := base.IterKeyRange(ctx, start, stop)
+	if err != nil {
+		return nil, err
+	}
+	return &Iterator{ns: ns, base: it, eds: newEditCursor(ed, iv.Start, iv.Stop)}, nil
 }
 
 // Next returns the next live document; the caller owns the bytes.

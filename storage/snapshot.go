@@ -15,6 +15,9 @@ type Reader interface {
 	Collection(name string) (CollectionInfo, bool)
 	Get(ctx context.Context, coll string, id bsoncore.Value) (bsoncore.Document, bool, error)
 	Scan(ctx context.Context, coll string) (*Iterator, error)
+	// ScanRange iterates over the documents whose encoded _id key lies in
+	// an interval (index.EncodeKey order), in _id order.
+	ScanRange(ctx context.Context, coll string, iv index.Interval) (*Iterator, error)
 	// Indexes lists a collection's secondary indexes.
 	Indexes(coll string) []IndexInfo
 	// IndexScan walks one index's entries within an interval.
@@ -72,6 +75,19 @@ func (s *Snapshot) Scan(ctx context.Context, coll string) (*Iterator, error) {
 	it, err := newIterator(ctx, s.ns, c.base, c.edits)
 	if it != nil {
 		it.owner = s // keeps the snapshot, and so its GC pin, alive
+	}
+	return it, err
+}
+
+// ScanRange iterates over a collection's documents with _id keys in iv.
+func (s *Snapshot) ScanRange(ctx context.Context, coll string, iv index.Interval) (*Iterator, error) {
+	c, ok := s.st.colls[coll]
+	if !ok {
+		return &Iterator{}, nil
+	}
+	it, err := newRangeIterator(ctx, s.ns, c.base, c.edits, iv)
+	if it != nil {
+		it.owner = s
 	}
 	return it, err
 }

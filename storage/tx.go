@@ -210,6 +210,19 @@ func (tx *Tx) Scan(ctx context.Context, coll string) (*Iterator, error) {
 	return newIterator(ctx, tx.ns, c.base, ed)
 }
 
+// ScanRange is Scan over the documents with _id keys in iv.
+func (tx *Tx) ScanRange(ctx context.Context, coll string, iv index.Interval) (*Iterator, error) {
+	c := tx.view(coll)
+	if c == nil {
+		return &Iterator{}, nil
+	}
+	ed := c.edits
+	if _, own := tx.overlay[coll]; own && ed != nil {
+		ed = ed.Clone()
+	}
+	return newRangeIterator(ctx, tx.ns, c.base, ed, iv)
+}
+
 // Insert adds doc, whose first field must be its _id. It fails with
 // ErrDuplicateKey when a document with an equal _id exists.
 func (tx *Tx) Insert(ctx context.Context, coll string, doc bsoncore.Document) error {
