@@ -253,3 +253,40 @@ func BenchmarkDistinct10K(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkTxnFindOne: a read-only transaction of one find by _id, what a
+// transaction adds to BenchmarkFindOneByID.
+func BenchmarkTxnFindOne(b *testing.B) {
+	ts := startServer(b)
+	coll := ts.client().Database("bench").Collection("c")
+	coll.InsertOne(ctx, bson.D{{Key: "_id", Value: 1}, {Key: "v", Value: "x"}})
+	sess, err := coll.Database().Client().StartSession()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer sess.EndSession(ctx)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		sess.StartTransaction()
+		sc := mongo.NewSessionContext(ctx, sess)
+		if err := coll.FindOne(sc, bson.D{{Key: "_id", Value: 1}}).Err(); err != nil {
+			b.Fatal(err)
+		}
+		if err := sess.CommitTransaction(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkFindOneByID is the find without a transaction.
+func BenchmarkFindOneByID(b *testing.B) {
+	ts := startServer(b)
+	coll := ts.client().Database("bench").Collection("c")
+	coll.InsertOne(ctx, bson.D{{Key: "_id", Value: 1}, {Key: "v", Value: "x"}})
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if err := coll.FindOne(ctx, bson.D{{Key: "_id", Value: 1}}).Err(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
