@@ -61,6 +61,9 @@ func (s *Server) serverParameters() map[string]func(*bsoncore.DocumentBuilder, s
 		"transactionLifetimeLimitSeconds": func(b *bsoncore.DocumentBuilder, k string) {
 			b.AppendInt32(k, int32(s.txnLifetime.Load()/int64(time.Second)))
 		},
+		"minSnapshotHistoryWindowInSeconds": func(b *bsoncore.DocumentBuilder, k string) {
+			b.AppendInt32(k, int32(s.engine.HistoryWindow()/time.Second))
+		},
 	}
 }
 
