@@ -178,14 +178,56 @@ func (c *conn) handle(hdr wire.Header, msg wire.Message, comp wire.CompressorID)
 }
 
 func (c *conn) handleMsg(hdr wire.Header, m *wire.Msg, comp wire.CompressorID) error {
-	reply := c.runCommand(m.Flags&wire.FlagMoreToCome != 0, func() (bsoncore.Document, error) { return m.Document() })
+	decode := func() (bsoncore.Document, error) { return m.Document() }
+	reply := c.runCommand(m.Flags&wire.FlagMoreToCome != 0, decode)
 	if reply == nil {
 		return errors.New("closed by the failCommand fail point")
 	}
 	if m.Flags&wire.FlagMoreToCome != 0 {
 		return nil // the client asked for no reply (w: 0)
 	}
+	if m.Flags&wire.FlagExhaustAllowed != 0 && streamableHello(m) {
+		return c.streamHello(hdr, reply, decode, comp)
+	}
 	return c.send(hdr, &wire.Msg{Body: reply}, comp)
+}
+
+// streamableHello reports an awaitable hello (topologyVersion and
+// maxAwaitTimeMS), which a client that allows exhaust gets streamed.
+func streamableHello(m *wire.Msg) bool {
+	cmd, err := m.Document()
+	if err != nil {
+		return false
+	}
+	switch value.FirstKey(cmd) {
+	case "hello", "isMaster", "ismaster":
+	default:
+		return false
+	}
+	_, tvErr := cmd.LookupErr("topologyVersion")
+	_, waitErr := cmd.LookupErr("maxAwaitTimeMS")
+	return tvErr == nil && waitErr == nil
+}
+
+// streamHello is the streaming protocol of server monitoring: each reply
+// has moreToCome set and the next one, the same hello awaited again, follows
+// without a request (responseTo: the previous reply), until a hello fails
+// (shutdown) or the client goes away. The connection then takes no other
+// command, as drivers dedicate it to monitoring.
+func (c *conn) streamHello(hdr wire.Header, reply bsoncore.Document, decode func() (bsoncore.Document, error), comp wire.CompressorID) error {
+	for {
+		ok, _ := value.AsInt64(reply.Lookup("ok"))
+		if ok != 1 {
+			return c.send(hdr, &wire.Msg{Body: reply}, comp)
+		}
+		if err := c.send(hdr, &wire.Msg{Flags: wire.FlagMoreToCome, Body: reply}, comp); err != nil {
+			return err
+		}
+		hdr = wire.Header{RequestID: c.nextReqID}
+		if reply = c.runCommand(false, decode); reply == nil {
+			return errors.New("closed by the failCommand fail point")
+		}
+	}
 }
 
 // handleQuery serves legacy OP_QUERY, which drivers use only for the first

@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"bufio"
 	"fmt"
 	"net"
 	"strings"
@@ -8,9 +9,12 @@ import (
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"dumbodb/wire"
 
 	"dumbodb/server"
 )
@@ -270,4 +274,35 @@ func TestAwaitableHello(t *testing.T) {
 		t.Fatalf("hello with another topology: %v", r)
 	}
 	wantRawCode(t, raw(t, nc, bson.D{{Key: "hello", Value: 1}, {Key: "maxAwaitTimeMS", Value: int64(10)}, {Key: "$db", Value: "admin"}}), 31368)
+}
+
+// TestStreamingHello: an awaitable hello sent with exhaustAllowed is
+// answered with moreToCome set, and the server goes on sending a reply
+// every maxAwaitTimeMS with no request, each responding to the previous
+// reply, as the drivers' streaming monitor expects.
+func TestStreamingHello(t *testing.T) {
+	ts := startServer(t)
+	nc := ts.dial()
+	first := raw(t, nc, bson.D{{Key: "hello", Value: 1}, {Key: "$db", Value: "admin"}})
+	body, _ := bson.Marshal(bson.D{{Key: "hello", Value: 1}, {Key: "topologyVersion", Value: first["topologyVersion"]},
+		{Key: "maxAwaitTimeMS", Value: int64(50)}, {Key: "$db", Value: "admin"}})
+	if err := wire.Write(nc, 7, 0, &wire.Msg{Flags: wire.FlagExhaustAllowed, Body: body}, wire.CompressorNoop); err != nil {
+		t.Fatal(err)
+	}
+	r := bufio.NewReader(nc)
+	responseTo := int32(7)
+	for i := range 3 {
+		hdr, msg, _, err := wire.Read(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := msg.(*wire.Msg)
+		if m.Flags&wire.FlagMoreToCome == 0 || hdr.ResponseTo != responseTo {
+			t.Fatalf("reply %d: flags %x, responseTo %d (want moreToCome, %d)", i, m.Flags, hdr.ResponseTo, responseTo)
+		}
+		if ok, _ := m.Body.Lookup("ok").AsFloat64OK(); ok != 1 || m.Body.Lookup("isWritablePrimary").Boolean() != true {
+			t.Fatalf("reply %d: %s", i, m.Body)
+		}
+		responseTo = hdr.RequestID
+	}
 }
