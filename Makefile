@@ -76,6 +76,6 @@ clean:
 # fails the run. `make test` runs SPEC_TEST that way.
 SPEC ?= ^crud/unified$$
 SPEC_EXPECT ?=
-SPEC_TEST = ^(crud/unified|sessions|retryable-writes/unified|transactions/unified|run-command)$$
+SPEC_TEST = ^(crud/unified|sessions|retryable-writes/unified|transactions/unified|run-command|unified-test-format/valid-pass|versioned-api|command-monitoring|gridfs)$$
 spec: build
 	$(GO) run ./cmd/dumbospec -bin bin/dumbodb -cache $(TOOLS)/driver-spec -run '$(SPEC)' $(if $(SPEC_EXPECT),-expect $(SPEC_EXPECT))

@@ -5,18 +5,14 @@ import (
 	"testing"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
-
-	"dumbodb/storage"
 )
 
 // TestReadAtClusterTime: readConcern snapshot with atClusterTime reads the
-// branch as it was at that time, also after checkpoints and a GC; a
+// branch as it was at that time, also after a GC; a
 // snapshot read without it reports the time it read at; times before the
 // kept history, in the future, or without level snapshot are refused.
 func TestReadAtClusterTime(t *testing.T) {
-	// Every write checkpoints (a tiny edit budget), so the states read at
-	// past times have trees no ref reaches once later writes checkpoint.
-	ts := startServerWith(t, storage.Options{CacheBytes: 1})
+	ts := startServer(t)
 	db := ts.client().Database("snap")
 	first := mustRun(t, db, bson.D{{Key: "insert", Value: "c"}, {Key: "documents", Value: bson.A{bson.D{{Key: "_id", Value: 1}, {Key: "v", Value: 1}}}}})
 	t1 := first["operationTime"].(bson.Timestamp)
@@ -47,11 +43,10 @@ func TestReadAtClusterTime(t *testing.T) {
 			t.Errorf("find at %v reports atClusterTime %v", at, got)
 		}
 	}
-	// GC first: an earlier read's snapshot would pin the state it read.
-	// (The node cache would hide a chunk GC lost here; storage's
-	// TestHistoryKeepsPastStates checks that GC keeps their trees.)
+	// A GC (which checkpoints) in between; storage's
+	// TestHistoryKeepsPastStates checks that GC keeps the kept states' trees.
 	mustRun(t, db, bson.D{{Key: "dumboGC", Value: 1}})
-	check(t1, "[1]") // the kept states' trees survive GC
+	check(t1, "[1]")
 	check(t2, "[2]")
 
 	now := mustRun(t, db, bson.D{{Key: "distinct", Value: "c"}, {Key: "key", Value: "v"},

@@ -23,6 +23,7 @@ type failCommand struct {
 // failConfig is the fail point's setting.
 type failConfig struct {
 	remaining   int // calls left to fail; -1: always; 0: off
+	skip        int // matching calls to let through first
 	commands    map[string]bool
 	appName     string
 	errorCode   int32
@@ -47,11 +48,8 @@ type failure struct {
 func (f *failCommand) trigger(cmd, appName string) (failure, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.remaining == 0 || !f.commands[cmd] || (f.appName != "" && f.appName != appName) {
+	if !f.commands[cmd] || (f.appName != "" && f.appName != appName) || !pass(&f.skip, &f.remaining) {
 		return failure{}, false
-	}
-	if f.remaining > 0 {
-		f.remaining--
 	}
 	if f.closeConn {
 		return failure{block: f.block, closeConn: true}, true
@@ -122,7 +120,7 @@ func cmdConfigureFailPoint(r *request) (bsoncore.Document, error) {
 		return nil, mongoerr.New(mongoerr.CommandNotFound, "no such command: 'configureFailPoint'")
 	}
 	name, _ := r.cmd.Index(0).Value().StringValueOK()
-	if name != "failCommand" && name != "dumboPanic" {
+	if name != "failCommand" && name != "dumboPanic" && name != "onPrimaryTransactionalWrite" {
 		return nil, mongoerr.New(mongoerr.BadValue, "unknown fail point: %s", name)
 	}
 	var data bsoncore.Document
@@ -134,14 +132,21 @@ func cmdConfigureFailPoint(r *request) (bsoncore.Document, error) {
 	if err != nil {
 		return nil, err
 	}
-	times, err := failPointTimes(mode)
+	times, skip, err := failPointMode(mode)
 	if err != nil {
 		return nil, err
 	}
-	if name == "dumboPanic" {
+	switch name {
+	case "dumboPanic":
+		if skip > 0 {
+			return nil, mongoerr.New(mongoerr.BadValue, "dumboPanic takes mode 'alwaysOn', 'off' or {times: n}")
+		}
 		return configurePanic(r, times, data)
+	case "onPrimaryTransactionalWrite":
+		r.c.s.retryFailPoint.configure(times, skip, data)
+		return okReply(), nil
 	}
-	return okReply(), r.c.s.failCommand.configure(times, data)
+	return okReply(), r.c.s.failCommand.configure(times, skip, data)
 }
 
 // configurePanic sets DumboDB's "dumboPanic" fail point: the storage engine
@@ -155,27 +160,48 @@ func configurePanic(r *request, times int, data bsoncore.Document) (bsoncore.Doc
 	return okReply(), nil
 }
 
-func failPointTimes(mode bsoncore.Value) (int, error) {
+// failPointMode reads a fail point's mode as mongod does: "alwaysOn",
+// "off", {times: n} (the next n passes), or {skip: n} (on after the next
+// n passes). times is -1 for always.
+func failPointMode(mode bsoncore.Value) (times, skip int, err error) {
 	if s, ok := mode.StringValueOK(); ok {
 		switch s {
 		case "alwaysOn":
-			return -1, nil
+			return -1, 0, nil
 		case "off":
-			return 0, nil
+			return 0, 0, nil
 		}
 	}
 	if d, ok := mode.DocumentOK(); ok {
 		if n, ok := value.AsInt64(d.Lookup("times")); ok && n >= 0 {
-			return int(n), nil
+			return int(n), 0, nil
+		}
+		if n, ok := value.AsInt64(d.Lookup("skip")); ok && n >= 0 {
+			return -1, int(n), nil
 		}
 	}
-	return 0, mongoerr.New(mongoerr.BadValue, "mode must be 'alwaysOn', 'off' or {times: n}")
+	return 0, 0, mongoerr.New(mongoerr.BadValue, "mode must be 'alwaysOn', 'off', {times: n} or {skip: n}")
 }
 
-func (f *failCommand) configure(times int, data bsoncore.Document) error {
+// pass counts one pass through a fail point: whether it fires, given the
+// passes left to skip and to fire (-1: always).
+func pass(skip, remaining *int) bool {
+	switch {
+	case *remaining == 0:
+		return false
+	case *skip > 0:
+		*skip--
+		return false
+	case *remaining > 0:
+		*remaining--
+	}
+	return true
+}
+
+func (f *failCommand) configure(times, skip int, data bsoncore.Document) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.failConfig = failConfig{remaining: times, commands: map[string]bool{}}
+	f.failConfig = failConfig{remaining: times, skip: skip, commands: map[string]bool{}}
 	if cmds, ok := data.Lookup("failCommands").ArrayOK(); ok {
 		vals, _ := cmds.Values()
 		for _, v := range vals {
@@ -194,4 +220,59 @@ func (f *failCommand) configure(times int, data bsoncore.Document) error {
 		f.block = time.Duration(ms) * time.Millisecond
 	}
 	return nil
+}
+
+// retryFailPoint is mongod's "onPrimaryTransactionalWrite" fail point: a
+// retryable write closes its connection instead of answering, after its
+// write (so that a retry must answer from the recorded outcome), or with
+// failBeforeCommitExceptionCode before it (so that nothing was written).
+type retryFailPoint struct {
+	mu        sync.Mutex
+	remaining int // -1: always
+	skip      int
+	retryFailure
+}
+
+// retryFailure is what the fail point does to one retryable write.
+type retryFailure struct {
+	closeConn bool
+	failCode  int32 // failBeforeCommitExceptionCode (0: the write runs)
+}
+
+func (f *retryFailPoint) configure(times, skip int, data bsoncore.Document) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.remaining, f.skip, f.retryFailure = times, skip, retryFailure{closeConn: true}
+	if b, ok := asBool(data.Lookup("closeConnection")); ok {
+		f.closeConn = b
+	}
+	if code, ok := value.AsInt64(data.Lookup("failBeforeCommitExceptionCode")); ok {
+		f.failCode = int32(code)
+	}
+}
+
+// trigger reports whether a retryable write meets the fail point.
+func (f *retryFailPoint) trigger() (retryFailure, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !pass(&f.skip, &f.remaining) {
+		return retryFailure{}, false
+	}
+	return f.retryFailure, true
+}
+
+// runRetryFailPoint runs a retryable write under the fail point: a nil
+// reply and error close the connection (the client sees a network error).
+func (r *request) runRetryFailPoint(f retryFailure) (bsoncore.Document, error) {
+	if f.failCode != 0 {
+		if f.closeConn {
+			return nil, nil
+		}
+		return nil, mongoerr.New(mongoerr.Code(f.failCode), "Failing write for test")
+	}
+	reply, err := r.runHandler()
+	if f.closeConn {
+		return nil, nil // written, but the client never hears of it
+	}
+	return reply, err
 }

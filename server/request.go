@@ -104,6 +104,11 @@ func (r *request) run() (bsoncore.Document, error) {
 			return f.reply, nil // a nil reply closes the connection
 		}
 	}
+	if r.retry != nil && r.txn == nil {
+		if rf, on := r.c.s.retryFailPoint.trigger(); on {
+			return r.runRetryFailPoint(rf)
+		}
+	}
 	reply, err := r.runHandler()
 	if err == nil && fired && f.wcError != nil {
 		reply = f.addWriteConcernError(r, reply)

@@ -77,9 +77,11 @@ type Server struct {
 	cursors     *cursorRegistry
 	stats       stats
 	failCommand failCommand
-	topo        *topology // set by Listen
-	clock       *clusterClock
-	sessions    *sessionTable
+	// retryFailPoint is onPrimaryTransactionalWrite (failpoint.go).
+	retryFailPoint retryFailPoint
+	topo           *topology // set by Listen
+	clock          *clusterClock
+	sessions       *sessionTable
 
 	nextConnID atomic.Int64
 	nextOpID   atomic.Int64

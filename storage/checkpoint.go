@@ -69,6 +69,9 @@ func (d *Database) checkpointLocked(ctx context.Context, b *branch) error {
 		return err
 	}
 	b.setDurable(next)
+	if st.editBytes() > d.engine.opts.CacheBytes/historyEditShare {
+		b.hist.dropBefore(next) // see historyEditShare
+	}
 	d.engine.addEditBytes(-st.editBytes())
 	d.log.Debug().Str("c", "STORAGE").Str("db", d.name).Uint64("lsn", st.lsn).
 		Dur("durationMillis", time.Since(start)).Msg("checkpoint")

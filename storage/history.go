@@ -28,6 +28,12 @@ const (
 	// historyMaxStates bounds what a branch keeps: a busy branch keeps
 	// less than the window rather than its memory growing with the rate.
 	historyMaxStates = 1024
+	// historyEditShare: the states before a checkpoint hold the edits the
+	// checkpoint folded away, which the edit budget no longer counts, so a
+	// checkpoint of more than CacheBytes/historyEditShare of edits drops
+	// them (reads at those times get SnapshotTooOld) rather than keep that
+	// memory for the window.
+	historyEditShare = 8
 )
 
 type stampedState struct {
@@ -113,6 +119,19 @@ func (h *history) record(e *Engine, st *rootState) {
 	if drop > 0 {
 		clear(h.entries[:drop])
 		h.entries = append(h.entries[:0], h.entries[drop:]...)
+	}
+}
+
+// dropBefore drops every entry before the one of st.
+func (h *history) dropBefore(st *rootState) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for i, e := range h.entries {
+		if e.st == st {
+			clear(h.entries[:i])
+			h.entries = append(h.entries[:0], h.entries[i:]...)
+			return
+		}
 	}
 }
 

@@ -20,16 +20,24 @@ func testClock(e *Engine) *atomic.Uint64 {
 // (through BranchSnapshotAt and BeginTxnAt), its trees are GC roots even
 // when no ref reaches them, and times before the clock started are too old.
 func TestHistoryKeepsPastStates(t *testing.T) {
-	e := openEngine(t, t.TempDir(), Options{CacheBytes: 1}) // every write checkpoints
+	e := openEngine(t, t.TempDir(), Options{})
 	t.Cleanup(func() { e.Close() })
 	clock := testClock(e)
 	d, err := e.Database(ctx, "db", true)
 	if err != nil {
 		t.Fatal(err)
 	}
+	checkpoint := func() {
+		t.Helper()
+		if err := d.Checkpoint(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
 	mustWrite(t, d, func(tx *Tx) error { return insertDocs(tx, doc(1, "a")) })
+	checkpoint() // the state at t1 reads a tree no ref reaches once the next write is checkpointed
 	t1 := clock.Load()
 	mustWrite(t, d, func(tx *Tx) error { return tx.Replace(ctx, "c", doc(1, "b")) })
+	checkpoint()
 	t2 := clock.Load()
 	if _, _, err := d.GC(ctx); err != nil {
 		t.Fatal(err)
@@ -94,5 +102,23 @@ func TestHistoryWindow(t *testing.T) {
 	b, _ := d2.branch(ctx, DefaultBranch)
 	if n := len(b.hist.states()); n != historyMaxStates {
 		t.Fatalf("kept %d states, want %d", n, historyMaxStates)
+	}
+}
+
+// TestHistoryDropsLargeEditsAtCheckpoint: a checkpoint of more edits than
+// the history may keep drops the states before it.
+func TestHistoryDropsLargeEditsAtCheckpoint(t *testing.T) {
+	e := openEngine(t, t.TempDir(), Options{CacheBytes: 1}) // every write checkpoints
+	t.Cleanup(func() { e.Close() })
+	clock := testClock(e)
+	d, _ := e.Database(ctx, "db", true)
+	mustWrite(t, d, func(tx *Tx) error { return insertDocs(tx, doc(1, "a")) })
+	t1 := clock.Load() - 1 // before the write's checkpoint: the state with edits
+	mustWrite(t, d, func(tx *Tx) error { return insertDocs(tx, doc(2, "b")) })
+	if _, err := d.BranchSnapshotAt(ctx, DefaultBranch, t1); !errors.Is(err, ErrSnapshotTooOld) {
+		t.Fatalf("a state whose edits a checkpoint folded away: %v", err)
+	}
+	if _, err := d.BranchSnapshotAt(ctx, DefaultBranch, clock.Load()); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -44,29 +44,51 @@ func rawCommand(t *testing.T, addr string, cmd bson.D) bson.M {
 	return out
 }
 
-// TestRetryAfterKill9RunsOnce: an acknowledged retryable write whose reply
-// the client never saw (the server was killed with SIGKILL right after)
-// is retried after the restart, and runs only once: the $inc applies once
-// and the retry answers as the first try did.
+// rawCommandClosed sends one command and expects the server to close the
+// connection instead of answering.
+func rawCommandClosed(t *testing.T, addr string, cmd bson.D) {
+	t.Helper()
+	nc, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	body, _ := bson.Marshal(cmd)
+	if err := wire.Write(nc, 1, 0, &wire.Msg{Body: bsoncore.Document(body)}, wire.CompressorNoop); err != nil {
+		t.Fatal(err)
+	}
+	if _, msg, _, err := wire.Read(bufio.NewReader(nc)); err == nil {
+		t.Fatalf("the fail point did not close the connection: %v", msg)
+	}
+}
+
+// TestRetryAfterKill9RunsOnce: a retryable write whose reply the client
+// never saw (the onPrimaryTransactionalWrite fail point closes the
+// connection after the write, then the server is killed with SIGKILL) is
+// retried after the restart, and runs only once: the $inc applies once and
+// the retry answers as the first try would have.
 func TestRetryAfterKill9RunsOnce(t *testing.T) {
 	dir := t.TempDir()
-	p := dumboproc.StartT(t, dir)
+	p := dumboproc.StartT(t, dir, "--enableTestCommands")
 	lsid := bson.D{{Key: "id", Value: bson.Binary{Subtype: 4, Data: []byte("0123456789abcdef")}}}
 	rawCommand(t, p.Addr(), bson.D{{Key: "insert", Value: "c"}, {Key: "documents", Value: bson.A{bson.D{{Key: "_id", Value: 1}, {Key: "n", Value: 0}}}}, {Key: "$db", Value: "db"}})
 	inc := bson.D{{Key: "update", Value: "c"}, {Key: "updates", Value: bson.A{
 		bson.D{{Key: "q", Value: bson.D{{Key: "_id", Value: 1}}}, {Key: "u", Value: bson.D{{Key: "$inc", Value: bson.D{{Key: "n", Value: 1}}}}}}}},
 		{Key: "lsid", Value: lsid}, {Key: "txnNumber", Value: int64(7)}, {Key: "$db", Value: "db"}}
-	if r := rawCommand(t, p.Addr(), inc); r["nModified"] != int32(1) {
-		t.Fatalf("first try: %v", r)
+	rawCommand(t, p.Addr(), bson.D{{Key: "configureFailPoint", Value: "onPrimaryTransactionalWrite"},
+		{Key: "mode", Value: bson.D{{Key: "times", Value: 1}}}, {Key: "$db", Value: "admin"}})
+	rawCommandClosed(t, p.Addr(), inc)
+	count := bson.D{{Key: "count", Value: "c"}, {Key: "query", Value: bson.D{{Key: "n", Value: 1}}}, {Key: "$db", Value: "db"}}
+	if r := rawCommand(t, p.Addr(), count); fmt.Sprint(r["n"]) != "1" {
+		t.Fatalf("the write did not run before the fail point closed the connection: %v", r)
 	}
 	p.Kill()
 	p = dumboproc.StartT(t, dir)
 	if r := rawCommand(t, p.Addr(), inc); r["ok"] != 1.0 || r["n"] != int32(1) || r["nModified"] != int32(1) {
 		t.Fatalf("retry after kill -9: %v", r)
 	}
-	count := rawCommand(t, p.Addr(), bson.D{{Key: "count", Value: "c"}, {Key: "query", Value: bson.D{{Key: "n", Value: 1}}}, {Key: "$db", Value: "db"}})
-	if fmt.Sprint(count["n"]) != "1" {
-		t.Fatalf("documents with n: 1 after the retry: %v", count)
+	if r := rawCommand(t, p.Addr(), count); fmt.Sprint(r["n"]) != "1" {
+		t.Fatalf("documents with n: 1 after the retry: %v", r)
 	}
 }
 
