@@ -26,6 +26,17 @@
 // each checkpoint (retry.go, docs/format/retry.md), so that a retry finds
 // them after a restart or a crash.
 //
+// Multi-statement transactions (txn.go): a Txn runs on a private Tx over a
+// branch's state, holds the documents it writes field by field (first
+// writer wins per top-level field) and commits by checking and replaying
+// its changes onto the current state, merging documents others changed
+// in other fields. A transaction over several databases commits through
+// CommitTxns (txn_multi.go): prepared records in each database's log and
+// one decision in the engine's decision log (txnlog.go,
+// docs/format/txnlog.md). Each branch keeps its recent states by the
+// engine clock's time (history.go), for reads at a past time and for
+// transactions that read every database at one point in time.
+//
 // Version control runs on Dolt's commits and datasets, in the vc*.go
 // files: commits, branches, tags and reset (vc.go, which also holds
 // lockedBranch, the checkpoint under the branch's writer lock each
@@ -36,10 +47,11 @@
 // (vc_conflicts.go) and rebase (vc_rebase.go). They are methods of
 // Database, sharing its branches, locks and Dolt handles with writes and
 // checkpoints. GC (gc.go, pins.go) keeps what any ref or open snapshot
-// reaches.
+// reaches, and the states kept by time too.
 //
 // The byte layouts of what this package writes are in docs/format/root.md,
-// docs/format/wal.md, docs/format/retry.md and docs/format/doctree.md; the design in
-// docs/design/durability.md and docs/design/version-control.md. Only this
+// docs/format/wal.md, docs/format/retry.md, docs/format/txnlog.md and
+// docs/format/doctree.md; the design in docs/design/durability.md,
+// docs/design/transactions.md and docs/design/version-control.md. Only this
 // package imports Dolt.
 package storage
