@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"dumbodb/auth"
 	"dumbodb/query/mongoerr"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -49,7 +50,7 @@ func (s *Server) serverParameters() map[string]func(*bsoncore.DocumentBuilder, s
 			b.AppendDocument(k, bsoncore.NewDocumentBuilder().AppendString("version", "8.0").Build())
 		},
 		"authenticationMechanisms": func(b *bsoncore.DocumentBuilder, k string) {
-			b.AppendArray(k, bsoncore.NewArrayBuilder().Build())
+			b.AppendArray(k, bsoncore.NewArrayBuilder().AppendString(auth.MechSHA1).AppendString(auth.MechSHA256).Build())
 		},
 		"cursorTimeoutMillis": func(b *bsoncore.DocumentBuilder, k string) {
 			b.AppendInt64(k, cursorIdleTimeout.Milliseconds())
@@ -175,14 +176,24 @@ func cmdHostInfo(r *request) (bsoncore.Document, error) {
 }
 
 func cmdConnectionStatus(r *request) (bsoncore.Document, error) {
-	if err := r.parseArgs(map[string]fieldHandler{"showPrivileges": r.ignoreArg()}); err != nil {
+	var showPrivileges bool
+	if err := r.parseArgs(map[string]fieldHandler{"showPrivileges": r.boolArg("showPrivileges", &showPrivileges)}); err != nil {
 		return nil, err
 	}
-	empty := bsoncore.NewArrayBuilder().Build()
-	auth := bsoncore.NewDocumentBuilder().
-		AppendArray("authenticatedUsers", empty).
-		AppendArray("authenticatedUserRoles", empty).Build()
-	return bsoncore.NewDocumentBuilder().AppendDocument("authInfo", auth).AppendDouble("ok", 1).Build(), nil
+	a := r.c.authState()
+	users, roles := bsoncore.NewArrayBuilder(), bsoncore.NewArrayBuilder()
+	if a.user != nil {
+		users.AppendDocument(bsoncore.NewDocumentBuilder().AppendString("user", a.user.Name).AppendString("db", a.user.DB).Build())
+		for _, ref := range a.user.Roles {
+			roles.AppendDocument(bsoncore.NewDocumentBuilder().AppendString("role", ref.Role).AppendString("db", ref.DB).Build())
+		}
+	}
+	info := bsoncore.NewDocumentBuilder().AppendArray("authenticatedUsers", users.Build()).
+		AppendArray("authenticatedUserRoles", roles.Build())
+	if showPrivileges {
+		info.AppendArray("authenticatedUserPrivileges", privilegesArray(a.privs))
+	}
+	return bsoncore.NewDocumentBuilder().AppendDocument("authInfo", info.Build()).AppendDouble("ok", 1).Build(), nil
 }
 
 func cmdWhatsMyURI(r *request) (bsoncore.Document, error) {

@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"dumbodb/auth"
 )
 
 // command is one entry of the command table.
@@ -13,6 +15,7 @@ type command struct {
 	name    string
 	handler func(*request) (bsoncore.Document, error)
 	access  access
+	need    requirement // what authorization it takes (authz.go)
 	help    string
 }
 
@@ -31,6 +34,7 @@ const (
 	diagnostics    family = "diagnostics"
 	testOnly       family = "testing"
 	versionControl family = "version control"
+	authentication family = "authentication and users"
 )
 
 // access says where a command may run: adminOnly ones only on "admin".
@@ -52,81 +56,96 @@ var (
 
 func init() {
 	commandTable = []command{
-		{family: reads, name: "aggregate", handler: cmdAggregate, access: anyDatabase, help: "runs an aggregation pipeline ($match, $group, $count, $sort, $skip, $limit, $project)"},
-		{family: reads, name: "count", handler: cmdCount, access: anyDatabase, help: "counts the documents that match a query"},
-		{family: reads, name: "distinct", handler: cmdDistinct, access: anyDatabase, help: "returns the distinct values of a field"},
-		{family: reads, name: "explain", handler: cmdExplain, access: anyDatabase, help: "describes how a query runs (plan and execution statistics)"},
-		{family: reads, name: "find", handler: cmdFind, access: anyDatabase, help: "queries documents"},
-		{family: writes, name: "delete", handler: cmdDelete, access: anyDatabase, help: "deletes documents"},
-		{family: writes, name: "findAndModify", handler: cmdFindAndModify, access: anyDatabase, help: "updates or removes one document and returns it"},
-		{family: writes, name: "findandmodify", handler: cmdFindAndModify, access: anyDatabase, help: "legacy spelling of findAndModify"},
-		{family: writes, name: "insert", handler: cmdInsert, access: anyDatabase, help: "inserts documents"},
-		{family: writes, name: "update", handler: cmdUpdate, access: anyDatabase, help: "updates documents"},
-		{family: indexes, name: "createIndexes", handler: cmdCreateIndexes, access: anyDatabase, help: "builds secondary indexes"},
-		{family: indexes, name: "deleteIndexes", handler: cmdDropIndexes, access: anyDatabase, help: "legacy spelling of dropIndexes"},
-		{family: indexes, name: "dropIndexes", handler: cmdDropIndexes, access: anyDatabase, help: "drops secondary indexes"},
-		{family: indexes, name: "listIndexes", handler: cmdListIndexesSpecs, access: anyDatabase, help: "lists the indexes of a collection"},
-		{family: operations, name: "getMore", handler: cmdGetMore, access: anyDatabase, help: "returns the next batch of a cursor"},
-		{family: operations, name: "killCursors", handler: cmdKillCursors, access: anyDatabase, help: "kills cursors"},
-		{family: operations, name: "currentOp", handler: cmdCurrentOp, access: adminOnly, help: "lists the operations in progress"},
-		{family: operations, name: "killOp", handler: cmdKillOp, access: adminOnly, help: "interrupts an operation by its opid"},
-		{family: namespaces, name: "create", handler: cmdCreate, access: anyDatabase, help: "creates a collection"},
-		{family: namespaces, name: "collMod", handler: cmdCollMod, access: anyDatabase, help: "changes collection options: an index's hidden flag or TTL"},
-		{family: namespaces, name: "collStats", handler: cmdCollStats, access: anyDatabase, help: "returns statistics about a collection"},
-		{family: namespaces, name: "drop", handler: cmdDrop, access: anyDatabase, help: "drops a collection"},
-		{family: namespaces, name: "listCollections", handler: cmdListCollections, access: anyDatabase, help: "lists the collections of a database"},
-		{family: namespaces, name: "renameCollection", handler: cmdRenameCollection, access: adminOnly, help: "renames a collection"},
-		{family: namespaces, name: "dbStats", handler: cmdDBStats, access: anyDatabase, help: "returns statistics about a database"},
-		{family: namespaces, name: "dropDatabase", handler: cmdDropDatabase, access: anyDatabase, help: "drops the current database"},
-		{family: namespaces, name: "listDatabases", handler: cmdListDatabases, access: adminOnly, help: "lists databases"},
-		{family: connections, name: "hello", handler: cmdHello, access: anyDatabase, help: "describes the server to a connecting client"},
-		{family: connections, name: "isMaster", handler: cmdHello, access: anyDatabase, help: "legacy spelling of hello"},
-		{family: connections, name: "ismaster", handler: cmdHello, access: anyDatabase, help: "legacy spelling of hello"},
-		{family: connections, name: "ping", handler: cmdPing, access: anyDatabase, help: "checks that the server answers"},
-		{family: connections, name: "connectionStatus", handler: cmdConnectionStatus, access: anyDatabase, help: "returns the authentication state of the connection"},
-		{family: connections, name: "whatsmyuri", handler: cmdWhatsMyURI, access: anyDatabase, help: "returns the client's address"},
-		{family: sessions, name: "startSession", handler: cmdStartSession, access: anyDatabase, help: "starts a logical session"},
-		{family: sessions, name: "endSessions", handler: cmdEndSessions, access: anyDatabase, help: "ends logical sessions and kills their cursors"},
-		{family: sessions, name: "refreshSessions", handler: cmdRefreshSessions, access: anyDatabase, help: "keeps logical sessions from expiring"},
-		{family: sessions, name: "killSessions", handler: cmdKillSessions, access: anyDatabase, help: "kills sessions, their cursors and operations"},
-		{family: sessions, name: "killAllSessions", handler: cmdKillAllSessions, access: anyDatabase, help: "kills the sessions of the users named"},
-		{family: sessions, name: "commitTransaction", handler: cmdCommitTransaction, access: adminOnly, help: "commits the session's transaction"},
-		{family: sessions, name: "abortTransaction", handler: cmdAbortTransaction, access: adminOnly, help: "aborts the session's transaction"},
-		{family: sessions, name: "killAllSessionsByPattern", handler: cmdKillAllSessionsByPattern, access: anyDatabase, help: "kills the sessions matching patterns"},
-		{family: replication, name: "replSetGetStatus", handler: cmdReplSetGetStatus, access: adminOnly, help: "describes the replica set's one member"},
-		{family: replication, name: "replSetGetConfig", handler: cmdReplSetGetConfig, access: adminOnly, help: "returns the replica set's configuration"},
-		{family: replication, name: "replSetInitiate", handler: cmdReplSetInitiate, access: adminOnly, help: "accepts a one-member configuration (the set is initiated already)"},
-		{family: diagnostics, name: "buildInfo", handler: cmdBuildInfo, access: anyDatabase, help: "returns the server's version and build information"},
-		{family: diagnostics, name: "buildinfo", handler: cmdBuildInfo, access: anyDatabase, help: "legacy spelling of buildInfo"},
-		{family: diagnostics, name: "hostInfo", handler: cmdHostInfo, access: anyDatabase, help: "returns information about the host"},
-		{family: diagnostics, name: "serverStatus", handler: cmdServerStatus, access: anyDatabase, help: "returns server counters"},
-		{family: diagnostics, name: "listCommands", handler: cmdListCommands, access: anyDatabase, help: "lists the commands this server knows"},
-		{family: diagnostics, name: "getCmdLineOpts", handler: cmdGetCmdLineOpts, access: adminOnly, help: "returns the command line the server started with"},
-		{family: diagnostics, name: "getLog", handler: cmdGetLog, access: adminOnly, help: "returns recent log lines"},
-		{family: diagnostics, name: "setParameter", handler: cmdSetParameter, access: adminOnly, help: "sets transactionLifetimeLimitSeconds"},
-		{family: diagnostics, name: "getParameter", handler: cmdGetParameter, access: adminOnly, help: "returns server parameters"},
-		{family: testOnly, name: "configureFailPoint", handler: cmdConfigureFailPoint, access: adminOnly, help: "test command: makes chosen commands fail (needs --enableTestCommands)"},
-		{family: versionControl, name: "dumboBranch", handler: cmdDumboBranch, access: anyDatabase, help: "creates, deletes or lists branches"},
-		{family: versionControl, name: "dumboBranchStatus", handler: cmdDumboBranchStatus, access: anyDatabase, help: "counts commits ahead and behind a base"},
-		{family: versionControl, name: "dumboCheckout", handler: cmdDumboCheckout, access: anyDatabase, help: "sets this connection's default branch for a database"},
-		{family: versionControl, name: "dumboTag", handler: cmdDumboTag, access: anyDatabase, help: "creates, deletes or lists tags"},
-		{family: versionControl, name: "dumboCommit", handler: cmdDumboCommit, access: anyDatabase, help: "commits the branch's working set"},
-		{family: versionControl, name: "dumboStatus", handler: cmdDumboStatus, access: anyDatabase, help: "shows uncommitted changes and any merge in progress"},
-		{family: versionControl, name: "dumboDiff", handler: cmdDumboDiff, access: anyDatabase, help: "compares two revisions or the working set"},
-		{family: versionControl, name: "dumboLog", handler: cmdDumboLog, access: anyDatabase, help: "lists commits, or the history of one document"},
-		{family: versionControl, name: "dumboReset", handler: cmdDumboReset, access: anyDatabase, help: "moves the branch head (soft or hard)"},
-		{family: versionControl, name: "dumboGC", handler: cmdDumboGC, access: anyDatabase, help: "removes unreachable data and reports bytes before and after"},
-		{family: versionControl, name: "dumboMerge", handler: cmdDumboMerge, access: anyDatabase, help: "merges a revision into the branch (continue/abort)"},
-		{family: versionControl, name: "dumboRebase", handler: cmdDumboRebase, access: anyDatabase, help: "replays the branch's commits onto another revision (continue/abort)"},
-		{family: versionControl, name: "dumboCherryPick", handler: cmdDumboCherryPick, access: anyDatabase, help: "applies one commit's change to the branch"},
-		{family: versionControl, name: "dumboRevert", handler: cmdDumboRevert, access: anyDatabase, help: "undoes one commit's change"},
-		{family: versionControl, name: "dumboConflicts", handler: cmdDumboConflicts, access: anyDatabase, help: "lists merge conflicts"},
-		{family: versionControl, name: "dumboResolveConflict", handler: cmdDumboResolveConflict, access: anyDatabase, help: "resolves one merge conflict"},
+		{family: reads, name: "aggregate", handler: cmdAggregate, access: anyDatabase, need: needs(auth.Find), help: "runs an aggregation pipeline ($match, $group, $count, $sort, $skip, $limit, $project)"},
+		{family: reads, name: "count", handler: cmdCount, access: anyDatabase, need: needs(auth.Find), help: "counts the documents that match a query"},
+		{family: reads, name: "distinct", handler: cmdDistinct, access: anyDatabase, need: needs(auth.Find), help: "returns the distinct values of a field"},
+		{family: reads, name: "explain", handler: cmdExplain, access: anyDatabase, need: needs(auth.Find), help: "describes how a query runs (plan and execution statistics)"},
+		{family: reads, name: "find", handler: cmdFind, access: anyDatabase, need: needs(auth.Find), help: "queries documents"},
+		{family: writes, name: "delete", handler: cmdDelete, access: anyDatabase, need: needs(auth.Remove), help: "deletes documents"},
+		{family: writes, name: "findAndModify", handler: cmdFindAndModify, access: anyDatabase, need: needs(auth.Find | auth.Update), help: "updates or removes one document and returns it"},
+		{family: writes, name: "findandmodify", handler: cmdFindAndModify, access: anyDatabase, need: needs(auth.Find | auth.Update), help: "legacy spelling of findAndModify"},
+		{family: writes, name: "insert", handler: cmdInsert, access: anyDatabase, need: needs(auth.Insert), help: "inserts documents"},
+		{family: writes, name: "update", handler: cmdUpdate, access: anyDatabase, need: needs(auth.Update), help: "updates documents"},
+		{family: indexes, name: "createIndexes", handler: cmdCreateIndexes, access: anyDatabase, need: needs(auth.CreateIndex), help: "builds secondary indexes"},
+		{family: indexes, name: "deleteIndexes", handler: cmdDropIndexes, access: anyDatabase, need: needs(auth.DropIndex), help: "legacy spelling of dropIndexes"},
+		{family: indexes, name: "dropIndexes", handler: cmdDropIndexes, access: anyDatabase, need: needs(auth.DropIndex), help: "drops secondary indexes"},
+		{family: indexes, name: "listIndexes", handler: cmdListIndexesSpecs, access: anyDatabase, need: needs(auth.ListIndexes), help: "lists the indexes of a collection"},
+		{family: operations, name: "getMore", handler: cmdGetMore, access: anyDatabase, need: anyUser, help: "returns the next batch of a cursor"},
+		{family: operations, name: "killCursors", handler: cmdKillCursors, access: anyDatabase, need: anyUser, help: "kills cursors"},
+		{family: operations, name: "currentOp", handler: cmdCurrentOp, access: adminOnly, need: needs(auth.InProg), help: "lists the operations in progress"},
+		{family: operations, name: "killOp", handler: cmdKillOp, access: adminOnly, need: needs(auth.KillOp), help: "interrupts an operation by its opid"},
+		{family: namespaces, name: "create", handler: cmdCreate, access: anyDatabase, need: needs(auth.CreateCollection), help: "creates a collection"},
+		{family: namespaces, name: "collMod", handler: cmdCollMod, access: anyDatabase, need: needs(auth.CollMod), help: "changes collection options: an index's hidden flag or TTL"},
+		{family: namespaces, name: "collStats", handler: cmdCollStats, access: anyDatabase, need: needs(auth.CollStats), help: "returns statistics about a collection"},
+		{family: namespaces, name: "drop", handler: cmdDrop, access: anyDatabase, need: needs(auth.DropCollection), help: "drops a collection"},
+		{family: namespaces, name: "listCollections", handler: cmdListCollections, access: anyDatabase, need: needs(auth.ListCollections), help: "lists the collections of a database"},
+		{family: namespaces, name: "renameCollection", handler: cmdRenameCollection, access: adminOnly, need: needs(auth.RenameCollectionSameDB), help: "renames a collection"},
+		{family: namespaces, name: "dbStats", handler: cmdDBStats, access: anyDatabase, need: needs(auth.DBStats), help: "returns statistics about a database"},
+		{family: namespaces, name: "dropDatabase", handler: cmdDropDatabase, access: anyDatabase, need: needs(auth.DropDatabase), help: "drops the current database"},
+		{family: namespaces, name: "listDatabases", handler: cmdListDatabases, access: adminOnly, need: anyUser, help: "lists databases"},
+		{family: connections, name: "hello", handler: cmdHello, access: anyDatabase, need: openToAll, help: "describes the server to a connecting client"},
+		{family: connections, name: "isMaster", handler: cmdHello, access: anyDatabase, need: openToAll, help: "legacy spelling of hello"},
+		{family: connections, name: "ismaster", handler: cmdHello, access: anyDatabase, need: openToAll, help: "legacy spelling of hello"},
+		{family: connections, name: "ping", handler: cmdPing, access: anyDatabase, need: openToAll, help: "checks that the server answers"},
+		{family: connections, name: "connectionStatus", handler: cmdConnectionStatus, access: anyDatabase, need: openToAll, help: "returns the authentication state of the connection"},
+		{family: connections, name: "whatsmyuri", handler: cmdWhatsMyURI, access: anyDatabase, need: openToAll, help: "returns the client's address"},
+		{family: sessions, name: "startSession", handler: cmdStartSession, access: anyDatabase, need: anyUser, help: "starts a logical session"},
+		{family: sessions, name: "endSessions", handler: cmdEndSessions, access: anyDatabase, need: anyUser, help: "ends logical sessions and kills their cursors"},
+		{family: sessions, name: "refreshSessions", handler: cmdRefreshSessions, access: anyDatabase, need: anyUser, help: "keeps logical sessions from expiring"},
+		{family: sessions, name: "killSessions", handler: cmdKillSessions, access: anyDatabase, need: anyUser, help: "kills sessions, their cursors and operations"},
+		{family: sessions, name: "killAllSessions", handler: cmdKillAllSessions, access: anyDatabase, need: needs(auth.KillAnySession), help: "kills the sessions of the users named"},
+		{family: sessions, name: "commitTransaction", handler: cmdCommitTransaction, access: adminOnly, need: anyUser, help: "commits the session's transaction"},
+		{family: sessions, name: "abortTransaction", handler: cmdAbortTransaction, access: adminOnly, need: anyUser, help: "aborts the session's transaction"},
+		{family: sessions, name: "killAllSessionsByPattern", handler: cmdKillAllSessionsByPattern, access: anyDatabase, need: needs(auth.KillAnySession), help: "kills the sessions matching patterns"},
+		{family: authentication, name: "saslStart", handler: cmdSaslStart, access: anyDatabase, need: openToAll, help: "begins a SCRAM authentication"},
+		{family: authentication, name: "saslContinue", handler: cmdSaslContinue, access: anyDatabase, need: openToAll, help: "continues a SCRAM authentication"},
+		{family: authentication, name: "authenticate", handler: cmdAuthenticate, access: anyDatabase, need: openToAll, help: "authenticates with a mechanism that is not SASL (none is enabled)"},
+		{family: authentication, name: "logout", handler: cmdLogout, access: anyDatabase, need: openToAll, help: "ends the connection's authentication"},
+		{family: authentication, name: "createUser", handler: cmdCreateUser, access: anyDatabase, need: needs(auth.CreateUser | auth.GrantRole), help: "creates a user of the database"},
+		{family: authentication, name: "updateUser", handler: cmdUpdateUser, access: anyDatabase, need: needs(auth.ChangePassword | auth.ChangeCustomData | auth.GrantRole | auth.RevokeRole), help: "changes a user's password, roles or custom data"},
+		{family: authentication, name: "dropUser", handler: cmdDropUser, access: anyDatabase, need: needs(auth.DropUser), help: "removes a user"},
+		{family: authentication, name: "dropAllUsersFromDatabase", handler: cmdDropAllUsersFromDatabase, access: anyDatabase, need: needs(auth.DropUser), help: "removes every user of the database"},
+		{family: authentication, name: "usersInfo", handler: cmdUsersInfo, access: anyDatabase, need: needs(auth.ViewUser), help: "describes users"},
+		{family: authentication, name: "grantRolesToUser", handler: cmdGrantRolesToUser, access: anyDatabase, need: needs(auth.GrantRole), help: "gives a user roles"},
+		{family: authentication, name: "revokeRolesFromUser", handler: cmdRevokeRolesFromUser, access: anyDatabase, need: needs(auth.RevokeRole), help: "takes roles from a user"},
+		{family: authentication, name: "rolesInfo", handler: cmdRolesInfo, access: anyDatabase, need: needs(auth.ViewRole), help: "describes built-in roles"},
+		{family: replication, name: "replSetGetStatus", handler: cmdReplSetGetStatus, access: adminOnly, need: needs(auth.ReplSetGetStatus), help: "describes the replica set's one member"},
+		{family: replication, name: "replSetGetConfig", handler: cmdReplSetGetConfig, access: adminOnly, need: needs(auth.ReplSetGetConfig), help: "returns the replica set's configuration"},
+		{family: replication, name: "replSetInitiate", handler: cmdReplSetInitiate, access: adminOnly, need: needs(auth.ReplSetConfigure), help: "accepts a one-member configuration (the set is initiated already)"},
+		{family: diagnostics, name: "buildInfo", handler: cmdBuildInfo, access: anyDatabase, need: openToAll, help: "returns the server's version and build information"},
+		{family: diagnostics, name: "buildinfo", handler: cmdBuildInfo, access: anyDatabase, need: openToAll, help: "legacy spelling of buildInfo"},
+		{family: diagnostics, name: "hostInfo", handler: cmdHostInfo, access: anyDatabase, need: needs(auth.HostInfo), help: "returns information about the host"},
+		{family: diagnostics, name: "serverStatus", handler: cmdServerStatus, access: anyDatabase, need: needs(auth.ServerStatus), help: "returns server counters"},
+		{family: diagnostics, name: "listCommands", handler: cmdListCommands, access: anyDatabase, need: openToAll, help: "lists the commands this server knows"},
+		{family: diagnostics, name: "getCmdLineOpts", handler: cmdGetCmdLineOpts, access: adminOnly, need: needs(auth.GetCmdLineOpts), help: "returns the command line the server started with"},
+		{family: diagnostics, name: "getLog", handler: cmdGetLog, access: adminOnly, need: needs(auth.GetLog), help: "returns recent log lines"},
+		{family: diagnostics, name: "setParameter", handler: cmdSetParameter, access: adminOnly, need: needs(auth.SetParameter), help: "sets transactionLifetimeLimitSeconds"},
+		{family: diagnostics, name: "getParameter", handler: cmdGetParameter, access: adminOnly, need: needs(auth.GetParameter), help: "returns server parameters"},
+		{family: testOnly, name: "configureFailPoint", handler: cmdConfigureFailPoint, access: adminOnly, need: needs(auth.SetParameter), help: "test command: makes chosen commands fail (needs --enableTestCommands)"},
+		{family: versionControl, name: "dumboBranch", handler: cmdDumboBranch, access: anyDatabase, need: needs(auth.VCWrite), help: "creates, deletes or lists branches"},
+		{family: versionControl, name: "dumboBranchStatus", handler: cmdDumboBranchStatus, access: anyDatabase, need: needs(auth.VCRead), help: "counts commits ahead and behind a base"},
+		{family: versionControl, name: "dumboCheckout", handler: cmdDumboCheckout, access: anyDatabase, need: needs(auth.VCRead), help: "sets this connection's default branch for a database"},
+		{family: versionControl, name: "dumboTag", handler: cmdDumboTag, access: anyDatabase, need: needs(auth.VCWrite), help: "creates, deletes or lists tags"},
+		{family: versionControl, name: "dumboCommit", handler: cmdDumboCommit, access: anyDatabase, need: needs(auth.VCWrite), help: "commits the branch's working set"},
+		{family: versionControl, name: "dumboStatus", handler: cmdDumboStatus, access: anyDatabase, need: needs(auth.VCRead), help: "shows uncommitted changes and any merge in progress"},
+		{family: versionControl, name: "dumboDiff", handler: cmdDumboDiff, access: anyDatabase, need: needs(auth.VCRead), help: "compares two revisions or the working set"},
+		{family: versionControl, name: "dumboLog", handler: cmdDumboLog, access: anyDatabase, need: needs(auth.VCRead), help: "lists commits, or the history of one document"},
+		{family: versionControl, name: "dumboReset", handler: cmdDumboReset, access: anyDatabase, need: needs(auth.VCAdmin), help: "moves the branch head (soft or hard)"},
+		{family: versionControl, name: "dumboGC", handler: cmdDumboGC, access: anyDatabase, need: needs(auth.VCAdmin), help: "removes unreachable data and reports bytes before and after"},
+		{family: versionControl, name: "dumboMerge", handler: cmdDumboMerge, access: anyDatabase, need: needs(auth.VCWrite), help: "merges a revision into the branch (continue/abort)"},
+		{family: versionControl, name: "dumboRebase", handler: cmdDumboRebase, access: anyDatabase, need: needs(auth.VCWrite), help: "replays the branch's commits onto another revision (continue/abort)"},
+		{family: versionControl, name: "dumboCherryPick", handler: cmdDumboCherryPick, access: anyDatabase, need: needs(auth.VCWrite), help: "applies one commit's change to the branch"},
+		{family: versionControl, name: "dumboRevert", handler: cmdDumboRevert, access: anyDatabase, need: needs(auth.VCWrite), help: "undoes one commit's change"},
+		{family: versionControl, name: "dumboConflicts", handler: cmdDumboConflicts, access: anyDatabase, need: needs(auth.VCRead), help: "lists merge conflicts"},
+		{family: versionControl, name: "dumboResolveConflict", handler: cmdDumboResolveConflict, access: anyDatabase, need: needs(auth.VCWrite), help: "resolves one merge conflict"},
 	}
 	commandTable = append(commandTable, doltAliases(commandTable)...)
 	sort.Slice(commandTable, func(i, j int) bool { return commandTable[i].name < commandTable[j].name })
 	commandsByName = make(map[string]*command, len(commandTable))
 	for i := range commandTable {
+		if commandTable[i].need == (requirement{}) {
+			panic("command " + commandTable[i].name + " declares no authorization requirement")
+		}
 		commandsByName[commandTable[i].name] = &commandTable[i]
 	}
 }

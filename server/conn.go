@@ -44,6 +44,7 @@ type conn struct {
 	mu       sync.Mutex
 	clientMD bsoncore.Document
 	branches map[string]string // database -> default branch (dumboCheckout)
+	auth     connAuth          // who is logged in (authz.go)
 }
 
 func (s *Server) newConn(nc net.Conn) *conn {

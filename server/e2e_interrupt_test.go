@@ -340,7 +340,7 @@ func TestAggregateMaxTimeMS(t *testing.T) {
 	}
 	seed("local", 1500, func(i int) bson.D { return bson.D{{Key: "_id", Value: i}, {Key: "k", Value: i}} })
 	seed("foreign", 1500, func(i int) bson.D { return bson.D{{Key: "_id", Value: i}, {Key: "k", Value: i}} })
-	seed("chain", 2000, func(i int) bson.D { return bson.D{{Key: "_id", Value: i}, {Key: "next", Value: i + 1}} })
+	seed("chain", 20000, func(i int) bson.D { return bson.D{{Key: "_id", Value: i}, {Key: "next", Value: i + 1}} })
 	for name, stage := range map[string]bson.D{
 		"$lookup": {{Key: "$lookup", Value: bson.D{{Key: "from", Value: "foreign"}, {Key: "let", Value: bson.D{{Key: "k", Value: "$k"}}},
 			{Key: "pipeline", Value: mongo.Pipeline{{{Key: "$match", Value: bson.D{{Key: "$expr",
@@ -349,7 +349,8 @@ func TestAggregateMaxTimeMS(t *testing.T) {
 			{Key: "connectFromField", Value: "next"}, {Key: "connectToField", Value: "_id"}, {Key: "as", Value: "path"}}}},
 	} {
 		t.Run(name, func(t *testing.T) {
-			_, err := run(t, db, bson.D{{Key: "aggregate", Value: "local"}, {Key: "pipeline", Value: bson.A{stage}},
+			// $count makes the whole pipeline run for the first batch.
+			_, err := run(t, db, bson.D{{Key: "aggregate", Value: "local"}, {Key: "pipeline", Value: bson.A{stage, bson.D{{Key: "$count", Value: "n"}}}},
 				{Key: "cursor", Value: bson.D{}}, {Key: "maxTimeMS", Value: 50}})
 			wantCode(t, err, 50, "MaxTimeMSExpired")
 		})

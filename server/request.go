@@ -75,6 +75,9 @@ func (r *request) run() (bsoncore.Document, error) {
 	if err := validateDBName(r.db); err != nil {
 		return nil, err
 	}
+	if err := r.authorize(); err != nil {
+		return nil, err
+	}
 	if r.spec.access == adminOnly && r.db != "admin" {
 		return nil, mongoerr.New(mongoerr.Unauthorized, "%s may only be run against the admin database.", r.name)
 	}

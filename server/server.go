@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"dumbodb/auth"
 	"dumbodb/storage"
 	"dumbodb/wire"
 
@@ -53,6 +54,10 @@ type Config struct {
 	// AdvertiseHost is the host:port hello names as this member ("": the
 	// first TCP listener's address; see newTopology).
 	AdvertiseHost string
+	// Auth requires every command but the handshake and authentication to
+	// come from an authenticated user with the privileges it needs
+	// (mongod's --auth; docs/design/auth.md).
+	Auth bool
 }
 
 // Defaults of the message limits.
@@ -68,6 +73,7 @@ func (c Config) messageStall() time.Duration { return cmp.Or(c.MessageStall, Def
 type Server struct {
 	cfg     Config
 	engine  *storage.Engine
+	users   *auth.Store // users and roles (docs/format/auth.md), loaded by Listen
 	log     zerolog.Logger
 	logRing *LogRing
 	started time.Time
@@ -123,6 +129,11 @@ func New(cfg Config, engine *storage.Engine, log zerolog.Logger, ring *LogRing) 
 
 // Listen opens every configured listener.
 func (s *Server) Listen() error {
+	users, err := auth.Open(s.engine.Dir())
+	if err != nil {
+		return fmt.Errorf("users: %w", err)
+	}
+	s.users = users
 	for _, ip := range s.cfg.BindIPs {
 		l, err := net.Listen("tcp", net.JoinHostPort(ip, fmt.Sprint(s.cfg.Port)))
 		if err != nil {

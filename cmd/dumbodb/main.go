@@ -38,6 +38,7 @@ type serverFlags struct {
 	stallSeconds   int
 	replSet        string
 	standalone     bool
+	auth           bool
 	advertiseHost  string
 }
 
@@ -69,6 +70,7 @@ func parseFlags(args []string, stderr io.Writer) (*serverFlags, error) {
 	fs.StringVar(&o.replSet, "replSet", server.DefaultReplSet,
 		"name of the one-member replica set the server presents (sessions, retryable writes, transactions)")
 	fs.BoolVar(&o.standalone, "standalone", false, "present a plain standalone instead of a one-member replica set")
+	fs.BoolVar(&o.auth, "auth", false, "require authentication (SCRAM) and check each command against the user's roles")
 	fs.StringVar(&o.advertiseHost, "advertiseHost", "",
 		`host:port that hello names as this member, which clients connect to after discovering the set (default: the first --bind_ip and --port; "localhost" for 0.0.0.0)`)
 	fs.BoolVar(&o.testCmds, "enableTestCommands", false, "enable test-only commands (configureFailPoint), for driver test suites")
@@ -154,7 +156,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		BusyPoll:      time.Duration(o.busyPollMicros) * time.Microsecond,
 		InFlightBytes: int64(o.inFlightMB) << 20,
 		MessageStall:  time.Duration(o.stallSeconds) * time.Second,
-		ReplSet:       o.replSet, Standalone: o.standalone, AdvertiseHost: o.advertiseHost,
+		ReplSet:       o.replSet, Standalone: o.standalone, AdvertiseHost: o.advertiseHost, Auth: o.auth,
 	}
 	srv := server.New(cfg, engine, log, ring)
 	if err := srv.Listen(); err != nil {

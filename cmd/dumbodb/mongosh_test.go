@@ -35,9 +35,10 @@ func mongoshPath(t *testing.T) string {
 	return ""
 }
 
-func mongosh(t *testing.T, bin string, port int, script string) string {
+func mongosh(t *testing.T, bin string, port int, script string, flags ...string) string {
 	t.Helper()
-	cmd := exec.Command(bin, "--quiet", "--norc", fmt.Sprintf("mongodb://127.0.0.1:%d/shop", port), "--eval", script)
+	args := append([]string{"--quiet", "--norc", fmt.Sprintf("mongodb://127.0.0.1:%d/shop", port)}, flags...)
+	cmd := exec.Command(bin, append(args, "--eval", script)...)
 	cmd.Env = append(os.Environ(), "MONGOSH_NO_TELEMETRY=1", "HOME="+t.TempDir())
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
@@ -102,6 +103,25 @@ func TestMongoshReplicaSet(t *testing.T) {
 	out := mongosh(t, bin, p.Port(), `print(rs.status().members[0].stateStr); print(rs.conf()._id); print(rs.initiate().ok);
 		print(db.hello().setName); db.c.insertOne({_id: 1}); print(db.c.countDocuments({}))`)
 	if out != "PRIMARY\nrs0\n1\nrs0\n1" {
+		t.Fatalf("output %q", out)
+	}
+}
+
+// TestMongoshAuth: with --auth, mongosh creates the first user through
+// the localhost exception, logs in with -u -p --authenticationDatabase and
+// with db.auth(), and is refused before logging in.
+func TestMongoshAuth(t *testing.T) {
+	bin := mongoshPath(t)
+	p := dumboproc.StartT(t, t.TempDir(), "--auth")
+	out := mongosh(t, bin, p.Port(), `db.getSiblingDB("admin").createUser({user: "ada", pwd: "lovelace", roles: ["root"]}); print("made");
+		try { db.c.findOne() } catch (e) { print(e.codeName) }
+		print(db.getSiblingDB("admin").auth("ada", "lovelace").ok); db.c.insertOne({_id: 1}); print(db.c.countDocuments({}))`)
+	if out != "made\nUnauthorized\n1\n1" {
+		t.Fatalf("output %q", out)
+	}
+	out = mongosh(t, bin, p.Port(), `print(db.runCommand({connectionStatus: 1}).authInfo.authenticatedUsers[0].user); print(db.c.countDocuments({}))`,
+		"-u", "ada", "-p", "lovelace", "--authenticationDatabase", "admin")
+	if out != "ada\n1" {
 		t.Fatalf("output %q", out)
 	}
 }

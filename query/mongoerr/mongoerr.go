@@ -22,6 +22,11 @@ const (
 	BadValue                       Code = 2
 	NoSuchKey                      Code = 4
 	Unauthorized                   Code = 13
+	AuthenticationFailed           Code = 18
+	UserNotFound                   Code = 11
+	RoleNotFound                   Code = 31
+	MechanismUnavailable           Code = 334
+	Location51003                  Code = 51003 // createUser of a user that exists
 	TypeMismatch                   Code = 14
 	Overflow                       Code = 15
 	InvalidLength                  Code = 16
@@ -111,6 +116,10 @@ var names = map[Code]string{
 	BadValue:                       "BadValue",
 	NoSuchKey:                      "NoSuchKey",
 	Unauthorized:                   "Unauthorized",
+	AuthenticationFailed:           "AuthenticationFailed",
+	UserNotFound:                   "UserNotFound",
+	RoleNotFound:                   "RoleNotFound",
+	MechanismUnavailable:           "MechanismUnavailable",
 	TypeMismatch:                   "TypeMismatch",
 	Overflow:                       "Overflow",
 	InvalidLength:                  "InvalidLength",

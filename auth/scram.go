@@ -1,0 +1,128 @@
+package auth
+
+import (
+	"crypto/md5"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+
+	"github.com/xdg-go/scram"
+)
+
+// The SCRAM mechanisms, and mongod's default iteration counts for them
+// (scramIterationCount, scramSHA256IterationCount).
+const (
+	MechSHA1   = "SCRAM-SHA-1"
+	MechSHA256 = "SCRAM-SHA-256"
+
+	IterationsSHA1   = 10000
+	IterationsSHA256 = 15000
+)
+
+// Mechanisms lists the mechanisms, as hello's saslSupportedMechs does.
+var Mechanisms = []string{MechSHA1, MechSHA256}
+
+func hashOf(mech string) (scram.HashGeneratorFcn, bool) {
+	switch mech {
+	case MechSHA1:
+		return scram.SHA1, true
+	case MechSHA256:
+		return scram.SHA256, true
+	}
+	return nil, false
+}
+
+// mongoDigest is the password SCRAM-SHA-1 works on in MongoDB: the hex MD5
+// of "user:mongo:password" (the drivers compute it the same way).
+func mongoDigest(user, password string) string {
+	sum := md5.Sum([]byte(user + ":mongo:" + password))
+	return hex.EncodeToString(sum[:])
+}
+
+// NewCredential derives a mechanism's salted keys from a password, with
+// a fresh salt and mongod's iteration count.
+func NewCredential(mech, user, password string) (Credential, error) {
+	hash, ok := hashOf(mech)
+	if !ok {
+		return Credential{}, fmt.Errorf("%w: %s", ErrMechanism, mech)
+	}
+	iters, saltLen := IterationsSHA256, 28
+	secret := password
+	if mech == MechSHA1 {
+		iters, saltLen, secret = IterationsSHA1, 16, mongoDigest(user, password)
+	}
+	client, err := hash.NewClient(user, secret, "") // SASLprep's the password
+	if err != nil {
+		return Credential{}, fmt.Errorf("%s password: %w", mech, err)
+	}
+	salt := make([]byte, saltLen)
+	rand.Read(salt)
+	sc := client.GetStoredCredentials(scram.KeyFactors{Salt: string(salt), Iters: iters})
+	return Credential{Iterations: iters, Salt: salt, StoredKey: sc.StoredKey, ServerKey: sc.ServerKey}, nil
+}
+
+// Conversation is the server side of one SCRAM authentication against a
+// database's users.
+type Conversation struct {
+	mech, db string
+	store    *Store
+	conv     *scram.ServerConversation
+	user     *User
+}
+
+// StartConversation begins a SCRAM conversation for the users of db.
+func (s *Store) StartConversation(mech, db string) (*Conversation, error) {
+	hash, ok := hashOf(mech)
+	if !ok {
+		return nil, fmt.Errorf("%w: Received authentication for mechanism %s which is not enabled", ErrMechanism, mech)
+	}
+	c := &Conversation{mech: mech, db: db, store: s}
+	srv, err := hash.NewServer(c.lookup)
+	if err != nil {
+		return nil, err
+	}
+	c.conv = srv.NewConversation()
+	return c, nil
+}
+
+// lookup finds the stored keys of the user a client names.
+func (c *Conversation) lookup(name string) (scram.StoredCredentials, error) {
+	u, ok := c.store.User(c.db, name)
+	if !ok {
+		return scram.StoredCredentials{}, fmt.Errorf("%w: unknown user %s@%s", ErrAuthFailed, name, c.db)
+	}
+	cred, ok := u.Creds[c.mech]
+	if !ok {
+		return scram.StoredCredentials{}, fmt.Errorf("%w: user %s@%s has no %s credentials", ErrMechanism, name, c.db, c.mech)
+	}
+	c.user = u
+	return scram.StoredCredentials{KeyFactors: scram.KeyFactors{Salt: string(cred.Salt), Iters: cred.Iterations},
+		StoredKey: cred.StoredKey, ServerKey: cred.ServerKey}, nil
+}
+
+// Step answers one client message; done reports that the client has
+// proved its password (the last server message is the reply).
+func (c *Conversation) Step(payload []byte) (reply []byte, done bool, err error) {
+	out, err := c.conv.Step(string(payload))
+	if err != nil {
+		return nil, false, fmt.Errorf("%w: %v", ErrAuthFailed, err)
+	}
+	if c.conv.Done() && !c.conv.Valid() {
+		return nil, false, ErrAuthFailed
+	}
+	return []byte(out), c.conv.Done(), nil
+}
+
+// User is the authenticated user, once Step reported done.
+func (c *Conversation) User() *User {
+	if !c.conv.Done() || !c.conv.Valid() {
+		return nil
+	}
+	return c.user
+}
+
+// Mechanism is the conversation's mechanism.
+func (c *Conversation) Mechanism() string { return c.mech }
+
+// DB is the authentication database.
+func (c *Conversation) DB() string { return c.db }

@@ -1,0 +1,355 @@
+package auth
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
+
+// The users file (docs/format/auth.md).
+const (
+	fileName    = "users.auth"
+	fileMagic   = "DUMBOAUT"
+	fileVersion = 1
+	headerSize  = 16
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// Credential is one mechanism's salted keys (never the password).
+type Credential struct {
+	Iterations           int
+	Salt                 []byte
+	StoredKey, ServerKey []byte
+}
+
+// User is one user of one authentication database.
+type User struct {
+	DB, Name   string
+	ID         [16]byte
+	Creds      map[string]Credential // by mechanism
+	Roles      []RoleRef
+	CustomData bsoncore.Document // nil: none
+}
+
+func (u *User) key() string { return u.DB + "." + u.Name }
+
+func (u *User) clone() *User {
+	c := *u
+	c.Creds = make(map[string]Credential, len(u.Creds))
+	for k, v := range u.Creds {
+		c.Creds[k] = v
+	}
+	c.Roles = append([]RoleRef(nil), u.Roles...)
+	return &c
+}
+
+// Store is the server's users, kept in memory and in the users file,
+// which every change rewrites before it returns.
+type Store struct {
+	path  string
+	mu    sync.RWMutex
+	users map[string]*User // by "db.name"; entries are never changed in place
+}
+
+// Open reads the users file of a data directory (none: no users).
+func Open(dataDir string) (*Store, error) {
+	s := &Store{path: filepath.Join(dataDir, fileName), users: map[string]*User{}}
+	data, err := os.ReadFile(s.path)
+	if errors.Is(err, os.ErrNotExist) {
+		return s, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	users, err := decodeFile(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", s.path, err)
+	}
+	for _, u := range users {
+		s.users[u.key()] = u
+	}
+	return s, nil
+}
+
+// HasUsers reports whether any user exists (the localhost exception ends
+// with the first).
+func (s *Store) HasUsers() bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return len(s.users) > 0
+}
+
+// User returns a user; the caller must not change it.
+func (s *Store) User(db, name string) (*User, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	u, ok := s.users[db+"."+name]
+	return u, ok
+}
+
+// Users lists the users of a database ("": all), sorted by db and name.
+func (s *Store) Users(db string) []*User {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var out []*User
+	for _, u := range s.users {
+		if db == "" || u.DB == db {
+			out = append(out, u)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].key() < out[j].key() })
+	return out
+}
+
+// Create adds a user, giving it a new userId.
+func (s *Store) Create(u *User) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.users[u.key()]; ok {
+		return fmt.Errorf("%w: User \"%s@%s\" already exists", ErrUserExists, u.Name, u.DB)
+	}
+	u = u.clone()
+	rand.Read(u.ID[:])
+	u.ID[6] = u.ID[6]&0x0f | 0x40 // a version 4 UUID, as mongod's
+	u.ID[8] = u.ID[8]&0x3f | 0x80
+	return s.commit(func(m map[string]*User) { m[u.key()] = u })
+}
+
+// Update changes a user through fn, on a copy that replaces it once saved.
+func (s *Store) Update(db, name string, fn func(*User) error) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	old, ok := s.users[db+"."+name]
+	if !ok {
+		return fmt.Errorf("%w: User %s@%s not found", ErrUserNotFound, name, db)
+	}
+	u := old.clone()
+	if err := fn(u); err != nil {
+		return err
+	}
+	return s.commit(func(m map[string]*User) { m[u.key()] = u })
+}
+
+// Drop removes a user.
+func (s *Store) Drop(db, name string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.users[db+"."+name]; !ok {
+		return fmt.Errorf("%w: User '%s@%s' not found", ErrUserNotFound, name, db)
+	}
+	return s.commit(func(m map[string]*User) { delete(m, db+"."+name) })
+}
+
+// DropAll removes every user of a database and counts them.
+func (s *Store) DropAll(db string) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	err := s.commit(func(m map[string]*User) {
+		for k, u := range m {
+			if u.DB == db {
+				delete(m, k)
+				n++
+			}
+		}
+	})
+	return n, err
+}
+
+// commit applies change to a copy of the users, writes the file and only
+// then makes the copy current, so a failed write changes nothing. Called
+// with mu held.
+func (s *Store) commit(change func(map[string]*User)) error {
+	next := make(map[string]*User, len(s.users)+1)
+	for k, u := range s.users {
+		next[k] = u
+	}
+	change(next)
+	if err := writeFile(s.path, encodeFile(next)); err != nil {
+		return fmt.Errorf("save users: %w", err)
+	}
+	s.users = next
+	return nil
+}
+
+// writeFile replaces path durably: a temporary file, fsync, rename, and
+// an fsync of the directory.
+func writeFile(path string, data []byte) error {
+	tmp := path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return err
+	}
+	dir, err := os.Open(filepath.Dir(path))
+	if err != nil {
+		return err
+	}
+	defer dir.Close()
+	return dir.Sync()
+}
+
+func encodeFile(users map[string]*User) []byte {
+	keys := make([]string, 0, len(users))
+	for k := range users {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	arr := bsoncore.NewArrayBuilder()
+	for _, k := range keys {
+		arr.AppendDocument(EncodeUser(users[k], true))
+	}
+	body := bsoncore.NewDocumentBuilder().AppendArray("users", arr.Build()).
+		AppendArray("roles", bsoncore.NewArrayBuilder().Build()).Build()
+	out := make([]byte, headerSize, headerSize+len(body))
+	copy(out, fileMagic)
+	binary.LittleEndian.PutUint32(out[8:], fileVersion)
+	binary.LittleEndian.PutUint32(out[12:], crc32.Checksum(body, castagnoli))
+	return append(out, body...)
+}
+
+func decodeFile(data []byte) ([]*User, error) {
+	if len(data) < headerSize || string(data[:8]) != fileMagic || binary.LittleEndian.Uint32(data[8:]) != fileVersion {
+		return nil, fmt.Errorf("not a version %d users file", fileVersion)
+	}
+	body := data[headerSize:]
+	if crc32.Checksum(body, castagnoli) != binary.LittleEndian.Uint32(data[12:]) {
+		return nil, errors.New("users file checksum mismatch")
+	}
+	doc := bsoncore.Document(body)
+	if err := doc.Validate(); err != nil {
+		return nil, err
+	}
+	arr, ok := doc.Lookup("users").ArrayOK()
+	if !ok {
+		return nil, errors.New("users file without users")
+	}
+	vals, _ := arr.Values()
+	out := make([]*User, 0, len(vals))
+	for _, v := range vals {
+		d, ok := v.DocumentOK()
+		if !ok {
+			return nil, errors.New("a user that is not a document")
+		}
+		u, err := decodeUser(d)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, u)
+	}
+	return out, nil
+}
+
+// EncodeUser is a user as mongod keeps it in admin.system.users (and as
+// usersInfo shows it, without credentials when withCredentials is false).
+func EncodeUser(u *User, withCredentials bool) bsoncore.Document {
+	b := bsoncore.NewDocumentBuilder().AppendString("_id", u.key()).
+		AppendBinary("userId", 4, u.ID[:]).AppendString("user", u.Name).AppendString("db", u.DB)
+	if withCredentials {
+		cb := bsoncore.NewDocumentBuilder()
+		for _, mech := range []string{MechSHA1, MechSHA256} {
+			if c, ok := u.Creds[mech]; ok {
+				cb.AppendDocument(mech, bsoncore.NewDocumentBuilder().AppendInt32("iterationCount", int32(c.Iterations)).
+					AppendString("salt", base64.StdEncoding.EncodeToString(c.Salt)).
+					AppendString("storedKey", base64.StdEncoding.EncodeToString(c.StoredKey)).
+					AppendString("serverKey", base64.StdEncoding.EncodeToString(c.ServerKey)).Build())
+			}
+		}
+		b.AppendDocument("credentials", cb.Build())
+	}
+	b.AppendArray("roles", encodeRoles(u.Roles))
+	if u.CustomData != nil {
+		b.AppendDocument("customData", u.CustomData)
+	}
+	return b.Build()
+}
+
+func encodeRoles(roles []RoleRef) bsoncore.Array {
+	arr := bsoncore.NewArrayBuilder()
+	for _, r := range roles {
+		arr.AppendDocument(bsoncore.NewDocumentBuilder().AppendString("role", r.Role).AppendString("db", r.DB).Build())
+	}
+	return arr.Build()
+}
+
+// EncodeRoles is a role list as mongod writes it.
+func EncodeRoles(roles []RoleRef) bsoncore.Array { return encodeRoles(roles) }
+
+func decodeUser(d bsoncore.Document) (*User, error) {
+	u := &User{Creds: map[string]Credential{}}
+	u.Name, _ = d.Lookup("user").StringValueOK()
+	u.DB, _ = d.Lookup("db").StringValueOK()
+	if _, id, ok := d.Lookup("userId").BinaryOK(); ok && len(id) == 16 {
+		copy(u.ID[:], id)
+	}
+	if u.Name == "" || u.DB == "" {
+		return nil, errors.New("a user without user or db")
+	}
+	creds, _ := d.Lookup("credentials").DocumentOK()
+	for _, mech := range []string{MechSHA1, MechSHA256} {
+		c, ok := creds.Lookup(mech).DocumentOK()
+		if !ok {
+			continue
+		}
+		cred, err := decodeCredential(c)
+		if err != nil {
+			return nil, fmt.Errorf("user %s@%s: %w", u.Name, u.DB, err)
+		}
+		u.Creds[mech] = cred
+	}
+	roles, _ := d.Lookup("roles").ArrayOK()
+	vals, _ := roles.Values()
+	for _, v := range vals {
+		rd, _ := v.DocumentOK()
+		role, _ := rd.Lookup("role").StringValueOK()
+		db, _ := rd.Lookup("db").StringValueOK()
+		u.Roles = append(u.Roles, RoleRef{Role: role, DB: db})
+	}
+	if cd, ok := d.Lookup("customData").DocumentOK(); ok {
+		u.CustomData = append(bsoncore.Document(nil), cd...)
+	}
+	return u, nil
+}
+
+func decodeCredential(c bsoncore.Document) (Credential, error) {
+	iters, _ := c.Lookup("iterationCount").Int32OK()
+	cred := Credential{Iterations: int(iters)}
+	for _, f := range []struct {
+		name string
+		dst  *[]byte
+	}{{"salt", &cred.Salt}, {"storedKey", &cred.StoredKey}, {"serverKey", &cred.ServerKey}} {
+		s, _ := c.Lookup(f.name).StringValueOK()
+		b, err := base64.StdEncoding.DecodeString(s)
+		if err != nil || len(b) == 0 {
+			return Credential{}, fmt.Errorf("credential field %s: not base64", f.name)
+		}
+		*f.dst = b
+	}
+	if cred.Iterations <= 0 {
+		return Credential{}, errors.New("credential without an iteration count")
+	}
+	return cred, nil
+}

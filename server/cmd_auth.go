@@ -1,0 +1,177 @@
+package server
+
+import (
+	"errors"
+	"strings"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"dumbodb/auth"
+	"dumbodb/query/mongoerr"
+)
+
+// SCRAM authentication over saslStart and saslContinue (mongod's protocol,
+// docs/design/auth.md): one conversation per connection; a successful one
+// logs the connection in as its user, with the privileges its roles grant.
+
+// saslConversationID is the id of the connection's one conversation.
+const saslConversationID = 1
+
+func cmdSaslStart(r *request) (bsoncore.Document, error) {
+	var mech string
+	var payload []byte
+	var opts bsoncore.Document
+	err := r.parseArgs(map[string]fieldHandler{
+		"mechanism":     r.stringArg("mechanism", &mech),
+		"payload":       binaryArg(r, "payload", &payload),
+		"autoAuthorize": r.ignoreArg(),
+		"options":       r.docArg("options", &opts),
+	})
+	if err != nil {
+		return nil, err
+	}
+	skipEmpty, _ := asBool(opts.Lookup("skipEmptyExchange"))
+	return r.saslStart(r.db, mech, payload, skipEmpty)
+}
+
+// saslStart begins a conversation against the users of db.
+func (r *request) saslStart(db, mech string, payload []byte, skipEmpty bool) (bsoncore.Document, error) {
+	conv, err := r.c.s.users.StartConversation(mech, db)
+	if err != nil {
+		return nil, mongoerr.New(mongoerr.MechanismUnavailable, "%s", strings.TrimPrefix(err.Error(), auth.ErrMechanism.Error()+": "))
+	}
+	out, done, err := conv.Step(payload)
+	if err != nil {
+		return nil, r.authFailed(conv, err)
+	}
+	r.c.setAuth(connAuth{conv: conv, skipEmpty: skipEmpty})
+	return saslReply(done, out), nil
+}
+
+func cmdSaslContinue(r *request) (bsoncore.Document, error) {
+	var id int64
+	var payload []byte
+	err := r.parseArgs(map[string]fieldHandler{
+		"conversationId": r.int64Arg("conversationId", &id),
+		"payload":        binaryArg(r, "payload", &payload),
+	})
+	if err != nil {
+		return nil, err
+	}
+	a := r.c.authState()
+	if a.conv == nil || id != saslConversationID {
+		return nil, mongoerr.New(mongoerr.ProtocolError, "No SASL session state found")
+	}
+	if a.user != nil { // the proof was checked: this is the empty last exchange
+		a.conv = nil
+		r.c.setAuth(a)
+		return saslReply(true, nil), nil
+	}
+	out, done, err := a.conv.Step(payload)
+	if err != nil {
+		r.c.setAuth(connAuth{})
+		return nil, r.authFailed(a.conv, err)
+	}
+	if !done {
+		return saslReply(false, out), nil
+	}
+	return r.login(a, out)
+}
+
+// login makes the conversation's user the connection's.
+func (r *request) login(a connAuth, final []byte) (bsoncore.Document, error) {
+	u := a.conv.User()
+	privs, err := auth.Resolve(u.Roles)
+	if err != nil {
+		return nil, mongoerr.New(mongoerr.RoleNotFound, "%v", err)
+	}
+	next := connAuth{user: u, privs: privs, conv: a.conv}
+	if a.skipEmpty {
+		next.conv = nil
+	}
+	r.c.setAuth(next)
+	r.c.log.Info().Str("c", "ACCESS").Str("user", u.Name).Str("db", u.DB).Str("mechanism", a.conv.Mechanism()).
+		Str("remote", r.c.nc.RemoteAddr().String()).Msg("Successfully authenticated")
+	return saslReply(a.skipEmpty, final), nil
+}
+
+// authFailed logs a failed authentication (never the password) and gives
+// the client mongod's answer, which says nothing of why.
+func (r *request) authFailed(conv *auth.Conversation, err error) error {
+	r.c.log.Info().Str("c", "ACCESS").Str("db", conv.DB()).Str("mechanism", conv.Mechanism()).
+		Str("remote", r.c.nc.RemoteAddr().String()).Str("reason", err.Error()).Msg("Authentication failed")
+	if errors.Is(err, auth.ErrMechanism) {
+		return mongoerr.New(mongoerr.MechanismUnavailable, "Unable to use %s based authentication for user without any %s credentials registered", conv.Mechanism(), conv.Mechanism())
+	}
+	return mongoerr.New(mongoerr.AuthenticationFailed, "Authentication failed.")
+}
+
+func saslReply(done bool, payload []byte) bsoncore.Document {
+	return bsoncore.NewDocumentBuilder().AppendInt32("conversationId", saslConversationID).
+		AppendBoolean("done", done).AppendBinary("payload", 0, payload).AppendDouble("ok", 1).Build()
+}
+
+// cmdAuthenticate is the authenticate command, which carries the
+// mechanisms that are not SASL conversations: none is enabled (x.509 needs
+// TLS), so each is refused as mongod refuses a disabled one.
+func cmdAuthenticate(r *request) (bsoncore.Document, error) {
+	mech, _ := r.cmd.Lookup("mechanism").StringValueOK()
+	return nil, mongoerr.New(mongoerr.MechanismUnavailable, "Received authentication for mechanism %s which is not enabled", mech)
+}
+
+func cmdLogout(r *request) (bsoncore.Document, error) {
+	r.c.setAuth(connAuth{})
+	return okReply(), nil
+}
+
+// helloAuthFields adds saslSupportedMechs and speculativeAuthenticate to
+// a hello reply, as mongod does when the client asks.
+func (r *request) helloAuthFields(b *bsoncore.DocumentBuilder) {
+	if name, ok := r.cmd.Lookup("saslSupportedMechs").StringValueOK(); ok {
+		db, user, _ := strings.Cut(name, ".")
+		if u, ok := r.c.s.users.User(db, user); ok {
+			mechs := bsoncore.NewArrayBuilder()
+			for _, m := range auth.Mechanisms {
+				if _, has := u.Creds[m]; has {
+					mechs.AppendString(m)
+				}
+			}
+			b.AppendArray("saslSupportedMechs", mechs.Build())
+		}
+	}
+	spec, ok := r.cmd.Lookup("speculativeAuthenticate").DocumentOK()
+	if !ok {
+		return
+	}
+	mech, _ := spec.Lookup("mechanism").StringValueOK()
+	db, _ := spec.Lookup("db").StringValueOK()
+	_, payload, _ := spec.Lookup("payload").BinaryOK()
+	opts, _ := spec.Lookup("options").DocumentOK()
+	skipEmpty, _ := asBool(opts.Lookup("skipEmptyExchange"))
+	if reply, err := r.saslStart(db, mech, payload, skipEmpty); err == nil {
+		els, _ := reply.Elements()
+		sb := bsoncore.NewDocumentBuilder()
+		for _, el := range els {
+			if el.Key() != "ok" {
+				sb.AppendValue(el.Key(), el.Value())
+			}
+		}
+		b.AppendDocument("speculativeAuthenticate", sb.Build())
+	}
+}
+
+// binaryArg reads a binData argument (a string is taken as its bytes, as
+// mongod's shell helpers send).
+func binaryArg(r *request, name string, dst *[]byte) fieldHandler {
+	return func(v bsoncore.Value) error {
+		if _, b, ok := v.BinaryOK(); ok {
+			*dst = b
+			return nil
+		}
+		if s, ok := v.StringValueOK(); ok {
+			*dst = []byte(s)
+			return nil
+		}
+		return typeMismatch(r.name, name, v, "binData")
+	}
+}

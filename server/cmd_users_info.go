@@ -1,0 +1,166 @@
+package server
+
+import (
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"dumbodb/auth"
+	"dumbodb/query/mongoerr"
+)
+
+// usersInfo and rolesInfo: what users and roles exist and what they grant.
+
+func cmdUsersInfo(r *request) (bsoncore.Document, error) {
+	var showCredentials, showPrivileges, showCustomData = false, false, true
+	var filter bsoncore.Document
+	err := r.parseArgs(map[string]fieldHandler{
+		"showCredentials":                r.boolArg("showCredentials", &showCredentials),
+		"showPrivileges":                 r.boolArg("showPrivileges", &showPrivileges),
+		"showCustomData":                 r.boolArg("showCustomData", &showCustomData),
+		"showAuthenticationRestrictions": r.ignoreArg(), // none are kept: there are none to show
+		"filter":                         r.docArg("filter", &filter),
+	})
+	if err != nil {
+		return nil, err
+	}
+	if filter != nil {
+		return nil, mongoerr.New(mongoerr.NotImplemented, "usersInfo filter is not implemented")
+	}
+	users, err := r.usersNamed(r.cmd.Index(0).Value())
+	if err != nil {
+		return nil, err
+	}
+	arr := bsoncore.NewArrayBuilder()
+	for _, u := range users {
+		arr.AppendDocument(userInfo(u, showCredentials, showPrivileges, showCustomData))
+	}
+	return bsoncore.NewDocumentBuilder().AppendArray("users", arr.Build()).AppendDouble("ok", 1).Build(), nil
+}
+
+// usersNamed resolves usersInfo's argument: 1 (this database's users),
+// {forAllDBs: true}, a name, {user, db}, or an array of names and those.
+func (r *request) usersNamed(v bsoncore.Value) ([]*auth.User, error) {
+	store := r.c.s.users
+	if d, ok := v.DocumentOK(); ok {
+		if all, _ := asBool(d.Lookup("forAllDBs")); all {
+			return store.Users(""), nil
+		}
+	}
+	if _, ok := v.AsInt64OK(); ok {
+		return store.Users(r.db), nil
+	}
+	vals := []bsoncore.Value{v}
+	if arr, ok := v.ArrayOK(); ok {
+		vals, _ = arr.Values()
+	}
+	var out []*auth.User
+	for _, v := range vals {
+		db, name := r.db, ""
+		if s, ok := v.StringValueOK(); ok {
+			name = s
+		} else if d, ok := v.DocumentOK(); ok {
+			name, _ = d.Lookup("user").StringValueOK()
+			db, _ = d.Lookup("db").StringValueOK()
+		}
+		if name == "" || db == "" {
+			return nil, mongoerr.New(mongoerr.BadValue, "User name must be a string or {user: <name>, db: <db>}")
+		}
+		if u, ok := store.User(db, name); ok {
+			out = append(out, u)
+		}
+	}
+	return out, nil
+}
+
+// userInfo is one user as usersInfo shows it.
+func userInfo(u *auth.User, showCredentials, showPrivileges, showCustomData bool) bsoncore.Document {
+	doc := auth.EncodeUser(u, showCredentials)
+	els, _ := doc.Elements()
+	b := bsoncore.NewDocumentBuilder()
+	for _, el := range els {
+		if el.Key() == "customData" && !showCustomData {
+			continue
+		}
+		b.AppendValue(el.Key(), el.Value())
+	}
+	mechs := bsoncore.NewArrayBuilder()
+	for _, m := range auth.Mechanisms {
+		if _, ok := u.Creds[m]; ok {
+			mechs.AppendString(m)
+		}
+	}
+	b.AppendArray("mechanisms", mechs.Build())
+	if showPrivileges {
+		b.AppendArray("inheritedRoles", auth.EncodeRoles(u.Roles))
+		privs, _ := auth.Resolve(u.Roles)
+		b.AppendArray("inheritedPrivileges", privilegesArray(privs))
+	}
+	return b.Build()
+}
+
+// privilegesArray is privileges as mongod lists them: {resource, actions}.
+func privilegesArray(p *auth.Privileges) bsoncore.Array {
+	arr := bsoncore.NewArrayBuilder()
+	if p == nil {
+		return arr.Build()
+	}
+	for _, rp := range p.Describe() {
+		res := bsoncore.NewDocumentBuilder()
+		if rp.Cluster {
+			res.AppendBoolean("cluster", true)
+		} else {
+			res.AppendString("db", rp.DB).AppendString("collection", "")
+		}
+		acts := bsoncore.NewArrayBuilder()
+		for _, a := range rp.Actions {
+			acts.AppendString(a)
+		}
+		arr.AppendDocument(bsoncore.NewDocumentBuilder().AppendDocument("resource", res.Build()).
+			AppendArray("actions", acts.Build()).Build())
+	}
+	return arr.Build()
+}
+
+// cmdRolesInfo describes built-in roles (there are no user-defined roles
+// yet): {rolesInfo: 1, showBuiltinRoles: true}, a name, {role, db}, or an
+// array of those.
+func cmdRolesInfo(r *request) (bsoncore.Document, error) {
+	var showBuiltin, showPrivileges bool
+	err := r.parseArgs(map[string]fieldHandler{
+		"showBuiltinRoles": r.boolArg("showBuiltinRoles", &showBuiltin),
+		"showPrivileges":   r.boolArg("showPrivileges", &showPrivileges),
+	})
+	if err != nil {
+		return nil, err
+	}
+	var refs []auth.RoleRef
+	v := r.cmd.Index(0).Value()
+	if _, ok := v.AsInt64OK(); ok {
+		if showBuiltin {
+			for _, name := range auth.BuiltinRoleNames() {
+				if ref := (auth.RoleRef{Role: name, DB: r.db}); auth.CheckRole(ref) == nil {
+					refs = append(refs, ref)
+				}
+			}
+		}
+	} else {
+		arr, isArr := v.ArrayOK()
+		if !isArr {
+			arr = bsoncore.NewArrayBuilder().AppendValue(v).Build()
+		}
+		if refs, err = r.roleList(arr); err != nil {
+			return nil, err
+		}
+	}
+	out := bsoncore.NewArrayBuilder()
+	for _, ref := range refs {
+		b := bsoncore.NewDocumentBuilder().AppendString("_id", ref.DB+"."+ref.Role).AppendString("role", ref.Role).
+			AppendString("db", ref.DB).AppendBoolean("isBuiltin", true).
+			AppendArray("roles", auth.EncodeRoles(nil)).AppendArray("inheritedRoles", auth.EncodeRoles(nil))
+		if showPrivileges {
+			privs, _ := auth.Resolve([]auth.RoleRef{ref})
+			b.AppendArray("privileges", privilegesArray(privs)).AppendArray("inheritedPrivileges", privilegesArray(privs))
+		}
+		out.AppendDocument(b.Build())
+	}
+	return bsoncore.NewDocumentBuilder().AppendArray("roles", out.Build()).AppendDouble("ok", 1).Build(), nil
+}

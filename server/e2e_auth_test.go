@@ -1,0 +1,173 @@
+package server_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"dumbodb/server"
+)
+
+func withAuth(c *server.Config) { c.Auth = true }
+
+// authClient connects as a user of authDB with a mechanism ("": the
+// driver's choice).
+func (ts *testServer) authClient(user, pwd, authDB, mech string) *mongo.Client {
+	ts.t.Helper()
+	cred := options.Credential{Username: user, Password: pwd, AuthSource: authDB, AuthMechanism: mech}
+	return ts.client(options.Client().SetAuth(cred))
+}
+
+// createRoot makes the first user through the localhost exception.
+func createRoot(t *testing.T, ts *testServer) {
+	t.Helper()
+	mustRun(t, ts.client().Database("admin"), bson.D{{Key: "createUser", Value: "root"}, {Key: "pwd", Value: "rootpw"},
+		{Key: "roles", Value: bson.A{"root"}}})
+}
+
+// TestSCRAMAuthentication: with --auth, the first user is created through
+// the localhost exception, which then ends; both SCRAM mechanisms log in;
+// a wrong password and an unknown user fail with AuthenticationFailed;
+// without a login every command but the handshake is refused.
+func TestSCRAMAuthentication(t *testing.T) {
+	ts := startServer(t, withAuth)
+	anon := ts.client().Database("admin")
+	createRoot(t, ts)
+	_, err := run(t, anon, bson.D{{Key: "createUser", Value: "second"}, {Key: "pwd", Value: "x"}, {Key: "roles", Value: bson.A{}}})
+	wantCode(t, err, 13, "Unauthorized")
+	_, err = run(t, ts.client().Database("shop"), bson.D{{Key: "find", Value: "c"}})
+	wantCode(t, err, 13, "Unauthorized")
+	mustRun(t, anon, bson.D{{Key: "ping", Value: 1}})
+
+	for _, mech := range []string{"SCRAM-SHA-256", "SCRAM-SHA-1", ""} {
+		c := ts.authClient("root", "rootpw", "admin", mech)
+		if _, err := c.Database("shop").Collection("c").InsertOne(ctx, bson.D{{Key: "m", Value: mech}}); err != nil {
+			t.Fatalf("%q: %v", mech, err)
+		}
+		status := mustRun(t, c.Database("admin"), bson.D{{Key: "connectionStatus", Value: 1}})
+		if users := get(status, "authInfo", "authenticatedUsers").(bson.A); len(users) != 1 || get(users[0], "user") != "root" {
+			t.Fatalf("%q: connectionStatus %v", mech, status)
+		}
+	}
+	for _, bad := range []struct{ user, pwd string }{{"root", "wrong"}, {"nobody", "rootpw"}} {
+		err := ts.authClient(bad.user, bad.pwd, "admin", "SCRAM-SHA-256").Ping(ctx, nil)
+		var ce mongo.CommandError
+		if !errors.As(err, &ce) || ce.Code != 18 {
+			t.Fatalf("%s/%s: %v, want AuthenticationFailed", bad.user, bad.pwd, err)
+		}
+	}
+	hello := mustRun(t, anon, bson.D{{Key: "hello", Value: 1}, {Key: "saslSupportedMechs", Value: "admin.root"}})
+	if mechs, _ := hello["saslSupportedMechs"].(bson.A); len(mechs) != 2 {
+		t.Fatalf("saslSupportedMechs: %v", hello["saslSupportedMechs"])
+	}
+	first := bson.Binary{Data: []byte("n,,n=root,r=clientnonce0123")}
+	hello = mustRun(t, anon, bson.D{{Key: "hello", Value: 1}, {Key: "speculativeAuthenticate", Value: bson.D{{Key: "saslStart", Value: 1},
+		{Key: "mechanism", Value: "SCRAM-SHA-256"}, {Key: "payload", Value: first}, {Key: "db", Value: "admin"}}}})
+	payload, _ := get(hello, "speculativeAuthenticate", "payload").(bson.Binary)
+	if get(hello, "speculativeAuthenticate", "conversationId") != int32(1) || !strings.HasPrefix(string(payload.Data), "r=clientnonce0123") {
+		t.Fatalf("speculativeAuthenticate: %v", hello["speculativeAuthenticate"])
+	}
+}
+
+// TestBuiltinRolesAllowAndRefuse: each built-in role allows its commands
+// and refuses the others, version control included.
+func TestBuiltinRolesAllowAndRefuse(t *testing.T) {
+	ts := startServer(t, withAuth)
+	createRoot(t, ts)
+	root := ts.authClient("root", "rootpw", "admin", "")
+	shop := root.Database("shop")
+	shop.Collection("c").InsertOne(ctx, bson.D{{Key: "_id", Value: 1}})
+	for _, u := range []struct {
+		name string
+		role bson.D
+	}{
+		{"reader", bson.D{{Key: "role", Value: "read"}, {Key: "db", Value: "shop"}}},
+		{"writer", bson.D{{Key: "role", Value: "readWrite"}, {Key: "db", Value: "shop"}}},
+		{"dba", bson.D{{Key: "role", Value: "dbAdmin"}, {Key: "db", Value: "shop"}}},
+		{"monitor", bson.D{{Key: "role", Value: "clusterMonitor"}, {Key: "db", Value: "admin"}}},
+	} {
+		mustRun(t, root.Database("admin"), bson.D{{Key: "createUser", Value: u.name}, {Key: "pwd", Value: "pw"}, {Key: "roles", Value: bson.A{u.role}}})
+	}
+	cases := []struct {
+		user, db string
+		cmd      bson.D
+		allowed  bool
+	}{
+		{"reader", "shop", bson.D{{Key: "find", Value: "c"}}, true},
+		{"reader", "shop", bson.D{{Key: "dumboLog", Value: 1}}, true},
+		{"reader", "shop", bson.D{{Key: "insert", Value: "c"}, {Key: "documents", Value: bson.A{bson.D{}}}}, false},
+		{"reader", "shop", bson.D{{Key: "dumboCommit", Value: 1}, {Key: "message", Value: "m"}}, false},
+		{"reader", "other", bson.D{{Key: "find", Value: "c"}}, false},
+		{"writer", "shop", bson.D{{Key: "insert", Value: "c"}, {Key: "documents", Value: bson.A{bson.D{}}}}, true},
+		{"writer", "shop", bson.D{{Key: "dumboCommit", Value: 1}, {Key: "message", Value: "m"}}, true},
+		{"writer", "shop", bson.D{{Key: "dumboGC", Value: 1}}, false},
+		{"writer", "shop", bson.D{{Key: "dropDatabase", Value: 1}}, false},
+		{"dba", "shop", bson.D{{Key: "collStats", Value: "c"}}, true},
+		{"dba", "shop", bson.D{{Key: "dumboGC", Value: 1}}, true},
+		{"dba", "shop", bson.D{{Key: "find", Value: "c"}}, false},
+		{"monitor", "admin", bson.D{{Key: "serverStatus", Value: 1}}, true},
+		{"monitor", "shop", bson.D{{Key: "find", Value: "c"}}, false},
+		{"monitor", "admin", bson.D{{Key: "createUser", Value: "x"}, {Key: "pwd", Value: "x"}, {Key: "roles", Value: bson.A{}}}, false},
+	}
+	for _, c := range cases {
+		_, err := run(t, ts.authClient(c.user, "pw", "admin", "").Database(c.db), c.cmd)
+		switch {
+		case c.allowed && err != nil:
+			t.Errorf("%s on %s: %v, want allowed", c.user, c.cmd[0].Key, err)
+		case !c.allowed:
+			var ce mongo.CommandError
+			if !errors.As(err, &ce) || ce.Code != 13 {
+				t.Errorf("%s on %s.%s: %v, want Unauthorized", c.user, c.db, c.cmd[0].Key, err)
+			}
+		}
+	}
+}
+
+// TestUserAdministration: usersInfo, updateUser (a new password replaces
+// the old), grant and revoke, dropUser, and users surviving a restart.
+func TestUserAdministration(t *testing.T) {
+	ts := startServer(t, withAuth)
+	createRoot(t, ts)
+	admin := ts.authClient("root", "rootpw", "admin", "").Database("admin")
+	shop := admin.Client().Database("shop")
+	mustRun(t, shop, bson.D{{Key: "createUser", Value: "ann"}, {Key: "pwd", Value: "one"}, {Key: "roles", Value: bson.A{"read"}},
+		{Key: "customData", Value: bson.D{{Key: "team", Value: "x"}}}})
+	_, err := run(t, shop, bson.D{{Key: "createUser", Value: "ann"}, {Key: "pwd", Value: "one"}, {Key: "roles", Value: bson.A{}}})
+	wantCode(t, err, 51003, "")
+	_, err = run(t, shop, bson.D{{Key: "createUser", Value: "bob"}, {Key: "pwd", Value: "one"}, {Key: "roles", Value: bson.A{"readAnyDatabase"}}})
+	wantCode(t, err, 31, "RoleNotFound")
+
+	info := mustRun(t, shop, bson.D{{Key: "usersInfo", Value: "ann"}, {Key: "showPrivileges", Value: true}})
+	users := info["users"].(bson.A)
+	if len(users) != 1 || get(users[0], "_id") != "shop.ann" || get(users[0], "credentials") != nil ||
+		get(users[0], "customData", "team") != "x" || get(users[0], "inheritedPrivileges") == nil {
+		t.Fatalf("usersInfo: %v", info)
+	}
+	mustRun(t, shop, bson.D{{Key: "updateUser", Value: "ann"}, {Key: "pwd", Value: "two"}})
+	if err := ts.authClient("ann", "one", "shop", "").Ping(ctx, nil); err == nil {
+		t.Fatal("the old password still works")
+	}
+	mustRun(t, shop, bson.D{{Key: "grantRolesToUser", Value: "ann"}, {Key: "roles", Value: bson.A{"readWrite"}}})
+	if _, err := ts.authClient("ann", "two", "shop", "").Database("shop").Collection("c").InsertOne(ctx, bson.D{}); err != nil {
+		t.Fatalf("after grantRolesToUser: %v", err)
+	}
+	mustRun(t, shop, bson.D{{Key: "revokeRolesFromUser", Value: "ann"}, {Key: "roles", Value: bson.A{"readWrite"}}})
+	_, err = ts.authClient("ann", "two", "shop", "").Database("shop").Collection("c").InsertOne(ctx, bson.D{})
+	var ce mongo.CommandError
+	if !errors.As(err, &ce) || ce.Code != 13 {
+		t.Fatalf("after revokeRolesFromUser: %v", err)
+	}
+
+	ts.restart()
+	if err := ts.authClient("ann", "two", "shop", "").Ping(ctx, nil); err != nil {
+		t.Fatalf("after a restart: %v", err)
+	}
+	admin = ts.authClient("root", "rootpw", "admin", "").Database("admin")
+	mustRun(t, admin.Client().Database("shop"), bson.D{{Key: "dropUser", Value: "ann"}})
+	_, err = run(t, admin.Client().Database("shop"), bson.D{{Key: "dropUser", Value: "ann"}})
+	wantCode(t, err, 11, "UserNotFound")
+}
