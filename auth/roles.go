@@ -30,6 +30,12 @@ func (p *Privileges) Allows(a Action, db string) bool {
 	return (p.anyDB|p.byDB[db])&a == a
 }
 
+// CanUse reports whether the privileges grant anything on database db
+// (listDatabases shows a user without the listDatabases action those).
+func (p *Privileges) CanUse(db string) bool {
+	return p != nil && (p.anyDB != 0 || p.byDB[db] != 0)
+}
+
 func (p *Privileges) add(g grant, db string) {
 	if p.byDB == nil {
 		p.byDB = map[string]Action{}

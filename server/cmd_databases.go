@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"dumbodb/auth"
 	"dumbodb/query"
 	"dumbodb/query/mongoerr"
 	"dumbodb/storage"
@@ -121,16 +122,31 @@ func (r *request) statsSnapshot() (*storage.Snapshot, error) {
 	return snap, err
 }
 
+// lacksListDatabases reports an authenticated user without the
+// listDatabases action, who sees only the databases its roles grant
+// something on (mongod's authorizedDatabases).
+func (r *request) lacksListDatabases() bool {
+	if !r.c.s.cfg.Auth {
+		return false
+	}
+	a := r.c.authState()
+	return a.user != nil && !a.privs.Allows(auth.ListDatabases, "admin")
+}
+
 func cmdListDatabases(r *request) (bsoncore.Document, error) {
 	var filter bsoncore.Document
 	var nameOnly bool
+	authorizedOnly := r.lacksListDatabases()
 	err := r.parseArgs(map[string]fieldHandler{
 		"filter":              r.optDocArg("filter", &filter),
 		"nameOnly":            r.boolArg("nameOnly", &nameOnly),
-		"authorizedDatabases": r.ignoreArg(),
+		"authorizedDatabases": r.boolArg("authorizedDatabases", &authorizedOnly),
 	})
 	if err != nil {
 		return nil, err
+	}
+	if !authorizedOnly && r.lacksListDatabases() {
+		return nil, mongoerr.New(mongoerr.Unauthorized, "not authorized on admin to execute command { listDatabases: 1, authorizedDatabases: false }")
 	}
 	var match *query.Filter
 	if filter != nil {
@@ -144,7 +160,11 @@ func cmdListDatabases(r *request) (bsoncore.Document, error) {
 	}
 	var total int64
 	arr := bsoncore.NewArrayBuilder()
+	privs := r.c.authState().privs
 	for _, name := range names {
+		if authorizedOnly && !privs.CanUse(name) {
+			continue
+		}
 		size := r.c.s.engine.SizeOnDisk(name)
 		entry, err := r.databaseEntry(name, size, nameOnly)
 		if err != nil {

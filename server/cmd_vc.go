@@ -1,8 +1,10 @@
 package server
 
 import (
+	"fmt"
 	"time"
 
+	"dumbodb/auth"
 	"dumbodb/query/mongoerr"
 	"dumbodb/storage"
 
@@ -82,7 +84,28 @@ func (r *request) commitOptions(extra map[string]fieldHandler) (storage.CommitOp
 	for k, h := range extra {
 		fields[k] = h
 	}
-	return o, r.parseArgs(fields)
+	if err := r.parseArgs(fields); err != nil {
+		return o, err
+	}
+	return o, r.authorAs(&o)
+}
+
+// authorAs makes the authenticated user a commit's author (with --auth):
+// by default, and a client-given author other than the user only with the
+// dumboVersionAdmin action, so that history says who made a change.
+func (r *request) authorAs(o *storage.CommitOptions) error {
+	a := r.c.authState()
+	if !r.c.s.cfg.Auth || a.user == nil {
+		return nil
+	}
+	self := fmt.Sprintf("%s <%s@%s>", a.user.Name, a.user.Name, a.user.DB)
+	switch {
+	case o.Author == "":
+		o.Author = self
+	case o.Author != self && !a.privs.Allows(auth.VCAdmin, r.db):
+		return mongoerr.New(mongoerr.Unauthorized, "recording %q as the author needs the dumboVersionAdmin action on %s; omit author to record %q", o.Author, r.db, self)
+	}
+	return nil
 }
 
 func cmdDumboCommit(r *request) (bsoncore.Document, error) {

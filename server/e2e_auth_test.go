@@ -113,6 +113,18 @@ func TestBuiltinRolesAllowAndRefuse(t *testing.T) {
 		{"monitor", "shop", bson.D{{Key: "find", Value: "c"}}, false},
 		{"monitor", "admin", bson.D{{Key: "createUser", Value: "x"}, {Key: "pwd", Value: "x"}, {Key: "roles", Value: bson.A{}}}, false},
 	}
+	writer := ts.authClient("writer", "pw", "admin", "").Database("shop")
+	mustRun(t, writer, bson.D{{Key: "dumboCommit", Value: 1}, {Key: "message", Value: "by writer"}})
+	logged := mustRun(t, writer, bson.D{{Key: "dumboLog", Value: 1}, {Key: "limit", Value: 1}})
+	if author := get(logged["commits"].(bson.A)[0], "author"); author != "writer <writer@admin>" {
+		t.Errorf("the commit's author is %v, want the authenticated user", author)
+	}
+	_, err := run(t, writer, bson.D{{Key: "dumboCommit", Value: 1}, {Key: "message", Value: "m"}, {Key: "author", Value: "Eve <eve@example.com>"}})
+	wantCode(t, err, 13, "Unauthorized")
+	dbs := mustRun(t, ts.authClient("reader", "pw", "admin", "").Database("admin"), bson.D{{Key: "listDatabases", Value: 1}, {Key: "nameOnly", Value: true}})
+	if list := dbs["databases"].(bson.A); len(list) != 1 || get(list[0], "name") != "shop" {
+		t.Errorf("listDatabases for a reader of shop: %v", dbs)
+	}
 	for _, c := range cases {
 		_, err := run(t, ts.authClient(c.user, "pw", "admin", "").Database(c.db), c.cmd)
 		switch {
