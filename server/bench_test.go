@@ -10,10 +10,12 @@ import (
 	"testing"
 
 	"dumbodb/query"
+	"dumbodb/server"
 	"dumbodb/storage"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 	"golang.org/x/sys/unix"
 )
@@ -288,5 +290,46 @@ func BenchmarkFindOneByID(b *testing.B) {
 		if err := coll.FindOne(ctx, bson.D{{Key: "_id", Value: 1}}).Err(); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkFindOneByIDAuth is BenchmarkFindOneByID logged in, with --auth:
+// what checking each command's privileges costs.
+func BenchmarkFindOneByIDAuth(b *testing.B) {
+	ts := startServer(b, func(c *server.Config) { c.Auth = true })
+	mustRunB(b, ts.client().Database("admin"), bson.D{{Key: "createUser", Value: "u"}, {Key: "pwd", Value: "p"}, {Key: "roles", Value: bson.A{"root"}}})
+	coll := ts.authClient("u", "p", "admin", "").Database("bench").Collection("c")
+	coll.InsertOne(ctx, bson.D{{Key: "_id", Value: 1}, {Key: "v", Value: "x"}})
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if err := coll.FindOne(ctx, bson.D{{Key: "_id", Value: 1}}).Err(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkSCRAMLogin: a new connection that logs in with SCRAM-SHA-256
+// (the driver's key derivation included) and pings.
+func BenchmarkSCRAMLogin(b *testing.B) {
+	ts := startServer(b, func(c *server.Config) { c.Auth = true })
+	mustRunB(b, ts.client().Database("admin"), bson.D{{Key: "createUser", Value: "u"}, {Key: "pwd", Value: "p"}, {Key: "roles", Value: bson.A{"root"}}})
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		c, err := mongo.Connect(options.Client().ApplyURI(ts.uri()).
+			SetAuth(options.Credential{Username: "u", Password: "p", AuthSource: "admin", AuthMechanism: "SCRAM-SHA-256"}))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := c.Ping(ctx, nil); err != nil {
+			b.Fatal(err)
+		}
+		c.Disconnect(ctx)
+	}
+}
+
+func mustRunB(b *testing.B, db *mongo.Database, cmd bson.D) {
+	b.Helper()
+	if err := db.RunCommand(ctx, cmd).Err(); err != nil {
+		b.Fatal(err)
 	}
 }
