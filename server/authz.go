@@ -67,6 +67,19 @@ func (r *request) authorize() error {
 	return mongoerr.New(mongoerr.Unauthorized, "not authorized on %s to execute command %s", r.authzDB(), commandSummary(r.cmd))
 }
 
+// require checks an action a command needs for some of its arguments only
+// (deleting a branch, a hard reset, $out's target) on database db.
+func (r *request) require(a auth.Action, db string) error {
+	if !r.c.s.cfg.Auth {
+		return nil
+	}
+	st := r.c.authState()
+	if st.user != nil && st.privs.Allows(a, db) {
+		return nil
+	}
+	return mongoerr.New(mongoerr.Unauthorized, "not authorized on %s to execute command %s (it needs %v)", db, commandSummary(r.cmd), a.Names())
+}
+
 // authzDB is the database a command acts on: its $db, or for
 // renameCollection the source namespace's.
 func (r *request) authzDB() string {

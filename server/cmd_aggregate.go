@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 
+	"dumbodb/auth"
 	"dumbodb/index"
 	"dumbodb/plan"
 	"dumbodb/query"
@@ -303,6 +304,10 @@ func (w aggWriter) tx(ctx context.Context, full, coll string, fn func(tx *storag
 		return err
 	}
 	if err := validateCollectionName(name, coll); err != nil {
+		return err
+	}
+	// The aggregate itself needs only find; its target needs writes.
+	if err := w.r.require(auth.Insert|auth.Update|auth.Remove, name); err != nil {
 		return err
 	}
 	d, err := w.r.c.s.engine.Database(ctx, name, true)

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"dumbodb/auth"
 	"dumbodb/query/mongoerr"
 	"dumbodb/storage"
 
@@ -27,10 +28,16 @@ func cmdDumboBranch(r *request) (bsoncore.Document, error) {
 	case name == "":
 		return branchList(r, d)
 	case del || force:
+		if err := r.require(auth.VCAdmin, r.db); err != nil {
+			return nil, err
+		}
 		if err := d.DeleteBranch(r.ctx, name, r.currentBranch(), force); err != nil {
 			return nil, err
 		}
 		return bsoncore.NewDocumentBuilder().AppendString("deleted", name).AppendDouble("ok", 1).Build(), nil
+	}
+	if err := r.require(auth.VCWrite, r.db); err != nil {
+		return nil, err
 	}
 	at, err := r.revision(d)
 	if err != nil {
@@ -113,6 +120,11 @@ func cmdDumboReset(r *request) (bsoncore.Document, error) {
 	if err != nil {
 		return nil, err
 	}
+	if hard {
+		if err := r.require(auth.VCAdmin, r.db); err != nil {
+			return nil, err
+		}
+	}
 	if to == "" {
 		to = "HEAD"
 	}
@@ -149,10 +161,16 @@ func cmdDumboTag(r *request) (bsoncore.Document, error) {
 	case name == "":
 		return tagList(r, d)
 	case del:
+		if err := r.require(auth.VCAdmin, r.db); err != nil {
+			return nil, err
+		}
 		if err := d.DeleteTag(r.ctx, name); err != nil {
 			return nil, err
 		}
 		return bsoncore.NewDocumentBuilder().AppendString("deleted", name).AppendDouble("ok", 1).Build(), nil
+	}
+	if err := r.require(auth.VCWrite, r.db); err != nil {
+		return nil, err
 	}
 	at, err := r.revision(d)
 	if commit != "" {
