@@ -17,4 +17,9 @@ EXPOSE 27017
 HEALTHCHECK --interval=10s --timeout=3s --start-period=5s --retries=3 \
   CMD ["dumbodb", "ping", "--port", "27017"]
 ENTRYPOINT ["dumbodb"]
-CMD ["--data-dir", "/data", "--bind_ip", "0.0.0.0", "--port", "27017"]
+# Listening on every address, so --auth: start the container with
+# DUMBODB_ROOT_USERNAME and DUMBODB_ROOT_PASSWORD (or the official image's
+# MONGO_INITDB_ROOT_USERNAME and MONGO_INITDB_ROOT_PASSWORD) to create the
+# first user, a root user of admin, or create it from inside the container
+# (the localhost exception).
+CMD ["--data-dir", "/data", "--bind_ip", "0.0.0.0", "--port", "27017", "--auth"]

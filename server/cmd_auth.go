@@ -3,6 +3,7 @@ package server
 import (
 	"errors"
 	"strings"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
@@ -90,6 +91,7 @@ func (r *request) login(a connAuth, final []byte) (bsoncore.Document, error) {
 		next.conv = nil
 	}
 	r.c.setAuth(next)
+	r.c.s.authThrottle.succeeded(r.c.authSource())
 	r.c.log.Info().Str("c", "ACCESS").Str("user", u.Name).Str("db", u.DB).Str("mechanism", a.conv.Mechanism()).
 		Str("remote", r.c.nc.RemoteAddr().String()).Msg("Successfully authenticated")
 	return saslReply(a.skipEmpty, final), nil
@@ -98,8 +100,11 @@ func (r *request) login(a connAuth, final []byte) (bsoncore.Document, error) {
 // authFailed logs a failed authentication (never the password) and gives
 // the client mongod's answer, which says nothing of why.
 func (r *request) authFailed(conv *auth.Conversation, err error) error {
+	delay, n := r.c.s.authThrottle.failed(r.c.authSource(), time.Now())
 	r.c.log.Info().Str("c", "ACCESS").Str("db", conv.DB()).Str("mechanism", conv.Mechanism()).
-		Str("remote", r.c.nc.RemoteAddr().String()).Str("reason", err.Error()).Msg("Authentication failed")
+		Str("remote", r.c.nc.RemoteAddr().String()).Str("reason", err.Error()).Int("failuresInARow", n).
+		Dur("delayMillis", delay).Msg("Authentication failed")
+	wait(r.ctx, delay)
 	if errors.Is(err, auth.ErrMechanism) {
 		return mongoerr.New(mongoerr.MechanismUnavailable, "Unable to use %s based authentication for user without any %s credentials registered", conv.Mechanism(), conv.Mechanism())
 	}

@@ -253,3 +253,18 @@ func trimSentinel(err, sentinel error) string {
 	}
 	return msg
 }
+
+// CreateInitialUser makes name a root user of admin when no user exists
+// (the container's first user, from its environment); it reports whether
+// it did.
+func (s *Server) CreateInitialUser(name, pwd string) (bool, error) {
+	if s.users.HasUsers() {
+		return false, nil
+	}
+	creds, err := credentials(name, pwd, nil)
+	if err != nil {
+		return false, err
+	}
+	u := &auth.User{DB: "admin", Name: name, Creds: creds, Roles: []auth.RoleRef{{Role: "root", DB: "admin"}}}
+	return true, s.users.Create(u)
+}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -190,4 +191,22 @@ func TestUserAdministration(t *testing.T) {
 	mustRun(t, admin.Client().Database("shop"), bson.D{{Key: "dropUser", Value: "ann"}})
 	_, err = run(t, admin.Client().Database("shop"), bson.D{{Key: "dropUser", Value: "ann"}})
 	wantCode(t, err, 11, "UserNotFound")
+}
+
+// TestFailedLoginsSlowDown: after a few failed logins from one source,
+// each further failure is answered late.
+func TestFailedLoginsSlowDown(t *testing.T) {
+	ts := startServer(t, withAuth)
+	createRoot(t, ts)
+	nc := ts.dial()
+	garbage := bson.D{{Key: "saslStart", Value: 1}, {Key: "mechanism", Value: "SCRAM-SHA-256"},
+		{Key: "payload", Value: bson.Binary{Data: []byte("not scram")}}, {Key: "$db", Value: "admin"}}
+	for range 5 {
+		wantRawCode(t, raw(t, nc, garbage), 18)
+	}
+	start := time.Now()
+	wantRawCode(t, raw(t, nc, garbage), 18)
+	if took := time.Since(start); took < 350*time.Millisecond {
+		t.Fatalf("the sixth failure in a row was answered after %v, want at least 400 ms", took)
+	}
 }

@@ -71,12 +71,14 @@ func (c Config) messageStall() time.Duration { return cmp.Or(c.MessageStall, Def
 // Server is a running DumboDB: its listeners, connections, cursors and
 // counters over one storage engine.
 type Server struct {
-	cfg     Config
-	engine  *storage.Engine
-	users   *auth.Store // users and roles (docs/format/auth.md), loaded by Listen
-	log     zerolog.Logger
-	logRing *LogRing
-	started time.Time
+	cfg    Config
+	engine *storage.Engine
+	users  *auth.Store // users and roles (docs/format/auth.md), loaded by Listen
+	// authThrottle slows down repeated failed logins per source.
+	authThrottle authThrottle
+	log          zerolog.Logger
+	logRing      *LogRing
+	started      time.Time
 
 	listeners   []net.Listener
 	inFlight    *wire.Budget

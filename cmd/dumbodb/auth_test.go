@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"syscall"
 	"testing"
 	"time"
 
@@ -36,5 +37,39 @@ func TestUsersSurviveKill9(t *testing.T) {
 	defer client.Disconnect(ctx)
 	if _, err := client.Database("db").Collection("c").InsertOne(ctx, bson.D{{Key: "_id", Value: 1}}); err != nil {
 		t.Fatalf("login after kill -9: %v\n%s", err, p.Output())
+	}
+}
+
+// TestInitialUserFromEnvironment: DUMBODB_ROOT_USERNAME and
+// DUMBODB_ROOT_PASSWORD make the first user, a root of admin, only while no
+// user exists; one variable without the other stops the server.
+func TestInitialUserFromEnvironment(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("DUMBODB_ROOT_USERNAME", "admin")
+	t.Setenv("DUMBODB_ROOT_PASSWORD", "first")
+	p := dumboproc.StartT(t, dir, "--auth")
+	login := func(pwd string) error {
+		ctx := context.Background()
+		client, err := mongo.Connect(options.Client().ApplyURI(p.URL()).SetTimeout(10 * time.Second).
+			SetAuth(options.Credential{Username: "admin", Password: pwd, AuthSource: "admin"}))
+		if err != nil {
+			return err
+		}
+		defer client.Disconnect(ctx)
+		return client.Database("db").RunCommand(ctx, bson.D{{Key: "dbStats", Value: 1}}).Err()
+	}
+	if err := login("first"); err != nil {
+		t.Fatalf("the user from the environment: %v\n%s", err, p.Output())
+	}
+	p.StopT(t, syscall.SIGTERM)
+	t.Setenv("DUMBODB_ROOT_PASSWORD", "second")
+	p = dumboproc.StartT(t, dir, "--auth")
+	if err := login("first"); err != nil {
+		t.Fatalf("a restart with other variables changed the user: %v", err)
+	}
+	p.StopT(t, syscall.SIGTERM)
+	t.Setenv("DUMBODB_ROOT_PASSWORD", "")
+	if _, err := dumboproc.Start(context.Background(), dumboproc.Binary(t), dir, nil, "--auth"); err == nil {
+		t.Fatal("a user name without a password did not stop the server")
 	}
 }

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -165,10 +166,39 @@ func run(args []string, stdout, stderr io.Writer) int {
 		engine.Close()
 		return 1
 	}
+	if err := createInitialUser(srv, log); err != nil {
+		fmt.Fprintf(stderr, "dumbodb: %v\n", err)
+		engine.Close()
+		return 1
+	}
 	srv.Serve()
 	log.Info().Str("c", "CONTROL").Str("dataDir", o.dataDir).Int("pid", os.Getpid()).
 		Str("version", server.Version).Msg("DumboDB started")
 	return waitForSignal(srv, engine, log)
+}
+
+// createInitialUser makes the first user from the environment, as the
+// official mongo image does with MONGO_INITDB_ROOT_USERNAME and
+// MONGO_INITDB_ROOT_PASSWORD (DUMBODB_ROOT_USERNAME and
+// DUMBODB_ROOT_PASSWORD too): a root user of admin, made only while no
+// user exists, so that a container can start with --auth and be usable.
+func createInitialUser(srv *server.Server, log zerolog.Logger) error {
+	name := cmp.Or(os.Getenv("DUMBODB_ROOT_USERNAME"), os.Getenv("MONGO_INITDB_ROOT_USERNAME"))
+	pwd := cmp.Or(os.Getenv("DUMBODB_ROOT_PASSWORD"), os.Getenv("MONGO_INITDB_ROOT_PASSWORD"))
+	switch {
+	case name == "" && pwd == "":
+		return nil
+	case name == "" || pwd == "":
+		return errors.New("DUMBODB_ROOT_USERNAME and DUMBODB_ROOT_PASSWORD (or the MONGO_INITDB_ names) must be set together")
+	}
+	made, err := srv.CreateInitialUser(name, pwd)
+	if err != nil {
+		return fmt.Errorf("initial user from the environment: %w", err)
+	}
+	if made {
+		log.Info().Str("c", "ACCESS").Str("user", name).Str("db", "admin").Msg("created the initial root user from the environment")
+	}
+	return nil
 }
 
 func waitForSignal(srv *server.Server, engine *storage.Engine, log zerolog.Logger) int {
