@@ -3,6 +3,7 @@ package auth
 import (
 	"fmt"
 	"sort"
+	"strings"
 )
 
 // RoleRef names a role: built in, or defined on a database.
@@ -15,31 +16,69 @@ func (r RoleRef) String() string { return r.Role + "@" + r.DB }
 type Privileges struct {
 	anyDB   Action            // database actions on every database
 	byDB    map[string]Action // database actions on one database
+	byNS    map[string]Action // on one collection ("db.coll"), from user-defined roles
+	anyColl map[string]Action // on a collection name in every database
 	cluster Action
 }
 
 // Allows reports whether the privileges include every action of a on
 // database db (cluster actions: on the server).
-func (p *Privileges) Allows(a Action, db string) bool {
+func (p *Privileges) Allows(a Action, db string) bool { return p.AllowsOn(a, db, "") }
+
+// AllowsOn is Allows for a command on one collection (coll "": none),
+// which privileges granted on that collection alone also allow.
+func (p *Privileges) AllowsOn(a Action, db, coll string) bool {
 	if p == nil {
 		return false
 	}
 	if a.IsCluster() {
 		return p.cluster&a == a
 	}
-	return (p.anyDB|p.byDB[db])&a == a
+	have := p.anyDB | p.byDB[db]
+	if coll != "" {
+		have |= p.byNS[db+"."+coll] | p.anyColl[coll]
+	}
+	return have&a == a
+}
+
+// grantOn adds user-defined privileges on a resource.
+func (p *Privileges) grantOn(r Resource, a Action) {
+	switch {
+	case r.Cluster:
+		p.cluster |= a & clusterActions
+	case r.DB == "" && r.Collection == "":
+		p.anyDB |= a &^ clusterActions
+	case r.Collection == "":
+		p.byDB[r.DB] |= a &^ clusterActions
+	case r.DB == "":
+		p.anyColl[r.Collection] |= a &^ clusterActions
+	default:
+		p.byNS[r.DB+"."+r.Collection] |= a &^ clusterActions
+	}
 }
 
 // CanUse reports whether the privileges grant anything on database db
 // (listDatabases shows a user without the listDatabases action those).
 func (p *Privileges) CanUse(db string) bool {
-	return p != nil && (p.anyDB != 0 || p.byDB[db] != 0)
+	if p == nil {
+		return false
+	}
+	if p.anyDB != 0 || p.byDB[db] != 0 || len(p.anyColl) > 0 {
+		return true
+	}
+	for ns := range p.byNS {
+		if len(ns) > len(db) && ns[:len(db)] == db && ns[len(db)] == '.' {
+			return true
+		}
+	}
+	return false
+}
+
+func newPrivileges() *Privileges {
+	return &Privileges{byDB: map[string]Action{}, byNS: map[string]Action{}, anyColl: map[string]Action{}}
 }
 
 func (p *Privileges) add(g grant, db string) {
-	if p.byDB == nil {
-		p.byDB = map[string]Action{}
-	}
 	p.byDB[db] |= g.db
 	p.anyDB |= g.anyDB
 	p.cluster |= g.cluster
@@ -109,24 +148,53 @@ func CheckRole(r RoleRef) error {
 	return nil
 }
 
-// Resolve is the privileges a list of roles grants.
+// Resolve is the privileges a list of built-in roles grants.
 func Resolve(roles []RoleRef) (*Privileges, error) {
-	p := &Privileges{}
-	for _, r := range roles {
-		if err := CheckRole(r); err != nil {
-			return nil, err
-		}
-		p.add(builtinRoles[r.Role], r.DB)
-	}
-	return p, nil
+	return resolve(roles, func(RoleRef) (*Role, bool) { return nil, false })
 }
+
+// resolve expands roles, built in or user-defined (found by lookup), and
+// the roles those inherit, each once.
+func resolve(roles []RoleRef, lookup func(RoleRef) (*Role, bool)) (*Privileges, error) {
+	p := newPrivileges()
+	seen := map[RoleRef]bool{}
+	var walk func([]RoleRef) error
+	walk = func(refs []RoleRef) error {
+		for _, r := range refs {
+			if seen[r] {
+				continue
+			}
+			seen[r] = true
+			if CheckRole(r) == nil {
+				p.add(builtinRoles[r.Role], r.DB)
+				continue
+			}
+			role, ok := lookup(r)
+			if !ok {
+				return fmt.Errorf("%w: No role named %s", ErrRoleNotFound, r)
+			}
+			for _, pr := range role.Privileges {
+				p.grantOn(pr.Resource, pr.Actions)
+			}
+			if err := walk(role.Roles); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return p, walk(roles)
+}
+
+// IsBuiltin reports a built-in role.
+func IsBuiltin(r RoleRef) bool { return CheckRole(r) == nil }
 
 // RolePrivileges describes a built-in role's privileges as mongod's
 // rolesInfo and usersInfo showPrivileges do: resource, actions.
 type RolePrivileges struct {
-	DB      string // "" with Cluster false: every database
-	Cluster bool
-	Actions []string
+	DB         string // "" with Cluster false: every database
+	Collection string // "": every collection
+	Cluster    bool
+	Actions    []string
 }
 
 // Describe lists what the roles grant, for showPrivileges.
@@ -142,11 +210,27 @@ func (p *Privileges) Describe() []RolePrivileges {
 			out = append(out, RolePrivileges{DB: db, Actions: a.Names()})
 		}
 	}
+	for _, ns := range sortedKeys(p.byNS) {
+		db, coll, _ := strings.Cut(ns, ".")
+		out = append(out, RolePrivileges{DB: db, Collection: coll, Actions: p.byNS[ns].Names()})
+	}
+	for _, coll := range sortedKeys(p.anyColl) {
+		out = append(out, RolePrivileges{Collection: coll, Actions: p.anyColl[coll].Names()})
+	}
 	if p.anyDB != 0 {
 		out = append(out, RolePrivileges{Actions: p.anyDB.Names()})
 	}
 	if p.cluster != 0 {
 		out = append(out, RolePrivileges{Cluster: true, Actions: p.cluster.Names()})
 	}
+	return out
+}
+
+func sortedKeys(m map[string]Action) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
 	return out
 }

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"sort"
 	"sync"
+	"sync/atomic"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
@@ -59,11 +60,16 @@ type Store struct {
 	path  string
 	mu    sync.RWMutex
 	users map[string]*User // by "db.name"; entries are never changed in place
+	roles map[string]*Role // user-defined, by "db.name"; likewise
+	gen   atomic.Uint64    // counts changes, so connections re-resolve their privileges
 }
+
+// Generation changes whenever a user or role does.
+func (s *Store) Generation() uint64 { return s.gen.Load() }
 
 // Open reads the users file of a data directory (none: no users).
 func Open(dataDir string) (*Store, error) {
-	s := &Store{path: filepath.Join(dataDir, fileName), users: map[string]*User{}}
+	s := &Store{path: filepath.Join(dataDir, fileName), users: map[string]*User{}, roles: map[string]*Role{}}
 	data, err := os.ReadFile(s.path)
 	if errors.Is(err, os.ErrNotExist) {
 		return s, nil
@@ -71,12 +77,15 @@ func Open(dataDir string) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	users, err := decodeFile(data)
+	users, roles, err := decodeFile(data)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", s.path, err)
 	}
 	for _, u := range users {
 		s.users[u.key()] = u
+	}
+	for _, r := range roles {
+		s.roles[r.key()] = r
 	}
 	return s, nil
 }
@@ -170,15 +179,31 @@ func (s *Store) DropAll(db string) (int, error) {
 // then makes the copy current, so a failed write changes nothing. Called
 // with mu held.
 func (s *Store) commit(change func(map[string]*User)) error {
-	next := make(map[string]*User, len(s.users)+1)
+	return s.commitAll(func(users map[string]*User, _ map[string]*Role) { change(users) })
+}
+
+// commitRoles is commit for a change of the roles.
+func (s *Store) commitRoles(change func(map[string]*Role)) error {
+	return s.commitAll(func(_ map[string]*User, roles map[string]*Role) { change(roles) })
+}
+
+// commitAll applies change to copies of the users and roles, writes the
+// file, and only then makes the copies current. Called with mu held.
+func (s *Store) commitAll(change func(map[string]*User, map[string]*Role)) error {
+	users := make(map[string]*User, len(s.users)+1)
 	for k, u := range s.users {
-		next[k] = u
+		users[k] = u
 	}
-	change(next)
-	if err := writeFile(s.path, encodeFile(next)); err != nil {
-		return fmt.Errorf("save users: %w", err)
+	roles := make(map[string]*Role, len(s.roles)+1)
+	for k, r := range s.roles {
+		roles[k] = r
 	}
-	s.users = next
+	change(users, roles)
+	if err := writeFile(s.path, encodeFile(users, roles)); err != nil {
+		return fmt.Errorf("save users and roles: %w", err)
+	}
+	s.users, s.roles = users, roles
+	s.gen.Add(1)
 	return nil
 }
 
@@ -212,18 +237,17 @@ func writeFile(path string, data []byte) error {
 	return dir.Sync()
 }
 
-func encodeFile(users map[string]*User) []byte {
-	keys := make([]string, 0, len(users))
-	for k := range users {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+func encodeFile(users map[string]*User, roles map[string]*Role) []byte {
 	arr := bsoncore.NewArrayBuilder()
-	for _, k := range keys {
+	for _, k := range sortedNames(users) {
 		arr.AppendDocument(EncodeUser(users[k], true))
 	}
+	rarr := bsoncore.NewArrayBuilder()
+	for _, k := range sortedNames(roles) {
+		rarr.AppendDocument(EncodeRole(roles[k]))
+	}
 	body := bsoncore.NewDocumentBuilder().AppendArray("users", arr.Build()).
-		AppendArray("roles", bsoncore.NewArrayBuilder().Build()).Build()
+		AppendArray("roles", rarr.Build()).Build()
 	out := make([]byte, headerSize, headerSize+len(body))
 	copy(out, fileMagic)
 	binary.LittleEndian.PutUint32(out[8:], fileVersion)
@@ -231,36 +255,55 @@ func encodeFile(users map[string]*User) []byte {
 	return append(out, body...)
 }
 
-func decodeFile(data []byte) ([]*User, error) {
+func decodeFile(data []byte) ([]*User, []*Role, error) {
 	if len(data) < headerSize || string(data[:8]) != fileMagic || binary.LittleEndian.Uint32(data[8:]) != fileVersion {
-		return nil, fmt.Errorf("not a version %d users file", fileVersion)
+		return nil, nil, fmt.Errorf("not a version %d users file", fileVersion)
 	}
 	body := data[headerSize:]
 	if crc32.Checksum(body, castagnoli) != binary.LittleEndian.Uint32(data[12:]) {
-		return nil, errors.New("users file checksum mismatch")
+		return nil, nil, errors.New("users file checksum mismatch")
 	}
 	doc := bsoncore.Document(body)
 	if err := doc.Validate(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	arr, ok := doc.Lookup("users").ArrayOK()
+	users, err := decodeList(doc.Lookup("users"), decodeUser)
+	if err != nil {
+		return nil, nil, err
+	}
+	roles, err := decodeList(doc.Lookup("roles"), decodeRole)
+	return users, roles, err
+}
+
+// decodeList decodes an array of documents.
+func decodeList[T any](v bsoncore.Value, decode func(bsoncore.Document) (T, error)) ([]T, error) {
+	arr, ok := v.ArrayOK()
 	if !ok {
-		return nil, errors.New("users file without users")
+		return nil, errors.New("users file without its users or roles array")
 	}
 	vals, _ := arr.Values()
-	out := make([]*User, 0, len(vals))
+	out := make([]T, 0, len(vals))
 	for _, v := range vals {
 		d, ok := v.DocumentOK()
 		if !ok {
-			return nil, errors.New("a user that is not a document")
+			return nil, errors.New("an entry that is not a document")
 		}
-		u, err := decodeUser(d)
+		x, err := decode(d)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, u)
+		out = append(out, x)
 	}
 	return out, nil
+}
+
+func sortedNames[T any](m map[string]T) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }
 
 // EncodeUser is a user as mongod keeps it in admin.system.users (and as
@@ -320,14 +363,7 @@ func decodeUser(d bsoncore.Document) (*User, error) {
 		}
 		u.Creds[mech] = cred
 	}
-	roles, _ := d.Lookup("roles").ArrayOK()
-	vals, _ := roles.Values()
-	for _, v := range vals {
-		rd, _ := v.DocumentOK()
-		role, _ := rd.Lookup("role").StringValueOK()
-		db, _ := rd.Lookup("db").StringValueOK()
-		u.Roles = append(u.Roles, RoleRef{Role: role, DB: db})
-	}
+	u.Roles = decodeRoleRefs(d.Lookup("roles"))
 	if cd, ok := d.Lookup("customData").DocumentOK(); ok {
 		u.CustomData = append(bsoncore.Document(nil), cd...)
 	}

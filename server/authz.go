@@ -33,8 +33,31 @@ func needs(a auth.Action) requirement { return requirement{action: a} }
 type connAuth struct {
 	user      *auth.User
 	privs     *auth.Privileges
+	gen       uint64 // the users file's generation privs were resolved at
 	conv      *auth.Conversation
 	skipEmpty bool // the client asked for no empty last exchange
+}
+
+// current re-resolves a logged-in user's privileges when a user or role
+// changed since (a grant, a revoke, a dropped user applies at once, as on
+// mongod); a dropped user is logged out.
+func (c *conn) currentAuth() connAuth {
+	a := c.authState()
+	store := c.s.users
+	if a.user == nil || a.gen == store.Generation() {
+		return a
+	}
+	gen := store.Generation()
+	u, ok := store.User(a.user.DB, a.user.Name)
+	if !ok {
+		a = connAuth{}
+	} else if privs, err := store.Resolve(u.Roles); err == nil {
+		a.user, a.privs, a.gen = u, privs, gen
+	} else {
+		a.privs, a.gen = &auth.Privileges{}, gen // a role it names is gone: nothing
+	}
+	c.setAuth(a)
+	return a
 }
 
 func (c *conn) authState() connAuth {
@@ -54,14 +77,14 @@ func (r *request) authorize() error {
 	if !r.c.s.cfg.Auth || r.spec.need.open {
 		return nil
 	}
-	a := r.c.authState()
+	a := r.c.currentAuth()
 	if a.user == nil {
 		if r.localhostException() {
 			return nil
 		}
 		return mongoerr.New(mongoerr.Unauthorized, "Command %s requires authentication", r.name)
 	}
-	if r.spec.need.anyUser || a.privs.Allows(r.spec.need.action, r.authzDB()) {
+	if r.spec.need.anyUser || a.privs.AllowsOn(r.spec.need.action, r.authzDB(), r.authzCollection()) {
 		return nil
 	}
 	return mongoerr.New(mongoerr.Unauthorized, "not authorized on %s to execute command %s", r.authzDB(), commandSummary(r.cmd))
@@ -73,7 +96,7 @@ func (r *request) require(a auth.Action, db string) error {
 	if !r.c.s.cfg.Auth {
 		return nil
 	}
-	st := r.c.authState()
+	st := r.c.currentAuth()
 	if st.user != nil && st.privs.Allows(a, db) {
 		return nil
 	}
@@ -90,6 +113,18 @@ func (r *request) authzDB() string {
 		}
 	}
 	return r.db
+}
+
+// authzCollection is the collection a command acts on, when its first
+// field names one (find, insert, ...), for privileges on a collection.
+func (r *request) authzCollection() string {
+	if r.name == "renameCollection" {
+		ns, _ := r.cmd.Lookup("renameCollection").StringValueOK()
+		_, coll, _ := strings.Cut(ns, ".")
+		return coll
+	}
+	coll, _ := r.cmd.Index(0).Value().StringValueOK()
+	return coll
 }
 
 // localhostException lets a client on the loopback address or the Unix

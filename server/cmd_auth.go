@@ -82,11 +82,12 @@ func cmdSaslContinue(r *request) (bsoncore.Document, error) {
 // login makes the conversation's user the connection's.
 func (r *request) login(a connAuth, final []byte) (bsoncore.Document, error) {
 	u := a.conv.User()
-	privs, err := auth.Resolve(u.Roles)
+	gen := r.c.s.users.Generation()
+	privs, err := r.c.s.users.Resolve(u.Roles)
 	if err != nil {
 		return nil, mongoerr.New(mongoerr.RoleNotFound, "%v", err)
 	}
-	next := connAuth{user: u, privs: privs, conv: a.conv}
+	next := connAuth{user: u, privs: privs, gen: gen, conv: a.conv}
 	if a.skipEmpty {
 		next.conv = nil
 	}

@@ -81,7 +81,7 @@ func (r *request) roleList(arr bsoncore.Array) ([]auth.RoleRef, error) {
 		if ref.Role == "" || ref.DB == "" {
 			return nil, mongoerr.New(mongoerr.BadValue, "role names must be strings or {role: <name>, db: <db>} documents")
 		}
-		if err := auth.CheckRole(ref); err != nil {
+		if err := r.c.s.users.CheckRoleRef(ref); err != nil {
 			return nil, mongoerr.New(mongoerr.RoleNotFound, "Could not find role: %s", ref)
 		}
 		out = append(out, ref)

@@ -31,7 +31,7 @@ func cmdUsersInfo(r *request) (bsoncore.Document, error) {
 	}
 	arr := bsoncore.NewArrayBuilder()
 	for _, u := range users {
-		arr.AppendDocument(userInfo(u, showCredentials, showPrivileges, showCustomData))
+		arr.AppendDocument(userInfo(r.c.s.users, u, showCredentials, showPrivileges, showCustomData))
 	}
 	return bsoncore.NewDocumentBuilder().AppendArray("users", arr.Build()).AppendDouble("ok", 1).Build(), nil
 }
@@ -72,7 +72,7 @@ func (r *request) usersNamed(v bsoncore.Value) ([]*auth.User, error) {
 }
 
 // userInfo is one user as usersInfo shows it.
-func userInfo(u *auth.User, showCredentials, showPrivileges, showCustomData bool) bsoncore.Document {
+func userInfo(store *auth.Store, u *auth.User, showCredentials, showPrivileges, showCustomData bool) bsoncore.Document {
 	doc := auth.EncodeUser(u, showCredentials)
 	els, _ := doc.Elements()
 	b := bsoncore.NewDocumentBuilder()
@@ -91,7 +91,7 @@ func userInfo(u *auth.User, showCredentials, showPrivileges, showCustomData bool
 	b.AppendArray("mechanisms", mechs.Build())
 	if showPrivileges {
 		b.AppendArray("inheritedRoles", auth.EncodeRoles(u.Roles))
-		privs, _ := auth.Resolve(u.Roles)
+		privs, _ := store.Resolve(u.Roles)
 		b.AppendArray("inheritedPrivileges", privilegesArray(privs))
 	}
 	return b.Build()
@@ -108,7 +108,7 @@ func privilegesArray(p *auth.Privileges) bsoncore.Array {
 		if rp.Cluster {
 			res.AppendBoolean("cluster", true)
 		} else {
-			res.AppendString("db", rp.DB).AppendString("collection", "")
+			res.AppendString("db", rp.DB).AppendString("collection", rp.Collection)
 		}
 		acts := bsoncore.NewArrayBuilder()
 		for _, a := range rp.Actions {
@@ -120,9 +120,9 @@ func privilegesArray(p *auth.Privileges) bsoncore.Array {
 	return arr.Build()
 }
 
-// cmdRolesInfo describes built-in roles (there are no user-defined roles
-// yet): {rolesInfo: 1, showBuiltinRoles: true}, a name, {role, db}, or an
-// array of those.
+// cmdRolesInfo describes roles: {rolesInfo: 1} the database's
+// user-defined roles (and its built-in ones with showBuiltinRoles), a
+// name, {role, db}, or an array of those.
 func cmdRolesInfo(r *request) (bsoncore.Document, error) {
 	var showBuiltin, showPrivileges bool
 	err := r.parseArgs(map[string]fieldHandler{
@@ -132,35 +132,63 @@ func cmdRolesInfo(r *request) (bsoncore.Document, error) {
 	if err != nil {
 		return nil, err
 	}
-	var refs []auth.RoleRef
-	v := r.cmd.Index(0).Value()
-	if _, ok := v.AsInt64OK(); ok {
-		if showBuiltin {
-			for _, name := range auth.BuiltinRoleNames() {
-				if ref := (auth.RoleRef{Role: name, DB: r.db}); auth.CheckRole(ref) == nil {
-					refs = append(refs, ref)
-				}
-			}
-		}
-	} else {
+	refs, err := r.rolesNamed(r.cmd.Index(0).Value(), showBuiltin)
+	if err != nil {
+		return nil, err
+	}
+	out := bsoncore.NewArrayBuilder()
+	for _, ref := range refs {
+		out.AppendDocument(r.roleInfo(ref, showPrivileges))
+	}
+	return bsoncore.NewDocumentBuilder().AppendArray("roles", out.Build()).AppendDouble("ok", 1).Build(), nil
+}
+
+// rolesNamed resolves rolesInfo's argument to the roles it names.
+func (r *request) rolesNamed(v bsoncore.Value, showBuiltin bool) ([]auth.RoleRef, error) {
+	if _, ok := v.AsInt64OK(); !ok {
 		arr, isArr := v.ArrayOK()
 		if !isArr {
 			arr = bsoncore.NewArrayBuilder().AppendValue(v).Build()
 		}
-		if refs, err = r.roleList(arr); err != nil {
-			return nil, err
+		return r.roleList(arr)
+	}
+	var refs []auth.RoleRef
+	if showBuiltin {
+		for _, name := range auth.BuiltinRoleNames() {
+			if ref := (auth.RoleRef{Role: name, DB: r.db}); auth.IsBuiltin(ref) {
+				refs = append(refs, ref)
+			}
 		}
 	}
-	out := bsoncore.NewArrayBuilder()
-	for _, ref := range refs {
-		b := bsoncore.NewDocumentBuilder().AppendString("_id", ref.DB+"."+ref.Role).AppendString("role", ref.Role).
-			AppendString("db", ref.DB).AppendBoolean("isBuiltin", true).
-			AppendArray("roles", auth.EncodeRoles(nil)).AppendArray("inheritedRoles", auth.EncodeRoles(nil))
-		if showPrivileges {
-			privs, _ := auth.Resolve([]auth.RoleRef{ref})
-			b.AppendArray("privileges", privilegesArray(privs)).AppendArray("inheritedPrivileges", privilegesArray(privs))
-		}
-		out.AppendDocument(b.Build())
+	for _, role := range r.c.s.users.Roles(r.db) {
+		refs = append(refs, auth.RoleRef{Role: role.Name, DB: role.DB})
 	}
-	return bsoncore.NewDocumentBuilder().AppendArray("roles", out.Build()).AppendDouble("ok", 1).Build(), nil
+	return refs, nil
+}
+
+// roleInfo is one role as rolesInfo shows it.
+func (r *request) roleInfo(ref auth.RoleRef, showPrivileges bool) bsoncore.Document {
+	store := r.c.s.users
+	role, custom := store.Role(ref)
+	var direct []auth.RoleRef
+	if custom {
+		direct = role.Roles
+	}
+	b := bsoncore.NewDocumentBuilder().AppendString("_id", ref.DB+"."+ref.Role).AppendString("role", ref.Role).
+		AppendString("db", ref.DB).AppendBoolean("isBuiltin", !custom).
+		AppendArray("roles", auth.EncodeRoles(direct)).AppendArray("inheritedRoles", auth.EncodeRoles(store.InheritedRoles(direct)))
+	if showPrivileges {
+		own := []auth.Privilege(nil)
+		if custom {
+			own = role.Privileges
+		}
+		all, _ := store.Resolve([]auth.RoleRef{ref})
+		if custom {
+			b.AppendArray("privileges", auth.EncodePrivileges(own))
+		} else {
+			b.AppendArray("privileges", privilegesArray(all))
+		}
+		b.AppendArray("inheritedPrivileges", privilegesArray(all))
+	}
+	return b.Build()
 }

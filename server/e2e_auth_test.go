@@ -210,3 +210,65 @@ func TestFailedLoginsSlowDown(t *testing.T) {
 		t.Fatalf("the sixth failure in a row was answered after %v, want at least 400 ms", took)
 	}
 }
+
+// TestUserDefinedRoles: a role with a privilege on one collection grants
+// just that; grants and revokes apply to connections already logged in;
+// roles inherit roles (no cycles); a database's role may not reach past
+// it; dropping a role takes it from its users; roles survive a restart.
+func TestUserDefinedRoles(t *testing.T) {
+	ts := startServer(t, withAuth)
+	createRoot(t, ts)
+	shop := ts.authClient("root", "rootpw", "admin", "").Database("shop")
+	onOrders := func(actions ...string) bson.A {
+		return bson.A{bson.D{{Key: "resource", Value: bson.D{{Key: "db", Value: "shop"}, {Key: "collection", Value: "orders"}}},
+			{Key: "actions", Value: actions}}}
+	}
+	mustRun(t, shop, bson.D{{Key: "createRole", Value: "auditor"}, {Key: "privileges", Value: onOrders("find")}, {Key: "roles", Value: bson.A{}}})
+	mustRun(t, shop, bson.D{{Key: "createUser", Value: "aud"}, {Key: "pwd", Value: "pw"}, {Key: "roles", Value: bson.A{"auditor"}}})
+	aud := ts.authClient("aud", "pw", "shop", "").Database("shop")
+	allowed := func(cmd bson.D, want bool) {
+		t.Helper()
+		_, err := run(t, aud, cmd)
+		var ce mongo.CommandError
+		if want && err != nil || !want && (!errors.As(err, &ce) || ce.Code != 13) {
+			t.Fatalf("%v: %v (want allowed %v)", cmd, err, want)
+		}
+	}
+	insertOrder := bson.D{{Key: "insert", Value: "orders"}, {Key: "documents", Value: bson.A{bson.D{}}}}
+	allowed(bson.D{{Key: "find", Value: "orders"}}, true)
+	allowed(bson.D{{Key: "find", Value: "other"}}, false)
+	allowed(insertOrder, false)
+	mustRun(t, shop, bson.D{{Key: "grantPrivilegesToRole", Value: "auditor"}, {Key: "privileges", Value: onOrders("insert")}})
+	allowed(insertOrder, true) // the same connection, without logging in again
+	mustRun(t, shop, bson.D{{Key: "revokePrivilegesFromRole", Value: "auditor"}, {Key: "privileges", Value: onOrders("insert")}})
+	allowed(insertOrder, false)
+
+	mustRun(t, shop, bson.D{{Key: "createRole", Value: "lead"}, {Key: "privileges", Value: bson.A{}}, {Key: "roles", Value: bson.A{"auditor"}}})
+	mustRun(t, shop, bson.D{{Key: "grantRolesToRole", Value: "lead"}, {Key: "roles", Value: bson.A{"readWrite"}}})
+	_, err := run(t, shop, bson.D{{Key: "updateRole", Value: "auditor"}, {Key: "roles", Value: bson.A{"lead"}}})
+	wantCode(t, err, 74, "InvalidRoleModification")
+	_, err = run(t, shop, bson.D{{Key: "createRole", Value: "wide"}, {Key: "roles", Value: bson.A{}},
+		{Key: "privileges", Value: bson.A{bson.D{{Key: "resource", Value: bson.D{{Key: "cluster", Value: true}}}, {Key: "actions", Value: bson.A{"serverStatus"}}}}}})
+	wantCode(t, err, 2, "BadValue")
+	_, err = run(t, shop, bson.D{{Key: "createRole", Value: "auditor"}, {Key: "privileges", Value: bson.A{}}, {Key: "roles", Value: bson.A{}}})
+	wantCode(t, err, 51002, "")
+
+	info := mustRun(t, shop, bson.D{{Key: "rolesInfo", Value: "lead"}, {Key: "showPrivileges", Value: true}})
+	roles := info["roles"].(bson.A)
+	if len(roles) != 1 || get(roles[0], "isBuiltin") != false || len(get(roles[0], "inheritedRoles").(bson.A)) != 2 {
+		t.Fatalf("rolesInfo lead: %v", info)
+	}
+	ts.restart()
+	shop = ts.authClient("root", "rootpw", "admin", "").Database("shop")
+	if n := len(mustRun(t, shop, bson.D{{Key: "rolesInfo", Value: 1}})["roles"].(bson.A)); n != 2 {
+		t.Fatalf("%d roles after a restart, want 2", n)
+	}
+	aud = ts.authClient("aud", "pw", "shop", "").Database("shop")
+	allowed(bson.D{{Key: "find", Value: "orders"}}, true)
+	mustRun(t, shop, bson.D{{Key: "dropRole", Value: "auditor"}})
+	allowed(bson.D{{Key: "find", Value: "orders"}}, false)
+	users := mustRun(t, shop, bson.D{{Key: "usersInfo", Value: "aud"}})["users"].(bson.A)
+	if n := len(get(users[0], "roles").(bson.A)); n != 0 {
+		t.Fatalf("aud still has %d roles after dropRole", n)
+	}
+}

@@ -27,6 +27,8 @@ const (
 	RoleNotFound                   Code = 31
 	MechanismUnavailable           Code = 334
 	Location51003                  Code = 51003 // createUser of a user that exists
+	Location51002                  Code = 51002 // createRole of a role that exists
+	InvalidRoleModification        Code = 74
 	TypeMismatch                   Code = 14
 	Overflow                       Code = 15
 	InvalidLength                  Code = 16
@@ -119,6 +121,7 @@ var names = map[Code]string{
 	AuthenticationFailed:           "AuthenticationFailed",
 	UserNotFound:                   "UserNotFound",
 	RoleNotFound:                   "RoleNotFound",
+	InvalidRoleModification:        "InvalidRoleModification",
 	MechanismUnavailable:           "MechanismUnavailable",
 	TypeMismatch:                   "TypeMismatch",
 	Overflow:                       "Overflow",
