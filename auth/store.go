@@ -61,6 +61,8 @@ type Store struct {
 	mu    sync.RWMutex
 	users map[string]*User // by "db.name"; entries are never changed in place
 	roles map[string]*Role // user-defined, by "db.name"; likewise
+	// branches are the protected branches, by "db@branch".
+	branches map[string]Protection
 	gen   atomic.Uint64    // counts changes, so connections re-resolve their privileges
 }
 
@@ -69,7 +71,8 @@ func (s *Store) Generation() uint64 { return s.gen.Load() }
 
 // Open reads the users file of a data directory (none: no users).
 func Open(dataDir string) (*Store, error) {
-	s := &Store{path: filepath.Join(dataDir, fileName), users: map[string]*User{}, roles: map[string]*Role{}}
+	s := &Store{path: filepath.Join(dataDir, fileName), users: map[string]*User{}, roles: map[string]*Role{},
+		branches: map[string]Protection{}}
 	data, err := os.ReadFile(s.path)
 	if errors.Is(err, os.ErrNotExist) {
 		return s, nil
@@ -77,16 +80,11 @@ func Open(dataDir string) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	users, roles, err := decodeFile(data)
+	f, err := decodeFile(data)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", s.path, err)
 	}
-	for _, u := range users {
-		s.users[u.key()] = u
-	}
-	for _, r := range roles {
-		s.roles[r.key()] = r
-	}
+	s.users, s.roles, s.branches = f.users, f.roles, f.branches
 	return s, nil
 }
 
@@ -179,30 +177,46 @@ func (s *Store) DropAll(db string) (int, error) {
 // then makes the copy current, so a failed write changes nothing. Called
 // with mu held.
 func (s *Store) commit(change func(map[string]*User)) error {
-	return s.commitAll(func(users map[string]*User, _ map[string]*Role) { change(users) })
+	return s.commitWith(func(f *fileState) { change(f.users) })
 }
 
 // commitRoles is commit for a change of the roles.
 func (s *Store) commitRoles(change func(map[string]*Role)) error {
-	return s.commitAll(func(_ map[string]*User, roles map[string]*Role) { change(roles) })
+	return s.commitWith(func(f *fileState) { change(f.roles) })
 }
 
-// commitAll applies change to copies of the users and roles, writes the
-// file, and only then makes the copies current. Called with mu held.
+// commitAll is commit for a change of users and roles together.
 func (s *Store) commitAll(change func(map[string]*User, map[string]*Role)) error {
-	users := make(map[string]*User, len(s.users)+1)
+	return s.commitWith(func(f *fileState) { change(f.users, f.roles) })
+}
+
+// fileState is everything the users file holds.
+type fileState struct {
+	users    map[string]*User
+	roles    map[string]*Role
+	branches map[string]Protection
+}
+
+// commitWith applies change to a copy of the file's state, writes the
+// file, and only then makes the copy current, so that a failed write
+// changes nothing. Called with mu held.
+func (s *Store) commitWith(change func(*fileState)) error {
+	f := &fileState{users: make(map[string]*User, len(s.users)+1), roles: make(map[string]*Role, len(s.roles)+1),
+		branches: make(map[string]Protection, len(s.branches)+1)}
 	for k, u := range s.users {
-		users[k] = u
+		f.users[k] = u
 	}
-	roles := make(map[string]*Role, len(s.roles)+1)
 	for k, r := range s.roles {
-		roles[k] = r
+		f.roles[k] = r
 	}
-	change(users, roles)
-	if err := writeFile(s.path, encodeFile(users, roles)); err != nil {
+	for k, p := range s.branches {
+		f.branches[k] = p
+	}
+	change(f)
+	if err := writeFile(s.path, encodeFile(f)); err != nil {
 		return fmt.Errorf("save users and roles: %w", err)
 	}
-	s.users, s.roles = users, roles
+	s.users, s.roles, s.branches = f.users, f.roles, f.branches
 	s.gen.Add(1)
 	return nil
 }
@@ -237,17 +251,21 @@ func writeFile(path string, data []byte) error {
 	return dir.Sync()
 }
 
-func encodeFile(users map[string]*User, roles map[string]*Role) []byte {
+func encodeFile(f *fileState) []byte {
 	arr := bsoncore.NewArrayBuilder()
-	for _, k := range sortedNames(users) {
-		arr.AppendDocument(EncodeUser(users[k], true))
+	for _, k := range sortedNames(f.users) {
+		arr.AppendDocument(EncodeUser(f.users[k], true))
 	}
 	rarr := bsoncore.NewArrayBuilder()
-	for _, k := range sortedNames(roles) {
-		rarr.AppendDocument(EncodeRole(roles[k]))
+	for _, k := range sortedNames(f.roles) {
+		rarr.AppendDocument(EncodeRole(f.roles[k]))
+	}
+	barr := bsoncore.NewArrayBuilder()
+	for _, k := range sortedNames(f.branches) {
+		barr.AppendDocument(EncodeProtection(f.branches[k]))
 	}
 	body := bsoncore.NewDocumentBuilder().AppendArray("users", arr.Build()).
-		AppendArray("roles", rarr.Build()).Build()
+		AppendArray("roles", rarr.Build()).AppendArray("branches", barr.Build()).Build()
 	out := make([]byte, headerSize, headerSize+len(body))
 	copy(out, fileMagic)
 	binary.LittleEndian.PutUint32(out[8:], fileVersion)
@@ -255,24 +273,43 @@ func encodeFile(users map[string]*User, roles map[string]*Role) []byte {
 	return append(out, body...)
 }
 
-func decodeFile(data []byte) ([]*User, []*Role, error) {
+func decodeFile(data []byte) (*fileState, error) {
 	if len(data) < headerSize || string(data[:8]) != fileMagic || binary.LittleEndian.Uint32(data[8:]) != fileVersion {
-		return nil, nil, fmt.Errorf("not a version %d users file", fileVersion)
+		return nil, fmt.Errorf("not a version %d users file", fileVersion)
 	}
 	body := data[headerSize:]
 	if crc32.Checksum(body, castagnoli) != binary.LittleEndian.Uint32(data[12:]) {
-		return nil, nil, errors.New("users file checksum mismatch")
+		return nil, errors.New("users file checksum mismatch")
 	}
 	doc := bsoncore.Document(body)
 	if err := doc.Validate(); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	users, err := decodeList(doc.Lookup("users"), decodeUser)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	roles, err := decodeList(doc.Lookup("roles"), decodeRole)
-	return users, roles, err
+	if err != nil {
+		return nil, err
+	}
+	f := &fileState{users: map[string]*User{}, roles: map[string]*Role{}, branches: map[string]Protection{}}
+	for _, u := range users {
+		f.users[u.key()] = u
+	}
+	for _, r := range roles {
+		f.roles[r.key()] = r
+	}
+	if _, err := doc.LookupErr("branches"); err == nil {
+		ps, err := decodeList(doc.Lookup("branches"), decodeProtection)
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range ps {
+			f.branches[p.key()] = p
+		}
+	}
+	return f, nil
 }
 
 // decodeList decodes an array of documents.

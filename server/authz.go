@@ -85,7 +85,7 @@ func (r *request) authorize() error {
 		return mongoerr.New(mongoerr.Unauthorized, "Command %s requires authentication", r.name)
 	}
 	if r.spec.need.anyUser || a.privs.AllowsOn(r.spec.need.action, r.authzDB(), r.authzCollection()) {
-		return nil
+		return r.checkProtectedWrite(a)
 	}
 	return mongoerr.New(mongoerr.Unauthorized, "not authorized on %s to execute command %s", r.authzDB(), commandSummary(r.cmd))
 }

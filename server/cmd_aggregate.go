@@ -310,6 +310,13 @@ func (w aggWriter) tx(ctx context.Context, full, coll string, fn func(tx *storag
 	if err := w.r.require(auth.Insert|auth.Update|auth.Remove, name); err != nil {
 		return err
 	}
+	branch := rev
+	if branch == "" && name == w.r.db {
+		branch = cmp.Or(w.r.rev, w.r.currentBranch())
+	}
+	if err := w.r.checkBranchWrite(w.r.c.currentAuth(), name, cmp.Or(branch, storage.DefaultBranch)); err != nil {
+		return err
+	}
 	d, err := w.r.c.s.engine.Database(ctx, name, true)
 	if err != nil {
 		return err

@@ -31,6 +31,9 @@ func cmdDumboBranch(r *request) (bsoncore.Document, error) {
 		if err := r.require(auth.VCAdmin, r.db); err != nil {
 			return nil, err
 		}
+		if err := r.checkBranchWrite(r.c.currentAuth(), r.db, name); err != nil {
+			return nil, err
+		}
 		if err := d.DeleteBranch(r.ctx, name, r.currentBranch(), force); err != nil {
 			return nil, err
 		}

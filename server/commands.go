@@ -145,6 +145,8 @@ func init() {
 		{family: versionControl, name: "dumboCherryPick", handler: cmdDumboCherryPick, access: anyDatabase, need: needs(auth.VCWrite), help: "applies one commit's change to the branch"},
 		{family: versionControl, name: "dumboRevert", handler: cmdDumboRevert, access: anyDatabase, need: needs(auth.VCWrite), help: "undoes one commit's change"},
 		{family: versionControl, name: "dumboConflicts", handler: cmdDumboConflicts, access: anyDatabase, need: needs(auth.VCRead), help: "lists merge conflicts"},
+		{family: versionControl, name: "dumboProtectBranch", handler: cmdDumboProtectBranch, access: anyDatabase, need: needs(auth.VCAdmin), help: "sets the roles that alone may write a branch (with --auth), or lifts the rule"},
+		{family: versionControl, name: "dumboProtectedBranches", handler: cmdDumboProtectedBranches, access: anyDatabase, need: needs(auth.VCRead), help: "lists the protected branches and their roles"},
 		{family: versionControl, name: "dumboResolveConflict", handler: cmdDumboResolveConflict, access: anyDatabase, need: needs(auth.VCWrite), help: "resolves one merge conflict"},
 	}
 	commandTable = append(commandTable, doltAliases(commandTable)...)

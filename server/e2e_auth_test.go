@@ -272,3 +272,56 @@ func TestUserDefinedRoles(t *testing.T) {
 		t.Fatalf("aud still has %d roles after dropRole", n)
 	}
 }
+
+// TestProtectedBranches: a protected branch takes writes and moves only
+// from holders of its roles; others work on a branch of their own, which
+// a holder merges; a read-only user reads any revision.
+func TestProtectedBranches(t *testing.T) {
+	ts := startServer(t, withAuth)
+	createRoot(t, ts)
+	root := ts.authClient("root", "rootpw", "admin", "").Database("shop")
+	root.Collection("c").InsertOne(ctx, bson.D{{Key: "_id", Value: 1}})
+	mustRun(t, root, bson.D{{Key: "dumboCommit", Value: 1}, {Key: "message", Value: "base"}})
+	mustRun(t, root, bson.D{{Key: "createRole", Value: "release"}, {Key: "privileges", Value: bson.A{}}, {Key: "roles", Value: bson.A{}}})
+	mustRun(t, root, bson.D{{Key: "dumboProtectBranch", Value: "main"}, {Key: "roles", Value: bson.A{"release"}}})
+	for _, u := range []struct {
+		name  string
+		roles bson.A
+	}{
+		{"dev", bson.A{"readWrite"}}, {"lead", bson.A{"readWrite", "release"}}, {"viewer", bson.A{"read"}},
+	} {
+		mustRun(t, root, bson.D{{Key: "createUser", Value: u.name}, {Key: "pwd", Value: "pw"}, {Key: "roles", Value: u.roles}})
+	}
+	dev := ts.authClient("dev", "pw", "shop", "")
+	_, err := dev.Database("shop").Collection("c").InsertOne(ctx, bson.D{{Key: "_id", Value: 2}})
+	var ce mongo.CommandError
+	if !errors.As(err, &ce) || ce.Code != 13 {
+		t.Fatalf("dev writing main: %v, want Unauthorized", err)
+	}
+	_, err = run(t, dev.Database("shop"), bson.D{{Key: "dumboReset", Value: 1}, {Key: "to", Value: "HEAD"}})
+	wantCode(t, err, 13, "Unauthorized")
+	mustRun(t, dev.Database("shop"), bson.D{{Key: "dumboBranch", Value: "feature"}})
+	if _, err := dev.Database("shop@feature").Collection("c").InsertOne(ctx, bson.D{{Key: "_id", Value: 2}}); err != nil {
+		t.Fatalf("dev writing its own branch: %v", err)
+	}
+	mustRun(t, dev.Database("shop@feature"), bson.D{{Key: "dumboCommit", Value: 1}, {Key: "message", Value: "feature"}})
+	_, err = run(t, dev.Database("shop"), bson.D{{Key: "dumboMerge", Value: 1}, {Key: "mergeIn", Value: "feature"}})
+	wantCode(t, err, 13, "Unauthorized")
+	lead := ts.authClient("lead", "pw", "shop", "").Database("shop")
+	mustRun(t, lead, bson.D{{Key: "dumboMerge", Value: 1}, {Key: "mergeIn", Value: "feature"}})
+	if n, _ := lead.Collection("c").CountDocuments(ctx, bson.D{}); n != 2 {
+		t.Fatalf("main after the lead's merge: %d documents", n)
+	}
+	viewer := ts.authClient("viewer", "pw", "shop", "")
+	if n, err := viewer.Database("shop@feature").Collection("c").CountDocuments(ctx, bson.D{}); err != nil || n != 2 {
+		t.Fatalf("viewer reading shop@feature: %d, %v", n, err)
+	}
+	listed := mustRun(t, viewer.Database("shop"), bson.D{{Key: "dumboProtectedBranches", Value: 1}})
+	if b := listed["branches"].(bson.A); len(b) != 1 || get(b[0], "branch") != "main" {
+		t.Fatalf("dumboProtectedBranches: %v", listed)
+	}
+	mustRun(t, root, bson.D{{Key: "dumboProtectBranch", Value: "main"}, {Key: "unprotect", Value: true}})
+	if _, err := dev.Database("shop").Collection("c").InsertOne(ctx, bson.D{{Key: "_id", Value: 3}}); err != nil {
+		t.Fatalf("dev writing main once unprotected: %v", err)
+	}
+}

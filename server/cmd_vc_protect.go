@@ -1,0 +1,108 @@
+package server
+
+import (
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"dumbodb/auth"
+	"dumbodb/query/mongoerr"
+)
+
+// Protected branches (docs/design/auth.md): with --auth, only holders of
+// a branch's roles may write it or move it; others work on branches of
+// their own and a holder merges them.
+
+// branchWrites are the actions of commands that write or move the branch
+// they run on.
+const branchWrites = auth.Insert | auth.Update | auth.Remove | auth.CreateCollection | auth.DropCollection |
+	auth.CreateIndex | auth.DropIndex | auth.CollMod | auth.RenameCollectionSameDB | auth.DropDatabase | auth.VCWrite
+
+// checkProtectedWrite refuses a command that writes a protected branch
+// for a user without one of its roles. dumboBranch and dumboTag check in
+// their handlers (only deleting a branch touches one).
+func (r *request) checkProtectedWrite(a connAuth) error {
+	if r.spec.need.action&branchWrites == 0 || r.name == "dumboBranch" || r.name == "dumboTag" {
+		return nil
+	}
+	db := r.authzDB()
+	if r.name == "dropDatabase" {
+		for _, p := range r.c.s.users.Protections(db) {
+			if err := r.checkBranchWrite(a, db, p.Branch); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	branch := r.rev
+	if branch == "" || db != r.db {
+		branch = r.currentBranch()
+	}
+	return r.checkBranchWrite(a, db, branch)
+}
+
+// checkBranchWrite refuses a write of db@branch when the branch is
+// protected and the user holds none of its roles.
+func (r *request) checkBranchWrite(a connAuth, db, branch string) error {
+	if !r.c.s.cfg.Auth {
+		return nil
+	}
+	p, ok := r.c.s.users.Protection(db, branch)
+	if !ok || (a.user != nil && r.c.s.users.Holds(a.user, p.Roles)) {
+		return nil
+	}
+	return mongoerr.New(mongoerr.Unauthorized,
+		"branch %s of %s is protected: writing or moving it needs one of the roles %v; work on a branch of your own and have a holder merge it",
+		branch, db, p.Roles)
+}
+
+// cmdDumboProtectBranch sets the roles that may write a branch
+// ({dumboProtectBranch: "main", roles: [...]}) or lifts the rule
+// ({dumboProtectBranch: "main", unprotect: true}).
+func cmdDumboProtectBranch(r *request) (bsoncore.Document, error) {
+	branch, ok := r.cmd.Index(0).Value().StringValueOK()
+	if !ok || branch == "" {
+		return nil, mongoerr.New(mongoerr.BadValue, "dumboProtectBranch must name a branch (a non-empty string)")
+	}
+	var rolesArr bsoncore.Array
+	var unprotect bool
+	err := r.parseArgs(map[string]fieldHandler{
+		"roles":     r.arrayArg("roles", &rolesArr),
+		"unprotect": r.boolArg("unprotect", &unprotect),
+	})
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case unprotect && rolesArr != nil:
+		return nil, mongoerr.New(mongoerr.BadValue, "dumboProtectBranch takes roles or unprotect, not both")
+	case unprotect:
+		was, err := r.c.s.users.Unprotect(r.db, branch)
+		if err != nil {
+			return nil, err
+		}
+		return bsoncore.NewDocumentBuilder().AppendBoolean("wasProtected", was).AppendDouble("ok", 1).Build(), nil
+	}
+	roles, err := r.roleList(rolesArr)
+	if err != nil {
+		return nil, err
+	}
+	if len(roles) == 0 {
+		return nil, mongoerr.New(mongoerr.BadValue, "dumboProtectBranch needs a non-empty roles array (or unprotect: true)")
+	}
+	if err := r.c.s.users.Protect(auth.Protection{DB: r.db, Branch: branch, Roles: roles}); err != nil {
+		return nil, err
+	}
+	return okReply(), nil
+}
+
+// cmdDumboProtectedBranches lists the database's protected branches.
+func cmdDumboProtectedBranches(r *request) (bsoncore.Document, error) {
+	if err := r.parseArgs(nil); err != nil {
+		return nil, err
+	}
+	arr := bsoncore.NewArrayBuilder()
+	for _, p := range r.c.s.users.Protections(r.db) {
+		arr.AppendDocument(bsoncore.NewDocumentBuilder().AppendString("branch", p.Branch).
+			AppendArray("roles", auth.EncodeRoles(p.Roles)).Build())
+	}
+	return bsoncore.NewDocumentBuilder().AppendArray("branches", arr.Build()).AppendDouble("ok", 1).Build(), nil
+}
