@@ -63,7 +63,7 @@ type Store struct {
 	roles map[string]*Role // user-defined, by "db.name"; likewise
 	// branches are the protected branches, by "db@branch".
 	branches map[string]Protection
-	gen   atomic.Uint64    // counts changes, so connections re-resolve their privileges
+	gen      atomic.Uint64 // counts changes, so connections re-resolve their privileges
 }
 
 // Generation changes whenever a user or role does.
