@@ -118,7 +118,7 @@ func (c *conn) watchIfSlow(now time.Time) {
 	if o.id == 0 || o.watch != nil || now.Sub(o.start) < slowOpWatch {
 		return
 	}
-	sc, ok := c.nc.(syscall.Conn)
+	sc, ok := socketOf(c.nc)
 	if !ok {
 		return
 	}

@@ -3,6 +3,7 @@ package server
 import (
 	"cmp"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -54,6 +55,8 @@ type Config struct {
 	// AdvertiseHost is the host:port hello names as this member ("": the
 	// first TCP listener's address; see newTopology).
 	AdvertiseHost string
+	// TLS is the TCP listeners' TLS (tls.go).
+	TLS TLSConfig
 	// Auth requires every command but the handshake and authentication to
 	// come from an authenticated user with the privileges it needs
 	// (mongod's --auth; docs/design/auth.md).
@@ -74,6 +77,8 @@ type Server struct {
 	cfg    Config
 	engine *storage.Engine
 	users  *auth.Store // users and roles (docs/format/auth.md), loaded by Listen
+	// tlsConfig is the TCP listeners' TLS (nil: disabled), made by Listen.
+	tlsConfig *tls.Config
 	// authThrottle slows down repeated failed logins per source.
 	authThrottle authThrottle
 	log          zerolog.Logger
@@ -136,6 +141,9 @@ func (s *Server) Listen() error {
 		return fmt.Errorf("users: %w", err)
 	}
 	s.users = users
+	if s.tlsConfig, err = s.cfg.TLS.build(); err != nil {
+		return err
+	}
 	for _, ip := range s.cfg.BindIPs {
 		l, err := net.Listen("tcp", net.JoinHostPort(ip, fmt.Sprint(s.cfg.Port)))
 		if err != nil {
@@ -192,11 +200,19 @@ func (s *Server) acceptLoop(l net.Listener) {
 			time.Sleep(10 * time.Millisecond)
 			continue
 		}
-		c := s.newConn(nc)
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
-			c.serve()
+			if _, unix := nc.(*net.UnixConn); !unix {
+				secured, err := s.secure(nc)
+				if err != nil {
+					s.log.Info().Str("c", "NETWORK").Str("remote", nc.RemoteAddr().String()).Err(err).Msg("connection refused")
+					nc.Close()
+					return
+				}
+				nc = secured
+			}
+			s.newConn(nc).serve()
 		}()
 	}
 }

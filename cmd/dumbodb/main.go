@@ -40,6 +40,7 @@ type serverFlags struct {
 	replSet        string
 	standalone     bool
 	auth           bool
+	tls            server.TLSConfig
 	advertiseHost  string
 }
 
@@ -72,6 +73,10 @@ func parseFlags(args []string, stderr io.Writer) (*serverFlags, error) {
 		"name of the one-member replica set the server presents (sessions, retryable writes, transactions)")
 	fs.BoolVar(&o.standalone, "standalone", false, "present a plain standalone instead of a one-member replica set")
 	fs.BoolVar(&o.auth, "auth", false, "require authentication (SCRAM) and check each command against the user's roles")
+	fs.StringVar(&o.tls.Mode, "tlsMode", server.TLSDisabled, "TLS on TCP: disabled, allowTLS, preferTLS (both accept TLS and plain) or requireTLS")
+	fs.StringVar(&o.tls.CertificateKeyFile, "tlsCertificateKeyFile", "", "PEM file with the server's certificate and private key")
+	fs.StringVar(&o.tls.CAFile, "tlsCAFile", "", "PEM file of the CAs whose client certificates are accepted (clients must present one)")
+	fs.BoolVar(&o.tls.AllowConnectionsWithoutCertificates, "tlsAllowConnectionsWithoutCertificates", false, "with --tlsCAFile, also accept clients without a certificate")
 	fs.StringVar(&o.advertiseHost, "advertiseHost", "",
 		`host:port that hello names as this member, which clients connect to after discovering the set (default: the first --bind_ip and --port; "localhost" for 0.0.0.0)`)
 	fs.BoolVar(&o.testCmds, "enableTestCommands", false, "enable test-only commands (configureFailPoint), for driver test suites")
@@ -157,7 +162,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		BusyPoll:      time.Duration(o.busyPollMicros) * time.Microsecond,
 		InFlightBytes: int64(o.inFlightMB) << 20,
 		MessageStall:  time.Duration(o.stallSeconds) * time.Second,
-		ReplSet:       o.replSet, Standalone: o.standalone, AdvertiseHost: o.advertiseHost, Auth: o.auth,
+		ReplSet:       o.replSet, Standalone: o.standalone, AdvertiseHost: o.advertiseHost, Auth: o.auth, TLS: o.tls,
 	}
 	srv := server.New(cfg, engine, log, ring)
 	if err := srv.Listen(); err != nil {

@@ -114,7 +114,7 @@ func TestUnixSocketAndBindIPs(t *testing.T) {
 	sock := filepath.Join(t.TempDir(), "dumbodb.sock")
 	p := dumboproc.StartT(t, dir, "--unixSocket", sock, "--bind_ip", "127.0.0.1,127.0.0.2")
 	for _, addr := range []string{fmt.Sprintf("127.0.0.2:%d", p.Port())} {
-		if err := ping(addr, 5*time.Second); err != nil {
+		if err := ping(addr, 5*time.Second, nil); err != nil {
 			t.Errorf("ping %s: %v", addr, err)
 		}
 	}

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"crypto/x509"
 	"fmt"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +12,7 @@ import (
 	"testing"
 
 	"dumbodb/internal/dumboproc"
+	"dumbodb/internal/testpki"
 )
 
 // mongoshPath finds the mongosh that `make test` installs from npm.
@@ -123,6 +126,39 @@ func TestMongoshAuth(t *testing.T) {
 		"-u", "ada", "-p", "lovelace", "--authenticationDatabase", "admin")
 	if out != "ada\n1" {
 		t.Fatalf("output %q", out)
+	}
+}
+
+// TestMongoshTLS: mongosh connects with --tls, the test CA and a client
+// certificate to a server that requires TLS and verifies client
+// certificates (allowing clients without one, as the readiness ping is),
+// and the Unix socket stays plain for local administration.
+func TestMongoshTLS(t *testing.T) {
+	bin := mongoshPath(t)
+	pki, err := testpki.New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	serverFile, err := pki.Issue("server", x509.ExtKeyUsageServerAuth)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clientFile, err := pki.Issue("client", x509.ExtKeyUsageClientAuth)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sock := filepath.Join(t.TempDir(), "dumbodb.sock")
+	p := dumboproc.StartT(t, t.TempDir(), "--tlsMode", "requireTLS", "--tlsCertificateKeyFile", serverFile,
+		"--tlsCAFile", pki.CAFile, "--tlsAllowConnectionsWithoutCertificates", "--unixSocket", sock)
+	out := mongosh(t, bin, p.Port(), `db.c.insertOne({_id: 1}); print(db.c.countDocuments({}))`,
+		"--tls", "--tlsCAFile", pki.CAFile, "--tlsCertificateKeyFile", clientFile)
+	if out != "1" {
+		t.Fatalf("output %q", out)
+	}
+	cmd := exec.Command(bin, "--quiet", "--norc", "mongodb://"+url.PathEscape(sock)+"/shop", "--eval", "print(db.c.countDocuments({}))")
+	cmd.Env = append(os.Environ(), "MONGOSH_NO_TELEMETRY=1", "HOME="+t.TempDir())
+	if got, err := cmd.Output(); err != nil || strings.TrimSpace(string(got)) != "1" {
+		t.Fatalf("over the Unix socket: %q, %v", got, err)
 	}
 }
 

@@ -2,11 +2,14 @@ package main
 
 import (
 	"bufio"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"strconv"
 	"time"
 
@@ -15,19 +18,32 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
-// runPing is `dumbodb ping [--host H] [--port N]`: it sends {ping: 1} over the
-// wire protocol and exits 0 when the server answers ok: 1. The Docker
-// healthcheck uses it.
+// runPing is `dumbodb ping [--host H] [--port N] [--tls [--tlsCAFile F]
+// [--tlsCertificateKeyFile F]]`: it sends {ping: 1} over the wire protocol
+// and exits 0 when the server answers ok: 1. The Docker healthcheck uses
+// it. With --tls and no CA file it does not verify the server's
+// certificate: it checks that the server answers, not who it is.
 func runPing(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("dumbodb ping", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	host := fs.String("host", "127.0.0.1", "server address")
 	port := fs.Int("port", 27017, "server port")
 	timeout := fs.Duration("timeout", 3*time.Second, "how long to wait")
+	useTLS := fs.Bool("tls", false, "connect with TLS")
+	caFile := fs.String("tlsCAFile", "", "with --tls, verify the server against these CAs")
+	certFile := fs.String("tlsCertificateKeyFile", "", "with --tls, present this client certificate (PEM with its key)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	if err := ping(net.JoinHostPort(*host, strconv.Itoa(*port)), *timeout); err != nil {
+	var cfg *tls.Config
+	if *useTLS {
+		var err error
+		if cfg, err = pingTLS(*caFile, *certFile); err != nil {
+			fmt.Fprintf(stderr, "dumbodb ping: %v\n", err)
+			return 2
+		}
+	}
+	if err := ping(net.JoinHostPort(*host, strconv.Itoa(*port)), *timeout, cfg); err != nil {
 		fmt.Fprintf(stderr, "dumbodb ping: %v\n", err)
 		return 1
 	}
@@ -35,8 +51,38 @@ func runPing(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-func ping(addr string, timeout time.Duration) error {
-	nc, err := net.DialTimeout("tcp", addr, timeout)
+// pingTLS is ping's TLS configuration.
+func pingTLS(caFile, certFile string) (*tls.Config, error) {
+	cfg := &tls.Config{InsecureSkipVerify: caFile == ""}
+	if caFile != "" {
+		pem, err := os.ReadFile(caFile)
+		if err != nil {
+			return nil, err
+		}
+		cfg.RootCAs = x509.NewCertPool()
+		if !cfg.RootCAs.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("%s: no PEM certificate", caFile)
+		}
+	}
+	if certFile != "" {
+		cert, err := tls.LoadX509KeyPair(certFile, certFile)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Certificates = []tls.Certificate{cert}
+	}
+	return cfg, nil
+}
+
+func ping(addr string, timeout time.Duration, tlsCfg *tls.Config) error {
+	dialer := &net.Dialer{Timeout: timeout}
+	var nc net.Conn
+	var err error
+	if tlsCfg != nil {
+		nc, err = tls.DialWithDialer(dialer, "tcp", addr, tlsCfg)
+	} else {
+		nc, err = dialer.Dial("tcp", addr)
+	}
 	if err != nil {
 		return err
 	}

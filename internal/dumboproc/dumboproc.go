@@ -24,6 +24,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"syscall"
@@ -69,6 +70,8 @@ type Proc struct {
 	cmd    *exec.Cmd
 	output syncBuffer
 	done   chan struct{} // closed when the process has exited
+	// pingTLS are the TLS flags `dumbodb ping` needs to reach the server.
+	pingTLS []string
 }
 
 // Start runs bin with --data-dir dataDir, --port on a free port and args,
@@ -80,6 +83,9 @@ func Start(ctx context.Context, bin, dataDir string, out io.Writer, args ...stri
 		return nil, err
 	}
 	p := &Proc{bin: bin, port: port, done: make(chan struct{})}
+	if slices.Contains(args, "requireTLS") {
+		p.pingTLS = []string{"--tls"} // a server that requires TLS answers only that
+	}
 	p.cmd = exec.Command(bin, append([]string{"--data-dir", dataDir, "--port", strconv.Itoa(port)}, args...)...)
 	if out == nil {
 		out = &p.output
@@ -101,7 +107,7 @@ func Start(ctx context.Context, bin, dataDir string, out io.Writer, args ...stri
 func (p *Proc) waitAnswering(ctx context.Context) error {
 	deadline := time.Now().Add(StartTimeout)
 	for {
-		ping := exec.CommandContext(ctx, p.bin, "ping", "--port", strconv.Itoa(p.port), "--timeout", "1s")
+		ping := exec.CommandContext(ctx, p.bin, append([]string{"ping", "--port", strconv.Itoa(p.port), "--timeout", "1s"}, p.pingTLS...)...)
 		if ping.Run() == nil {
 			return nil
 		}

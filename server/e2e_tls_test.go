@@ -1,0 +1,83 @@
+package server_test
+
+import (
+	"crypto/x509"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"dumbodb/internal/testpki"
+	"dumbodb/server"
+)
+
+// newTestPKI makes a CA and a server certificate.
+func newTestPKI(t *testing.T) (*testpki.PKI, string) {
+	t.Helper()
+	p, err := testpki.New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	serverFile, err := p.Issue("server", x509.ExtKeyUsageServerAuth)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, serverFile
+}
+
+// tlsClient connects over TLS, trusting the CA, with a client certificate
+// when certFile is set.
+func (ts *testServer) tlsClient(p *testpki.PKI, certFile string) *mongo.Client {
+	ts.t.Helper()
+	cfg, err := p.ClientConfig(certFile)
+	if err != nil {
+		ts.t.Fatal(err)
+	}
+	return ts.client(options.Client().SetTLSConfig(cfg).SetTimeout(5 * time.Second))
+}
+
+// TestTLSModes: requireTLS serves TLS clients and refuses plain ones;
+// allowTLS serves both on one port; with a CA file a client must present
+// a certificate the CA signed, unless connections without one are
+// allowed.
+func TestTLSModes(t *testing.T) {
+	p, serverFile := newTestPKI(t)
+	clientFile, err := p.Issue("client", x509.ExtKeyUsageClientAuth)
+	if err != nil {
+		t.Fatal(err)
+	}
+	require := startServer(t, func(c *server.Config) {
+		c.TLS = server.TLSConfig{Mode: server.TLSRequire, CertificateKeyFile: serverFile}
+	})
+	if err := require.tlsClient(p, "").Ping(ctx, nil); err != nil {
+		t.Fatalf("a TLS client of requireTLS: %v", err)
+	}
+	if err := require.client(options.Client().SetTimeout(2*time.Second)).Ping(ctx, nil); err == nil {
+		t.Fatal("requireTLS served a plain client")
+	}
+	allow := startServer(t, func(c *server.Config) {
+		c.TLS = server.TLSConfig{Mode: server.TLSAllow, CertificateKeyFile: serverFile}
+	})
+	for name, c := range map[string]*mongo.Client{"TLS": allow.tlsClient(p, ""), "plain": allow.client()} {
+		if err := c.Ping(ctx, nil); err != nil {
+			t.Fatalf("a %s client of allowTLS: %v", name, err)
+		}
+	}
+	verify := startServer(t, func(c *server.Config) {
+		c.TLS = server.TLSConfig{Mode: server.TLSRequire, CertificateKeyFile: serverFile, CAFile: p.CAFile}
+	})
+	if err := verify.tlsClient(p, clientFile).Ping(ctx, nil); err != nil {
+		t.Fatalf("a client with a certificate of the CA: %v", err)
+	}
+	if err := verify.tlsClient(p, "").Ping(ctx, nil); err == nil {
+		t.Fatal("a client without a certificate was served although the CA file asks for one")
+	}
+	optional := startServer(t, func(c *server.Config) {
+		c.TLS = server.TLSConfig{Mode: server.TLSRequire, CertificateKeyFile: serverFile, CAFile: p.CAFile,
+			AllowConnectionsWithoutCertificates: true}
+	})
+	if err := optional.tlsClient(p, "").Ping(ctx, nil); err != nil {
+		t.Fatalf("a client without a certificate, allowed: %v", err)
+	}
+}
