@@ -1,6 +1,7 @@
 package server
 
 import (
+	"crypto/tls"
 	"errors"
 	"strings"
 	"time"
@@ -117,12 +118,69 @@ func saslReply(done bool, payload []byte) bsoncore.Document {
 		AppendBoolean("done", done).AppendBinary("payload", 0, payload).AppendDouble("ok", 1).Build()
 }
 
+// externalDB is where users that authenticate outside the server's own
+// credentials live: x.509 users, named by their certificate's subject.
+const externalDB = "$external"
+
 // cmdAuthenticate is the authenticate command, which carries the
-// mechanisms that are not SASL conversations: none is enabled (x.509 needs
-// TLS), so each is refused as mongod refuses a disabled one.
+// mechanisms that are not SASL conversations: MONGODB-X509, on $external.
 func cmdAuthenticate(r *request) (bsoncore.Document, error) {
-	mech, _ := r.cmd.Lookup("mechanism").StringValueOK()
-	return nil, mongoerr.New(mongoerr.MechanismUnavailable, "Received authentication for mechanism %s which is not enabled", mech)
+	var mech, user string
+	err := r.parseArgs(map[string]fieldHandler{
+		"mechanism": r.stringArg("mechanism", &mech),
+		"user":      r.stringArg("user", &user),
+	})
+	if err != nil {
+		return nil, err
+	}
+	if mech != mechX509 {
+		return nil, mongoerr.New(mongoerr.MechanismUnavailable, "Received authentication for mechanism %s which is not enabled", mech)
+	}
+	return r.authenticateX509(r.db, user)
+}
+
+// mechX509 authenticates a client by the certificate it presented over TLS.
+const mechX509 = "MONGODB-X509"
+
+// authenticateX509 logs the connection in as the $external user named by
+// its verified client certificate's subject (user, when given, must be
+// that name), as mongod does.
+func (r *request) authenticateX509(db, user string) (bsoncore.Document, error) {
+	if db != externalDB {
+		return nil, mongoerr.New(mongoerr.ProtocolError, "X.509 authentication must always use the $external database.")
+	}
+	tc, ok := r.c.nc.(*tls.Conn)
+	if !ok || len(tc.ConnectionState().VerifiedChains) == 0 {
+		return nil, r.x509Failed(user, "no verified client certificate: connect with TLS and a certificate of the server's --tlsCAFile")
+	}
+	subject := tc.ConnectionState().PeerCertificates[0].Subject.String()
+	if user != "" && user != subject {
+		return nil, r.x509Failed(user, "the user is not the certificate's subject "+subject)
+	}
+	u, ok := r.c.s.users.User(externalDB, subject)
+	if !ok {
+		return nil, r.x509Failed(subject, "no such user in $external")
+	}
+	gen := r.c.s.users.Generation()
+	privs, err := r.c.s.users.Resolve(u.Roles)
+	if err != nil {
+		return nil, mongoerr.New(mongoerr.RoleNotFound, "%v", err)
+	}
+	r.c.setAuth(connAuth{user: u, privs: privs, gen: gen})
+	r.c.s.authThrottle.succeeded(r.c.authSource())
+	r.c.log.Info().Str("c", "ACCESS").Str("user", subject).Str("db", externalDB).Str("mechanism", mechX509).
+		Str("remote", r.c.nc.RemoteAddr().String()).Msg("Successfully authenticated")
+	return bsoncore.NewDocumentBuilder().AppendString("dbname", externalDB).AppendString("user", subject).
+		AppendDouble("ok", 1).Build(), nil
+}
+
+// x509Failed logs a failed x.509 authentication and answers as mongod.
+func (r *request) x509Failed(user, reason string) error {
+	delay, n := r.c.s.authThrottle.failed(r.c.authSource(), time.Now())
+	r.c.log.Info().Str("c", "ACCESS").Str("user", user).Str("mechanism", mechX509).
+		Str("remote", r.c.nc.RemoteAddr().String()).Str("reason", reason).Int("failuresInARow", n).Msg("Authentication failed")
+	wait(r.ctx, delay)
+	return mongoerr.New(mongoerr.AuthenticationFailed, "Authentication failed.")
 }
 
 func cmdLogout(r *request) (bsoncore.Document, error) {
@@ -151,19 +209,32 @@ func (r *request) helloAuthFields(b *bsoncore.DocumentBuilder) {
 	}
 	mech, _ := spec.Lookup("mechanism").StringValueOK()
 	db, _ := spec.Lookup("db").StringValueOK()
+	if _, err := spec.LookupErr("authenticate"); err == nil && mech == mechX509 {
+		user, _ := spec.Lookup("user").StringValueOK()
+		if reply, err := r.authenticateX509(db, user); err == nil {
+			b.AppendDocument("speculativeAuthenticate", withoutOK(reply))
+		}
+		return
+	}
 	_, payload, _ := spec.Lookup("payload").BinaryOK()
 	opts, _ := spec.Lookup("options").DocumentOK()
 	skipEmpty, _ := asBool(opts.Lookup("skipEmptyExchange"))
 	if reply, err := r.saslStart(db, mech, payload, skipEmpty); err == nil {
-		els, _ := reply.Elements()
-		sb := bsoncore.NewDocumentBuilder()
-		for _, el := range els {
-			if el.Key() != "ok" {
-				sb.AppendValue(el.Key(), el.Value())
-			}
-		}
-		b.AppendDocument("speculativeAuthenticate", sb.Build())
+		b.AppendDocument("speculativeAuthenticate", withoutOK(reply))
 	}
+}
+
+// withoutOK is a reply without its ok field, as speculativeAuthenticate
+// nests it.
+func withoutOK(reply bsoncore.Document) bsoncore.Document {
+	els, _ := reply.Elements()
+	b := bsoncore.NewDocumentBuilder()
+	for _, el := range els {
+		if el.Key() != "ok" {
+			b.AppendValue(el.Key(), el.Value())
+		}
+	}
+	return b.Build()
 }
 
 // binaryArg reads a binData argument (a string is taken as its bytes, as

@@ -109,6 +109,20 @@ func credentials(user, pwd string, mechs []string) (map[string]auth.Credential, 
 	return out, nil
 }
 
+// newUserCredentials are a new user's keys: from its password, or none for
+// a $external user (x.509), which may not have one.
+func (r *request) newUserCredentials(name string, a userArgs) (map[string]auth.Credential, error) {
+	switch {
+	case r.db == externalDB && (a.pwd != nil || a.mechanisms != nil):
+		return nil, mongoerr.New(mongoerr.BadValue, "Cannot set a password or mechanisms for users in $external: they authenticate with x.509")
+	case r.db == externalDB:
+		return map[string]auth.Credential{}, nil
+	case a.pwd == nil:
+		return nil, mongoerr.New(mongoerr.BadValue, "Must provide a 'pwd' field for all user documents, except those with '$external' as the user's source db")
+	}
+	return credentials(name, *a.pwd, a.mechanisms)
+}
+
 // userName is the command's first field: the user it acts on.
 func (r *request) userName() (string, error) {
 	name, ok := r.cmd.Index(0).Value().StringValueOK()
@@ -127,13 +141,10 @@ func cmdCreateUser(r *request) (bsoncore.Document, error) {
 	if err != nil {
 		return nil, err
 	}
-	if a.pwd == nil {
-		return nil, mongoerr.New(mongoerr.BadValue, "Must provide a 'pwd' field for all user documents, except those with '$external' as the user's source db")
-	}
 	if a.roles == nil {
 		return nil, mongoerr.New(mongoerr.BadValue, "\"createUser\" command requires a \"roles\" array")
 	}
-	creds, err := credentials(name, *a.pwd, a.mechanisms)
+	creds, err := r.newUserCredentials(name, a)
 	if err != nil {
 		return nil, err
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
@@ -79,5 +80,54 @@ func TestTLSModes(t *testing.T) {
 	})
 	if err := optional.tlsClient(p, "").Ping(ctx, nil); err != nil {
 		t.Fatalf("a client without a certificate, allowed: %v", err)
+	}
+}
+
+// TestX509Authentication: a client whose certificate the server verified
+// logs in as the $external user named by the certificate's subject, with
+// that user's roles; a certificate with no such user is refused.
+func TestX509Authentication(t *testing.T) {
+	p, serverFile := newTestPKI(t)
+	clientFile, err := p.Issue("client", x509.ExtKeyUsageClientAuth)
+	if err != nil {
+		t.Fatal(err)
+	}
+	strangerFile, err := p.Issue("stranger", x509.ExtKeyUsageClientAuth)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := startServer(t, withAuth, func(c *server.Config) {
+		c.TLS = server.TLSConfig{Mode: server.TLSRequire, CertificateKeyFile: serverFile, CAFile: p.CAFile}
+	})
+	anon := ts.tlsClient(p, clientFile)
+	mustRun(t, anon.Database("admin"), bson.D{{Key: "createUser", Value: "root"}, {Key: "pwd", Value: "rootpw"}, {Key: "roles", Value: bson.A{"root"}}})
+	rootCfg, _ := p.ClientConfig(clientFile)
+	root := ts.client(options.Client().SetTLSConfig(rootCfg).SetAuth(options.Credential{Username: "root", Password: "rootpw", AuthSource: "admin"}))
+	mustRun(t, root.Database("$external"), bson.D{{Key: "createUser", Value: "CN=client,O=DumboDB"},
+		{Key: "roles", Value: bson.A{bson.D{{Key: "role", Value: "readWrite"}, {Key: "db", Value: "shop"}}}}})
+	_, err = run(t, root.Database("$external"), bson.D{{Key: "createUser", Value: "CN=x"}, {Key: "pwd", Value: "p"}, {Key: "roles", Value: bson.A{}}})
+	wantCode(t, err, 2, "BadValue")
+
+	x509Client := func(certFile string) *mongo.Client {
+		cfg, err := p.ClientConfig(certFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ts.client(options.Client().SetTLSConfig(cfg).SetTimeout(5 * time.Second).
+			SetAuth(options.Credential{AuthMechanism: "MONGODB-X509", AuthSource: "$external"}))
+	}
+	c := x509Client(clientFile)
+	if _, err := c.Database("shop").Collection("c").InsertOne(ctx, bson.D{{Key: "_id", Value: 1}}); err != nil {
+		t.Fatalf("the x.509 user writing shop: %v", err)
+	}
+	status := mustRun(t, c.Database("admin"), bson.D{{Key: "connectionStatus", Value: 1}})
+	if users := get(status, "authInfo", "authenticatedUsers").(bson.A); len(users) != 1 || get(users[0], "user") != "CN=client,O=DumboDB" {
+		t.Fatalf("connectionStatus: %v", status)
+	}
+	if _, err := c.Database("other").Collection("c").InsertOne(ctx, bson.D{}); err == nil {
+		t.Fatal("the x.509 user wrote a database its roles do not grant")
+	}
+	if err := x509Client(strangerFile).Ping(ctx, nil); err == nil {
+		t.Fatal("a certificate with no $external user logged in")
 	}
 }

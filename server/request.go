@@ -72,7 +72,7 @@ func (r *request) run() (bsoncore.Document, error) {
 	if t := clientClusterTime(r.cmd); !t.isZero() && r.c.s.topo.replicaSet() {
 		r.c.s.clock.advance(t)
 	}
-	if err := validateDBName(r.db); err != nil {
+	if err := validateDBName(r.db); err != nil && !(r.db == externalDB && r.spec.family == authentication) {
 		return nil, err
 	}
 	if err := r.authorize(); err != nil {
