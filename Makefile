@@ -1,11 +1,15 @@
 # DumboDB build and test entry points. `make test` is the one command that
-# runs every test on a fresh machine (it installs mongosh from npm first).
+# runs every test on a fresh machine (it installs mongosh and the Node
+# driver from npm first).
 
 GO        ?= go
 MONGOSH_VERSION := 2.12.0
+NODE_DRIVER_VERSION := 7.9.0
 TOOLS     := $(CURDIR)/.tools
 MONGOSH   := $(TOOLS)/node_modules/.bin/mongosh
+NODE_DRIVER := $(TOOLS)/node-driver-$(NODE_DRIVER_VERSION)
 export DUMBODB_MONGOSH := $(MONGOSH)
+export DUMBODB_NODE_DRIVER := $(NODE_DRIVER)/node_modules/mongodb
 
 .PHONY: build run test test-short lint-deps vet tools fuzz clean spec
 
@@ -34,11 +38,16 @@ lint-deps:
 vet:
 	$(GO) vet ./...
 
-tools: $(MONGOSH)
+tools: $(MONGOSH) $(NODE_DRIVER)
 
 $(MONGOSH):
 	mkdir -p $(TOOLS)
 	npm install --prefix $(TOOLS) --no-audit --no-fund --loglevel=error mongosh@$(MONGOSH_VERSION)
+
+# The Node driver, for the tests that use it as applications do.
+$(NODE_DRIVER):
+	mkdir -p $(NODE_DRIVER)
+	npm install --prefix $(NODE_DRIVER) --no-audit --no-fund --loglevel=error mongodb@$(NODE_DRIVER_VERSION)
 
 # Every fuzz target of every package, FUZZTIME each: go test -fuzz takes
 # one target per run, so the targets are listed and run in turn. `make

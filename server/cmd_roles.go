@@ -18,6 +18,9 @@ func (r *request) roleArgs() (privs *[]auth.Privilege, roles *[]auth.RoleRef, er
 	err = r.parseArgs(map[string]fieldHandler{
 		"privileges": r.arrayArg("privileges", &privArr),
 		"roles":      r.arrayArg("roles", &roleArr),
+		"authenticationRestrictions": func(bsoncore.Value) error {
+			return mongoerr.New(mongoerr.NotImplemented, "authenticationRestrictions is not implemented")
+		},
 	})
 	if err != nil {
 		return nil, nil, err

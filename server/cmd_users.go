@@ -37,6 +37,9 @@ func (r *request) parseUserArgs() (userArgs, error) {
 		"roles":      r.arrayArg("roles", &rolesArr),
 		"customData": r.docArg("customData", &a.customData),
 		"mechanisms": r.arrayArg("mechanisms", &mechs),
+		"authenticationRestrictions": func(bsoncore.Value) error {
+			return mongoerr.New(mongoerr.NotImplemented, "authenticationRestrictions is not implemented")
+		},
 		"digestPassword": func(v bsoncore.Value) error {
 			if b, ok := asBool(v); ok && !b {
 				return mongoerr.New(mongoerr.BadValue, "Use of SCRAM-SHA-256 requires undigested passwords")

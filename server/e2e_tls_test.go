@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"crypto/x509"
+	"strings"
 	"testing"
 	"time"
 
@@ -53,6 +54,14 @@ func TestTLSModes(t *testing.T) {
 	})
 	if err := require.tlsClient(p, "").Ping(ctx, nil); err != nil {
 		t.Fatalf("a TLS client of requireTLS: %v", err)
+	}
+	cfg, _ := p.ClientConfig("")
+	compressed := require.client(options.Client().SetTLSConfig(cfg).SetCompressors([]string{"zstd"})).Database("z").Collection("c")
+	if _, err := compressed.InsertOne(ctx, bson.D{{Key: "_id", Value: 1}, {Key: "s", Value: strings.Repeat("x", 4096)}}); err != nil {
+		t.Fatalf("OP_COMPRESSED inside TLS: %v", err)
+	}
+	if n, err := compressed.CountDocuments(ctx, bson.D{}); err != nil || n != 1 {
+		t.Fatalf("OP_COMPRESSED inside TLS: %d, %v", n, err)
 	}
 	if err := require.client(options.Client().SetTimeout(2*time.Second)).Ping(ctx, nil); err == nil {
 		t.Fatal("requireTLS served a plain client")
