@@ -10,6 +10,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"dumbodb/auth"
 	"dumbodb/server"
 )
 
@@ -323,5 +324,66 @@ func TestProtectedBranches(t *testing.T) {
 	mustRun(t, root, bson.D{{Key: "dumboProtectBranch", Value: "main"}, {Key: "unprotect", Value: true}})
 	if _, err := dev.Database("shop").Collection("c").InsertOne(ctx, bson.D{{Key: "_id", Value: 3}}); err != nil {
 		t.Fatalf("dev writing main once unprotected: %v", err)
+	}
+}
+
+// TestEveryBuiltinRole: each of the 16 built-in roles allows a command
+// of what it is for and refuses one it is not for.
+func TestEveryBuiltinRole(t *testing.T) {
+	ts := startServer(t, withAuth)
+	createRoot(t, ts)
+	root := ts.authClient("root", "rootpw", "admin", "")
+	for _, db := range []string{"shop", "other"} {
+		root.Database(db).Collection("c").InsertOne(ctx, bson.D{{Key: "_id", Value: 1}})
+	}
+	find := bson.D{{Key: "find", Value: "c"}}
+	insert := bson.D{{Key: "insert", Value: "c"}, {Key: "documents", Value: bson.A{bson.D{}}}}
+	createUser := func(name string) bson.D {
+		return bson.D{{Key: "createUser", Value: name}, {Key: "pwd", Value: "x"}, {Key: "roles", Value: bson.A{}}}
+	}
+	type use struct {
+		db  string
+		cmd bson.D
+	}
+	cases := []struct {
+		role, roleDB    string
+		allowed, denied use
+	}{
+		{"read", "shop", use{"shop", find}, use{"shop", insert}},
+		{"readWrite", "shop", use{"shop", insert}, use{"shop", bson.D{{Key: "dropDatabase", Value: 1}}}},
+		{"dbAdmin", "shop", use{"shop", bson.D{{Key: "collStats", Value: "c"}}}, use{"shop", find}},
+		{"dbOwner", "shop", use{"shop", createUser("o1")}, use{"other", find}},
+		{"userAdmin", "shop", use{"shop", createUser("u1")}, use{"shop", find}},
+		{"readAnyDatabase", "admin", use{"other", find}, use{"other", insert}},
+		{"readWriteAnyDatabase", "admin", use{"other", insert}, use{"other", createUser("u2")}},
+		{"userAdminAnyDatabase", "admin", use{"other", createUser("u3")}, use{"other", find}},
+		{"dbAdminAnyDatabase", "admin", use{"other", bson.D{{Key: "collStats", Value: "c"}}}, use{"other", insert}},
+		{"clusterMonitor", "admin", use{"admin", bson.D{{Key: "serverStatus", Value: 1}}}, use{"shop", insert}},
+		{"clusterManager", "admin", use{"admin", bson.D{{Key: "replSetGetConfig", Value: 1}}}, use{"shop", find}},
+		{"clusterAdmin", "admin", use{"admin", bson.D{{Key: "currentOp", Value: 1}}}, use{"shop", insert}},
+		{"hostManager", "admin", use{"admin", bson.D{{Key: "setParameter", Value: 1}, {Key: "transactionLifetimeLimitSeconds", Value: 60}}},
+			use{"admin", bson.D{{Key: "serverStatus", Value: 1}}}},
+		{"backup", "admin", use{"other", find}, use{"other", insert}},
+		{"restore", "admin", use{"other", insert}, use{"other", find}},
+		{"root", "admin", use{"other", bson.D{{Key: "dropDatabase", Value: 1}}}, use{}},
+	}
+	if len(cases) != len(auth.BuiltinRoleNames()) {
+		t.Fatalf("%d cases for %d built-in roles", len(cases), len(auth.BuiltinRoleNames()))
+	}
+	for _, c := range cases {
+		mustRun(t, root.Database("admin"), bson.D{{Key: "createUser", Value: c.role + "User"}, {Key: "pwd", Value: "pw"},
+			{Key: "roles", Value: bson.A{bson.D{{Key: "role", Value: c.role}, {Key: "db", Value: c.roleDB}}}}})
+		client := ts.authClient(c.role+"User", "pw", "admin", "")
+		if _, err := run(t, client.Database(c.allowed.db), c.allowed.cmd); err != nil {
+			t.Errorf("%s: %s on %s refused: %v", c.role, c.allowed.cmd[0].Key, c.allowed.db, err)
+		}
+		if c.denied.cmd == nil {
+			continue
+		}
+		_, err := run(t, client.Database(c.denied.db), c.denied.cmd)
+		var ce mongo.CommandError
+		if !errors.As(err, &ce) || ce.Code != 13 {
+			t.Errorf("%s: %s on %s: %v, want Unauthorized", c.role, c.denied.cmd[0].Key, c.denied.db, err)
+		}
 	}
 }
