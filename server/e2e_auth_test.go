@@ -184,6 +184,15 @@ func TestUserAdministration(t *testing.T) {
 		t.Fatalf("after revokeRolesFromUser: %v", err)
 	}
 
+	// Users are not versioned data: a hard reset of their database to a
+	// commit made before them leaves them.
+	before := mustRun(t, shop, bson.D{{Key: "dumboCommit", Value: 1}, {Key: "message", Value: "before bob"}})["commitId"]
+	mustRun(t, shop, bson.D{{Key: "createUser", Value: "bob"}, {Key: "pwd", Value: "pw"}, {Key: "roles", Value: bson.A{"read"}}})
+	shop.Collection("c").InsertOne(ctx, bson.D{{Key: "_id", Value: "after"}})
+	mustRun(t, shop, bson.D{{Key: "dumboReset", Value: 1}, {Key: "to", Value: before}, {Key: "hard", Value: true}})
+	if err := ts.authClient("bob", "pw", "shop", "").Ping(ctx, nil); err != nil {
+		t.Fatalf("bob after a hard reset of shop: %v", err)
+	}
 	ts.restart()
 	if err := ts.authClient("ann", "two", "shop", "").Ping(ctx, nil); err != nil {
 		t.Fatalf("after a restart: %v", err)
