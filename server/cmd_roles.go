@@ -140,23 +140,36 @@ func cmdRevokePrivilegesFromRole(r *request) (bsoncore.Document, error) {
 // changeRolePrivileges adds actions to a role's privileges (grant) or
 // takes them away, resource by resource.
 func (r *request) changeRolePrivileges(grant bool) (bsoncore.Document, error) {
-	ref, err := r.roleRef()
+	ref, privs, _, err := r.roleChange("privileges")
 	if err != nil {
 		return nil, err
-	}
-	privs, roles, err := r.roleArgs()
-	if err != nil {
-		return nil, err
-	}
-	if privs == nil || roles != nil {
-		return nil, mongoerr.New(mongoerr.BadValue, "%s takes a \"privileges\" array", r.name)
 	}
 	return roleReply(r.c.s.users.UpdateRole(ref, func(role *auth.Role) error {
-		for _, p := range *privs {
+		for _, p := range privs {
 			role.Privileges = mergePrivilege(role.Privileges, p, grant)
 		}
 		return nil
 	}))
+}
+
+// roleChange reads the role and the one field (privileges or roles) of
+// the grant and revoke commands.
+func (r *request) roleChange(field string) (auth.RoleRef, []auth.Privilege, []auth.RoleRef, error) {
+	ref, err := r.roleRef()
+	if err != nil {
+		return ref, nil, nil, err
+	}
+	privs, roles, err := r.roleArgs()
+	if err != nil {
+		return ref, nil, nil, err
+	}
+	if (field == "privileges") != (privs != nil) || (field == "roles") != (roles != nil) {
+		return ref, nil, nil, mongoerr.New(mongoerr.BadValue, "%s takes a \"%s\" array (only)", r.name, field)
+	}
+	if privs != nil {
+		return ref, *privs, nil, nil
+	}
+	return ref, nil, *roles, nil
 }
 
 // mergePrivilege adds p's actions to the privilege on the same resource,
@@ -188,19 +201,12 @@ func cmdRevokeRolesFromRole(r *request) (bsoncore.Document, error) { return r.ch
 
 // changeRoleRoles adds inherited roles to a role, or takes them away.
 func (r *request) changeRoleRoles(grant bool) (bsoncore.Document, error) {
-	ref, err := r.roleRef()
+	ref, _, roles, err := r.roleChange("roles")
 	if err != nil {
 		return nil, err
-	}
-	privs, roles, err := r.roleArgs()
-	if err != nil {
-		return nil, err
-	}
-	if roles == nil || privs != nil {
-		return nil, mongoerr.New(mongoerr.BadValue, "%s takes a \"roles\" array", r.name)
 	}
 	return roleReply(r.c.s.users.UpdateRole(ref, func(role *auth.Role) error {
-		for _, add := range *roles {
+		for _, add := range roles {
 			role.Roles = without(role.Roles, add)
 			if grant {
 				role.Roles = append(role.Roles, add)
