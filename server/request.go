@@ -75,6 +75,9 @@ func (r *request) run() (bsoncore.Document, error) {
 	if err := validateDBName(r.db); err != nil && !(r.db == externalDB && r.spec.family == authentication) {
 		return nil, err
 	}
+	if err := r.applyAPIVersion(); err != nil {
+		return nil, err
+	}
 	if err := r.authorize(); err != nil {
 		return nil, err
 	}

@@ -26,8 +26,11 @@ const (
 	UserNotFound                   Code = 11
 	RoleNotFound                   Code = 31
 	MechanismUnavailable           Code = 334
-	Location51003                  Code = 51003 // createUser of a user that exists
-	Location51002                  Code = 51002 // createRole of a role that exists
+	Location51003                  Code = 51003   // createUser of a user that exists
+	Location51002                  Code = 51002   // createRole of a role that exists
+	Location4886600                Code = 4886600 // apiStrict or apiDeprecationErrors without apiVersion
+	APIVersionError                Code = 322
+	APIStrictError                 Code = 323
 	InvalidRoleModification        Code = 74
 	TypeMismatch                   Code = 14
 	Overflow                       Code = 15
@@ -122,6 +125,8 @@ var names = map[Code]string{
 	UserNotFound:                   "UserNotFound",
 	RoleNotFound:                   "RoleNotFound",
 	InvalidRoleModification:        "InvalidRoleModification",
+	APIVersionError:                "APIVersionError",
+	APIStrictError:                 "APIStrictError",
 	MechanismUnavailable:           "MechanismUnavailable",
 	TypeMismatch:                   "TypeMismatch",
 	Overflow:                       "Overflow",
