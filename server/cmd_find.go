@@ -15,6 +15,7 @@ import (
 type findArgs struct {
 	filter, sort, projection     bsoncore.Document
 	collation, let               bsoncore.Document
+	min, max                     bsoncore.Document // bounds on the hinted index's keys
 	hint                         bsoncore.Value
 	skip, limit, batchSize       int64
 	singleBatch, noCursorTimeout bool
@@ -34,16 +35,39 @@ func (r *request) parseFindArgs(a *findArgs) error {
 		"collation":           r.optDocArg("collation", &a.collation),
 		"let":                 r.optDocArg("let", &a.let),
 		"allowDiskUse":        r.ignoreArg(),
-		"returnKey":           r.ignoreArg(),
-		"showRecordId":        r.ignoreArg(),
-		"tailable":            r.ignoreArg(),
-		"awaitData":           r.ignoreArg(),
-		"oplogReplay":         r.ignoreArg(),
-		"allowPartialResults": r.ignoreArg(),
-		"readOnce":            r.ignoreArg(),
-		"min":                 r.ignoreArg(),
-		"max":                 r.ignoreArg(),
+		"returnKey":           r.refuseTrue("returnKey"),
+		"showRecordId":        r.refuseTrue("showRecordId"),
+		"tailable":            r.tailableArg(),
+		"awaitData":           r.ignoreArg(), // meaningful only with tailable, which is refused
+		"oplogReplay":         r.ignoreArg(), // deprecated: mongod 4.4+ ignores it too
+		"allowPartialResults": r.ignoreArg(), // for sharded clusters: changes nothing here
+		"readOnce":            r.ignoreArg(), // an internal hint that changes no result
+		"min":                 r.optDocArg("min", &a.min),
+		"max":                 r.optDocArg("max", &a.max),
 	})
+}
+
+// refuseTrue refuses an option that would change the result when true
+// and is not implemented (false is what every find does).
+func (r *request) refuseTrue(field string) fieldHandler {
+	return func(v bsoncore.Value) error {
+		if on, ok := asBool(v); ok && !on {
+			return nil
+		}
+		return mongoerr.New(mongoerr.NotImplemented, "%s.%s is not implemented", r.name, field)
+	}
+}
+
+// tailableArg: a tailable cursor needs a capped collection, and there are
+// none yet, so tailable: true answers as mongod does on a collection that
+// is not capped.
+func (r *request) tailableArg() fieldHandler {
+	return func(v bsoncore.Value) error {
+		if on, ok := asBool(v); ok && !on {
+			return nil
+		}
+		return mongoerr.New(mongoerr.BadValue, "error processing query: tailable cursor requested on non capped collection")
+	}
 }
 
 // nonNegativeArg reads an integer that must be >= 0 (skip, limit, batchSize).
@@ -99,6 +123,10 @@ func (r *request) findSource(coll string, a *findArgs) (docSource, error) {
 			return nil, err
 		}
 	}
+	kr, err := parseKeyRange(a.hint, a.min, a.max)
+	if err != nil {
+		return nil, err
+	}
 	snap, err := r.snapshot()
 	if err != nil {
 		return nil, err
@@ -112,6 +140,9 @@ func (r *request) findSource(coll string, a *findArgs) (docSource, error) {
 	src, err := p.Open(r.ctx, snap, coll, f)
 	if err != nil {
 		return nil, err
+	}
+	if kr != nil {
+		src = &keyRangeSource{src: src, kr: kr}
 	}
 	if srt != nil && srt.HasKeys() && !p.Sorted() {
 		if src, err = plan.SortScan(r.ctx, src, srt, snap, coll); err != nil {

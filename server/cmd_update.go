@@ -19,6 +19,7 @@ type updateStatement struct {
 	filter        *query.Filter
 	update        *query.Update
 	upsert, multi bool
+	sort          *query.Sort // MongoDB 8's updateOne sort: which document (nil: the first found)
 }
 
 func (r *request) parseUpdateStatement(v bsoncore.Value, let bsoncore.Document) (*updateStatement, error) {
@@ -26,7 +27,7 @@ func (r *request) parseUpdateStatement(v bsoncore.Value, let bsoncore.Document) 
 	if !ok {
 		return nil, typeMismatch("update", "updates.0", v, "object")
 	}
-	var q, collation bsoncore.Document
+	var q, collation, sortDoc bsoncore.Document
 	var u, hint bsoncore.Value
 	var arrayFilters bsoncore.Array
 	st := &updateStatement{}
@@ -40,7 +41,7 @@ func (r *request) parseUpdateStatement(v bsoncore.Value, let bsoncore.Document) 
 		"collation":    sub.optDocArg("collation", &collation),
 		"hint":         func(v bsoncore.Value) error { hint = v; return nil },
 		"c":            sub.ignoreArg(),
-		"sort":         sub.ignoreArg(),
+		"sort":         sub.optDocArg("sort", &sortDoc),
 	})
 	if err != nil {
 		return nil, err
@@ -72,6 +73,14 @@ func (r *request) parseUpdateStatement(v bsoncore.Value, let bsoncore.Document) 
 	}
 	if st.multi && st.update.IsReplacement() {
 		return nil, mongoerr.New(mongoerr.FailedToParse, "multi update is not supported for replacement-style update")
+	}
+	if nonEmpty(sortDoc) {
+		if st.multi {
+			return nil, mongoerr.New(mongoerr.FailedToParse, "Cannot specify sort with multi=true")
+		}
+		if st.sort, err = query.CompileSortEnv(sortDoc, env); err != nil {
+			return nil, err
+		}
 	}
 	return st, nil
 }
@@ -150,7 +159,7 @@ func cmdUpdate(r *request) (bsoncore.Document, error) {
 // applyUpdate runs one update statement; it returns the _id of an upserted
 // document (zero Value when none was upserted).
 func (r *request) applyUpdate(tx *storage.Tx, coll string, st *updateStatement, res *writeResult) (bsoncore.Value, error) {
-	matched, modified, err := updateMatching(r.ctx, tx, coll, st.filter, st.update, st.multi, nil)
+	matched, modified, err := r.updateStatementDocs(tx, coll, st)
 	res.n += matched
 	res.nModified += modified
 	if err != nil || matched > 0 || !st.upsert {
@@ -169,6 +178,26 @@ func (r *request) applyUpdate(tx *storage.Tx, coll string, st *updateStatement, 
 	}
 	res.n++
 	return id, nil
+}
+
+// updateStatementDocs updates what a statement selects: with a sort, the
+// first matching document in that order; else as updateMatching.
+func (r *request) updateStatementDocs(tx *storage.Tx, coll string, st *updateStatement) (matched, modified int64, err error) {
+	if st.sort == nil {
+		return updateMatching(r.ctx, tx, coll, st.filter, st.update, st.multi, nil)
+	}
+	if _, ok := tx.Collection(coll); !ok {
+		return 0, 0, nil
+	}
+	target, err := r.firstMatch(tx, coll, st.filter, st.sort)
+	if err != nil || target == nil {
+		return 0, 0, err
+	}
+	_, changed, err := applyToDocument(r.ctx, tx, coll, target, st.update)
+	if changed {
+		modified = 1
+	}
+	return 1, modified, err
 }
 
 // updateMatching applies u to the documents matching f (the first one only

@@ -1,0 +1,89 @@
+package server_test
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+)
+
+// TestUpdateWithSort: MongoDB 8's updateOne sort updates the first
+// matching document in that order; sort with multi is refused.
+func TestUpdateWithSort(t *testing.T) {
+	ts := startServer(t)
+	db := ts.client().Database("opts")
+	db.Collection("c").InsertMany(ctx, []any{bson.D{{Key: "_id", Value: 1}, {Key: "n", Value: 5}},
+		bson.D{{Key: "_id", Value: 2}, {Key: "n", Value: 9}}, bson.D{{Key: "_id", Value: 3}, {Key: "n", Value: 7}}})
+	res := mustRun(t, db, bson.D{{Key: "update", Value: "c"}, {Key: "updates", Value: bson.A{bson.D{
+		{Key: "q", Value: bson.D{}}, {Key: "u", Value: bson.D{{Key: "$set", Value: bson.D{{Key: "top", Value: true}}}}},
+		{Key: "sort", Value: bson.D{{Key: "n", Value: -1}}}}}}})
+	if res["nModified"] != int32(1) {
+		t.Fatalf("update: %v", res)
+	}
+	var got bson.M
+	db.Collection("c").FindOne(ctx, bson.D{{Key: "top", Value: true}}).Decode(&got)
+	if got["_id"] != int32(2) {
+		t.Fatalf("the sort picked %v, want _id 2 (the largest n)", got)
+	}
+	_, err := run(t, db, bson.D{{Key: "update", Value: "c"}, {Key: "updates", Value: bson.A{bson.D{
+		{Key: "q", Value: bson.D{}}, {Key: "u", Value: bson.D{{Key: "$set", Value: bson.D{{Key: "x", Value: 1}}}}},
+		{Key: "multi", Value: true}, {Key: "sort", Value: bson.D{{Key: "n", Value: 1}}}}}}})
+	var we mongo.WriteException
+	if !errors.As(err, &we) || len(we.WriteErrors) != 1 || we.WriteErrors[0].Code != 9 {
+		t.Fatalf("sort with multi: %v, want a FailedToParse write error", err)
+	}
+}
+
+// TestFindMinMax: min and max bound the hinted index's keys, min
+// inclusive and max exclusive, in index order (a descending field
+// reversed); they need a hint of matching fields.
+func TestFindMinMax(t *testing.T) {
+	ts := startServer(t)
+	db := ts.client().Database("opts")
+	coll := db.Collection("c")
+	for i := range 10 {
+		coll.InsertOne(ctx, bson.D{{Key: "_id", Value: i}, {Key: "a", Value: i % 3}})
+	}
+	coll.Indexes().CreateOne(ctx, mongo.IndexModel{Keys: bson.D{{Key: "a", Value: 1}, {Key: "_id", Value: -1}}})
+	ids := func(cmd bson.D) string {
+		t.Helper()
+		res := mustRun(t, db, cmd)
+		var out []any
+		for _, d := range get(res, "cursor", "firstBatch").(bson.A) {
+			out = append(out, get(d, "_id"))
+		}
+		return fmt.Sprint(out)
+	}
+	if got := ids(bson.D{{Key: "find", Value: "c"}, {Key: "hint", Value: bson.D{{Key: "_id", Value: 1}}},
+		{Key: "min", Value: bson.D{{Key: "_id", Value: 3}}}, {Key: "max", Value: bson.D{{Key: "_id", Value: 6}}}}); got != "[3 4 5]" {
+		t.Errorf("_id in [3, 6): %s", got)
+	}
+	// On {a: 1, _id: -1}: keys from (1, 7) up to, not including, (2, 5).
+	if got := ids(bson.D{{Key: "find", Value: "c"}, {Key: "hint", Value: bson.D{{Key: "a", Value: 1}, {Key: "_id", Value: -1}}},
+		{Key: "min", Value: bson.D{{Key: "a", Value: 1}, {Key: "_id", Value: 7}}}, {Key: "max", Value: bson.D{{Key: "a", Value: 2}, {Key: "_id", Value: 5}}},
+		{Key: "sort", Value: bson.D{{Key: "_id", Value: 1}}}}); got != "[1 4 7 8]" {
+		t.Errorf("compound range: %s", got)
+	}
+	_, err := run(t, db, bson.D{{Key: "find", Value: "c"}, {Key: "min", Value: bson.D{{Key: "_id", Value: 3}}}})
+	wantCode(t, err, 51173, "")
+	_, err = run(t, db, bson.D{{Key: "find", Value: "c"}, {Key: "hint", Value: bson.D{{Key: "_id", Value: 1}}}, {Key: "max", Value: bson.D{{Key: "a", Value: 3}}}})
+	wantCode(t, err, 51174, "")
+}
+
+// TestFindOptionsNotIgnored: find options that would change the result
+// and are not implemented answer NotImplemented instead of being
+// ignored; tailable answers as on a collection that is not capped.
+func TestFindOptionsNotIgnored(t *testing.T) {
+	ts := startServer(t)
+	db := ts.client().Database("opts")
+	db.Collection("c").InsertOne(ctx, bson.D{{Key: "_id", Value: 1}})
+	for _, opt := range []bson.E{{Key: "returnKey", Value: true}, {Key: "showRecordId", Value: true}} {
+		_, err := run(t, db, bson.D{{Key: "find", Value: "c"}, opt})
+		wantCode(t, err, 238, "NotImplemented")
+	}
+	mustRun(t, db, bson.D{{Key: "find", Value: "c"}, {Key: "returnKey", Value: false}, {Key: "showRecordId", Value: false}})
+	_, err := run(t, db, bson.D{{Key: "find", Value: "c"}, {Key: "tailable", Value: true}})
+	wantCode(t, err, 2, "BadValue")
+}
