@@ -155,9 +155,6 @@ func cmdAggregate(r *request) (bsoncore.Document, error) {
 		}
 		in = it
 	}
-	if batchSize == 0 {
-		batchSize = defaultFirstBatch
-	}
 	return r.startCursor(ns, p.Run(in), batchSize, false, false)
 }
 

@@ -73,11 +73,11 @@ func cmdListCollections(r *request) (bsoncore.Document, error) {
 // cursorBatchSize reads {cursor: {batchSize: n}}; 0 means the default.
 func cursorBatchSize(r *request, opts bsoncore.Document) (int, error) {
 	if opts == nil {
-		return 0, nil
+		return batchSizeAbsent, nil
 	}
 	v, err := opts.LookupErr("batchSize")
 	if err != nil {
-		return 0, nil
+		return batchSizeAbsent, nil
 	}
 	n, ok := value.AsInt64(v)
 	if !ok {

@@ -88,7 +88,7 @@ func cmdFind(r *request) (bsoncore.Document, error) {
 	if err != nil {
 		return nil, err
 	}
-	var a findArgs
+	a := findArgs{batchSize: batchSizeAbsent}
 	if err := r.parseFindArgs(&a); err != nil {
 		return nil, err
 	}

@@ -322,14 +322,28 @@ func cursorReply(id int64, ns, batchKey string, docs []bsoncore.Document, at clu
 	return dst
 }
 
+// batchSizeAbsent is a first batch's size when the command names none: the
+// default, where an explicit batchSize: 0 asks for an empty first batch.
+const batchSizeAbsent = -1
+
 // startCursor sends the first batch of src and registers a cursor for the
 // rest, if any. singleBatch closes the cursor after the first batch.
 func (r *request) startCursor(ns string, src docSource, batchSize int, singleBatch, noTimeout bool) (bsoncore.Document, error) {
-	if batchSize == 0 && !singleBatch {
+	switch {
+	case batchSize == batchSizeAbsent && singleBatch:
+		batchSize = 0 // one batch of everything
+	case batchSize == batchSizeAbsent:
 		batchSize = defaultFirstBatch
 	}
 	p := &peekSource{src: src}
-	docs, done, err := fillBatch(r.ctx, p, batchSize)
+	var docs []bsoncore.Document
+	var done bool
+	var err error
+	if batchSize == 0 && !singleBatch {
+		done, err = p.exhausted(r.ctx) // batchSize: 0 asks for an empty first batch
+	} else {
+		docs, done, err = fillBatch(r.ctx, p, batchSize)
+	}
 	if err != nil {
 		closeSource(src)
 		return nil, err

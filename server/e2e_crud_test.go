@@ -229,6 +229,21 @@ func TestCursorsBatchesAndGetMore(t *testing.T) {
 	if len(get(more, "cursor", "nextBatch").(bson.A)) != 149 || get(more, "cursor", "id") != int64(0) {
 		t.Fatalf("getMore %v", get(more, "cursor", "id"))
 	}
+	// batchSize: 0 asks for an empty first batch and a cursor for the rest,
+	// on find and aggregate alike.
+	for _, cmd := range []bson.D{
+		{{Key: "find", Value: "c"}, {Key: "batchSize", Value: 0}},
+		{{Key: "aggregate", Value: "c"}, {Key: "pipeline", Value: bson.A{}}, {Key: "cursor", Value: bson.D{{Key: "batchSize", Value: 0}}}},
+	} {
+		empty := mustRun(t, db, cmd)
+		if len(get(empty, "cursor", "firstBatch").(bson.A)) != 0 || get(empty, "cursor", "id") == int64(0) {
+			t.Fatalf("%s with batchSize 0: %v", cmd[0].Key, empty)
+		}
+		rest := mustRun(t, db, bson.D{{Key: "getMore", Value: get(empty, "cursor", "id")}, {Key: "collection", Value: "c"}})
+		if len(get(rest, "cursor", "nextBatch").(bson.A)) != 250 {
+			t.Fatalf("getMore after batchSize 0: %d documents", len(get(rest, "cursor", "nextBatch").(bson.A)))
+		}
+	}
 	_, err = run(t, db, bson.D{{Key: "getMore", Value: id}, {Key: "collection", Value: "c"}})
 	wantCode(t, err, 43, "CursorNotFound")
 
