@@ -2,6 +2,7 @@ package server
 
 import (
 	"errors"
+	"io"
 
 	"dumbodb/query"
 	"dumbodb/query/mongoerr"
@@ -244,41 +245,101 @@ func cmdCollStats(r *request) (bsoncore.Document, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := r.parseArgs(map[string]fieldHandler{"scale": r.ignoreArg(), "verbose": r.ignoreArg()}); err != nil {
+	scale := int64(1)
+	err = r.parseArgs(map[string]fieldHandler{
+		"scale":   r.scaleArg(&scale),
+		"verbose": r.ignoreArg(), // adds WiredTiger details, which there are none of
+	})
+	if err != nil {
 		return nil, err
 	}
 	snap, err := r.snapshot()
 	if err != nil {
 		return nil, err
 	}
-	if _, ok := snap.Collection(coll); !ok {
+	info, ok := snap.Collection(coll)
+	if !ok {
 		return nil, mongoerr.New(mongoerr.NamespaceNotFound, "Collection [%s] not found.", r.ns(coll))
 	}
-	n, err := snap.Count(coll)
-	if err != nil {
-		return nil, err
-	}
-	info, _ := snap.Collection(coll)
-	// Index sizes: serialized prolly-tree node bytes of each index map
-	// (storage.Snapshot.IndexSizes). The _id index is the document map
-	// itself (documents are clustered by _id), so it adds nothing.
-	sizes, err := snap.IndexSizes(r.ctx, coll)
+	st, err := r.collectionStats(snap, coll)
 	if err != nil {
 		return nil, err
 	}
 	sizeDoc := bsoncore.NewDocumentBuilder().AppendInt64("_id_", 0)
-	var total int64
-	for _, sz := range sizes {
-		sizeDoc.AppendInt64(sz.Name, sz.Bytes)
-		total += sz.Bytes
+	for _, sz := range st.indexSizes {
+		sizeDoc.AppendInt64(sz.Name, sz.Bytes/scale)
 	}
-	return bsoncore.NewDocumentBuilder().
+	b := bsoncore.NewDocumentBuilder().
 		AppendString("ns", r.ns(coll)).
-		AppendInt64("count", int64(n)).
+		AppendInt64("size", st.dataSize/scale).
+		AppendInt64("count", st.count)
+	if st.count > 0 {
+		b.AppendInt64("avgObjSize", st.dataSize/st.count)
+	}
+	return b.AppendInt64("storageSize", st.storageSize/scale).
+		AppendInt64("freeStorageSize", 0).
+		AppendBoolean("capped", false).
 		AppendInt32("nindexes", int32(len(info.Indexes)+1)).
 		AppendDocument("indexSizes", sizeDoc.Build()).
-		AppendInt64("totalIndexSize", total).
+		AppendInt64("totalIndexSize", st.indexSize/scale).
+		AppendInt64("totalSize", (st.storageSize+st.indexSize)/scale).
+		AppendInt32("scaleFactor", int32(scale)).
 		AppendDouble("ok", 1).Build(), nil
+}
+
+// collStats are one collection's figures.
+type collStats struct {
+	count, dataSize, storageSize, indexSize int64
+	indexSizes                              []storage.IndexSize
+}
+
+// collectionStats measures a collection: its documents' BSON bytes (a scan:
+// mongod keeps this counter, DumboDB does not yet), its stored tree bytes
+// and its indexes' (the _id index is the document map itself, documents
+// being clustered by _id, so it adds nothing).
+func (r *request) collectionStats(snap *storage.Snapshot, coll string) (collStats, error) {
+	var st collStats
+	it, err := snap.Scan(r.ctx, coll)
+	if err != nil {
+		return st, err
+	}
+	for {
+		doc, err := it.Next(r.ctx)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return st, err
+		}
+		st.count++
+		st.dataSize += int64(len(doc))
+	}
+	if st.storageSize, err = snap.CollectionBytes(r.ctx, coll); err != nil {
+		return st, err
+	}
+	if st.indexSizes, err = snap.IndexSizes(r.ctx, coll); err != nil {
+		return st, err
+	}
+	for _, sz := range st.indexSizes {
+		st.indexSize += sz.Bytes
+	}
+	return st, nil
+}
+
+// scaleArg reads a stats command's scale: a whole number of bytes, at
+// least 1, as mongod takes it.
+func (r *request) scaleArg(dst *int64) fieldHandler {
+	return func(v bsoncore.Value) error {
+		n, ok := value.AsInt64(v)
+		if !ok {
+			return typeMismatch(r.name, "scale", v, "number")
+		}
+		if n < 1 {
+			return mongoerr.New(mongoerr.BadValue, "Scale factor must be greater than zero")
+		}
+		*dst = n
+		return nil
+	}
 }
 
 // renameAcrossDatabases copies a collection into another database (each

@@ -219,41 +219,48 @@ func cmdDropDatabase(r *request) (bsoncore.Document, error) {
 }
 
 func cmdDBStats(r *request) (bsoncore.Document, error) {
-	if err := r.parseArgs(map[string]fieldHandler{"scale": r.ignoreArg(), "freeStorage": r.ignoreArg()}); err != nil {
+	scale := int64(1)
+	var freeStorage bool
+	err := r.parseArgs(map[string]fieldHandler{"scale": r.scaleArg(&scale), "freeStorage": r.boolArg("freeStorage", &freeStorage)})
+	if err != nil {
 		return nil, err
 	}
 	snap, err := r.statsSnapshot()
 	if err != nil {
 		return nil, err
 	}
-	var objects, indexes, indexSize int64
+	var objects, dataSize, indexes, indexSize int64
 	colls := snap.Collections()
 	for _, c := range colls {
-		n, err := snap.Count(c.Name)
+		st, err := r.collectionStats(snap, c.Name)
 		if err != nil {
 			return nil, err
 		}
-		objects += int64(n)
-		sizes, err := snap.IndexSizes(r.ctx, c.Name)
-		if err != nil {
-			return nil, err
-		}
-		indexes += int64(len(sizes)) + 1 // and the _id index
-		for _, sz := range sizes {
-			indexSize += sz.Bytes
-		}
+		objects += st.count
+		dataSize += st.dataSize
+		indexes += int64(len(st.indexSizes)) + 1 // and the _id index
+		indexSize += st.indexSize
 	}
 	size := r.c.s.engine.SizeOnDisk(r.db)
-	return bsoncore.NewDocumentBuilder().
+	b := bsoncore.NewDocumentBuilder().
 		AppendString("db", r.db).
 		AppendInt64("collections", int64(len(colls))).
 		AppendInt64("views", 0).
-		AppendInt64("objects", objects).
+		AppendInt64("objects", objects)
+	if objects > 0 {
+		b.AppendDouble("avgObjSize", float64(dataSize)/float64(objects))
+	}
+	b.AppendInt64("dataSize", dataSize/scale).
+		AppendInt64("storageSize", size/scale).
 		AppendInt64("indexes", indexes).
-		AppendInt64("indexSize", indexSize).
-		AppendInt64("storageSize", size).
-		AppendInt64("totalSize", size).
-		AppendInt64("fsUsedSize", size).
-		AppendDouble("scaleFactor", 1).
+		AppendInt64("indexSize", indexSize/scale).
+		AppendInt64("totalSize", size/scale)
+	if freeStorage {
+		// Dolt's table files keep no free lists to reuse: space comes back
+		// only with dumboGC, so none is free inside the files.
+		b.AppendInt64("freeStorageSize", 0).AppendInt64("indexFreeStorageSize", 0).AppendInt64("totalFreeStorageSize", 0)
+	}
+	return b.AppendInt64("fsUsedSize", size/scale).
+		AppendInt32("scaleFactor", int32(scale)).
 		AppendDouble("ok", 1).Build(), nil
 }

@@ -3,6 +3,7 @@ package server_test
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -86,4 +87,36 @@ func TestFindOptionsNotIgnored(t *testing.T) {
 	mustRun(t, db, bson.D{{Key: "find", Value: "c"}, {Key: "returnKey", Value: false}, {Key: "showRecordId", Value: false}})
 	_, err := run(t, db, bson.D{{Key: "find", Value: "c"}, {Key: "tailable", Value: true}})
 	wantCode(t, err, 2, "BadValue")
+}
+
+// TestCollStatsAndDBStatsSizes: collStats reports the documents' BSON size
+// (what backup tools read), their average, stored and total sizes, with
+// scale; dbStats its dataSize.
+func TestCollStatsAndDBStatsSizes(t *testing.T) {
+	ts := startServer(t)
+	db := ts.client().Database("stats")
+	var want int64
+	for i := range 20 {
+		doc := bson.D{{Key: "_id", Value: int32(i)}, {Key: "s", Value: strings.Repeat("x", 100)}}
+		raw, _ := bson.Marshal(doc)
+		want += int64(len(raw))
+		db.Collection("c").InsertOne(ctx, doc)
+	}
+	st := mustRun(t, db, bson.D{{Key: "collStats", Value: "c"}})
+	if st["size"] != want || st["count"] != int64(20) || st["avgObjSize"] != want/20 || st["capped"] != false {
+		t.Fatalf("collStats: size %v count %v avgObjSize %v capped %v, want size %d", st["size"], st["count"], st["avgObjSize"], st["capped"], want)
+	}
+	if st["storageSize"].(int64) <= 0 || st["totalSize"].(int64) < st["storageSize"].(int64) {
+		t.Fatalf("collStats sizes: %v", st)
+	}
+	scaled := mustRun(t, db, bson.D{{Key: "collStats", Value: "c"}, {Key: "scale", Value: 1024}})
+	if scaled["size"] != want/1024 || scaled["scaleFactor"] != int32(1024) {
+		t.Fatalf("collStats scale 1024: size %v scaleFactor %v", scaled["size"], scaled["scaleFactor"])
+	}
+	_, err := run(t, db, bson.D{{Key: "collStats", Value: "c"}, {Key: "scale", Value: 0}})
+	wantCode(t, err, 2, "BadValue")
+	dbst := mustRun(t, db, bson.D{{Key: "dbStats", Value: 1}})
+	if dbst["dataSize"] != want || dbst["objects"] != int64(20) {
+		t.Fatalf("dbStats: dataSize %v objects %v, want %d", dbst["dataSize"], dbst["objects"], want)
+	}
 }

@@ -170,6 +170,27 @@ func (s *Snapshot) IndexSizes(ctx context.Context, coll string) ([]IndexSize, er
 	return out, nil
 }
 
+// CollectionBytes is the stored size of a collection's documents: the
+// serialized nodes of its document map plus the bytes of its edits not yet
+// checkpointed (collStats' storageSize).
+func (s *Snapshot) CollectionBytes(ctx context.Context, coll string) (int64, error) {
+	c, ok := s.st.colls[coll]
+	if !ok {
+		return 0, nil
+	}
+	n, err := mapBytes(ctx, c.base)
+	if err != nil {
+		return 0, err
+	}
+	if c.edits != nil {
+		c.edits.Ascend(func(e *edit) bool {
+			n += int64(len(e.key) + len(e.value))
+			return true
+		})
+	}
+	return n, nil
+}
+
 func mapBytes(ctx context.Context, m prolly.Map) (int64, error) {
 	root := m.Node()
 	if root == nil {
