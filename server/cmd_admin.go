@@ -65,6 +65,9 @@ func (s *Server) serverParameters() map[string]func(*bsoncore.DocumentBuilder, s
 		"minSnapshotHistoryWindowInSeconds": func(b *bsoncore.DocumentBuilder, k string) {
 			b.AppendInt32(k, int32(s.engine.HistoryWindow()/time.Second))
 		},
+		// Probed by drivers and their test runners.
+		"enableTestCommands": func(b *bsoncore.DocumentBuilder, k string) { b.AppendBoolean(k, s.cfg.TestCommands) },
+		"requireApiVersion":  func(b *bsoncore.DocumentBuilder, k string) { b.AppendBoolean(k, false) },
 	}
 }
 
@@ -72,40 +75,57 @@ func (s *Server) serverParameters() map[string]func(*bsoncore.DocumentBuilder, s
 // {getParameter: "*"} (every parameter).
 func cmdGetParameter(r *request) (bsoncore.Document, error) {
 	params := r.c.s.serverParameters()
-	b := bsoncore.NewDocumentBuilder()
-	all := false
+	all, details := false, false
 	if s, ok := r.cmd.Index(0).Value().StringValueOK(); ok && s == "*" {
 		all = true
 	}
 	if d, ok := r.cmd.Index(0).Value().DocumentOK(); ok {
-		if v, ok := asBool(d.Lookup("allParameters")); ok && v {
-			all = true
-		}
+		all, _ = asBool(d.Lookup("allParameters"))
+		details, _ = asBool(d.Lookup("showDetails"))
 	}
-	found := 0
+	var names []string
 	if all {
-		names := make([]string, 0, len(params))
 		for n := range params {
 			names = append(names, n)
 		}
 		sort.Strings(names)
-		for _, n := range names {
-			params[n](b, n)
-			found++
-		}
 	} else {
 		els, _ := r.cmd.Elements()
 		for _, el := range els[1:] {
-			if f, ok := params[el.Key()]; ok {
-				f(b, el.Key())
-				found++
+			if _, ok := params[el.Key()]; ok {
+				names = append(names, el.Key())
 			}
 		}
 	}
-	if found == 0 {
+	if len(names) == 0 {
 		return nil, mongoerr.New(mongoerr.InvalidOptions, "no option found to get")
 	}
+	b := bsoncore.NewDocumentBuilder()
+	for _, n := range names {
+		if !details {
+			params[n](b, n)
+			continue
+		}
+		// showDetails: {value, settableAtRuntime, settableAtStartup}.
+		v := bsoncore.NewDocumentBuilder()
+		params[n](v, "value")
+		_, runtime := runtimeParameters[n]
+		b.AppendDocument(n, appendFields(v.Build(), func(d *bsoncore.DocumentBuilder) {
+			d.AppendBoolean("settableAtRuntime", runtime).AppendBoolean("settableAtStartup", false)
+		}))
+	}
 	return b.AppendDouble("ok", 1).Build(), nil
+}
+
+// appendFields is doc with more fields after its own.
+func appendFields(doc bsoncore.Document, more func(*bsoncore.DocumentBuilder)) bsoncore.Document {
+	els, _ := doc.Elements()
+	b := bsoncore.NewDocumentBuilder()
+	for _, el := range els {
+		b.AppendValue(el.Key(), el.Value())
+	}
+	more(b)
+	return b.Build()
 }
 
 func cmdGetCmdLineOpts(r *request) (bsoncore.Document, error) {

@@ -68,6 +68,17 @@ func TestAdminCommands(t *testing.T) {
 	}
 	_, err := run(t, admin, bson.D{{Key: "getParameter", Value: 1}, {Key: "noSuchParameter", Value: 1}})
 	wantCode(t, err, 72, "InvalidOptions")
+	detailed := mustRun(t, admin, bson.D{{Key: "getParameter", Value: bson.D{{Key: "showDetails", Value: true}}},
+		{Key: "transactionLifetimeLimitSeconds", Value: 1}, {Key: "enableTestCommands", Value: 1}})
+	if get(detailed, "transactionLifetimeLimitSeconds", "value") != int32(60) ||
+		get(detailed, "transactionLifetimeLimitSeconds", "settableAtRuntime") != true ||
+		get(detailed, "enableTestCommands", "value") != false || get(detailed, "enableTestCommands", "settableAtRuntime") != false {
+		t.Errorf("getParameter showDetails: %v", detailed)
+	}
+	everything := mustRun(t, admin, bson.D{{Key: "getParameter", Value: bson.D{{Key: "allParameters", Value: true}, {Key: "showDetails", Value: true}}}})
+	if get(everything, "requireApiVersion", "value") != false {
+		t.Errorf("getParameter allParameters showDetails: %v", everything)
+	}
 
 	opts := mustRun(t, admin, bson.D{{Key: "getCmdLineOpts", Value: 1}})
 	if get(opts, "parsed", "storage", "dbPath") != ts.dir {
