@@ -21,6 +21,7 @@ var apiV1Commands = map[string]bool{
 	"find": true, "findAndModify": true, "getMore": true, "hello": true, "insert": true,
 	"killCursors": true, "listCollections": true, "listDatabases": true, "listIndexes": true,
 	"ping": true, "refreshSessions": true, "saslContinue": true, "saslStart": true, "update": true,
+	"testVersion1": true, // mongod's test command for drivers' API tests
 }
 
 // apiV1ExcludedStages are the aggregation stages DumboDB has that API
@@ -69,4 +70,14 @@ func refuseStagesOutsideV1(pipeline bsoncore.Value) error {
 		}
 	}
 	return nil
+}
+
+// cmdTestVersion is mongod's testVersion1 and testVersion2: test commands
+// (with --enableTestCommands) that drivers' Stable API tests run, one in
+// API version 1 and one outside it.
+func cmdTestVersion(r *request) (bsoncore.Document, error) {
+	if !r.c.s.cfg.TestCommands {
+		return nil, mongoerr.New(mongoerr.CommandNotFound, "no such command: '%s'", r.name)
+	}
+	return okReply(), nil
 }

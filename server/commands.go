@@ -129,6 +129,8 @@ func init() {
 		{family: diagnostics, name: "getLog", handler: cmdGetLog, access: adminOnly, need: needs(auth.GetLog), help: "returns recent log lines"},
 		{family: diagnostics, name: "setParameter", handler: cmdSetParameter, access: adminOnly, need: needs(auth.SetParameter), help: "sets transactionLifetimeLimitSeconds"},
 		{family: diagnostics, name: "getParameter", handler: cmdGetParameter, access: adminOnly, need: needs(auth.GetParameter), help: "returns server parameters"},
+		{family: testOnly, name: "testVersion1", handler: cmdTestVersion, access: anyDatabase, need: openToAll, help: "test command in API version 1 (needs --enableTestCommands)"},
+		{family: testOnly, name: "testVersion2", handler: cmdTestVersion, access: anyDatabase, need: openToAll, help: "test command outside API version 1 (needs --enableTestCommands)"},
 		{family: testOnly, name: "configureFailPoint", handler: cmdConfigureFailPoint, access: adminOnly, need: needs(auth.SetParameter), help: "test command: makes chosen commands fail (needs --enableTestCommands)"},
 		{family: versionControl, name: "dumboBranch", handler: cmdDumboBranch, access: anyDatabase, need: needs(auth.VCRead), help: "creates, deletes or lists branches"},
 		{family: versionControl, name: "dumboBranchStatus", handler: cmdDumboBranchStatus, access: anyDatabase, need: needs(auth.VCRead), help: "counts commits ahead and behind a base"},
