@@ -19,7 +19,7 @@ var allowed = map[string][]string{
 	"cmd":     {"server", "plan", "storage", "query", "query/value", "query/text", "query/mongoerr", "index", "wire", "bench", "internal"},
 	"server":  {"plan", "query", "query/value", "query/mongoerr", "index", "storage", "wire", "auth"},
 	"plan":    {"query", "query/value", "query/mongoerr", "index", "storage"},
-	"storage": {"index", "query", "query/value", "query/mongoerr"},
+	"storage": {"index", "query", "query/value", "query/mongoerr", "internal"},
 	"index":   {"query/value", "query/text", "query/mongoerr"},
 	"query":   {"query/value", "query/text", "query/mongoerr"},
 	// query/value: comparison, numbers, collation, formatting, paths and
@@ -29,13 +29,16 @@ var allowed = map[string][]string{
 	"query/text":     {"query/value"},
 	"query/mongoerr": {},
 	"wire":           {},
-	// auth: users, roles, SCRAM and privileges; it needs nothing of ours.
-	"auth":  {},
+	// auth: users, roles, SCRAM and privileges; of ours it needs only
+	// internal/durablefile.
+	"auth":  {"internal"},
 	"bench": {},
 	// Helpers that stand outside the server: internal/dumboproc runs the
 	// dumbodb binary for the commands and their tests; internal/fuzzbson
 	// turns fuzz input into BSON for every package's fuzz targets and
-	// checks errors' codes.
+	// checks errors' codes; internal/durablefile replaces small files
+	// durably for storage and auth; internal/testpki makes certificates
+	// for the TLS tests.
 	"internal": {"query/mongoerr"},
 }
 

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"dumbodb/internal/durablefile"
+
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
@@ -213,42 +215,12 @@ func (s *Store) commitWith(change func(*fileState)) error {
 		f.branches[k] = p
 	}
 	change(f)
-	if err := writeFile(s.path, encodeFile(f)); err != nil {
+	if err := durablefile.Replace(s.path, encodeFile(f), 0o600); err != nil {
 		return fmt.Errorf("save users and roles: %w", err)
 	}
 	s.users, s.roles, s.branches = f.users, f.roles, f.branches
 	s.gen.Add(1)
 	return nil
-}
-
-// writeFile replaces path durably: a temporary file, fsync, rename, and
-// an fsync of the directory.
-func writeFile(path string, data []byte) error {
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return err
-	}
-	dir, err := os.Open(filepath.Dir(path))
-	if err != nil {
-		return err
-	}
-	defer dir.Close()
-	return dir.Sync()
 }
 
 func encodeFile(f *fileState) []byte {

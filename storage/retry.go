@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"dumbodb/internal/durablefile"
+
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
@@ -138,7 +140,7 @@ func (t *retryTable) save(dir string, now time.Time) error {
 			delete(t.sessions, k)
 		}
 	}
-	if err := writeFileDurably(filepath.Join(dir, "retry"), t.encode()); err != nil {
+	if err := durablefile.Replace(filepath.Join(dir, "retry"), t.encode(), 0o644); err != nil {
 		return fmt.Errorf("write retry table: %w", err)
 	}
 	t.dirty = false
@@ -257,36 +259,6 @@ func decodeRetryLog(v bsoncore.Value) (*retryLog, error) {
 		r.outcomes = append(r.outcomes, bytes.Clone(o))
 	}
 	return r, nil
-}
-
-// writeFileDurably replaces path with data: a temporary file, synced,
-// renamed over it, then the directory synced.
-func writeFileDurably(path string, data []byte) error {
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	dir, err := os.Open(filepath.Dir(path))
-	if err != nil {
-		return err
-	}
-	defer dir.Close()
-	return dir.Sync()
 }
 
 // RetryOutcome returns the outcome of statement stmt of a retryable write,
