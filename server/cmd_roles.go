@@ -59,6 +59,16 @@ func (r *request) checkPrivilegeScope(ps []auth.Privilege) error {
 	return nil
 }
 
+// roleAndArgs reads a role command's role and its privileges and roles.
+func (r *request) roleAndArgs() (auth.RoleRef, *[]auth.Privilege, *[]auth.RoleRef, error) {
+	ref, err := r.roleRef()
+	if err != nil {
+		return ref, nil, nil, err
+	}
+	privs, roles, err := r.roleArgs()
+	return ref, privs, roles, err
+}
+
 func (r *request) roleRef() (auth.RoleRef, error) {
 	name, ok := r.cmd.Index(0).Value().StringValueOK()
 	if !ok || name == "" {
@@ -68,11 +78,7 @@ func (r *request) roleRef() (auth.RoleRef, error) {
 }
 
 func cmdCreateRole(r *request) (bsoncore.Document, error) {
-	ref, err := r.roleRef()
-	if err != nil {
-		return nil, err
-	}
-	privs, roles, err := r.roleArgs()
+	ref, privs, roles, err := r.roleAndArgs()
 	if err != nil {
 		return nil, err
 	}
@@ -83,11 +89,7 @@ func cmdCreateRole(r *request) (bsoncore.Document, error) {
 }
 
 func cmdUpdateRole(r *request) (bsoncore.Document, error) {
-	ref, err := r.roleRef()
-	if err != nil {
-		return nil, err
-	}
-	privs, roles, err := r.roleArgs()
+	ref, privs, roles, err := r.roleAndArgs()
 	if err != nil {
 		return nil, err
 	}
@@ -155,11 +157,7 @@ func (r *request) changeRolePrivileges(grant bool) (bsoncore.Document, error) {
 // roleChange reads the role and the one field (privileges or roles) of
 // the grant and revoke commands.
 func (r *request) roleChange(field string) (auth.RoleRef, []auth.Privilege, []auth.RoleRef, error) {
-	ref, err := r.roleRef()
-	if err != nil {
-		return ref, nil, nil, err
-	}
-	privs, roles, err := r.roleArgs()
+	ref, privs, roles, err := r.roleAndArgs()
 	if err != nil {
 		return ref, nil, nil, err
 	}

@@ -126,6 +126,16 @@ func (r *request) newUserCredentials(name string, a userArgs) (map[string]auth.C
 	return credentials(name, *a.pwd, a.mechanisms)
 }
 
+// userAndArgs reads createUser's and updateUser's user and fields.
+func (r *request) userAndArgs() (string, userArgs, error) {
+	name, err := r.userName()
+	if err != nil {
+		return "", userArgs{}, err
+	}
+	a, err := r.parseUserArgs()
+	return name, a, err
+}
+
 // userName is the command's first field: the user it acts on.
 func (r *request) userName() (string, error) {
 	name, ok := r.cmd.Index(0).Value().StringValueOK()
@@ -136,11 +146,7 @@ func (r *request) userName() (string, error) {
 }
 
 func cmdCreateUser(r *request) (bsoncore.Document, error) {
-	name, err := r.userName()
-	if err != nil {
-		return nil, err
-	}
-	a, err := r.parseUserArgs()
+	name, a, err := r.userAndArgs()
 	if err != nil {
 		return nil, err
 	}
@@ -156,11 +162,7 @@ func cmdCreateUser(r *request) (bsoncore.Document, error) {
 }
 
 func cmdUpdateUser(r *request) (bsoncore.Document, error) {
-	name, err := r.userName()
-	if err != nil {
-		return nil, err
-	}
-	a, err := r.parseUserArgs()
+	name, a, err := r.userAndArgs()
 	if err != nil {
 		return nil, err
 	}

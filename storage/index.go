@@ -290,17 +290,7 @@ type IndexIterator struct {
 func (i *IndexIterator) Covered() []byte { return i.covered }
 
 func newIndexIterator(ctx context.Context, ns tree.NodeStore, base prolly.Map, ed *edits, iv index.Interval) (*IndexIterator, error) {
-	start, err := keyTuple(ns, iv.Start)
-	if err != nil {
-		return nil, err
-	}
-	var stop []byte
-	if iv.Stop != nil {
-		if stop, err = keyTuple(ns, iv.Stop); err != nil {
-			return nil, err
-		}
-	}
-	it, err := base.IterKeyRange(ctx, start, stop)
+	it, err := iterInterval(ctx, ns, base, iv)
 	if err != nil {
 		return nil, err
 	}

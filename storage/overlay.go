@@ -165,6 +165,15 @@ func newIterator(ctx context.Context, ns tree.NodeStore, base prolly.Map, ed *ed
 
 // newRangeIterator walks the entries with keys in iv only.
 func newRangeIterator(ctx context.Context, ns tree.NodeStore, base prolly.Map, ed *edits, iv index.Interval) (*Iterator, error) {
+	it, err := iterInterval(ctx, ns, base, iv)
+	if err != nil {
+		return nil, err
+	}
+	return &Iterator{ns: ns, base: it, eds: newEditCursor(ed, iv.Start, iv.Stop)}, nil
+}
+
+// iterInterval iterates a map's keys in iv (Stop nil: to the end).
+func iterInterval(ctx context.Context, ns tree.NodeStore, m prolly.Map, iv index.Interval) (prolly.MapIter, error) {
 	start, err := keyTuple(ns, iv.Start)
 	if err != nil {
 		return nil, err
@@ -175,11 +184,7 @@ func newRangeIterator(ctx context.Context, ns tree.NodeStore, base prolly.Map, e
 			return nil, err
 		}
 	}
-	it, err := base.IterKeyRange(ctx, start, stop)
-	if err != nil {
-		return nil, err
-	}
-	return &Iterator{ns: ns, base: it, eds: newEditCursor(ed, iv.Start, iv.Stop)}, nil
+	return m.IterKeyRange(ctx, start, stop)
 }
 
 // Next returns the next live document; the caller owns the bytes.
