@@ -100,6 +100,18 @@ func cmdAggregate(r *request) (bsoncore.Document, error) {
 	if err != nil {
 		return nil, err
 	}
+	stages := pipelineStages(a.pipeline)
+	for i, st := range stages {
+		switch {
+		case value.FirstKey(st) != "$changeStream":
+		case i > 0:
+			return nil, mongoerr.New(mongoerr.Location40602, "$changeStream is only valid as the first stage in a pipeline")
+		case a.explain:
+			return nil, mongoerr.New(mongoerr.NotImplemented, "explain of a $changeStream pipeline is not supported by DumboDB")
+		default:
+			return startChangeStream(r, a, stages, batchSize)
+		}
+	}
 	env, err := r.collEnv(a.coll, a.collation, a.let)
 	if err != nil {
 		return nil, err

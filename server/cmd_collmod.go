@@ -18,14 +18,15 @@ type collModIndex struct {
 }
 
 // cmdCollMod changes a collection's options. DumboDB supports the index
-// changes that need no rebuild (hidden, expireAfterSeconds); validators,
-// views, unique conversions and change-stream images are refused.
+// changes that need no rebuild (hidden, expireAfterSeconds) and the
+// change-stream images; validators, views and unique conversions are
+// refused.
 func cmdCollMod(r *request) (bsoncore.Document, error) {
 	coll, err := r.collectionArg()
 	if err != nil {
 		return nil, err
 	}
-	var ixArg bsoncore.Document
+	var ixArg, images bsoncore.Document
 	err = r.parseArgs(map[string]fieldHandler{
 		"index":                        r.docArg("index", &ixArg),
 		"validator":                    collModUnsupported("validator"),
@@ -33,7 +34,7 @@ func cmdCollMod(r *request) (bsoncore.Document, error) {
 		"validationAction":             collModUnsupported("validationAction"),
 		"viewOn":                       collModUnsupported("viewOn"),
 		"pipeline":                     collModUnsupported("pipeline"),
-		"changeStreamPreAndPostImages": collModUnsupported("changeStreamPreAndPostImages"),
+		"changeStreamPreAndPostImages": r.docArg("changeStreamPreAndPostImages", &images),
 		"expireAfterSeconds":           collModUnsupported("expireAfterSeconds (time series)"),
 		"timeseries":                   collModUnsupported("timeseries"),
 		"cappedSize":                   collModUnsupported("cappedSize"),
@@ -46,8 +47,10 @@ func cmdCollMod(r *request) (bsoncore.Document, error) {
 	if err := validateUserWritable(r.db, coll); err != nil {
 		return nil, err
 	}
-	if ixArg == nil {
-		return okReply(), nil // nothing to change, as mongod answers
+	if images != nil || ixArg == nil {
+		if err := r.collModOptions(coll, images); err != nil || ixArg == nil {
+			return okReply(), err
+		}
 	}
 	mod, err := parseCollModIndex(ixArg)
 	if err != nil {
@@ -81,6 +84,64 @@ func cmdCollMod(r *request) (bsoncore.Document, error) {
 		return nil, err
 	}
 	return mod.reply(before, after), nil
+}
+
+// collModOptions changes the collection's options: the change-stream
+// images, or nothing (a bare collMod, which mongod still logs: change
+// streams see a modify event).
+func (r *request) collModOptions(coll string, images bsoncore.Document) error {
+	desc := bsoncore.NewDocumentBuilder()
+	if images != nil {
+		enabled, err := parseImagesOption(images)
+		if err != nil {
+			return err
+		}
+		images = bsoncore.NewDocumentBuilder().AppendBoolean("enabled", enabled).Build()
+		desc.AppendDocument("changeStreamPreAndPostImages", images)
+	}
+	return r.writeExisting(func(tx *storage.Tx) error {
+		info, ok := tx.Collection(coll)
+		if !ok {
+			return mongoerr.New(mongoerr.NamespaceNotFound, "ns does not exist: %s", r.ns(coll))
+		}
+		opts := info.Options
+		if images != nil {
+			opts = withOption(opts, "changeStreamPreAndPostImages", images)
+		}
+		return tx.SetOptions(coll, opts, desc.Build())
+	})
+}
+
+// parseImagesOption reads changeStreamPreAndPostImages: {enabled: <bool>}.
+func parseImagesOption(d bsoncore.Document) (bool, error) {
+	var enabled *bool
+	els, _ := d.Elements()
+	for _, el := range els {
+		if el.Key() != "enabled" {
+			return false, unknownField("changeStreamPreAndPostImages", el.Key())
+		}
+		b, ok := el.Value().BooleanOK()
+		if !ok {
+			return false, typeMismatch("changeStreamPreAndPostImages", "enabled", el.Value(), "bool")
+		}
+		enabled = &b
+	}
+	if enabled == nil {
+		return false, mongoerr.New(mongoerr.Code(40414), "BSON field 'changeStreamPreAndPostImages.enabled' is missing but a required field")
+	}
+	return *enabled, nil
+}
+
+// withOption is opts with key set to v (replacing it or appended).
+func withOption(opts bsoncore.Document, key string, v bsoncore.Document) bsoncore.Document {
+	b := bsoncore.NewDocumentBuilder()
+	els, _ := opts.Elements()
+	for _, el := range els {
+		if el.Key() != key {
+			b.AppendValue(el.Key(), el.Value())
+		}
+	}
+	return b.AppendDocument(key, v).Build()
 }
 
 func collModUnsupported(field string) fieldHandler {

@@ -216,6 +216,16 @@ func cmdGetMore(r *request) (bsoncore.Document, error) {
 	if cur.ns != r.ns(coll) && !(coll == "$cmd.listCollections" && cur.ns == r.db+".$cmd.listCollections") {
 		return nil, mongoerr.New(mongoerr.Unauthorized, "Requested getMore on namespace '%s', but cursor belongs to a different namespace %s", r.ns(coll), cur.ns)
 	}
+	if err := r.c.s.getMoreFailPoint.trigger(); err != nil {
+		r.c.s.cursors.remove(id) // mongod kills a cursor whose getMore failed
+		if cur.stream != nil {
+			return nil, labelStreamError(err)
+		}
+		return nil, err
+	}
+	if cur.stream != nil {
+		return r.streamGetMoreReply(cur, int(batchSize))
+	}
 	docs, done, err := r.nextBatch(cur, int(batchSize))
 	if err != nil || done {
 		r.c.s.cursors.remove(id)

@@ -249,7 +249,10 @@ func applyToDocument(ctx context.Context, tx *storage.Tx, coll string, doc bsonc
 	if after, err = normalizeDocument(after); err != nil {
 		return nil, false, err
 	}
-	return after, true, tx.Replace(ctx, coll, after)
+	if u.IsReplacement() {
+		return after, true, tx.Replace(ctx, coll, after)
+	}
+	return after, true, tx.Update(ctx, coll, after)
 }
 
 // upsertDocument builds the document an upsert inserts.

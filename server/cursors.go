@@ -59,6 +59,8 @@ type cursor struct {
 	// session is the logical session it was opened in (nil: none); ending
 	// the session kills it.
 	session *storage.SessionKey
+	// stream is the change stream it reads (nil: an ordinary cursor).
+	stream *changeStream
 }
 
 // cursorPlace is what a cursor reads: a database, the branch or revision
@@ -87,6 +89,9 @@ func (r *cursorRegistry) add(where cursorPlace, ns string, src *peekSource, noTi
 		return nil, mongoerr.New(mongoerr.ExceededMemoryLimit, "too many open cursors on this connection (at most %d); close some or let them finish", maxCursorsPerConn)
 	}
 	c := &cursor{where: where, ns: ns, src: src, noTimeout: noTimeout, lastUsed: time.Now(), owner: owner, session: session}
+	if cs, ok := src.src.(*changeStream); ok {
+		c.stream = cs
+	}
 	for c.id == 0 || r.cursors[c.id] != nil {
 		var b [8]byte
 		rand.Read(b[:])
@@ -187,7 +192,8 @@ func (r *cursorRegistry) closeOwnedBy(conn int64) {
 // of a branch (coll "" and rev "": every cursor of a dropped database).
 func (r *cursorRegistry) killNamespace(db, rev, coll string, reason error) {
 	r.removeWhere(func(c *cursor) bool {
-		return c.where.db == db && (rev == "" || c.where.rev == rev) && (coll == "" || c.where.coll == coll)
+		// A change stream outlives what it watches: it reports the drop.
+		return c.stream == nil && c.where.db == db && (rev == "" || c.where.rev == rev) && (coll == "" || c.where.coll == coll)
 	}, reason)
 }
 

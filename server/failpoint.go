@@ -120,7 +120,7 @@ func cmdConfigureFailPoint(r *request) (bsoncore.Document, error) {
 		return nil, mongoerr.New(mongoerr.CommandNotFound, "no such command: 'configureFailPoint'")
 	}
 	name, _ := r.cmd.Index(0).Value().StringValueOK()
-	if name != "failCommand" && name != "dumboPanic" && name != "onPrimaryTransactionalWrite" {
+	if name != "failCommand" && name != "dumboPanic" && name != "onPrimaryTransactionalWrite" && name != "failGetMoreAfterCursorCheckout" {
 		return nil, mongoerr.New(mongoerr.BadValue, "unknown fail point: %s", name)
 	}
 	var data bsoncore.Document
@@ -144,6 +144,9 @@ func cmdConfigureFailPoint(r *request) (bsoncore.Document, error) {
 		return configurePanic(r, times, data)
 	case "onPrimaryTransactionalWrite":
 		r.c.s.retryFailPoint.configure(times, skip, data)
+		return okReply(), nil
+	case "failGetMoreAfterCursorCheckout":
+		r.c.s.getMoreFailPoint.configure(times, skip, data)
 		return okReply(), nil
 	}
 	return okReply(), r.c.s.failCommand.configure(times, skip, data)
@@ -275,4 +278,32 @@ func (r *request) runRetryFailPoint(f retryFailure) (bsoncore.Document, error) {
 		return nil, nil // written, but the client never hears of it
 	}
 	return reply, err
+}
+
+// getMoreFailPoint is mongod's failGetMoreAfterCursorCheckout: a getMore
+// fails once it has its cursor, with data.errorCode (InternalError when
+// none is given).
+type getMoreFailPoint struct {
+	mu              sync.Mutex
+	remaining, skip int
+	code            mongoerr.Code
+}
+
+func (f *getMoreFailPoint) configure(times, skip int, data bsoncore.Document) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.remaining, f.skip, f.code = times, skip, mongoerr.InternalError
+	if code, ok := value.AsInt64(data.Lookup("errorCode")); ok {
+		f.code = mongoerr.Code(code)
+	}
+}
+
+// trigger is the error of a getMore that meets the fail point (nil: none).
+func (f *getMoreFailPoint) trigger() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !pass(&f.skip, &f.remaining) {
+		return nil
+	}
+	return mongoerr.New(f.code, "Hit the 'failGetMoreAfterCursorCheckout' failpoint")
 }

@@ -92,6 +92,8 @@ type Server struct {
 	failCommand failCommand
 	// retryFailPoint is onPrimaryTransactionalWrite (failpoint.go).
 	retryFailPoint retryFailPoint
+	// getMoreFailPoint is failGetMoreAfterCursorCheckout (failpoint.go).
+	getMoreFailPoint getMoreFailPoint
 	topo           *topology // set by Listen
 	clock          *clusterClock
 	sessions       *sessionTable

@@ -205,14 +205,28 @@ func noSuchTransaction(format string, args ...any) *mongoerr.Error {
 // transientTxnError labels an error TransientTransactionError: the whole
 // transaction may succeed if run again.
 func transientTxnError(e *mongoerr.Error) *mongoerr.Error {
-	labels := bsoncore.NewArrayBuilder().AppendString("TransientTransactionError").Build()
+	return withErrorLabel(e, "TransientTransactionError")
+}
+
+// withErrorLabel is a copy of e with the error label added to its
+// errorLabels.
+func withErrorLabel(e *mongoerr.Error, label string) *mongoerr.Error {
+	labels := bsoncore.NewArrayBuilder()
 	info := bsoncore.NewDocumentBuilder()
 	els, _ := e.Info.Elements()
 	for _, el := range els {
-		info.AppendValue(el.Key(), el.Value())
+		if el.Key() != "errorLabels" {
+			info.AppendValue(el.Key(), el.Value())
+			continue
+		}
+		vals, _ := el.Value().Array().Values()
+		for _, v := range vals {
+			labels.AppendValue(v)
+		}
 	}
-	e.Info = info.AppendArray("errorLabels", labels).Build()
-	return e
+	out := *e
+	out.Info = info.AppendArray("errorLabels", labels.AppendString(label).Build()).Build()
+	return &out
 }
 
 // participant is the transaction's storage transaction on the request's

@@ -59,6 +59,10 @@ func (d *Database) checkpointLocked(ctx context.Context, b *branch) error {
 	if err := d.retries.save(d.dir, time.Now()); err != nil {
 		return err
 	}
+	// And so must the change events of the records it lets replay skip.
+	if err := d.syncChanges(); err != nil {
+		return err
+	}
 	d.engine.panics.at("checkpoint.fold")
 	next, err := d.writeCheckpoint(ctx, b, st)
 	if err != nil {

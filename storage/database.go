@@ -63,6 +63,9 @@ type Database struct {
 	// prepared holds, during replay, the prepared records of transactions
 	// over several databases that wait for their commit mark.
 	prepared map[txnID]preparedRecord
+	// changes queues change events until their records are durable
+	// (changes_capture.go).
+	changes changeQueue
 }
 
 // branch is the live state of one branch: the published state that readers
@@ -97,11 +100,11 @@ func (b *branch) setDurable(st *rootState) {
 
 // publishLogged publishes a state whose last log record may not be durable
 // yet; durableLSN is where the log is durable now.
-func (b *branch) publishLogged(st *rootState, durableLSN uint64) {
+func (b *branch) publishLogged(st *rootState, durableLSN, at uint64) {
 	b.forgetSynced(durableLSN)
 	b.unsynced = append(b.unsynced, st)
 	b.state.Store(st)
-	b.hist.record(b.engine, st)
+	b.hist.recordAt(b.engine, st, at)
 }
 
 // forgetSynced moves durable up to the newest unsynced state whose records
@@ -129,6 +132,14 @@ func (b *branch) rollBack(durableLSN uint64) *rootState {
 	b.hist.forget(lost)
 	b.setDurable(b.durable)
 	return dropped
+}
+
+// newTx starts a transaction on cur that notes change events when the
+// engine keeps a change log.
+func (d *Database) newTx(cur *rootState) *Tx {
+	tx := newTx(d.ns, cur)
+	tx.capture = d.engine.changes != nil
+	return tx
 }
 
 func newDatabase(e *Engine, name string) *Database {
@@ -206,7 +217,8 @@ func (d *Database) recover(ctx context.Context) error {
 	if d.retries, err = loadRetryTable(d.dir); err != nil {
 		return err
 	}
-	walOpts := wal.Options{SegmentSize: d.engine.opts.WALSegmentSize, OnFailure: d.recoverIfOpen}
+	walOpts := wal.Options{SegmentSize: d.engine.opts.WALSegmentSize, OnFailure: d.recoverIfOpen,
+		OnDurable: d.flushChanges}
 	if d.wl, err = wal.Open(filepath.Join(d.dir, "wal"), walOpts, d.log); err != nil {
 		return err
 	}
@@ -226,6 +238,7 @@ func (d *Database) recover(ctx context.Context) error {
 	if err := d.resolvePrepared(ctx); err != nil {
 		return err
 	}
+	d.flushChanges() // the events of replayed records the change log lacked
 	for _, b := range d.branchList() {
 		d.engine.addEditBytes(b.state.Load().editBytes())
 	}
@@ -321,10 +334,13 @@ func (d *Database) apply(ctx context.Context, lsn uint64, rec logRecord) error {
 		return nil // already in this branch's checkpoint
 	}
 	tx := newTx(d.ns, cur)
+	tx.capture = d.engine.changes != nil && lsn > d.engine.changes.LastLSN(d.name)
 	if err := tx.redo(ctx, rec.ops); err != nil {
 		return err
 	}
 	b.setDurable(tx.publish(lsn))
+	tx.retry = rec.retry
+	d.queueChanges(b, lsn, rec.at, tx)
 	return nil
 }
 
@@ -344,7 +360,7 @@ func (d *Database) resolvePrepared(ctx context.Context) error {
 		if err := d.apply(ctx, p.lsn, p.rec); err != nil {
 			return err
 		}
-		lsn, err := d.wl.Append(encodeMarkedRecord(p.rec.branch, nil, nil, markCommit, id))
+		lsn, err := d.wl.Append(encodeMarkedRecord(p.rec.branch, nil, nil, 0, markCommit, id))
 		if err == nil {
 			err = d.wl.WaitDurable(lsn)
 		}
@@ -397,6 +413,9 @@ func (d *Database) shut(ctx context.Context) error {
 		}
 	}
 	if err := d.wl.Close(); err != nil && firstErr == nil {
+		firstErr = err
+	}
+	if err := d.syncChanges(); err != nil && firstErr == nil {
 		firstErr = err
 	}
 	// Everything is in the checkpoint now; a clean shutdown leaves no log.
@@ -550,7 +569,11 @@ func (d *Database) WriteBranch(ctx context.Context, branchName string, fn func(t
 // it returns the error only once no reader can see the lost records.
 func (d *Database) awaitWrite(ctx context.Context, lsn uint64, err error) error {
 	if err == nil && lsn != 0 && ctx.Value(noSyncKey{}) == nil {
-		err = d.wl.WaitDurable(lsn)
+		if err = d.wl.WaitDurable(lsn); err == nil {
+			// The write's change events are in the change log before it
+			// is acknowledged (the log's OnDurable may still be running).
+			d.flushChanges()
+		}
 	}
 	if errors.Is(err, wal.ErrWriteFailed) {
 		d.recoverFromLogFailure()
@@ -585,6 +608,7 @@ func (d *Database) recoverFromLogFailure() {
 	}
 	durableLSN := d.wl.Durable()
 	d.retries.rollBack(durableLSN)
+	d.dropLostChanges(durableLSN)
 	for _, b := range d.branchList() {
 		d.withWriteLock(b, func() error {
 			dropped := b.rollBack(durableLSN)
@@ -620,7 +644,7 @@ func (d *Database) writeLocked(ctx context.Context, b *branch, fn func(tx *Tx) e
 // returns the log record's LSN (0 when fn changed nothing).
 func (d *Database) commitLocked(ctx context.Context, b *branch, fn func(tx *Tx) error) (uint64, error) {
 	cur := b.state.Load()
-	tx := newTx(d.ns, cur)
+	tx := d.newTx(cur)
 	tx.retries = d.retries
 	tx.guard = b.holds.refuseHeld
 	if err := fn(tx); err != nil {
@@ -637,7 +661,8 @@ func (d *Database) commitLocked(ctx context.Context, b *branch, fn func(tx *Tx) 
 // b.writeMu held.
 func (d *Database) logAndPublish(ctx context.Context, b *branch, cur *rootState, tx *Tx) (uint64, error) {
 	d.engine.panics.at("write.log")
-	lsn, err := d.wl.Append(encodeRecord(b.name, tx.ops, tx.retry))
+	at, _ := d.engine.now()
+	lsn, err := d.wl.Append(encodeRecord(b.name, tx.ops, tx.retry, at))
 	if err != nil {
 		return 0, err
 	}
@@ -645,7 +670,11 @@ func (d *Database) logAndPublish(ctx context.Context, b *branch, cur *rootState,
 		d.retries.add(lsn, tx.retry)
 	}
 	next := tx.publish(lsn)
-	b.publishLogged(next, d.wl.Durable())
+	d.queueChanges(b, lsn, at, tx)
+	b.publishLogged(next, d.wl.Durable(), at)
+	if d.wl.Durable() >= lsn {
+		d.flushChanges() // made durable by another writer's sync before it was queued
+	}
 	d.engine.panics.at("write.published")
 	d.engine.addEditBytes(next.editBytes() - cur.editBytes())
 	if d.engine.overBudget() {

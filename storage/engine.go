@@ -69,6 +69,7 @@ type Engine struct {
 	dbStats   dbStats
 	clock     engineClock  // stamps published states (history.go)
 	decisions *decisionLog // commit points of transactions over several databases
+	changes   *ChangeLog   // change events, for change streams (changes.go)
 	// historyWindow is Options.HistoryWindow, settable while running.
 	historyWindow atomic.Int64
 
@@ -123,7 +124,15 @@ func Open(dir string, opts Options, log zerolog.Logger) (*Engine, error) {
 	}
 	e.decisions = decisions
 	e.historyWindow.Store(int64(opts.HistoryWindow))
+	if e.changes, err = openChangeLog(filepath.Join(dir, "changes")); err != nil {
+		e.closeAll()
+		return nil, err
+	}
 	if err := e.resolveDecisions(read); err != nil {
+		e.closeAll()
+		return nil, err
+	}
+	if err := e.recoverCrashed(); err != nil {
 		e.closeAll()
 		return nil, err
 	}
@@ -213,6 +222,9 @@ func (e *Engine) closeAllLocked() error {
 	e.dbs = map[string]*Database{}
 	if e.decisions != nil {
 		errs = append(errs, e.decisions.close())
+	}
+	if e.changes != nil {
+		errs = append(errs, e.changes.Close())
 	}
 	if e.lock != nil {
 		errs = append(errs, e.lock.Close())
@@ -334,6 +346,9 @@ func (e *Engine) DropDatabase(name string) error {
 	if err := e.checkDatabaseName(name); err != nil {
 		return err
 	}
+	if err := e.emitDropDatabase(name); err != nil {
+		return err
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if d, ok := e.dbs[name]; ok {
@@ -346,6 +361,61 @@ func (e *Engine) DropDatabase(name string) error {
 		return nil
 	}
 	return os.RemoveAll(e.dbDir(name))
+}
+
+// Changes is the server's change log.
+func (e *Engine) Changes() *ChangeLog { return e.changes }
+
+// recoverCrashed opens every database that was not closed cleanly (its
+// write-ahead log is still there), so that the change events its log
+// holds and the change log lacks are back before any stream reads on.
+func (e *Engine) recoverCrashed() error {
+	names, err := e.DatabaseNames()
+	if err != nil {
+		return err
+	}
+	for _, name := range names {
+		if _, err := os.Stat(filepath.Join(e.dbDir(name), "wal")); err != nil {
+			continue
+		}
+		err := e.Visit(context.Background(), name, func(d *Database) error {
+			if err := d.hold(context.Background()); err != nil {
+				return err
+			}
+			d.release()
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("recover database %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// emitDropDatabase appends the events of dropping a database: a drop of
+// each of its collections (on the main branch) and dropDatabase.
+func (e *Engine) emitDropDatabase(name string) error {
+	if !isDatabaseDir(e.dbDir(name)) {
+		return nil
+	}
+	var evs []ChangeEvent
+	err := e.Visit(context.Background(), name, func(d *Database) error {
+		snap, err := d.BranchSnapshot(context.Background(), DefaultBranch)
+		if err != nil {
+			return err
+		}
+		for _, info := range snap.Collections() {
+			evs = append(evs, ChangeEvent{Op: "drop", Coll: info.Name, UUID: info.UUID})
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if err := e.emitEntry(name, DefaultBranch, evs); err != nil {
+		return err
+	}
+	return e.emitEntry(name, DefaultBranch, []ChangeEvent{{Op: "dropDatabase"}})
 }
 
 func isDatabaseDir(dir string) bool {

@@ -100,7 +100,15 @@ func (h *history) start(st *rootState, from uint64) {
 // longer needs. Called under the branch's writer lock.
 func (h *history) record(e *Engine, st *rootState) {
 	at, ok := e.now()
-	if !ok {
+	if ok {
+		h.recordAt(e, st, at)
+	}
+}
+
+// recordAt is record with the time the caller took from the engine's
+// clock (0: the clock is not set).
+func (h *history) recordAt(e *Engine, st *rootState, at uint64) {
+	if at == 0 {
 		return
 	}
 	now := time.Now()

@@ -228,7 +228,7 @@ func (tx *Tx) SetIndexes(ctx context.Context, coll string, raws []bsoncore.Docum
 	if err != nil {
 		return err
 	}
-	info := c.info
+	before, info := c.info, c.info
 	info.Indexes = raws
 	if len(prepared) > 0 {
 		tx.prepared = prepared[0]
@@ -237,8 +237,37 @@ func (tx *Tx) SetIndexes(ctx context.Context, coll string, raws []bsoncore.Docum
 	if err := tx.applyInfo(ctx, c, info); err != nil {
 		return err
 	}
+	tx.noteMeta(before, info)
 	tx.ops = append(tx.ops, walOp{op: opMeta, coll: coll, value: info.encode()})
 	return nil
+}
+
+// SetOptions replaces a collection's options (collMod); desc is what the
+// command asked for, which its change event reports.
+func (tx *Tx) SetOptions(coll string, options, desc bsoncore.Document) error {
+	c, err := tx.mutable(coll)
+	if err != nil {
+		return err
+	}
+	before := c.info
+	c.info.Options = options
+	if tx.capture {
+		tx.events = append(tx.events, ChangeEvent{Op: "modify", Coll: coll, UUID: c.info.UUID, Desc: desc,
+			Before: bsoncore.NewDocumentBuilder().AppendDocument("collectionOptions", optionsWithUUID(before)).Build()})
+	}
+	tx.ops = append(tx.ops, walOp{op: opMeta, coll: coll, value: c.info.encode()})
+	return nil
+}
+
+// optionsWithUUID is a collection's options as a modify event's
+// stateBeforeChange shows them: with its uuid first.
+func optionsWithUUID(info CollectionInfo) bsoncore.Document {
+	b := bsoncore.NewDocumentBuilder().AppendBinary("uuid", 4, info.UUID[:])
+	els, _ := info.Options.Elements()
+	for _, el := range els {
+		b.AppendValue(el.Key(), el.Value())
+	}
+	return b.Build()
 }
 
 func (tx *Tx) applyInfo(ctx context.Context, c *collection, info CollectionInfo) error {
@@ -264,9 +293,11 @@ func (tx *Tx) redoMeta(ctx context.Context, o walOp) error {
 		return err
 	}
 	info.Name = o.coll
+	before := c.info
 	if err := tx.applyInfo(ctx, c, info); err != nil {
 		return err
 	}
+	tx.noteMeta(before, info)
 	tx.ops = append(tx.ops, o)
 	return nil
 }

@@ -30,6 +30,11 @@ type Tx struct {
 	// claims the document, a plain write checks that no open transaction
 	// holds it.
 	guard func(ctx context.Context, coll string, key, old, new []byte) error
+	// capture says to note change events (the engine keeps a change log,
+	// and during replay the record's events are not in it yet); events
+	// are the events noted (changes_capture.go).
+	capture bool
+	events  []ChangeEvent
 }
 
 var _ Reader = (*Tx)(nil)
@@ -137,6 +142,7 @@ func (tx *Tx) createCollection(ctx context.Context, info CollectionInfo) error {
 	}
 	tx.overlay[info.Name] = &collection{info: info, base: base, edits: newEdits()}
 	tx.ops = append(tx.ops, walOp{op: opCreate, coll: info.Name, value: info.encode()})
+	tx.noteCatalog("create", info, "", info.Options)
 	return nil
 }
 
@@ -152,9 +158,11 @@ func (tx *Tx) EnsureCollection(ctx context.Context, name string) (bool, error) {
 
 // DropCollection removes a collection and its documents.
 func (tx *Tx) DropCollection(name string) error {
-	if tx.view(name) == nil {
+	c := tx.view(name)
+	if c == nil {
 		return ErrNamespaceNotFound
 	}
+	tx.noteCatalog("drop", c.info, "", nil)
 	tx.overlay[name] = nil
 	tx.ops = append(tx.ops, walOp{op: opDrop, coll: name})
 	return nil
@@ -163,12 +171,19 @@ func (tx *Tx) DropCollection(name string) error {
 // RenameCollection moves a collection to a new name, keeping its UUID. With
 // dropTarget an existing target is dropped first.
 func (tx *Tx) RenameCollection(from, to string, dropTarget bool) error {
-	if tx.view(from) == nil {
+	src := tx.view(from)
+	if src == nil {
 		return ErrNamespaceNotFound
 	}
-	if tx.view(to) != nil && !dropTarget {
+	target := tx.view(to)
+	if target != nil && !dropTarget {
 		return ErrNamespaceExists
 	}
+	var desc bsoncore.Document
+	if target != nil {
+		desc = bsoncore.NewDocumentBuilder().AppendBinary("dropTarget", 4, target.info.UUID[:]).Build()
+	}
+	tx.noteCatalog("rename", src.info, to, desc)
 	tx.rename(from, to)
 	tx.ops = append(tx.ops, walOp{op: opRename, coll: from, to: to})
 	return nil
@@ -226,15 +241,21 @@ func (tx *Tx) ScanRange(ctx context.Context, coll string, iv index.Interval) (*I
 // Insert adds doc, whose first field must be its _id. It fails with
 // ErrDuplicateKey when a document with an equal _id exists.
 func (tx *Tx) Insert(ctx context.Context, coll string, doc bsoncore.Document) error {
-	return tx.put(ctx, coll, doc, true)
+	return tx.put(ctx, coll, doc, true, false)
 }
 
 // Replace stores doc in place of the document with the same _id.
 func (tx *Tx) Replace(ctx context.Context, coll string, doc bsoncore.Document) error {
-	return tx.put(ctx, coll, doc, false)
+	return tx.put(ctx, coll, doc, false, false)
 }
 
-func (tx *Tx) put(ctx context.Context, coll string, doc bsoncore.Document, mustBeNew bool) error {
+// Update is Replace for a document an update operator changed: its change
+// event is an update (with the fields that changed), not a replace.
+func (tx *Tx) Update(ctx context.Context, coll string, doc bsoncore.Document) error {
+	return tx.put(ctx, coll, doc, false, true)
+}
+
+func (tx *Tx) put(ctx context.Context, coll string, doc bsoncore.Document, mustBeNew, update bool) error {
 	id, err := doc.LookupErr("_id")
 	if err != nil {
 		return fmt.Errorf("document without _id: %w", err)
@@ -262,7 +283,8 @@ func (tx *Tx) put(ctx context.Context, coll string, doc bsoncore.Document, mustB
 		return err
 	}
 	c.setEdit(&edit{key: key, value: value}, exists)
-	tx.ops = append(tx.ops, walOp{op: opPut, coll: coll, key: key, value: value})
+	tx.ops = append(tx.ops, walOp{op: opPut, coll: coll, key: key, value: value, update: update && exists})
+	tx.noteDoc(c, key, oldIf(old, exists), value, update)
 	return nil
 }
 
@@ -292,7 +314,16 @@ func (tx *Tx) deleteKey(ctx context.Context, coll string, key []byte) error {
 	}
 	c.setEdit(&edit{key: key}, exists)
 	tx.ops = append(tx.ops, walOp{op: opDelete, coll: coll, key: key})
+	tx.noteDoc(c, key, old, nil, false)
 	return nil
+}
+
+// oldIf is the document a change replaced: nil when there was none.
+func oldIf(old []byte, exists bool) []byte {
+	if !exists {
+		return nil
+	}
+	return old
 }
 
 func (tx *Tx) checkGuard(ctx context.Context, coll string, key, old, new []byte) error {

@@ -146,7 +146,7 @@ func (d *Database) BeginTxnAt(ctx context.Context, branchName string, at uint64)
 			return nil, err
 		}
 	}
-	t := &Txn{d: d, b: b, snap: d.newSnapshot(st), tx: newTx(d.ns, st), ended: make(chan struct{})}
+	t := &Txn{d: d, b: b, snap: d.newSnapshot(st), tx: d.newTx(st), ended: make(chan struct{})}
 	t.tx.retries = d.retries
 	t.tx.guard = t.claim
 	return t, nil
@@ -304,7 +304,7 @@ func (t *Txn) rebase(ctx context.Context, cur *rootState) (*Tx, error) {
 			return nil, fmt.Errorf("%w: %s on %s: another write changed it before the transaction committed", ErrWriteConflict, o.op, o.coll)
 		}
 	}
-	tx := newTx(t.d.ns, cur)
+	tx := t.d.newTx(cur)
 	tx.retries, tx.retry = t.d.retries, t.tx.retry
 	if err := tx.redo(ctx, withMerged(t.tx.ops, merged)); err != nil {
 		var dup *DuplicateKeyError

@@ -62,6 +62,7 @@ type commitPart struct {
 	prepared uint64 // LSN of its prepared record
 	mark     uint64 // LSN of its commit mark
 	logErr   error  // a failed log write, rolled back after the locks
+	at       uint64 // cluster time of its prepared record
 }
 
 // commitParts runs the locked steps, then waits for the commit marks so
@@ -137,7 +138,8 @@ func (t *Txn) changesOnCurrent(ctx context.Context) (*Tx, error) {
 // are durable.
 func prepareParts(parts []*commitPart, id txnID) error {
 	for _, p := range parts {
-		rec := encodeMarkedRecord(p.t.b.name, p.tx.ops, p.tx.retry, markPrepared, id)
+		p.at, _ = p.t.d.engine.now()
+		rec := encodeMarkedRecord(p.t.b.name, p.tx.ops, p.tx.retry, p.at, markPrepared, id)
 		if p.prepared, p.logErr = p.t.d.wl.Append(rec); p.logErr != nil {
 			return p.logErr
 		}
@@ -157,7 +159,9 @@ func (p *commitPart) publish() {
 		d.retries.add(p.prepared, p.tx.retry)
 	}
 	next := p.tx.publish(p.prepared)
-	b.publishLogged(next, d.wl.Durable())
+	d.queueChanges(b, p.prepared, p.at, p.tx)
+	b.publishLogged(next, d.wl.Durable(), p.at)
+	d.flushChanges() // the prepared record is durable already
 	d.engine.addEditBytes(next.editBytes() - cur.editBytes())
 }
 
@@ -169,7 +173,7 @@ func markParts(parts []*commitPart, mark string, id txnID) {
 		if p.prepared == 0 {
 			continue // nothing of this part reached its log
 		}
-		lsn, err := p.t.d.wl.Append(encodeMarkedRecord(p.t.b.name, nil, nil, mark, id))
+		lsn, err := p.t.d.wl.Append(encodeMarkedRecord(p.t.b.name, nil, nil, 0, mark, id))
 		if err == nil {
 			p.mark = lsn
 		} else if p.logErr == nil {

@@ -348,8 +348,10 @@ func (d *Database) resetWorkingSet(ctx context.Context, b *branch, c *datas.Comm
 	}
 	st.lsn, st.ckptLSN = lsn, lsn
 	b.ws, b.headRef = ws, ref
-	d.engine.addEditBytes(-b.state.Load().editBytes())
+	prev := b.state.Load()
+	d.engine.addEditBytes(-prev.editBytes())
 	b.setDurable(st)
+	d.logStateChange(ctx, b, prev, st)
 	return nil
 }
 

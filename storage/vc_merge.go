@@ -186,6 +186,7 @@ func (d *Database) storeWorking(ctx context.Context, b *branch, st *rootState) e
 		return err
 	}
 	b.setDurable(st)
+	d.logStateChange(ctx, b, cur, st)
 	return nil
 }
 

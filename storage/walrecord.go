@@ -25,12 +25,16 @@ type walOp struct {
 	key   []byte // put, del
 	value []byte // put: the document; create: the catalog entry
 	to    string // rename
+	// update: a put an update operator made (its change event is an
+	// update, not a replace).
+	update bool
 }
 
 // encodeRecord is the log payload of one transaction on branch, with the
 // outcomes of a retryable write (nil: none).
-func encodeRecord(branch string, ops []walOp, retry *retryLog) []byte {
-	return encodeMarkedRecord(branch, ops, retry, "", txnID{})
+// at is the write's cluster time, for its change events (0: none).
+func encodeRecord(branch string, ops []walOp, retry *retryLog, at uint64) []byte {
+	return encodeMarkedRecord(branch, ops, retry, at, "", txnID{})
 }
 
 // Marks of a transaction over several databases (docs/format/wal.md).
@@ -42,7 +46,7 @@ const (
 
 // encodeMarkedRecord is encodeRecord with a mark naming a transaction
 // over several databases ("": none).
-func encodeMarkedRecord(branch string, ops []walOp, retry *retryLog, mark string, id txnID) []byte {
+func encodeMarkedRecord(branch string, ops []walOp, retry *retryLog, at uint64, mark string, id txnID) []byte {
 	size := 64
 	for _, o := range ops {
 		size += len(o.key) + len(o.value) + len(o.coll) + 48
@@ -61,6 +65,9 @@ func encodeMarkedRecord(branch string, ops []walOp, retry *retryLog, mark string
 	if mark != "" {
 		dst = bsoncore.AppendBinaryElement(dst, mark, 0, id[:])
 	}
+	if at != 0 {
+		dst = bsoncore.AppendTimestampElement(dst, "t", uint32(at>>32), uint32(at))
+	}
 	dst, _ = bsoncore.AppendDocumentEnd(dst, idx)
 	return dst
 }
@@ -73,6 +80,9 @@ func appendOp(dst []byte, key string, o walOp) []byte {
 	case opPut:
 		dst = bsoncore.AppendBinaryElement(dst, "k", 0, o.key)
 		dst = bsoncore.AppendDocumentElement(dst, "d", o.value)
+		if o.update {
+			dst = bsoncore.AppendBooleanElement(dst, "u", true)
+		}
 	case opDelete:
 		dst = bsoncore.AppendBinaryElement(dst, "k", 0, o.key)
 	case opCreate, opMeta:
@@ -91,6 +101,7 @@ type logRecord struct {
 	retry  *retryLog // nil: not a retryable write
 	mark   string    // markPrepared, markCommit, markAbort or ""
 	txn    txnID     // the transaction a mark names
+	at     uint64    // the write's cluster time (0: not recorded)
 }
 
 // decodeRecord reads a log payload.
@@ -109,6 +120,9 @@ func decodeRecord(payload []byte) (logRecord, error) {
 		return logRecord{}, err
 	}
 	rec := logRecord{branch: branch, ops: ops}
+	if t, i, ok := doc.Lookup("t").TimestampOK(); ok {
+		rec.at = uint64(t)<<32 | uint64(i)
+	}
 	if r, err := doc.LookupErr("r"); err == nil {
 		if rec.retry, err = decodeRetryLog(r); err != nil {
 			return logRecord{}, fmt.Errorf("log record: %w", err)
@@ -140,6 +154,7 @@ func decodeOps(arr bsoncore.Array) ([]walOp, error) {
 		o.op, _ = d.Lookup("o").StringValueOK()
 		o.coll, _ = d.Lookup("c").StringValueOK()
 		o.to, _ = d.Lookup("to").StringValueOK()
+		o.update, _ = d.Lookup("u").BooleanOK()
 		if _, k, ok := d.Lookup("k").BinaryOK(); ok {
 			o.key = k
 		}
@@ -199,5 +214,6 @@ func (tx *Tx) redoPut(ctx context.Context, o walOp) error {
 	}
 	c.setEdit(&edit{key: append([]byte(nil), o.key...), value: value}, exists)
 	tx.ops = append(tx.ops, o)
+	tx.noteDoc(c, o.key, oldIf(old, exists), value, o.update)
 	return nil
 }

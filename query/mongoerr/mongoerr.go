@@ -85,6 +85,13 @@ const (
 	SnapshotTooOld                 Code = 239
 	Location31368                  Code = 31368 // awaitable hello needs both topologyVersion and maxAwaitTimeMS
 	Location50768                  Code = 50768 // txnNumber on a command that is not a retryable write
+	// Change streams.
+	NoMatchingDocument      Code = 47
+	InvalidResumeToken      Code = 260
+	ChangeStreamFatalError  Code = 280
+	ChangeStreamHistoryLost Code = 286
+	Location40573           Code = 40573 // $changeStream where the topology cannot stream
+	Location40602           Code = 40602 // $changeStream not the first stage
 	// DumboDB's own codes, for version control (20000-20099).
 	ReadOnlyRevision             Code = 20000 // a write to a tag or commit snapshot
 	RevisionNotFound             Code = 20001
@@ -187,6 +194,10 @@ var names = map[Code]string{
 	Code(222):                      "IncompatibleCollationVersion",
 	QueryFeatureNotAllowed:         "QueryFeatureNotAllowed",
 	NoQueryExecutionPlans:          "NoQueryExecutionPlans",
+	NoMatchingDocument:             "NoMatchingDocument",
+	InvalidResumeToken:             "InvalidResumeToken",
+	ChangeStreamFatalError:         "ChangeStreamFatalError",
+	ChangeStreamHistoryLost:        "ChangeStreamHistoryLost",
 
 	// declared below, with the codes of their topic
 	EmptyFieldName:                           "EmptyFieldName",

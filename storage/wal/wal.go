@@ -48,6 +48,10 @@ type Options struct {
 	// failed, so that the owner drops what it built on the lost records and
 	// calls Resume even when no writer waits for them.
 	OnFailure func()
+	// OnDurable, if set, is called after records became durable (with no
+	// lock of the log held), so that the owner can publish what waited
+	// for them. Calls may overlap; each follows its own advance.
+	OnDurable func()
 }
 
 // WAL is an open log. Append and WaitDurable are safe for concurrent use.
@@ -69,6 +73,7 @@ type WAL struct {
 	closed   bool
 	started  bool
 	onFail   func()
+	onDur    func()
 
 	// owned by the flusher goroutine (and Replay/Start/Close)
 	seg        *segmentFile  // nil until the first segment exists
@@ -93,7 +98,7 @@ func Open(dir string, opts Options, log zerolog.Logger) (*WAL, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("wal: create %s: %w", dir, err)
 	}
-	w := &WAL{dir: dir, segmentSize: opts.SegmentSize, log: log, nextLSN: 1, onFail: opts.OnFailure,
+	w := &WAL{dir: dir, segmentSize: opts.SegmentSize, log: log, nextLSN: 1, onFail: opts.OnFailure, onDur: opts.OnDurable,
 		stop: make(chan struct{}), done: make(chan struct{})}
 	w.advanced = make(chan struct{})
 	segs, err := listSegments(dir)
@@ -329,6 +334,11 @@ func (w *WAL) leadSync() {
 		w.fail(err)
 	}
 	w.advance()
+	if durable > 0 && w.onDur != nil {
+		w.mu.Unlock()
+		w.onDur()
+		w.mu.Lock()
+	}
 }
 
 // lostRange is a run of LSNs lost in one failed write (or in failures one

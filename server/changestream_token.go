@@ -1,0 +1,74 @@
+package server
+
+import (
+	"encoding/binary"
+	"encoding/hex"
+	"strings"
+
+	"dumbodb/query/mongoerr"
+	"dumbodb/query/value"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
+
+// Resume tokens (docs/design/change-streams.md): {_data: <hex string>},
+// opaque to clients. The bytes are a version byte 0x82 (as mongod's
+// tokens start), the event's cluster time (8 bytes, big-endian), the
+// change-log sequence number of its entry (8), the event's index in the
+// entry (4) and its kind (1).
+type resumeToken struct {
+	at   clusterTime
+	seq  uint64
+	idx  uint32
+	kind byte
+}
+
+// Token kinds.
+const (
+	tokenEvent      byte = 0 // an event: resume after it
+	tokenHighWater  byte = 1 // a position: resume at seq, from its first event
+	tokenInvalidate byte = 2 // the invalidate that the event at seq, idx caused
+)
+
+const tokenVersion = 0x82
+
+func (t resumeToken) doc() bsoncore.Document {
+	var b [22]byte
+	b[0] = tokenVersion
+	binary.BigEndian.PutUint32(b[1:], t.at.t)
+	binary.BigEndian.PutUint32(b[5:], t.at.i)
+	binary.BigEndian.PutUint64(b[9:], t.seq)
+	binary.BigEndian.PutUint32(b[17:], t.idx)
+	b[21] = t.kind
+	return bsoncore.NewDocumentBuilder().AppendString("_data", strings.ToUpper(hex.EncodeToString(b[:]))).Build()
+}
+
+// parseResumeToken reads a token a client gave back (field names the
+// option, for the error).
+func parseResumeToken(field string, v bsoncore.Value) (resumeToken, error) {
+	d, ok := v.DocumentOK()
+	if !ok {
+		return resumeToken{}, typeMismatch("$changeStream", field, v, "object")
+	}
+	data, ok := d.Lookup("_data").StringValueOK()
+	if !ok {
+		return resumeToken{}, mongoerr.New(mongoerr.Code(40647), "Bad resume token: _data of missing or of wrong type. Expected string, got %s", value.Format(v))
+	}
+	b, err := hex.DecodeString(data)
+	switch {
+	case err != nil:
+		return resumeToken{}, mongoerr.New(mongoerr.FailedToParse, "resume token string was not a valid hex string")
+	case len(b) == 0:
+		return resumeToken{}, mongoerr.New(mongoerr.Code(40649), "invalid empty resume token")
+	case len(b) != 22 || b[0] != tokenVersion || b[21] > tokenInvalidate:
+		return resumeToken{}, mongoerr.New(mongoerr.Code(50795), "Invalid Resume Token: not a resume token of this server: %s", value.Format(v))
+	}
+	return resumeToken{
+		at:   clusterTime{t: binary.BigEndian.Uint32(b[1:]), i: binary.BigEndian.Uint32(b[5:])},
+		seq:  binary.BigEndian.Uint64(b[9:]),
+		idx:  binary.BigEndian.Uint32(b[17:]),
+		kind: b[21],
+	}, nil
+}
+
+func stampTime(at uint64) clusterTime { return clusterTime{t: uint32(at >> 32), i: uint32(at)} }
