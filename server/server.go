@@ -94,9 +94,9 @@ type Server struct {
 	retryFailPoint retryFailPoint
 	// getMoreFailPoint is failGetMoreAfterCursorCheckout (failpoint.go).
 	getMoreFailPoint getMoreFailPoint
-	topo           *topology // set by Listen
-	clock          *clusterClock
-	sessions       *sessionTable
+	topo             *topology // set by Listen
+	clock            *clusterClock
+	sessions         *sessionTable
 
 	nextConnID atomic.Int64
 	nextOpID   atomic.Int64

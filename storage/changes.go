@@ -71,8 +71,8 @@ type ChangeEntry struct {
 	Wall   time.Time
 	DB     string
 	Branch string
-	LSN    uint64      // 0: not from the write-ahead log
-	Txn    *ChangeTxn  // the transaction that wrote it; nil: none
+	LSN    uint64     // 0: not from the write-ahead log
+	Txn    *ChangeTxn // the transaction that wrote it; nil: none
 	Events []ChangeEvent
 }
 
@@ -675,4 +675,3 @@ func decodeChangeEvent(d bsoncore.Document) ChangeEvent {
 	ev.Before, _ = d.Lookup("sb").DocumentOK()
 	return ev
 }
-
