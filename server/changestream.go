@@ -394,7 +394,7 @@ func (cs *changeStream) fill(ctx context.Context) (bool, error) {
 
 // watches reports whether an entry is within the stream's scope.
 func (cs *changeStream) watches(e storage.ChangeEntry) bool {
-	if e.Branch != cs.scope.branch {
+	if e.Branch != cs.scope.branch && e.Branch != "" { // "": a database's ref events
 		return false
 	}
 	if cs.scope.cluster {

@@ -62,6 +62,12 @@ func (s *Server) serverParameters() map[string]func(*bsoncore.DocumentBuilder, s
 		"transactionLifetimeLimitSeconds": func(b *bsoncore.DocumentBuilder, k string) {
 			b.AppendInt32(k, int32(s.txnLifetime.Load()/int64(time.Second)))
 		},
+		"changeStreamRetentionSeconds": func(b *bsoncore.DocumentBuilder, k string) {
+			b.AppendInt64(k, runtimeParameters[k].get(s))
+		},
+		"changeStreamRetentionMB": func(b *bsoncore.DocumentBuilder, k string) {
+			b.AppendInt64(k, runtimeParameters[k].get(s))
+		},
 		"minSnapshotHistoryWindowInSeconds": func(b *bsoncore.DocumentBuilder, k string) {
 			b.AppendInt32(k, int32(s.engine.HistoryWindow()/time.Second))
 		},
@@ -282,7 +288,27 @@ func cmdServerStatus(r *request) (bsoncore.Document, error) {
 		AppendDocument("mem", mem).
 		AppendDocument("storageEngine", storageEngine).
 		AppendDocument("metrics", cursors).
+		AppendDocument("changeStreams", s.changeLogStatus()).
 		AppendDouble("ok", 1).Build(), nil
+}
+
+// changeLogStatus is serverStatus.changeStreams: what the change log
+// keeps (docs/format/changes.md, "Retention") and the streams open.
+func (s *Server) changeLogStatus() bsoncore.Document {
+	l := s.engine.Changes()
+	st := l.Stats()
+	window, limit := l.Retention()
+	first := stampTime(st.FirstAt)
+	return bsoncore.NewDocumentBuilder().
+		AppendInt64("firstSequence", int64(st.First)).
+		AppendInt64("nextSequence", int64(st.Next)).
+		AppendTimestamp("earliestClusterTime", first.t, first.i).
+		AppendInt64("sizeBytes", st.Bytes).
+		AppendInt32("segments", int32(st.Segments)).
+		AppendInt64("retentionSeconds", int64(window/time.Second)).
+		AppendInt64("retentionMB", limit>>20).
+		AppendInt64("openStreams", int64(s.cursors.countStreams())).
+		Build()
 }
 
 // maxConnections is what serverStatus reports as the connection limit.

@@ -128,6 +128,7 @@ func cmdDumboCommit(r *request) (bsoncore.Document, error) {
 	if err != nil {
 		return nil, err
 	}
+	d.EmitVersionEvent(branch, "dumboCommit", versionDesc("commitId", c.ID, "message", c.Message, "author", c.Author))
 	return bsoncore.NewDocumentBuilder().
 		AppendString("commitId", c.ID).
 		AppendString("branch", branch).
@@ -153,4 +154,14 @@ func cmdDumboGC(r *request) (bsoncore.Document, error) {
 	}
 	return bsoncore.NewDocumentBuilder().AppendInt64("bytesBefore", before).AppendInt64("bytesAfter", after).
 		AppendDouble("ok", 1).Build(), nil
+}
+
+// versionDesc is a version-control change event's operationDescription,
+// from key, value pairs of strings.
+func versionDesc(kv ...string) bsoncore.Document {
+	b := bsoncore.NewDocumentBuilder()
+	for i := 0; i+1 < len(kv); i += 2 {
+		b.AppendString(kv[i], kv[i+1])
+	}
+	return b.Build()
 }

@@ -43,6 +43,7 @@ func cmdDumboMerge(r *request) (bsoncore.Document, error) {
 		if err != nil {
 			return nil, err
 		}
+		d.EmitVersionEvent(branch, "dumboMerge", versionDesc("commitId", c.ID))
 		return bsoncore.NewDocumentBuilder().AppendString("commitId", c.ID).AppendDouble("ok", 1).Build(), nil
 	case mergeIn == "":
 		return nil, mongoerr.New(mongoerr.Code(40414), "BSON field '%s.mergeIn' is missing but a required field", r.name)
@@ -55,6 +56,9 @@ func cmdDumboMerge(r *request) (bsoncore.Document, error) {
 		opts.Message = "Merge " + mergeIn + " into " + branch
 	}
 	res, err := d.Merge(r.ctx, branch, theirs, opts)
+	if err == nil && !res.UpToDate {
+		d.EmitVersionEvent(branch, "dumboMerge", versionDesc("mergeIn", mergeIn, "commitId", res.Commit.ID))
+	}
 	return mergeReply(res, err)
 }
 
@@ -189,10 +193,15 @@ func applyCommit(r *request, revert bool) (bsoncore.Document, error) {
 		return nil, err
 	}
 	var res storage.MergeResult
+	how := "cherryPick"
 	if revert {
+		how = "revert"
 		res, err = d.Revert(r.ctx, branch, rev, opts)
 	} else {
 		res, err = d.CherryPick(r.ctx, branch, rev, opts)
+	}
+	if err == nil && !res.UpToDate {
+		d.EmitVersionEvent(branch, "dumboCommit", versionDesc("commitId", res.Commit.ID, how, commit))
 	}
 	return mergeReply(res, err)
 }

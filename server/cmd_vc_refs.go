@@ -37,6 +37,7 @@ func cmdDumboBranch(r *request) (bsoncore.Document, error) {
 		if err := d.DeleteBranch(r.ctx, name, r.currentBranch(), force); err != nil {
 			return nil, err
 		}
+		d.EmitVersionEvent("", "dumboBranchDelete", versionDesc("branch", name))
 		return bsoncore.NewDocumentBuilder().AppendString("deleted", name).AppendDouble("ok", 1).Build(), nil
 	}
 	if err := r.require(auth.VCWrite, r.db); err != nil {
@@ -50,6 +51,7 @@ func cmdDumboBranch(r *request) (bsoncore.Document, error) {
 	if err != nil {
 		return nil, err
 	}
+	d.EmitVersionEvent("", "dumboBranch", versionDesc("branch", name, "commitId", c.ID))
 	return bsoncore.NewDocumentBuilder().AppendString("branch", name).AppendString("commitId", c.ID).
 		AppendDouble("ok", 1).Build(), nil
 }
@@ -139,6 +141,11 @@ func cmdDumboReset(r *request) (bsoncore.Document, error) {
 	if err != nil {
 		return nil, err
 	}
+	mode := "soft"
+	if hard {
+		mode = "hard"
+	}
+	d.EmitVersionEvent(branch, "dumboReset", versionDesc("commitId", c.ID, "mode", mode))
 	return bsoncore.NewDocumentBuilder().AppendString("commitId", c.ID).AppendBoolean("hard", hard).
 		AppendDouble("ok", 1).Build(), nil
 }
@@ -170,6 +177,7 @@ func cmdDumboTag(r *request) (bsoncore.Document, error) {
 		if err := d.DeleteTag(r.ctx, name); err != nil {
 			return nil, err
 		}
+		d.EmitVersionEvent("", "dumboTagDelete", versionDesc("tag", name))
 		return bsoncore.NewDocumentBuilder().AppendString("deleted", name).AppendDouble("ok", 1).Build(), nil
 	}
 	if err := r.require(auth.VCWrite, r.db); err != nil {
@@ -186,6 +194,7 @@ func cmdDumboTag(r *request) (bsoncore.Document, error) {
 	if err != nil {
 		return nil, err
 	}
+	d.EmitVersionEvent("", "dumboTag", versionDesc("tag", tag.Name, "commitId", tag.Commit))
 	return bsoncore.NewDocumentBuilder().AppendString("name", tag.Name).AppendString("commitId", tag.Commit).
 		AppendDouble("ok", 1).Build(), nil
 }

@@ -102,6 +102,19 @@ func (r *cursorRegistry) add(where cursorPlace, ns string, src *peekSource, noTi
 	return c, nil
 }
 
+// countStreams counts the open change stream cursors.
+func (r *cursorRegistry) countStreams() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, c := range r.cursors {
+		if c.stream != nil {
+			n++
+		}
+	}
+	return n
+}
+
 func (r *cursorRegistry) get(id int64) *cursor {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -395,6 +395,20 @@ var runtimeParameters = map[string]struct {
 	"minSnapshotHistoryWindowInSeconds": {min: 0,
 		get: func(s *Server) int64 { return int64(s.engine.HistoryWindow() / time.Second) },
 		set: func(s *Server, n int64) { s.engine.SetHistoryWindow(time.Duration(n) * time.Second) }},
+	"changeStreamRetentionSeconds": {min: 1,
+		get: func(s *Server) int64 { d, _ := s.engine.Changes().Retention(); return int64(d / time.Second) },
+		set: func(s *Server, n int64) {
+			l := s.engine.Changes()
+			_, bytes := l.Retention()
+			l.SetRetention(time.Duration(n)*time.Second, bytes)
+		}},
+	"changeStreamRetentionMB": {min: 1,
+		get: func(s *Server) int64 { _, b := s.engine.Changes().Retention(); return b >> 20 },
+		set: func(s *Server, n int64) {
+			l := s.engine.Changes()
+			d, _ := l.Retention()
+			l.SetRetention(d, n<<20)
+		}},
 	"transactionLifetimeLimitSeconds": {min: 1,
 		get: func(s *Server) int64 { return s.txnLifetime.Load() / int64(time.Second) },
 		set: func(s *Server, n int64) { s.txnLifetime.Store(n * int64(time.Second)) }},

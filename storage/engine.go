@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -41,6 +42,10 @@ type Options struct {
 	// HistoryWindow is how long a branch keeps the states it published,
 	// for reads at a past time (history.go); 0 means DefaultHistoryWindow.
 	HistoryWindow time.Duration
+	// ChangeRetention and ChangeRetentionBytes bound what the change log
+	// keeps (docs/format/changes.md, "Retention"); 0 means the defaults.
+	ChangeRetention      time.Duration
+	ChangeRetentionBytes int64
 }
 
 // Defaults.
@@ -128,6 +133,7 @@ func Open(dir string, opts Options, log zerolog.Logger) (*Engine, error) {
 		e.closeAll()
 		return nil, err
 	}
+	e.changes.SetRetention(cmp.Or(opts.ChangeRetention, DefaultChangeRetention), cmp.Or(opts.ChangeRetentionBytes, DefaultChangeRetentionBytes))
 	if err := e.resolveDecisions(read); err != nil {
 		e.closeAll()
 		return nil, err

@@ -42,6 +42,8 @@ type serverFlags struct {
 	auth           bool
 	tls            server.TLSConfig
 	advertiseHost  string
+	changeSeconds  int
+	changeMB       int
 }
 
 func parseFlags(args []string, stderr io.Writer) (*serverFlags, error) {
@@ -79,6 +81,10 @@ func parseFlags(args []string, stderr io.Writer) (*serverFlags, error) {
 	fs.BoolVar(&o.tls.AllowConnectionsWithoutCertificates, "tlsAllowConnectionsWithoutCertificates", false, "with --tlsCAFile, also accept clients without a certificate")
 	fs.StringVar(&o.advertiseHost, "advertiseHost", "",
 		`host:port that hello names as this member, which clients connect to after discovering the set (default: the first --bind_ip and --port; "localhost" for 0.0.0.0)`)
+	fs.IntVar(&o.changeSeconds, "changeStreamRetentionSeconds", int(storage.DefaultChangeRetention/time.Second),
+		"seconds the change log keeps events for change streams to resume from (setParameter changes it while running)")
+	fs.IntVar(&o.changeMB, "changeStreamRetentionMB", storage.DefaultChangeRetentionBytes>>20,
+		"megabytes the change log keeps at most (setParameter changes it while running)")
 	fs.BoolVar(&o.testCmds, "enableTestCommands", false, "enable test-only commands (configureFailPoint), for driver test suites")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: dumbodb [options]\n\nA MongoDB-compatible document database with Git-style version control.\n\nOptions:\n")
@@ -95,8 +101,8 @@ func parseFlags(args []string, stderr io.Writer) (*serverFlags, error) {
 		fmt.Fprintln(stderr, "dumbodb:", err)
 		return nil, err
 	}
-	if o.inFlightMB < 1 || o.stallSeconds < 1 {
-		err := errors.New("--maxInFlightMB and --messageStallSeconds must be at least 1")
+	if o.inFlightMB < 1 || o.stallSeconds < 1 || o.changeSeconds < 1 || o.changeMB < 1 {
+		err := errors.New("--maxInFlightMB, --messageStallSeconds, --changeStreamRetentionSeconds and --changeStreamRetentionMB must be at least 1")
 		fmt.Fprintln(stderr, "dumbodb:", err)
 		return nil, err
 	}
@@ -145,11 +151,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 	ring := server.NewLogRing(1024)
 	log := newLogger(io.MultiWriter(stdout, ring))
 	engine, err := storage.Open(o.dataDir, storage.Options{
-		CacheBytes:          int64(o.cacheMB) << 20,
-		CheckpointInterval:  time.Duration(o.syncdelay) * time.Second,
-		Author:              o.author,
-		LargeDocThreshold:   largeDocOption(o.largeDoc),
-		IdleDatabaseTimeout: idleOption(o.idleDBSeconds),
+		CacheBytes:           int64(o.cacheMB) << 20,
+		CheckpointInterval:   time.Duration(o.syncdelay) * time.Second,
+		Author:               o.author,
+		LargeDocThreshold:    largeDocOption(o.largeDoc),
+		IdleDatabaseTimeout:  idleOption(o.idleDBSeconds),
+		ChangeRetention:      time.Duration(o.changeSeconds) * time.Second,
+		ChangeRetentionBytes: int64(o.changeMB) << 20,
 	}, log)
 	if err != nil {
 		log.Error().Str("c", "STORAGE").Err(err).Msg("cannot open the data directory")
