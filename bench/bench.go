@@ -10,24 +10,25 @@ import (
 
 // Groups in the order of issue 8; the report follows this order.
 const (
-	GroupFloor       = "Floor"
-	GroupReads       = "Single-document reads"
-	GroupInserts     = "Single-document inserts"
-	GroupUpdates     = "Single-document updates"
-	GroupFilters     = "Filters, count, distinct"
-	GroupJoins       = "Joins"
-	GroupDocUpdates  = "Updates inside documents"
-	GroupBulk        = "Bulk"
-	GroupConcurrency = "Concurrency"
-	GroupTxn         = "Transactions"
-	GroupImport      = "Import"
-	GroupVC          = "Version control"
-	GroupLargeDoc    = "Large documents"
+	GroupFloor         = "Floor"
+	GroupReads         = "Single-document reads"
+	GroupInserts       = "Single-document inserts"
+	GroupUpdates       = "Single-document updates"
+	GroupFilters       = "Filters, count, distinct"
+	GroupJoins         = "Joins"
+	GroupDocUpdates    = "Updates inside documents"
+	GroupBulk          = "Bulk"
+	GroupConcurrency   = "Concurrency"
+	GroupTxn           = "Transactions"
+	GroupImport        = "Import"
+	GroupVC            = "Version control"
+	GroupLargeDoc      = "Large documents"
+	GroupChangeStreams = "Change streams"
 )
 
 // GroupOrder lists every group in report order.
 var GroupOrder = []string{GroupFloor, GroupReads, GroupInserts, GroupUpdates, GroupFilters,
-	GroupJoins, GroupDocUpdates, GroupBulk, GroupConcurrency, GroupTxn, GroupImport, GroupVC, GroupLargeDoc}
+	GroupJoins, GroupDocUpdates, GroupBulk, GroupConcurrency, GroupTxn, GroupImport, GroupVC, GroupLargeDoc, GroupChangeStreams}
 
 // Target is a server under test, reached at a mongodb:// URL.
 type Target struct {

@@ -6,7 +6,7 @@ func All(cfg *Config) []Benchmark {
 	for _, part := range [][]Benchmark{
 		floorBenchmarks(), crudBenchmarks(), queryBenchmarks(), joinBenchmarks(),
 		docUpdateBenchmarks(), bulkBenchmarks(cfg.Import), txnBenchmarks(), vcBenchmarks(),
-		largeDocBenchmarks(cfg),
+		largeDocBenchmarks(cfg), changeStreamBenchmarks(),
 	} {
 		bs = append(bs, part...)
 	}

@@ -19,7 +19,7 @@ import (
 // Order-Status 4, Delivery 4, Stock-Level 4). An order's _id is
 // dist<<32 | o_id, so one district's orders are one _id range.
 const (
-	tpccDistricts = 10 // per warehouse
+	tpccDistricts = 10   // per warehouse
 	tpccCustomers = 3000 // per district
 	tpccItems     = 100000
 	// Stock-Level looks at the items of the district's last 20 orders.

@@ -37,6 +37,14 @@
 // engine clock's time (history.go), for reads at a past time and for
 // transactions that read every database at one point in time.
 //
+// Change events: a Tx notes each change it makes with the documents before
+// and after it; once the write's log record is durable, the events are
+// appended to the engine's change log (changes.go, changes_capture.go,
+// docs/format/changes.md), which change streams read. Recovery rebuilds
+// the events the change log lacks from the write-ahead log, so they are
+// durable with their writes; version-control operations append the
+// document events their state change causes.
+//
 // Version control runs on Dolt's commits and datasets, in the vc*.go
 // files: commits, branches, tags and reset (vc.go, which also holds
 // lockedBranch, the checkpoint under the branch's writer lock each
@@ -50,8 +58,9 @@
 // reaches, and the states kept by time too.
 //
 // The byte layouts of what this package writes are in docs/format/root.md,
-// docs/format/wal.md, docs/format/retry.md, docs/format/txnlog.md and
-// docs/format/doctree.md; the design in docs/design/durability.md,
-// docs/design/transactions.md and docs/design/version-control.md. Only this
+// docs/format/wal.md, docs/format/retry.md, docs/format/txnlog.md,
+// docs/format/changes.md and docs/format/doctree.md; the design in
+// docs/design/durability.md, docs/design/transactions.md,
+// docs/design/change-streams.md and docs/design/version-control.md. Only this
 // package imports Dolt.
 package storage
