@@ -190,12 +190,21 @@ func startChangeStream(r *request, a *aggregateArgs, stages []bsoncore.Document,
 	if err := cs.open(); err != nil {
 		return nil, err
 	}
-	if batchSize == batchSizeAbsent {
+	var docs []bsoncore.Document
+	switch batchSize {
+	case 0: // an empty first batch, positioned where the stream starts
+		cs.last = resumeToken{at: r.c.s.clock.now(), seq: cs.reader.Seq(), kind: tokenHighWater}.doc()
+		if cs.skipSeq != 0 {
+			cs.last = cs.startToken()
+		}
+	case batchSizeAbsent:
 		batchSize = defaultFirstBatch
 	}
-	docs, err := cs.nextEvents(r.ctx, batchSize)
-	if err != nil {
-		return nil, err
+	if batchSize != 0 {
+		var err error
+		if docs, err = cs.nextEvents(r.ctx, batchSize); err != nil {
+			return nil, labelStreamError(prefixed("Executor error during aggregate command on namespace: "+r.ns(a.coll)+" :: caused by :: ", err))
+		}
 	}
 	ns := r.ns(a.coll)
 	if a.collectionless {
@@ -315,6 +324,15 @@ func (cs *changeStream) open() error {
 	}
 	cs.reader = r
 	return nil
+}
+
+// startToken is the token a stream resumed from an event starts at: that
+// event's, which resumes after it again.
+func (cs *changeStream) startToken() bsoncore.Document {
+	if cs.args.startAfter != nil {
+		return cs.args.startAfter.doc()
+	}
+	return cs.args.resumeAfter.doc()
 }
 
 // resumeAt is where a token says to go on.

@@ -63,10 +63,10 @@ func (s *Server) serverParameters() map[string]func(*bsoncore.DocumentBuilder, s
 			b.AppendInt32(k, int32(s.txnLifetime.Load()/int64(time.Second)))
 		},
 		"changeStreamRetentionSeconds": func(b *bsoncore.DocumentBuilder, k string) {
-			b.AppendInt64(k, runtimeParameters[k].get(s))
+			b.AppendInt64(k, runtimeParameters["changeStreamRetentionSeconds"].get(s))
 		},
 		"changeStreamRetentionMB": func(b *bsoncore.DocumentBuilder, k string) {
-			b.AppendInt64(k, runtimeParameters[k].get(s))
+			b.AppendInt64(k, runtimeParameters["changeStreamRetentionMB"].get(s))
 		},
 		"minSnapshotHistoryWindowInSeconds": func(b *bsoncore.DocumentBuilder, k string) {
 			b.AppendInt32(k, int32(s.engine.HistoryWindow()/time.Second))
