@@ -72,8 +72,8 @@ func decodeEvent(t *testing.T, cs *mongo.ChangeStream) streamEvent {
 	if err := bson.Unmarshal(cs.Current, &ev); err != nil {
 		t.Errorf("decoding change event %v: %v", cs.Current, err)
 	}
-	if t, i, ok := cs.Current.Lookup("clusterTime").TimestampOK(); ok {
-		ev.At = bson.Timestamp{T: t, I: i}
+	if sec, inc, ok := cs.Current.Lookup("clusterTime").TimestampOK(); ok {
+		ev.At = bson.Timestamp{T: sec, I: inc}
 	}
 	return ev
 }
@@ -95,9 +95,11 @@ type written struct {
 
 // TestChangeStreamResumeAfterKill9: a writer inserts {_id: i} one at a
 // time with w: majority while a consumer watches the collection. The
-// server is killed with SIGKILL mid-stream twice and restarted on the same
-// data directory; the consumer resumes each time with resumeAfter its last
-// event's token, the writer goes on with the next _id. In the end the
+// server is killed with SIGKILL mid-stream twice (the consumer caught up
+// the first time, far behind the second) and restarted on the same data
+// directory; the consumer resumes each time with resumeAfter its last
+// event's token, the writer goes on with the next _id (the write whose
+// answer the kill cut off is not retried). In the end the
 // consumer has seen exactly the documents the collection holds, in
 // insertion order, none twice, every acknowledged write among them.
 func TestChangeStreamResumeAfterKill9(t *testing.T) {
@@ -600,9 +602,9 @@ const show = v => EJSON.stringify(v, { relaxed: false });
     catch (e) { if (e.codeName !== "NothingToCommit") throw e; }
   }
 
-  let writes = 0;
+  let writes = 0, merging = true;
   async function writer(w) {
-    for (let i = 0; i < OPS; i++) {
+    for (let i = 0; i < OPS || merging; i++) { // at least OPS, and on while the merges go on
       const _id = "k" + rnd(KEYS), op = rnd(8);
       await onMain(async () => {
         try {
@@ -646,7 +648,7 @@ const show = v => EJSON.stringify(v, { relaxed: false });
   }
   async function merger() {
     for (let r = 1; r <= ROUNDS; r++) {
-      await sleep(rnd(300));
+      await sleep(100 + rnd(300));
       if (r % 2 === 1) {
         await onBranch(r);
         await sleep(rnd(300));
@@ -657,7 +659,7 @@ const show = v => EJSON.stringify(v, { relaxed: false });
     }
   }
 
-  const work = [merger()];
+  const work = [merger().finally(() => { merging = false; })];
   for (let w = 0; w < WRITERS; w++) work.push(writer(w));
   await Promise.all(work);
   await coll.insertOne({ _id: "sentinel" });
@@ -674,6 +676,7 @@ const show = v => EJSON.stringify(v, { relaxed: false });
   const ids = new Set(docs.map(d => d._id));
   for (const [id, d] of mirror) if (!ids.has(id)) bad.push("in the copy, not on main: " + show(d));
   const merged = docs.filter(d => typeof d._id === "string" && d._id.startsWith("b")).length;
+  if (!merges.includes("3way") || !merges.includes("ff")) bad.push("not both kinds of merge: " + show(merges));
   if (merged === 0 || mergedEvents === 0) bad.push("no merged documents on main (" + merged + ") or no events of them (" + mergedEvents + ")");
   const summary = docs.length + " docs, " + writes + " writes, " + events + " events " + show(ops) + ", " +
     mergedEvents + " from merges " + show(merges) + ", " + merged + " merged docs";
