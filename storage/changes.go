@@ -273,7 +273,7 @@ func (l *ChangeLog) append(entries []ChangeEntry) error {
 		e := &entries[i]
 		e.Seq = l.next
 		rec := encodeChangeRecord(*e)
-		if l.needsRotation(int64(len(buf) + len(rec))) {
+		if l.needsRotation(int64(len(buf)), int64(len(rec))) {
 			if err := l.writeActive(buf); err != nil {
 				return err
 			}
@@ -309,14 +309,14 @@ func encodeChangeRecord(e ChangeEntry) []byte {
 	return rec
 }
 
-// needsRotation reports whether n more bytes need a new segment. Called
-// with l.mu held.
-func (l *ChangeLog) needsRotation(n int64) bool {
+// needsRotation reports whether n more bytes, after buffered bytes not
+// yet written, need a new segment. Called with l.mu held.
+func (l *ChangeLog) needsRotation(buffered, n int64) bool {
 	if len(l.segs) == 0 {
 		return true
 	}
-	seg := l.segs[len(l.segs)-1]
-	return seg.size > changeHeaderSize && seg.size+n > l.segSize
+	used := l.segs[len(l.segs)-1].size + buffered
+	return used > changeHeaderSize && used+n > l.segSize
 }
 
 // writeActive writes buf at the end of the active segment.
