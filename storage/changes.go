@@ -196,7 +196,13 @@ func (l *ChangeLog) scanSegment(seg *changeSeg, last bool) error {
 		return err
 	}
 	if len(data) < changeHeaderSize || string(data[:8]) != changeMagic {
-		return fmt.Errorf("change log: segment %s has no valid header", seg.f.Name())
+		if !last || len(data) >= changeHeaderSize {
+			return fmt.Errorf("change log: segment %s has no valid header", seg.f.Name())
+		}
+		// Started just before a crash, its header never reached the
+		// disk: it is empty, and starts again.
+		l.next = seg.first
+		return writeChangeHeader(seg)
 	}
 	off, seq := int64(changeHeaderSize), seg.first
 	for {
@@ -345,15 +351,28 @@ func (l *ChangeLog) rotate(first uint64) error {
 	if err != nil {
 		return fmt.Errorf("change log: %w", err)
 	}
+	seg := &changeSeg{first: first, f: f}
+	if err := writeChangeHeader(seg); err != nil {
+		f.Close()
+		return err
+	}
+	l.segs = append(l.segs, seg)
+	l.trimLocked(time.Now())
+	return nil
+}
+
+// writeChangeHeader makes seg an empty segment: its header alone.
+func writeChangeHeader(seg *changeSeg) error {
 	var h [changeHeaderSize]byte
 	copy(h[:], changeMagic)
 	binary.LittleEndian.PutUint32(h[8:], 1)
-	if _, err := f.WriteAt(h[:], 0); err != nil {
-		f.Close()
+	if err := seg.f.Truncate(0); err != nil {
 		return fmt.Errorf("change log: %w", err)
 	}
-	l.segs = append(l.segs, &changeSeg{first: first, f: f, size: changeHeaderSize})
-	l.trimLocked(time.Now())
+	if _, err := seg.f.WriteAt(h[:], 0); err != nil {
+		return fmt.Errorf("change log: %w", err)
+	}
+	seg.size = changeHeaderSize
 	return nil
 }
 
