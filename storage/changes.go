@@ -176,6 +176,8 @@ func (l *ChangeLog) openSegments() error {
 	if l.next <= l.syncedSeq && len(l.segs) == 0 {
 		l.next = l.syncedSeq // the log's segments all expired
 	}
+	// The mark does not cover the entries after it yet.
+	l.dirty = len(l.segs) > 0 && l.syncedSeq < l.next
 	return nil
 }
 
@@ -380,6 +382,10 @@ func writeChangeHeader(seg *changeSeg) error {
 func (l *ChangeLog) Sync() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	return l.syncLocked()
+}
+
+func (l *ChangeLog) syncLocked() error {
 	if !l.dirty {
 		return nil
 	}
@@ -440,6 +446,12 @@ func (l *ChangeLog) trimLocked(now time.Time) {
 	for len(l.segs) > 1 {
 		old := l.segs[0]
 		if total <= limit && now.Sub(old.lastWall) <= window {
+			break
+		}
+		// After a crash, the entries from the sync mark on tell which
+		// records' entries the log holds: the mark must cover these
+		// before they go.
+		if l.segs[1].first > l.syncedSeq && l.syncLocked() != nil {
 			break
 		}
 		old.f.Close()
