@@ -176,6 +176,8 @@ func (l *ChangeLog) openSegments() error {
 	if l.next <= l.syncedSeq && len(l.segs) == 0 {
 		l.next = l.syncedSeq // the log's segments all expired
 	}
+	// The mark does not cover the entries after it yet.
+	l.dirty = len(l.segs) > 0 && l.syncedSeq < l.next
 	return nil
 }
 
@@ -196,7 +198,13 @@ func (l *ChangeLog) scanSegment(seg *changeSeg, last bool) error {
 		return err
 	}
 	if len(data) < changeHeaderSize || string(data[:8]) != changeMagic {
-		return fmt.Errorf("change log: segment %s has no valid header", seg.f.Name())
+		if !last || len(data) >= changeHeaderSize {
+			return fmt.Errorf("change log: segment %s has no valid header", seg.f.Name())
+		}
+		// Started just before a crash, its header never reached the
+		// disk: it is empty, and starts again.
+		l.next = seg.first
+		return writeChangeHeader(seg)
 	}
 	off, seq := int64(changeHeaderSize), seg.first
 	for {
@@ -273,7 +281,7 @@ func (l *ChangeLog) append(entries []ChangeEntry) error {
 		e := &entries[i]
 		e.Seq = l.next
 		rec := encodeChangeRecord(*e)
-		if l.needsRotation(int64(len(buf) + len(rec))) {
+		if l.needsRotation(int64(len(buf)), int64(len(rec))) {
 			if err := l.writeActive(buf); err != nil {
 				return err
 			}
@@ -309,14 +317,14 @@ func encodeChangeRecord(e ChangeEntry) []byte {
 	return rec
 }
 
-// needsRotation reports whether n more bytes need a new segment. Called
-// with l.mu held.
-func (l *ChangeLog) needsRotation(n int64) bool {
+// needsRotation reports whether n more bytes, after buffered bytes not
+// yet written, need a new segment. Called with l.mu held.
+func (l *ChangeLog) needsRotation(buffered, n int64) bool {
 	if len(l.segs) == 0 {
 		return true
 	}
-	seg := l.segs[len(l.segs)-1]
-	return seg.size > changeHeaderSize && seg.size+n > l.segSize
+	used := l.segs[len(l.segs)-1].size + buffered
+	return used > changeHeaderSize && used+n > l.segSize
 }
 
 // writeActive writes buf at the end of the active segment.
@@ -345,15 +353,28 @@ func (l *ChangeLog) rotate(first uint64) error {
 	if err != nil {
 		return fmt.Errorf("change log: %w", err)
 	}
+	seg := &changeSeg{first: first, f: f}
+	if err := writeChangeHeader(seg); err != nil {
+		f.Close()
+		return err
+	}
+	l.segs = append(l.segs, seg)
+	l.trimLocked(time.Now())
+	return nil
+}
+
+// writeChangeHeader makes seg an empty segment: its header alone.
+func writeChangeHeader(seg *changeSeg) error {
 	var h [changeHeaderSize]byte
 	copy(h[:], changeMagic)
 	binary.LittleEndian.PutUint32(h[8:], 1)
-	if _, err := f.WriteAt(h[:], 0); err != nil {
-		f.Close()
+	if err := seg.f.Truncate(0); err != nil {
 		return fmt.Errorf("change log: %w", err)
 	}
-	l.segs = append(l.segs, &changeSeg{first: first, f: f, size: changeHeaderSize})
-	l.trimLocked(time.Now())
+	if _, err := seg.f.WriteAt(h[:], 0); err != nil {
+		return fmt.Errorf("change log: %w", err)
+	}
+	seg.size = changeHeaderSize
 	return nil
 }
 
@@ -361,6 +382,10 @@ func (l *ChangeLog) rotate(first uint64) error {
 func (l *ChangeLog) Sync() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	return l.syncLocked()
+}
+
+func (l *ChangeLog) syncLocked() error {
 	if !l.dirty {
 		return nil
 	}
@@ -421,6 +446,12 @@ func (l *ChangeLog) trimLocked(now time.Time) {
 	for len(l.segs) > 1 {
 		old := l.segs[0]
 		if total <= limit && now.Sub(old.lastWall) <= window {
+			break
+		}
+		// After a crash, the entries from the sync mark on tell which
+		// records' entries the log holds: the mark must cover these
+		// before they go.
+		if l.segs[1].first > l.syncedSeq && l.syncLocked() != nil {
 			break
 		}
 		old.f.Close()
