@@ -2,6 +2,7 @@ package storage
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"slices"
 	"strconv"
@@ -19,10 +20,24 @@ import (
 // collection keeps none) and appended to the change log.
 
 // changeQueue holds a database's entries whose log records are not yet
-// durable, in LSN order.
+// durable or whose writers have not published them yet, in LSN order.
+// A record that may carry events reserves its place when it is appended
+// to the log (appendRecord), so that an entry never reaches the change
+// log before one of a lower LSN: recovery rebuilds only what lies above
+// a database's highest logged LSN.
 type changeQueue struct {
 	mu      sync.Mutex
-	pending []ChangeEntry
+	pending []queuedEntry
+	// flushMu keeps flushes of one database in order while they write
+	// the change log without holding mu (writers reserve under mu).
+	flushMu sync.Mutex
+}
+
+// queuedEntry is an entry, or the place reserved for one (reserved:
+// its writer has not published it yet).
+type queuedEntry struct {
+	ChangeEntry
+	reserved bool
 }
 
 // noteDoc records a document change. old is nil for an insert, doc nil
@@ -125,18 +140,50 @@ func keepsImages(info CollectionInfo) bool {
 // queueChanges adds the entry of a published transaction whose record is
 // lsn (it may not be durable yet).
 func (d *Database) queueChanges(b *branch, lsn, at uint64, tx *Tx) {
-	if len(tx.events) == 0 {
-		return
-	}
-	e := ChangeEntry{At: at, Wall: time.Now(), DB: d.name, Branch: b.name, LSN: lsn, Events: tx.events, Txn: txnOf(tx.retry)}
+	d.queueEntry(ChangeEntry{At: at, Wall: time.Now(), DB: d.name, Branch: b.name, LSN: lsn,
+		Events: tx.events, Txn: txnOf(tx.retry)})
+}
+
+// queueEntry fills the place reserved for e.LSN (an entry without events
+// just frees it), or, during replay, adds e in LSN order.
+func (d *Database) queueEntry(e ChangeEntry) {
 	q := &d.changes
 	q.mu.Lock()
-	i := len(q.pending)
-	for i > 0 && q.pending[i-1].LSN > lsn {
-		i-- // branches publish in their own order; the log keeps LSN order
+	defer q.mu.Unlock()
+	i, found := slices.BinarySearchFunc(q.pending, e.LSN, func(x queuedEntry, lsn uint64) int { return cmp.Compare(x.LSN, lsn) })
+	switch {
+	case found && len(e.Events) == 0:
+		q.pending = slices.Delete(q.pending, i, i+1)
+	case found:
+		q.pending[i] = queuedEntry{ChangeEntry: e}
+	case len(e.Events) > 0:
+		q.pending = slices.Insert(q.pending, i, queuedEntry{ChangeEntry: e})
 	}
-	q.pending = slices.Insert(q.pending, i, e)
-	q.mu.Unlock()
+}
+
+// appendRecord appends a log record that may carry change events and
+// reserves its entry's place in the queue, atomically with the append.
+func (d *Database) appendRecord(payload []byte) (uint64, error) {
+	if d.engine.changes == nil {
+		return d.wl.Append(payload)
+	}
+	q := &d.changes
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	lsn, err := d.wl.Append(payload)
+	if err == nil {
+		q.pending = append(q.pending, queuedEntry{ChangeEntry: ChangeEntry{LSN: lsn}, reserved: true})
+	}
+	return lsn, err
+}
+
+// cancelReserved frees the place of a record whose write will never be
+// published (a transaction over several databases that did not commit).
+func (d *Database) cancelReserved(lsn uint64) {
+	q := &d.changes
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.pending = slices.DeleteFunc(q.pending, func(e queuedEntry) bool { return e.reserved && e.LSN == lsn })
 }
 
 // txnOf names the transaction of a commit's record (its outcomes hold
@@ -155,19 +202,24 @@ func (d *Database) flushChanges() {
 	if l == nil || wl == nil {
 		return
 	}
-	durable := wl.Durable()
 	q := &d.changes
+	q.flushMu.Lock()
+	defer q.flushMu.Unlock()
+	durable := wl.Durable()
 	q.mu.Lock()
-	defer q.mu.Unlock()
 	n := 0
-	for n < len(q.pending) && q.pending[n].LSN <= durable {
+	for n < len(q.pending) && q.pending[n].LSN <= durable && !q.pending[n].reserved {
 		n++
 	}
+	ready := make([]ChangeEntry, n)
+	for i := range ready {
+		ready[i] = q.pending[i].ChangeEntry
+	}
+	q.pending = slices.Delete(q.pending, 0, n)
+	q.mu.Unlock()
 	if n == 0 {
 		return
 	}
-	ready := slices.Clone(q.pending[:n])
-	q.pending = slices.Delete(q.pending, 0, n)
 	for i := range ready {
 		finishEvents(ready[i].Events)
 	}
@@ -181,7 +233,7 @@ func (d *Database) dropLostChanges(durable uint64) {
 	q := &d.changes
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	q.pending = slices.DeleteFunc(q.pending, func(e ChangeEntry) bool { return e.LSN > durable })
+	q.pending = slices.DeleteFunc(q.pending, func(e queuedEntry) bool { return e.LSN > durable })
 }
 
 // syncChanges makes the change log durable up to every durable record of

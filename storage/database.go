@@ -339,8 +339,8 @@ func (d *Database) apply(ctx context.Context, lsn uint64, rec logRecord) error {
 		return err
 	}
 	b.setDurable(tx.publish(lsn))
-	tx.retry = rec.retry
-	d.queueChanges(b, lsn, rec.at, tx)
+	d.queueEntry(ChangeEntry{At: rec.at, Wall: time.Unix(int64(rec.at>>32), 0), DB: d.name, Branch: b.name, LSN: lsn,
+		Events: tx.events, Txn: txnOf(rec.retry)})
 	return nil
 }
 
@@ -608,7 +608,6 @@ func (d *Database) recoverFromLogFailure() {
 	}
 	durableLSN := d.wl.Durable()
 	d.retries.rollBack(durableLSN)
-	d.dropLostChanges(durableLSN)
 	for _, b := range d.branchList() {
 		d.withWriteLock(b, func() error {
 			dropped := b.rollBack(durableLSN)
@@ -616,6 +615,9 @@ func (d *Database) recoverFromLogFailure() {
 			return nil
 		})
 	}
+	// After every branch's lock: no writer of a lost record is still
+	// between its append and its entry.
+	d.dropLostChanges(durableLSN)
 	d.wl.Resume()
 }
 
@@ -662,7 +664,7 @@ func (d *Database) commitLocked(ctx context.Context, b *branch, fn func(tx *Tx) 
 func (d *Database) logAndPublish(ctx context.Context, b *branch, cur *rootState, tx *Tx) (uint64, error) {
 	d.engine.panics.at("write.log")
 	at, _ := d.engine.now()
-	lsn, err := d.wl.Append(encodeRecord(b.name, tx.ops, tx.retry, at))
+	lsn, err := d.appendRecord(encodeRecord(b.name, tx.ops, tx.retry, at))
 	if err != nil {
 		return 0, err
 	}

@@ -95,6 +95,13 @@ func commitLockedParts(ctx context.Context, parts []*commitPart) (decided bool, 
 		p.t.b.writeMu.Lock()
 		defer p.t.b.writeMu.Unlock()
 	}
+	defer func() { // also on a panic: a reserved place would hold back the database's events
+		for _, p := range parts {
+			if !decided && p.prepared != 0 {
+				p.t.d.cancelReserved(p.prepared)
+			}
+		}
+	}()
 	for _, p := range parts {
 		if p.tx, err = p.t.changesOnCurrent(ctx); err != nil {
 			return false, err
@@ -140,7 +147,7 @@ func prepareParts(parts []*commitPart, id txnID) error {
 	for _, p := range parts {
 		p.at, _ = p.t.d.engine.now()
 		rec := encodeMarkedRecord(p.t.b.name, p.tx.ops, p.tx.retry, p.at, markPrepared, id)
-		if p.prepared, p.logErr = p.t.d.wl.Append(rec); p.logErr != nil {
+		if p.prepared, p.logErr = p.t.d.appendRecord(rec); p.logErr != nil {
 			return p.logErr
 		}
 	}
