@@ -145,6 +145,7 @@ func (d *Database) applyThreeWay(ctx context.Context, b *branch, base *rootState
 		if err != nil {
 			return err
 		}
+		d.logStateChange(ctx, b, ours, b.state.Load())
 		res.Commit, err = d.describe(ctx, c, nil)
 		return err
 	}
