@@ -141,11 +141,13 @@ type changeStream struct {
 	post   *query.Pipeline // the stages after $changeStream (nil: none)
 	reader *storage.ChangeReader
 	// skipSeq and skipIdx: a resume within an entry skips its events up
-	// to and including skipIdx.
-	skipSeq uint64
-	skipIdx int64
-	ready   []streamEvent // events produced but not yet returned
-	last    bsoncore.Document
+	// to and including skipIdx; skipKind is the kind of token it resumed
+	// from.
+	skipSeq  uint64
+	skipIdx  int64
+	skipKind byte
+	ready    []streamEvent // events produced but not yet returned
+	last     bsoncore.Document
 	// invalidated: the stream returned its invalidate event; done: and
 	// nothing more will come.
 	invalidated bool
@@ -320,7 +322,7 @@ func (cs *changeStream) open() error {
 // resumeAt is where a token says to go on.
 func (cs *changeStream) resumeAt(t resumeToken) uint64 {
 	if t.kind != tokenHighWater {
-		cs.skipSeq, cs.skipIdx = t.seq, int64(t.idx)
+		cs.skipSeq, cs.skipIdx, cs.skipKind = t.seq, int64(t.idx), t.kind
 	}
 	return t.seq
 }
@@ -380,6 +382,12 @@ func (cs *changeStream) fill(ctx context.Context) (bool, error) {
 	}
 	for i, ev := range e.Events {
 		if e.Seq == cs.skipSeq && int64(i) <= cs.skipIdx {
+			if int64(i) == cs.skipIdx && cs.skipKind == tokenEvent && cs.shows(ev) && cs.invalidates(ev) {
+				// Resumed after the invalidating event itself: its
+				// invalidate is still to come, as mongod's is.
+				cs.queueInvalidate(e, i)
+				break
+			}
 			continue
 		}
 		if err := cs.produce(ctx, e, i, ev); err != nil {
@@ -418,15 +426,20 @@ func (cs *changeStream) produce(ctx context.Context, e storage.ChangeEntry, i in
 		return err
 	}
 	if cs.invalidates(ev) {
-		token.kind = tokenInvalidate
 		if cs.args.startAfter != nil && cs.args.startAfter.kind == tokenInvalidate && cs.args.startAfter.seq == e.Seq &&
 			cs.args.startAfter.idx == uint32(i) {
 			return nil // started after this very invalidate
 		}
-		cs.ready = append(cs.ready, streamEvent{doc: invalidateDoc(token, e), token: token.doc()})
-		cs.invalidated = true
+		cs.queueInvalidate(e, i)
 	}
 	return nil
+}
+
+// queueInvalidate queues the invalidate that event i of e causes.
+func (cs *changeStream) queueInvalidate(e storage.ChangeEntry, i int) {
+	token := resumeToken{at: stampTime(e.At), seq: e.Seq, idx: uint32(i), kind: tokenInvalidate}
+	cs.ready = append(cs.ready, streamEvent{doc: invalidateDoc(token, e), token: token.doc()})
+	cs.invalidated = true
 }
 
 // emit runs the stream's own stages on an event.
