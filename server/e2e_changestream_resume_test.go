@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -98,8 +99,8 @@ func TestChangeStreamStartAfterInvalidate(t *testing.T) {
 }
 
 // TestChangeStreamStartAtOperationTime: startAtOperationTime at a write's
-// operationTime (from its session) includes that write and what follows,
-// not what came before.
+// or a transaction commit's operationTime (from its session) includes
+// that write and what follows, not what came before.
 func TestChangeStreamStartAtOperationTime(t *testing.T) {
 	c := startServer(t).client()
 	coll := c.Database("shop").Collection("items")
@@ -127,6 +128,23 @@ func TestChangeStreamStartAtOperationTime(t *testing.T) {
 	if ct, _ := evs[0]["clusterTime"].(bson.Timestamp); ct != *at {
 		t.Fatalf("the write's event has clusterTime %v, its operationTime was %v", evs[0]["clusterTime"], *at)
 	}
+	csNone(t, cs)
+
+	// Likewise a transaction's commit.
+	if _, err := sess.WithTransaction(ctx, func(sc context.Context) (any, error) {
+		if _, err := coll.InsertOne(sc, bson.M{"_id": 3}); err != nil {
+			return nil, err
+		}
+		return coll.DeleteOne(sc, bson.M{"_id": 1})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	at = sess.OperationTime()
+	if _, err := coll.InsertOne(ctx, bson.M{"_id": 4}); err != nil {
+		t.Fatal(err)
+	}
+	cs = csWatch(t, coll, nil, options.ChangeStream().SetStartAtOperationTime(at))
+	wantOps(t, csEvents(t, cs, 3), [2]any{"insert", int32(3)}, [2]any{"delete", int32(1)}, [2]any{"insert", int32(4)})
 	csNone(t, cs)
 }
 
