@@ -363,9 +363,21 @@ func (cs *changeStream) nextEvents(ctx context.Context, n int) ([]bsoncore.Docum
 		cs.last = ev.token
 	}
 	if !cs.invalidated {
-		cs.last = resumeToken{at: cs.s.clock.now(), seq: cs.reader.Seq(), kind: tokenHighWater}.doc()
+		cs.last = resumeToken{at: highWaterTime(cs.s.clock.now(), time.Now()), seq: cs.reader.Seq(), kind: tokenHighWater}.doc()
 	}
 	return docs, nil
+}
+
+// highWaterTime is the time of a postBatchResumeToken at the end of the
+// log: the cluster time, or the wall clock's second when that is later,
+// so that an idle stream's token moves on as mongod's does with the
+// periodic no-op writes of an idle replica set. A write in that second
+// still gets a later time (increment 1 and up).
+func highWaterTime(now clusterTime, wall time.Time) clusterTime {
+	if s := uint32(wall.Unix()); s > now.t {
+		return clusterTime{t: s}
+	}
+	return now
 }
 
 // fill reads the next entry into cs.ready; false at the end of the log.
