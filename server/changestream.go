@@ -158,6 +158,7 @@ type changeStream struct {
 type streamEvent struct {
 	doc   bsoncore.Document
 	token bsoncore.Document
+	seq   uint64 // its entry's sequence number
 }
 
 // Next satisfies docSource for the cursor registry; batches are read by
@@ -342,6 +343,7 @@ func (cs *changeStream) nextEvents(ctx context.Context, n int) ([]bsoncore.Docum
 	defer func() { cs.snaps = nil }()
 	var docs []bsoncore.Document
 	size := 0
+	var lastSeq uint64
 	for !cs.invalidated || len(cs.ready) > 0 {
 		if len(cs.ready) == 0 {
 			more, err := cs.fill(ctx)
@@ -360,9 +362,12 @@ func (cs *changeStream) nextEvents(ctx context.Context, n int) ([]bsoncore.Docum
 		cs.ready = cs.ready[1:]
 		docs = append(docs, ev.doc)
 		size += len(ev.doc)
-		cs.last = ev.token
+		cs.last, lastSeq = ev.token, ev.seq
 	}
-	if !cs.invalidated {
+	// After a batch whose last event is of the newest entry read, the
+	// token is that event's, as mongod's is when the event is the newest
+	// in its oplog; else the position reached.
+	if !cs.invalidated && (len(docs) == 0 || cs.reader.Seq() != lastSeq+1) {
 		cs.last = resumeToken{at: highWaterTime(cs.s.clock.now(), time.Now()), seq: cs.reader.Seq(), kind: tokenHighWater}.doc()
 	}
 	return docs, nil
@@ -434,7 +439,7 @@ func (cs *changeStream) produce(ctx context.Context, e storage.ChangeEntry, i in
 	if err != nil {
 		return err
 	}
-	if err := cs.emit(doc, token.doc()); err != nil {
+	if err := cs.emit(doc, token.doc(), e.Seq); err != nil {
 		return err
 	}
 	if cs.invalidates(ev) {
@@ -450,14 +455,14 @@ func (cs *changeStream) produce(ctx context.Context, e storage.ChangeEntry, i in
 // queueInvalidate queues the invalidate that event i of e causes.
 func (cs *changeStream) queueInvalidate(e storage.ChangeEntry, i int) {
 	token := resumeToken{at: stampTime(e.At), seq: e.Seq, idx: uint32(i), kind: tokenInvalidate}
-	cs.ready = append(cs.ready, streamEvent{doc: invalidateDoc(token, e), token: token.doc()})
+	cs.ready = append(cs.ready, streamEvent{doc: invalidateDoc(token, e), token: token.doc(), seq: e.Seq})
 	cs.invalidated = true
 }
 
 // emit runs the stream's own stages on an event.
-func (cs *changeStream) emit(doc, token bsoncore.Document) error {
+func (cs *changeStream) emit(doc, token bsoncore.Document, seq uint64) error {
 	if cs.post == nil {
-		cs.ready = append(cs.ready, streamEvent{doc: doc, token: token})
+		cs.ready = append(cs.ready, streamEvent{doc: doc, token: token, seq: seq})
 		return nil
 	}
 	out, err := query.Drain(context.Background(), cs.post.Run(query.NewSliceStream([]bsoncore.Document{doc})))
@@ -474,7 +479,7 @@ func (cs *changeStream) emit(doc, token bsoncore.Document) error {
 			return mongoerr.New(mongoerr.ChangeStreamFatalError, "Encountered an event whose _id field, which contains the resume token, was modified by the pipeline. Modifying the _id field of an event makes it impossible to resume the stream from that point. Only transformations that retain the unmodified _id field are allowed. Expected: %s but found: %s",
 				value.Format(docValue(bsoncore.NewDocumentBuilder().AppendDocument("_id", token).Build())), value.Format(docValue(found.Build())))
 		}
-		cs.ready = append(cs.ready, streamEvent{doc: d, token: token})
+		cs.ready = append(cs.ready, streamEvent{doc: d, token: token, seq: seq})
 	}
 	return nil
 }
