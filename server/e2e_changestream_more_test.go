@@ -271,7 +271,8 @@ func TestChangeStreamFullDocumentPostImages(t *testing.T) {
 
 // TestChangeStreamImagesByCollMod: collMod changeStreamPreAndPostImages
 // turns images on from then on: an update before it has none, one after
-// it has both, and turning them off stops them again.
+// it has both (whenAvailable and required), and turning them off stops
+// them again (required then fails with 47).
 func TestChangeStreamImagesByCollMod(t *testing.T) {
 	db, coll := startCollection(t, "shop", "items")
 	if _, err := coll.InsertOne(ctx, bson.M{"_id": 1, "a": 1}); err != nil {
@@ -291,9 +292,19 @@ func TestChangeStreamImagesByCollMod(t *testing.T) {
 	}
 	update(2)
 	images(true)
+	required := csWatch(t, coll, nil, options.ChangeStream().
+		SetFullDocument(options.Required).SetFullDocumentBeforeChange(options.Required))
 	update(3)
+	// required: the update made with images has them (read before the
+	// next, whose error would fail the getMore returning both, as mongod's
+	// does), the one after collMod turned them off fails the stream.
+	ev := nextEvent(t, required)
+	if pre, post := csDoc(t, ev, "fullDocumentBeforeChange"), csDoc(t, ev, "fullDocument"); pre["a"] != int32(2) || post["a"] != int32(3) {
+		t.Fatalf("required, with images: %v", ev)
+	}
 	images(false)
 	update(4)
+	wantStreamErr(t, csErr(t, required), 47, "ResumableChangeStreamError", false)
 	evs := csEvents(t, cs, 3)
 	want := []struct{ pre, post any }{{nil, nil}, {int32(2), int32(3)}, {nil, nil}}
 	for i, ev := range evs {
