@@ -141,11 +141,13 @@ type changeStream struct {
 	post   *query.Pipeline // the stages after $changeStream (nil: none)
 	reader *storage.ChangeReader
 	// skipSeq and skipIdx: a resume within an entry skips its events up
-	// to and including skipIdx.
-	skipSeq uint64
-	skipIdx int64
-	ready   []streamEvent // events produced but not yet returned
-	last    bsoncore.Document
+	// to and including skipIdx; skipKind is the kind of token it resumed
+	// from.
+	skipSeq  uint64
+	skipIdx  int64
+	skipKind byte
+	ready    []streamEvent // events produced but not yet returned
+	last     bsoncore.Document
 	// invalidated: the stream returned its invalidate event; done: and
 	// nothing more will come.
 	invalidated bool
@@ -156,6 +158,7 @@ type changeStream struct {
 type streamEvent struct {
 	doc   bsoncore.Document
 	token bsoncore.Document
+	seq   uint64 // its entry's sequence number
 }
 
 // Next satisfies docSource for the cursor registry; batches are read by
@@ -338,7 +341,7 @@ func (cs *changeStream) startToken() bsoncore.Document {
 // resumeAt is where a token says to go on.
 func (cs *changeStream) resumeAt(t resumeToken) uint64 {
 	if t.kind != tokenHighWater {
-		cs.skipSeq, cs.skipIdx = t.seq, int64(t.idx)
+		cs.skipSeq, cs.skipIdx, cs.skipKind = t.seq, int64(t.idx), t.kind
 	}
 	return t.seq
 }
@@ -358,6 +361,7 @@ func (cs *changeStream) nextEvents(ctx context.Context, n int) ([]bsoncore.Docum
 	defer func() { cs.snaps = nil }()
 	var docs []bsoncore.Document
 	size := 0
+	var lastSeq uint64
 	for !cs.invalidated || len(cs.ready) > 0 {
 		if len(cs.ready) == 0 {
 			more, err := cs.fill(ctx)
@@ -376,12 +380,27 @@ func (cs *changeStream) nextEvents(ctx context.Context, n int) ([]bsoncore.Docum
 		cs.ready = cs.ready[1:]
 		docs = append(docs, ev.doc)
 		size += len(ev.doc)
-		cs.last = ev.token
+		cs.last, lastSeq = ev.token, ev.seq
 	}
-	if !cs.invalidated {
-		cs.last = resumeToken{at: cs.s.clock.now(), seq: cs.reader.Seq(), kind: tokenHighWater}.doc()
+	// After a batch whose last event is of the newest entry read, the
+	// token is that event's, as mongod's is when the event is the newest
+	// in its oplog; else the position reached.
+	if !cs.invalidated && (len(docs) == 0 || cs.reader.Seq() != lastSeq+1) {
+		cs.last = resumeToken{at: highWaterTime(cs.s.clock.now(), time.Now()), seq: cs.reader.Seq(), kind: tokenHighWater}.doc()
 	}
 	return docs, nil
+}
+
+// highWaterTime is the time of a postBatchResumeToken at the end of the
+// log: the cluster time, or the wall clock's second when that is later,
+// so that an idle stream's token moves on as mongod's does with the
+// periodic no-op writes of an idle replica set. A write in that second
+// still gets a later time (increment 1 and up).
+func highWaterTime(now clusterTime, wall time.Time) clusterTime {
+	if s := uint32(wall.Unix()); s > now.t {
+		return clusterTime{t: s}
+	}
+	return now
 }
 
 // fill reads the next entry into cs.ready; false at the end of the log.
@@ -398,6 +417,12 @@ func (cs *changeStream) fill(ctx context.Context) (bool, error) {
 	}
 	for i, ev := range e.Events {
 		if e.Seq == cs.skipSeq && int64(i) <= cs.skipIdx {
+			if int64(i) == cs.skipIdx && cs.skipKind == tokenEvent && cs.shows(ev) && cs.invalidates(ev) {
+				// Resumed after the invalidating event itself: its
+				// invalidate is still to come, as mongod's is.
+				cs.queueInvalidate(e, i)
+				break
+			}
 			continue
 		}
 		if err := cs.produce(ctx, e, i, ev); err != nil {
@@ -432,25 +457,30 @@ func (cs *changeStream) produce(ctx context.Context, e storage.ChangeEntry, i in
 	if err != nil {
 		return err
 	}
-	if err := cs.emit(doc, token.doc()); err != nil {
+	if err := cs.emit(doc, token.doc(), e.Seq); err != nil {
 		return err
 	}
 	if cs.invalidates(ev) {
-		token.kind = tokenInvalidate
 		if cs.args.startAfter != nil && cs.args.startAfter.kind == tokenInvalidate && cs.args.startAfter.seq == e.Seq &&
 			cs.args.startAfter.idx == uint32(i) {
 			return nil // started after this very invalidate
 		}
-		cs.ready = append(cs.ready, streamEvent{doc: invalidateDoc(token, e), token: token.doc()})
-		cs.invalidated = true
+		cs.queueInvalidate(e, i)
 	}
 	return nil
 }
 
+// queueInvalidate queues the invalidate that event i of e causes.
+func (cs *changeStream) queueInvalidate(e storage.ChangeEntry, i int) {
+	token := resumeToken{at: stampTime(e.At), seq: e.Seq, idx: uint32(i), kind: tokenInvalidate}
+	cs.ready = append(cs.ready, streamEvent{doc: invalidateDoc(token, e), token: token.doc(), seq: e.Seq})
+	cs.invalidated = true
+}
+
 // emit runs the stream's own stages on an event.
-func (cs *changeStream) emit(doc, token bsoncore.Document) error {
+func (cs *changeStream) emit(doc, token bsoncore.Document, seq uint64) error {
 	if cs.post == nil {
-		cs.ready = append(cs.ready, streamEvent{doc: doc, token: token})
+		cs.ready = append(cs.ready, streamEvent{doc: doc, token: token, seq: seq})
 		return nil
 	}
 	out, err := query.Drain(context.Background(), cs.post.Run(query.NewSliceStream([]bsoncore.Document{doc})))
@@ -467,7 +497,7 @@ func (cs *changeStream) emit(doc, token bsoncore.Document) error {
 			return mongoerr.New(mongoerr.ChangeStreamFatalError, "Encountered an event whose _id field, which contains the resume token, was modified by the pipeline. Modifying the _id field of an event makes it impossible to resume the stream from that point. Only transformations that retain the unmodified _id field are allowed. Expected: %s but found: %s",
 				value.Format(docValue(bsoncore.NewDocumentBuilder().AppendDocument("_id", token).Build())), value.Format(docValue(found.Build())))
 		}
-		cs.ready = append(cs.ready, streamEvent{doc: d, token: token})
+		cs.ready = append(cs.ready, streamEvent{doc: d, token: token, seq: seq})
 	}
 	return nil
 }

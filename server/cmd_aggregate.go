@@ -109,7 +109,11 @@ func cmdAggregate(r *request) (bsoncore.Document, error) {
 		case a.explain:
 			return nil, mongoerr.New(mongoerr.NotImplemented, "explain of a $changeStream pipeline is not supported by DumboDB")
 		default:
-			return startChangeStream(r, a, stages, batchSize)
+			reply, err := startChangeStream(r, a, stages, batchSize)
+			if err != nil {
+				return nil, labelStreamError(err) // as mongod labels the aggregate's errors too
+			}
+			return reply, nil
 		}
 	}
 	env, err := r.collEnv(a.coll, a.collation, a.let)

@@ -73,10 +73,22 @@ func (r *request) writeTo(d *storage.Database, fn func(tx *storage.Tx) error) er
 	if rev.ReadOnly() {
 		return readOnlyError(r)
 	}
-	if err := writeWaitingForTransactions(r.ctx, d, rev.Branch, fn); err != nil {
+	var last *storage.Tx
+	err = writeWaitingForTransactions(r.ctx, d, rev.Branch, func(tx *storage.Tx) error {
+		last = tx
+		return fn(tx)
+	})
+	if err != nil {
 		return err
 	}
-	r.opTime = r.c.s.clock.tickWrite()
+	// operationTime is the write's own time, its events' clusterTime (as
+	// mongod's is its oplog entry's), so that startAtOperationTime from it
+	// includes the write.
+	if last != nil && last.CommitTime() != 0 {
+		r.opTime = stampTime(last.CommitTime())
+	} else {
+		r.opTime = r.c.s.clock.tickWrite()
+	}
 	return nil
 }
 

@@ -335,7 +335,17 @@ func cmdCommitTransaction(r *request) (bsoncore.Document, error) {
 		return nil, err
 	}
 	t.state = txnCommitted
-	r.opTime = r.c.s.clock.tickWrite()
+	// operationTime is the commit's time, its events' clusterTime (the
+	// latest of them when it spans databases, each logged at its own).
+	var at uint64
+	for _, st := range sts {
+		at = max(at, st.CommitTime())
+	}
+	if at != 0 {
+		r.opTime = stampTime(at)
+	} else {
+		r.opTime = r.c.s.clock.tickWrite()
+	}
 	return okReply(), nil
 }
 

@@ -668,6 +668,7 @@ func (d *Database) logAndPublish(ctx context.Context, b *branch, cur *rootState,
 	if err != nil {
 		return 0, err
 	}
+	tx.at = at
 	if tx.retry != nil {
 		d.retries.add(lsn, tx.retry)
 	}

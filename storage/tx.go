@@ -35,6 +35,8 @@ type Tx struct {
 	// are the events noted (changes_capture.go).
 	capture bool
 	events  []ChangeEvent
+	// at is the cluster time its record was logged at (0: not logged).
+	at uint64
 }
 
 var _ Reader = (*Tx)(nil)
@@ -44,6 +46,11 @@ func newTx(ns tree.NodeStore, base *rootState) *Tx {
 }
 
 func (tx *Tx) dirty() bool { return len(tx.ops) > 0 }
+
+// CommitTime is the cluster time (seconds<<32 | increment) the engine's
+// clock stamped the write with when it was logged: its change events'
+// clusterTime. 0: it wrote nothing.
+func (tx *Tx) CommitTime() uint64 { return tx.at }
 
 // Changes counts the changes the transaction will log so far; a write
 // command compares it around a statement to see whether the statement

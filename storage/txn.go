@@ -31,6 +31,7 @@ type Txn struct {
 	held  []string // its keys in b.holds
 	done  bool
 	ended chan struct{} // closed when it ends, for those waiting on its documents
+	at    uint64        // the cluster time its commit was logged at (0: none)
 }
 
 // ConflictError is a transaction's write conflict (it wraps
@@ -270,8 +271,14 @@ func (t *Txn) commitLocked(ctx context.Context) (uint64, error) {
 			return 0, err
 		}
 	}
-	return d.logAndPublish(ctx, b, cur, tx)
+	lsn, err := d.logAndPublish(ctx, b, cur, tx)
+	t.at = tx.at
+	return lsn, err
 }
+
+// CommitTime is the cluster time its commit was logged at, its change
+// events' clusterTime (0: it wrote nothing or did not commit).
+func (t *Txn) CommitTime() uint64 { return t.at }
 
 // rebase replays the transaction's changes onto cur after checking that
 // none of its documents changed since the snapshot in a field it changed

@@ -166,6 +166,7 @@ func (p *commitPart) publish() {
 		d.retries.add(p.prepared, p.tx.retry)
 	}
 	next := p.tx.publish(p.prepared)
+	p.t.at = p.at
 	d.queueChanges(b, p.prepared, p.at, p.tx)
 	b.publishLogged(next, d.wl.Durable(), p.at)
 	d.flushChanges() // the prepared record is durable already
