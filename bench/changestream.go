@@ -4,9 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -119,13 +116,13 @@ func setupAckToEvent(ctx context.Context, e *Env) (*Workload, error) {
 // idleWindow is how long the idle and busy CPU are each measured.
 const idleWindow = 10 * time.Second
 
-// setupIdleWatchers measures the whole machine's CPU (servers and this
-// client together, an upper bound for the server's) with 100 watchers
-// waiting on a collection nobody writes, less the same without them, in
-// percent of one core.
+// setupIdleWatchers measures the server's CPU (serverStatus.extra_info)
+// with 100 watchers waiting on a collection nobody writes, less the same
+// without them, in percent of one core. Each watcher's getMore waits the
+// driver's maxAwaitTime (1 s) and is sent again.
 func setupIdleWatchers(ctx context.Context, e *Env) (*Workload, error) {
 	return &Workload{Measure: func(ctx context.Context) (float64, error) {
-		base, err := cpuBusy(idleWindow)
+		base, err := serverCPU(ctx, e, idleWindow)
 		if err != nil {
 			return 0, err
 		}
@@ -143,7 +140,7 @@ func setupIdleWatchers(ctx context.Context, e *Env) (*Workload, error) {
 			pumps = append(pumps, startPump(cs, 1))
 		}
 		time.Sleep(2 * time.Second) // every watcher in its first getMore
-		busy, err := cpuBusy(idleWindow)
+		busy, err := serverCPU(ctx, e, idleWindow)
 		if err != nil {
 			return 0, err
 		}
@@ -151,42 +148,33 @@ func setupIdleWatchers(ctx context.Context, e *Env) (*Workload, error) {
 	}}, nil
 }
 
-// cpuBusy is the machine's busy CPU time over d, in percent of one core,
-// from /proc/stat.
-func cpuBusy(d time.Duration) (float64, error) {
-	busy0, err := procStatBusy()
+// serverCPU is the server's CPU time over d, in percent of one core, from
+// serverStatus.extra_info (user_time_us and system_time_us, as mongod
+// reports them on Linux).
+func serverCPU(ctx context.Context, e *Env, d time.Duration) (float64, error) {
+	cpu := func() (int64, error) {
+		raw, err := e.Client.Database("admin").RunCommand(ctx, bson.D{{Key: "serverStatus", Value: 1}}).Raw()
+		if err != nil {
+			return 0, err
+		}
+		user, ok1 := raw.Lookup("extra_info", "user_time_us").AsInt64OK()
+		sys, ok2 := raw.Lookup("extra_info", "system_time_us").AsInt64OK()
+		if !ok1 || !ok2 {
+			return 0, errNotApplicable{reason: "serverStatus has no extra_info CPU times"}
+		}
+		return user + sys, nil
+	}
+	t0, err := cpu()
 	if err != nil {
 		return 0, err
 	}
 	start := time.Now()
 	time.Sleep(d)
-	busy1, err := procStatBusy()
+	t1, err := cpu()
 	if err != nil {
 		return 0, err
 	}
-	const ticksPerSecond = 100 // USER_HZ
-	return 100 * float64(busy1-busy0) / ticksPerSecond / time.Since(start).Seconds(), nil
-}
-
-// procStatBusy is the machine's non-idle CPU time in ticks.
-func procStatBusy() (int64, error) {
-	data, err := os.ReadFile("/proc/stat")
-	if err != nil {
-		return 0, errNotApplicable{reason: "no /proc/stat"}
-	}
-	line, _, _ := strings.Cut(string(data), "\n")
-	fields := strings.Fields(line)
-	if len(fields) < 5 || fields[0] != "cpu" {
-		return 0, errors.New("unexpected /proc/stat")
-	}
-	var busy int64
-	for i, f := range fields[1:] {
-		n, _ := strconv.ParseInt(f, 10, 64)
-		if i != 3 && i != 4 { // idle and iowait
-			busy += n
-		}
-	}
-	return busy, nil
+	return 100 * float64(t1-t0) / float64(time.Since(start).Microseconds()), nil
 }
 
 // Keep-up workload: 10 watchers on a collection taking 1,000 durable

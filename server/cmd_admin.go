@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	"dumbodb/auth"
@@ -289,7 +290,22 @@ func cmdServerStatus(r *request) (bsoncore.Document, error) {
 		AppendDocument("storageEngine", storageEngine).
 		AppendDocument("metrics", cursors).
 		AppendDocument("changeStreams", s.changeLogStatus()).
+		AppendDocument("extra_info", extraInfo()).
 		AppendDouble("ok", 1).Build(), nil
+}
+
+// extraInfo is serverStatus.extra_info as mongod reports it on Linux: the
+// process's CPU time (getrusage), which tools (and dumbobench) read to
+// know what the server spent.
+func extraInfo() bsoncore.Document {
+	b := bsoncore.NewDocumentBuilder().AppendString("note", "fields vary by platform")
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
+		b.AppendInt64("user_time_us", ru.Utime.Sec*1e6+ru.Utime.Usec).
+			AppendInt64("system_time_us", ru.Stime.Sec*1e6+ru.Stime.Usec).
+			AppendInt64("page_faults", ru.Majflt)
+	}
+	return b.Build()
 }
 
 // changeLogStatus is serverStatus.changeStreams: what the change log
