@@ -105,6 +105,9 @@ func (cs *changeStream) nsOf(e storage.ChangeEntry, coll string) bsoncore.Docume
 // createDescription is a create event's operationDescription: the _id
 // index and the options the collection was created with.
 func createDescription(options bsoncore.Document) bsoncore.Document {
+	if _, isView := options.Lookup("viewOn").StringValueOK(); isView {
+		return options // a view's: {viewOn, pipeline}, as mongod reports it
+	}
 	idIndex := bsoncore.NewDocumentBuilder().AppendInt32("v", 2).
 		AppendDocument("key", bsoncore.NewDocumentBuilder().AppendInt32("_id", 1).Build()).
 		AppendString("name", "_id_").Build()

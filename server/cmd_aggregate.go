@@ -116,18 +116,35 @@ func cmdAggregate(r *request) (bsoncore.Document, error) {
 			return reply, nil
 		}
 	}
-	env, err := r.collEnv(a.coll, a.collation, a.let)
-	if err != nil {
-		return nil, err
+	src, ns, explained, err := r.aggregateSource(a)
+	if err != nil || explained != nil {
+		return explained, err
 	}
+	return r.startCursor(ns, src, batchSize, false, false)
+}
+
+// aggregateSource compiles and starts an aggregation (or, with explain,
+// returns its explanation): on a view, its definition's stages run first
+// over the collection underneath, and the cursor keeps the view's name.
+func (r *request) aggregateSource(a *aggregateArgs) (docSource, string, bsoncore.Document, error) {
 	snap, err := r.snapshot()
 	if err != nil {
-		return nil, err
+		return nil, "", nil, err
+	}
+	ns := r.ns(a.coll)
+	if a.collectionless {
+		ns = r.ns("$cmd.aggregate")
+	} else if err := onView(snap, a); err != nil {
+		return nil, "", nil, err
+	}
+	env, err := r.collEnv(a.coll, a.collation, a.let)
+	if err != nil {
+		return nil, "", nil, err
 	}
 	host, _ := os.Hostname()
 	p, err := query.CompilePipelineOpts(a.pipeline, query.PipelineOptions{
 		Env:            env,
-		Catalog:        snapshotCatalog{snap},
+		Catalog:        snapshotCatalog{r, snap},
 		Writer:         aggWriter{r},
 		DB:             r.db,
 		Collection:     a.coll,
@@ -137,30 +154,33 @@ func cmdAggregate(r *request) (bsoncore.Document, error) {
 		Sessions:       r.c.s.listSessions,
 	})
 	if err != nil {
-		return nil, err
-	}
-	ns := r.ns(a.coll)
-	if a.collectionless {
-		ns = r.ns("$cmd.aggregate")
+		return nil, "", nil, err
 	}
 	var lead *leadingMatch
 	if !a.collectionless {
 		if lead, err = planLeadingMatch(snap, a, env); err != nil {
-			return nil, err
+			return nil, "", nil, err
 		}
 	}
 	if a.explain {
-		return explainAggregate(ns, p, lead, snap, env), nil
+		return nil, ns, explainAggregate(ns, p, lead, snap, env), nil
 	}
 	r.c.s.stats.opQuery.Add(1)
-	var in query.Stream = query.NewSliceStream(nil)
+	in, err := r.pipelineInput(snap, a, lead)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	return p.Run(in), ns, nil, nil
+}
+
+// pipelineInput is what a pipeline reads: the planned leading $match, a
+// scan of the collection, or nothing.
+func (r *request) pipelineInput(snap *storage.Snapshot, a *aggregateArgs, lead *leadingMatch) (query.Stream, error) {
 	reads := plan.PipelineReads(pipelineStages(a.pipeline))
 	switch {
 	case lead != nil:
 		lead.plan.ReadForPipeline(reads)
-		if in, err = lead.plan.Open(r.ctx, snap, a.coll, lead.f); err != nil {
-			return nil, err
-		}
+		return lead.plan.Open(r.ctx, snap, a.coll, lead.f)
 	case !a.collectionless:
 		it, err := snap.Scan(r.ctx, a.coll)
 		if err != nil {
@@ -169,9 +189,26 @@ func cmdAggregate(r *request) (bsoncore.Document, error) {
 		if reads != nil {
 			it.SetFields(reads, reads)
 		}
-		in = it
+		return it, nil
 	}
-	return r.startCursor(ns, p.Run(in), batchSize, false, false)
+	return query.NewSliceStream(nil), nil
+}
+
+// onView turns an aggregation of a view into one of the collection under
+// it, its definition's stages first (so that a leading $match of the view
+// uses the collection's indexes), in the view's default collation unless
+// the command names one.
+func onView(snap *storage.Snapshot, a *aggregateArgs) error {
+	rv, isView, err := resolveView(snap, a.coll)
+	if err != nil || !isView {
+		return err
+	}
+	a.coll = rv.base
+	a.pipeline = stagesArray(append(rv.stages, pipelineStages(a.pipeline)...))
+	if a.collation == nil {
+		a.collation = rv.collation
+	}
+	return nil
 }
 
 // leadingMatch is the planned read of a pipeline that starts with $match:
@@ -285,14 +322,23 @@ func withLookupIndex(stage bsoncore.Document, snap *storage.Snapshot, env *query
 
 // snapshotCatalog serves the pipeline's other collections from the same
 // snapshot as its input, so all stages read one revision.
-type snapshotCatalog struct{ snap *storage.Snapshot }
+// A view among them is read through its definition.
+type snapshotCatalog struct {
+	r    *request
+	snap *storage.Snapshot
+}
 
 func (c snapshotCatalog) Scan(ctx context.Context, coll string) (query.Stream, error) {
-	return c.snap.Scan(ctx, coll)
+	rv, isView, err := resolveView(c.snap, coll)
+	if err != nil || !isView {
+		return c.snap.Scan(ctx, coll)
+	}
+	return c.r.viewStream(c.snap, rv)
 }
 
 func (c snapshotCatalog) Count(_ context.Context, coll string) (int64, bool, error) {
-	if _, ok := c.snap.Collection(coll); !ok {
+	info, ok := c.snap.Collection(coll)
+	if _, isView := viewOf(info); !ok || isView {
 		return 0, false, nil
 	}
 	n, err := c.snap.Count(coll)
@@ -301,7 +347,13 @@ func (c snapshotCatalog) Count(_ context.Context, coll string) (int64, bool, err
 
 // LookupEqual probes the index on path (or the _id itself) for the local
 // values of a $lookup: query.EqualityCatalog, served by plan.LookupEqual.
+// A view has no index of its own: the lookup reads it through Scan.
 func (c snapshotCatalog) LookupEqual(ctx context.Context, coll, path string, vals []bsoncore.Value) ([]bsoncore.Document, bool, error) {
+	if info, ok := c.snap.Collection(coll); ok {
+		if _, isView := viewOf(info); isView {
+			return nil, false, nil
+		}
+	}
 	return plan.LookupEqual(ctx, c.snap, coll, path, vals)
 }
 
@@ -333,6 +385,15 @@ func (w aggWriter) tx(ctx context.Context, full, coll string, fn func(tx *storag
 	d, err := w.r.c.s.engine.Database(ctx, name, true)
 	if err != nil {
 		return err
+	}
+	write := fn
+	fn = func(tx *storage.Tx) error { // $out and $merge write collections, not views
+		if info, ok := tx.Collection(coll); ok {
+			if _, isView := viewOf(info); isView {
+				return mongoerr.New(mongoerr.CommandNotSupportedOnView, "Namespace %s.%s is a view, not a collection", full, coll)
+			}
+		}
+		return write(tx)
 	}
 	if name == w.r.db && rev == "" {
 		return w.r.writeTo(d, fn)

@@ -61,12 +61,22 @@ func cmdListCollections(r *request) (bsoncore.Document, error) {
 		return nil, err
 	}
 	var docs []bsoncore.Document
+	add := func(entry func(nameOnly bool) bsoncore.Document) {
+		if match == nil || match.Match(entry(false)) {
+			docs = append(docs, entry(nameOnly))
+		}
+	}
+	views := false
 	for _, ci := range snap.Collections() {
-		full := collectionEntry(ci, false)
-		if match != nil && !match.Match(full) {
+		if _, isView := viewOf(ci); isView {
+			views = true
+			add(func(n bool) bsoncore.Document { return viewEntry(ci, n) })
 			continue
 		}
-		docs = append(docs, collectionEntry(ci, nameOnly))
+		add(func(n bool) bsoncore.Document { return collectionEntry(ci, n) })
+	}
+	if views {
+		add(systemViewsEntry)
 	}
 	return r.startCursor(r.db+".$cmd.listCollections", &sliceSource{docs: docs}, batchSize, false, false)
 }
@@ -103,14 +113,20 @@ func cmdCreate(r *request) (bsoncore.Document, error) {
 	}
 	els, _ := r.cmd.Elements()
 	opts := bsoncore.NewDocumentBuilder()
+	var viewOn, pipeline bsoncore.Value
+	var collation bsoncore.Document
 	for _, el := range els[1:] {
 		k := el.Key()
 		switch {
+		case k == "viewOn":
+			viewOn = el.Value()
+		case k == "pipeline":
+			pipeline = el.Value()
 		case k == "capped" || k == "size" || k == "max":
 			if b, _ := asBool(el.Value()); b || k != "capped" {
 				return nil, mongoerr.New(mongoerr.NotImplemented, "capped collections are not supported by DumboDB")
 			}
-		case k == "viewOn" || k == "pipeline" || k == "timeseries" || k == "clusteredIndex" || k == "encryptedFields" ||
+		case k == "timeseries" || k == "clusteredIndex" || k == "encryptedFields" ||
 			k == "validator" || k == "validationLevel" || k == "validationAction":
 			return nil, mongoerr.New(mongoerr.NotImplemented, "create option '%s' is not supported by DumboDB yet", k)
 		case k == "collation":
@@ -119,7 +135,8 @@ func cmdCreate(r *request) (bsoncore.Document, error) {
 				return nil, err
 			}
 			if c != nil {
-				opts.AppendDocument(k, c.Expanded())
+				collation = c.Expanded()
+				opts.AppendDocument(k, collation)
 			}
 		case createOptions[k]:
 			if k != "comment" && k != "writeConcern" {
@@ -129,10 +146,17 @@ func cmdCreate(r *request) (bsoncore.Document, error) {
 			return nil, unknownField("create", k)
 		}
 	}
-	err = r.write(func(tx *storage.Tx) error {
-		_, err := tx.CreateCollection(r.ctx, coll, opts.Build())
-		return err
-	})
+	switch {
+	case viewOn.Type != 0:
+		err = r.createView(coll, viewOn, pipeline, collation)
+	case pipeline.Type != 0:
+		return nil, mongoerr.New(mongoerr.BadValue, "'pipeline' requires 'viewOn' to also be specified")
+	default:
+		err = r.write(func(tx *storage.Tx) error {
+			_, err := tx.CreateCollection(r.ctx, coll, opts.Build())
+			return err
+		})
+	}
 	if errors.Is(err, storage.ErrNamespaceExists) {
 		return nil, mongoerr.New(mongoerr.NamespaceExists, "Collection %s already exists.", r.ns(coll))
 	}

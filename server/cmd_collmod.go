@@ -27,13 +27,14 @@ func cmdCollMod(r *request) (bsoncore.Document, error) {
 		return nil, err
 	}
 	var ixArg, images bsoncore.Document
+	var viewOn, pipeline bsoncore.Value
 	err = r.parseArgs(map[string]fieldHandler{
 		"index":                        r.docArg("index", &ixArg),
 		"validator":                    collModUnsupported("validator"),
 		"validationLevel":              collModUnsupported("validationLevel"),
 		"validationAction":             collModUnsupported("validationAction"),
-		"viewOn":                       collModUnsupported("viewOn"),
-		"pipeline":                     collModUnsupported("pipeline"),
+		"viewOn":                       func(v bsoncore.Value) error { viewOn = v; return nil },
+		"pipeline":                     func(v bsoncore.Value) error { pipeline = v; return nil },
 		"changeStreamPreAndPostImages": r.docArg("changeStreamPreAndPostImages", &images),
 		"expireAfterSeconds":           collModUnsupported("expireAfterSeconds (time series)"),
 		"timeseries":                   collModUnsupported("timeseries"),
@@ -46,6 +47,9 @@ func cmdCollMod(r *request) (bsoncore.Document, error) {
 	}
 	if err := validateUserWritable(r.db, coll); err != nil {
 		return nil, err
+	}
+	if viewOn.Type != 0 || pipeline.Type != 0 {
+		return okReply(), r.collModView(coll, viewOn, pipeline)
 	}
 	if images != nil || ixArg == nil {
 		if err := r.collModOptions(coll, images); err != nil || ixArg == nil {

@@ -37,7 +37,15 @@ func cmdCount(r *request) (bsoncore.Document, error) {
 		return nil, err
 	}
 	r.c.s.stats.opQuery.Add(1)
-	n, err := r.countMatching(coll, filter, env, hint, skip, limit)
+	var n int64
+	if view, verr := r.isView(coll); verr != nil || view {
+		if verr != nil {
+			return nil, verr
+		}
+		n, err = r.countOnView(coll, filter, collation, skip, limit)
+	} else {
+		n, err = r.countMatching(coll, filter, env, hint, skip, limit)
+	}
 	if err != nil {
 		return nil, err
 	}

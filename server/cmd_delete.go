@@ -69,6 +69,9 @@ func cmdDelete(r *request) (bsoncore.Document, error) {
 	if err := validateUserWritable(r.db, batch.coll); err != nil {
 		return nil, err
 	}
+	if err := r.refuseView(batch.coll); err != nil {
+		return nil, err
+	}
 	vals, _ := batch.statements.Values()
 	var res writeResult
 	coll := batch.coll

@@ -27,7 +27,15 @@ func cmdDistinct(r *request) (bsoncore.Document, error) {
 	if key == "" {
 		return nil, mongoerr.New(mongoerr.Code(40414), "BSON field 'distinct.key' is missing but a required field")
 	}
-	values, err := r.distinctValues(coll, key, filter, collation)
+	var values []bsoncore.Value
+	if view, verr := r.isView(coll); verr != nil || view {
+		if verr != nil {
+			return nil, verr
+		}
+		values, err = r.distinctOnView(coll, key, filter, collation)
+	} else {
+		values, err = r.distinctValues(coll, key, filter, collation)
+	}
 	if err != nil {
 		return nil, err
 	}

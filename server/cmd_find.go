@@ -103,6 +103,12 @@ func cmdFind(r *request) (bsoncore.Document, error) {
 
 // findSource compiles a find and returns its result stream.
 func (r *request) findSource(coll string, a *findArgs) (docSource, error) {
+	if view, err := r.isView(coll); err != nil || view || coll == "system.views" {
+		if err != nil {
+			return nil, err
+		}
+		return r.findOnView(coll, a)
+	}
 	env, err := r.collEnv(coll, a.collation, a.let)
 	if err != nil {
 		return nil, err

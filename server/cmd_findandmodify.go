@@ -56,6 +56,9 @@ func cmdFindAndModify(r *request) (bsoncore.Document, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := r.refuseView(coll); err != nil {
+		return nil, err
+	}
 	a, err := r.parseFindAndModify()
 	if err != nil {
 		return nil, err

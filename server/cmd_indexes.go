@@ -19,6 +19,9 @@ func cmdCreateIndexes(r *request) (bsoncore.Document, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := r.refuseView(coll); err != nil {
+		return nil, err
+	}
 	var specs bsoncore.Array
 	var ignoreUnknown bool
 	err = r.parseArgs(map[string]fieldHandler{
@@ -218,6 +221,9 @@ func cmdDropIndexes(r *request) (bsoncore.Document, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := r.refuseView(coll); err != nil {
+		return nil, err
+	}
 	var which bsoncore.Value
 	err = r.parseArgs(map[string]fieldHandler{"index": func(v bsoncore.Value) error { which = v; return nil }})
 	if err != nil {
@@ -355,6 +361,9 @@ func dropKey(specs []*index.Spec, key bsoncore.Document) ([]*index.Spec, error) 
 func cmdListIndexesSpecs(r *request) (bsoncore.Document, error) {
 	coll, err := r.collectionArg()
 	if err != nil {
+		return nil, err
+	}
+	if err := r.refuseView(coll); err != nil {
 		return nil, err
 	}
 	var cursorOpts bsoncore.Document

@@ -132,6 +132,9 @@ func cmdInsert(r *request) (bsoncore.Document, error) {
 	if err := validateUserWritable(r.db, batch.coll); err != nil {
 		return nil, err
 	}
+	if err := r.refuseView(batch.coll); err != nil {
+		return nil, err
+	}
 	vals, err := batch.statements.Values()
 	if err != nil {
 		return nil, mongoerr.New(mongoerr.InvalidBSON, "%s", err.Error())

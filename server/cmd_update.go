@@ -122,6 +122,9 @@ func cmdUpdate(r *request) (bsoncore.Document, error) {
 	if err := validateUserWritable(r.db, batch.coll); err != nil {
 		return nil, err
 	}
+	if err := r.refuseView(batch.coll); err != nil {
+		return nil, err
+	}
 	vals, _ := batch.statements.Values()
 	if err := checkWriteBatchSize(len(vals)); err != nil {
 		return nil, err

@@ -17,6 +17,8 @@ func toMongoErr(err error) *mongoerr.Error {
 	switch {
 	case errors.Is(err, storage.ErrNamespaceNotFound):
 		return mongoerr.New(mongoerr.NamespaceNotFound, "ns does not exist")
+	case errors.Is(err, storage.ErrIsView):
+		return mongoerr.New(mongoerr.CommandNotSupportedOnView, "Namespace %s", err.Error())
 	case errors.Is(err, storage.ErrNamespaceExists):
 		return mongoerr.New(mongoerr.NamespaceExists, "collection already exists")
 	case errors.Is(err, storage.ErrInvalidDatabaseName):
@@ -141,6 +143,7 @@ var vcErrors = []struct {
 	{storage.ErrNotFastForward, mongoerr.NotFastForward},
 	{storage.ErrConflictMissing, mongoerr.NoSuchKey},
 	{storage.ErrMergeConflicts, mongoerr.MergeConflict},
+	{storage.ErrOptionsConflict, mongoerr.MergeConflict},
 	{storage.ErrTransactionTooOld, mongoerr.TransactionTooOld},
 	{storage.ErrSnapshotTooOld, mongoerr.SnapshotTooOld},
 }

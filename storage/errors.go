@@ -15,6 +15,9 @@ var (
 	ErrDuplicateKey = errors.New("duplicate key")
 	// ErrNamespaceExists: the collection to create (or rename to) exists.
 	ErrNamespaceExists = errors.New("collection already exists")
+	// ErrIsView: a document or index write to a view (its catalog
+	// options hold viewOn); views are read-only.
+	ErrIsView = errors.New("is a view, not a collection")
 	// ErrNamespaceNotFound: the collection does not exist.
 	ErrNamespaceNotFound = errors.New("collection does not exist")
 	// ErrKeyTooLong: an encoded _id is longer than index.MaxKeySize.
@@ -73,6 +76,10 @@ var (
 	ErrNoMergeInProgress = errors.New("no merge in progress")
 	// ErrMergeConflicts: a merge, cherry-pick, revert or rebase stopped at conflicts.
 	ErrMergeConflicts = errors.New("merge conflicts")
+	// ErrOptionsConflict: a merge found a collection's options (a view's
+	// definition, a validator) changed differently on both sides; it
+	// changes nothing, so that one side can be made to agree first.
+	ErrOptionsConflict = errors.New("merge conflict in collection options")
 	// ErrNotFastForward: ffOnly was asked and the histories diverged.
 	ErrNotFastForward = errors.New("not possible to fast-forward")
 	// ErrUnresolved: continuing a merge whose conflicts remain.

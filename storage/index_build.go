@@ -224,7 +224,7 @@ func (c *collection) dropIndexEdits(ix *indexState) {
 // catalog entry is logged; index entries never are, since they derive from
 // the documents.
 func (tx *Tx) SetIndexes(ctx context.Context, coll string, raws []bsoncore.Document, prepared ...*PreparedIndexes) error {
-	c, err := tx.mutable(coll)
+	c, err := tx.mutableData(coll)
 	if err != nil {
 		return err
 	}

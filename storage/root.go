@@ -32,6 +32,12 @@ type CollectionInfo struct {
 	Indexes []bsoncore.Document
 }
 
+// IsView reports whether the entry is a view's (docs/design/views.md).
+func (ci CollectionInfo) IsView() bool {
+	_, ok := ci.Options.Lookup("viewOn").StringValueOK()
+	return ok
+}
+
 func (ci CollectionInfo) encode() []byte {
 	opts := ci.Options
 	if opts == nil {

@@ -91,6 +91,16 @@ func (tx *Tx) mutable(name string) (*collection, error) {
 	return &c, nil
 }
 
+// mutableData is mutable for a change of documents or indexes, which a
+// view has none of.
+func (tx *Tx) mutableData(name string) (*collection, error) {
+	c, err := tx.mutable(name)
+	if err == nil && c.info.IsView() {
+		return nil, fmt.Errorf("%s %w", name, ErrIsView)
+	}
+	return c, err
+}
+
 // cloneMu serialises cloning a published state's edit trees: a clone
 // writes to the tree it copies (its copy-on-write mark), and transactions
 // clone the same published trees outside the branch's writer lock.
@@ -271,7 +281,7 @@ func (tx *Tx) put(ctx context.Context, coll string, doc bsoncore.Document, mustB
 	if err != nil {
 		return err
 	}
-	c, err := tx.mutable(coll)
+	c, err := tx.mutableData(coll)
 	if err != nil {
 		return err
 	}
@@ -305,7 +315,7 @@ func (tx *Tx) Delete(ctx context.Context, coll string, id bsoncore.Value) error 
 }
 
 func (tx *Tx) deleteKey(ctx context.Context, coll string, key []byte) error {
-	c, err := tx.mutable(coll)
+	c, err := tx.mutableData(coll)
 	if err != nil {
 		return err
 	}

@@ -229,7 +229,10 @@ func (d *Database) mergeCollection(ctx context.Context, base, ours, theirs *root
 	case inBase && !inOurs && t.base.HashOf() == b.base.HashOf():
 		return nil // we dropped it, they did not change it
 	}
-	info := pickInfo(b, o, t, inBase, inOurs)
+	info, err := pickInfo(b, o, t, inBase, inOurs)
+	if err != nil {
+		return err
+	}
 	baseMap, _, err := d.mapOf(ctx, base, name)
 	if err != nil {
 		return err
@@ -276,19 +279,23 @@ func (d *Database) mergeCollection(ctx context.Context, base, ours, theirs *root
 	return nil
 }
 
-// pickInfo merges catalog entries: theirs when only they changed it.
-func pickInfo(b, o, t *collection, inBase, inOurs bool) CollectionInfo {
+// pickInfo merges catalog entries: theirs when only they changed it. Two
+// different changes of the options are ErrOptionsConflict.
+func pickInfo(b, o, t *collection, inBase, inOurs bool) (CollectionInfo, error) {
 	switch {
 	case !inOurs:
-		return t.info
+		return t.info, nil
 	case t == nil:
-		return o.info
+		return o.info, nil
 	case inBase && bytes.Equal(o.info.Options, b.info.Options):
 		info := o.info
 		info.Options = t.info.Options
-		return info
+		return info, nil
+	case inBase && !bytes.Equal(t.info.Options, b.info.Options) && !bytes.Equal(o.info.Options, t.info.Options):
+		return CollectionInfo{}, fmt.Errorf("%w: %s changed differently on both sides (ours %s, theirs %s); make one side agree, then merge again",
+			ErrOptionsConflict, o.info.Name, o.info.Options, t.info.Options)
 	}
-	return o.info
+	return o.info, nil
 }
 
 type conflictRec struct {

@@ -85,6 +85,11 @@ const (
 	SnapshotTooOld                 Code = 239
 	Location31368                  Code = 31368 // awaitable hello needs both topologyVersion and maxAwaitTimeMS
 	Location50768                  Code = 50768 // txnNumber on a command that is not a retryable write
+	// Views.
+	ViewDepthLimitExceeded    Code = 165
+	CommandNotSupportedOnView Code = 166
+	OptionNotSupportedOnView  Code = 167
+	GraphContainsCycle        Code = 267
 	// Change streams.
 	NoMatchingDocument      Code = 47
 	InvalidResumeToken      Code = 260
@@ -195,6 +200,10 @@ var names = map[Code]string{
 	QueryFeatureNotAllowed:         "QueryFeatureNotAllowed",
 	NoQueryExecutionPlans:          "NoQueryExecutionPlans",
 	NoMatchingDocument:             "NoMatchingDocument",
+	ViewDepthLimitExceeded:         "ViewDepthLimitExceeded",
+	CommandNotSupportedOnView:      "CommandNotSupportedOnView",
+	OptionNotSupportedOnView:       "OptionNotSupportedOnView",
+	GraphContainsCycle:             "GraphContainsCycle",
 	InvalidResumeToken:             "InvalidResumeToken",
 	ChangeStreamFatalError:         "ChangeStreamFatalError",
 	ChangeStreamHistoryLost:        "ChangeStreamHistoryLost",
