@@ -28,9 +28,11 @@ func collectionEntry(ci storage.CollectionInfo, nameOnly bool) bsoncore.Document
 	info := bsoncore.NewDocumentBuilder().
 		AppendBoolean("readOnly", false).
 		AppendBinary("uuid", 4, ci.UUID[:]).Build()
-	return b.AppendDocument("options", ci.Options).
-		AppendDocument("info", info).
-		AppendDocument("idIndex", idIndexSpec()).Build()
+	b.AppendDocument("options", ci.Options).AppendDocument("info", info)
+	if clusteredIndexOf(ci) == nil { // a clustered collection has no _id index of its own
+		b.AppendDocument("idIndex", idIndexSpec())
+	}
+	return b.Build()
 }
 
 func cmdListCollections(r *request) (bsoncore.Document, error) {
@@ -126,7 +128,15 @@ func cmdCreate(r *request) (bsoncore.Document, error) {
 			if b, _ := asBool(el.Value()); b || k != "capped" {
 				return nil, mongoerr.New(mongoerr.NotImplemented, "capped collections are not supported by DumboDB")
 			}
-		case k == "timeseries" || k == "clusteredIndex" || k == "encryptedFields" ||
+		case k == "clusteredIndex":
+			spec, err := parseClusteredIndex(el.Value())
+			if err != nil {
+				return nil, err
+			}
+			if spec != nil {
+				opts.AppendDocument(k, spec)
+			}
+		case k == "timeseries" || k == "encryptedFields" ||
 			k == "validator" || k == "validationLevel" || k == "validationAction":
 			return nil, mongoerr.New(mongoerr.NotImplemented, "create option '%s' is not supported by DumboDB yet", k)
 		case k == "collation":
@@ -146,6 +156,13 @@ func cmdCreate(r *request) (bsoncore.Document, error) {
 			return nil, unknownField("create", k)
 		}
 	}
+	built := opts.Build()
+	if err := checkClusteredTTL(built); err != nil {
+		return nil, err
+	}
+	if viewOn.Type != 0 && keepsImagesOption(built) {
+		return nil, mongoerr.New(mongoerr.InvalidOptions, "option not supported on a view: changeStreamPreAndPostImages")
+	}
 	switch {
 	case viewOn.Type != 0:
 		err = r.createView(coll, viewOn, pipeline, collation)
@@ -153,7 +170,7 @@ func cmdCreate(r *request) (bsoncore.Document, error) {
 		return nil, mongoerr.New(mongoerr.BadValue, "'pipeline' requires 'viewOn' to also be specified")
 	default:
 		err = r.write(func(tx *storage.Tx) error {
-			_, err := tx.CreateCollection(r.ctx, coll, opts.Build())
+			_, err := tx.CreateCollection(r.ctx, coll, built)
 			return err
 		})
 	}

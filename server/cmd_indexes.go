@@ -382,6 +382,6 @@ func cmdListIndexesSpecs(r *request) (bsoncore.Document, error) {
 	if !ok {
 		return nil, mongoerr.New(mongoerr.NamespaceNotFound, "ns does not exist: %s", r.ns(coll))
 	}
-	docs := append([]bsoncore.Document{idIndexSpec()}, info.Indexes...)
+	docs := append([]bsoncore.Document{idIndexOf(info)}, info.Indexes...)
 	return r.startCursor(r.ns(coll), &sliceSource{docs: docs}, batchSize, false, false)
 }

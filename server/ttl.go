@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"dumbodb/query"
+	"dumbodb/query/value"
 	"dumbodb/storage"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -78,6 +79,10 @@ type ttlRule struct {
 func ttlRules(colls []storage.CollectionInfo) []ttlRule {
 	var rules []ttlRule
 	for _, ci := range colls {
+		// A clustered collection's TTL is on its _id (create's expireAfterSeconds).
+		if secs, ok := value.AsInt64(ci.Options.Lookup("expireAfterSeconds")); ok && clusteredIndexOf(ci) != nil {
+			rules = append(rules, ttlRule{coll: ci.Name, field: "_id", after: time.Duration(secs) * time.Second})
+		}
 		for _, spec := range ci.Indexes {
 			secs, ok := spec.Lookup("expireAfterSeconds").AsInt64OK()
 			if !ok {
