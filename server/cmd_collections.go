@@ -286,6 +286,9 @@ func cmdCollStats(r *request) (bsoncore.Document, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := r.refuseView(coll); err != nil {
+		return nil, err
+	}
 	scale := int64(1)
 	err = r.parseArgs(map[string]fieldHandler{
 		"scale":   r.scaleArg(&scale),
