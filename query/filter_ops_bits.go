@@ -45,16 +45,17 @@ func bitsName(all, set bool) string {
 func bitPositions(name string, arg bsoncore.Value) ([]int, error) {
 	switch {
 	case value.IsNumber(arg):
+		n, exact := exactInt64(arg)
 		f := value.ToFloat(arg)
 		switch {
-		case f != math.Trunc(f) || math.IsInf(f, 0) || math.IsNaN(f):
+		case !exact && (f != math.Trunc(f) || math.IsInf(f, 0) || math.IsNaN(f)):
 			return nil, mongoerr.New(mongoerr.FailedToParse, "Expected an integer: %s", value.FormatElem(name, arg))
-		case f < 0:
-			return nil, mongoerr.New(mongoerr.FailedToParse, "Expected a positive number in: %s", value.FormatElem(name, arg))
-		case f >= 1<<63:
+		case !exact:
 			return nil, mongoerr.New(mongoerr.FailedToParse, "Cannot represent as a 64-bit integer: %s", value.FormatElem(name, arg))
+		case n < 0:
+			return nil, mongoerr.New(mongoerr.FailedToParse, "Expected a positive number in: %s", value.FormatElem(name, arg))
 		}
-		mask := uint64(truncInt(arg))
+		mask := uint64(n)
 		var out []int
 		for i := 0; i < 64; i++ {
 			if mask&(1<<i) != 0 {
@@ -96,11 +97,10 @@ func (b *bitsLeaf) matchValue(v bsoncore.Value, k value.VisitKind) bool {
 	var bit func(p int) bool
 	switch {
 	case value.IsNumber(v):
-		f := value.ToFloat(v)
-		if f != math.Trunc(f) || f >= 1<<63 || f < -(1<<63) {
+		n, exact := exactInt64(v)
+		if !exact {
 			return false
 		}
-		n := truncInt(v)
 		bit = func(p int) bool {
 			if p >= 63 {
 				return n < 0
@@ -123,4 +123,21 @@ func (b *bitsLeaf) matchValue(v bsoncore.Value, k value.VisitKind) bool {
 		}
 	}
 	return b.all
+}
+
+// exactInt64 is an integral number as an int64, read without going through
+// a float (which rounds values near the int64 limits); false for a
+// fraction or a number outside the int64 range.
+func exactInt64(v bsoncore.Value) (int64, bool) {
+	switch v.Type {
+	case bsoncore.TypeInt32:
+		return int64(v.Int32()), true
+	case bsoncore.TypeInt64:
+		return v.Int64(), true
+	}
+	f := value.ToFloat(v)
+	if f != math.Trunc(f) || f >= 1<<63 || f < -(1<<63) {
+		return 0, false
+	}
+	return int64(f), true
 }
