@@ -370,7 +370,7 @@ func parsePull(op *updateOp) error {
 			return err
 		}
 		op.pull = func(e bsoncore.Value) bool { return r.matchValue(e, value.KindValue) }
-	case value.IsOperatorDoc(arg) && !isDBRef(arg):
+	case value.IsOperatorDoc(arg) && !isDBRef(arg) && !logicalPullCondition(arg):
 		n, err := (&Filter{env: op.env}).parseOps(op.path, arg.Data)
 		if err != nil {
 			return err
@@ -388,6 +388,17 @@ func parsePull(op *updateOp) error {
 		op.pull = func(e bsoncore.Value) bool { return value.Compare(e, arg) == 0 }
 	}
 	return nil
+}
+
+// logicalPullCondition: a $pull condition led by a top-level query
+// operator ($and, $or, $nor, $expr, ...) is a filter over document
+// elements, as on mongod, not an operator on the element's value.
+func logicalPullCondition(arg bsoncore.Value) bool {
+	switch value.FirstKey(arg.Document()) {
+	case "$and", "$or", "$nor", "$expr", "$comment", "$jsonSchema", "$where", "$text":
+		return true
+	}
+	return false
 }
 
 func parsePullAll(op *updateOp) error {
