@@ -1,7 +1,6 @@
 package query
 
 import (
-	"regexp"
 	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -13,7 +12,7 @@ import (
 // regexLeaf matches strings and symbols by pattern, and regex values that
 // are the identical regex (as mongod does).
 type regexLeaf struct {
-	re               *regexp.Regexp
+	re               *pcre
 	pattern, options string
 }
 
@@ -41,12 +40,11 @@ func newRegexLeaf(pattern, options string) (*regexLeaf, error) {
 	return &regexLeaf{re: re, pattern: pattern, options: options}, nil
 }
 
-// compileRegex translates a PCRE pattern and MongoDB options to Go's RE2.
-// i, m and s map to inline flags; x is applied by stripping whitespace and
-// comments, which RE2 lacks. PCRE-only syntax (lookaround, backreferences)
-// is rejected as an invalid regex rather than silently mis-matched.
-func compileRegex(pattern, options string) (*regexp.Regexp, error) {
-	flags := ""
+// compileRegex compiles a PCRE pattern with MongoDB's options (regex.go
+// picks the engine): i, m and s are flags, x ignores whitespace and
+// comments; u and l have no effect (UTF-8 is the only mode).
+func compileRegex(pattern, options string) (*pcre, error) {
+	flags, extended := "", false
 	for _, c := range options {
 		switch c {
 		case 'i', 'm', 's':
@@ -54,17 +52,13 @@ func compileRegex(pattern, options string) (*regexp.Regexp, error) {
 				flags += string(c)
 			}
 		case 'x':
-			pattern = stripExtended(pattern)
+			extended = true
 		case 'u', 'l':
-			// UTF-8 is RE2's only mode; locale-dependence has no equivalent.
 		default:
 			return nil, mongoerr.New(mongoerr.Location51108, "invalid flag in regex options: %c", c)
 		}
 	}
-	if flags != "" {
-		pattern = "(?" + flags + ")" + pattern
-	}
-	re, err := regexp.Compile(pattern)
+	re, err := compilePCRE(pattern, flags, extended)
 	if err != nil {
 		return nil, mongoerr.New(mongoerr.Location51091, "Regular expression is invalid: %v", err)
 	}

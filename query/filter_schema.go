@@ -2,7 +2,6 @@ package query
 
 import (
 	"math"
-	"regexp"
 	"unicode/utf8"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -205,13 +204,13 @@ func schemaAdditional(s *schema, arg bsoncore.Value, parent []byte) error {
 			known[string(k)] = true
 		}
 	}
-	var patterns []*regexp.Regexp
+	var patterns []*pcre
 	if pp, ok := value.LookupField(parent, "patternProperties"); ok && pp.Type == bsoncore.TypeEmbeddedDocument {
 		it := value.NewIter(pp.Data)
 		for k, _, ok := it.Next(); ok; k, _, ok = it.Next() {
-			re, err := regexp.Compile(string(k))
+			re, err := compileRegex(string(k), "")
 			if err != nil {
-				return mongoerr.New(mongoerr.Location51091, "Regular expression is invalid: %v", err)
+				return err
 			}
 			patterns = append(patterns, re)
 		}
@@ -248,7 +247,7 @@ func schemaAdditional(s *schema, arg bsoncore.Value, parent []byte) error {
 	return nil
 }
 
-func matchesAny(res []*regexp.Regexp, s string) bool {
+func matchesAny(res []*pcre, s string) bool {
 	for _, re := range res {
 		if re.MatchString(s) {
 			return true
