@@ -1,6 +1,8 @@
 package query
 
 import (
+	"strings"
+
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"dumbodb/query/mongoerr"
@@ -88,6 +90,9 @@ func (e *fieldAccessExpr) eval(c *evalCtx) (bsoncore.Value, error) {
 		return value.Null, nil
 	case in.Type != bsoncore.TypeEmbeddedDocument:
 		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(4161105), "$setField requires 'input' to evaluate to type Object")
+	}
+	if strings.IndexByte(f.StringValue(), 0) >= 0 { // a BSON field name ends at its first NUL
+		return bsoncore.Value{}, mongoerr.New(mongoerr.BadValue, "$setField: the field name must not contain a null byte")
 	}
 	v, err := e.value.eval(c)
 	if err != nil {
