@@ -60,7 +60,15 @@ func (s *Spec) Keys(doc bsoncore.Document) ([][]byte, bool, error) {
 	}
 	keys := [][]byte{nil}
 	for i, f := range s.Fields {
-		keys = extend(keys, per[i].vals, f.Desc, s.coll)
+		vals := per[i].vals
+		if f.Hashed {
+			hv, err := hashedKeyValue(f.Path, per[i])
+			if err != nil {
+				return nil, false, err
+			}
+			vals = []bsoncore.Value{hv}
+		}
+		keys = extend(keys, vals, f.Desc, s.coll)
 	}
 	for _, k := range keys {
 		if len(k) > MaxKeySize {

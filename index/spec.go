@@ -25,6 +25,9 @@ const (
 type Field struct {
 	Path string
 	Desc bool
+	// Hashed: the field is {path: "hashed"}; its key is the value's hash
+	// (hashed.go).
+	Hashed bool
 }
 
 // Spec is a secondary index specification as listIndexes shows it.
@@ -95,6 +98,9 @@ func ParseSpec(doc bsoncore.Document, filters FilterCompiler) (*Spec, error) {
 		return nil, err
 	}
 	if err := s.checkCollation(); err != nil {
+		return nil, err
+	}
+	if err := s.checkHashedOptions(); err != nil {
 		return nil, err
 	}
 	if err := s.compilePartial(filters); err != nil {
@@ -220,6 +226,9 @@ func (s *Spec) parseKey(v bsoncore.Value) error {
 		}
 	}
 	s.Key = append(bsoncore.Document(nil), key...)
+	if err := checkHashed(s.Fields); err != nil {
+		return err
+	}
 	if s.tp != nil {
 		if len(s.Fields) > 0 {
 			return mongoerr.New(mongoerr.NotImplemented, "compound text indexes are not supported by DumboDB")
@@ -246,7 +255,9 @@ func parseKeyField(el bsoncore.Element) (Field, error) {
 	}
 	if s, ok := v.StringValueOK(); ok {
 		switch s {
-		case "2d", "2dsphere", "hashed", "geoHaystack":
+		case "hashed":
+			return Field{Path: path, Hashed: true}, nil
+		case "2d", "2dsphere", "geoHaystack":
 			return Field{}, mongoerr.New(mongoerr.NotImplemented, "%s indexes are not supported by DumboDB", s)
 		}
 		return Field{}, mongoerr.New(codeCannotCreateIndex, "Unknown index plugin '%s'", s)
@@ -388,7 +399,10 @@ func DefaultName(fields []Field) string {
 	parts := make([]string, 0, 2*len(fields))
 	for _, f := range fields {
 		dir := "1"
-		if f.Desc {
+		switch {
+		case f.Hashed:
+			dir = "hashed"
+		case f.Desc:
 			dir = "-1"
 		}
 		parts = append(parts, f.Path, dir)

@@ -134,8 +134,8 @@ func (p *Plan) DistinctValues(ctx context.Context, rd storage.Reader, coll, key 
 // or partial). Under a collation other than the index's, a predicate on
 // strings, documents or arrays is not in the bounds (collationPreds).
 func exactBounds(p *Plan, f *query.Filter) bool {
-	if p.ix == nil || p.idHack || p.ix.Multikey || p.text != nil || p.wildPath != "" {
-		return false
+	if p.ix == nil || p.idHack || p.ix.Multikey || p.text != nil || p.wildPath != "" || p.ix.Spec.Hashed() {
+		return false // a hashed index's bounds hold every value of a hash
 	}
 	s := p.ix.Spec
 	if s.Sparse || s.Partial != nil {

@@ -116,7 +116,7 @@ func LookupIndex(indexes []storage.IndexInfo, path string) *storage.IndexInfo {
 	var best *storage.IndexInfo
 	for i := range indexes {
 		ix := &indexes[i]
-		if !usable(ix) || ix.Spec.Collation() != nil || ix.Spec.Fields[0].Path != path {
+		if !usable(ix) || ix.Spec.Collation() != nil || ix.Spec.Fields[0].Path != path || ix.Spec.Hashed() {
 			continue
 		}
 		if best == nil || len(ix.Spec.Fields) < len(best.Spec.Fields) {

@@ -272,6 +272,9 @@ func indexPlan(ix *storage.IndexInfo, preds []query.Predicate, sortKeys []sortKe
 	score, singles, bounded := 0, 0, true
 	for _, f := range ix.Spec.Fields {
 		ivs, points := collatedFieldIntervals(f.Path, preds, ix.Multikey, ic)
+		if f.Hashed {
+			ivs, points = hashedIntervals(f.Path, preds)
+		}
 		if f.Desc {
 			for i := range ivs {
 				ivs[i] = ivs[i].Descending()
@@ -296,6 +299,36 @@ func indexPlan(ix *storage.IndexInfo, preds []query.Predicate, sortKeys []sortKe
 	p.intervals = index.EntryIntervals(p.bounds)
 	p.sorted, p.reverse = sortFromIndex(ix, singles, sortKeys)
 	return p, score
+}
+
+// hashedIntervals bounds a hashed field: an equality ($eq, $in) by the
+// hashes of its values, anything else not at all (hashes keep no order).
+// The filter still runs on what the scan fetches: hashes collide.
+func hashedIntervals(path string, preds []query.Predicate) ([]index.FieldInterval, bool) {
+	for _, pr := range preds {
+		if pr.Path != path || (pr.Op != "$eq" && pr.Op != "$in") {
+			continue
+		}
+		out := make([]index.FieldInterval, 0, len(pr.Values))
+		for _, v := range pr.Values {
+			out = append(out, index.PointInterval(index.HashedPoint(v), index.ShellValue(index.HashedPoint(v))))
+		}
+		return dedupePoints(out), true
+	}
+	return []index.FieldInterval{index.FullInterval()}, false
+}
+
+// dedupePoints sorts point intervals and drops repeats (values that hash
+// alike, such as 1 and 1.5).
+func dedupePoints(ivs []index.FieldInterval) []index.FieldInterval {
+	sort.Slice(ivs, func(i, j int) bool { return bytes.Compare(ivs[i].Lo, ivs[j].Lo) < 0 })
+	out := ivs[:0]
+	for _, iv := range ivs {
+		if len(out) == 0 || !bytes.Equal(out[len(out)-1].Lo, iv.Lo) {
+			out = append(out, iv)
+		}
+	}
+	return out
 }
 
 func fullFor(f index.Field) index.FieldInterval {
@@ -416,7 +449,7 @@ func sortFromIndex(ix *storage.IndexInfo, singles int, keys []sortKey) (sorted, 
 	flip := keys[0].desc != fields[singles].Desc
 	for i, k := range keys {
 		f := fields[singles+i]
-		if f.Path != k.path || (k.desc != f.Desc) != flip {
+		if f.Hashed || f.Path != k.path || (k.desc != f.Desc) != flip {
 			return false, false
 		}
 	}

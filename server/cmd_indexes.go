@@ -385,3 +385,13 @@ func cmdListIndexesSpecs(r *request) (bsoncore.Document, error) {
 	docs := append([]bsoncore.Document{idIndexOf(info)}, info.Indexes...)
 	return r.startCursor(r.ns(coll), &sliceSource{docs: docs}, batchSize, false, false)
 }
+
+// cmdConvertShardKeyToHashed answers {convertShardKeyToHashed: <value>}
+// with mongod's hash of the value: what a hashed index stores for it.
+func cmdConvertShardKeyToHashed(r *request) (bsoncore.Document, error) {
+	v := r.cmd.Index(0).Value()
+	if err := r.parseArgs(nil); err != nil {
+		return nil, err
+	}
+	return bsoncore.NewDocumentBuilder().AppendInt64("outputValue", index.HashValue(v)).AppendDouble("ok", 1).Build(), nil
+}
