@@ -1583,20 +1583,18 @@ func TestChangeLogOrderWithATransactionOverTwoDatabases(t *testing.T) {
 	for _, txn := range txns {
 		txn.RecordCommit(sess, 1)
 	}
-	// The clock is read as each part's record is logged: once a's is in
-	// its log, a write on a@feature runs to its end.
-	var n atomic.Uint64
-	var armed, fired atomic.Bool
+	// Once every part's record is in its log, before the decision, a
+	// write on a@feature runs to its end.
+	var fired atomic.Bool
 	var racedErr error
-	before := a.wl.LastLSN()
-	e.SetClock(func() uint64 {
-		v := n.Add(1) + 100
-		if armed.Load() && a.wl.LastLSN() > before && fired.CompareAndSwap(false, true) {
+	e.panics.mu.Lock()
+	e.panics.hook = func(step string) {
+		if step == "txn.prepared" && fired.CompareAndSwap(false, true) {
 			racedErr = a.WriteBranch(ctx, "feature", func(tx *Tx) error { return tx.Insert(ctx, "c", doc(3, "feature")) })
 		}
-		return v
-	})
-	armed.Store(true)
+	}
+	e.panics.mu.Unlock()
+	e.panics.armed.Store(true)
 	if err := CommitTxns(ctx, txns); err != nil {
 		t.Fatal(err)
 	}

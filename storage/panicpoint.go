@@ -30,6 +30,9 @@ type panicPoint struct {
 	mu        sync.Mutex
 	step      string
 	remaining int // -1: every time
+	// hook, set by tests (with armed), runs at every step instead of a
+	// panic: to run something at an exact point of a write.
+	hook func(step string)
 }
 
 // InjectPanic makes the next times passes through step panic (times < 0:
@@ -60,6 +63,11 @@ func (p *panicPoint) at(step string) {
 		return
 	}
 	p.mu.Lock()
+	if h := p.hook; h != nil {
+		p.mu.Unlock()
+		h(step)
+		return
+	}
 	fire := p.remaining != 0 && p.step == step
 	if fire && p.remaining > 0 {
 		p.remaining--

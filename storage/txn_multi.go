@@ -144,8 +144,11 @@ func (t *Txn) changesOnCurrent(ctx context.Context) (*Tx, error) {
 // prepareParts appends every part's prepared record and waits until all
 // are durable.
 func prepareParts(parts []*commitPart, id txnID) error {
+	// One cluster time for every part, as mongod's one applyOps entry: the
+	// commit's events share it, and its operationTime is it.
+	at, _ := parts[0].t.d.engine.now()
 	for _, p := range parts {
-		p.at, _ = p.t.d.engine.now()
+		p.at = at
 		rec := encodeMarkedRecord(p.t.b.name, p.tx.ops, p.tx.retry, p.at, markPrepared, id)
 		if p.prepared, p.logErr = p.t.d.appendRecord(rec); p.logErr != nil {
 			return p.logErr
