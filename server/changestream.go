@@ -148,8 +148,8 @@ type changeStream struct {
 	skipKind byte
 	ready    []streamEvent // events produced but not yet returned
 	last     bsoncore.Document
-	// invalidated: the stream returned its invalidate event; done: and
-	// nothing more will come.
+	// invalidated: the stream produced its invalidate event; nothing
+	// comes after it.
 	invalidated bool
 	snaps       map[string]*storage.Snapshot // updateLookup, per database, for one batch
 	mu          sync.Mutex
@@ -193,25 +193,10 @@ func startChangeStream(r *request, a *aggregateArgs, stages []bsoncore.Document,
 	if err := cs.open(); err != nil {
 		return nil, err
 	}
-	var docs []bsoncore.Document
-	switch batchSize {
-	case 0: // an empty first batch, positioned where the stream starts
-		cs.last = resumeToken{at: r.c.s.clock.now(), seq: cs.reader.Seq(), kind: tokenHighWater}.doc()
-		if cs.skipSeq != 0 {
-			cs.last = cs.startToken()
-		}
-	case batchSizeAbsent:
-		batchSize = defaultFirstBatch
-	}
-	if batchSize != 0 {
-		var err error
-		if docs, err = cs.nextEvents(r.ctx, batchSize); err != nil {
-			return nil, labelStreamError(prefixed("Executor error during aggregate command on namespace: "+r.ns(a.coll)+" :: caused by :: ", err))
-		}
-	}
-	ns := r.ns(a.coll)
-	if a.collectionless {
-		ns = r.ns("$cmd.aggregate")
+	ns := r.aggregateNS(a)
+	docs, err := cs.firstBatch(r, batchSize)
+	if err != nil {
+		return nil, labelStreamError(prefixed("Executor error during aggregate command on namespace: "+ns+" :: caused by :: ", err))
 	}
 	id := int64(0)
 	if !cs.invalidated {
@@ -224,15 +209,27 @@ func startChangeStream(r *request, a *aggregateArgs, stages []bsoncore.Document,
 	return streamReply(id, ns, "firstBatch", docs, cs.last), nil
 }
 
+// firstBatch is the aggregate's batch: the events logged so far, or with
+// batchSize 0 none, positioned where the stream starts.
+func (cs *changeStream) firstBatch(r *request, batchSize int) ([]bsoncore.Document, error) {
+	switch batchSize {
+	case 0:
+		cs.last = resumeToken{at: r.c.s.clock.now(), seq: cs.reader.Seq(), kind: tokenHighWater}.doc()
+		if cs.skipSeq != 0 {
+			cs.last = cs.startToken()
+		}
+		return nil, nil
+	case batchSizeAbsent:
+		batchSize = defaultFirstBatch
+	}
+	return cs.nextEvents(r.ctx, batchSize)
+}
+
 // streamScope reads what the aggregate watches.
 func (r *request) streamScope(a *aggregateArgs, args changeStreamArgs) (streamScope, error) {
 	if args.allForCluster {
 		if r.db != "admin" || !a.collectionless {
-			ns := r.ns(a.coll)
-			if a.collectionless {
-				ns = r.ns("$cmd.aggregate")
-			}
-			return streamScope{}, mongoerr.New(mongoerr.InvalidOptions, "A $changeStream with 'allChangesForCluster:true' may only be opened on the 'admin' database, and with no collection name; found %s", ns)
+			return streamScope{}, mongoerr.New(mongoerr.InvalidOptions, "A $changeStream with 'allChangesForCluster:true' may only be opened on the 'admin' database, and with no collection name; found %s", r.aggregateNS(a))
 		}
 		return streamScope{cluster: true, branch: storage.DefaultBranch}, nil
 	}

@@ -131,11 +131,11 @@ func (r *request) aggregateSource(a *aggregateArgs) (docSource, string, bsoncore
 	if err != nil {
 		return nil, "", nil, err
 	}
-	ns := r.ns(a.coll)
-	if a.collectionless {
-		ns = r.ns("$cmd.aggregate")
-	} else if err := onView(snap, a); err != nil {
-		return nil, "", nil, err
+	ns := r.aggregateNS(a)
+	if !a.collectionless {
+		if err := onView(snap, a); err != nil {
+			return nil, "", nil, err
+		}
 	}
 	env, err := r.collEnv(a.coll, a.collation, a.let)
 	if err != nil {
@@ -171,6 +171,15 @@ func (r *request) aggregateSource(a *aggregateArgs) (docSource, string, bsoncore
 		return nil, "", nil, err
 	}
 	return p.Run(in), ns, nil, nil
+}
+
+// aggregateNS is an aggregate's namespace: its collection's, or
+// db.$cmd.aggregate for aggregate: 1.
+func (r *request) aggregateNS(a *aggregateArgs) string {
+	if a.collectionless {
+		return r.ns("$cmd.aggregate")
+	}
+	return r.ns(a.coll)
 }
 
 // pipelineInput is what a pipeline reads: the planned leading $match, a
