@@ -87,12 +87,65 @@ type schemaExplain struct {
 func (e *schemaExplain) add(d *detail) { e.out.AppendDocument(d.build()) }
 
 // fails reports whether the keyword kw (with the siblings it reads) fails
-// for v; false when the schema does not have it.
+// for v; false when the schema does not have it, or states a single type
+// the keyword does not apply to (mongod then drops the keyword: the type
+// alone explains the failure).
 func (e *schemaExplain) fails(kw string, siblings ...string) bool {
 	if _, ok := value.LookupField(e.schema, kw); !ok {
 		return false
 	}
+	if class, ok := keywordClass[kw]; ok && e.statedOther(class) {
+		return false
+	}
 	return !schemaOK(e.keywords(append([]string{kw}, siblings...)...), e.v)
+}
+
+// keywordClass is the types the type-specific keywords apply to.
+var keywordClass = map[string][]bsoncore.Type{
+	"pattern": {bsoncore.TypeString}, "maxLength": {bsoncore.TypeString}, "minLength": {bsoncore.TypeString},
+	"multipleOf": numberTypes, "maximum": numberTypes, "minimum": numberTypes,
+	"minItems": arrayTypes, "maxItems": arrayTypes, "uniqueItems": arrayTypes,
+	"minProperties": objectTypes, "maxProperties": objectTypes,
+}
+
+var objectTypes = []bsoncore.Type{bsoncore.TypeEmbeddedDocument}
+
+// statedOther reports a schema whose type or bsonType is one type (or
+// "number") outside class.
+func (e *schemaExplain) statedOther(class []bsoncore.Type) bool {
+	for _, kw := range []string{"type", "bsonType"} {
+		t, ok := value.LookupField(e.schema, kw)
+		if !ok {
+			continue
+		}
+		if t.Type == bsoncore.TypeArray {
+			vals := value.ArrayValues(t.Data)
+			if len(vals) != 1 {
+				return false
+			}
+			t = vals[0]
+		}
+		name, _ := t.StringValueOK()
+		stated := numberTypes
+		if name != "number" {
+			code, known := typeAliases[name]
+			if !known {
+				return false
+			}
+			stated = []bsoncore.Type{bsoncore.Type(byte(int8(code)))}
+		}
+		return !anyOfTypes(typeValues(stated), class)
+	}
+	return false
+}
+
+// typeValues are placeholder values of the types, for anyOfTypes.
+func typeValues(ts []bsoncore.Type) []bsoncore.Value {
+	out := make([]bsoncore.Value, len(ts))
+	for i, t := range ts {
+		out[i] = bsoncore.Value{Type: t}
+	}
+	return out
 }
 
 // keywords is the schema restricted to the named keywords it has.
@@ -134,7 +187,7 @@ func (e *schemaExplain) arrayRules() {
 		e.add(newDetail("uniqueItems").specified(e.keywords("uniqueItems")).str("reason", "found a duplicate item").
 			val("consideredValue", e.v).val("duplicatedValue", firstDuplicate(value.ArrayValues(e.v.Data))))
 	}
-	if e.v.Type == bsoncore.TypeArray {
+	if e.v.Type == bsoncore.TypeArray && !e.statedOther(arrayTypes) {
 		e.itemsRules()
 	}
 }
@@ -191,7 +244,7 @@ func (e *schemaExplain) firstFailingItem(kw, reason string, sub []byte, elems []
 }
 
 func (e *schemaExplain) objectRules() {
-	if e.v.Type != bsoncore.TypeEmbeddedDocument {
+	if e.v.Type != bsoncore.TypeEmbeddedDocument || e.statedOther(objectTypes) {
 		return
 	}
 	e.propertiesRule()

@@ -103,6 +103,7 @@ func cmdCreate(r *request) (bsoncore.Document, error) {
 	}
 	els, _ := r.cmd.Elements()
 	opts := bsoncore.NewDocumentBuilder()
+	var validation validationOptions
 	for _, el := range els[1:] {
 		k := el.Key()
 		switch {
@@ -110,9 +111,15 @@ func cmdCreate(r *request) (bsoncore.Document, error) {
 			if b, _ := asBool(el.Value()); b || k != "capped" {
 				return nil, mongoerr.New(mongoerr.NotImplemented, "capped collections are not supported by DumboDB")
 			}
-		case k == "viewOn" || k == "pipeline" || k == "timeseries" || k == "clusteredIndex" || k == "encryptedFields" ||
-			k == "validator" || k == "validationLevel" || k == "validationAction":
+		case k == "viewOn" || k == "pipeline" || k == "timeseries" || k == "clusteredIndex" || k == "encryptedFields":
 			return nil, mongoerr.New(mongoerr.NotImplemented, "create option '%s' is not supported by DumboDB yet", k)
+		case isValidationOption(k):
+			if err := validation.parse("create", k, el.Value()); err != nil {
+				return nil, err
+			}
+			if k != "validator" || len(validation.validator) > 5 { // mongod keeps no empty validator
+				opts.AppendValue(k, el.Value())
+			}
 		case k == "collation":
 			c, err := parseCreateCollation(el.Value())
 			if err != nil {
@@ -129,8 +136,13 @@ func cmdCreate(r *request) (bsoncore.Document, error) {
 			return nil, unknownField("create", k)
 		}
 	}
+	built := opts.Build()
+	collation, _ := built.Lookup("collation").DocumentOK()
+	if err := validation.check(r.db, coll, collation, false); err != nil {
+		return nil, err
+	}
 	err = r.write(func(tx *storage.Tx) error {
-		_, err := tx.CreateCollection(r.ctx, coll, opts.Build())
+		_, err := tx.CreateCollection(r.ctx, coll, built)
 		return err
 	})
 	if errors.Is(err, storage.ErrNamespaceExists) {
