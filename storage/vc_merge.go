@@ -276,19 +276,52 @@ func (d *Database) mergeCollection(ctx context.Context, base, ours, theirs *root
 	return nil
 }
 
-// pickInfo merges catalog entries: theirs when only they changed it.
+// pickInfo merges catalog entries: the options option by option.
 func pickInfo(b, o, t *collection, inBase, inOurs bool) CollectionInfo {
 	switch {
 	case !inOurs:
 		return t.info
 	case t == nil:
 		return o.info
-	case inBase && bytes.Equal(o.info.Options, b.info.Options):
+	case inBase:
 		info := o.info
-		info.Options = t.info.Options
+		info.Options = mergeOptions(b.info.Options, o.info.Options, t.info.Options)
 		return info
 	}
 	return o.info
+}
+
+// mergeOptions merges collection options key by key, each option (a
+// validator, its level, its action, ...) a whole value: a side's change
+// of one option merges with the other side's change of another. When both
+// sides changed one option differently, ours is kept.
+func mergeOptions(base, ours, theirs bsoncore.Document) bsoncore.Document {
+	if bytes.Equal(ours, base) {
+		return theirs
+	}
+	if bytes.Equal(theirs, base) || bytes.Equal(ours, theirs) {
+		return ours
+	}
+	b := bsoncore.NewDocumentBuilder()
+	oels, _ := ours.Elements()
+	tels, _ := theirs.Elements()
+	seen := map[string]bool{}
+	for _, el := range append(oels, tels...) {
+		k := el.Key()
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		bv, ov, tv := base.Lookup(k), ours.Lookup(k), theirs.Lookup(k)
+		v := ov
+		if value.Same(ov, bv) {
+			v = tv
+		}
+		if v.Type != 0 {
+			b.AppendValue(k, v)
+		}
+	}
+	return b.Build()
 }
 
 type conflictRec struct {
