@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -232,6 +233,26 @@ func TestValidatorWritePaths(t *testing.T) {
 	err = people.FindOneAndUpdate(ctx, bson.D{{Key: "_id", Value: 30}}, bson.D{{Key: "$set", Value: bson.D{{Key: "age", Value: 50}}}},
 		options.FindOneAndUpdate().SetUpsert(true)).Err()
 	wantCommandFailure(t, "findOneAndUpdate upsert", err)
+
+	// A mixed bulk write reports each failure at its model's index.
+	_, err = people.BulkWrite(ctx, []mongo.WriteModel{
+		mongo.NewUpdateOneModel().SetFilter(bson.D{{Key: "_id", Value: 1}}).SetUpdate(bson.D{{Key: "$set", Value: bson.D{{Key: "age", Value: 2}}}}),
+		mongo.NewInsertOneModel().SetDocument(bson.D{{Key: "_id", Value: 50}, {Key: "name", Value: "z"}}),
+		mongo.NewReplaceOneModel().SetFilter(bson.D{{Key: "_id", Value: 1}}).SetReplacement(bson.D{{Key: "age", Value: 20}}),
+		mongo.NewInsertOneModel().SetDocument(bson.D{{Key: "_id", Value: 51}}),
+	}, options.BulkWrite().SetOrdered(false))
+	var bwe mongo.BulkWriteException
+	if !errors.As(err, &bwe) || len(bwe.WriteErrors) != 3 {
+		t.Fatalf("bulk write: %v", err)
+	}
+	// (An unordered bulk write runs its inserts first.)
+	sort.Slice(bwe.WriteErrors, func(i, j int) bool { return bwe.WriteErrors[i].Index < bwe.WriteErrors[j].Index })
+	for i, want := range []int{0, 2, 3} {
+		if e := bwe.WriteErrors[i]; e.Index != want || e.Code != 121 || e.Details.Lookup("failingDocumentId").Type == 0 {
+			t.Errorf("bulk write error %d: %+v, want index %d", i, e, want)
+		}
+	}
+	people.DeleteOne(ctx, bson.D{{Key: "_id", Value: 50}})
 
 	// $out keeps the target's validator and checks against it; $merge too.
 	src := db.Collection("src")
