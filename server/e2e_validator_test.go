@@ -498,4 +498,13 @@ func TestValidatorVersionControl(t *testing.T) {
 	vc(t, client, "val", bson.D{{Key: "dumboMerge", Value: 1}, {Key: "mergeIn", Value: "theirs"}})
 	sameJSON(t, "options after two changes of the validator", collectionOptions(t, db, "c"),
 		`{"validator": {"age": {"$gte": 35}}, "validationAction": "warn"}`)
+
+	// The options outlive a restart, and the old revisions keep theirs.
+	mustRun(t, db, bson.D{{Key: "collMod", Value: "c"}, {Key: "validationAction", Value: "error"}})
+	ts.restart()
+	client = ts.client()
+	db = client.Database("val")
+	_, err = db.Collection("c").InsertOne(ctx, bson.D{{Key: "_id", Value: 6}, {Key: "age", Value: 30}})
+	wantValidationFailure(t, "after a restart", err)
+	sameJSON(t, "options of an old revision", collectionOptions(t, client.Database("val@main~5"), "c"), `{"validator": {"age": {"$gte": 18}}}`)
 }
