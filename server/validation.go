@@ -104,7 +104,7 @@ func (o *validationOptions) apply(opts bsoncore.Document) bsoncore.Document {
 		if len(o.validator) <= 5 {
 			opts = withoutOption(opts, "validator")
 		} else {
-			opts = withOptionValue(opts, "validator", docValueOf(o.validator))
+			opts = withOptionValue(opts, "validator", docValue(o.validator))
 		}
 	}
 	if o.level != "" {
@@ -271,8 +271,4 @@ func withOptionValue(opts bsoncore.Document, key string, v bsoncore.Value) bsonc
 		b.AppendValue(key, v)
 	}
 	return b.Build()
-}
-
-func docValueOf(d bsoncore.Document) bsoncore.Value {
-	return bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: d}
 }
