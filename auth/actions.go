@@ -39,6 +39,8 @@ const (
 	VCRead
 	VCWrite
 	VCAdmin
+	// BypassDocumentValidation lets a write skip collection validators.
+	BypassDocumentValidation
 
 	// Cluster actions.
 	ServerStatus
@@ -74,7 +76,8 @@ var actionNames = map[Action]string{
 	RevokeRole: "revokeRole", ChangePassword: "changePassword", ChangeCustomData: "changeCustomData",
 	CreateRole: "createRole", DropRole: "dropRole", ViewRole: "viewRole",
 	VCRead: "dumboVersionRead", VCWrite: "dumboVersionWrite", VCAdmin: "dumboVersionAdmin",
-	ServerStatus: "serverStatus", ListDatabases: "listDatabases", InProg: "inprog", KillOp: "killop",
+	BypassDocumentValidation: "bypassDocumentValidation", ServerStatus: "serverStatus",
+	ListDatabases: "listDatabases", InProg: "inprog", KillOp: "killop",
 	ReplSetGetStatus: "replSetGetStatus", ReplSetGetConfig: "replSetGetConfig", ReplSetConfigure: "replSetConfigure",
 	GetParameter: "getParameter", SetParameter: "setParameter", GetCmdLineOpts: "getCmdLineOpts",
 	GetLog: "getLog", HostInfo: "hostInfo", KillAnySession: "killAnySession", Shutdown: "shutdown",

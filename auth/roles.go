@@ -97,7 +97,8 @@ const (
 	readWriteActions = readActions | Insert | Update | Remove | CreateCollection | DropCollection |
 		CreateIndex | DropIndex | RenameCollectionSameDB | VCWrite
 	dbAdminActions = CollMod | CollStats | DBStats | ListCollections | ListIndexes | CreateCollection |
-		DropCollection | CreateIndex | DropIndex | DropDatabase | RenameCollectionSameDB | VCRead | VCAdmin
+		DropCollection | CreateIndex | DropIndex | DropDatabase | RenameCollectionSameDB | VCRead | VCAdmin |
+		BypassDocumentValidation
 	userAdminActions = CreateUser | DropUser | ViewUser | GrantRole | RevokeRole | ChangePassword |
 		ChangeCustomData | CreateRole | DropRole | ViewRole
 	monitorActions = ServerStatus | ListDatabases | InProg | ReplSetGetStatus | ReplSetGetConfig |
@@ -122,7 +123,7 @@ var builtinRoles = map[string]grant{
 	"readAnyDatabase":      {anyDB: readActions, cluster: ListDatabases, adminOnly: true},
 	"readWrite":            {db: readWriteActions},
 	"readWriteAnyDatabase": {anyDB: readWriteActions, cluster: ListDatabases, adminOnly: true},
-	"restore":              {anyDB: Insert | Update | Remove | CreateCollection | DropCollection | CreateIndex | ListCollections | CreateUser | CreateRole | GrantRole, cluster: ListDatabases, adminOnly: true},
+	"restore":              {anyDB: Insert | Update | Remove | CreateCollection | DropCollection | CreateIndex | ListCollections | CreateUser | CreateRole | GrantRole | BypassDocumentValidation, cluster: ListDatabases, adminOnly: true},
 	"root":                 {anyDB: allDBActions, cluster: allCluster, adminOnly: true},
 	"userAdmin":            {db: userAdminActions},
 	"userAdminAnyDatabase": {anyDB: userAdminActions, cluster: ListDatabases, adminOnly: true},

@@ -30,6 +30,8 @@ import (
 //	upsert                    input: filter line, update line; output: doc
 //	expr <json>               output: the expression's value per document
 //	aggregate <json>          output: the pipeline's documents over docs
+//	validate <json>           output: per document, pass or the details
+//	                          of its validation failure (errInfo.details)
 //	                          (agg_datadriven_test.go lists its options)
 //
 // filter, project, sort, update and expr take option lines as input:
@@ -106,6 +108,23 @@ func runFile(t *testing.T, file string) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// validateCase runs a collection validator over the documents.
+func validateCase(t *testing.T, c *ddCase, docs []bsoncore.Document) []string {
+	v, err := CompileValidator(mustDoc(t, c.args), nil)
+	if err != nil {
+		return []string{errString(err)}
+	}
+	var out []string
+	for _, d := range docs {
+		if v.Match(d) {
+			out = append(out, "pass")
+		} else {
+			out = append(out, typedDoc(v.Details(d)))
+		}
+	}
+	return out
 }
 
 func sep(s string) string {
@@ -190,6 +209,8 @@ func runCase(t *testing.T, c *ddCase, docs *[]bsoncore.Document) []string {
 			out = append(out, typedDoc(r))
 		}
 		return out
+	case "validate":
+		return validateCase(t, c, *docs)
 	case "sort":
 		o, err := parseOptions(t, c.input)
 		if err != nil {

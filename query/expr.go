@@ -87,6 +87,18 @@ func (e *Env) scope() *compileScope {
 type compileScope struct {
 	name   string
 	parent *compileScope
+	// validator marks the scope of a collection validator's $expr.
+	validator bool
+}
+
+// inValidator reports an expression of a collection validator.
+func (s *compileScope) inValidator() bool {
+	for ; s != nil; s = s.parent {
+		if s.validator {
+			return true
+		}
+	}
+	return false
 }
 
 func (s *compileScope) with(name string) *compileScope { return &compileScope{name: name, parent: s} }
@@ -368,6 +380,8 @@ func compileOperator(doc []byte, s *compileScope) (Expr, error) {
 	switch {
 	case !ok:
 		return nil, mongoerr.New(mongoerr.InvalidPipelineOperator, "Unrecognized expression '%s'", name)
+	case op.js && s.inValidator():
+		return nil, mongoerr.New(mongoerr.Code(4660800), "%s cannot be used inside a validator.", name)
 	case op.js:
 		return nil, jsNotSupported(name)
 	case op.compile != nil:

@@ -23,6 +23,9 @@ type Filter struct {
 	textOrClauses []bsoncore.Document
 	// inTopOr is parse state: a clause of a top-level $or is being parsed.
 	inTopOr bool
+	// validator is set while compiling a collection validator, which
+	// refuses what mongod refuses there ($text, $near, $function).
+	validator bool
 }
 
 // EqualityField is a path pinned to a value by an equality predicate.
@@ -210,6 +213,8 @@ func (f *Filter) parseTopLevel(name string, v bsoncore.Value, collect bool) (doc
 	switch {
 	case !ok:
 		return nil, mongoerr.New(mongoerr.BadValue, "unknown top level operator: %s. If you have a field name that starts with a '$' symbol, consider using $getField or $setField.", name)
+	case f.validator && name == "$text":
+		return nil, mongoerr.New(mongoerr.BadValue, "$text is not allowed in this context")
 	case row.refuse != nil:
 		return nil, row.refuse(name)
 	}

@@ -13,7 +13,7 @@ type exprMatch struct {
 }
 
 func parseExprFilter(f *Filter, _ string, v bsoncore.Value, _ bool) (docExpr, error) {
-	x, err := compileExpr(v, f.env.scope())
+	x, err := compileExpr(v, f.exprScope())
 	if err != nil {
 		return nil, err
 	}
@@ -29,4 +29,14 @@ func (e *exprMatch) matchDoc(doc []byte) bool {
 		return false
 	}
 	return exprTruthy(v)
+}
+
+// exprScope is the compile scope of the filter's $expr: the let variables
+// and, in a validator, the mark that refuses $function.
+func (f *Filter) exprScope() *compileScope {
+	s := f.env.scope()
+	if f.validator {
+		s = &compileScope{parent: s, validator: true}
+	}
+	return s
 }

@@ -32,6 +32,8 @@ func (f *Filter) parseOps(path string, ops []byte) (opNode, error) {
 		name := string(k)
 		row, known := fieldOps[name]
 		switch {
+		case f.validator && nearOps[name]:
+			return nil, nearNotAllowed()
 		case !known:
 			return nil, mongoerr.New(mongoerr.BadValue, "unknown operator: %s", name)
 		case row.refuse != nil:
@@ -431,7 +433,7 @@ func newElemMatch(parent *Filter, path string, arg bsoncore.Value) (*elemMatchLe
 			return &elemMatchLeaf{val: n}, nil
 		}
 	}
-	f := &Filter{env: parent.env}
+	f := &Filter{env: parent.env, validator: parent.validator}
 	obj, err := f.parseDoc(arg.Data, false)
 	if err != nil {
 		return nil, err

@@ -102,12 +102,12 @@ var schemaTable = [][]schemaEntry{
 		{name: "additionalProperties", parse: schemaAdditional},
 		{name: "maxProperties", parse: schemaCount(bsoncore.TypeEmbeddedDocument, true)},
 		{name: "minProperties", parse: schemaCount(bsoncore.TypeEmbeddedDocument, false)},
-		{name: "patternProperties", parse: schemaIgnored}, // read by additionalProperties
+		{name: "patternProperties", parse: schemaPatternProperties},
 		{name: "properties", parse: schemaProperties},
 		{name: "required", parse: schemaRequired},
 	},
 	{ // arrays
-		{name: "additionalItems", parse: schemaIgnored},
+		{name: "additionalItems", parse: schemaAdditionalItems}, // read by items
 		{name: "items", parse: schemaItems},
 		{name: "maxItems", parse: schemaCount(bsoncore.TypeArray, true)},
 		{name: "minItems", parse: schemaCount(bsoncore.TypeArray, false)},

@@ -368,7 +368,10 @@ func schemaItems(s *schema, arg bsoncore.Value, parent []byte) error {
 			}
 			subs = append(subs, sub)
 		}
-		extra, _ := value.LookupField(parent, "additionalItems")
+		extra, err := additionalItemsCheck(parent)
+		if err != nil {
+			return err
+		}
 		s.checks = append(s.checks, func(v bsoncore.Value) bool {
 			if v.Type != bsoncore.TypeArray {
 				return true
@@ -377,7 +380,7 @@ func schemaItems(s *schema, arg bsoncore.Value, parent []byte) error {
 				if i < len(subs) && !subs[i].ok(e) {
 					return false
 				}
-				if i >= len(subs) && extra.Type == bsoncore.TypeBoolean && !extra.Boolean() {
+				if i >= len(subs) && !extra(e) {
 					return false
 				}
 			}
@@ -386,6 +389,75 @@ func schemaItems(s *schema, arg bsoncore.Value, parent []byte) error {
 		return nil
 	}
 	return mongoerr.New(mongoerr.TypeMismatch, "$jsonSchema keyword 'items' must be an array or an object")
+}
+
+// additionalItemsCheck is what additionalItems asks of the elements past
+// an items array: nothing, none at all (false) or a schema.
+func additionalItemsCheck(parent []byte) (func(bsoncore.Value) bool, error) {
+	extra, _ := value.LookupField(parent, "additionalItems")
+	switch extra.Type {
+	case bsoncore.TypeBoolean:
+		allowed := extra.Boolean()
+		return func(bsoncore.Value) bool { return allowed }, nil
+	case bsoncore.TypeEmbeddedDocument:
+		sub, err := compileSchema(extra.Data)
+		if err != nil {
+			return nil, err
+		}
+		return sub.ok, nil
+	}
+	return func(bsoncore.Value) bool { return true }, nil
+}
+
+// schemaAdditionalItems checks additionalItems' type; items reads it.
+func schemaAdditionalItems(_ *schema, arg bsoncore.Value, _ []byte) error {
+	if arg.Type != bsoncore.TypeBoolean && arg.Type != bsoncore.TypeEmbeddedDocument {
+		return mongoerr.New(mongoerr.TypeMismatch, "$jsonSchema keyword 'additionalItems' must be either an object or a boolean, but got a %s", value.TypeName(arg.Type))
+	}
+	return nil
+}
+
+// schemaPatternProperties is patternProperties: each property whose name
+// matches a pattern must satisfy that pattern's schema.
+func schemaPatternProperties(s *schema, arg bsoncore.Value, _ []byte) error {
+	if arg.Type != bsoncore.TypeEmbeddedDocument {
+		return mongoerr.New(mongoerr.TypeMismatch, "$jsonSchema keyword 'patternProperties' must be an object")
+	}
+	type pattern struct {
+		re  *pcre
+		sub *schema
+	}
+	var ps []pattern
+	it := value.NewIter(arg.Data)
+	for k, v, ok := it.Next(); ok; k, v, ok = it.Next() {
+		re, err := compileRegex(string(k), "")
+		if err != nil {
+			return err
+		}
+		if v.Type != bsoncore.TypeEmbeddedDocument {
+			return mongoerr.New(mongoerr.TypeMismatch, "$jsonSchema keyword 'patternProperties' has property '%s' which is not an object", k)
+		}
+		sub, err := compileSchema(v.Data)
+		if err != nil {
+			return err
+		}
+		ps = append(ps, pattern{re, sub})
+	}
+	s.checks = append(s.checks, func(v bsoncore.Value) bool {
+		if v.Type != bsoncore.TypeEmbeddedDocument {
+			return true
+		}
+		it := value.NewIter(v.Data)
+		for k, fv, ok := it.Next(); ok; k, fv, ok = it.Next() {
+			for _, p := range ps {
+				if p.re.Match(k) && !p.sub.ok(fv) {
+					return false
+				}
+			}
+		}
+		return true
+	})
+	return nil
 }
 
 func schemaUnique(s *schema, arg bsoncore.Value, _ []byte) error {

@@ -28,6 +28,7 @@ type aggregateArgs struct {
 	hint           bsoncore.Value
 	collectionless bool
 	coll           string
+	bypass         bool // bypassDocumentValidation, for $out and $merge
 }
 
 func (r *request) parseAggregate() (*aggregateArgs, error) {
@@ -47,7 +48,7 @@ func (r *request) parseAggregate() (*aggregateArgs, error) {
 		"cursor":                   r.docArg("cursor", &a.cursorOpts),
 		"explain":                  r.boolArg("explain", &a.explain),
 		"allowDiskUse":             r.boolArg("allowDiskUse", &a.allowDiskUse),
-		"bypassDocumentValidation": r.ignoreArg(),
+		"bypassDocumentValidation": r.boolArg("bypassDocumentValidation", &a.bypass),
 		"collation":                r.optDocArg("collation", &a.collation),
 		"hint":                     func(v bsoncore.Value) error { a.hint = v; return nil },
 		"let":                      r.optDocArg("let", &a.let),
@@ -145,7 +146,7 @@ func (r *request) aggregateSource(a *aggregateArgs) (docSource, string, bsoncore
 	p, err := query.CompilePipelineOpts(a.pipeline, query.PipelineOptions{
 		Env:            env,
 		Catalog:        snapshotCatalog{r, snap},
-		Writer:         aggWriter{r},
+		Writer:         aggWriter{r: r, bypass: a.bypass},
 		DB:             r.db,
 		Collection:     a.coll,
 		Host:           host,
@@ -366,8 +367,12 @@ func (c snapshotCatalog) LookupEqual(ctx context.Context, coll, path string, val
 	return plan.LookupEqual(ctx, c.snap, coll, path, vals)
 }
 
-// aggWriter writes $out and $merge results, each in one transaction.
-type aggWriter struct{ r *request }
+// aggWriter writes $out and $merge results, each in one transaction,
+// checking them against the target's validator unless bypass.
+type aggWriter struct {
+	r      *request
+	bypass bool
+}
 
 // tx runs fn on the target database's branch. The target is named like $db:
 // "db" or "db@branch", validated by the same rules; the request's own
@@ -382,6 +387,9 @@ func (w aggWriter) tx(ctx context.Context, full, coll string, fn func(tx *storag
 	}
 	// The aggregate itself needs only find; its target needs writes.
 	if err := w.r.require(auth.Insert|auth.Update|auth.Remove, name); err != nil {
+		return err
+	}
+	if err := w.r.requireBypass(w.bypass, name); err != nil {
 		return err
 	}
 	branch := rev
@@ -417,16 +425,25 @@ func (w aggWriter) tx(ctx context.Context, full, coll string, fn func(tx *storag
 	return writeWaitingForTransactions(ctx, d, target.Branch, fn)
 }
 
-// Replace swaps the target's content for docs, as $out does.
+// Replace swaps the target's content for docs, as $out does. The new
+// collection keeps the target's options (its validator among them), as
+// mongod's $out does.
 func (w aggWriter) Replace(ctx context.Context, db, coll string, docs []bsoncore.Document) error {
 	return w.tx(ctx, db, coll, func(tx *storage.Tx) error {
+		var opts bsoncore.Document
+		if info, ok := tx.Collection(coll); ok {
+			opts = info.Options
+		}
 		if err := tx.DropCollection(coll); err != nil && !errors.Is(err, storage.ErrNamespaceNotFound) {
 			return toMongoErr(err)
 		}
-		if _, err := tx.EnsureCollection(ctx, coll); err != nil {
+		if _, err := tx.CreateCollection(ctx, coll, opts); err != nil {
 			return toMongoErr(err)
 		}
-		t := writeTarget{tx: tx, ns: db + "." + coll, coll: coll}
+		t, err := w.target(tx, db, coll)
+		if err != nil {
+			return err
+		}
 		var interrupt query.InterruptCheck
 		for _, d := range docs {
 			if err := interrupt.Check(ctx); err != nil {
@@ -446,14 +463,25 @@ func (w aggWriter) Update(ctx context.Context, db, coll string, fn func(query.Wr
 		if _, err := tx.EnsureCollection(ctx, coll); err != nil {
 			return toMongoErr(err)
 		}
-		return fn(writeTarget{tx: tx, ns: db + "." + coll, coll: coll})
+		t, err := w.target(tx, db, coll)
+		if err != nil {
+			return err
+		}
+		return fn(t)
 	})
+}
+
+// target is the collection coll of db in tx, with its validator.
+func (w aggWriter) target(tx *storage.Tx, db, coll string) (writeTarget, error) {
+	dv, err := w.r.validatorFor(tx, db, coll, w.bypass)
+	return writeTarget{tx: tx, ns: db + "." + coll, coll: coll, dv: dv}, err
 }
 
 // writeTarget is one collection of a write transaction.
 type writeTarget struct {
 	tx       *storage.Tx
 	ns, coll string
+	dv       *docValidator
 }
 
 func (t writeTarget) Get(ctx context.Context, id bsoncore.Value) (bsoncore.Document, bool, error) {
@@ -461,10 +489,16 @@ func (t writeTarget) Get(ctx context.Context, id bsoncore.Value) (bsoncore.Docum
 }
 
 func (t writeTarget) Insert(ctx context.Context, doc bsoncore.Document) error {
+	if err := t.dv.checkInsert(doc); err != nil {
+		return err
+	}
 	return t.check(doc, t.tx.Insert(ctx, t.coll, doc))
 }
 
 func (t writeTarget) Replace(ctx context.Context, doc bsoncore.Document) error {
+	if err := t.dv.checkReplace(ctx, t.tx, t.coll, doc); err != nil {
+		return err
+	}
 	return t.check(doc, t.tx.Replace(ctx, t.coll, doc))
 }
 

@@ -117,6 +117,7 @@ func cmdCreate(r *request) (bsoncore.Document, error) {
 	opts := bsoncore.NewDocumentBuilder()
 	var viewOn, pipeline bsoncore.Value
 	var collation bsoncore.Document
+	var validation validationOptions
 	for _, el := range els[1:] {
 		k := el.Key()
 		switch {
@@ -136,9 +137,15 @@ func cmdCreate(r *request) (bsoncore.Document, error) {
 			if spec != nil {
 				opts.AppendDocument(k, spec)
 			}
-		case k == "timeseries" || k == "encryptedFields" ||
-			k == "validator" || k == "validationLevel" || k == "validationAction":
+		case k == "timeseries" || k == "encryptedFields":
 			return nil, mongoerr.New(mongoerr.NotImplemented, "create option '%s' is not supported by DumboDB yet", k)
+		case isValidationOption(k):
+			if err := validation.parse("create", k, el.Value()); err != nil {
+				return nil, err
+			}
+			if k != "validator" || len(validation.validator) > 5 { // mongod keeps no empty validator
+				opts.AppendValue(k, el.Value())
+			}
 		case k == "collation":
 			c, err := parseCreateCollation(el.Value())
 			if err != nil {
@@ -160,8 +167,11 @@ func cmdCreate(r *request) (bsoncore.Document, error) {
 	if err := checkClusteredTTL(built); err != nil {
 		return nil, err
 	}
-	if viewOn.Type != 0 && keepsImagesOption(built) {
-		return nil, mongoerr.New(mongoerr.InvalidOptions, "option not supported on a view: changeStreamPreAndPostImages")
+	if viewOn.Type != 0 && (keepsImagesOption(built) || validation.given()) {
+		return nil, mongoerr.New(mongoerr.InvalidOptions, "option not supported on a view: changeStreamPreAndPostImages or a validator")
+	}
+	if err := validation.check(r.db, coll, collation, false); err != nil {
+		return nil, err
 	}
 	switch {
 	case viewOn.Type != 0:

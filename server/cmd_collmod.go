@@ -18,9 +18,9 @@ type collModIndex struct {
 }
 
 // cmdCollMod changes a collection's options. DumboDB supports the index
-// changes that need no rebuild (hidden, expireAfterSeconds) and the
-// change-stream images; validators, views and unique conversions are
-// refused.
+// changes that need no rebuild (hidden, expireAfterSeconds), the
+// change-stream images and the validator options; views and unique
+// conversions are refused.
 func cmdCollMod(r *request) (bsoncore.Document, error) {
 	coll, err := r.collectionArg()
 	if err != nil {
@@ -28,11 +28,12 @@ func cmdCollMod(r *request) (bsoncore.Document, error) {
 	}
 	var ixArg, images bsoncore.Document
 	var viewOn, pipeline bsoncore.Value
+	var validation validationOptions
 	err = r.parseArgs(map[string]fieldHandler{
 		"index":                        r.docArg("index", &ixArg),
-		"validator":                    collModUnsupported("validator"),
-		"validationLevel":              collModUnsupported("validationLevel"),
-		"validationAction":             collModUnsupported("validationAction"),
+		"validator":                    validation.handler("collMod", "validator"),
+		"validationLevel":              validation.handler("collMod", "validationLevel"),
+		"validationAction":             validation.handler("collMod", "validationAction"),
 		"viewOn":                       func(v bsoncore.Value) error { viewOn = v; return nil },
 		"pipeline":                     func(v bsoncore.Value) error { pipeline = v; return nil },
 		"changeStreamPreAndPostImages": r.docArg("changeStreamPreAndPostImages", &images),
@@ -51,8 +52,8 @@ func cmdCollMod(r *request) (bsoncore.Document, error) {
 	if viewOn.Type != 0 || pipeline.Type != 0 {
 		return okReply(), r.collModView(coll, viewOn, pipeline)
 	}
-	if images != nil || ixArg == nil {
-		if err := r.collModOptions(coll, images); err != nil || ixArg == nil {
+	if images != nil || validation.given() || ixArg == nil {
+		if err := r.collModOptions(coll, images, &validation); err != nil || ixArg == nil {
 			return okReply(), err
 		}
 	}
@@ -91,9 +92,9 @@ func cmdCollMod(r *request) (bsoncore.Document, error) {
 }
 
 // collModOptions changes the collection's options: the change-stream
-// images, or nothing (a bare collMod, which mongod still logs: change
-// streams see a modify event).
-func (r *request) collModOptions(coll string, images bsoncore.Document) error {
+// images, the validator options, or nothing (a bare collMod, which mongod
+// still logs: change streams see a modify event).
+func (r *request) collModOptions(coll string, images bsoncore.Document, validation *validationOptions) error {
 	desc := bsoncore.NewDocumentBuilder()
 	if images != nil {
 		enabled, err := parseImagesOption(images)
@@ -103,12 +104,17 @@ func (r *request) collModOptions(coll string, images bsoncore.Document) error {
 		images = bsoncore.NewDocumentBuilder().AppendBoolean("enabled", enabled).Build()
 		desc.AppendDocument("changeStreamPreAndPostImages", images)
 	}
+	validation.describe(desc)
 	return r.writeExisting(func(tx *storage.Tx) error {
 		info, ok := tx.Collection(coll)
 		if !ok {
 			return mongoerr.New(mongoerr.NamespaceNotFound, "ns does not exist: %s", r.ns(coll))
 		}
-		opts := info.Options
+		collation, _ := info.Options.Lookup("collation").DocumentOK()
+		if err := validation.check(r.db, coll, collation, true); err != nil {
+			return err
+		}
+		opts := validation.apply(info.Options)
 		if images != nil {
 			opts = withOption(opts, "changeStreamPreAndPostImages", images)
 		}

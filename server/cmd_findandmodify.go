@@ -16,6 +16,7 @@ type famArgs struct {
 	arrayFilters              bsoncore.Array
 	update, hint              bsoncore.Value
 	remove, returnNew, upsert bool
+	bypass                    bool // bypassDocumentValidation
 }
 
 func (r *request) parseFindAndModify() (*famArgs, error) {
@@ -29,7 +30,7 @@ func (r *request) parseFindAndModify() (*famArgs, error) {
 		"new":                      r.boolArg("new", &a.returnNew),
 		"upsert":                   r.boolArg("upsert", &a.upsert),
 		"arrayFilters":             r.arrayArg("arrayFilters", &a.arrayFilters),
-		"bypassDocumentValidation": r.ignoreArg(),
+		"bypassDocumentValidation": r.boolArg("bypassDocumentValidation", &a.bypass),
 		"collation":                r.optDocArg("collation", &a.collation),
 		"hint":                     func(v bsoncore.Value) error { a.hint = v; return nil },
 		"let":                      r.optDocArg("let", &a.let),
@@ -67,6 +68,9 @@ func cmdFindAndModify(r *request) (bsoncore.Document, error) {
 		return nil, err
 	}
 	if err := r.checkHint(a.hint); err != nil {
+		return nil, err
+	}
+	if err := r.requireBypass(a.bypass, r.db); err != nil {
 		return nil, err
 	}
 	env, err := r.collEnv(coll, a.collation, a.let)
@@ -137,12 +141,16 @@ func (r *request) findAndModifyIn(tx *storage.Tx, coll string, f *query.Filter, 
 	if err != nil {
 		return err
 	}
+	dv, err := r.validatorFor(tx, r.db, coll, a.bypass)
+	if err != nil {
+		return err
+	}
 	switch {
 	case target != nil && a.remove:
 		out.n, out.value, out.removed = 1, target, true
 		return tx.Delete(r.ctx, coll, target.Lookup("_id"))
 	case target != nil:
-		after, _, err := applyToDocument(r.ctx, tx, coll, target, u)
+		after, _, err := applyToDocument(r.ctx, tx, coll, target, u, dv)
 		if err != nil {
 			return err
 		}
@@ -157,6 +165,9 @@ func (r *request) findAndModifyIn(tx *storage.Tx, coll string, f *query.Filter, 
 			return err
 		}
 		if _, err := tx.EnsureCollection(r.ctx, coll); err != nil {
+			return err
+		}
+		if err := dv.checkInsert(doc); err != nil {
 			return err
 		}
 		if err := tx.Insert(r.ctx, coll, doc); err != nil {

@@ -120,10 +120,14 @@ func checkWriteBatchSize(n int) error {
 }
 
 func cmdInsert(r *request) (bsoncore.Document, error) {
+	var bypass bool
 	batch, err := r.parseWriteBatch("documents", map[string]fieldHandler{
-		"bypassDocumentValidation": r.ignoreArg(),
+		"bypassDocumentValidation": r.boolArg("bypassDocumentValidation", &bypass),
 	})
 	if err != nil {
+		return nil, err
+	}
+	if err := r.requireBypass(bypass, r.db); err != nil {
 		return nil, err
 	}
 	if batch.statements == nil {
@@ -149,8 +153,15 @@ func cmdInsert(r *request) (bsoncore.Document, error) {
 		if _, err := tx.EnsureCollection(r.ctx, coll); err != nil {
 			return err
 		}
+		dv, err := r.validatorFor(tx, r.db, coll, bypass)
+		if err != nil {
+			return err
+		}
 		return res.runBatch(r, tx, r.ns(coll), vals, batch.ordered, func(_ int, v bsoncore.Value) (bsoncore.Value, error) {
 			doc, err := prepareInsert(v)
+			if err == nil {
+				err = dv.checkInsert(doc)
+			}
 			if err == nil {
 				err = tx.Insert(r.ctx, coll, doc)
 			}

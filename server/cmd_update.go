@@ -112,11 +112,15 @@ func prependKey(key string, doc bsoncore.Document) bsoncore.Document {
 
 func cmdUpdate(r *request) (bsoncore.Document, error) {
 	var let bsoncore.Document
+	var bypass bool
 	batch, err := r.parseWriteBatch("updates", map[string]fieldHandler{
-		"bypassDocumentValidation": r.ignoreArg(),
+		"bypassDocumentValidation": r.boolArg("bypassDocumentValidation", &bypass),
 		"let":                      r.optDocArg("let", &let),
 	})
 	if err != nil {
+		return nil, err
+	}
+	if err := r.requireBypass(bypass, r.db); err != nil {
 		return nil, err
 	}
 	if err := validateUserWritable(r.db, batch.coll); err != nil {
@@ -133,6 +137,10 @@ func cmdUpdate(r *request) (bsoncore.Document, error) {
 	coll := batch.coll
 	err = r.write(func(tx *storage.Tx) error {
 		res = writeResult{} // a try again after a write conflict starts afresh
+		dv, err := r.validatorFor(tx, r.db, coll, bypass)
+		if err != nil {
+			return err
+		}
 		return res.runBatch(r, tx, r.ns(coll), vals, batch.ordered, func(i int, v bsoncore.Value) (bsoncore.Value, error) {
 			st, err := r.parseUpdateStatement(v, let)
 			if err == nil && st.multi {
@@ -140,7 +148,7 @@ func cmdUpdate(r *request) (bsoncore.Document, error) {
 			}
 			var upsertedID bsoncore.Value
 			if err == nil {
-				upsertedID, err = r.applyUpdate(tx, coll, st, &res)
+				upsertedID, err = r.applyUpdate(tx, coll, st, &res, dv)
 			}
 			if err != nil {
 				return upsertedID, err
@@ -160,9 +168,9 @@ func cmdUpdate(r *request) (bsoncore.Document, error) {
 }
 
 // applyUpdate runs one update statement; it returns the _id of an upserted
-// document (zero Value when none was upserted).
-func (r *request) applyUpdate(tx *storage.Tx, coll string, st *updateStatement, res *writeResult) (bsoncore.Value, error) {
-	matched, modified, err := r.updateStatementDocs(tx, coll, st)
+// document (zero Value when none was upserted). dv checks what it stores.
+func (r *request) applyUpdate(tx *storage.Tx, coll string, st *updateStatement, res *writeResult, dv *docValidator) (bsoncore.Value, error) {
+	matched, modified, err := r.updateStatementDocs(tx, coll, st, dv)
 	res.n += matched
 	res.nModified += modified
 	if err != nil || matched > 0 || !st.upsert {
@@ -176,6 +184,9 @@ func (r *request) applyUpdate(tx *storage.Tx, coll string, st *updateStatement, 
 		return bsoncore.Value{}, err
 	}
 	id := doc.Lookup("_id")
+	if err := dv.checkInsert(doc); err != nil {
+		return id, err
+	}
 	if err := tx.Insert(r.ctx, coll, doc); err != nil {
 		return id, err
 	}
@@ -185,9 +196,9 @@ func (r *request) applyUpdate(tx *storage.Tx, coll string, st *updateStatement, 
 
 // updateStatementDocs updates what a statement selects: with a sort, the
 // first matching document in that order; else as updateMatching.
-func (r *request) updateStatementDocs(tx *storage.Tx, coll string, st *updateStatement) (matched, modified int64, err error) {
+func (r *request) updateStatementDocs(tx *storage.Tx, coll string, st *updateStatement, dv *docValidator) (matched, modified int64, err error) {
 	if st.sort == nil {
-		return updateMatching(r.ctx, tx, coll, st.filter, st.update, st.multi, nil)
+		return updateMatching(r.ctx, tx, coll, st.filter, st.update, st.multi, nil, dv)
 	}
 	if _, ok := tx.Collection(coll); !ok {
 		return 0, 0, nil
@@ -196,7 +207,7 @@ func (r *request) updateStatementDocs(tx *storage.Tx, coll string, st *updateSta
 	if err != nil || target == nil {
 		return 0, 0, err
 	}
-	_, changed, err := applyToDocument(r.ctx, tx, coll, target, st.update)
+	_, changed, err := applyToDocument(r.ctx, tx, coll, target, st.update, dv)
 	if changed {
 		modified = 1
 	}
@@ -204,9 +215,10 @@ func (r *request) updateStatementDocs(tx *storage.Tx, coll string, st *updateSta
 }
 
 // updateMatching applies u to the documents matching f (the first one only
-// unless multi). onUpdate, when set, sees each document before and after.
+// unless multi). onUpdate, when set, sees each document before and after;
+// dv checks each new version.
 func updateMatching(ctx context.Context, tx *storage.Tx, coll string, f *query.Filter, u *query.Update, multi bool,
-	onUpdate func(before, after bsoncore.Document)) (matched, modified int64, err error) {
+	onUpdate func(before, after bsoncore.Document), dv *docValidator) (matched, modified int64, err error) {
 	if _, ok := tx.Collection(coll); !ok {
 		return 0, 0, nil
 	}
@@ -223,7 +235,7 @@ func updateMatching(ctx context.Context, tx *storage.Tx, coll string, f *query.F
 			return matched, modified, err
 		}
 		matched++
-		after, changed, err := applyToDocument(ctx, tx, coll, doc, u)
+		after, changed, err := applyToDocument(ctx, tx, coll, doc, u, dv)
 		if err != nil {
 			return matched, modified, err
 		}
@@ -240,8 +252,8 @@ func updateMatching(ctx context.Context, tx *storage.Tx, coll string, f *query.F
 }
 
 // applyToDocument updates one stored document and writes it back if it
-// changed.
-func applyToDocument(ctx context.Context, tx *storage.Tx, coll string, doc bsoncore.Document, u *query.Update) (bsoncore.Document, bool, error) {
+// changed and dv lets it.
+func applyToDocument(ctx context.Context, tx *storage.Tx, coll string, doc bsoncore.Document, u *query.Update, dv *docValidator) (bsoncore.Document, bool, error) {
 	after, changed, err := u.Apply(doc, false)
 	if err != nil || !changed {
 		return doc, false, err
@@ -250,6 +262,9 @@ func applyToDocument(ctx context.Context, tx *storage.Tx, coll string, doc bsonc
 		return nil, false, mongoerr.New(mongoerr.Code(17419), "Resulting document after update is larger than %d", wire.MaxDocumentSize)
 	}
 	if after, err = normalizeDocument(after); err != nil {
+		return nil, false, err
+	}
+	if err := dv.checkUpdate(doc, after); err != nil {
 		return nil, false, err
 	}
 	if u.IsReplacement() {

@@ -27,6 +27,7 @@ type testServer struct {
 	engine *storage.Engine
 	srv    *server.Server
 	addr   string
+	logTo  io.Writer // the server's log (nil: discarded)
 }
 
 // startServer starts a test server; configure, when given, adjusts its
@@ -63,7 +64,11 @@ func (ts *testServer) start() {
 	if err != nil {
 		ts.t.Fatal(err)
 	}
-	srv := server.New(ts.cfg, eng, zerolog.New(io.Discard), server.NewLogRing(16))
+	logTo := ts.logTo
+	if logTo == nil {
+		logTo = io.Discard
+	}
+	srv := server.New(ts.cfg, eng, zerolog.New(logTo), server.NewLogRing(16))
 	if err := srv.Listen(); err != nil {
 		ts.t.Fatal(err)
 	}

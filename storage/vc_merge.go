@@ -279,23 +279,62 @@ func (d *Database) mergeCollection(ctx context.Context, base, ours, theirs *root
 	return nil
 }
 
-// pickInfo merges catalog entries: theirs when only they changed it. Two
-// different changes of the options are ErrOptionsConflict.
+// pickInfo merges catalog entries: the options option by option; one
+// option changed differently on both sides (a view's pipeline, a
+// validator) is ErrOptionsConflict.
 func pickInfo(b, o, t *collection, inBase, inOurs bool) (CollectionInfo, error) {
 	switch {
 	case !inOurs:
 		return t.info, nil
 	case t == nil:
 		return o.info, nil
-	case inBase && bytes.Equal(o.info.Options, b.info.Options):
+	case inBase:
 		info := o.info
-		info.Options = t.info.Options
+		opts, clash := mergeOptions(b.info.Options, o.info.Options, t.info.Options)
+		if clash != "" {
+			return CollectionInfo{}, fmt.Errorf("%w: option %q of %s changed differently on both sides (ours %s, theirs %s); make one side agree, then merge again",
+				ErrOptionsConflict, clash, o.info.Name, o.info.Options.Lookup(clash), t.info.Options.Lookup(clash))
+		}
+		info.Options = opts
 		return info, nil
-	case inBase && !bytes.Equal(t.info.Options, b.info.Options) && !bytes.Equal(o.info.Options, t.info.Options):
-		return CollectionInfo{}, fmt.Errorf("%w: %s changed differently on both sides (ours %s, theirs %s); make one side agree, then merge again",
-			ErrOptionsConflict, o.info.Name, o.info.Options, t.info.Options)
 	}
 	return o.info, nil
+}
+
+// mergeOptions merges collection options key by key, each option (a
+// validator, its level, its action, ...) a whole value: a side's change
+// of one option merges with the other side's change of another. When both
+// sides changed one option differently, ours is kept.
+func mergeOptions(base, ours, theirs bsoncore.Document) (bsoncore.Document, string) {
+	if bytes.Equal(ours, base) {
+		return theirs, ""
+	}
+	if bytes.Equal(theirs, base) || bytes.Equal(ours, theirs) {
+		return ours, ""
+	}
+	b := bsoncore.NewDocumentBuilder()
+	oels, _ := ours.Elements()
+	tels, _ := theirs.Elements()
+	seen := map[string]bool{}
+	for _, el := range append(oels, tels...) {
+		k := el.Key()
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		bv, ov, tv := base.Lookup(k), ours.Lookup(k), theirs.Lookup(k)
+		v := ov
+		switch {
+		case value.Same(ov, bv):
+			v = tv
+		case !value.Same(tv, bv) && !value.Same(ov, tv):
+			return nil, k
+		}
+		if v.Type != 0 {
+			b.AppendValue(k, v)
+		}
+	}
+	return b.Build(), ""
 }
 
 type conflictRec struct {
