@@ -64,6 +64,7 @@ func init() {
 		{family: writes, name: "delete", handler: cmdDelete, access: anyDatabase, need: needs(auth.Remove), help: "deletes documents"},
 		{family: writes, name: "findAndModify", handler: cmdFindAndModify, access: anyDatabase, need: needs(auth.Find | auth.Update), help: "updates or removes one document and returns it"},
 		{family: writes, name: "findandmodify", handler: cmdFindAndModify, access: anyDatabase, need: needs(auth.Find | auth.Update), help: "legacy spelling of findAndModify"},
+		{family: writes, name: "bulkWrite", handler: cmdBulkWrite, access: adminOnly, need: anyUser, help: "runs inserts, updates and deletes over several namespaces (MongoDB 8's client bulkWrite; each op checks its own privileges)"},
 		{family: writes, name: "insert", handler: cmdInsert, access: anyDatabase, need: needs(auth.Insert), help: "inserts documents"},
 		{family: writes, name: "update", handler: cmdUpdate, access: anyDatabase, need: needs(auth.Update), help: "updates documents"},
 		{family: indexes, name: "createIndexes", handler: cmdCreateIndexes, access: anyDatabase, need: needs(auth.CreateIndex), help: "builds secondary indexes"},

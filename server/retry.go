@@ -14,7 +14,7 @@ import (
 // retryableCommands are the commands a txnNumber may name outside a
 // transaction.
 var retryableCommands = map[string]bool{
-	"insert": true, "update": true, "delete": true, "findAndModify": true, "findandmodify": true,
+	"insert": true, "update": true, "delete": true, "findAndModify": true, "findandmodify": true, "bulkWrite": true,
 }
 
 // retryableWrite is a write command's session, txnNumber and statement ids.
