@@ -1,18 +1,17 @@
 package server_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"dumbodb/internal/dumboproc"
 	"dumbodb/server"
 )
 
@@ -318,7 +317,7 @@ func TestValidatorErrInfo(t *testing.T) {
 // fail be updated, off checks nothing, and warn logs mongod's warning and
 // writes.
 func TestValidatorLevelsAndActions(t *testing.T) {
-	logs := &syncBuffer{}
+	logs := &dumboproc.SyncBuffer{}
 	ts := &testServer{t: t, dir: t.TempDir(), cfg: server.Config{BindIPs: []string{"127.0.0.1"}}, logTo: logs}
 	ts.start()
 	t.Cleanup(ts.stop)
@@ -364,24 +363,6 @@ func TestValidatorLevelsAndActions(t *testing.T) {
 	if n, _ := c.CountDocuments(ctx, bson.D{}); n != 4 {
 		t.Errorf("documents: %d, want 4", n)
 	}
-}
-
-// syncBuffer is a log writer tests may read while the server writes.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // TestValidatorBypass: bypassDocumentValidation skips the check on insert,

@@ -68,7 +68,7 @@ type Proc struct {
 	bin    string
 	port   int
 	cmd    *exec.Cmd
-	output syncBuffer
+	output SyncBuffer
 	done   chan struct{} // closed when the process has exited
 	// pingTLS are the TLS flags `dumbodb ping` needs to reach the server.
 	pingTLS []string
@@ -160,20 +160,20 @@ func (p *Proc) Kill() {
 	<-p.done
 }
 
-// syncBuffer is a bytes.Buffer that the process may write while a caller
-// reads Output.
-type syncBuffer struct {
+// SyncBuffer is a bytes.Buffer that one goroutine may write while
+// another reads it: a process's output, a server's log in a test.
+type SyncBuffer struct {
 	mu  sync.Mutex
 	buf bytes.Buffer
 }
 
-func (b *syncBuffer) Write(p []byte) (int, error) {
+func (b *SyncBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.Write(p)
 }
 
-func (b *syncBuffer) String() string {
+func (b *SyncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
