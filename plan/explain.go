@@ -8,6 +8,7 @@ import (
 
 	"dumbodb/index"
 	"dumbodb/query"
+	"dumbodb/query/value"
 	"dumbodb/storage"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -92,10 +93,10 @@ func (ex *Explained) executionStats(ctx context.Context, snapshot func() (*stora
 	}
 	b := bsoncore.NewDocumentBuilder().
 		AppendBoolean("executionSuccess", true).
-		AppendInt64("nReturned", st.returned).
-		AppendInt64("executionTimeMillis", time.Since(start).Milliseconds()).
-		AppendInt64("totalKeysExamined", st.keysExamined).
-		AppendInt64("totalDocsExamined", st.docsExamined).
+		AppendValue("nReturned", value.Count(st.returned)).
+		AppendValue("executionTimeMillis", value.Count(time.Since(start).Milliseconds())).
+		AppendValue("totalKeysExamined", value.Count(st.keysExamined)).
+		AppendValue("totalDocsExamined", value.Count(st.docsExamined)).
 		AppendDocument("executionStages", winning)
 	if all {
 		arr := bsoncore.NewArrayBuilder()
@@ -107,9 +108,9 @@ func (ex *Explained) executionStats(ctx context.Context, snapshot func() (*stora
 				}
 			}
 			arr.AppendDocument(bsoncore.NewDocumentBuilder().
-				AppendInt64("nReturned", pst.returned).
-				AppendInt64("totalKeysExamined", pst.keysExamined).
-				AppendInt64("totalDocsExamined", pst.docsExamined).
+				AppendValue("nReturned", value.Count(pst.returned)).
+				AppendValue("totalKeysExamined", value.Count(pst.keysExamined)).
+				AppendValue("totalDocsExamined", value.Count(pst.docsExamined)).
 				AppendDocument("executionStages", ex.stages(rp, f)).Build())
 		}
 		b.AppendArray("allPlansExecution", arr.Build())
@@ -170,10 +171,10 @@ func (ex *Explained) stages(p *Plan, f *query.Filter) bsoncore.Document {
 		plan = wrapStage("SORT", plan, bsoncore.NewDocumentBuilder().AppendDocument("sortPattern", ex.Sort))
 	}
 	if ex.Skip > 0 {
-		plan = wrapStage("SKIP", plan, bsoncore.NewDocumentBuilder().AppendInt64("skipAmount", ex.Skip))
+		plan = wrapStage("SKIP", plan, bsoncore.NewDocumentBuilder().AppendValue("skipAmount", value.Count(ex.Skip)))
 	}
 	if ex.Limit > 0 {
-		plan = wrapStage("LIMIT", plan, bsoncore.NewDocumentBuilder().AppendInt64("limitAmount", ex.Limit))
+		plan = wrapStage("LIMIT", plan, bsoncore.NewDocumentBuilder().AppendValue("limitAmount", value.Count(ex.Limit)))
 	}
 	switch {
 	case p.covered:

@@ -319,24 +319,24 @@ func cmdCollStats(r *request) (bsoncore.Document, error) {
 	if err != nil {
 		return nil, err
 	}
-	sizeDoc := bsoncore.NewDocumentBuilder().AppendInt64("_id_", 0)
+	sizeDoc := bsoncore.NewDocumentBuilder().AppendValue("_id_", value.Count(0))
 	for _, sz := range st.indexSizes {
-		sizeDoc.AppendInt64(sz.Name, sz.Bytes/scale)
+		sizeDoc.AppendValue(sz.Name, value.Count(sz.Bytes/scale))
 	}
 	b := bsoncore.NewDocumentBuilder().
 		AppendString("ns", r.ns(coll)).
-		AppendInt64("size", st.dataSize/scale).
-		AppendInt64("count", st.count)
+		AppendValue("size", value.Count(st.dataSize/scale)).
+		AppendValue("count", value.Count(st.count))
 	if st.count > 0 {
-		b.AppendInt64("avgObjSize", st.dataSize/st.count)
+		b.AppendValue("avgObjSize", value.Count(st.dataSize/st.count))
 	}
-	return b.AppendInt64("storageSize", st.storageSize/scale).
-		AppendInt64("freeStorageSize", 0).
+	return b.AppendValue("storageSize", value.Count(st.storageSize/scale)).
+		AppendValue("freeStorageSize", value.Count(0)).
 		AppendBoolean("capped", false).
 		AppendInt32("nindexes", int32(len(info.Indexes)+1)).
 		AppendDocument("indexSizes", sizeDoc.Build()).
-		AppendInt64("totalIndexSize", st.indexSize/scale).
-		AppendInt64("totalSize", (st.storageSize+st.indexSize)/scale).
+		AppendValue("totalIndexSize", value.Count(st.indexSize/scale)).
+		AppendValue("totalSize", value.Count((st.storageSize+st.indexSize)/scale)).
 		AppendInt32("scaleFactor", int32(scale)).
 		AppendDouble("ok", 1).Build(), nil
 }

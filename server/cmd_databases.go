@@ -8,6 +8,7 @@ import (
 	"dumbodb/auth"
 	"dumbodb/query"
 	"dumbodb/query/mongoerr"
+	"dumbodb/query/value"
 	"dumbodb/storage"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -241,9 +242,13 @@ func cmdDBStats(r *request) (bsoncore.Document, error) {
 	if err != nil {
 		return nil, err
 	}
-	var objects, dataSize, indexes, indexSize int64
+	var objects, dataSize, indexes, indexSize, views int64
 	colls := snap.Collections()
 	for _, c := range colls {
+		if _, isView := viewOf(c); isView {
+			views++
+			continue
+		}
 		st, err := r.collectionStats(snap, c.Name)
 		if err != nil {
 			return nil, err
@@ -256,23 +261,23 @@ func cmdDBStats(r *request) (bsoncore.Document, error) {
 	size := r.c.s.engine.SizeOnDisk(r.db)
 	b := bsoncore.NewDocumentBuilder().
 		AppendString("db", r.db).
-		AppendInt64("collections", int64(len(colls))).
-		AppendInt64("views", 0).
-		AppendInt64("objects", objects)
+		AppendValue("collections", value.Count(int64(len(colls))-views)).
+		AppendValue("views", value.Count(views)).
+		AppendValue("objects", value.Count(objects))
 	if objects > 0 {
 		b.AppendDouble("avgObjSize", float64(dataSize)/float64(objects))
 	}
-	b.AppendInt64("dataSize", dataSize/scale).
-		AppendInt64("storageSize", size/scale).
-		AppendInt64("indexes", indexes).
-		AppendInt64("indexSize", indexSize/scale).
-		AppendInt64("totalSize", size/scale)
+	b.AppendValue("dataSize", value.Count(dataSize/scale)).
+		AppendValue("storageSize", value.Count(size/scale)).
+		AppendValue("indexes", value.Count(indexes)).
+		AppendValue("indexSize", value.Count(indexSize/scale)).
+		AppendValue("totalSize", value.Count(size/scale))
 	if freeStorage {
 		// Dolt's table files keep no free lists to reuse: space comes back
 		// only with dumboGC, so none is free inside the files.
-		b.AppendInt64("freeStorageSize", 0).AppendInt64("indexFreeStorageSize", 0).AppendInt64("totalFreeStorageSize", 0)
+		b.AppendValue("freeStorageSize", value.Count(0)).AppendValue("indexFreeStorageSize", value.Count(0)).AppendValue("totalFreeStorageSize", value.Count(0))
 	}
-	return b.AppendInt64("fsUsedSize", size/scale).
+	return b.AppendValue("fsUsedSize", value.Count(size/scale)).
 		AppendInt32("scaleFactor", int32(scale)).
 		AppendDouble("ok", 1).Build(), nil
 }

@@ -234,7 +234,7 @@ func TestAggregateLeadingMatchUsesIndex(t *testing.T) {
 	}
 	ex := mustRun(t, db, bson.D{{Key: "explain", Value: bson.D{{Key: "aggregate", Value: "c"}, {Key: "pipeline", Value: pipeline},
 		{Key: "cursor", Value: bson.D{}}}}, {Key: "verbosity", Value: "executionStats"}})
-	if n := get(ex, "executionStats", "totalDocsExamined"); n != int64(14) {
+	if n := get(ex, "executionStats", "totalDocsExamined"); n != int32(14) {
 		t.Fatalf("docs examined %v", n)
 	}
 }

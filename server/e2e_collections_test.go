@@ -20,7 +20,7 @@ func TestListDatabasesAndDrop(t *testing.T) {
 	if len(dbs) != 2 || get(dbs[0], "name") != "alpha" || get(dbs[1], "name") != "beta" {
 		t.Fatalf("listDatabases %v", dbs)
 	}
-	if get(dbs[0], "sizeOnDisk").(int64) <= 0 || get(dbs[0], "empty") != false {
+	if num(get(dbs[0], "sizeOnDisk")) <= 0 || get(dbs[0], "empty") != false {
 		t.Errorf("entry %v", dbs[0])
 	}
 	names, err := c.ListDatabaseNames(ctx, bson.M{"name": "beta"})

@@ -45,7 +45,7 @@ func TestIndexCoveredCountDistinctSizes(t *testing.T) {
 	e := explain(bson.D{{Key: "find", Value: "c"}, {Key: "filter", Value: filter}, {Key: "projection", Value: proj}}, "executionStats")
 	if get(e, "queryPlanner", "winningPlan", "stage") != "PROJECTION_COVERED" ||
 		get(e, "queryPlanner", "winningPlan", "inputStage", "stage") != "IXSCAN" ||
-		get(e, "executionStats", "totalDocsExamined") != int64(0) || get(e, "executionStats", "nReturned") != int64(30) {
+		num(get(e, "executionStats", "totalDocsExamined")) != 0 || num(get(e, "executionStats", "nReturned")) != 30 {
 		t.Fatalf("covered explain: %v", e)
 	}
 	var got, want []bson.M
@@ -73,19 +73,19 @@ func TestIndexCoveredCountDistinctSizes(t *testing.T) {
 	}
 	// Dotted key field, covered.
 	e = explain(bson.D{{Key: "find", Value: "c"}, {Key: "filter", Value: bson.D{{Key: "c.d", Value: 2}}}, {Key: "projection", Value: bson.D{{Key: "_id", Value: 0}, {Key: "c.d", Value: 1}}}}, "executionStats")
-	if get(e, "queryPlanner", "winningPlan", "stage") != "PROJECTION_COVERED" || get(e, "executionStats", "nReturned") != int64(25) {
+	if get(e, "queryPlanner", "winningPlan", "stage") != "PROJECTION_COVERED" || num(get(e, "executionStats", "nReturned")) != 25 {
 		t.Fatalf("dotted covered: %v", e)
 	}
 	// _id needed, or a field outside the key: fetched.
 	e = explain(bson.D{{Key: "find", Value: "c"}, {Key: "filter", Value: filter}, {Key: "projection", Value: bson.D{{Key: "a", Value: 1}}}}, "executionStats")
-	if get(e, "queryPlanner", "winningPlan", "stage") != "PROJECTION_DEFAULT" || get(e, "executionStats", "totalDocsExamined") == int64(0) {
+	if get(e, "queryPlanner", "winningPlan", "stage") != "PROJECTION_DEFAULT" || num(get(e, "executionStats", "totalDocsExamined")) == 0 {
 		t.Fatalf("not covered: %v", e)
 	}
 
 	// count from the index.
 	e = explain(bson.D{{Key: "count", Value: "c"}, {Key: "query", Value: filter}}, "executionStats")
 	if get(e, "queryPlanner", "winningPlan", "stage") != "COUNT" || get(e, "queryPlanner", "winningPlan", "inputStage", "stage") != "COUNT_SCAN" ||
-		get(e, "executionStats", "totalDocsExamined") != int64(0) {
+		num(get(e, "executionStats", "totalDocsExamined")) != 0 {
 		t.Fatalf("count explain: %v", e)
 	}
 	for _, f := range []bson.D{filter, {{Key: "a", Value: 2}, {Key: "b", Value: bson.D{{Key: "$lt", Value: 50}}}}, {{Key: "a", Value: bson.D{{Key: "$in", Value: bson.A{1, 5, "x"}}}}}, {{Key: "b", Value: 3}}} {
@@ -105,10 +105,10 @@ func TestIndexCoveredCountDistinctSizes(t *testing.T) {
 
 	// distinct from the index.
 	e = explain(bson.D{{Key: "distinct", Value: "c"}, {Key: "key", Value: "a"}}, "executionStats")
-	if get(e, "queryPlanner", "winningPlan", "inputStage", "stage") != "DISTINCT_SCAN" || get(e, "executionStats", "totalDocsExamined") != int64(0) {
+	if get(e, "queryPlanner", "winningPlan", "inputStage", "stage") != "DISTINCT_SCAN" || num(get(e, "executionStats", "totalDocsExamined")) != 0 {
 		t.Fatalf("distinct explain: %v", e)
 	}
-	if n := get(e, "executionStats", "totalKeysExamined").(int64); n >= 100 {
+	if n := num(get(e, "executionStats", "totalKeysExamined")); n >= 100 {
 		t.Fatalf("distinct scan read every entry: %d", n)
 	}
 	res = mustRun(t, db, bson.D{{Key: "distinct", Value: "c"}, {Key: "key", Value: "a"}})
@@ -137,12 +137,12 @@ func TestIndexCoveredCountDistinctSizes(t *testing.T) {
 
 	// Sizes.
 	st := mustRun(t, db, bson.D{{Key: "collStats", Value: "c"}})
-	ab, _ := get(st, "indexSizes", "a_b").(int64)
-	if st["nindexes"] != int32(4) || get(st, "indexSizes", "_id_") != int64(0) || ab <= 0 || st["totalIndexSize"].(int64) < ab {
+	ab := num(get(st, "indexSizes", "a_b"))
+	if st["nindexes"] != int32(4) || num(get(st, "indexSizes", "_id_")) != 0 || ab <= 0 || num(st["totalIndexSize"]) < ab {
 		t.Fatalf("collStats: %v", st)
 	}
 	ds := mustRun(t, db, bson.D{{Key: "dbStats", Value: 1}})
-	if ds["indexes"] != int64(4) || ds["indexSize"] != st["totalIndexSize"] {
+	if num(ds["indexes"]) != 4 || ds["indexSize"] != st["totalIndexSize"] {
 		t.Fatalf("dbStats: %v", ds)
 	}
 }

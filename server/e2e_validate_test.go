@@ -74,7 +74,7 @@ func TestDataSizeDBHashCompact(t *testing.T) {
 		}
 	}
 	ds := mustRun(t, db, bson.D{{Key: "dataSize", Value: "shop.items"}})
-	if ds["numObjects"] != int64(10) || ds["size"] != int64(10*34) {
+	if num(ds["numObjects"]) != 10 || num(ds["size"]) != 10*34 {
 		t.Fatalf("dataSize: %v", ds)
 	}
 	_, err := run(t, db, bson.D{{Key: "dataSize", Value: "shop.items"}, {Key: "min", Value: bson.D{{Key: "_id", Value: 1}}}})

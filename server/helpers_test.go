@@ -178,3 +178,17 @@ func get(v any, path ...string) any {
 	}
 	return v
 }
+
+// num reads a counter of a reply whatever its integer type: mongod
+// writes counters as int32 when they fit and int64 otherwise.
+func num(v any) int64 {
+	switch n := v.(type) {
+	case int32:
+		return int64(n)
+	case int64:
+		return n
+	case float64:
+		return int64(n)
+	}
+	return -1 << 62 // not a number: matches no expected count
+}

@@ -34,6 +34,16 @@ func Int64(i int64) bsoncore.Value {
 	return bsoncore.Value{Type: bsoncore.TypeInt64, Data: bsoncore.AppendInt64(nil, i)}
 }
 
+// Count is a counter as mongod writes one (BSONObjBuilder::appendNumber):
+// an int32 when it fits, else an int64, so that JavaScript clients see a
+// plain number.
+func Count(n int64) bsoncore.Value {
+	if n >= math.MinInt32 && n <= math.MaxInt32 {
+		return Int32(int32(n))
+	}
+	return Int64(n)
+}
+
 func Double(f float64) bsoncore.Value {
 	return bsoncore.Value{Type: bsoncore.TypeDouble, Data: bsoncore.AppendDouble(nil, f)}
 }
