@@ -141,6 +141,8 @@ func compileStages(arr bsoncore.Value, pc *pipeCtx) (*Pipeline, error) {
 		switch {
 		case !ok:
 			return nil, mongoerr.New(mongoerr.Code(40324), "Unrecognized pipeline stage name: '%s'", name)
+		case row.has(stageSearch):
+			return nil, mongoerr.SearchNotEnabled()
 		case row.has(stageUnsupported):
 			return nil, mongoerr.New(mongoerr.NotImplemented, "%s is not supported by DumboDB", name)
 		}

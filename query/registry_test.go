@@ -4,6 +4,8 @@ import (
 	"sort"
 	"testing"
 
+	"dumbodb/query/mongoerr"
+
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
@@ -86,6 +88,9 @@ func TestUnsupportedStages(t *testing.T) {
 			docs := []bsoncore.Document{}
 			got := runCase(t, &ddCase{cmd: "aggregate", args: `[{"` + e.name + `": {}}]`}, &docs)
 			want := "error 238 NotImplemented: " + e.name + " is not supported by DumboDB"
+			if e.has(stageSearch) { // as a community mongod answers
+				want = "error 31082 SearchNotEnabled: " + mongoerr.SearchNotEnabled().Msg
+			}
 			if len(got) != 1 || got[0] != want {
 				t.Errorf("%s: got %q, want %q", e.name, got, want)
 			}

@@ -54,10 +54,10 @@ var stageTable = [][]stageEntry{
 	},
 	{ // unsupported: geospatial and search indexes
 		{name: "$geoNear", flags: stageUnsupported | stageNamedInUpdate},
-		{name: "$listSearchIndexes", flags: stageUnsupported},
-		{name: "$search", flags: stageUnsupported},
-		{name: "$searchMeta", flags: stageUnsupported},
-		{name: "$vectorSearch", flags: stageUnsupported},
+		{name: "$listSearchIndexes", flags: stageUnsupported | stageSearch},
+		{name: "$search", flags: stageUnsupported | stageSearch},
+		{name: "$searchMeta", flags: stageUnsupported | stageSearch},
+		{name: "$vectorSearch", flags: stageUnsupported | stageSearch},
 	},
 	{ // unsupported: change streams, sessions and the server's state
 		{name: "$changeStream", flags: stageUnsupported},
@@ -96,6 +96,9 @@ const (
 	// as a stage not allowed there, as it does the supported ones, rather
 	// than as an unknown one.
 	stageNamedInUpdate
+	// stageSearch: an Atlas Search stage, which a community mongod
+	// refuses with SearchNotEnabled, as DumboDB does.
+	stageSearch
 )
 
 func (e stageEntry) has(f stageFlags) bool { return e.flags&f != 0 }

@@ -395,3 +395,9 @@ func cmdConvertShardKeyToHashed(r *request) (bsoncore.Document, error) {
 	}
 	return bsoncore.NewDocumentBuilder().AppendInt64("outputValue", index.HashValue(v)).AppendDouble("ok", 1).Build(), nil
 }
+
+// cmdSearchIndexes answers the Atlas Search index commands as a community
+// mongod does: search needs Atlas or its local deployment.
+func cmdSearchIndexes(*request) (bsoncore.Document, error) {
+	return nil, mongoerr.SearchNotEnabled()
+}

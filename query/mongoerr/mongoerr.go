@@ -85,6 +85,8 @@ const (
 	SnapshotTooOld                 Code = 239
 	Location31368                  Code = 31368 // awaitable hello needs both topologyVersion and maxAwaitTimeMS
 	Location50768                  Code = 50768 // txnNumber on a command that is not a retryable write
+	// Atlas Search, which only Atlas (or its local deployment) has.
+	SearchNotEnabledCode Code = 31082
 	// Views.
 	ViewDepthLimitExceeded    Code = 165
 	CommandNotSupportedOnView Code = 166
@@ -200,6 +202,7 @@ var names = map[Code]string{
 	QueryFeatureNotAllowed:         "QueryFeatureNotAllowed",
 	NoQueryExecutionPlans:          "NoQueryExecutionPlans",
 	NoMatchingDocument:             "NoMatchingDocument",
+	SearchNotEnabledCode:           "SearchNotEnabled",
 	ViewDepthLimitExceeded:         "ViewDepthLimitExceeded",
 	CommandNotSupportedOnView:      "CommandNotSupportedOnView",
 	OptionNotSupportedOnView:       "OptionNotSupportedOnView",
@@ -289,3 +292,9 @@ const (
 	Location40099                            Code = 40099   // $graphLookup's search
 	Location4031700                          Code = 4031700 // $facet's output document
 )
+
+// SearchNotEnabled is a community mongod's answer to the Atlas Search
+// commands and stages.
+func SearchNotEnabled() *Error {
+	return New(SearchNotEnabledCode, "Using Atlas Search Database Commands and the $listSearchIndexes aggregation stage requires additional configuration. Please connect to Atlas or an AtlasCLI local deployment to enable. For more information on how to connect, see https://dochub.mongodb.org/core/atlas-cli-deploy-local-reqs")
+}
