@@ -94,13 +94,14 @@ func cmdBulkWrite(r *request) (bsoncore.Document, error) {
 	if err := checkWriteBatchSize(len(ops)); err != nil {
 		return nil, err
 	}
+	subs, err := bulkSubCommands(a, namespaces, ops)
+	if err != nil {
+		return nil, err // a malformed op: nothing ran, as on mongod
+	}
 	var results []bsoncore.Document
 	var tot bulkTotals
-	for i, v := range ops {
-		res, failed, err := r.bulkOp(a, namespaces, i, v, &tot)
-		if err != nil {
-			return nil, err
-		}
+	for i, sub := range subs {
+		res, failed := r.runBulkOp(i, sub, &tot)
 		if failed || !a.errorsOnly {
 			results = append(results, res)
 		}
@@ -119,29 +120,45 @@ func cmdBulkWrite(r *request) (bsoncore.Document, error) {
 	return withTotals(reply, tot), nil
 }
 
-// bulkOp runs op i and returns its result document and whether it failed.
-// An error is one of the whole command (a malformed op).
-func (r *request) bulkOp(a *bulkWriteArgs, namespaces [][2]string, i int, v bsoncore.Value, tot *bulkTotals) (bsoncore.Document, bool, error) {
-	op, ok := v.DocumentOK()
-	if !ok {
-		return nil, false, typeMismatch("bulkWrite", "ops."+itoa(int64(i)), v, "object")
+// bulkSub is one op ready to run: its database, the one-statement
+// command it stands for, what that needs, and its kind.
+type bulkSub struct {
+	db, kind string
+	cmd      bsoncore.Document
+	action   auth.Action
+}
+
+// bulkSubCommands parses every op before any runs.
+func bulkSubCommands(a *bulkWriteArgs, namespaces [][2]string, ops []bsoncore.Value) ([]bulkSub, error) {
+	subs := make([]bulkSub, 0, len(ops))
+	for i, v := range ops {
+		op, ok := v.DocumentOK()
+		if !ok {
+			return nil, typeMismatch("bulkWrite", "ops."+itoa(int64(i)), v, "object")
+		}
+		kind := value.FirstKey(op)
+		nsIdx, ok := value.AsInt64(op.Lookup(kind))
+		if !ok || nsIdx < 0 || int(nsIdx) >= len(namespaces) {
+			return nil, mongoerr.New(mongoerr.BadValue, "BulkWrite ops entry %d has an invalid nsInfo index: %s", i, value.Format(op.Lookup(kind)))
+		}
+		ns := namespaces[nsIdx]
+		cmd, action, err := bulkSubCommand(kind, ns[1], op, a)
+		if err != nil {
+			return nil, err
+		}
+		subs = append(subs, bulkSub{db: ns[0], kind: kind, cmd: cmd, action: action})
 	}
-	kind := value.FirstKey(op)
-	nsIdx, ok := value.AsInt64(op.Lookup(kind))
-	if !ok || nsIdx < 0 || int(nsIdx) >= len(namespaces) {
-		return nil, false, mongoerr.New(mongoerr.BadValue, "BulkWrite ops entry %d has an invalid nsInfo index: %s", i, value.Format(op.Lookup(kind)))
-	}
-	ns := namespaces[nsIdx]
-	sub, action, err := bulkSubCommand(kind, ns[1], op, a)
-	if err != nil {
-		return nil, false, err
-	}
-	reply, err := r.runBulkSub(ns[0], sub, action, i)
+	return subs, nil
+}
+
+// runBulkOp runs op i and returns its result and whether it failed.
+func (r *request) runBulkOp(i int, sub bulkSub, tot *bulkTotals) (bsoncore.Document, bool) {
+	reply, err := r.runBulkSub(sub.db, sub.cmd, sub.action, i)
 	if err != nil {
 		tot.nErrors++
-		return bulkError(i, err), true, nil
+		return bulkError(i, err), true
 	}
-	return tot.add(kind, i, reply)
+	return tot.add(sub.kind, i, reply), false
 }
 
 // bulkSubCommand is the one-statement insert, update or delete an op
@@ -273,7 +290,7 @@ func writeErrorOf(reply bsoncore.Document) error {
 }
 
 // add counts a successful op and returns its result.
-func (t *bulkTotals) add(kind string, i int, reply bsoncore.Document) (bsoncore.Document, bool, error) {
+func (t *bulkTotals) add(kind string, i int, reply bsoncore.Document) bsoncore.Document {
 	n, _ := value.AsInt64(reply.Lookup("n"))
 	b := bsoncore.NewDocumentBuilder().AppendDouble("ok", 1).AppendInt32("idx", int32(i)).AppendInt32("n", int32(n))
 	switch kind {
@@ -295,7 +312,7 @@ func (t *bulkTotals) add(kind string, i int, reply bsoncore.Document) (bsoncore.
 		t.nMatched += n
 		t.nModified += modified
 	}
-	return b.Build(), false, nil
+	return b.Build()
 }
 
 // bulkError is a failed op's result: ok 0, idx, and the error's fields.
