@@ -217,6 +217,26 @@ func onView(snap *storage.Snapshot, a *aggregateArgs) error {
 	a.pipeline = stagesArray(append(rv.stages, pipelineStages(a.pipeline)...))
 	if a.collation == nil {
 		a.collation = rv.collation
+		return nil
+	}
+	return sameViewCollation(a.collation, rv.collation)
+}
+
+// sameViewCollation refuses, as mongod does, an operation on a view whose
+// collation is not the view's.
+func sameViewCollation(given, view bsoncore.Document) error {
+	g, err := value.ParseCollation(given)
+	if err != nil {
+		return err
+	}
+	var v *value.Collation // nil: the simple collation
+	if view != nil {
+		if v, err = value.ParseCollation(view); err != nil {
+			return err
+		}
+	}
+	if !g.Equal(v) {
+		return mongoerr.New(mongoerr.OptionNotSupportedOnView, "Cannot override a view's default collation")
 	}
 	return nil
 }

@@ -42,9 +42,7 @@ func cmdExplain(r *request) (bsoncore.Document, error) {
 		if err != nil {
 			return nil, err
 		}
-		// The plan of a view's read is the collection's under it, which
-		// this explain does not build: say so rather than explain the view.
-		return nil, mongoerr.New(mongoerr.NotImplemented, "explain of a command on the view %s is not supported by DumboDB yet", r.ns(ex.coll))
+		return r.explainOnView(ex, inner)
 	}
 	return r.explain(ex, verbosity)
 }

@@ -19,6 +19,7 @@ type findArgs struct {
 	hint                         bsoncore.Value
 	skip, limit, batchSize       int64
 	singleBatch, noCursorTimeout bool
+	explain                      bool // explain's find on a view (findOnView)
 }
 
 func (r *request) parseFindArgs(a *findArgs) error {

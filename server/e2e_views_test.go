@@ -127,6 +127,11 @@ func TestViewErrors(t *testing.T) {
 	}
 	_, err = run(t, db, bson.D{{Key: "create", Value: "tooDeep"}, {Key: "viewOn", Value: prev}})
 	wantCode(t, err, 165, "ViewDepthLimitExceeded")
+	_, err = cheap.Find(ctx, bson.D{}, options.Find().SetCollation(&options.Collation{Locale: "fr"}))
+	wantCode(t, err, 167, "OptionNotSupportedOnView")
+	if _, err := cheap.Find(ctx, bson.D{}, options.Find().SetCollation(&options.Collation{Locale: "simple"})); err != nil {
+		t.Fatalf("the view's own (simple) collation: %v", err)
+	}
 	_, err = run(t, db, bson.D{{Key: "create", Value: "writes"}, {Key: "viewOn", Value: "items"},
 		{Key: "pipeline", Value: bson.A{bson.D{{Key: "$out", Value: "x"}}}}})
 	wantCode(t, err, 167, "OptionNotSupportedOnView")
@@ -252,4 +257,25 @@ func containsString(s, sub string) bool {
 		}
 	}
 	return false
+}
+
+// TestViewExplain: explain of a find or an aggregate on a view describes
+// the aggregation on the collection under it, its leading $match planned
+// on the collection's index.
+func TestViewExplain(t *testing.T) {
+	db, items := seedViews(t)
+	if _, err := items.Indexes().CreateOne(ctx, mongo.IndexModel{Keys: bson.D{{Key: "price", Value: 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, inner := range []bson.D{
+		{{Key: "find", Value: "cheap"}, {Key: "filter", Value: bson.D{{Key: "_id", Value: 2}}}},
+		{{Key: "aggregate", Value: "cheap"}, {Key: "pipeline", Value: bson.A{}}, {Key: "cursor", Value: bson.D{}}},
+	} {
+		ex := mustRun(t, db, bson.D{{Key: "explain", Value: inner}})
+		if s := fmt.Sprint(ex); !containsString(s, "price_1") || !containsString(s, "IXSCAN") {
+			t.Fatalf("explain of %v on the view does not plan the base collection's index: %v", inner[0], s)
+		}
+	}
+	_, err := run(t, db, bson.D{{Key: "explain", Value: bson.D{{Key: "count", Value: "cheap"}}}})
+	wantCode(t, err, 238, "NotImplemented")
 }

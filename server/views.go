@@ -333,7 +333,7 @@ func (r *request) findOnView(coll string, a *findArgs) (docSource, error) {
 		stage("$project", docValue(a.projection))
 	}
 	agg := viewAggregate(coll, stages, a.collation)
-	agg.let, agg.hint = a.let, a.hint
+	agg.let, agg.hint, agg.explain = a.let, a.hint, a.explain
 	if coll == "system.views" { // the view definitions, as documents
 		snap, err := r.snapshot()
 		if err != nil {
@@ -349,8 +349,32 @@ func (r *request) findOnView(coll string, a *findArgs) (docSource, error) {
 		agg.pipeline = stagesArray(append([]bsoncore.Document{docs}, stages...))
 		agg.collectionless, agg.coll = true, ""
 	}
-	src, _, _, err := r.aggregateSource(agg)
+	src, _, explained, err := r.aggregateSource(agg)
+	if explained != nil {
+		return &sliceSource{docs: []bsoncore.Document{explained}}, err
+	}
 	return src, err
+}
+
+// explainOnView explains a find or an aggregate of a view as mongod
+// does: as the aggregation it runs on the collection under the views.
+func (r *request) explainOnView(ex *explained, inner bsoncore.Document) (bsoncore.Document, error) {
+	switch ex.Kind {
+	case "find":
+		src, err := r.findOnView(ex.coll, &findArgs{filter: ex.Filter, sort: ex.Sort, projection: ex.Projection,
+			skip: ex.Skip, limit: ex.Limit, collation: ex.Collation, hint: ex.Hint, explain: true})
+		if err != nil {
+			return nil, err
+		}
+		return src.Next(r.ctx)
+	case "aggregate":
+		pipeline, _ := inner.Lookup("pipeline").ArrayOK()
+		agg := viewAggregate(ex.coll, pipelineStages(pipeline), ex.Collation)
+		agg.explain = true
+		_, _, explained, err := r.aggregateSource(agg)
+		return explained, err
+	}
+	return nil, mongoerr.New(mongoerr.NotImplemented, "explain of %s on the view %s is not supported by DumboDB yet", ex.Kind, r.ns(ex.coll))
 }
 
 // countOnView counts a view's documents that match filter, after skip,
