@@ -104,10 +104,11 @@ func cmdFind(r *request) (bsoncore.Document, error) {
 
 // findSource compiles a find and returns its result stream.
 func (r *request) findSource(coll string, a *findArgs) (docSource, error) {
-	if view, err := r.isView(coll); err != nil || view || coll == "system.views" {
-		if err != nil {
-			return nil, err
-		}
+	snap, err := r.snapshot() // one snapshot for the view check and the read
+	if err != nil {
+		return nil, err
+	}
+	if info, ok := snap.Collection(coll); (ok && info.IsView()) || coll == "system.views" {
 		return r.findOnView(coll, a)
 	}
 	env, err := r.collEnv(coll, a.collation, a.let)
@@ -131,10 +132,6 @@ func (r *request) findSource(coll string, a *findArgs) (docSource, error) {
 		}
 	}
 	kr, err := parseKeyRange(a.hint, a.min, a.max)
-	if err != nil {
-		return nil, err
-	}
-	snap, err := r.snapshot()
 	if err != nil {
 		return nil, err
 	}
