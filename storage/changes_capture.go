@@ -426,12 +426,27 @@ func (u *updateDiff) diffArray(parts []pathPart, a, b bsoncore.Array) {
 // version-control operation, dropDatabase) and syncs the log, so that it
 // is durable before the operation answers.
 func (e *Engine) emitEntry(db, branch string, evs []ChangeEvent) error {
-	if e.changes == nil || len(evs) == 0 {
+	return e.emitEntries(db, branch, evs)
+}
+
+// emitEntries is emitEntry for several entries at once: one append, one
+// sync (empty groups are left out).
+func (e *Engine) emitEntries(db, branch string, groups ...[]ChangeEvent) error {
+	if e.changes == nil {
 		return nil
 	}
 	at, _ := e.now()
-	finishEvents(evs)
-	if err := e.changes.append([]ChangeEntry{{At: at, Wall: time.Now(), DB: db, Branch: branch, Events: evs}}); err != nil {
+	var entries []ChangeEntry
+	for _, evs := range groups {
+		if len(evs) > 0 {
+			finishEvents(evs)
+			entries = append(entries, ChangeEntry{At: at, Wall: time.Now(), DB: db, Branch: branch, Events: evs})
+		}
+	}
+	if len(entries) == 0 {
+		return nil
+	}
+	if err := e.changes.append(entries); err != nil {
 		return err
 	}
 	return e.changes.Sync()

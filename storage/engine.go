@@ -405,23 +405,23 @@ func (e *Engine) emitDropDatabase(name string) error {
 		return nil
 	}
 	var evs []ChangeEvent
+	// The catalog, not a snapshot: an idle database is not reopened.
 	err := e.Visit(context.Background(), name, func(d *Database) error {
-		snap, err := d.BranchSnapshot(context.Background(), DefaultBranch)
-		if err != nil {
-			return err
+		cat, err := d.Catalog(context.Background())
+		for _, bc := range cat {
+			if bc.Branch != DefaultBranch {
+				continue
+			}
+			for _, info := range bc.Collections {
+				evs = append(evs, ChangeEvent{Op: "drop", Coll: info.Name, UUID: info.UUID})
+			}
 		}
-		for _, info := range snap.Collections() {
-			evs = append(evs, ChangeEvent{Op: "drop", Coll: info.Name, UUID: info.UUID})
-		}
-		return nil
+		return err
 	})
 	if err != nil {
 		return err
 	}
-	if err := e.emitEntry(name, DefaultBranch, evs); err != nil {
-		return err
-	}
-	return e.emitEntry(name, DefaultBranch, []ChangeEvent{{Op: "dropDatabase"}})
+	return e.emitEntries(name, DefaultBranch, evs, []ChangeEvent{{Op: "dropDatabase"}})
 }
 
 func isDatabaseDir(dir string) bool {
