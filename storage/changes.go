@@ -541,7 +541,8 @@ func (r *ChangeReader) Next() (ChangeEntry, bool, error) {
 		return ChangeEntry{}, false, fmt.Errorf("change log: entry %d runs past its segment", r.seq)
 	}
 	rec := make([]byte, changeEntryHeader+n)
-	if _, err := seg.f.ReadAt(rec, r.off); err != nil {
+	copy(rec, h[:]) // the header is read already: read only the payload
+	if _, err := seg.f.ReadAt(rec[changeEntryHeader:], r.off+changeEntryHeader); err != nil {
 		return ChangeEntry{}, false, r.lost(err)
 	}
 	payload, ok := readChangeEntry(rec, 0, r.seq)
