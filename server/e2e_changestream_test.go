@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -121,5 +122,62 @@ func TestChangeStreamResume(t *testing.T) {
 		if ev := nextEvent(t, cs); get(ev, "documentKey", "_id") != want {
 			t.Fatalf("after resuming: %v, want _id %d", ev, want)
 		}
+	}
+}
+
+// TestChangeStreamDropDatabase: dropping a database gives a database
+// stream a drop for each collection, then dropDatabase, then invalidate;
+// a collection stream sees its drop and invalidate; a cluster stream sees
+// the drops and dropDatabase and goes on.
+func TestChangeStreamDropDatabase(t *testing.T) {
+	c := startServer(t).client()
+	db := c.Database("gone")
+	for _, name := range []string{"a", "b"} {
+		if _, err := db.Collection(name).InsertOne(ctx, bson.D{{Key: "_id", Value: 1}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	opts := options.ChangeStream().SetMaxAwaitTime(2 * time.Second)
+	dbStream, err := db.Watch(ctx, mongo.Pipeline{}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dbStream.Close(ctx)
+	collStream, err := db.Collection("a").Watch(ctx, mongo.Pipeline{}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer collStream.Close(ctx)
+	all, err := c.Watch(ctx, mongo.Pipeline{}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer all.Close(ctx)
+	if err := db.Drop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ops := func(cs *mongo.ChangeStream, n int) []string {
+		t.Helper()
+		var out []string
+		for range n {
+			ev := nextEvent(t, cs)
+			out = append(out, fmt.Sprint(ev["operationType"], ":", get(ev, "ns", "coll")))
+		}
+		return out
+	}
+	if got := fmt.Sprint(ops(dbStream, 4)); got != "[drop:a drop:b dropDatabase:<nil> invalidate:<nil>]" {
+		t.Fatalf("database stream: %s", got)
+	}
+	if got := fmt.Sprint(ops(collStream, 2)); got != "[drop:a invalidate:<nil>]" {
+		t.Fatalf("collection stream: %s", got)
+	}
+	if got := fmt.Sprint(ops(all, 3)); got != "[drop:a drop:b dropDatabase:<nil>]" {
+		t.Fatalf("cluster stream: %s", got)
+	}
+	if _, err := c.Database("other").Collection("x").InsertOne(ctx, bson.D{{Key: "_id", Value: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	if ev := nextEvent(t, all); ev["operationType"] != "insert" {
+		t.Fatalf("the cluster stream after the drop: %v", ev)
 	}
 }
