@@ -269,7 +269,8 @@ func cmdServerStatus(r *request) (bsoncore.Document, error) {
 		AppendString("name", "dumbodb").
 		AppendInt64("openDatabases", dbs.Open).
 		AppendInt64("databaseOpens", dbs.Opens).
-		AppendInt64("idleDatabaseCloses", dbs.IdleCloses).Build()
+		AppendInt64("idleDatabaseCloses", dbs.IdleCloses).
+		AppendInt64("tableCompactions", dbs.TableCompactions).Build()
 	cursors := bsoncore.NewDocumentBuilder().
 		AppendDocument("cursor", bsoncore.NewDocumentBuilder().
 			AppendDocument("open", bsoncore.NewDocumentBuilder().

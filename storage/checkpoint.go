@@ -32,7 +32,7 @@ func (d *Database) Checkpoint(ctx context.Context) error {
 			return diskFull(err)
 		}
 	}
-	return nil
+	return diskFull(d.compactTables(ctx))
 }
 
 // withWriteLock runs fn holding b's writer lock, released on every path.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -12,6 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"dumbodb/internal/durablefile"
 
 	"github.com/dolthub/dolt/go/store/datas"
 	"github.com/dolthub/dolt/go/store/nbs"
@@ -47,6 +48,8 @@ type Database struct {
 	// Loaded by open and released by an idle close; calls read them between
 	// hold and release, and snapshots keep them open by their pins.
 	cs        *nbs.NomsBlockStore
+	tables    bool       // cs keeps table files only, no chunk journal (chunkstore.go)
+	compactMu sync.Mutex // serialises table compaction with GC
 	vs        *types.ValueStore
 	ns        tree.NodeStore
 	db        datas.Database
@@ -149,14 +152,16 @@ func newDatabase(e *Engine, name string) *Database {
 // open loads the chunk store, the branches and the log (creating the
 // database if its directory is new). Called with d.life.mu held.
 func (d *Database) open(ctx context.Context) error {
-	if err := os.MkdirAll(d.dir, 0o755); err != nil {
+	// The data directory's entry for the database must be durable before
+	// the first write in it is acknowledged.
+	if _, err := durablefile.Mkdir(d.dir, 0o755); err != nil {
 		return fmt.Errorf("create database directory: %w", err)
 	}
-	cs, err := d.openChunkStore(ctx)
+	cs, tables, err := d.openChunkStore(ctx)
 	if err != nil {
 		return fmt.Errorf("open chunk store %s: %w", d.dir, err)
 	}
-	d.cs, d.vs = cs, types.NewValueStore(cs)
+	d.cs, d.tables, d.vs = cs, tables, types.NewValueStore(cs)
 	d.ns = tree.NewNodeStore(cs)
 	d.db = datas.NewTypesDatabase(d.vs, d.ns)
 	d.branches = map[string]*branch{}
@@ -174,27 +179,6 @@ func (d *Database) open(ctx context.Context) error {
 	d.life.open, d.life.catalog = true, nil
 	d.engine.dbStats.opened()
 	return nil
-}
-
-// chunkStoreLockAttempts bounds openChunkStore's retries.
-const chunkStoreLockAttempts = 5
-
-// openChunkStore opens the Dolt store, retrying when Dolt reports it
-// locked. Dolt waits only 100 ms for the goroutine that takes its lock, which
-// a loaded machine may not run in time, and idle databases make opens
-// routine; yet nothing of ours can hold the lock: mongod.lock keeps other
-// servers out, and one handle per database keeps this one from opening a
-// store twice. Only another program (the dolt CLI) can, and then we fail.
-func (d *Database) openChunkStore(ctx context.Context) (*nbs.NomsBlockStore, error) {
-	for attempt := 1; ; attempt++ {
-		cs, err := nbs.NewLocalJournalingStoreWithOptions(ctx, types.Format_DOLT.VersionString(), d.dir,
-			nbs.NewUnlimitedMemQuotaProvider(), false,
-			func(err error) { d.log.Warn().Err(err).Str("db", d.name).Msg("chunk journal replay") },
-			nbs.JournalingStoreOptions{FailOnLockTimeout: true})
-		if !errors.Is(err, nbs.ErrDatabaseLocked) || attempt == chunkStoreLockAttempts {
-			return cs, err
-		}
-	}
 }
 
 // forget drops the references to a closed chunk store, log and branches,

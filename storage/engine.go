@@ -46,6 +46,11 @@ type Options struct {
 	// keeps (docs/format/changes.md, "Retention"); 0 means the defaults.
 	ChangeRetention      time.Duration
 	ChangeRetentionBytes int64
+
+	// journalStores makes new databases as databases made before table-file
+	// stores were (chunkstore.go): with Dolt's chunk journal. For the tests
+	// of those databases.
+	journalStores bool
 }
 
 // Defaults.
@@ -80,6 +85,10 @@ type Engine struct {
 
 	mu   sync.Mutex
 	dbs  map[string]*Database // handles, open or closed for idleness
+	// folded maps the lower-case form of every database name on disk to
+	// the name, for the case check of a new database; nil until that first
+	// check lists the data directory.
+	folded map[string]string
 	stop chan struct{}
 	done chan struct{}
 }
@@ -295,17 +304,24 @@ func (e *Engine) handle(ctx context.Context, name string, create bool) (*Databas
 		if err := d.use(ctx, time.Now()); err != nil {
 			return nil, err
 		}
+		e.folded[strings.ToLower(name)] = name
 	}
 	e.dbs[name] = d
 	return d, nil
 }
 
+// caseConflict returns the database on disk whose name differs from name
+// only in case, or "". Called with e.mu held.
 func (e *Engine) caseConflict(name string) string {
-	names, _ := e.databaseNames()
-	for _, n := range names {
-		if n != name && strings.EqualFold(n, name) {
-			return n
+	if e.folded == nil {
+		names, _ := e.databaseNames()
+		e.folded = make(map[string]string, len(names))
+		for _, n := range names {
+			e.folded[strings.ToLower(n)] = n
 		}
+	}
+	if other := e.folded[strings.ToLower(name)]; other != name {
+		return other
 	}
 	return ""
 }
@@ -366,7 +382,13 @@ func (e *Engine) DropDatabase(name string) error {
 	if !isDatabaseDir(e.dbDir(name)) {
 		return nil
 	}
-	return os.RemoveAll(e.dbDir(name))
+	if err := os.RemoveAll(e.dbDir(name)); err != nil {
+		return err
+	}
+	if e.folded[strings.ToLower(name)] == name {
+		delete(e.folded, strings.ToLower(name))
+	}
+	return nil
 }
 
 // Changes is the server's change log.

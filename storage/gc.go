@@ -22,6 +22,8 @@ func (d *Database) GC(ctx context.Context) (before, after int64, err error) {
 		return 0, 0, err
 	}
 	defer d.release()
+	d.compactMu.Lock() // a compaction's table files are not GC's leftovers
+	defer d.compactMu.Unlock()
 	before = d.engine.SizeOnDisk(d.name)
 	branches := d.branchList()
 	sort.Slice(branches, func(i, j int) bool { return branches[i].name < branches[j].name })

@@ -168,9 +168,14 @@ type DatabaseStats struct {
 	Open       int64 // open now
 	Opens      int64 // first opens and reopens after idle closes
 	IdleCloses int64
+	// TableCompactions counts the conjoins of a store's smaller table
+	// files (chunkstore.go).
+	TableCompactions int64
 }
 
-type dbStats struct{ open, opens, idleCloses atomic.Int64 }
+type dbStats struct{ open, opens, idleCloses, compactions atomic.Int64 }
+
+func (s *dbStats) compacted() { s.compactions.Add(1) }
 
 func (s *dbStats) opened() {
 	s.open.Add(1)
@@ -180,7 +185,7 @@ func (s *dbStats) opened() {
 // DatabaseStats reports the engine's database counters.
 func (e *Engine) DatabaseStats() DatabaseStats {
 	return DatabaseStats{Open: e.dbStats.open.Load(), Opens: e.dbStats.opens.Load(),
-		IdleCloses: e.dbStats.idleCloses.Load()}
+		IdleCloses: e.dbStats.idleCloses.Load(), TableCompactions: e.dbStats.compactions.Load()}
 }
 
 // Visit runs fn on an existing database (nothing happens when there is

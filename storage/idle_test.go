@@ -488,8 +488,9 @@ func (w *countingWriter) count(msg string) int {
 
 // Per-database costs documented in docs/design/resources.md.
 const (
-	fdsPerOpenDatabase  = 4
-	rssPerOpenDatabase  = 6 << 20
+	fdsPerOpenDatabase  = 2 // the log segment and one table file (more, up to maxTableFiles, once written for long)
+	rssPerOpenDatabase  = 256 << 10
+	diskPerDatabase     = 256 << 10 // its files, and its share of the change log
 	heapPerIdleDatabase = 64 << 10 // a handle, its catalog, nodes left in Dolt's shared cache
 	manyDatabases       = 200
 )
@@ -511,6 +512,11 @@ func TestManyIdleDatabasesReturnToBaseline(t *testing.T) {
 	}
 	fds1, _ := openFDs(t, dir)
 	rss1, heap1 := residentBytes(t), heapInUse()
+	disk := diskBytes(t, dir) / manyDatabases
+	t.Logf("per database on disk: %d KiB", disk>>10)
+	if disk > diskPerDatabase {
+		t.Errorf("%d KiB on disk per database, documented at most %d", disk>>10, diskPerDatabase>>10)
+	}
 	t.Logf("per open database: %.2f descriptors, %d KiB resident, %d KiB heap",
 		float64(fds1-fds0)/manyDatabases, (rss1-rss0)/manyDatabases>>10, (heap1-heap0)/manyDatabases>>10)
 	// A few descriptors of the runtime's own may come and go meanwhile.
@@ -565,7 +571,9 @@ func lockFile(t *testing.T, path string) (unlock func()) {
 // after 100 ms; a reopen retries, so a lock released a little later does
 // not fail the call, while one held for good fails it with Dolt's error.
 func TestReopenOutlastsDoltsLockTimeout(t *testing.T) {
-	e := openClosing(t, t.TempDir(), idleOpts)
+	opts := idleOpts
+	opts.journalStores = true // a store of table files takes no lock while open
+	e := openClosing(t, t.TempDir(), opts)
 	d := fillDatabase(t, e, "db", 3)
 	e.closeIdleAll(later())
 	unlock := lockFile(t, filepath.Join(d.dir, "LOCK"))

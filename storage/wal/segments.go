@@ -15,17 +15,12 @@ const maxSpares = 1
 // rotate makes a new segment, starting at LSN first, the current one. It
 // has room for at least need bytes of records.
 func (w *WAL) rotate(first uint64, need int64) error {
-	size := alignUp(max(w.segmentSize, need+segmentHeaderSize))
-	path, err := w.takeSpare(size)
+	w.segMu.Lock()
+	size := alignUp(max(w.nextSize, need+segmentHeaderSize))
+	w.nextSize = min(2*w.nextSize, w.segmentSize)
+	w.segMu.Unlock()
+	seg, err := w.newSegment(first, size)
 	if err != nil {
-		return err
-	}
-	seg, err := openSegmentFile(path, 0, first)
-	if err != nil {
-		return err
-	}
-	if err := w.startSegment(seg, path, first); err != nil {
-		seg.close()
 		return err
 	}
 	if w.seg != nil {
@@ -34,44 +29,99 @@ func (w *WAL) rotate(first uint64, need int64) error {
 	w.seg = seg
 	w.segMu.Lock()
 	w.segments = append(w.segments, first)
+	growing := len(w.segments) > 1
 	w.segMu.Unlock()
-	w.bg.Add(1)
-	go func() {
-		defer w.bg.Done()
-		w.ensureSpare()
-	}()
+	if growing { // a log that filled a segment will likely fill the next
+		w.bg.Add(1)
+		go func() {
+			defer w.bg.Done()
+			w.ensureSpare()
+		}()
+	}
 	return nil
 }
 
-// startSegment writes the header of a new segment durably and gives the
-// file its name.
-func (w *WAL) startSegment(seg *segmentFile, path string, first uint64) error {
+// newSegment returns the segment starting at LSN first, named and durable,
+// open for appending after its header: a spare of at least size bytes with
+// the header written into it, or, when none is ready, a new file written
+// with its header and zeros at once (one sync fewer on a new log's first
+// write).
+func (w *WAL) newSegment(first uint64, size int64) (*segmentFile, error) {
+	final := filepath.Join(w.dir, segmentName(first))
+	w.segMu.Lock()
+	path := w.spareOfSize(size, true)
+	w.segMu.Unlock()
+	if path == "" {
+		if err := w.createSegmentFile(final, first, size); err != nil {
+			return nil, err
+		}
+		return openSegmentFile(final, segmentHeaderSize, first)
+	}
+	seg, err := openSegmentFile(path, 0, first)
+	if err != nil {
+		return nil, err
+	}
+	h := segmentHeader(first)
+	if err := seg.write(h[:]); err != nil {
+		seg.close()
+		return nil, err
+	}
+	if err := os.Rename(path, final); err != nil {
+		seg.close()
+		return nil, err
+	}
+	if err := syncDir(w.dir); err != nil {
+		seg.close()
+		return nil, err
+	}
+	return seg, nil
+}
+
+// segmentHeader encodes the header of the segment starting at LSN first.
+func segmentHeader(first uint64) [segmentHeaderSize]byte {
 	var h [segmentHeaderSize]byte
 	copy(h[:], magic)
 	binary.LittleEndian.PutUint32(h[8:], formatVersion)
 	binary.LittleEndian.PutUint64(h[16:], first)
 	binary.LittleEndian.PutUint32(h[24:], crc32.Checksum(h[:24], castagnoli))
-	if err := seg.write(h[:]); err != nil {
+	return h
+}
+
+// createSegmentFile writes a segment of size bytes, its header then zeros,
+// under a temporary name, syncs it and renames it to path.
+func (w *WAL) createSegmentFile(path string, first uint64, size int64) error {
+	w.segMu.Lock()
+	w.spareGen++
+	tmp := filepath.Join(w.dir, fmt.Sprintf("spare-%d.tmp", w.spareGen))
+	w.segMu.Unlock()
+	h := segmentHeader(first)
+	if err := writeZeros(tmp, size, h[:]); err != nil {
+		os.Remove(tmp)
 		return err
 	}
-	if err := os.Rename(path, filepath.Join(w.dir, segmentName(first))); err != nil {
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
 		return err
 	}
 	return syncDir(w.dir)
 }
 
-// takeSpare returns the path of a spare segment file of at least size
-// bytes, creating a zero-filled one when none is ready.
-func (w *WAL) takeSpare(size int64) (string, error) {
-	w.segMu.Lock()
-	defer w.segMu.Unlock()
+// spareOfSize returns the path of a spare of at least size bytes, or "".
+// If remove is set it deletes the spares too small for it: segments only
+// grow, so those would never be used. Only newSegment removes (on the flusher, the
+// only rotator), so that no spare vanishes between its choice and rename.
+// Called with segMu held.
+func (w *WAL) spareOfSize(size int64, remove bool) string {
 	for _, name := range w.spareNames() {
 		path := filepath.Join(w.dir, name)
 		if st, err := os.Stat(path); err == nil && st.Size() >= size {
-			return path, nil
+			return path
+		}
+		if remove {
+			os.Remove(path)
 		}
 	}
-	return w.createSpare(size)
+	return ""
 }
 
 func (w *WAL) spareNames() []string {
@@ -91,7 +141,7 @@ func (w *WAL) spareNames() []string {
 func (w *WAL) createSpare(size int64) (string, error) {
 	w.spareGen++
 	tmp := filepath.Join(w.dir, fmt.Sprintf("spare-%d.tmp", w.spareGen))
-	if err := writeZeros(tmp, size); err != nil {
+	if err := writeZeros(tmp, size, nil); err != nil {
 		os.Remove(tmp)
 		return "", err
 	}
@@ -102,31 +152,35 @@ func (w *WAL) createSpare(size int64) (string, error) {
 	return final, nil
 }
 
-func writeZeros(path string, size int64) error {
+// writeZeros writes a file of size bytes: head, then zeros.
+func writeZeros(path string, size int64, head []byte) error {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	zeros := make([]byte, 1<<20)
-	for off := int64(0); off < size; off += int64(len(zeros)) {
-		n := min(int64(len(zeros)), size-off)
-		if _, err := f.WriteAt(zeros[:n], off); err != nil {
+	buf := make([]byte, min(size, 1<<20))
+	copy(buf, head)
+	for off := int64(0); off < size; off += int64(len(buf)) {
+		n := min(int64(len(buf)), size-off)
+		if _, err := f.WriteAt(buf[:n], off); err != nil {
 			return err
 		}
+		clear(buf[:len(head)])
 	}
 	return f.Sync()
 }
 
-// ensureSpare prepares one spare segment in the background, so that the
-// next rotation does not wait for a segment of zeros.
+// ensureSpare prepares one spare segment, of the size the next rotation
+// wants, in the background, so that the rotation does not wait for a
+// segment of zeros.
 func (w *WAL) ensureSpare() {
 	w.segMu.Lock()
 	defer w.segMu.Unlock()
-	if len(w.spareNames()) > 0 {
+	if w.spareOfSize(w.nextSize, false) != "" {
 		return
 	}
-	if _, err := w.createSpare(w.segmentSize); err != nil {
+	if _, err := w.createSpare(w.nextSize); err != nil {
 		w.log.Warn().Str("c", "WAL").Err(err).Msg("preparing a spare log segment failed")
 	}
 }

@@ -21,8 +21,13 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// DefaultSegmentSize is the size segments are created with.
+// DefaultSegmentSize is the size segments grow to.
 const DefaultSegmentSize = 4 << 20
+
+// firstSegmentSize is the size of a log's first segment; each later one
+// is twice the one before, up to the segment size. A database that sees a
+// few writes keeps a log of 64 KiB, not of 4 MiB (plus a spare).
+const firstSegmentSize = 64 << 10
 
 const (
 	segmentHeaderSize = 32
@@ -86,6 +91,7 @@ type WAL struct {
 	segMu    sync.Mutex     // guards segments and spare files
 	segments []uint64       // first LSNs of the segments in use, ascending
 	spareGen int
+	nextSize int64 // size of the next segment made; guarded by segMu
 }
 
 // Open opens (or creates) the log in dir and returns it positioned after
@@ -106,6 +112,7 @@ func Open(dir string, opts Options, log zerolog.Logger) (*WAL, error) {
 		return nil, err
 	}
 	w.segments = segs
+	w.nextSize = min(firstSegmentSize, opts.SegmentSize)
 	return w, nil
 }
 
@@ -249,14 +256,8 @@ func (w *WAL) Start() error {
 	w.mu.Lock()
 	w.started = true
 	w.mu.Unlock()
-	if len(w.segments) == 0 {
-		// Prepare the first segment now, so the first write need not.
-		w.bg.Add(1)
-		go func() {
-			defer w.bg.Done()
-			w.ensureSpare()
-		}()
-	}
+	// A new log makes its first segment at its first write: preparing one
+	// ahead would make two, as that write may come before it is ready.
 	go w.flushLoop()
 	return nil
 }
