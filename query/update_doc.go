@@ -18,6 +18,7 @@ type mnode struct {
 	isArray  bool
 	keys     []string // field names (documents only)
 	kids     []*mnode // field values or array elements
+	size     int      // bytes of the raw container expand decoded
 }
 
 func leafM(v bsoncore.Value) *mnode { return &mnode{raw: v} }
@@ -57,6 +58,7 @@ func (n *mnode) expand() {
 		n.kids = append(n.kids, leafM(v))
 	}
 	n.expanded = true
+	n.size = len(n.raw.Data)
 	n.raw = bsoncore.Value{}
 }
 
@@ -65,7 +67,9 @@ func (n *mnode) value() bsoncore.Value {
 	if !n.expanded {
 		return n.raw
 	}
-	return bsoncore.Value{Type: n.typ(), Data: n.appendBody(nil)}
+	// Sized as before the edit, so that serializing a large document does
+	// not grow (and copy) its buffer a dozen times.
+	return bsoncore.Value{Type: n.typ(), Data: n.appendBody(make([]byte, 0, n.size+64))}
 }
 
 func (n *mnode) appendBody(dst []byte) []byte {

@@ -333,3 +333,47 @@ func mustRunB(b *testing.B, db *mongo.Database, cmd bson.D) {
 		b.Fatal(err)
 	}
 }
+
+// BenchmarkUpdateOneField1KB and BenchmarkUpdateOneField8MB: a one-field
+// $set on one document, durable, of 1 KB and of 8 MB (a path-indexed
+// doctree); issue 19 wants the second within 5 x the first. The log bytes
+// each update writes are reported as walB/op.
+func BenchmarkUpdateOneField1KB(b *testing.B) { updateOneFieldBench(b, 1<<10) }
+func BenchmarkUpdateOneField8MB(b *testing.B) { updateOneFieldBench(b, 8<<20) }
+
+func updateOneFieldBench(b *testing.B, size int) {
+	ts := startServer(b)
+	c := ts.client()
+	coll := c.Database("bench").Collection("c")
+	var fields bson.D
+	for i := 0; i*1024 < size; i++ {
+		fields = append(fields, bson.E{Key: fmt.Sprintf("f%05d", i), Value: string(make([]byte, 1000))})
+	}
+	if _, err := coll.InsertOne(ctx, append(bson.D{{Key: "_id", Value: 1}, {Key: "n", Value: 0}}, fields...)); err != nil {
+		b.Fatal(err)
+	}
+	walBefore := walBytes(b, c)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := coll.UpdateOne(ctx, bson.M{"_id": 1}, bson.M{"$set": bson.M{"n": i}}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(walBytes(b, c)-walBefore)/float64(b.N), "walB/op")
+}
+
+// walBytes reads serverStatus.storageEngine.logBytes: the payload bytes
+// of every write record logged so far.
+func walBytes(b *testing.B, c *mongo.Client) int64 {
+	b.Helper()
+	var st struct {
+		StorageEngine struct {
+			LogBytes int64 `bson:"logBytes"`
+		} `bson:"storageEngine"`
+	}
+	if err := c.Database("admin").RunCommand(ctx, bson.M{"serverStatus": 1}).Decode(&st); err != nil {
+		b.Fatal(err)
+	}
+	return st.StorageEngine.LogBytes
+}

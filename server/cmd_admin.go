@@ -270,7 +270,9 @@ func cmdServerStatus(r *request) (bsoncore.Document, error) {
 		AppendInt64("openDatabases", dbs.Open).
 		AppendInt64("databaseOpens", dbs.Opens).
 		AppendInt64("idleDatabaseCloses", dbs.IdleCloses).
-		AppendInt64("tableCompactions", dbs.TableCompactions).Build()
+		AppendInt64("tableCompactions", dbs.TableCompactions).
+		AppendInt64("logRecords", dbs.LogRecords).
+		AppendInt64("logBytes", dbs.LogBytes).Build()
 	cursors := bsoncore.NewDocumentBuilder().
 		AppendDocument("cursor", bsoncore.NewDocumentBuilder().
 			AppendDocument("open", bsoncore.NewDocumentBuilder().

@@ -178,7 +178,10 @@ func cmdListDatabases(r *request) (bsoncore.Document, error) {
 		if authorizedOnly && !privs.CanUse(name) {
 			continue
 		}
-		size := r.c.s.engine.SizeOnDisk(name)
+		var size int64
+		if !nameOnly {
+			size = r.c.s.engine.SizeOnDisk(name)
+		}
 		entry, err := r.databaseEntry(name, size, nameOnly)
 		if err != nil {
 			return nil, err

@@ -164,6 +164,7 @@ func (d *Database) queueEntry(e ChangeEntry) {
 // appendRecord appends a log record that may carry change events and
 // reserves its entry's place in the queue, atomically with the append.
 func (d *Database) appendRecord(payload []byte) (uint64, error) {
+	d.engine.dbStats.logged(payload)
 	if d.engine.changes == nil {
 		return d.wl.Append(payload)
 	}
@@ -373,22 +374,56 @@ func with(parts []pathPart, p pathPart) []pathPart {
 }
 
 func (u *updateDiff) diffDoc(parts []pathPart, a, b bsoncore.Document) {
-	els, _ := b.Elements()
-	for _, el := range els {
-		p := with(parts, pathPart{name: el.Key()})
-		old, err := a.LookupErr(el.Key())
-		if err != nil {
-			u.updated.AppendValue(u.note(p), el.Value())
-			continue
-		}
-		u.diffValue(p, old, el.Value())
+	if bytes.Equal(a, b) {
+		return
 	}
 	olds, _ := a.Elements()
-	for _, el := range olds {
-		if _, err := b.LookupErr(el.Key()); err != nil {
+	news, _ := b.Elements()
+	// Fields mostly keep their places: each is compared with the field at
+	// its position, and looked up by name (in a map, built once) only when
+	// that one has another name. A look-up per field made a one-field
+	// update of a document of 8,000 fields take seconds.
+	var oldByKey map[string]bsoncore.Value
+	for i, el := range news {
+		key := el.Key()
+		p := with(parts, pathPart{name: key})
+		if i < len(olds) && olds[i].Key() == key {
+			u.diffValue(p, olds[i].Value(), el.Value())
+			continue
+		}
+		if oldByKey == nil {
+			oldByKey = valuesByKey(olds)
+		}
+		if old, ok := oldByKey[key]; ok {
+			u.diffValue(p, old, el.Value())
+		} else {
+			u.updated.AppendValue(u.note(p), el.Value())
+		}
+	}
+	var newByKey map[string]bsoncore.Value
+	for i, el := range olds {
+		if i < len(news) && news[i].Key() == el.Key() {
+			continue
+		}
+		if newByKey == nil {
+			newByKey = valuesByKey(news)
+		}
+		if _, ok := newByKey[el.Key()]; !ok {
 			u.removed = append(u.removed, u.note(with(parts, pathPart{name: el.Key()})))
 		}
 	}
+}
+
+// valuesByKey maps each field name to its first value, as a look-up finds
+// it.
+func valuesByKey(els []bsoncore.Element) map[string]bsoncore.Value {
+	m := make(map[string]bsoncore.Value, len(els))
+	for _, el := range els {
+		if _, dup := m[el.Key()]; !dup {
+			m[el.Key()] = el.Value()
+		}
+	}
+	return m
 }
 
 func (u *updateDiff) diffValue(parts []pathPart, a, b bsoncore.Value) {

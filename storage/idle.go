@@ -171,11 +171,22 @@ type DatabaseStats struct {
 	// TableCompactions counts the conjoins of a store's smaller table
 	// files (chunkstore.go).
 	TableCompactions int64
+	// LogRecords and LogBytes count the write records appended to the
+	// databases' logs and their payload bytes.
+	LogRecords, LogBytes int64
 }
 
-type dbStats struct{ open, opens, idleCloses, compactions atomic.Int64 }
+type dbStats struct {
+	open, opens, idleCloses, compactions atomic.Int64
+	logRecords, logBytes                 atomic.Int64
+}
 
 func (s *dbStats) compacted() { s.compactions.Add(1) }
+
+func (s *dbStats) logged(payload []byte) {
+	s.logRecords.Add(1)
+	s.logBytes.Add(int64(len(payload)))
+}
 
 func (s *dbStats) opened() {
 	s.open.Add(1)
@@ -185,7 +196,8 @@ func (s *dbStats) opened() {
 // DatabaseStats reports the engine's database counters.
 func (e *Engine) DatabaseStats() DatabaseStats {
 	return DatabaseStats{Open: e.dbStats.open.Load(), Opens: e.dbStats.opens.Load(),
-		IdleCloses: e.dbStats.idleCloses.Load(), TableCompactions: e.dbStats.compactions.Load()}
+		IdleCloses: e.dbStats.idleCloses.Load(), TableCompactions: e.dbStats.compactions.Load(),
+		LogRecords: e.dbStats.logRecords.Load(), LogBytes: e.dbStats.logBytes.Load()}
 }
 
 // Visit runs fn on an existing database (nothing happens when there is
