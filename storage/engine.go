@@ -83,14 +83,14 @@ type Engine struct {
 	// historyWindow is Options.HistoryWindow, settable while running.
 	historyWindow atomic.Int64
 
-	mu   sync.Mutex
-	dbs  map[string]*Database // handles, open or closed for idleness
+	mu  sync.Mutex
+	dbs map[string]*Database // handles, open or closed for idleness
 	// folded maps the lower-case form of every database name on disk to
 	// the name, for the case check of a new database; nil until that first
 	// check lists the data directory.
 	folded map[string]string
-	stop chan struct{}
-	done chan struct{}
+	stop   chan struct{}
+	done   chan struct{}
 }
 
 // Open locks dir (creating it if needed) for this process. A second Open of

@@ -491,7 +491,7 @@ const (
 	fdsPerOpenDatabase  = 2 // the log segment and one table file (more, up to maxTableFiles, once written for long)
 	rssPerOpenDatabase  = 256 << 10
 	diskPerDatabase     = 256 << 10 // its files, and its share of the change log
-	heapPerIdleDatabase = 64 << 10 // a handle, its catalog, nodes left in Dolt's shared cache
+	heapPerIdleDatabase = 64 << 10  // a handle, its catalog, nodes left in Dolt's shared cache
 	manyDatabases       = 200
 )
 
