@@ -300,7 +300,8 @@ func (tx *Tx) put(ctx context.Context, coll string, doc bsoncore.Document, mustB
 		return err
 	}
 	c.setEdit(&edit{key: key, value: value}, exists)
-	tx.ops = append(tx.ops, walOp{op: opPut, coll: coll, key: key, value: value, update: update && exists})
+	tx.ops = append(tx.ops, walOp{op: opPut, coll: coll, key: key, value: value, update: update && exists,
+		base: oldIf(old, exists)})
 	tx.noteDoc(c, key, oldIf(old, exists), value, update)
 	return nil
 }

@@ -3,6 +3,7 @@ package storage
 import (
 	"context"
 	"fmt"
+	"hash/crc32"
 	"strconv"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -11,6 +12,7 @@ import (
 // Log operation names (docs/format/wal.md).
 const (
 	opPut    = "put"
+	opPatch  = "patch" // a put written as splices of the document it replaces (walpatch.go)
 	opDelete = "del"
 	opCreate = "create"
 	opDrop   = "drop"
@@ -28,6 +30,14 @@ type walOp struct {
 	// update: a put an update operator made (its change event is an
 	// update, not a replace).
 	update bool
+	// base is the document a put replaces (nil: it inserts), from which
+	// the log may write it as a patch. Never decoded: replay reads it.
+	base []byte
+	// patch, baseLen and sum are a decoded patch op's splices, base length
+	// and the CRC-32C of the document it makes.
+	patch   []byte
+	baseLen int
+	sum     uint32
 }
 
 // encodeRecord is the log payload of one transaction on branch, with the
@@ -74,12 +84,24 @@ func encodeMarkedRecord(branch string, ops []walOp, retry *retryLog, at uint64, 
 
 func appendOp(dst []byte, key string, o walOp) []byte {
 	idx, dst := bsoncore.AppendDocumentElementStart(dst, key)
-	dst = bsoncore.AppendStringElement(dst, "o", o.op)
+	var patch []byte
+	if o.op == opPut {
+		patch = encodePatch(o.base, o.value)
+	}
+	if patch != nil {
+		dst = bsoncore.AppendStringElement(dst, "o", opPatch)
+	} else {
+		dst = bsoncore.AppendStringElement(dst, "o", o.op)
+	}
 	dst = bsoncore.AppendStringElement(dst, "c", o.coll)
 	switch o.op {
 	case opPut:
 		dst = bsoncore.AppendBinaryElement(dst, "k", 0, o.key)
-		dst = bsoncore.AppendDocumentElement(dst, "d", o.value)
+		if patch != nil {
+			dst = appendPatch(dst, o, patch)
+		} else {
+			dst = bsoncore.AppendDocumentElement(dst, "d", o.value)
+		}
 		if o.update {
 			dst = bsoncore.AppendBooleanElement(dst, "u", true)
 		}
@@ -92,6 +114,13 @@ func appendOp(dst []byte, key string, o walOp) []byte {
 	}
 	dst, _ = bsoncore.AppendDocumentEnd(dst, idx)
 	return dst
+}
+
+// appendPatch writes the fields of a patch op after its key.
+func appendPatch(dst []byte, o walOp, patch []byte) []byte {
+	dst = bsoncore.AppendInt64Element(dst, "n", int64(len(o.base)))
+	dst = bsoncore.AppendInt64Element(dst, "x", int64(crc32.Checksum(o.value, castagnoli)))
+	return bsoncore.AppendBinaryElement(dst, "s", 0, patch)
 }
 
 // logRecord is a decoded log payload.
@@ -164,9 +193,25 @@ func decodeOps(arr bsoncore.Array) ([]walOp, error) {
 		if v, ok := d.Lookup("info").DocumentOK(); ok {
 			o.value = v
 		}
+		if o.op == opPatch {
+			if err := decodePatchFields(d, &o); err != nil {
+				return nil, err
+			}
+		}
 		ops = append(ops, o)
 	}
 	return ops, nil
+}
+
+func decodePatchFields(d bsoncore.Document, o *walOp) error {
+	n, ok1 := d.Lookup("n").Int64OK()
+	x, ok2 := d.Lookup("x").Int64OK()
+	_, s, ok3 := d.Lookup("s").BinaryOK()
+	if !ok1 || !ok2 || !ok3 || n < 0 || x < 0 || x > 0xFFFFFFFF {
+		return fmt.Errorf("log patch without its length, checksum or splices")
+	}
+	o.baseLen, o.sum, o.patch = int(n), uint32(x), s
+	return nil
 }
 
 // redo applies logged operations to a transaction during recovery.
@@ -174,7 +219,7 @@ func (tx *Tx) redo(ctx context.Context, ops []walOp) error {
 	for _, o := range ops {
 		var err error
 		switch o.op {
-		case opPut:
+		case opPut, opPatch:
 			err = tx.redoPut(ctx, o)
 		case opDelete:
 			err = tx.deleteKey(ctx, o.coll, append([]byte(nil), o.key...))
@@ -209,6 +254,16 @@ func (tx *Tx) redoPut(ctx context.Context, o walOp) error {
 		return err
 	}
 	value := append([]byte(nil), o.value...)
+	if o.op == opPatch {
+		if !exists {
+			return fmt.Errorf("%w: no document to patch", errPatchMismatch)
+		}
+		if value, err = applyPatch(old, o.patch, o.baseLen, o.sum); err != nil {
+			return err
+		}
+		o = walOp{op: opPut, coll: o.coll, key: o.key, update: o.update}
+	}
+	o.base, o.value = oldIf(old, exists), value
 	if err := c.writeIndexes(ctx, tx.ns, o.key, old, value); err != nil {
 		return err
 	}
