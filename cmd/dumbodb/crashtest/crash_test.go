@@ -157,13 +157,21 @@ func TestKillDashNineLosesNothingAcknowledged(t *testing.T) {
 	// between checkpoints and log recycling.
 	variants := [][]string{nil, {"--syncdelay", "1"}, {"--cacheSizeMB", "1"}}
 	tr := &transfers{}
+	pm := &patchModel{}
 	for round := 0; round < rounds; round++ {
 		p, client := start(t, dir, variants[round%len(variants)]...)
 		coll := client.Database("crash").Collection("c")
 		check(t, coll, l)
 		openAccounts(t, client)
 		checkTransfers(t, client, tr)
+		openPatchDocs(t, client, pm)
+		checkPatchDocs(t, client, pm)
 		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			patchWriter(client, pm, rand.New(rand.NewSource(int64(round))))
+		}()
 		for w := 0; w < 2; w++ {
 			wg.Add(1)
 			go func(w int) {
@@ -191,6 +199,8 @@ func TestKillDashNineLosesNothingAcknowledged(t *testing.T) {
 	defer p.StopT(t, syscall.SIGTERM)
 	defer client.Disconnect(context.Background())
 	checkTransfers(t, client, tr)
+	checkPatchDocs(t, client, pm)
+	wantPatchesLogged(t, client)
 	if len(tr.acked) == 0 {
 		t.Fatal("no transfer was acknowledged: the test did not exercise transactions")
 	}
