@@ -214,7 +214,7 @@ func prepare(ctx context.Context, cfg *Config, b Benchmark, s *server) *slot {
 			sl.res.Status, sl.res.Reason = StatusNA, "DumboDB only"
 			return sl
 		}
-		sl.env.Client = s.client
+		sl.env.Client, sl.env.URL = s.client, s.URL
 		sl.env.DataDir, sl.env.Dumbo = s.DataDir, s.dumbo
 		sl.env.DB = s.client.Database("dumbobench")
 		sl.env.Coll = sl.env.DB.Collection(collName(b.Name))
