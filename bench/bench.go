@@ -41,6 +41,10 @@ type Target struct {
 	// Only, if set, is a regular expression: the target runs only the
 	// benchmarks whose name matches (dumbodb-wholedoc runs ^LargeDoc/).
 	Only string `json:",omitempty"`
+	// Pid, if known (the server runs on this machine: --start started
+	// it), is the server's process id: results then carry the server's
+	// CPU time per operation, read from /proc/<pid>/stat.
+	Pid int `json:",omitempty"`
 }
 
 // MachineTarget names the pseudo-target of benchmarks that measure this
