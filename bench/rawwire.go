@@ -32,6 +32,9 @@ const (
 	checksumBit = 1 // OP_MSG flag: a CRC-32C follows the sections
 	// bodyAt is where the body document of a message framed here starts.
 	bodyAt = headerLen + flagsLen + 1
+	// maxReply is MongoDB's maxMessageSizeBytes: a longer length is a
+	// broken stream, not a reply to allocate for.
+	maxReply = 48_000_000
 	// dialTimeout bounds the connection and its hello; later round trips
 	// are bounded by the run's context, which closes the connections.
 	dialTimeout = 15 * time.Second
@@ -158,7 +161,7 @@ func (c *rawConn) roundTrip(msg []byte) (bsoncore.Document, error) {
 	if to, op := binary.LittleEndian.Uint32(hdr[8:]), binary.LittleEndian.Uint32(hdr[12:]); to != c.reqID || op != opMsg {
 		return nil, fmt.Errorf("reply to request %d with opcode %d, want a reply to %d with %d", to, op, c.reqID, opMsg)
 	}
-	if size < headerLen+flagsLen+1 {
+	if size < headerLen+flagsLen+1 || size > maxReply {
 		return nil, fmt.Errorf("reply of %d bytes", size)
 	}
 	if cap(c.reply) < size-headerLen {
