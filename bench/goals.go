@@ -143,6 +143,8 @@ func GoalsMarkdown(goals []GoalResult) string {
 		fmt.Fprintf(&b, " %s |", t)
 	}
 	b.WriteString("\n|---|---|" + strings.Repeat("--:|", len(targets)) + "\n")
+	// EvaluateGoals gives each goal on every target in turn: a table row
+	// is len(targets) consecutive results.
 	for i := 0; i < len(goals); i += len(targets) {
 		fmt.Fprintf(&b, "| %s | %s |", goals[i].Goal.Figure, goals[i].Goal.Want())
 		for _, g := range goals[i : i+len(targets)] {
