@@ -19,6 +19,7 @@ const (
 	GroupDocUpdates    = "Updates inside documents"
 	GroupBulk          = "Bulk"
 	GroupConcurrency   = "Concurrency"
+	GroupRaw           = "Raw wire"
 	GroupTxn           = "Transactions"
 	GroupImport        = "Import"
 	GroupVC            = "Version control"
@@ -28,7 +29,7 @@ const (
 
 // GroupOrder lists every group in report order.
 var GroupOrder = []string{GroupFloor, GroupReads, GroupInserts, GroupUpdates, GroupFilters,
-	GroupJoins, GroupDocUpdates, GroupBulk, GroupConcurrency, GroupTxn, GroupImport, GroupVC, GroupLargeDoc, GroupChangeStreams}
+	GroupJoins, GroupDocUpdates, GroupBulk, GroupConcurrency, GroupRaw, GroupTxn, GroupImport, GroupVC, GroupLargeDoc, GroupChangeStreams}
 
 // Target is a server under test, reached at a mongodb:// URL.
 type Target struct {
@@ -40,6 +41,10 @@ type Target struct {
 	// Only, if set, is a regular expression: the target runs only the
 	// benchmarks whose name matches (dumbodb-wholedoc runs ^LargeDoc/).
 	Only string `json:",omitempty"`
+	// Pid, if known (the server runs on this machine: --start started
+	// it), is the server's process id: results then carry the server's
+	// CPU time per operation, read from /proc/<pid>/stat.
+	Pid int `json:",omitempty"`
 }
 
 // MachineTarget names the pseudo-target of benchmarks that measure this
@@ -100,6 +105,9 @@ type Env struct {
 	DB     *mongo.Database
 	Coll   *mongo.Collection
 	Cfg    *Config
+	// URL is the target's connection string: the Raw family dials its
+	// host itself.
+	URL string
 	// DataDir is the target's data directory, "" when unknown.
 	DataDir string
 	// Dumbo is set on DumboDB targets (buildInfo has dumbodbVersion).

@@ -16,7 +16,7 @@ const floorFileSize = 16 << 20
 
 func floorBenchmarks() []Benchmark {
 	return []Benchmark{
-		{Name: "Floor/Ping", Group: GroupFloor, Unit: "op", Setup: setupPing},
+		{Name: PingBenchmark, Group: GroupFloor, Unit: "op", Setup: setupPing},
 		{Name: FloorBenchmark, Group: GroupFloor, Unit: "op", Machine: true, Setup: setupFdatasync},
 	}
 }

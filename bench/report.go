@@ -47,8 +47,8 @@ func WriteReport(dir string, meta Meta, results []Result) error {
 	return nil
 }
 
-// Markdown renders the report: a header, the summary line and one table
-// per group in issue order.
+// Markdown renders the report: a header, the summary line, issue 19's
+// figures and one table per group in issue order.
 func Markdown(meta Meta, results []Result) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# dumbobench report\n\n")
@@ -63,16 +63,20 @@ func Markdown(meta Meta, results []Result) string {
 	fmt.Fprintf(&b, "- baseline: `%s`; %d interleaved rounds of %s per target after %s of warm-up; writes use {w: 1, j: true}\n\n",
 		meta.Baseline, meta.Samples, meta.Duration, meta.Warmup)
 	fmt.Fprintf(&b, "%s\n\n", SummaryLine(meta.Baseline, results))
+	b.WriteString(GoalsMarkdown(EvaluateGoals(results)))
 	fmt.Fprintf(&b, "Multiplier: median ÷ the baseline's median (below 1 is faster): 🟢 faster, 🟡 1-2x, 🟠 2-5x, 🔴 >5x. "+
-		"× fsync: median ÷ the median of one 256-byte append + fdatasync on this machine.\n")
+		"× fsync: median ÷ the median of one 256-byte append + fdatasync on this machine. "+
+		"× ping: median ÷ the same target's ping median through the same client (%s for driver rows, %s for the %s family). "+
+		"server CPU µs/op: the server's user + system CPU time over the timed calls (/proc/<pid>/stat, in 10 ms ticks) ÷ their operations "+
+		"(or documents, /doc), for servers dumbobench started itself (--start).\n", PingBenchmark, RawPingBenchmark, strings.TrimSuffix(rawFamily, "/"))
 	for _, g := range GroupOrder {
 		rows := inGroup(results, g)
 		if len(rows) == 0 {
 			continue
 		}
 		fmt.Fprintf(&b, "\n## %s\n\n", g)
-		b.WriteString("| benchmark | target | median µs | p99 µs | ops/s | × baseline | | × fsync |\n")
-		b.WriteString("|---|---|--:|--:|--:|--:|---|--:|\n")
+		b.WriteString("| benchmark | target | median µs | p99 µs | ops/s | × baseline | | × fsync | × ping | server CPU µs/op |\n")
+		b.WriteString("|---|---|--:|--:|--:|--:|---|--:|--:|--:|\n")
 		for _, r := range rows {
 			b.WriteString(row(r, meta.Baseline))
 		}
@@ -180,7 +184,7 @@ func row(r Result, baseline string) string {
 		if r.Reason != "" {
 			what += ": " + strings.ReplaceAll(r.Reason, "|", "\\|")
 		}
-		return name + fmt.Sprintf("| %s | | | | | |\n", what)
+		return name + fmt.Sprintf("| %s | | | | | | | |\n", what)
 	}
 	mult, marker := "", Marker(r.Multiplier)
 	switch {
@@ -190,14 +194,18 @@ func row(r Result, baseline string) string {
 		mult = multiplier(r.Multiplier)
 	}
 	if r.Quantity {
-		return name + fmt.Sprintf("| %s %s | | | %s | %s | |\n", num(r.MedianUS), r.Unit, mult, marker)
+		return name + fmt.Sprintf("| %s %s | | | %s | %s | | | |\n", num(r.MedianUS), r.Unit, mult, marker)
 	}
 	unit := ""
 	if r.Unit != "op" {
 		unit = "/" + r.Unit
 	}
-	return name + fmt.Sprintf("| %s%s | %s | %s | %s | %s | %s |\n",
-		num(r.MedianUS), unit, num(r.P99US), num(r.OpsPerSec), mult, marker, ratio(r.FloorRatio))
+	cpu := ""
+	if r.CPUMeasured {
+		cpu = num(r.ServerCPUPerUnitUS) + unit
+	}
+	return name + fmt.Sprintf("| %s%s | %s | %s | %s | %s | %s | %s | %s |\n",
+		num(r.MedianUS), unit, num(r.P99US), num(r.OpsPerSec), mult, marker, ratio(r.FloorRatio), ratio(r.PingRatio), cpu)
 }
 
 // num prints three significant figures, enough for timings that vary by

@@ -26,6 +26,11 @@ func fixedRun() (Meta, []Result) {
 		{Benchmark: "Join/Lookup/Eq", Group: GroupJoins, Target: "dumbo", Unit: "op", Status: StatusUnsupported, Reason: "(Location40324) Unrecognized pipeline stage name: '$lookup'"},
 		{Benchmark: "Join/Lookup/Eq", Group: GroupJoins, Target: "peer", Unit: "op", Status: StatusError, Reason: "a | b"},
 		{Benchmark: "VC/Log/10K", Group: GroupVC, Target: "peer", Unit: "op", Status: StatusNA, Reason: "DumboDB only"},
+		{Benchmark: RawPingBenchmark, Group: GroupRaw, Target: "dumbo", Unit: "op", Status: StatusOK, SamplesUS: []float64{20}, Units: 1, BusyUS: 20,
+			CPUMeasured: true, ServerCPUUS: 10},
+		{Benchmark: "Raw/InsertMany/1000", Group: GroupRaw, Target: "dumbo", Unit: "doc", Status: StatusOK, SamplesUS: []float64{3}, Units: 1000, BusyUS: 3000,
+			CPUMeasured: true, ServerCPUUS: 2500},
+		{Benchmark: RawPingBenchmark, Group: GroupRaw, Target: "peer", Unit: "op", Status: StatusOK, SamplesUS: []float64{40}, Units: 1, BusyUS: 40},
 	}
 	Summarize(rs, meta.Baseline)
 	return meta, rs
@@ -52,7 +57,7 @@ func TestMarkdownGolden(t *testing.T) {
 func TestSummaryLine(t *testing.T) {
 	_, rs := fixedRun()
 	got := SummaryLine("peer", rs)
-	want := "**Summary:** 4 benchmarks run; 1 of 3 compared results faster than the baseline `peer`; slowest multiplier 3.00x (InsertMany/100 on dumbo)."
+	want := "**Summary:** 6 benchmarks run; 2 of 4 compared results faster than the baseline `peer`; slowest multiplier 3.00x (InsertMany/100 on dumbo)."
 	if got != want {
 		t.Errorf("SummaryLine =\n%s\nwant\n%s", got, want)
 	}
@@ -71,8 +76,8 @@ func TestSVGIsWellFormedWithOneBarPerComparison(t *testing.T) {
 			break
 		}
 	}
-	if n := strings.Count(svg, "<rect"); n != 3 {
-		t.Errorf("SVG has %d bars, want 3 (one per non-baseline result with a multiplier)", n)
+	if n := strings.Count(svg, "<rect"); n != 4 {
+		t.Errorf("SVG has %d bars, want 4 (one per non-baseline result with a multiplier)", n)
 	}
 }
 

@@ -43,6 +43,17 @@ type Result struct {
 	// median / the fdatasync floor's median (0: none).
 	Multiplier float64 `json:"multiplier"`
 	FloorRatio float64 `json:"floor_ratio"`
+	// PingRatio is median / the same target's ping median through the
+	// same client: PingBenchmark for driver rows, RawPingBenchmark for
+	// the Raw family (0: none).
+	PingRatio float64 `json:"ping_ratio"`
+	// ServerCPUUS is the server's CPU time, user plus system, over the
+	// timed windows, when CPUMeasured: the target's pid is known and the
+	// benchmark has no untimed Prepare inside its windows. ServerCPUPerUnitUS
+	// divides it by Units.
+	CPUMeasured        bool    `json:"cpu_measured,omitempty"`
+	ServerCPUUS        float64 `json:"server_cpu_us,omitempty"`
+	ServerCPUPerUnitUS float64 `json:"server_cpu_us_per_unit,omitempty"`
 	// Quantity results are amounts in Unit (bytes per commit), not times:
 	// samples_us, median_us and p99_us then hold those amounts.
 	Quantity bool `json:"quantity,omitempty"`
@@ -156,6 +167,7 @@ type slot struct {
 	w   *Workload
 	env *Env
 	n   atomic.Int64
+	pid int // the server whose CPU the samples read, 0: none
 }
 
 func runBenchmark(ctx context.Context, cfg *Config, b Benchmark, servers []*server) []Result {
@@ -214,7 +226,7 @@ func prepare(ctx context.Context, cfg *Config, b Benchmark, s *server) *slot {
 			sl.res.Status, sl.res.Reason = StatusNA, "DumboDB only"
 			return sl
 		}
-		sl.env.Client = s.client
+		sl.env.Client, sl.env.URL = s.client, s.URL
 		sl.env.DataDir, sl.env.Dumbo = s.DataDir, s.dumbo
 		sl.env.DB = s.client.Database("dumbobench")
 		sl.env.Coll = sl.env.DB.Collection(collName(b.Name))
@@ -231,6 +243,11 @@ func prepare(ctx context.Context, cfg *Config, b Benchmark, s *server) *slot {
 		return sl
 	}
 	sl.w = w
+	if s != nil && !b.Quantity && w.Prepare == nil {
+		// A Prepare runs between the timed calls, inside the window the
+		// server's CPU is read over: its work would count as theirs.
+		sl.pid = s.Pid
+	}
 	if b.Long || b.Quantity {
 		return sl
 	}
@@ -295,9 +312,21 @@ func (s *slot) sample(ctx context.Context, b Benchmark, d time.Duration) error {
 		s.res.Units++
 		return nil
 	}
+	cpu0, err := s.serverCPU()
+	if err != nil {
+		return err
+	}
 	lat, busy, err := s.calls(ctx, b, d)
 	if err != nil {
 		return err
+	}
+	cpu1, err := s.serverCPU()
+	if err != nil {
+		return err
+	}
+	if s.pid != 0 {
+		s.res.CPUMeasured = true
+		s.res.ServerCPUUS += cpu1 - cpu0
 	}
 	per := float64(max(b.PerCall, 1))
 	for _, l := range lat {
@@ -306,6 +335,15 @@ func (s *slot) sample(ctx context.Context, b Benchmark, d time.Duration) error {
 	s.res.Units += int64(len(lat)) * int64(per)
 	s.res.BusyUS += busy
 	return nil
+}
+
+// serverCPU is the CPU time the slot's server has used so far, in µs (0
+// when its pid is unknown).
+func (s *slot) serverCPU() (float64, error) {
+	if s.pid == 0 {
+		return 0, nil
+	}
+	return processCPU(s.pid)
 }
 
 // calls runs the workload's clients until d has passed (each makes at

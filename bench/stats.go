@@ -3,6 +3,7 @@ package bench
 import (
 	"math"
 	"slices"
+	"strings"
 )
 
 // Percentile returns the p-th percentile (0 < p <= 100) of xs by the
@@ -65,14 +66,29 @@ func stats(samples []float64) summary {
 	return summary{median: Median(samples), p99: Percentile(samples, 99)}
 }
 
-// FloorBenchmark is the machine floor every figure is also compared to.
-const FloorBenchmark = "Floor/Fdatasync256B"
+// FloorBenchmark is the machine floor every figure is also compared to;
+// PingBenchmark is each target's round trip through the driver, which
+// driver rows are compared to (the Raw family to RawPingBenchmark).
+const (
+	FloorBenchmark = "Floor/Fdatasync256B"
+	PingBenchmark  = "Floor/Ping"
+)
+
+// pingFor names the ping a benchmark's × ping divides by: one through
+// the same client.
+func pingFor(bench string) string {
+	if strings.HasPrefix(bench, rawFamily) {
+		return RawPingBenchmark
+	}
+	return PingBenchmark
+}
 
 // Summarize fills in each result's statistics, its multiplier against the
-// baseline target's result for the same benchmark, and its ratio to the
-// fdatasync floor.
+// baseline target's result for the same benchmark, its ratios to the
+// fdatasync floor and to its target's ping, and its server CPU per unit.
 func Summarize(results []Result, baseline string) {
 	base := map[string]float64{}
+	ping := map[[2]string]float64{} // target, ping benchmark -> median
 	var floor float64
 	for i := range results {
 		r := &results[i]
@@ -84,11 +100,17 @@ func Summarize(results []Result, baseline string) {
 		if r.BusyUS > 0 {
 			r.OpsPerSec = float64(r.Units) / r.BusyUS * 1e6
 		}
+		if r.CPUMeasured && r.Units > 0 {
+			r.ServerCPUPerUnitUS = r.ServerCPUUS / float64(r.Units)
+		}
 		if r.Target == baseline {
 			base[r.Benchmark] = r.MedianUS
 		}
-		if r.Benchmark == FloorBenchmark {
+		switch r.Benchmark {
+		case FloorBenchmark:
 			floor = r.MedianUS
+		case PingBenchmark, RawPingBenchmark:
+			ping[[2]string{r.Target, r.Benchmark}] = r.MedianUS
 		}
 	}
 	for i := range results {
@@ -99,6 +121,7 @@ func Summarize(results []Result, baseline string) {
 		r.Multiplier = Multiplier(r.MedianUS, base[r.Benchmark])
 		if !r.Quantity {
 			r.FloorRatio = Multiplier(r.MedianUS, floor)
+			r.PingRatio = Multiplier(r.MedianUS, ping[[2]string{r.Target, pingFor(r.Benchmark)}])
 		}
 	}
 }

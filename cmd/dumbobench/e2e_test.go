@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"dumbodb/bench"
 	"dumbodb/internal/dumboproc"
 )
 
@@ -50,6 +52,40 @@ func TestRunAgainstDumboDB(t *testing.T) {
 	}
 	if svg := readFile(t, filepath.Join(out, "multipliers.svg")); !strings.HasPrefix(svg, "<svg") {
 		t.Errorf("multipliers.svg is not an SVG: %.80s", svg)
+	}
+}
+
+// TestRawFamilyAgainstDumboDB runs the Raw family's pre-framed requests
+// against a real dumbodb whose pid is known, as --start knows it: every
+// row must succeed and carry × ping and the server's CPU.
+func TestRawFamilyAgainstDumboDB(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and starts dumbodb")
+	}
+	p := dumboproc.StartT(t, t.TempDir())
+	cfg := &bench.Config{Targets: []bench.Target{{Name: "dumbo", URL: p.URL(), Pid: p.Pid()}}, Baseline: "dumbo",
+		Families: []string{"Raw"}, Samples: 2, Duration: 50 * time.Millisecond, Warmup: 10 * time.Millisecond}
+	results, err := bench.Run(context.Background(), cfg, bench.All(cfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(results) != 5 {
+		t.Fatalf("%d Raw results, want 5: %+v", len(results), results)
+	}
+	for _, r := range results {
+		if r.Status != bench.StatusOK || r.PingRatio <= 0 || !r.CPUMeasured {
+			t.Errorf("%s: status %s %s, × ping %v, CPU measured %v; want ok with both", r.Benchmark, r.Status, r.Reason, r.PingRatio, r.CPUMeasured)
+		}
+		// 64 clients inserting durably for 2 × 50 ms keep the server
+		// busy for more than one 10 ms tick.
+		if r.Benchmark == "Raw/Insert/64" && r.ServerCPUPerUnitUS <= 0 {
+			t.Errorf("Raw/Insert/64: server CPU %v µs/op, want some", r.ServerCPUPerUnitUS)
+		}
+	}
+	for _, g := range bench.EvaluateGoals(results) {
+		if !g.Measured {
+			t.Errorf("%s not measured", g.Goal.Figure)
+		}
 	}
 }
 

@@ -216,7 +216,11 @@ func execute(ctx context.Context, o *options, command string, stdout, stderr io.
 	if werr := bench.WriteReport(o.out, meta, results); werr != nil {
 		return werr
 	}
-	fmt.Fprintf(stdout, "%s\nreport: %s/report.md\n", bench.SummaryLine(baseline, results), o.out)
+	fmt.Fprintln(stdout, bench.SummaryLine(baseline, results))
+	for _, line := range bench.GoalLines(bench.EvaluateGoals(results)) {
+		fmt.Fprintln(stdout, line)
+	}
+	fmt.Fprintf(stdout, "report: %s/report.md\n", o.out)
 	return err
 }
 

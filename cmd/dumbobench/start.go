@@ -1,12 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -70,10 +72,10 @@ func startServers(ctx context.Context, peer, wholeDoc bool, logf func(string, ..
 		s.targets = append(s.targets, t)
 	}
 	if peer {
-		if url, err := s.startPeer(ctx, repo); err != nil {
+		if t, err := s.startPeer(ctx, repo); err != nil {
 			logf("FerretDB not started, measuring DumboDB alone: %v", err)
 		} else {
-			s.targets = append(s.targets, bench.Target{Name: peerName, URL: url})
+			s.targets = append(s.targets, t)
 		}
 	}
 	return s, nil
@@ -106,27 +108,54 @@ func (s *servers) startDumbo(ctx context.Context, bin, name string, args ...stri
 	}
 	s.dumbos = append(s.dumbos, p)
 	s.logf("%s listening on %s %s", name, p.Addr(), strings.Join(args, " "))
-	return bench.Target{Name: name, URL: p.URL(), DataDir: data}, nil
+	return bench.Target{Name: name, URL: p.URL(), DataDir: data, Pid: p.Pid()}, nil
 }
 
-func (s *servers) startPeer(ctx context.Context, repo string) (string, error) {
-	sh := filepath.Join(repo, "..", "shared", "tools", "peer.sh")
-	if _, err := os.Stat(sh); err != nil {
-		return "", fmt.Errorf("peer script: %w", err)
+// startPeer starts FerretDB through peer.sh, which prints its pid on
+// stdout once it listens.
+func (s *servers) startPeer(ctx context.Context, repo string) (bench.Target, error) {
+	sh, err := peerScript(repo)
+	if err != nil {
+		return bench.Target{}, err
 	}
 	port, err := dumboproc.FreePort()
 	if err != nil {
-		return "", err
+		return bench.Target{}, err
 	}
 	s.logf("starting FerretDB through %s (the first build takes minutes) ...", sh)
+	var stderr bytes.Buffer
 	start := exec.CommandContext(ctx, "bash", sh, "start", fmt.Sprint(port), s.peerData())
-	if out, err := start.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("peer.sh start: %v\n%s", err, out)
+	start.Stderr = &stderr
+	out, err := start.Output()
+	if err != nil {
+		return bench.Target{}, fmt.Errorf("peer.sh start: %v\n%s%s", err, out, &stderr)
 	}
 	s.peerSh = sh
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	s.logf("ferretdb listening on %s", addr)
-	return "mongodb://" + addr + "/?directConnection=true", nil
+	pid, err := strconv.Atoi(strings.TrimSpace(string(out)))
+	if err != nil {
+		s.logf("ferretdb's pid unknown (peer.sh printed %q): no server CPU figures for it", out)
+	}
+	s.logf("ferretdb listening on %s, pid %d", addr, pid)
+	return bench.Target{Name: peerName, URL: "mongodb://" + addr + "/?directConnection=true", Pid: pid}, nil
+}
+
+// peerScript finds ../shared/tools/peer.sh beside the tree, or beside the
+// main tree when this one is a git worktree placed elsewhere.
+func peerScript(repo string) (string, error) {
+	trees := []string{repo}
+	cmd := exec.Command("git", "rev-parse", "--path-format=absolute", "--git-common-dir")
+	cmd.Dir = repo
+	if out, err := cmd.Output(); err == nil {
+		trees = append(trees, filepath.Dir(strings.TrimSpace(string(out))))
+	}
+	for _, tree := range trees {
+		sh := filepath.Join(tree, "..", "shared", "tools", "peer.sh")
+		if _, err := os.Stat(sh); err == nil {
+			return sh, nil
+		}
+	}
+	return "", fmt.Errorf("peer script: no ../shared/tools/peer.sh beside %s", strings.Join(trees, " or "))
 }
 
 func (s *servers) peerData() string { return filepath.Join(s.dir, "ferretdb-data") }
