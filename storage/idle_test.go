@@ -586,3 +586,40 @@ func TestReopenOutlastsDoltsLockTimeout(t *testing.T) {
 		t.Fatalf("reopening a store locked for good: %v", err)
 	}
 }
+
+// droppedDatabasesHeap bounds what 500 databases created and dropped may
+// leave on the heap: nodes of theirs in Dolt's shared cache until evicted,
+// and the change log's entries of their writes (docs/design/resources.md).
+const droppedDatabasesHeap = 16 << 20
+
+// TestCreateAndDropDatabasesReturnsMemory: creating and dropping 500
+// databases leaves no descriptors, no files and almost no heap behind.
+func TestCreateAndDropDatabasesReturnsMemory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("creates 500 databases")
+	}
+	dir := t.TempDir()
+	e := openClosing(t, dir, idleOpts)
+	fds0, _ := openFDs(t, dir)
+	heap0, disk0 := heapInUse(), diskBytes(t, dir)
+	for i := range 500 {
+		name := fmt.Sprint("db", i)
+		fillDatabase(t, e, name, 5)
+		if err := e.DropDatabase(name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fds1, under := openFDs(t, dir)
+	heap1 := heapInUse()
+	t.Logf("after 500 databases created and dropped: heap %+d KiB, disk %+d KiB, descriptors %+d",
+		(heap1-heap0)>>10, (diskBytes(t, dir)-disk0)>>10, fds1-fds0)
+	if under != engineFDs || fds1 > fds0+4 {
+		t.Errorf("%d descriptors left (%d on the engine's files), %d before", fds1, under, fds0)
+	}
+	if heap1-heap0 > droppedDatabasesHeap {
+		t.Errorf("%d KiB of heap left by 500 dropped databases, want at most %d", (heap1-heap0)>>10, droppedDatabasesHeap>>10)
+	}
+	if names, _ := e.DatabaseNames(); len(names) != 0 {
+		t.Errorf("databases left: %v", names)
+	}
+}
