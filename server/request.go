@@ -250,23 +250,25 @@ type fieldHandler func(v bsoncore.Value) error
 // handler for each known field. Unknown non-generic fields are an error, as
 // on mongod.
 func (r *request) parseArgs(fields map[string]fieldHandler) error {
-	els, err := r.cmd.Elements()
-	if err != nil {
-		return mongoerr.New(mongoerr.InvalidBSON, "%s", err.Error())
-	}
-	for _, el := range els[1:] {
-		key := el.Key()
-		if h, ok := fields[key]; ok {
-			if err := h(el.Value()); err != nil {
+	// The wire layer validated the command; iterating it in place, with
+	// look-ups by the key's bytes, allocates nothing per field.
+	it := value.NewIter(r.cmd)
+	it.Next() // the command's name
+	for {
+		key, v, ok := it.Next()
+		if !ok {
+			return nil
+		}
+		if h, ok := fields[string(key)]; ok {
+			if err := h(v); err != nil {
 				return err
 			}
 			continue
 		}
-		if !genericFields[key] {
-			return unknownField(r.name, key)
+		if !genericFields[string(key)] {
+			return unknownField(r.name, string(key))
 		}
 	}
-	return nil
 }
 
 // Argument decoders, each returning MongoDB's type-mismatch error.

@@ -256,16 +256,42 @@ func (r *request) viewWriteError(coll string) error {
 
 // refuseView answers CommandNotSupportedOnView when coll is a view.
 func (r *request) refuseView(coll string) error {
-	snap, err := r.snapshot()
+	info, ok, err := r.collectionInfo(coll)
 	if err != nil {
 		return err
 	}
-	if info, ok := snap.Collection(coll); ok {
+	if ok {
 		if _, isView := viewOf(info); isView {
 			return r.viewWriteError(coll)
 		}
 	}
 	return nil
+}
+
+// collectionInfo is a collection's catalog entry as the request sees it.
+// On a branch, outside a transaction and a read at a past time, it is read
+// from the branch's current state without a snapshot: the check of every
+// write must not cost one.
+func (r *request) collectionInfo(coll string) (storage.CollectionInfo, bool, error) {
+	if r.txn == nil && r.readAt.isZero() {
+		d, err := r.database(false)
+		if err != nil || d == nil {
+			return storage.CollectionInfo{}, false, err
+		}
+		rev, err := r.revision(d)
+		if err != nil {
+			return storage.CollectionInfo{}, false, err
+		}
+		if !rev.ReadOnly() {
+			return d.BranchCollection(r.ctx, rev.Branch, coll)
+		}
+	}
+	snap, err := r.snapshot()
+	if err != nil {
+		return storage.CollectionInfo{}, false, err
+	}
+	info, ok := snap.Collection(coll)
+	return info, ok, nil
 }
 
 // viewStream runs a resolved view over its collection, for the stages

@@ -520,6 +520,25 @@ func (d *Database) BranchSnapshot(ctx context.Context, name string) (*Snapshot, 
 	return d.newSnapshot(b.state.Load()), nil
 }
 
+// BranchCollection returns a collection's catalog entry on a branch as of
+// now, without a snapshot: for checks that read no documents (a write's
+// "is it a view?"), which need no pin on the state.
+func (d *Database) BranchCollection(ctx context.Context, branch, coll string) (CollectionInfo, bool, error) {
+	if err := d.hold(ctx); err != nil {
+		return CollectionInfo{}, false, err
+	}
+	defer d.release()
+	b, err := d.branch(ctx, branch)
+	if err != nil {
+		return CollectionInfo{}, false, err
+	}
+	c, ok := b.state.Load().colls[coll]
+	if !ok {
+		return CollectionInfo{}, false, nil
+	}
+	return c.info, true, nil
+}
+
 type noSyncKey struct{}
 
 // NoSync marks ctx so that Write returns before its log record is durable,
