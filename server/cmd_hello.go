@@ -88,6 +88,17 @@ func (c *conn) appName() string {
 	return name
 }
 
+// appName is the client's application name: the connection's, or on its
+// handshake, before the connection has any, the one this hello carries,
+// so that a fail point for an application also fails its handshakes.
+func (r *request) appName() string {
+	if name := r.c.appName(); name != "" {
+		return name
+	}
+	name, _ := r.cmd.Lookup("client", "application", "name").StringValueOK()
+	return name
+}
+
 func (c *conn) setClientMetadata(md bsoncore.Document) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -17,6 +17,9 @@ type command struct {
 	access  access
 	need    requirement // what authorization it takes (authz.go)
 	help    string
+	// canonical, for another spelling of a command, is the command's own
+	// name: fail points and logs name the command, whatever its spelling.
+	canonical string
 }
 
 // family is what a command is for; listCommands shows it.
@@ -45,6 +48,14 @@ const (
 	adminOnly   access = true
 )
 
+// canonicalCommand is the name of the command a spelling invokes.
+func canonicalCommand(name string) string {
+	if c := commandsByName[name]; c != nil && c.canonical != "" {
+		return c.canonical
+	}
+	return name
+}
+
 // commandTable lists every command, sorted by name once init has run.
 // Aliases are entries of their own pointing at the same handler, and each
 // version-control command also answers to a dolt* name (doltAliases).
@@ -63,7 +74,7 @@ func init() {
 		{family: reads, name: "find", handler: cmdFind, access: anyDatabase, need: needs(auth.Find), help: "queries documents"},
 		{family: writes, name: "delete", handler: cmdDelete, access: anyDatabase, need: needs(auth.Remove), help: "deletes documents"},
 		{family: writes, name: "findAndModify", handler: cmdFindAndModify, access: anyDatabase, need: needs(auth.Find | auth.Update), help: "updates or removes one document and returns it"},
-		{family: writes, name: "findandmodify", handler: cmdFindAndModify, access: anyDatabase, need: needs(auth.Find | auth.Update), help: "legacy spelling of findAndModify"},
+		{family: writes, name: "findandmodify", handler: cmdFindAndModify, access: anyDatabase, need: needs(auth.Find | auth.Update), help: "legacy spelling of findAndModify", canonical: "findAndModify"},
 		{family: indexes, name: "createSearchIndexes", handler: cmdSearchIndexes, access: anyDatabase, need: needs(auth.CreateIndex), help: "Atlas Search indexes: refused as on a community mongod (SearchNotEnabled)"},
 		{family: indexes, name: "dropSearchIndex", handler: cmdSearchIndexes, access: anyDatabase, need: needs(auth.DropIndex), help: "Atlas Search indexes: refused as on a community mongod (SearchNotEnabled)"},
 		{family: indexes, name: "updateSearchIndex", handler: cmdSearchIndexes, access: anyDatabase, need: needs(auth.CreateIndex), help: "Atlas Search indexes: refused as on a community mongod (SearchNotEnabled)"},
@@ -86,14 +97,16 @@ func init() {
 		{family: namespaces, name: "renameCollection", handler: cmdRenameCollection, access: adminOnly, need: needs(auth.RenameCollectionSameDB), help: "renames a collection"},
 		{family: namespaces, name: "validate", handler: cmdValidate, access: anyDatabase, need: needs(auth.CollMod), help: "checks a collection's documents and index entries"},
 		{family: namespaces, name: "dataSize", handler: cmdDataSize, access: anyDatabase, need: needs(auth.CollStats), help: "returns the bytes and count of a collection's documents"},
+		{family: namespaces, name: "datasize", handler: cmdDataSize, access: anyDatabase, need: needs(auth.CollStats), help: "lower-case spelling of dataSize", canonical: "dataSize"},
 		{family: namespaces, name: "dbHash", handler: cmdDBHash, access: anyDatabase, need: needs(auth.Find), help: "returns an MD5 of each collection's documents"},
 		{family: namespaces, name: "compact", handler: cmdCompact, access: anyDatabase, need: needs(auth.CollMod), help: "checkpoints the database and frees the chunks nothing references"},
 		{family: namespaces, name: "dbStats", handler: cmdDBStats, access: anyDatabase, need: needs(auth.DBStats), help: "returns statistics about a database"},
+		{family: namespaces, name: "dbstats", handler: cmdDBStats, access: anyDatabase, need: needs(auth.DBStats), help: "lower-case spelling of dbStats", canonical: "dbStats"},
 		{family: namespaces, name: "dropDatabase", handler: cmdDropDatabase, access: anyDatabase, need: needs(auth.DropDatabase), help: "drops the current database"},
 		{family: namespaces, name: "listDatabases", handler: cmdListDatabases, access: adminOnly, need: anyUser, help: "lists databases"},
 		{family: connections, name: "hello", handler: cmdHello, access: anyDatabase, need: openToAll, help: "describes the server to a connecting client"},
 		{family: connections, name: "isMaster", handler: cmdHello, access: anyDatabase, need: openToAll, help: "legacy spelling of hello"},
-		{family: connections, name: "ismaster", handler: cmdHello, access: anyDatabase, need: openToAll, help: "legacy spelling of hello"},
+		{family: connections, name: "ismaster", handler: cmdHello, access: anyDatabase, need: openToAll, help: "legacy spelling of hello", canonical: "isMaster"},
 		{family: connections, name: "ping", handler: cmdPing, access: anyDatabase, need: openToAll, help: "checks that the server answers"},
 		{family: connections, name: "connectionStatus", handler: cmdConnectionStatus, access: anyDatabase, need: openToAll, help: "returns the authentication state of the connection"},
 		{family: connections, name: "whatsmyuri", handler: cmdWhatsMyURI, access: anyDatabase, need: openToAll, help: "returns the client's address"},
@@ -130,7 +143,7 @@ func init() {
 		{family: replication, name: "replSetInitiate", handler: cmdReplSetInitiate, access: adminOnly, need: needs(auth.ReplSetConfigure), help: "accepts a one-member configuration (the set is initiated already)"},
 		{family: diagnostics, name: "convertShardKeyToHashed", handler: cmdConvertShardKeyToHashed, access: anyDatabase, need: anyUser, help: "returns the hash a hashed index stores for a value"},
 		{family: diagnostics, name: "buildInfo", handler: cmdBuildInfo, access: anyDatabase, need: openToAll, help: "returns the server's version and build information"},
-		{family: diagnostics, name: "buildinfo", handler: cmdBuildInfo, access: anyDatabase, need: openToAll, help: "legacy spelling of buildInfo"},
+		{family: diagnostics, name: "buildinfo", handler: cmdBuildInfo, access: anyDatabase, need: openToAll, help: "legacy spelling of buildInfo", canonical: "buildInfo"},
 		{family: diagnostics, name: "hostInfo", handler: cmdHostInfo, access: anyDatabase, need: needs(auth.HostInfo), help: "returns information about the host"},
 		{family: diagnostics, name: "serverStatus", handler: cmdServerStatus, access: anyDatabase, need: needs(auth.ServerStatus), help: "returns server counters"},
 		{family: diagnostics, name: "listCommands", handler: cmdListCommands, access: anyDatabase, need: openToAll, help: "lists the commands this server knows"},
@@ -180,6 +193,7 @@ func doltAliases(cmds []command) []command {
 			alias := c
 			alias.name = "dolt" + strings.TrimPrefix(c.name, "dumbo")
 			alias.help = "alias of " + c.name
+			alias.canonical = c.name
 			aliases = append(aliases, alias)
 		}
 	}

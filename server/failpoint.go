@@ -208,7 +208,7 @@ func (f *failCommand) configure(times, skip int, data bsoncore.Document) error {
 	if cmds, ok := data.Lookup("failCommands").ArrayOK(); ok {
 		vals, _ := cmds.Values()
 		for _, v := range vals {
-			f.commands[v.StringValue()] = true
+			f.commands[canonicalCommand(v.StringValue())] = true
 		}
 	}
 	if code, ok := value.AsInt64(data.Lookup("errorCode")); ok {

@@ -101,7 +101,7 @@ func (r *request) run() (bsoncore.Document, error) {
 		return nil, err
 	}
 	defer cancel()
-	f, fired := r.c.s.failCommand.trigger(r.name, r.c.appName())
+	f, fired := r.c.s.failCommand.trigger(canonicalCommand(r.name), r.appName())
 	if fired {
 		if err := f.wait(r.ctx); err != nil {
 			return nil, err
