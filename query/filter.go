@@ -223,6 +223,21 @@ func (f *Filter) parseTopLevel(name string, v bsoncore.Value, collect bool) (doc
 
 func parseComment(*Filter, string, bsoncore.Value, bool) (docExpr, error) { return nil, nil }
 
+// parseDBRefField compiles {$ref: v}, {$id: v} or {$db: v}, as mongod
+// does: equality on that field, whatever v is (an $elemMatch over DBRefs
+// reads {$ref: "c", $id: 5} as two such fields). $id compares under the
+// collation, $ref and $db byte for byte.
+func parseDBRefField(f *Filter, name string, v bsoncore.Value, collect bool) (docExpr, error) {
+	var coll *value.Collation
+	if name == "$id" {
+		coll = f.env.coll()
+	}
+	if collect {
+		f.eqs = append(f.eqs, EqualityField{Path: name, Value: v})
+	}
+	return &pathExpr{parts: []string{name}, node: leafNode{eqLeaf{v, coll}}}, nil
+}
+
 func parseConst(_ *Filter, name string, v bsoncore.Value, _ bool) (docExpr, error) {
 	if !value.IsNumber(v) || value.Compare(v, bsoncore.Value{Type: bsoncore.TypeInt32, Data: bsoncore.AppendInt32(nil, 1)}) != 0 {
 		return nil, mongoerr.New(mongoerr.FailedToParse, "%s must be an integer value of 1", name)
@@ -294,13 +309,34 @@ func (f *Filter) parsePath(path string, v bsoncore.Value, collect bool) (docExpr
 	return &pathExpr{parts: parts, node: leafNode{eqLeaf{v, f.env.coll()}}}, nil
 }
 
-// isDBRef reports a {$ref, $id, $db} document, which is a value, not operators.
-func isDBRef(v bsoncore.Value) bool {
-	switch value.FirstKey(v.Data) {
-	case "$ref", "$id", "$db":
-		return true
+// isDBRef reports a DBRef document, which is a value, not operators: one
+// with both $ref and $id, as mongod reads {path: {...}}.
+func isDBRef(v bsoncore.Value) bool { return dbRefDoc(v.Data, false) }
+
+// dbRefDoc reports whether doc has the fields of a DBRef: $ref and $id, or
+// with incomplete set any of $ref, $id and $db (how $elemMatch tells a
+// query on DBRefs from one of operators).
+func dbRefDoc(doc []byte, incomplete bool) bool {
+	var ref, id, db bool
+	it := value.NewIter(doc)
+	for {
+		k, _, ok := it.Next()
+		if !ok {
+			break
+		}
+		switch string(k) {
+		case "$ref":
+			ref = true
+		case "$id":
+			id = true
+		case "$db":
+			db = true
+		}
 	}
-	return false
+	if incomplete {
+		return ref || id || db
+	}
+	return ref && id
 }
 
 // collectEq records {path: {$eq: v}} for upsert seeding.

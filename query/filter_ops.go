@@ -422,7 +422,7 @@ func newElemMatch(parent *Filter, path string, arg bsoncore.Value) (*elemMatchLe
 	if arg.Type != bsoncore.TypeEmbeddedDocument {
 		return nil, mongoerr.New(mongoerr.BadValue, "$elemMatch needs an Object")
 	}
-	if value.IsOperatorDoc(arg) {
+	if value.IsOperatorDoc(arg) && !dbRefDoc(arg.Data, true) {
 		switch value.FirstKey(arg.Data) {
 		case "$and", "$or", "$nor", "$where", "$expr", "$comment", "$alwaysTrue", "$alwaysFalse":
 		default:

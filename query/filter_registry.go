@@ -24,6 +24,11 @@ var filterTopTable = [][]filterTopEntry{
 		{name: "$alwaysTrue", parse: parseConst},
 		{name: "$comment", parse: parseComment},
 	},
+	{ // the fields of a DBRef, which are paths, not operators
+		{name: "$db", parse: parseDBRefField},
+		{name: "$id", parse: parseDBRefField},
+		{name: "$ref", parse: parseDBRefField},
+	},
 	{ // other languages
 		{name: "$expr", parse: parseExprFilter},
 		{name: "$jsonSchema", parse: parseJSONSchema},
