@@ -167,8 +167,8 @@ func (p *Projection) parseProjValue(path string, v bsoncore.Value) (*projNode, e
 	if strings.Contains(path, ".$.") || (positional && (p.opts.Stage || strings.Contains(strings.TrimSuffix(path, ".$"), "$"))) {
 		return nil, mongoerr.New(mongoerr.Code(31394), "As of 4.4, it's illegal to specify positional operator in the middle of a path.Positional projection may only be used at the end, for example: a.b.$. If the query previously used a form like a.b.$.d, remove the parts following the '$' and the results will be equivalent.")
 	}
-	if strings.HasPrefix(path, "$") {
-		return nil, mongoerr.New(mongoerr.Location16410, "FieldPath field names may not start with '$'. Consider using $getField or $setField.")
+	if err := value.CheckFieldPath(strings.TrimSuffix(path, ".$")); err != nil {
+		return nil, err
 	}
 	if positional {
 		if include, isFlag := ProjectionFlag(v); !isFlag || !include {

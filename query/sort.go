@@ -66,6 +66,11 @@ func compileSort(sort bsoncore.Document, env *Env, f *Filter) (*Sort, error) {
 		if !value.IsNumber(v) {
 			return nil, mongoerr.New(mongoerr.Location15974, "Illegal key in $sort specification: %s", value.FormatElem(key, v))
 		}
+		if key != "$natural" {
+			if err := value.CheckFieldPath(key); err != nil {
+				return nil, err
+			}
+		}
 		switch f := value.ToFloat(v); {
 		case key == "$natural" && (f == 1 || f == -1):
 			s.natural = int(f)

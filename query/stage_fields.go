@@ -23,9 +23,6 @@ func transformRow(name string, compile transformCompiler) stageEntry {
 	return stageEntry{name: name, transform: compile, compile: func(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 		t, err := compile(spec, pc.env)
 		if err != nil {
-			if name == "$project" {
-				return nil, err
-			}
 			return nil, mongoerr.New(mongoerr.As(err).Code, "Invalid %s :: caused by :: %s", name, mongoerr.As(err).Msg)
 		}
 		return transformStage(t), nil
@@ -66,6 +63,9 @@ func (n *fieldsNode) addAll(doc []byte, s *compileScope) error {
 		k, v, ok := it.Next()
 		if !ok {
 			return nil
+		}
+		if err := value.CheckFieldPath(string(k)); err != nil {
+			return err
 		}
 		if err := n.add(value.SplitPath(string(k)), v, s); err != nil {
 			return err

@@ -152,7 +152,7 @@ func (r *request) findAndModifyIn(tx *storage.Tx, coll string, f *query.Filter, 
 	case target != nil:
 		after, _, err := applyToDocument(r.ctx, tx, coll, target, u, dv)
 		if err != nil {
-			return err
+			return planExecutorError(err)
 		}
 		out.n, out.updatedExisting, out.value = 1, true, target
 		if a.returnNew {
@@ -168,11 +168,11 @@ func (r *request) findAndModifyIn(tx *storage.Tx, coll string, f *query.Filter, 
 			return err
 		}
 		if err := dv.checkInsert(doc); err != nil {
-			return err
+			return planExecutorError(err)
 		}
 		if err := tx.Insert(r.ctx, coll, doc); err != nil {
 			if me, ok := duplicateKeyError(r.ns(coll), err, doc.Lookup("_id")); ok {
-				return me
+				return planExecutorError(me)
 			}
 			return err
 		}
@@ -182,6 +182,14 @@ func (r *request) findAndModifyIn(tx *storage.Tx, coll string, f *query.Filter, 
 		}
 	}
 	return nil
+}
+
+// planExecutorError is an error of findAndModify's write as mongod words
+// it: the update or insert failing while the command runs (not while it
+// is parsed) carries the executor's context, with its code and details.
+func planExecutorError(err error) *mongoerr.Error {
+	me := toMongoErr(err)
+	return &mongoerr.Error{Code: me.Code, Msg: "Plan executor error during findAndModify :: caused by :: " + me.Msg, Info: me.Info}
 }
 
 // firstMatch is the first matching document in sort order (or _id order).

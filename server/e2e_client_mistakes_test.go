@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -8,6 +9,7 @@ import (
 	"dumbodb/wire"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
@@ -172,5 +174,34 @@ func TestDatabaseNames(t *testing.T) {
 		if !strings.Contains(string(list), "\x00"+db+"\x00") {
 			t.Errorf("listDatabases lacks %q: %v", db, bson.Raw(list))
 		}
+	}
+}
+
+// TestFindAndModifyExecutorErrors: findAndModify's write errors carry
+// mongod's executor context, with their codes; update's write errors and
+// findAndModify's parse errors do not.
+func TestFindAndModifyExecutorErrors(t *testing.T) {
+	coll := startServer(t).client().Database("x").Collection("c")
+	if _, err := coll.InsertOne(ctx, bson.M{"_id": 1, "s": "x"}); err != nil {
+		t.Fatal(err)
+	}
+	const nonNumeric = "Cannot apply $inc to a value of non-numeric type. {_id: 1} has the field 's' of non-numeric type string"
+	err := coll.FindOneAndUpdate(ctx, bson.M{"_id": 1}, bson.M{"$inc": bson.M{"s": 1}}).Err()
+	var ce mongo.CommandError
+	if !errors.As(err, &ce) || ce.Code != 14 || ce.Message != "Plan executor error during findAndModify :: caused by :: "+nonNumeric {
+		t.Fatalf("findAndModify: %v", err)
+	}
+	err = coll.FindOneAndUpdate(ctx, bson.M{"_id": 1}, bson.M{"$set": bson.M{"_id": 2}}).Err()
+	if !errors.As(err, &ce) || ce.Code != 66 || !strings.HasPrefix(ce.Message, "Plan executor error during findAndModify :: caused by :: ") {
+		t.Fatalf("findAndModify of _id: %v", err)
+	}
+	_, err = coll.UpdateOne(ctx, bson.M{"_id": 1}, bson.M{"$inc": bson.M{"s": 1}})
+	var we mongo.WriteException
+	if !errors.As(err, &we) || len(we.WriteErrors) != 1 || we.WriteErrors[0].Message != nonNumeric {
+		t.Fatalf("update: %v", err)
+	}
+	err = coll.FindOneAndUpdate(ctx, bson.M{"_id": 1}, bson.M{"$bogus": bson.M{"s": 1}}).Err()
+	if !errors.As(err, &ce) || strings.HasPrefix(ce.Message, "Plan executor") {
+		t.Fatalf("a parse error: %v", err)
 	}
 }

@@ -90,8 +90,18 @@ func wantValidationFailure(t *testing.T, what string, err error) mongo.WriteErro
 // and returns its errInfo.
 func wantCommandFailure(t *testing.T, what string, err error) bson.Raw {
 	t.Helper()
+	return wantCommandFailureMsg(t, what, err, "Document failed validation")
+}
+
+// findAndModifyFailure is mongod's message for a findAndModify whose
+// write fails validation: the executor's context comes first.
+const findAndModifyFailure = "Plan executor error during findAndModify :: caused by :: Document failed validation"
+
+// wantCommandFailureMsg is wantCommandFailure with the message expected.
+func wantCommandFailureMsg(t *testing.T, what string, err error, msg string) bson.Raw {
+	t.Helper()
 	var ce mongo.CommandError
-	if !errors.As(err, &ce) || ce.Code != 121 || ce.Message != "Document failed validation" {
+	if !errors.As(err, &ce) || ce.Code != 121 || ce.Message != msg {
 		t.Fatalf("%s: want DocumentValidationFailure, got %v", what, err)
 	}
 	info, ok := ce.Raw.Lookup("errInfo").DocumentOK()
@@ -223,15 +233,15 @@ func TestValidatorWritePaths(t *testing.T) {
 	// findAndModify: update, replacement and upsert; the error is the
 	// command's, with errInfo.
 	err = people.FindOneAndUpdate(ctx, bson.D{{Key: "_id", Value: 1}}, bson.D{{Key: "$set", Value: bson.D{{Key: "age", Value: 1}}}}).Err()
-	info := wantCommandFailure(t, "findOneAndUpdate", err)
+	info := wantCommandFailureMsg(t, "findOneAndUpdate", err, findAndModifyFailure)
 	if info.Lookup("failingDocumentId").Int32() != 1 {
 		t.Errorf("findOneAndUpdate errInfo: %v", info)
 	}
 	err = people.FindOneAndReplace(ctx, bson.D{{Key: "_id", Value: 1}}, bson.D{{Key: "age", Value: 50}}).Err()
-	wantCommandFailure(t, "findOneAndReplace", err)
+	wantCommandFailureMsg(t, "findOneAndReplace", err, findAndModifyFailure)
 	err = people.FindOneAndUpdate(ctx, bson.D{{Key: "_id", Value: 30}}, bson.D{{Key: "$set", Value: bson.D{{Key: "age", Value: 50}}}},
 		options.FindOneAndUpdate().SetUpsert(true)).Err()
-	wantCommandFailure(t, "findOneAndUpdate upsert", err)
+	wantCommandFailureMsg(t, "findOneAndUpdate upsert", err, findAndModifyFailure)
 
 	// A mixed bulk write reports each failure at its model's index.
 	_, err = people.BulkWrite(ctx, []mongo.WriteModel{

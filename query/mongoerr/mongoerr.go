@@ -277,6 +277,8 @@ const (
 	Location51108  Code = 51108 // invalid regex flag
 	Location28724  Code = 28724 // $slice projection limit must be positive
 	Location16410  Code = 16410 // field path component starts with '$'
+	Location15998  Code = 15998 // field path component is empty
+	Location40352  Code = 40352 // field path is empty
 )
 
 // Codes of OP_MSG parsing that a client's message can earn.

@@ -4,6 +4,8 @@ import (
 	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"dumbodb/query/mongoerr"
 )
 
 // VisitKind tells a predicate how a value was reached, because some
@@ -108,4 +110,22 @@ func walkArray(arr []byte, rest []string, fn VisitFn) bool {
 			return true
 		}
 	}
+}
+
+// CheckFieldPath returns the error mongod's FieldPath gives for a field
+// path it refuses: an empty path, an empty component ("a..b") or a
+// component starting with '$' (other than the fields of a DBRef).
+func CheckFieldPath(path string) error {
+	if path == "" {
+		return mongoerr.New(mongoerr.Location40352, "FieldPath cannot be constructed with empty string")
+	}
+	for _, p := range SplitPath(path) {
+		switch {
+		case p == "":
+			return mongoerr.New(mongoerr.Location15998, "FieldPath field names may not be empty strings.")
+		case p[0] == '$' && p != "$id" && p != "$ref" && p != "$db":
+			return mongoerr.New(mongoerr.Location16410, "FieldPath field names may not start with '$'. Consider using $getField or $setField.")
+		}
+	}
+	return nil
 }
