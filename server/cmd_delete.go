@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 
 	"dumbodb/plan"
@@ -19,42 +20,54 @@ type deleteStatement struct {
 	limit  int64
 }
 
-func (r *request) parseDeleteStatement(v bsoncore.Value, let bsoncore.Document) (*deleteStatement, error) {
+// deleteArgs are one entry of "deletes" as decoded before anything runs:
+// an entry of the wrong shape fails the whole command, as mongod's parser
+// does, while a filter that does not compile fails only its statement.
+type deleteArgs struct {
+	q, collation bsoncore.Document
+	hint         bsoncore.Value
+	limit        int64
+}
+
+// decodeDeleteStatement decodes entry i of "deletes".
+func (r *request) decodeDeleteStatement(i int, v bsoncore.Value) (*deleteArgs, error) {
 	doc, ok := v.DocumentOK()
 	if !ok {
-		return nil, typeMismatch("delete", "deletes.0", v, "object")
+		return nil, typeMismatch("delete", fmt.Sprintf("deletes.%d", i), v, "object")
 	}
-	var q, collation bsoncore.Document
-	var hint bsoncore.Value
-	st := &deleteStatement{limit: -1}
+	a := &deleteArgs{limit: -1}
 	sub := &request{c: r.c, ctx: r.ctx, cmd: prependKey("deletes", doc), name: "delete.deletes"}
 	err := sub.parseArgs(map[string]fieldHandler{
-		"q":         sub.docArg("q", &q),
-		"limit":     sub.int64Arg("limit", &st.limit),
-		"collation": sub.optDocArg("collation", &collation),
-		"hint":      func(v bsoncore.Value) error { hint = v; return nil },
+		"q":         sub.docArg("q", &a.q),
+		"limit":     sub.int64Arg("limit", &a.limit),
+		"collation": sub.optDocArg("collation", &a.collation),
+		"hint":      func(v bsoncore.Value) error { a.hint = v; return nil },
 	})
-	if err != nil {
+	switch {
+	case err != nil:
 		return nil, err
-	}
-	if q == nil {
+	case a.q == nil:
 		return nil, mongoerr.New(mongoerr.Code(40414), "BSON field 'delete.deletes.q' is missing but a required field")
-	}
-	if st.limit == -1 {
+	case a.limit == -1:
 		return nil, mongoerr.New(mongoerr.Code(40414), "BSON field 'delete.deletes.limit' is missing but a required field")
+	case a.limit != 0 && a.limit != 1:
+		return nil, mongoerr.New(mongoerr.FailedToParse, "The limit field in delete objects must be 0 or 1. Got %d", a.limit)
 	}
-	if st.limit != 0 && st.limit != 1 {
-		return nil, mongoerr.New(mongoerr.FailedToParse, "The limit field in delete objects must be 0 or 1. Got %d", st.limit)
-	}
-	if err := r.checkHint(hint); err != nil {
+	return a, nil
+}
+
+// compileDeleteStatement compiles a decoded entry, as it runs.
+func (r *request) compileDeleteStatement(a *deleteArgs, let bsoncore.Document) (*deleteStatement, error) {
+	if err := r.checkHint(a.hint); err != nil {
 		return nil, err
 	}
 	coll, _ := r.collectionArg()
-	env, err := r.collEnv(coll, collation, let)
+	env, err := r.collEnv(coll, a.collation, let)
 	if err != nil {
 		return nil, err
 	}
-	st.filter, err = query.CompileFilterEnv(q, env)
+	st := &deleteStatement{limit: a.limit}
+	st.filter, err = query.CompileFilterEnv(a.q, env)
 	return st, err
 }
 
@@ -73,12 +86,18 @@ func cmdDelete(r *request) (bsoncore.Document, error) {
 		return nil, err
 	}
 	vals, _ := batch.statements.Values()
+	args := make([]*deleteArgs, len(vals))
+	for i, v := range vals {
+		if args[i], err = r.decodeDeleteStatement(i, v); err != nil {
+			return nil, err
+		}
+	}
 	var res writeResult
 	coll := batch.coll
 	err = r.writeExisting(func(tx *storage.Tx) error {
 		res = writeResult{} // a try again after a write conflict starts afresh
-		return res.runBatch(r, tx, r.ns(coll), vals, batch.ordered, func(_ int, v bsoncore.Value) (bsoncore.Value, error) {
-			st, err := r.parseDeleteStatement(v, let)
+		return res.runBatch(r, tx, r.ns(coll), vals, batch.ordered, func(i int, _ bsoncore.Value) (bsoncore.Value, error) {
+			st, err := r.compileDeleteStatement(args[i], let)
 			if err == nil && st.limit != 1 {
 				err = r.refuseMultiRetry("limit=0")
 			}

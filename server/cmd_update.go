@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 
 	"dumbodb/plan"
@@ -22,63 +23,77 @@ type updateStatement struct {
 	sort          *query.Sort // MongoDB 8's updateOne sort: which document (nil: the first found)
 }
 
-func (r *request) parseUpdateStatement(v bsoncore.Value, let bsoncore.Document) (*updateStatement, error) {
+// updateArgs are one entry of "updates" as decoded before anything runs:
+// an entry of the wrong shape fails the whole command, as mongod's parser
+// does, while an update or filter that does not compile fails only its
+// statement.
+type updateArgs struct {
+	q, collation, sort bsoncore.Document
+	u, hint            bsoncore.Value
+	arrayFilters       []bsoncore.Document
+	upsert, multi      bool
+}
+
+// decodeUpdateStatement decodes entry i of "updates".
+func (r *request) decodeUpdateStatement(i int, v bsoncore.Value) (*updateArgs, error) {
 	doc, ok := v.DocumentOK()
 	if !ok {
-		return nil, typeMismatch("update", "updates.0", v, "object")
+		return nil, typeMismatch("update", fmt.Sprintf("updates.%d", i), v, "object")
 	}
-	var q, collation, sortDoc bsoncore.Document
-	var u, hint bsoncore.Value
+	a := &updateArgs{}
 	var arrayFilters bsoncore.Array
-	st := &updateStatement{}
 	sub := &request{c: r.c, ctx: r.ctx, cmd: prependKey("updates", doc), name: "update.updates"}
 	err := sub.parseArgs(map[string]fieldHandler{
-		"q":            sub.docArg("q", &q),
-		"u":            func(v bsoncore.Value) error { u = v; return nil },
-		"upsert":       sub.boolArg("upsert", &st.upsert),
-		"multi":        sub.boolArg("multi", &st.multi),
+		"q":            sub.docArg("q", &a.q),
+		"u":            func(v bsoncore.Value) error { a.u = v; return nil },
+		"upsert":       sub.boolArg("upsert", &a.upsert),
+		"multi":        sub.boolArg("multi", &a.multi),
 		"arrayFilters": sub.arrayArg("arrayFilters", &arrayFilters),
-		"collation":    sub.optDocArg("collation", &collation),
-		"hint":         func(v bsoncore.Value) error { hint = v; return nil },
+		"collation":    sub.optDocArg("collation", &a.collation),
+		"hint":         func(v bsoncore.Value) error { a.hint = v; return nil },
 		"c":            sub.ignoreArg(),
-		"sort":         sub.optDocArg("sort", &sortDoc),
+		"sort":         sub.optDocArg("sort", &a.sort),
 	})
-	if err != nil {
+	switch {
+	case err != nil:
 		return nil, err
-	}
-	if q == nil {
+	case a.q == nil:
 		return nil, mongoerr.New(mongoerr.Code(40414), "BSON field 'update.updates.q' is missing but a required field")
-	}
-	if u.Type == 0 {
+	case a.u.Type == 0:
 		return nil, mongoerr.New(mongoerr.Code(40414), "BSON field 'update.updates.u' is missing but a required field")
 	}
-	if err := r.checkHint(hint); err != nil {
+	if a.arrayFilters, err = arrayFilterDocs(arrayFilters); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// compileUpdateStatement compiles a decoded entry, as it runs.
+func (r *request) compileUpdateStatement(a *updateArgs, let bsoncore.Document) (*updateStatement, error) {
+	if err := r.checkHint(a.hint); err != nil {
 		return nil, err
 	}
 	coll, _ := r.collectionArg()
-	env, err := r.collEnv(coll, collation, let)
+	env, err := r.collEnv(coll, a.collation, let)
 	if err != nil {
 		return nil, err
 	}
-	if st.filter, err = query.CompileFilterEnv(q, env); err != nil {
+	st := &updateStatement{upsert: a.upsert, multi: a.multi}
+	if st.filter, err = query.CompileFilterEnv(a.q, env); err != nil {
 		return nil, err
 	}
-	afs, err := arrayFilterDocs(arrayFilters)
-	if err != nil {
-		return nil, err
-	}
-	opts := query.UpdateOptions{Env: env, Query: st.filter, ArrayFilters: afs}
-	if st.update, err = query.CompileUpdateOpts(u, opts); err != nil {
+	opts := query.UpdateOptions{Env: env, Query: st.filter, ArrayFilters: a.arrayFilters}
+	if st.update, err = query.CompileUpdateOpts(a.u, opts); err != nil {
 		return nil, err
 	}
 	if st.multi && st.update.IsReplacement() {
 		return nil, mongoerr.New(mongoerr.FailedToParse, "multi update is not supported for replacement-style update")
 	}
-	if nonEmpty(sortDoc) {
+	if nonEmpty(a.sort) {
 		if st.multi {
 			return nil, mongoerr.New(mongoerr.FailedToParse, "Cannot specify sort with multi=true")
 		}
-		if st.sort, err = query.CompileSortEnv(sortDoc, env); err != nil {
+		if st.sort, err = query.CompileSortEnv(a.sort, env); err != nil {
 			return nil, err
 		}
 	}
@@ -133,6 +148,12 @@ func cmdUpdate(r *request) (bsoncore.Document, error) {
 	if err := checkWriteBatchSize(len(vals)); err != nil {
 		return nil, err
 	}
+	args := make([]*updateArgs, len(vals))
+	for i, v := range vals {
+		if args[i], err = r.decodeUpdateStatement(i, v); err != nil {
+			return nil, err
+		}
+	}
 	var res writeResult
 	coll := batch.coll
 	err = r.write(func(tx *storage.Tx) error {
@@ -141,8 +162,8 @@ func cmdUpdate(r *request) (bsoncore.Document, error) {
 		if err != nil {
 			return err
 		}
-		return res.runBatch(r, tx, r.ns(coll), vals, batch.ordered, func(i int, v bsoncore.Value) (bsoncore.Value, error) {
-			st, err := r.parseUpdateStatement(v, let)
+		return res.runBatch(r, tx, r.ns(coll), vals, batch.ordered, func(i int, _ bsoncore.Value) (bsoncore.Value, error) {
+			st, err := r.compileUpdateStatement(args[i], let)
 			if err == nil && st.multi {
 				err = r.refuseMultiRetry("multi=true")
 			}

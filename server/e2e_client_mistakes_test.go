@@ -205,3 +205,29 @@ func TestFindAndModifyExecutorErrors(t *testing.T) {
 		t.Fatalf("a parse error: %v", err)
 	}
 }
+
+// TestMalformedUpdateEntryFailsTheCommand: an entry of "updates" of the
+// wrong shape fails the whole command before any entry runs, naming its
+// position when it is not a document; an update that does not compile
+// fails only its statement.
+func TestMalformedUpdateEntryFailsTheCommand(t *testing.T) {
+	db := startServer(t).client().Database("x")
+	mustRun(t, db, bson.D{{Key: "insert", Value: "c"}, {Key: "documents", Value: bson.A{bson.M{"_id": 1}}}})
+	set := bson.M{"q": bson.M{}, "u": bson.M{"$set": bson.M{"a": 1}}}
+	_, err := run(t, db, bson.D{{Key: "update", Value: "c"}, {Key: "updates", Value: bson.A{set, bson.M{"q": bson.M{}}}}})
+	wantCode(t, err, 40414, "Location40414")
+	_, err = run(t, db, bson.D{{Key: "update", Value: "c"}, {Key: "updates", Value: bson.A{set, set, 7}}})
+	var ce mongo.CommandError
+	if !errors.As(err, &ce) || ce.Code != 14 || ce.Message != "BSON field 'update.updates.2' is the wrong type 'int', expected type 'object'" {
+		t.Fatalf("an int entry: %v", err)
+	}
+	var doc bson.M
+	if err := db.Collection("c").FindOne(ctx, bson.M{}).Decode(&doc); err != nil || doc["a"] != nil {
+		t.Fatalf("a refused command changed the document: %v %v", doc, err)
+	}
+	_, err = run(t, db, bson.D{{Key: "update", Value: "c"}, {Key: "updates", Value: bson.A{set, bson.M{"q": bson.M{}, "u": bson.M{"$bogus": 1}}}}})
+	var we mongo.WriteException
+	if !errors.As(err, &we) || len(we.WriteErrors) != 1 || we.WriteErrors[0].Index != 1 {
+		t.Fatalf("an update that does not compile: %v", err)
+	}
+}

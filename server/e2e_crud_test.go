@@ -365,10 +365,16 @@ func TestDeletesCountDistinct(t *testing.T) {
 	if d.DeletedCount != 0 {
 		t.Fatal(d)
 	}
-	_, err = run(t, coll.Database(), bson.D{{Key: "delete", Value: "c"}, {Key: "deletes", Value: bson.A{bson.M{"q": bson.M{}, "limit": 5}}}})
-	var we mongo.WriteException
-	if !errors.As(err, &we) || we.WriteErrors[0].Code != 9 {
-		t.Fatalf("limit 5: %v", err)
+	// A malformed entry fails the whole command before anything runs, as
+	// mongod's parser does: the first entry deletes nothing.
+	_, err = run(t, coll.Database(), bson.D{{Key: "delete", Value: "c"}, {Key: "deletes", Value: bson.A{
+		bson.M{"q": bson.M{}, "limit": 0}, bson.M{"q": bson.M{}, "limit": 5}}}})
+	wantCode(t, err, 9, "FailedToParse")
+	_, err = run(t, coll.Database(), bson.D{{Key: "delete", Value: "c"}, {Key: "deletes", Value: bson.A{
+		bson.M{"q": bson.M{}, "limit": 0}, bson.M{"q": bson.M{}, "limit": 0}, "x"}}})
+	var ce mongo.CommandError
+	if !errors.As(err, &ce) || ce.Code != 14 || ce.Message != "BSON field 'delete.deletes.2' is the wrong type 'string', expected type 'object'" {
+		t.Fatalf("a string entry: %v", err)
 	}
 	if n, _ := coll.CountDocuments(ctx, bson.M{}); n != 6 {
 		t.Fatalf("left %d", n)
