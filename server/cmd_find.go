@@ -23,7 +23,8 @@ type findArgs struct {
 }
 
 func (r *request) parseFindArgs(a *findArgs) error {
-	return r.parseArgs(map[string]fieldHandler{
+	var tailable, awaitData bool
+	err := r.parseArgs(map[string]fieldHandler{
 		"filter":              r.optDocArg("filter", &a.filter),
 		"sort":                r.optDocArg("sort", &a.sort),
 		"projection":          r.optDocArg("projection", &a.projection),
@@ -38,14 +39,23 @@ func (r *request) parseFindArgs(a *findArgs) error {
 		"allowDiskUse":        r.ignoreArg(),
 		"returnKey":           r.refuseTrue("returnKey"),
 		"showRecordId":        r.refuseTrue("showRecordId"),
-		"tailable":            r.tailableArg(),
-		"awaitData":           r.ignoreArg(), // meaningful only with tailable, which is refused
+		"tailable":            r.boolArg("tailable", &tailable),
+		"awaitData":           r.boolArg("awaitData", &awaitData),
 		"oplogReplay":         r.ignoreArg(), // deprecated: mongod 4.4+ ignores it too
 		"allowPartialResults": r.ignoreArg(), // for sharded clusters: changes nothing here
 		"readOnce":            r.ignoreArg(), // an internal hint that changes no result
 		"min":                 r.optDocArg("min", &a.min),
 		"max":                 r.optDocArg("max", &a.max),
 	})
+	switch {
+	case err != nil:
+		return err
+	case awaitData && !tailable:
+		return mongoerr.New(mongoerr.FailedToParse, "Cannot set 'awaitData' without also setting 'tailable'")
+	case tailable:
+		return notCappedError()
+	}
+	return nil
 }
 
 // refuseTrue refuses an option that would change the result when true
@@ -59,16 +69,11 @@ func (r *request) refuseTrue(field string) fieldHandler {
 	}
 }
 
-// tailableArg: a tailable cursor needs a capped collection, and there are
-// none yet, so tailable: true answers as mongod does on a collection that
-// is not capped.
-func (r *request) tailableArg() fieldHandler {
-	return func(v bsoncore.Value) error {
-		if on, ok := asBool(v); ok && !on {
-			return nil
-		}
-		return mongoerr.New(mongoerr.BadValue, "error processing query: tailable cursor requested on non capped collection")
-	}
+// notCappedError: a tailable cursor needs a capped collection, and there
+// are none yet, so tailable: true answers as mongod does on a collection
+// that is not capped.
+func notCappedError() error {
+	return mongoerr.New(mongoerr.BadValue, "error processing query: tailable cursor requested on non capped collection")
 }
 
 // nonNegativeArg reads an integer that must be >= 0 (skip, limit, batchSize).

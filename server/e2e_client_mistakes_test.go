@@ -231,3 +231,15 @@ func TestMalformedUpdateEntryFailsTheCommand(t *testing.T) {
 		t.Fatalf("an update that does not compile: %v", err)
 	}
 }
+
+// TestTailableOptionsOnAPlainCollection: awaitData needs tailable, and a
+// tailable cursor a capped collection, as mongod answers.
+func TestTailableOptionsOnAPlainCollection(t *testing.T) {
+	db := startServer(t).client().Database("x")
+	mustRun(t, db, bson.D{{Key: "insert", Value: "c"}, {Key: "documents", Value: bson.A{bson.M{"_id": 1}}}})
+	_, err := run(t, db, bson.D{{Key: "find", Value: "c"}, {Key: "awaitData", Value: true}})
+	wantCode(t, err, 9, "FailedToParse")
+	_, err = run(t, db, bson.D{{Key: "find", Value: "c"}, {Key: "tailable", Value: true}, {Key: "awaitData", Value: true}})
+	wantCode(t, err, 2, "BadValue")
+	mustRun(t, db, bson.D{{Key: "find", Value: "c"}, {Key: "tailable", Value: false}, {Key: "awaitData", Value: false}})
+}
