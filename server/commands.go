@@ -67,11 +67,11 @@ var (
 
 func init() {
 	commandTable = []command{
-		{family: reads, name: "aggregate", handler: cmdAggregate, access: anyDatabase, need: needs(auth.Find), help: "runs an aggregation pipeline ($match, $group, $count, $sort, $skip, $limit, $project)"},
+		{family: reads, name: "aggregate", handler: cmdAggregate, access: anyDatabase, need: needs(auth.Find), help: "runs an aggregation pipeline, a change stream ($changeStream) or a view's"},
 		{family: reads, name: "count", handler: cmdCount, access: anyDatabase, need: needs(auth.Find), help: "counts the documents that match a query"},
 		{family: reads, name: "distinct", handler: cmdDistinct, access: anyDatabase, need: needs(auth.Find), help: "returns the distinct values of a field"},
 		{family: reads, name: "explain", handler: cmdExplain, access: anyDatabase, need: needs(auth.Find), help: "describes how a query runs (plan and execution statistics)"},
-		{family: reads, name: "find", handler: cmdFind, access: anyDatabase, need: needs(auth.Find), help: "queries documents"},
+		{family: reads, name: "find", handler: cmdFind, access: anyDatabase, need: needs(auth.Find), help: "queries documents (of a collection or a view)"},
 		{family: writes, name: "delete", handler: cmdDelete, access: anyDatabase, need: needs(auth.Remove), help: "deletes documents"},
 		{family: writes, name: "findAndModify", handler: cmdFindAndModify, access: anyDatabase, need: needs(auth.Find | auth.Update), help: "updates or removes one document and returns it"},
 		{family: writes, name: "findandmodify", handler: cmdFindAndModify, access: anyDatabase, need: needs(auth.Find | auth.Update), help: "legacy spelling of findAndModify", canonical: "findAndModify"},
@@ -89,8 +89,8 @@ func init() {
 		{family: operations, name: "killCursors", handler: cmdKillCursors, access: anyDatabase, need: anyUser, help: "kills cursors"},
 		{family: operations, name: "currentOp", handler: cmdCurrentOp, access: adminOnly, need: needs(auth.InProg), help: "lists the operations in progress"},
 		{family: operations, name: "killOp", handler: cmdKillOp, access: adminOnly, need: needs(auth.KillOp), help: "interrupts an operation by its opid"},
-		{family: namespaces, name: "create", handler: cmdCreate, access: anyDatabase, need: needs(auth.CreateCollection), help: "creates a collection"},
-		{family: namespaces, name: "collMod", handler: cmdCollMod, access: anyDatabase, need: needs(auth.CollMod), help: "changes collection options: an index's hidden flag or TTL"},
+		{family: namespaces, name: "create", handler: cmdCreate, access: anyDatabase, need: needs(auth.CreateCollection), help: "creates a collection, a view, or a clustered collection, with its validator"},
+		{family: namespaces, name: "collMod", handler: cmdCollMod, access: anyDatabase, need: needs(auth.CollMod), help: "changes collection options: a view's definition, the validator, pre- and post-images, an index's hidden flag or TTL"},
 		{family: namespaces, name: "collStats", handler: cmdCollStats, access: anyDatabase, need: needs(auth.CollStats), help: "returns statistics about a collection"},
 		{family: namespaces, name: "drop", handler: cmdDrop, access: anyDatabase, need: needs(auth.DropCollection), help: "drops a collection"},
 		{family: namespaces, name: "listCollections", handler: cmdListCollections, access: anyDatabase, need: needs(auth.ListCollections), help: "lists the collections of a database"},
