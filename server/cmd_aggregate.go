@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"slices"
 
 	"dumbodb/auth"
 	"dumbodb/index"
@@ -214,12 +215,61 @@ func onView(snap *storage.Snapshot, a *aggregateArgs) error {
 		return err
 	}
 	a.coll = rv.base
-	a.pipeline = stagesArray(append(rv.stages, pipelineStages(a.pipeline)...))
+	a.pipeline = stagesArray(viewPipeline(rv.stages, pipelineStages(a.pipeline)))
 	if a.collation == nil {
 		a.collation = rv.collation
 		return nil
 	}
 	return sameViewCollation(a.collation, rv.collation)
+}
+
+// viewPipeline is the pipeline a read of a view runs on the collection
+// under it: the view's stages, then the read's. A read's leading $match
+// goes first when the view only filters and sorts (filters commute with
+// both), and leading $match stages are joined into one, so that the
+// planner can use the collection's indexes for the view's filter and the
+// read's together.
+func viewPipeline(view, read []bsoncore.Document) []bsoncore.Document {
+	stages := append(append([]bsoncore.Document(nil), view...), read...)
+	if len(read) > 0 && isMatchStage(read[0]) && onlyStages(view, "$match", "$sort") {
+		stages = append(append([]bsoncore.Document{read[0]}, view...), read[1:]...)
+	}
+	for len(stages) > 1 && isMatchStage(stages[0]) && isMatchStage(stages[1]) {
+		stages = append([]bsoncore.Document{andMatch(stages[0], stages[1])}, stages[2:]...)
+	}
+	return stages
+}
+
+// isMatchStage reports a $match stage that may move and join others: one
+// without $text, which must stay the first stage of its own.
+func isMatchStage(stage bsoncore.Document) bool {
+	if value.FirstKey(stage) != "$match" {
+		return false
+	}
+	filter, ok := stage.Lookup("$match").DocumentOK()
+	if !ok {
+		return false
+	}
+	_, hasText := value.LookupField(filter, "$text")
+	return !hasText
+}
+
+func onlyStages(stages []bsoncore.Document, names ...string) bool {
+	for _, st := range stages {
+		if !slices.Contains(names, value.FirstKey(st)) {
+			return false
+		}
+	}
+	return true
+}
+
+// andMatch is the $match of both stages' filters.
+func andMatch(a, b bsoncore.Document) bsoncore.Document {
+	fa, _ := a.Lookup("$match").DocumentOK()
+	fb, _ := b.Lookup("$match").DocumentOK()
+	both := bsoncore.NewArrayBuilder().AppendDocument(fa).AppendDocument(fb).Build()
+	and := bsoncore.NewDocumentBuilder().AppendArray("$and", both).Build()
+	return bsoncore.NewDocumentBuilder().AppendDocument("$match", and).Build()
 }
 
 // sameViewCollation refuses, as mongod does, an operation on a view whose

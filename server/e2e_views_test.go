@@ -279,3 +279,40 @@ func TestViewExplain(t *testing.T) {
 	_, err := run(t, db, bson.D{{Key: "explain", Value: bson.D{{Key: "count", Value: "cheap"}}}})
 	wantCode(t, err, 238, "NotImplemented")
 }
+
+// TestViewReadFilterUsesBaseIndexes: a read's filter on a view that only
+// filters and sorts moves ahead of the view's stages and joins its
+// filter, so the planner uses the collection's index for the read's
+// field; the answer is the view's.
+func TestViewReadFilterUsesBaseIndexes(t *testing.T) {
+	db, items := seedViews(t)
+	if _, err := items.Indexes().CreateOne(ctx, mongo.IndexModel{Keys: bson.D{{Key: "cost", Value: 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	mustRun(t, db, bson.D{{Key: "create", Value: "sorted"}, {Key: "viewOn", Value: "items"},
+		{Key: "pipeline", Value: bson.A{bson.D{{Key: "$match", Value: bson.D{{Key: "price", Value: bson.D{{Key: "$lt", Value: 10}}}}}},
+			bson.D{{Key: "$sort", Value: bson.D{{Key: "price", Value: -1}}}}}}})
+	filter := bson.D{{Key: "cost", Value: bson.D{{Key: "$gte", Value: 2}}}}
+	ex := mustRun(t, db, bson.D{{Key: "explain", Value: bson.D{{Key: "find", Value: "sorted"}, {Key: "filter", Value: filter}}}})
+	if s := fmt.Sprint(ex); !containsString(s, "cost_1") || !containsString(s, "IXSCAN") {
+		t.Fatalf("the read's filter did not reach the planner: %v", s)
+	}
+	cur, err := db.Collection("sorted").Find(ctx, filter)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []struct {
+		ID int `bson:"_id"`
+	}
+	if err := cur.All(ctx, &got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].ID != 3 || got[1].ID != 2 {
+		t.Fatalf("read of the view: %v, want _id 3 then 2", got)
+	}
+	// A view that reshapes documents keeps the read's filter after it.
+	ex = mustRun(t, db, bson.D{{Key: "explain", Value: bson.D{{Key: "find", Value: "cheap"}, {Key: "filter", Value: filter}}}})
+	if s := fmt.Sprint(ex); containsString(s, "cost_1") {
+		t.Fatalf("a filter moved ahead of the view's $unset of its field: %v", s)
+	}
+}
