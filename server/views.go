@@ -395,17 +395,29 @@ func (r *request) explainOnView(ex *explained, inner bsoncore.Document) (bsoncor
 		return src.Next(r.ctx)
 	case "aggregate":
 		pipeline, _ := inner.Lookup("pipeline").ArrayOK()
-		agg := viewAggregate(ex.coll, pipelineStages(pipeline), ex.Collation)
-		agg.explain = true
-		_, _, explained, err := r.aggregateSource(agg)
-		return explained, err
+		return r.explainViewStages(ex, pipelineStages(pipeline))
+	case "count":
+		return r.explainViewStages(ex, append(readStages(ex.Filter, ex.Skip, ex.Limit),
+			bsoncore.NewDocumentBuilder().AppendString("$count", "count").Build()))
+	case "distinct":
+		key, _ := inner.Lookup("key").StringValueOK()
+		return r.explainViewStages(ex, append(readStages(ex.Filter, 0, 0), distinctStages(key)...))
 	}
 	return nil, mongoerr.New(mongoerr.NotImplemented, "explain of %s on the view %s is not supported by DumboDB yet", ex.Kind, r.ns(ex.coll))
 }
 
-// countOnView counts a view's documents that match filter, after skip,
-// within limit (0: none).
-func (r *request) countOnView(coll string, filter, collation bsoncore.Document, skip, limit int64) (int64, error) {
+// explainViewStages explains stages run on a view as the aggregation of
+// the collection under it.
+func (r *request) explainViewStages(ex *explained, stages []bsoncore.Document) (bsoncore.Document, error) {
+	agg := viewAggregate(ex.coll, stages, ex.Collation)
+	agg.explain = true
+	_, _, explained, err := r.aggregateSource(agg)
+	return explained, err
+}
+
+// readStages are the $match, $skip and $limit of a read (empty or zero:
+// left out).
+func readStages(filter bsoncore.Document, skip, limit int64) []bsoncore.Document {
 	var stages []bsoncore.Document
 	if nonEmpty(filter) {
 		stages = append(stages, bsoncore.NewDocumentBuilder().AppendDocument("$match", filter).Build())
@@ -416,7 +428,26 @@ func (r *request) countOnView(coll string, filter, collation bsoncore.Document, 
 	if limit > 0 {
 		stages = append(stages, bsoncore.NewDocumentBuilder().AppendInt64("$limit", limit).Build())
 	}
-	src, _, _, err := r.aggregateSource(viewAggregate(coll, stages, collation))
+	return stages
+}
+
+// distinctStages collect a field's distinct values as mongod explains a
+// distinct on a view: array elements one by one, then one group.
+func distinctStages(key string) []bsoncore.Document {
+	unwind := bsoncore.NewDocumentBuilder().AppendString("path", "$"+key).
+		AppendBoolean("preserveNullAndEmptyArrays", true).Build()
+	group := bsoncore.NewDocumentBuilder().AppendNull("_id").
+		AppendDocument("distinct", bsoncore.NewDocumentBuilder().AppendString("$addToSet", "$"+key).Build()).Build()
+	return []bsoncore.Document{
+		bsoncore.NewDocumentBuilder().AppendDocument("$unwind", unwind).Build(),
+		bsoncore.NewDocumentBuilder().AppendDocument("$group", group).Build(),
+	}
+}
+
+// countOnView counts a view's documents that match filter, after skip,
+// within limit (0: none).
+func (r *request) countOnView(coll string, filter, collation bsoncore.Document, skip, limit int64) (int64, error) {
+	src, _, _, err := r.aggregateSource(viewAggregate(coll, readStages(filter, skip, limit), collation))
 	if err != nil {
 		return 0, err
 	}
@@ -437,11 +468,7 @@ func (r *request) countOnView(coll string, filter, collation bsoncore.Document, 
 // distinctOnView is distinct's values over a view's documents that match
 // filter.
 func (r *request) distinctOnView(coll, key string, filter, collation bsoncore.Document) ([]bsoncore.Value, error) {
-	var stages []bsoncore.Document
-	if nonEmpty(filter) {
-		stages = append(stages, bsoncore.NewDocumentBuilder().AppendDocument("$match", filter).Build())
-	}
-	src, _, _, err := r.aggregateSource(viewAggregate(coll, stages, collation))
+	src, _, _, err := r.aggregateSource(viewAggregate(coll, readStages(filter, 0, 0), collation))
 	if err != nil {
 		return nil, err
 	}
