@@ -307,14 +307,25 @@ func (l *ChangeLog) append(entries []ChangeEntry) error {
 	return nil
 }
 
+// encodeChangeRecord encodes an entry with its header, in one buffer sized
+// for it: every write's events pass here, so the entry is not built apart
+// and copied.
 func encodeChangeRecord(e ChangeEntry) []byte {
-	payload := encodeChangeEntry(e)
-	rec := make([]byte, changeEntryHeader, changeEntryHeader+len(payload))
-	binary.LittleEndian.PutUint32(rec, uint32(len(payload)))
+	rec := make([]byte, changeEntryHeader, changeEntryHeader+entrySizeHint(e))
+	rec = appendChangeEntry(rec, e)
+	binary.LittleEndian.PutUint32(rec, uint32(len(rec)-changeEntryHeader))
 	binary.LittleEndian.PutUint64(rec[8:], e.Seq)
-	rec = append(rec, payload...)
 	binary.LittleEndian.PutUint32(rec[4:], crc32.Checksum(rec[8:], changeCRC))
 	return rec
+}
+
+// entrySizeHint is about the encoded size of an entry.
+func entrySizeHint(e ChangeEntry) int {
+	n := 160 + len(e.DB) + len(e.Branch)
+	for _, ev := range e.Events {
+		n += 96 + len(ev.Coll) + len(ev.To) + len(ev.Key) + len(ev.Doc) + len(ev.Pre) + len(ev.Update) + len(ev.Desc) + len(ev.Before)
+	}
+	return n
 }
 
 // needsRotation reports whether n more bytes, after buffered bytes not
@@ -619,43 +630,51 @@ func (l *ChangeLog) SeqAt(at uint64) (uint64, error) {
 
 var errBadChangeEntry = errors.New("change log: bad entry")
 
-func encodeChangeEntry(e ChangeEntry) []byte {
-	b := bsoncore.NewDocumentBuilder().
-		AppendTimestamp("t", uint32(e.At>>32), uint32(e.At)).
-		AppendDateTime("w", e.Wall.UnixMilli()).
-		AppendString("db", e.DB).
-		AppendString("b", e.Branch).
-		AppendInt64("l", int64(e.LSN))
+// appendChangeEntry appends an entry's payload (docs/format/changes.md).
+func appendChangeEntry(dst []byte, e ChangeEntry) []byte {
+	idx, dst := bsoncore.AppendDocumentStart(dst)
+	dst = bsoncore.AppendTimestampElement(dst, "t", uint32(e.At>>32), uint32(e.At))
+	dst = bsoncore.AppendDateTimeElement(dst, "w", e.Wall.UnixMilli())
+	dst = bsoncore.AppendStringElement(dst, "db", e.DB)
+	dst = bsoncore.AppendStringElement(dst, "b", e.Branch)
+	dst = bsoncore.AppendInt64Element(dst, "l", int64(e.LSN))
 	if e.Txn != nil {
-		b.AppendDocument("x", bsoncore.NewDocumentBuilder().
-			AppendBinary("id", 4, e.Txn.Session.ID[:]).
-			AppendBinary("u", 0, e.Txn.Session.UID[:]).
-			AppendInt64("n", e.Txn.Number).Build())
+		var x int32
+		x, dst = bsoncore.AppendDocumentElementStart(dst, "x")
+		dst = bsoncore.AppendBinaryElement(dst, "id", 4, e.Txn.Session.ID[:])
+		dst = bsoncore.AppendBinaryElement(dst, "u", 0, e.Txn.Session.UID[:])
+		dst = bsoncore.AppendInt64Element(dst, "n", e.Txn.Number)
+		dst, _ = bsoncore.AppendDocumentEnd(dst, x)
 	}
-	arr := bsoncore.NewArrayBuilder()
-	for _, ev := range e.Events {
-		arr.AppendDocument(encodeChangeEvent(ev))
+	aidx, dst := bsoncore.AppendArrayElementStart(dst, "e")
+	for i, ev := range e.Events {
+		dst = appendChangeEvent(dst, strconv.Itoa(i), ev)
 	}
-	return b.AppendArray("e", arr.Build()).Build()
+	dst, _ = bsoncore.AppendArrayEnd(dst, aidx)
+	dst, _ = bsoncore.AppendDocumentEnd(dst, idx)
+	return dst
 }
 
-func encodeChangeEvent(ev ChangeEvent) bsoncore.Document {
-	b := bsoncore.NewDocumentBuilder().AppendString("o", ev.Op)
+func appendChangeEvent(dst []byte, key string, ev ChangeEvent) []byte {
+	idx, dst := bsoncore.AppendDocumentElementStart(dst, key)
+	dst = bsoncore.AppendStringElement(dst, "o", ev.Op)
 	if ev.Coll != "" {
-		b.AppendString("c", ev.Coll).AppendBinary("ui", 4, ev.UUID[:])
+		dst = bsoncore.AppendStringElement(dst, "c", ev.Coll)
+		dst = bsoncore.AppendBinaryElement(dst, "ui", 4, ev.UUID[:])
 	}
-	for _, f := range []struct {
+	for _, f := range [...]struct {
 		key string
 		doc bsoncore.Document
 	}{{"k", ev.Key}, {"d", ev.Doc}, {"p", ev.Pre}, {"u", ev.Update}, {"i", ev.Desc}, {"sb", ev.Before}} {
 		if f.doc != nil {
-			b.AppendDocument(f.key, f.doc)
+			dst = bsoncore.AppendDocumentElement(dst, f.key, f.doc)
 		}
 	}
 	if ev.To != "" {
-		b.AppendString("to", ev.To)
+		dst = bsoncore.AppendStringElement(dst, "to", ev.To)
 	}
-	return b.Build()
+	dst, _ = bsoncore.AppendDocumentEnd(dst, idx)
+	return dst
 }
 
 func decodeChangeEntry(seq uint64, payload []byte) (ChangeEntry, error) {
