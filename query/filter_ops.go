@@ -23,6 +23,15 @@ func (f *Filter) parseOps(path string, ops []byte) (opNode, error) {
 	if re != nil {
 		out = append(out, leafNode{re})
 	}
+	if !f.validator {
+		near, err := f.parseNearOps(path, ops)
+		if err != nil {
+			return nil, err
+		}
+		if near != nil {
+			out = append(out, near)
+		}
+	}
 	it := value.NewIter(ops)
 	for {
 		k, v, ok := it.Next()
@@ -38,7 +47,7 @@ func (f *Filter) parseOps(path string, ops []byte) (opNode, error) {
 			return nil, mongoerr.New(mongoerr.BadValue, "unknown operator: %s", name)
 		case row.refuse != nil:
 			return nil, row.refuse(name)
-		case row.parse == nil: // $regex and $options, read as a pair above
+		case row.parse == nil: // $regex and $options, $near and its bounds: read above
 			continue
 		}
 		n, err := row.parse(f, path, v)

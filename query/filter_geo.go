@@ -1,0 +1,117 @@
+package query
+
+import (
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"dumbodb/query/geo"
+	"dumbodb/query/mongoerr"
+	"dumbodb/query/value"
+)
+
+// The geo field operators. Matching parses each value a path reaches as
+// a geometry (query/geo); values that are not one never match, as on
+// mongod, where only an index's key extraction rejects them.
+
+// geoWithinLeaf is $geoWithin (and its old name $within).
+type geoWithinLeaf struct{ w *geo.Within }
+
+func (l geoWithinLeaf) matchValue(v bsoncore.Value, k value.VisitKind) bool {
+	s, ok := geoValue(v, k)
+	return ok && l.w.Contains(s)
+}
+
+// geoIntersectsLeaf is $geoIntersects.
+type geoIntersectsLeaf struct{ s *geo.Shape }
+
+func (l geoIntersectsLeaf) matchValue(v bsoncore.Value, k value.VisitKind) bool {
+	s, ok := geoValue(v, k)
+	return ok && geo.Intersects(l.s, s)
+}
+
+// nearLeaf is the distance bounds of a $near or $nearSphere; the order
+// by distance is the plan's (plan: a geo index is required).
+type nearLeaf struct{ n *geo.Near }
+
+func (l nearLeaf) matchValue(v bsoncore.Value, k value.VisitKind) bool {
+	s, ok := geoValue(v, k)
+	if !ok {
+		return false
+	}
+	d, ok := l.n.Distance(s)
+	return ok && l.n.InRange(d)
+}
+
+func geoValue(v bsoncore.Value, k value.VisitKind) (*geo.Shape, bool) {
+	if k == value.KindMissing {
+		return nil, false
+	}
+	s, err := geo.ParseValue(v)
+	return s, err == nil
+}
+
+func parseGeoWithin(_ *Filter, _ string, arg bsoncore.Value) (opNode, error) {
+	w, err := geo.ParseWithin(arg)
+	if err != nil {
+		return nil, err
+	}
+	return leafNode{geoWithinLeaf{w}}, nil
+}
+
+func parseGeoIntersects(_ *Filter, _ string, arg bsoncore.Value) (opNode, error) {
+	s, err := geo.ParseIntersects(arg)
+	if err != nil {
+		return nil, err
+	}
+	return leafNode{geoIntersectsLeaf{s}}, nil
+}
+
+// NearPredicate is a filter's $near or $nearSphere: the path and its
+// center and bounds.
+type NearPredicate struct {
+	Path string
+	Near *geo.Near
+	Op   string // "$near" or "$nearSphere"
+}
+
+// Near returns the filter's $near or $nearSphere, if any.
+func (f *Filter) Near() *NearPredicate { return f.near }
+
+// parseNearOps reads $near or $nearSphere with the $maxDistance and
+// $minDistance beside it, which belong to it (as $options to $regex).
+func (f *Filter) parseNearOps(path string, ops []byte) (opNode, error) {
+	var op string
+	var arg bsoncore.Value
+	for _, name := range []string{"$near", "$nearSphere"} {
+		if v, ok := value.LookupField(ops, name); ok {
+			if op != "" {
+				return nil, tooManyNear()
+			}
+			op, arg = name, v
+		}
+	}
+	maxD, hasMax := value.LookupField(ops, "$maxDistance")
+	minD, hasMin := value.LookupField(ops, "$minDistance")
+	if op == "" {
+		if hasMax || hasMin {
+			return nil, mongoerr.New(mongoerr.BadValue, "$maxDistance and $minDistance need a $near or $nearSphere")
+		}
+		return nil, nil
+	}
+	if f.near != nil {
+		return nil, tooManyNear()
+	}
+	n, err := geo.ParseNear(op, arg, maxD, minD)
+	if err != nil {
+		return nil, err
+	}
+	f.near = &NearPredicate{Path: path, Near: n, Op: op}
+	return leafNode{nearLeaf{n}}, nil
+}
+
+func tooManyNear() error {
+	return mongoerr.New(mongoerr.BadValue, "Too many geoNear expressions")
+}
+
+func nearNotTopLevel() error {
+	return mongoerr.New(mongoerr.BadValue, "geo $near must be top-level expr")
+}
