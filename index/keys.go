@@ -48,6 +48,17 @@ func (s *Spec) Keys(doc bsoncore.Document) ([][]byte, bool, error) {
 	per := make([]fieldValues, len(s.Fields))
 	present := false
 	for i, f := range s.Fields {
+		if f.Geo != "" {
+			vals, err := s.geoKeyValues(doc, f)
+			if err != nil || len(vals) == 0 {
+				return nil, false, err // no geometry: no entry
+			}
+			per[i] = fieldValues{vals: vals, present: true}
+			if len(vals) > 1 {
+				per[i].arrays = []string{f.Path}
+			}
+			continue
+		}
 		per[i] = collect(doc, f.Path)
 		present = present || per[i].present
 	}

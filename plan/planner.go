@@ -43,6 +43,12 @@ type Plan struct {
 	// other clauses, each with its own index plan; the documents they
 	// select join the text's before the whole filter is matched.
 	orClauses []orClause
+	// near is set for a $near or $nearSphere: the geo index ix is read
+	// outward in rings (near_source.go).
+	near *geoNearPlan
+	// geoScan: ix is a geo index bounded by the cells of a $geoWithin
+	// or $geoIntersects region.
+	geoScan bool
 	// wildPath is set for a wildcard index plan: the one path it bounds.
 	wildPath string
 	// readMatch and readOut, when readMatch is set, are the paths a
@@ -84,11 +90,14 @@ func Query(rd storage.Reader, coll string, in Input) (*Plan, error) {
 		}
 		return textPlan(indexes, in.Filter)
 	}
+	if in.Filter.Near() != nil {
+		return nearPlan(indexes, in.Filter, !nonEmpty(in.Sort))
+	}
 	preds := in.Filter.IndexablePredicates()
 	qc := in.Filter.Collation()
 	sortKeys := plainSortKeys(in.Sort)
 	if in.Hint.Type != 0 {
-		return hintedPlan(indexes, in.Hint, preds, sortKeys, qc)
+		return hintedPlan(indexes, in.Hint, in.Filter, preds, sortKeys, qc)
 	}
 	if id, ok := in.Filter.IDEquality(); ok && storage.ValidateKey(id) == nil && (qc == nil || !query.CollationSensitive(id)) {
 		return &Plan{idHack: true}, nil
@@ -110,6 +119,9 @@ func Query(rd storage.Reader, coll string, in Input) (*Plan, error) {
 	}
 	if r := idRangePlan(collationPreds(preds, nil, qc), sortKeys); r != nil && (best == nil || bestScore < 2 && !best.sorted) {
 		return r, nil // a range of the collection beats an index range and its fetches
+	}
+	if g := geoPlan(indexes, in.Filter, preds); g != nil && bestScore < 2 {
+		return g, nil // cells beat a scan and an index range without equality
 	}
 	if best == nil || (bestScore == 0 && !best.sorted) {
 		if w := bestWildcardPlan(indexes, collationPreds(preds, nil, qc)); w != nil {
@@ -183,7 +195,7 @@ func collationPreds(preds []query.Predicate, ic, qc *value.Collation) []query.Pr
 // and sparse indexes miss documents and hidden ones are off limits.
 func usable(ix *storage.IndexInfo) bool {
 	s := ix.Spec
-	if _, wild := s.Wildcard(); s.Hidden || s.Partial != nil || s.Sparse || s.Text != nil || wild {
+	if _, wild := s.Wildcard(); s.Hidden || s.Partial != nil || s.Sparse || s.Text != nil || wild || isGeo(ix) {
 		return false
 	}
 	for _, f := range s.Fields {
@@ -200,10 +212,16 @@ func usable(ix *storage.IndexInfo) bool {
 // A hinted index whose collation is not the query's is still used, as on
 // mongod: it bounds what it can (collationPreds, else the whole index) and
 // the filter decides; the sort is then done in memory.
-func hintedPlan(indexes []storage.IndexInfo, hint bsoncore.Value, preds []query.Predicate, sortKeys []sortKey, qc *value.Collation) (*Plan, error) {
+func hintedPlan(indexes []storage.IndexInfo, hint bsoncore.Value, f *query.Filter, preds []query.Predicate, sortKeys []sortKey, qc *value.Collation) (*Plan, error) {
 	ix, natural, err := resolveHint(indexes, hint)
 	if err != nil || natural {
 		return &Plan{}, err
+	}
+	if isGeo(ix) {
+		if p := geoIndexPlan(ix, f.GeoPredicates(), preds, f); p != nil {
+			return p, nil
+		}
+		return nil, mongoerr.New(mongoerr.BadValue, "hint provided does not correspond to an existing index: a geo index needs a geo predicate on its field")
 	}
 	if _, wild := ix.Spec.Wildcard(); wild {
 		if p, _ := wildcardPlan(ix, collationPreds(preds, nil, qc)); p != nil {
@@ -477,6 +495,8 @@ func planSource(ctx context.Context, rd storage.Reader, coll string, f *query.Fi
 		return idSource(ctx, rd, coll, f, p, st)
 	case p.text != nil:
 		return textSource(ctx, rd, coll, f, p, st)
+	case p.near != nil:
+		return newNearSource(rd, coll, f, p, st), nil
 	case p.idRange != nil:
 		return &idRangeSource{rd: rd, coll: coll, f: f, p: p, st: st}, nil
 	case p.ix == nil:
@@ -719,7 +739,7 @@ func reversedIndexSource(ctx context.Context, s *indexSource) (Source, error) {
 // the winner: every usable index that bounds a predicate or gives the
 // sort, besides the winner's.
 func rejectedPlans(rd storage.Reader, coll string, in Input, winner *Plan) []*Plan {
-	if in.Hint.Type != 0 || winner.idHack || winner.text != nil {
+	if in.Hint.Type != 0 || winner.idHack || winner.text != nil || winner.near != nil {
 		return nil
 	}
 	preds := in.Filter.IndexablePredicates()

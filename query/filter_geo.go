@@ -1,6 +1,8 @@
 package query
 
 import (
+	"strings"
+
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"dumbodb/query/geo"
@@ -114,4 +116,63 @@ func tooManyNear() error {
 
 func nearNotTopLevel() error {
 	return mongoerr.New(mongoerr.BadValue, "geo $near must be top-level expr")
+}
+
+// GeoPredicate is a $geoWithin or $geoIntersects at the top level of a
+// filter (or in a top-level $and), which a geo index can bound.
+type GeoPredicate struct {
+	Path       string
+	Within     *geo.Within // $geoWithin
+	Intersects *geo.Shape  // $geoIntersects
+}
+
+// GeoPredicates lists the filter's geo predicates a geo index can serve.
+func (f *Filter) GeoPredicates() []GeoPredicate {
+	var out []GeoPredicate
+	collectGeo(f.root, &out)
+	return out
+}
+
+func collectGeo(e docExpr, out *[]GeoPredicate) {
+	switch x := e.(type) {
+	case andExpr:
+		for _, c := range x {
+			collectGeo(c, out)
+		}
+	case *pathExpr:
+		collectGeoNode(strings.Join(x.parts, "."), x.node, out)
+	}
+}
+
+func collectGeoNode(path string, n opNode, out *[]GeoPredicate) {
+	switch x := n.(type) {
+	case opAnd:
+		for _, c := range x {
+			collectGeoNode(path, c, out)
+		}
+	case leafNode:
+		switch l := x.leaf.(type) {
+		case geoWithinLeaf:
+			*out = append(*out, GeoPredicate{Path: path, Within: l.w})
+		case geoIntersectsLeaf:
+			*out = append(*out, GeoPredicate{Path: path, Intersects: l.s})
+		}
+	}
+}
+
+// Distance is the distance from the center to the nearest geometry a
+// document holds at the predicate's path, in the query's units, and that
+// geometry's value (for includeLocs); ok is false when it holds none.
+func (p *NearPredicate) Distance(doc bsoncore.Document) (d float64, loc bsoncore.Value, ok bool) {
+	value.WalkPath(doc, value.SplitPath(p.Path), func(v bsoncore.Value, k value.VisitKind) bool {
+		s, isGeo := geoValue(v, k)
+		if !isGeo {
+			return false
+		}
+		if dist, has := p.Near.Distance(s); has && (!ok || dist < d) {
+			d, loc, ok = dist, v, true
+		}
+		return false
+	})
+	return d, loc, ok
 }

@@ -118,6 +118,9 @@ const (
 	Location15974                Code = 15974 // bad sort value
 	Location15973                Code = 15973 // sort key must be a number or $meta
 	Location17276                Code = 17276 // $in needs an array ($nin too)
+	// Geo.
+	Location16755 Code = 16755 // Can't extract geo keys (a 2dsphere or 2d key of a bad geometry)
+	Location13027 Code = 13027 // a point outside a 2d index's [min, max)
 )
 
 var names = map[Code]string{

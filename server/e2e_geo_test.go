@@ -1,0 +1,200 @@
+package server_test
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand"
+	"testing"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+)
+
+func geoPoint(lng, lat float64) bson.D {
+	return bson.D{{Key: "type", Value: "Point"}, {Key: "coordinates", Value: bson.A{lng, lat}}}
+}
+
+func geoBox(x0, y0, x1, y1 float64) bson.D {
+	return bson.D{{Key: "type", Value: "Polygon"}, {Key: "coordinates", Value: bson.A{bson.A{
+		bson.A{x0, y0}, bson.A{x1, y0}, bson.A{x1, y1}, bson.A{x0, y1}, bson.A{x0, y0}}}}}
+}
+
+func geoIDs(t *testing.T, coll *mongo.Collection, filter any, opts ...options.Lister[options.FindOptions]) []int32 {
+	t.Helper()
+	cur, err := coll.Find(ctx, filter, opts...)
+	if err != nil {
+		t.Fatalf("find %v: %v", filter, err)
+	}
+	var docs []struct {
+		ID int32 `bson:"_id"`
+	}
+	if err := cur.All(ctx, &docs); err != nil {
+		t.Fatal(err)
+	}
+	out := make([]int32, len(docs))
+	for i, d := range docs {
+		out[i] = d.ID
+	}
+	return out
+}
+
+// TestGeoOperatorsE2E: each geo operator through the driver, with and
+// without a 2dsphere index, and mongod's errors.
+func TestGeoOperatorsE2E(t *testing.T) {
+	db, coll := startCollection(t, "geo", "places")
+	docs := []any{
+		bson.D{{Key: "_id", Value: int32(1)}, {Key: "loc", Value: geoPoint(0, 0)}},
+		bson.D{{Key: "_id", Value: int32(2)}, {Key: "loc", Value: geoPoint(1, 1)}},
+		bson.D{{Key: "_id", Value: int32(3)}, {Key: "loc", Value: geoPoint(3, 3)}},
+		bson.D{{Key: "_id", Value: int32(4)}, {Key: "loc", Value: bson.A{179.9, 0.0}}},
+		bson.D{{Key: "_id", Value: int32(5)}, {Key: "loc", Value: geoPoint(-179.9, 0)}},
+		bson.D{{Key: "_id", Value: int32(6)}, {Key: "loc", Value: geoBox(10, 10, 12, 12)}},
+		bson.D{{Key: "_id", Value: int32(7)}, {Key: "name", Value: "no location"}},
+	}
+	if _, err := coll.InsertMany(ctx, docs); err != nil {
+		t.Fatal(err)
+	}
+	within := bson.D{{Key: "loc", Value: bson.D{{Key: "$geoWithin", Value: bson.D{{Key: "$geometry", Value: geoBox(-1, -1, 2, 2)}}}}}}
+	antimeridian := bson.D{{Key: "loc", Value: bson.D{{Key: "$geoWithin", Value: bson.D{{Key: "$centerSphere", Value: bson.A{bson.A{180.0, 0.0}, 0.01}}}}}}}
+	intersects := bson.D{{Key: "loc", Value: bson.D{{Key: "$geoIntersects", Value: bson.D{{Key: "$geometry", Value: geoPoint(11, 11)}}}}}}
+	sorted := options.Find().SetSort(bson.D{{Key: "_id", Value: 1}})
+	check := func(stage string) {
+		t.Helper()
+		if got := geoIDs(t, coll, within, sorted); fmt.Sprint(got) != "[1 2]" {
+			t.Errorf("%s: $geoWithin: %v", stage, got)
+		}
+		if got := geoIDs(t, coll, antimeridian, sorted); fmt.Sprint(got) != "[4 5]" {
+			t.Errorf("%s: $centerSphere across the antimeridian: %v", stage, got)
+		}
+		if got := geoIDs(t, coll, intersects, sorted); fmt.Sprint(got) != "[6]" {
+			t.Errorf("%s: $geoIntersects: %v", stage, got)
+		}
+	}
+	check("scan")
+	near := bson.D{{Key: "loc", Value: bson.D{{Key: "$near", Value: bson.D{{Key: "$geometry", Value: geoPoint(0.9, 0.9)}, {Key: "$maxDistance", Value: 600000}}}}}}
+	_, err := coll.Find(ctx, near)
+	wantCode(t, err, 291, "NoQueryExecutionPlans")
+	if _, err := coll.Indexes().CreateOne(ctx, mongo.IndexModel{Keys: bson.D{{Key: "loc", Value: "2dsphere"}}}); err != nil {
+		t.Fatal(err)
+	}
+	check("2dsphere")
+	if got := geoIDs(t, coll, near); fmt.Sprint(got) != "[2 1 3]" {
+		t.Errorf("$near: %v, want nearest first [2 1 3]", got)
+	}
+	nearSphere := bson.D{{Key: "loc", Value: bson.D{{Key: "$nearSphere", Value: bson.A{0.9, 0.9}}, {Key: "$minDistance", Value: 0.01}}}}
+	if got := geoIDs(t, coll, nearSphere, options.Find().SetLimit(2)); fmt.Sprint(got) != "[1 3]" {
+		t.Errorf("$nearSphere with $minDistance, limit 2: %v", got)
+	}
+	ex := mustRun(t, db, bson.D{{Key: "explain", Value: bson.D{{Key: "find", Value: "places"}, {Key: "filter", Value: within}}}})
+	if s := fmt.Sprint(ex["queryPlanner"]); !containsString(s, "IXSCAN") || !containsString(s, "loc_2dsphere") {
+		t.Errorf("explain of $geoWithin does not scan the index: %v", s)
+	}
+	ex = mustRun(t, db, bson.D{{Key: "explain", Value: bson.D{{Key: "find", Value: "places"}, {Key: "filter", Value: near}}}})
+	if s := fmt.Sprint(ex["queryPlanner"]); !containsString(s, "GEO_NEAR_2DSPHERE") {
+		t.Errorf("explain of $near: %v", s)
+	}
+	_, err = coll.InsertOne(ctx, bson.D{{Key: "_id", Value: 100}, {Key: "loc", Value: bson.D{{Key: "type", Value: "Point"}, {Key: "coordinates", Value: bson.A{}}}}})
+	var we mongo.WriteException
+	if !errors.As(err, &we) || len(we.WriteErrors) != 1 || we.WriteErrors[0].Code != 16755 || !containsString(we.WriteErrors[0].Message, "Can't extract geo keys") {
+		t.Fatalf("a bad point in a 2dsphere field: %v, want write error 16755", err)
+	}
+	_, err = coll.InsertOne(ctx, bson.D{{Key: "_id", Value: 101}, {Key: "loc", Value: geoBox(0, 0, 1, 1)[:1]}})
+	if !errors.As(err, &we) || we.WriteErrors[0].Code != 16755 {
+		t.Fatalf("a geometry without coordinates: %v, want 16755", err)
+	}
+	_, err = coll.Find(ctx, bson.D{{Key: "loc", Value: bson.D{{Key: "$geoWithin", Value: bson.D{{Key: "$geometry", Value: geoPoint(0, 0)}}}}}})
+	wantCode(t, err, 2, "BadValue")
+	_, err = run(t, db, bson.D{{Key: "createIndexes", Value: "places"}, {Key: "indexes", Value: bson.A{bson.D{{Key: "key", Value: bson.D{{Key: "p", Value: "geoHaystack"}, {Key: "a", Value: 1}}}, {Key: "name", Value: "h"}}}}})
+	wantCode(t, err, 67, "CannotCreateIndex")
+	list := mustRun(t, db, bson.D{{Key: "listIndexes", Value: "places"}})
+	if s := fmt.Sprint(list); !containsString(s, "2dsphereIndexVersion") {
+		t.Errorf("listIndexes lacks 2dsphereIndexVersion: %v", s)
+	}
+}
+
+// TestGeoIndexAgreesWithScan: random points and random regions answer
+// the same through the 2dsphere index as by a collection scan, $near
+// returns them by distance, and a 2d index agrees for $box and $near.
+func TestGeoIndexAgreesWithScan(t *testing.T) {
+	_, coll := startCollection(t, "geo", "random")
+	rng := rand.New(rand.NewSource(17))
+	var docs []any
+	coords := map[int32][2]float64{}
+	for i := 0; i < 2000; i++ {
+		lng, lat := rng.Float64()*360-180, math.Asin(rng.Float64()*2-1)*180/math.Pi
+		if i%10 == 0 { // crowd some near the antimeridian and the poles
+			lng, lat = 179.5+rng.Float64()-0.5, rng.Float64()*4-2
+			if lng > 180 {
+				lng -= 360
+			}
+		}
+		if i%10 == 1 {
+			lat = 88 + rng.Float64()*2
+		}
+		coords[int32(i)] = [2]float64{lng, lat}
+		docs = append(docs, bson.D{{Key: "_id", Value: int32(i)}, {Key: "loc", Value: geoPoint(lng, lat)}, {Key: "flat", Value: bson.A{lng, lat}}, {Key: "k", Value: int32(i % 3)}})
+	}
+	if _, err := coll.InsertMany(ctx, docs); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []mongo.IndexModel{{Keys: bson.D{{Key: "loc", Value: "2dsphere"}}}, {Keys: bson.D{{Key: "flat", Value: "2d"}}}} {
+		if _, err := coll.Indexes().CreateOne(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	scan := options.Find().SetHint(bson.D{{Key: "$natural", Value: 1}}).SetSort(bson.D{{Key: "_id", Value: 1}})
+	sorted := options.Find().SetSort(bson.D{{Key: "_id", Value: 1}})
+	for q := 0; q < 40; q++ {
+		lng, lat := rng.Float64()*360-180, rng.Float64()*170-85
+		w, h := rng.Float64()*30+0.5, rng.Float64()*20+0.5
+		x1 := math.Min(lng+w, 180)
+		y1 := math.Min(lat+h, 89)
+		filters := []bson.D{
+			{{Key: "loc", Value: bson.D{{Key: "$geoWithin", Value: bson.D{{Key: "$geometry", Value: geoBox(lng, lat, x1, y1)}}}}}},
+			{{Key: "loc", Value: bson.D{{Key: "$geoIntersects", Value: bson.D{{Key: "$geometry", Value: geoBox(lng, lat, x1, y1)}}}}}},
+			{{Key: "loc", Value: bson.D{{Key: "$geoWithin", Value: bson.D{{Key: "$centerSphere", Value: bson.A{bson.A{lng, lat}, rng.Float64() * 0.3}}}}}}, {Key: "k", Value: int32(1)}},
+			{{Key: "flat", Value: bson.D{{Key: "$geoWithin", Value: bson.D{{Key: "$box", Value: bson.A{bson.A{lng, lat}, bson.A{x1, y1}}}}}}}},
+		}
+		for _, f := range filters {
+			a, b := geoIDs(t, coll, f, sorted), geoIDs(t, coll, f, scan)
+			if fmt.Sprint(a) != fmt.Sprint(b) {
+				t.Fatalf("%v: index %v, scan %v", f, a, b)
+			}
+		}
+		center := geoPoint(lng, lat)
+		maxD := rng.Float64() * 3e6
+		near := bson.D{{Key: "loc", Value: bson.D{{Key: "$near", Value: bson.D{{Key: "$geometry", Value: center}, {Key: "$maxDistance", Value: maxD}}}}}}
+		within := bson.D{{Key: "loc", Value: bson.D{{Key: "$geoWithin", Value: bson.D{{Key: "$centerSphere", Value: bson.A{bson.A{lng, lat}, maxD / 6378100}}}}}}}
+		got, all := geoIDs(t, coll, near), geoIDs(t, coll, within, scan)
+		if len(got) != len(all) {
+			t.Fatalf("$near %v within %v m: %d documents, $centerSphere finds %d", center, maxD, len(got), len(all))
+		}
+		last := 0.0
+		for _, id := range got {
+			d := greatCircle(lng, lat, coords[id][0], coords[id][1])
+			if d < last-1e-9 {
+				t.Fatalf("$near from %v: %d at %v rad after %v rad", center, id, d, last)
+			}
+			last = d
+		}
+		limited := geoIDs(t, coll, near, options.Find().SetLimit(5))
+		if len(got) >= 5 && fmt.Sprint(limited) != fmt.Sprint(got[:5]) {
+			t.Fatalf("$near limit 5: %v, the first five of all: %v", limited, got[:5])
+		}
+		flatNear := bson.D{{Key: "flat", Value: bson.D{{Key: "$near", Value: bson.A{lng, lat}}, {Key: "$maxDistance", Value: 10.0}}}}
+		flatWithin := bson.D{{Key: "flat", Value: bson.D{{Key: "$geoWithin", Value: bson.D{{Key: "$center", Value: bson.A{bson.A{lng, lat}, 10.0}}}}}}}
+		if a, b := geoIDs(t, coll, flatNear), geoIDs(t, coll, flatWithin, scan); len(a) != len(b) {
+			t.Fatalf("2d $near: %d documents, $center finds %d", len(a), len(b))
+		}
+	}
+}
+
+// greatCircle is the angle between two longitude/latitude points (the
+// spherical law of cosines, precise enough to check an order).
+func greatCircle(lng1, lat1, lng2, lat2 float64) float64 {
+	r := math.Pi / 180
+	c := math.Sin(lat1*r)*math.Sin(lat2*r) + math.Cos(lat1*r)*math.Cos(lat2*r)*math.Cos((lng1-lng2)*r)
+	return math.Acos(math.Max(-1, math.Min(1, c)))
+}
