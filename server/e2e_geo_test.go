@@ -198,3 +198,66 @@ func greatCircle(lng1, lat1, lng2, lat2 float64) float64 {
 	c := math.Sin(lat1*r)*math.Sin(lat2*r) + math.Cos(lat1*r)*math.Cos(lat2*r)*math.Cos((lng1-lng2)*r)
 	return math.Acos(math.Max(-1, math.Min(1, c)))
 }
+
+// TestGeoNearStageE2E: $geoNear reads the geo index nearest first, adds
+// distanceField (times distanceMultiplier) and includeLocs, honours
+// query, key, minDistance and maxDistance, finds its key alone when the
+// collection has one geo index, and answers $meta.
+func TestGeoNearStageE2E(t *testing.T) {
+	db, coll := startCollection(t, "geo", "shops")
+	var docs []any
+	for i := 0; i < 50; i++ {
+		docs = append(docs, bson.D{{Key: "_id", Value: int32(i)}, {Key: "at", Value: geoPoint(float64(i)*0.1, 0)}, {Key: "kind", Value: int32(i % 2)}})
+	}
+	if _, err := coll.InsertMany(ctx, docs); err != nil {
+		t.Fatal(err)
+	}
+	pipeline := bson.A{
+		bson.D{{Key: "$geoNear", Value: bson.D{{Key: "near", Value: geoPoint(2.02, 0)}, {Key: "distanceField", Value: "dist.m"},
+			{Key: "query", Value: bson.D{{Key: "kind", Value: int32(0)}}}, {Key: "includeLocs", Value: "where"},
+			{Key: "maxDistance", Value: 50000}, {Key: "distanceMultiplier", Value: 0.001}}}},
+		bson.D{{Key: "$limit", Value: 3}},
+		bson.D{{Key: "$project", Value: bson.D{{Key: "dist", Value: 1}, {Key: "where", Value: 1}, {Key: "meta", Value: bson.D{{Key: "$meta", Value: "geoNearDistance"}}}}}},
+	}
+	_, err := coll.Aggregate(ctx, pipeline)
+	wantCode(t, err, 291, "NoQueryExecutionPlans")
+	if _, err := coll.Indexes().CreateOne(ctx, mongo.IndexModel{Keys: bson.D{{Key: "at", Value: "2dsphere"}, {Key: "kind", Value: 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	cur, err := coll.Aggregate(ctx, pipeline)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []bson.M
+	if err := cur.All(ctx, &got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 3 || got[0]["_id"] != int32(20) || got[1]["_id"] != int32(22) || got[2]["_id"] != int32(18) {
+		t.Fatalf("$geoNear: %v, want _ids 20, 22, 18", got)
+	}
+	km := get(got[0], "dist", "m").(float64)
+	if math.Abs(km-2.2264) > 0.01 || got[0]["where"] == nil || math.Abs(got[0]["meta"].(float64)-km) > 1e-9 {
+		t.Fatalf("distance in km, location, $meta: %v", got[0])
+	}
+	ex := mustRun(t, db, bson.D{{Key: "explain", Value: bson.D{{Key: "aggregate", Value: "shops"}, {Key: "pipeline", Value: pipeline}, {Key: "cursor", Value: bson.D{}}}}})
+	if s := fmt.Sprint(ex); !containsString(s, "GEO_NEAR_2DSPHERE") {
+		t.Fatalf("explain of $geoNear: %v", s)
+	}
+	_, err = coll.Aggregate(ctx, bson.A{bson.D{{Key: "$match", Value: bson.D{}}}, pipeline[0]})
+	wantCode(t, err, 40603, "")
+	_, err = coll.Aggregate(ctx, bson.A{bson.D{{Key: "$geoNear", Value: bson.D{{Key: "near", Value: geoPoint(0, 0)}}}}})
+	wantCode(t, err, 16606, "")
+	// find with $near and $meta geoNearDistance in its projection
+	cur2, err := coll.Find(ctx, bson.D{{Key: "at", Value: bson.D{{Key: "$near", Value: bson.D{{Key: "$geometry", Value: geoPoint(0, 0)}}}}}},
+		options.Find().SetLimit(2).SetProjection(bson.D{{Key: "d", Value: bson.D{{Key: "$meta", Value: "geoNearDistance"}}}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var near []bson.M
+	if err := cur2.All(ctx, &near); err != nil {
+		t.Fatal(err)
+	}
+	if len(near) != 2 || near[0]["_id"] != int32(0) || near[1]["d"] == nil {
+		t.Fatalf("find $near with $meta: %v", near)
+	}
+}
