@@ -1,6 +1,8 @@
 package index
 
 import (
+	"encoding/binary"
+	"math"
 	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -166,37 +168,37 @@ func FlipCell(id uint64) bsoncore.Value {
 	return value.Int64(int64(id ^ 1<<63))
 }
 
-// geoKeyValues is the key values of one document's geo field: nil when
-// the field holds no geometry.
-func (s *Spec) geoKeyValues(doc bsoncore.Document, f Field) ([]bsoncore.Value, error) {
-	var out []bsoncore.Value
+// geoKeyValues is the key values of one document's geo field (nil when
+// the field holds no geometry) and whether any is not a point.
+func (s *Spec) geoKeyValues(doc bsoncore.Document, f Field) (out []bsoncore.Value, nonPoint bool, err error) {
 	for _, v := range geoFieldValues(doc, f.Path) {
 		shapes, err := geo.ParseStored(v)
 		if err != nil {
-			return nil, geoKeyError(doc, err)
+			return nil, false, geoKeyError(doc, err)
 		}
 		for _, sh := range shapes {
 			if f.Geo == Geo2D {
 				if sh.Flat == nil {
-					return nil, geoKeyError(doc, mongoerr.New(mongoerr.BadValue, "geo values must be 'legacy coordinate pairs' for 2d indexes"))
+					return nil, false, geoKeyError(doc, mongoerr.New(mongoerr.BadValue, "geo values must be 'legacy coordinate pairs' for 2d indexes"))
 				}
 				k, err := s.Grid().Key(*sh.Flat)
 				if err != nil {
-					return nil, err
+					return nil, false, err
 				}
 				out = append(out, FlipCell(k))
 				continue
 			}
 			if sh.NoSphere {
-				return nil, geoKeyError(doc, mongoerr.New(mongoerr.BadValue, "longitude/latitude is out of bounds, lng: %s lat: %s",
+				return nil, false, geoKeyError(doc, mongoerr.New(mongoerr.BadValue, "longitude/latitude is out of bounds, lng: %s lat: %s",
 					ShellValue(value.Double(sh.Flat.X)), ShellValue(value.Double(sh.Flat.Y))))
 			}
+			nonPoint = nonPoint || len(sh.Lines) > 0 || len(sh.Polygons) > 0
 			for _, c := range geo.KeyCells(sh) {
 				out = append(out, FlipCell(uint64(c)))
 			}
 		}
 	}
-	return out, nil
+	return out, nonPoint, nil
 }
 
 func geoKeyError(doc bsoncore.Document, err error) error {
@@ -231,11 +233,50 @@ func geoFieldValues(doc bsoncore.Document, path string) []bsoncore.Value {
 	return out
 }
 
-// CellInterval is a range of cells as a key field's interval.
+// CellInterval is a range of cells as a key field's interval, with its
+// text for explain.
 func CellInterval(r geo.CellRange) FieldInterval {
-	lo, hi := FlipCell(r.Lo), FlipCell(r.Hi)
-	return FieldInterval{
-		Lo: EncodeKey(nil, lo), Hi: EncodeKey(nil, hi), HiThrough: true,
-		LoText: ShellValue(lo), HiText: ShellValue(hi),
+	iv := CellKeyInterval(r)
+	iv.LoText, iv.HiText = ShellValue(FlipCell(r.Lo)), ShellValue(FlipCell(r.Hi))
+	return iv
+}
+
+// CellKeyInterval is CellInterval without the text, for the many ranges
+// of a near search's rings.
+func CellKeyInterval(r geo.CellRange) FieldInterval {
+	return FieldInterval{Lo: EncodeKey(nil, FlipCell(r.Lo)), Hi: EncodeKey(nil, FlipCell(r.Hi)), HiThrough: true}
+}
+
+// DecodeCell reads the cell id at the start of an entry of an index
+// whose first field is its geo field (the inverse of FlipCell and the
+// number encoding of EncodeKey), so that a scan can measure a point's
+// entry without fetching its document.
+func DecodeCell(entry []byte) (uint64, bool) {
+	if len(entry) < 10 || int(entry[0]) != value.ClassNumber {
+		return 0, false
 	}
+	f := decodeFloat(entry[1:9])
+	i := int64(f)
+	switch entry[9] {
+	case 0:
+	case 1:
+		if len(entry) < 18 {
+			return 0, false
+		}
+		i += int64(decodeFloat(entry[10:18]))
+	default:
+		return 0, false
+	}
+	return uint64(i) ^ 1<<63, true
+}
+
+// decodeFloat inverts appendFloat for numbers (not NaN).
+func decodeFloat(b []byte) float64 {
+	bits := binary.BigEndian.Uint64(b)
+	if bits>>63 == 1 {
+		bits &^= 1 << 63
+	} else {
+		bits = ^bits
+	}
+	return math.Float64frombits(bits)
 }

@@ -82,3 +82,13 @@ func TestGeoKeys(t *testing.T) {
 		t.Fatalf("2d pair: %d keys, %v", len(keys), err)
 	}
 }
+
+func TestDecodeCell(t *testing.T) {
+	for _, id := range []uint64{1, 1 << 62, 1<<63 + 12345, 0x8f2c3a5b6d7e9f01, ^uint64(0) - 2} {
+		key := EncodeKey(nil, FlipCell(id))
+		got, ok := DecodeCell(append(key, 0x05, 0x07))
+		if !ok || got != id {
+			t.Errorf("%x: decoded %x, %v", id, got, ok)
+		}
+	}
+}

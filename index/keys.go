@@ -46,14 +46,15 @@ func (s *Spec) Keys(doc bsoncore.Document) ([][]byte, bool, error) {
 		return nil, false, nil
 	}
 	per := make([]fieldValues, len(s.Fields))
-	present := false
+	present, shapes := false, false
 	for i, f := range s.Fields {
 		if f.Geo != "" {
-			vals, err := s.geoKeyValues(doc, f)
+			vals, nonPoint, err := s.geoKeyValues(doc, f)
 			if err != nil || len(vals) == 0 {
 				return nil, false, err // no geometry: no entry
 			}
 			per[i] = fieldValues{vals: vals, present: true}
+			shapes = nonPoint
 			if len(vals) > 1 {
 				per[i].arrays = []string{f.Path}
 			}
@@ -86,7 +87,10 @@ func (s *Spec) Keys(doc bsoncore.Document) ([][]byte, bool, error) {
 			return nil, false, mongoerr.New(codeKeyTooLong, "key too large to index: %d bytes exceeds the %d byte limit (index %s)", len(k), MaxKeySize, s.Name)
 		}
 	}
-	return dedupe(keys), multikey, nil
+	// A geo index holding a line or polygon is multikey whatever its
+	// number of cells: the planner then also looks for cells above the
+	// query's (see query/geo's cells.go).
+	return dedupe(keys), multikey || shapes, nil
 }
 
 // checkParallel refuses documents where two key fields expand different

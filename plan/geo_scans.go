@@ -121,7 +121,7 @@ func geoIndexPlan(ix *storage.IndexInfo, gps []query.GeoPredicate, preds []query
 		for _, r := range ranges {
 			cells = append(cells, index.CellInterval(r))
 		}
-		p := &Plan{ix: ix, geoScan: true}
+		p := &Plan{ix: ix, geoScan: true, keyFilter: pointKeyFilter(ix, gp)}
 		p.bounds = geoFieldBounds(ix, cells)
 		ic := ix.Spec.Collation()
 		cp := collationPreds(preds, ic, f.Collation())
@@ -140,6 +140,38 @@ func geoIndexPlan(ix *storage.IndexInfo, gps []query.GeoPredicate, preds []query
 		return p
 	}
 	return nil
+}
+
+// pointKeyFilter tests an entry's leaf cell against the region, on a
+// 2dsphere index of points whose first field is the geo one: a point
+// whose leaf cell misses the region cannot match, so its document is not
+// fetched. nil when entries are not such cells.
+func pointKeyFilter(ix *storage.IndexInfo, gp query.GeoPredicate) func([]byte) bool {
+	if ix.Multikey || ix.Spec.Fields[0].Geo != index.Geo2DSphere {
+		return nil
+	}
+	var regions []s2.Region
+	switch {
+	case gp.Intersects != nil:
+		regions = gp.Intersects.Regions()
+	case gp.Within.Spherical():
+		regions = gp.Within.Regions()
+	default:
+		return nil
+	}
+	return func(entry []byte) bool {
+		id, ok := index.DecodeCell(entry)
+		if !ok {
+			return true
+		}
+		cell := s2.CellFromCellID(s2.CellID(id))
+		for _, r := range regions {
+			if r.IntersectsCell(cell) {
+				return true
+			}
+		}
+		return false
+	}
 }
 
 // geoFieldBounds is per-field bounds with the geo field's set to cells
@@ -162,9 +194,9 @@ func geoRanges(ix *storage.IndexInfo, gf index.Field, gp query.GeoPredicate) ([]
 	if gf.Geo == index.Geo2DSphere {
 		switch {
 		case gp.Intersects != nil:
-			return geo.Ranges(gp.Intersects.Regions()), true
+			return geo.Ranges(gp.Intersects.Regions(), ix.Multikey), true
 		case gp.Within.Spherical():
-			return geo.Ranges(gp.Within.Regions()), true
+			return geo.Ranges(gp.Within.Regions(), ix.Multikey), true
 		}
 		return nil, false
 	}

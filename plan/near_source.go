@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 	"math"
-	"sort"
 
 	"github.com/golang/geo/s2"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -36,9 +35,26 @@ type nearSource struct {
 	radius, limit, whole float64
 	done                 s2.CellUnion // the cells read so far (2dsphere)
 	seen                 map[string]bool
-	pending, ready       []nearDoc
-	finished             bool
+	// cands are entries read but not fetched: on an index of points
+	// (pointKeys), an entry's cell tells the point's distance to within
+	// a cell, so a document is fetched only once a ring reaches it.
+	cands          []nearCand
+	pointKeys      bool
+	pending, ready []nearDoc
+	finished       bool
 }
+
+// nearCand is an entry not yet fetched and a lower bound of its
+// document's distance in ring units.
+type nearCand struct {
+	id    []byte
+	lower float64
+}
+
+// leafSlack bounds how far a point lies from its leaf cell's center, in
+// radians (a leaf cell is about 1e-9 wide): the entry's distance less it
+// is a lower bound of the document's.
+const leafSlack = 1e-8
 
 type nearDoc struct {
 	doc  bsoncore.Document
@@ -52,6 +68,7 @@ const initialRadius = 1e-4
 func newNearSource(rd storage.Reader, coll string, f *query.Filter, p *Plan, st *execStats) *nearSource {
 	n := p.near.pred.Near
 	s := &nearSource{rd: rd, coll: coll, f: f, p: p, st: st, np: p.near.pred, seen: map[string]bool{}}
+	s.pointKeys = p.near.sphere && !p.ix.Multikey && p.ix.Spec.Fields[0].Geo != ""
 	s.limit = n.Radians(n.Max)
 	s.whole, s.radius = math.Pi, 0
 	if !n.Spherical {
@@ -61,22 +78,34 @@ func newNearSource(rd storage.Reader, coll string, f *query.Filter, p *Plan, st 
 	return s
 }
 
+// Next yields the nearest document not yielded yet: the nearest fetched
+// one, once no unfetched candidate and no unread ring can be nearer.
+// Candidates are fetched nearest first, so a limit stops the fetching.
 func (s *nearSource) Next(ctx context.Context) (bsoncore.Document, error) {
 	for {
-		if len(s.ready) > 0 {
-			d := s.ready[0]
-			s.ready = s.ready[1:]
-			return d.doc, nil
-		}
+		read := s.radius
 		if s.finished {
-			if len(s.pending) == 0 {
-				return nil, io.EOF
-			}
-			s.release(math.Inf(1))
-			continue
+			read = math.Inf(1)
 		}
-		if err := s.ring(ctx); err != nil {
-			return nil, err
+		nextCand := math.Inf(1)
+		if len(s.cands) > 0 {
+			nextCand = s.cands[0].lower
+		}
+		switch {
+		case len(s.pending) > 0 && s.pending[0].ring <= math.Min(read, nextCand):
+			d := heapPop(&s.pending, func(a, b nearDoc) bool { return a.ring < b.ring })
+			return d.doc, nil
+		case len(s.cands) > 0 && nextCand <= read:
+			c := heapPop(&s.cands, func(a, b nearCand) bool { return a.lower < b.lower })
+			if err := s.fetchCand(ctx, c); err != nil {
+				return nil, err
+			}
+		case !s.finished:
+			if err := s.ring(ctx); err != nil {
+				return nil, err
+			}
+		default:
+			return nil, io.EOF
 		}
 	}
 }
@@ -93,11 +122,15 @@ func (s *nearSource) ring(ctx context.Context) error {
 		}
 	}
 	s.radius = r
-	s.release(r)
 	return nil
 }
 
+// nextRadius grows the ring: eightfold while nothing is found yet (the
+// center may be far from everything), then twofold.
 func (s *nearSource) nextRadius() float64 {
+	if s.radius > 0 && len(s.seen) == 0 {
+		return s.radius * 8
+	}
 	if s.radius > 0 {
 		return s.radius * 2
 	}
@@ -114,7 +147,7 @@ func (s *nearSource) intervals(r float64) []index.Interval {
 	var ranges []geo.CellRange
 	switch {
 	case s.p.near.sphere:
-		ranges, s.done = geo.Annulus(n.Point, r, s.done)
+		ranges, s.done = geo.Annulus(n.Point, r, s.done, s.p.ix.Multikey)
 	case n.Spherical: // $nearSphere on a 2d index: the cap's boxes
 		for _, b := range capBoxes(capOf(n.Point, r)) {
 			ranges = append(ranges, s.p.ix.Spec.Grid().CoverBox(b)...)
@@ -124,7 +157,7 @@ func (s *nearSource) intervals(r float64) []index.Interval {
 	}
 	cells := make([]index.FieldInterval, 0, len(ranges))
 	for _, cr := range ranges {
-		cells = append(cells, index.CellInterval(cr))
+		cells = append(cells, index.CellKeyInterval(cr))
 	}
 	return index.EntryIntervals(geoFieldBounds(s.p.ix, cells))
 }
@@ -140,7 +173,7 @@ func (s *nearSource) scan(ctx context.Context, iv index.Interval) error {
 		if err := query.ContextErr(ctx); err != nil {
 			return err
 		}
-		_, id, err := it.Next(ctx)
+		entry, id, err := it.Next(ctx)
 		if errors.Is(err, io.EOF) {
 			return nil
 		}
@@ -152,33 +185,78 @@ func (s *nearSource) scan(ctx context.Context, iv index.Interval) error {
 			continue
 		}
 		s.seen[string(id)] = true
-		doc, found, err := fetch(ctx, s.rd, s.coll, id, s.p)
-		if err != nil {
-			return err
-		}
-		s.st.docsExamined++
-		if !found || !s.f.Match(doc) {
-			if err := s.f.Err(); err != nil {
-				return err
-			}
-			continue
-		}
-		if d, _, ok := s.np.Distance(doc); ok {
-			s.pending = append(s.pending, nearDoc{doc: doc, ring: s.np.Near.Radians(d)})
-		}
+		heapPush(&s.cands, nearCand{id: append([]byte(nil), id...), lower: s.lowerBound(entry)}, func(a, b nearCand) bool { return a.lower < b.lower })
 	}
 }
 
-// release moves the pending documents within r to ready, nearest first.
-func (s *nearSource) release(r float64) {
-	var keep []nearDoc
-	for _, d := range s.pending {
-		if d.ring <= r {
-			s.ready = append(s.ready, d)
-		} else {
-			keep = append(keep, d)
-		}
+// lowerBound is how near an entry's document can be: its cell's
+// distance less leafSlack on an index of points, else 0 (unknown).
+func (s *nearSource) lowerBound(entry []byte) float64 {
+	if !s.pointKeys {
+		return 0
 	}
-	s.pending = keep
-	sort.SliceStable(s.ready, func(i, j int) bool { return s.ready[i].ring < s.ready[j].ring })
+	id, ok := index.DecodeCell(entry)
+	if !ok {
+		return 0
+	}
+	return float64(s.np.Near.Point.Distance(s2.CellID(id).Point())) - leafSlack
+}
+
+// fetchCand reads a candidate's document and, when it matches, keeps it
+// with its distance.
+func (s *nearSource) fetchCand(ctx context.Context, c nearCand) error {
+	doc, found, err := fetch(ctx, s.rd, s.coll, c.id, s.p)
+	if err != nil {
+		return err
+	}
+	s.st.docsExamined++
+	if !found || !s.f.Match(doc) {
+		return s.f.Err()
+	}
+	if d, _, ok := s.np.Distance(doc); ok {
+		heapPush(&s.pending, nearDoc{doc: doc, ring: s.np.Near.Radians(d)}, func(a, b nearDoc) bool { return a.ring < b.ring })
+	}
+	return nil
+}
+
+// heapPop removes the least element of a binary heap ordered by less.
+func heapPop[T any](h *[]T, less func(a, b T) bool) T {
+	old := *h
+	top := old[0]
+	n := len(old) - 1
+	old[0] = old[n]
+	*h = old[:n]
+	siftDown(*h, 0, less)
+	return top
+}
+
+// heapPush adds x to a binary heap ordered by less.
+func heapPush[T any](h *[]T, x T, less func(a, b T) bool) {
+	*h = append(*h, x)
+	a := *h
+	for i := len(a) - 1; i > 0; {
+		p := (i - 1) / 2
+		if !less(a[i], a[p]) {
+			break
+		}
+		a[i], a[p] = a[p], a[i]
+		i = p
+	}
+}
+
+func siftDown[T any](a []T, i int, less func(a, b T) bool) {
+	for {
+		l, m := 2*i+1, i
+		if l < len(a) && less(a[l], a[m]) {
+			m = l
+		}
+		if r := l + 1; r < len(a) && less(a[r], a[m]) {
+			m = r
+		}
+		if m == i {
+			return
+		}
+		a[i], a[m] = a[m], a[i]
+		i = m
+	}
 }

@@ -47,8 +47,11 @@ type Plan struct {
 	// outward in rings (near_source.go).
 	near *geoNearPlan
 	// geoScan: ix is a geo index bounded by the cells of a $geoWithin
-	// or $geoIntersects region.
-	geoScan bool
+	// or $geoIntersects region. keyFilter, when set, drops the entries
+	// whose point cannot meet the region before their documents are
+	// fetched (an index of points, geo_scans.go).
+	geoScan   bool
+	keyFilter func(entry []byte) bool
 	// wildPath is set for a wildcard index plan: the one path it bounds.
 	wildPath string
 	// readMatch and readOut, when readMatch is set, are the paths a
@@ -656,7 +659,7 @@ func (s *indexSource) nextID(ctx context.Context) (scanned, error) {
 			}
 			s.it, s.next = it, s.next+1
 		}
-		_, id, err := s.it.Next(ctx)
+		entry, id, err := s.it.Next(ctx)
 		if errors.Is(err, io.EOF) {
 			s.it = nil
 			continue
@@ -665,6 +668,9 @@ func (s *indexSource) nextID(ctx context.Context) (scanned, error) {
 			return scanned{}, err
 		}
 		s.st.keysExamined++
+		if s.p.keyFilter != nil && !s.p.keyFilter(entry) {
+			continue
+		}
 		e := scanned{id: id}
 		if s.p.covered {
 			e.covered = s.it.Covered()

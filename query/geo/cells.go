@@ -1,8 +1,9 @@
 package geo
 
 import (
-	"github.com/golang/geo/s1"
 	"sort"
+
+	"github.com/golang/geo/s1"
 
 	"github.com/golang/geo/s2"
 )
@@ -55,23 +56,24 @@ func uniqueCells(ids []s2.CellID) []s2.CellID {
 type CellRange struct{ Lo, Hi uint64 }
 
 // Ranges is the key ranges that hold every document whose keys may meet
-// the region: each query cell's descendants, and its ancestors from
-// DocMinLevel, merged and sorted.
-func Ranges(regions []s2.Region) []CellRange {
+// the region: each query cell's descendants and, when the index holds
+// shapes (not only points, whose keys are leaf cells), its ancestors
+// from DocMinLevel; merged and sorted.
+func Ranges(regions []s2.Region, shapes bool) []CellRange {
 	rc := &s2.RegionCoverer{MinLevel: 0, MaxLevel: queryMaxLevel, MaxCells: queryMaxCells}
 	var cells s2.CellUnion
 	for _, r := range regions {
 		cells = append(cells, rc.Covering(r)...)
 	}
 	cells.Normalize()
-	return cellRanges(cells)
+	return cellRanges(cells, shapes)
 }
 
-func cellRanges(cells s2.CellUnion) []CellRange {
+func cellRanges(cells s2.CellUnion, shapes bool) []CellRange {
 	var out []CellRange
 	for _, c := range cells {
 		out = append(out, CellRange{uint64(c.RangeMin()), uint64(c.RangeMax())})
-		for l := c.Level() - 1; l >= DocMinLevel; l-- {
+		for l := c.Level() - 1; shapes && l >= DocMinLevel; l-- {
 			p := uint64(c.Parent(l))
 			out = append(out, CellRange{p, p})
 		}
@@ -108,16 +110,22 @@ func (w *Within) Regions() []s2.Region {
 // coverings.
 func (s *Shape) Regions() []s2.Region { return s.regions() }
 
+// ringMaxCells bounds a ring's covering: each cell is an index seek,
+// which costs more than the keys a coarser cell reads in excess (a near
+// search measures keys before it fetches).
+const ringMaxCells = 8
+
 // Annulus is the key ranges a ring search reads next: those of the cap
 // of radius outer around the center, less those of the cap already read
-// (nil: none). It returns the new cap's covering for the next ring.
-func Annulus(center s2.Point, outer float64, done s2.CellUnion) ([]CellRange, s2.CellUnion) {
-	rc := &s2.RegionCoverer{MinLevel: 0, MaxLevel: queryMaxLevel, MaxCells: queryMaxCells}
+// (nil: none); shapes as for Ranges. It returns the new cap's covering
+// for the next ring.
+func Annulus(center s2.Point, outer float64, done s2.CellUnion, shapes bool) ([]CellRange, s2.CellUnion) {
+	rc := &s2.RegionCoverer{MinLevel: 0, MaxLevel: queryMaxLevel, MaxCells: ringMaxCells}
 	c := s2.CapFromCenterAngle(center, s1Angle(outer))
 	cover := rc.Covering(c)
 	fresh := s2.CellUnionFromDifference(cover, done)
 	union := s2.CellUnionFromUnion(cover, done)
-	return cellRanges(fresh), union
+	return cellRanges(fresh, shapes), union
 }
 
 func s1Angle(radians float64) s1.Angle { return s1.Angle(radians) }
