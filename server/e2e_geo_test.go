@@ -189,6 +189,16 @@ func TestGeoIndexAgreesWithScan(t *testing.T) {
 			t.Fatalf("2d $near: %d documents, $center finds %d", len(a), len(b))
 		}
 	}
+	ex := mustRun(t, coll.Database(), bson.D{{Key: "explain", Value: bson.D{{Key: "find", Value: "random"},
+		{Key: "filter", Value: bson.D{{Key: "flat", Value: bson.D{{Key: "$near", Value: bson.A{0.0, 0.0}}}}}}}}})
+	if s := fmt.Sprint(ex["queryPlanner"]); !containsString(s, "GEO_NEAR_2D") || !containsString(s, "flat_2d") {
+		t.Errorf("explain of a 2d $near: %v", s)
+	}
+	ex = mustRun(t, coll.Database(), bson.D{{Key: "explain", Value: bson.D{{Key: "find", Value: "random"},
+		{Key: "filter", Value: bson.D{{Key: "flat", Value: bson.D{{Key: "$geoWithin", Value: bson.D{{Key: "$box", Value: bson.A{bson.A{0, 0}, bson.A{1, 1}}}}}}}}}}}})
+	if s := fmt.Sprint(ex["queryPlanner"]); !containsString(s, "IXSCAN") || !containsString(s, "flat_2d") {
+		t.Errorf("explain of a 2d $box: %v", s)
+	}
 }
 
 // greatCircle is the angle between two longitude/latitude points (the
@@ -260,4 +270,54 @@ func TestGeoNearStageE2E(t *testing.T) {
 	if len(near) != 2 || near[0]["_id"] != int32(0) || near[1]["d"] == nil {
 		t.Fatalf("find $near with $meta: %v", near)
 	}
+}
+
+// TestGeoIndexVersionControl: a collection with a 2dsphere index is
+// committed, branched, written on both branches and merged; geo queries
+// answer on each branch by the index, and after the merge from both
+// sides' points, also after a restart.
+func TestGeoIndexVersionControl(t *testing.T) {
+	ts := startServer(t)
+	c := ts.client()
+	places := c.Database("maps").Collection("places")
+	if _, err := places.InsertMany(ctx, []any{
+		bson.D{{Key: "_id", Value: int32(1)}, {Key: "loc", Value: geoPoint(2.35, 48.85)}},
+		bson.D{{Key: "_id", Value: int32(2)}, {Key: "loc", Value: geoPoint(-0.12, 51.5)}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := places.Indexes().CreateOne(ctx, mongo.IndexModel{Keys: bson.D{{Key: "loc", Value: "2dsphere"}}}); err != nil {
+		t.Fatal(err)
+	}
+	vc(t, c, "maps", bson.D{{Key: "dumboCommit", Value: 1}, {Key: "message", Value: "two cities"}})
+	vc(t, c, "maps", bson.D{{Key: "dumboBranch", Value: 1}, {Key: "branch", Value: "south"}})
+	south := c.Database("maps@south").Collection("places")
+	if _, err := south.InsertOne(ctx, bson.D{{Key: "_id", Value: int32(3)}, {Key: "loc", Value: geoPoint(5.37, 43.3)}}); err != nil {
+		t.Fatal(err)
+	}
+	vc(t, c, "maps@south", bson.D{{Key: "dumboCommit", Value: 1}, {Key: "message", Value: "Marseille"}})
+	if _, err := places.InsertOne(ctx, bson.D{{Key: "_id", Value: int32(4)}, {Key: "loc", Value: geoPoint(4.35, 50.85)}}); err != nil {
+		t.Fatal(err)
+	}
+	vc(t, c, "maps", bson.D{{Key: "dumboCommit", Value: 1}, {Key: "message", Value: "Brussels"}})
+	france := bson.D{{Key: "loc", Value: bson.D{{Key: "$geoWithin", Value: bson.D{{Key: "$geometry", Value: geoBox(-5, 42, 8, 51)}}}}}}
+	sorted := options.Find().SetSort(bson.D{{Key: "_id", Value: 1}})
+	nearParis := bson.D{{Key: "loc", Value: bson.D{{Key: "$near", Value: bson.D{{Key: "$geometry", Value: geoPoint(2.35, 48.85)}}}}}}
+	check := func(coll *mongo.Collection, within, near string) {
+		t.Helper()
+		if got := geoIDs(t, coll, france, sorted); fmt.Sprint(got) != within {
+			t.Errorf("%s: $geoWithin %v, want %s", coll.Database().Name(), got, within)
+		}
+		if got := geoIDs(t, coll, nearParis); fmt.Sprint(got) != near {
+			t.Errorf("%s: $near %v, want %s", coll.Database().Name(), got, near)
+		}
+	}
+	check(places, "[1 4]", "[1 4 2]")
+	check(south, "[1 3]", "[1 2 3]")
+	vc(t, c, "maps", bson.D{{Key: "dumboMerge", Value: 1}, {Key: "mergeIn", Value: "south"}})
+	check(places, "[1 3 4]", "[1 4 2 3]")
+	ts.restart()
+	c = ts.client()
+	check(c.Database("maps").Collection("places"), "[1 3 4]", "[1 4 2 3]")
+	check(c.Database("maps@south").Collection("places"), "[1 3]", "[1 2 3]")
 }
