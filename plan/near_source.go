@@ -125,13 +125,17 @@ func (s *nearSource) ring(ctx context.Context) error {
 	return nil
 }
 
-// nextRadius grows the ring: eightfold while nothing is found yet (the
-// center may be far from everything), then twofold.
+// nextRadius grows the ring: eightfold while hardly anything is found
+// (the center may be far from everything), fourfold while little is,
+// then twofold. Overshooting reads keys, not documents: those are
+// fetched nearest first as the reader asks.
 func (s *nearSource) nextRadius() float64 {
-	if s.radius > 0 && len(s.seen) == 0 {
+	switch n := len(s.seen); {
+	case s.radius > 0 && n < 8:
 		return s.radius * 8
-	}
-	if s.radius > 0 {
+	case s.radius > 0 && n < 32:
+		return s.radius * 4
+	case s.radius > 0:
 		return s.radius * 2
 	}
 	if s.np.Near.Spherical {
@@ -148,6 +152,11 @@ func (s *nearSource) intervals(r float64) []index.Interval {
 	switch {
 	case s.p.near.sphere:
 		ranges, s.done = geo.Annulus(n.Point, r, s.done, s.p.ix.Multikey)
+		if s.pointKeys {
+			// Entries are measured before fetching: reading a gap's
+			// keys costs less than a seek past it.
+			ranges = geo.Coalesce(ranges)
+		}
 	case n.Spherical: // $nearSphere on a 2d index: the cap's boxes
 		for _, b := range capBoxes(capOf(n.Point, r)) {
 			ranges = append(ranges, s.p.ix.Spec.Grid().CoverBox(b)...)

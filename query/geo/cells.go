@@ -129,3 +129,21 @@ func Annulus(center s2.Point, outer float64, done s2.CellUnion, shapes bool) ([]
 }
 
 func s1Angle(radians float64) s1.Angle { return s1.Angle(radians) }
+
+// Coalesce joins sorted ranges across gaps no wider than the wider of
+// the two: a scan then seeks less and reads more keys, the better trade
+// when keys are measured before any document is fetched.
+func Coalesce(rs []CellRange) []CellRange {
+	var out []CellRange
+	for _, r := range rs {
+		if n := len(out); n > 0 {
+			last := out[n-1]
+			if gap := r.Lo - last.Hi; gap <= max(last.Hi-last.Lo, r.Hi-r.Lo) {
+				out[n-1].Hi = max(last.Hi, r.Hi)
+				continue
+			}
+		}
+		out = append(out, r)
+	}
+	return out
+}
