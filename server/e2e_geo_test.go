@@ -188,6 +188,13 @@ func TestGeoIndexAgreesWithScan(t *testing.T) {
 		if a, b := geoIDs(t, coll, flatNear), geoIDs(t, coll, flatWithin, scan); len(a) != len(b) {
 			t.Fatalf("2d $near: %d documents, $center finds %d", len(a), len(b))
 		}
+		rad := maxD / 6378100
+		sphereOn2d := bson.D{{Key: "flat", Value: bson.D{{Key: "$nearSphere", Value: bson.A{lng, lat}}, {Key: "$maxDistance", Value: rad}}}}
+		capOn2d := bson.D{{Key: "flat", Value: bson.D{{Key: "$geoWithin", Value: bson.D{{Key: "$centerSphere", Value: bson.A{bson.A{lng, lat}, rad}}}}}}}
+		a, b, c := geoIDs(t, coll, sphereOn2d), geoIDs(t, coll, capOn2d, sorted), geoIDs(t, coll, capOn2d, scan)
+		if len(a) != len(c) || fmt.Sprint(b) != fmt.Sprint(c) {
+			t.Fatalf("2d $nearSphere: %d, $centerSphere by the 2d index %d, by scan %d", len(a), len(b), len(c))
+		}
 	}
 	ex := mustRun(t, coll.Database(), bson.D{{Key: "explain", Value: bson.D{{Key: "find", Value: "random"},
 		{Key: "filter", Value: bson.D{{Key: "flat", Value: bson.D{{Key: "$near", Value: bson.A{0.0, 0.0}}}}}}}}})
