@@ -26,6 +26,10 @@ type Filter struct {
 	// near is the filter's $near or $nearSphere, which must be at the
 	// top level (or in a top-level $and).
 	near *NearPredicate
+	// opsDepth is parse state: how many operator documents enclose the
+	// one being parsed ($not and $elemMatch nest them; $near may not be
+	// nested).
+	opsDepth int
 	// validator is set while compiling a collection validator, which
 	// refuses what mongod refuses there ($text, $near, $function).
 	validator bool

@@ -102,6 +102,9 @@ func (f *Filter) parseNearOps(path string, ops []byte) (opNode, error) {
 	if f.near != nil {
 		return nil, tooManyNear()
 	}
+	if f.opsDepth > 1 {
+		return nil, nearNotTopLevel()
+	}
 	n, err := geo.ParseNear(op, arg, maxD, minD)
 	if err != nil {
 		return nil, err

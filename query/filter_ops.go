@@ -15,6 +15,8 @@ type fieldOp func(f *Filter, path string, arg bsoncore.Value) (opNode, error)
 // parseOps compiles an operator document such as {$gt: 1, $lt: 5}; the
 // operators are ANDed, each independently matching any reached value.
 func (f *Filter) parseOps(path string, ops []byte) (opNode, error) {
+	f.opsDepth++
+	defer func() { f.opsDepth-- }()
 	var out opAnd
 	re, err := parseRegexPair(ops)
 	if err != nil {

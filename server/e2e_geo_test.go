@@ -108,6 +108,24 @@ func TestGeoOperatorsE2E(t *testing.T) {
 	wantCode(t, err, 2, "BadValue")
 	_, err = run(t, db, bson.D{{Key: "createIndexes", Value: "places"}, {Key: "indexes", Value: bson.A{bson.D{{Key: "key", Value: bson.D{{Key: "p", Value: "geoHaystack"}, {Key: "a", Value: 1}}}, {Key: "name", Value: "h"}}}}})
 	wantCode(t, err, 67, "CannotCreateIndex")
+	for _, c := range []struct {
+		spec bson.D
+		code int32
+	}{
+		{bson.D{{Key: "key", Value: bson.D{{Key: "a", Value: 1}, {Key: "p", Value: "2d"}}}, {Key: "name", Value: "x"}}, 67},
+		{bson.D{{Key: "key", Value: bson.D{{Key: "p", Value: "2d"}}}, {Key: "name", Value: "x"}, {Key: "bits", Value: 40}}, 67},
+		{bson.D{{Key: "key", Value: bson.D{{Key: "p", Value: "2dsphere"}}}, {Key: "name", Value: "x"}, {Key: "bits", Value: 4}}, 197},
+		{bson.D{{Key: "key", Value: bson.D{{Key: "p", Value: "2dsphere"}}}, {Key: "name", Value: "x"}, {Key: "2dsphereIndexVersion", Value: 1}}, 238},
+		{bson.D{{Key: "key", Value: bson.D{{Key: "p", Value: "2dsphere"}, {Key: "h", Value: "hashed"}}}, {Key: "name", Value: "x"}}, 67},
+	} {
+		_, err = run(t, db, bson.D{{Key: "createIndexes", Value: "places"}, {Key: "indexes", Value: bson.A{c.spec}}})
+		wantCode(t, err, c.code, "")
+	}
+	if _, err := coll.Indexes().CreateOne(ctx, mongo.IndexModel{Keys: bson.D{{Key: "other", Value: "2dsphere"}}}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = coll.Aggregate(ctx, bson.A{bson.D{{Key: "$geoNear", Value: bson.D{{Key: "near", Value: geoPoint(0, 0)}, {Key: "distanceField", Value: "d"}}}}})
+	wantCode(t, err, 27, "IndexNotFound")
 	list := mustRun(t, db, bson.D{{Key: "listIndexes", Value: "places"}})
 	if s := fmt.Sprint(list); !containsString(s, "2dsphereIndexVersion") {
 		t.Errorf("listIndexes lacks 2dsphereIndexVersion: %v", s)

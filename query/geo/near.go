@@ -33,6 +33,9 @@ func ParseNear(op string, arg, maxD, minD bsoncore.Value) (*Near, error) {
 	n := &Near{Max: math.Inf(1)}
 	if arg.Type == bsoncore.TypeEmbeddedDocument {
 		if g, ok := value.LookupField(arg.Data, "$geometry"); ok {
+			if err := onlyNearFields(arg.Data); err != nil {
+				return nil, err
+			}
 			if err := n.setGeoJSON(g); err != nil {
 				return nil, err
 			}
@@ -53,6 +56,18 @@ func ParseNear(op string, arg, maxD, minD bsoncore.Value) (*Near, error) {
 		n.Spherical = true
 	}
 	return n, n.setBounds(maxD, minD)
+}
+
+// onlyNearFields refuses a GeoJSON near argument with a field other than
+// its point and bounds, rather than ignore it.
+func onlyNearFields(doc []byte) error {
+	return value.EachField(doc, func(k string, _ bsoncore.Value) error {
+		switch k {
+		case "$geometry", "$maxDistance", "$minDistance":
+			return nil
+		}
+		return badValue("invalid argument in geo near query: %s", k)
+	})
 }
 
 // ParseNearPoint reads $geoNear's near: a GeoJSON point (meters, on the
