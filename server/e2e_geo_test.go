@@ -346,3 +346,56 @@ func TestGeoIndexVersionControl(t *testing.T) {
 	check(c.Database("maps").Collection("places"), "[1 3 4]", "[1 4 2 3]")
 	check(c.Database("maps@south").Collection("places"), "[1 3]", "[1 2 3]")
 }
+
+// TestGeoShapesIndexAgreesWithScan: lines and polygons of many sizes in
+// a 2dsphere index (keys are coverings, found by ancestors too) answer
+// $geoIntersects, $geoWithin and $near as a collection scan does.
+func TestGeoShapesIndexAgreesWithScan(t *testing.T) {
+	_, coll := startCollection(t, "geo", "shapes")
+	rng := rand.New(rand.NewSource(29))
+	var docs []any
+	for i := 0; i < 600; i++ {
+		lng, lat := rng.Float64()*340-170, rng.Float64()*160-80
+		size := math.Pow(10, rng.Float64()*3-2) // 0.01 to 10 degrees
+		var shape bson.D
+		switch i % 3 {
+		case 0:
+			shape = geoBox(lng, lat, lng+size, math.Min(lat+size, 89))
+		case 1:
+			shape = bson.D{{Key: "type", Value: "LineString"}, {Key: "coordinates", Value: bson.A{bson.A{lng, lat}, bson.A{lng + size, math.Min(lat+size/2, 89)}}}}
+		default:
+			shape = geoPoint(lng, lat)
+		}
+		docs = append(docs, bson.D{{Key: "_id", Value: int32(i)}, {Key: "g", Value: shape}})
+	}
+	if _, err := coll.InsertMany(ctx, docs); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := coll.Indexes().CreateOne(ctx, mongo.IndexModel{Keys: bson.D{{Key: "g", Value: "2dsphere"}}}); err != nil {
+		t.Fatal(err)
+	}
+	scan := options.Find().SetHint(bson.D{{Key: "$natural", Value: 1}}).SetSort(bson.D{{Key: "_id", Value: 1}})
+	sorted := options.Find().SetSort(bson.D{{Key: "_id", Value: 1}})
+	for q := 0; q < 40; q++ {
+		size := math.Pow(10, rng.Float64()*3-1.5)
+		lng, lat := rng.Float64()*(340-size)-170, rng.Float64()*160-80
+		region := geoBox(lng, lat, lng+size, math.Min(lat+size, 89))
+		for _, f := range []bson.D{
+			{{Key: "g", Value: bson.D{{Key: "$geoIntersects", Value: bson.D{{Key: "$geometry", Value: region}}}}}},
+			{{Key: "g", Value: bson.D{{Key: "$geoWithin", Value: bson.D{{Key: "$geometry", Value: region}}}}}},
+			{{Key: "g", Value: bson.D{{Key: "$geoIntersects", Value: bson.D{{Key: "$geometry", Value: geoPoint(lng, lat)}}}}}},
+		} {
+			a, b := geoIDs(t, coll, f, sorted), geoIDs(t, coll, f, scan)
+			if fmt.Sprint(a) != fmt.Sprint(b) {
+				t.Fatalf("%v: index %v, scan %v", f, a, b)
+			}
+		}
+		maxD := rng.Float64() * 2e6
+		near := bson.D{{Key: "g", Value: bson.D{{Key: "$near", Value: bson.D{{Key: "$geometry", Value: geoPoint(lng, lat)}, {Key: "$maxDistance", Value: maxD}}}}}}
+		got := geoIDs(t, coll, near)
+		limited := geoIDs(t, coll, near, options.Find().SetLimit(3))
+		if len(got) >= 3 && fmt.Sprint(limited) != fmt.Sprint(got[:3]) {
+			t.Fatalf("$near limit 3 over shapes: %v, the first three of all: %v", limited, got[:3])
+		}
+	}
+}

@@ -15,7 +15,7 @@ import (
 // (cells below it) and by its ancestors down to DocMinLevel (cells
 // above it).
 const (
-	DocMinLevel = 4  // about 600 km a side
+	DocMinLevel = 2  // about 2,500 km a side: a continent is a few cells
 	DocMaxLevel = 16 // about 150 m
 	docMaxCells = 8
 	// queryMaxCells bounds a query region's covering: fewer cells mean
@@ -138,7 +138,7 @@ func Coalesce(rs []CellRange) []CellRange {
 	for _, r := range rs {
 		if n := len(out); n > 0 {
 			last := out[n-1]
-			if gap := r.Lo - last.Hi; gap <= max(last.Hi-last.Lo, r.Hi-r.Lo) {
+			if gap := r.Lo - last.Hi - 1; gap <= max(last.Hi-last.Lo, r.Hi-r.Lo)+1 {
 				out[n-1].Hi = max(last.Hi, r.Hi)
 				continue
 			}
