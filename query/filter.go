@@ -30,6 +30,9 @@ type Filter struct {
 	// one being parsed ($not and $elemMatch nest them; $near may not be
 	// nested).
 	opsDepth int
+	// noNear is set for a $match stage's filter, which refuses $near and
+	// $nearSphere as a validator does.
+	noNear bool
 	// validator is set while compiling a collection validator, which
 	// refuses what mongod refuses there ($text, $near, $function).
 	validator bool

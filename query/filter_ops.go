@@ -25,7 +25,7 @@ func (f *Filter) parseOps(path string, ops []byte) (opNode, error) {
 	if re != nil {
 		out = append(out, leafNode{re})
 	}
-	if !f.validator {
+	if !f.validator && !f.noNear {
 		near, err := f.parseNearOps(path, ops)
 		if err != nil {
 			return nil, err
@@ -43,7 +43,7 @@ func (f *Filter) parseOps(path string, ops []byte) (opNode, error) {
 		name := string(k)
 		row, known := fieldOps[name]
 		switch {
-		case f.validator && nearOps[name]:
+		case (f.validator || f.noNear) && nearOps[name]:
 			return nil, nearNotAllowed()
 		case !known:
 			return nil, mongoerr.New(mongoerr.BadValue, "unknown operator: %s", name)
