@@ -64,6 +64,10 @@ func TestGeoKeys(t *testing.T) {
 	if err != nil || len(keys) < 2 || !multi {
 		t.Fatalf("polygon: %d keys, multikey %v, %v", len(keys), multi, err)
 	}
+	keys, _, err = s.Keys(geoDoc(t, `{"_id": 1, "loc": {"type": "LineString", "coordinates": [[0, 0], [5, 5]]}, "a": [1, 2]}`))
+	if err != nil || len(keys) < 4 {
+		t.Fatalf("a line beside an array: %d keys, %v", len(keys), err)
+	}
 	if keys, _, err := s.Keys(geoDoc(t, `{"_id": 1, "a": 1}`)); err != nil || keys != nil {
 		t.Fatalf("no geometry: %d keys, %v", len(keys), err)
 	}

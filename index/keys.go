@@ -53,11 +53,10 @@ func (s *Spec) Keys(doc bsoncore.Document) ([][]byte, bool, error) {
 			if err != nil || len(vals) == 0 {
 				return nil, false, err // no geometry: no entry
 			}
+			// Several cells are not an array: they may go with an
+			// array in another field, as on mongod.
 			per[i] = fieldValues{vals: vals, present: true}
-			shapes = nonPoint
-			if len(vals) > 1 {
-				per[i].arrays = []string{f.Path}
-			}
+			shapes = nonPoint || len(vals) > 1
 			continue
 		}
 		per[i] = collect(doc, f.Path)

@@ -41,8 +41,8 @@ func nearPlan(indexes []storage.IndexInfo, f *query.Filter, sorted bool) (*Plan,
 	for i := range indexes {
 		ix := &indexes[i]
 		gf, ok := ix.Spec.GeoField()
-		if !ok || gf.Path != np.Path || ix.Spec.Hidden {
-			continue
+		if !ok || gf.Path != np.Path || ix.Spec.Hidden || ix.Spec.Partial != nil {
+			continue // a partial index lacks documents a near search must see
 		}
 		sphere := gf.Geo == index.Geo2DSphere
 		if err := fitNear(np.Near, sphere); err != nil {
