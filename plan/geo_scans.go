@@ -26,6 +26,8 @@ type geoNearPlan struct {
 	pred *query.NearPredicate
 	// sphere: the index is 2dsphere (S2 cells); else a 2d grid.
 	sphere bool
+	// want is how many documents the reader takes (0: unknown).
+	want int64
 }
 
 // isGeo reports an index with a geo field: the planner uses it only for
@@ -36,7 +38,7 @@ func isGeo(ix *storage.IndexInfo) bool {
 }
 
 // nearPlan finds the geo index a $near or $nearSphere reads.
-func nearPlan(indexes []storage.IndexInfo, f *query.Filter, sorted bool) (*Plan, error) {
+func nearPlan(indexes []storage.IndexInfo, f *query.Filter, sorted bool, want int64) (*Plan, error) {
 	np := f.Near()
 	for i := range indexes {
 		ix := &indexes[i]
@@ -48,7 +50,10 @@ func nearPlan(indexes []storage.IndexInfo, f *query.Filter, sorted bool) (*Plan,
 		if err := fitNear(np.Near, sphere); err != nil {
 			return nil, err
 		}
-		p := &Plan{ix: ix, near: &geoNearPlan{pred: np, sphere: sphere}, sorted: sorted}
+		if !sorted {
+			want = 0 // a sort reads every match
+		}
+		p := &Plan{ix: ix, near: &geoNearPlan{pred: np, sphere: sphere, want: want}, sorted: sorted}
 		p.bounds = geoFieldBounds(ix, nil)
 		return p, nil
 	}

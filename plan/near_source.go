@@ -69,6 +69,7 @@ func newNearSource(rd storage.Reader, coll string, f *query.Filter, p *Plan, st 
 	n := p.near.pred.Near
 	s := &nearSource{rd: rd, coll: coll, f: f, p: p, st: st, np: p.near.pred, seen: map[string]bool{}}
 	s.pointKeys = p.near.sphere && !p.ix.Multikey && p.ix.Spec.Fields[0].Geo != ""
+	s.np.Measured = true // fetchCand measures and bounds each document
 	s.limit = n.Radians(n.Max)
 	s.whole, s.radius = math.Pi, 0
 	if !n.Spherical {
@@ -126,13 +127,18 @@ func (s *nearSource) ring(ctx context.Context) error {
 }
 
 // nextRadius grows the ring: eightfold while hardly anything is found
-// (the center may be far from everything), fourfold while little is,
-// then twofold. Overshooting reads keys, not documents: those are
-// fetched nearest first as the reader asks.
+// (the center may be far from everything), then, when the reader's
+// count is known, to the radius that should hold it at the density seen
+// (area grows with the square of the radius), else fourfold while
+// little is found and twofold after. Overshooting reads keys, not
+// documents: those are fetched nearest first as the reader asks.
 func (s *nearSource) nextRadius() float64 {
-	switch n := len(s.seen); {
+	n := len(s.seen)
+	switch want := float64(s.p.near.want); {
 	case s.radius > 0 && n < 8:
 		return s.radius * 8
+	case s.radius > 0 && want > 0:
+		return s.radius * math.Min(4, math.Max(1.25, 1.1*math.Sqrt(want/float64(n))))
 	case s.radius > 0 && n < 32:
 		return s.radius * 4
 	case s.radius > 0:
@@ -222,7 +228,7 @@ func (s *nearSource) fetchCand(ctx context.Context, c nearCand) error {
 	if !found || !s.f.Match(doc) {
 		return s.f.Err()
 	}
-	if d, _, ok := s.np.Distance(doc); ok {
+	if d, _, ok := s.np.Distance(doc); ok && s.np.Near.InRange(d) {
 		heapPush(&s.pending, nearDoc{doc: doc, ring: s.np.Near.Radians(d)}, func(a, b nearDoc) bool { return a.ring < b.ring })
 	}
 	return nil

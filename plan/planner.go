@@ -68,6 +68,9 @@ type Input struct {
 	Filter *query.Filter
 	Sort   bsoncore.Document // nil: no sort
 	Hint   bsoncore.Value    // zero: none
+	// Want is how many documents the reader takes (a find's skip plus
+	// limit; 0: all): a $near sizes its rings to find that many.
+	Want int64
 }
 
 // sortKey is one {path: ±1} of a sort.
@@ -94,7 +97,7 @@ func Query(rd storage.Reader, coll string, in Input) (*Plan, error) {
 		return textPlan(indexes, in.Filter)
 	}
 	if in.Filter.Near() != nil {
-		return nearPlan(indexes, in.Filter, !nonEmpty(in.Sort))
+		return nearPlan(indexes, in.Filter, !nonEmpty(in.Sort), in.Want)
 	}
 	preds := in.Filter.IndexablePredicates()
 	qc := in.Filter.Collation()

@@ -32,9 +32,15 @@ func (l geoIntersectsLeaf) matchValue(v bsoncore.Value, k value.VisitKind) bool 
 
 // nearLeaf is the distance bounds of a $near or $nearSphere; the order
 // by distance is the plan's (plan: a geo index is required).
-type nearLeaf struct{ n *geo.Near }
+type nearLeaf struct {
+	n    *geo.Near
+	pred **NearPredicate // the filter's, whose Measured skips the leaf
+}
 
 func (l nearLeaf) matchValue(v bsoncore.Value, k value.VisitKind) bool {
+	if p := *l.pred; p != nil && p.Measured {
+		return true
+	}
 	s, ok := geoValue(v, k)
 	if !ok {
 		return false
@@ -73,6 +79,10 @@ type NearPredicate struct {
 	Path string
 	Near *geo.Near
 	Op   string // "$near" or "$nearSphere"
+	// Measured is set by a plan that measures each document itself
+	// (Distance and InRange) and so needs Match only for the rest of the
+	// filter: the geometry is then parsed once.
+	Measured bool
 }
 
 // Near returns the filter's $near or $nearSphere, if any.
@@ -110,7 +120,7 @@ func (f *Filter) parseNearOps(path string, ops []byte) (opNode, error) {
 		return nil, err
 	}
 	f.near = &NearPredicate{Path: path, Near: n, Op: op}
-	return leafNode{nearLeaf{n}}, nil
+	return leafNode{nearLeaf{n: n, pred: &f.near}}, nil
 }
 
 func tooManyNear() error {

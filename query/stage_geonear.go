@@ -120,7 +120,7 @@ func (g *GeoNear) Filter(env *Env) (*Filter, error) {
 		op = "$nearSphere"
 	}
 	f.near = &NearPredicate{Path: g.Key, Near: n, Op: op}
-	f.root = andExpr{f.root, &pathExpr{parts: value.SplitPath(g.Key), node: leafNode{nearLeaf{n}}}}
+	f.root = andExpr{f.root, &pathExpr{parts: value.SplitPath(g.Key), node: leafNode{nearLeaf{n: n, pred: &f.near}}}}
 	if env != nil {
 		env.geoNear = f.near
 		env.geoNearMultiplier = g.Multiplier
