@@ -69,7 +69,6 @@ func newNearSource(rd storage.Reader, coll string, f *query.Filter, p *Plan, st 
 	n := p.near.pred.Near
 	s := &nearSource{rd: rd, coll: coll, f: f, p: p, st: st, np: p.near.pred, seen: map[string]bool{}}
 	s.pointKeys = p.near.sphere && !p.ix.Multikey && p.ix.Spec.Fields[0].Geo != ""
-	s.np.Measured = true // fetchCand measures and bounds each document
 	s.limit = n.Radians(n.Max)
 	s.whole, s.radius = math.Pi, 0
 	if !n.Spherical {
@@ -177,8 +176,8 @@ func (s *nearSource) intervals(r float64) []index.Interval {
 	return index.EntryIntervals(geoFieldBounds(s.p.ix, cells))
 }
 
-// scan reads one range of entries, keeping the documents not seen yet
-// that match the filter.
+// scan reads one range of entries, keeping each document not seen yet
+// as a candidate, unless its entry puts it beyond $maxDistance.
 func (s *nearSource) scan(ctx context.Context, iv index.Interval) error {
 	it, err := s.rd.IndexScan(ctx, s.coll, s.p.ix.Spec.Name, iv)
 	if err != nil {
@@ -200,7 +199,9 @@ func (s *nearSource) scan(ctx context.Context, iv index.Interval) error {
 			continue
 		}
 		s.seen[string(id)] = true
-		heapPush(&s.cands, nearCand{id: append([]byte(nil), id...), lower: s.lowerBound(entry)}, func(a, b nearCand) bool { return a.lower < b.lower })
+		if lower := s.lowerBound(entry); lower <= s.limit {
+			heapPush(&s.cands, nearCand{id: append([]byte(nil), id...), lower: lower}, func(a, b nearCand) bool { return a.lower < b.lower })
+		}
 	}
 }
 
@@ -225,13 +226,21 @@ func (s *nearSource) fetchCand(ctx context.Context, c nearCand) error {
 		return err
 	}
 	s.st.docsExamined++
-	if !found || !s.f.Match(doc) {
+	if !found || !s.matchRest(doc) {
 		return s.f.Err()
 	}
 	if d, _, ok := s.np.Distance(doc); ok && s.np.Near.InRange(d) {
 		heapPush(&s.pending, nearDoc{doc: doc, ring: s.np.Near.Radians(d)}, func(a, b nearDoc) bool { return a.ring < b.ring })
 	}
 	return nil
+}
+
+// matchRest matches the filter but for its near bounds, which fetchCand
+// checks with the distance it measures: the geometry is parsed once.
+func (s *nearSource) matchRest(doc bsoncore.Document) bool {
+	s.np.Measured = true
+	defer func() { s.np.Measured = false }()
+	return s.f.Match(doc)
 }
 
 // heapPop removes the least element of a binary heap ordered by less.
