@@ -70,7 +70,7 @@ func noGeoIndex() error {
 func fitNear(n *geo.Near, sphere bool) error {
 	switch {
 	case sphere && !n.Spherical:
-		pt, err := geoPoint(n.Center)
+		pt, err := geo.SpherePoint(n.Center)
 		if err != nil {
 			return err
 		}
@@ -79,13 +79,6 @@ func fitNear(n *geo.Near, sphere bool) error {
 		return mongoerr.New(mongoerr.BadValue, "$near with a GeoJSON point requires a 2dsphere index")
 	}
 	return nil
-}
-
-func geoPoint(p geo.Point2) (s2.Point, error) {
-	if p.X < -180 || p.X > 180 || p.Y < -90 || p.Y > 90 {
-		return s2.Point{}, mongoerr.New(mongoerr.BadValue, "longitude/latitude is out of bounds, lng: %v lat: %v", p.X, p.Y)
-	}
-	return s2.PointFromLatLng(s2.LatLngFromDegrees(p.Y, p.X)), nil
 }
 
 // geoPlan is the best geo index plan for the filter's $geoWithin and

@@ -1,5 +1,5 @@
-// Package geo owns DumboDB's geometry: reading GeoJSON and legacy
-// coordinate pairs out of BSON with mongod's validation errors
+// Package geo owns DumboDB's geometry: shapes (shape.go), reading GeoJSON
+// and legacy coordinate pairs out of BSON with mongod's validation errors
 // (geo_json.go, legacy.go), the relations the query operators test
 // (relate.go: $geoWithin, $geoIntersects; flat.go: $box, $polygon,
 // $center), distances for $near and $geoNear (near.go), and the cells

@@ -186,6 +186,10 @@ func validLngLat(p Point2) bool {
 	return p.X >= -180 && p.X <= 180 && p.Y >= -90 && p.Y <= 90
 }
 
+// SpherePoint places a longitude/latitude pair on the sphere, refusing
+// one out of bounds with mongod's message.
+func SpherePoint(p Point2) (s2.Point, error) { return spherePoint(p) }
+
 // spherePoint places a longitude/latitude pair on the sphere.
 func spherePoint(p Point2) (s2.Point, error) {
 	if !validLngLat(p) {
