@@ -36,8 +36,9 @@ type nearSource struct {
 	done                 s2.CellUnion // the cells read so far (2dsphere)
 	seen                 map[string]bool
 	// cands are entries read but not fetched: on an index of points
-	// (pointKeys), an entry's cell tells the point's distance to within
-	// a cell, so a document is fetched only once a ring reaches it.
+	// (pointKeys: one entry per document, the geo field first), an
+	// entry's cell tells the point's distance to within a cell, so a
+	// document is fetched only once nothing unread can be nearer.
 	cands          []nearCand
 	pointKeys      bool
 	pending, ready []nearDoc
@@ -68,7 +69,7 @@ const initialRadius = 1e-4
 func newNearSource(rd storage.Reader, coll string, f *query.Filter, p *Plan, st *execStats) *nearSource {
 	n := p.near.pred.Near
 	s := &nearSource{rd: rd, coll: coll, f: f, p: p, st: st, np: p.near.pred, seen: map[string]bool{}}
-	s.pointKeys = p.near.sphere && !p.ix.Multikey && p.ix.Spec.Fields[0].Geo != ""
+	s.pointKeys = !p.ix.Multikey && p.ix.Spec.Fields[0].Geo != ""
 	s.limit = n.Radians(n.Max)
 	s.whole, s.radius = math.Pi, 0
 	if !n.Spherical {
@@ -205,8 +206,10 @@ func (s *nearSource) scan(ctx context.Context, iv index.Interval) error {
 	}
 }
 
-// lowerBound is how near an entry's document can be: its cell's
-// distance less leafSlack on an index of points, else 0 (unknown).
+// lowerBound is how near an entry's document can be, on an index of
+// points: a 2dsphere leaf cell's distance less leafSlack, or the
+// distance to a 2d grid cell's box (in the plane, or on the sphere for
+// $nearSphere); else 0 (unknown).
 func (s *nearSource) lowerBound(entry []byte) float64 {
 	if !s.pointKeys {
 		return 0
@@ -215,7 +218,16 @@ func (s *nearSource) lowerBound(entry []byte) float64 {
 	if !ok {
 		return 0
 	}
-	return float64(s.np.Near.Point.Distance(s2.CellID(id).Point())) - leafSlack
+	n := s.np.Near
+	if s.p.near.sphere {
+		return float64(n.Point.Distance(s2.CellID(id).Point())) - leafSlack
+	}
+	b := s.p.ix.Spec.Grid().CellBox(id)
+	if !n.Spherical {
+		return geo.DistanceToBox(n.Center, b)
+	}
+	rect := s2.RectFromLatLng(s2.LatLngFromDegrees(b.Min.Y, b.Min.X)).AddPoint(s2.LatLngFromDegrees(b.Max.Y, b.Max.X))
+	return float64(rect.DistanceToLatLng(s2.LatLngFromPoint(n.Point))) - leafSlack
 }
 
 // fetchCand reads a candidate's document and, when it matches, keeps it

@@ -203,8 +203,17 @@ func TestGeoIndexAgreesWithScan(t *testing.T) {
 		}
 		flatNear := bson.D{{Key: "flat", Value: bson.D{{Key: "$near", Value: bson.A{lng, lat}}, {Key: "$maxDistance", Value: 10.0}}}}
 		flatWithin := bson.D{{Key: "flat", Value: bson.D{{Key: "$geoWithin", Value: bson.D{{Key: "$center", Value: bson.A{bson.A{lng, lat}, 10.0}}}}}}}
-		if a, b := geoIDs(t, coll, flatNear), geoIDs(t, coll, flatWithin, scan); len(a) != len(b) {
+		a, b := geoIDs(t, coll, flatNear), geoIDs(t, coll, flatWithin, scan)
+		if len(a) != len(b) {
 			t.Fatalf("2d $near: %d documents, $center finds %d", len(a), len(b))
+		}
+		last = 0
+		for _, id := range a {
+			d := math.Hypot(coords[id][0]-lng, coords[id][1]-lat)
+			if d < last-1e-9 {
+				t.Fatalf("2d $near from %v, %v: %d at %v after %v", lng, lat, id, d, last)
+			}
+			last = d
 		}
 		rad := maxD / 6378100
 		sphereOn2d := bson.D{{Key: "flat", Value: bson.D{{Key: "$nearSphere", Value: bson.A{lng, lat}}, {Key: "$maxDistance", Value: rad}}}}
@@ -212,6 +221,14 @@ func TestGeoIndexAgreesWithScan(t *testing.T) {
 		a, b, c := geoIDs(t, coll, sphereOn2d), geoIDs(t, coll, capOn2d, sorted), geoIDs(t, coll, capOn2d, scan)
 		if len(a) != len(c) || fmt.Sprint(b) != fmt.Sprint(c) {
 			t.Fatalf("2d $nearSphere: %d, $centerSphere by the 2d index %d, by scan %d", len(a), len(b), len(c))
+		}
+		last = 0
+		for _, id := range a {
+			d := greatCircle(lng, lat, coords[id][0], coords[id][1])
+			if d < last-1e-9 {
+				t.Fatalf("2d $nearSphere from %v, %v: %d at %v after %v", lng, lat, id, d, last)
+			}
+			last = d
 		}
 	}
 	ex := mustRun(t, coll.Database(), bson.D{{Key: "explain", Value: bson.D{{Key: "find", Value: "random"},

@@ -120,3 +120,27 @@ func (w *Within) FlatBound() (Box, bool) {
 func Square(p Point2, r float64) Box {
 	return Box{Min: Point2{p.X - r, p.Y - r}, Max: Point2{p.X + r, p.Y + r}}
 }
+
+// CellBox is the box of the grid cell a key names.
+func (g Grid) CellBox(code uint64) Box {
+	x, y := compact(code>>1), compact(code)
+	return g.quadBox(quad{level: g.Bits, x: x, y: y})
+}
+
+// compact inverts spread: the even bits of v.
+func compact(v uint64) uint32 {
+	x := v & 0x5555555555555555
+	x = (x | x>>1) & 0x3333333333333333
+	x = (x | x>>2) & 0x0F0F0F0F0F0F0F0F
+	x = (x | x>>4) & 0x00FF00FF00FF00FF
+	x = (x | x>>8) & 0x0000FFFF0000FFFF
+	x = (x | x>>16) & 0x00000000FFFFFFFF
+	return uint32(x)
+}
+
+// DistanceToBox is the planar distance from p to the nearest point of b.
+func DistanceToBox(p Point2, b Box) float64 {
+	dx := math.Max(0, math.Max(b.Min.X-p.X, p.X-b.Max.X))
+	dy := math.Max(0, math.Max(b.Min.Y-p.Y, p.Y-b.Max.Y))
+	return math.Hypot(dx, dy)
+}

@@ -109,3 +109,18 @@ func TestCoalesce(t *testing.T) {
 		t.Fatalf("Coalesce: %v, want %v", got, want)
 	}
 }
+
+func TestGridCellBoxHoldsItsPoints(t *testing.T) {
+	rng := rand.New(rand.NewSource(9))
+	g := DefaultGrid
+	for i := 0; i < 1000; i++ {
+		p := Point2{rng.Float64()*360 - 180, rng.Float64()*180 - 90}
+		k, err := g.Key(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b := g.CellBox(k); DistanceToBox(p, b) > 1e-9 {
+			t.Fatalf("%v: its cell's box %v is %v away", p, b, DistanceToBox(p, b))
+		}
+	}
+}
