@@ -97,6 +97,16 @@ func Query(rd storage.Reader, coll string, in Input) (*Plan, error) {
 		return textPlan(indexes, in.Filter)
 	}
 	if in.Filter.Near() != nil {
+		if in.Hint.Type != 0 {
+			ix, _, err := resolveHint(indexes, in.Hint)
+			if err != nil {
+				return nil, err
+			}
+			if ix == nil { // $natural: no index to read nearest first
+				return nil, noGeoIndex()
+			}
+			indexes = []storage.IndexInfo{*ix} // the hint must be the geo index
+		}
 		return nearPlan(indexes, in.Filter, !nonEmpty(in.Sort), in.Want)
 	}
 	preds := in.Filter.IndexablePredicates()

@@ -83,6 +83,11 @@ func TestGeoOperatorsE2E(t *testing.T) {
 	if got := geoIDs(t, coll, near); fmt.Sprint(got) != "[2 1 3]" {
 		t.Errorf("$near: %v, want nearest first [2 1 3]", got)
 	}
+	if got := geoIDs(t, coll, near, options.Find().SetHint("loc_2dsphere")); fmt.Sprint(got) != "[2 1 3]" {
+		t.Errorf("$near hinted to its index: %v", got)
+	}
+	_, err = coll.Find(ctx, near, options.Find().SetHint(bson.D{{Key: "$natural", Value: 1}}))
+	wantCode(t, err, 291, "NoQueryExecutionPlans")
 	nearSphere := bson.D{{Key: "loc", Value: bson.D{{Key: "$nearSphere", Value: bson.A{0.9, 0.9}}, {Key: "$minDistance", Value: 0.01}}}}
 	if got := geoIDs(t, coll, nearSphere, options.Find().SetLimit(2)); fmt.Sprint(got) != "[1 3]" {
 		t.Errorf("$nearSphere with $minDistance, limit 2: %v", got)
