@@ -15,14 +15,15 @@ import (
 	"dumbodb/storage"
 )
 
-// nearSource answers a $near from a geo index in rings: it reads the
-// index entries within a radius (the cells covering the cap, or the grid
-// cells of the square, less those read before), fetches and filters the
-// documents not seen yet, and yields, nearest first, those whose
-// distance is within the radius: every document that near has been
-// read, since its keys meet the covering. The radius doubles each ring,
-// so a $near with a limit reads about as much of the index as the
-// answer needs.
+// nearSource answers a $near from a geo index in rings: each ring reads
+// the index entries within a radius (the cells covering the cap, or the
+// grid cells of the square, less those read before) and keeps the
+// documents not seen yet as candidates. It yields, nearest first, a
+// fetched and matching document once no candidate and no unread ring
+// can be nearer: every document within the radius read has been seen,
+// since its keys meet the covering. The radius grows from ring to ring
+// (nextRadius), so a $near with a limit reads about as much of the
+// index as the answer needs.
 type nearSource struct {
 	rd   storage.Reader
 	coll string

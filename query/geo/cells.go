@@ -4,7 +4,6 @@ import (
 	"sort"
 
 	"github.com/golang/geo/s1"
-
 	"github.com/golang/geo/s2"
 )
 
@@ -13,7 +12,8 @@ import (
 // and polygons are keyed by a covering of a few cells between
 // DocMinLevel and DocMaxLevel; a query cell finds those by its range
 // (cells below it) and by its ancestors down to DocMinLevel (cells
-// above it).
+// above it), which the planner adds only for an index holding such
+// shapes (index marks it multikey).
 const (
 	DocMinLevel = 2  // about 2,500 km a side: a continent is a few cells
 	DocMaxLevel = 16 // about 150 m
