@@ -2,7 +2,10 @@ package geo
 
 import (
 	"github.com/golang/geo/s2"
+
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"dumbodb/query/value"
 )
 
 // legacyShape reads a legacy coordinate pair, [x, y] or {x: .., y: ..}
@@ -28,7 +31,7 @@ func ParsePoint(v bsoncore.Value) (s *Shape, geoJSON bool, err error) {
 	if v.Type != bsoncore.TypeArray && v.Type != bsoncore.TypeEmbeddedDocument {
 		return nil, false, badValue("Point must be an array or object")
 	}
-	if first, ok := firstValue(v.Data); v.Type == bsoncore.TypeArray || (ok && isNumberType(first.Type)) {
+	if first, ok := firstValue(v.Data); v.Type == bsoncore.TypeArray || (ok && value.IsNumber(first)) {
 		s, err := legacyShape(v, false)
 		return s, false, err
 	}
@@ -40,12 +43,4 @@ func ParsePoint(v bsoncore.Value) (s *Shape, geoJSON bool, err error) {
 		return nil, true, badValue("invalid point in geo near query $geometry argument: %s", fmtDoc(v))
 	}
 	return s, true, nil
-}
-
-func isNumberType(t bsoncore.Type) bool {
-	switch t {
-	case bsoncore.TypeInt32, bsoncore.TypeInt64, bsoncore.TypeDouble, bsoncore.TypeDecimal128:
-		return true
-	}
-	return false
 }
