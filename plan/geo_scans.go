@@ -140,13 +140,17 @@ func geoIndexPlan(ix *storage.IndexInfo, gps []query.GeoPredicate, preds []query
 	return nil
 }
 
-// pointKeyFilter tests an entry's leaf cell against the region, on a
-// 2dsphere index of points whose first field is the geo one: a point
-// whose leaf cell misses the region cannot match, so its document is not
-// fetched. nil when entries are not such cells.
+// pointKeyFilter tests an entry's cell against the region, on an index
+// of points whose first field is the geo one: a point whose cell misses
+// the region (a 2dsphere leaf cell; a 2d grid cell against the region's
+// bounding boxes) cannot match, so its document is not fetched. nil when
+// entries are not such cells.
 func pointKeyFilter(ix *storage.IndexInfo, gp query.GeoPredicate) func([]byte) bool {
-	if ix.Multikey || ix.Spec.Fields[0].Geo != index.Geo2DSphere {
+	switch {
+	case ix.Multikey || ix.Spec.Fields[0].Geo == "":
 		return nil
+	case ix.Spec.Fields[0].Geo == index.Geo2D:
+		return gridKeyFilter(ix.Spec.Grid(), gp)
 	}
 	var regions []s2.Region
 	switch {
@@ -165,6 +169,35 @@ func pointKeyFilter(ix *storage.IndexInfo, gp query.GeoPredicate) func([]byte) b
 		cell := s2.CellFromCellID(s2.CellID(id))
 		for _, r := range regions {
 			if r.IntersectsCell(cell) {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// gridKeyFilter is pointKeyFilter on a 2d index: the entry's grid cell
+// must meet one of the region's bounding boxes.
+func gridKeyFilter(g geo.Grid, gp query.GeoPredicate) func([]byte) bool {
+	if gp.Within == nil {
+		return nil
+	}
+	boxes := []geo.Box{}
+	if b, ok := gp.Within.FlatBound(); ok {
+		boxes = append(boxes, b)
+	} else if gp.Within.Cap != nil {
+		boxes = capBoxes(*gp.Within.Cap)
+	} else {
+		return nil
+	}
+	return func(entry []byte) bool {
+		code, ok := index.DecodeCell(entry)
+		if !ok {
+			return true
+		}
+		cell := g.CellBox(code)
+		for _, b := range boxes {
+			if cell.Meets(b) {
 				return true
 			}
 		}

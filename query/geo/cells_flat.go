@@ -93,6 +93,9 @@ func (g Grid) CoverBox(b Box) []CellRange {
 	return mergeRanges(out)
 }
 
+// Meets reports whether two boxes share a point.
+func (b Box) Meets(o Box) bool { return boxesMeet(b, o) }
+
 func boxesMeet(a, b Box) bool {
 	return a.Min.X <= b.Max.X && b.Min.X <= a.Max.X && a.Min.Y <= b.Max.Y && b.Min.Y <= a.Max.Y
 }
