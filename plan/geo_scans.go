@@ -119,7 +119,7 @@ func geoIndexPlan(ix *storage.IndexInfo, gps []query.GeoPredicate, preds []query
 		for _, r := range ranges {
 			cells = append(cells, index.CellInterval(r))
 		}
-		p := &Plan{ix: ix, geoScan: true, keyFilter: pointKeyFilter(ix, gp)}
+		p := &Plan{ix: ix, geoScan: true, keyFilter: pointKeyFilter(ix, gp), geoKnown: gp.Known}
 		p.bounds = geoFieldBounds(ix, cells)
 		ic := ix.Spec.Collation()
 		cp := collationPreds(preds, ic, f.Collation())
@@ -143,9 +143,10 @@ func geoIndexPlan(ix *storage.IndexInfo, gps []query.GeoPredicate, preds []query
 // pointKeyFilter tests an entry's cell against the region, on an index
 // of points whose first field is the geo one: a point whose cell misses
 // the region (a 2dsphere leaf cell; a 2d grid cell against the region's
-// bounding boxes) cannot match, so its document is not fetched. nil when
-// entries are not such cells.
-func pointKeyFilter(ix *storage.IndexInfo, gp query.GeoPredicate) func([]byte) bool {
+// bounding boxes) cannot match, so its document is not fetched; one
+// whose 2dsphere leaf cell lies inside matches it (inside), so its
+// geometry need not be parsed. nil when entries are not such cells.
+func pointKeyFilter(ix *storage.IndexInfo, gp query.GeoPredicate) func([]byte) (keep, inside bool) {
 	switch {
 	case ix.Multikey || ix.Spec.Fields[0].Geo == "":
 		return nil
@@ -161,24 +162,27 @@ func pointKeyFilter(ix *storage.IndexInfo, gp query.GeoPredicate) func([]byte) b
 	default:
 		return nil
 	}
-	return func(entry []byte) bool {
+	return func(entry []byte) (bool, bool) {
 		id, ok := index.DecodeCell(entry)
 		if !ok {
-			return true
+			return true, false
 		}
 		cell := s2.CellFromCellID(s2.CellID(id))
 		for _, r := range regions {
+			if r.ContainsCell(cell) {
+				return true, true
+			}
 			if r.IntersectsCell(cell) {
-				return true
+				return true, false
 			}
 		}
-		return false
+		return false, false
 	}
 }
 
 // gridKeyFilter is pointKeyFilter on a 2d index: the entry's grid cell
 // must meet one of the region's bounding boxes.
-func gridKeyFilter(g geo.Grid, gp query.GeoPredicate) func([]byte) bool {
+func gridKeyFilter(g geo.Grid, gp query.GeoPredicate) func([]byte) (keep, inside bool) {
 	if gp.Within == nil {
 		return nil
 	}
@@ -190,18 +194,18 @@ func gridKeyFilter(g geo.Grid, gp query.GeoPredicate) func([]byte) bool {
 	} else {
 		return nil
 	}
-	return func(entry []byte) bool {
+	return func(entry []byte) (bool, bool) {
 		code, ok := index.DecodeCell(entry)
 		if !ok {
-			return true
+			return true, false
 		}
 		cell := g.CellBox(code)
 		for _, b := range boxes {
 			if cell.Meets(b) {
-				return true
+				return true, false
 			}
 		}
-		return false
+		return false, false
 	}
 }
 

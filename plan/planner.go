@@ -51,7 +51,10 @@ type Plan struct {
 	// whose point cannot meet the region before their documents are
 	// fetched (an index of points, geo_scans.go).
 	geoScan   bool
-	keyFilter func(entry []byte) bool
+	keyFilter func(entry []byte) (keep, inside bool)
+	// geoKnown is the geo predicate's Known flag, set while a document
+	// whose entry keyFilter found inside the region is matched.
+	geoKnown *bool
 	// wildPath is set for a wildcard index plan: the one path it bounds.
 	wildPath string
 	// readMatch and readOut, when readMatch is set, are the paths a
@@ -650,7 +653,10 @@ type indexSource struct {
 
 // scanned is one index entry as a scan yields it: the _id key and, on a
 // covered plan, the entry's stored key values (nil when it has none).
-type scanned struct{ id, covered []byte }
+type scanned struct {
+	id, covered []byte
+	inside      bool // the entry's cell lies inside a geo region (Plan.keyFilter)
+}
 
 func (s *indexSource) nextID(ctx context.Context) (scanned, error) {
 	if s.ids != nil {
@@ -681,10 +687,14 @@ func (s *indexSource) nextID(ctx context.Context) (scanned, error) {
 			return scanned{}, err
 		}
 		s.st.keysExamined++
-		if s.p.keyFilter != nil && !s.p.keyFilter(entry) {
-			continue
-		}
 		e := scanned{id: id}
+		if s.p.keyFilter != nil {
+			keep, inside := s.p.keyFilter(entry)
+			if !keep {
+				continue
+			}
+			e.inside = inside
+		}
 		if s.p.covered {
 			e.covered = s.it.Covered()
 		}
@@ -723,13 +733,24 @@ func (s *indexSource) Next(ctx context.Context) (bsoncore.Document, error) {
 			return nil, err
 		}
 		s.st.docsExamined++
-		if found && s.f.Match(doc) {
+		if found && s.match(doc, e.inside) {
 			return doc, nil
 		}
 		if err := s.f.Err(); err != nil {
 			return nil, err
 		}
 	}
+}
+
+// match matches a fetched document; inside says its entry showed it in
+// the plan's geo region, which then holds without parsing the geometry.
+func (s *indexSource) match(doc bsoncore.Document, inside bool) bool {
+	if !inside || s.p.geoKnown == nil {
+		return s.f.Match(doc)
+	}
+	*s.p.geoKnown = true
+	defer func() { *s.p.geoKnown = false }()
+	return s.f.Match(doc)
 }
 
 // reversedIndexSource reads the _id keys of the scan ahead and yields

@@ -14,18 +14,31 @@ import (
 // a geometry (query/geo); values that are not one never match, as on
 // mongod, where only an index's key extraction rejects them.
 
-// geoWithinLeaf is $geoWithin (and its old name $within).
-type geoWithinLeaf struct{ w *geo.Within }
+// geoWithinLeaf is $geoWithin (and its old name $within). known, when
+// set, says a plan already knows the document inside (GeoPredicate).
+type geoWithinLeaf struct {
+	w     *geo.Within
+	known *bool
+}
 
 func (l geoWithinLeaf) matchValue(v bsoncore.Value, k value.VisitKind) bool {
+	if *l.known {
+		return true
+	}
 	s, ok := geoValue(v, k)
 	return ok && l.w.Contains(s)
 }
 
-// geoIntersectsLeaf is $geoIntersects.
-type geoIntersectsLeaf struct{ s *geo.Shape }
+// geoIntersectsLeaf is $geoIntersects; known as for geoWithinLeaf.
+type geoIntersectsLeaf struct {
+	s     *geo.Shape
+	known *bool
+}
 
 func (l geoIntersectsLeaf) matchValue(v bsoncore.Value, k value.VisitKind) bool {
+	if *l.known {
+		return true
+	}
 	s, ok := geoValue(v, k)
 	return ok && geo.Intersects(l.s, s)
 }
@@ -62,7 +75,7 @@ func parseGeoWithin(_ *Filter, _ string, arg bsoncore.Value) (opNode, error) {
 	if err != nil {
 		return nil, err
 	}
-	return leafNode{geoWithinLeaf{w}}, nil
+	return leafNode{geoWithinLeaf{w: w, known: new(bool)}}, nil
 }
 
 func parseGeoIntersects(_ *Filter, _ string, arg bsoncore.Value) (opNode, error) {
@@ -70,7 +83,7 @@ func parseGeoIntersects(_ *Filter, _ string, arg bsoncore.Value) (opNode, error)
 	if err != nil {
 		return nil, err
 	}
-	return leafNode{geoIntersectsLeaf{s}}, nil
+	return leafNode{geoIntersectsLeaf{s: s, known: new(bool)}}, nil
 }
 
 // NearPredicate is a filter's $near or $nearSphere: the path and its
@@ -137,6 +150,10 @@ type GeoPredicate struct {
 	Path       string
 	Within     *geo.Within // $geoWithin
 	Intersects *geo.Shape  // $geoIntersects
+	// Known, while a plan sets it, makes the predicate hold without
+	// parsing the document: the plan knows from the index entry (a leaf
+	// cell inside the region) that it does.
+	Known *bool
 }
 
 // GeoPredicates lists the filter's geo predicates a geo index can serve.
@@ -166,9 +183,9 @@ func collectGeoNode(path string, n opNode, out *[]GeoPredicate) {
 	case leafNode:
 		switch l := x.leaf.(type) {
 		case geoWithinLeaf:
-			*out = append(*out, GeoPredicate{Path: path, Within: l.w})
+			*out = append(*out, GeoPredicate{Path: path, Within: l.w, Known: l.known})
 		case geoIntersectsLeaf:
-			*out = append(*out, GeoPredicate{Path: path, Intersects: l.s})
+			*out = append(*out, GeoPredicate{Path: path, Intersects: l.s, Known: l.known})
 		}
 	}
 }
