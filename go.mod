@@ -5,6 +5,7 @@ go 1.26.8
 require (
 	github.com/dlclark/regexp2/v2 v2.13.0
 	github.com/dolthub/dolt/go v0.40.5-0.20260318200444-c790f75d992d
+	github.com/golang/geo v0.0.0-20260818125358-b200a1149890
 	github.com/golang/snappy v1.0.0
 	github.com/google/btree v1.1.2
 	github.com/klauspost/compress v1.20.3

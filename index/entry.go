@@ -61,5 +61,6 @@ func (s *Spec) Covered(doc bsoncore.Document, multikey bool) []byte {
 // (the key paths project without collision).
 func (s *Spec) CanCover() bool {
 	_, wild := s.Wildcard()
-	return s.Text == nil && !wild && s.coll == nil && !s.Hashed() && s.coverTree() != nil
+	_, geoField := s.GeoField()
+	return s.Text == nil && !wild && s.coll == nil && !s.Hashed() && !geoField && s.coverTree() != nil
 }

@@ -2,7 +2,8 @@
 // order-preserving key encoding (EncodeKey) whose byte order equals
 // value.Compare, the rules for what may be an _id, secondary index specs
 // (spec.go), the keys a document yields with multikey expansion (keys.go,
-// entry.go, text.go, wildcard.go) and the key ranges a predicate scans
+// entry.go, text.go, wildcard.go, hashed.go, and geo.go: 2dsphere and 2d
+// keys are cells of query/geo) and the key ranges a predicate scans
 // (bounds.go).
 package index
 

@@ -46,8 +46,19 @@ func (s *Spec) Keys(doc bsoncore.Document) ([][]byte, bool, error) {
 		return nil, false, nil
 	}
 	per := make([]fieldValues, len(s.Fields))
-	present := false
+	present, shapes := false, false
 	for i, f := range s.Fields {
+		if f.Geo != "" {
+			vals, nonPoint, err := s.geoKeyValues(doc, f)
+			if err != nil || len(vals) == 0 {
+				return nil, false, err // no geometry: no entry
+			}
+			// Several cells are not an array: they may go with an
+			// array in another field, as on mongod.
+			per[i] = fieldValues{vals: vals, present: true}
+			shapes = nonPoint || len(vals) > 1
+			continue
+		}
 		per[i] = collect(doc, f.Path)
 		present = present || per[i].present
 	}
@@ -75,7 +86,10 @@ func (s *Spec) Keys(doc bsoncore.Document) ([][]byte, bool, error) {
 			return nil, false, mongoerr.New(codeKeyTooLong, "key too large to index: %d bytes exceeds the %d byte limit (index %s)", len(k), MaxKeySize, s.Name)
 		}
 	}
-	return dedupe(keys), multikey, nil
+	// A geo index holding a line or polygon is multikey whatever its
+	// number of cells: the planner then also looks for cells above the
+	// query's (see query/geo's cells.go).
+	return dedupe(keys), multikey || shapes, nil
 }
 
 // checkParallel refuses documents where two key fields expand different

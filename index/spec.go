@@ -28,6 +28,9 @@ type Field struct {
 	// Hashed: the field is {path: "hashed"}; its key is the value's hash
 	// (hashed.go).
 	Hashed bool
+	// Geo is "2dsphere" or "2d" for a geo field: its keys are cells
+	// (geo.go).
+	Geo string
 }
 
 // Spec is a secondary index specification as listIndexes shows it.
@@ -50,6 +53,7 @@ type Spec struct {
 	tp          *textParse
 	textWeights bsoncore.Document
 	textName    string
+	geo         geoOptions
 	coverCache
 }
 
@@ -101,6 +105,9 @@ func ParseSpec(doc bsoncore.Document, filters FilterCompiler) (*Spec, error) {
 		return nil, err
 	}
 	if err := s.checkHashedOptions(); err != nil {
+		return nil, err
+	}
+	if err := s.checkGeo(); err != nil {
 		return nil, err
 	}
 	if err := s.compilePartial(filters); err != nil {
@@ -160,7 +167,9 @@ func (s *Spec) parseOption(el bsoncore.Element, doc bsoncore.Document) (bool, er
 		return false, nil
 	case "collation":
 		return true, s.parseCollation(v)
-	case "2dsphereIndexVersion", "bits", "min", "max", "bucketSize", "wildcardProjection", "storageEngine", "clustered", "prepareUnique":
+	case "2dsphereIndexVersion", "bits", "min", "max":
+		return true, s.parseGeoOption(el.Key(), v)
+	case "bucketSize", "wildcardProjection", "storageEngine", "clustered", "prepareUnique":
 		return false, mongoerr.New(mongoerr.NotImplemented, "index option '%s' is not supported by DumboDB", el.Key())
 	}
 	return false, mongoerr.New(codeInvalidIndexSpecOpt, "The field '%s' is not valid for an index specification. Specification: %s", el.Key(), doc)
@@ -257,8 +266,10 @@ func parseKeyField(el bsoncore.Element) (Field, error) {
 		switch s {
 		case "hashed":
 			return Field{Path: path, Hashed: true}, nil
-		case "2d", "2dsphere", "geoHaystack":
-			return Field{}, mongoerr.New(mongoerr.NotImplemented, "%s indexes are not supported by DumboDB", s)
+		case Geo2D, Geo2DSphere:
+			return Field{Path: path, Geo: s}, nil
+		case "geoHaystack": // removed in mongod 5.0
+			return Field{}, mongoerr.New(codeCannotCreateIndex, "GeoHaystack indexes cannot be created in version 4.9 and above")
 		}
 		return Field{}, mongoerr.New(codeCannotCreateIndex, "Unknown index plugin '%s'", s)
 	}
@@ -391,6 +402,7 @@ func (s *Spec) normalised(opts []bsoncore.Element) bsoncore.Document {
 	if s.Text != nil {
 		s.textOptions(b)
 	}
+	s.geoNormalised(b)
 	return b.Build()
 }
 
@@ -402,6 +414,8 @@ func DefaultName(fields []Field) string {
 		switch {
 		case f.Hashed:
 			dir = "hashed"
+		case f.Geo != "":
+			dir = f.Geo
 		case f.Desc:
 			dir = "-1"
 		}
@@ -429,7 +443,8 @@ func (s *Spec) SameKey(o *Spec) bool {
 func (s *Spec) SameOptions(o *Spec) bool {
 	return s.Unique == o.Unique && s.Sparse == o.Sparse && s.ExpireAfter == o.ExpireAfter && s.coll.Equal(o.coll) &&
 		string(s.Partial) == string(o.Partial) && string(s.textWeights) == string(o.textWeights) &&
-		(s.Text == nil) == (o.Text == nil) && (s.Text == nil || s.Text.Language == o.Text.Language)
+		(s.Text == nil) == (o.Text == nil) && (s.Text == nil || s.Text.Language == o.Text.Language) &&
+		s.Grid() == o.Grid()
 }
 
 // knownOptions are the spec fields ParseSpec understands (supported or

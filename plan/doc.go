@@ -7,8 +7,9 @@
 // Planning (planner.go): Query picks, for a filter, sort and hint (Input),
 // the _id look-up, an index scan over key intervals (index.EntryIntervals
 // of the bounds from query.Predicates) or a collection scan; text
-// (text_scans.go) and wildcard (wildcard_scans.go) indexes have planners of
-// their own. CheckHint validates a hint. Distinct plans distinct from an
+// (text_scans.go), wildcard (wildcard_scans.go) and geo (geo_scans.go:
+// cell ranges for $geoWithin and $geoIntersects; near_source.go: the
+// ring search of $near and $geoNear) indexes have planners of their own. CheckHint validates a hint. Distinct plans distinct from an
 // index (index_scans.go), as Exact and Count do count; Cover lets a find
 // answer from index entries.
 //

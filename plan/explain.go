@@ -207,6 +207,9 @@ func (p *Plan) Stage(filter bsoncore.Document) bsoncore.Document {
 	if p.text != nil {
 		return textStage(p, filter)
 	}
+	if p.near != nil {
+		return nearStage(p, filter)
+	}
 	fetch := bsoncore.NewDocumentBuilder().AppendString("stage", "FETCH")
 	if nonEmpty(filter) {
 		fetch.AppendDocument("filter", filter)

@@ -43,6 +43,18 @@ type Plan struct {
 	// other clauses, each with its own index plan; the documents they
 	// select join the text's before the whole filter is matched.
 	orClauses []orClause
+	// near is set for a $near or $nearSphere: the geo index ix is read
+	// outward in rings (near_source.go).
+	near *geoNearPlan
+	// geoScan: ix is a geo index bounded by the cells of a $geoWithin
+	// or $geoIntersects region. keyFilter, when set, drops the entries
+	// whose point cannot meet the region before their documents are
+	// fetched (an index of points, geo_scans.go).
+	geoScan   bool
+	keyFilter func(entry []byte) (keep, inside bool)
+	// geoKnown is the geo predicate's Known flag, set while a document
+	// whose entry keyFilter found inside the region is matched.
+	geoKnown *bool
 	// wildPath is set for a wildcard index plan: the one path it bounds.
 	wildPath string
 	// readMatch and readOut, when readMatch is set, are the paths a
@@ -59,6 +71,9 @@ type Input struct {
 	Filter *query.Filter
 	Sort   bsoncore.Document // nil: no sort
 	Hint   bsoncore.Value    // zero: none
+	// Want is how many documents the reader takes (a find's skip plus
+	// limit; 0: all): a $near sizes its rings to find that many.
+	Want int64
 }
 
 // sortKey is one {path: ±1} of a sort.
@@ -84,11 +99,24 @@ func Query(rd storage.Reader, coll string, in Input) (*Plan, error) {
 		}
 		return textPlan(indexes, in.Filter)
 	}
+	if in.Filter.Near() != nil {
+		if in.Hint.Type != 0 {
+			ix, _, err := resolveHint(indexes, in.Hint)
+			if err != nil {
+				return nil, err
+			}
+			if ix == nil { // $natural: no index to read nearest first
+				return nil, noGeoIndex()
+			}
+			indexes = []storage.IndexInfo{*ix} // the hint must be the geo index
+		}
+		return nearPlan(indexes, in.Filter, !nonEmpty(in.Sort), in.Want)
+	}
 	preds := in.Filter.IndexablePredicates()
 	qc := in.Filter.Collation()
 	sortKeys := plainSortKeys(in.Sort)
 	if in.Hint.Type != 0 {
-		return hintedPlan(indexes, in.Hint, preds, sortKeys, qc)
+		return hintedPlan(indexes, in.Hint, in.Filter, preds, sortKeys, qc)
 	}
 	if id, ok := in.Filter.IDEquality(); ok && storage.ValidateKey(id) == nil && (qc == nil || !query.CollationSensitive(id)) {
 		return &Plan{idHack: true}, nil
@@ -110,6 +138,9 @@ func Query(rd storage.Reader, coll string, in Input) (*Plan, error) {
 	}
 	if r := idRangePlan(collationPreds(preds, nil, qc), sortKeys); r != nil && (best == nil || bestScore < 2 && !best.sorted) {
 		return r, nil // a range of the collection beats an index range and its fetches
+	}
+	if g := geoPlan(indexes, in.Filter, preds); g != nil && bestScore < 2 {
+		return g, nil // cells beat a scan and an index range without equality
 	}
 	if best == nil || (bestScore == 0 && !best.sorted) {
 		if w := bestWildcardPlan(indexes, collationPreds(preds, nil, qc)); w != nil {
@@ -183,7 +214,7 @@ func collationPreds(preds []query.Predicate, ic, qc *value.Collation) []query.Pr
 // and sparse indexes miss documents and hidden ones are off limits.
 func usable(ix *storage.IndexInfo) bool {
 	s := ix.Spec
-	if _, wild := s.Wildcard(); s.Hidden || s.Partial != nil || s.Sparse || s.Text != nil || wild {
+	if _, wild := s.Wildcard(); s.Hidden || s.Partial != nil || s.Sparse || s.Text != nil || wild || isGeo(ix) {
 		return false
 	}
 	for _, f := range s.Fields {
@@ -200,10 +231,16 @@ func usable(ix *storage.IndexInfo) bool {
 // A hinted index whose collation is not the query's is still used, as on
 // mongod: it bounds what it can (collationPreds, else the whole index) and
 // the filter decides; the sort is then done in memory.
-func hintedPlan(indexes []storage.IndexInfo, hint bsoncore.Value, preds []query.Predicate, sortKeys []sortKey, qc *value.Collation) (*Plan, error) {
+func hintedPlan(indexes []storage.IndexInfo, hint bsoncore.Value, f *query.Filter, preds []query.Predicate, sortKeys []sortKey, qc *value.Collation) (*Plan, error) {
 	ix, natural, err := resolveHint(indexes, hint)
 	if err != nil || natural {
 		return &Plan{}, err
+	}
+	if isGeo(ix) {
+		if p := geoIndexPlan(ix, f.GeoPredicates(), preds, f); p != nil {
+			return p, nil
+		}
+		return nil, mongoerr.New(mongoerr.BadValue, "hint provided does not correspond to an existing index: a geo index needs a geo predicate on its field")
 	}
 	if _, wild := ix.Spec.Wildcard(); wild {
 		if p, _ := wildcardPlan(ix, collationPreds(preds, nil, qc)); p != nil {
@@ -477,6 +514,8 @@ func planSource(ctx context.Context, rd storage.Reader, coll string, f *query.Fi
 		return idSource(ctx, rd, coll, f, p, st)
 	case p.text != nil:
 		return textSource(ctx, rd, coll, f, p, st)
+	case p.near != nil:
+		return newNearSource(rd, coll, f, p, st), nil
 	case p.idRange != nil:
 		return &idRangeSource{rd: rd, coll: coll, f: f, p: p, st: st}, nil
 	case p.ix == nil:
@@ -614,7 +653,10 @@ type indexSource struct {
 
 // scanned is one index entry as a scan yields it: the _id key and, on a
 // covered plan, the entry's stored key values (nil when it has none).
-type scanned struct{ id, covered []byte }
+type scanned struct {
+	id, covered []byte
+	inside      bool // the entry's cell lies inside a geo region (Plan.keyFilter)
+}
 
 func (s *indexSource) nextID(ctx context.Context) (scanned, error) {
 	if s.ids != nil {
@@ -636,7 +678,7 @@ func (s *indexSource) nextID(ctx context.Context) (scanned, error) {
 			}
 			s.it, s.next = it, s.next+1
 		}
-		_, id, err := s.it.Next(ctx)
+		entry, id, err := s.it.Next(ctx)
 		if errors.Is(err, io.EOF) {
 			s.it = nil
 			continue
@@ -646,6 +688,13 @@ func (s *indexSource) nextID(ctx context.Context) (scanned, error) {
 		}
 		s.st.keysExamined++
 		e := scanned{id: id}
+		if s.p.keyFilter != nil {
+			keep, inside := s.p.keyFilter(entry)
+			if !keep {
+				continue
+			}
+			e.inside = inside
+		}
 		if s.p.covered {
 			e.covered = s.it.Covered()
 		}
@@ -684,13 +733,24 @@ func (s *indexSource) Next(ctx context.Context) (bsoncore.Document, error) {
 			return nil, err
 		}
 		s.st.docsExamined++
-		if found && s.f.Match(doc) {
+		if found && s.match(doc, e.inside) {
 			return doc, nil
 		}
 		if err := s.f.Err(); err != nil {
 			return nil, err
 		}
 	}
+}
+
+// match matches a fetched document; inside says its entry showed it in
+// the plan's geo region, which then holds without parsing the geometry.
+func (s *indexSource) match(doc bsoncore.Document, inside bool) bool {
+	if !inside || s.p.geoKnown == nil {
+		return s.f.Match(doc)
+	}
+	*s.p.geoKnown = true
+	defer func() { *s.p.geoKnown = false }()
+	return s.f.Match(doc)
 }
 
 // reversedIndexSource reads the _id keys of the scan ahead and yields
@@ -719,7 +779,7 @@ func reversedIndexSource(ctx context.Context, s *indexSource) (Source, error) {
 // the winner: every usable index that bounds a predicate or gives the
 // sort, besides the winner's.
 func rejectedPlans(rd storage.Reader, coll string, in Input, winner *Plan) []*Plan {
-	if in.Hint.Type != 0 || winner.idHack || winner.text != nil {
+	if in.Hint.Type != 0 || winner.idHack || winner.text != nil || winner.near != nil {
 		return nil
 	}
 	preds := in.Filter.IndexablePredicates()

@@ -5,7 +5,8 @@
 // layer above can share one definition of "what a MongoDB query means".
 // Errors that reach users are *mongoerr.Error values carrying mongod's
 // codes and messages. MongoDB's value order, numbers, collation, paths and
-// BSON helpers are in query/value; text search's words in query/text.
+// BSON helpers are in query/value; text search's words in query/text;
+// geometries (GeoJSON, legacy pairs, S2 cells) in query/geo.
 //
 // # Files
 //
@@ -14,13 +15,16 @@
 //
 //	filter_*  filter operators: field operators (filter_ops.go, bits in
 //	          filter_ops_bits.go), $regex (filter_regex.go), $expr,
-//	          $jsonSchema, $text, and the predicates a planner can use
+//	          $jsonSchema, $text, the geo operators (filter_geo.go: their
+//	          geometry is query/geo's) and the predicates a planner can use
 //	          (filter_predicates.go)
 //	expr_*    expression operators by family: arith, array, set, object,
 //	          string, regex, date, convert, logic (comparison, boolean,
 //	          conditional, $let), meta ($meta, $rand), and the compiler of
 //	          named arguments (expr_named.go)
-//	stage_*   aggregation stages, one file per stage or family, and what
+//	stage_*   aggregation stages, one file per stage or family ($geoNear
+//	          in stage_geonear.go: the server reads its input nearest
+//	          first through the planner), and what
 //	          stages share: the memory budget and spill files
 //	          (stage_memory.go) and the reading of other collections
 //	          (stage_foreign.go)

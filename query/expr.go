@@ -32,6 +32,11 @@ type Env struct {
 	// textQuery is the filter whose $text the planner bound to a text
 	// index: a pipeline's own $match and $meta: "textScore" use it.
 	textQuery *Filter
+	// geoNear is a $geoNear's near predicate, which $meta:
+	// "geoNearDistance" and "geoNearPoint" measure documents by, and its
+	// distanceMultiplier.
+	geoNear           *NearPredicate
+	geoNearMultiplier float64
 }
 
 // NewEnv evaluates a command's let document (constant expressions that may

@@ -43,7 +43,38 @@ func (m metaExpr) eval(c *evalCtx) (bsoncore.Value, error) {
 		}
 		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(40218), "query requires text score metadata, but it is not available")
 	}
+	if m.kind == "geoNearDistance" || m.kind == "geoNearPoint" {
+		return geoNearMeta(c, m.kind == "geoNearPoint")
+	}
 	return bsoncore.Value{}, nil
+}
+
+// geoNearMeta measures the document against the $geoNear of the
+// pipeline, or the $near of the find: the distance (times
+// distanceMultiplier) or the location it was measured to. The document
+// is measured as it is at this stage, so a stage that dropped the
+// location leaves the metadata missing.
+func geoNearMeta(c *evalCtx, point bool) (bsoncore.Value, error) {
+	if c == nil {
+		return bsoncore.Value{}, nil
+	}
+	np, mult := (*NearPredicate)(nil), 1.0
+	if c.query != nil && c.query.near != nil {
+		np = c.query.near
+	} else if c.env != nil && c.env.geoNear != nil {
+		np, mult = c.env.geoNear, c.env.geoNearMultiplier
+	}
+	if np == nil || c.root.Type != bsoncore.TypeEmbeddedDocument {
+		return bsoncore.Value{}, nil
+	}
+	d, loc, ok := np.Distance(c.root.Data)
+	switch {
+	case !ok:
+		return bsoncore.Value{}, nil
+	case point:
+		return loc, nil
+	}
+	return value.Double(d * mult), nil
 }
 
 // isMetaExpr reports a $meta projection, which exclusion projections allow.

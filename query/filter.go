@@ -23,6 +23,16 @@ type Filter struct {
 	textOrClauses []bsoncore.Document
 	// inTopOr is parse state: a clause of a top-level $or is being parsed.
 	inTopOr bool
+	// near is the filter's $near or $nearSphere, which must be at the
+	// top level (or in a top-level $and).
+	near *NearPredicate
+	// opsDepth is parse state: how many operator documents enclose the
+	// one being parsed ($not and $elemMatch nest them; $near may not be
+	// nested).
+	opsDepth int
+	// noNear is set for a $match stage's filter, which refuses $near and
+	// $nearSphere as a validator does.
+	noNear bool
 	// validator is set while compiling a collection validator, which
 	// refuses what mongod refuses there ($text, $near, $function).
 	validator bool
@@ -294,9 +304,13 @@ func (f *Filter) parsePath(path string, v bsoncore.Value, collect bool) (docExpr
 		}
 		return &pathExpr{parts: parts, node: leafNode{l}}, nil
 	case value.IsOperatorDoc(v) && !isDBRef(v):
+		nearBefore := f.near
 		node, err := f.parseOps(path, v.Data)
 		if err != nil {
 			return nil, err
+		}
+		if f.near != nearBefore && !collect {
+			return nil, nearNotTopLevel()
 		}
 		if collect {
 			f.collectEq(path, v.Data)

@@ -15,6 +15,8 @@ type fieldOp func(f *Filter, path string, arg bsoncore.Value) (opNode, error)
 // parseOps compiles an operator document such as {$gt: 1, $lt: 5}; the
 // operators are ANDed, each independently matching any reached value.
 func (f *Filter) parseOps(path string, ops []byte) (opNode, error) {
+	f.opsDepth++
+	defer func() { f.opsDepth-- }()
 	var out opAnd
 	re, err := parseRegexPair(ops)
 	if err != nil {
@@ -22,6 +24,15 @@ func (f *Filter) parseOps(path string, ops []byte) (opNode, error) {
 	}
 	if re != nil {
 		out = append(out, leafNode{re})
+	}
+	if !f.validator && !f.noNear {
+		near, err := f.parseNearOps(path, ops)
+		if err != nil {
+			return nil, err
+		}
+		if near != nil {
+			out = append(out, near)
+		}
 	}
 	it := value.NewIter(ops)
 	for {
@@ -32,13 +43,13 @@ func (f *Filter) parseOps(path string, ops []byte) (opNode, error) {
 		name := string(k)
 		row, known := fieldOps[name]
 		switch {
-		case f.validator && nearOps[name]:
+		case (f.validator || f.noNear) && nearOps[name]:
 			return nil, nearNotAllowed()
 		case !known:
 			return nil, mongoerr.New(mongoerr.BadValue, "unknown operator: %s", name)
 		case row.refuse != nil:
 			return nil, row.refuse(name)
-		case row.parse == nil: // $regex and $options, read as a pair above
+		case row.parse == nil: // $regex and $options, $near and its bounds: read above
 			continue
 		}
 		n, err := row.parse(f, path, v)

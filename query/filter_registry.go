@@ -74,13 +74,19 @@ var filterOpTable = [][]filterOpEntry{
 		{name: "$bitsAnyClear", parse: bitsParser(false, false)},
 		{name: "$bitsAnySet", parse: bitsParser(false, true)},
 	},
-	{ // refused: geospatial, and $text in a field
-		{name: "$geoIntersects", refuse: notSupportedYet},
-		{name: "$geoWithin", refuse: notSupportedYet},
-		{name: "$near", refuse: notSupportedYet},
-		{name: "$nearSphere", refuse: notSupportedYet},
+	{ // geospatial ($within is $geoWithin's old name)
+		{name: "$geoIntersects", parse: parseGeoIntersects},
+		{name: "$geoWithin", parse: parseGeoWithin},
+		{name: "$within", parse: parseGeoWithin},
+	},
+	{ // geo near: parseOps reads the group (parseNearOps)
+		{name: "$maxDistance"},
+		{name: "$minDistance"},
+		{name: "$near"},
+		{name: "$nearSphere"},
+	},
+	{ // refused: $text in a field
 		{name: "$text", refuse: notSupportedYet},
-		{name: "$within", refuse: notSupportedYet},
 	},
 }
 

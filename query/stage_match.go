@@ -22,9 +22,13 @@ func compileMatchStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 	if spec.Type != bsoncore.TypeEmbeddedDocument {
 		return nil, mongoerr.New(mongoerr.Code(15959), "the match filter must be an expression in an object")
 	}
-	f, err := CompileFilterEnv(spec.Data, pc.env)
+	// $near needs the order a plan gives: a stage's filter refuses it,
+	// as mongod's does ($geoNear is the stage for it).
+	f := &Filter{env: pc.env, noNear: true}
+	root, err := f.parseDoc(spec.Data, true)
 	if err != nil {
 		return nil, err
 	}
+	f.root = root
 	return func(in Stream) Stream { return matching(in, f) }, nil
 }

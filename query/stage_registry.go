@@ -52,8 +52,10 @@ var stageTable = [][]stageEntry{
 		{name: "$listLocalSessions", compile: compileListSessionsStage("$listLocalSessions"), flags: stageFirst},
 		{name: "$listSessions", compile: compileListSessionsStage("$listSessions"), flags: stageFirst},
 	},
-	{ // unsupported: geospatial and search indexes
-		{name: "$geoNear", flags: stageUnsupported | stageNamedInUpdate},
+	{ // geospatial: the server reads the collection nearest first
+		{name: "$geoNear", compile: compileGeoNearStage, flags: stageNotInFacet},
+	},
+	{ // unsupported: search indexes
 		{name: "$listSearchIndexes", flags: stageUnsupported | stageSearch},
 		{name: "$search", flags: stageUnsupported | stageSearch},
 		{name: "$searchMeta", flags: stageUnsupported | stageSearch},
@@ -92,10 +94,6 @@ const (
 	stageNotInFacet
 	// stageUnsupported: MongoDB has the stage, DumboDB refuses it.
 	stageUnsupported
-	// stageNamedInUpdate: an unsupported stage an update pipeline refuses
-	// as a stage not allowed there, as it does the supported ones, rather
-	// than as an unknown one.
-	stageNamedInUpdate
 	// stageSearch: an Atlas Search stage, which a community mongod
 	// refuses with SearchNotEnabled, as DumboDB does.
 	stageSearch

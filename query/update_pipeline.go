@@ -26,7 +26,7 @@ func compileUpdatePipeline(arr []byte, env *Env) (*Update, error) {
 		spec, _ := value.LookupField(v.Data, name)
 		row, ok := stages[name]
 		if !ok || row.transform == nil {
-			if ok && (!row.has(stageUnsupported) || row.has(stageNamedInUpdate)) {
+			if ok && !row.has(stageUnsupported) {
 				return nil, mongoerr.New(mongoerr.InvalidOptions, "%s is not allowed to be used within an update", name)
 			}
 			return nil, mongoerr.New(mongoerr.Code(40324), "Unrecognized pipeline stage name: '%s'", name)

@@ -138,6 +138,9 @@ func (r *request) aggregateSource(a *aggregateArgs) (docSource, string, bsoncore
 		if err := onView(snap, a); err != nil {
 			return nil, "", nil, err
 		}
+		if err := withGeoNearKey(snap, a); err != nil {
+			return nil, "", nil, err
+		}
 	}
 	env, err := r.collEnv(a.coll, a.collation, a.let)
 	if err != nil {
@@ -162,6 +165,11 @@ func (r *request) aggregateSource(a *aggregateArgs) (docSource, string, bsoncore
 	if !a.collectionless {
 		if lead, err = planLeadingMatch(snap, a, env); err != nil {
 			return nil, "", nil, err
+		}
+		if lead == nil {
+			if lead, err = planLeadingGeoNear(snap, a, env); err != nil {
+				return nil, "", nil, err
+			}
 		}
 	}
 	if a.explain {

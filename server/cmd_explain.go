@@ -14,6 +14,9 @@ import (
 type explained struct {
 	coll             string
 	commandForReport bsoncore.Document
+	// geoNear is the leading $geoNear stage of an explained aggregate,
+	// which is read as its near query (geonear.go).
+	geoNear bsoncore.Document
 	plan.Explained
 }
 
@@ -87,6 +90,9 @@ func explainTarget(cmd bsoncore.Document) (*explained, error) {
 		arr, _ := cmd.Lookup("pipeline").ArrayOK()
 		stage, _ := firstDoc(arr).DocumentOK()
 		ex.Filter, _ = bsoncore.Document(stage).Lookup("$match").DocumentOK()
+		if value.FirstKey(stage) == "$geoNear" {
+			ex.geoNear = stage
+		}
 	default:
 		return nil, mongoerr.New(mongoerr.CommandNotFound, "Explain failed due to unknown command: %s", first.Key())
 	}
@@ -107,7 +113,7 @@ func (r *request) explain(ex *explained, verbosity string) (bsoncore.Document, e
 	if err != nil {
 		return nil, err
 	}
-	f, err := query.CompileFilterEnv(orEmpty(ex.Filter), env)
+	f, err := r.explainedFilter(ex, env)
 	if err != nil {
 		return nil, err
 	}
@@ -129,4 +135,26 @@ func (r *request) explain(ex *explained, verbosity string) (bsoncore.Document, e
 		AppendDocument("serverInfo", bsoncore.NewDocumentBuilder().AppendString("host", "localhost").
 			AppendString("version", mongoVersion).Build()).
 		AppendDouble("ok", 1).Build(), nil
+}
+
+// explainedFilter compiles the explained query: the filter, or a leading
+// $geoNear's near query (its key found as the aggregate finds it).
+func (r *request) explainedFilter(ex *explained, env *query.Env) (*query.Filter, error) {
+	if ex.geoNear == nil {
+		return query.CompileFilterEnv(orEmpty(ex.Filter), env)
+	}
+	snap, err := r.snapshot()
+	if err != nil {
+		return nil, err
+	}
+	a := &aggregateArgs{coll: ex.coll, pipeline: stagesArray([]bsoncore.Document{ex.geoNear})}
+	if err := withGeoNearKey(snap, a); err != nil {
+		return nil, err
+	}
+	g, err := query.ParseGeoNear(pipelineStages(a.pipeline)[0].Lookup("$geoNear"))
+	if err != nil {
+		return nil, err
+	}
+	ex.Filter = geoNearQuery(ex.geoNear)
+	return g.Filter(env)
 }

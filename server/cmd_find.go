@@ -140,7 +140,11 @@ func (r *request) findSource(coll string, a *findArgs) (docSource, error) {
 	if err != nil {
 		return nil, err
 	}
-	p, err := plan.Query(snap, coll, plan.Input{Filter: f, Sort: a.sort, Hint: a.hint})
+	want := int64(0) // how many documents the find returns, to size a $near's rings
+	if a.limit > 0 {
+		want = a.skip + a.limit
+	}
+	p, err := plan.Query(snap, coll, plan.Input{Filter: f, Sort: a.sort, Hint: a.hint, Want: want})
 	if err != nil {
 		return nil, err
 	}

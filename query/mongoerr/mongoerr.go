@@ -118,6 +118,14 @@ const (
 	Location15974                Code = 15974 // bad sort value
 	Location15973                Code = 15973 // sort key must be a number or $meta
 	Location17276                Code = 17276 // $in needs an array ($nin too)
+	// Geo.
+	Location16755 Code = 16755 // Can't extract geo keys (a 2dsphere or 2d key of a bad geometry)
+	Location13027 Code = 13027 // a point outside a 2d index's [min, max)
+	Location16605 Code = 16605 // $geoNear without near
+	Location16606 Code = 16606 // $geoNear without a string distanceField
+	Location16607 Code = 16607 // $geoNear includeLocs not a string
+	Location40227 Code = 40227 // $geoNear with its own collation
+	Location40603 Code = 40603 // $geoNear not the first stage
 )
 
 var names = map[Code]string{
