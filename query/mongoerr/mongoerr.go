@@ -212,6 +212,7 @@ var names = map[Code]string{
 	ChangeStreamHistoryLost:        "ChangeStreamHistoryLost",
 
 	// declared below, with the codes of their topic
+	JSInterpreterFailure:                     "JSInterpreterFailure",
 	EmptyFieldName:                           "EmptyFieldName",
 	QueryExceededMemoryLimitNoDiskUseAllowed: "QueryExceededMemoryLimitNoDiskUseAllowed",
 }
@@ -291,6 +292,16 @@ const (
 	Location4568                             Code = 4568    // $lookup's matches for one document
 	Location40099                            Code = 40099   // $graphLookup's search
 	Location4031700                          Code = 4031700 // $facet's output document
+)
+
+// Codes of server-side JavaScript ($where, $function, $accumulator,
+// mapReduce).
+const (
+	JSInterpreterFailure Code = 139
+	Location6108304      Code = 6108304 // $where without a script engine (--noscripting)
+	Location31264        Code = 31264   // $function or $accumulator without a script engine
+	Location31246        Code = 31246   // mapReduce's emit without a script engine
+	Location31241        Code = 31241   // mapReduce's reduce without a script engine
 )
 
 // SearchNotEnabled is a community mongod's answer to the Atlas Search

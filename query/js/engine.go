@@ -1,0 +1,248 @@
+package js
+
+import (
+	"sync"
+	"time"
+
+	"github.com/dop251/goja"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"dumbodb/query/mongoerr"
+)
+
+// Config is what a server sets about its JavaScript.
+type Config struct {
+	// Disabled is mongod's --noscripting: every JavaScript operator and
+	// mapReduce is refused.
+	Disabled bool
+	// Timeout bounds one call (mongod's
+	// internalQueryJavaScriptFnTimeoutMillis); 0 is DefaultTimeout.
+	Timeout time.Duration
+	// HeapLimit bounds the heap one call may grow by, in bytes (mongod's
+	// internalQueryJavaScriptHeapSizeLimitMB); 0 is DefaultHeapLimit.
+	HeapLimit int64
+	// MaxValueBytes bounds a value leaving the engine (a result, an
+	// accumulator's state, an emitted pair); 0 is DefaultMaxValueBytes.
+	MaxValueBytes int
+}
+
+// The defaults are mongod's.
+const (
+	DefaultTimeout       = 60 * time.Second
+	DefaultHeapLimit     = 100 << 20
+	DefaultMaxValueBytes = 16*1024*1024 + 16*1024 // BSONObjMaxInternalSize
+)
+
+// Engine runs JavaScript for one server: a pool of runtimes, the limits
+// and the heap watch. It is safe for concurrent use.
+type Engine struct {
+	cfg   Config
+	pool  sync.Pool
+	watch heapWatch
+}
+
+// New is an Engine with cfg's limits.
+func New(cfg Config) *Engine {
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = DefaultTimeout
+	}
+	if cfg.HeapLimit <= 0 {
+		cfg.HeapLimit = DefaultHeapLimit
+	}
+	if cfg.MaxValueBytes <= 0 {
+		cfg.MaxValueBytes = DefaultMaxValueBytes
+	}
+	e := &Engine{cfg: cfg}
+	e.pool.New = func() any { return newRuntime() }
+	return e
+}
+
+var defaultEngine = New(Config{})
+
+// Default is the engine of callers that have no server: enabled, with
+// mongod's limits.
+func Default() *Engine { return defaultEngine }
+
+// Enabled reports whether scripting is on (no --noscripting).
+func (e *Engine) Enabled() bool { return e != nil && !e.cfg.Disabled }
+
+// Config is the engine's configuration with the defaults filled in.
+func (e *Engine) Config() Config { return e.cfg }
+
+// Session holds one runtime for a run of calls that share globals (a
+// mapReduce with its scope and emit). Release returns the runtime.
+type Session struct {
+	e  *Engine
+	rt *runtime
+}
+
+// Acquire takes a runtime from the pool.
+func (e *Engine) Acquire() *Session {
+	return &Session{e: e, rt: e.pool.Get().(*runtime)}
+}
+
+// Release gives the runtime back, with the globals the session set left
+// as they are but emit unset.
+func (s *Session) Release() {
+	s.rt.emit = nil
+	s.e.pool.Put(s.rt)
+	s.rt = nil
+}
+
+// SetGlobal binds name to v (converted from BSON) for the session's calls.
+func (s *Session) SetGlobal(name string, v bsoncore.Value) error {
+	jv, err := s.rt.toJS(v)
+	if err != nil {
+		return err
+	}
+	return s.rt.vm.Set(name, jv)
+}
+
+// SetGlobalDoc binds name to a document.
+func (s *Session) SetGlobalDoc(name string, doc bsoncore.Document) error {
+	return s.SetGlobal(name, bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: doc})
+}
+
+// OnEmit sets what emit(key, value) does during the session's calls.
+func (s *Session) OnEmit(fn func(key, val bsoncore.Value) error) {
+	s.rt.emit = func(k, v goja.Value) error {
+		kb, err := s.rt.fromJS(k, s.e.cfg.MaxValueBytes)
+		if err != nil {
+			return err
+		}
+		vb, err := s.rt.fromJS(v, s.e.cfg.MaxValueBytes)
+		if err != nil {
+			return err
+		}
+		return fn(kb, vb)
+	}
+}
+
+// Call runs f with this bound to this (a document; Type 0: the global
+// object) and args, and converts what it returns to BSON (undefined is
+// null). When this is a document it is also the global obj, as mongod
+// binds it for $where.
+func (s *Session) Call(f *Func, this bsoncore.Value, args ...bsoncore.Value) (bsoncore.Value, error) {
+	rt := s.rt
+	out, err := s.e.bounded(rt, func() (goja.Value, error) {
+		fn, err := rt.function(f)
+		if err != nil {
+			return nil, err
+		}
+		thisV := goja.Value(goja.Undefined())
+		if this.Type != 0 {
+			if thisV, err = rt.toJS(this); err != nil {
+				return nil, err
+			}
+			if err := rt.vm.Set("obj", thisV); err != nil {
+				return nil, err
+			}
+		}
+		jsArgs := make([]goja.Value, len(args))
+		for i, a := range args {
+			if jsArgs[i], err = rt.toJS(a); err != nil {
+				return nil, err
+			}
+		}
+		return fn(thisV, jsArgs...)
+	})
+	if err != nil {
+		return bsoncore.Value{}, err
+	}
+	if goja.IsUndefined(out) {
+		return bsoncore.Value{Type: bsoncore.TypeNull}, nil
+	}
+	return rt.fromJS(out, s.e.cfg.MaxValueBytes)
+}
+
+// CallBool is Call for a predicate ($where): the result's truthiness, as
+// JavaScript has it.
+func (s *Session) CallBool(f *Func, this bsoncore.Value) (bool, error) {
+	rt := s.rt
+	out, err := s.e.bounded(rt, func() (goja.Value, error) {
+		fn, err := rt.function(f)
+		if err != nil {
+			return nil, err
+		}
+		thisV, err := rt.toJS(this)
+		if err != nil {
+			return nil, err
+		}
+		if err := rt.vm.Set("obj", thisV); err != nil {
+			return nil, err
+		}
+		return fn(thisV)
+	})
+	if err != nil {
+		return false, err
+	}
+	return out.ToBoolean(), nil
+}
+
+// Call runs one call in a runtime of the pool (see Session.Call).
+func (e *Engine) Call(f *Func, this bsoncore.Value, args ...bsoncore.Value) (bsoncore.Value, error) {
+	s := e.Acquire()
+	defer s.Release()
+	return s.Call(f, this, args...)
+}
+
+// CallBool runs one predicate in a runtime of the pool.
+func (e *Engine) CallBool(f *Func, this bsoncore.Value) (bool, error) {
+	s := e.Acquire()
+	defer s.Release()
+	return s.CallBool(f, this)
+}
+
+// bounded runs fn in rt under the time and heap bounds, and maps what
+// it throws to mongod's errors.
+func (e *Engine) bounded(rt *runtime, fn func() (goja.Value, error)) (v goja.Value, err error) {
+	if e.cfg.Disabled {
+		return nil, mongoerr.New(mongoerr.JSInterpreterFailure, "%s", disabledMsg)
+	}
+	g := &callGuard{vm: rt.vm}
+	timer := time.AfterFunc(e.cfg.Timeout, func() { g.interrupt(errTimeout) })
+	stop := e.watch.start(g, e.cfg.HeapLimit)
+	defer func() {
+		timer.Stop()
+		stop()
+		g.end()
+		if r := recover(); r != nil {
+			err = mongoerr.New(mongoerr.JSInterpreterFailure, "%v", r)
+		}
+	}()
+	v, err = fn()
+	if err != nil {
+		return nil, mapError(err)
+	}
+	return v, nil
+}
+
+// callGuard lets the timer and the heap watch interrupt a call only
+// while it runs: an interrupt arriving after the call ended would stop
+// the runtime's next call, from another command.
+type callGuard struct {
+	mu   sync.Mutex
+	vm   *goja.Runtime
+	done bool
+}
+
+func (g *callGuard) interrupt(why interruption) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.done {
+		g.vm.Interrupt(why)
+	}
+}
+
+// end marks the call over and clears an interrupt that came too late to
+// stop it.
+func (g *callGuard) end() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.done = true
+	g.vm.ClearInterrupt()
+}
+
+// disabledMsg is what a disabled engine answers if a call reaches it
+// (the query layer refuses sooner, with each operator's own error).
+const disabledMsg = "JavaScript execution is disabled"
