@@ -6,6 +6,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"dumbodb/query/js"
 	"dumbodb/query/mongoerr"
 	"dumbodb/query/value"
 )
@@ -32,12 +33,15 @@ type Env struct {
 	// textQuery is the filter whose $text the planner bound to a text
 	// index: a pipeline's own $match and $meta: "textScore" use it.
 	textQuery *Filter
+	// JS runs $where, $function and $accumulator (NewEnv: js.Default; a
+	// server sets its own, disabled by --noscripting; nil: disabled).
+	JS *js.Engine
 }
 
 // NewEnv evaluates a command's let document (constant expressions that may
 // use $$NOW) and binds a collation; both may be nil.
 func NewEnv(coll *value.Collation, let bsoncore.Document) (*Env, error) {
-	e := &Env{Collation: coll, vars: map[string]bsoncore.Value{}}
+	e := &Env{Collation: coll, vars: map[string]bsoncore.Value{}, JS: js.Default()}
 	e.now = bsoncore.Value{Type: bsoncore.TypeDateTime, Data: bsoncore.AppendDateTime(nil, time.Now().UnixMilli())}
 	it := value.NewIter(let)
 	for {
@@ -62,6 +66,15 @@ func NewEnv(coll *value.Collation, let bsoncore.Document) (*Env, error) {
 		}
 		e.vars[name] = val
 	}
+}
+
+// scripts is the engine of the env's JavaScript, nil when scripting is
+// disabled.
+func (e *Env) scripts() *js.Engine {
+	if e == nil || !e.JS.Enabled() {
+		return nil
+	}
+	return e.JS
 }
 
 func (e *Env) coll() *value.Collation {
@@ -382,8 +395,6 @@ func compileOperator(doc []byte, s *compileScope) (Expr, error) {
 		return nil, mongoerr.New(mongoerr.InvalidPipelineOperator, "Unrecognized expression '%s'", name)
 	case op.js && s.inValidator():
 		return nil, mongoerr.New(mongoerr.Code(4660800), "%s cannot be used inside a validator.", name)
-	case op.js:
-		return nil, jsNotSupported(name)
 	case op.compile != nil:
 		return op.compile(name, arg, s)
 	}

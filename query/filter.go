@@ -26,6 +26,9 @@ type Filter struct {
 	// validator is set while compiling a collection validator, which
 	// refuses what mongod refuses there ($text, $near, $function).
 	validator bool
+	// allowWhere is set for a command's own query, the one place mongod
+	// runs $where (filter_where.go).
+	allowWhere bool
 }
 
 // EqualityField is a path pinned to a value by an equality predicate.

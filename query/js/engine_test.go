@@ -83,7 +83,7 @@ func TestErrors(t *testing.T) {
 	}{
 		{`throw "boom"`, mongoerr.JSInterpreterFailure, "uncaught exception: boom"},
 		{`throw {a: 1}`, mongoerr.JSInterpreterFailure, `uncaught exception: {"a":1}`},
-		{`function() { throw new Error("bad") }`, mongoerr.JSInterpreterFailure, "Error: bad :\n@:1:21\n"},
+		{`function() { throw new Error("bad") }`, mongoerr.JSInterpreterFailure, "Error: bad :\n@:1:21"},
 		{`function() { return nope }`, mongoerr.JSInterpreterFailure, "ReferenceError: nope is not defined"},
 		{`function( {`, mongoerr.JSInterpreterFailure, "SyntaxError: "},
 		{`function f() { return f() }`, mongoerr.JSInterpreterFailure, "InternalError: too much recursion"},

@@ -45,7 +45,7 @@ func mapError(err error) error {
 	}
 	var so *goja.StackOverflowError
 	if errors.As(err, &so) {
-		return mongoerr.New(mongoerr.JSInterpreterFailure, "InternalError: too much recursion :\n%s", stack(so.Stack()))
+		return mongoerr.New(mongoerr.JSInterpreterFailure, "InternalError: too much recursion")
 	}
 	var ex *goja.Exception
 	if errors.As(err, &ex) {
@@ -67,7 +67,7 @@ func exceptionMsg(ex *goja.Exception) string {
 	if !ok || o.ClassName() != "Error" {
 		return "uncaught exception: " + valueString(v)
 	}
-	return v.String() + " :\n" + stack(ex.Stack())
+	return v.String() + " :\n" + strings.TrimSuffix(stack(ex.Stack()), "\n")
 }
 
 // valueString is a thrown value as the shell prints it.

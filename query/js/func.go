@@ -23,18 +23,34 @@ func (f *Func) Source() string { return f.src }
 // semicolon) is what the function returns, so that $where: "this.a > 1"
 // is a predicate.
 func Compile(code string) (*Func, error) {
+	return compile(code, functionSource(code))
+}
+
+// CompileFold compiles an accumulate function (state, ...args) into a
+// function (state, calls) folding it over an array of argument arrays,
+// so that a batch of documents costs one call into the engine.
+func CompileFold(code string) (*Func, error) {
+	src := "(function() { var f = " + functionSource(code) + ";\n" +
+		"return function(state, calls) { for (var i = 0; i < calls.length; i++) { state = f.apply(null, [state].concat(calls[i])); } return state; }; })()"
+	return compile(code, src)
+}
+
+// functionSource is a JavaScript expression whose value is the function
+// code stands for.
+func functionSource(code string) string {
 	t := strings.TrimSpace(code)
 	if isFunctionExpr(t) {
-		return compile(code, "("+t+"\n)")
+		return "(" + t + "\n)"
 	}
 	if !strings.Contains(t, "\n") && !strings.Contains(t, "return") &&
 		(!strings.Contains(t, ";") || strings.Index(t, ";") == len(t)-1) {
 		// an expression, unless it does not parse as one (a statement)
-		if f, err := compile(code, "(function() { return "+strings.TrimSuffix(t, ";")+"\n})"); err == nil {
-			return f, nil
+		src := "(function() { return " + strings.TrimSuffix(t, ";") + "\n})"
+		if _, err := goja.Compile("", src, false); err == nil {
+			return src
 		}
 	}
-	return compile(code, "(function() {\n"+t+"\n})")
+	return "(function() {\n" + t + "\n})"
 }
 
 func compile(code, src string) (*Func, error) {

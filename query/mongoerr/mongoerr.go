@@ -302,6 +302,30 @@ const (
 	Location31264        Code = 31264   // $function or $accumulator without a script engine
 	Location31246        Code = 31246   // mapReduce's emit without a script engine
 	Location31241        Code = 31241   // mapReduce's reduce without a script engine
+	// $function's arguments
+	Location31260 Code = 31260 // not an object
+	Location31261 Code = 31261 // no body
+	Location31262 Code = 31262 // body neither string nor code
+	Location31263 Code = 31263 // no args
+	Location31266 Code = 31266 // args not an array
+	Location31418 Code = 31418 // no lang
+	Location31419 Code = 31419 // lang not "js"
+	Location31422 Code = 31422 // _internalSetObjToThis with other than one argument
+	Location31432 Code = 31432 // body not a constant
+	// $accumulator's arguments
+	Location4544701 Code = 4544701 // a function not constant
+	Location4544702 Code = 4544702 // a function neither string nor code
+	Location4544703 Code = 4544703 // not an object
+	Location4544704 Code = 4544704 // lang not a string
+	Location4544705 Code = 4544705 // lang not "js"
+	Location4544706 Code = 4544706 // an unexpected field
+	Location4544707 Code = 4544707 // no init
+	Location4544708 Code = 4544708 // no accumulate
+	Location4544709 Code = 4544709 // no merge
+	Location4544710 Code = 4544710 // no accumulateArgs
+	Location4544711 Code = 4544711 // initArgs not an array
+	Location4544712 Code = 4544712 // accumulateArgs not an array
+	Location4545000 Code = 4545000 // one document's arguments past the BSON limit
 )
 
 // SearchNotEnabled is a community mongod's answer to the Atlas Search
