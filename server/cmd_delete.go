@@ -54,7 +54,7 @@ func (r *request) parseDeleteStatement(v bsoncore.Value, let bsoncore.Document) 
 	if err != nil {
 		return nil, err
 	}
-	st.filter, err = query.CompileFilterEnv(q, env)
+	st.filter, err = query.CompileQueryFilter(q, env)
 	return st, err
 }
 

@@ -107,7 +107,7 @@ func (r *request) explain(ex *explained, verbosity string) (bsoncore.Document, e
 	if err != nil {
 		return nil, err
 	}
-	f, err := query.CompileFilterEnv(orEmpty(ex.Filter), env)
+	f, err := query.CompileQueryFilter(orEmpty(ex.Filter), env)
 	if err != nil {
 		return nil, err
 	}

@@ -60,7 +60,7 @@ func (r *request) parseUpdateStatement(v bsoncore.Value, let bsoncore.Document) 
 	if err != nil {
 		return nil, err
 	}
-	if st.filter, err = query.CompileFilterEnv(q, env); err != nil {
+	if st.filter, err = query.CompileQueryFilter(q, env); err != nil {
 		return nil, err
 	}
 	afs, err := arrayFilterDocs(arrayFilters)

@@ -377,7 +377,7 @@ func (r *request) collEnv(coll string, collation, let bsoncore.Document) (*query
 	if collation == nil {
 		collation = r.defaultCollation(coll)
 	}
-	return queryEnv(collation, let)
+	return r.queryEnv(collation, let)
 }
 
 // defaultCollation is the collation coll was created with (nil: simple,
@@ -396,8 +396,8 @@ func (r *request) defaultCollation(coll string) bsoncore.Document {
 }
 
 // queryEnv builds the query environment of a command from its collation
-// and let documents (either may be nil).
-func queryEnv(collation, let bsoncore.Document) (*query.Env, error) {
+// and let documents (either may be nil), with the server's JavaScript.
+func (r *request) queryEnv(collation, let bsoncore.Document) (*query.Env, error) {
 	var coll *value.Collation
 	if collation != nil {
 		var err error
@@ -405,7 +405,12 @@ func queryEnv(collation, let bsoncore.Document) (*query.Env, error) {
 			return nil, err
 		}
 	}
-	return query.NewEnv(coll, let)
+	env, err := query.NewEnv(coll, let)
+	if err != nil {
+		return nil, err
+	}
+	env.JS = r.c.s.js
+	return env, nil
 }
 
 // checkHint validates a write or aggregate command's hint against the

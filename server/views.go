@@ -271,7 +271,7 @@ func (r *request) refuseView(coll string) error {
 // viewStream runs a resolved view over its collection, for the stages
 // that read other collections ($lookup, $unionWith).
 func (r *request) viewStream(snap *storage.Snapshot, rv resolvedView) (query.Stream, error) {
-	env, err := queryEnv(rv.collation, nil)
+	env, err := r.queryEnv(rv.collation, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -424,7 +424,7 @@ func (r *request) distinctOnView(coll, key string, filter, collation bsoncore.Do
 	if err != nil {
 		return nil, err
 	}
-	env, err := queryEnv(collation, nil)
+	env, err := r.queryEnv(collation, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -302,6 +302,7 @@ const (
 	Location31264        Code = 31264   // $function or $accumulator without a script engine
 	Location31246        Code = 31246   // mapReduce's emit without a script engine
 	Location31241        Code = 31241   // mapReduce's reduce without a script engine
+	Location31292        Code = 31292   // mapReduce's emits past internalQueryMaxJsEmitBytes
 	// $function's arguments
 	Location31260 Code = 31260 // not an object
 	Location31261 Code = 31261 // no body

@@ -1,0 +1,450 @@
+package server
+
+import (
+	"errors"
+	"io"
+	"sort"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"dumbodb/query"
+	"dumbodb/query/js"
+	"dumbodb/query/mongoerr"
+	"dumbodb/query/value"
+	"dumbodb/storage"
+)
+
+// mapReduce: the documents of query (sorted, limited) go through map,
+// whose emit(key, value) calls are grouped by key; each key's values go
+// through reduce (not for a key with one value, as mongod documents),
+// then finalize. The results are {_id: key, value} documents, returned
+// inline or written as an aggregation's $out or $merge writes them, so
+// that validation, bypassDocumentValidation, authorization and the write
+// path are the aggregate command's. All JavaScript runs in one session of
+// the server's engine, with scope's variables as globals.
+
+// mapReduceArgs are the command's fields.
+type mapReduceArgs struct {
+	coll                          string
+	mapFn, reduceFn, finalize     *js.Func
+	out                           mrOut
+	query, sort, scope, collation bsoncore.Document
+	limit                         int64
+	bypass                        bool
+}
+
+// mrOut is where the results go: inline, or a collection with an action.
+type mrOut struct {
+	inline     bool
+	action     string // "replace", "merge" or "reduce"
+	db, coll   string
+	dbExplicit bool // the reply names the database too
+}
+
+// maxEmitBytes bounds what one mapReduce's emits hold (mongod's
+// internalQueryMaxJsEmitBytes).
+const maxEmitBytes = 100 << 20
+
+func cmdMapReduce(r *request) (bsoncore.Document, error) {
+	a, err := r.parseMapReduce()
+	if err != nil {
+		return nil, err
+	}
+	docs, err := r.mapReduceInput(a)
+	if err != nil {
+		return nil, err
+	}
+	if !r.c.s.js.Enabled() && len(docs) > 0 {
+		// mongod's emit, which runs map, is where --noscripting refuses
+		return nil, mongoerr.New(mongoerr.Location31246, "Cannot run server-side javascript without the javascript engine enabled")
+	}
+	env, err := r.collEnv(a.coll, a.collation, nil)
+	if err != nil {
+		return nil, err
+	}
+	s := r.c.s.js.Acquire()
+	defer s.Release()
+	for _, k := range docKeys(a.scope) {
+		if err := s.SetGlobal(k, a.scope.Lookup(k)); err != nil {
+			return nil, err
+		}
+	}
+	groups, err := runMap(r, s, a, docs, env.Collation)
+	if err != nil {
+		return nil, err
+	}
+	results, err := reduceGroups(r, s, a, groups)
+	if err != nil {
+		return nil, err
+	}
+	if a.out.inline {
+		arr := bsoncore.NewArrayBuilder()
+		for _, d := range results {
+			arr.AppendDocument(d)
+		}
+		return bsoncore.NewDocumentBuilder().AppendArray("results", arr.Build()).AppendDouble("ok", 1).Build(), nil
+	}
+	if err := r.writeMapReduce(s, a, results); err != nil {
+		return nil, err
+	}
+	reply := bsoncore.NewDocumentBuilder()
+	if a.out.dbExplicit {
+		reply.AppendDocument("result", bsoncore.NewDocumentBuilder().
+			AppendString("db", a.out.db).AppendString("collection", a.out.coll).Build())
+	} else {
+		reply.AppendString("result", a.out.coll)
+	}
+	return reply.AppendDouble("ok", 1).Build(), nil
+}
+
+func (r *request) parseMapReduce() (*mapReduceArgs, error) {
+	a := &mapReduceArgs{}
+	coll, err := r.collectionArg()
+	if err != nil {
+		return nil, err
+	}
+	a.coll = coll
+	var outV bsoncore.Value
+	err = r.parseArgs(map[string]fieldHandler{
+		"map":                      r.codeArg("map", &a.mapFn),
+		"reduce":                   r.codeArg("reduce", &a.reduceFn),
+		"finalize":                 r.optCodeArg("finalize", &a.finalize),
+		"out":                      func(v bsoncore.Value) error { outV = v; return nil },
+		"query":                    r.optDocArg("query", &a.query),
+		"sort":                     r.optDocArg("sort", &a.sort),
+		"scope":                    r.optDocArg("scope", &a.scope),
+		"collation":                r.optDocArg("collation", &a.collation),
+		"limit":                    r.nonNegativeArg("limit", &a.limit),
+		"bypassDocumentValidation": r.boolArg("bypassDocumentValidation", &a.bypass),
+		// Ignored on purpose, as mongod 8 ignores them: jsMode chose an
+		// execution strategy mongod no longer has; verbose shapes only
+		// explain output. Neither changes a result.
+		"jsMode":  r.boolArg("jsMode", new(bool)),
+		"verbose": r.boolArg("verbose", new(bool)),
+	})
+	if err != nil {
+		return nil, err
+	}
+	for field, missing := range map[string]bool{"map": a.mapFn == nil, "reduce": a.reduceFn == nil, "out": outV.Type == 0} {
+		if missing {
+			return nil, mongoerr.New(mongoerr.Code(40414), "BSON field 'mapReduce.%s' is missing but a required field", field)
+		}
+	}
+	if a.out, err = r.parseMROut(outV); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// codeArg compiles a function given as code or a string.
+func (r *request) codeArg(field string, dst **js.Func) fieldHandler {
+	return func(v bsoncore.Value) error {
+		var src string
+		switch v.Type {
+		case bsoncore.TypeJavaScript:
+			src = v.JavaScript()
+		case bsoncore.TypeString:
+			src = v.StringValue()
+		case bsoncore.TypeCodeWithScope:
+			src, _ = v.CodeWithScope()
+		default:
+			return typeMismatch(r.name, field, v, "javascript")
+		}
+		f, err := js.Compile(src)
+		if err != nil {
+			return err
+		}
+		*dst = f
+		return nil
+	}
+}
+
+func (r *request) optCodeArg(field string, dst **js.Func) fieldHandler {
+	return func(v bsoncore.Value) error {
+		if v.Type == bsoncore.TypeNull || v.Type == bsoncore.TypeUndefined {
+			return nil
+		}
+		return r.codeArg(field, dst)(v)
+	}
+}
+
+// parseMROut reads out: a collection name (replace), {inline: 1}, or
+// {replace|merge|reduce: coll, db: name}.
+func (r *request) parseMROut(v bsoncore.Value) (mrOut, error) {
+	o := mrOut{db: r.db, action: "replace"}
+	switch v.Type {
+	case bsoncore.TypeString:
+		o.coll = v.StringValue()
+		return o, checkMROutColl(o.coll)
+	case bsoncore.TypeEmbeddedDocument:
+	default:
+		return o, typeMismatch(r.name, "out", v, "[string, object]")
+	}
+	actions := 0
+	it := value.NewIter(v.Data)
+	for {
+		k, e, ok := it.Next()
+		if !ok {
+			break
+		}
+		switch key := string(k); key {
+		case "inline":
+			o.inline = true
+			actions++
+		case "replace", "merge", "reduce":
+			s, ok := e.StringValueOK()
+			if !ok {
+				return o, typeMismatch(r.name, "out."+key, e, "string")
+			}
+			o.action, o.coll = key, s
+			actions++
+		case "db":
+			s, ok := e.StringValueOK()
+			if !ok {
+				return o, typeMismatch(r.name, "out.db", e, "string")
+			}
+			o.db, o.dbExplicit = s, true
+		case "sharded", "nonAtomic":
+			return o, mongoerr.New(mongoerr.NotImplemented, "mapReduce's out.%s is not supported by DumboDB", key)
+		default:
+			return o, unknownField("out", key)
+		}
+	}
+	if actions != 1 {
+		return o, mongoerr.New(mongoerr.Code(13522), "'out' requires exactly one of 'inline', 'replace', 'merge' or 'reduce'")
+	}
+	if o.inline {
+		return o, nil
+	}
+	return o, checkMROutColl(o.coll)
+}
+
+func checkMROutColl(coll string) error {
+	if coll == "" {
+		return mongoerr.New(mongoerr.InvalidNamespace, "Invalid mapReduce output collection name: ''")
+	}
+	return nil
+}
+
+// mapReduceInput reads query's documents, sorted and limited, through the
+// aggregate path (so views, collations and indexes work as for a $match).
+func (r *request) mapReduceInput(a *mapReduceArgs) ([]bsoncore.Document, error) {
+	var stages []bsoncore.Document
+	stages = append(stages, bsoncore.NewDocumentBuilder().AppendDocument("$match", orEmpty(a.query)).Build())
+	if len(a.sort) > 0 {
+		stages = append(stages, bsoncore.NewDocumentBuilder().AppendDocument("$sort", a.sort).Build())
+	}
+	if a.limit > 0 {
+		stages = append(stages, bsoncore.NewDocumentBuilder().AppendInt64("$limit", a.limit).Build())
+	}
+	src, _, _, err := r.aggregateSource(&aggregateArgs{coll: a.coll, pipeline: stagesArray(stages), collation: a.collation})
+	if err != nil {
+		return nil, err
+	}
+	return drainSource(r, src)
+}
+
+func drainSource(r *request, src docSource) ([]bsoncore.Document, error) {
+	var docs []bsoncore.Document
+	for {
+		d, err := src.Next(r.ctx)
+		if errors.Is(err, io.EOF) {
+			return docs, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		docs = append(docs, d)
+	}
+}
+
+// mrGroup is one emitted key with its values.
+type mrGroup struct {
+	key  bsoncore.Value
+	vals []bsoncore.Value
+}
+
+// runMap calls map on each document and groups what it emits by key,
+// under the command's collation; the groups come back in key order.
+func runMap(r *request, s *js.Session, a *mapReduceArgs, docs []bsoncore.Document, coll *value.Collation) ([]*mrGroup, error) {
+	type pair struct{ key, val bsoncore.Value }
+	var pairs []pair
+	bytes := 0
+	s.OnEmit(func(k, v bsoncore.Value) error {
+		if bytes += len(k.Data) + len(v.Data); bytes > maxEmitBytes {
+			return mongoerr.New(mongoerr.Location31292, "Size of emitted values exceeds the set size limit of %d bytes", maxEmitBytes)
+		}
+		pairs = append(pairs, pair{k, v})
+		return nil
+	})
+	var check query.InterruptCheck
+	for _, d := range docs {
+		if err := check.Check(r.ctx); err != nil {
+			return nil, err
+		}
+		if _, err := s.Call(a.mapFn, bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: d}); err != nil {
+			return nil, err
+		}
+	}
+	sort.SliceStable(pairs, func(i, j int) bool { return value.CompareWith(pairs[i].key, pairs[j].key, coll) < 0 })
+	var groups []*mrGroup
+	for _, p := range pairs {
+		if n := len(groups); n > 0 && value.CompareWith(groups[n-1].key, p.key, coll) == 0 {
+			groups[n-1].vals = append(groups[n-1].vals, p.val)
+			continue
+		}
+		groups = append(groups, &mrGroup{key: p.key, vals: []bsoncore.Value{p.val}})
+	}
+	return groups, nil
+}
+
+// reduceGroups reduces and finalizes each group into {_id, value}.
+func reduceGroups(r *request, s *js.Session, a *mapReduceArgs, groups []*mrGroup) ([]bsoncore.Document, error) {
+	out := make([]bsoncore.Document, 0, len(groups))
+	var check query.InterruptCheck
+	for _, g := range groups {
+		if err := check.Check(r.ctx); err != nil {
+			return nil, err
+		}
+		v, err := reduceValues(s, a.reduceFn, g.key, g.vals)
+		if err != nil {
+			return nil, err
+		}
+		if v, err = finalizeValue(s, a, g.key, v); err != nil {
+			return nil, err
+		}
+		out = append(out, resultDoc(g.key, v))
+	}
+	return out, nil
+}
+
+// reduceBatchBytes bounds the values one reduce call gets: more are
+// reduced in batches, each batch's result joining the next, as mongod
+// reduces values that would not fit one BSON array.
+const reduceBatchBytes = 8 << 20
+
+// reduceValues reduces a key's values (one value is its own result).
+func reduceValues(s *js.Session, reduce *js.Func, key bsoncore.Value, vals []bsoncore.Value) (bsoncore.Value, error) {
+	for len(vals) > 1 {
+		n, size := 0, 0
+		for n < len(vals) && (n < 2 || size+len(vals[n].Data) <= reduceBatchBytes) {
+			size += len(vals[n].Data)
+			n++
+		}
+		v, err := s.Call(reduce, bsoncore.Value{}, key, value.BuildArray(vals[:n]))
+		if err != nil {
+			return bsoncore.Value{}, err
+		}
+		vals = append([]bsoncore.Value{v}, vals[n:]...)
+	}
+	return vals[0], nil
+}
+
+func finalizeValue(s *js.Session, a *mapReduceArgs, key, v bsoncore.Value) (bsoncore.Value, error) {
+	if a.finalize == nil {
+		return v, nil
+	}
+	return s.Call(a.finalize, bsoncore.Value{}, key, v)
+}
+
+func resultDoc(key, v bsoncore.Value) bsoncore.Document {
+	return bsoncore.NewDocumentBuilder().AppendValue("_id", key).AppendValue("value", v).Build()
+}
+
+// writeMapReduce writes the results as out says: replace is $out, merge
+// is $merge replacing documents of the same _id, reduce first reduces
+// each result with the value already stored under its key (then
+// finalizes it again) and merges the outcome.
+func (r *request) writeMapReduce(s *js.Session, a *mapReduceArgs, results []bsoncore.Document) error {
+	if a.out.action == "reduce" {
+		var err error
+		if results, err = r.reduceWithExisting(s, a, results); err != nil {
+			return err
+		}
+	}
+	into := bsoncore.NewDocumentBuilder().AppendString("db", a.out.db).AppendString("coll", a.out.coll).Build()
+	var last bsoncore.Document
+	if a.out.action == "replace" {
+		last = bsoncore.NewDocumentBuilder().AppendDocument("$out", into).Build()
+	} else {
+		last = bsoncore.NewDocumentBuilder().AppendDocument("$merge", bsoncore.NewDocumentBuilder().
+			AppendDocument("into", into).AppendString("on", "_id").
+			AppendString("whenMatched", "replace").AppendString("whenNotMatched", "insert").Build()).Build()
+	}
+	arr := bsoncore.NewArrayBuilder()
+	for _, d := range results {
+		arr.AppendDocument(d)
+	}
+	stages := []bsoncore.Document{
+		bsoncore.NewDocumentBuilder().AppendArray("$documents", arr.Build()).Build(),
+		last,
+	}
+	src, _, _, err := r.aggregateSource(&aggregateArgs{collectionless: true, pipeline: stagesArray(stages), bypass: a.bypass})
+	if err != nil {
+		return err
+	}
+	_, err = drainSource(r, src)
+	return err
+}
+
+// reduceWithExisting reduces each result with the document of the same
+// _id in the output collection, if there is one.
+func (r *request) reduceWithExisting(s *js.Session, a *mapReduceArgs, results []bsoncore.Document) ([]bsoncore.Document, error) {
+	out := make([]bsoncore.Document, 0, len(results))
+	for _, d := range results {
+		key := d.Lookup("_id")
+		existing, err := r.outputDoc(a.out, key)
+		if err != nil {
+			return nil, err
+		}
+		if existing == nil {
+			out = append(out, d)
+			continue
+		}
+		v, err := reduceValues(s, a.reduceFn, key, []bsoncore.Value{existing.Lookup("value"), d.Lookup("value")})
+		if err != nil {
+			return nil, err
+		}
+		if v, err = finalizeValue(s, a, key, v); err != nil {
+			return nil, err
+		}
+		out = append(out, resultDoc(key, v))
+	}
+	return out, nil
+}
+
+// outputDoc is the output collection's document of _id key (nil: none).
+func (r *request) outputDoc(o mrOut, key bsoncore.Value) (bsoncore.Document, error) {
+	snap, err := r.snapshotOf(o.db)
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := snap.Collection(o.coll); !ok {
+		return nil, nil
+	}
+	d, ok, err := snap.Get(r.ctx, o.coll, key)
+	if err != nil || !ok {
+		return nil, err
+	}
+	return d, nil
+}
+
+// snapshotOf is snapshot for database db.
+func (r *request) snapshotOf(db string) (*storage.Snapshot, error) {
+	saved := r.db
+	r.db = db
+	defer func() { r.db = saved }()
+	return r.snapshot()
+}
+
+func docKeys(doc bsoncore.Document) []string {
+	var keys []string
+	it := value.NewIter(doc)
+	for {
+		k, _, ok := it.Next()
+		if !ok {
+			return keys
+		}
+		keys = append(keys, string(k))
+	}
+}

@@ -1,0 +1,304 @@
+package server_test
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"dumbodb/server"
+)
+
+// Server-side JavaScript through the Go driver: $where in every command
+// that takes a query, $function, $accumulator, mapReduce with each out,
+// the time and memory bounds, and --noscripting.
+
+func jsFixture(t *testing.T, configure ...func(*server.Config)) (*mongo.Database, *mongo.Collection) {
+	t.Helper()
+	db := startServer(t, configure...).client().Database("jsdb")
+	c := db.Collection("c")
+	docs := []any{
+		bson.D{{Key: "_id", Value: 1}, {Key: "g", Value: "a"}, {Key: "n", Value: 1}, {Key: "tags", Value: bson.A{"x", "y"}}},
+		bson.D{{Key: "_id", Value: 2}, {Key: "g", Value: "b"}, {Key: "n", Value: 2}, {Key: "tags", Value: bson.A{"y"}}},
+		bson.D{{Key: "_id", Value: 3}, {Key: "g", Value: "a"}, {Key: "n", Value: 3}, {Key: "tags", Value: bson.A{"x", "z"}}},
+	}
+	if _, err := c.InsertMany(ctx, docs); err != nil {
+		t.Fatal(err)
+	}
+	return db, c
+}
+
+// whereIDs is the _ids a find of filter returns, in _id order.
+func whereIDs(t *testing.T, c *mongo.Collection, filter any) string {
+	t.Helper()
+	cur, err := c.Find(ctx, filter, options.Find().SetSort(bson.D{{Key: "_id", Value: 1}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var docs []bson.D
+	if err := cur.All(ctx, &docs); err != nil {
+		t.Fatal(err)
+	}
+	var out []any
+	for _, d := range docs {
+		out = append(out, get(d, "_id"))
+	}
+	return js(bson.M{"ids": out})
+}
+
+func TestJSWhere(t *testing.T) {
+	db, c := jsFixture(t)
+	code := bson.JavaScript("function() { return this.n >= 2 }")
+	if got := whereIDs(t, c, bson.D{{Key: "$where", Value: code}}); got != `{"ids":[2,3]}` {
+		t.Errorf("find: %s", got)
+	}
+	if got := whereIDs(t, c, bson.D{{Key: "$where", Value: "obj.g == 'a'"}}); got != `{"ids":[1,3]}` {
+		t.Errorf("find with a string: %s", got)
+	}
+	// countDocuments is an aggregation: its $match refuses $where, as mongod's
+	_, err := c.CountDocuments(ctx, bson.D{{Key: "$where", Value: code}})
+	wantCode(t, err, 2, "BadValue")
+	out := mustRun(t, db, bson.D{{Key: "count", Value: "c"}, {Key: "query", Value: bson.D{{Key: "$where", Value: code}}}})
+	if num(out["n"]) != 2 {
+		t.Errorf("count: %v", out)
+	}
+	var vals []string
+	if err := c.Distinct(ctx, "g", bson.D{{Key: "$where", Value: "this.n != 2"}}).Decode(&vals); err != nil || len(vals) != 1 || vals[0] != "a" {
+		t.Errorf("distinct: %v, %v", vals, err)
+	}
+	if r, err := c.UpdateMany(ctx, bson.D{{Key: "$where", Value: "this.g == 'a'"}}, bson.D{{Key: "$inc", Value: bson.D{{Key: "n", Value: 10}}}}); err != nil || r.ModifiedCount != 2 {
+		t.Errorf("updateMany: %+v, %v", r, err)
+	}
+	var fm bson.D
+	if err := c.FindOneAndUpdate(ctx, bson.D{{Key: "$where", Value: "this.n == 2"}}, bson.D{{Key: "$set", Value: bson.D{{Key: "m", Value: true}}}}).Decode(&fm); err != nil || num(get(fm, "_id")) != 2 {
+		t.Errorf("findAndModify: %v, %v", fm, err)
+	}
+	if r, err := c.DeleteOne(ctx, bson.D{{Key: "$where", Value: "this.n > 12"}}); err != nil || r.DeletedCount != 1 {
+		t.Errorf("deleteOne: %+v, %v", r, err)
+	}
+	// in an aggregation's $match, as on mongod, it is refused
+	_, err = c.Aggregate(ctx, mongo.Pipeline{{{Key: "$match", Value: bson.D{{Key: "$where", Value: "true"}}}}})
+	wantCode(t, err, 2, "BadValue")
+	// an error of the user's code
+	_, err = c.Find(ctx, bson.D{{Key: "$where", Value: "throw new Error('nope')"}})
+	wantCode(t, err, 139, "JSInterpreterFailure")
+}
+
+func TestJSFunction(t *testing.T) {
+	_, c := jsFixture(t)
+	fn := bson.D{{Key: "$function", Value: bson.D{
+		{Key: "body", Value: bson.JavaScript("function(n, tags) { return n * 10 + tags.length }")},
+		{Key: "args", Value: bson.A{"$n", "$tags"}},
+		{Key: "lang", Value: "js"},
+	}}}
+	cur, err := c.Aggregate(ctx, mongo.Pipeline{
+		{{Key: "$project", Value: bson.D{{Key: "v", Value: fn}}}},
+		{{Key: "$sort", Value: bson.D{{Key: "_id", Value: 1}}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var docs []bson.D
+	if err := cur.All(ctx, &docs); err != nil {
+		t.Fatal(err)
+	}
+	if got := js(docs); got != `[{"_id":1,"v":12.0},{"_id":2,"v":21.0},{"_id":3,"v":32.0}]` {
+		t.Errorf("$project: %s", got)
+	}
+	// in $expr of a find
+	cond := bson.D{{Key: "$function", Value: bson.D{{Key: "body", Value: "function(g) { return g == 'b' }"}, {Key: "args", Value: bson.A{"$g"}}, {Key: "lang", Value: "js"}}}}
+	if got := whereIDs(t, c, bson.D{{Key: "$expr", Value: cond}}); got != `{"ids":[2]}` {
+		t.Errorf("$expr: %s", got)
+	}
+	// a validator refuses it, as mongod does
+	err = c.Database().CreateCollection(ctx, "v", options.CreateCollection().SetValidator(bson.D{{Key: "$expr", Value: cond}}))
+	wantCode(t, err, 4660800, "")
+}
+
+func TestJSAccumulator(t *testing.T) {
+	_, c := jsFixture(t)
+	acc := bson.D{{Key: "$accumulator", Value: bson.D{
+		{Key: "init", Value: bson.JavaScript("function() { return {count: 0, sum: 0} }")},
+		{Key: "accumulate", Value: bson.JavaScript("function(st, n) { return {count: st.count + 1, sum: st.sum + n} }")},
+		{Key: "accumulateArgs", Value: bson.A{"$n"}},
+		{Key: "merge", Value: bson.JavaScript("function(a, b) { return {count: a.count + b.count, sum: a.sum + b.sum} }")},
+		{Key: "finalize", Value: bson.JavaScript("function(st) { return st.sum / st.count }")},
+		{Key: "lang", Value: "js"},
+	}}}
+	cur, err := c.Aggregate(ctx, mongo.Pipeline{
+		{{Key: "$group", Value: bson.D{{Key: "_id", Value: "$g"}, {Key: "avg", Value: acc}}}},
+		{{Key: "$sort", Value: bson.D{{Key: "_id", Value: 1}}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var docs []bson.D
+	if err := cur.All(ctx, &docs); err != nil {
+		t.Fatal(err)
+	}
+	if got := js(docs); got != `[{"_id":"a","avg":2.0},{"_id":"b","avg":2.0}]` {
+		t.Errorf("$group: %s", got)
+	}
+	_, err = c.Aggregate(ctx, mongo.Pipeline{{{Key: "$setWindowFields", Value: bson.D{{Key: "output", Value: bson.D{{Key: "r", Value: acc}}}}}}})
+	wantCode(t, err, 9, "FailedToParse")
+}
+
+func TestJSMapReduce(t *testing.T) {
+	db, _ := jsFixture(t)
+	mapFn := bson.JavaScript("function() { this.tags.forEach(function(t) { emit(t, 1) }) }")
+	reduceFn := bson.JavaScript("function(key, vals) { return Array.sum(vals) }")
+	mr := func(out any, extra ...bson.E) (bson.M, error) {
+		cmd := bson.D{{Key: "mapReduce", Value: "c"}, {Key: "map", Value: mapFn}, {Key: "reduce", Value: reduceFn}, {Key: "out", Value: out}}
+		return run(t, db, append(cmd, extra...))
+	}
+	out, err := mr(bson.D{{Key: "inline", Value: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := js(bson.M{"r": out["results"]}); got != `{"r":[{"_id":"x","value":2.0},{"_id":"y","value":2.0},{"_id":"z","value":1.0}]}` {
+		t.Errorf("inline: %s", got)
+	}
+	// query, sort, limit, scope, finalize
+	out, err = mr(bson.D{{Key: "inline", Value: 1}},
+		bson.E{Key: "query", Value: bson.D{{Key: "g", Value: "a"}}},
+		bson.E{Key: "sort", Value: bson.D{{Key: "n", Value: -1}}},
+		bson.E{Key: "limit", Value: 1},
+		bson.E{Key: "scope", Value: bson.D{{Key: "factor", Value: 100}}},
+		bson.E{Key: "finalize", Value: bson.JavaScript("function(k, v) { return v * factor }")},
+		bson.E{Key: "jsMode", Value: true}, bson.E{Key: "verbose", Value: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := js(bson.M{"r": out["results"]}); got != `{"r":[{"_id":"x","value":100.0},{"_id":"z","value":100.0}]}` {
+		t.Errorf("query/sort/limit/scope/finalize: %s", got)
+	}
+	readOut := func(db *mongo.Database, coll string) string {
+		cur, err := db.Collection(coll).Find(ctx, bson.D{}, options.Find().SetSort(bson.D{{Key: "_id", Value: 1}}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var docs []bson.D
+		if err := cur.All(ctx, &docs); err != nil {
+			t.Fatal(err)
+		}
+		return js(docs)
+	}
+	// out: a collection name replaces it
+	if _, err := db.Collection("o").InsertOne(ctx, bson.D{{Key: "_id", Value: "old"}}); err != nil {
+		t.Fatal(err)
+	}
+	out, err = mr("o")
+	if err != nil || out["result"] != "o" {
+		t.Fatalf("out: o: %v, %v", out, err)
+	}
+	if got := readOut(db, "o"); got != `[{"_id":"x","value":2.0},{"_id":"y","value":2.0},{"_id":"z","value":1.0}]` {
+		t.Errorf("replace: %s", got)
+	}
+	// merge keeps the other documents and replaces those of the same key
+	if _, err := db.Collection("o").InsertOne(ctx, bson.D{{Key: "_id", Value: "w"}, {Key: "value", Value: 5}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := mr(bson.D{{Key: "merge", Value: "o"}}, bson.E{Key: "query", Value: bson.D{{Key: "_id", Value: 2}}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := readOut(db, "o"); got != `[{"_id":"w","value":5},{"_id":"x","value":2.0},{"_id":"y","value":1.0},{"_id":"z","value":1.0}]` {
+		t.Errorf("merge: %s", got)
+	}
+	// reduce folds the new values into the stored ones
+	if _, err := mr(bson.D{{Key: "reduce", Value: "o"}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := readOut(db, "o"); got != `[{"_id":"w","value":5},{"_id":"x","value":4.0},{"_id":"y","value":3.0},{"_id":"z","value":2.0}]` {
+		t.Errorf("reduce: %s", got)
+	}
+	// another database: the reply names it
+	out, err = mr(bson.D{{Key: "replace", Value: "o2"}, {Key: "db", Value: "otherdb"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := js(out["result"]); got != `{"db":"otherdb","collection":"o2"}` {
+		t.Errorf("result: %s", got)
+	}
+	if got := readOut(db.Client().Database("otherdb"), "o2"); got != `[{"_id":"x","value":2.0},{"_id":"y","value":2.0},{"_id":"z","value":1.0}]` {
+		t.Errorf("other db: %s", got)
+	}
+	// the argument layer
+	_, err = run(t, db, bson.D{{Key: "mapReduce", Value: "c"}, {Key: "map", Value: mapFn}, {Key: "reduce", Value: reduceFn}})
+	wantCode(t, err, 40414, "")
+	_, err = mr(bson.D{{Key: "inline", Value: 1}}, bson.E{Key: "bogus", Value: 1})
+	wantCode(t, err, 40415, "")
+	_, err = mr(bson.D{{Key: "inline", Value: 1}}, bson.E{Key: "limit", Value: "x"})
+	wantCode(t, err, 14, "TypeMismatch")
+	_, err = mr(bson.D{{Key: "replace", Value: "o"}, {Key: "sharded", Value: true}})
+	wantCode(t, err, 238, "NotImplemented")
+	_, err = run(t, db, bson.D{{Key: "mapReduce", Value: "c"}, {Key: "map", Value: "function() { emit(this._id, this.nope.x) }"}, {Key: "reduce", Value: reduceFn}, {Key: "out", Value: bson.D{{Key: "inline", Value: 1}}}})
+	wantCode(t, err, 139, "JSInterpreterFailure")
+}
+
+// TestJSTimeBound: an endless loop ends with mongod's interruption after
+// the per-call bound, and the server goes on serving meanwhile.
+func TestJSTimeBound(t *testing.T) {
+	_, c := jsFixture(t, func(cfg *server.Config) { cfg.JSTimeout = 300 * time.Millisecond })
+	var wg sync.WaitGroup
+	wg.Add(1)
+	var loopErr error
+	start := time.Now()
+	go func() {
+		defer wg.Done()
+		_, loopErr = c.Find(ctx, bson.D{{Key: "$where", Value: "while (true) {}"}})
+	}()
+	time.Sleep(50 * time.Millisecond)
+	if n, err := c.CountDocuments(ctx, bson.D{}); err != nil || n != 3 {
+		t.Errorf("a command while the loop runs: %d, %v", n, err)
+	}
+	wg.Wait()
+	wantCode(t, loopErr, 11601, "Interrupted")
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("the loop ran %v", d)
+	}
+	_, err := c.Aggregate(ctx, mongo.Pipeline{{{Key: "$project", Value: bson.D{{Key: "v", Value: bson.D{{Key: "$function", Value: bson.D{
+		{Key: "body", Value: "function() { for (;;) {} }"}, {Key: "args", Value: bson.A{}}, {Key: "lang", Value: "js"}}}}}}}}})
+	wantCode(t, err, 11601, "Interrupted")
+	if got := whereIDs(t, c, bson.D{{Key: "$where", Value: "this._id == 1"}}); got != `{"ids":[1]}` {
+		t.Errorf("after the timeouts: %s", got)
+	}
+}
+
+// TestJSMemoryBound: a call that keeps growing the heap is stopped with
+// mongod's out-of-memory error, and a result past the BSON limit fails.
+func TestJSMemoryBound(t *testing.T) {
+	db, c := jsFixture(t, func(cfg *server.Config) { cfg.JSHeapLimit = 64 << 20 })
+	_, err := c.Find(ctx, bson.D{{Key: "$where", Value: "var a = []; for (;;) { a.push('x'.repeat(4096) + a.length) }"}})
+	wantCode(t, err, 139, "JSInterpreterFailure")
+	if ce := err.(mongo.CommandError); ce.Message != "Out of memory" {
+		t.Errorf("message %q", ce.Message)
+	}
+	_, err = run(t, db, bson.D{{Key: "mapReduce", Value: "c"}, {Key: "map", Value: "function() { emit(1, 'x'.repeat(15 << 20) + 'y'.repeat(2 << 20)) }"},
+		{Key: "reduce", Value: "function(k, v) { return 1 }"}, {Key: "out", Value: bson.D{{Key: "inline", Value: 1}}}})
+	wantCode(t, err, 139, "JSInterpreterFailure")
+	if n, err := c.CountDocuments(ctx, bson.D{}); err != nil || n != 3 {
+		t.Errorf("after: %d, %v", n, err)
+	}
+}
+
+func TestJSNoScripting(t *testing.T) {
+	db, c := jsFixture(t, func(cfg *server.Config) { cfg.NoScripting = true })
+	_, err := c.Find(ctx, bson.D{{Key: "$where", Value: "true"}})
+	wantCode(t, err, 6108304, "Location6108304")
+	_, err = c.Aggregate(ctx, mongo.Pipeline{{{Key: "$project", Value: bson.D{{Key: "v", Value: bson.D{{Key: "$function", Value: bson.D{
+		{Key: "body", Value: "function() { return 1 }"}, {Key: "args", Value: bson.A{}}, {Key: "lang", Value: "js"}}}}}}}}})
+	wantCode(t, err, 31264, "Location31264")
+	_, err = c.Aggregate(ctx, mongo.Pipeline{{{Key: "$group", Value: bson.D{{Key: "_id", Value: nil}, {Key: "r", Value: bson.D{{Key: "$accumulator", Value: bson.D{
+		{Key: "init", Value: "function() { return 0 }"}, {Key: "accumulate", Value: "function(s) { return s }"}, {Key: "accumulateArgs", Value: bson.A{}},
+		{Key: "merge", Value: "function(a, b) { return a }"}, {Key: "lang", Value: "js"}}}}}}}}})
+	wantCode(t, err, 31264, "Location31264")
+	_, err = run(t, db, bson.D{{Key: "mapReduce", Value: "c"}, {Key: "map", Value: "function() { emit(1, 1) }"},
+		{Key: "reduce", Value: "function(k, v) { return 1 }"}, {Key: "out", Value: bson.D{{Key: "inline", Value: 1}}}})
+	wantCode(t, err, 31246, "Location31246")
+	if n, err := c.CountDocuments(ctx, bson.D{}); err != nil || n != 3 {
+		t.Errorf("other commands: %d, %v", n, err)
+	}
+}
