@@ -5,6 +5,7 @@ go 1.26.8
 require (
 	github.com/dlclark/regexp2/v2 v2.13.0
 	github.com/dolthub/dolt/go v0.40.5-0.20260318200444-c790f75d992d
+	github.com/dop251/goja v0.0.0-20260917113740-793a2a65c13b
 	github.com/golang/snappy v1.0.0
 	github.com/google/btree v1.1.2
 	github.com/klauspost/compress v1.20.3
@@ -55,7 +56,6 @@ require (
 	github.com/dolthub/gozstd v0.0.0-20240423170813-23a2903bca63 // indirect
 	github.com/dolthub/jsonpath v0.0.2-0.20240227200619-19675ab05c71 // indirect
 	github.com/dolthub/vitess v0.0.0-20260309181228-a99af9c518ab // indirect
-	github.com/dop251/goja v0.0.0-20260917113740-793a2a65c13b // indirect
 	github.com/dustin/go-humanize v1.0.1 // indirect
 	github.com/edsrzf/mmap-go v1.2.0 // indirect
 	github.com/envoyproxy/go-control-plane/envoy v1.35.0 // indirect
