@@ -88,8 +88,8 @@ func stack(frames []goja.StackFrame) string {
 	var b strings.Builder
 	for _, f := range frames {
 		p := f.Position()
-		if p.Line == 0 {
-			continue
+		if p.Line == 0 || f.SrcName() == preludeName {
+			continue // a native, or the prelude's shell types
 		}
 		name := f.FuncName()
 		if name == "" || name == "<anonymous>" {

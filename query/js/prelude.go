@@ -118,4 +118,7 @@ const preludeSource = `
 `
 
 // prelude is compiled once; every runtime runs it.
-var prelude = goja.MustCompile("prelude", preludeSource, false)
+var prelude = goja.MustCompile(preludeName, preludeSource, false)
+
+// preludeName names the prelude's source, whose frames errors leave out.
+const preludeName = "prelude"
