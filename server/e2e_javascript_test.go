@@ -267,6 +267,24 @@ func TestJSTimeBound(t *testing.T) {
 	}
 }
 
+// TestJSTimeParameter: the bound is mongod's parameter, changed at run
+// time by setParameter.
+func TestJSTimeParameter(t *testing.T) {
+	db, c := jsFixture(t)
+	admin := db.Client().Database("admin")
+	got := mustRun(t, admin, bson.D{{Key: "getParameter", Value: 1}, {Key: "internalQueryJavaScriptFnTimeoutMillis", Value: 1}})
+	if num(got["internalQueryJavaScriptFnTimeoutMillis"]) != 60000 {
+		t.Errorf("default: %v", got)
+	}
+	mustRun(t, admin, bson.D{{Key: "setParameter", Value: 1}, {Key: "internalQueryJavaScriptFnTimeoutMillis", Value: 100}})
+	start := time.Now()
+	_, err := c.Find(ctx, bson.D{{Key: "$where", Value: "for (;;) {}"}})
+	wantCode(t, err, 11601, "Interrupted")
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("the loop ran %v", d)
+	}
+}
+
 // TestJSMemoryBound: a call that keeps growing the heap is stopped with
 // mongod's out-of-memory error, and a result past the BSON limit fails.
 func TestJSMemoryBound(t *testing.T) {

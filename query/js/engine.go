@@ -2,6 +2,7 @@ package js
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dop251/goja"
@@ -39,6 +40,9 @@ type Engine struct {
 	cfg   Config
 	pool  sync.Pool
 	watch heapWatch
+	// timeout and heapLimit are cfg's, changed at run time by
+	// setParameter (SetTimeout, SetHeapLimit).
+	timeout, heapLimit atomic.Int64
 }
 
 // New is an Engine with cfg's limits.
@@ -53,9 +57,23 @@ func New(cfg Config) *Engine {
 		cfg.MaxValueBytes = DefaultMaxValueBytes
 	}
 	e := &Engine{cfg: cfg}
+	e.timeout.Store(int64(cfg.Timeout))
+	e.heapLimit.Store(cfg.HeapLimit)
 	e.pool.New = func() any { return newRuntime() }
 	return e
 }
+
+// Timeout is the bound of one call.
+func (e *Engine) Timeout() time.Duration { return time.Duration(e.timeout.Load()) }
+
+// SetTimeout changes the bound of the calls that start from now on.
+func (e *Engine) SetTimeout(d time.Duration) { e.timeout.Store(int64(d)) }
+
+// HeapLimit is the heap growth one call may make, in bytes.
+func (e *Engine) HeapLimit() int64 { return e.heapLimit.Load() }
+
+// SetHeapLimit changes the heap bound of the calls that start from now on.
+func (e *Engine) SetHeapLimit(n int64) { e.heapLimit.Store(n) }
 
 var defaultEngine = New(Config{})
 
@@ -65,9 +83,6 @@ func Default() *Engine { return defaultEngine }
 
 // Enabled reports whether scripting is on (no --noscripting).
 func (e *Engine) Enabled() bool { return e != nil && !e.cfg.Disabled }
-
-// Config is the engine's configuration with the defaults filled in.
-func (e *Engine) Config() Config { return e.cfg }
 
 // Session holds one runtime for a run of calls that share globals (a
 // mapReduce with its scope and emit). Release returns the runtime.
@@ -200,8 +215,8 @@ func (e *Engine) bounded(rt *runtime, fn func() (goja.Value, error)) (v goja.Val
 		return nil, mongoerr.New(mongoerr.JSInterpreterFailure, "%s", disabledMsg)
 	}
 	g := &callGuard{vm: rt.vm}
-	timer := time.AfterFunc(e.cfg.Timeout, func() { g.interrupt(errTimeout) })
-	stop := e.watch.start(g, e.cfg.HeapLimit)
+	timer := time.AfterFunc(e.Timeout(), func() { g.interrupt(errTimeout) })
+	stop := e.watch.start(g, e.HeapLimit())
 	defer func() {
 		timer.Stop()
 		stop()
