@@ -54,7 +54,9 @@ func (rt *runtime) toJS(v bsoncore.Value) (goja.Value, error) {
 			}
 			items[i] = jv
 		}
-		return vm.NewArray(items...), nil
+		arr := vm.NewArray(items...)
+		rt.origins[arr] = v.Data
+		return arr, nil
 	case bsoncore.TypeObjectID:
 		return rt.object(rt.proto.oid, "str", vm.ToValue(bson.ObjectID(v.ObjectID()).Hex()), true), nil
 	case bsoncore.TypeDateTime:
@@ -98,6 +100,7 @@ func (rt *runtime) toJS(v bsoncore.Value) (goja.Value, error) {
 
 func (rt *runtime) docToJS(doc []byte) (goja.Value, error) {
 	o := rt.vm.NewObject()
+	rt.origins[o] = doc
 	it := value.NewIter(doc)
 	for {
 		k, v, ok := it.Next()
@@ -146,7 +149,7 @@ func jsFlags(opts string) string {
 // fromJS converts a JavaScript value to BSON, failing past max bytes.
 func (rt *runtime) fromJS(v goja.Value, max int) (bsoncore.Value, error) {
 	w := writer{rt: rt, max: max}
-	buf, t, err := w.value(nil, v, 0, true)
+	buf, t, err := w.value(nil, v, 0, true, false)
 	if err != nil {
 		return bsoncore.Value{}, err
 	}
@@ -167,8 +170,10 @@ func (w *writer) tooLarge(n int) error {
 }
 
 // value appends v's BSON payload to dst and returns its type. top marks
-// the value itself (undefined there is null, as mongod returns it).
-func (w *writer) value(dst []byte, v goja.Value, depth int, top bool) ([]byte, bsoncore.Type, error) {
+// the value itself (undefined there is null, as mongod returns it); wasInt
+// that the element it replaces was an int32, which an integral number
+// stays (mongod's writer keeps a field's int type the same way).
+func (w *writer) value(dst []byte, v goja.Value, depth int, top, wasInt bool) ([]byte, bsoncore.Type, error) {
 	switch {
 	case v == nil || goja.IsUndefined(v):
 		if top {
@@ -190,6 +195,9 @@ func (w *writer) value(dst []byte, v goja.Value, depth int, top bool) ([]byte, b
 	case string:
 		return bsoncore.AppendString(dst, x), bsoncore.TypeString, nil
 	case int64:
+		if wasInt && x == int64(int32(x)) {
+			return bsoncore.AppendInt32(dst, int32(x)), bsoncore.TypeInt32, nil
+		}
 		return bsoncore.AppendDouble(dst, float64(x)), bsoncore.TypeDouble, nil
 	case float64:
 		return bsoncore.AppendDouble(dst, x), bsoncore.TypeDouble, nil
@@ -255,10 +263,11 @@ func (w *writer) object(dst []byte, o *goja.Object, depth int) ([]byte, bsoncore
 
 func (w *writer) array(dst []byte, o *goja.Object, depth int) ([]byte, bsoncore.Type, error) {
 	n := o.Get("length").ToInteger()
+	orig := w.rt.origins[o]
 	idx, dst := bsoncore.ReserveLength(dst)
 	for i := int64(0); i < n; i++ {
 		var err error
-		if dst, err = w.element(dst, strconv.FormatInt(i, 10), o.Get(strconv.FormatInt(i, 10)), depth); err != nil {
+		if dst, err = w.element(dst, strconv.FormatInt(i, 10), o.Get(strconv.FormatInt(i, 10)), orig, depth); err != nil {
 			return nil, 0, err
 		}
 	}
@@ -268,6 +277,7 @@ func (w *writer) array(dst []byte, o *goja.Object, depth int) ([]byte, bsoncore.
 }
 
 func (w *writer) document(dst []byte, o *goja.Object, depth int) ([]byte, bsoncore.Type, error) {
+	orig := w.rt.origins[o]
 	idx, dst := bsoncore.ReserveLength(dst)
 	for _, k := range o.Keys() {
 		v := o.Get(k)
@@ -275,7 +285,7 @@ func (w *writer) document(dst []byte, o *goja.Object, depth int) ([]byte, bsonco
 			continue // methods are not data, as mongod's writer skips them
 		}
 		var err error
-		if dst, err = w.element(dst, k, v, depth); err != nil {
+		if dst, err = w.element(dst, k, v, orig, depth); err != nil {
 			return nil, 0, err
 		}
 	}
@@ -285,12 +295,17 @@ func (w *writer) document(dst []byte, o *goja.Object, depth int) ([]byte, bsonco
 }
 
 // element appends key: v, writing the type byte once the payload is known.
-func (w *writer) element(dst []byte, key string, v goja.Value, depth int) ([]byte, error) {
+func (w *writer) element(dst []byte, key string, v goja.Value, orig []byte, depth int) ([]byte, error) {
 	at := len(dst)
 	dst = append(dst, 0)
 	dst = append(dst, key...)
 	dst = append(dst, 0)
-	dst, t, err := w.value(dst, v, depth+1, false)
+	wasInt := false
+	if orig != nil {
+		e, ok := value.LookupField(orig, key)
+		wasInt = ok && e.Type == bsoncore.TypeInt32
+	}
+	dst, t, err := w.value(dst, v, depth+1, false, wasInt)
 	if err != nil {
 		return nil, err
 	}

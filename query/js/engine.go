@@ -100,6 +100,7 @@ func (e *Engine) Acquire() *Session {
 // as they are but emit unset.
 func (s *Session) Release() {
 	s.rt.emit = nil
+	clear(s.rt.origins)
 	s.e.pool.Put(s.rt)
 	s.rt = nil
 }
@@ -214,6 +215,7 @@ func (e *Engine) bounded(rt *runtime, fn func() (goja.Value, error)) (v goja.Val
 	if e.cfg.Disabled {
 		return nil, mongoerr.New(mongoerr.JSInterpreterFailure, "%s", disabledMsg)
 	}
+	clear(rt.origins) // a call's objects are its own (kept until the next call, for converting its result)
 	g := &callGuard{vm: rt.vm}
 	timer := time.AfterFunc(e.Timeout(), func() { g.interrupt(errTimeout) })
 	stop := e.watch.start(g, e.HeapLimit())

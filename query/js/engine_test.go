@@ -48,13 +48,20 @@ func TestRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := value.Format(doc(t, `{"d": 1.5, "i": 1.0, "l": {"$numberLong": "9007199254740993"}, "dec": {"$numberDecimal": "1.10"},
+	want := value.Format(doc(t, `{"d": 1.5, "i": 1, "l": {"$numberLong": "9007199254740993"}, "dec": {"$numberDecimal": "1.10"},
 		"s": "x", "o": {"$oid": "5f0000000000000000000001"}, "dt": {"$date": "2020-01-02T03:04:05.006Z"},
 		"b": {"$binary": {"base64": "AQI=", "subType": "04"}}, "ts": {"$timestamp": {"t": 5, "i": 6}},
 		"re": {"$regularExpression": {"pattern": "a.c", "options": "i"}}, "min": {"$minKey": 1}, "max": {"$maxKey": 1},
-		"n": null, "u": {"$undefined": true}, "arr": [1.0, {"x": true}], "code": {"$code": "function(){}"}}`))
+		"n": null, "u": {"$undefined": true}, "arr": [1, {"x": true}], "code": {"$code": "function(){}"}}`))
 	if got != want {
 		t.Errorf("got  %s\nwant %s", got, want)
+	}
+	// an int32 stays one while its value is an int32, as mongod's writer
+	// keeps a field's type; a new or changed number is a double
+	got, err = call(t, New(Config{}), "function(d) { d.b = d.b + 0.5; d.c = 2; d.arr.push(3); d.arr[0] = 7; return d }", bsoncore.Value{},
+		doc(t, `{"a": 1, "b": 1, "arr": [1, 2]}`))
+	if want := value.Format(doc(t, `{"a": 1, "b": 1.5, "arr": [7, 2, 3.0], "c": 2.0}`)); err != nil || got != want {
+		t.Errorf("int32 fields: got %s, %v; want %s", got, err, want)
 	}
 }
 

@@ -25,6 +25,9 @@ type runtime struct {
 	funcs map[*Func]goja.Callable
 	// emit is where the mapReduce emit() of the running call goes.
 	emit func(key, val goja.Value) error
+	// origins are the BSON documents and arrays the running call's
+	// objects were made from, which say which numbers were int32.
+	origins map[*goja.Object][]byte
 }
 
 // maxCallStack bounds recursion: deep recursion ends with a RangeError
@@ -42,7 +45,7 @@ const maxCachedFuncs = 64
 func newRuntime() *runtime {
 	vm := goja.New()
 	vm.SetMaxCallStackSize(maxCallStack)
-	rt := &runtime{vm: vm, funcs: map[*Func]goja.Callable{}}
+	rt := &runtime{vm: vm, funcs: map[*Func]goja.Callable{}, origins: map[*goja.Object][]byte{}}
 	_ = vm.Set("__maxString", maxJSString)
 	_ = vm.Set("__newOid", func() string { return bson.NewObjectID().Hex() })
 	_ = vm.Set("__uuid", func(s string) goja.Value {
