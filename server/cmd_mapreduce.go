@@ -16,8 +16,8 @@ import (
 
 // mapReduce: the documents of query (sorted, limited) go through map,
 // whose emit(key, value) calls are grouped by key; each key's values go
-// through reduce (not for a key with one value, as mongod documents),
-// then finalize. The results are {_id: key, value} documents, returned
+// through reduce (also a key with one value, as mongod 8's aggregation
+// of mapReduce does), then finalize. The results are {_id: key, value} documents, returned
 // inline or written as an aggregation's $out or $merge writes them, so
 // that validation, bypassDocumentValidation, authorization and the write
 // path are the aggregate command's. All JavaScript runs in one session of
@@ -41,15 +41,43 @@ type mrOut struct {
 	dbExplicit bool // the reply names the database too
 }
 
-// maxEmitBytes bounds what one mapReduce's emits hold (mongod's
-// internalQueryMaxJsEmitBytes).
-const maxEmitBytes = 100 << 20
+// maxEmitBytes bounds what one map call emits (mongod's
+// internalQueryMaxJsEmitBytes); maxHeldEmitBytes what one command's
+// emits hold together, all in memory until they are reduced (mongod's
+// $group would spill them; DumboDB refuses past it).
+const (
+	maxEmitBytes     = 100 << 20
+	maxHeldEmitBytes = 256 << 20
+)
 
 func cmdMapReduce(r *request) (bsoncore.Document, error) {
 	a, err := r.parseMapReduce()
 	if err != nil {
 		return nil, err
 	}
+	if isView, err := r.isView(a.coll); err != nil || isView {
+		if err == nil {
+			err = mongoerr.New(mongoerr.CommandNotSupportedOnView, "mapReduce on a view is not supported")
+		}
+		return nil, err
+	}
+	reply, err := r.runMapReduce(a)
+	if err != nil {
+		return nil, withContext("MapReduce internal error", err)
+	}
+	return reply, nil
+}
+
+// withContext prefixes err's message as mongod's addContext does.
+func withContext(context string, err error) error {
+	me := *mongoerr.As(err)
+	me.Msg = context + " :: caused by :: " + me.Msg
+	return &me
+}
+
+// runMapReduce runs a parsed mapReduce; its errors are mongod's
+// execution errors, which the reply gives context.
+func (r *request) runMapReduce(a *mapReduceArgs) (bsoncore.Document, error) {
 	docs, err := r.mapReduceInput(a)
 	if err != nil {
 		return nil, err
@@ -136,7 +164,8 @@ func (r *request) parseMapReduce() (*mapReduceArgs, error) {
 	return a, nil
 }
 
-// codeArg compiles a function given as code or a string.
+// codeArg compiles a function given as code or a string (code with
+// scope is refused, as mongod 4.4 and later refuse it: scope replaces it).
 func (r *request) codeArg(field string, dst **js.Func) fieldHandler {
 	return func(v bsoncore.Value) error {
 		var src string
@@ -145,10 +174,9 @@ func (r *request) codeArg(field string, dst **js.Func) fieldHandler {
 			src = v.JavaScript()
 		case bsoncore.TypeString:
 			src = v.StringValue()
-		case bsoncore.TypeCodeWithScope:
-			src, _ = v.CodeWithScope()
 		default:
-			return typeMismatch(r.name, field, v, "javascript")
+			return mongoerr.New(mongoerr.TypeMismatch, "BSON field '%s.%s' is the wrong type '%s', expected types '[string, javascript]'",
+				r.name, field, value.TypeName(v.Type))
 		}
 		f, err := js.Compile(src)
 		if err != nil {
@@ -178,7 +206,8 @@ func (r *request) parseMROut(v bsoncore.Value) (mrOut, error) {
 		return o, checkMROutColl(o.coll)
 	case bsoncore.TypeEmbeddedDocument:
 	default:
-		return o, typeMismatch(r.name, "out", v, "[string, object]")
+		return o, mongoerr.New(mongoerr.TypeMismatch, "BSON field '%s.out' is the wrong type '%s', expected types '[string, object]'",
+			r.name, value.TypeName(v.Type))
 	}
 	actions := 0
 	it := value.NewIter(v.Data)
@@ -269,10 +298,17 @@ type mrGroup struct {
 func runMap(r *request, s *js.Session, a *mapReduceArgs, docs []bsoncore.Document, coll *value.Collation) ([]*mrGroup, error) {
 	type pair struct{ key, val bsoncore.Value }
 	var pairs []pair
-	bytes := 0
+	held, perCall := 0, 0
 	s.OnEmit(func(k, v bsoncore.Value) error {
-		if bytes += len(k.Data) + len(v.Data); bytes > maxEmitBytes {
+		if k.Type == bsoncore.TypeUndefined {
+			k = value.Null // as mongod's emit keys an undefined key
+		}
+		n := len(k.Data) + len(v.Data) + 32
+		if perCall += n; perCall >= maxEmitBytes {
 			return mongoerr.New(mongoerr.Location31292, "Size of emitted values exceeds the set size limit of %d bytes", maxEmitBytes)
+		}
+		if held += n; held > maxHeldEmitBytes {
+			return mongoerr.New(mongoerr.ExceededMemoryLimit, "mapReduce's emitted values exceed the %d bytes DumboDB holds for one command", maxHeldEmitBytes)
 		}
 		pairs = append(pairs, pair{k, v})
 		return nil
@@ -282,6 +318,7 @@ func runMap(r *request, s *js.Session, a *mapReduceArgs, docs []bsoncore.Documen
 		if err := check.Check(r.ctx); err != nil {
 			return nil, err
 		}
+		perCall = 0
 		if _, err := s.Call(a.mapFn, bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: d}); err != nil {
 			return nil, err
 		}
@@ -318,26 +355,39 @@ func reduceGroups(r *request, s *js.Session, a *mapReduceArgs, groups []*mrGroup
 	return out, nil
 }
 
-// reduceBatchBytes bounds the values one reduce call gets: more are
-// reduced in batches, each batch's result joining the next, as mongod
-// reduces values that would not fit one BSON array.
-const reduceBatchBytes = 8 << 20
+// reduceBatchBytes bounds the values one reduce call gets (mongod's
+// BSONObjMaxUserSize): more are reduced in batches, each batch's result
+// joining the rest.
+const reduceBatchBytes = 16 << 20
 
-// reduceValues reduces a key's values (one value is its own result).
+// reduceValues reduces a key's values as mongod's $_internalJsReduce
+// does: reduce runs even for one value; a batch takes the values from the
+// last emitted back, and its result joins the values left until one is.
 func reduceValues(s *js.Session, reduce *js.Func, key bsoncore.Value, vals []bsoncore.Value) (bsoncore.Value, error) {
-	for len(vals) > 1 {
-		n, size := 0, 0
-		for n < len(vals) && (n < 2 || size+len(vals[n].Data) <= reduceBatchBytes) {
-			size += len(vals[n].Data)
-			n++
+	vals = append([]bsoncore.Value(nil), vals...)
+	for {
+		left, size := len(vals), len(key.Data)
+		var batch []bsoncore.Value
+		for ; left > 0; left-- {
+			v := vals[left-1]
+			if size+len(v.Data) > reduceBatchBytes {
+				if len(batch) <= 1 {
+					return bsoncore.Value{}, mongoerr.New(mongoerr.Location31392, "Value too large to reduce")
+				}
+				break
+			}
+			size += len(v.Data)
+			batch = append(batch, v)
 		}
-		v, err := s.Call(reduce, bsoncore.Value{}, key, value.BuildArray(vals[:n]))
+		out, err := s.Call(reduce, bsoncore.Value{}, key, value.BuildArray(batch))
 		if err != nil {
 			return bsoncore.Value{}, err
 		}
-		vals = append([]bsoncore.Value{v}, vals[n:]...)
+		if left == 0 {
+			return out, nil
+		}
+		vals = append(vals[:left], out)
 	}
-	return vals[0], nil
 }
 
 func finalizeValue(s *js.Session, a *mapReduceArgs, key, v bsoncore.Value) (bsoncore.Value, error) {

@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -236,6 +237,25 @@ func TestJSMapReduce(t *testing.T) {
 	wantCode(t, err, 238, "NotImplemented")
 	_, err = run(t, db, bson.D{{Key: "mapReduce", Value: "c"}, {Key: "map", Value: "function() { emit(this._id, this.nope.x) }"}, {Key: "reduce", Value: reduceFn}, {Key: "out", Value: bson.D{{Key: "inline", Value: 1}}}})
 	wantCode(t, err, 139, "JSInterpreterFailure")
+	if msg := err.(mongo.CommandError).Message; !strings.HasPrefix(msg, "MapReduce internal error :: caused by :: TypeError: Cannot read property 'x' of undefined") {
+		t.Errorf("message %q", msg)
+	}
+	_, err = run(t, db, bson.D{{Key: "mapReduce", Value: "c"}, {Key: "map", Value: "function() { emit(this._id) }"}, {Key: "reduce", Value: reduceFn}, {Key: "out", Value: bson.D{{Key: "inline", Value: 1}}}})
+	wantCode(t, err, 31220, "")
+	// reduce runs for a key of one value too, as mongod 8's does
+	out, err = run(t, db, bson.D{{Key: "mapReduce", Value: "c"}, {Key: "map", Value: "function() { emit(this.g, NumberInt(this.n)) }"},
+		{Key: "reduce", Value: "function(k, vals) { return {k: k, n: vals.length} }"}, {Key: "out", Value: bson.D{{Key: "inline", Value: 1}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := js(bson.M{"r": out["results"]}); got != `{"r":[{"_id":"a","value":{"k":"a","n":2.0}},{"_id":"b","value":{"k":"b","n":1.0}}]}` {
+		t.Errorf("one value: %s", got)
+	}
+	if _, err := db.Collection("c").Database().RunCommand(ctx, bson.D{{Key: "create", Value: "view"}, {Key: "viewOn", Value: "c"}, {Key: "pipeline", Value: bson.A{}}}).Raw(); err != nil {
+		t.Fatal(err)
+	}
+	_, err = run(t, db, bson.D{{Key: "mapReduce", Value: "view"}, {Key: "map", Value: mapFn}, {Key: "reduce", Value: reduceFn}, {Key: "out", Value: bson.D{{Key: "inline", Value: 1}}}})
+	wantCode(t, err, 166, "CommandNotSupportedOnView")
 }
 
 // TestJSTimeBound: an endless loop ends with mongod's interruption after

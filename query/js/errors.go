@@ -24,7 +24,7 @@ var (
 	errTimeout     = interruption("JavaScript execution interrupted")
 	errOutOfMemory = interruption("Out of memory")
 	errNotFunction = errors.New("the code is not a function")
-	errEmitArgs    = errors.New("emit takes 2 args")
+	errEmitArgs    = mongoerr.New(mongoerr.Location31220, "emit takes 2 args")
 )
 
 // mapError turns an error of goja into mongod's.

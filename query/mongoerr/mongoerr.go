@@ -303,6 +303,8 @@ const (
 	Location31246        Code = 31246   // mapReduce's emit without a script engine
 	Location31241        Code = 31241   // mapReduce's reduce without a script engine
 	Location31292        Code = 31292   // mapReduce's emits past internalQueryMaxJsEmitBytes
+	Location31392        Code = 31392   // mapReduce: one value too large to reduce
+	Location31220        Code = 31220   // emit not given exactly 2 arguments
 	// $function's arguments
 	Location31260 Code = 31260 // not an object
 	Location31261 Code = 31261 // no body
