@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"sort"
+	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
@@ -155,7 +156,7 @@ func (r *request) parseMapReduce() (*mapReduceArgs, error) {
 	}
 	for field, missing := range map[string]bool{"map": a.mapFn == nil, "reduce": a.reduceFn == nil, "out": outV.Type == 0} {
 		if missing {
-			return nil, mongoerr.New(mongoerr.Code(40414), "BSON field 'mapReduce.%s' is missing but a required field", field)
+			return nil, mongoerr.New(mongoerr.Location40414, "BSON field '%s.%s' is missing but a required field", r.name, field)
 		}
 	}
 	if a.out, err = r.parseMROut(outV); err != nil {
@@ -196,61 +197,106 @@ func (r *request) optCodeArg(field string, dst **js.Func) fieldHandler {
 	}
 }
 
-// parseMROut reads out: a collection name (replace), {inline: 1}, or
-// {replace|merge|reduce: coll, db: name}.
+// parseMROut reads out as mongod's MapReduceOutOptions does: a collection
+// name (replace), {inline: 1} alone, or {replace|merge|reduce: <coll>}
+// with optional db, sharded and nonAtomic (both only true).
 func (r *request) parseMROut(v bsoncore.Value) (mrOut, error) {
 	o := mrOut{db: r.db, action: "replace"}
 	switch v.Type {
 	case bsoncore.TypeString:
 		o.coll = v.StringValue()
-		return o, checkMROutColl(o.coll)
+		return o, r.checkMROutNS(o)
 	case bsoncore.TypeEmbeddedDocument:
 	default:
-		return o, mongoerr.New(mongoerr.TypeMismatch, "BSON field '%s.out' is the wrong type '%s', expected types '[string, object]'",
-			r.name, value.TypeName(v.Type))
+		return o, mongoerr.New(mongoerr.BadValue, "'out' must be either a string or an object")
 	}
-	actions := 0
-	it := value.NewIter(v.Data)
-	for {
-		k, e, ok := it.Next()
-		if !ok {
-			break
+	doc := bsoncore.Document(v.Data)
+	if in, err := doc.LookupErr("inline"); err == nil {
+		if value.ArrayLen(v.Data) != 1 {
+			return o, mongoerr.New(mongoerr.InvalidOptions, "'inline' must be specified alone")
 		}
-		switch key := string(k); key {
-		case "inline":
-			o.inline = true
-			actions++
-		case "replace", "merge", "reduce":
-			s, ok := e.StringValueOK()
-			if !ok {
-				return o, typeMismatch(r.name, "out."+key, e, "string")
-			}
-			o.action, o.coll = key, s
-			actions++
-		case "db":
-			s, ok := e.StringValueOK()
-			if !ok {
-				return o, typeMismatch(r.name, "out.db", e, "string")
-			}
-			o.db, o.dbExplicit = s, true
-		case "sharded", "nonAtomic":
-			return o, mongoerr.New(mongoerr.NotImplemented, "mapReduce's out.%s is not supported by DumboDB", key)
-		default:
-			return o, unknownField("out", key)
+		if f, ok := in.AsFloat64OK(); !ok || f != 1 {
+			return o, mongoerr.New(mongoerr.BadValue, "'inline' takes only numeric '1'")
 		}
-	}
-	if actions != 1 {
-		return o, mongoerr.New(mongoerr.Code(13522), "'out' requires exactly one of 'inline', 'replace', 'merge' or 'reduce'")
-	}
-	if o.inline {
+		o.inline = true
 		return o, nil
 	}
-	return o, checkMROutColl(o.coll)
+	fields := 4
+	sharded, err := mrOutTrue(doc, "sharded")
+	if err != nil {
+		return o, err
+	}
+	if !sharded {
+		fields--
+	}
+	found := false
+	for _, action := range []string{"replace", "merge", "reduce"} {
+		if e, err := doc.LookupErr(action); err == nil {
+			if e.Type != bsoncore.TypeString {
+				return o, mongoerr.New(mongoerr.BadValue, "'%s' supports only string consisting of output collection name", action)
+			}
+			o.action, o.coll, found = action, e.StringValue(), true
+			break
+		}
+	}
+	if !found {
+		return o, mongoerr.New(mongoerr.BadValue, "'out' requires 'replace', 'merge' or 'reduce'")
+	}
+	if e, err := doc.LookupErr("db"); err == nil {
+		if e.Type != bsoncore.TypeString {
+			return o, mongoerr.New(mongoerr.BadValue, "db field value must be string")
+		}
+		o.db, o.dbExplicit = e.StringValue(), true
+		if o.db == "admin" || o.db == "local" || o.db == "config" {
+			return o, mongoerr.New(mongoerr.CommandNotSupported, "cannot target internal database as output")
+		}
+	} else {
+		fields--
+	}
+	nonAtomic, err := mrOutTrue(doc, "nonAtomic")
+	if err != nil {
+		return o, err
+	}
+	if !nonAtomic {
+		fields--
+	}
+	if value.ArrayLen(v.Data) != fields {
+		return o, mongoerr.New(mongoerr.BadValue, "'out' supports only output type with collection name, optional 'sharded' and optional 'db'")
+	}
+	if sharded {
+		// a one-member replica set has no sharded collection to write to
+		if o.action == "replace" {
+			return o, mongoerr.New(mongoerr.InvalidOptions, "Combination of 'out.sharded' and 'replace' output mode is not supported. Cannot replace an existing sharded collection or create a new sharded collection. Please create the sharded collection first and use a different output mode or consider using an unsharded collection.")
+		}
+		return o, mongoerr.New(mongoerr.InvalidOptions, "Cannot use mapReduce to create a new sharded collection. Please create and shard the target collection before proceeding.")
+	}
+	return o, r.checkMROutNS(o)
 }
 
-func checkMROutColl(coll string) error {
-	if coll == "" {
-		return mongoerr.New(mongoerr.InvalidNamespace, "Invalid mapReduce output collection name: ''")
+// mrOutTrue reads an out flag that may only be true (sharded,
+// nonAtomic): whether it is present.
+func mrOutTrue(doc bsoncore.Document, name string) (bool, error) {
+	e, err := doc.LookupErr(name)
+	if err != nil {
+		return false, nil
+	}
+	b, ok := e.BooleanOK()
+	if !ok {
+		return false, mongoerr.New(mongoerr.BadValue, "%s field value must be boolean", name)
+	}
+	if !b {
+		return false, mongoerr.New(mongoerr.BadValue, "%s field value must be true", name)
+	}
+	return true, nil
+}
+
+// checkMROutNS refuses an output namespace as mongod's translation does.
+func (r *request) checkMROutNS(o mrOut) error {
+	if o.coll == "" || strings.ContainsRune(o.coll, 0) || strings.HasPrefix(o.coll, ".") || strings.HasPrefix(o.coll, "$") {
+		return mongoerr.New(mongoerr.InvalidNamespace, "Invalid output namespace %s.%s for MapReduce", o.db, o.coll)
+	}
+	if strings.HasPrefix(o.coll, "system.") {
+		return mongoerr.New(mongoerr.Location31319, "Can't output mapReduce results to special collection %s", o.coll)
 	}
 	return nil
 }

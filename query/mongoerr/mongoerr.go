@@ -280,6 +280,11 @@ const (
 	Location16410  Code = 16410 // field path component starts with '$'
 )
 
+// Codes of the commands' argument parsing.
+const (
+	Location40414 Code = 40414 // a required field is missing
+)
+
 // Codes of OP_MSG parsing that a client's message can earn.
 const (
 	Location40431 Code = 40431 // two document sequences with one identifier
@@ -305,6 +310,7 @@ const (
 	Location31292        Code = 31292   // mapReduce's emits past internalQueryMaxJsEmitBytes
 	Location31392        Code = 31392   // mapReduce: one value too large to reduce
 	Location31220        Code = 31220   // emit not given exactly 2 arguments
+	Location31319        Code = 31319   // mapReduce output to a system collection
 	// $function's arguments
 	Location31260 Code = 31260 // not an object
 	Location31261 Code = 31261 // no body
