@@ -31,6 +31,7 @@ type mapReduceArgs struct {
 	out                           mrOut
 	query, sort, scope, collation bsoncore.Document
 	limit                         int64
+	limitGiven                    bool
 	bypass                        bool
 }
 
@@ -135,15 +136,18 @@ func (r *request) parseMapReduce() (*mapReduceArgs, error) {
 	a.coll = coll
 	var outV bsoncore.Value
 	err = r.parseArgs(map[string]fieldHandler{
-		"map":                      r.codeArg("map", &a.mapFn),
-		"reduce":                   r.codeArg("reduce", &a.reduceFn),
-		"finalize":                 r.optCodeArg("finalize", &a.finalize),
-		"out":                      func(v bsoncore.Value) error { outV = v; return nil },
-		"query":                    r.optDocArg("query", &a.query),
-		"sort":                     r.optDocArg("sort", &a.sort),
-		"scope":                    r.optDocArg("scope", &a.scope),
-		"collation":                r.optDocArg("collation", &a.collation),
-		"limit":                    r.nonNegativeArg("limit", &a.limit),
+		"map":       r.codeArg("map", &a.mapFn),
+		"reduce":    r.codeArg("reduce", &a.reduceFn),
+		"finalize":  r.optCodeArg("finalize", &a.finalize),
+		"out":       func(v bsoncore.Value) error { outV = v; return nil },
+		"query":     r.optDocArg("query", &a.query),
+		"sort":      r.optDocArg("sort", &a.sort),
+		"scope":     r.optDocArg("scope", &a.scope),
+		"collation": r.optDocArg("collation", &a.collation),
+		"limit": func(v bsoncore.Value) error {
+			a.limitGiven = true
+			return r.int64Arg("limit", &a.limit)(v)
+		},
 		"bypassDocumentValidation": r.boolArg("bypassDocumentValidation", &a.bypass),
 		// Ignored on purpose, as mongod 8 ignores them: jsMode chose an
 		// execution strategy mongod no longer has; verbose shapes only
@@ -162,7 +166,19 @@ func (r *request) parseMapReduce() (*mapReduceArgs, error) {
 	if a.out, err = r.parseMROut(outV); err != nil {
 		return nil, err
 	}
-	return a, nil
+	return a, a.checkTranslation()
+}
+
+// checkTranslation refuses what mongod's translation into an aggregation
+// refuses: a limit that is not positive, an empty sort.
+func (a *mapReduceArgs) checkTranslation() error {
+	if a.limitGiven && a.limit <= 0 {
+		return mongoerr.New(mongoerr.Location15958, "The limit specified to mapReduce must be positive")
+	}
+	if a.sort != nil && len(a.sort) <= 5 {
+		return mongoerr.New(mongoerr.Location15976, "The mapReduce sort option must have at least one sort key")
+	}
+	return nil
 }
 
 // codeArg compiles a function given as code or a string (code with

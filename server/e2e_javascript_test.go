@@ -243,6 +243,10 @@ func TestJSMapReduce(t *testing.T) {
 	wantCode(t, err, 115, "CommandNotSupported")
 	_, err = mr(5)
 	wantCode(t, err, 2, "BadValue")
+	_, err = mr(bson.D{{Key: "inline", Value: 1}}, bson.E{Key: "limit", Value: 0})
+	wantCode(t, err, 15958, "")
+	_, err = mr(bson.D{{Key: "inline", Value: 1}}, bson.E{Key: "sort", Value: bson.D{}})
+	wantCode(t, err, 15976, "")
 	_, err = run(t, db, bson.D{{Key: "mapReduce", Value: "c"}, {Key: "map", Value: "function() { emit(this._id, this.nope.x) }"}, {Key: "reduce", Value: reduceFn}, {Key: "out", Value: bson.D{{Key: "inline", Value: 1}}}})
 	wantCode(t, err, 139, "JSInterpreterFailure")
 	if msg := err.(mongo.CommandError).Message; !strings.HasPrefix(msg, "MapReduce internal error :: caused by :: TypeError: Cannot read property 'x' of undefined") {

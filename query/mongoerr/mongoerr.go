@@ -311,6 +311,8 @@ const (
 	Location31392        Code = 31392   // mapReduce: one value too large to reduce
 	Location31220        Code = 31220   // emit not given exactly 2 arguments
 	Location31319        Code = 31319   // mapReduce output to a system collection
+	Location15958        Code = 15958   // mapReduce limit not positive
+	Location15976        Code = 15976   // mapReduce sort without a key
 	// $function's arguments
 	Location31260 Code = 31260 // not an object
 	Location31261 Code = 31261 // no body
