@@ -70,10 +70,10 @@ func (s *Server) serverParameters() map[string]func(*bsoncore.DocumentBuilder, s
 			b.AppendInt64(k, runtimeParameters["changeStreamRetentionMB"].get(s))
 		},
 		"internalQueryJavaScriptFnTimeoutMillis": func(b *bsoncore.DocumentBuilder, k string) {
-			b.AppendInt32(k, int32(runtimeParameters[k].get(s)))
+			b.AppendInt32(k, int32(runtimeParameters["internalQueryJavaScriptFnTimeoutMillis"].get(s)))
 		},
 		"internalQueryJavaScriptHeapSizeLimitMB": func(b *bsoncore.DocumentBuilder, k string) {
-			b.AppendInt32(k, int32(runtimeParameters[k].get(s)))
+			b.AppendInt32(k, int32(runtimeParameters["internalQueryJavaScriptHeapSizeLimitMB"].get(s)))
 		},
 		"minSnapshotHistoryWindowInSeconds": func(b *bsoncore.DocumentBuilder, k string) {
 			b.AppendInt32(k, int32(s.engine.HistoryWindow()/time.Second))
