@@ -140,59 +140,63 @@ func (s *Session) OnEmit(fn func(key, val bsoncore.Value) error) {
 // binds it for $where.
 func (s *Session) Call(f *Func, this bsoncore.Value, args ...bsoncore.Value) (bsoncore.Value, error) {
 	rt := s.rt
-	out, err := s.e.bounded(rt, func() (goja.Value, error) {
+	var result bsoncore.Value
+	err := s.e.bounded(rt, func() error {
 		fn, err := rt.function(f)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		thisV := goja.Value(goja.Undefined())
 		if this.Type != 0 {
 			if thisV, err = rt.toJS(this); err != nil {
-				return nil, err
+				return err
 			}
 			if err := rt.vm.Set("obj", thisV); err != nil {
-				return nil, err
+				return err
 			}
 		}
 		jsArgs := make([]goja.Value, len(args))
 		for i, a := range args {
 			if jsArgs[i], err = rt.toJS(a); err != nil {
-				return nil, err
+				return err
 			}
 		}
-		return fn(thisV, jsArgs...)
+		out, err := fn(thisV, jsArgs...)
+		if err != nil {
+			return err
+		}
+		// converting runs user code too (getters, proxies): in the bounds
+		result, err = rt.fromJS(out, s.e.cfg.MaxValueBytes)
+		return err
 	})
-	if err != nil {
-		return bsoncore.Value{}, err
-	}
-	if goja.IsUndefined(out) {
-		return bsoncore.Value{Type: bsoncore.TypeNull}, nil
-	}
-	return rt.fromJS(out, s.e.cfg.MaxValueBytes)
+	return result, err
 }
 
 // CallBool is Call for a predicate ($where): the result's truthiness, as
 // JavaScript has it.
 func (s *Session) CallBool(f *Func, this bsoncore.Value) (bool, error) {
 	rt := s.rt
-	out, err := s.e.bounded(rt, func() (goja.Value, error) {
+	var result bool
+	err := s.e.bounded(rt, func() error {
 		fn, err := rt.function(f)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		thisV, err := rt.toJS(this)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if err := rt.vm.Set("obj", thisV); err != nil {
-			return nil, err
+			return err
 		}
-		return fn(thisV)
+		out, err := fn(thisV)
+		if err != nil {
+			return err
+		}
+		result = out.ToBoolean()
+		return nil
 	})
-	if err != nil {
-		return false, err
-	}
-	return out.ToBoolean(), nil
+	return result, err
 }
 
 // Call runs one call in a runtime of the pool (see Session.Call).
@@ -210,12 +214,14 @@ func (e *Engine) CallBool(f *Func, this bsoncore.Value) (bool, error) {
 }
 
 // bounded runs fn in rt under the time and heap bounds, and maps what
-// it throws to mongod's errors.
-func (e *Engine) bounded(rt *runtime, fn func() (goja.Value, error)) (v goja.Value, err error) {
+// it throws to mongod's errors. What goja panics with when Go code calls
+// into JavaScript outside a function call (a proxy's trap while
+// converting) is an error of the call too.
+func (e *Engine) bounded(rt *runtime, fn func() error) (err error) {
 	if e.cfg.Disabled {
-		return nil, mongoerr.New(mongoerr.JSInterpreterFailure, "%s", disabledMsg)
+		return mongoerr.New(mongoerr.JSInterpreterFailure, "%s", disabledMsg)
 	}
-	clear(rt.origins) // a call's objects are its own (kept until the next call, for converting its result)
+	clear(rt.origins) // a call's objects are its own
 	g := &callGuard{vm: rt.vm}
 	timer := time.AfterFunc(e.Timeout(), func() { g.interrupt(errTimeout) })
 	stop := e.watch.start(g, e.HeapLimit())
@@ -224,14 +230,17 @@ func (e *Engine) bounded(rt *runtime, fn func() (goja.Value, error)) (v goja.Val
 		stop()
 		g.end()
 		if r := recover(); r != nil {
-			err = mongoerr.New(mongoerr.JSInterpreterFailure, "%v", r)
+			if rerr, ok := r.(error); ok {
+				err = mapError(rerr)
+			} else {
+				err = mongoerr.New(mongoerr.JSInterpreterFailure, "uncaught exception: %v", r)
+			}
 		}
 	}()
-	v, err = fn()
-	if err != nil {
-		return nil, mapError(err)
+	if err := fn(); err != nil {
+		return mapError(err)
 	}
-	return v, nil
+	return nil
 }
 
 // callGuard lets the timer and the heap watch interrupt a call only

@@ -119,6 +119,28 @@ func TestTimeBound(t *testing.T) {
 	}
 }
 
+// TestConversionRunsUserCode: a getter or a proxy runs while the result
+// converts, under the same bounds and error mapping.
+func TestConversionRunsUserCode(t *testing.T) {
+	e := New(Config{Timeout: 50 * time.Millisecond})
+	for code, want := range map[string]mongoerr.Code{
+		`return {get x() { for (;;) {} }}`:                             mongoerr.Interrupted,
+		`return new Proxy({}, {ownKeys: function() { throw "trap" }})`: mongoerr.JSInterpreterFailure,
+		`return {get x() { throw new Error("getter") }}`:               mongoerr.JSInterpreterFailure,
+		`return new Proxy({a: 1}, {get: function() { for (;;) {} }})`:  mongoerr.Interrupted,
+	} {
+		got, err := call(t, e, code, bsoncore.Value{})
+		if err == nil {
+			t.Errorf("%s: got %s, want error %d", code, got, want)
+		} else if me := mongoerr.As(err); me.Code != want {
+			t.Errorf("%s: got %v, want %d", code, err, want)
+		}
+	}
+	if got, err := call(t, e, `return {get x() { return 1 }}`, bsoncore.Value{}); err != nil || got != "{ x: 1.0 }" {
+		t.Errorf("a getter: %s, %v", got, err)
+	}
+}
+
 func TestMemoryBound(t *testing.T) {
 	e := New(Config{HeapLimit: 32 << 20, MaxValueBytes: 1 << 20})
 	_, err := call(t, e, `var a = []; while (true) { a.push("x".repeat(1000) + a.length) }`, bsoncore.Value{})

@@ -1,6 +1,10 @@
 package js
 
-import "github.com/dop251/goja"
+import (
+	"sync"
+
+	"github.com/dop251/goja"
+)
 
 // preludeSource defines, in every runtime, the BSON types mongod's
 // JavaScript knows, with the constructors and methods the mongo shell
@@ -117,8 +121,10 @@ const preludeSource = `
 })(this);
 `
 
-// prelude is compiled once; every runtime runs it.
-var prelude = goja.MustCompile(preludeName, preludeSource, false)
+// prelude is compiled once, when the first runtime is made (not at
+// start-up: a server that runs no JavaScript never compiles it); every
+// runtime runs it.
+var prelude = sync.OnceValue(func() *goja.Program { return goja.MustCompile(preludeName, preludeSource, false) })
 
 // preludeName names the prelude's source, whose frames errors leave out.
 const preludeName = "prelude"

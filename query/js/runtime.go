@@ -67,7 +67,7 @@ func newRuntime() *runtime {
 		}
 		return goja.Undefined()
 	})
-	if _, err := vm.RunProgram(prelude); err != nil {
+	if _, err := vm.RunProgram(prelude()); err != nil {
 		panic("js prelude: " + err.Error())
 	}
 	g := vm.GlobalObject()
