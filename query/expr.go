@@ -34,8 +34,10 @@ type Env struct {
 	// index: a pipeline's own $match and $meta: "textScore" use it.
 	textQuery *Filter
 	// JS runs $where, $function and $accumulator (NewEnv: js.Default; a
-	// server sets its own, disabled by --noscripting; nil: disabled).
-	JS *js.Engine
+	// server sets its own, disabled by --noscripting; nil: disabled), in
+	// the runtimes of JSScope (the server's: the database and the user).
+	JS      *js.Engine
+	JSScope string
 }
 
 // NewEnv evaluates a command's let document (constant expressions that may
@@ -75,6 +77,13 @@ func (e *Env) scripts() *js.Engine {
 		return nil
 	}
 	return e.JS
+}
+
+func (e *Env) jsScope() string {
+	if e == nil {
+		return ""
+	}
+	return e.JSScope
 }
 
 func (e *Env) coll() *value.Collation {

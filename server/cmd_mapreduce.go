@@ -92,7 +92,7 @@ func (r *request) runMapReduce(a *mapReduceArgs) (bsoncore.Document, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := r.c.s.js.Acquire()
+	s := r.c.s.js.Acquire(r.jsScope())
 	defer s.Release()
 	for _, k := range docKeys(a.scope) {
 		if err := s.SetGlobal(k, a.scope.Lookup(k)); err != nil {

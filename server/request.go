@@ -409,8 +409,18 @@ func (r *request) queryEnv(collation, let bsoncore.Document) (*query.Env, error)
 	if err != nil {
 		return nil, err
 	}
-	env.JS = r.c.s.js
+	env.JS, env.JSScope = r.c.s.js, r.jsScope()
 	return env, nil
+}
+
+// jsScope is the scope of the request's JavaScript runtimes: its
+// database and its user, as mongod pools its scopes.
+func (r *request) jsScope() string {
+	scope := r.db
+	if u := r.c.currentAuth().user; u != nil {
+		scope += "\x00" + u.DB + "\x00" + u.Name
+	}
+	return scope
 }
 
 // checkHint validates a write or aggregate command's hint against the

@@ -34,11 +34,16 @@ const (
 	DefaultMaxValueBytes = 16*1024*1024 + 16*1024 // BSONObjMaxInternalSize
 )
 
-// Engine runs JavaScript for one server: a pool of runtimes, the limits
+// Engine runs JavaScript for one server: pools of runtimes, the limits
 // and the heap watch. It is safe for concurrent use.
+//
+// Runtimes are pooled by scope, as mongod pools its scopes by database and
+// user: what a call leaves in a runtime (a global, a changed prototype) is
+// seen only by later calls of the same scope, never by another user's.
 type Engine struct {
 	cfg   Config
-	pool  sync.Pool
+	mu    sync.Mutex
+	pools map[string]*sync.Pool
 	watch heapWatch
 	// timeout and heapLimit are cfg's, changed at run time by
 	// setParameter (SetTimeout, SetHeapLimit).
@@ -59,8 +64,27 @@ func New(cfg Config) *Engine {
 	e := &Engine{cfg: cfg}
 	e.timeout.Store(int64(cfg.Timeout))
 	e.heapLimit.Store(cfg.HeapLimit)
-	e.pool.New = func() any { return newRuntime() }
+	e.pools = map[string]*sync.Pool{}
 	return e
+}
+
+// maxPools bounds the scopes kept: past it the pools start over (their
+// runtimes are garbage once no call holds them).
+const maxPools = 1024
+
+// pool is the pool of runtimes of scope.
+func (e *Engine) pool(scope string) *sync.Pool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	p, ok := e.pools[scope]
+	if !ok {
+		if len(e.pools) >= maxPools {
+			clear(e.pools)
+		}
+		p = &sync.Pool{New: func() any { return newRuntime() }}
+		e.pools[scope] = p
+	}
+	return p
 }
 
 // Timeout is the bound of one call.
@@ -87,13 +111,16 @@ func (e *Engine) Enabled() bool { return e != nil && !e.cfg.Disabled }
 // Session holds one runtime for a run of calls that share globals (a
 // mapReduce with its scope and emit). Release returns the runtime.
 type Session struct {
-	e  *Engine
-	rt *runtime
+	e    *Engine
+	pool *sync.Pool
+	rt   *runtime
 }
 
-// Acquire takes a runtime from the pool.
-func (e *Engine) Acquire() *Session {
-	return &Session{e: e, rt: e.pool.Get().(*runtime)}
+// Acquire takes a runtime from the pool of scope (a database and a user:
+// see Engine).
+func (e *Engine) Acquire(scope string) *Session {
+	p := e.pool(scope)
+	return &Session{e: e, pool: p, rt: p.Get().(*runtime)}
 }
 
 // Release gives the runtime back, with the globals the session set left
@@ -101,7 +128,7 @@ func (e *Engine) Acquire() *Session {
 func (s *Session) Release() {
 	s.rt.emit = nil
 	clear(s.rt.origins)
-	s.e.pool.Put(s.rt)
+	s.pool.Put(s.rt)
 	s.rt = nil
 }
 
@@ -199,16 +226,16 @@ func (s *Session) CallBool(f *Func, this bsoncore.Value) (bool, error) {
 	return result, err
 }
 
-// Call runs one call in a runtime of the pool (see Session.Call).
-func (e *Engine) Call(f *Func, this bsoncore.Value, args ...bsoncore.Value) (bsoncore.Value, error) {
-	s := e.Acquire()
+// Call runs one call in a runtime of scope's pool (see Session.Call).
+func (e *Engine) Call(scope string, f *Func, this bsoncore.Value, args ...bsoncore.Value) (bsoncore.Value, error) {
+	s := e.Acquire(scope)
 	defer s.Release()
 	return s.Call(f, this, args...)
 }
 
-// CallBool runs one predicate in a runtime of the pool.
-func (e *Engine) CallBool(f *Func, this bsoncore.Value) (bool, error) {
-	s := e.Acquire()
+// CallBool runs one predicate in a runtime of scope's pool.
+func (e *Engine) CallBool(scope string, f *Func, this bsoncore.Value) (bool, error) {
+	s := e.Acquire(scope)
 	defer s.Release()
 	return s.CallBool(f, this)
 }

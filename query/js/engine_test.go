@@ -31,7 +31,7 @@ func call(t *testing.T, e *Engine, code string, this bsoncore.Value, args ...bso
 	if err != nil {
 		return "", err
 	}
-	v, err := e.Call(f, this, args...)
+	v, err := e.Call("test", f, this, args...)
 	if err != nil {
 		return "", err
 	}
@@ -161,6 +161,20 @@ func TestMemoryBound(t *testing.T) {
 	}
 }
 
+// TestScopes: what a call leaves in its runtime is seen by calls of its
+// scope only.
+func TestScopes(t *testing.T) {
+	e := New(Config{})
+	set, _ := Compile("leaked = 'secret'; return 1")
+	get, _ := Compile("return typeof leaked")
+	if _, err := e.Call("db\x00alice", set, bsoncore.Value{}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := e.Call("db\x00bob", get, bsoncore.Value{}); err != nil || value.Format(got) != `"undefined"` {
+		t.Errorf("another scope sees %s, %v", value.Format(got), err)
+	}
+}
+
 func TestWhereSource(t *testing.T) {
 	e := New(Config{})
 	d := doc(t, `{"a": 2}`)
@@ -175,7 +189,7 @@ func TestWhereSource(t *testing.T) {
 		if err != nil {
 			t.Fatal(code, err)
 		}
-		got, err := e.CallBool(f, d)
+		got, err := e.CallBool("test", f, d)
 		if err != nil || got != want {
 			t.Errorf("%s: got %v, %v", code, got, err)
 		}
