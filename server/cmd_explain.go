@@ -87,6 +87,8 @@ func explainTarget(cmd bsoncore.Document) (*explained, error) {
 		arr, _ := cmd.Lookup("pipeline").ArrayOK()
 		stage, _ := firstDoc(arr).DocumentOK()
 		ex.Filter, _ = bsoncore.Document(stage).Lookup("$match").DocumentOK()
+	case "mapReduce", "mapreduce":
+		return nil, mongoerr.New(mongoerr.NotImplemented, "explain of mapReduce is not supported by DumboDB")
 	default:
 		return nil, mongoerr.New(mongoerr.CommandNotFound, "Explain failed due to unknown command: %s", first.Key())
 	}

@@ -268,6 +268,8 @@ func TestJSMapReduce(t *testing.T) {
 	}
 	_, err = run(t, db, bson.D{{Key: "mapReduce", Value: "view"}, {Key: "map", Value: mapFn}, {Key: "reduce", Value: reduceFn}, {Key: "out", Value: bson.D{{Key: "inline", Value: 1}}}})
 	wantCode(t, err, 166, "CommandNotSupportedOnView")
+	_, err = run(t, db, bson.D{{Key: "explain", Value: bson.D{{Key: "mapReduce", Value: "c"}, {Key: "map", Value: mapFn}, {Key: "reduce", Value: reduceFn}, {Key: "out", Value: bson.D{{Key: "inline", Value: 1}}}}}})
+	wantCode(t, err, 238, "NotImplemented")
 }
 
 // TestJSTimeBound: an endless loop ends with mongod's interruption after
