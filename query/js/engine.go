@@ -44,7 +44,7 @@ type Engine struct {
 	cfg   Config
 	mu    sync.Mutex
 	pools map[string]*sync.Pool
-	watch heapWatch
+	watch watch
 	// timeout and heapLimit are cfg's, changed at run time by
 	// setParameter (SetTimeout, SetHeapLimit).
 	timeout, heapLimit atomic.Int64
@@ -250,10 +250,8 @@ func (e *Engine) bounded(rt *runtime, fn func() error) (err error) {
 	}
 	clear(rt.origins) // a call's objects are its own
 	g := &callGuard{vm: rt.vm}
-	timer := time.AfterFunc(e.Timeout(), func() { g.interrupt(errTimeout) })
-	stop := e.watch.start(g, e.HeapLimit())
+	stop := e.watch.start(g, e.Timeout(), e.HeapLimit())
 	defer func() {
-		timer.Stop()
 		stop()
 		g.end()
 		if r := recover(); r != nil {
@@ -270,8 +268,7 @@ func (e *Engine) bounded(rt *runtime, fn func() error) (err error) {
 	return nil
 }
 
-// callGuard lets the timer and the heap watch interrupt a call only
-// while it runs: an interrupt arriving after the call ended would stop
+// callGuard lets the watch interrupt a call only while it runs: an interrupt arriving after the call ended would stop
 // the runtime's next call, from another command.
 type callGuard struct {
 	mu   sync.Mutex

@@ -12,7 +12,7 @@ import (
 	"dumbodb/query/value"
 )
 
-func doc(t *testing.T, ext string) bsoncore.Value {
+func doc(t testing.TB, ext string) bsoncore.Value {
 	t.Helper()
 	var d bson.D
 	if err := bson.UnmarshalExtJSON([]byte(ext), false, &d); err != nil {

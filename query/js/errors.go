@@ -13,7 +13,7 @@ import (
 // What user code throws reaches the client as mongod's scope reports it:
 // JSInterpreterFailure, with "<name>: <message> :\n<stack>" for an Error
 // object, "uncaught exception: <value>" for anything else thrown. A call
-// the timer stops is Interrupted, one the heap watch stops is "Out of
+// the watch stops at its deadline is Interrupted, one it stops for its heap is "Out of
 // memory" (mongod's answers for its scope's kill and its heap limit).
 
 type interruption string
