@@ -80,14 +80,11 @@ func withContext(context string, err error) error {
 // runMapReduce runs a parsed mapReduce; its errors are mongod's
 // execution errors, which the reply gives context.
 func (r *request) runMapReduce(a *mapReduceArgs) (bsoncore.Document, error) {
-	docs, err := r.mapReduceInput(a)
+	src, err := r.mapReduceInput(a)
 	if err != nil {
 		return nil, err
 	}
-	if !r.c.s.js.Enabled() && len(docs) > 0 {
-		// mongod's emit, which runs map, is where --noscripting refuses
-		return nil, mongoerr.New(mongoerr.Location31246, "Cannot run server-side javascript without the javascript engine enabled")
-	}
+	defer closeSource(src)
 	env, err := r.collEnv(a.coll, a.collation, nil)
 	if err != nil {
 		return nil, err
@@ -99,7 +96,7 @@ func (r *request) runMapReduce(a *mapReduceArgs) (bsoncore.Document, error) {
 			return nil, err
 		}
 	}
-	groups, err := runMap(r, s, a, docs, env.Collation)
+	groups, err := runMap(r, s, a, src, env.Collation)
 	if err != nil {
 		return nil, err
 	}
@@ -112,7 +109,11 @@ func (r *request) runMapReduce(a *mapReduceArgs) (bsoncore.Document, error) {
 		for _, d := range results {
 			arr.AppendDocument(d)
 		}
-		return bsoncore.NewDocumentBuilder().AppendArray("results", arr.Build()).AppendDouble("ok", 1).Build(), nil
+		reply := bsoncore.NewDocumentBuilder().AppendArray("results", arr.Build()).AppendDouble("ok", 1).Build()
+		if len(reply) > js.DefaultMaxValueBytes { // mongod's BSONObjMaxInternalSize
+			return nil, mongoerr.New(mongoerr.BSONObjectTooLarge, "BSONObj size: %d (0x%X) is invalid. Size must be between 0 and %d(16MB) First element: results: ...", len(reply), len(reply), js.DefaultMaxValueBytes)
+		}
+		return reply, nil
 	}
 	if err := r.writeMapReduce(s, a, results); err != nil {
 		return nil, err
@@ -318,8 +319,8 @@ func (r *request) checkMROutNS(o mrOut) error {
 }
 
 // mapReduceInput reads query's documents, sorted and limited, through the
-// aggregate path (so views, collations and indexes work as for a $match).
-func (r *request) mapReduceInput(a *mapReduceArgs) ([]bsoncore.Document, error) {
+// aggregate path (so collations and indexes work as for a $match).
+func (r *request) mapReduceInput(a *mapReduceArgs) (docSource, error) {
 	var stages []bsoncore.Document
 	stages = append(stages, bsoncore.NewDocumentBuilder().AppendDocument("$match", orEmpty(a.query)).Build())
 	if len(a.sort) > 0 {
@@ -329,24 +330,7 @@ func (r *request) mapReduceInput(a *mapReduceArgs) ([]bsoncore.Document, error) 
 		stages = append(stages, bsoncore.NewDocumentBuilder().AppendInt64("$limit", a.limit).Build())
 	}
 	src, _, _, err := r.aggregateSource(&aggregateArgs{coll: a.coll, pipeline: stagesArray(stages), collation: a.collation})
-	if err != nil {
-		return nil, err
-	}
-	return drainSource(r, src)
-}
-
-func drainSource(r *request, src docSource) ([]bsoncore.Document, error) {
-	var docs []bsoncore.Document
-	for {
-		d, err := src.Next(r.ctx)
-		if errors.Is(err, io.EOF) {
-			return docs, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		docs = append(docs, d)
-	}
+	return src, err
 }
 
 // mrGroup is one emitted key with its values.
@@ -357,7 +341,7 @@ type mrGroup struct {
 
 // runMap calls map on each document and groups what it emits by key,
 // under the command's collation; the groups come back in key order.
-func runMap(r *request, s *js.Session, a *mapReduceArgs, docs []bsoncore.Document, coll *value.Collation) ([]*mrGroup, error) {
+func runMap(r *request, s *js.Session, a *mapReduceArgs, src docSource, coll *value.Collation) ([]*mrGroup, error) {
 	type pair struct{ key, val bsoncore.Value }
 	var pairs []pair
 	held, perCall := 0, 0
@@ -375,10 +359,17 @@ func runMap(r *request, s *js.Session, a *mapReduceArgs, docs []bsoncore.Documen
 		pairs = append(pairs, pair{k, v})
 		return nil
 	})
-	var check query.InterruptCheck
-	for _, d := range docs {
-		if err := check.Check(r.ctx); err != nil {
+	for {
+		d, err := src.Next(r.ctx)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
 			return nil, err
+		}
+		if !r.c.s.js.Enabled() {
+			// mongod's emit, which runs map, is where --noscripting refuses
+			return nil, mongoerr.New(mongoerr.Location31246, "Cannot run server-side javascript without the javascript engine enabled")
 		}
 		perCall = 0
 		if _, err := s.Call(a.mapFn, bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: d}); err != nil {
@@ -495,8 +486,14 @@ func (r *request) writeMapReduce(s *js.Session, a *mapReduceArgs, results []bson
 	if err != nil {
 		return err
 	}
-	_, err = drainSource(r, src)
-	return err
+	defer closeSource(src)
+	for {
+		if _, err := src.Next(r.ctx); errors.Is(err, io.EOF) {
+			return nil
+		} else if err != nil {
+			return err
+		}
+	}
 }
 
 // reduceWithExisting reduces each result with the document of the same

@@ -331,6 +331,10 @@ func TestJSMemoryBound(t *testing.T) {
 	_, err = run(t, db, bson.D{{Key: "mapReduce", Value: "c"}, {Key: "map", Value: "function() { emit(1, 'x'.repeat(15 << 20) + 'y'.repeat(2 << 20)) }"},
 		{Key: "reduce", Value: "function(k, v) { return 1 }"}, {Key: "out", Value: bson.D{{Key: "inline", Value: 1}}}})
 	wantCode(t, err, 139, "JSInterpreterFailure")
+	// inline results past the reply's limit
+	_, err = run(t, db, bson.D{{Key: "mapReduce", Value: "c"}, {Key: "map", Value: "function() { emit(this._id, 'x'.repeat(6 << 20)) }"},
+		{Key: "reduce", Value: "function(k, v) { return v[0] }"}, {Key: "out", Value: bson.D{{Key: "inline", Value: 1}}}})
+	wantCode(t, err, 10334, "BSONObjectTooLarge")
 	if n, err := c.CountDocuments(ctx, bson.D{}); err != nil || n != 3 {
 		t.Errorf("after: %d, %v", n, err)
 	}
@@ -350,6 +354,12 @@ func TestJSNoScripting(t *testing.T) {
 	_, err = run(t, db, bson.D{{Key: "mapReduce", Value: "c"}, {Key: "map", Value: "function() { emit(1, 1) }"},
 		{Key: "reduce", Value: "function(k, v) { return 1 }"}, {Key: "out", Value: bson.D{{Key: "inline", Value: 1}}}})
 	wantCode(t, err, 31246, "Location31246")
+	// over no documents nothing runs, so nothing is refused (as on mongod)
+	out, err := run(t, db, bson.D{{Key: "mapReduce", Value: "empty"}, {Key: "map", Value: "function() { emit(1, 1) }"},
+		{Key: "reduce", Value: "function(k, v) { return 1 }"}, {Key: "out", Value: bson.D{{Key: "inline", Value: 1}}}})
+	if err != nil || js(bson.M{"r": out["results"]}) != `{"r":[]}` {
+		t.Errorf("over no documents: %v, %v", out, err)
+	}
 	if n, err := c.CountDocuments(ctx, bson.D{}); err != nil || n != 3 {
 		t.Errorf("other commands: %d, %v", n, err)
 	}
