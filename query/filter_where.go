@@ -69,3 +69,13 @@ func CompileQueryFilter(filter bsoncore.Document, env *Env) (*Filter, error) {
 	f.root = root
 	return f, nil
 }
+
+// Scripts is the JavaScript engine and scope the filter was compiled
+// with, for filters a planner compiles from its clauses: they must run
+// (or refuse) JavaScript as the command's own filter does.
+func (f *Filter) Scripts() (*js.Engine, string) {
+	if f.env == nil {
+		return nil, ""
+	}
+	return f.env.JS, f.env.JSScope
+}
