@@ -59,6 +59,10 @@ func TestJSWhere(t *testing.T) {
 	if got := whereIDs(t, c, bson.D{{Key: "$where", Value: "obj.g == 'a'"}}); got != `{"ids":[1,3]}` {
 		t.Errorf("find with a string: %s", got)
 	}
+	ex := mustRun(t, db, bson.D{{Key: "explain", Value: bson.D{{Key: "find", Value: "c"}, {Key: "filter", Value: bson.D{{Key: "$where", Value: code}}}}}, {Key: "verbosity", Value: "executionStats"}})
+	if num(get(ex, "executionStats", "nReturned")) != 2 {
+		t.Errorf("explain: %v", get(ex, "executionStats"))
+	}
 	// countDocuments is an aggregation: its $match refuses $where, as mongod's
 	_, err := c.CountDocuments(ctx, bson.D{{Key: "$where", Value: code}})
 	wantCode(t, err, 2, "BadValue")
