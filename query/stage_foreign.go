@@ -23,7 +23,7 @@ import (
 func (e *Env) withVars(names []string, vals []bsoncore.Value) *Env {
 	n := &Env{Collation: e.coll(), vars: map[string]bsoncore.Value{}}
 	if e != nil {
-		n.now = e.now
+		n.now, n.JS, n.JSScope = e.now, e.JS, e.JSScope
 		for k, v := range e.vars {
 			n.vars[k] = v
 		}
