@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -87,9 +88,32 @@ func TestJSWhere(t *testing.T) {
 	// in an aggregation's $match, as on mongod, it is refused
 	_, err = c.Aggregate(ctx, mongo.Pipeline{{{Key: "$match", Value: bson.D{{Key: "$where", Value: "true"}}}}})
 	wantCode(t, err, 2, "BadValue")
-	// an error of the user's code
-	_, err = c.Find(ctx, bson.D{{Key: "$where", Value: "throw new Error('nope')"}})
+	// an error of the user's code fails every command, none matches nothing
+	bad := bson.D{{Key: "$where", Value: "throw new Error('nope')"}}
+	_, err = c.Find(ctx, bad)
 	wantCode(t, err, 139, "JSInterpreterFailure")
+	_, err = c.UpdateMany(ctx, bad, bson.D{{Key: "$set", Value: bson.D{{Key: "x", Value: 1}}}})
+	wantWriteCode(t, err, 139)
+	_, err = c.DeleteMany(ctx, bad)
+	wantWriteCode(t, err, 139)
+	_, err = run(t, db, bson.D{{Key: "count", Value: "c"}, {Key: "query", Value: bad}})
+	wantCode(t, err, 139, "JSInterpreterFailure")
+	err = c.FindOneAndDelete(ctx, bad).Err()
+	wantCode(t, err, 139, "JSInterpreterFailure")
+}
+
+// wantWriteCode asserts a write that failed with code, as a command error
+// or a write error.
+func wantWriteCode(t *testing.T, err error, code int) {
+	t.Helper()
+	var we mongo.WriteException
+	if errors.As(err, &we) && len(we.WriteErrors) > 0 {
+		if we.WriteErrors[0].Code != code {
+			t.Fatalf("want write error %d, got %v", code, we)
+		}
+		return
+	}
+	wantCode(t, err, int32(code), "")
 }
 
 func TestJSFunction(t *testing.T) {

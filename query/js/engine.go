@@ -35,7 +35,7 @@ const (
 )
 
 // Engine runs JavaScript for one server: pools of runtimes, the limits
-// and the heap watch. It is safe for concurrent use.
+// and the watch that keeps them (watch.go). It is safe for concurrent use.
 //
 // Runtimes are pooled by scope, as mongod pools its scopes by database and
 // user: what a call leaves in a runtime (a global, a changed prototype) is
