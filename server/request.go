@@ -416,6 +416,9 @@ func (r *request) queryEnv(collation, let bsoncore.Document) (*query.Env, error)
 // jsScope is the scope of the request's JavaScript runtimes: its
 // database and its user, as mongod pools its scopes.
 func (r *request) jsScope() string {
+	if !r.c.s.cfg.Auth {
+		return r.db // no users: one scope per database
+	}
 	scope := r.db
 	if u := r.c.currentAuth().user; u != nil {
 		scope += "\x00" + u.DB + "\x00" + u.Name
