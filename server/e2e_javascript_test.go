@@ -392,3 +392,36 @@ func TestJSNoScripting(t *testing.T) {
 		t.Errorf("other commands: %d, %v", n, err)
 	}
 }
+
+// TestJSScopesByUser: with --auth, a global one user's JavaScript sets is
+// not seen by another user's, as mongod pools its scopes by user. (Whether
+// a user's next call sees it depends on which pooled runtime it gets.)
+func TestJSScopesByUser(t *testing.T) {
+	ts := startServer(t, withAuth)
+	createRoot(t, ts)
+	root := ts.authClient("root", "rootpw", "admin", "")
+	for _, u := range []string{"ann", "bob"} {
+		mustRun(t, root.Database("admin"), bson.D{{Key: "createUser", Value: u}, {Key: "pwd", Value: "pw"}, {Key: "roles", Value: bson.A{"readWriteAnyDatabase"}}})
+	}
+	if _, err := root.Database("jsdb").Collection("c").InsertOne(ctx, bson.D{{Key: "_id", Value: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	probe := func(user, code string) string {
+		c := ts.authClient(user, "pw", "admin", "").Database("jsdb").Collection("c")
+		var out bson.D
+		err := c.FindOne(ctx, bson.D{{Key: "$where", Value: code}}).Decode(&out)
+		if errors.Is(err, mongo.ErrNoDocuments) {
+			return "none"
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return "one"
+	}
+	if got := probe("ann", "secret = 'ann'; return true"); got != "one" {
+		t.Fatalf("ann: %s", got)
+	}
+	if got := probe("bob", "return typeof secret == 'string'"); got != "none" {
+		t.Errorf("bob sees ann's global")
+	}
+}
