@@ -249,7 +249,8 @@ func (e *Engine) bounded(rt *runtime, fn func() error) (err error) {
 		return mongoerr.New(mongoerr.JSInterpreterFailure, "%s", disabledMsg)
 	}
 	clear(rt.origins) // a call's objects are its own
-	g := &callGuard{vm: rt.vm}
+	g := newCallGuard(rt.vm)
+	rt.stopped = g.stopped
 	stop := e.watch.start(g, e.Timeout(), e.HeapLimit())
 	defer func() {
 		stop()
@@ -274,6 +275,13 @@ type callGuard struct {
 	mu   sync.Mutex
 	vm   *goja.Runtime
 	done bool
+	// stopped is closed when the call is interrupted, to wake a native
+	// that waits (sleep), which goja's interrupt does not reach.
+	stopped chan struct{}
+}
+
+func newCallGuard(vm *goja.Runtime) *callGuard {
+	return &callGuard{vm: vm, stopped: make(chan struct{})}
 }
 
 func (g *callGuard) interrupt(why interruption) {
@@ -281,6 +289,8 @@ func (g *callGuard) interrupt(why interruption) {
 	defer g.mu.Unlock()
 	if !g.done {
 		g.vm.Interrupt(why)
+		g.done = true
+		close(g.stopped)
 	}
 }
 
@@ -289,7 +299,10 @@ func (g *callGuard) interrupt(why interruption) {
 func (g *callGuard) end() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.done = true
+	if !g.done {
+		g.done = true
+		close(g.stopped)
+	}
 	g.vm.ClearInterrupt()
 }
 

@@ -141,6 +141,26 @@ func TestConversionRunsUserCode(t *testing.T) {
 	}
 }
 
+// TestSleep: sleep waits, and the time bound ends a sleeping call.
+func TestSleep(t *testing.T) {
+	e := New(Config{Timeout: 100 * time.Millisecond})
+	start := time.Now()
+	if got, err := call(t, e, `sleep(20); return 1`, bsoncore.Value{}); err != nil || got != "1.0" {
+		t.Fatalf("sleep: %s, %v", got, err)
+	}
+	if d := time.Since(start); d < 20*time.Millisecond {
+		t.Errorf("slept %v", d)
+	}
+	start = time.Now()
+	_, err := call(t, e, `sleep(60000); return 1`, bsoncore.Value{})
+	if me := mongoerr.As(err); err == nil || me.Code != mongoerr.Interrupted {
+		t.Fatalf("a long sleep: %v", err)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("the sleep lasted %v", d)
+	}
+}
+
 func TestMemoryBound(t *testing.T) {
 	e := New(Config{HeapLimit: 32 << 20, MaxValueBytes: 1 << 20})
 	_, err := call(t, e, `var a = []; while (true) { a.push("x".repeat(1000) + a.length) }`, bsoncore.Value{})

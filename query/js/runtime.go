@@ -3,6 +3,7 @@ package js
 import (
 	"encoding/hex"
 	"strings"
+	"time"
 
 	"github.com/dop251/goja"
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -25,6 +26,9 @@ type runtime struct {
 	funcs map[*Func]goja.Callable
 	// emit is where the mapReduce emit() of the running call goes.
 	emit func(key, val goja.Value) error
+	// stopped is closed when the running call is interrupted (sleep
+	// wakes on it).
+	stopped <-chan struct{}
 	// origins are the BSON documents and arrays the running call's
 	// objects were made from, which say which numbers were int32.
 	origins map[*goja.Object][]byte
@@ -54,6 +58,18 @@ func newRuntime() *runtime {
 			panic(vm.NewTypeError("UUID needs a 32 hex digit string"))
 		}
 		return rt.binData(4, b)
+	})
+	// sleep(ms), as mongod's scope has it: a wait the call's bounds end.
+	_ = vm.Set("sleep", func(ms float64) goja.Value {
+		if ms > 0 {
+			t := time.NewTimer(time.Duration(ms * float64(time.Millisecond)))
+			defer t.Stop()
+			select {
+			case <-t.C:
+			case <-rt.stopped:
+			}
+		}
+		return goja.Undefined()
 	})
 	_ = vm.Set("emit", func(call goja.FunctionCall) goja.Value {
 		if rt.emit == nil {
