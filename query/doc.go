@@ -54,7 +54,7 @@
 // (update_registry.go). A row names the operator and what compiles it;
 // operators MongoDB has and DumboDB refuses are rows too, marked so, and
 // answer with their own error; the JavaScript rows (jsOp, accEntry.js)
-// compile, and are what validators and $setWindowFields refuse. A map by name is built from each table
-// once; registry_test.go checks that the groups are sorted, that no name
+// compile, and are what validators and $setWindowFields refuse. A map by
+// name is built from each table once; registry_test.go checks that the groups are sorted, that no name
 // is listed twice and that the refused rows answer as they always have.
 package query
