@@ -72,6 +72,7 @@ func TestShellTypes(t *testing.T) {
 		{`return [NumberLong("12"), NumberInt(7), NumberDecimal("2.50"), new Timestamp(1, 2), MinKey(), new Date(0)]`, value.Format(bsoncore.Document(doc(t, `{"a": [{"$numberLong": "12"}, 7, {"$numberDecimal": "2.50"}, {"$timestamp": {"t": 1, "i": 2}}, {"$minKey": 1}, {"$date": 0}]}`).Data).Lookup("a"))},
 		{`return NumberLong(5) + 1`, "6.0"},
 		{`return this.x`, "null"},
+		{`var u = UUID(); return [u.subtype(), u.base64().length, UUID('00112233-4455-6677-8899-aabbccddeeff').base64()]`, `[ 4.0, 24.0, "ABEiM0RVZneImaq7zN3u/w==" ]`},
 		{`return`, "null"},
 	} {
 		got, err := call(t, e, c.code, bsoncore.Value{})

@@ -66,7 +66,7 @@ const preludeSource = `
   BinData.prototype.base64 = function () { return this.__b64; };
   BinData.prototype.toString = function () { return 'BinData(' + this.__t + ',"' + this.__b64 + '")'; };
   BinData.prototype.toJSON = function () { return {$binary: {base64: this.__b64, subType: this.__t.toString(16)}}; };
-  g.UUID = function (hex) { return __uuid(hex); };
+  g.UUID = function (hex) { return __uuid(hex === undefined ? '' : String(hex)); };
 
   g.Timestamp = ctor('Timestamp', function (t, i) {
     Object.defineProperty(this, 't', {value: (t || 0) >>> 0, enumerable: true});

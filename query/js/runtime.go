@@ -1,6 +1,7 @@
 package js
 
 import (
+	"crypto/rand"
 	"encoding/hex"
 	"strings"
 	"time"
@@ -53,6 +54,12 @@ func newRuntime() *runtime {
 	_ = vm.Set("__maxString", maxJSString)
 	_ = vm.Set("__newOid", func() string { return bson.NewObjectID().Hex() })
 	_ = vm.Set("__uuid", func(s string) goja.Value {
+		if s == "" { // UUID(): a new random (version 4) one, as the shell makes
+			b := make([]byte, 16)
+			_, _ = rand.Read(b)
+			b[6], b[8] = b[6]&0x0f|0x40, b[8]&0x3f|0x80
+			return rt.binData(4, b)
+		}
 		b, err := hex.DecodeString(strings.ReplaceAll(s, "-", ""))
 		if err != nil || len(b) != 16 {
 			panic(vm.NewTypeError("UUID needs a 32 hex digit string"))
