@@ -516,7 +516,7 @@ func idSource(ctx context.Context, rd storage.Reader, coll string, f *query.Filt
 		}
 		st.keysExamined++
 		st.docsExamined++
-		if f.Match(doc) {
+		if f.MatchContext(ctx, doc) {
 			out = append(out, doc)
 		} else if err := f.Err(); err != nil {
 			return nil, err
@@ -580,7 +580,7 @@ func (s *countingFilterSource) Next(ctx context.Context) (bsoncore.Document, err
 			return true
 		}
 		s.st.docsExamined++
-		if s.f.Match(d) {
+		if s.f.MatchContext(ctx, d) {
 			return true
 		}
 		stop = s.f.Err()
@@ -671,7 +671,7 @@ func (s *indexSource) Next(ctx context.Context) (bsoncore.Document, error) {
 		}
 		if e.covered != nil {
 			doc := bsoncore.Document(e.covered)
-			if s.f.Match(doc) {
+			if s.f.MatchContext(ctx, doc) {
 				return doc, nil
 			}
 			if err := s.f.Err(); err != nil {
@@ -684,7 +684,7 @@ func (s *indexSource) Next(ctx context.Context) (bsoncore.Document, error) {
 			return nil, err
 		}
 		s.st.docsExamined++
-		if found && s.f.Match(doc) {
+		if found && s.f.MatchContext(ctx, doc) {
 			return doc, nil
 		}
 		if err := s.f.Err(); err != nil {

@@ -1,6 +1,8 @@
 package query
 
 import (
+	"context"
+
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"dumbodb/query/mongoerr"
@@ -29,6 +31,9 @@ type Filter struct {
 	// allowWhere is set for a command's own query, the one place mongod
 	// runs $where (filter_where.go).
 	allowWhere bool
+	// ctx is the context of the latest MatchContext: a $where stops when
+	// it ends.
+	ctx context.Context
 }
 
 // EqualityField is a path pinned to a value by an equality predicate.
@@ -159,6 +164,14 @@ func CompilePartialFilter(filter bsoncore.Document, coll *value.Collation) (*Fil
 
 // Match reports whether doc satisfies the filter.
 func (f *Filter) Match(doc bsoncore.Document) bool { return f.root.matchDoc(doc) }
+
+// MatchContext is Match for a caller with the command's context: a $where
+// it runs stops when ctx ends (maxTimeMS, killOp), with the command's
+// error (Err).
+func (f *Filter) MatchContext(ctx context.Context, doc bsoncore.Document) bool {
+	f.ctx = ctx
+	return f.root.matchDoc(doc)
+}
 
 // Err returns the first runtime error a $expr raised while matching.
 func (f *Filter) Err() error { return f.exprErr }

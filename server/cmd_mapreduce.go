@@ -91,6 +91,7 @@ func (r *request) runMapReduce(a *mapReduceArgs) (bsoncore.Document, error) {
 	}
 	s := r.c.s.js.Acquire(r.jsScope())
 	defer s.Release()
+	s.SetContext(r.ctx)
 	for _, k := range docKeys(a.scope) {
 		if err := s.SetGlobal(k, a.scope.Lookup(k)); err != nil {
 			return nil, err

@@ -329,6 +329,21 @@ func TestJSTimeBound(t *testing.T) {
 	}
 }
 
+// TestJSMaxTimeMS: a $where or a map that sleeps stops at the command's
+// maxTimeMS with MaxTimeMSExpired, long before the call's own bound.
+func TestJSMaxTimeMS(t *testing.T) {
+	db, _ := jsFixture(t)
+	start := time.Now()
+	_, err := run(t, db, bson.D{{Key: "find", Value: "c"}, {Key: "filter", Value: bson.D{{Key: "$where", Value: "sleep(30000); return true"}}}, {Key: "maxTimeMS", Value: 200}})
+	wantCode(t, err, 50, "MaxTimeMSExpired")
+	_, err = run(t, db, bson.D{{Key: "mapReduce", Value: "c"}, {Key: "map", Value: "function() { for (;;) {} }"},
+		{Key: "reduce", Value: "function(k, v) { return 1 }"}, {Key: "out", Value: bson.D{{Key: "inline", Value: 1}}}, {Key: "maxTimeMS", Value: 200}})
+	wantCode(t, err, 50, "MaxTimeMSExpired")
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("took %v", d)
+	}
+}
+
 // TestJSTimeParameter: the bound is mongod's parameter, changed at run
 // time by setParameter.
 func TestJSTimeParameter(t *testing.T) {

@@ -1,6 +1,9 @@
 package js
 
-import "testing"
+import (
+	"context"
+	"testing"
+)
 
 // BenchmarkCallBool is one $where call on a small document: the cost a
 // $where adds per document examined.
@@ -13,7 +16,7 @@ func BenchmarkCallBool(b *testing.B) {
 	d := doc(b, `{"_id": 1, "a": 5, "s": "hello", "tags": ["x", "y"], "n": {"m": 1}}`)
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := e.CallBool("bench", f, d); err != nil {
+		if _, err := e.CallBool(context.Background(), "bench", f, d); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -1,6 +1,7 @@
 package js
 
 import (
+	"context"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -114,7 +115,13 @@ type Session struct {
 	e    *Engine
 	pool *sync.Pool
 	rt   *runtime
+	// ctx is the command's context (nil: none): a call stops when it
+	// ends, as mongod's scope checks its operation for interrupts.
+	ctx context.Context
 }
+
+// SetContext makes the session's calls stop when ctx ends.
+func (s *Session) SetContext(ctx context.Context) { s.ctx = ctx }
 
 // Acquire takes a runtime from the pool of scope (a database and a user:
 // see Engine).
@@ -168,7 +175,7 @@ func (s *Session) OnEmit(fn func(key, val bsoncore.Value) error) {
 func (s *Session) Call(f *Func, this bsoncore.Value, args ...bsoncore.Value) (bsoncore.Value, error) {
 	rt := s.rt
 	var result bsoncore.Value
-	err := s.e.bounded(rt, func() error {
+	err := s.e.bounded(rt, s.ctx, func() error {
 		fn, err := rt.function(f)
 		if err != nil {
 			return err
@@ -204,7 +211,7 @@ func (s *Session) Call(f *Func, this bsoncore.Value, args ...bsoncore.Value) (bs
 func (s *Session) CallBool(f *Func, this bsoncore.Value) (bool, error) {
 	rt := s.rt
 	var result bool
-	err := s.e.bounded(rt, func() error {
+	err := s.e.bounded(rt, s.ctx, func() error {
 		fn, err := rt.function(f)
 		if err != nil {
 			return err
@@ -233,9 +240,11 @@ func (e *Engine) Call(scope string, f *Func, this bsoncore.Value, args ...bsonco
 	return s.Call(f, this, args...)
 }
 
-// CallBool runs one predicate in a runtime of scope's pool.
-func (e *Engine) CallBool(scope string, f *Func, this bsoncore.Value) (bool, error) {
+// CallBool runs one predicate in a runtime of scope's pool; it stops
+// when ctx (if not nil) ends.
+func (e *Engine) CallBool(ctx context.Context, scope string, f *Func, this bsoncore.Value) (bool, error) {
 	s := e.Acquire(scope)
+	s.ctx = ctx
 	defer s.Release()
 	return s.CallBool(f, this)
 }
@@ -244,14 +253,14 @@ func (e *Engine) CallBool(scope string, f *Func, this bsoncore.Value) (bool, err
 // it throws to mongod's errors. What goja panics with when Go code calls
 // into JavaScript outside a function call (a proxy's trap while
 // converting) is an error of the call too.
-func (e *Engine) bounded(rt *runtime, fn func() error) (err error) {
+func (e *Engine) bounded(rt *runtime, ctx context.Context, fn func() error) (err error) {
 	if e.cfg.Disabled {
 		return mongoerr.New(mongoerr.JSInterpreterFailure, "%s", disabledMsg)
 	}
 	clear(rt.origins) // a call's objects are its own
 	g := newCallGuard(rt.vm)
 	rt.stopped = g.stopped
-	stop := e.watch.start(g, e.Timeout(), e.HeapLimit())
+	stop := e.watch.start(g, ctx, e.Timeout(), e.HeapLimit())
 	defer func() {
 		stop()
 		g.end()
@@ -284,7 +293,7 @@ func newCallGuard(vm *goja.Runtime) *callGuard {
 	return &callGuard{vm: vm, stopped: make(chan struct{})}
 }
 
-func (g *callGuard) interrupt(why interruption) {
+func (g *callGuard) interrupt(why any) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if !g.done {

@@ -1,6 +1,7 @@
 package js
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -210,7 +211,7 @@ func TestWhereSource(t *testing.T) {
 		if err != nil {
 			t.Fatal(code, err)
 		}
-		got, err := e.CallBool("test", f, d)
+		got, err := e.CallBool(context.Background(), "test", f, d)
 		if err != nil || got != want {
 			t.Errorf("%s: got %v, %v", code, got, err)
 		}

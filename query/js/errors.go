@@ -20,6 +20,10 @@ type interruption string
 
 func (i interruption) Error() string { return string(i) }
 
+// contextStop is the interrupt of a call whose command's context ended
+// (maxTimeMS, killOp, a client gone): the command's own error.
+type contextStop struct{ err error }
+
 var (
 	errTimeout     = interruption("JavaScript execution interrupted")
 	errOutOfMemory = interruption("Out of memory")
@@ -35,6 +39,9 @@ func mapError(err error) error {
 	}
 	var intr *goja.InterruptedError
 	if errors.As(err, &intr) {
+		if stop, ok := intr.Value().(contextStop); ok {
+			return mongoerr.Interruption(stop.err)
+		}
 		switch intr.Value() {
 		case errTimeout:
 			return mongoerr.New(mongoerr.Interrupted, "%s", errTimeout)

@@ -1,6 +1,7 @@
 package js
 
 import (
+	"context"
 	goruntime "runtime"
 	"runtime/metrics"
 	"sync"
@@ -10,8 +11,10 @@ import (
 // The watch bounds every running call from outside, in one goroutine
 // that runs while calls do and looks at them every watchTick:
 //
-//   - time: a call past its deadline is interrupted (Interrupted). The
-//     bound is thus kept to within a tick, without a timer per call.
+//   - time: a call past its deadline is interrupted (Interrupted), and one
+//     whose command's context ended (maxTimeMS, killOp) with the command's
+//     error. The bounds are thus kept to within a tick, without a timer per
+//     call.
 //   - memory: goja has no heap of its own to cap, its objects are Go
 //     objects. The watch notes the Go heap when it first sees a call; a
 //     call during which the heap then grew by more than its limit is
@@ -35,14 +38,15 @@ type watch struct {
 
 type watchedCall struct {
 	g        *callGuard
+	ctx      context.Context // nil: none
 	deadline time.Time
 	limit    int64
 	base     int64 // the heap when the watch first saw the call; -1 before
 }
 
 // start watches a call; the returned func ends the watch.
-func (h *watch) start(g *callGuard, timeout time.Duration, limit int64) func() {
-	w := &watchedCall{g: g, deadline: time.Now().Add(timeout), limit: limit, base: -1}
+func (h *watch) start(g *callGuard, ctx context.Context, timeout time.Duration, limit int64) func() {
+	w := &watchedCall{g: g, ctx: ctx, deadline: time.Now().Add(timeout), limit: limit, base: -1}
 	h.mu.Lock()
 	if h.calls == nil {
 		h.calls = map[*watchedCall]struct{}{}
@@ -87,6 +91,8 @@ func (h *watch) check(calls []*watchedCall) {
 	over := false
 	for _, w := range calls {
 		switch {
+		case w.ctx != nil && w.ctx.Err() != nil:
+			w.g.interrupt(contextStop{w.ctx.Err()})
 		case now.After(w.deadline):
 			w.g.interrupt(errTimeout)
 		case w.base < 0:
