@@ -115,7 +115,7 @@ func accFunction(name string, v bsoncore.Value, s *compileScope) (string, error)
 type jsAcc struct {
 	spec    *jsAccSpec
 	eng     *js.Engine
-	scope   string
+	env     *Env // for the scope and the context of the calls
 	state   bsoncore.Value
 	started bool
 	pending []bsoncore.Value // accumulateArgs of the documents not yet folded
@@ -154,7 +154,7 @@ func (a *jsAcc) start(c *evalCtx) error {
 	if a.eng = c.env.scripts(); a.eng == nil {
 		return scriptingDisabled()
 	}
-	a.scope = c.env.jsScope()
+	a.env = c.env
 	initArgs, err := a.spec.initArgs.eval(c)
 	if err != nil {
 		return err
@@ -162,7 +162,7 @@ func (a *jsAcc) start(c *evalCtx) error {
 	if initArgs.Type != bsoncore.TypeArray {
 		return mongoerr.New(mongoerr.Location4544711, "$accumulator initArgs must evaluate to an array: %s", value.Format(initArgs))
 	}
-	if a.state, err = a.eng.Call(a.scope, a.spec.init, bsoncore.Value{}, value.ArrayValues(initArgs.Data)...); err != nil {
+	if a.state, err = a.eng.Call(a.env.context(), a.env.jsScope(), a.spec.init, bsoncore.Value{}, value.ArrayValues(initArgs.Data)...); err != nil {
 		return err
 	}
 	a.started = true
@@ -174,7 +174,7 @@ func (a *jsAcc) flush() error {
 	if len(a.pending) == 0 {
 		return nil
 	}
-	state, err := a.eng.Call(a.scope, a.spec.fold, bsoncore.Value{}, a.state, value.BuildArray(a.pending))
+	state, err := a.eng.Call(a.env.context(), a.env.jsScope(), a.spec.fold, bsoncore.Value{}, a.state, value.BuildArray(a.pending))
 	if err != nil {
 		return err
 	}
@@ -192,5 +192,5 @@ func (a *jsAcc) result() (bsoncore.Value, error) {
 	if a.spec.finalize == nil {
 		return a.state, nil
 	}
-	return a.eng.Call(a.scope, a.spec.finalize, bsoncore.Value{}, a.state)
+	return a.eng.Call(a.env.context(), a.env.jsScope(), a.spec.finalize, bsoncore.Value{}, a.state)
 }

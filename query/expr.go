@@ -1,7 +1,9 @@
 package query
 
 import (
+	"context"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -38,12 +40,40 @@ type Env struct {
 	// the runtimes of JSScope (the server's: the database and the user).
 	JS      *js.Engine
 	JSScope string
+	// ctx is the context of the command's latest batch (a pipeline's
+	// Next, a filter's MatchContext), shared with the Envs derived from
+	// this one: JavaScript calls stop when it ends.
+	ctx *ctxRef
+}
+
+// ctxRef holds a context that changes from batch to batch (a cursor's
+// getMores each have their own).
+type ctxRef struct {
+	p atomic.Pointer[context.Context]
+}
+
+// setContext makes ctx the context of the env's JavaScript calls.
+func (e *Env) setContext(ctx context.Context) {
+	if e != nil && e.ctx != nil {
+		e.ctx.p.Store(&ctx)
+	}
+}
+
+// context is the context of the env's JavaScript calls (nil: none).
+func (e *Env) context() context.Context {
+	if e == nil || e.ctx == nil {
+		return nil
+	}
+	if p := e.ctx.p.Load(); p != nil {
+		return *p
+	}
+	return nil
 }
 
 // NewEnv evaluates a command's let document (constant expressions that may
 // use $$NOW) and binds a collation; both may be nil.
 func NewEnv(coll *value.Collation, let bsoncore.Document) (*Env, error) {
-	e := &Env{Collation: coll, vars: map[string]bsoncore.Value{}, JS: js.Default()}
+	e := &Env{Collation: coll, vars: map[string]bsoncore.Value{}, JS: js.Default(), ctx: &ctxRef{}}
 	e.now = bsoncore.Value{Type: bsoncore.TypeDateTime, Data: bsoncore.AppendDateTime(nil, time.Now().UnixMilli())}
 	it := value.NewIter(let)
 	for {

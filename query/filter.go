@@ -31,9 +31,6 @@ type Filter struct {
 	// allowWhere is set for a command's own query, the one place mongod
 	// runs $where (filter_where.go).
 	allowWhere bool
-	// ctx is the context of the latest MatchContext: a $where stops when
-	// it ends.
-	ctx context.Context
 }
 
 // EqualityField is a path pinned to a value by an equality predicate.
@@ -165,11 +162,11 @@ func CompilePartialFilter(filter bsoncore.Document, coll *value.Collation) (*Fil
 // Match reports whether doc satisfies the filter.
 func (f *Filter) Match(doc bsoncore.Document) bool { return f.root.matchDoc(doc) }
 
-// MatchContext is Match for a caller with the command's context: a $where
-// it runs stops when ctx ends (maxTimeMS, killOp), with the command's
-// error (Err).
+// MatchContext is Match for a caller with the command's context: the
+// JavaScript it runs ($where, $function in $expr) stops when ctx ends
+// (maxTimeMS, killOp), with the command's error (Err).
 func (f *Filter) MatchContext(ctx context.Context, doc bsoncore.Document) bool {
-	f.ctx = ctx
+	f.env.setContext(ctx)
 	return f.root.matchDoc(doc)
 }
 

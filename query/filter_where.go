@@ -50,7 +50,7 @@ func (w *whereExpr) matchDoc(doc []byte) bool {
 	if w.f.exprErr != nil {
 		return false
 	}
-	ok, err := w.eng.CallBool(w.f.ctx, w.f.env.jsScope(), w.fn, bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: doc})
+	ok, err := w.eng.CallBool(w.f.env.context(), w.f.env.jsScope(), w.fn, bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: doc})
 	if err != nil {
 		w.f.exprErr = err
 		return false

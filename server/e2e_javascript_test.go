@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"sync"
@@ -329,8 +330,10 @@ func TestJSTimeBound(t *testing.T) {
 	}
 }
 
-// TestJSMaxTimeMS: a $where or a map that sleeps stops at the command's
-// maxTimeMS with MaxTimeMSExpired, long before the call's own bound.
+// TestJSMaxTimeMS: JavaScript that loops or sleeps ($where, mapReduce's
+// map, $function in a pipeline and in $expr, $accumulator) stops at the
+// command's maxTimeMS with MaxTimeMSExpired, long before the call's own
+// bound.
 func TestJSMaxTimeMS(t *testing.T) {
 	db, _ := jsFixture(t)
 	start := time.Now()
@@ -339,8 +342,47 @@ func TestJSMaxTimeMS(t *testing.T) {
 	_, err = run(t, db, bson.D{{Key: "mapReduce", Value: "c"}, {Key: "map", Value: "function() { for (;;) {} }"},
 		{Key: "reduce", Value: "function(k, v) { return 1 }"}, {Key: "out", Value: bson.D{{Key: "inline", Value: 1}}}, {Key: "maxTimeMS", Value: 200}})
 	wantCode(t, err, 50, "MaxTimeMSExpired")
+	loop := bson.D{{Key: "$function", Value: bson.D{{Key: "body", Value: "function() { for (;;) {} }"}, {Key: "args", Value: bson.A{}}, {Key: "lang", Value: "js"}}}}
+	_, err = run(t, db, bson.D{{Key: "aggregate", Value: "c"}, {Key: "pipeline", Value: bson.A{bson.D{{Key: "$project", Value: bson.D{{Key: "v", Value: loop}}}}}},
+		{Key: "cursor", Value: bson.D{}}, {Key: "maxTimeMS", Value: 200}})
+	wantCode(t, err, 50, "MaxTimeMSExpired")
+	_, err = run(t, db, bson.D{{Key: "find", Value: "c"}, {Key: "filter", Value: bson.D{{Key: "$expr", Value: loop}}}, {Key: "maxTimeMS", Value: 200}})
+	wantCode(t, err, 50, "MaxTimeMSExpired")
+	acc := bson.D{{Key: "$accumulator", Value: bson.D{{Key: "init", Value: "function() { return 0 }"}, {Key: "accumulate", Value: "function(s) { for (;;) {} }"},
+		{Key: "accumulateArgs", Value: bson.A{}}, {Key: "merge", Value: "function(a, b) { return a }"}, {Key: "lang", Value: "js"}}}}
+	_, err = run(t, db, bson.D{{Key: "aggregate", Value: "c"}, {Key: "pipeline", Value: bson.A{bson.D{{Key: "$group", Value: bson.D{{Key: "_id", Value: nil}, {Key: "r", Value: acc}}}}}},
+		{Key: "cursor", Value: bson.D{}}, {Key: "maxTimeMS", Value: 200}})
+	wantCode(t, err, 50, "MaxTimeMSExpired")
 	if d := time.Since(start); d > 10*time.Second {
 		t.Errorf("took %v", d)
+	}
+	// getMores run their JavaScript under their own context, not the
+	// first batch's (which ended with its command)
+	c := db.Collection("c")
+	tctx, cancel := context.WithTimeout(ctx, 10*time.Second) // the driver sends maxTimeMS
+	defer cancel()
+	cur, err := c.Find(tctx, bson.D{{Key: "$where", Value: "sleep(5); return true"}}, options.Find().SetBatchSize(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for cur.Next(tctx) {
+		n++
+	}
+	if cur.Err() != nil || n != 3 {
+		t.Errorf("find over getMores: %d, %v", n, cur.Err())
+	}
+	fn := bson.D{{Key: "$function", Value: bson.D{{Key: "body", Value: "function(n) { sleep(5); return n * 2 }"}, {Key: "args", Value: bson.A{"$n"}}, {Key: "lang", Value: "js"}}}}
+	cur, err = c.Aggregate(tctx, mongo.Pipeline{{{Key: "$project", Value: bson.D{{Key: "v", Value: fn}}}}}, options.Aggregate().SetBatchSize(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n = 0
+	for cur.Next(tctx) {
+		n++
+	}
+	if cur.Err() != nil || n != 3 {
+		t.Errorf("aggregate over getMores: %d, %v", n, cur.Err())
 	}
 }
 

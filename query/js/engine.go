@@ -233,9 +233,11 @@ func (s *Session) CallBool(f *Func, this bsoncore.Value) (bool, error) {
 	return result, err
 }
 
-// Call runs one call in a runtime of scope's pool (see Session.Call).
-func (e *Engine) Call(scope string, f *Func, this bsoncore.Value, args ...bsoncore.Value) (bsoncore.Value, error) {
+// Call runs one call in a runtime of scope's pool (see Session.Call); it
+// stops when ctx (if not nil) ends.
+func (e *Engine) Call(ctx context.Context, scope string, f *Func, this bsoncore.Value, args ...bsoncore.Value) (bsoncore.Value, error) {
 	s := e.Acquire(scope)
+	s.ctx = ctx
 	defer s.Release()
 	return s.Call(f, this, args...)
 }

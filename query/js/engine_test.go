@@ -32,7 +32,7 @@ func call(t *testing.T, e *Engine, code string, this bsoncore.Value, args ...bso
 	if err != nil {
 		return "", err
 	}
-	v, err := e.Call("test", f, this, args...)
+	v, err := e.Call(context.Background(), "test", f, this, args...)
 	if err != nil {
 		return "", err
 	}
@@ -189,10 +189,10 @@ func TestScopes(t *testing.T) {
 	e := New(Config{})
 	set, _ := Compile("leaked = 'secret'; return 1")
 	get, _ := Compile("return typeof leaked")
-	if _, err := e.Call("db\x00alice", set, bsoncore.Value{}); err != nil {
+	if _, err := e.Call(context.Background(), "db\x00alice", set, bsoncore.Value{}); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := e.Call("db\x00bob", get, bsoncore.Value{}); err != nil || value.Format(got) != `"undefined"` {
+	if got, err := e.Call(context.Background(), "db\x00bob", get, bsoncore.Value{}); err != nil || value.Format(got) != `"undefined"` {
 		t.Errorf("another scope sees %s, %v", value.Format(got), err)
 	}
 }
