@@ -1,9 +1,10 @@
 package query
 
 import (
+	"bytes"
 	"context"
 	"strings"
-	"sync/atomic"
+	"sync"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -49,13 +50,16 @@ type Env struct {
 // ctxRef holds a context that changes from batch to batch (a cursor's
 // getMores each have their own).
 type ctxRef struct {
-	p atomic.Pointer[context.Context]
+	mu  sync.Mutex
+	ctx context.Context
 }
 
 // setContext makes ctx the context of the env's JavaScript calls.
 func (e *Env) setContext(ctx context.Context) {
 	if e != nil && e.ctx != nil {
-		e.ctx.p.Store(&ctx)
+		e.ctx.mu.Lock()
+		e.ctx.ctx = ctx
+		e.ctx.mu.Unlock()
 	}
 }
 
@@ -64,10 +68,16 @@ func (e *Env) context() context.Context {
 	if e == nil || e.ctx == nil {
 		return nil
 	}
-	if p := e.ctx.p.Load(); p != nil {
-		return *p
-	}
-	return nil
+	e.ctx.mu.Lock()
+	defer e.ctx.mu.Unlock()
+	return e.ctx.ctx
+}
+
+// usesJS reports BSON that may hold JavaScript operators: the places that
+// keep an Env's context up to date (setContext) do so only for those.
+func usesJS(b []byte) bool {
+	return bytes.Contains(b, []byte("$where")) || bytes.Contains(b, []byte("$function")) ||
+		bytes.Contains(b, []byte("$accumulator"))
 }
 
 // NewEnv evaluates a command's let document (constant expressions that may

@@ -31,6 +31,9 @@ type Filter struct {
 	// allowWhere is set for a command's own query, the one place mongod
 	// runs $where (filter_where.go).
 	allowWhere bool
+	// js is set when the filter may run JavaScript ($where, $function in
+	// $expr): MatchContext then passes its context on.
+	js bool
 }
 
 // EqualityField is a path pinned to a value by an equality predicate.
@@ -140,7 +143,7 @@ func CompileFilter(filter bsoncore.Document) (*Filter, error) {
 
 // CompileFilterEnv compiles a filter with a collation and let variables.
 func CompileFilterEnv(filter bsoncore.Document, env *Env) (*Filter, error) {
-	f := &Filter{env: env}
+	f := &Filter{env: env, js: usesJS(filter)}
 	root, err := f.parseDoc(filter, true)
 	if err != nil {
 		return nil, err
@@ -166,7 +169,9 @@ func (f *Filter) Match(doc bsoncore.Document) bool { return f.root.matchDoc(doc)
 // JavaScript it runs ($where, $function in $expr) stops when ctx ends
 // (maxTimeMS, killOp), with the command's error (Err).
 func (f *Filter) MatchContext(ctx context.Context, doc bsoncore.Document) bool {
-	f.env.setContext(ctx)
+	if f.js {
+		f.env.setContext(ctx)
+	}
 	return f.root.matchDoc(doc)
 }
 
