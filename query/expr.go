@@ -81,9 +81,17 @@ func usesJS(b []byte) bool {
 }
 
 // NewEnv evaluates a command's let document (constant expressions that may
-// use $$NOW) and binds a collation; both may be nil.
+// use $$NOW) and binds a collation; both may be nil. Its JavaScript runs
+// in js.Default().
 func NewEnv(coll *value.Collation, let bsoncore.Document) (*Env, error) {
-	e := &Env{Collation: coll, vars: map[string]bsoncore.Value{}, JS: js.Default(), ctx: &ctxRef{}}
+	return NewScriptedEnv(coll, let, js.Default(), "")
+}
+
+// NewScriptedEnv is NewEnv with the JavaScript engine and scope of a
+// server, which also evaluates let's JavaScript (a $function in let obeys
+// --noscripting too).
+func NewScriptedEnv(coll *value.Collation, let bsoncore.Document, eng *js.Engine, scope string) (*Env, error) {
+	e := &Env{Collation: coll, vars: map[string]bsoncore.Value{}, JS: eng, JSScope: scope, ctx: &ctxRef{}}
 	e.now = bsoncore.Value{Type: bsoncore.TypeDateTime, Data: bsoncore.AppendDateTime(nil, time.Now().UnixMilli())}
 	it := value.NewIter(let)
 	for {

@@ -445,6 +445,10 @@ func TestJSNoScripting(t *testing.T) {
 	if err != nil || js(bson.M{"r": out["results"]}) != `{"r":[]}` {
 		t.Errorf("over no documents: %v, %v", out, err)
 	}
+	// a let's $function too
+	_, err = run(t, db, bson.D{{Key: "find", Value: "c"}, {Key: "let", Value: bson.D{{Key: "x", Value: bson.D{{Key: "$function", Value: bson.D{
+		{Key: "body", Value: "function() { return 1 }"}, {Key: "args", Value: bson.A{}}, {Key: "lang", Value: "js"}}}}}}}})
+	wantCode(t, err, 31264, "Location31264")
 	if n, err := c.CountDocuments(ctx, bson.D{}); err != nil || n != 3 {
 		t.Errorf("other commands: %d, %v", n, err)
 	}

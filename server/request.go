@@ -405,12 +405,7 @@ func (r *request) queryEnv(collation, let bsoncore.Document) (*query.Env, error)
 			return nil, err
 		}
 	}
-	env, err := query.NewEnv(coll, let)
-	if err != nil {
-		return nil, err
-	}
-	env.JS, env.JSScope = r.c.s.js, r.jsScope()
-	return env, nil
+	return query.NewScriptedEnv(coll, let, r.c.s.js, r.jsScope())
 }
 
 // jsScope is the scope of the request's JavaScript runtimes: its
