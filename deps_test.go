@@ -16,19 +16,20 @@ import (
 // sub-packages are parts of their own: index and storage need values and
 // words without the whole query language.
 var allowed = map[string][]string{
-	"cmd":     {"server", "plan", "storage", "query", "query/value", "query/text", "query/mongoerr", "index", "wire", "bench", "internal"},
-	"server":  {"plan", "query", "query/value", "query/geo", "query/mongoerr", "index", "storage", "wire", "auth"},
+	"cmd":     {"server", "plan", "storage", "query", "query/value", "query/text", "query/mongoerr", "query/js", "index", "wire", "bench", "internal"},
+	"server":  {"plan", "query", "query/value", "query/geo", "query/mongoerr", "query/js", "index", "storage", "wire", "auth"},
 	"plan":    {"query", "query/value", "query/geo", "query/mongoerr", "index", "storage"},
 	"storage": {"index", "query", "query/value", "query/mongoerr", "internal"},
 	"index":   {"query/value", "query/text", "query/geo", "query/mongoerr"},
-	"query":   {"query/value", "query/text", "query/geo", "query/mongoerr"},
+	"query":   {"query/value", "query/text", "query/geo", "query/mongoerr", "query/js"},
 	// query/value: comparison, numbers, collation, formatting, paths and
 	// BSON helpers; query/text: tokenising and stemming; query/geo:
-	// geometries, their relations and S2 cells; query/mongoerr: error
-	// codes.
+	// geometries, their relations and S2 cells; query/js: the JavaScript
+	// engine; query/mongoerr: error codes.
 	"query/value":    {"query/mongoerr"},
 	"query/text":     {"query/value"},
 	"query/geo":      {"query/value", "query/mongoerr"},
+	"query/js":       {"query/value", "query/mongoerr"},
 	"query/mongoerr": {},
 	"wire":           {},
 	// auth: users, roles, SCRAM and privileges; of ours it needs only

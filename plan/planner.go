@@ -555,7 +555,7 @@ func idSource(ctx context.Context, rd storage.Reader, coll string, f *query.Filt
 		}
 		st.keysExamined++
 		st.docsExamined++
-		if f.Match(doc) {
+		if f.MatchContext(ctx, doc) {
 			out = append(out, doc)
 		} else if err := f.Err(); err != nil {
 			return nil, err
@@ -619,7 +619,7 @@ func (s *countingFilterSource) Next(ctx context.Context) (bsoncore.Document, err
 			return true
 		}
 		s.st.docsExamined++
-		if s.f.Match(d) {
+		if s.f.MatchContext(ctx, d) {
 			return true
 		}
 		stop = s.f.Err()
@@ -720,7 +720,7 @@ func (s *indexSource) Next(ctx context.Context) (bsoncore.Document, error) {
 		}
 		if e.covered != nil {
 			doc := bsoncore.Document(e.covered)
-			if s.f.Match(doc) {
+			if s.f.MatchContext(ctx, doc) {
 				return doc, nil
 			}
 			if err := s.f.Err(); err != nil {
@@ -733,7 +733,7 @@ func (s *indexSource) Next(ctx context.Context) (bsoncore.Document, error) {
 			return nil, err
 		}
 		s.st.docsExamined++
-		if found && s.match(doc, e.inside) {
+		if found && s.match(ctx, doc, e.inside) {
 			return doc, nil
 		}
 		if err := s.f.Err(); err != nil {
@@ -744,13 +744,13 @@ func (s *indexSource) Next(ctx context.Context) (bsoncore.Document, error) {
 
 // match matches a fetched document; inside says its entry showed it in
 // the plan's geo region, which then holds without parsing the geometry.
-func (s *indexSource) match(doc bsoncore.Document, inside bool) bool {
+func (s *indexSource) match(ctx context.Context, doc bsoncore.Document, inside bool) bool {
 	if !inside || s.p.geoKnown == nil {
-		return s.f.Match(doc)
+		return s.f.MatchContext(ctx, doc)
 	}
 	*s.p.geoKnown = true
 	defer func() { *s.p.geoKnown = false }()
-	return s.f.Match(doc)
+	return s.f.MatchContext(ctx, doc)
 }
 
 // reversedIndexSource reads the _id keys of the scan ahead and yields

@@ -38,7 +38,7 @@ type filterSource struct {
 func (s *filterSource) Next(ctx context.Context) (bsoncore.Document, error) {
 	var stop error // a filter error ends the scan; the iterator checks ctx
 	keep := func(doc bsoncore.Document) bool {
-		if s.f.Match(doc) {
+		if s.f.MatchContext(ctx, doc) {
 			return true
 		}
 		stop = s.f.Err()

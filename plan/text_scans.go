@@ -47,6 +47,7 @@ func textOrPlan(rd storage.Reader, coll string, indexes []storage.IndexInfo, f *
 	if err != nil {
 		return nil, err
 	}
+	env.JS, env.JSScope = f.Scripts()
 	for _, raw := range others {
 		cl, ok := indexedClause(rd, coll, raw, env)
 		if !ok {

@@ -2,8 +2,8 @@ package query
 
 // The accumulator table: every $group accumulator, in groups by topic,
 // each group sorted by name. Each is also a window function of
-// $setWindowFields (window_registry.go), but for the JavaScript ones,
-// which are refused.
+// $setWindowFields (window_registry.go), but for $accumulator, which
+// mongod refuses there.
 var accTable = [][]accEntry{
 	{ // numbers
 		{name: "$avg", compile: unaryAcc(newAvgAcc)},
@@ -37,15 +37,13 @@ var accTable = [][]accEntry{
 		{name: "$median", compile: compilePercentileAcc},
 		{name: "$percentile", compile: compilePercentileAcc},
 	},
-	{ // server-side JavaScript
-		{name: "$accumulator", js: true},
-		{name: "$function", js: true},
-		{name: "$where", js: true},
+	{ // server-side JavaScript (acc_js.go)
+		{name: "$accumulator", compile: compileJSAcc, js: true},
 	},
 }
 
-// accEntry is one row of accTable; js marks an accumulator mongod runs as
-// JavaScript, which DumboDB refuses.
+// accEntry is one row of accTable; js marks the JavaScript accumulator,
+// which is not a window function.
 type accEntry struct {
 	name    string
 	compile accCompiler

@@ -8,12 +8,15 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"dumbodb/query/js"
 	"dumbodb/query/mongoerr"
 	"dumbodb/query/value"
 )
@@ -23,6 +26,8 @@ import (
 //
 //	docs                      input: one extended-JSON document per line
 //	filter <json>             output: matching _ids of the current docs
+//	where <json>              filter as a command's own query ($where
+//	                          allowed, CompileQueryFilter)
 //	compare                   input: "a, b" per line; output: line => -1|0|1
 //	project <json>            output: each projected document
 //	sort <json>               output: _ids in sorted order
@@ -36,7 +41,8 @@ import (
 //
 // filter, project, sort, update and expr take option lines as input:
 // "query <json>" (the filter "$" refers to), "arrayFilters <json>",
-// "collation <json>" and "let <json>".
+// "collation <json>" and "let <json>"; and for JavaScript "noscripting"
+// (--noscripting) and "jsTimeoutMS <n>" (the bound of one call).
 //
 // Errors print as "error <code> <codeName>: <msg>". Run with -rewrite to
 // regenerate expected outputs after reviewing a change.
@@ -149,12 +155,16 @@ func runCase(t *testing.T, c *ddCase, docs *[]bsoncore.Document) []string {
 			out = append(out, fmt.Sprintf("%s => %d", in, value.Compare(vals[0], vals[1])))
 		}
 		return out
-	case "filter":
+	case "filter", "where":
 		o, err := parseOptions(t, c.input)
 		if err != nil {
 			return []string{errString(err)}
 		}
-		f, err := CompileFilterEnv(mustDoc(t, c.args), o.env)
+		compile := CompileFilterEnv
+		if c.cmd == "where" {
+			compile = CompileQueryFilter
+		}
+		f, err := compile(mustDoc(t, c.args), o.env)
 		if err != nil {
 			return []string{errString(err)}
 		}
@@ -282,6 +292,7 @@ func parseOptions(t *testing.T, lines []string) (*ddOptions, error) {
 	var coll *value.Collation
 	var let bsoncore.Document
 	var query bsoncore.Document
+	var jsEngine *js.Engine
 	for _, l := range lines {
 		name, arg, _ := strings.Cut(l, " ")
 		var err error
@@ -296,6 +307,14 @@ func parseOptions(t *testing.T, lines []string) (*ddOptions, error) {
 			coll, err = value.ParseCollation(mustDoc(t, arg))
 		case "let":
 			let = mustDoc(t, arg)
+		case "noscripting":
+			jsEngine = js.New(js.Config{Disabled: true})
+		case "jsTimeoutMS":
+			ms, perr := strconv.Atoi(arg)
+			if perr != nil {
+				t.Fatal(perr)
+			}
+			jsEngine = js.New(js.Config{Timeout: time.Duration(ms) * time.Millisecond})
 		default:
 			t.Fatalf("unknown option line %q", l)
 		}
@@ -306,6 +325,9 @@ func parseOptions(t *testing.T, lines []string) (*ddOptions, error) {
 	env, err := NewEnv(coll, let)
 	if err != nil {
 		return nil, err
+	}
+	if jsEngine != nil {
+		env.JS = jsEngine
 	}
 	o.env = env
 	if query != nil {

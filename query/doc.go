@@ -6,7 +6,9 @@
 // Errors that reach users are *mongoerr.Error values carrying mongod's
 // codes and messages. MongoDB's value order, numbers, collation, paths and
 // BSON helpers are in query/value; text search's words in query/text;
-// geometries (GeoJSON, legacy pairs, S2 cells) in query/geo.
+// geometries (GeoJSON, legacy pairs, S2 cells) in query/geo; the
+// JavaScript engine that $where, $function and $accumulator run in is
+// query/js (docs/design/javascript.md).
 //
 // # Files
 //
@@ -15,13 +17,15 @@
 //
 //	filter_*  filter operators: field operators (filter_ops.go, bits in
 //	          filter_ops_bits.go), $regex (filter_regex.go), $expr,
-//	          $jsonSchema, $text, the geo operators (filter_geo.go: their
-//	          geometry is query/geo's) and the predicates a planner can use
-//	          (filter_predicates.go)
+//	          $jsonSchema, $text, $where (filter_where.go, with
+//	          CompileQueryFilter, the one place $where is allowed), the geo
+//	          operators (filter_geo.go: their geometry is query/geo's) and
+//	          the predicates a planner can use (filter_predicates.go)
 //	expr_*    expression operators by family: arith, array, set, object,
 //	          string, regex, date, convert, logic (comparison, boolean,
-//	          conditional, $let), meta ($meta, $rand), and the compiler of
-//	          named arguments (expr_named.go)
+//	          conditional, $let), meta ($meta, $rand), function
+//	          ($function), and the compiler of named arguments
+//	          (expr_named.go)
 //	stage_*   aggregation stages, one file per stage or family ($geoNear
 //	          in stage_geonear.go: the server reads its input nearest
 //	          first through the planner), and what
@@ -29,7 +33,8 @@
 //	          (stage_memory.go) and the reading of other collections
 //	          (stage_foreign.go)
 //	acc_*     $group accumulators: of one value (acc_basic.go), of several
-//	          (acc_n.go)
+//	          (acc_n.go), in JavaScript ($accumulator, acc_javascript.go:
+//	          not acc_js.go, which Go would build only for GOOS=js)
 //	window_*  $setWindowFields (window_fields.go), its order-based window
 //	          functions (window_funcs.go) and $covariancePop/Samp
 //	update_*  update operators (update_ops.go), positional paths, the
@@ -52,7 +57,8 @@
 // filterOpTable and schemaTable (filter_registry.go) and updateTable
 // (update_registry.go). A row names the operator and what compiles it;
 // operators MongoDB has and DumboDB refuses are rows too, marked so, and
-// answer with their own error. A map by name is built from each table
-// once; registry_test.go checks that the groups are sorted, that no name
+// answer with their own error; the JavaScript rows (jsOp, accEntry.js)
+// compile, and are what validators and $setWindowFields refuse. A map by
+// name is built from each table once; registry_test.go checks that the groups are sorted, that no name
 // is listed twice and that the refused rows answer as they always have.
 package query

@@ -1,11 +1,15 @@
 package query
 
 import (
+	"bytes"
+	"context"
 	"strings"
+	"sync"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"dumbodb/query/js"
 	"dumbodb/query/mongoerr"
 	"dumbodb/query/value"
 )
@@ -37,12 +41,62 @@ type Env struct {
 	// distanceMultiplier.
 	geoNear           *NearPredicate
 	geoNearMultiplier float64
+	// JS runs $where, $function and $accumulator (NewEnv: js.Default; a
+	// server sets its own, disabled by --noscripting; nil: disabled), in
+	// the runtimes of JSScope (the server's: the database and the user).
+	JS      *js.Engine
+	JSScope string
+	// ctx is the context of the command's latest batch (a pipeline's
+	// Next, a filter's MatchContext), shared with the Envs derived from
+	// this one: JavaScript calls stop when it ends.
+	ctx *ctxRef
+}
+
+// ctxRef holds a context that changes from batch to batch (a cursor's
+// getMores each have their own).
+type ctxRef struct {
+	mu  sync.Mutex
+	ctx context.Context
+}
+
+// setContext makes ctx the context of the env's JavaScript calls.
+func (e *Env) setContext(ctx context.Context) {
+	if e != nil && e.ctx != nil {
+		e.ctx.mu.Lock()
+		e.ctx.ctx = ctx
+		e.ctx.mu.Unlock()
+	}
+}
+
+// context is the context of the env's JavaScript calls (nil: none).
+func (e *Env) context() context.Context {
+	if e == nil || e.ctx == nil {
+		return nil
+	}
+	e.ctx.mu.Lock()
+	defer e.ctx.mu.Unlock()
+	return e.ctx.ctx
+}
+
+// usesJS reports BSON that may hold JavaScript operators: the places that
+// keep an Env's context up to date (setContext) do so only for those.
+func usesJS(b []byte) bool {
+	return bytes.Contains(b, []byte("$where")) || bytes.Contains(b, []byte("$function")) ||
+		bytes.Contains(b, []byte("$accumulator"))
 }
 
 // NewEnv evaluates a command's let document (constant expressions that may
-// use $$NOW) and binds a collation; both may be nil.
+// use $$NOW) and binds a collation; both may be nil. Its JavaScript runs
+// in js.Default().
 func NewEnv(coll *value.Collation, let bsoncore.Document) (*Env, error) {
-	e := &Env{Collation: coll, vars: map[string]bsoncore.Value{}}
+	return NewScriptedEnv(coll, let, js.Default(), "")
+}
+
+// NewScriptedEnv is NewEnv with the JavaScript engine and scope of a
+// server, which also evaluates let's JavaScript (a $function in let obeys
+// --noscripting too).
+func NewScriptedEnv(coll *value.Collation, let bsoncore.Document, eng *js.Engine, scope string) (*Env, error) {
+	e := &Env{Collation: coll, vars: map[string]bsoncore.Value{}, JS: eng, JSScope: scope, ctx: &ctxRef{}}
 	e.now = bsoncore.Value{Type: bsoncore.TypeDateTime, Data: bsoncore.AppendDateTime(nil, time.Now().UnixMilli())}
 	it := value.NewIter(let)
 	for {
@@ -67,6 +121,22 @@ func NewEnv(coll *value.Collation, let bsoncore.Document) (*Env, error) {
 		}
 		e.vars[name] = val
 	}
+}
+
+// scripts is the engine of the env's JavaScript, nil when scripting is
+// disabled.
+func (e *Env) scripts() *js.Engine {
+	if e == nil || !e.JS.Enabled() {
+		return nil
+	}
+	return e.JS
+}
+
+func (e *Env) jsScope() string {
+	if e == nil {
+		return ""
+	}
+	return e.JSScope
 }
 
 func (e *Env) coll() *value.Collation {
@@ -387,8 +457,6 @@ func compileOperator(doc []byte, s *compileScope) (Expr, error) {
 		return nil, mongoerr.New(mongoerr.InvalidPipelineOperator, "Unrecognized expression '%s'", name)
 	case op.js && s.inValidator():
 		return nil, mongoerr.New(mongoerr.Code(4660800), "%s cannot be used inside a validator.", name)
-	case op.js:
-		return nil, jsNotSupported(name)
 	case op.compile != nil:
 		return op.compile(name, arg, s)
 	}

@@ -6,16 +6,14 @@ import (
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
-
-	"dumbodb/query/mongoerr"
 )
 
 // The expression operator table: every operator compileOperator knows,
 // in groups by topic, each group sorted by name. A row says how the
 // operator compiles: over positional arguments with an arity range
 // (fixed), with its own argument syntax (special), over an object of
-// named arguments (named), or not at all (jsOp: server-side JavaScript,
-// which DumboDB refuses).
+// named arguments (named), or as JavaScript (jsOp: refused in a
+// validator).
 var exprTable = [][]exprEntry{
 	{ // arithmetic
 		fixed("$abs", 1, 1, unaryMath("$abs", math.Abs, true)),
@@ -177,10 +175,8 @@ var exprTable = [][]exprEntry{
 		special("$minN", compileNExpr),
 		special("$percentile", compilePercentileExpr),
 	},
-	{ // server-side JavaScript
-		jsOp("$accumulator"),
-		jsOp("$function"),
-		jsOp("$where"),
+	{ // server-side JavaScript (expr_function.go)
+		jsOp("$function", compileFunction),
 	},
 }
 
@@ -193,7 +189,7 @@ type exprEntry struct {
 // exprOp describes an operator: either a compile function for operators
 // with their own argument shape, or an evaluator over positional
 // arguments with an arity range (max -1: unbounded); js marks the
-// JavaScript operators, which are refused.
+// JavaScript operators, which validators refuse.
 type exprOp struct {
 	compile  specialCompiler
 	fn       positionalFunc
@@ -228,12 +224,8 @@ func named(name string, allowed, required []string, fn namedFunc) exprEntry {
 }
 
 // jsOp is an operator mongod runs as server-side JavaScript.
-func jsOp(name string) exprEntry { return exprEntry{name, exprOp{js: true}} }
-
-// jsNotSupported is the error for a JavaScript operator, in an expression
-// or as an accumulator.
-func jsNotSupported(name string) error {
-	return mongoerr.New(mongoerr.NotImplemented, "%s is not supported: DumboDB does not run server-side JavaScript", name)
+func jsOp(name string, compile specialCompiler) exprEntry {
+	return exprEntry{name, exprOp{compile: compile, js: true}}
 }
 
 func (e exprEntry) rowName() string { return e.name }

@@ -1,6 +1,8 @@
 package query
 
 import (
+	"context"
+
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"dumbodb/query/mongoerr"
@@ -36,6 +38,12 @@ type Filter struct {
 	// validator is set while compiling a collection validator, which
 	// refuses what mongod refuses there ($text, $near, $function).
 	validator bool
+	// allowWhere is set for a command's own query, the one place mongod
+	// runs $where (filter_where.go).
+	allowWhere bool
+	// js is set when the filter may run JavaScript ($where, $function in
+	// $expr): MatchContext then passes its context on.
+	js bool
 }
 
 // EqualityField is a path pinned to a value by an equality predicate.
@@ -145,7 +153,7 @@ func CompileFilter(filter bsoncore.Document) (*Filter, error) {
 
 // CompileFilterEnv compiles a filter with a collation and let variables.
 func CompileFilterEnv(filter bsoncore.Document, env *Env) (*Filter, error) {
-	f := &Filter{env: env}
+	f := &Filter{env: env, js: usesJS(filter)}
 	root, err := f.parseDoc(filter, true)
 	if err != nil {
 		return nil, err
@@ -166,6 +174,16 @@ func CompilePartialFilter(filter bsoncore.Document, coll *value.Collation) (*Fil
 
 // Match reports whether doc satisfies the filter.
 func (f *Filter) Match(doc bsoncore.Document) bool { return f.root.matchDoc(doc) }
+
+// MatchContext is Match for a caller with the command's context: the
+// JavaScript it runs ($where, $function in $expr) stops when ctx ends
+// (maxTimeMS, killOp), with the command's error (Err).
+func (f *Filter) MatchContext(ctx context.Context, doc bsoncore.Document) bool {
+	if f.js {
+		f.env.setContext(ctx)
+	}
+	return f.root.matchDoc(doc)
+}
 
 // Err returns the first runtime error a $expr raised while matching.
 func (f *Filter) Err() error { return f.exprErr }

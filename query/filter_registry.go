@@ -33,11 +33,11 @@ var filterTopTable = [][]filterTopEntry{
 		{name: "$expr", parse: parseExprFilter},
 		{name: "$jsonSchema", parse: parseJSONSchema},
 		{name: "$text", parse: parseText},
+		{name: "$where", parse: parseWhere},
 	},
-	{ // refused: JavaScript, sampling
+	{ // refused: $function outside $expr (as mongod), sampling
 		{name: "$function", refuse: notAllowedHere},
 		{name: "$sampleRate", refuse: notSupportedYet},
-		{name: "$where", refuse: notAllowedHere},
 	},
 }
 

@@ -52,12 +52,12 @@ func rowNames[R tableRow](table [][]R) (groups [][]string) {
 
 func TestUnsupportedAnswers(t *testing.T) {
 	for _, c := range []struct{ cmd, args, want string }{
-		{"expr", `{"$function": {}}`, "error 238 NotImplemented: $function is not supported: DumboDB does not run server-side JavaScript"},
-		{"expr", `{"$accumulator": {}}`, "error 238 NotImplemented: $accumulator is not supported: DumboDB does not run server-side JavaScript"},
-		{"expr", `{"$where": "1"}`, "error 238 NotImplemented: $where is not supported: DumboDB does not run server-side JavaScript"},
-		{"aggregate", `[{"$group": {"_id": null, "r": {"$accumulator": {}}}}]`, "error 238 NotImplemented: $accumulator is not supported: DumboDB does not run server-side JavaScript"},
-		{"aggregate", `[{"$group": {"_id": null, "r": {"$function": {}}}}]`, "error 238 NotImplemented: $function is not supported: DumboDB does not run server-side JavaScript"},
-		{"aggregate", `[{"$group": {"_id": null, "r": {"$where": {}}}}]`, "error 238 NotImplemented: $where is not supported: DumboDB does not run server-side JavaScript"},
+		{"expr", `{"$function": {}}`, "error 31261 Location31261: The body function must be specified."},
+		{"expr", `{"$accumulator": {}}`, "error 168 InvalidPipelineOperator: Unrecognized expression '$accumulator'"},
+		{"expr", `{"$where": "1"}`, "error 168 InvalidPipelineOperator: Unrecognized expression '$where'"},
+		{"aggregate", `[{"$group": {"_id": null, "r": {"$accumulator": {}}}}]`, "error 4544707 Location4544707: $accumulator missing required argument 'init'"},
+		{"aggregate", `[{"$group": {"_id": null, "r": {"$function": {}}}}]`, "error 15952 Location15952: unknown group operator '$function'"},
+		{"aggregate", `[{"$group": {"_id": null, "r": {"$where": {}}}}]`, "error 15952 Location15952: unknown group operator '$where'"},
 		{"aggregate", `[{"$setWindowFields": {"output": {"r": {"$function": {}}}}}]`, "error 9 FailedToParse: Unrecognized window function, $function"},
 		{"aggregate", `[{"$setWindowFields": {"output": {"r": {"$function": {}, "window": {"documents": [0, 0]}}}}}]`, "error 9 FailedToParse: 'window' field is not allowed in '$function'"},
 		{"update", `[{"$geoNear": {}}]`, "error 72 InvalidOptions: $geoNear is not allowed to be used within an update"},

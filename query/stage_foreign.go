@@ -23,7 +23,7 @@ import (
 func (e *Env) withVars(names []string, vals []bsoncore.Value) *Env {
 	n := &Env{Collation: e.coll(), vars: map[string]bsoncore.Value{}}
 	if e != nil {
-		n.now = e.now
+		n.now, n.JS, n.JSScope, n.ctx = e.now, e.JS, e.JSScope, e.ctx
 		for k, v := range e.vars {
 			n.vars[k] = v
 		}

@@ -75,11 +75,8 @@ func compileAccumulator(name string, v bsoncore.Value, s *compileScope, env *Env
 	}
 	op := value.FirstKey(v.Data)
 	acc, ok := accumulatorOps[op]
-	switch {
-	case !ok:
+	if !ok {
 		return accSpec{}, mongoerr.New(mongoerr.Code(15952), "unknown group operator '%s'", op)
-	case acc.js:
-		return accSpec{}, jsNotSupported(op)
 	}
 	arg, _ := value.LookupField(v.Data, op)
 	mk, err := acc.compile(op, arg, s, env)

@@ -288,7 +288,7 @@ func compileStreamStages(r *request, stages []bsoncore.Document) (*query.Pipelin
 		}
 		arr.AppendDocument(st)
 	}
-	env, err := queryEnv(nil, nil)
+	env, err := r.queryEnv(nil, nil)
 	if err != nil {
 		return nil, err
 	}

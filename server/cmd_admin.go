@@ -69,6 +69,12 @@ func (s *Server) serverParameters() map[string]func(*bsoncore.DocumentBuilder, s
 		"changeStreamRetentionMB": func(b *bsoncore.DocumentBuilder, k string) {
 			b.AppendInt64(k, runtimeParameters["changeStreamRetentionMB"].get(s))
 		},
+		"internalQueryJavaScriptFnTimeoutMillis": func(b *bsoncore.DocumentBuilder, k string) {
+			b.AppendInt32(k, int32(runtimeParameters["internalQueryJavaScriptFnTimeoutMillis"].get(s)))
+		},
+		"internalQueryJavaScriptHeapSizeLimitMB": func(b *bsoncore.DocumentBuilder, k string) {
+			b.AppendInt32(k, int32(runtimeParameters["internalQueryJavaScriptHeapSizeLimitMB"].get(s)))
+		},
 		"minSnapshotHistoryWindowInSeconds": func(b *bsoncore.DocumentBuilder, k string) {
 			b.AppendInt32(k, int32(s.engine.HistoryWindow()/time.Second))
 		},

@@ -72,7 +72,7 @@ func (r *request) countMatching(coll string, filter bsoncore.Document, env *quer
 		}
 		return n, nil
 	}
-	f, err := query.CompileFilterEnv(filter, env)
+	f, err := query.CompileQueryFilter(filter, env)
 	if err != nil {
 		return 0, err
 	}

@@ -67,7 +67,7 @@ func (r *request) compileDeleteStatement(a *deleteArgs, let bsoncore.Document) (
 		return nil, err
 	}
 	st := &deleteStatement{limit: a.limit}
-	st.filter, err = query.CompileFilterEnv(a.q, env)
+	st.filter, err = query.CompileQueryFilter(a.q, env)
 	return st, err
 }
 

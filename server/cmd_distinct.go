@@ -70,7 +70,7 @@ func (r *request) distinctValues(coll, key string, filter, collation bsoncore.Do
 	if err != nil {
 		return nil, err
 	}
-	f, err := query.CompileFilterEnv(orEmpty(filter), env)
+	f, err := query.CompileQueryFilter(orEmpty(filter), env)
 	if err != nil {
 		return nil, err
 	}

@@ -93,6 +93,8 @@ func explainTarget(cmd bsoncore.Document) (*explained, error) {
 		if value.FirstKey(stage) == "$geoNear" {
 			ex.geoNear = stage
 		}
+	case "mapReduce", "mapreduce":
+		return nil, mongoerr.New(mongoerr.NotImplemented, "explain of mapReduce is not supported by DumboDB")
 	default:
 		return nil, mongoerr.New(mongoerr.CommandNotFound, "Explain failed due to unknown command: %s", first.Key())
 	}
@@ -141,7 +143,7 @@ func (r *request) explain(ex *explained, verbosity string) (bsoncore.Document, e
 // $geoNear's near query (its key found as the aggregate finds it).
 func (r *request) explainedFilter(ex *explained, env *query.Env) (*query.Filter, error) {
 	if ex.geoNear == nil {
-		return query.CompileFilterEnv(orEmpty(ex.Filter), env)
+		return query.CompileQueryFilter(orEmpty(ex.Filter), env)
 	}
 	snap, err := r.snapshot()
 	if err != nil {

@@ -120,7 +120,7 @@ func (r *request) findSource(coll string, a *findArgs) (docSource, error) {
 	if err != nil {
 		return nil, err
 	}
-	f, err := query.CompileFilterEnv(orEmpty(a.filter), env)
+	f, err := query.CompileQueryFilter(orEmpty(a.filter), env)
 	if err != nil {
 		return nil, err
 	}

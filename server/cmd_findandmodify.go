@@ -77,7 +77,7 @@ func cmdFindAndModify(r *request) (bsoncore.Document, error) {
 	if err != nil {
 		return nil, err
 	}
-	f, err := query.CompileFilterEnv(orEmpty(a.filter), env)
+	f, err := query.CompileQueryFilter(orEmpty(a.filter), env)
 	if err != nil {
 		return nil, err
 	}

@@ -79,7 +79,7 @@ func (r *request) compileUpdateStatement(a *updateArgs, let bsoncore.Document) (
 		return nil, err
 	}
 	st := &updateStatement{upsert: a.upsert, multi: a.multi}
-	if st.filter, err = query.CompileFilterEnv(a.q, env); err != nil {
+	if st.filter, err = query.CompileQueryFilter(a.q, env); err != nil {
 		return nil, err
 	}
 	opts := query.UpdateOptions{Env: env, Query: st.filter, ArrayFilters: a.arrayFilters}

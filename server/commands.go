@@ -69,6 +69,8 @@ func init() {
 	commandTable = []command{
 		{family: reads, name: "aggregate", handler: cmdAggregate, access: anyDatabase, need: needs(auth.Find), help: "runs an aggregation pipeline, a change stream ($changeStream) or a view's"},
 		{family: reads, name: "count", handler: cmdCount, access: anyDatabase, need: needs(auth.Find), help: "counts the documents that match a query"},
+		{family: reads, name: "mapReduce", handler: cmdMapReduce, access: anyDatabase, need: needs(auth.Find), help: "runs JavaScript map, reduce and finalize functions over a collection's documents, returning the results or writing them to a collection"},
+		{family: reads, name: "mapreduce", handler: cmdMapReduce, access: anyDatabase, need: needs(auth.Find), help: "alias of mapReduce"},
 		{family: reads, name: "distinct", handler: cmdDistinct, access: anyDatabase, need: needs(auth.Find), help: "returns the distinct values of a field"},
 		{family: reads, name: "explain", handler: cmdExplain, access: anyDatabase, need: needs(auth.Find), help: "describes how a query runs (plan and execution statistics)"},
 		{family: reads, name: "find", handler: cmdFind, access: anyDatabase, need: needs(auth.Find), help: "queries documents (of a collection or a view)"},

@@ -379,7 +379,7 @@ func (r *request) collEnv(coll string, collation, let bsoncore.Document) (*query
 	if collation == nil {
 		collation = r.defaultCollation(coll)
 	}
-	return queryEnv(collation, let)
+	return r.queryEnv(collation, let)
 }
 
 // defaultCollation is the collation coll was created with (nil: simple,
@@ -398,8 +398,8 @@ func (r *request) defaultCollation(coll string) bsoncore.Document {
 }
 
 // queryEnv builds the query environment of a command from its collation
-// and let documents (either may be nil).
-func queryEnv(collation, let bsoncore.Document) (*query.Env, error) {
+// and let documents (either may be nil), with the server's JavaScript.
+func (r *request) queryEnv(collation, let bsoncore.Document) (*query.Env, error) {
 	var coll *value.Collation
 	if collation != nil {
 		var err error
@@ -407,7 +407,20 @@ func queryEnv(collation, let bsoncore.Document) (*query.Env, error) {
 			return nil, err
 		}
 	}
-	return query.NewEnv(coll, let)
+	return query.NewScriptedEnv(coll, let, r.c.s.js, r.jsScope())
+}
+
+// jsScope is the scope of the request's JavaScript runtimes: its
+// database and its user, as mongod pools its scopes.
+func (r *request) jsScope() string {
+	if !r.c.s.cfg.Auth {
+		return r.db // no users: one scope per database
+	}
+	scope := r.db
+	if u := r.c.currentAuth().user; u != nil {
+		scope += "\x00" + u.DB + "\x00" + u.Name
+	}
+	return scope
 }
 
 // checkHint validates a write or aggregate command's hint against the

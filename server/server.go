@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"dumbodb/auth"
+	"dumbodb/query/js"
 	"dumbodb/storage"
 	"dumbodb/wire"
 
@@ -61,6 +62,14 @@ type Config struct {
 	// come from an authenticated user with the privileges it needs
 	// (mongod's --auth; docs/design/auth.md).
 	Auth bool
+	// NoScripting turns server-side JavaScript off ($where, $function,
+	// $accumulator, mapReduce), as mongod's --noscripting does.
+	NoScripting bool
+	// JSTimeout bounds one JavaScript call (0: js.DefaultTimeout, mongod's
+	// internalQueryJavaScriptFnTimeoutMillis); JSHeapLimit the heap one
+	// call may grow by (0: js.DefaultHeapLimit). docs/design/javascript.md.
+	JSTimeout   time.Duration
+	JSHeapLimit int64
 }
 
 // Defaults of the message limits.
@@ -75,6 +84,7 @@ func (c Config) messageStall() time.Duration { return cmp.Or(c.MessageStall, Def
 // counters over one storage engine.
 type Server struct {
 	cfg    Config
+	js     *js.Engine // runs the commands' JavaScript (query/js)
 	engine *storage.Engine
 	users  *auth.Store // users and roles (docs/format/auth.md), loaded by Listen
 	// tlsConfig is the TCP listeners' TLS (nil: disabled), made by Listen.
@@ -125,6 +135,7 @@ func New(cfg Config, engine *storage.Engine, log zerolog.Logger, ring *LogRing) 
 		cursors: newCursorRegistry(), conns: map[*conn]struct{}{}, done: make(chan struct{}),
 		inFlight: wire.NewBudget(cmp.Or(cfg.InFlightBytes, DefaultInFlightBytes)),
 		clock:    newClusterClock(), sessions: newSessionTable(),
+		js: js.New(js.Config{Disabled: cfg.NoScripting, Timeout: cfg.JSTimeout, HeapLimit: cfg.JSHeapLimit}),
 	}
 	s.topo = newTopology(cfg, nil, s.clock)
 	s.txnLifetime.Store(int64(DefaultTransactionLifetime))

@@ -396,7 +396,8 @@ func (r *request) refuseIndexOnExistingInTxn(coll string) error {
 }
 
 // runtimeParameters are the server parameters setParameter can change
-// while running, each with its setter and its current value in seconds.
+// while running, each with its setter and its current value (in the unit
+// its name says).
 var runtimeParameters = map[string]struct {
 	min int64
 	get func(*Server) int64
@@ -422,6 +423,13 @@ var runtimeParameters = map[string]struct {
 	"transactionLifetimeLimitSeconds": {min: 1,
 		get: func(s *Server) int64 { return s.txnLifetime.Load() / int64(time.Second) },
 		set: func(s *Server, n int64) { s.txnLifetime.Store(n * int64(time.Second)) }},
+	// The bounds of one JavaScript call (docs/design/javascript.md).
+	"internalQueryJavaScriptFnTimeoutMillis": {min: 1,
+		get: func(s *Server) int64 { return s.js.Timeout().Milliseconds() },
+		set: func(s *Server, n int64) { s.js.SetTimeout(time.Duration(n) * time.Millisecond) }},
+	"internalQueryJavaScriptHeapSizeLimitMB": {min: 1,
+		get: func(s *Server) int64 { return s.js.HeapLimit() >> 20 },
+		set: func(s *Server, n int64) { s.js.SetHeapLimit(n << 20) }},
 }
 
 // cmdSetParameter sets the server parameters that can change at run time

@@ -297,7 +297,7 @@ func (r *request) collectionInfo(coll string) (storage.CollectionInfo, bool, err
 // viewStream runs a resolved view over its collection, for the stages
 // that read other collections ($lookup, $unionWith).
 func (r *request) viewStream(snap *storage.Snapshot, rv resolvedView) (query.Stream, error) {
-	env, err := queryEnv(rv.collation, nil)
+	env, err := r.queryEnv(rv.collation, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -477,7 +477,7 @@ func (r *request) distinctOnView(coll, key string, filter, collation bsoncore.Do
 	if err != nil {
 		return nil, err
 	}
-	env, err := queryEnv(collation, nil)
+	env, err := r.queryEnv(collation, nil)
 	if err != nil {
 		return nil, err
 	}

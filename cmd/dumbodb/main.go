@@ -44,6 +44,7 @@ type serverFlags struct {
 	advertiseHost  string
 	changeSeconds  int
 	changeMB       int
+	noScripting    bool
 }
 
 func parseFlags(args []string, stderr io.Writer) (*serverFlags, error) {
@@ -85,6 +86,7 @@ func parseFlags(args []string, stderr io.Writer) (*serverFlags, error) {
 		"seconds the change log keeps events for change streams to resume from (setParameter changes it while running)")
 	fs.IntVar(&o.changeMB, "changeStreamRetentionMB", storage.DefaultChangeRetentionBytes>>20,
 		"megabytes the change log keeps at most (setParameter changes it while running)")
+	fs.BoolVar(&o.noScripting, "noscripting", false, "disable server-side JavaScript ($where, $function, $accumulator, mapReduce)")
 	fs.BoolVar(&o.testCmds, "enableTestCommands", false, "enable test-only commands (configureFailPoint), for driver test suites")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: dumbodb [options]\n\nA MongoDB-compatible document database with Git-style version control.\n\nOptions:\n")
@@ -171,6 +173,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		InFlightBytes: int64(o.inFlightMB) << 20,
 		MessageStall:  time.Duration(o.stallSeconds) * time.Second,
 		ReplSet:       o.replSet, Standalone: o.standalone, AdvertiseHost: o.advertiseHost, Auth: o.auth, TLS: o.tls,
+		NoScripting: o.noScripting,
 	}
 	srv := server.New(cfg, engine, log, ring)
 	if err := srv.Listen(); err != nil {

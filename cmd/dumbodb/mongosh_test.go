@@ -222,3 +222,38 @@ func TestReadmeWalkthrough(t *testing.T) {
 		t.Fatalf("walkthrough output:\n%s\nREADME says:\n%s", got, want)
 	}
 }
+
+// TestMongoshJavaScript: what mongosh users write for server-side
+// JavaScript — $where with a function (sent as BSON code), $function,
+// db.c.mapReduce — works, and --noscripting refuses it as mongod does.
+func TestMongoshJavaScript(t *testing.T) {
+	bin := mongoshPath(t)
+	p := dumboproc.StartT(t, t.TempDir())
+	out := mongosh(t, bin, p.Port(), `
+		db.c.insertMany([{_id: 1, tags: ["a", "b"]}, {_id: 2, tags: ["b"]}]);
+		print(JSON.stringify(db.c.find({$where: function() { return this.tags.length > 1 }}).toArray()));
+		print(JSON.stringify(db.c.aggregate([{$project: {n: {$function: {body: function(t) { return t.join("+") }, args: ["$tags"], lang: "js"}}}}]).toArray()));
+		var r = db.c.mapReduce(function() { this.tags.forEach(t => emit(t, 1)) }, function(k, vals) { return Array.sum(vals) }, {out: {inline: 1}});
+		print(JSON.stringify(r.results));
+		db.c.mapReduce(function() { emit(this._id, this.tags.length) }, function(k, vals) { return Array.sum(vals) }, {out: "counts"});
+		print(JSON.stringify(db.counts.find().toArray()));
+	`)
+	// (mongosh warns that mapReduce is deprecated, on stdout, once)
+	want := `[{"_id":1,"tags":["a","b"]}]
+[{"_id":1,"n":"a+b"},{"_id":2,"n":"b"}]
+DeprecationWarning: Collection.mapReduce() is deprecated. Use an aggregation instead.
+See https://mongodb.com/docs/manual/core/map-reduce for details.
+[{"_id":"a","value":1},{"_id":"b","value":2}]
+[{"_id":1,"value":2},{"_id":2,"value":1}]`
+	if out != want {
+		t.Fatalf("mongosh output:\n%s\nwant:\n%s", out, want)
+	}
+	p = dumboproc.StartT(t, t.TempDir(), "--noscripting")
+	out = mongosh(t, bin, p.Port(), `
+		db.c.insertOne({_id: 1});
+		try { db.c.find({$where: function() { return true }}).toArray() } catch (e) { print(e.code + " " + e.message) }
+	`)
+	if want := "6108304 no globalScriptEngine in $where parsing"; out != want {
+		t.Fatalf("--noscripting: %q, want %q", out, want)
+	}
+}

@@ -220,6 +220,7 @@ var names = map[Code]string{
 	ChangeStreamHistoryLost:        "ChangeStreamHistoryLost",
 
 	// declared below, with the codes of their topic
+	JSInterpreterFailure:                     "JSInterpreterFailure",
 	EmptyFieldName:                           "EmptyFieldName",
 	QueryExceededMemoryLimitNoDiskUseAllowed: "QueryExceededMemoryLimitNoDiskUseAllowed",
 }
@@ -289,6 +290,11 @@ const (
 	Location40352  Code = 40352 // field path is empty
 )
 
+// Codes of the commands' argument parsing.
+const (
+	Location40414 Code = 40414 // a required field is missing
+)
+
 // Codes of OP_MSG parsing that a client's message can earn.
 const (
 	Location40431 Code = 40431 // two document sequences with one identifier
@@ -301,6 +307,46 @@ const (
 	Location4568                             Code = 4568    // $lookup's matches for one document
 	Location40099                            Code = 40099   // $graphLookup's search
 	Location4031700                          Code = 4031700 // $facet's output document
+)
+
+// Codes of server-side JavaScript ($where, $function, $accumulator,
+// mapReduce).
+const (
+	JSInterpreterFailure Code = 139
+	Location6108304      Code = 6108304 // $where without a script engine (--noscripting)
+	Location31264        Code = 31264   // $function or $accumulator without a script engine
+	Location31246        Code = 31246   // mapReduce's emit without a script engine
+	Location31241        Code = 31241   // mapReduce's reduce without a script engine
+	Location31292        Code = 31292   // mapReduce's emits past internalQueryMaxJsEmitBytes
+	Location31392        Code = 31392   // mapReduce: one value too large to reduce
+	Location31220        Code = 31220   // emit not given exactly 2 arguments
+	Location31319        Code = 31319   // mapReduce output to a system collection
+	Location15958        Code = 15958   // mapReduce limit not positive
+	Location15976        Code = 15976   // mapReduce sort without a key
+	// $function's arguments
+	Location31260 Code = 31260 // not an object
+	Location31261 Code = 31261 // no body
+	Location31262 Code = 31262 // body neither string nor code
+	Location31263 Code = 31263 // no args
+	Location31266 Code = 31266 // args not an array
+	Location31418 Code = 31418 // no lang
+	Location31419 Code = 31419 // lang not "js"
+	Location31422 Code = 31422 // _internalSetObjToThis with other than one argument
+	Location31432 Code = 31432 // body not a constant
+	// $accumulator's arguments
+	Location4544701 Code = 4544701 // a function not constant
+	Location4544702 Code = 4544702 // a function neither string nor code
+	Location4544703 Code = 4544703 // not an object
+	Location4544704 Code = 4544704 // lang not a string
+	Location4544705 Code = 4544705 // lang not "js"
+	Location4544706 Code = 4544706 // an unexpected field
+	Location4544707 Code = 4544707 // no init
+	Location4544708 Code = 4544708 // no accumulate
+	Location4544709 Code = 4544709 // no merge
+	Location4544710 Code = 4544710 // no accumulateArgs
+	Location4544711 Code = 4544711 // initArgs not an array
+	Location4544712 Code = 4544712 // accumulateArgs not an array
+	Location4545000 Code = 4545000 // one document's arguments past the BSON limit
 )
 
 // SearchNotEnabled is a community mongod's answer to the Atlas Search
