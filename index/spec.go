@@ -44,6 +44,9 @@ type Spec struct {
 
 	// Text is set for a text index: its fields, weights and language.
 	Text *text.Config
+	// TextPrefix and TextSuffix are a compound text index's other key
+	// fields, before and after the text part ({a: 1, body: "text", b: 1}).
+	TextPrefix, TextSuffix []Field
 
 	partial     Matcher
 	coll        *value.Collation // nil: simple
@@ -154,10 +157,8 @@ func (s *Spec) parseOption(el bsoncore.Element, doc bsoncore.Document) (bool, er
 		return true, s.parsePartial(v)
 	case "expireAfterSeconds":
 		return true, s.parseExpire(v)
-	case "weights", "default_language", "language_override":
+	case "weights", "default_language", "language_override", "textIndexVersion":
 		return false, s.parseTextOption(el.Key(), v)
-	case "textIndexVersion":
-		return false, nil
 	case "collation":
 		return true, s.parseCollation(v)
 	case "2dsphereIndexVersion", "bits", "min", "max", "bucketSize", "wildcardProjection", "storageEngine", "clustered", "prepareUnique":
@@ -189,19 +190,10 @@ func (s *Spec) parseKey(v bsoncore.Value) error {
 		return mongoerr.New(codeCannotCreateIndex, "Index keys cannot be empty.")
 	}
 	seen := map[string]bool{}
-	var nameParts []string
 	for _, el := range els {
 		if t, ok := el.Value().StringValueOK(); ok && t == "text" {
-			if s.tp == nil {
-				s.tp = &textParse{}
-			}
-			nameParts = append(nameParts, el.Key(), "text")
-			if el.Key() == "_fts" {
-				s.tp.fts = true
-			} else if el.Key() == "$**" || strings.HasSuffix(el.Key(), ".$**") {
-				return mongoerr.New(mongoerr.NotImplemented, "wildcard text indexes are not supported by DumboDB")
-			} else {
-				s.tp.keyFields = append(s.tp.keyFields, el.Key())
+			if err := s.parseTextKeyField(el.Key()); err != nil {
+				return err
 			}
 			continue
 		}
@@ -218,6 +210,11 @@ func (s *Spec) parseKey(v bsoncore.Value) error {
 		seen[f.Path] = true
 		s.Fields = append(s.Fields, f)
 	}
+	if s.tp != nil {
+		if err := s.splitTextKey(); err != nil {
+			return err
+		}
+	}
 	if len(s.Fields) > 1 {
 		for _, f := range s.Fields {
 			if f.Path == "$**" || strings.HasSuffix(f.Path, ".$**") {
@@ -228,12 +225,6 @@ func (s *Spec) parseKey(v bsoncore.Value) error {
 	s.Key = append(bsoncore.Document(nil), key...)
 	if err := checkHashed(s.Fields); err != nil {
 		return err
-	}
-	if s.tp != nil {
-		if len(s.Fields) > 0 {
-			return mongoerr.New(mongoerr.NotImplemented, "compound text indexes are not supported by DumboDB")
-		}
-		s.textName = strings.Join(nameParts, "_")
 	}
 	return nil
 }
@@ -429,7 +420,7 @@ func (s *Spec) SameKey(o *Spec) bool {
 func (s *Spec) SameOptions(o *Spec) bool {
 	return s.Unique == o.Unique && s.Sparse == o.Sparse && s.ExpireAfter == o.ExpireAfter && s.coll.Equal(o.coll) &&
 		string(s.Partial) == string(o.Partial) && string(s.textWeights) == string(o.textWeights) &&
-		(s.Text == nil) == (o.Text == nil) && (s.Text == nil || s.Text.Language == o.Text.Language)
+		(s.Text == nil) == (o.Text == nil) && (s.Text == nil || s.Text.Language == o.Text.Language && s.Text.LanguageOverride == o.Text.LanguageOverride)
 }
 
 // knownOptions are the spec fields ParseSpec understands (supported or

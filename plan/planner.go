@@ -39,6 +39,9 @@ type Plan struct {
 	// text is set for a $text query: the terms looked up in the text
 	// index ix; documents containing any are fetched and matched.
 	text []string
+	// textPrefix is the encoded equality values of a compound text
+	// index's prefix fields, under which every term is looked up.
+	textPrefix []byte
 	// orClauses, for a $text that is a clause of a top-level $or, are the
 	// other clauses, each with its own index plan; the documents they
 	// select join the text's before the whole filter is matched.

@@ -15,16 +15,46 @@ import (
 
 // textPlan serves a $text query from the collection's text index, which
 // it requires (mongod's error 27 otherwise), and binds the filter's $text
-// to the index's fields, weights and language.
+// to the index's fields, weights and language. A compound text index
+// needs an equality on each of its prefix fields, as mongod.
 func textPlan(indexes []storage.IndexInfo, f *query.Filter) (*Plan, error) {
 	for i := range indexes {
 		ix := &indexes[i]
-		if ix.Spec.Text != nil {
-			f.BindText(*ix.Spec.Text)
-			return &Plan{ix: ix, text: append([]string{}, f.TextTerms()...)}, nil
+		if ix.Spec.Text == nil {
+			continue
+		}
+		prefix, ok := textPrefixValues(ix.Spec.TextPrefix, f)
+		if !ok {
+			return nil, mongoerr.New(mongoerr.NoQueryExecutionPlans, "error processing query: planner returned error :: caused by :: "+
+				"failed to use text index to satisfy $text query (if text index is compound, are equality predicates given for all prefix fields?)")
+		}
+		f.BindText(*ix.Spec.Text)
+		return &Plan{ix: ix, text: append([]string{}, f.TextTerms()...), textPrefix: prefix}, nil
+	}
+	return nil, mongoerr.New(mongoerr.IndexNotFound, "text index required for $text query")
+}
+
+// textPrefixValues encodes the values the filter's top-level equalities
+// give a compound text index's prefix fields (false: one has none, or an
+// array, which no entry's prefix can be).
+func textPrefixValues(fields []index.Field, f *query.Filter) ([]byte, bool) {
+	if len(fields) == 0 {
+		return nil, true
+	}
+	vals := make([]bsoncore.Value, len(fields))
+	for i, fd := range fields {
+		found := false
+		for _, eq := range f.EqualityFields() {
+			if eq.Path == fd.Path && eq.Value.Type != bsoncore.TypeArray {
+				vals[i], found = eq.Value, true
+				break
+			}
+		}
+		if !found {
+			return nil, false
 		}
 	}
-	return nil, mongoerr.New(mongoerr.Code(27), "text index required for $text query")
+	return index.TextPrefixKey(fields, vals), true
 }
 
 // orClause is a clause of a top-level $or beside a $text, with its plan.
@@ -79,7 +109,7 @@ func textSource(ctx context.Context, rd storage.Reader, coll string, f *query.Fi
 	seen := map[string]bool{}
 	ids := []scanned{}
 	for _, term := range p.text {
-		prefix := index.TextTermPrefix(term)
+		prefix := index.TextTermPrefix(p.textPrefix, term)
 		iv := index.Interval{Start: prefix, Stop: append(append([]byte(nil), prefix...), index.AfterPrefix)}
 		err := eachEntryID(ctx, rd, coll, p.ix.Spec.Name, iv, func(id []byte) {
 			st.keysExamined++

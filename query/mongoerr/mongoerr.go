@@ -118,6 +118,11 @@ const (
 	Location15974                Code = 15974 // bad sort value
 	Location15973                Code = 15973 // sort key must be a number or $meta
 	Location17276                Code = 17276 // $in needs an array ($nin too)
+	// Text search.
+	CannotCreateIndex Code = 67
+	Location17261     Code = 17261 // a document's language override field is not a string
+	Location17262     Code = 17262 // a document's language override names an unsupported language
+	Location16675     Code = 16675 // an array in a compound text index's prefix or suffix field
 )
 
 var names = map[Code]string{
@@ -193,7 +198,7 @@ var names = map[Code]string{
 	NoMergeInProgress:              "NoMergeInProgress",
 	UnresolvedConflicts:            "UnresolvedConflicts",
 	NotFastForward:                 "NotFastForward",
-	Code(67):                       "CannotCreateIndex",
+	CannotCreateIndex:              "CannotCreateIndex",
 	Code(197):                      "InvalidIndexSpecificationOption",
 	Code(171):                      "CannotIndexParallelArrays",
 	Code(276):                      "AmbiguousIndexKeyPattern",
