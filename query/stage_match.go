@@ -26,5 +26,11 @@ func compileMatchStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 	if err != nil {
 		return nil, err
 	}
+	if f.HasText() {
+		if !pc.first || pc.within != "" {
+			return nil, mongoerr.New(mongoerr.Location17313, "$match with $text is only allowed as the first pipeline stage")
+		}
+		pc.text = f
+	}
 	return func(in Stream) Stream { return matching(in, f) }, nil
 }

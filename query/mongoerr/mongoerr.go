@@ -123,6 +123,7 @@ const (
 	Location17261     Code = 17261 // a document's language override field is not a string
 	Location17262     Code = 17262 // a document's language override names an unsupported language
 	Location16675     Code = 16675 // an array in a compound text index's prefix or suffix field
+	Location17313     Code = 17313 // $match with $text not the first stage
 )
 
 var names = map[Code]string{
