@@ -23,10 +23,11 @@ var allowed = map[string][]string{
 	"index":   {"query/value", "query/text", "query/mongoerr"},
 	"query":   {"query/value", "query/text", "query/mongoerr"},
 	// query/value: comparison, numbers, collation, formatting, paths and
-	// BSON helpers; query/text: tokenising and stemming; query/mongoerr:
-	// error codes.
+	// BSON helpers; query/text: text search's words and languages (its
+	// errors for a document's unsupported language); query/mongoerr: error
+	// codes.
 	"query/value":    {"query/mongoerr"},
-	"query/text":     {"query/value"},
+	"query/text":     {"query/mongoerr"},
 	"query/mongoerr": {},
 	"wire":           {},
 	// auth: users, roles, SCRAM and privileges; of ours it needs only
