@@ -211,7 +211,7 @@ func (s *Spec) parseKey(v bsoncore.Value) error {
 		s.Fields = append(s.Fields, f)
 	}
 	if s.tp != nil {
-		if err := s.splitTextKey(); err != nil {
+		if err := s.splitTextKey(key); err != nil {
 			return err
 		}
 	}

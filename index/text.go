@@ -67,18 +67,18 @@ func (s *Spec) parseTextKeyField(field string) error {
 }
 
 // splitTextKey moves a compound text index's other fields, read into
-// Fields, to TextPrefix and TextSuffix.
-func (s *Spec) splitTextKey() error {
+// Fields, to TextPrefix and TextSuffix; mongod allows only 1 and -1 there.
+func (s *Spec) splitTextKey(key bsoncore.Document) error {
 	tp := s.tp
 	if tp.textAt < 0 {
 		return nil // text options without a text field: finishText refuses them
 	}
 	for _, f := range s.Fields {
-		if f.Hashed || f.Path == "_fts" || f.Path == "_ftsx" {
-			if f.Hashed {
-				return mongoerr.New(codeCannotCreateIndex, "expected value 1 or -1 for non-text key in compound index")
-			}
+		if f.Path == "_fts" || f.Path == "_ftsx" {
 			return mongoerr.New(codeCannotCreateIndex, "text index with reserved fields _fts/_ftsx not allowed")
+		}
+		if n, ok := key.Lookup(f.Path).AsFloat64OK(); !ok || (int32(n) != 1 && int32(n) != -1) {
+			return mongoerr.New(codeCannotCreateIndex, "expected value 1 or -1 for non-text key in compound index")
 		}
 	}
 	s.TextPrefix = append([]Field(nil), s.Fields[:tp.textAt]...)

@@ -82,3 +82,12 @@ func TestTextSpecErrors(t *testing.T) {
 		}
 	}
 }
+
+func TestCompoundTextDirections(t *testing.T) {
+	for _, v := range []any{2, -3, "hashed"} {
+		_, err := textSpec(t, bson.D{{Key: "key", Value: bson.D{{Key: "a", Value: v}, {Key: "c", Value: "text"}}}})
+		if codeOf(err) != int32(mongoerr.CannotCreateIndex) {
+			t.Errorf("{a: %v, c: text}: %v", v, err)
+		}
+	}
+}

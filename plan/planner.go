@@ -42,6 +42,9 @@ type Plan struct {
 	// textPrefix is the encoded equality values of a compound text
 	// index's prefix fields, under which every term is looked up.
 	textPrefix []byte
+	// textExplain is explain's view of the text query: the prefix
+	// fields' values (indexPrefix) and parsedTextQuery.
+	textIndexPrefix, parsedText bsoncore.Document
 	// orClauses, for a $text that is a clause of a top-level $or, are the
 	// other clauses, each with its own index plan; the documents they
 	// select join the text's before the whole filter is matched.

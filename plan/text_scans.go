@@ -23,38 +23,39 @@ func textPlan(indexes []storage.IndexInfo, f *query.Filter) (*Plan, error) {
 		if ix.Spec.Text == nil {
 			continue
 		}
-		prefix, ok := textPrefixValues(ix.Spec.TextPrefix, f)
+		prefix, shown, ok := textPrefixValues(ix.Spec.TextPrefix, f)
 		if !ok {
 			return nil, mongoerr.New(mongoerr.NoQueryExecutionPlans, "error processing query: planner returned error :: caused by :: "+
 				"failed to use text index to satisfy $text query (if text index is compound, are equality predicates given for all prefix fields?)")
 		}
 		f.BindText(*ix.Spec.Text)
-		return &Plan{ix: ix, text: append([]string{}, f.TextTerms()...), textPrefix: prefix}, nil
+		return &Plan{ix: ix, text: append([]string{}, f.TextTerms()...), textPrefix: prefix,
+			textIndexPrefix: shown, parsedText: f.ParsedTextQuery()}, nil
 	}
 	return nil, mongoerr.New(mongoerr.IndexNotFound, "text index required for $text query")
 }
 
 // textPrefixValues encodes the values the filter's top-level equalities
-// give a compound text index's prefix fields (false: one has none, or an
-// array, which no entry's prefix can be).
-func textPrefixValues(fields []index.Field, f *query.Filter) ([]byte, bool) {
-	if len(fields) == 0 {
-		return nil, true
-	}
+// give a compound text index's prefix fields, and shows them as explain's
+// indexPrefix (false: one has none, or an array, which no entry's prefix
+// can be).
+func textPrefixValues(fields []index.Field, f *query.Filter) ([]byte, bsoncore.Document, bool) {
+	shown := bsoncore.NewDocumentBuilder()
 	vals := make([]bsoncore.Value, len(fields))
 	for i, fd := range fields {
 		found := false
 		for _, eq := range f.EqualityFields() {
 			if eq.Path == fd.Path && eq.Value.Type != bsoncore.TypeArray {
 				vals[i], found = eq.Value, true
+				shown.AppendValue(fd.Path, eq.Value)
 				break
 			}
 		}
 		if !found {
-			return nil, false
+			return nil, nil, false
 		}
 	}
-	return index.TextPrefixKey(fields, vals), true
+	return index.TextPrefixKey(fields, vals), shown.Build(), true
 }
 
 // orClause is a clause of a top-level $or beside a $text, with its plan.
@@ -181,7 +182,9 @@ func textStage(p *Plan, filter bsoncore.Document) bsoncore.Document {
 		AppendArray("terms", terms.Build()).Build()
 	fetch := bsoncore.NewDocumentBuilder().AppendString("stage", "FETCH").
 		AppendDocument("inputStage", wrapStage("TEXT_OR", ixscan, bsoncore.NewDocumentBuilder())).Build()
-	b := bsoncore.NewDocumentBuilder().AppendString("stage", "TEXT_MATCH").AppendString("indexName", p.ix.Spec.Name)
+	b := bsoncore.NewDocumentBuilder().AppendString("stage", "TEXT_MATCH").
+		AppendDocument("indexPrefix", orEmpty(p.textIndexPrefix)).AppendString("indexName", p.ix.Spec.Name).
+		AppendDocument("parsedTextQuery", orEmpty(p.parsedText)).AppendInt32("textIndexVersion", 3)
 	if nonEmpty(filter) {
 		b.AppendDocument("filter", filter)
 	}

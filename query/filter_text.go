@@ -261,6 +261,29 @@ func (f *Filter) TextScore(doc bsoncore.Document) (float64, bool) {
 	return f.text.score(doc)
 }
 
+// ParsedTextQuery is explain's parsedTextQuery of a bound $text: its
+// terms (stemmed, as looked up), negated terms, phrases and negated
+// phrases (lowercased unless $caseSensitive).
+func (f *Filter) ParsedTextQuery() bsoncore.Document {
+	if f.text == nil {
+		return nil
+	}
+	t := f.text
+	phrases := func(ps []string) bsoncore.Array {
+		b := bsoncore.NewArrayBuilder()
+		for _, p := range ps {
+			if !t.sens.Case {
+				p = strings.ToLower(p)
+			}
+			b.AppendString(p)
+		}
+		return b.Build()
+	}
+	return bsoncore.NewDocumentBuilder().
+		AppendValue("terms", stringArray(t.posT)).AppendValue("negatedTerms", stringArray(t.negT)).
+		AppendArray("phrases", phrases(t.phrases)).AppendArray("negatedPhrases", phrases(t.negPhr)).Build()
+}
+
 // TextQuery is the $text document, for explain.
 func (f *Filter) TextQuery() bsoncore.Document {
 	if f.text == nil {

@@ -139,6 +139,11 @@ func TestTextCompound(t *testing.T) {
 	wantTextIDs(t, "prefix $eq", textIDs(t, c, withA(bson.D{{Key: "$eq", Value: 2}}), true), 3)
 	wantTextIDs(t, "prefix null finds the documents without a", textIDs(t, c, withA(nil), true), 4)
 	wantTextIDs(t, "suffix filtered", textIDs(t, c, withA(1, bson.E{Key: "b", Value: bson.D{{Key: "$gt", Value: 1}}}), true), 2)
+	ex := mustRun(t, db, bson.D{{Key: "explain", Value: bson.D{{Key: "find", Value: "comp"}, {Key: "filter", Value: bson.D{{Key: "a", Value: 1}, search("coffee -cups \"Coffee beans\"")[0]}}}}})
+	if plan := fmt.Sprint(ex["queryPlanner"]); !strings.Contains(plan, `"indexPrefix":{"a":{"$numberInt":"1"}}`) ||
+		!strings.Contains(plan, `"parsedTextQuery":{"terms":["coffe","bean"],"negatedTerms":["cup"],"phrases":["coffee beans"],"negatedPhrases":[]}`) {
+		t.Errorf("explain of a compound text query: %v", plan)
+	}
 	for name, f := range map[string]bson.D{
 		"no prefix":    search("coffee"),
 		"prefix range": withA(bson.D{{Key: "$gt", Value: 0}}),

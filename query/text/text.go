@@ -56,7 +56,7 @@ func Tokenize(s string) []string {
 // without diacritics; the stemmer sees the word with its diacritics,
 // which the Snowball stemmers of accented languages need.
 func (l *Language) Term(tok string, sens Sensitivity) string {
-	lower := strings.ToLower(tok)
+	lower := l.Lower(tok)
 	if l.IsStopWord(lower) {
 		return ""
 	}
@@ -69,6 +69,15 @@ func (l *Language) Term(tok string, sens Sensitivity) string {
 		w = Fold(w)
 	}
 	return w
+}
+
+// Lower lowercases s by the language's rules: Turkish maps I to dotless ı
+// and İ to i, as mongod's Turkish case folding does.
+func (l *Language) Lower(s string) string {
+	if l.Name == "turkish" {
+		return strings.ToLowerSpecial(unicode.TurkishCase, s)
+	}
+	return strings.ToLower(s)
 }
 
 // Terms are the distinct index terms of toks.
