@@ -20,8 +20,8 @@ import (
 func textPlan(indexes []storage.IndexInfo, f *query.Filter) (*Plan, error) {
 	for i := range indexes {
 		ix := &indexes[i]
-		if ix.Spec.Text == nil {
-			continue
+		if ix.Spec.Text == nil || ix.Spec.Hidden {
+			continue // a hidden index answers no query, as on mongod
 		}
 		prefix, shown, ok := textPrefixValues(ix.Spec.TextPrefix, f)
 		if !ok {

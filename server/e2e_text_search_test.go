@@ -166,6 +166,11 @@ func TestTextCompound(t *testing.T) {
 	if err := bson.Unmarshal(specs[1].KeysDocument, &key); err != nil || len(key) != 4 || key[0].Key != "a" || key[1].Key != "_fts" || key[3].Key != "b" {
 		t.Errorf("compound key pattern %v", key)
 	}
+	mustRun(t, db, bson.D{{Key: "collMod", Value: "comp"}, {Key: "index", Value: bson.D{{Key: "name", Value: "a_1_content_text_b_1"}, {Key: "hidden", Value: true}}}})
+	_, err = c.Find(ctx, withA(1))
+	if me, ok := err.(mongo.ServerError); !ok || !me.HasErrorCode(27) {
+		t.Errorf("$text with the text index hidden: %v", err)
+	}
 	_, err = run(t, db, bson.D{{Key: "createIndexes", Value: "comp2"}, {Key: "indexes", Value: bson.A{bson.D{
 		{Key: "key", Value: bson.D{{Key: "x", Value: "text"}, {Key: "b", Value: 1}, {Key: "y", Value: "text"}}}, {Key: "name", Value: "bad"}}}}})
 	wantCode(t, err, 67, "CannotCreateIndex")
