@@ -14,7 +14,7 @@ import (
 
 // Error codes of index specifications (mongod's).
 const (
-	codeCannotCreateIndex   = mongoerr.Code(67)
+	codeCannotCreateIndex   = mongoerr.CannotCreateIndex
 	codeInvalidIndexSpecOpt = mongoerr.Code(197)
 	codeCannotIndexParallel = mongoerr.Code(171)
 	codeKeyTooLong          = mongoerr.Code(17280)

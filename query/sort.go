@@ -58,14 +58,14 @@ func compileSort(sort bsoncore.Document, env *Env, f *Filter) (*Sort, error) {
 				return nil, mongoerr.New(mongoerr.Code(17308), "Unsupported argument to $meta: %s", value.Format(m))
 			}
 			if !f.HasText() {
-				return nil, mongoerr.New(mongoerr.Code(40218), "query requires text score metadata, but it is not available")
+				return nil, mongoerr.New(mongoerr.Location40218, "query requires text score metadata, but it is not available")
 			}
 			s.keys = append(s.keys, sortKey{parts: value.SplitPath(key), score: true})
 			continue
 		}
 		if v.Type == bsoncore.TypeEmbeddedDocument && value.FirstKey(v.Data) == "$meta" {
 			if m, _ := value.LookupField(v.Data, "$meta"); m.Type == bsoncore.TypeString && m.StringValue() == "textScore" {
-				return nil, mongoerr.New(mongoerr.Code(40218), "query requires text score metadata, but it is not available")
+				return nil, mongoerr.New(mongoerr.Location40218, "query requires text score metadata, but it is not available")
 			}
 			return nil, mongoerr.New(mongoerr.NotImplemented, "$meta sort other than textScore is not supported by DumboDB yet")
 		}

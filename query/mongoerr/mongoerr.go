@@ -124,6 +124,7 @@ const (
 	Location17262     Code = 17262 // a document's language override names an unsupported language
 	Location16675     Code = 16675 // an array in a compound text index's prefix or suffix field
 	Location17313     Code = 17313 // $match with $text not the first stage
+	Location40218     Code = 40218 // text score metadata asked for without a $text
 )
 
 var names = map[Code]string{
