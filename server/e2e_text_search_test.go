@@ -223,7 +223,7 @@ func TestTextIndexVersioned(t *testing.T) {
 		{Key: "default_language", Value: "spanish"}, {Key: "language_override", Value: "lengua"}, {Key: "weights", Value: bson.D{{Key: "body", Value: 3}}},
 	}}}})
 	insertDocs(t, db.Collection("docs"), bson.D{{Key: "_id", Value: 1}, {Key: "k", Value: 1}, {Key: "body", Value: "los niños corrían"}})
-	checkSpec := func(name string, c *mongo.Collection) {
+	checkSpec := func(name string, c *mongo.Collection, want ...int32) {
 		t.Helper()
 		cur, err := c.Indexes().List(ctx)
 		if err != nil {
@@ -237,7 +237,10 @@ func TestTextIndexVersioned(t *testing.T) {
 			specs[1]["textIndexVersion"] != int32(3) || !strings.Contains(fmt.Sprint(specs[1]["weights"]), "body") {
 			t.Errorf("%s: listIndexes %v", name, specs)
 		}
-		wantTextIDs(t, name, textIDs(t, c, bson.D{{Key: "k", Value: 1}, search("niño")[0]}, true), 1)
+		if len(want) == 0 {
+			want = []int32{1}
+		}
+		wantTextIDs(t, name, textIDs(t, c, bson.D{{Key: "k", Value: 1}, search("niño")[0]}, true), want...)
 	}
 	checkSpec("created", db.Collection("docs"))
 	ts.restart()
@@ -253,4 +256,11 @@ func TestTextIndexVersioned(t *testing.T) {
 	vc(t, cl, "vtxt@side", bson.D{{Key: "dumboCommit", Value: 1}, {Key: "message", Value: "one more"}})
 	vc(t, cl, "vtxt", bson.D{{Key: "dumboMerge", Value: 1}, {Key: "mergeIn", Value: "side"}})
 	wantTextIDs(t, "merged", textIDs(t, db.Collection("docs"), bson.D{{Key: "k", Value: 1}, search("niño")[0]}, true), 1, 2)
+
+	// Dropping the index is a working-set change that a hard reset undoes.
+	if err := db.Collection("docs").Indexes().DropOne(ctx, "kt"); err != nil {
+		t.Fatal(err)
+	}
+	vc(t, cl, "vtxt", bson.D{{Key: "dumboReset", Value: 1}, {Key: "hard", Value: true}})
+	checkSpec("after reset", db.Collection("docs"), 1, 2)
 }
