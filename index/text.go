@@ -315,6 +315,21 @@ func TextPrefixKey(prefix []Field, vals []bsoncore.Value) []byte {
 	return dst
 }
 
+// textScoreKeyLen is the length of an entry's encoded score: a double
+// key (class byte, 8 bytes, no remainder) has one length.
+var textScoreKeyLen = len(EncodeKey(nil, bsoncore.Value{Type: bsoncore.TypeDouble, Data: bsoncore.AppendDouble(nil, 1)}))
+
+// TextEntrySuffix is the encoded suffix fields of a compound text index's
+// entry (its key, the _id key included), given the prefix-and-term part
+// it was found under: what follows the score, up to the _id key.
+func TextEntrySuffix(entry, termPrefix, idKey []byte) []byte {
+	start, end := len(termPrefix)+textScoreKeyLen, len(entry)-len(idKey)
+	if start > end {
+		return nil
+	}
+	return entry[start:end]
+}
+
 // TextTermPrefix is the key prefix of a term's entries under the encoded
 // prefix fields' values (nil for a text index without them).
 func TextTermPrefix(prefix []byte, term string) []byte {

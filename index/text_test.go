@@ -91,3 +91,31 @@ func TestCompoundTextDirections(t *testing.T) {
 		}
 	}
 }
+
+func TestTextEntrySuffix(t *testing.T) {
+	s, err := textSpec(t, bson.D{{Key: "key", Value: bson.D{{Key: "a", Value: 1}, {Key: "c", Value: "text"}, {Key: "b", Value: -1}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, _ := bson.Marshal(bson.D{{Key: "a", Value: "p"}, {Key: "b", Value: 2.5}, {Key: "c", Value: "coffee coffee tea"}})
+	keys, _, err := s.Keys(doc)
+	if err != nil || len(keys) != 2 {
+		t.Fatalf("keys %d %v", len(keys), err)
+	}
+	prefix := TextPrefixKey(s.TextPrefix, []bsoncore.Value{{Type: bsoncore.TypeString, Data: bsoncore.AppendString(nil, "p")}})
+	b := bsoncore.Value{Type: bsoncore.TypeDouble, Data: bsoncore.AppendDouble(nil, 2.5)}
+	want := extend([][]byte{nil}, []bsoncore.Value{b}, true, nil)[0]
+	id := []byte{9, 9}
+	for _, k := range keys {
+		var term string
+		for _, t := range []string{"coffe", "tea"} {
+			if p := TextTermPrefix(prefix, t); string(k[:len(p)]) == string(p) {
+				term = t
+			}
+		}
+		got := TextEntrySuffix(append(append([]byte(nil), k...), id...), TextTermPrefix(prefix, term), id)
+		if string(got) != string(want) {
+			t.Errorf("term %q: suffix %x, want %x", term, got, want)
+		}
+	}
+}

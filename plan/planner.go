@@ -42,7 +42,11 @@ type Plan struct {
 	// textPrefix is the encoded equality values of a compound text
 	// index's prefix fields, under which every term is looked up.
 	textPrefix []byte
-	// textExplain is explain's view of the text query: the prefix
+	// textSuffix, when set, are the ranges a compound text index's suffix
+	// fields must fall in, from the filter's predicates on them: entries
+	// outside are skipped before the fetch.
+	textSuffix []index.Interval
+	// textIndexPrefix and parsedText are explain's view of the text query: the prefix
 	// fields' values (indexPrefix) and parsedTextQuery.
 	textIndexPrefix, parsedText bsoncore.Document
 	// orClauses, for a $text that is a clause of a top-level $or, are the

@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -30,7 +31,7 @@ func textPlan(indexes []storage.IndexInfo, f *query.Filter) (*Plan, error) {
 		}
 		f.BindText(*ix.Spec.Text)
 		return &Plan{ix: ix, text: append([]string{}, f.TextTerms()...), textPrefix: prefix,
-			textIndexPrefix: shown, parsedText: f.ParsedTextQuery()}, nil
+			textSuffix: textSuffixIntervals(ix.Spec.TextSuffix, f), textIndexPrefix: shown, parsedText: f.ParsedTextQuery()}, nil
 	}
 	return nil, mongoerr.New(mongoerr.IndexNotFound, "text index required for $text query")
 }
@@ -56,6 +57,46 @@ func textPrefixValues(fields []index.Field, f *query.Filter) ([]byte, bsoncore.D
 		}
 	}
 	return index.TextPrefixKey(fields, vals), shown.Build(), true
+}
+
+// textSuffixIntervals bounds a compound text index's suffix fields by the
+// filter's predicates on them, as an index plan bounds its fields (nil:
+// they bound nothing). Text indexes have the simple collation, so under
+// another only the predicates no collation affects count.
+func textSuffixIntervals(fields []index.Field, f *query.Filter) []index.Interval {
+	preds := collationPreds(f.IndexablePredicates(), nil, f.Collation())
+	var bounds [][]index.FieldInterval
+	bounded := false
+	for _, fd := range fields {
+		ivs, _ := fieldIntervals(fd.Path, preds, false)
+		if fd.Desc {
+			for i := range ivs {
+				ivs[i] = ivs[i].Descending()
+			}
+		}
+		full := len(ivs) == 1 && ivs[0].LoText == "MinKey" && ivs[0].HiText == "MaxKey"
+		bounded = bounded || !full
+		bounds = append(bounds, ivs)
+	}
+	if !bounded {
+		return nil
+	}
+	return index.EntryIntervals(bounds)
+}
+
+// inSuffixIntervals reports whether a text entry's suffix fields fall in
+// the plan's suffix ranges (true when it has none).
+func inSuffixIntervals(p *Plan, termPrefix, entry, id []byte) bool {
+	if p.textSuffix == nil {
+		return true
+	}
+	suffix := index.TextEntrySuffix(entry, termPrefix, id)
+	for _, iv := range p.textSuffix {
+		if bytes.Compare(suffix, iv.Start) >= 0 && bytes.Compare(suffix, iv.Stop) < 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // orClause is a clause of a top-level $or beside a $text, with its plan.
@@ -112,9 +153,9 @@ func textSource(ctx context.Context, rd storage.Reader, coll string, f *query.Fi
 	for _, term := range p.text {
 		prefix := index.TextTermPrefix(p.textPrefix, term)
 		iv := index.Interval{Start: prefix, Stop: append(append([]byte(nil), prefix...), index.AfterPrefix)}
-		err := eachEntryID(ctx, rd, coll, p.ix.Spec.Name, iv, func(id []byte) {
+		err := eachEntry(ctx, rd, coll, p.ix.Spec.Name, iv, func(entry, id []byte) {
 			st.keysExamined++
-			if !seen[string(id)] {
+			if !seen[string(id)] && inSuffixIntervals(p, prefix, entry, id) {
 				seen[string(id)] = true
 				ids = append(ids, scanned{id: append([]byte(nil), id...)})
 			}

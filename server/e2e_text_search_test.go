@@ -139,6 +139,26 @@ func TestTextCompound(t *testing.T) {
 	wantTextIDs(t, "prefix $eq", textIDs(t, c, withA(bson.D{{Key: "$eq", Value: 2}}), true), 3)
 	wantTextIDs(t, "prefix null finds the documents without a", textIDs(t, c, withA(nil), true), 4)
 	wantTextIDs(t, "suffix filtered", textIDs(t, c, withA(1, bson.E{Key: "b", Value: bson.D{{Key: "$gt", Value: 1}}}), true), 2)
+	wantTextIDs(t, "suffix $lt", textIDs(t, c, withA(1, bson.E{Key: "b", Value: bson.D{{Key: "$lt", Value: 2}}}), true), 1)
+	wantTextIDs(t, "suffix $in", textIDs(t, c, withA(1, bson.E{Key: "b", Value: bson.D{{Key: "$in", Value: bson.A{2, 3}}}}), true), 2)
+	wantTextIDs(t, "suffix of another type", textIDs(t, c, withA(1, bson.E{Key: "b", Value: "x"}), true))
+	// The suffix bounds skip entries before the fetch: two entries for
+	// "coffee" under a: 1, one document fetched.
+	var stats struct {
+		Keys     int32 `bson:"totalKeysExamined"`
+		Docs     int32 `bson:"totalDocsExamined"`
+		Returned int32 `bson:"nReturned"`
+	}
+	var reply struct {
+		Stats bson.Raw `bson:"executionStats"`
+	}
+	if err := db.RunCommand(ctx, bson.D{{Key: "explain", Value: bson.D{{Key: "find", Value: "comp"},
+		{Key: "filter", Value: withA(1, bson.E{Key: "b", Value: 2})}}}, {Key: "verbosity", Value: "executionStats"}}).Decode(&reply); err != nil {
+		t.Fatal(err)
+	}
+	if err := bson.Unmarshal(reply.Stats, &stats); err != nil || stats.Keys != 2 || stats.Docs != 1 || stats.Returned != 1 {
+		t.Errorf("suffix bounds: %v", stats)
+	}
 	ex := mustRun(t, db, bson.D{{Key: "explain", Value: bson.D{{Key: "find", Value: "comp"}, {Key: "filter", Value: bson.D{{Key: "a", Value: 1}, search("coffee -cups \"Coffee beans\"")[0]}}}}})
 	if plan := fmt.Sprint(ex["queryPlanner"]); !strings.Contains(plan, `"indexPrefix":{"a":{"$numberInt":"1"}}`) ||
 		!strings.Contains(plan, `"parsedTextQuery":{"terms":["coffe","bean"],"negatedTerms":["cup"],"phrases":["coffee beans"],"negatedPhrases":[]}`) {
