@@ -85,7 +85,18 @@ func TestTextLanguages(t *testing.T) {
 	wantTextIDs(t, "$caseSensitive", textIDs(t, c, search("élève", bson.E{Key: "$language", Value: "none"}, bson.E{Key: "$caseSensitive", Value: true}), true))
 	wantTextIDs(t, "$caseSensitive exact", textIDs(t, c, search("Élève", bson.E{Key: "$language", Value: "none"}, bson.E{Key: "$caseSensitive", Value: true}), true), 5)
 
-	_, err := c.Find(ctx, search("x", bson.E{Key: "$language", Value: "klingon"}))
+	// An update that changes a document's language re-indexes it in the new one.
+	if _, err := c.UpdateOne(ctx, bson.D{{Key: "_id", Value: 2}}, bson.D{{Key: "$set", Value: bson.D{{Key: "idioma", Value: "none"}}}}); err != nil {
+		t.Fatal(err)
+	}
+	wantTextIDs(t, "after the language changed", textIDs(t, c, search("run", bson.E{Key: "$language", Value: "english"}), true))
+	wantTextIDs(t, "unstemmed now", textIDs(t, c, search("running", bson.E{Key: "$language", Value: "none"}), true), 2)
+	_, err := c.UpdateOne(ctx, bson.D{{Key: "_id", Value: 2}}, bson.D{{Key: "$set", Value: bson.D{{Key: "idioma", Value: "elvish"}}}})
+	if me, ok := err.(mongo.WriteException); !ok || !me.HasErrorCode(17262) {
+		t.Errorf("update to an unsupported language: %v", err)
+	}
+
+	_, err = c.Find(ctx, search("x", bson.E{Key: "$language", Value: "klingon"}))
 	wantCode(t, err, 2, "BadValue")
 	_, err = c.InsertOne(ctx, bson.D{{Key: "_id", Value: 6}, {Key: "body", Value: "x"}, {Key: "idioma", Value: "klingon"}})
 	if me, ok := err.(mongo.WriteException); !ok || !me.HasErrorCode(17262) {
