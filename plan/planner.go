@@ -46,8 +46,8 @@ type Plan struct {
 	// fields must fall in, from the filter's predicates on them: entries
 	// outside are skipped before the fetch.
 	textSuffix []index.Interval
-	// textIndexPrefix and parsedText are explain's view of the text query: the prefix
-	// fields' values (indexPrefix) and parsedTextQuery.
+	// textIndexPrefix and parsedText are explain's view of the text
+	// query: the prefix fields' values (indexPrefix) and parsedTextQuery.
 	textIndexPrefix, parsedText bsoncore.Document
 	// orClauses, for a $text that is a clause of a top-level $or, are the
 	// other clauses, each with its own index plan; the documents they

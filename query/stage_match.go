@@ -27,7 +27,7 @@ func compileMatchStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 		return nil, err
 	}
 	if f.HasText() {
-		if !pc.first || pc.within != "" {
+		if !pc.first {
 			return nil, mongoerr.New(mongoerr.Location17313, "$match with $text is only allowed as the first pipeline stage")
 		}
 		pc.text = f
