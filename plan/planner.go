@@ -89,6 +89,11 @@ type sortKey struct {
 func Query(rd storage.Reader, coll string, in Input) (*Plan, error) {
 	indexes := rd.Indexes(coll)
 	if in.Filter.HasText() {
+		if in.Hint.Type != 0 {
+			if err := checkTextHint(indexes, in.Hint); err != nil {
+				return nil, err
+			}
+		}
 		if others := in.Filter.TextOrClauses(); len(others) > 0 {
 			return textOrPlan(rd, coll, indexes, in.Filter, others)
 		}

@@ -26,14 +26,50 @@ func textPlan(indexes []storage.IndexInfo, f *query.Filter) (*Plan, error) {
 		}
 		prefix, shown, ok := textPrefixValues(ix.Spec.TextPrefix, f)
 		if !ok {
-			return nil, mongoerr.New(mongoerr.NoQueryExecutionPlans, "error processing query: planner returned error :: caused by :: "+
-				"failed to use text index to satisfy $text query (if text index is compound, are equality predicates given for all prefix fields?)")
+			return nil, errTextUnplannable()
 		}
 		f.BindText(*ix.Spec.Text)
 		return &Plan{ix: ix, text: append([]string{}, f.TextTerms()...), textPrefix: prefix,
 			textSuffix: textSuffixIntervals(ix.Spec.TextSuffix, f), textIndexPrefix: shown, parsedText: f.ParsedTextQuery()}, nil
 	}
 	return nil, mongoerr.New(mongoerr.IndexNotFound, "text index required for $text query")
+}
+
+// errTextUnplannable is mongod's error for a $text no text index can
+// answer: a compound one without equalities on its prefix, or a hint of
+// another index.
+func errTextUnplannable() error {
+	return mongoerr.New(mongoerr.NoQueryExecutionPlans, "error processing query: planner returned error :: caused by :: "+
+		"failed to use text index to satisfy $text query (if text index is compound, are equality predicates given for all prefix fields?)")
+}
+
+// checkTextHint accepts a hint of the text index (by name or key
+// pattern); a hint of another index leaves the $text without one, as on
+// mongod, and an unknown one is the usual error.
+func checkTextHint(indexes []storage.IndexInfo, hint bsoncore.Value) error {
+	for i := range indexes {
+		if s := indexes[i].Spec; s.Text != nil && !s.Hidden && hintNames(s, hint) {
+			return nil
+		}
+	}
+	if _, _, err := resolveHint(indexes, hint); err != nil {
+		return err
+	}
+	return errTextUnplannable()
+}
+
+// hintNames reports a hint naming text index s: its name, or a key pattern
+// that parses to its key.
+func hintNames(s *index.Spec, hint bsoncore.Value) bool {
+	if name, ok := hint.StringValueOK(); ok {
+		return name == s.Name
+	}
+	d, ok := hint.DocumentOK()
+	if !ok {
+		return false
+	}
+	probe, err := index.ParseSpec(bsoncore.NewDocumentBuilder().AppendDocument("key", d).Build(), nil)
+	return err == nil && probe.Text != nil && probe.SameKey(s)
 }
 
 // textPrefixValues encodes the values the filter's top-level equalities

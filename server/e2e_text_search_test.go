@@ -222,6 +222,19 @@ func TestTextScoresSort(t *testing.T) {
 	opts := options.Find().SetProjection(meta).SetSort(meta)
 	wantTextIDs(t, "find sorted by score", textIDs(t, c, search("coffee"), false, opts), 2, 3, 1)
 
+	// A hint of the text index is taken; one of another index leaves the
+	// $text without one (291); an unknown one is BadValue.
+	wantTextIDs(t, "hinted by name", textIDs(t, c, search("coffee"), true, options.Find().SetHint("title_text_body_text")), 1, 2, 3)
+	wantTextIDs(t, "hinted by key", textIDs(t, c, search("coffee"), true, options.Find().SetHint(bson.D{{Key: "title", Value: "text"}, {Key: "body", Value: "text"}})), 1, 2, 3)
+	_, err := c.Find(ctx, search("coffee"), options.Find().SetHint(bson.D{{Key: "_id", Value: 1}}))
+	if me, ok := err.(mongo.ServerError); !ok || !me.HasErrorCode(291) {
+		t.Errorf("$text hinted to _id: %v", err)
+	}
+	_, err = c.Find(ctx, search("coffee"), options.Find().SetHint("nope"))
+	if me, ok := err.(mongo.ServerError); !ok || !me.HasErrorCode(2) {
+		t.Errorf("$text hinted to no index: %v", err)
+	}
+
 	cur, err := c.Aggregate(ctx, mongo.Pipeline{
 		{{Key: "$match", Value: search("coffee")}},
 		{{Key: "$sort", Value: meta}},
