@@ -308,3 +308,21 @@ func TestTextIndexVersioned(t *testing.T) {
 	vc(t, cl, "vtxt", bson.D{{Key: "dumboReset", Value: 1}, {Key: "hard", Value: true}})
 	checkSpec("after reset", db.Collection("docs"), 1, 2)
 }
+
+func TestTextPartial(t *testing.T) {
+	db, c := startCollection(t, "txt", "part")
+	mustRun(t, db, bson.D{{Key: "createIndexes", Value: "part"}, {Key: "indexes", Value: bson.A{bson.D{
+		{Key: "key", Value: bson.D{{Key: "s", Value: "text"}}}, {Key: "name", Value: "t"},
+		{Key: "partialFilterExpression", Value: bson.D{{Key: "live", Value: true}}}}}}})
+	insertDocs(t, c,
+		bson.D{{Key: "_id", Value: 1}, {Key: "s", Value: "apples"}, {Key: "live", Value: true}},
+		bson.D{{Key: "_id", Value: 2}, {Key: "s", Value: "apples"}, {Key: "live", Value: false}},
+	)
+	wantTextIDs(t, "filter repeats the partial filter", textIDs(t, c, append(search("apple"), bson.E{Key: "live", Value: true}), true), 1)
+	wantTextIDs(t, "under $and", textIDs(t, c, bson.D{{Key: "$and", Value: bson.A{search("apple"), bson.D{{Key: "live", Value: true}}}}}, true), 1)
+	// Without it the index would miss document 2: no plan, as on mongod.
+	_, err := c.Find(ctx, search("apple"))
+	if me, ok := err.(mongo.ServerError); !ok || !me.HasErrorCode(291) {
+		t.Errorf("$text on a partial text index without its filter: %v", err)
+	}
+}
