@@ -23,11 +23,12 @@ var allowed = map[string][]string{
 	"index":   {"query/value", "query/text", "query/geo", "query/mongoerr"},
 	"query":   {"query/value", "query/text", "query/geo", "query/mongoerr", "query/js"},
 	// query/value: comparison, numbers, collation, formatting, paths and
-	// BSON helpers; query/text: tokenising and stemming; query/geo:
+	// BSON helpers; query/text: text search's words and languages (its
+	// errors for a document's unsupported language); query/geo:
 	// geometries, their relations and S2 cells; query/js: the JavaScript
 	// engine; query/mongoerr: error codes.
 	"query/value":    {"query/mongoerr"},
-	"query/text":     {"query/value"},
+	"query/text":     {"query/mongoerr"},
 	"query/geo":      {"query/value", "query/mongoerr"},
 	"query/js":       {"query/value", "query/mongoerr"},
 	"query/mongoerr": {},

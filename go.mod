@@ -3,6 +3,7 @@ module dumbodb
 go 1.26.8
 
 require (
+	github.com/blevesearch/snowballstem v0.9.0
 	github.com/dlclark/regexp2/v2 v2.13.0
 	github.com/dolthub/dolt/go v0.40.5-0.20260318200444-c790f75d992d
 	github.com/dop251/goja v0.0.0-20260917113740-793a2a65c13b

@@ -64,12 +64,14 @@ func hasDecimal(v bsoncore.Value) bool {
 // documents with it: errors must be the client's (with a code), never a
 // panic.
 func FuzzSpecKeys(f *testing.F) {
-	docs := []any{d("_id", 1, "a", bson.A{1, 2}, "b", "x"), d("_id", 2, "a", d("b", bson.A{d("c", 1)})), d("_id", 3, "t", "the quick fox")}
+	docs := []any{d("_id", 1, "a", bson.A{1, 2}, "b", "x"), d("_id", 2, "a", d("b", bson.A{d("c", 1)})), d("_id", 3, "t", "the quick fox"), d("_id", 4, "t", "Les élèves", "l", "es", "b", d("t", "niños", "l", "xx"))}
 	for _, spec := range []bson.D{
 		d("key", d("a", 1, "b", -1), "name", "a_b"),
 		d("key", d("a.b.c", 1), "name", "abc", "sparse", true, "unique", true),
 		d("key", d("a", 1), "name", "p", "partialFilterExpression", d("b", d("$exists", true))),
 		d("key", d("t", "text", "a", 1), "name", "t", "weights", d("t", 3), "default_language", "en"),
+		d("key", d("b", 1, "t", "text", "a", -1), "name", "ct", "default_language", "fr", "language_override", "l", "textIndexVersion", 3),
+		d("key", d("$**", "text"), "name", "wt", "weights", d("t", 5), "default_language", "none"),
 		d("key", d("$**", 1), "name", "w", "wildcardProjection", d("a", 1)),
 		d("key", d("a.$**", -1), "name", "w2"),
 		d("key", d("b", 1), "name", "c", "collation", d("locale", "fr", "strength", 1)),

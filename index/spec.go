@@ -14,7 +14,7 @@ import (
 
 // Error codes of index specifications (mongod's).
 const (
-	codeCannotCreateIndex   = mongoerr.Code(67)
+	codeCannotCreateIndex   = mongoerr.CannotCreateIndex
 	codeInvalidIndexSpecOpt = mongoerr.Code(197)
 	codeCannotIndexParallel = mongoerr.Code(171)
 	codeKeyTooLong          = mongoerr.Code(17280)
@@ -47,6 +47,9 @@ type Spec struct {
 
 	// Text is set for a text index: its fields, weights and language.
 	Text *text.Config
+	// TextPrefix and TextSuffix are a compound text index's other key
+	// fields, before and after the text part ({a: 1, body: "text", b: 1}).
+	TextPrefix, TextSuffix []Field
 
 	partial     Matcher
 	coll        *value.Collation // nil: simple
@@ -161,10 +164,8 @@ func (s *Spec) parseOption(el bsoncore.Element, doc bsoncore.Document) (bool, er
 		return true, s.parsePartial(v)
 	case "expireAfterSeconds":
 		return true, s.parseExpire(v)
-	case "weights", "default_language", "language_override":
+	case "weights", "default_language", "language_override", "textIndexVersion":
 		return false, s.parseTextOption(el.Key(), v)
-	case "textIndexVersion":
-		return false, nil
 	case "collation":
 		return true, s.parseCollation(v)
 	case "2dsphereIndexVersion", "bits", "min", "max":
@@ -198,19 +199,10 @@ func (s *Spec) parseKey(v bsoncore.Value) error {
 		return mongoerr.New(codeCannotCreateIndex, "Index keys cannot be empty.")
 	}
 	seen := map[string]bool{}
-	var nameParts []string
 	for _, el := range els {
 		if t, ok := el.Value().StringValueOK(); ok && t == "text" {
-			if s.tp == nil {
-				s.tp = &textParse{}
-			}
-			nameParts = append(nameParts, el.Key(), "text")
-			if el.Key() == "_fts" {
-				s.tp.fts = true
-			} else if el.Key() == "$**" || strings.HasSuffix(el.Key(), ".$**") {
-				return mongoerr.New(mongoerr.NotImplemented, "wildcard text indexes are not supported by DumboDB")
-			} else {
-				s.tp.keyFields = append(s.tp.keyFields, el.Key())
+			if err := s.parseTextKeyField(el.Key()); err != nil {
+				return err
 			}
 			continue
 		}
@@ -227,6 +219,11 @@ func (s *Spec) parseKey(v bsoncore.Value) error {
 		seen[f.Path] = true
 		s.Fields = append(s.Fields, f)
 	}
+	if s.tp != nil {
+		if err := s.splitTextKey(key); err != nil {
+			return err
+		}
+	}
 	if len(s.Fields) > 1 {
 		for _, f := range s.Fields {
 			if f.Path == "$**" || strings.HasSuffix(f.Path, ".$**") {
@@ -237,12 +234,6 @@ func (s *Spec) parseKey(v bsoncore.Value) error {
 	s.Key = append(bsoncore.Document(nil), key...)
 	if err := checkHashed(s.Fields); err != nil {
 		return err
-	}
-	if s.tp != nil {
-		if len(s.Fields) > 0 {
-			return mongoerr.New(mongoerr.NotImplemented, "compound text indexes are not supported by DumboDB")
-		}
-		s.textName = strings.Join(nameParts, "_")
 	}
 	return nil
 }
@@ -443,7 +434,7 @@ func (s *Spec) SameKey(o *Spec) bool {
 func (s *Spec) SameOptions(o *Spec) bool {
 	return s.Unique == o.Unique && s.Sparse == o.Sparse && s.ExpireAfter == o.ExpireAfter && s.coll.Equal(o.coll) &&
 		string(s.Partial) == string(o.Partial) && string(s.textWeights) == string(o.textWeights) &&
-		(s.Text == nil) == (o.Text == nil) && (s.Text == nil || s.Text.Language == o.Text.Language) &&
+		(s.Text == nil) == (o.Text == nil) && (s.Text == nil || s.Text.Language == o.Text.Language && s.Text.LanguageOverride == o.Text.LanguageOverride) &&
 		s.Grid() == o.Grid()
 }
 

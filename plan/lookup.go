@@ -162,18 +162,24 @@ func lookupIndexIDs(ctx context.Context, rd storage.Reader, coll string, ix *sto
 // eachEntryID calls fn with the _id key of every entry of an index in an
 // interval.
 func eachEntryID(ctx context.Context, rd storage.Reader, coll, ixName string, iv index.Interval, fn func(id []byte)) error {
+	return eachEntry(ctx, rd, coll, ixName, iv, func(_, id []byte) { fn(id) })
+}
+
+// eachEntry calls fn with every entry of an index in an interval (its key,
+// the _id key included) and its _id key.
+func eachEntry(ctx context.Context, rd storage.Reader, coll, ixName string, iv index.Interval, fn func(entry, id []byte)) error {
 	it, err := rd.IndexScan(ctx, coll, ixName, iv)
 	if err != nil {
 		return err
 	}
 	for {
-		_, id, err := it.Next(ctx)
+		entry, id, err := it.Next(ctx)
 		if errors.Is(err, io.EOF) {
 			return nil
 		}
 		if err != nil {
 			return err
 		}
-		fn(id)
+		fn(entry, id)
 	}
 }

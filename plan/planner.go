@@ -39,6 +39,16 @@ type Plan struct {
 	// text is set for a $text query: the terms looked up in the text
 	// index ix; documents containing any are fetched and matched.
 	text []string
+	// textPrefix is the encoded equality values of a compound text
+	// index's prefix fields, under which every term is looked up.
+	textPrefix []byte
+	// textSuffix, when set, are the ranges a compound text index's suffix
+	// fields must fall in, from the filter's predicates on them: entries
+	// outside are skipped before the fetch.
+	textSuffix []index.Interval
+	// textIndexPrefix and parsedText are explain's view of the text
+	// query: the prefix fields' values (indexPrefix) and parsedTextQuery.
+	textIndexPrefix, parsedText bsoncore.Document
 	// orClauses, for a $text that is a clause of a top-level $or, are the
 	// other clauses, each with its own index plan; the documents they
 	// select join the text's before the whole filter is matched.
@@ -94,6 +104,11 @@ type sortKey struct {
 func Query(rd storage.Reader, coll string, in Input) (*Plan, error) {
 	indexes := rd.Indexes(coll)
 	if in.Filter.HasText() {
+		if in.Hint.Type != 0 {
+			if err := checkTextHint(indexes, in.Hint); err != nil {
+				return nil, err
+			}
+		}
 		if others := in.Filter.TextOrClauses(); len(others) > 0 {
 			return textOrPlan(rd, coll, indexes, in.Filter, others)
 		}

@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -15,16 +16,125 @@ import (
 
 // textPlan serves a $text query from the collection's text index, which
 // it requires (mongod's error 27 otherwise), and binds the filter's $text
-// to the index's fields, weights and language.
+// to the index's fields, weights and language. A compound text index
+// needs an equality on each of its prefix fields, as mongod, and a
+// partial one a filter that implies its partialFilterExpression (here:
+// repeats its conditions), else documents outside it would be missed.
 func textPlan(indexes []storage.IndexInfo, f *query.Filter) (*Plan, error) {
 	for i := range indexes {
 		ix := &indexes[i]
-		if ix.Spec.Text != nil {
-			f.BindText(*ix.Spec.Text)
-			return &Plan{ix: ix, text: append([]string{}, f.TextTerms()...)}, nil
+		if ix.Spec.Text == nil || ix.Spec.Hidden {
+			continue // a hidden index answers no query, as on mongod
+		}
+		prefix, shown, ok := textPrefixValues(ix.Spec.TextPrefix, f)
+		if !ok || (ix.Spec.Partial != nil && !f.HasConditions(ix.Spec.Partial)) {
+			return nil, errTextUnplannable()
+		}
+		f.BindText(*ix.Spec.Text)
+		return &Plan{ix: ix, text: append([]string{}, f.TextTerms()...), textPrefix: prefix,
+			textSuffix: textSuffixIntervals(ix.Spec.TextSuffix, f), textIndexPrefix: shown, parsedText: f.ParsedTextQuery()}, nil
+	}
+	return nil, mongoerr.New(mongoerr.IndexNotFound, "text index required for $text query")
+}
+
+// errTextUnplannable is mongod's error for a $text no text index can
+// answer: a compound one without equalities on its prefix, or a hint of
+// another index.
+func errTextUnplannable() error {
+	return mongoerr.New(mongoerr.NoQueryExecutionPlans, "error processing query: planner returned error :: caused by :: "+
+		"failed to use text index to satisfy $text query (if text index is compound, are equality predicates given for all prefix fields?)")
+}
+
+// checkTextHint accepts a hint of the text index (by name or key
+// pattern); a hint of another index leaves the $text without one, as on
+// mongod, and an unknown one is the usual error.
+func checkTextHint(indexes []storage.IndexInfo, hint bsoncore.Value) error {
+	for i := range indexes {
+		if s := indexes[i].Spec; s.Text != nil && !s.Hidden && hintNames(s, hint) {
+			return nil
 		}
 	}
-	return nil, mongoerr.New(mongoerr.Code(27), "text index required for $text query")
+	if _, _, err := resolveHint(indexes, hint); err != nil {
+		return err
+	}
+	return errTextUnplannable()
+}
+
+// hintNames reports a hint naming text index s: its name, or a key pattern
+// that parses to its key.
+func hintNames(s *index.Spec, hint bsoncore.Value) bool {
+	if name, ok := hint.StringValueOK(); ok {
+		return name == s.Name
+	}
+	d, ok := hint.DocumentOK()
+	if !ok {
+		return false
+	}
+	probe, err := index.ParseSpec(bsoncore.NewDocumentBuilder().AppendDocument("key", d).Build(), nil)
+	return err == nil && probe.Text != nil && probe.SameKey(s)
+}
+
+// textPrefixValues encodes the values the filter's top-level equalities
+// give a compound text index's prefix fields, and shows them as explain's
+// indexPrefix (false: one has none, or an array, which no entry's prefix
+// can be).
+func textPrefixValues(fields []index.Field, f *query.Filter) ([]byte, bsoncore.Document, bool) {
+	shown := bsoncore.NewDocumentBuilder()
+	vals := make([]bsoncore.Value, len(fields))
+	for i, fd := range fields {
+		found := false
+		for _, eq := range f.EqualityFields() {
+			if eq.Path == fd.Path && eq.Value.Type != bsoncore.TypeArray {
+				vals[i], found = eq.Value, true
+				shown.AppendValue(fd.Path, eq.Value)
+				break
+			}
+		}
+		if !found {
+			return nil, nil, false
+		}
+	}
+	return index.TextPrefixKey(fields, vals), shown.Build(), true
+}
+
+// textSuffixIntervals bounds a compound text index's suffix fields by the
+// filter's predicates on them, as an index plan bounds its fields (nil:
+// they bound nothing). Text indexes have the simple collation, so under
+// another only the predicates no collation affects count.
+func textSuffixIntervals(fields []index.Field, f *query.Filter) []index.Interval {
+	preds := collationPreds(f.IndexablePredicates(), nil, f.Collation())
+	var bounds [][]index.FieldInterval
+	bounded := false
+	for _, fd := range fields {
+		ivs, _ := fieldIntervals(fd.Path, preds, false)
+		if fd.Desc {
+			for i := range ivs {
+				ivs[i] = ivs[i].Descending()
+			}
+		}
+		full := len(ivs) == 1 && ivs[0].LoText == "MinKey" && ivs[0].HiText == "MaxKey"
+		bounded = bounded || !full
+		bounds = append(bounds, ivs)
+	}
+	if !bounded {
+		return nil
+	}
+	return index.EntryIntervals(bounds)
+}
+
+// inSuffixIntervals reports whether a text entry's suffix fields fall in
+// the plan's suffix ranges (true when it has none).
+func inSuffixIntervals(p *Plan, termPrefix, entry, id []byte) bool {
+	if p.textSuffix == nil {
+		return true
+	}
+	suffix := index.TextEntrySuffix(entry, termPrefix, id)
+	for _, iv := range p.textSuffix {
+		if bytes.Compare(suffix, iv.Start) >= 0 && bytes.Compare(suffix, iv.Stop) < 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // orClause is a clause of a top-level $or beside a $text, with its plan.
@@ -80,11 +190,11 @@ func textSource(ctx context.Context, rd storage.Reader, coll string, f *query.Fi
 	seen := map[string]bool{}
 	ids := []scanned{}
 	for _, term := range p.text {
-		prefix := index.TextTermPrefix(term)
+		prefix := index.TextTermPrefix(p.textPrefix, term)
 		iv := index.Interval{Start: prefix, Stop: append(append([]byte(nil), prefix...), index.AfterPrefix)}
-		err := eachEntryID(ctx, rd, coll, p.ix.Spec.Name, iv, func(id []byte) {
+		err := eachEntry(ctx, rd, coll, p.ix.Spec.Name, iv, func(entry, id []byte) {
 			st.keysExamined++
-			if !seen[string(id)] {
+			if !seen[string(id)] && inSuffixIntervals(p, prefix, entry, id) {
 				seen[string(id)] = true
 				ids = append(ids, scanned{id: append([]byte(nil), id...)})
 			}
@@ -152,7 +262,9 @@ func textStage(p *Plan, filter bsoncore.Document) bsoncore.Document {
 		AppendArray("terms", terms.Build()).Build()
 	fetch := bsoncore.NewDocumentBuilder().AppendString("stage", "FETCH").
 		AppendDocument("inputStage", wrapStage("TEXT_OR", ixscan, bsoncore.NewDocumentBuilder())).Build()
-	b := bsoncore.NewDocumentBuilder().AppendString("stage", "TEXT_MATCH").AppendString("indexName", p.ix.Spec.Name)
+	b := bsoncore.NewDocumentBuilder().AppendString("stage", "TEXT_MATCH").
+		AppendDocument("indexPrefix", orEmpty(p.textIndexPrefix)).AppendString("indexName", p.ix.Spec.Name).
+		AppendDocument("parsedTextQuery", orEmpty(p.parsedText)).AppendInt32("textIndexVersion", 3)
 	if nonEmpty(filter) {
 		b.AppendDocument("filter", filter)
 	}

@@ -35,6 +35,9 @@ import (
 //	upsert                    input: filter line, update line; output: doc
 //	expr <json>               output: the expression's value per document
 //	aggregate <json>          output: the pipeline's documents over docs
+//	text <index spec json>    input: one filter with $text per line;
+//	                          output: per filter, "_id score" of each
+//	                          match, by _id (text_datadriven_test.go)
 //	validate <json>           output: per document, pass or the details
 //	                          of its validation failure (errInfo.details)
 //	                          (agg_datadriven_test.go lists its options)
@@ -275,6 +278,8 @@ func runCase(t *testing.T, c *ddCase, docs *[]bsoncore.Document) []string {
 			return []string{errString(err)}
 		}
 		return []string{typedDoc(d)}
+	case "text":
+		return textCase(t, c, *docs)
 	}
 	t.Fatalf("unknown command %q", c.cmd)
 	return nil

@@ -41,7 +41,7 @@ func (m metaExpr) eval(c *evalCtx) (bsoncore.Value, error) {
 			score, _ := q.TextScore(c.root.Data)
 			return bsoncore.Value{Type: bsoncore.TypeDouble, Data: bsoncore.AppendDouble(nil, score)}, nil
 		}
-		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(40218), "query requires text score metadata, but it is not available")
+		return bsoncore.Value{}, mongoerr.New(mongoerr.Location40218, "query requires text score metadata, but it is not available")
 	}
 	if m.kind == "geoNearDistance" || m.kind == "geoNearPoint" {
 		return geoNearMeta(c, m.kind == "geoNearPoint")

@@ -12,6 +12,7 @@ import (
 // Filter is a compiled find/update/delete filter.
 type Filter struct {
 	root docExpr
+	raw  bsoncore.Document // as given (CompileFilterEnv)
 	eqs  []EqualityField
 	env  *Env
 	// exprErr is the first runtime error of a $expr; Match cannot return
@@ -153,7 +154,7 @@ func CompileFilter(filter bsoncore.Document) (*Filter, error) {
 
 // CompileFilterEnv compiles a filter with a collation and let variables.
 func CompileFilterEnv(filter bsoncore.Document, env *Env) (*Filter, error) {
-	f := &Filter{env: env, js: usesJS(filter)}
+	f := &Filter{env: env, js: usesJS(filter), raw: filter}
 	root, err := f.parseDoc(filter, true)
 	if err != nil {
 		return nil, err

@@ -2,7 +2,6 @@ package query
 
 import (
 	"strings"
-	"unicode"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
@@ -11,18 +10,24 @@ import (
 )
 
 // textExpr is a compiled $text; it matches once BindText gave it the
-// collection's text index.
+// collection's text index. A document matches when it has one of the
+// positive terms, every phrase and none of the negated terms or phrases;
+// its score is the sum of its scores for the positive terms.
 type textExpr struct {
-	f             *Filter
-	raw           bsoncore.Document
-	search        string
-	language      string // "" : the index's default
-	caseSensitive bool
-	positive      []string // tokens, not yet stemmed
-	negated       []string
-	phrases       []string
-	cfg           *text.Config
-	posT, negT    []string
+	f        *Filter
+	raw      bsoncore.Document
+	search   string
+	language *text.Language // nil: the index's default
+	sens     text.Sensitivity
+	positive []string // tokens, not yet stemmed
+	negated  []string
+	phrases  []string
+	negPhr   []string
+	cfg      *text.Config
+	// posT and negT are the query's terms with its sensitivity; lookT are
+	// the positive terms as the index stores them (case and diacritics
+	// folded), which the index scan looks up.
+	posT, negT, lookT []string
 }
 
 func parseText(f *Filter, _ string, v bsoncore.Value, collect bool) (docExpr, error) {
@@ -39,38 +44,8 @@ func parseText(f *Filter, _ string, v bsoncore.Value, collect bool) (docExpr, er
 	t := &textExpr{f: f, raw: d}
 	els, _ := d.Elements()
 	for _, el := range els {
-		ev := el.Value()
-		switch el.Key() {
-		case "$search":
-			s, ok := ev.StringValueOK()
-			if !ok {
-				return nil, mongoerr.New(mongoerr.TypeMismatch, "$search requires a string value")
-			}
-			t.search = s
-		case "$language":
-			s, ok := ev.StringValueOK()
-			if !ok {
-				return nil, mongoerr.New(mongoerr.TypeMismatch, "$language requires a string value")
-			}
-			switch strings.ToLower(s) {
-			case "english", "en", "none", "":
-			default:
-				return nil, mongoerr.New(mongoerr.BadValue, "unsupported language: %q for text index version 3", s)
-			}
-			t.language = strings.ToLower(s)
-			if t.language == "en" {
-				t.language = "english"
-			}
-		case "$caseSensitive", "$diacriticSensitive":
-			b, ok := ev.BooleanOK()
-			if !ok {
-				return nil, mongoerr.New(mongoerr.TypeMismatch, "%s requires a boolean value", el.Key())
-			}
-			if el.Key() == "$caseSensitive" {
-				t.caseSensitive = b
-			}
-		default:
-			return nil, mongoerr.New(mongoerr.BadValue, "extra fields in $text")
+		if err := t.parseOption(el.Key(), el.Value()); err != nil {
+			return nil, err
 		}
 	}
 	if _, err := d.LookupErr("$search"); err != nil {
@@ -81,31 +56,80 @@ func parseText(f *Filter, _ string, v bsoncore.Value, collect bool) (docExpr, er
 	return t, nil
 }
 
-// parseSearch splits $search into terms, -negated terms and "phrases".
+// parseOption reads one field of the $text document.
+func (t *textExpr) parseOption(key string, v bsoncore.Value) error {
+	switch key {
+	case "$search":
+		s, ok := v.StringValueOK()
+		if !ok {
+			return mongoerr.New(mongoerr.TypeMismatch, "$search requires a string value")
+		}
+		t.search = s
+	case "$language":
+		s, ok := v.StringValueOK()
+		if !ok {
+			return mongoerr.New(mongoerr.TypeMismatch, "$language requires a string value")
+		}
+		if s == "" {
+			return nil // the index's default
+		}
+		l, ok := text.LookupLanguage(s)
+		if !ok {
+			return mongoerr.New(mongoerr.BadValue, "unsupported language: %q for text index version 3", s)
+		}
+		t.language = l
+	case "$caseSensitive", "$diacriticSensitive":
+		b, ok := v.BooleanOK()
+		if !ok {
+			return mongoerr.New(mongoerr.TypeMismatch, "%s requires a boolean value", key)
+		}
+		if key == "$caseSensitive" {
+			t.sens.Case = b
+		} else {
+			t.sens.Diacritics = b
+		}
+	default:
+		return mongoerr.New(mongoerr.BadValue, "extra fields in $text")
+	}
+	return nil
+}
+
+// parseSearch splits $search into terms, -negated terms, "phrases" and
+// -"negated phrases".
 func (t *textExpr) parseSearch() {
 	s := t.search
 	for len(s) > 0 {
-		if i := strings.IndexByte(s, '"'); i >= 0 {
-			t.addWords(s[:i])
-			rest := s[i+1:]
-			j := strings.IndexByte(rest, '"')
-			if j < 0 {
-				j = len(rest)
-			}
-			phrase := rest[:j]
-			if strings.TrimSpace(phrase) != "" {
-				t.phrases = append(t.phrases, phrase)
-				t.positive = append(t.positive, text.Tokenize(phrase)...)
-			}
-			if j == len(rest) {
-				return
-			}
-			s = rest[j+1:]
-			continue
+		i := strings.IndexByte(s, '"')
+		if i < 0 {
+			t.addWords(s)
+			return
 		}
-		t.addWords(s)
+		before := s[:i]
+		neg := strings.HasSuffix(before, "-") && (i == 1 || strings.TrimRight(before[:i-1], " \t\n") != before[:i-1])
+		t.addWords(before)
+		rest := s[i+1:]
+		j := strings.IndexByte(rest, '"')
+		if j < 0 {
+			j = len(rest)
+		}
+		t.addPhrase(rest[:j], neg)
+		if j == len(rest) {
+			return
+		}
+		s = rest[j+1:]
+	}
+}
+
+func (t *textExpr) addPhrase(phrase string, neg bool) {
+	if strings.TrimSpace(phrase) == "" {
 		return
 	}
+	if neg {
+		t.negPhr = append(t.negPhr, phrase)
+		return
+	}
+	t.phrases = append(t.phrases, phrase)
+	t.positive = append(t.positive, text.Tokenize(phrase)...)
 }
 
 func (t *textExpr) addWords(s string) {
@@ -121,25 +145,13 @@ func (t *textExpr) addWords(s string) {
 	}
 }
 
-func terms(toks []string, lang string) []string {
-	seen := map[string]bool{}
-	var out []string
-	for _, tok := range toks {
-		if term := text.Term(tok, lang); term != "" && !seen[term] {
-			seen[term] = true
-			out = append(out, term)
-		}
-	}
-	return out
-}
-
 func (t *textExpr) matchDoc(doc []byte) bool {
 	if t.cfg == nil && t.f.env != nil && t.f.env.textQuery != nil && t.f.env.textQuery.text.cfg != nil {
 		t.f.BindText(*t.f.env.textQuery.text.cfg)
 	}
 	if t.cfg == nil {
 		if t.f.exprErr == nil {
-			t.f.exprErr = mongoerr.New(mongoerr.Code(27), "text index required for $text query")
+			t.f.exprErr = mongoerr.New(mongoerr.IndexNotFound, "text index required for $text query")
 		}
 		return false
 	}
@@ -152,7 +164,10 @@ func (t *textExpr) score(doc []byte) (float64, bool) {
 	if len(t.posT) == 0 {
 		return 0, false
 	}
-	scores := text.TermScores(doc, *t.cfg)
+	scores, err := text.TermScores(doc, *t.cfg, t.sens)
+	if err != nil {
+		return 0, false
+	}
 	for _, n := range t.negT {
 		if scores[n] > 0 {
 			return 0, false
@@ -173,40 +188,33 @@ func (t *textExpr) score(doc []byte) (float64, bool) {
 			return 0, false
 		}
 	}
-	if t.caseSensitive && !t.hasCaseTerms(doc) {
-		return 0, false
+	for _, ph := range t.negPhr {
+		if t.hasPhrase(doc, ph) {
+			return 0, false
+		}
 	}
 	return total, true
 }
 
+// hasPhrase reports ph in one of the indexed strings, compared with the
+// query's sensitivity to case and diacritics.
 func (t *textExpr) hasPhrase(doc []byte, ph string) bool {
-	for _, f := range t.cfg.Fields {
-		for _, s := range text.Strings(doc, f.Path) {
-			if t.caseSensitive && strings.Contains(s, ph) {
-				return true
-			}
-			if !t.caseSensitive && strings.Contains(strings.ToLower(s), strings.ToLower(ph)) {
-				return true
-			}
-		}
-	}
-	return false
+	want := t.normalise(ph)
+	found := false
+	_ = text.EachString(doc, *t.cfg, func(s string, _ float64, _ *text.Language) {
+		found = found || strings.Contains(t.normalise(s), want)
+	})
+	return found
 }
 
-// hasCaseTerms: with $caseSensitive, some positive search word must occur
-// in the document with its exact case.
-func (t *textExpr) hasCaseTerms(doc []byte) bool {
-	words := strings.FieldsFunc(t.search, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '-' })
-	for _, f := range t.cfg.Fields {
-		for _, s := range text.Strings(doc, f.Path) {
-			for _, w := range words {
-				if !strings.HasPrefix(w, "-") && strings.Contains(s, w) {
-					return true
-				}
-			}
-		}
+func (t *textExpr) normalise(s string) string {
+	if !t.sens.Case {
+		s = strings.ToLower(s)
 	}
-	return false
+	if !t.sens.Diacritics {
+		s = text.Fold(s)
+	}
+	return s
 }
 
 // HasText reports a $text in the filter.
@@ -223,16 +231,17 @@ func (f *Filter) BindText(cfg text.Config) {
 		return
 	}
 	c := cfg
-	lang := c.Language // documents are tokenised in the index's language
-	if f.text.language != "" {
+	lang := c.Language // documents are tokenised in their language
+	if f.text.language != nil {
 		lang = f.text.language // search terms in the query's
 	}
 	f.text.cfg = &c
 	if f.env != nil && f.env.textQuery == nil {
 		f.env.textQuery = f
 	}
-	f.text.posT = terms(f.text.positive, lang)
-	f.text.negT = terms(f.text.negated, lang)
+	f.text.posT = lang.Terms(f.text.positive, f.text.sens)
+	f.text.negT = lang.Terms(f.text.negated, f.text.sens)
+	f.text.lookT = lang.Terms(f.text.positive, text.Sensitivity{})
 }
 
 // TextTerms are the index terms a bound $text looks up.
@@ -240,7 +249,7 @@ func (f *Filter) TextTerms() []string {
 	if f.text == nil {
 		return nil
 	}
-	return f.text.posT
+	return f.text.lookT
 }
 
 // TextScore is a document's $text score (false: no bound $text, or the
@@ -250,6 +259,29 @@ func (f *Filter) TextScore(doc bsoncore.Document) (float64, bool) {
 		return 0, false
 	}
 	return f.text.score(doc)
+}
+
+// ParsedTextQuery is explain's parsedTextQuery of a bound $text: its
+// terms (stemmed, as looked up), negated terms, phrases and negated
+// phrases (lowercased unless $caseSensitive).
+func (f *Filter) ParsedTextQuery() bsoncore.Document {
+	if f.text == nil {
+		return nil
+	}
+	t := f.text
+	phrases := func(ps []string) bsoncore.Array {
+		b := bsoncore.NewArrayBuilder()
+		for _, p := range ps {
+			if !t.sens.Case {
+				p = strings.ToLower(p)
+			}
+			b.AppendString(p)
+		}
+		return b.Build()
+	}
+	return bsoncore.NewDocumentBuilder().
+		AppendValue("terms", stringArray(t.posT)).AppendValue("negatedTerms", stringArray(t.negT)).
+		AppendArray("phrases", phrases(t.phrases)).AppendArray("negatedPhrases", phrases(t.negPhr)).Build()
 }
 
 // TextQuery is the $text document, for explain.

@@ -61,7 +61,7 @@ func (w *whereExpr) matchDoc(doc []byte) bool {
 // CompileQueryFilter compiles the query of a find, count, distinct,
 // findAndModify, update or delete: a filter where $where is allowed.
 func CompileQueryFilter(filter bsoncore.Document, env *Env) (*Filter, error) {
-	f := &Filter{env: env, allowWhere: true, js: usesJS(filter)}
+	f := &Filter{env: env, allowWhere: true, js: usesJS(filter), raw: filter}
 	root, err := f.parseDoc(filter, true)
 	if err != nil {
 		return nil, err

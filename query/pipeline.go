@@ -99,6 +99,9 @@ type pipeCtx struct {
 	first  bool   // compiling the first stage
 	last   bool   // compiling the last stage
 	within string // "$facet", "$lookup", "$unionWith" for sub-pipelines
+	// text is the first stage's $match when it has a $text: later $sort
+	// stages may order by its {$meta: "textScore"}.
+	text *Filter
 }
 
 // CompilePipeline validates and compiles a pipeline with no options.
@@ -159,6 +162,7 @@ func compileStages(arr bsoncore.Value, pc *pipeCtx) (*Pipeline, error) {
 		if err != nil {
 			return nil, err
 		}
+		pc.text = sub.text // a leading $match's $text, for the stages after it
 		p.stages = append(p.stages, st)
 		p.specs = append(p.specs, v.Data)
 	}

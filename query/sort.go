@@ -12,8 +12,11 @@ type Sort struct {
 	keys    []sortKey
 	coll    *value.Collation
 	natural int // {$natural: 1|-1}: storage order, forward or reversed
-	// query gives {$meta: "textScore"} keys their scores.
+	// query gives {$meta: "textScore"} keys their scores; env's text
+	// query does when the planner bound another compilation of the same
+	// $text (an aggregate's first $match).
 	query  *Filter
+	env    *Env
 	scores map[*byte]float64
 }
 
@@ -42,7 +45,7 @@ func CompileSortQuery(sort bsoncore.Document, env *Env, f *Filter) (*Sort, error
 }
 
 func compileSort(sort bsoncore.Document, env *Env, f *Filter) (*Sort, error) {
-	s := &Sort{coll: env.coll(), query: f}
+	s := &Sort{coll: env.coll(), query: f, env: env}
 	it := value.NewIter(sort)
 	for {
 		k, v, ok := it.Next()
@@ -55,13 +58,16 @@ func compileSort(sort bsoncore.Document, env *Env, f *Filter) (*Sort, error) {
 				return nil, mongoerr.New(mongoerr.Code(17308), "Unsupported argument to $meta: %s", value.Format(m))
 			}
 			if !f.HasText() {
-				return nil, mongoerr.New(mongoerr.Code(40218), "query requires text score metadata, but it is not available")
+				return nil, mongoerr.New(mongoerr.Location40218, "query requires text score metadata, but it is not available")
 			}
 			s.keys = append(s.keys, sortKey{parts: value.SplitPath(key), score: true})
 			continue
 		}
 		if v.Type == bsoncore.TypeEmbeddedDocument && value.FirstKey(v.Data) == "$meta" {
-			return nil, mongoerr.New(mongoerr.NotImplemented, "$meta sort is not supported by DumboDB yet")
+			if m, _ := value.LookupField(v.Data, "$meta"); m.Type == bsoncore.TypeString && m.StringValue() == "textScore" {
+				return nil, mongoerr.New(mongoerr.Location40218, "query requires text score metadata, but it is not available")
+			}
+			return nil, mongoerr.New(mongoerr.NotImplemented, "$meta sort other than textScore is not supported by DumboDB yet")
 		}
 		if !value.IsNumber(v) {
 			return nil, mongoerr.New(mongoerr.Location15974, "Illegal key in $sort specification: %s", value.FormatElem(key, v))
@@ -151,7 +157,10 @@ func (s *Sort) scoreOf(d bsoncore.Document) float64 {
 	if v, ok := s.scores[p]; ok {
 		return v
 	}
-	v, _ := s.query.TextScore(d)
+	v, ok := s.query.TextScore(d)
+	if !ok && s.env != nil && s.env.textQuery != nil {
+		v, _ = s.env.textQuery.TextScore(d)
+	}
 	s.scores[p] = v
 	return v
 }

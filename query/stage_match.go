@@ -24,11 +24,17 @@ func compileMatchStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 	}
 	// $near needs the order a plan gives: a stage's filter refuses it,
 	// as mongod's does ($geoNear is the stage for it).
-	f := &Filter{env: pc.env, noNear: true}
+	f := &Filter{env: pc.env, noNear: true, js: usesJS(spec.Data), raw: spec.Data}
 	root, err := f.parseDoc(spec.Data, true)
 	if err != nil {
 		return nil, err
 	}
 	f.root = root
+	if f.HasText() {
+		if !pc.first {
+			return nil, mongoerr.New(mongoerr.Location17313, "$match with $text is only allowed as the first pipeline stage")
+		}
+		pc.text = f
+	}
 	return func(in Stream) Stream { return matching(in, f) }, nil
 }

@@ -19,7 +19,7 @@ func compileSortStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 	if value.ArrayLen(spec.Data) == 0 {
 		return nil, mongoerr.New(mongoerr.Code(15976), "$sort stage must have at least one sort key")
 	}
-	s, err := CompileSortEnv(spec.Data, pc.env)
+	s, err := compileSort(spec.Data, pc.env, pc.text)
 	if err != nil {
 		return nil, err
 	}

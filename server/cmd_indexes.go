@@ -59,7 +59,7 @@ func cmdCreateIndexes(r *request) (bsoncore.Document, error) {
 		}
 		before, after = len(info.Indexes)+1, len(raws)+1
 		if after > maxIndexes {
-			return mongoerr.New(mongoerr.Code(67), "add index fails, too many indexes for %s", r.ns(coll))
+			return mongoerr.New(mongoerr.CannotCreateIndex, "add index fails, too many indexes for %s", r.ns(coll))
 		}
 		if after == before {
 			return nil
@@ -203,7 +203,7 @@ func conflictingIndex(existing []*index.Spec, s *index.Spec) (bool, error) {
 		case e.Name == s.Name && e.SameKey(s) && e.SameOptions(s):
 			return true, nil
 		case e.Text != nil && s.Text != nil:
-			return false, mongoerr.New(mongoerr.Code(67), "only one text index per collection allowed, found existing text index \"%s\"", e.Name)
+			return false, mongoerr.New(mongoerr.CannotCreateIndex, "only one text index per collection allowed, found existing text index \"%s\"", e.Name)
 		case e.Name == s.Name:
 			return false, mongoerr.New(mongoerr.IndexKeySpecsConflict,
 				"An existing index has the same name as the requested index. When index names are not specified, they are auto generated and can cause conflicts. Please refer to our documentation. Requested index: %s, existing index: %s", s.Raw, e.Raw)

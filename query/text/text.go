@@ -1,7 +1,10 @@
-// Package text owns text search's words: tokenising, English stop words
-// and stemming, and the per-term scores of a document's indexed fields.
-// Text indexes (package index) and the $text operator (package query) both
-// use it, so an index entry's term is exactly the term a query looks up.
+// Package text owns text search's words: tokenising, the languages
+// mongod knows (Snowball stemmers from github.com/blevesearch/snowballstem
+// and per-language stop words), diacritic folding, which language applies
+// to which string of a document (language_override), and the per-term
+// scores of a document's indexed fields. Text indexes (package index) and
+// the $text operator (package query) both use it, so an index entry's
+// term is exactly the term a query looks up.
 package text
 
 import (
@@ -11,212 +14,244 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"dumbodb/query/value"
+	"dumbodb/query/mongoerr"
 )
 
-// Field is one indexed field of a text index and its weight.
+// Wildcard is the field name of a text index over every string field.
+const Wildcard = "$**"
+
+// Field is one indexed field of a text index and its weight. Path
+// Wildcard stands for every field not listed otherwise.
 type Field struct {
 	Path   string
 	Weight float64
 }
 
-// Config is what a text index tells a $text query: its fields and
-// default language ("none" turns stop words and stemming off).
+// Config is what a text index tells a $text query: its fields, default
+// language, and the field of a document (or sub-document) that names the
+// language of its strings.
 type Config struct {
-	Fields   []Field
-	Language string
+	Fields           []Field
+	Language         *Language
+	LanguageOverride string
 }
 
-// englishStopWords are the words an English text index leaves out.
-var englishStopWords = wordSet(`a about above after again against all am an and any are as at be because been
-	before being below between both but by can could did do does doing down during each few for from further had has
-	have having he her here hers herself him himself his how i if in into is it its itself just me more most my myself
-	no nor not now of off on once only or other our ours ourselves out over own same she should so some such than that
-	the their theirs them themselves then there these they this those through to too under until up very was we were
-	what when where which while who whom why will with would you your yours yourself yourselves`)
-
-// wordSet is the set of the space-separated words of s.
-func wordSet(s string) map[string]bool {
-	set := map[string]bool{}
-	for _, w := range strings.Fields(s) {
-		set[w] = true
-	}
-	return set
+// Sensitivity says which differences between words a match keeps: by
+// default "Café" and "cafe" are one term.
+type Sensitivity struct {
+	Case, Diacritics bool
 }
 
-// Tokenize splits s on every character that is not a letter or digit and
-// lowercases the pieces.
+// Tokenize splits s on every character that is not a letter, mark or
+// digit.
 func Tokenize(s string) []string {
-	return strings.FieldsFunc(strings.ToLower(s), func(r rune) bool {
-		return !unicode.IsLetter(r) && !unicode.IsDigit(r)
+	return strings.FieldsFunc(s, func(r rune) bool {
+		return !unicode.IsLetter(r) && !unicode.IsDigit(r) && !unicode.Is(unicode.Mn, r)
 	})
 }
 
-// Term turns one lowercased token into its index term: "" for a stop
-// word, else its stem (language "none": the token itself).
-func Term(tok, language string) string {
-	if language == "none" {
-		return tok
-	}
-	if englishStopWords[tok] {
+// Term turns one token into its index term in language l: "" for a stop
+// word, else its stem, lowercased and diacritic-folded unless sens keeps
+// case or diacritics. Stop words are recognised in any case and with or
+// without diacritics; the stemmer sees the word with its diacritics,
+// which the Snowball stemmers of accented languages need.
+func (l *Language) Term(tok string, sens Sensitivity) string {
+	lower := l.Lower(tok)
+	if l.IsStopWord(lower) {
 		return ""
 	}
-	return Stem(tok)
+	w := lower
+	if sens.Case {
+		w = tok
+	}
+	w = l.Stem(w)
+	if !sens.Diacritics {
+		w = Fold(w)
+	}
+	return w
+}
+
+// Lower lowercases s by the language's rules: Turkish maps I to dotless ı
+// and İ to i, as mongod's Turkish case folding does.
+func (l *Language) Lower(s string) string {
+	if l.Name == "turkish" {
+		return strings.ToLowerSpecial(unicode.TurkishCase, s)
+	}
+	return strings.ToLower(s)
+}
+
+// Terms are the distinct index terms of toks.
+func (l *Language) Terms(toks []string, sens Sensitivity) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, tok := range toks {
+		if t := l.Term(tok, sens); t != "" && !seen[t] {
+			seen[t] = true
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // TermScores gives every term of the string values of doc's indexed
-// fields its score contribution, following mongod's formula: per field,
-// weight x sum over occurrences of 1/2^i x (0.5 x count/tokens + 0.5).
-func TermScores(doc bsoncore.Document, cfg Config) map[string]float64 {
+// fields its score contribution, following mongod's formula: per string,
+// weight x sum over occurrences of 1/2^i x (0.5 x count/tokens + 0.5),
+// x 1.1 when the whole string is the term.
+// Each string is read in its language (LanguageOf); a document naming an
+// unsupported language is an error, as on mongod's insert.
+func TermScores(doc bsoncore.Document, cfg Config, sens Sensitivity) (map[string]float64, error) {
 	out := map[string]float64{}
-	for _, f := range cfg.Fields {
-		for _, s := range Strings(doc, f.Path) {
-			toks := Tokenize(s)
-			counts := map[string]int{}
-			for _, t := range toks {
-				if term := Term(t, cfg.Language); term != "" {
-					counts[term]++
-				}
-			}
-			for term, c := range counts {
-				freq := 0.0
-				for i := 0; i < c; i++ {
-					freq += 1 / math.Pow(2, float64(i))
-				}
-				coeff := 0.5*float64(c)/float64(len(toks)) + 0.5
-				out[term] += f.Weight * freq * coeff
+	err := EachString(doc, cfg, func(s string, weight float64, lang *Language) {
+		toks := Tokenize(s)
+		counts := map[string]int{}
+		for _, t := range toks {
+			if term := lang.Term(t, sens); term != "" {
+				counts[term]++
 			}
 		}
-	}
-	return out
-}
-
-// Strings lists the strings a path reaches (through arrays).
-func Strings(doc bsoncore.Document, path string) []string {
-	var out []string
-	value.WalkPath(doc, value.SplitPath(path), func(v bsoncore.Value, kind value.VisitKind) bool {
-		if kind == value.KindValue && v.Type == bsoncore.TypeString {
-			out = append(out, v.StringValue())
+		for term, c := range counts {
+			freq := 0.0
+			for i := 0; i < c; i++ {
+				freq += 1 / math.Pow(2, float64(i))
+			}
+			coeff := 0.5*float64(c)/float64(len(toks)) + 0.5
+			adjust := 1.0
+			if len(s) == len(term) && strings.EqualFold(s, term) {
+				adjust = 1.1 // mongod's boost for a string that is the term itself
+			}
+			out[term] += weight * freq * coeff * adjust
 		}
-		return false
 	})
-	return out
+	return out, err
 }
 
-// Stem is a small Porter-style English stemmer: plurals, -ed/-ing, then
-// common derivational suffixes.
-func Stem(w string) string {
-	if len(w) <= 2 {
-		return w
+// EachString calls fn with every indexed string of doc, its field's
+// weight and its language.
+func EachString(doc bsoncore.Document, cfg Config, fn func(s string, weight float64, lang *Language)) error {
+	lang, err := cfg.LanguageOf(doc, cfg.Language)
+	if err != nil {
+		return err
 	}
-	// Step 1a: plurals.
-	switch {
-	case strings.HasSuffix(w, "sses"):
-		w = w[:len(w)-2]
-	case strings.HasSuffix(w, "ies"):
-		w = w[:len(w)-2]
-	case strings.HasSuffix(w, "ss"), strings.HasSuffix(w, "us"), strings.HasSuffix(w, "is"):
-	case strings.HasSuffix(w, "s"):
-		w = w[:len(w)-1]
-	}
-	// Step 1b: -eed, -ed, -ing.
-	switch {
-	case strings.HasSuffix(w, "eed"):
-		if measure(w[:len(w)-3]) > 0 {
-			w = w[:len(w)-1]
+	var wildcard *Field
+	listed := map[string]bool{}
+	for i, f := range cfg.Fields {
+		if f.Path == Wildcard {
+			wildcard = &cfg.Fields[i]
+			continue
 		}
-	case strings.HasSuffix(w, "ed") && hasVowel(w[:len(w)-2]):
-		w = fix1b(w[:len(w)-2])
-	case strings.HasSuffix(w, "ing") && hasVowel(w[:len(w)-3]):
-		w = fix1b(w[:len(w)-3])
+		listed[f.Path] = true
+		w := walker{cfg: &cfg, weight: f.Weight, fn: fn}
+		if err := w.path(doc, strings.Split(f.Path, "."), lang); err != nil {
+			return err
+		}
 	}
-	// Step 1c: y -> i after a vowel-bearing stem.
-	if strings.HasSuffix(w, "y") && hasVowel(w[:len(w)-1]) {
-		w = w[:len(w)-1] + "i"
+	if wildcard != nil {
+		w := walker{cfg: &cfg, weight: wildcard.Weight, fn: fn, skip: listed}
+		return w.all(doc, "", lang)
 	}
-	// Step 2/3/4 (abridged): derivational suffixes on long enough stems.
-	for _, r := range stemRules {
-		if strings.HasSuffix(w, r[0]) {
-			stem := w[:len(w)-len(r[0])]
-			if measure(stem) > 0 {
-				w = stem + r[1]
+	return nil
+}
+
+// LanguageOf is the language of doc's strings: the one its override field
+// names, else def (the enclosing document's, or the index's default).
+func (cfg Config) LanguageOf(doc bsoncore.Document, def *Language) (*Language, error) {
+	if cfg.LanguageOverride == "" {
+		return def, nil
+	}
+	v, err := doc.LookupErr(cfg.LanguageOverride)
+	if err != nil {
+		return def, nil
+	}
+	name, ok := v.StringValueOK()
+	if !ok {
+		return nil, mongoerr.New(mongoerr.Location17261, "found language override field in document with non-string type")
+	}
+	l, ok := LookupLanguage(name)
+	if !ok {
+		return nil, mongoerr.New(mongoerr.Location17262, "language override unsupported: %s", name)
+	}
+	return l, nil
+}
+
+// walker visits the strings of one indexed field (or of the wildcard).
+type walker struct {
+	cfg    *Config
+	weight float64
+	fn     func(s string, weight float64, lang *Language)
+	skip   map[string]bool // wildcard: paths indexed with their own weight
+}
+
+// path visits the strings parts reaches from doc, through arrays and
+// sub-documents; a sub-document's override field sets its language.
+func (w *walker) path(doc bsoncore.Document, parts []string, lang *Language) error {
+	v, err := doc.LookupErr(parts[0])
+	if err != nil {
+		return nil
+	}
+	return w.value(v, parts[1:], lang)
+}
+
+func (w *walker) value(v bsoncore.Value, rest []string, lang *Language) error {
+	switch v.Type {
+	case bsoncore.TypeString:
+		if len(rest) == 0 {
+			w.fn(v.StringValue(), w.weight, lang)
+		}
+	case bsoncore.TypeArray:
+		vals, _ := v.Array().Values()
+		for _, e := range vals {
+			if err := w.value(e, rest, lang); err != nil {
+				return err
 			}
-			break
+		}
+	case bsoncore.TypeEmbeddedDocument:
+		if len(rest) == 0 {
+			return nil
+		}
+		sub := v.Document()
+		l, err := w.cfg.LanguageOf(sub, lang)
+		if err != nil {
+			return err
+		}
+		return w.path(sub, rest, l)
+	}
+	return nil
+}
+
+// all visits every string under doc (prefix: its path) but the listed
+// fields and the language override field.
+func (w *walker) all(doc bsoncore.Document, prefix string, lang *Language) error {
+	els, _ := doc.Elements()
+	for _, el := range els {
+		p := prefix + el.Key()
+		if w.skip[p] || (el.Key() == w.cfg.LanguageOverride && el.Value().Type == bsoncore.TypeString) {
+			continue
+		}
+		if err := w.anyValue(el.Value(), p, lang); err != nil {
+			return err
 		}
 	}
-	for _, suf := range stemDrops {
-		if strings.HasSuffix(w, suf) {
-			if stem := w[:len(w)-len(suf)]; measure(stem) > 1 {
-				w = stem
+	return nil
+}
+
+func (w *walker) anyValue(v bsoncore.Value, p string, lang *Language) error {
+	switch v.Type {
+	case bsoncore.TypeString:
+		w.fn(v.StringValue(), w.weight, lang)
+	case bsoncore.TypeArray:
+		vals, _ := v.Array().Values()
+		for _, e := range vals {
+			if err := w.anyValue(e, p, lang); err != nil {
+				return err
 			}
-			break
 		}
-	}
-	// Step 5: a final e.
-	if strings.HasSuffix(w, "e") && measure(w[:len(w)-1]) > 1 {
-		w = w[:len(w)-1]
-	}
-	return w
-}
-
-var stemRules = [][2]string{
-	{"ational", "ate"}, {"tional", "tion"}, {"enci", "ence"}, {"anci", "ance"}, {"izer", "ize"},
-	{"abli", "able"}, {"alli", "al"}, {"entli", "ent"}, {"eli", "e"}, {"ousli", "ous"},
-	{"ization", "ize"}, {"ation", "ate"}, {"ator", "ate"}, {"alism", "al"}, {"iveness", "ive"},
-	{"fulness", "ful"}, {"ousness", "ous"}, {"aliti", "al"}, {"iviti", "ive"}, {"biliti", "ble"},
-	{"icate", "ic"}, {"ative", ""}, {"alize", "al"}, {"iciti", "ic"}, {"ical", "ic"}, {"ful", ""}, {"ness", ""},
-}
-
-var stemDrops = []string{"ement", "ment", "ance", "ence", "able", "ible", "ant", "ent", "ism", "ate",
-	"iti", "ous", "ive", "ize", "al", "er", "ic"}
-
-func fix1b(w string) string {
-	switch {
-	case strings.HasSuffix(w, "at"), strings.HasSuffix(w, "bl"), strings.HasSuffix(w, "iz"):
-		return w + "e"
-	case len(w) >= 2 && w[len(w)-1] == w[len(w)-2] && isConsonant(w, len(w)-1) &&
-		!strings.ContainsRune("lsz", rune(w[len(w)-1])):
-		return w[:len(w)-1]
-	case measure(w) == 1 && cvc(w):
-		return w + "e"
-	}
-	return w
-}
-
-func isConsonant(w string, i int) bool {
-	switch w[i] {
-	case 'a', 'e', 'i', 'o', 'u':
-		return false
-	case 'y':
-		return i == 0 || !isConsonant(w, i-1)
-	}
-	return true
-}
-
-func hasVowel(w string) bool {
-	for i := range len(w) {
-		if !isConsonant(w, i) {
-			return true
+	case bsoncore.TypeEmbeddedDocument:
+		sub := v.Document()
+		l, err := w.cfg.LanguageOf(sub, lang)
+		if err != nil {
+			return err
 		}
+		return w.all(sub, p+".", l)
 	}
-	return false
-}
-
-// measure counts the vowel-consonant sequences of w (Porter's m).
-func measure(w string) int {
-	m, prevVowel := 0, false
-	for i := range len(w) {
-		c := isConsonant(w, i)
-		if c && prevVowel {
-			m++
-		}
-		prevVowel = !c
-	}
-	return m
-}
-
-func cvc(w string) bool {
-	n := len(w)
-	return n >= 3 && isConsonant(w, n-3) && !isConsonant(w, n-2) && isConsonant(w, n-1) &&
-		!strings.ContainsRune("wxy", rune(w[n-1]))
+	return nil
 }
