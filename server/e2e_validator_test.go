@@ -500,3 +500,54 @@ func TestValidatorVersionControl(t *testing.T) {
 	wantValidationFailure(t, "after a restart", err)
 	sameJSON(t, "options of an old revision", collectionOptions(t, client.Database("val@main~4"), "c"), `{"validator": {"age": {"$gte": 18}}}`)
 }
+
+// TestValidatorMergeConflicts: a merge that would bring in documents the
+// merged validator refuses keeps ours for each and records a conflict,
+// which a resolution the validator refuses does not settle.
+func TestValidatorMergeConflicts(t *testing.T) {
+	client := startServer(t).client()
+	db := client.Database("valm")
+	c := db.Collection("c")
+	if _, err := c.InsertOne(ctx, bson.D{{Key: "_id", Value: 1}, {Key: "age", Value: 30}}); err != nil {
+		t.Fatal(err)
+	}
+	vc(t, client, "valm", bson.D{{Key: "dumboCommit", Value: 1}, {Key: "message", Value: "one"}})
+	vc(t, client, "valm", bson.D{{Key: "dumboBranch", Value: 1}, {Key: "branch", Value: "side"}})
+	side := client.Database("valm@side").Collection("c")
+	if _, err := side.InsertMany(ctx, []any{bson.D{{Key: "_id", Value: 2}, {Key: "age", Value: 10}},
+		bson.D{{Key: "_id", Value: 3}, {Key: "age", Value: 40}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := side.UpdateOne(ctx, bson.D{{Key: "_id", Value: 1}}, bson.D{{Key: "$set", Value: bson.D{{Key: "age", Value: 5}}}}); err != nil {
+		t.Fatal(err)
+	}
+	vc(t, client, "valm@side", bson.D{{Key: "dumboCommit", Value: 1}, {Key: "message", Value: "side"}})
+	mustRun(t, db, bson.D{{Key: "collMod", Value: "c"}, {Key: "validator", Value: bson.D{{Key: "age", Value: bson.D{{Key: "$gte", Value: 18}}}}}})
+	vc(t, client, "valm", bson.D{{Key: "dumboCommit", Value: 1}, {Key: "message", Value: "adults"}})
+
+	_, err := run(t, db, bson.D{{Key: "dumboMerge", Value: 1}, {Key: "mergeIn", Value: "side"}})
+	wantCode(t, err, 20002, "MergeConflict")
+	confs := vc(t, client, "valm", bson.D{{Key: "dumboConflicts", Value: 1}})["conflicts"].(bson.A)
+	if len(confs) != 2 || get(confs[0], "_id") != int32(1) || get(confs[1], "_id") != int32(2) ||
+		get(confs[0], "ours", "age") != int32(30) || get(confs[1], "ours") != nil || get(confs[1], "theirs", "age") != int32(10) {
+		t.Fatalf("conflicts: %v", confs)
+	}
+	var one bson.M
+	if err := c.FindOne(ctx, bson.D{{Key: "_id", Value: 1}}).Decode(&one); err != nil || one["age"] != int32(30) {
+		t.Fatalf("ours of document 1 after the merge: %v %v", one, err)
+	}
+	if n, _ := c.CountDocuments(ctx, bson.D{{Key: "_id", Value: 3}}); n != 1 {
+		t.Fatal("a valid document of theirs did not merge in")
+	}
+	_, err = run(t, db, bson.D{{Key: "dumboResolveConflict", Value: 1}, {Key: "collection", Value: "c"},
+		{Key: "_id", Value: 2}, {Key: "resolution", Value: "theirs"}})
+	wantCode(t, err, 121, "DocumentValidationFailure")
+	vc(t, client, "valm", bson.D{{Key: "dumboResolveConflict", Value: 1}, {Key: "collection", Value: "c"},
+		{Key: "_id", Value: 2}, {Key: "resolution", Value: "custom"}, {Key: "document", Value: bson.D{{Key: "age", Value: 18}}}})
+	vc(t, client, "valm", bson.D{{Key: "dumboResolveConflict", Value: 1}, {Key: "collection", Value: "c"},
+		{Key: "_id", Value: 1}, {Key: "resolution", Value: "ours"}})
+	vc(t, client, "valm", bson.D{{Key: "dumboMerge", Value: 1}, {Key: "continue", Value: 1}})
+	if n, _ := c.CountDocuments(ctx, bson.D{}); n != 3 {
+		t.Fatalf("%d documents after the merge, want 3", n)
+	}
+}

@@ -31,6 +31,8 @@ func toMongoErr(err error) *mongoerr.Error {
 		return mongoerr.New(mongoerr.Code(11600), "interrupted at shutdown")
 	case errors.Is(err, storage.ErrOutOfDiskSpace):
 		return mongoerr.New(mongoerr.OutOfDiskSpace, "%s", err.Error())
+	case errors.Is(err, storage.ErrDocumentValidation):
+		return mongoerr.New(mongoerr.DocumentValidationFailure, "Document failed validation")
 	case errors.Is(err, storage.ErrWriteConflict):
 		return mongoerr.New(mongoerr.WriteConflict, "%s", err.Error())
 	}

@@ -32,6 +32,10 @@ var (
 	// ErrBranchNotFound: no branch has that name.
 	ErrBranchNotFound = errors.New("branch not found")
 
+	// ErrDocumentValidation: a conflict's resolution is a document the
+	// collection's validator refuses.
+	ErrDocumentValidation = errors.New("Document failed validation")
+
 	// ErrIndexNotFound: no index has that name.
 	ErrIndexNotFound = errors.New("index not found")
 	// ErrWriteConflict: the document is held by another open transaction,

@@ -124,8 +124,28 @@ func (d *Database) ResolveConflict(ctx context.Context, branchName, coll string,
 		default:
 			doc = custom
 		}
+		if resolution != ResolveOurs {
+			if err := checkResolution(st, coll, doc); err != nil {
+				return err
+			}
+		}
 		return d.settle(ctx, b, st, coll, key, doc)
 	})
+}
+
+// checkResolution refuses a resolution the collection's validator
+// refuses, as it refused it in the merge (vc_merge_validator.go); ours is
+// what the branch had, so it is never checked.
+func checkResolution(st *rootState, coll string, doc bsoncore.Document) error {
+	c, ok := st.colls[coll]
+	if !ok || doc == nil {
+		return nil
+	}
+	v, _, err := mergeValidator(c.info.Options)
+	if err != nil || v == nil || v.Match(doc) {
+		return err
+	}
+	return ErrDocumentValidation
 }
 
 // settle writes the chosen document and drops the conflict entry.

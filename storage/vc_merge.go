@@ -258,6 +258,10 @@ func (d *Database) mergeCollection(ctx context.Context, base, ours, theirs *root
 			return err
 		}
 		recs = append(recs, clashes...)
+		if merged, clashes, err = d.validatorClashes(ctx, info, baseMap, oursMap, theirsMap, merged); err != nil {
+			return err
+		}
+		recs = append(recs, clashes...)
 	}
 	n, err := merged.Count()
 	if err != nil {
