@@ -54,19 +54,7 @@ func TestTextIndex(t *testing.T) {
 
 	ids := func(filter any, opts ...options.Lister[options.FindOptions]) []int32 {
 		t.Helper()
-		cur, err := c.Find(ctx, filter, opts...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var out []bson.M
-		if err := cur.All(ctx, &out); err != nil {
-			t.Fatal(err)
-		}
-		r := []int32{}
-		for _, d := range out {
-			r = append(r, d["_id"].(int32))
-		}
-		return r
+		return textIDs(t, c, filter, false, opts...)
 	}
 	sorted := func(x []int32) []int32 { sort.Slice(x, func(i, j int) bool { return x[i] < x[j] }); return x }
 	text := func(s string) bson.D { return bson.D{{Key: "$text", Value: bson.D{{Key: "$search", Value: s}}}} }
