@@ -3,6 +3,8 @@ package server
 import (
 	"context"
 	"errors"
+	"runtime"
+	"slices"
 	"time"
 
 	"dumbodb/auth"
@@ -12,6 +14,7 @@ import (
 	"dumbodb/storage"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+	"golang.org/x/sync/errgroup"
 )
 
 // database opens the request's database; with create it is created if
@@ -171,25 +174,19 @@ func cmdListDatabases(r *request) (bsoncore.Document, error) {
 	if err != nil {
 		return nil, err
 	}
+	privs := r.c.authState().privs
+	names = slices.DeleteFunc(names, func(name string) bool { return authorizedOnly && !privs.CanUse(name) })
+	entries, sizes, err := r.databaseEntries(names, nameOnly)
+	if err != nil {
+		return nil, err
+	}
 	var total int64
 	arr := bsoncore.NewArrayBuilder()
-	privs := r.c.authState().privs
-	for _, name := range names {
-		if authorizedOnly && !privs.CanUse(name) {
-			continue
-		}
-		var size int64
-		if !nameOnly {
-			size = r.c.s.engine.SizeOnDisk(name)
-		}
-		entry, err := r.databaseEntry(name, size, nameOnly)
-		if err != nil {
-			return nil, err
-		}
+	for i, entry := range entries {
 		if match != nil && !match.Match(entry) {
 			continue
 		}
-		total += size
+		total += sizes[i]
 		arr.AppendDocument(entry)
 	}
 	b := bsoncore.NewDocumentBuilder().AppendArray("databases", arr.Build())
@@ -199,11 +196,33 @@ func cmdListDatabases(r *request) (bsoncore.Document, error) {
 	return b.AppendDouble("ok", 1).Build(), nil
 }
 
-func (r *request) databaseEntry(name string, size int64, nameOnly bool) (bsoncore.Document, error) {
-	b := bsoncore.NewDocumentBuilder().AppendString("name", name)
+// databaseEntries are listDatabases' entries of names, and their sizes.
+// Each reads its directory's sizes and its catalog, which wait on the
+// file system more than they compute: a few run at once (1,000 databases
+// listed in 52-90 ms one by one).
+func (r *request) databaseEntries(names []string, nameOnly bool) ([]bsoncore.Document, []int64, error) {
+	entries, sizes := make([]bsoncore.Document, len(names)), make([]int64, len(names))
 	if nameOnly {
-		return b.Build(), nil
+		for i, name := range names {
+			entries[i] = bsoncore.NewDocumentBuilder().AppendString("name", name).Build()
+		}
+		return entries, sizes, nil
 	}
+	var g errgroup.Group
+	g.SetLimit(2 * runtime.GOMAXPROCS(0))
+	for i, name := range names {
+		g.Go(func() error {
+			sizes[i] = r.c.s.engine.SizeOnDisk(name)
+			var err error
+			entries[i], err = r.databaseEntry(name, sizes[i])
+			return err
+		})
+	}
+	return entries, sizes, g.Wait()
+}
+
+func (r *request) databaseEntry(name string, size int64) (bsoncore.Document, error) {
+	b := bsoncore.NewDocumentBuilder().AppendString("name", name)
 	empty := true
 	// Not a use, and answered from the catalog: listing databases must not
 	// reopen the idle ones (storage.Engine.Visit).

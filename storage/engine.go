@@ -87,10 +87,11 @@ type Engine struct {
 
 	mu  sync.Mutex
 	dbs map[string]*Database // handles, open or closed for idleness
-	// folded maps the lower-case form of every database name on disk to
-	// the name, for the case check of a new database; nil until that first
-	// check lists the data directory.
-	folded map[string]string
+	// onDisk holds the names of the databases on disk, for listings and
+	// the case check of a new database without reading the data directory
+	// each time; nil until the first of them reads it. Creations and drops
+	// keep it up to date (nothing else makes or removes databases).
+	onDisk map[string]bool
 	stop   chan struct{}
 	done   chan struct{}
 }
@@ -306,7 +307,9 @@ func (e *Engine) handle(ctx context.Context, name string, create bool) (*Databas
 		if err := d.use(ctx, time.Now()); err != nil {
 			return nil, err
 		}
-		e.folded[strings.ToLower(name)] = name
+		if e.onDisk != nil {
+			e.onDisk[name] = true
+		}
 	}
 	e.dbs[name] = d
 	return d, nil
@@ -315,36 +318,46 @@ func (e *Engine) handle(ctx context.Context, name string, create bool) (*Databas
 // caseConflict returns the database on disk whose name differs from name
 // only in case, or "". Called with e.mu held.
 func (e *Engine) caseConflict(name string) string {
-	if e.folded == nil {
-		names, _ := e.databaseNames()
-		e.folded = make(map[string]string, len(names))
-		for _, n := range names {
-			e.folded[strings.ToLower(n)] = n
+	if err := e.loadOnDisk(); err != nil {
+		return ""
+	}
+	for n := range e.onDisk {
+		if n != name && strings.EqualFold(n, name) {
+			return n
 		}
 	}
-	if other := e.folded[strings.ToLower(name)]; other != name {
-		return other
-	}
 	return ""
+}
+
+// loadOnDisk reads the names of the databases on disk once. Called with
+// e.mu held.
+func (e *Engine) loadOnDisk() error {
+	if e.onDisk != nil {
+		return nil
+	}
+	entries, err := os.ReadDir(e.dir)
+	if err != nil {
+		return err
+	}
+	e.onDisk = map[string]bool{}
+	for _, ent := range entries {
+		if ent.IsDir() && isDatabaseDir(e.dbDir(ent.Name())) {
+			e.onDisk[ent.Name()] = true
+		}
+	}
+	return nil
 }
 
 // DatabaseNames lists the databases on disk, sorted.
 func (e *Engine) DatabaseNames() ([]string, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return e.databaseNames()
-}
-
-func (e *Engine) databaseNames() ([]string, error) {
-	entries, err := os.ReadDir(e.dir)
-	if err != nil {
+	if err := e.loadOnDisk(); err != nil {
 		return nil, err
 	}
-	var names []string
-	for _, ent := range entries {
-		if ent.IsDir() && isDatabaseDir(e.dbDir(ent.Name())) {
-			names = append(names, ent.Name())
-		}
+	names := make([]string, 0, len(e.onDisk))
+	for n := range e.onDisk {
+		names = append(names, n)
 	}
 	sort.Strings(names)
 	return names, nil
@@ -387,9 +400,7 @@ func (e *Engine) DropDatabase(name string) error {
 	if err := os.RemoveAll(e.dbDir(name)); err != nil {
 		return err
 	}
-	if e.folded[strings.ToLower(name)] == name {
-		delete(e.folded, strings.ToLower(name))
-	}
+	delete(e.onDisk, name)
 	return nil
 }
 
