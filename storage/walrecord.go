@@ -57,16 +57,26 @@ const (
 // encodeMarkedRecord is encodeRecord with a mark naming a transaction
 // over several databases ("": none).
 func encodeMarkedRecord(branch string, ops []walOp, retry *retryLog, at uint64, mark string, id txnID) []byte {
+	// Patches first, so that the buffer is sized for what is written: an
+	// 8 MB document logged as a patch must not cost an 8 MB buffer.
+	patches := make([][]byte, len(ops))
 	size := 64
-	for _, o := range ops {
-		size += len(o.key) + len(o.value) + len(o.coll) + 48
+	for i, o := range ops {
+		if o.op == opPut {
+			patches[i] = encodePatch(o.base, o.value)
+		}
+		body := len(o.value)
+		if patches[i] != nil {
+			body = len(patches[i]) + 32
+		}
+		size += len(o.key) + body + len(o.coll) + 48
 	}
 	dst := make([]byte, 0, size)
 	idx, dst := bsoncore.AppendDocumentStart(dst)
 	dst = bsoncore.AppendStringElement(dst, "b", branch)
 	aidx, dst := bsoncore.AppendArrayElementStart(dst, "ops")
 	for i, o := range ops {
-		dst = appendOp(dst, strconv.Itoa(i), o)
+		dst = appendOp(dst, strconv.Itoa(i), o, patches[i])
 	}
 	dst, _ = bsoncore.AppendArrayEnd(dst, aidx)
 	if retry != nil {
@@ -82,12 +92,10 @@ func encodeMarkedRecord(branch string, ops []walOp, retry *retryLog, at uint64, 
 	return dst
 }
 
-func appendOp(dst []byte, key string, o walOp) []byte {
+// appendOp appends one op; patch, when set, is a put's document as a
+// patch of the one it replaces.
+func appendOp(dst []byte, key string, o walOp, patch []byte) []byte {
 	idx, dst := bsoncore.AppendDocumentElementStart(dst, key)
-	var patch []byte
-	if o.op == opPut {
-		patch = encodePatch(o.base, o.value)
-	}
 	if patch != nil {
 		dst = bsoncore.AppendStringElement(dst, "o", opPatch)
 	} else {
