@@ -140,9 +140,14 @@ func (r *request) explain(ex *explained, verbosity string) (bsoncore.Document, e
 }
 
 // explainedFilter compiles the explained query: the filter, or a leading
-// $geoNear's near query (its key found as the aggregate finds it).
+// $geoNear's near query (its key found as the aggregate finds it). An
+// aggregate's $match takes the rules of $match ($where refused), the
+// other commands' filters those of a query.
 func (r *request) explainedFilter(ex *explained, env *query.Env) (*query.Filter, error) {
-	if ex.geoNear == nil {
+	switch {
+	case ex.geoNear == nil && ex.Kind == "aggregate":
+		return query.CompileFilterEnv(orEmpty(ex.Filter), env)
+	case ex.geoNear == nil:
 		return query.CompileQueryFilter(orEmpty(ex.Filter), env)
 	}
 	snap, err := r.snapshot()

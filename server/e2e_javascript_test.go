@@ -89,6 +89,9 @@ func TestJSWhere(t *testing.T) {
 	// in an aggregation's $match, as on mongod, it is refused
 	_, err = c.Aggregate(ctx, mongo.Pipeline{{{Key: "$match", Value: bson.D{{Key: "$where", Value: "true"}}}}})
 	wantCode(t, err, 2, "BadValue")
+	_, err = run(t, db, bson.D{{Key: "explain", Value: bson.D{{Key: "aggregate", Value: "c"},
+		{Key: "pipeline", Value: bson.A{bson.D{{Key: "$match", Value: bson.D{{Key: "$where", Value: "true"}}}}}}, {Key: "cursor", Value: bson.D{}}}}})
+	wantCode(t, err, 2, "BadValue")
 	// an error of the user's code fails every command, none matches nothing
 	bad := bson.D{{Key: "$where", Value: "throw new Error('nope')"}}
 	_, err = c.Find(ctx, bad)
