@@ -164,7 +164,14 @@ func (d *Database) queueEntry(e ChangeEntry) {
 // appendRecord appends a log record that may carry change events and
 // reserves its entry's place in the queue, atomically with the append.
 func (d *Database) appendRecord(payload []byte) (uint64, error) {
-	d.engine.dbStats.logged(payload)
+	lsn, err := d.reserveAndAppend(payload)
+	if err == nil {
+		d.engine.dbStats.logged(payload)
+	}
+	return lsn, err
+}
+
+func (d *Database) reserveAndAppend(payload []byte) (uint64, error) {
 	if d.engine.changes == nil {
 		return d.wl.Append(payload)
 	}
