@@ -41,27 +41,66 @@ func compileListSessionsStage(name string) stageCompiler {
 	}
 }
 
+// parseSessionFilter reads {allUsers?, users?: [{user, db}]} strictly, as
+// mongod's ListSessionsSpec does.
 func parseSessionFilter(name string, spec bsoncore.Value) (SessionFilter, error) {
 	var f SessionFilter
 	if spec.Type != bsoncore.TypeEmbeddedDocument {
 		return f, mongoerr.New(mongoerr.TypeMismatch, "%s must take a nested object but found: %s", name, value.Format(spec))
 	}
-	f.AllUsers, _ = spec.Document().Lookup("allUsers").BooleanOK()
-	users, hasUsers := spec.Document().Lookup("users").ArrayOK()
+	els, _ := spec.Document().Elements()
+	hasUsers := false
+	for _, el := range els {
+		v := el.Value()
+		switch el.Key() {
+		case "allUsers":
+			b, ok := v.BooleanOK()
+			if !ok {
+				return f, sessionFieldType(name, "allUsers", v, "bool")
+			}
+			f.AllUsers = b
+		case "users":
+			users, err := parseSessionUsers(name, v)
+			if err != nil {
+				return f, err
+			}
+			f.Users, hasUsers = users, true
+		default:
+			return f, mongoerr.New(mongoerr.Code(40415), "BSON field '%s.%s' is an unknown field.", name, el.Key())
+		}
+	}
 	if f.AllUsers && hasUsers {
 		return f, mongoerr.New(mongoerr.Code(31014), "%s may not specify both allUsers and users", name)
 	}
-	vals, _ := users.Values()
-	f.Users = []SessionUser{}
-	for _, v := range vals {
-		user, _ := v.Document().Lookup("user").StringValueOK()
-		db, _ := v.Document().Lookup("db").StringValueOK()
-		f.Users = append(f.Users, SessionUser{User: user, DB: db})
-	}
-	if !hasUsers {
-		f.Users = nil
-	}
 	return f, nil
+}
+
+// parseSessionUsers reads users: [{user, db}].
+func parseSessionUsers(name string, v bsoncore.Value) ([]SessionUser, error) {
+	arr, ok := v.ArrayOK()
+	if !ok {
+		return nil, sessionFieldType(name, "users", v, "array")
+	}
+	vals, _ := arr.Values()
+	users := []SessionUser{}
+	for _, uv := range vals {
+		d, ok := uv.DocumentOK()
+		if !ok {
+			return nil, sessionFieldType(name, "users", uv, "object")
+		}
+		user, okU := d.Lookup("user").StringValueOK()
+		db, okD := d.Lookup("db").StringValueOK()
+		if !okU || !okD {
+			return nil, mongoerr.New(mongoerr.Code(40414), "BSON field '%s.users.user' and '%s.users.db' are required strings", name, name)
+		}
+		users = append(users, SessionUser{User: user, DB: db})
+	}
+	return users, nil
+}
+
+func sessionFieldType(name, field string, v bsoncore.Value, want string) error {
+	return mongoerr.New(mongoerr.TypeMismatch, "BSON field '%s.%s' is the wrong type '%s', expected type '%s'",
+		name, field, value.TypeName(v.Type), want)
 }
 
 // compileDocumentsStage is $documents: an expression that evaluates to an

@@ -51,9 +51,8 @@ func (r *request) parseAggregate() (*aggregateArgs, error) {
 		"allowDiskUse":             r.boolArg("allowDiskUse", &a.allowDiskUse),
 		"bypassDocumentValidation": r.boolArg("bypassDocumentValidation", &a.bypass),
 		"collation":                r.optDocArg("collation", &a.collation),
-		"hint":                     func(v bsoncore.Value) error { a.hint = v; return nil },
+		"hint":                     r.hintArg(&a.hint),
 		"let":                      r.optDocArg("let", &a.let),
-		"comment":                  r.ignoreArg(),
 	})
 	if err != nil {
 		return nil, err

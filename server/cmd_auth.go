@@ -26,7 +26,7 @@ func cmdSaslStart(r *request) (bsoncore.Document, error) {
 	err := r.parseArgs(map[string]fieldHandler{
 		"mechanism":     r.stringArg("mechanism", &mech),
 		"payload":       binaryArg(r, "payload", &payload),
-		"autoAuthorize": r.ignoreArg(),
+		"autoAuthorize": r.ignoredArg("autoAuthorize", "bool"),
 		"options":       r.docArg("options", &opts),
 	})
 	if err != nil {

@@ -33,7 +33,6 @@ func (r *request) parseBulkWrite() (*bulkWriteArgs, error) {
 		"bypassDocumentValidation": r.boolArg("bypassDocumentValidation", &a.bypass),
 		"let":                      r.optDocArg("let", &a.let),
 		"cursor":                   r.docArg("cursor", &a.cursorOpts),
-		"comment":                  r.ignoreArg(),
 	})
 	switch {
 	case err != nil:

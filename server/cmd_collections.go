@@ -41,9 +41,9 @@ func cmdListCollections(r *request) (bsoncore.Document, error) {
 	err := r.parseArgs(map[string]fieldHandler{
 		"filter":                r.optDocArg("filter", &filter),
 		"nameOnly":              r.boolArg("nameOnly", &nameOnly),
-		"authorizedCollections": r.ignoreArg(),
+		"authorizedCollections": r.ignoredArg("authorizedCollections", "bool"),
 		"cursor":                r.docArg("cursor", &cursorOpts),
-		"includePendingDrops":   r.ignoreArg(),
+		"includePendingDrops":   r.ignoredArg("includePendingDrops", "bool"),
 	})
 	if err != nil {
 		return nil, err
@@ -229,7 +229,7 @@ func cmdRenameCollection(r *request) (bsoncore.Document, error) {
 	err := r.parseArgs(map[string]fieldHandler{
 		"to":         r.stringArg("to", &to),
 		"dropTarget": r.boolArg("dropTarget", &dropTarget),
-		"stayTemp":   r.ignoreArg(),
+		"stayTemp":   r.ignoredArg("stayTemp", "bool"),
 	})
 	if err != nil {
 		return nil, err
@@ -302,7 +302,7 @@ func cmdCollStats(r *request) (bsoncore.Document, error) {
 	scale := int64(1)
 	err = r.parseArgs(map[string]fieldHandler{
 		"scale":   r.scaleArg(&scale),
-		"verbose": r.ignoreArg(), // adds WiredTiger details, which there are none of
+		"verbose": r.ignoredArg("verbose", "bool"),
 	})
 	if err != nil {
 		return nil, err

@@ -22,9 +22,9 @@ func cmdCount(r *request) (bsoncore.Document, error) {
 		"query":     r.optDocArg("query", &filter),
 		"skip":      r.nonNegativeArg("skip", &skip),
 		"limit":     r.int64Arg("limit", &limit),
-		"hint":      func(v bsoncore.Value) error { hint = v; return nil },
+		"hint":      r.hintArg(&hint),
 		"collation": r.optDocArg("collation", &collation),
-		"fields":    r.ignoreArg(),
+		"fields":    r.ignoredArg("fields", "object"),
 	})
 	if err != nil {
 		return nil, err

@@ -41,7 +41,7 @@ func (r *request) decodeDeleteStatement(i int, v bsoncore.Value) (*deleteArgs, e
 		"q":         sub.docArg("q", &a.q),
 		"limit":     sub.int64Arg("limit", &a.limit),
 		"collation": sub.optDocArg("collation", &a.collation),
-		"hint":      func(v bsoncore.Value) error { a.hint = v; return nil },
+		"hint":      r.hintArg(&a.hint),
 	})
 	switch {
 	case err != nil:

@@ -15,17 +15,23 @@ func cmdDistinct(r *request) (bsoncore.Document, error) {
 	}
 	var key string
 	var filter, collation bsoncore.Document
+	var hint bsoncore.Value
 	err = r.parseArgs(map[string]fieldHandler{
 		"key":       r.stringArg("key", &key),
 		"query":     r.optDocArg("query", &filter),
 		"collation": r.optDocArg("collation", &collation),
-		"hint":      r.ignoreArg(),
+		"hint":      r.hintArg(&hint),
 	})
 	if err != nil {
 		return nil, err
 	}
 	if key == "" {
 		return nil, mongoerr.New(mongoerr.Code(40414), "BSON field 'distinct.key' is missing but a required field")
+	}
+	// The hint must name an index, as on mongod; distinct's values are the
+	// same whichever index finds them, so it chooses no plan here.
+	if err := r.checkHint(hint); err != nil {
+		return nil, err
 	}
 	var values []bsoncore.Value
 	if view, verr := r.isView(coll); verr != nil || view {

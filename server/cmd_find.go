@@ -33,17 +33,17 @@ func (r *request) parseFindArgs(a *findArgs) error {
 		"batchSize":           r.nonNegativeArg("batchSize", &a.batchSize),
 		"singleBatch":         r.boolArg("singleBatch", &a.singleBatch),
 		"noCursorTimeout":     r.boolArg("noCursorTimeout", &a.noCursorTimeout),
-		"hint":                func(v bsoncore.Value) error { a.hint = v; return nil },
+		"hint":                r.hintArg(&a.hint),
 		"collation":           r.optDocArg("collation", &a.collation),
 		"let":                 r.optDocArg("let", &a.let),
-		"allowDiskUse":        r.ignoreArg(),
+		"allowDiskUse":        r.ignoredArg("allowDiskUse", "bool"),
 		"returnKey":           r.refuseTrue("returnKey"),
 		"showRecordId":        r.refuseTrue("showRecordId"),
 		"tailable":            r.boolArg("tailable", &tailable),
 		"awaitData":           r.boolArg("awaitData", &awaitData),
-		"oplogReplay":         r.ignoreArg(), // deprecated: mongod 4.4+ ignores it too
-		"allowPartialResults": r.ignoreArg(), // for sharded clusters: changes nothing here
-		"readOnce":            r.ignoreArg(), // an internal hint that changes no result
+		"oplogReplay":         r.ignoredArg("oplogReplay", "bool"),
+		"allowPartialResults": r.ignoredArg("allowPartialResults", "bool"),
+		"readOnce":            r.ignoredArg("readOnce", "bool"),
 		"min":                 r.optDocArg("min", &a.min),
 		"max":                 r.optDocArg("max", &a.max),
 	})
@@ -212,8 +212,8 @@ func cmdGetMore(r *request) (bsoncore.Document, error) {
 	err := r.parseArgs(map[string]fieldHandler{
 		"collection":               r.stringArg("collection", &coll),
 		"batchSize":                r.nonNegativeArg("batchSize", &batchSize),
-		"term":                     r.ignoreArg(),
-		"lastKnownCommittedOpTime": r.ignoreArg(),
+		"term":                     r.ignoredArg("term", "long"),
+		"lastKnownCommittedOpTime": r.ignoredArg("lastKnownCommittedOpTime", "object"),
 	})
 	if err != nil {
 		return nil, err

@@ -32,7 +32,7 @@ func (r *request) parseFindAndModify() (*famArgs, error) {
 		"arrayFilters":             r.arrayArg("arrayFilters", &a.arrayFilters),
 		"bypassDocumentValidation": r.boolArg("bypassDocumentValidation", &a.bypass),
 		"collation":                r.optDocArg("collation", &a.collation),
-		"hint":                     func(v bsoncore.Value) error { a.hint = v; return nil },
+		"hint":                     r.hintArg(&a.hint),
 		"let":                      r.optDocArg("let", &a.let),
 	})
 	if err != nil {

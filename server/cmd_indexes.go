@@ -26,7 +26,7 @@ func cmdCreateIndexes(r *request) (bsoncore.Document, error) {
 	var ignoreUnknown bool
 	err = r.parseArgs(map[string]fieldHandler{
 		"indexes":                   r.arrayArg("indexes", &specs),
-		"commitQuorum":              r.ignoreArg(),
+		"commitQuorum":              r.ignoredArg("commitQuorum", "any"),
 		"ignoreUnknownIndexOptions": r.boolArg("ignoreUnknownIndexOptions", &ignoreUnknown),
 	})
 	if err != nil {

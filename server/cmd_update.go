@@ -29,6 +29,7 @@ type updateStatement struct {
 // statement.
 type updateArgs struct {
 	q, collation, sort bsoncore.Document
+	constants          bsoncore.Document // c: the $$ variables of a pipeline update
 	u, hint            bsoncore.Value
 	arrayFilters       []bsoncore.Document
 	upsert, multi      bool
@@ -50,8 +51,8 @@ func (r *request) decodeUpdateStatement(i int, v bsoncore.Value) (*updateArgs, e
 		"multi":        sub.boolArg("multi", &a.multi),
 		"arrayFilters": sub.arrayArg("arrayFilters", &arrayFilters),
 		"collation":    sub.optDocArg("collation", &a.collation),
-		"hint":         func(v bsoncore.Value) error { a.hint = v; return nil },
-		"c":            sub.ignoreArg(),
+		"hint":         sub.hintArg(&a.hint),
+		"c":            sub.optDocArg("c", &a.constants),
 		"sort":         sub.optDocArg("sort", &a.sort),
 	})
 	switch {
@@ -61,6 +62,8 @@ func (r *request) decodeUpdateStatement(i int, v bsoncore.Value) (*updateArgs, e
 		return nil, mongoerr.New(mongoerr.Code(40414), "BSON field 'update.updates.q' is missing but a required field")
 	case a.u.Type == 0:
 		return nil, mongoerr.New(mongoerr.Code(40414), "BSON field 'update.updates.u' is missing but a required field")
+	case a.constants != nil && a.u.Type != bsoncore.TypeArray:
+		return nil, mongoerr.New(mongoerr.Code(51198), "Constant values may only be specified for pipeline updates")
 	}
 	if a.arrayFilters, err = arrayFilterDocs(arrayFilters); err != nil {
 		return nil, err
@@ -81,6 +84,11 @@ func (r *request) compileUpdateStatement(a *updateArgs, let bsoncore.Document) (
 	st := &updateStatement{upsert: a.upsert, multi: a.multi}
 	if st.filter, err = query.CompileQueryFilter(a.q, env); err != nil {
 		return nil, err
+	}
+	if a.constants != nil { // c's variables are the update's, beside let's
+		if env, err = r.collEnv(coll, a.collation, withVariables(let, a.constants)); err != nil {
+			return nil, err
+		}
 	}
 	opts := query.UpdateOptions{Env: env, Query: st.filter, ArrayFilters: a.arrayFilters}
 	if st.update, err = query.CompileUpdateOpts(a.u, opts); err != nil {
@@ -304,4 +312,23 @@ func upsertDocument(f *query.Filter, u *query.Update) (bsoncore.Document, error)
 		return nil, mongoerr.New(mongoerr.Code(17419), "Resulting document after update is larger than %d", wire.MaxDocumentSize)
 	}
 	return normalizeDocument(doc)
+}
+
+// withVariables is let with the variables of extra added, extra's winning
+// where both name one.
+func withVariables(let, extra bsoncore.Document) bsoncore.Document {
+	b := bsoncore.NewDocumentBuilder()
+	if let != nil {
+		els, _ := let.Elements()
+		for _, el := range els {
+			if _, err := extra.LookupErr(el.Key()); err != nil {
+				b.AppendValue(el.Key(), el.Value())
+			}
+		}
+	}
+	els, _ := extra.Elements()
+	for _, el := range els {
+		b.AppendValue(el.Key(), el.Value())
+	}
+	return b.Build()
 }

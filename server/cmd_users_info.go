@@ -16,7 +16,7 @@ func cmdUsersInfo(r *request) (bsoncore.Document, error) {
 		"showCredentials":                r.boolArg("showCredentials", &showCredentials),
 		"showPrivileges":                 r.boolArg("showPrivileges", &showPrivileges),
 		"showCustomData":                 r.boolArg("showCustomData", &showCustomData),
-		"showAuthenticationRestrictions": r.ignoreArg(), // none are kept: there are none to show
+		"showAuthenticationRestrictions": r.ignoredArg("showAuthenticationRestrictions", "bool"),
 		"filter":                         r.docArg("filter", &filter),
 	})
 	if err != nil {

@@ -44,7 +44,7 @@ func cmdValidate(r *request) (bsoncore.Document, error) {
 		"metadata":             r.boolArg("metadata", &metadata),
 		"checkBSONConformance": r.boolArg("checkBSONConformance", &checkBSON), // always: every document is validated
 		"enforceFastCount":     r.boolArg("enforceFastCount", &fastCount),     // always: the count is the records counted
-		"scandata":             r.ignoreArg(),                                 // legacy; every record is read
+		"scandata":             r.ignoredArg("scandata", "bool"),
 		"fixMultikey":          r.refuseTrue("fixMultikey"),
 		"collHash":             r.refuseTrue("collHash"),
 		"checkUnique":          r.refuseTrue("checkUnique"),
@@ -353,7 +353,6 @@ func cmdCompact(r *request) (bsoncore.Document, error) {
 		"force":             r.boolArg("force", &force), // a one-member set is always primary
 		"dryRun":            r.refuseTrue("dryRun"),
 		"freeSpaceTargetMB": refuseOption("compact", "freeSpaceTargetMB"),
-		"comment":           r.ignoreArg(),
 	})
 	if err != nil {
 		return nil, err

@@ -116,14 +116,20 @@ func cmdDumboBranchStatus(r *request) (bsoncore.Document, error) {
 
 func cmdDumboReset(r *request) (bsoncore.Document, error) {
 	var to string
-	var hard bool
+	var hard, soft, hardGiven, softGiven bool
 	d, branch, err := r.vcBranch(map[string]fieldHandler{
 		"to":   r.stringArg("to", &to),
-		"hard": r.boolArg("hard", &hard),
-		"soft": r.ignoreArg(),
+		"hard": given(&hardGiven, r.boolArg("hard", &hard)),
+		"soft": given(&softGiven, r.boolArg("soft", &soft)),
 	})
 	if err != nil {
 		return nil, err
+	}
+	switch { // soft is the default; soft: false asks for hard
+	case softGiven && hardGiven && soft == hard:
+		return nil, mongoerr.New(mongoerr.BadValue, "dumboReset takes one of soft and hard, not both set to %t", soft)
+	case softGiven:
+		hard = !soft
 	}
 	if hard {
 		if err := r.require(auth.VCAdmin, r.db); err != nil {

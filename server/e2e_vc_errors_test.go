@@ -81,4 +81,13 @@ func TestVersionControlErrors(t *testing.T) {
 	if n, _ := db.Collection("items").CountDocuments(ctx, bson.M{}); n != 2 {
 		t.Errorf("a soft reset changed the data: %d documents", n)
 	}
+	// soft and hard together must agree; soft: false is a hard reset.
+	_, err = run(t, db, bson.D{{Key: "dumboReset", Value: 1}, {Key: "soft", Value: true}, {Key: "hard", Value: true}})
+	if !isCode(err, 2) {
+		t.Errorf("soft and hard: %v", err)
+	}
+	vc(t, c, "e", bson.D{{Key: "dumboReset", Value: 1}, {Key: "soft", Value: false}})
+	if st := vc(t, c, "e", bson.D{{Key: "dumboStatus", Value: 1}}); st["dirty"] != false {
+		t.Errorf("soft: false did not reset hard: %v", st)
+	}
 }

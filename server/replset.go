@@ -226,7 +226,7 @@ func cmdReplSetGetConfig(r *request) (bsoncore.Document, error) {
 	err := r.parseArgs(map[string]fieldHandler{
 		"commitmentStatus": r.boolArg("commitmentStatus", &commitment),
 		// Members being added are shown as mongod shows them: there are none.
-		"$_internalIncludeNewlyAdded": r.ignoreArg(),
+		"$_internalIncludeNewlyAdded": r.ignoredArg("$_internalIncludeNewlyAdded", "bool"),
 	})
 	if err != nil {
 		return nil, err

@@ -311,6 +311,9 @@ func (r *request) endStatement(reply bsoncore.Document, err error) error {
 }
 
 func cmdCommitTransaction(r *request) (bsoncore.Document, error) {
+	if err := r.parseArgs(transactionEndFields(r)); err != nil {
+		return nil, err
+	}
 	t := r.txn
 	if t == nil {
 		return nil, mongoerr.New(mongoerr.InvalidOptions, "commitTransaction must be run within a transaction")
@@ -350,6 +353,9 @@ func cmdCommitTransaction(r *request) (bsoncore.Document, error) {
 }
 
 func cmdAbortTransaction(r *request) (bsoncore.Document, error) {
+	if err := r.parseArgs(transactionEndFields(r)); err != nil {
+		return nil, err
+	}
 	t := r.txn
 	switch {
 	case t == nil:
@@ -476,4 +482,10 @@ func (r *request) txnNumberArg() (int64, bool, error) {
 		return 0, false, mongoerr.New(mongoerr.BadValue, "TxnNumber cannot be negative")
 	}
 	return n, true, nil
+}
+
+// transactionEndFields are the fields commitTransaction and
+// abortTransaction take besides the generic ones.
+func transactionEndFields(r *request) map[string]fieldHandler {
+	return map[string]fieldHandler{"recoveryToken": r.ignoredArg("recoveryToken", "object")}
 }

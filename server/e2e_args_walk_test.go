@@ -1,0 +1,192 @@
+package server_test
+
+import (
+	"errors"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+
+	"dumbodb/server"
+)
+
+// TestCommandArgumentsWalk walks the command table: each command is run
+// once to learn the fields it declares, then again with each declared
+// field given a value no field takes (MinKey), and once with a field no
+// command takes. A declared field must refuse the MinKey with an error
+// (not InternalError, which an ignored field without a reason gives, nor
+// UnknownField), so no field is accepted and dropped by accident; the
+// unknown field must be UnknownField (40415). Every row of ignoredArgs
+// must be a field some command declares.
+func TestCommandArgumentsWalk(t *testing.T) {
+	ts := startServer(t, func(c *server.Config) { c.TestCommands = true })
+	cl := ts.client()
+	var mu sync.Mutex
+	declared := map[string][]string{}
+	stop := server.WatchDeclaredArgs(func(cmd string, fields []string) {
+		mu.Lock()
+		defer mu.Unlock()
+		declared[cmd] = fields
+	})
+	defer stop()
+	fieldsOf := func(name string) ([]string, bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		f, ok := declared[name]
+		return f, ok
+	}
+	names := server.CommandNames()
+	var sorted []string
+	for name := range names {
+		sorted = append(sorted, name)
+	}
+	sort.Strings(sorted)
+	var unreached []string
+	for _, name := range sorted {
+		if walkSkips[name] != "" {
+			continue
+		}
+		db := cl.Database("walkdb")
+		if names[name] {
+			db = cl.Database("admin")
+		}
+		// Some commands need the database (dropDatabase, earlier in
+		// the walk, may have dropped it).
+		if _, err := cl.Database("walkdb").Collection("walkcoll").InsertOne(ctx, bson.D{}); err != nil {
+			t.Fatal(err)
+		}
+		base := walkBase(name)
+		if strings.HasPrefix(name, "dumbo") || strings.HasPrefix(name, "dolt") {
+			if _, ok := walkFirstValues[name]; !ok {
+				base = bson.D{{Key: name, Value: 1}}
+			}
+		}
+		_, _ = run(t, db, base)
+		fields, ok := fieldsOf(name)
+		if !ok {
+			unreached = append(unreached, name)
+			continue
+		}
+		t.Run(name, func(t *testing.T) {
+			walkFields(t, db, name, base, fields)
+		})
+	}
+	for _, name := range unreached {
+		if walkOwnParsers[name] == "" {
+			t.Errorf("%s does not reach the argument layer", name)
+		}
+	}
+	for name := range walkOwnParsers {
+		if !contains(unreached, name) {
+			t.Errorf("%s reaches the argument layer: take it out of walkOwnParsers", name)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for row := range server.IgnoredArgs() {
+		cmd, field, _ := strings.Cut(row, ".")
+		if !contains(declared[cmd], field) {
+			t.Errorf("ignoredArgs row %s: no command declares it", row)
+		}
+	}
+}
+
+// walkFields sends each field with MinKey, then an unknown field.
+func walkFields(t *testing.T, db *mongo.Database, name string, base bson.D, fields []string) {
+	for _, f := range fields {
+		if walkAnyType[name+"."+f] != "" {
+			continue
+		}
+		cmd := append(append(bson.D{}, base...), bson.E{Key: f, Value: bson.MinKey{}})
+		_, err := run(t, db, cmd)
+		var ce mongo.CommandError
+		switch {
+		case err == nil:
+			t.Errorf("%s.%s accepts a MinKey: a field accepted and dropped?", name, f)
+		case !errors.As(err, &ce):
+			t.Errorf("%s.%s: %v", name, f, err)
+		case ce.Code == 1 || ce.Code == 40415:
+			t.Errorf("%s.%s with a MinKey: %d %s", name, f, ce.Code, ce.Message)
+		}
+	}
+	cmd := append(append(bson.D{}, base...), bson.E{Key: "walkUnknownField", Value: 1})
+	_, err := run(t, db, cmd)
+	var ce mongo.CommandError
+	if !errors.As(err, &ce) || ce.Code != 40415 {
+		t.Errorf("%s with an unknown field: want 40415, got %v", name, err)
+	}
+}
+
+// walkBase is the command with its first field, and the fields it needs
+// to reach its argument walk.
+func walkBase(name string) bson.D {
+	if v, ok := walkFirstValues[name]; ok {
+		return bson.D{{Key: name, Value: v}}
+	}
+	return bson.D{{Key: name, Value: "walkcoll"}}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// walkSkips are the commands the walk does not run, and why.
+var walkSkips = map[string]string{
+	"shutdown": "stops the server the walk talks to",
+}
+
+// walkFirstValues are first values other than a collection name.
+var walkFirstValues = map[string]any{
+	"configureFailPoint":       "failCommand",
+	"dumboCheckout":            "main",
+	"dumboProtectBranch":       "main",
+	"doltProtectBranch":        "main",
+	"endSessions":              bson.A{},
+	"explain":                  bson.D{{Key: "find", Value: "walkcoll"}},
+	"getMore":                  int64(1),
+	"killAllSessions":          bson.A{},
+	"killAllSessionsByPattern": bson.A{},
+	"killSessions":             bson.A{},
+	"refreshSessions":          bson.A{},
+}
+
+// walkAnyType are the declared fields that take a value of any type, as
+// on mongod, and why.
+var walkAnyType = map[string]string{}
+
+// walkOwnParsers are the commands that do not reach parseArgs, and why:
+// mongod does not check their fields either, or their fields are data.
+var walkOwnParsers = map[string]string{
+	"buildInfo":           "takes any field, as mongod's does",
+	"buildinfo":           "takes any field, as mongod's does",
+	"create":              "walks its options itself, refusing unknown ones with 40415 (cmdCreate)",
+	"createSearchIndexes": "refused whatever its fields: SearchNotEnabled",
+	"currentOp":           "its fields are filters on the operations",
+	"dropSearchIndex":     "refused whatever its fields: SearchNotEnabled",
+	"getCmdLineOpts":      "takes any field, as mongod's does",
+	"getLog":              "takes any field, as mongod's does",
+	"getParameter":        "its fields name parameters",
+	"hello":               "takes the fields clients add to a handshake, as mongod's does",
+	"hostInfo":            "takes any field, as mongod's does",
+	"isMaster":            "takes the fields clients add to a handshake, as mongod's does",
+	"ismaster":            "takes the fields clients add to a handshake, as mongod's does",
+	"listCommands":        "takes any field, as mongod's does",
+	"logout":              "takes any field, as mongod's does",
+	"ping":                "takes any field, as mongod's does",
+	"replSetGetStatus":    "takes any field, as mongod's does",
+	"replSetInitiate":     "refused whatever its fields: the set is initiated",
+	"serverStatus":        "its fields choose sections",
+	"setParameter":        "its fields name parameters",
+	"testVersion1":        "a test command of the Stable API tests, taking any field",
+	"testVersion2":        "a test command of the Stable API tests, taking any field",
+	"updateSearchIndex":   "refused whatever its fields: SearchNotEnabled",
+	"whatsmyuri":          "takes any field, as mongod's does",
+}

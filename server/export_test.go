@@ -1,0 +1,31 @@
+package server
+
+import "sort"
+
+// WatchDeclaredArgs makes parseArgs report each command's declared
+// fields to f, until stop is called (for TestCommandArgumentsWalk).
+func WatchDeclaredArgs(f func(cmd string, fields []string)) (stop func()) {
+	hook := func(cmd string, fields map[string]fieldHandler) {
+		names := make([]string, 0, len(fields))
+		for k := range fields {
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		f(cmd, names)
+	}
+	argsDeclared.Store(&hook)
+	return func() { argsDeclared.Store(nil) }
+}
+
+// CommandNames are the names in the command table, and whether each runs
+// only on admin.
+func CommandNames() map[string]bool {
+	out := map[string]bool{}
+	for _, c := range commandTable {
+		out[c.name] = bool(c.access)
+	}
+	return out
+}
+
+// IgnoredArgs are the rows of ignoredArgs.
+func IgnoredArgs() map[string]string { return ignoredArgs }
