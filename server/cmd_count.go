@@ -6,6 +6,7 @@ import (
 
 	"dumbodb/plan"
 	"dumbodb/query"
+	"dumbodb/query/value"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
@@ -49,7 +50,7 @@ func cmdCount(r *request) (bsoncore.Document, error) {
 	if err != nil {
 		return nil, err
 	}
-	return bsoncore.NewDocumentBuilder().AppendInt64("n", n).AppendDouble("ok", 1).Build(), nil
+	return bsoncore.NewDocumentBuilder().AppendValue("n", value.Count(n)).AppendDouble("ok", 1).Build(), nil
 }
 
 func (r *request) countMatching(coll string, filter bsoncore.Document, env *query.Env, hint bsoncore.Value, skip, limit int64) (int64, error) {

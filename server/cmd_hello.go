@@ -3,6 +3,7 @@ package server
 import (
 	"time"
 
+	"dumbodb/query/value"
 	"dumbodb/wire"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -48,7 +49,7 @@ func cmdHello(r *request) (bsoncore.Document, error) {
 		AppendInt32("maxWriteBatchSize", maxWriteBatchSize).
 		AppendDateTime("localTime", time.Now().UnixMilli()).
 		AppendInt32("logicalSessionTimeoutMinutes", logicalSessionTimeoutMinutes).
-		AppendInt64("connectionId", r.c.id).
+		AppendValue("connectionId", value.Count(r.c.id)).
 		AppendInt32("minWireVersion", 0).
 		AppendInt32("maxWireVersion", maxWireVersion).
 		AppendBoolean("readOnly", false)

@@ -59,7 +59,7 @@ func (c *conn) describeOp(now time.Time, idle bool) bsoncore.Document {
 	b := bsoncore.NewDocumentBuilder().
 		AppendString("type", "op").
 		AppendString("desc", connName(c.id)).
-		AppendInt64("connectionId", c.id).
+		AppendValue("connectionId", value.Count(c.id)).
 		AppendString("client", c.nc.RemoteAddr().String()).
 		AppendBoolean("active", o.id != 0)
 	if name := c.appName(); name != "" {
@@ -69,7 +69,7 @@ func (c *conn) describeOp(now time.Time, idle bool) bsoncore.Document {
 		return b.Build()
 	}
 	running := now.Sub(o.start)
-	return b.AppendInt64("opid", o.id).
+	return b.AppendValue("opid", value.Count(o.id)).
 		AppendInt64("secs_running", int64(running/time.Second)).
 		AppendInt64("microsecs_running", running.Microseconds()).
 		AppendString("op", "command").

@@ -12,6 +12,7 @@ import (
 
 	"dumbodb/index"
 	"dumbodb/query/mongoerr"
+	"dumbodb/query/value"
 	"dumbodb/storage"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -181,7 +182,7 @@ func (rep *validateReport) reply(ns string, indexes []storage.IndexInfo) bsoncor
 	extra, missing := bsoncore.NewArrayBuilder(), bsoncore.NewArrayBuilder()
 	for _, ix := range indexes {
 		name := ix.Spec.Name
-		keys.AppendInt64(name, rep.keysPerIndex[name])
+		keys.AppendValue(name, value.Count(rep.keysPerIndex[name]))
 		ok := rep.extra[name] == 0 && rep.missing[name] == 0
 		details.AppendDocument(name, bsoncore.NewDocumentBuilder().AppendBoolean("valid", ok).Build())
 		if n := rep.extra[name]; n > 0 {
@@ -195,9 +196,9 @@ func (rep *validateReport) reply(ns string, indexes []storage.IndexInfo) bsoncor
 	}
 	return bsoncore.NewDocumentBuilder().
 		AppendString("ns", ns).
-		AppendInt64("nInvalidDocuments", rep.invalidDocs).
-		AppendInt64("nNonCompliantDocuments", rep.invalidDocs).
-		AppendInt64("nrecords", rep.nrecords).
+		AppendValue("nInvalidDocuments", value.Count(rep.invalidDocs)).
+		AppendValue("nNonCompliantDocuments", value.Count(rep.invalidDocs)).
+		AppendValue("nrecords", value.Count(rep.nrecords)).
 		AppendInt32("nIndexes", int32(len(indexes)+1)).
 		AppendDocument("keysPerIndex", keys.Build()).
 		AppendDocument("indexDetails", details.Build()).

@@ -49,3 +49,23 @@ func TestDistinctHint(t *testing.T) {
 	_, err = run(t, db, bson.D{{Key: "distinct", Value: "d"}, {Key: "key", Value: "a"}, {Key: "hint", Value: 3}})
 	wantCode(t, err, 9, "FailedToParse")
 }
+
+// TestCountersAreInt32: counters mongod appends with appendNumber are
+// 32-bit integers while they fit, so JavaScript clients see numbers.
+func TestCountersAreInt32(t *testing.T) {
+	db, coll := startCollection(t, "args", "n")
+	if _, err := coll.InsertOne(ctx, bson.D{}); err != nil {
+		t.Fatal(err)
+	}
+	if n := mustRun(t, db, bson.D{{Key: "count", Value: "n"}})["n"]; n != int32(1) {
+		t.Errorf("count's n = %v (%T)", n, n)
+	}
+	ops := mustRun(t, db.Client().Database("admin"), bson.D{{Key: "currentOp", Value: 1}})["inprog"].(bson.A)
+	for _, op := range ops {
+		if id := get(op, "opid"); id != nil {
+			if _, ok := id.(int32); !ok {
+				t.Errorf("currentOp's opid = %v (%T)", id, id)
+			}
+		}
+	}
+}

@@ -45,10 +45,10 @@ func TestValidateCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	res := mustRun(t, db, bson.D{{Key: "validate", Value: "items"}, {Key: "full", Value: true}})
-	if res["valid"] != true || res["nrecords"] != int64(36) || res["nIndexes"] != int32(9) {
+	if res["valid"] != true || res["nrecords"] != int32(36) || res["nIndexes"] != int32(9) {
 		t.Fatalf("validate: %v", res)
 	}
-	if n := get(res, "keysPerIndex", "tags_1"); n != int64(36*2+12) {
+	if n := get(res, "keysPerIndex", "tags_1"); n != int32(36*2+12) {
 		t.Fatalf("tags_1 holds %v entries, want %d", n, 36*2+12)
 	}
 	if errs, _ := res["errors"].(bson.A); len(errs) != 0 {
