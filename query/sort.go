@@ -1,6 +1,8 @@
 package query
 
 import (
+	"strings"
+
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"dumbodb/query/mongoerr"
@@ -93,6 +95,17 @@ func (s *Sort) Natural() int { return s.natural }
 
 // HasKeys reports whether the sort orders by document fields at all.
 func (s *Sort) HasKeys() bool { return len(s.keys) > 0 }
+
+// Paths are the dotted paths the sort orders by ("" for a text score).
+func (s *Sort) Paths() []string {
+	out := make([]string, len(s.keys))
+	for i, k := range s.keys {
+		if !k.score {
+			out[i] = strings.Join(k.parts, ".")
+		}
+	}
+	return out
+}
 
 // Compare orders two documents by the sort keys; 0 means a tie.
 func (s *Sort) Compare(a, b bsoncore.Document) int {

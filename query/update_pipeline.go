@@ -16,21 +16,12 @@ import (
 func compileUpdatePipeline(arr []byte, env *Env) (*Update, error) {
 	u := &Update{env: env, pipeline: []docTransform{}}
 	for _, v := range value.ArrayValues(arr) {
-		if v.Type != bsoncore.TypeEmbeddedDocument {
-			return nil, mongoerr.New(mongoerr.TypeMismatch, "Each element of the 'pipeline' array must be an object")
-		}
-		if value.ArrayLen(v.Data) != 1 {
-			return nil, mongoerr.New(mongoerr.Code(40323), "A pipeline stage specification object must contain exactly one field.")
+		row, err := updateStage(v)
+		if err != nil {
+			return nil, err
 		}
 		name := value.FirstKey(v.Data)
 		spec, _ := value.LookupField(v.Data, name)
-		row, ok := stages[name]
-		if !ok || row.transform == nil {
-			if ok && !row.has(stageUnsupported) {
-				return nil, mongoerr.New(mongoerr.InvalidOptions, "%s is not allowed to be used within an update", name)
-			}
-			return nil, mongoerr.New(mongoerr.Code(40324), "Unrecognized pipeline stage name: '%s'", name)
-		}
 		t, err := row.transform(spec, env)
 		if err != nil {
 			return nil, err
@@ -38,6 +29,38 @@ func compileUpdatePipeline(arr []byte, env *Env) (*Update, error) {
 		u.pipeline = append(u.pipeline, t)
 	}
 	return u, nil
+}
+
+// CheckUpdatePipeline checks the shape of a pipeline update, an array of
+// one-field documents naming stages an update may use, without compiling
+// the stages: a write command refuses a malformed one as it is parsed,
+// as mongod does, before running any statement.
+func CheckUpdatePipeline(arr bsoncore.Array) error {
+	for _, v := range value.ArrayValues(arr) {
+		if _, err := updateStage(v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// updateStage is the stage row of one element of a pipeline update.
+func updateStage(v bsoncore.Value) (stageEntry, error) {
+	if v.Type != bsoncore.TypeEmbeddedDocument {
+		return stageEntry{}, mongoerr.New(mongoerr.TypeMismatch, "Each element of the 'pipeline' array must be an object")
+	}
+	if value.ArrayLen(v.Data) != 1 {
+		return stageEntry{}, mongoerr.New(mongoerr.Code(40323), "A pipeline stage specification object must contain exactly one field.")
+	}
+	name := value.FirstKey(v.Data)
+	row, ok := stages[name]
+	if !ok || row.transform == nil {
+		if ok && !row.has(stageUnsupported) {
+			return stageEntry{}, mongoerr.New(mongoerr.InvalidOptions, "%s is not allowed to be used within an update", name)
+		}
+		return stageEntry{}, mongoerr.New(mongoerr.Code(40324), "Unrecognized pipeline stage name: '%s'", name)
+	}
+	return row, nil
 }
 
 // applyPipeline runs a pipeline update. The result replaces the document,

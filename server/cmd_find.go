@@ -19,6 +19,7 @@ type findArgs struct {
 	hint                         bsoncore.Value
 	skip, limit, batchSize       int64
 	singleBatch, noCursorTimeout bool
+	returnKey, showRecordID      bool
 	explain                      bool // explain's find on a view (findOnView)
 }
 
@@ -37,8 +38,8 @@ func (r *request) parseFindArgs(a *findArgs) error {
 		"collation":           r.optDocArg("collation", &a.collation),
 		"let":                 r.optDocArg("let", &a.let),
 		"allowDiskUse":        r.ignoredArg("allowDiskUse", "bool"),
-		"returnKey":           r.refuseTrue("returnKey"),
-		"showRecordId":        r.refuseTrue("showRecordId"),
+		"returnKey":           r.boolArg("returnKey", &a.returnKey),
+		"showRecordId":        r.boolArg("showRecordId", &a.showRecordID),
 		"tailable":            r.boolArg("tailable", &tailable),
 		"awaitData":           r.boolArg("awaitData", &awaitData),
 		"oplogReplay":         r.ignoredArg("oplogReplay", "bool"),
@@ -148,8 +149,12 @@ func (r *request) findSource(coll string, a *findArgs) (docSource, error) {
 	if err != nil {
 		return nil, err
 	}
-	p.Cover(f, a.projection, a.sort)
-	p.ReadForFind(a.filter, a.sort, a.projection)
+	shaped := a.projection // what the documents are shaped by
+	if a.returnKey || a.showRecordID {
+		shaped = nil // keys and record ids are read from whole documents
+	}
+	p.Cover(f, shaped, a.sort)
+	p.ReadForFind(a.filter, a.sort, shaped)
 	src, err := p.Open(r.ctx, snap, coll, f)
 	if err != nil {
 		return nil, err
@@ -170,10 +175,28 @@ func (r *request) findSource(coll string, a *findArgs) (docSource, error) {
 	if a.skip > 0 || a.limit > 0 {
 		src = plan.SkipLimit(src, a.skip, a.limit)
 	}
-	if proj != nil {
+	switch {
+	case a.returnKey || a.showRecordID:
+		var keys []string
+		if a.returnKey {
+			if keys, err = p.KeyFields(sortsByIDAlone(srt)); err != nil {
+				return nil, err
+			}
+		}
+		src = plan.KeysAndRecords(src, keys, a.returnKey, a.showRecordID, proj)
+	case proj != nil:
 		src = plan.Project(src, proj)
 	}
 	return src, nil
+}
+
+// sortsByIDAlone reports whether a sort is on _id and nothing else.
+func sortsByIDAlone(srt *query.Sort) bool {
+	if srt == nil {
+		return false
+	}
+	paths := srt.Paths()
+	return len(paths) == 1 && paths[0] == "_id"
 }
 
 // natural is the {$natural: ±1} direction of a find, from its sort or

@@ -64,6 +64,10 @@ func (r *request) decodeUpdateStatement(i int, v bsoncore.Value) (*updateArgs, e
 		return nil, mongoerr.New(mongoerr.Code(40414), "BSON field 'update.updates.u' is missing but a required field")
 	case a.constants != nil && a.u.Type != bsoncore.TypeArray:
 		return nil, mongoerr.New(mongoerr.Code(51198), "Constant values may only be specified for pipeline updates")
+	case a.u.Type == bsoncore.TypeArray:
+		if err := query.CheckUpdatePipeline(a.u.Array()); err != nil {
+			return nil, err
+		}
 	}
 	if a.arrayFilters, err = arrayFilterDocs(arrayFilters); err != nil {
 		return nil, err

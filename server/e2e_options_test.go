@@ -73,19 +73,62 @@ func TestFindMinMax(t *testing.T) {
 	wantCode(t, err, 51174, "")
 }
 
-// TestFindOptionsNotIgnored: find options that would change the result
-// and are not implemented answer NotImplemented instead of being
-// ignored; tailable answers as on a collection that is not capped.
-func TestFindOptionsNotIgnored(t *testing.T) {
+// TestFindReturnKeyAndShowRecordID: returnKey gives the keys of the
+// index a find reads (the _id for a look-up or an _id sort, nothing for a
+// collection scan), showRecordId appends $recordId (the _id's key, in the
+// documents' order) but for returnKey's documents; tailable answers as on a collection that is not
+// capped.
+func TestFindReturnKeyAndShowRecordID(t *testing.T) {
 	ts := startServer(t)
 	db := ts.client().Database("opts")
-	db.Collection("c").InsertOne(ctx, bson.D{{Key: "_id", Value: 1}})
-	for _, opt := range []bson.E{{Key: "returnKey", Value: true}, {Key: "showRecordId", Value: true}} {
-		_, err := run(t, db, bson.D{{Key: "find", Value: "c"}, opt})
-		wantCode(t, err, 238, "NotImplemented")
+	for i := 1; i <= 3; i++ {
+		db.Collection("c").InsertOne(ctx, bson.D{{Key: "_id", Value: i}, {Key: "a", Value: bson.D{{Key: "b", Value: 10 * i}}}, {Key: "x", Value: "y"}})
 	}
-	mustRun(t, db, bson.D{{Key: "find", Value: "c"}, {Key: "returnKey", Value: false}, {Key: "showRecordId", Value: false}})
-	_, err := run(t, db, bson.D{{Key: "find", Value: "c"}, {Key: "tailable", Value: true}})
+	mustRun(t, db, bson.D{{Key: "createIndexes", Value: "c"}, {Key: "indexes", Value: bson.A{
+		bson.D{{Key: "key", Value: bson.D{{Key: "a.b", Value: 1}}}, {Key: "name", Value: "ab"}},
+		bson.D{{Key: "key", Value: bson.D{{Key: "x", Value: "hashed"}}}, {Key: "name", Value: "xh"}},
+	}}})
+	batch := func(cmd bson.D) bson.A {
+		t.Helper()
+		return get(mustRun(t, db, cmd), "cursor", "firstBatch").(bson.A)
+	}
+	find := bson.E{Key: "find", Value: "c"}
+	got := batch(bson.D{find, {Key: "sort", Value: bson.D{{Key: "_id", Value: 1}}}, {Key: "returnKey", Value: true}})
+	if len(got) != 3 || fmt.Sprint(got[0]) != fmt.Sprint(bson.D{{Key: "_id", Value: int32(1)}}) {
+		t.Errorf("returnKey sorted by _id: %v", got)
+	}
+	got = batch(bson.D{find, {Key: "filter", Value: bson.D{{Key: "a.b", Value: bson.D{{Key: "$gte", Value: 20}}}}}, {Key: "returnKey", Value: true}})
+	if len(got) != 2 || fmt.Sprint(got[0]) != fmt.Sprint(bson.D{{Key: "a.b", Value: int32(20)}}) {
+		t.Errorf("returnKey over a.b: %v", got)
+	}
+	got = batch(bson.D{find, {Key: "filter", Value: bson.D{{Key: "x", Value: "y"}}}, {Key: "hint", Value: bson.D{{Key: "$natural", Value: 1}}}, {Key: "returnKey", Value: true}})
+	if len(got) != 3 || len(got[0].(bson.D)) != 0 {
+		t.Errorf("returnKey over a collection scan: %v", got)
+	}
+	_, err := run(t, db, bson.D{find, {Key: "filter", Value: bson.D{{Key: "x", Value: "y"}}}, {Key: "hint", Value: "xh"}, {Key: "returnKey", Value: true}})
+	wantCode(t, err, 238, "NotImplemented")
+
+	got = batch(bson.D{find, {Key: "projection", Value: bson.D{{Key: "_id", Value: 0}, {Key: "x", Value: 1}}}, {Key: "showRecordId", Value: true}})
+	var last []byte
+	for _, d := range got {
+		doc := d.(bson.D)
+		if len(doc) != 2 || doc[0].Key != "x" || doc[1].Key != "$recordId" {
+			t.Fatalf("showRecordId with a projection: %v", doc)
+		}
+		rid := doc[1].Value.(bson.Binary).Data
+		if last != nil && string(rid) <= string(last) {
+			t.Errorf("record ids out of the documents' order: %v", got)
+		}
+		last = rid
+	}
+	got = batch(bson.D{find, {Key: "filter", Value: bson.D{{Key: "_id", Value: 2}}}, {Key: "returnKey", Value: true}, {Key: "showRecordId", Value: true}})
+	if doc := got[0].(bson.D); len(got) != 1 || len(doc) != 1 || doc[0].Key != "_id" {
+		t.Errorf("returnKey and showRecordId: %v (the keys alone, as on mongod)", got)
+	}
+	mustRun(t, db, bson.D{{Key: "create", Value: "v"}, {Key: "viewOn", Value: "c"}, {Key: "pipeline", Value: bson.A{}}})
+	_, err = run(t, db, bson.D{{Key: "find", Value: "v"}, {Key: "returnKey", Value: true}})
+	wantCode(t, err, 168, "InvalidPipelineOperator")
+	_, err = run(t, db, bson.D{find, {Key: "tailable", Value: true}})
 	wantCode(t, err, 2, "BadValue")
 }
 

@@ -339,6 +339,14 @@ func (r *request) findOnView(coll string, a *findArgs) (docSource, error) {
 	if a.min != nil || a.max != nil {
 		return nil, mongoerr.New(mongoerr.OptionNotSupportedOnView, "min and max are not supported on views")
 	}
+	// A find on a view runs as an aggregation, which has neither option
+	// (mongod's error when it converts the find).
+	if a.returnKey {
+		return nil, mongoerr.New(mongoerr.InvalidPipelineOperator, "Option returnKey not supported in aggregation.")
+	}
+	if a.showRecordID {
+		return nil, mongoerr.New(mongoerr.InvalidPipelineOperator, "Option showRecordId not supported in aggregation.")
+	}
 	var stages []bsoncore.Document
 	stage := func(name string, v bsoncore.Value) {
 		stages = append(stages, bsoncore.NewDocumentBuilder().AppendValue(name, v).Build())
