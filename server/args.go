@@ -17,6 +17,7 @@ package server
 // field that is accepted and silently dropped fails the test.
 
 import (
+	"strconv"
 	"sync/atomic"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -38,7 +39,7 @@ var genericFields = map[string]bool{
 
 // unknownField is the IDL parser's error for a field a command does not take.
 func unknownField(cmd, field string) error {
-	return mongoerr.New(mongoerr.Code(40415), "BSON field '%s.%s' is an unknown field.", cmd, field)
+	return mongoerr.New(mongoerr.Location40415, "BSON field '%s.%s' is an unknown field.", cmd, field)
 }
 
 // typeMismatch is the IDL parser's error for a field of the wrong type.
@@ -55,7 +56,11 @@ type fieldHandler func(v bsoncore.Value) error
 // on mongod.
 func (r *request) parseArgs(fields map[string]fieldHandler) error {
 	if seen := argsDeclared.Load(); seen != nil {
-		(*seen)(r.name, fields)
+		names := make([]string, 0, len(fields))
+		for k := range fields {
+			names = append(names, k)
+		}
+		(*seen)(r.name, names)
 	}
 	// The wire layer validated the command; iterating it in place, with
 	// look-ups by the key's bytes, allocates nothing per field.
@@ -78,48 +83,38 @@ func (r *request) parseArgs(fields map[string]fieldHandler) error {
 	}
 }
 
-// Argument decoders, each returning MongoDB's type-mismatch error.
+// Handlers for the commands that build their fields per request, on the
+// readers of argField.
 
-// typedArg decodes a field with get, failing with MongoDB's type-mismatch
-// error naming the wanted type.
-func typedArg[T any](r *request, field, want string, dst *T, get func(bsoncore.Value) (T, bool)) fieldHandler {
-	return func(v bsoncore.Value) error {
-		x, ok := get(v)
-		if !ok {
-			return typeMismatch(r.name, field, v, want)
-		}
-		*dst = x
-		return nil
-	}
-}
+func (r *request) field(name string) argField { return argField{cmd: r.name, name: name} }
 
 func (r *request) docArg(field string, dst *bsoncore.Document) fieldHandler {
-	return typedArg(r, field, "object", dst, bsoncore.Value.DocumentOK)
+	return func(v bsoncore.Value) error { return r.field(field).doc(v, dst) }
 }
 
 func (r *request) optDocArg(field string, dst *bsoncore.Document) fieldHandler {
-	return func(v bsoncore.Value) error {
-		if v.Type == bsoncore.TypeNull {
-			return nil
-		}
-		return r.docArg(field, dst)(v)
-	}
+	return func(v bsoncore.Value) error { return r.field(field).optDoc(v, dst) }
 }
 
 func (r *request) arrayArg(field string, dst *bsoncore.Array) fieldHandler {
-	return typedArg(r, field, "array", dst, bsoncore.Value.ArrayOK)
+	return func(v bsoncore.Value) error { return r.field(field).array(v, dst) }
 }
 
 func (r *request) boolArg(field string, dst *bool) fieldHandler {
-	return typedArg(r, field, "bool", dst, asBool)
+	return func(v bsoncore.Value) error { return r.field(field).bool(v, dst) }
 }
 
 func (r *request) stringArg(field string, dst *string) fieldHandler {
-	return typedArg(r, field, "string", dst, bsoncore.Value.StringValueOK)
+	return func(v bsoncore.Value) error { return r.field(field).string(v, dst) }
 }
 
 func (r *request) int64Arg(field string, dst *int64) fieldHandler {
-	return typedArg(r, field, "long", dst, value.AsInt64)
+	return func(v bsoncore.Value) error { return r.field(field).int64(v, dst) }
+}
+
+// nonNegativeArg reads an integer that must be >= 0 (skip, limit, batchSize).
+func (r *request) nonNegativeArg(field string, dst *int64) fieldHandler {
+	return func(v bsoncore.Value) error { return r.field(field).nonNegative(v, dst) }
 }
 
 // ignoredArg type-checks a field that is accepted on purpose and changes
@@ -128,18 +123,7 @@ func (r *request) int64Arg(field string, dst *int64) fieldHandler {
 // ignoredArgs. A field without a row answers InternalError, which the
 // argument walk test reports.
 func (r *request) ignoredArg(field, want string) fieldHandler {
-	if _, ok := ignoredArgs[canonicalCommand(r.name)+"."+field]; !ok {
-		return func(bsoncore.Value) error {
-			return mongoerr.New(mongoerr.InternalError, "%s.%s is ignored without a reason in ignoredArgs", r.name, field)
-		}
-	}
-	check := argTypes[want]
-	return func(v bsoncore.Value) error {
-		if check != nil && !check(v) {
-			return typeMismatch(r.name, field, v, want)
-		}
-		return nil
-	}
+	return func(v bsoncore.Value) error { return r.field(field).ignored(v, want) }
 }
 
 // argTypes are the types ignoredArg checks, as mongod's IDL accepts them.
@@ -153,7 +137,18 @@ var argTypes = map[string]func(bsoncore.Value) bool{
 
 // argsDeclared, when set (by the argument walk test), is told every
 // command's declared fields as parseArgs walks them.
-var argsDeclared atomic.Pointer[func(cmd string, fields map[string]fieldHandler)]
+var argsDeclared atomic.Pointer[func(cmd string, fields []string)]
+
+// refuseTrue refuses an option that would change the result when true
+// and is not implemented (false is what every find does).
+func (r *request) refuseTrue(field string) fieldHandler {
+	return func(v bsoncore.Value) error {
+		if on, ok := asBool(v); ok && !on {
+			return nil
+		}
+		return mongoerr.New(mongoerr.NotImplemented, "%s.%s is not implemented", r.name, field)
+	}
+}
 
 // asBool accepts what mongod's IDL accepts for a bool: bools and numbers.
 func asBool(v bsoncore.Value) (bool, bool) {
@@ -184,4 +179,192 @@ func given(present *bool, h fieldHandler) fieldHandler {
 		*present = true
 		return h(v)
 	}
+}
+
+// A hot command declares its fields once, in a table of readers into its
+// argument struct, instead of building handlers for each request: walking
+// a find's or a write's arguments then allocates nothing.
+
+// argField names the field a reader reads: the command (or the path of
+// an array of sub-documents, "update.updates", and elem, one more than the
+// index of the element read: 0 for none) and the field.
+type argField struct {
+	cmd  string
+	elem int
+	name string
+}
+
+// owner is the path of the document the field is in, as mongod's errors
+// name it ("update.updates.3"); made only for an error.
+func (f argField) owner() string {
+	if f.elem == 0 {
+		return f.cmd
+	}
+	return f.cmd + "." + strconv.Itoa(f.elem-1)
+}
+
+// argReader reads one field's value into the arguments a.
+type argReader[A any] func(f argField, a *A, v bsoncore.Value) error
+
+// argTable is a command's fields, declared once (with declareArgs).
+type argTable[A any] map[string]argEntry[A]
+
+// argEntry is a field's reader and its name, kept so that reading a field
+// makes no string of its key.
+type argEntry[A any] struct {
+	name string
+	read argReader[A]
+}
+
+// declareArgs makes the table of a command's field readers.
+func declareArgs[A any](readers map[string]argReader[A]) argTable[A] {
+	t := make(argTable[A], len(readers))
+	for name, rd := range readers {
+		t[name] = argEntry[A]{name: name, read: rd}
+	}
+	return t
+}
+
+// parseTable walks a command's own document against table into a: it
+// skips the first field, the command's name, and takes the generic fields.
+func parseTable[A any](cmd string, doc bsoncore.Document, table argTable[A], a *A) error {
+	return walkTable(argField{cmd: cmd}, doc, true, table, a)
+}
+
+// parseElement walks element i of the array of sub-documents at path
+// ("update.updates"), which takes only its declared fields.
+func parseElement[A any](path string, i int, doc bsoncore.Document, table argTable[A], a *A) error {
+	return walkTable(argField{cmd: path, elem: i + 1}, doc, false, table, a)
+}
+
+func walkTable[A any](at argField, doc bsoncore.Document, command bool, table argTable[A], a *A) error {
+	cmd := at.cmd
+	if seen := argsDeclared.Load(); seen != nil {
+		(*seen)(cmd, tableNames(table))
+	}
+	it := value.NewIter(doc)
+	if command {
+		it.Next()
+	}
+	for {
+		key, v, ok := it.Next()
+		if !ok {
+			return nil
+		}
+		if e, ok := table[string(key)]; ok {
+			at.name = e.name
+			if err := e.read(at, a, v); err != nil {
+				return err
+			}
+			continue
+		}
+		if !command || !genericFields[string(key)] {
+			return unknownField(at.owner(), string(key))
+		}
+	}
+}
+
+func tableNames[A any](table argTable[A]) []string {
+	names := make([]string, 0, len(table))
+	for k := range table {
+		names = append(names, k)
+	}
+	return names
+}
+
+// The readers of argument tables, each failing with mongod's error.
+
+func (f argField) doc(v bsoncore.Value, dst *bsoncore.Document) error {
+	d, ok := v.DocumentOK()
+	if !ok {
+		return typeMismatch(f.owner(), f.name, v, "object")
+	}
+	*dst = d
+	return nil
+}
+
+// optDoc is doc, taking null for absent.
+func (f argField) optDoc(v bsoncore.Value, dst *bsoncore.Document) error {
+	if v.Type == bsoncore.TypeNull {
+		return nil
+	}
+	return f.doc(v, dst)
+}
+
+func (f argField) array(v bsoncore.Value, dst *bsoncore.Array) error {
+	arr, ok := v.ArrayOK()
+	if !ok {
+		return typeMismatch(f.owner(), f.name, v, "array")
+	}
+	*dst = arr
+	return nil
+}
+
+func (f argField) bool(v bsoncore.Value, dst *bool) error {
+	b, ok := asBool(v)
+	if !ok {
+		return typeMismatch(f.owner(), f.name, v, "bool")
+	}
+	*dst = b
+	return nil
+}
+
+func (f argField) string(v bsoncore.Value, dst *string) error {
+	s, ok := v.StringValueOK()
+	if !ok {
+		return typeMismatch(f.owner(), f.name, v, "string")
+	}
+	*dst = s
+	return nil
+}
+
+func (f argField) int64(v bsoncore.Value, dst *int64) error {
+	n, ok := value.AsInt64(v)
+	if !ok {
+		return typeMismatch(f.owner(), f.name, v, "long")
+	}
+	*dst = n
+	return nil
+}
+
+// nonNegative reads an integer that must be >= 0 (skip, limit, batchSize).
+func (f argField) nonNegative(v bsoncore.Value, dst *int64) error {
+	if err := f.int64(v, dst); err != nil {
+		return err
+	}
+	if *dst < 0 {
+		return mongoerr.New(mongoerr.Location51024, "BSON field '%s' value must be >= 0, actual value '%d'", f.name, *dst)
+	}
+	return nil
+}
+
+// hint reads an index hint: a name or a key pattern.
+func (f argField) hint(v bsoncore.Value, dst *bsoncore.Value) error {
+	if v.Type != bsoncore.TypeString && v.Type != bsoncore.TypeEmbeddedDocument {
+		return mongoerr.New(mongoerr.FailedToParse, "hint must be a string or an object") // mongod's IndexHint parser
+	}
+	*dst = v
+	return nil
+}
+
+// ignored is ignoredArg's check, for a table.
+func (f argField) ignored(v bsoncore.Value, want string) error {
+	if _, ok := ignoredArgs[canonicalCommand(f.cmd)+"."+f.name]; !ok {
+		return mongoerr.New(mongoerr.InternalError, "%s.%s is ignored without a reason in ignoredArgs", f.owner(), f.name)
+	}
+	if check := argTypes[want]; check != nil && !check(v) {
+		return typeMismatch(f.owner(), f.name, v, want)
+	}
+	return nil
+}
+
+// ignoredAs is a table's reader for a field ignored on purpose.
+func ignoredAs[A any](want string) argReader[A] {
+	return func(f argField, _ *A, v bsoncore.Value) error { return f.ignored(v, want) }
+}
+
+// missingField is the IDL parser's error for a required field that is
+// absent from element i of the array at path.
+func missingField(path string, i int, field string) error {
+	return mongoerr.New(mongoerr.Location40414, "BSON field '%s.%d.%s' is missing but a required field", path, i, field)
 }

@@ -5,8 +5,8 @@ package server
 // declares one; a declared field without a row here answers InternalError,
 // and a row no command declares fails TestCommandArgumentsWalk.
 var ignoredArgs = map[string]string{
-	"abortTransaction.recoveryToken":                 "for routers of sharded clusters, which find a transaction's shards by it",
-	"commitTransaction.recoveryToken":                "for routers of sharded clusters, which find a transaction's shards by it",
+	"abortTransaction.recoveryToken":               "for routers of sharded clusters, which find a transaction's shards by it",
+	"commitTransaction.recoveryToken":              "for routers of sharded clusters, which find a transaction's shards by it",
 	"collStats.verbose":                            "it adds storage-engine details, of which there are none beyond what collStats shows",
 	"count.fields":                                 "mongod's count takes it and ignores it too",
 	"createIndexes.commitQuorum":                   "one node builds and commits every index, whatever quorum is asked",

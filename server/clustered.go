@@ -49,7 +49,7 @@ func parseClusteredIndex(v bsoncore.Value) (bsoncore.Document, error) {
 		}
 	}
 	if key == nil {
-		return nil, mongoerr.New(mongoerr.Code(40414), "BSON field 'clusteredIndex.key' is missing but a required field")
+		return nil, mongoerr.New(mongoerr.Location40414, "BSON field 'clusteredIndex.key' is missing but a required field")
 	}
 	if !unique {
 		return nil, mongoerr.New(mongoerr.Code(5979700), "The clusteredIndex option requires unique: true to be specified")

@@ -58,7 +58,7 @@ func (r *request) parseAggregate() (*aggregateArgs, error) {
 		return nil, err
 	}
 	if a.pipeline == nil {
-		return nil, mongoerr.New(mongoerr.Code(40414), "BSON field 'aggregate.pipeline' is missing but a required field")
+		return nil, mongoerr.New(mongoerr.Location40414, "BSON field 'aggregate.pipeline' is missing but a required field")
 	}
 	if a.cursorOpts == nil && !a.explain {
 		return nil, mongoerr.New(mongoerr.FailedToParse, "The 'cursor' option is required, except for aggregate with the explain argument")

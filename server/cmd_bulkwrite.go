@@ -38,9 +38,9 @@ func (r *request) parseBulkWrite() (*bulkWriteArgs, error) {
 	case err != nil:
 		return nil, err
 	case a.ops == nil:
-		return nil, mongoerr.New(mongoerr.Code(40414), "BSON field 'bulkWrite.ops' is missing but a required field")
+		return nil, mongoerr.New(mongoerr.Location40414, "BSON field 'bulkWrite.ops' is missing but a required field")
 	case a.nsInfo == nil:
-		return nil, mongoerr.New(mongoerr.Code(40414), "BSON field 'bulkWrite.nsInfo' is missing but a required field")
+		return nil, mongoerr.New(mongoerr.Location40414, "BSON field 'bulkWrite.nsInfo' is missing but a required field")
 	}
 	return a, nil
 }
@@ -223,7 +223,7 @@ func bulkStatement(stmt *bsoncore.DocumentBuilder, els []bsoncore.Element, names
 	for _, el := range els {
 		name, ok := names[el.Key()]
 		if !ok {
-			return mongoerr.New(mongoerr.Code(40415), "BSON field 'bulkWrite.ops.%s' is an unknown field.", el.Key())
+			return mongoerr.New(mongoerr.Location40415, "BSON field 'bulkWrite.ops.%s' is an unknown field.", el.Key())
 		}
 		stmt.AppendValue(name, el.Value())
 	}

@@ -97,7 +97,7 @@ func cursorBatchSize(r *request, opts bsoncore.Document) (int, error) {
 		return 0, typeMismatch(r.name, "cursor.batchSize", v, "long")
 	}
 	if n < 0 {
-		return 0, mongoerr.New(mongoerr.Code(51024), "BSON field 'batchSize' value must be >= 0, actual value '%d'", n)
+		return 0, mongoerr.New(mongoerr.Location51024, "BSON field 'batchSize' value must be >= 0, actual value '%d'", n)
 	}
 	return int(n), nil
 }

@@ -137,7 +137,7 @@ func parseImagesOption(d bsoncore.Document) (bool, error) {
 		enabled = &b
 	}
 	if enabled == nil {
-		return false, mongoerr.New(mongoerr.Code(40414), "BSON field 'changeStreamPreAndPostImages.enabled' is missing but a required field")
+		return false, mongoerr.New(mongoerr.Location40414, "BSON field 'changeStreamPreAndPostImages.enabled' is missing but a required field")
 	}
 	return *enabled, nil
 }
@@ -192,7 +192,7 @@ func parseCollModIndex(d bsoncore.Document) (*collModIndex, error) {
 		case "unique", "prepareUnique", "forceNonUnique":
 			return nil, mongoerr.New(mongoerr.NotImplemented, "collMod index option '%s' is not supported by DumboDB yet", el.Key())
 		default:
-			return nil, mongoerr.New(mongoerr.Code(40415), "BSON field 'collMod.index.%s' is an unknown field.", el.Key())
+			return nil, mongoerr.New(mongoerr.Location40415, "BSON field 'collMod.index.%s' is an unknown field.", el.Key())
 		}
 	}
 	switch {

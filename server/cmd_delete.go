@@ -29,6 +29,14 @@ type deleteArgs struct {
 	limit        int64
 }
 
+// deleteStatementFields are the fields of an entry of "deletes".
+var deleteStatementFields = declareArgs(map[string]argReader[deleteArgs]{
+	"q":         func(f argField, a *deleteArgs, v bsoncore.Value) error { return f.doc(v, &a.q) },
+	"limit":     func(f argField, a *deleteArgs, v bsoncore.Value) error { return f.int64(v, &a.limit) },
+	"collation": func(f argField, a *deleteArgs, v bsoncore.Value) error { return f.optDoc(v, &a.collation) },
+	"hint":      func(f argField, a *deleteArgs, v bsoncore.Value) error { return f.hint(v, &a.hint) },
+})
+
 // decodeDeleteStatement decodes entry i of "deletes".
 func (r *request) decodeDeleteStatement(i int, v bsoncore.Value) (*deleteArgs, error) {
 	doc, ok := v.DocumentOK()
@@ -36,20 +44,14 @@ func (r *request) decodeDeleteStatement(i int, v bsoncore.Value) (*deleteArgs, e
 		return nil, typeMismatch("delete", fmt.Sprintf("deletes.%d", i), v, "object")
 	}
 	a := &deleteArgs{limit: -1}
-	sub := &request{c: r.c, ctx: r.ctx, cmd: prependKey("deletes", doc), name: "delete.deletes"}
-	err := sub.parseArgs(map[string]fieldHandler{
-		"q":         sub.docArg("q", &a.q),
-		"limit":     sub.int64Arg("limit", &a.limit),
-		"collation": sub.optDocArg("collation", &a.collation),
-		"hint":      r.hintArg(&a.hint),
-	})
+	err := parseElement("delete.deletes", i, doc, deleteStatementFields, a)
 	switch {
 	case err != nil:
 		return nil, err
 	case a.q == nil:
-		return nil, mongoerr.New(mongoerr.Code(40414), "BSON field 'delete.deletes.q' is missing but a required field")
+		return nil, missingField("delete.deletes", i, "q")
 	case a.limit == -1:
-		return nil, mongoerr.New(mongoerr.Code(40414), "BSON field 'delete.deletes.limit' is missing but a required field")
+		return nil, missingField("delete.deletes", i, "limit")
 	case a.limit != 0 && a.limit != 1:
 		return nil, mongoerr.New(mongoerr.FailedToParse, "The limit field in delete objects must be 0 or 1. Got %d", a.limit)
 	}
@@ -72,13 +74,11 @@ func (r *request) compileDeleteStatement(a *deleteArgs, let bsoncore.Document) (
 }
 
 func cmdDelete(r *request) (bsoncore.Document, error) {
-	var let bsoncore.Document
-	batch, err := r.parseWriteBatch("deletes", map[string]fieldHandler{
-		"let": r.optDocArg("let", &let),
-	})
+	batch, err := r.parseWriteBatch(deleteFields)
 	if err != nil {
 		return nil, err
 	}
+	let := batch.let
 	if err := validateUserWritable(r.db, batch.coll); err != nil {
 		return nil, err
 	}

@@ -26,7 +26,7 @@ func cmdDistinct(r *request) (bsoncore.Document, error) {
 		return nil, err
 	}
 	if key == "" {
-		return nil, mongoerr.New(mongoerr.Code(40414), "BSON field 'distinct.key' is missing but a required field")
+		return nil, mongoerr.New(mongoerr.Location40414, "BSON field 'distinct.key' is missing but a required field")
 	}
 	// The hint must name an index, as on mongod; distinct's values are the
 	// same whichever index finds them, so it chooses no plan here.

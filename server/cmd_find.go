@@ -20,74 +20,53 @@ type findArgs struct {
 	skip, limit, batchSize       int64
 	singleBatch, noCursorTimeout bool
 	returnKey, showRecordID      bool
+	tailable, awaitData          bool
 	explain                      bool // explain's find on a view (findOnView)
 }
 
 func (r *request) parseFindArgs(a *findArgs) error {
-	var tailable, awaitData bool
-	err := r.parseArgs(map[string]fieldHandler{
-		"filter":              r.optDocArg("filter", &a.filter),
-		"sort":                r.optDocArg("sort", &a.sort),
-		"projection":          r.optDocArg("projection", &a.projection),
-		"skip":                r.nonNegativeArg("skip", &a.skip),
-		"limit":               r.nonNegativeArg("limit", &a.limit),
-		"batchSize":           r.nonNegativeArg("batchSize", &a.batchSize),
-		"singleBatch":         r.boolArg("singleBatch", &a.singleBatch),
-		"noCursorTimeout":     r.boolArg("noCursorTimeout", &a.noCursorTimeout),
-		"hint":                r.hintArg(&a.hint),
-		"collation":           r.optDocArg("collation", &a.collation),
-		"let":                 r.optDocArg("let", &a.let),
-		"allowDiskUse":        r.ignoredArg("allowDiskUse", "bool"),
-		"returnKey":           r.boolArg("returnKey", &a.returnKey),
-		"showRecordId":        r.boolArg("showRecordId", &a.showRecordID),
-		"tailable":            r.boolArg("tailable", &tailable),
-		"awaitData":           r.boolArg("awaitData", &awaitData),
-		"oplogReplay":         r.ignoredArg("oplogReplay", "bool"),
-		"allowPartialResults": r.ignoredArg("allowPartialResults", "bool"),
-		"readOnce":            r.ignoredArg("readOnce", "bool"),
-		"min":                 r.optDocArg("min", &a.min),
-		"max":                 r.optDocArg("max", &a.max),
-	})
+	err := parseTable(r.name, r.cmd, findFields, a)
 	switch {
 	case err != nil:
 		return err
-	case awaitData && !tailable:
+	case a.awaitData && !a.tailable:
 		return mongoerr.New(mongoerr.FailedToParse, "Cannot set 'awaitData' without also setting 'tailable'")
-	case tailable:
+	case a.tailable:
 		return notCappedError()
 	}
 	return nil
 }
 
-// refuseTrue refuses an option that would change the result when true
-// and is not implemented (false is what every find does).
-func (r *request) refuseTrue(field string) fieldHandler {
-	return func(v bsoncore.Value) error {
-		if on, ok := asBool(v); ok && !on {
-			return nil
-		}
-		return mongoerr.New(mongoerr.NotImplemented, "%s.%s is not implemented", r.name, field)
-	}
-}
+// findFields are find's fields (explain's find reads them too).
+var findFields = declareArgs(map[string]argReader[findArgs]{
+	"filter":              func(f argField, a *findArgs, v bsoncore.Value) error { return f.optDoc(v, &a.filter) },
+	"sort":                func(f argField, a *findArgs, v bsoncore.Value) error { return f.optDoc(v, &a.sort) },
+	"projection":          func(f argField, a *findArgs, v bsoncore.Value) error { return f.optDoc(v, &a.projection) },
+	"skip":                func(f argField, a *findArgs, v bsoncore.Value) error { return f.nonNegative(v, &a.skip) },
+	"limit":               func(f argField, a *findArgs, v bsoncore.Value) error { return f.nonNegative(v, &a.limit) },
+	"batchSize":           func(f argField, a *findArgs, v bsoncore.Value) error { return f.nonNegative(v, &a.batchSize) },
+	"singleBatch":         func(f argField, a *findArgs, v bsoncore.Value) error { return f.bool(v, &a.singleBatch) },
+	"noCursorTimeout":     func(f argField, a *findArgs, v bsoncore.Value) error { return f.bool(v, &a.noCursorTimeout) },
+	"hint":                func(f argField, a *findArgs, v bsoncore.Value) error { return f.hint(v, &a.hint) },
+	"collation":           func(f argField, a *findArgs, v bsoncore.Value) error { return f.optDoc(v, &a.collation) },
+	"let":                 func(f argField, a *findArgs, v bsoncore.Value) error { return f.optDoc(v, &a.let) },
+	"returnKey":           func(f argField, a *findArgs, v bsoncore.Value) error { return f.bool(v, &a.returnKey) },
+	"showRecordId":        func(f argField, a *findArgs, v bsoncore.Value) error { return f.bool(v, &a.showRecordID) },
+	"tailable":            func(f argField, a *findArgs, v bsoncore.Value) error { return f.bool(v, &a.tailable) },
+	"awaitData":           func(f argField, a *findArgs, v bsoncore.Value) error { return f.bool(v, &a.awaitData) },
+	"min":                 func(f argField, a *findArgs, v bsoncore.Value) error { return f.optDoc(v, &a.min) },
+	"max":                 func(f argField, a *findArgs, v bsoncore.Value) error { return f.optDoc(v, &a.max) },
+	"allowDiskUse":        ignoredAs[findArgs]("bool"),
+	"oplogReplay":         ignoredAs[findArgs]("bool"),
+	"allowPartialResults": ignoredAs[findArgs]("bool"),
+	"readOnce":            ignoredAs[findArgs]("bool"),
+})
 
 // notCappedError: a tailable cursor needs a capped collection, and there
 // are none yet, so tailable: true answers as mongod does on a collection
 // that is not capped.
 func notCappedError() error {
 	return mongoerr.New(mongoerr.BadValue, "error processing query: tailable cursor requested on non capped collection")
-}
-
-// nonNegativeArg reads an integer that must be >= 0 (skip, limit, batchSize).
-func (r *request) nonNegativeArg(field string, dst *int64) fieldHandler {
-	return func(v bsoncore.Value) error {
-		if err := r.int64Arg(field, dst)(v); err != nil {
-			return err
-		}
-		if *dst < 0 {
-			return mongoerr.New(mongoerr.Code(51024), "BSON field '%s' value must be >= 0, actual value '%d'", field, *dst)
-		}
-		return nil
-	}
 }
 
 func cmdFind(r *request) (bsoncore.Document, error) {
@@ -242,7 +221,7 @@ func cmdGetMore(r *request) (bsoncore.Document, error) {
 		return nil, err
 	}
 	if coll == "" {
-		return nil, mongoerr.New(mongoerr.Code(40414), "BSON field 'getMore.collection' is missing but a required field")
+		return nil, mongoerr.New(mongoerr.Location40414, "BSON field 'getMore.collection' is missing but a required field")
 	}
 	r.c.s.stats.opGetMore.Add(1)
 	cur := r.c.s.cursors.get(id)

@@ -33,7 +33,7 @@ func cmdCreateIndexes(r *request) (bsoncore.Document, error) {
 		return nil, err
 	}
 	if specs == nil {
-		return nil, mongoerr.New(mongoerr.Code(40414), "BSON field 'createIndexes.indexes' is missing but a required field")
+		return nil, mongoerr.New(mongoerr.Location40414, "BSON field 'createIndexes.indexes' is missing but a required field")
 	}
 	requested, err := parseIndexSpecs(specs, ignoreUnknown, r.defaultCollation(coll))
 	if err != nil {
@@ -230,7 +230,7 @@ func cmdDropIndexes(r *request) (bsoncore.Document, error) {
 		return nil, err
 	}
 	if which.Type == 0 {
-		return nil, mongoerr.New(mongoerr.Code(40414), "BSON field 'dropIndexes.index' is missing but a required field")
+		return nil, mongoerr.New(mongoerr.Location40414, "BSON field 'dropIndexes.index' is missing but a required field")
 	}
 	var was int
 	var all bool

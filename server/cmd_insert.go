@@ -89,25 +89,51 @@ func (w *writeResult) runBatch(r *request, tx *storage.Tx, ns string, statements
 	return nil
 }
 
-// writeBatch holds the arguments insert, update and delete share.
+// writeBatch holds the arguments of insert, update and delete.
 type writeBatch struct {
 	coll       string
 	statements bsoncore.Array // documents, updates or deletes
 	ordered    bool
+	bypass     bool              // bypassDocumentValidation (insert, update)
+	let        bsoncore.Document // update, delete
 }
 
+// The fields of each write command.
+var (
+	insertFields = declareArgs(map[string]argReader[writeBatch]{
+		"documents":                batchStatements,
+		"ordered":                  batchOrdered,
+		"bypassDocumentValidation": batchBypass,
+	})
+	updateFields = declareArgs(map[string]argReader[writeBatch]{
+		"updates":                  batchStatements,
+		"ordered":                  batchOrdered,
+		"bypassDocumentValidation": batchBypass,
+		"let":                      batchLet,
+	})
+	deleteFields = declareArgs(map[string]argReader[writeBatch]{
+		"deletes": batchStatements,
+		"ordered": batchOrdered,
+		"let":     batchLet,
+	})
+)
+
+func batchStatements(f argField, b *writeBatch, v bsoncore.Value) error {
+	return f.array(v, &b.statements)
+}
+func batchOrdered(f argField, b *writeBatch, v bsoncore.Value) error { return f.bool(v, &b.ordered) }
+func batchBypass(f argField, b *writeBatch, v bsoncore.Value) error  { return f.bool(v, &b.bypass) }
+func batchLet(f argField, b *writeBatch, v bsoncore.Value) error     { return f.optDoc(v, &b.let) }
+
 // parseWriteBatch reads the collection and the arguments of a write
-// command whose statements are in the field named statements; fields
-// decode the arguments only this command takes.
-func (r *request) parseWriteBatch(statements string, fields map[string]fieldHandler) (writeBatch, error) {
+// command, declared in fields.
+func (r *request) parseWriteBatch(fields argTable[writeBatch]) (writeBatch, error) {
 	b := writeBatch{ordered: true}
 	var err error
 	if b.coll, err = r.collectionArg(); err != nil {
 		return b, err
 	}
-	fields[statements] = r.arrayArg(statements, &b.statements)
-	fields["ordered"] = r.boolArg("ordered", &b.ordered)
-	return b, r.parseArgs(fields)
+	return b, parseTable(r.name, r.cmd, fields, &b)
 }
 
 // checkWriteBatchSize refuses a batch of more statements than hello's
@@ -120,18 +146,16 @@ func checkWriteBatchSize(n int) error {
 }
 
 func cmdInsert(r *request) (bsoncore.Document, error) {
-	var bypass bool
-	batch, err := r.parseWriteBatch("documents", map[string]fieldHandler{
-		"bypassDocumentValidation": r.boolArg("bypassDocumentValidation", &bypass),
-	})
+	batch, err := r.parseWriteBatch(insertFields)
 	if err != nil {
 		return nil, err
 	}
+	bypass := batch.bypass
 	if err := r.requireBypass(bypass, r.db); err != nil {
 		return nil, err
 	}
 	if batch.statements == nil {
-		return nil, mongoerr.New(mongoerr.Code(40414), "BSON field 'insert.documents' is missing but a required field")
+		return nil, mongoerr.New(mongoerr.Location40414, "BSON field 'insert.documents' is missing but a required field")
 	}
 	if err := validateUserWritable(r.db, batch.coll); err != nil {
 		return nil, err

@@ -98,7 +98,7 @@ func cmdKillOp(r *request) (bsoncore.Document, error) {
 		return nil, err
 	}
 	if !found {
-		return nil, mongoerr.New(mongoerr.Code(40414), "BSON field 'killOp.op' is missing but a required field")
+		return nil, mongoerr.New(mongoerr.Location40414, "BSON field 'killOp.op' is missing but a required field")
 	}
 	for _, c := range r.c.s.connList() {
 		if c.kill(opid, errKilled) {

@@ -216,7 +216,7 @@ func userUID(v bsoncore.Value) ([32]byte, error) {
 	user, ok1 := d.Lookup("user").StringValueOK()
 	db, ok2 := d.Lookup("db").StringValueOK()
 	if !ok1 || !ok2 {
-		return [32]byte{}, mongoerr.New(mongoerr.Code(40414), "BSON field 'KillAllSessionsUser.user' and '.db' are required strings")
+		return [32]byte{}, mongoerr.New(mongoerr.Location40414, "BSON field 'KillAllSessionsUser.user' and '.db' are required strings")
 	}
 	return userNameUID(user, db), nil
 }

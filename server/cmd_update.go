@@ -32,8 +32,22 @@ type updateArgs struct {
 	constants          bsoncore.Document // c: the $$ variables of a pipeline update
 	u, hint            bsoncore.Value
 	arrayFilters       []bsoncore.Document
+	filters            bsoncore.Array // arrayFilters as given
 	upsert, multi      bool
 }
+
+// updateStatementFields are the fields of an entry of "updates".
+var updateStatementFields = declareArgs(map[string]argReader[updateArgs]{
+	"q":            func(f argField, a *updateArgs, v bsoncore.Value) error { return f.doc(v, &a.q) },
+	"u":            func(f argField, a *updateArgs, v bsoncore.Value) error { a.u = v; return nil }, // checked as it compiles
+	"upsert":       func(f argField, a *updateArgs, v bsoncore.Value) error { return f.bool(v, &a.upsert) },
+	"multi":        func(f argField, a *updateArgs, v bsoncore.Value) error { return f.bool(v, &a.multi) },
+	"arrayFilters": func(f argField, a *updateArgs, v bsoncore.Value) error { return f.array(v, &a.filters) },
+	"collation":    func(f argField, a *updateArgs, v bsoncore.Value) error { return f.optDoc(v, &a.collation) },
+	"hint":         func(f argField, a *updateArgs, v bsoncore.Value) error { return f.hint(v, &a.hint) },
+	"c":            func(f argField, a *updateArgs, v bsoncore.Value) error { return f.optDoc(v, &a.constants) },
+	"sort":         func(f argField, a *updateArgs, v bsoncore.Value) error { return f.optDoc(v, &a.sort) },
+})
 
 // decodeUpdateStatement decodes entry i of "updates".
 func (r *request) decodeUpdateStatement(i int, v bsoncore.Value) (*updateArgs, error) {
@@ -42,34 +56,22 @@ func (r *request) decodeUpdateStatement(i int, v bsoncore.Value) (*updateArgs, e
 		return nil, typeMismatch("update", fmt.Sprintf("updates.%d", i), v, "object")
 	}
 	a := &updateArgs{}
-	var arrayFilters bsoncore.Array
-	sub := &request{c: r.c, ctx: r.ctx, cmd: prependKey("updates", doc), name: "update.updates"}
-	err := sub.parseArgs(map[string]fieldHandler{
-		"q":            sub.docArg("q", &a.q),
-		"u":            func(v bsoncore.Value) error { a.u = v; return nil },
-		"upsert":       sub.boolArg("upsert", &a.upsert),
-		"multi":        sub.boolArg("multi", &a.multi),
-		"arrayFilters": sub.arrayArg("arrayFilters", &arrayFilters),
-		"collation":    sub.optDocArg("collation", &a.collation),
-		"hint":         sub.hintArg(&a.hint),
-		"c":            sub.optDocArg("c", &a.constants),
-		"sort":         sub.optDocArg("sort", &a.sort),
-	})
+	err := parseElement("update.updates", i, doc, updateStatementFields, a)
 	switch {
 	case err != nil:
 		return nil, err
 	case a.q == nil:
-		return nil, mongoerr.New(mongoerr.Code(40414), "BSON field 'update.updates.q' is missing but a required field")
+		return nil, missingField("update.updates", i, "q")
 	case a.u.Type == 0:
-		return nil, mongoerr.New(mongoerr.Code(40414), "BSON field 'update.updates.u' is missing but a required field")
+		return nil, missingField("update.updates", i, "u")
 	case a.constants != nil && a.u.Type != bsoncore.TypeArray:
-		return nil, mongoerr.New(mongoerr.Code(51198), "Constant values may only be specified for pipeline updates")
+		return nil, mongoerr.New(mongoerr.Location51198, "Constant values may only be specified for pipeline updates")
 	case a.u.Type == bsoncore.TypeArray:
 		if err := query.CheckUpdatePipeline(a.u.Array()); err != nil {
 			return nil, err
 		}
 	}
-	if a.arrayFilters, err = arrayFilterDocs(arrayFilters); err != nil {
+	if a.arrayFilters, err = arrayFilterDocs(a.filters); err != nil {
 		return nil, err
 	}
 	return a, nil
@@ -126,27 +128,12 @@ func arrayFilterDocs(arr bsoncore.Array) ([]bsoncore.Document, error) {
 	return out, nil
 }
 
-// prependKey makes a document whose first field is a placeholder, so that
-// parseArgs (which skips the command-name field) can parse a sub-document.
-func prependKey(key string, doc bsoncore.Document) bsoncore.Document {
-	els, _ := doc.Elements()
-	b := bsoncore.NewDocumentBuilder().AppendInt32(key, 1)
-	for _, el := range els {
-		b.AppendValue(el.Key(), el.Value())
-	}
-	return b.Build()
-}
-
 func cmdUpdate(r *request) (bsoncore.Document, error) {
-	var let bsoncore.Document
-	var bypass bool
-	batch, err := r.parseWriteBatch("updates", map[string]fieldHandler{
-		"bypassDocumentValidation": r.boolArg("bypassDocumentValidation", &bypass),
-		"let":                      r.optDocArg("let", &let),
-	})
+	batch, err := r.parseWriteBatch(updateFields)
 	if err != nil {
 		return nil, err
 	}
+	let, bypass := batch.let, batch.bypass
 	if err := r.requireBypass(bypass, r.db); err != nil {
 		return nil, err
 	}

@@ -118,7 +118,7 @@ func cmdDumboCommit(r *request) (bsoncore.Document, error) {
 		return nil, err
 	}
 	if opts.Message == "" {
-		return nil, mongoerr.New(mongoerr.Code(40414), "BSON field '%s.message' is missing but a required field", r.name)
+		return nil, mongoerr.New(mongoerr.Location40414, "BSON field '%s.message' is missing but a required field", r.name)
 	}
 	branch, err := r.branchOf(d)
 	if err != nil {

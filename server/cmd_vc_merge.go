@@ -46,7 +46,7 @@ func cmdDumboMerge(r *request) (bsoncore.Document, error) {
 		d.EmitVersionEvent(branch, "dumboMerge", versionDesc("commitId", c.ID))
 		return bsoncore.NewDocumentBuilder().AppendString("commitId", c.ID).AppendDouble("ok", 1).Build(), nil
 	case mergeIn == "":
-		return nil, mongoerr.New(mongoerr.Code(40414), "BSON field '%s.mergeIn' is missing but a required field", r.name)
+		return nil, mongoerr.New(mongoerr.Location40414, "BSON field '%s.mergeIn' is missing but a required field", r.name)
 	}
 	theirs, err := r.resolveArg(d, mergeIn)
 	if err != nil {
@@ -129,7 +129,7 @@ func cmdDumboResolveConflict(r *request) (bsoncore.Document, error) {
 		return nil, err
 	}
 	if coll == "" || id.Type == 0 {
-		return nil, mongoerr.New(mongoerr.Code(40414), "%s needs collection and _id", r.name)
+		return nil, mongoerr.New(mongoerr.Location40414, "%s needs collection and _id", r.name)
 	}
 	if doc, err = customResolution(resolution, id, doc); err != nil {
 		return nil, err
@@ -182,7 +182,7 @@ func applyCommit(r *request, revert bool) (bsoncore.Document, error) {
 		return nil, err
 	}
 	if commit == "" {
-		return nil, mongoerr.New(mongoerr.Code(40414), "BSON field '%s.commit' is missing but a required field", r.name)
+		return nil, mongoerr.New(mongoerr.Location40414, "BSON field '%s.commit' is missing but a required field", r.name)
 	}
 	branch, err := r.branchOf(d)
 	if err != nil {
@@ -227,7 +227,7 @@ func cmdDumboRebase(r *request) (bsoncore.Document, error) {
 		}
 		return bsoncore.NewDocumentBuilder().AppendString("commitId", c.ID).AppendDouble("ok", 1).Build(), nil
 	case onto == "":
-		return nil, mongoerr.New(mongoerr.Code(40414), "BSON field '%s.onto' is missing but a required field", r.name)
+		return nil, mongoerr.New(mongoerr.Location40414, "BSON field '%s.onto' is missing but a required field", r.name)
 	}
 	rev, err := r.resolveArg(d, onto)
 	if err != nil {

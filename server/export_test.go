@@ -5,13 +5,9 @@ import "sort"
 // WatchDeclaredArgs makes parseArgs report each command's declared
 // fields to f, until stop is called (for TestCommandArgumentsWalk).
 func WatchDeclaredArgs(f func(cmd string, fields []string)) (stop func()) {
-	hook := func(cmd string, fields map[string]fieldHandler) {
-		names := make([]string, 0, len(fields))
-		for k := range fields {
-			names = append(names, k)
-		}
-		sort.Strings(names)
-		f(cmd, names)
+	hook := func(cmd string, fields []string) {
+		sort.Strings(fields)
+		f(cmd, fields)
 	}
 	argsDeclared.Store(&hook)
 	return func() { argsDeclared.Store(nil) }

@@ -26,3 +26,48 @@ func TestParseArgsDoesNotAllocate(t *testing.T) {
 		t.Fatalf("parseArgs: %.1f allocations a call (fields seen %d)", allocs, seen)
 	}
 }
+
+// findCommand is a driver's findOne by _id, as parseFindArgs sees it.
+func findCommand() bsoncore.Document {
+	return bsoncore.NewDocumentBuilder().AppendString("find", "c").
+		AppendDocument("filter", bsoncore.NewDocumentBuilder().AppendInt32("_id", 1).Build()).
+		AppendInt64("limit", 1).AppendBoolean("singleBatch", true).
+		AppendDocument("lsid", bsoncore.NewDocumentBuilder().AppendInt32("id", 1).Build()).
+		AppendString("$db", "test").Build()
+}
+
+// BenchmarkParseFindArgs is the argument layer's share of a findOne.
+func BenchmarkParseFindArgs(b *testing.B) {
+	r := &request{cmd: findCommand(), name: "find"}
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		a := findArgs{batchSize: batchSizeAbsent}
+		if err := r.parseFindArgs(&a); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// updateCommand is a driver's updateOne by _id.
+func updateCommand() bsoncore.Document {
+	stmt := bsoncore.NewDocumentBuilder().
+		AppendDocument("q", bsoncore.NewDocumentBuilder().AppendInt32("_id", 1).Build()).
+		AppendDocument("u", bsoncore.NewDocumentBuilder().AppendDocument("$set", bsoncore.NewDocumentBuilder().AppendInt32("a", 1).Build()).Build()).
+		Build()
+	return bsoncore.NewDocumentBuilder().AppendString("update", "c").
+		AppendArray("updates", bsoncore.NewArrayBuilder().AppendDocument(stmt).Build()).
+		AppendBoolean("ordered", true).AppendString("$db", "test").Build()
+}
+
+// BenchmarkParseUpdateStatement is the argument layer's share of an
+// updateOne: the command's fields and its one statement's.
+func BenchmarkParseUpdateStatement(b *testing.B) {
+	r := &request{cmd: updateCommand(), name: "update"}
+	stmt := r.cmd.Lookup("updates").Array().Index(0)
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		if _, err := r.decodeUpdateStatement(0, stmt); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

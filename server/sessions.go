@@ -133,7 +133,7 @@ func parseSessionID(field string, v bsoncore.Value) (storage.SessionKey, error) 
 	}
 	idv, err := d.LookupErr("id")
 	if err != nil {
-		return storage.SessionKey{}, mongoerr.New(mongoerr.Code(40414), "BSON field '%s.id' is missing but a required field", field)
+		return storage.SessionKey{}, mongoerr.New(mongoerr.Location40414, "BSON field '%s.id' is missing but a required field", field)
 	}
 	sub, id, ok := idv.BinaryOK()
 	if !ok || sub != 4 || len(id) != 16 {

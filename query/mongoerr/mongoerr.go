@@ -300,6 +300,9 @@ const (
 // Codes of the commands' argument parsing.
 const (
 	Location40414 Code = 40414 // a required field is missing
+	Location40415 Code = 40415 // a field the command does not take
+	Location51024 Code = 51024 // a number below the field's minimum
+	Location51198 Code = 51198 // constants (c) on an update that is not a pipeline
 )
 
 // Codes of OP_MSG parsing that a client's message can earn.
