@@ -2,10 +2,10 @@ package server
 
 import (
 	"errors"
+	"strconv"
 
 	"dumbodb/index"
 	"dumbodb/query/mongoerr"
-	"dumbodb/query/value"
 	"dumbodb/storage"
 	"dumbodb/wire"
 
@@ -170,6 +170,11 @@ func cmdInsert(r *request) (bsoncore.Document, error) {
 	if err := checkWriteBatchSize(len(vals)); err != nil {
 		return nil, err
 	}
+	for i, v := range vals { // the command's shape, refused before any write
+		if v.Type != bsoncore.TypeEmbeddedDocument {
+			return nil, typeMismatch("insert", "documents."+strconv.Itoa(i), v, "object")
+		}
+	}
 	var res writeResult
 	coll := batch.coll
 	err = r.write(func(tx *storage.Tx) error {
@@ -206,11 +211,9 @@ func cmdInsert(r *request) (bsoncore.Document, error) {
 // prepareInsert validates a document for insertion and returns it with its
 // _id first, generating an ObjectId when it has none (as drivers and mongod
 // do).
+// The command checked that v is a document.
 func prepareInsert(v bsoncore.Value) (bsoncore.Document, error) {
-	doc, ok := v.DocumentOK()
-	if !ok {
-		return nil, mongoerr.New(mongoerr.TypeMismatch, "BSON field 'insert.documents.0' is the wrong type '%s', expected type 'object'", value.TypeName(v.Type))
-	}
+	doc := v.Document()
 	if len(doc) > wire.MaxDocumentSize {
 		return nil, mongoerr.New(mongoerr.BSONObjectTooLarge, "object to insert too large. size in bytes: %d, max size: %d", len(doc), wire.MaxDocumentSize)
 	}

@@ -174,8 +174,13 @@ func (r *request) applyMaxTime() (context.CancelFunc, error) {
 	if !ok {
 		return nil, typeMismatch(r.name, "maxTimeMS", v, "number")
 	}
-	if f != math.Trunc(f) || f < 0 || f > maxTimeLimit {
-		return nil, mongoerr.New(mongoerr.BadValue, "%v value for maxTimeMS is out of range [0, %d]", f, maxTimeLimit)
+	// mongod truncates the number to an integer to check its range, then
+	// refuses a double with a fraction.
+	if n := math.Trunc(f); n < 0 || n > maxTimeLimit {
+		return nil, mongoerr.New(mongoerr.BadValue, "%.0f value for maxTimeMS is out of range [0, %d]", n, maxTimeLimit)
+	}
+	if f != math.Trunc(f) {
+		return nil, mongoerr.New(mongoerr.BadValue, "maxTimeMS has non-integral value")
 	}
 	if f == 0 {
 		return func() {}, nil
