@@ -573,9 +573,10 @@ func (d *Database) uniqueClashes(ctx context.Context, info CollectionInfo, o *co
 	if err != nil {
 		return merged, nil, err
 	}
+	// A prepareUnique index takes no new duplicates from a merge either.
 	var checked []*indexState // ours' states of the unique indexes
 	for _, s := range specs {
-		if !s.Unique {
+		if !s.RefusesDuplicates() {
 			continue
 		}
 		if ix := o.index(s.Name); ix != nil && string(ix.spec.Raw) == string(s.Raw) {

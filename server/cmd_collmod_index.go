@@ -1,0 +1,346 @@
+package server
+
+import (
+	"context"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"dumbodb/index"
+	"dumbodb/query/mongoerr"
+	"dumbodb/storage"
+)
+
+// collModIndex is collMod's index argument: which index, and the options
+// to change on it (nil or zero: not given).
+type collModIndex struct {
+	keyPattern bsoncore.Document
+	name       string
+	hidden     *bool
+	expire     bsoncore.Value
+	unique     *bool
+	prepare    *bool // prepareUnique
+	forceNon   *bool // forceNonUnique
+}
+
+// count is the number of modifications the argument asks for.
+func (m *collModIndex) count() int {
+	n := 0
+	for _, b := range []*bool{m.hidden, m.unique, m.prepare, m.forceNon} {
+		if b != nil {
+			n++
+		}
+	}
+	if m.expire.Type != 0 {
+		n++
+	}
+	return n
+}
+
+func parseCollModIndex(d bsoncore.Document) (*collModIndex, error) {
+	m := &collModIndex{}
+	els, err := d.Elements()
+	if err != nil {
+		return nil, mongoerr.New(mongoerr.InvalidBSON, "%s", err.Error())
+	}
+	for _, el := range els {
+		if err := m.parseField(el.Key(), el.Value()); err != nil {
+			return nil, err
+		}
+	}
+	switch {
+	case m.keyPattern != nil && m.name != "":
+		return nil, mongoerr.New(mongoerr.InvalidOptions, "Cannot specify both key pattern and name.")
+	case m.keyPattern == nil && m.name == "":
+		return nil, mongoerr.New(mongoerr.InvalidOptions, "Must specify either index name or key pattern.")
+	case m.count() == 0:
+		return nil, mongoerr.New(mongoerr.InvalidOptions, "no expireAfterSeconds, hidden, unique, or prepareUnique field")
+	case m.unique != nil && m.forceNon != nil:
+		return nil, mongoerr.New(mongoerr.InvalidOptions, "collMod does not support 'unique' and 'forceNonUnique' options at the same time")
+	}
+	return m, nil
+}
+
+// parseField reads one field of the index argument; the booleans are
+// mongod's safeBool (bools and numbers).
+func (m *collModIndex) parseField(k string, v bsoncore.Value) error {
+	boolField := func(dst **bool) error {
+		b, ok := asBool(v)
+		if !ok {
+			return typeMismatch("collMod", "index."+k, v, "bool")
+		}
+		*dst = &b
+		return nil
+	}
+	switch k {
+	case "keyPattern":
+		kp, ok := v.DocumentOK()
+		if !ok {
+			return typeMismatch("collMod", "index.keyPattern", v, "object")
+		}
+		m.keyPattern = kp
+	case "name":
+		s, ok := v.StringValueOK()
+		if !ok {
+			return typeMismatch("collMod", "index.name", v, "string")
+		}
+		m.name = s
+	case "expireAfterSeconds":
+		m.expire = v
+	case "hidden":
+		return boolField(&m.hidden)
+	case "unique":
+		return boolField(&m.unique)
+	case "prepareUnique":
+		return boolField(&m.prepare)
+	case "forceNonUnique":
+		return boolField(&m.forceNon)
+	default:
+		return mongoerr.New(mongoerr.Code(40415), "BSON field 'collMod.index.%s' is an unknown field.", k)
+	}
+	return nil
+}
+
+// find returns the position of the index the argument names.
+func (m *collModIndex) find(specs []*index.Spec, ns string) (int, error) {
+	var probe *index.Spec
+	if m.keyPattern != nil {
+		p, err := index.ParseSpec(bsoncore.NewDocumentBuilder().AppendDocument("key", m.keyPattern).Build(), nil)
+		if err != nil {
+			return 0, err
+		}
+		if p.IsID() {
+			return 0, mongoerr.New(mongoerr.BadValue, "cannot modify the _id index")
+		}
+		probe = p
+	}
+	if m.name == index.IDIndexName {
+		return 0, mongoerr.New(mongoerr.BadValue, "cannot modify the _id index")
+	}
+	found := -1
+	for i, s := range specs {
+		if (probe != nil && s.SameKey(probe)) || (probe == nil && s.Name == m.name) {
+			if found >= 0 {
+				return 0, mongoerr.New(mongoerr.Code(276), "index keyPattern %s matches more than one index", index.ShellDoc(m.keyPattern))
+			}
+			found = i
+		}
+	}
+	if found < 0 {
+		what := m.name
+		if probe != nil {
+			what = index.ShellDoc(m.keyPattern)
+		}
+		return 0, mongoerr.New(mongoerr.IndexNotFound, "cannot find index %s for ns %s", what, ns)
+	}
+	return found, nil
+}
+
+// indexChange is what a collMod does to one index once the requested
+// changes that change nothing are dropped, as mongod drops them.
+type indexChange struct {
+	hidden, prepare       *bool
+	expire                bsoncore.Value
+	toUnique, toNonUnique bool
+}
+
+// resolve checks the argument against the index s with mongod's rules.
+// unique: true needs prepareUnique first (so that no new duplicate can
+// appear between the check and the conversion); prepareUnique on a
+// unique index and unique on a unique one are no-ops.
+func (m *collModIndex) resolve(s *index.Spec) (indexChange, error) {
+	ch := indexChange{expire: m.expire}
+	if m.unique != nil {
+		switch {
+		case !*m.unique:
+			return ch, mongoerr.New(mongoerr.BadValue, "Cannot make index non-unique")
+		case !s.Unique && !s.PrepareUnique:
+			return ch, mongoerr.New(mongoerr.InvalidOptions, "Cannot make index unique with 'prepareUnique=false'. Run collMod to set it first.")
+		}
+		ch.toUnique = !s.Unique
+	}
+	if m.hidden != nil && *m.hidden != s.Hidden {
+		ch.hidden = m.hidden
+	}
+	if m.prepare != nil && *m.prepare != s.PrepareUnique && !s.Unique {
+		ch.prepare = m.prepare
+	}
+	if m.forceNon != nil {
+		if !*m.forceNon {
+			return ch, mongoerr.New(mongoerr.BadValue, "'forceNonUnique: false' is not supported")
+		}
+		ch.toNonUnique = s.Unique
+	}
+	return ch, nil
+}
+
+// apply returns s with the change, validated as createIndexes validates a
+// spec. Turning unique also ends prepareUnique, as on mongod.
+func (ch indexChange) apply(s *index.Spec) (*index.Spec, error) {
+	drop := map[string]bool{
+		"hidden":             ch.hidden != nil,
+		"expireAfterSeconds": ch.expire.Type != 0,
+		"unique":             ch.toUnique || ch.toNonUnique,
+		"prepareUnique":      ch.prepare != nil || ch.toUnique,
+	}
+	b := bsoncore.NewDocumentBuilder()
+	els, _ := s.Raw.Elements()
+	for _, el := range els {
+		if !drop[el.Key()] {
+			b.AppendValue(el.Key(), el.Value())
+		}
+	}
+	if ch.hidden != nil && *ch.hidden {
+		b.AppendBoolean("hidden", true)
+	}
+	if ch.expire.Type != 0 {
+		b.AppendValue("expireAfterSeconds", ch.expire)
+	}
+	if ch.toUnique {
+		b.AppendBoolean("unique", true)
+	}
+	if ch.prepare != nil && *ch.prepare {
+		b.AppendBoolean("prepareUnique", true)
+	}
+	return index.ParseSpec(b.Build(), storage.IndexFilters)
+}
+
+// collModIndexPlan is a checked index change: the collection's specs with
+// the changed one, and what the reply reports.
+type collModIndexPlan struct {
+	specs         []*index.Spec
+	before, after *index.Spec
+	change        indexChange
+}
+
+// planCollModIndex finds the index, checks the change (for unique: that no
+// two documents share a key) and returns the new specs; nothing is
+// written. mods counts the other modifications of the command.
+func (r *request) planCollModIndex(tx *storage.Tx, info storage.CollectionInfo, m *collModIndex, mods int) (*collModIndexPlan, error) {
+	specs, err := loadSpecs(info.Indexes)
+	if err != nil {
+		return nil, err
+	}
+	i, err := m.find(specs, r.ns(info.Name))
+	if err != nil {
+		return nil, err
+	}
+	ch, err := m.resolve(specs[i])
+	if err != nil {
+		return nil, err
+	}
+	if ch.prepare != nil && mods+m.count() > 1 {
+		return nil, mongoerr.New(mongoerr.InvalidOptions, "prepareUnique cannot be combined with any other modification.")
+	}
+	if ch.toUnique {
+		if err := checkConvertible(r.ctx, tx, info.Name, specs[i].Name); err != nil {
+			return nil, err
+		}
+	}
+	after, err := ch.apply(specs[i])
+	if err != nil {
+		return nil, err
+	}
+	p := &collModIndexPlan{before: specs[i], after: after, change: ch}
+	specs[i] = after
+	p.specs = specs
+	return p, nil
+}
+
+// checkConvertible fails with CannotConvertIndexToUnique, listing the
+// _id values of the documents that share a key, when index name of coll
+// holds duplicates.
+func checkConvertible(ctx context.Context, tx *storage.Tx, coll, name string) error {
+	dups, err := tx.IndexDuplicates(ctx, coll, name)
+	if err != nil || len(dups.Groups) == 0 {
+		return err
+	}
+	violations := bsoncore.NewArrayBuilder()
+	for _, g := range dups.Groups {
+		ids := bsoncore.NewArrayBuilder()
+		for _, id := range g {
+			ids.AppendValue(id)
+		}
+		violations.AppendDocument(bsoncore.NewDocumentBuilder().AppendArray("ids", ids.Build()).Build())
+	}
+	msg := "Cannot convert the index to unique. Please resolve conflicting documents before running collMod again."
+	if dups.Truncated {
+		msg = "Cannot convert the index to unique. Too many conflicting documents were detected. Please resolve them and rerun collMod."
+	}
+	info := bsoncore.NewDocumentBuilder().AppendArray("violations", violations.Build()).Build()
+	return &mongoerr.Error{Code: mongoerr.CannotConvertIndexToUnique, Msg: msg, Info: info}
+}
+
+// reply reports each changed option's old and new values, as mongod does.
+func (p *collModIndexPlan) reply() bsoncore.Document {
+	b := bsoncore.NewDocumentBuilder()
+	ch := p.change
+	if ch.expire.Type != 0 {
+		if p.before.ExpireAfter >= 0 {
+			b.AppendInt64("expireAfterSeconds_old", p.before.ExpireAfter)
+		}
+		b.AppendInt64("expireAfterSeconds_new", p.after.ExpireAfter)
+	}
+	if ch.hidden != nil {
+		b.AppendBoolean("hidden_old", p.before.Hidden).AppendBoolean("hidden_new", p.after.Hidden)
+	}
+	if ch.toUnique {
+		b.AppendBoolean("unique_new", true)
+	}
+	if ch.prepare != nil {
+		b.AppendBoolean("prepareUnique_old", p.before.PrepareUnique).AppendBoolean("prepareUnique_new", p.after.PrepareUnique)
+	}
+	if ch.toNonUnique {
+		b.AppendBoolean("forceNonUnique_new", true)
+	}
+	return b.AppendDouble("ok", 1).Build()
+}
+
+// collModDryRun checks a conversion to unique without making it (dryRun:
+// true), with mongod's rules: only unique: true, and nothing else.
+func (r *request) collModDryRun(coll string, a *collModArgs) (bsoncore.Document, error) {
+	if a.index == nil {
+		return nil, mongoerr.New(mongoerr.InvalidOptions, "dry run mode requires an valid index modification.")
+	}
+	m, err := parseCollModIndex(a.index)
+	if err != nil {
+		return nil, err
+	}
+	if m.unique == nil || !*m.unique {
+		return nil, mongoerr.New(mongoerr.InvalidOptions, "dry run mode requires an index modification with unique: true.")
+	}
+	found := false
+	// The transaction only reads: it commits nothing.
+	err = r.writeExisting(func(tx *storage.Tx) error {
+		info, ok := tx.Collection(coll)
+		if !ok {
+			return nil
+		}
+		found = true
+		specs, err := loadSpecs(info.Indexes)
+		if err != nil {
+			return err
+		}
+		i, err := m.find(specs, r.ns(coll))
+		if err != nil {
+			return err
+		}
+		ch, err := m.resolve(specs[i])
+		if err != nil {
+			return err
+		}
+		if a.mods+m.count() > 1 {
+			return mongoerr.New(mongoerr.InvalidOptions, "unique: true cannot be combined with any other modification in dry run mode.")
+		}
+		if !ch.toUnique {
+			return nil
+		}
+		return checkConvertible(r.ctx, tx, coll, specs[i].Name)
+	})
+	if err == nil && !found {
+		err = mongoerr.New(mongoerr.NamespaceNotFound, "ns does not exist: %s", r.ns(coll))
+	}
+	if err != nil {
+		return nil, err
+	}
+	return okReply(), nil
+}
