@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"testing"
@@ -233,5 +234,156 @@ func TestCollModPrepareUniqueErrors(t *testing.T) {
 	}
 	if p := lookupD(listIx(t, c)["b_1"], "prepareUnique"); p != nil {
 		t.Errorf("prepareUnique: false stays listed: %v", p)
+	}
+}
+
+// TestPrepareUniqueVersionControl: prepareUnique and unique are versioned
+// catalog state: a diff lists the change, a hard reset brings the old
+// options back (and with them the old rules for writes), a merge takes an
+// index change made on one side with the other side's changes of another
+// index and of the documents, an index changed differently on both sides
+// is MergeConflict, and a document that would give a prepareUnique index
+// a new duplicate through a merge becomes a conflict.
+func TestPrepareUniqueVersionControl(t *testing.T) {
+	ts := startServer(t)
+	client := ts.client()
+	db := client.Database("puv")
+	c := db.Collection("c")
+	doc := func(id, a any) bson.D { return bson.D{{Key: "_id", Value: id}, {Key: "a", Value: a}} }
+	if _, err := c.InsertMany(ctx, []any{doc(1, 1), doc(2, 1), doc(3, 2)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := createIx(db, "c", ixSpec(bson.D{{Key: "a", Value: 1}}, "a_1"), ixSpec(bson.D{{Key: "b", Value: 1}}, "b_1")); err != nil {
+		t.Fatal(err)
+	}
+	commit := func(db, msg string) {
+		vc(t, client, db, bson.D{{Key: "dumboCommit", Value: 1}, {Key: "message", Value: msg}})
+	}
+	collMod := func(db *mongo.Database, name string, opts ...bson.E) bson.M {
+		return mustRun(t, db, bson.D{{Key: "collMod", Value: "c"}, {Key: "index", Value: append(bson.D{{Key: "name", Value: name}}, opts...)}})
+	}
+	option := func(c *mongo.Collection, name, opt string) any { return lookupD(listIx(t, c)[name], opt) }
+	commit("puv", "base")
+
+	collMod(db, "a_1", bson.E{Key: "prepareUnique", Value: true})
+	diff := vc(t, client, "puv", bson.D{{Key: "dumboDiff", Value: 1}})
+	if colls, _ := diff["collections"].(bson.A); len(colls) != 1 || get(colls[0], "indexesChanged") != true {
+		t.Fatalf("diff after prepareUnique: %v", diff)
+	}
+	commit("puv", "prepare")
+	if _, err := c.DeleteOne(ctx, bson.D{{Key: "_id", Value: 2}}); err != nil {
+		t.Fatal(err)
+	}
+	collMod(db, "a_1", bson.E{Key: "unique", Value: true})
+	vc(t, client, "puv", bson.D{{Key: "dumboReset", Value: 1}, {Key: "hard", Value: true}})
+	if u, p := option(c, "a_1", "unique"), option(c, "a_1", "prepareUnique"); u != nil || p != true {
+		t.Errorf("after a hard reset: unique %v, prepareUnique %v", u, p)
+	}
+	if _, err := c.InsertOne(ctx, doc(4, 2)); !isDuplicate(err) {
+		t.Errorf("prepareUnique after a reset refuses a new duplicate: %v", err)
+	}
+	if n, _ := c.CountDocuments(ctx, bson.D{{Key: "a", Value: 1}}); n != 2 {
+		t.Errorf("documents with a: 1 after the reset: %d", n)
+	}
+
+	// feature converts a_1; main hides b_1 and writes: both merge in.
+	vc(t, client, "puv", bson.D{{Key: "dumboBranch", Value: 1}, {Key: "branch", Value: "feature"}})
+	feature := client.Database("puv@feature")
+	if _, err := feature.Collection("c").DeleteOne(ctx, bson.D{{Key: "_id", Value: 2}}); err != nil {
+		t.Fatal(err)
+	}
+	collMod(feature, "a_1", bson.E{Key: "unique", Value: true})
+	if _, err := createIx(feature, "c", ixSpec(bson.D{{Key: "a", Value: -1}}, "a_-1")); err != nil {
+		t.Fatal(err)
+	}
+	commit("puv@feature", "unique")
+	collMod(db, "b_1", bson.E{Key: "hidden", Value: true})
+	if _, err := c.InsertOne(ctx, doc(10, 10)); err != nil {
+		t.Fatal(err)
+	}
+	commit("puv", "hide b")
+	vc(t, client, "puv", bson.D{{Key: "dumboMerge", Value: 1}, {Key: "mergeIn", Value: "feature"}})
+	if u, p, h := option(c, "a_1", "unique"), option(c, "a_1", "prepareUnique"), option(c, "b_1", "hidden"); u != true || p != nil || h != true {
+		t.Errorf("after the merge: a_1 unique %v prepareUnique %v, b_1 hidden %v", u, p, h)
+	}
+	if _, err := c.InsertOne(ctx, doc(11, 1)); !isDuplicate(err) {
+		t.Errorf("the merged unique index refuses a duplicate: %v", err)
+	}
+	if ids := fmt.Sprint(findIDs(t, c, bson.D{}, bson.D{{Key: "_id", Value: 1}}, nil, nil)); ids != "[1 3 10]" {
+		t.Errorf("documents after the merge: %s", ids)
+	}
+	// The index only feature created comes along, with main's document.
+	cur, err := c.Find(ctx, bson.D{{Key: "a", Value: bson.D{{Key: "$gt", Value: 0}}}}, options.Find().SetHint("a_-1").SetProjection(bson.D{{Key: "_id", Value: 1}}))
+	var got []struct {
+		ID int32 `bson:"_id"`
+	}
+	if err == nil {
+		err = cur.All(ctx, &got)
+	}
+	if err != nil || fmt.Sprint(got) != "[{10} {3} {1}]" {
+		t.Errorf("through the index merged in: %v %v", got, err)
+	}
+
+	// a_1 changed differently on both sides.
+	vc(t, client, "puv", bson.D{{Key: "dumboBranch", Value: 1}, {Key: "branch", Value: "other"}})
+	collMod(client.Database("puv@other"), "a_1", bson.E{Key: "hidden", Value: true})
+	commit("puv@other", "hide a")
+	collMod(db, "a_1", bson.E{Key: "forceNonUnique", Value: true})
+	commit("puv", "a not unique")
+	_, err = db.RunCommand(ctx, bson.D{{Key: "dumboMerge", Value: 1}, {Key: "mergeIn", Value: "other"}}).Raw()
+	wantCode(t, err, 20002, "MergeConflict")
+	if u, h := option(c, "a_1", "unique"), option(c, "a_1", "hidden"); u != nil || h != nil {
+		t.Errorf("after a refused merge: unique %v, hidden %v", u, h)
+	}
+
+	// A merge may not give a prepareUnique index a new duplicate: ours
+	// keeps its document and theirs becomes a conflict.
+	collMod(db, "a_1", bson.E{Key: "prepareUnique", Value: true})
+	commit("puv", "prepare again")
+	vc(t, client, "puv", bson.D{{Key: "dumboBranch", Value: 1}, {Key: "branch", Value: "dup"}})
+	if _, err := client.Database("puv@dup").Collection("c").InsertOne(ctx, doc(20, 50)); err != nil {
+		t.Fatal(err)
+	}
+	commit("puv@dup", "50 there")
+	if _, err := c.InsertOne(ctx, doc(21, 50)); err != nil {
+		t.Fatal(err)
+	}
+	commit("puv", "50 here")
+	res, err := run(t, db, bson.D{{Key: "dumboMerge", Value: 1}, {Key: "mergeIn", Value: "dup"}})
+	var ce mongo.CommandError
+	if !errors.As(err, &ce) || ce.Name != "MergeConflict" || !bytes.Contains(ce.Raw, []byte("conflicts")) {
+		t.Fatalf("a merge bringing a new duplicate: %v %v", res, err)
+	}
+	if n, _ := ce.Raw.Lookup("conflicts", "c").AsInt64OK(); n != 1 {
+		t.Errorf("conflicts of the merge: %s", ce.Raw)
+	}
+	if ids := fmt.Sprint(findIDs(t, c, bson.D{{Key: "a", Value: 50}}, bson.D{{Key: "_id", Value: 1}}, nil, nil)); ids != "[21]" {
+		t.Errorf("documents with a: 50 after the clash: %s (%v)", ids, err)
+	}
+}
+
+// TestCollModUniqueMultikeyViolations: in a multikey index a document
+// shares a key with every document holding one of its elements, and an
+// array repeating a value is no duplicate of itself.
+func TestCollModUniqueMultikeyViolations(t *testing.T) {
+	db := startServer(t).client().Database("pum")
+	c := db.Collection("c")
+	if _, err := c.InsertMany(ctx, []any{
+		bson.D{{Key: "_id", Value: 1}, {Key: "a", Value: bson.A{1, 2}}},
+		bson.D{{Key: "_id", Value: 2}, {Key: "a", Value: bson.A{2, 3}}},
+		bson.D{{Key: "_id", Value: 3}, {Key: "a", Value: 3}},
+		bson.D{{Key: "_id", Value: 4}, {Key: "a", Value: bson.A{5, 5}}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := createIx(db, "c", ixSpec(bson.D{{Key: "a", Value: 1}}, "a_1", bson.E{Key: "prepareUnique", Value: true})); err != nil {
+		t.Fatal(err)
+	}
+	_, err := run(t, db, bson.D{{Key: "collMod", Value: "c"}, {Key: "index", Value: bson.D{{Key: "name", Value: "a_1"}, {Key: "unique", Value: true}}}})
+	if got := violationsOf(t, err); got != "[[1 2] [2 3]]" {
+		t.Errorf("violations: %s", got)
+	}
+	if _, err := c.InsertOne(ctx, bson.D{{Key: "_id", Value: 5}, {Key: "a", Value: bson.A{6, 1}}}); !isDuplicate(err) {
+		t.Errorf("a new array sharing an element: %v", err)
 	}
 }

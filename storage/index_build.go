@@ -579,7 +579,9 @@ func (d *Database) uniqueClashes(ctx context.Context, info CollectionInfo, o *co
 		if !s.RefusesDuplicates() {
 			continue
 		}
-		if ix := o.index(s.Name); ix != nil && string(ix.spec.Raw) == string(s.Raw) {
+		// Ours' entries serve when the merged spec differs from ours' in
+		// nothing the entries depend on (theirs set prepareUnique).
+		if ix := o.index(s.Name); ix != nil && index.SameEntries(ix.spec, s) {
 			checked = append(checked, ix)
 		}
 		// An index ours lacks is built after the merge, which checks it.
