@@ -95,7 +95,7 @@ func (m *collModIndex) parseField(k string, v bsoncore.Value) error {
 	case "forceNonUnique":
 		return boolField(&m.forceNon)
 	default:
-		return mongoerr.New(mongoerr.Code(40415), "BSON field 'collMod.index.%s' is an unknown field.", k)
+		return mongoerr.New(mongoerr.Location40415, "BSON field 'collMod.index.%s' is an unknown field.", k)
 	}
 	return nil
 }
@@ -120,7 +120,7 @@ func (m *collModIndex) find(specs []*index.Spec, ns string) (int, error) {
 	for i, s := range specs {
 		if (probe != nil && s.SameKey(probe)) || (probe == nil && s.Name == m.name) {
 			if found >= 0 {
-				return 0, mongoerr.New(mongoerr.Code(276), "index keyPattern %s matches more than one index", index.ShellDoc(m.keyPattern))
+				return 0, mongoerr.New(mongoerr.AmbiguousIndexKeyPattern, "index keyPattern %s matches more than one index", index.ShellDoc(m.keyPattern))
 			}
 			found = i
 		}

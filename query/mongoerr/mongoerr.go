@@ -128,8 +128,9 @@ const (
 	Location40603 Code = 40603 // $geoNear not the first stage
 	// Text search.
 	CannotCreateIndex Code = 67
-	// collMod's conversion of an index to unique.
+	// collMod's index argument.
 	CannotConvertIndexToUnique Code = 359
+	AmbiguousIndexKeyPattern   Code = 276
 	Location17261              Code = 17261 // a document's language override field is not a string
 	Location17262              Code = 17262 // a document's language override names an unsupported language
 	Location16675              Code = 16675 // an array in a compound text index's prefix or suffix field
@@ -214,7 +215,7 @@ var names = map[Code]string{
 	CannotConvertIndexToUnique:     "CannotConvertIndexToUnique",
 	Code(197):                      "InvalidIndexSpecificationOption",
 	Code(171):                      "CannotIndexParallelArrays",
-	Code(276):                      "AmbiguousIndexKeyPattern",
+	AmbiguousIndexKeyPattern:       "AmbiguousIndexKeyPattern",
 	Code(241):                      "ConversionFailure",
 	Code(222):                      "IncompatibleCollationVersion",
 	QueryFeatureNotAllowed:         "QueryFeatureNotAllowed",
@@ -303,6 +304,7 @@ const (
 // Codes of the commands' argument parsing.
 const (
 	Location40414 Code = 40414 // a required field is missing
+	Location40415 Code = 40415 // an unknown field
 )
 
 // Codes of OP_MSG parsing that a client's message can earn.
