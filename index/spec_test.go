@@ -62,4 +62,13 @@ func TestPrepareUniqueSpec(t *testing.T) {
 	if _, err := ParseSpec(spec("unique", "prepareUnique"), nil); err == nil || !strings.Contains(err.Error(), "prepareUnique") {
 		t.Errorf("unique and prepareUnique: %v", err)
 	}
+	// Kinds that cannot be unique cannot prepare for it: their keys are
+	// hashes, cells or terms that documents share.
+	for _, kind := range []string{"hashed", "text", "2dsphere"} {
+		d := bsoncore.NewDocumentBuilder().AppendDocument("key", bsoncore.NewDocumentBuilder().AppendString("a", kind).Build()).
+			AppendBoolean("prepareUnique", true).Build()
+		if _, err := ParseSpec(d, nil); err == nil {
+			t.Errorf("a %s index with prepareUnique was accepted", kind)
+		}
+	}
 }
