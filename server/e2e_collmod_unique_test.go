@@ -225,6 +225,8 @@ func TestCollModPrepareUniqueErrors(t *testing.T) {
 	if p := lookupD(listIx(t, c)["b_1"], "prepareUnique"); p != true {
 		t.Errorf("listIndexes after createIndexes: prepareUnique = %v", p)
 	}
+	_, err := createIx(db, "c", ixSpec(bson.D{{Key: "b", Value: 1}}, "b_1", bson.E{Key: "prepareUnique", Value: false}))
+	wantCode(t, err, 85, "IndexOptionsConflict") // the same index with another prepareUnique
 	if _, err := c.InsertMany(ctx, []any{bson.D{{Key: "b", Value: 1}}, bson.D{{Key: "b", Value: 1}}}); !isDuplicate(err) {
 		t.Errorf("prepareUnique from createIndexes refuses duplicates: %v", err)
 	}
