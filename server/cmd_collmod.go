@@ -70,24 +70,36 @@ func cmdCollMod(r *request) (bsoncore.Document, error) {
 	if err != nil {
 		return nil, err
 	}
+	plan, err := r.collModCollection(coll, mod, opts, a.mods)
+	if err != nil {
+		return nil, err
+	}
+	if plan == nil {
+		return okReply(), nil
+	}
+	return plan.reply(), nil
+}
+
+// collModCollection makes a collection's changes in one transaction, so
+// that a refused index change leaves the options as they were; the plan
+// of the index change (nil: none) gives the reply.
+func (r *request) collModCollection(coll string, mod *collModIndex, opts *collModOptions, mods int) (*collModIndexPlan, error) {
 	var plan *collModIndexPlan
 	found := false
-	// One transaction for the options and the index: a refused index
-	// change leaves the options as they were.
-	err = r.writeExisting(func(tx *storage.Tx) error {
+	err := r.writeExisting(func(tx *storage.Tx) error {
 		info, ok := tx.Collection(coll)
 		if !ok {
-			return mongoerr.New(mongoerr.NamespaceNotFound, "ns does not exist: %s", r.ns(coll))
+			return nil
 		}
 		found = true
 		if mod != nil {
-			p, err := r.planCollModIndex(tx, info, mod, a.mods)
+			p, err := r.planCollModIndex(tx, info, mod, mods)
 			if err != nil {
 				return err
 			}
 			plan = p
 		}
-		if mod == nil || a.images != nil || a.validation.given() {
+		if mod == nil || opts.given() {
 			if err := r.setCollModOptions(tx, info, opts); err != nil {
 				return err
 			}
@@ -100,13 +112,7 @@ func cmdCollMod(r *request) (bsoncore.Document, error) {
 	if err == nil && !found {
 		err = mongoerr.New(mongoerr.NamespaceNotFound, "ns does not exist: %s", r.ns(coll))
 	}
-	if err != nil {
-		return nil, err
-	}
-	if plan == nil {
-		return okReply(), nil
-	}
-	return plan.reply(), nil
+	return plan, err
 }
 
 // collModOptions are the collection options a collMod sets, and their
@@ -116,6 +122,9 @@ type collModOptions struct {
 	validation *validationOptions
 	desc       bsoncore.Document
 }
+
+// given reports whether the command changes any collection option.
+func (o *collModOptions) given() bool { return o.images != nil || o.validation.given() }
 
 func newCollModOptions(images bsoncore.Document, validation *validationOptions) (*collModOptions, error) {
 	desc := bsoncore.NewDocumentBuilder()
