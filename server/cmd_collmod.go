@@ -70,7 +70,11 @@ func cmdCollMod(r *request) (bsoncore.Document, error) {
 	if err != nil {
 		return nil, err
 	}
-	plan, err := r.collModCollection(coll, mod, opts, a.mods)
+	pre, err := r.scanForUnique(coll, mod, a.mods)
+	if err != nil {
+		return nil, err
+	}
+	plan, err := r.collModCollection(coll, mod, opts, a.mods, pre)
 	if err != nil {
 		return nil, err
 	}
@@ -82,8 +86,9 @@ func cmdCollMod(r *request) (bsoncore.Document, error) {
 
 // collModCollection makes a collection's changes in one transaction, so
 // that a refused index change leaves the options as they were; the plan
-// of the index change (nil: none) gives the reply.
-func (r *request) collModCollection(coll string, mod *collModIndex, opts *collModOptions, mods int) (*collModIndexPlan, error) {
+// of the index change (nil: none) gives the reply. pre is the snapshot a
+// conversion to unique was checked on (nil: none).
+func (r *request) collModCollection(coll string, mod *collModIndex, opts *collModOptions, mods int, pre *storage.Snapshot) (*collModIndexPlan, error) {
 	var plan *collModIndexPlan
 	found := false
 	err := r.writeExisting(func(tx *storage.Tx) error {
@@ -93,7 +98,7 @@ func (r *request) collModCollection(coll string, mod *collModIndex, opts *collMo
 		}
 		found = true
 		if mod != nil {
-			p, err := r.planCollModIndex(tx, info, mod, mods)
+			p, err := r.planCollModIndex(tx, info, mod, mods, pre)
 			if err != nil {
 				return err
 			}

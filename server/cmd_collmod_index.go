@@ -212,26 +212,37 @@ type collModIndexPlan struct {
 	change        indexChange
 }
 
-// planCollModIndex finds the index, checks the change (for unique: that no
-// two documents share a key) and returns the new specs; nothing is
-// written. mods counts the other modifications of the command.
-func (r *request) planCollModIndex(tx *storage.Tx, info storage.CollectionInfo, m *collModIndex, mods int) (*collModIndexPlan, error) {
+// check finds the index among a collection's specs and resolves the
+// change against it with every rule of mongod's parse, before anything is
+// read or written; mods counts the command's other modifications.
+func (m *collModIndex) check(specs []*index.Spec, ns string, mods int) (int, indexChange, error) {
+	i, err := m.find(specs, ns)
+	if err != nil {
+		return 0, indexChange{}, err
+	}
+	ch, err := m.resolve(specs[i])
+	if err != nil {
+		return 0, indexChange{}, err
+	}
+	if ch.prepare != nil && mods+m.count() > 1 {
+		return 0, indexChange{}, mongoerr.New(mongoerr.InvalidOptions, "prepareUnique cannot be combined with any other modification.")
+	}
+	return i, ch, nil
+}
+
+// planCollModIndex checks the change (for unique: that no two documents
+// share a key, unless pre, a snapshot found none, still shows the
+// collection as it is) and returns the new specs; nothing is written.
+func (r *request) planCollModIndex(tx *storage.Tx, info storage.CollectionInfo, m *collModIndex, mods int, pre *storage.Snapshot) (*collModIndexPlan, error) {
 	specs, err := loadSpecs(info.Indexes)
 	if err != nil {
 		return nil, err
 	}
-	i, err := m.find(specs, r.ns(info.Name))
+	i, ch, err := m.check(specs, r.ns(info.Name), mods)
 	if err != nil {
 		return nil, err
 	}
-	ch, err := m.resolve(specs[i])
-	if err != nil {
-		return nil, err
-	}
-	if ch.prepare != nil && mods+m.count() > 1 {
-		return nil, mongoerr.New(mongoerr.InvalidOptions, "prepareUnique cannot be combined with any other modification.")
-	}
-	if ch.toUnique {
+	if ch.toUnique && (pre == nil || !tx.Unchanged(pre, info.Name)) {
 		if err := checkConvertible(r.ctx, tx, info.Name, specs[i].Name); err != nil {
 			return nil, err
 		}
@@ -246,11 +257,40 @@ func (r *request) planCollModIndex(tx *storage.Tx, info storage.CollectionInfo, 
 	return p, nil
 }
 
+// scanForUnique checks a conversion to unique on a snapshot, without the
+// branch's write lock (mongod too scans before it locks the collection
+// exclusively): duplicates fail the command there, and the snapshot is
+// returned so that the write need not scan again if nothing replaced the
+// collection meanwhile. It returns nil when the command converts nothing
+// or the collection is missing (the write then says so).
+func (r *request) scanForUnique(coll string, m *collModIndex, mods int) (*storage.Snapshot, error) {
+	if m == nil || m.unique == nil || !*m.unique {
+		return nil, nil
+	}
+	snap, err := r.snapshot()
+	if err != nil {
+		return nil, err
+	}
+	info, ok := snap.Collection(coll)
+	if !ok {
+		return nil, nil
+	}
+	specs, err := loadSpecs(info.Indexes)
+	if err != nil {
+		return nil, err
+	}
+	i, ch, err := m.check(specs, r.ns(coll), mods)
+	if err != nil || !ch.toUnique {
+		return nil, err
+	}
+	return snap, checkConvertible(r.ctx, snap, coll, specs[i].Name)
+}
+
 // checkConvertible fails with CannotConvertIndexToUnique, listing the
 // _id values of the documents that share a key, when index name of coll
 // holds duplicates.
-func checkConvertible(ctx context.Context, tx *storage.Tx, coll, name string) error {
-	dups, err := tx.IndexDuplicates(ctx, coll, name)
+func checkConvertible(ctx context.Context, src storage.IndexReader, coll, name string) error {
+	dups, err := storage.IndexDuplicates(ctx, src, coll, name)
 	if err != nil || len(dups.Groups) == 0 {
 		return err
 	}
@@ -308,39 +348,30 @@ func (r *request) collModDryRun(coll string, a *collModArgs) (bsoncore.Document,
 	if m.unique == nil || !*m.unique {
 		return nil, mongoerr.New(mongoerr.InvalidOptions, "dry run mode requires an index modification with unique: true.")
 	}
-	found := false
-	// The transaction only reads: it commits nothing.
-	err = r.writeExisting(func(tx *storage.Tx) error {
-		info, ok := tx.Collection(coll)
-		if !ok {
-			return nil
-		}
-		found = true
-		specs, err := loadSpecs(info.Indexes)
-		if err != nil {
-			return err
-		}
-		i, err := m.find(specs, r.ns(coll))
-		if err != nil {
-			return err
-		}
-		ch, err := m.resolve(specs[i])
-		if err != nil {
-			return err
-		}
-		if a.mods+m.count() > 1 {
-			return mongoerr.New(mongoerr.InvalidOptions, "unique: true cannot be combined with any other modification in dry run mode.")
-		}
-		if !ch.toUnique {
-			return nil
-		}
-		return checkConvertible(r.ctx, tx, coll, specs[i].Name)
-	})
-	if err == nil && !found {
-		err = mongoerr.New(mongoerr.NamespaceNotFound, "ns does not exist: %s", r.ns(coll))
-	}
+	// A snapshot: a dry run writes nothing and waits for no writer.
+	snap, err := r.snapshot()
 	if err != nil {
 		return nil, err
+	}
+	info, ok := snap.Collection(coll)
+	if !ok {
+		return nil, mongoerr.New(mongoerr.NamespaceNotFound, "ns does not exist: %s", r.ns(coll))
+	}
+	specs, err := loadSpecs(info.Indexes)
+	if err != nil {
+		return nil, err
+	}
+	i, ch, err := m.check(specs, r.ns(coll), a.mods)
+	if err != nil {
+		return nil, err
+	}
+	if a.mods+m.count() > 1 {
+		return nil, mongoerr.New(mongoerr.InvalidOptions, "unique: true cannot be combined with any other modification in dry run mode.")
+	}
+	if ch.toUnique {
+		if err := checkConvertible(r.ctx, snap, coll, specs[i].Name); err != nil {
+			return nil, err
+		}
 	}
 	return okReply(), nil
 }

@@ -24,12 +24,19 @@ type Duplicates struct {
 	Truncated bool
 }
 
+// IndexReader reads index entries and the documents they name: a
+// Snapshot or a Tx.
+type IndexReader interface {
+	IndexScan(ctx context.Context, coll, name string, iv index.Interval) (*IndexIterator, error)
+	GetKey(ctx context.Context, coll string, idKey []byte) (bsoncore.Document, bool, error)
+}
+
 // IndexDuplicates walks index name of coll in key order and groups the
 // documents whose entries have the same key fields, as collMod does
 // before it makes an index unique. Entries are key fields followed by the
 // _id key, so equal keys are neighbours and one pass finds them all.
-func (tx *Tx) IndexDuplicates(ctx context.Context, coll, name string) (Duplicates, error) {
-	it, err := tx.IndexScan(ctx, coll, name, index.Interval{})
+func IndexDuplicates(ctx context.Context, r IndexReader, coll, name string) (Duplicates, error) {
+	it, err := r.IndexScan(ctx, coll, name, index.Interval{})
 	if err != nil {
 		return Duplicates{}, err
 	}
@@ -41,7 +48,7 @@ func (tx *Tx) IndexDuplicates(ctx context.Context, coll, name string) (Duplicate
 		if len(group) < 2 {
 			return nil
 		}
-		ids, n, err := tx.idValues(ctx, coll, group, maxViolationBytes-size)
+		ids, n, err := idValues(ctx, r, coll, group, maxViolationBytes-size)
 		size += n
 		if len(ids) > 0 {
 			dups.Groups = append(dups.Groups, ids)
@@ -81,11 +88,11 @@ func (tx *Tx) IndexDuplicates(ctx context.Context, coll, name string) (Duplicate
 // idValues reads the _id values of the documents with the given _id keys
 // (index keys cannot be decoded back to values), stopping before they
 // take more than budget bytes; it returns them and the bytes they took.
-func (tx *Tx) idValues(ctx context.Context, coll string, idKeys [][]byte, budget int) ([]bsoncore.Value, int, error) {
+func idValues(ctx context.Context, r IndexReader, coll string, idKeys [][]byte, budget int) ([]bsoncore.Value, int, error) {
 	var out []bsoncore.Value
 	size := 0
 	for _, k := range idKeys {
-		doc, found, err := tx.GetKey(ctx, coll, k)
+		doc, found, err := r.GetKey(ctx, coll, k)
 		if err != nil {
 			return out, size, err
 		}
@@ -100,4 +107,13 @@ func (tx *Tx) idValues(ctx context.Context, coll string, idKeys [][]byte, budget
 		out = append(out, id)
 	}
 	return out, size, nil
+}
+
+// Unchanged reports whether this transaction sees collection coll exactly
+// as snapshot s does: no write, checkpoint or version-control operation
+// has replaced it since s was taken (they all make a new collection
+// state), so what was read from s still holds.
+func (tx *Tx) Unchanged(s *Snapshot, coll string) bool {
+	c := tx.view(coll)
+	return c != nil && c == s.st.colls[coll]
 }

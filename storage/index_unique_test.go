@@ -57,7 +57,7 @@ func TestPrepareUniqueThroughACrash(t *testing.T) {
 		var got Duplicates
 		must(d, func(tx *Tx) error {
 			var err error
-			got, err = tx.IndexDuplicates(ctx, "c", "v_1")
+			got, err = IndexDuplicates(ctx, tx, "c", "v_1")
 			return err
 		})
 		groups := make([][]int32, len(got.Groups))
@@ -120,4 +120,40 @@ func reopenCrashed(t *testing.T, dir string) (string, *Database) {
 		t.Fatalf("reopen: %v", err)
 	}
 	return copied, d
+}
+
+// TestTxUnchanged: a transaction sees a collection as a snapshot did until
+// something writes to it; writes to other collections do not count.
+func TestTxUnchanged(t *testing.T) {
+	d := openDatabase(t, Options{})
+	write := func(fn func(tx *Tx) error) {
+		t.Helper()
+		if err := d.Write(ctx, fn); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(func(tx *Tx) error {
+		for _, c := range []string{"c", "other"} {
+			if _, err := tx.EnsureCollection(ctx, c); err != nil {
+				return err
+			}
+		}
+		return tx.Insert(ctx, "c", doc(1, "a"))
+	})
+	snap := mainSnapshot(t, d)
+	unchanged := func() (same bool) {
+		write(func(tx *Tx) error { same = tx.Unchanged(snap, "c"); return nil })
+		return same
+	}
+	if !unchanged() {
+		t.Error("nothing written: changed")
+	}
+	write(func(tx *Tx) error { return tx.Insert(ctx, "other", doc(1, "a")) })
+	if !unchanged() {
+		t.Error("a write to another collection changed c")
+	}
+	write(func(tx *Tx) error { return tx.Insert(ctx, "c", doc(2, "a")) })
+	if unchanged() {
+		t.Error("a write to c left it unchanged")
+	}
 }
