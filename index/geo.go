@@ -116,7 +116,7 @@ func (s *Spec) checkGeo() error {
 		return mongoerr.New(mongoerr.NotImplemented, "indexes with more than one geo field are not supported by DumboDB")
 	case f.Geo == Geo2D && s.Fields[0].Geo != Geo2D:
 		return mongoerr.New(codeCannotCreateIndex, "2d has to be first in index")
-	case s.Unique:
+	case s.RefusesDuplicates():
 		return mongoerr.New(mongoerr.NotImplemented, "unique %s indexes are not supported by DumboDB", f.Geo)
 	}
 	if f.Geo == Geo2DSphere {

@@ -187,7 +187,7 @@ func checkHashed(fields []Field) error {
 func (s *Spec) checkHashedOptions() error {
 	switch {
 	case !s.Hashed():
-	case s.Unique:
+	case s.RefusesDuplicates(): // prepareUnique leads to unique
 		return mongoerr.New(mongoerr.Code(16764), "Currently hashed indexes cannot guarantee uniqueness. Use a regular index.")
 	case s.coll != nil:
 		return mongoerr.New(mongoerr.NotImplemented, "hashed indexes with a collation are not supported by DumboDB")

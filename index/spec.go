@@ -45,6 +45,10 @@ type Spec struct {
 	ExpireAfter int64             // seconds; -1: not a TTL index
 	Raw         bsoncore.Document // {v, key, name, options...}
 
+	// PrepareUnique: a non-unique index that refuses new duplicate keys
+	// (collMod's first step towards unique); existing duplicates stay.
+	PrepareUnique bool
+
 	// Text is set for a text index: its fields, weights and language.
 	Text *text.Config
 	// TextPrefix and TextSuffix are a compound text index's other key
@@ -160,6 +164,8 @@ func (s *Spec) parseOption(el bsoncore.Element, doc bsoncore.Document) (bool, er
 		return true, boolOpt(v, "sparse", &s.Sparse)
 	case "hidden":
 		return true, boolOpt(v, "hidden", &s.Hidden)
+	case "prepareUnique":
+		return true, boolOpt(v, "prepareUnique", &s.PrepareUnique)
 	case "partialFilterExpression":
 		return true, s.parsePartial(v)
 	case "expireAfterSeconds":
@@ -170,7 +176,7 @@ func (s *Spec) parseOption(el bsoncore.Element, doc bsoncore.Document) (bool, er
 		return true, s.parseCollation(v)
 	case "2dsphereIndexVersion", "bits", "min", "max":
 		return true, s.parseGeoOption(el.Key(), v)
-	case "bucketSize", "wildcardProjection", "storageEngine", "clustered", "prepareUnique":
+	case "bucketSize", "wildcardProjection", "storageEngine", "clustered":
 		return false, mongoerr.New(mongoerr.NotImplemented, "index option '%s' is not supported by DumboDB", el.Key())
 	}
 	return false, mongoerr.New(codeInvalidIndexSpecOpt, "The field '%s' is not valid for an index specification. Specification: %s", el.Key(), doc)
@@ -359,6 +365,8 @@ func (s *Spec) parseExpire(v bsoncore.Value) error {
 // checkCombination rejects options that cannot go together.
 func (s *Spec) checkCombination() error {
 	switch {
+	case s.Unique && s.PrepareUnique:
+		return mongoerr.New(codeCannotCreateIndex, "Index with \"unique\" and \"prepareUnique\" options set to true is not supported")
 	case s.Sparse && s.Partial != nil:
 		return mongoerr.New(codeCannotCreateIndex, "cannot mix \"partialFilterExpression\" and \"sparse\" options")
 	case s.ExpireAfter >= 0 && len(s.Fields) > 1:
@@ -372,6 +380,10 @@ func (s *Spec) checkCombination() error {
 	}
 	return nil
 }
+
+// RefusesDuplicates reports whether a write may not give a key of the
+// index to a second document: the index is unique or prepareUnique.
+func (s *Spec) RefusesDuplicates() bool { return s.Unique || s.PrepareUnique }
 
 // IsID reports the {_id: 1} key pattern.
 func (s *Spec) IsID() bool {
@@ -432,7 +444,7 @@ func (s *Spec) SameKey(o *Spec) bool {
 // SameOptions reports whether two specs with the same key would build the
 // same index.
 func (s *Spec) SameOptions(o *Spec) bool {
-	return s.Unique == o.Unique && s.Sparse == o.Sparse && s.ExpireAfter == o.ExpireAfter && s.coll.Equal(o.coll) &&
+	return s.Unique == o.Unique && s.PrepareUnique == o.PrepareUnique && s.Sparse == o.Sparse && s.ExpireAfter == o.ExpireAfter && s.coll.Equal(o.coll) &&
 		string(s.Partial) == string(o.Partial) && string(s.textWeights) == string(o.textWeights) &&
 		(s.Text == nil) == (o.Text == nil) && (s.Text == nil || s.Text.Language == o.Text.Language && s.Text.LanguageOverride == o.Text.LanguageOverride) &&
 		s.Grid() == o.Grid()
@@ -462,12 +474,15 @@ func StripUnknownOptions(doc bsoncore.Document) bsoncore.Document {
 }
 
 // entryIndependentOptions are the spec fields an index's entries do not
-// depend on: collMod may change them without a rebuild.
-var entryIndependentOptions = map[string]bool{"hidden": true, "expireAfterSeconds": true}
+// depend on: collMod may change them without a rebuild. A unique index's
+// entries are a non-unique one's (key fields then _id), so unique and
+// prepareUnique are among them; whoever sets unique checks the entries
+// for duplicates first.
+var entryIndependentOptions = map[string]bool{"hidden": true, "expireAfterSeconds": true, "unique": true, "prepareUnique": true}
 
 // SameEntries reports whether indexes a and b have the same entries for
-// every document: their specs differ at most in hidden and
-// expireAfterSeconds.
+// every document: their specs differ at most in hidden,
+// expireAfterSeconds, unique and prepareUnique.
 func SameEntries(a, b *Spec) bool {
 	return string(withoutEntryIndependent(a.Raw)) == string(withoutEntryIndependent(b.Raw))
 }

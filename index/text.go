@@ -156,7 +156,7 @@ func (s *Spec) finishText() error {
 	if tp.textAt < 0 {
 		return mongoerr.New(codeCannotCreateIndex, "weights, default_language, language_override and textIndexVersion are only valid for text indexes")
 	}
-	if s.Unique || s.ExpireAfter >= 0 {
+	if s.RefusesDuplicates() || s.ExpireAfter >= 0 { // prepareUnique would refuse shared terms
 		return mongoerr.New(codeCannotCreateIndex, "text indexes do not support unique or expireAfterSeconds")
 	}
 	weights, err := tp.fieldWeights()

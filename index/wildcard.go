@@ -45,7 +45,7 @@ func (s *Spec) checkWildcard() error {
 	switch {
 	case s.Fields[0].Desc:
 		return mongoerr.New(codeCannotCreateIndex, "A numeric value in a $** index key pattern must be positive.")
-	case s.Unique:
+	case s.RefusesDuplicates():
 		return mongoerr.New(codeCannotCreateIndex, "Index type 'wildcard' does not support the unique option")
 	case s.Sparse:
 		return mongoerr.New(codeCannotCreateIndex, "Index type 'wildcard' does not support the sparse option")

@@ -202,6 +202,11 @@ func conflictingIndex(existing []*index.Spec, s *index.Spec) (bool, error) {
 		switch {
 		case e.Name == s.Name && e.SameKey(s) && e.SameOptions(s):
 			return true, nil
+		case e.Name == s.Name && e.SameKey(s) && string(e.Partial) == string(s.Partial) && e.Collation().Equal(s.Collation()):
+			// The same index (key, partial filter and collation identify
+			// one) with other options, such as prepareUnique.
+			return false, mongoerr.New(mongoerr.IndexOptionsConflict,
+				"An equivalent index already exists with the same name but different options. Requested index: %s, existing index: %s", index.ShellDoc(s.Raw), index.ShellDoc(e.Raw))
 		case e.Text != nil && s.Text != nil:
 			return false, mongoerr.New(mongoerr.CannotCreateIndex, "only one text index per collection allowed, found existing text index \"%s\"", e.Name)
 		case e.Name == s.Name:

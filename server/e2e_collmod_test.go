@@ -81,7 +81,7 @@ func TestCollModIndexOptions(t *testing.T) {
 		{bson.D{{Key: "collMod", Value: "c"}, {Key: "index", Value: bson.D{{Key: "hidden", Value: true}}}}, 72},
 		{bson.D{{Key: "collMod", Value: "c"}, {Key: "index", Value: bson.D{{Key: "name", Value: "a_1"}}}}, 72},
 		{bson.D{{Key: "collMod", Value: "c"}, {Key: "index", Value: bson.D{{Key: "name", Value: "_id_"}, {Key: "hidden", Value: true}}}}, 2},
-		{bson.D{{Key: "collMod", Value: "c"}, {Key: "index", Value: bson.D{{Key: "name", Value: "a_1"}, {Key: "hidden", Value: 1}}}}, 14},
+		{bson.D{{Key: "collMod", Value: "c"}, {Key: "index", Value: bson.D{{Key: "name", Value: "a_1"}, {Key: "hidden", Value: "yes"}}}}, 14},
 		{bson.D{{Key: "collMod", Value: "c"}, {Key: "index", Value: bson.D{{Key: "name", Value: "a_1"}, {Key: "bogus", Value: 1}}}}, 40415},
 		{bson.D{{Key: "collMod", Value: "c"}, {Key: "index", Value: bson.D{{Key: "name", Value: "t_1"}, {Key: "expireAfterSeconds", Value: -5}}}}, 67}, // createIndexes' validation
 		{bson.D{{Key: "collMod", Value: "c"}, {Key: "cappedSize", Value: 4096}}, 238},

@@ -55,6 +55,10 @@ func FuzzIndexCommands(f *testing.F) {
 		d("listIndexes", "c", "cursor", d("batchSize", 1)),
 		d("collMod", "c", "index", d("name", "a_1", "hidden", true)),
 		d("collMod", "c", "index", d("keyPattern", d("t", 1), "expireAfterSeconds", 10)),
+		d("collMod", "c", "index", d("name", "a_1", "prepareUnique", true)),
+		d("collMod", "c", "index", d("keyPattern", d("a", 1), "unique", true), "dryRun", true),
+		d("collMod", "c", "index", d("name", "b_a", "forceNonUnique", true)),
+		d("createIndexes", "c", "indexes", a(d("key", d("u", 1), "name", "u_1", "prepareUnique", true))),
 	)
 }
 

@@ -51,7 +51,8 @@
 // operation starts with), revisions and their resolution (vc_revision.go,
 // with SnapshotAt), commit history (vc_history.go), diff and status
 // (vc_diff.go), merge (vc_merge.go, vc_merge_large.go for doctrees,
-// vc_mergebase.go for the merge bases), conflicts, cherry-pick and revert
+// vc_merge_indexes.go for index specs, vc_mergebase.go for the merge
+// bases), conflicts, cherry-pick and revert
 // (vc_conflicts.go) and rebase (vc_rebase.go). They are methods of
 // Database, sharing its branches, locks and Dolt handles with writes and
 // checkpoints. GC (gc.go, pins.go) keeps what any ref or open snapshot

@@ -134,7 +134,9 @@ func (ix *indexState) plan(ctx context.Context, ns tree.NodeStore, coll string, 
 	ch.multikey = mk && !ix.multikey
 	del, add := keyDiff(oldKeys, newKeys)
 	for _, k := range add {
-		if ix.spec.Unique {
+		// A prepareUnique index refuses new duplicates as a unique one
+		// does; the duplicates it already holds stay.
+		if ix.spec.RefusesDuplicates() {
 			if err := ix.checkUnique(ctx, ns, coll, k, idKey, newDoc); err != nil {
 				return ch, err
 			}

@@ -573,12 +573,15 @@ func (d *Database) uniqueClashes(ctx context.Context, info CollectionInfo, o *co
 	if err != nil {
 		return merged, nil, err
 	}
+	// A prepareUnique index takes no new duplicates from a merge either.
 	var checked []*indexState // ours' states of the unique indexes
 	for _, s := range specs {
-		if !s.Unique {
+		if !s.RefusesDuplicates() {
 			continue
 		}
-		if ix := o.index(s.Name); ix != nil && string(ix.spec.Raw) == string(s.Raw) {
+		// Ours' entries serve when the merged spec differs from ours' in
+		// nothing the entries depend on (theirs set prepareUnique).
+		if ix := o.index(s.Name); ix != nil && index.SameEntries(ix.spec, s) {
 			checked = append(checked, ix)
 		}
 		// An index ours lacks is built after the merge, which checks it.

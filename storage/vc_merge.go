@@ -283,9 +283,10 @@ func (d *Database) mergeCollection(ctx context.Context, base, ours, theirs *root
 	return nil
 }
 
-// pickInfo merges catalog entries: the options option by option; one
-// option changed differently on both sides (a view's pipeline, a
-// validator) is ErrOptionsConflict.
+// pickInfo merges catalog entries: the options option by option and the
+// index specs index by index; one option or index changed differently on
+// both sides (a view's pipeline, a validator, an index's options) is
+// ErrOptionsConflict.
 func pickInfo(b, o, t *collection, inBase, inOurs bool) (CollectionInfo, error) {
 	switch {
 	case !inOurs:
@@ -300,6 +301,12 @@ func pickInfo(b, o, t *collection, inBase, inOurs bool) (CollectionInfo, error) 
 				ErrOptionsConflict, clash, o.info.Name, o.info.Options.Lookup(clash), t.info.Options.Lookup(clash))
 		}
 		info.Options = opts
+		specs, clash := mergeIndexSpecs(b.info.Indexes, o.info.Indexes, t.info.Indexes)
+		if clash != "" {
+			return CollectionInfo{}, fmt.Errorf("%w: index %q of %s changed differently on both sides (ours %s, theirs %s); make one side agree, then merge again",
+				ErrOptionsConflict, clash, o.info.Name, specNamed(o.info.Indexes, clash), specNamed(t.info.Indexes, clash))
+		}
+		info.Indexes = specs
 		return info, nil
 	}
 	return o.info, nil

@@ -128,11 +128,14 @@ const (
 	Location40603 Code = 40603 // $geoNear not the first stage
 	// Text search.
 	CannotCreateIndex Code = 67
-	Location17261     Code = 17261 // a document's language override field is not a string
-	Location17262     Code = 17262 // a document's language override names an unsupported language
-	Location16675     Code = 16675 // an array in a compound text index's prefix or suffix field
-	Location17313     Code = 17313 // $match with $text not the first stage
-	Location40218     Code = 40218 // text score metadata asked for without a $text
+	// collMod's index argument.
+	CannotConvertIndexToUnique Code = 359
+	AmbiguousIndexKeyPattern   Code = 276
+	Location17261              Code = 17261 // a document's language override field is not a string
+	Location17262              Code = 17262 // a document's language override names an unsupported language
+	Location16675              Code = 16675 // an array in a compound text index's prefix or suffix field
+	Location17313              Code = 17313 // $match with $text not the first stage
+	Location40218              Code = 40218 // text score metadata asked for without a $text
 )
 
 var names = map[Code]string{
@@ -209,9 +212,10 @@ var names = map[Code]string{
 	UnresolvedConflicts:            "UnresolvedConflicts",
 	NotFastForward:                 "NotFastForward",
 	CannotCreateIndex:              "CannotCreateIndex",
+	CannotConvertIndexToUnique:     "CannotConvertIndexToUnique",
 	Code(197):                      "InvalidIndexSpecificationOption",
 	Code(171):                      "CannotIndexParallelArrays",
-	Code(276):                      "AmbiguousIndexKeyPattern",
+	AmbiguousIndexKeyPattern:       "AmbiguousIndexKeyPattern",
 	Code(241):                      "ConversionFailure",
 	Code(222):                      "IncompatibleCollationVersion",
 	QueryFeatureNotAllowed:         "QueryFeatureNotAllowed",
