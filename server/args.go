@@ -318,8 +318,10 @@ func (f argField) string(v bsoncore.Value, dst *string) error {
 	return nil
 }
 
+// int64 reads a whole number: an integer, or a double or decimal without
+// a fraction (limit: 1.0 is 1, limit: 42.13 is refused).
 func (f argField) int64(v bsoncore.Value, dst *int64) error {
-	n, ok := value.AsInt64(v)
+	n, ok := value.WholeInt64(v)
 	if !ok {
 		return typeMismatch(f.owner(), f.name, v, "long")
 	}

@@ -160,6 +160,42 @@ func RoundCoefficient(c *big.Int, e int) (*big.Int, int) {
 	return RoundCoefficient(q, e+k) // a carry can add a 35th digit
 }
 
+// WholeInt64 is v as an int64 when it is a whole number in range: an
+// integer, or a double or decimal without a fraction, as mongod's IDL
+// parses a safeInt64 field (limit: 1.0 is 1, limit: 42.13 is refused).
+func WholeInt64(v bsoncore.Value) (int64, bool) {
+	switch v.Type {
+	case bsoncore.TypeInt32, bsoncore.TypeInt64:
+		return AsInt64(v)
+	case bsoncore.TypeDouble:
+		f := v.Double()
+		if f != math.Trunc(f) || f >= 9.223372036854775807e18 || f < -9.223372036854775808e18 {
+			return 0, false
+		}
+		return int64(f), true
+	case bsoncore.TypeDecimal128:
+		coef, exp, ok := DecimalParts(v)
+		if !ok {
+			return 0, false
+		}
+		ten := big.NewInt(10)
+		for ; exp > 0; exp-- {
+			coef.Mul(coef, ten)
+		}
+		for ; exp < 0; exp++ {
+			var rem big.Int
+			if coef.QuoRem(coef, ten, &rem); rem.Sign() != 0 {
+				return 0, false
+			}
+		}
+		if !coef.IsInt64() {
+			return 0, false
+		}
+		return coef.Int64(), true
+	}
+	return 0, false
+}
+
 // AsInt64 reads a BSON number as an int64, as commands read their counts,
 // limits and flags: doubles and decimals are truncated; false for other
 // types and for doubles that are NaN or out of int64's range.
