@@ -142,7 +142,7 @@ func canonicalType(t bsoncore.Type) int32 {
 // array (mongod's error 16766).
 func hashedKeyValue(path string, fv fieldValues) (bsoncore.Value, error) {
 	if len(fv.arrays) > 0 {
-		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(16766), "Error: hashed indexes do not currently support array values. Found array at path: %s", fv.arrays[0])
+		return bsoncore.Value{}, mongoerr.New(mongoerr.Location16766, "Error: hashed indexes do not currently support array values. Found array at path: %s", fv.arrays[0])
 	}
 	v := bsoncore.Value{Type: bsoncore.TypeNull}
 	if len(fv.vals) > 0 && fv.vals[0].Type != 0 {
@@ -176,7 +176,7 @@ func checkHashed(fields []Field) error {
 		}
 	}
 	if n > 1 {
-		return mongoerr.New(mongoerr.Code(31303), "A maximum of one index field is allowed to be hashed but found %d", n)
+		return mongoerr.New(mongoerr.Location31303, "A maximum of one index field is allowed to be hashed but found %d", n)
 	}
 	return nil
 }
@@ -188,7 +188,7 @@ func (s *Spec) checkHashedOptions() error {
 	switch {
 	case !s.Hashed():
 	case s.RefusesDuplicates(): // prepareUnique leads to unique
-		return mongoerr.New(mongoerr.Code(16764), "Currently hashed indexes cannot guarantee uniqueness. Use a regular index.")
+		return mongoerr.New(mongoerr.Location16764, "Currently hashed indexes cannot guarantee uniqueness. Use a regular index.")
 	case s.coll != nil:
 		return mongoerr.New(mongoerr.NotImplemented, "hashed indexes with a collation are not supported by DumboDB")
 	}

@@ -15,9 +15,9 @@ import (
 // Error codes of index specifications (mongod's).
 const (
 	codeCannotCreateIndex   = mongoerr.CannotCreateIndex
-	codeInvalidIndexSpecOpt = mongoerr.Code(197)
-	codeCannotIndexParallel = mongoerr.Code(171)
-	codeKeyTooLong          = mongoerr.Code(17280)
+	codeInvalidIndexSpecOpt = mongoerr.InvalidIndexSpecificationOption
+	codeCannotIndexParallel = mongoerr.CannotIndexParallelArrays
+	codeKeyTooLong          = mongoerr.Location17280
 	maxExpireAfterSeconds   = int64(math.MaxInt32)
 )
 

@@ -65,7 +65,7 @@ func unaryAcc(mk func() valueAcc) accCompiler {
 	return func(op string, arg bsoncore.Value, s *compileScope, _ *Env) (accFactory, error) {
 		if arg.Type == bsoncore.TypeArray {
 			if value.ArrayLen(arg.Data) != 1 {
-				return nil, mongoerr.New(mongoerr.Code(40237), "The %s accumulator is a unary operator", op)
+				return nil, mongoerr.New(mongoerr.Location40237, "The %s accumulator is a unary operator", op)
 			}
 			arg, _ = value.ArrayElem(arg.Data, 0)
 		}
@@ -253,7 +253,7 @@ func (a *mergeObjectsAcc) addValue(v bsoncore.Value) (int, error) {
 		return 0, nil
 	}
 	if v.Type != bsoncore.TypeEmbeddedDocument {
-		return 0, mongoerr.New(mongoerr.Code(40400), "$mergeObjects requires object inputs, but input %s is of type %s", value.Format(v), value.TypeName(v.Type))
+		return 0, mongoerr.New(mongoerr.Location40400, "$mergeObjects requires object inputs, but input %s is of type %s", value.Format(v), value.TypeName(v.Type))
 	}
 	it := value.NewIter(v.Data)
 	for {

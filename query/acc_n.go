@@ -18,7 +18,7 @@ import (
 // required lists the fields that must be present.
 func accArgs(op string, arg bsoncore.Value, s *compileScope, allowed []string, required []string) (map[string]Expr, map[string]bsoncore.Value, error) {
 	if arg.Type != bsoncore.TypeEmbeddedDocument {
-		return nil, nil, mongoerr.New(mongoerr.Code(5787801), "specification must be an object; found %s: %s", op, value.Format(arg))
+		return nil, nil, mongoerr.New(mongoerr.Location5787801, "specification must be an object; found %s: %s", op, value.Format(arg))
 	}
 	exprs, raw := map[string]Expr{}, map[string]bsoncore.Value{}
 	it := value.NewIter(arg.Data)
@@ -29,7 +29,7 @@ func accArgs(op string, arg bsoncore.Value, s *compileScope, allowed []string, r
 		}
 		key := string(k)
 		if !containsString(allowed, key) {
-			return nil, nil, mongoerr.New(mongoerr.Code(5787901), "Unknown argument for '%s' operator: %s", op, key)
+			return nil, nil, mongoerr.New(mongoerr.Location5787901, "Unknown argument for '%s' operator: %s", op, key)
 		}
 		raw[key] = v
 		if key == "sortBy" || key == "method" {
@@ -43,7 +43,7 @@ func accArgs(op string, arg bsoncore.Value, s *compileScope, allowed []string, r
 	}
 	for _, r := range required {
 		if _, ok := raw[r]; !ok {
-			return nil, nil, mongoerr.New(mongoerr.Code(5787906), "Missing value for '%s'", r)
+			return nil, nil, mongoerr.New(mongoerr.Location5787906, "Missing value for '%s'", r)
 		}
 	}
 	return exprs, raw, nil
@@ -56,11 +56,11 @@ func evalN(op string, x Expr, c *evalCtx) (int, error) {
 		return 0, err
 	}
 	if !value.IsNumber(v) || value.ToFloat(v) != math.Trunc(value.ToFloat(v)) {
-		return 0, mongoerr.New(mongoerr.Code(5787902), "Value for 'n' must be of integral type, but found %s", value.Format(v))
+		return 0, mongoerr.New(mongoerr.Location5787902, "Value for 'n' must be of integral type, but found %s", value.Format(v))
 	}
 	f := value.ToFloat(v)
 	if f <= 0 {
-		return 0, mongoerr.New(mongoerr.Code(5787908), "'n' must be greater than 0, found %s", value.Format(v))
+		return 0, mongoerr.New(mongoerr.Location5787908, "'n' must be greater than 0, found %s", value.Format(v))
 	}
 	return int(min(f, 1<<31)), nil
 }
@@ -161,7 +161,7 @@ func (e *nExpr) eval(c *evalCtx) (bsoncore.Value, error) {
 		return in, err
 	}
 	if in.Type != bsoncore.TypeArray {
-		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(5788200), "Input must be an array, found %s", exprTypeName(in))
+		return bsoncore.Value{}, mongoerr.New(mongoerr.Location5788200, "Input must be an array, found %s", exprTypeName(in))
 	}
 	a := &nAcc{op: e.op, n: n}
 	for _, v := range value.ArrayValues(in.Data) {
@@ -196,7 +196,7 @@ func compileTopAcc(op string, arg bsoncore.Value, s *compileScope, env *Env) (ac
 		return nil, err
 	}
 	if raw["sortBy"].Type != bsoncore.TypeEmbeddedDocument {
-		return nil, mongoerr.New(mongoerr.Code(5788604), "'sortBy' must be specified as an object")
+		return nil, mongoerr.New(mongoerr.Location5788604, "'sortBy' must be specified as an object")
 	}
 	srt, err := CompileSortEnv(raw["sortBy"].Data, env)
 	if err != nil {
@@ -289,12 +289,12 @@ func percentileArgs(op string, arg bsoncore.Value, s *compileScope) (Expr, []flo
 			return nil, nil, "", err
 		}
 		if p.Type != bsoncore.TypeArray || value.ArrayLen(p.Data) == 0 {
-			return nil, nil, "", mongoerr.New(mongoerr.Code(7750301), "The $percentile 'p' field must be an array of numbers from [0.0, 1.0], but found: %s", value.Format(p))
+			return nil, nil, "", mongoerr.New(mongoerr.Location7750301, "The $percentile 'p' field must be an array of numbers from [0.0, 1.0], but found: %s", value.Format(p))
 		}
 		ps = nil
 		for _, v := range value.ArrayValues(p.Data) {
 			if !value.IsNumber(v) || value.ToFloat(v) < 0 || value.ToFloat(v) > 1 {
-				return nil, nil, "", mongoerr.New(mongoerr.Code(7750302), "The $percentile 'p' field must be an array of numbers from [0.0, 1.0], but found: %s", value.Format(v))
+				return nil, nil, "", mongoerr.New(mongoerr.Location7750302, "The $percentile 'p' field must be an array of numbers from [0.0, 1.0], but found: %s", value.Format(v))
 			}
 			ps = append(ps, value.ToFloat(v))
 		}

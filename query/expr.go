@@ -303,12 +303,12 @@ func compileFieldPath(s string, scope *compileScope) (Expr, error) {
 		return p, nil
 	}
 	if s == "$" {
-		return nil, mongoerr.New(mongoerr.Code(16872), "'$' by itself is not a valid FieldPath")
+		return nil, mongoerr.New(mongoerr.Location16872, "'$' by itself is not a valid FieldPath")
 	}
 	parts := value.SplitPath(s[1:])
 	for _, p := range parts {
 		if p == "" {
-			return nil, mongoerr.New(mongoerr.Code(15998), "FieldPath field names may not be empty strings.")
+			return nil, mongoerr.New(mongoerr.Location15998, "FieldPath field names may not be empty strings.")
 		}
 		if p[0] == '$' {
 			return nil, mongoerr.New(mongoerr.Location16410, "FieldPath field names may not start with '$'. Consider using $getField or $setField.")
@@ -326,7 +326,7 @@ func validateVarUse(name string, scope *compileScope) error {
 		return mongoerr.New(mongoerr.FailedToParse, "empty variable names are not allowed")
 	}
 	if !scope.has(name) {
-		return mongoerr.New(mongoerr.Code(17276), "Use of undefined variable: %s", name)
+		return mongoerr.New(mongoerr.Location17276, "Use of undefined variable: %s", name)
 	}
 	return nil
 }
@@ -399,7 +399,7 @@ func compileObjectExpr(doc []byte, s *compileScope) (Expr, error) {
 		}
 		key := string(k)
 		if strings.Contains(key, ".") {
-			return nil, mongoerr.New(mongoerr.Code(16412), "FieldPath field names may not contain '.'. Consider using $getField or $setField.")
+			return nil, mongoerr.New(mongoerr.Location16412, "FieldPath field names may not contain '.'. Consider using $getField or $setField.")
 		}
 		x, err := compileExpr(v, s)
 		if err != nil {
@@ -445,7 +445,7 @@ func (a arrayExpr) eval(c *evalCtx) (bsoncore.Value, error) {
 
 func compileOperator(doc []byte, s *compileScope) (Expr, error) {
 	if n := value.ArrayLen(doc); n != 1 {
-		return nil, mongoerr.New(mongoerr.Code(15983), "an expression specification must contain exactly one field, the name of the expression. Found %d fields in %s", n, value.Format(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: doc}))
+		return nil, mongoerr.New(mongoerr.Location15983, "an expression specification must contain exactly one field, the name of the expression. Found %d fields in %s", n, value.Format(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: doc}))
 	}
 	it := value.NewIter(doc)
 	k, arg, _ := it.Next()
@@ -456,7 +456,7 @@ func compileOperator(doc []byte, s *compileScope) (Expr, error) {
 	case !ok:
 		return nil, mongoerr.New(mongoerr.InvalidPipelineOperator, "Unrecognized expression '%s'", name)
 	case op.js && s.inValidator():
-		return nil, mongoerr.New(mongoerr.Code(4660800), "%s cannot be used inside a validator.", name)
+		return nil, mongoerr.New(mongoerr.Location4660800, "%s cannot be used inside a validator.", name)
 	case op.compile != nil:
 		return op.compile(name, arg, s)
 	}
@@ -481,11 +481,11 @@ func compileOperator(doc []byte, s *compileScope) (Expr, error) {
 func arityError(name string, op exprOp, n int) error {
 	switch {
 	case op.min == op.max:
-		return mongoerr.New(mongoerr.Code(16020), "Expression %s takes exactly %d arguments. %d were passed in.", name, op.min, n)
+		return mongoerr.New(mongoerr.Location16020, "Expression %s takes exactly %d arguments. %d were passed in.", name, op.min, n)
 	case n < op.min:
-		return mongoerr.New(mongoerr.Code(16020), "Expression %s takes at least %d arguments, and at most %d. %d were passed in.", name, op.min, op.max, n)
+		return mongoerr.New(mongoerr.Location16020, "Expression %s takes at least %d arguments, and at most %d. %d were passed in.", name, op.min, op.max, n)
 	}
-	return mongoerr.New(mongoerr.Code(16020), "Expression %s takes at most %d arguments. %d were passed in.", name, op.max, n)
+	return mongoerr.New(mongoerr.Location16020, "Expression %s takes at most %d arguments. %d were passed in.", name, op.max, n)
 }
 
 // callExpr evaluates its arguments, then the operator.

@@ -35,7 +35,7 @@ func evalAdd(_ *evalCtx, args []bsoncore.Value) (bsoncore.Value, error) {
 			return value.Null, nil
 		case a.Type == bsoncore.TypeDateTime:
 			if date != nil {
-				return bsoncore.Value{}, mongoerr.New(mongoerr.Code(16612), "only one date allowed in an $add expression")
+				return bsoncore.Value{}, mongoerr.New(mongoerr.Location16612, "only one date allowed in an $add expression")
 			}
 			d := a.DateTime()
 			date = &d
@@ -58,7 +58,7 @@ func evalMultiply(_ *evalCtx, args []bsoncore.Value) (bsoncore.Value, error) {
 		case nullish(a):
 			return value.Null, nil
 		case !value.IsNumber(a):
-			return bsoncore.Value{}, mongoerr.New(mongoerr.Code(16555), "$multiply only supports numeric types, not %s", value.TypeName(a.Type))
+			return bsoncore.Value{}, mongoerr.New(mongoerr.Location16555, "$multiply only supports numeric types, not %s", value.TypeName(a.Type))
 		}
 		prod = widenArith(prod, a, true)
 	}
@@ -126,9 +126,9 @@ func evalMod(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
 	case nullish(x) || nullish(y):
 		return value.Null, nil
 	case !value.IsNumber(x) || !value.IsNumber(y):
-		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(16611), "$mod only supports numeric types, not %s and %s", value.TypeName(x.Type), value.TypeName(y.Type))
+		return bsoncore.Value{}, mongoerr.New(mongoerr.Location16611, "$mod only supports numeric types, not %s and %s", value.TypeName(x.Type), value.TypeName(y.Type))
 	case value.IsZero(y):
-		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(16610), "can't $mod by 0")
+		return bsoncore.Value{}, mongoerr.New(mongoerr.Location16610, "can't $mod by 0")
 	}
 	switch {
 	case x.Type == bsoncore.TypeDecimal128 || y.Type == bsoncore.TypeDecimal128:
@@ -156,7 +156,7 @@ func unaryMath(name string, f func(float64) float64, keepInt bool) func(*evalCtx
 		case nullish(x):
 			return value.Null, nil
 		case !value.IsNumber(x):
-			return bsoncore.Value{}, mongoerr.New(mongoerr.Code(28765), "%s only supports numeric types, not %s", name, value.TypeName(x.Type))
+			return bsoncore.Value{}, mongoerr.New(mongoerr.Location28765, "%s only supports numeric types, not %s", name, value.TypeName(x.Type))
 		}
 		if len(a) == 2 {
 			return roundPlaces(name, x, a[1])
@@ -175,7 +175,7 @@ func unaryMath(name string, f func(float64) float64, keepInt bool) func(*evalCtx
 				break
 			}
 			if name == "$abs" && x.Int64() == math.MinInt64 {
-				return bsoncore.Value{}, mongoerr.New(mongoerr.Code(28680), "can't take $abs of long long min")
+				return bsoncore.Value{}, mongoerr.New(mongoerr.Location28680, "can't take $abs of long long min")
 			}
 			if name == "$abs" && x.Int64() < 0 {
 				return value.Int64(-x.Int64()), nil
@@ -185,7 +185,7 @@ func unaryMath(name string, f func(float64) float64, keepInt bool) func(*evalCtx
 			return decimalFromFloat(f(value.ToFloat(x))), nil
 		}
 		if !keepInt && (name == "$sqrt" || name == "$ln" || name == "$log10") && value.ToFloat(x) < 0 {
-			return bsoncore.Value{}, mongoerr.New(mongoerr.Code(28714), "%s's argument must be greater than or equal to 0", name)
+			return bsoncore.Value{}, mongoerr.New(mongoerr.Location28714, "%s's argument must be greater than or equal to 0", name)
 		}
 		return value.Double(f(value.ToFloat(x))), nil
 	}
@@ -194,11 +194,11 @@ func unaryMath(name string, f func(float64) float64, keepInt bool) func(*evalCtx
 // roundPlaces is $round/$trunc with a place count.
 func roundPlaces(name string, x, places bsoncore.Value) (bsoncore.Value, error) {
 	if !value.IsNumber(places) {
-		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(51081), "%s requires \"place\" argument to be an integer between -20 and 100", name)
+		return bsoncore.Value{}, mongoerr.New(mongoerr.Location51081, "%s requires \"place\" argument to be an integer between -20 and 100", name)
 	}
 	p := int(value.ToFloat(places))
 	if p < -20 || p > 100 {
-		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(51083), "cannot apply %s with precision value %d value must be in [-20, 100]", name, p)
+		return bsoncore.Value{}, mongoerr.New(mongoerr.Location51083, "cannot apply %s with precision value %d value must be in [-20, 100]", name, p)
 	}
 	scale := math.Pow10(p)
 	f := math.Trunc
@@ -223,9 +223,9 @@ func evalPow(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
 	case nullish(x) || nullish(y):
 		return value.Null, nil
 	case !value.IsNumber(x) || !value.IsNumber(y):
-		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(28762), "$pow's base must be numeric, not %s", value.TypeName(x.Type))
+		return bsoncore.Value{}, mongoerr.New(mongoerr.Location28762, "$pow's base must be numeric, not %s", value.TypeName(x.Type))
 	case value.IsZero(x) && value.ToFloat(y) < 0:
-		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(28764), "$pow cannot take a base of 0 and a negative exponent")
+		return bsoncore.Value{}, mongoerr.New(mongoerr.Location28764, "$pow cannot take a base of 0 and a negative exponent")
 	}
 	r := math.Pow(value.ToFloat(x), value.ToFloat(y))
 	intTypes := (x.Type == bsoncore.TypeInt32 || x.Type == bsoncore.TypeInt64) &&

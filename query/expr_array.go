@@ -14,7 +14,7 @@ import (
 
 func evalSize(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
 	if a[0].Type != bsoncore.TypeArray {
-		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(17124), "The argument to $size must be an array. Type of argument: %s", exprTypeName(a[0]))
+		return bsoncore.Value{}, mongoerr.New(mongoerr.Location17124, "The argument to $size must be an array. Type of argument: %s", exprTypeName(a[0]))
 	}
 	return value.Int32(int32(value.ArrayLen(a[0].Data))), nil
 }
@@ -25,13 +25,13 @@ func evalArrayElemAt(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
 	case nullish(arr) || nullish(idx):
 		return value.Null, nil
 	case arr.Type != bsoncore.TypeArray:
-		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(28689), "$arrayElemAt's first argument must be an array, but is %s", value.TypeName(arr.Type))
+		return bsoncore.Value{}, mongoerr.New(mongoerr.Location28689, "$arrayElemAt's first argument must be an array, but is %s", value.TypeName(arr.Type))
 	case !value.IsNumber(idx):
-		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(28690), "$arrayElemAt's second argument must be a numeric value, but is %s", value.TypeName(idx.Type))
+		return bsoncore.Value{}, mongoerr.New(mongoerr.Location28690, "$arrayElemAt's second argument must be a numeric value, but is %s", value.TypeName(idx.Type))
 	}
 	f := value.ToFloat(idx)
 	if f != math.Trunc(f) {
-		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(28691), "$arrayElemAt's second argument must be representable as a 32-bit integer: %s", value.FormatNumber(idx))
+		return bsoncore.Value{}, mongoerr.New(mongoerr.Location28691, "$arrayElemAt's second argument must be representable as a 32-bit integer: %s", value.FormatNumber(idx))
 	}
 	return elemAt(arr, int(f)), nil
 }
@@ -59,7 +59,7 @@ func firstLast(name string, i int) func(*evalCtx, []bsoncore.Value) (bsoncore.Va
 		case nullish(a[0]):
 			return value.Null, nil
 		case a[0].Type != bsoncore.TypeArray:
-			return bsoncore.Value{}, mongoerr.New(mongoerr.Code(28689), "%s's argument must be an array, but is %s", name, value.TypeName(a[0].Type))
+			return bsoncore.Value{}, mongoerr.New(mongoerr.Location28689, "%s's argument must be an array, but is %s", name, value.TypeName(a[0].Type))
 		}
 		return elemAt(a[0], i), nil
 	}
@@ -72,7 +72,7 @@ func evalConcatArrays(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
 		case nullish(v):
 			return value.Null, nil
 		case v.Type != bsoncore.TypeArray:
-			return bsoncore.Value{}, mongoerr.New(mongoerr.Code(28664), "$concatArrays only supports arrays, not %s", value.TypeName(v.Type))
+			return bsoncore.Value{}, mongoerr.New(mongoerr.Location28664, "$concatArrays only supports arrays, not %s", value.TypeName(v.Type))
 		}
 		out = append(out, value.ArrayValues(v.Data)...)
 	}
@@ -84,7 +84,7 @@ func evalReverseArray(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
 	case nullish(a[0]):
 		return value.Null, nil
 	case a[0].Type != bsoncore.TypeArray:
-		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(34435), "The argument to $reverseArray must be an array, but was of type: %s", value.TypeName(a[0].Type))
+		return bsoncore.Value{}, mongoerr.New(mongoerr.Location34435, "The argument to $reverseArray must be an array, but was of type: %s", value.TypeName(a[0].Type))
 	}
 	vals := value.ArrayValues(a[0].Data)
 	for i, j := 0, len(vals)-1; i < j; i, j = i+1, j-1 {
@@ -102,7 +102,7 @@ type mapFilterExpr struct {
 
 func compileMapFilter(name string, arg bsoncore.Value, s *compileScope) (Expr, error) {
 	if arg.Type != bsoncore.TypeEmbeddedDocument {
-		return nil, mongoerr.New(mongoerr.Code(16878), "%s only supports an object as its argument", name)
+		return nil, mongoerr.New(mongoerr.Location16878, "%s only supports an object as its argument", name)
 	}
 	body := "in"
 	if name == "$filter" {
@@ -127,11 +127,11 @@ func compileMapFilter(name string, arg bsoncore.Value, s *compileScope) (Expr, e
 		case key == body:
 			fn = v
 		default:
-			return nil, mongoerr.New(mongoerr.Code(16879), "Unrecognized parameter to %s: %s", name, key)
+			return nil, mongoerr.New(mongoerr.Location16879, "Unrecognized parameter to %s: %s", name, key)
 		}
 	}
 	if input.Type == 0 || fn.Type == 0 {
-		return nil, mongoerr.New(mongoerr.Code(16880), "Missing 'input' or '%s' parameter to %s", body, name)
+		return nil, mongoerr.New(mongoerr.Location16880, "Missing 'input' or '%s' parameter to %s", body, name)
 	}
 	if err := validateVarName(e.as); err != nil {
 		return nil, err
@@ -154,7 +154,7 @@ func (e *mapFilterExpr) eval(c *evalCtx) (bsoncore.Value, error) {
 	case nullish(in):
 		return value.Null, nil
 	case in.Type != bsoncore.TypeArray:
-		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(28651), "input to %s must be an array not %s", e.name, value.TypeName(in.Type))
+		return bsoncore.Value{}, mongoerr.New(mongoerr.Location28651, "input to %s must be an array not %s", e.name, value.TypeName(in.Type))
 	}
 	var out []bsoncore.Value
 	for _, v := range value.ArrayValues(in.Data) {
@@ -178,7 +178,7 @@ type reduceExpr struct{ input, initial, in Expr }
 
 func compileReduce(name string, arg bsoncore.Value, s *compileScope) (Expr, error) {
 	if arg.Type != bsoncore.TypeEmbeddedDocument {
-		return nil, mongoerr.New(mongoerr.Code(40075), "$reduce requires an object as an argument, found: %s", value.TypeName(arg.Type))
+		return nil, mongoerr.New(mongoerr.Location40075, "$reduce requires an object as an argument, found: %s", value.TypeName(arg.Type))
 	}
 	e := &reduceExpr{}
 	it := value.NewIter(arg.Data)
@@ -196,14 +196,14 @@ func compileReduce(name string, arg bsoncore.Value, s *compileScope) (Expr, erro
 		case "in":
 			e.in, err = compileExpr(v, s.with("value").with("this"))
 		default:
-			err = mongoerr.New(mongoerr.Code(40076), "$reduce found an unknown argument: %s", k)
+			err = mongoerr.New(mongoerr.Location40076, "$reduce found an unknown argument: %s", k)
 		}
 		if err != nil {
 			return nil, err
 		}
 	}
 	if e.input == nil || e.initial == nil || e.in == nil {
-		return nil, mongoerr.New(mongoerr.Code(40077), "$reduce requires 'input', 'initialValue' and 'in' to be specified")
+		return nil, mongoerr.New(mongoerr.Location40077, "$reduce requires 'input', 'initialValue' and 'in' to be specified")
 	}
 	return e, nil
 }
@@ -214,7 +214,7 @@ func (e *reduceExpr) eval(c *evalCtx) (bsoncore.Value, error) {
 		return value.Null, err
 	}
 	if in.Type != bsoncore.TypeArray {
-		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(40080), "$reduce requires that 'input' be an array, found: %s", value.Format(in))
+		return bsoncore.Value{}, mongoerr.New(mongoerr.Location40080, "$reduce requires that 'input' be an array, found: %s", value.Format(in))
 	}
 	acc, err := e.initial.eval(c)
 	if err != nil {
@@ -234,13 +234,13 @@ func evalZip(_ *evalCtx, a namedArgs) (bsoncore.Value, error) {
 		return value.Null, nil
 	}
 	if inputs.Type != bsoncore.TypeArray {
-		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(34461), "inputs must be an array of expressions, found %s", value.TypeName(inputs.Type))
+		return bsoncore.Value{}, mongoerr.New(mongoerr.Location34461, "inputs must be an array of expressions, found %s", value.TypeName(inputs.Type))
 	}
 	longest := exprTruthy(a["useLongestLength"])
 	var defaults []bsoncore.Value
 	if d, ok := a["defaults"]; ok && !nullish(d) {
 		if !longest {
-			return bsoncore.Value{}, mongoerr.New(mongoerr.Code(34466), "cannot specify defaults unless useLongestLength is true")
+			return bsoncore.Value{}, mongoerr.New(mongoerr.Location34466, "cannot specify defaults unless useLongestLength is true")
 		}
 		defaults = value.ArrayValues(d.Data)
 	}
@@ -251,7 +251,7 @@ func evalZip(_ *evalCtx, a namedArgs) (bsoncore.Value, error) {
 			return value.Null, nil
 		}
 		if in.Type != bsoncore.TypeArray {
-			return bsoncore.Value{}, mongoerr.New(mongoerr.Code(34468), "$zip found a non-array expression in input: %s", value.Format(in))
+			return bsoncore.Value{}, mongoerr.New(mongoerr.Location34468, "$zip found a non-array expression in input: %s", value.Format(in))
 		}
 		vals := value.ArrayValues(in.Data)
 		arrays = append(arrays, vals)
@@ -265,7 +265,7 @@ func evalZip(_ *evalCtx, a namedArgs) (bsoncore.Value, error) {
 		}
 	}
 	if defaults != nil && len(defaults) != len(arrays) {
-		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(34467), "defaults and inputs must have the same length")
+		return bsoncore.Value{}, mongoerr.New(mongoerr.Location34467, "defaults and inputs must have the same length")
 	}
 	out := make([]bsoncore.Value, max(n, 0))
 	for i := range out {
@@ -294,7 +294,7 @@ type sortArrayExpr struct {
 
 func compileSortArray(name string, arg bsoncore.Value, s *compileScope) (Expr, error) {
 	if arg.Type != bsoncore.TypeEmbeddedDocument {
-		return nil, mongoerr.New(mongoerr.Code(2942500), "$sortArray requires an object as an argument, found: %s", value.TypeName(arg.Type))
+		return nil, mongoerr.New(mongoerr.Location2942500, "$sortArray requires an object as an argument, found: %s", value.TypeName(arg.Type))
 	}
 	e := &sortArrayExpr{}
 	var by bsoncore.Value
@@ -305,7 +305,7 @@ func compileSortArray(name string, arg bsoncore.Value, s *compileScope) (Expr, e
 		case "sortBy":
 			by = v
 		default:
-			err = mongoerr.New(mongoerr.Code(2942501), "$sortArray found an unknown argument: %s", k)
+			err = mongoerr.New(mongoerr.Location2942501, "$sortArray found an unknown argument: %s", k)
 		}
 		return err
 	})
@@ -314,9 +314,9 @@ func compileSortArray(name string, arg bsoncore.Value, s *compileScope) (Expr, e
 	}
 	switch {
 	case e.input == nil:
-		return nil, mongoerr.New(mongoerr.Code(2942502), "$sortArray requires 'input' to be specified")
+		return nil, mongoerr.New(mongoerr.Location2942502, "$sortArray requires 'input' to be specified")
 	case by.Type == 0:
-		return nil, mongoerr.New(mongoerr.Code(2942503), "$sortArray requires 'sortBy' to be specified")
+		return nil, mongoerr.New(mongoerr.Location2942503, "$sortArray requires 'sortBy' to be specified")
 	case value.IsNumber(by) && (value.ToFloat(by) == 1 || value.ToFloat(by) == -1):
 		e.simple, e.desc = true, value.ToFloat(by) < 0
 	case by.Type == bsoncore.TypeEmbeddedDocument:
@@ -326,7 +326,7 @@ func compileSortArray(name string, arg bsoncore.Value, s *compileScope) (Expr, e
 		}
 		e.byDoc = srt
 	default:
-		return nil, mongoerr.New(mongoerr.Code(2942504), "$sortArray requires 'sortBy' to be 1, -1 or a sort specification")
+		return nil, mongoerr.New(mongoerr.Location2942504, "$sortArray requires 'sortBy' to be 1, -1 or a sort specification")
 	}
 	return e, nil
 }
@@ -337,7 +337,7 @@ func (e *sortArrayExpr) eval(c *evalCtx) (bsoncore.Value, error) {
 		return value.Null, err
 	}
 	if in.Type != bsoncore.TypeArray {
-		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(2942505), "The input argument to $sortArray must be an array, but was of type: %s", value.TypeName(in.Type))
+		return bsoncore.Value{}, mongoerr.New(mongoerr.Location2942505, "The input argument to $sortArray must be an array, but was of type: %s", value.TypeName(in.Type))
 	}
 	vals := value.ArrayValues(in.Data)
 	coll := c.env.coll()
@@ -378,7 +378,7 @@ func evalRange(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
 			return bsoncore.Value{}, err
 		}
 		if step == 0 {
-			return bsoncore.Value{}, mongoerr.New(mongoerr.Code(34449), "$range requires a non-zero step value")
+			return bsoncore.Value{}, mongoerr.New(mongoerr.Location34449, "$range requires a non-zero step value")
 		}
 	}
 	var out []bsoncore.Value
@@ -393,7 +393,7 @@ func evalIndexOfArray(c *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
 		return value.Null, nil
 	}
 	if a[0].Type != bsoncore.TypeArray {
-		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(40090), "$indexOfArray requires an array as a first argument, found: %s", value.TypeName(a[0].Type))
+		return bsoncore.Value{}, mongoerr.New(mongoerr.Location40090, "$indexOfArray requires an array as a first argument, found: %s", value.TypeName(a[0].Type))
 	}
 	vals := value.ArrayValues(a[0].Data)
 	start, end, err := indexBounds("$indexOfArray", a[2:], len(vals))
@@ -413,7 +413,7 @@ func evalSlice(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
 		return value.Null, nil
 	}
 	if a[0].Type != bsoncore.TypeArray {
-		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(28724), "First argument to $slice must be an array, but is of type: %s", value.TypeName(a[0].Type))
+		return bsoncore.Value{}, mongoerr.New(mongoerr.Location28724, "First argument to $slice must be an array, but is of type: %s", value.TypeName(a[0].Type))
 	}
 	for _, v := range a[1:] {
 		if nullish(v) {
@@ -437,7 +437,7 @@ func evalSlice(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
 		return bsoncore.Value{}, err
 	}
 	if count <= 0 {
-		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(28729), "Third argument to $slice must be positive: %d", count)
+		return bsoncore.Value{}, mongoerr.New(mongoerr.Location28729, "Third argument to $slice must be positive: %d", count)
 	}
 	start := first
 	if start < 0 {

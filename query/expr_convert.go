@@ -16,7 +16,7 @@ import (
 // and $isNumber.
 
 // conversionFailure is mongod's ConversionFailure (241).
-const conversionFailure = mongoerr.Code(241)
+const conversionFailure = mongoerr.ConversionFailure
 
 // convertOp is a shorthand of $convert to one type ($toInt, ...): null
 // for a nullish argument, and no onError.

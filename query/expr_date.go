@@ -25,7 +25,7 @@ func parseTimezone(v bsoncore.Value) (*time.Location, error) {
 		return time.UTC, nil
 	}
 	if v.Type != bsoncore.TypeString {
-		return nil, mongoerr.New(mongoerr.Code(40517), "timezone must evaluate to a string, found %s", value.TypeName(v.Type))
+		return nil, mongoerr.New(mongoerr.Location40517, "timezone must evaluate to a string, found %s", value.TypeName(v.Type))
 	}
 	name := v.StringValue()
 	if l, ok := locations.Load(name); ok {
@@ -34,7 +34,7 @@ func parseTimezone(v bsoncore.Value) (*time.Location, error) {
 	loc, err := offsetZone(name)
 	if err != nil {
 		if loc, err = time.LoadLocation(name); err != nil || name == "" || name == "Local" {
-			return nil, mongoerr.New(mongoerr.Code(40485), "unrecognized time zone identifier: \"%s\"", name)
+			return nil, mongoerr.New(mongoerr.Location40485, "unrecognized time zone identifier: \"%s\"", name)
 		}
 	}
 	locations.Store(name, loc)
@@ -78,7 +78,7 @@ func dateValue(name string, v bsoncore.Value) (time.Time, error) {
 		oid := v.ObjectID()
 		return time.Unix(int64(uint32(oid[0])<<24|uint32(oid[1])<<16|uint32(oid[2])<<8|uint32(oid[3])), 0).UTC(), nil
 	}
-	return time.Time{}, mongoerr.New(mongoerr.Code(16006), "can't convert from BSON type %s to Date", exprTypeName(v))
+	return time.Time{}, mongoerr.New(mongoerr.Location16006, "can't convert from BSON type %s to Date", exprTypeName(v))
 }
 
 func timeValue(t time.Time) bsoncore.Value { return value.Date(t.UnixMilli()) }
@@ -109,7 +109,7 @@ func compileDatePart(part func(time.Time) int) func(string, bsoncore.Value, *com
 		e := &datePartExpr{part: part, name: name}
 		if arg.Type == bsoncore.TypeArray {
 			if value.ArrayLen(arg.Data) != 1 {
-				return nil, mongoerr.New(mongoerr.Code(40536), "%s accepts exactly one argument", name)
+				return nil, mongoerr.New(mongoerr.Location40536, "%s accepts exactly one argument", name)
 			}
 			arg, _ = value.ArrayElem(arg.Data, 0)
 		}
@@ -117,7 +117,7 @@ func compileDatePart(part func(time.Time) int) func(string, bsoncore.Value, *com
 		if arg.Type == bsoncore.TypeEmbeddedDocument && !value.IsOperatorDoc(arg) {
 			d, _ := value.LookupField(arg.Data, "date")
 			if d.Type == 0 {
-				return nil, mongoerr.New(mongoerr.Code(40539), "missing 'date' argument to %s, provided: %s", name, value.Format(arg))
+				return nil, mongoerr.New(mongoerr.Location40539, "missing 'date' argument to %s, provided: %s", name, value.Format(arg))
 			}
 			if e.date, err = compileExpr(d, s); err != nil {
 				return nil, err
@@ -180,7 +180,7 @@ func evalDateToString(_ *evalCtx, a namedArgs) (bsoncore.Value, error) {
 			return value.Null, nil
 		}
 		if f.Type != bsoncore.TypeString {
-			return bsoncore.Value{}, mongoerr.New(mongoerr.Code(18533), "$dateToString requires that 'format' be a string, found: %s", value.TypeName(f.Type))
+			return bsoncore.Value{}, mongoerr.New(mongoerr.Location18533, "$dateToString requires that 'format' be a string, found: %s", value.TypeName(f.Type))
 		}
 		format = f.StringValue()
 	}
@@ -204,7 +204,7 @@ func formatDate(format string, t time.Time) (string, error) {
 			continue
 		}
 		if i+1 >= len(format) {
-			return "", mongoerr.New(mongoerr.Code(18535), "Unmatched '%%' at end of format string")
+			return "", mongoerr.New(mongoerr.Location18535, "Unmatched '%%' at end of format string")
 		}
 		i++
 		isoYear, isoWeek := t.ISOWeek()
@@ -251,7 +251,7 @@ func formatDate(format string, t time.Time) (string, error) {
 		case '%':
 			b.WriteByte('%')
 		default:
-			return "", mongoerr.New(mongoerr.Code(18536), "Invalid format character '%%%c' in format string", format[i])
+			return "", mongoerr.New(mongoerr.Location18536, "Invalid format character '%%%c' in format string", format[i])
 		}
 	}
 	return b.String(), nil
@@ -285,7 +285,7 @@ func dateFromString(s bsoncore.Value, a namedArgs) (bsoncore.Value, error) {
 	}
 	if f, ok := a["format"]; ok && !nullish(f) {
 		if f.Type != bsoncore.TypeString {
-			return bsoncore.Value{}, mongoerr.New(mongoerr.Code(40684), "$dateFromString requires that 'format' be a string, found: %s", value.TypeName(f.Type))
+			return bsoncore.Value{}, mongoerr.New(mongoerr.Location40684, "$dateFromString requires that 'format' be a string, found: %s", value.TypeName(f.Type))
 		}
 		t, err := parseWithFormat(s.StringValue(), f.StringValue(), loc)
 		if err != nil {
@@ -368,7 +368,7 @@ func parseWithFormat(s, format string, loc *time.Location) (time.Time, error) {
 			}
 			s = s[1:]
 		default:
-			return time.Time{}, mongoerr.New(mongoerr.Code(18536), "Invalid format character '%%%c' in format string", format[i])
+			return time.Time{}, mongoerr.New(mongoerr.Location18536, "Invalid format character '%%%c' in format string", format[i])
 		}
 		if !ok {
 			return fail()
@@ -386,7 +386,7 @@ func parseWithFormat(s, format string, loc *time.Location) (time.Time, error) {
 // unitArg validates a time unit argument.
 func unitArg(name string, v bsoncore.Value) (string, error) {
 	if v.Type != bsoncore.TypeString || timeUnitMillis(v.StringValue()) == 0 {
-		return "", mongoerr.New(mongoerr.Code(5439014), "%s requires 'unit' to be a valid time unit, found %s", name, value.Format(v))
+		return "", mongoerr.New(mongoerr.Location5439014, "%s requires 'unit' to be a valid time unit, found %s", name, value.Format(v))
 	}
 	return v.StringValue(), nil
 }
@@ -424,7 +424,7 @@ func dateAddFunc(sign int64) func(*evalCtx, namedArgs) (bsoncore.Value, error) {
 		}
 		amt := a["amount"]
 		if !value.IsNumber(amt) || value.ToFloat(amt) != math.Trunc(value.ToFloat(amt)) {
-			return bsoncore.Value{}, mongoerr.New(mongoerr.Code(5166403), "$dateAdd expects integer amount of time units, found %s", value.Format(amt))
+			return bsoncore.Value{}, mongoerr.New(mongoerr.Location5166403, "$dateAdd expects integer amount of time units, found %s", value.Format(amt))
 		}
 		loc, err := parseTimezone(a["timezone"])
 		if err != nil {
@@ -448,7 +448,7 @@ func weekdayArg(v bsoncore.Value) (time.Weekday, error) {
 			}
 		}
 	}
-	return 0, mongoerr.New(mongoerr.Code(5439015), "startOfWeek must be a valid day of the week, found %s", value.Format(v))
+	return 0, mongoerr.New(mongoerr.Location5439015, "startOfWeek must be a valid day of the week, found %s", value.Format(v))
 }
 
 // truncate cuts t (in its location) down to its unit's boundary; binSize
@@ -512,7 +512,7 @@ func evalDateTrunc(_ *evalCtx, a namedArgs) (bsoncore.Value, error) {
 	bin := int64(1)
 	if b, ok := a["binSize"]; ok {
 		if !value.IsNumber(b) || value.ToFloat(b) < 1 || value.ToFloat(b) != math.Trunc(value.ToFloat(b)) {
-			return bsoncore.Value{}, mongoerr.New(mongoerr.Code(5439017), "$dateTrunc requires 'binSize' to be a positive 64-bit integer, found %s", value.Format(b))
+			return bsoncore.Value{}, mongoerr.New(mongoerr.Location5439017, "$dateTrunc requires 'binSize' to be a positive 64-bit integer, found %s", value.Format(b))
 		}
 		bin = int64(value.ToFloat(b))
 	}
@@ -606,7 +606,7 @@ func evalDateFromParts(_ *evalCtx, a namedArgs) (bsoncore.Value, error) {
 	_, iso := a["isoWeekYear"]
 	_, cal := a["year"]
 	if iso == cal {
-		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(40516), "$dateFromParts requires either 'year' or 'isoWeekYear' to be present (but not both)")
+		return bsoncore.Value{}, mongoerr.New(mongoerr.Location40516, "$dateFromParts requires either 'year' or 'isoWeekYear' to be present (but not both)")
 	}
 	part := func(name string, def int64) (int64, bool, error) {
 		v, ok := a[name]
@@ -617,7 +617,7 @@ func evalDateFromParts(_ *evalCtx, a namedArgs) (bsoncore.Value, error) {
 			return 0, true, nil
 		}
 		if !value.IsNumber(v) || value.ToFloat(v) != math.Trunc(value.ToFloat(v)) {
-			return 0, false, mongoerr.New(mongoerr.Code(40515), "'%s' must evaluate to an integer, found %s with value %s", name, value.TypeName(v.Type), value.Format(v))
+			return 0, false, mongoerr.New(mongoerr.Location40515, "'%s' must evaluate to an integer, found %s with value %s", name, value.TypeName(v.Type), value.Format(v))
 		}
 		return int64(value.ToFloat(v)), false, nil
 	}

@@ -90,7 +90,7 @@ func compileCond(_ string, arg bsoncore.Value, s *compileScope) (Expr, error) {
 	case bsoncore.TypeArray:
 		vals := value.ArrayValues(arg.Data)
 		if len(vals) != 3 {
-			return nil, mongoerr.New(mongoerr.Code(16020), "Expression $cond takes exactly 3 arguments. %d were passed in.", len(vals))
+			return nil, mongoerr.New(mongoerr.Location16020, "Expression $cond takes exactly 3 arguments. %d were passed in.", len(vals))
 		}
 		copy(parts[:], vals)
 	case bsoncore.TypeEmbeddedDocument:
@@ -108,7 +108,7 @@ func compileCond(_ string, arg bsoncore.Value, s *compileScope) (Expr, error) {
 			case "else":
 				parts[2] = v
 			default:
-				return nil, mongoerr.New(mongoerr.Code(17083), "Unrecognized parameter to $cond: %s", k)
+				return nil, mongoerr.New(mongoerr.Location17083, "Unrecognized parameter to $cond: %s", k)
 			}
 		}
 		for i, name := range []string{"if", "then", "else"} {
@@ -117,7 +117,7 @@ func compileCond(_ string, arg bsoncore.Value, s *compileScope) (Expr, error) {
 			}
 		}
 	default:
-		return nil, mongoerr.New(mongoerr.Code(16020), "Expression $cond takes exactly 3 arguments. 1 were passed in.")
+		return nil, mongoerr.New(mongoerr.Location16020, "Expression $cond takes exactly 3 arguments. 1 were passed in.")
 	}
 	xs, err := compileAll(parts[:], s)
 	if err != nil {
@@ -157,7 +157,7 @@ type switchExpr struct {
 
 func compileSwitch(_ string, arg bsoncore.Value, s *compileScope) (Expr, error) {
 	if arg.Type != bsoncore.TypeEmbeddedDocument {
-		return nil, mongoerr.New(mongoerr.Code(40060), "$switch requires an object as an argument, found: %s", value.TypeName(arg.Type))
+		return nil, mongoerr.New(mongoerr.Location40060, "$switch requires an object as an argument, found: %s", value.TypeName(arg.Type))
 	}
 	e := &switchExpr{}
 	it := value.NewIter(arg.Data)
@@ -169,7 +169,7 @@ func compileSwitch(_ string, arg bsoncore.Value, s *compileScope) (Expr, error) 
 		switch string(k) {
 		case "branches":
 			if v.Type != bsoncore.TypeArray {
-				return nil, mongoerr.New(mongoerr.Code(40061), "$switch expected an array for 'branches', found: %s", value.TypeName(v.Type))
+				return nil, mongoerr.New(mongoerr.Location40061, "$switch expected an array for 'branches', found: %s", value.TypeName(v.Type))
 			}
 			for _, b := range value.ArrayValues(v.Data) {
 				if err := e.addBranch(b, s); err != nil {
@@ -183,28 +183,28 @@ func compileSwitch(_ string, arg bsoncore.Value, s *compileScope) (Expr, error) 
 			}
 			e.def = x
 		default:
-			return nil, mongoerr.New(mongoerr.Code(40067), "$switch found an unknown argument: %s", k)
+			return nil, mongoerr.New(mongoerr.Location40067, "$switch found an unknown argument: %s", k)
 		}
 	}
 	if len(e.cases) == 0 {
-		return nil, mongoerr.New(mongoerr.Code(40068), "$switch requires at least one branch.")
+		return nil, mongoerr.New(mongoerr.Location40068, "$switch requires at least one branch.")
 	}
 	return e, nil
 }
 
 func (e *switchExpr) addBranch(b bsoncore.Value, s *compileScope) error {
 	if b.Type != bsoncore.TypeEmbeddedDocument {
-		return mongoerr.New(mongoerr.Code(40062), "$switch expected each branch to be an object, found: %s", value.TypeName(b.Type))
+		return mongoerr.New(mongoerr.Location40062, "$switch expected each branch to be an object, found: %s", value.TypeName(b.Type))
 	}
 	cs, hasCase := value.LookupField(b.Data, "case")
 	th, hasThen := value.LookupField(b.Data, "then")
 	switch {
 	case value.ArrayLen(b.Data) > 2 || (value.ArrayLen(b.Data) == 2 && (!hasCase || !hasThen)):
-		return mongoerr.New(mongoerr.Code(40063), "$switch found an unknown argument to a branch: %s", value.Format(b))
+		return mongoerr.New(mongoerr.Location40063, "$switch found an unknown argument to a branch: %s", value.Format(b))
 	case !hasCase:
-		return mongoerr.New(mongoerr.Code(40064), "$switch requires each branch have a 'case' expression")
+		return mongoerr.New(mongoerr.Location40064, "$switch requires each branch have a 'case' expression")
 	case !hasThen:
-		return mongoerr.New(mongoerr.Code(40065), "$switch requires each branch have a 'then' expression.")
+		return mongoerr.New(mongoerr.Location40065, "$switch requires each branch have a 'then' expression.")
 	}
 	xs, err := compileAll([]bsoncore.Value{cs, th}, s)
 	if err != nil {
@@ -225,7 +225,7 @@ func (e *switchExpr) eval(c *evalCtx) (bsoncore.Value, error) {
 		}
 	}
 	if e.def == nil {
-		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(40066), "$switch could not find a matching branch for an input, and no default was specified.")
+		return bsoncore.Value{}, mongoerr.New(mongoerr.Location40066, "$switch could not find a matching branch for an input, and no default was specified.")
 	}
 	return e.def.eval(c)
 }
@@ -239,15 +239,15 @@ type letExpr struct {
 
 func compileLet(_ string, arg bsoncore.Value, s *compileScope) (Expr, error) {
 	if arg.Type != bsoncore.TypeEmbeddedDocument {
-		return nil, mongoerr.New(mongoerr.Code(16874), "$let only supports an object as its argument")
+		return nil, mongoerr.New(mongoerr.Location16874, "$let only supports an object as its argument")
 	}
 	vars, hasVars := value.LookupField(arg.Data, "vars")
 	in, hasIn := value.LookupField(arg.Data, "in")
 	switch {
 	case !hasVars:
-		return nil, mongoerr.New(mongoerr.Code(16876), "Missing 'vars' parameter to $let")
+		return nil, mongoerr.New(mongoerr.Location16876, "Missing 'vars' parameter to $let")
 	case !hasIn:
-		return nil, mongoerr.New(mongoerr.Code(16877), "Missing 'in' parameter to $let")
+		return nil, mongoerr.New(mongoerr.Location16877, "Missing 'in' parameter to $let")
 	case vars.Type != bsoncore.TypeEmbeddedDocument:
 		return nil, mongoerr.New(mongoerr.TypeMismatch, "invalid parameter: expected an object (vars)")
 	}
@@ -300,7 +300,7 @@ func evalIfNull(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
 
 func evalIn(c *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
 	if a[1].Type != bsoncore.TypeArray {
-		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(40081), "$in requires an array as a second argument, found: %s", exprTypeName(a[1]))
+		return bsoncore.Value{}, mongoerr.New(mongoerr.Location40081, "$in requires an array as a second argument, found: %s", exprTypeName(a[1]))
 	}
 	for _, e := range value.ArrayValues(a[1].Data) {
 		if exprCompare(c, a[0], e) == 0 {

@@ -23,7 +23,7 @@ type metaExpr struct{ kind string }
 
 func compileMeta(_ string, arg bsoncore.Value, _ *compileScope) (Expr, error) {
 	if arg.Type != bsoncore.TypeString || !metaKinds[arg.StringValue()] {
-		return nil, mongoerr.New(mongoerr.Code(17308), "Unsupported argument to $meta: %s", value.Format(arg))
+		return nil, mongoerr.New(mongoerr.Location17308, "Unsupported argument to $meta: %s", value.Format(arg))
 	}
 	return metaExpr{arg.StringValue()}, nil
 }
@@ -88,7 +88,7 @@ type randExpr struct{}
 
 func compileRand(_ string, arg bsoncore.Value, _ *compileScope) (Expr, error) {
 	if arg.Type != bsoncore.TypeEmbeddedDocument || value.ArrayLen(arg.Data) != 0 {
-		return nil, mongoerr.New(mongoerr.Code(3040501), "$rand does not currently accept arguments")
+		return nil, mongoerr.New(mongoerr.Location3040501, "$rand does not currently accept arguments")
 	}
 	return randExpr{}, nil
 }

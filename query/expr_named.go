@@ -26,7 +26,7 @@ type namedExpr struct {
 func compileNamed(allowed, required []string, fn namedFunc) specialCompiler {
 	return func(name string, arg bsoncore.Value, s *compileScope) (Expr, error) {
 		if arg.Type != bsoncore.TypeEmbeddedDocument {
-			return nil, mongoerr.New(mongoerr.Code(40477), "%s only supports an object as an argument, found: %s", name, value.TypeName(arg.Type))
+			return nil, mongoerr.New(mongoerr.Location40477, "%s only supports an object as an argument, found: %s", name, value.TypeName(arg.Type))
 		}
 		e := &namedExpr{fn: fn}
 		it := value.NewIter(arg.Data)
@@ -36,7 +36,7 @@ func compileNamed(allowed, required []string, fn namedFunc) specialCompiler {
 				break
 			}
 			if !containsString(allowed, string(k)) {
-				return nil, mongoerr.New(mongoerr.Code(40479), "%s: unrecognized option: %s", name, k)
+				return nil, mongoerr.New(mongoerr.Location40479, "%s: unrecognized option: %s", name, k)
 			}
 			x, err := compileExpr(v, s)
 			if err != nil {
@@ -47,7 +47,7 @@ func compileNamed(allowed, required []string, fn namedFunc) specialCompiler {
 		}
 		for _, r := range required {
 			if !containsString(e.names, r) {
-				return nil, mongoerr.New(mongoerr.Code(40478), "%s requires '%s' to be specified", name, r)
+				return nil, mongoerr.New(mongoerr.Location40478, "%s requires '%s' to be specified", name, r)
 			}
 		}
 		return e, nil

@@ -25,7 +25,7 @@ func compileFieldAccess(name string, arg bsoncore.Value, s *compileScope) (Expr,
 	e := &fieldAccessExpr{name: name, input: &pathExprX{base: "CURRENT"}}
 	if arg.Type != bsoncore.TypeEmbeddedDocument || value.IsOperatorDoc(arg) {
 		if name == "$setField" {
-			return nil, mongoerr.New(mongoerr.Code(4161100), "$setField only supports an object as its argument")
+			return nil, mongoerr.New(mongoerr.Location4161100, "$setField only supports an object as its argument")
 		}
 		x, err := compileExpr(arg, s) // {$getField: "name"} shorthand
 		e.field = x
@@ -54,14 +54,14 @@ func compileFieldAccess(name string, arg bsoncore.Value, s *compileScope) (Expr,
 			}
 			fallthrough
 		default:
-			return nil, mongoerr.New(mongoerr.Code(3041701), "%s found an unknown argument: %s", name, k)
+			return nil, mongoerr.New(mongoerr.Location3041701, "%s found an unknown argument: %s", name, k)
 		}
 	}
 	switch {
 	case e.field == nil:
-		return nil, mongoerr.New(mongoerr.Code(3041702), "%s requires 'field' to be specified", name)
+		return nil, mongoerr.New(mongoerr.Location3041702, "%s requires 'field' to be specified", name)
 	case name == "$setField" && !hasValue:
-		return nil, mongoerr.New(mongoerr.Code(4161102), "$setField requires 'value' to be specified")
+		return nil, mongoerr.New(mongoerr.Location4161102, "$setField requires 'value' to be specified")
 	}
 	return e, nil
 }
@@ -72,7 +72,7 @@ func (e *fieldAccessExpr) eval(c *evalCtx) (bsoncore.Value, error) {
 		return f, err
 	}
 	if f.Type != bsoncore.TypeString {
-		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(3041704), "%s requires 'field' to evaluate to type String, but got %s", e.name, exprTypeName(f))
+		return bsoncore.Value{}, mongoerr.New(mongoerr.Location3041704, "%s requires 'field' to evaluate to type String, but got %s", e.name, exprTypeName(f))
 	}
 	in, err := e.input.eval(c)
 	if err != nil {
@@ -89,7 +89,7 @@ func (e *fieldAccessExpr) eval(c *evalCtx) (bsoncore.Value, error) {
 	case nullish(in):
 		return value.Null, nil
 	case in.Type != bsoncore.TypeEmbeddedDocument:
-		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(4161105), "$setField requires 'input' to evaluate to type Object")
+		return bsoncore.Value{}, mongoerr.New(mongoerr.Location4161105, "$setField requires 'input' to evaluate to type Object")
 	}
 	if strings.IndexByte(f.StringValue(), 0) >= 0 { // a BSON field name ends at its first NUL
 		return bsoncore.Value{}, mongoerr.New(mongoerr.BadValue, "$setField: the field name must not contain a null byte")
@@ -112,7 +112,7 @@ func evalObjectToArray(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
 		return value.Null, nil
 	}
 	if a[0].Type != bsoncore.TypeEmbeddedDocument {
-		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(40390), "$objectToArray requires a document input, found: %s", value.TypeName(a[0].Type))
+		return bsoncore.Value{}, mongoerr.New(mongoerr.Location40390, "$objectToArray requires a document input, found: %s", value.TypeName(a[0].Type))
 	}
 	var out []bsoncore.Value
 	it := value.NewIter(a[0].Data)
@@ -131,7 +131,7 @@ func evalArrayToObject(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
 		return value.Null, nil
 	}
 	if a[0].Type != bsoncore.TypeArray {
-		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(40386), "$arrayToObject requires an array input, found: %s", value.TypeName(a[0].Type))
+		return bsoncore.Value{}, mongoerr.New(mongoerr.Location40386, "$arrayToObject requires an array input, found: %s", value.TypeName(a[0].Type))
 	}
 	m := newDocM()
 	for _, e := range value.ArrayValues(a[0].Data) {
@@ -145,13 +145,13 @@ func evalArrayToObject(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
 			k, okK = value.LookupField(e.Data, "k")
 			v, okV = value.LookupField(e.Data, "v")
 			if !okK || !okV {
-				return bsoncore.Value{}, mongoerr.New(mongoerr.Code(40393), "$arrayToObject requires an object with keys 'k' and 'v'. Missing either or both keys from: %s", value.Format(e))
+				return bsoncore.Value{}, mongoerr.New(mongoerr.Location40393, "$arrayToObject requires an object with keys 'k' and 'v'. Missing either or both keys from: %s", value.Format(e))
 			}
 		default:
-			return bsoncore.Value{}, mongoerr.New(mongoerr.Code(40398), "Unrecognised input type format for $arrayToObject: %s", value.Format(e))
+			return bsoncore.Value{}, mongoerr.New(mongoerr.Location40398, "Unrecognised input type format for $arrayToObject: %s", value.Format(e))
 		}
 		if k.Type != bsoncore.TypeString {
-			return bsoncore.Value{}, mongoerr.New(mongoerr.Code(40394), "$arrayToObject requires a consistent input format. Expected a string key, found: %s", value.TypeName(k.Type))
+			return bsoncore.Value{}, mongoerr.New(mongoerr.Location40394, "$arrayToObject requires a consistent input format. Expected a string key, found: %s", value.TypeName(k.Type))
 		}
 		m.setChild(k.StringValue(), leafM(v))
 	}

@@ -23,20 +23,20 @@ func regexFunc(name string) func(*evalCtx, namedArgs) (bsoncore.Value, error) {
 			pattern, opts = rx.Regex()
 		default:
 			if !nullish(rx) {
-				return bsoncore.Value{}, mongoerr.New(mongoerr.Code(51105), "%s needs 'regex' to be of type string or regex", name)
+				return bsoncore.Value{}, mongoerr.New(mongoerr.Location51105, "%s needs 'regex' to be of type string or regex", name)
 			}
 		}
 		if o, ok := a["options"]; ok && !nullish(o) {
 			if o.Type != bsoncore.TypeString {
-				return bsoncore.Value{}, mongoerr.New(mongoerr.Code(51106), "%s needs 'options' to be of type string", name)
+				return bsoncore.Value{}, mongoerr.New(mongoerr.Location51106, "%s needs 'options' to be of type string", name)
 			}
 			if opts != "" {
-				return bsoncore.Value{}, mongoerr.New(mongoerr.Code(51107), "%s found regex option(s) specified in both 'regex' and 'option' fields", name)
+				return bsoncore.Value{}, mongoerr.New(mongoerr.Location51107, "%s found regex option(s) specified in both 'regex' and 'option' fields", name)
 			}
 			opts = o.StringValue()
 		}
 		if !nullish(in) && in.Type != bsoncore.TypeString {
-			return bsoncore.Value{}, mongoerr.New(mongoerr.Code(51104), "%s needs 'input' to be of type string", name)
+			return bsoncore.Value{}, mongoerr.New(mongoerr.Location51104, "%s needs 'input' to be of type string", name)
 		}
 		if nullish(in) || nullish(rx) {
 			switch name {

@@ -38,7 +38,7 @@ func setOp(name string) func(*evalCtx, []bsoncore.Value) (bsoncore.Value, error)
 				return value.Null, nil
 			}
 			if v.Type != bsoncore.TypeArray {
-				return bsoncore.Value{}, mongoerr.New(mongoerr.Code(17044), "All operands of %s must be arrays. One argument is of type: %s", name, exprTypeName(v))
+				return bsoncore.Value{}, mongoerr.New(mongoerr.Location17044, "All operands of %s must be arrays. One argument is of type: %s", name, exprTypeName(v))
 			}
 			sets[i] = newValueSet(c.env.coll())
 			for _, e := range value.ArrayValues(v.Data) {
@@ -96,7 +96,7 @@ func subset(a, b *valueSet) bool {
 func elementsTrue(name string, any bool) func(*evalCtx, []bsoncore.Value) (bsoncore.Value, error) {
 	return func(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
 		if a[0].Type != bsoncore.TypeArray {
-			return bsoncore.Value{}, mongoerr.New(mongoerr.Code(5159200), "%s's argument must be an array, but is %s", name, exprTypeName(a[0]))
+			return bsoncore.Value{}, mongoerr.New(mongoerr.Location5159200, "%s's argument must be an array, but is %s", name, exprTypeName(a[0]))
 		}
 		for _, v := range value.ArrayValues(a[0].Data) {
 			if exprTruthy(v) == any {

@@ -19,7 +19,7 @@ func evalConcat(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
 		case nullish(v):
 			return value.Null, nil
 		case v.Type != bsoncore.TypeString:
-			return bsoncore.Value{}, mongoerr.New(mongoerr.Code(16702), "$concat only supports strings, not %s", value.TypeName(v.Type))
+			return bsoncore.Value{}, mongoerr.New(mongoerr.Location16702, "$concat only supports strings, not %s", value.TypeName(v.Type))
 		}
 		b.Write(value.RawString(v))
 	}
@@ -37,7 +37,7 @@ func coerceToString(name string, v bsoncore.Value) (string, error) {
 	case value.IsNumber(v):
 		return value.FormatNumber(v), nil
 	}
-	return "", mongoerr.New(mongoerr.Code(16007), "can't convert from BSON type %s to String", value.TypeName(v.Type))
+	return "", mongoerr.New(mongoerr.Location16007, "can't convert from BSON type %s to String", value.TypeName(v.Type))
 }
 
 func caseMap(name string, f func(string) string) func(*evalCtx, []bsoncore.Value) (bsoncore.Value, error) {
@@ -53,7 +53,7 @@ func caseMap(name string, f func(string) string) func(*evalCtx, []bsoncore.Value
 func evalStrLen(name string, codePoints bool) func(*evalCtx, []bsoncore.Value) (bsoncore.Value, error) {
 	return func(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
 		if a[0].Type != bsoncore.TypeString {
-			return bsoncore.Value{}, mongoerr.New(mongoerr.Code(34471), "%s requires a string argument, found: %s", name, exprTypeName(a[0]))
+			return bsoncore.Value{}, mongoerr.New(mongoerr.Location34471, "%s requires a string argument, found: %s", name, exprTypeName(a[0]))
 		}
 		s := value.RawString(a[0])
 		if codePoints {
@@ -68,11 +68,11 @@ func evalSplit(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
 	case nullish(a[0]):
 		return value.Null, nil
 	case a[0].Type != bsoncore.TypeString:
-		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(40085), "$split requires an expression that evaluates to a string as a first argument, found: %s", value.TypeName(a[0].Type))
+		return bsoncore.Value{}, mongoerr.New(mongoerr.Location40085, "$split requires an expression that evaluates to a string as a first argument, found: %s", value.TypeName(a[0].Type))
 	case a[1].Type != bsoncore.TypeString:
-		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(40086), "$split requires an expression that evaluates to a string as a second argument, found: %s", exprTypeName(a[1]))
+		return bsoncore.Value{}, mongoerr.New(mongoerr.Location40086, "$split requires an expression that evaluates to a string as a second argument, found: %s", exprTypeName(a[1]))
 	case a[1].StringValue() == "":
-		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(40087), "$split requires a non-empty separator")
+		return bsoncore.Value{}, mongoerr.New(mongoerr.Location40087, "$split requires a non-empty separator")
 	}
 	var out []bsoncore.Value
 	for _, p := range strings.Split(a[0].StringValue(), a[1].StringValue()) {
@@ -87,11 +87,11 @@ func evalSubstrCP(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
 		return bsoncore.Value{}, err
 	}
 	if !value.IsNumber(a[1]) || !value.IsNumber(a[2]) {
-		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(34450), "$substrCP: starting index and length must be numeric")
+		return bsoncore.Value{}, mongoerr.New(mongoerr.Location34450, "$substrCP: starting index and length must be numeric")
 	}
 	start, n := int(value.ToFloat(a[1])), int(value.ToFloat(a[2]))
 	if start < 0 || n < 0 {
-		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(34455), "$substrCP: the starting index and length must be non-negative integers")
+		return bsoncore.Value{}, mongoerr.New(mongoerr.Location34455, "$substrCP: the starting index and length must be non-negative integers")
 	}
 	r := []rune(s)
 	start = min(start, len(r))
@@ -117,7 +117,7 @@ func trimFunc(name string) func(*evalCtx, namedArgs) (bsoncore.Value, error) {
 			return value.Null, nil
 		}
 		if in.Type != bsoncore.TypeString {
-			return bsoncore.Value{}, mongoerr.New(mongoerr.Code(50699), "%s requires its input to be a string, got %s (of type %s) instead.", name, value.Format(in), value.TypeName(in.Type))
+			return bsoncore.Value{}, mongoerr.New(mongoerr.Location50699, "%s requires its input to be a string, got %s (of type %s) instead.", name, value.Format(in), value.TypeName(in.Type))
 		}
 		chars := " \t\n\v\f\r\u0000\u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
 		if c, ok := a["chars"]; ok {
@@ -125,7 +125,7 @@ func trimFunc(name string) func(*evalCtx, namedArgs) (bsoncore.Value, error) {
 				return value.Null, nil
 			}
 			if c.Type != bsoncore.TypeString {
-				return bsoncore.Value{}, mongoerr.New(mongoerr.Code(50700), "%s requires 'chars' to be a string, got %s (of type %s) instead.", name, value.Format(c), value.TypeName(c.Type))
+				return bsoncore.Value{}, mongoerr.New(mongoerr.Location50700, "%s requires 'chars' to be a string, got %s (of type %s) instead.", name, value.Format(c), value.TypeName(c.Type))
 			}
 			chars = c.StringValue()
 		}
@@ -145,7 +145,7 @@ func replaceFunc(name string, n int) func(*evalCtx, namedArgs) (bsoncore.Value, 
 		for _, k := range []string{"input", "find", "replacement"} {
 			v := a[k]
 			if !nullish(v) && v.Type != bsoncore.TypeString {
-				return bsoncore.Value{}, mongoerr.New(mongoerr.Code(51746), "%s requires that '%s' be a string, found: %s", name, k, value.Format(v))
+				return bsoncore.Value{}, mongoerr.New(mongoerr.Location51746, "%s requires that '%s' be a string, found: %s", name, k, value.Format(v))
 			}
 		}
 		if nullish(a["input"]) || nullish(a["find"]) || nullish(a["replacement"]) {
@@ -161,10 +161,10 @@ func indexOfFunc(name string, codePoints bool) func(*evalCtx, []bsoncore.Value) 
 			return value.Null, nil
 		}
 		if a[0].Type != bsoncore.TypeString {
-			return bsoncore.Value{}, mongoerr.New(mongoerr.Code(40091), "%s requires a string as the first argument, found: %s", name, value.TypeName(a[0].Type))
+			return bsoncore.Value{}, mongoerr.New(mongoerr.Location40091, "%s requires a string as the first argument, found: %s", name, value.TypeName(a[0].Type))
 		}
 		if a[1].Type != bsoncore.TypeString {
-			return bsoncore.Value{}, mongoerr.New(mongoerr.Code(40092), "%s requires a string as the second argument, found: %s", name, exprTypeName(a[1]))
+			return bsoncore.Value{}, mongoerr.New(mongoerr.Location40092, "%s requires a string as the second argument, found: %s", name, exprTypeName(a[1]))
 		}
 		s, sub := a[0].StringValue(), a[1].StringValue()
 		var units []string // code points, or bytes
@@ -195,10 +195,10 @@ func indexBounds(name string, args []bsoncore.Value, n int) (int, int, error) {
 	bounds := []int{0, n}
 	for i, v := range args {
 		if !value.IsNumber(v) || value.ToFloat(v) != float64(int64(value.ToFloat(v))) {
-			return 0, 0, mongoerr.New(mongoerr.Code(40096), "%s requires an integral starting index, found a value of type: %s", name, exprTypeName(v))
+			return 0, 0, mongoerr.New(mongoerr.Location40096, "%s requires an integral starting index, found a value of type: %s", name, exprTypeName(v))
 		}
 		if value.ToFloat(v) < 0 {
-			return 0, 0, mongoerr.New(mongoerr.Code(40097), "%s requires a nonnegative start index, found: %s", name, value.Format(v))
+			return 0, 0, mongoerr.New(mongoerr.Location40097, "%s requires a nonnegative start index, found: %s", name, value.Format(v))
 		}
 		bounds[i] = int(value.ToFloat(v))
 	}
@@ -211,7 +211,7 @@ func evalSubstrBytes(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
 		return bsoncore.Value{}, err
 	}
 	if !value.IsNumber(a[1]) || !value.IsNumber(a[2]) {
-		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(16034), "$substrBytes: starting index must be a numeric type")
+		return bsoncore.Value{}, mongoerr.New(mongoerr.Location16034, "$substrBytes: starting index must be a numeric type")
 	}
 	start, n := int(value.ToFloat(a[1])), int(value.ToFloat(a[2]))
 	if start < 0 || start > len(s) {
@@ -222,7 +222,7 @@ func evalSubstrBytes(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
 		end = start + n
 	}
 	if !utf8.RuneStart(s[start]) && start < len(s) || end < len(s) && !utf8.RuneStart(s[end]) {
-		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(28656), "$substrBytes:  Invalid range, starting index is a UTF-8 continuation byte.")
+		return bsoncore.Value{}, mongoerr.New(mongoerr.Location28656, "$substrBytes:  Invalid range, starting index is a UTF-8 continuation byte.")
 	}
 	return value.String(s[start:end]), nil
 }

@@ -140,20 +140,20 @@ func compileStages(arr bsoncore.Value, pc *pipeCtx) (*Pipeline, error) {
 			return nil, mongoerr.New(mongoerr.TypeMismatch, "Each element of the 'pipeline' array must be an object")
 		}
 		if value.ArrayLen(v.Data) != 1 {
-			return nil, mongoerr.New(mongoerr.Code(40323), "A pipeline stage specification object must contain exactly one field.")
+			return nil, mongoerr.New(mongoerr.Location40323, "A pipeline stage specification object must contain exactly one field.")
 		}
 		name := value.FirstKey(v.Data)
 		row, ok := stages[name]
 		switch {
 		case !ok:
-			return nil, mongoerr.New(mongoerr.Code(40324), "Unrecognized pipeline stage name: '%s'", name)
+			return nil, mongoerr.New(mongoerr.Location40324, "Unrecognized pipeline stage name: '%s'", name)
 		case row.has(stageSearch):
 			return nil, mongoerr.SearchNotEnabled()
 		case row.has(stageUnsupported):
 			return nil, mongoerr.New(mongoerr.NotImplemented, "%s is not supported by DumboDB", name)
 		}
 		if row.has(stageFirst) && i > 0 {
-			return nil, mongoerr.New(mongoerr.Code(40602), "%s is only valid as the first stage in a pipeline", name)
+			return nil, mongoerr.New(mongoerr.Location40602, "%s is only valid as the first stage in a pipeline", name)
 		}
 		spec, _ := value.LookupField(v.Data, name)
 		sub := *pc

@@ -60,7 +60,7 @@ func CompileProjectionOpts(proj bsoncore.Document, opts ProjectionOptions) (*Pro
 	}
 	mode, hasElemMatch := st.mode, st.hasElemMatch
 	if st.hasExpr && mode < 0 {
-		return nil, mongoerr.New(mongoerr.Code(31310), "Cannot use expression other than $meta in exclusion projection")
+		return nil, mongoerr.New(mongoerr.Location31310, "Cannot use expression other than $meta in exclusion projection")
 	}
 	if st.hasExpr {
 		mode = 1
@@ -97,7 +97,7 @@ func (p *Projection) addAll(prefix string, proj []byte, st *projState) error {
 		path := prefix + string(k)
 		if v.Type == bsoncore.TypeEmbeddedDocument && !value.IsOperatorDoc(v) {
 			if len(v.Data) <= 5 {
-				return mongoerr.New(mongoerr.Code(51270), "An empty sub-projection is not a valid value. Found empty object at path")
+				return mongoerr.New(mongoerr.Location51270, "An empty sub-projection is not a valid value. Found empty object at path")
 			}
 			if err := p.addAll(path+".", v.Data, st); err != nil {
 				return err
@@ -117,7 +117,7 @@ func (p *Projection) addField(path string, v bsoncore.Value, st *projState) erro
 	}
 	if n.positional {
 		if st.positional {
-			return mongoerr.New(mongoerr.Code(31276), "Cannot specify more than one positional projection per query.")
+			return mongoerr.New(mongoerr.Location31276, "Cannot specify more than one positional projection per query.")
 		}
 		st.positional = true
 		path = strings.TrimSuffix(path, ".$")
@@ -165,14 +165,14 @@ func ProjectionFlag(v bsoncore.Value) (include, isFlag bool) {
 func (p *Projection) parseProjValue(path string, v bsoncore.Value) (*projNode, error) {
 	positional := strings.HasSuffix(path, ".$")
 	if strings.Contains(path, ".$.") || (positional && (p.opts.Stage || strings.Contains(strings.TrimSuffix(path, ".$"), "$"))) {
-		return nil, mongoerr.New(mongoerr.Code(31394), "As of 4.4, it's illegal to specify positional operator in the middle of a path.Positional projection may only be used at the end, for example: a.b.$. If the query previously used a form like a.b.$.d, remove the parts following the '$' and the results will be equivalent.")
+		return nil, mongoerr.New(mongoerr.Location31394, "As of 4.4, it's illegal to specify positional operator in the middle of a path.Positional projection may only be used at the end, for example: a.b.$. If the query previously used a form like a.b.$.d, remove the parts following the '$' and the results will be equivalent.")
 	}
 	if err := value.CheckFieldPath(strings.TrimSuffix(path, ".$")); err != nil {
 		return nil, err
 	}
 	if positional {
 		if include, isFlag := ProjectionFlag(v); !isFlag || !include {
-			return nil, mongoerr.New(mongoerr.Code(31395), "Cannot use positional projection in exclusion projection")
+			return nil, mongoerr.New(mongoerr.Location31395, "Cannot use positional projection in exclusion projection")
 		}
 		return &projNode{terminal: true, include: true, positional: true}, nil
 	}
@@ -454,7 +454,7 @@ func (p *Projection) applyPositional(a *projApply, dst []byte, key string, v bso
 	e, inRange := value.ArrayElem(v.Data, pos)
 	if !ok || !inRange {
 		if a.err == nil {
-			a.err = mongoerr.New(mongoerr.Code(51246), "Executor error during find command :: caused by :: positional operator '.$' couldn't find a matching element in the array")
+			a.err = mongoerr.New(mongoerr.Location51246, "Executor error during find command :: caused by :: positional operator '.$' couldn't find a matching element in the array")
 		}
 		return dst
 	}

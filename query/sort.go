@@ -57,7 +57,7 @@ func compileSort(sort bsoncore.Document, env *Env, f *Filter) (*Sort, error) {
 		key := string(k)
 		if v.Type == bsoncore.TypeEmbeddedDocument && value.FirstKey(v.Data) == "$meta" && f != nil {
 			if m, _ := value.LookupField(v.Data, "$meta"); m.Type != bsoncore.TypeString || m.StringValue() != "textScore" {
-				return nil, mongoerr.New(mongoerr.Code(17308), "Unsupported argument to $meta: %s", value.Format(m))
+				return nil, mongoerr.New(mongoerr.Location17308, "Unsupported argument to $meta: %s", value.Format(m))
 			}
 			if !f.HasText() {
 				return nil, mongoerr.New(mongoerr.Location40218, "query requires text score metadata, but it is not available")

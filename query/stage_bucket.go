@@ -33,7 +33,7 @@ func compileOutput(v bsoncore.Value, pc *pipeCtx) ([]accSpec, error) {
 			AppendDocument("count", bsoncore.NewDocumentBuilder().AppendInt32("$sum", 1).Build()).Build()}
 	}
 	if v.Type != bsoncore.TypeEmbeddedDocument {
-		return nil, mongoerr.New(mongoerr.Code(40196), "The 'output' field must be an object, but found type: %s", value.TypeName(v.Type))
+		return nil, mongoerr.New(mongoerr.Location40196, "The 'output' field must be an object, but found type: %s", value.TypeName(v.Type))
 	}
 	var accs []accSpec
 	it := value.NewIter(v.Data)
@@ -72,14 +72,14 @@ func (b *bucketIDExpr) eval(c *evalCtx) (bsoncore.Value, error) {
 		return b.boundaries[i-1], nil
 	}
 	if b.def.Type == 0 {
-		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(40066), "$switch could not find a matching branch for an input, and no default was specified.")
+		return bsoncore.Value{}, mongoerr.New(mongoerr.Location40066, "$switch could not find a matching branch for an input, and no default was specified.")
 	}
 	return b.def, nil
 }
 
 func compileBucketStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 	if spec.Type != bsoncore.TypeEmbeddedDocument {
-		return nil, mongoerr.New(mongoerr.Code(40201), "Argument to $bucket stage must be an object, but found type: %s.", value.TypeName(spec.Type))
+		return nil, mongoerr.New(mongoerr.Location40201, "Argument to $bucket stage must be an object, but found type: %s.", value.TypeName(spec.Type))
 	}
 	b := &bucketIDExpr{}
 	var output bsoncore.Value
@@ -94,7 +94,7 @@ func compileBucketStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 		case "output":
 			output = v
 		default:
-			err = mongoerr.New(mongoerr.Code(40197), "Unrecognized option to $bucket: %s.", k)
+			err = mongoerr.New(mongoerr.Location40197, "Unrecognized option to $bucket: %s.", k)
 		}
 		return err
 	})
@@ -102,11 +102,11 @@ func compileBucketStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 		return nil, err
 	}
 	if b.groupBy == nil || b.boundaries == nil {
-		return nil, mongoerr.New(mongoerr.Code(40198), "$bucket requires 'groupBy' and 'boundaries' to be specified.")
+		return nil, mongoerr.New(mongoerr.Location40198, "$bucket requires 'groupBy' and 'boundaries' to be specified.")
 	}
 	if b.def.Type != 0 && value.CanonicalType(b.def.Type) == value.CanonicalType(b.boundaries[0].Type) &&
 		value.Compare(b.def, b.boundaries[0]) >= 0 && value.Compare(b.def, b.boundaries[len(b.boundaries)-1]) < 0 {
-		return nil, mongoerr.New(mongoerr.Code(40199), "The $bucket 'default' field must be less than the lowest boundary or greater than or equal to the highest boundary.")
+		return nil, mongoerr.New(mongoerr.Location40199, "The $bucket 'default' field must be less than the lowest boundary or greater than or equal to the highest boundary.")
 	}
 	accs, err := compileOutput(output, pc)
 	if err != nil {
@@ -126,18 +126,18 @@ func compileBucketStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 
 func parseBoundaries(v bsoncore.Value) ([]bsoncore.Value, error) {
 	if v.Type != bsoncore.TypeArray {
-		return nil, mongoerr.New(mongoerr.Code(40200), "The $bucket 'boundaries' field must be an array, but found type: %s.", value.TypeName(v.Type))
+		return nil, mongoerr.New(mongoerr.Location40200, "The $bucket 'boundaries' field must be an array, but found type: %s.", value.TypeName(v.Type))
 	}
 	vals := value.ArrayValues(v.Data)
 	if len(vals) < 2 {
-		return nil, mongoerr.New(mongoerr.Code(40192), "The $bucket 'boundaries' field must have at least 2 values, but found %d value(s).", len(vals))
+		return nil, mongoerr.New(mongoerr.Location40192, "The $bucket 'boundaries' field must have at least 2 values, but found %d value(s).", len(vals))
 	}
 	for i := 1; i < len(vals); i++ {
 		if value.CanonicalType(vals[i].Type) != value.CanonicalType(vals[0].Type) {
-			return nil, mongoerr.New(mongoerr.Code(40193), "All values in the the 'boundaries' option to $bucket must have the same type. Found conflicting types %s and %s.", value.TypeName(vals[0].Type), value.TypeName(vals[i].Type))
+			return nil, mongoerr.New(mongoerr.Location40193, "All values in the the 'boundaries' option to $bucket must have the same type. Found conflicting types %s and %s.", value.TypeName(vals[0].Type), value.TypeName(vals[i].Type))
 		}
 		if value.Compare(vals[i-1], vals[i]) >= 0 {
-			return nil, mongoerr.New(mongoerr.Code(40194), "The 'boundaries' option to $bucket must be sorted, but elements %d and %d are not in ascending order (%s is not less than %s).", i-1, i, value.Format(vals[i-1]), value.Format(vals[i]))
+			return nil, mongoerr.New(mongoerr.Location40194, "The 'boundaries' option to $bucket must be sorted, but elements %d and %d are not in ascending order (%s is not less than %s).", i-1, i, value.Format(vals[i-1]), value.Format(vals[i]))
 		}
 	}
 	return vals, nil
@@ -145,7 +145,7 @@ func parseBoundaries(v bsoncore.Value) ([]bsoncore.Value, error) {
 
 func compileBucketAutoStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 	if spec.Type != bsoncore.TypeEmbeddedDocument {
-		return nil, mongoerr.New(mongoerr.Code(40240), "The argument to $bucketAuto must be an object, but found type: %s.", value.TypeName(spec.Type))
+		return nil, mongoerr.New(mongoerr.Location40240, "The argument to $bucketAuto must be an object, but found type: %s.", value.TypeName(spec.Type))
 	}
 	var groupBy Expr
 	var output bsoncore.Value
@@ -163,7 +163,7 @@ func compileBucketAutoStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 			groupBy, err = groupByExpr("bucketAuto", v, pc, 40239)
 		case "buckets":
 			if !value.IsNumber(v) || value.ToFloat(v) != float64(int32(value.ToFloat(v))) || value.ToFloat(v) <= 0 {
-				return nil, mongoerr.New(mongoerr.Code(40243), "The $bucketAuto 'buckets' field must be greater than 0, but found: %s", value.Format(v))
+				return nil, mongoerr.New(mongoerr.Location40243, "The $bucketAuto 'buckets' field must be greater than 0, but found: %s", value.Format(v))
 			}
 			n = int(value.ToFloat(v))
 		case "output":
@@ -171,14 +171,14 @@ func compileBucketAutoStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 		case "granularity":
 			rounder, err = newGranularityRounder(v)
 		default:
-			err = mongoerr.New(mongoerr.Code(40245), "Unrecognized option to $bucketAuto: %s.", k)
+			err = mongoerr.New(mongoerr.Location40245, "Unrecognized option to $bucketAuto: %s.", k)
 		}
 		if err != nil {
 			return nil, err
 		}
 	}
 	if groupBy == nil || n == 0 {
-		return nil, mongoerr.New(mongoerr.Code(40246), "$bucketAuto requires 'groupBy' and 'buckets' to be specified")
+		return nil, mongoerr.New(mongoerr.Location40246, "$bucketAuto requires 'groupBy' and 'buckets' to be specified")
 	}
 	accs, err := compileOutput(output, pc)
 	if err != nil {
@@ -349,7 +349,7 @@ func bucketAuto(ctx context.Context, in Stream, groupBy Expr, n int, accs []accS
 func compileSortByCountStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 	isPath := spec.Type == bsoncore.TypeString && len(spec.StringValue()) > 0 && spec.StringValue()[0] == '$'
 	if !isPath && !value.IsOperatorDoc(spec) {
-		return nil, mongoerr.New(mongoerr.Code(40147), "the sortBy field must be defined as a $-prefixed path or an expression object")
+		return nil, mongoerr.New(mongoerr.Location40147, "the sortBy field must be defined as a $-prefixed path or an expression object")
 	}
 	x, err := compileExpr(spec, pc.env.scope())
 	if err != nil {

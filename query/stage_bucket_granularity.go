@@ -54,7 +54,7 @@ type granularityRounder struct {
 
 func newGranularityRounder(v bsoncore.Value) (*granularityRounder, error) {
 	if v.Type != bsoncore.TypeString {
-		return nil, mongoerr.New(mongoerr.Code(40261), "$bucketAuto 'granularity' field must be a string, but found type: %s.", value.TypeName(v.Type))
+		return nil, mongoerr.New(mongoerr.Location40261, "$bucketAuto 'granularity' field must be a string, but found type: %s.", value.TypeName(v.Type))
 	}
 	name := v.StringValue()
 	if name == "POWERSOF2" {
@@ -62,7 +62,7 @@ func newGranularityRounder(v bsoncore.Value) (*granularityRounder, error) {
 	}
 	s, ok := preferredSeries[name]
 	if !ok {
-		return nil, mongoerr.New(mongoerr.Code(40257), "Unknown rounding granularity '%s'", name)
+		return nil, mongoerr.New(mongoerr.Location40257, "Unknown rounding granularity '%s'", name)
 	}
 	return &granularityRounder{series: s}, nil
 }
@@ -72,16 +72,16 @@ func (r *granularityRounder) checkKey(k bsoncore.Value) error {
 	if !value.IsNumber(k) {
 		t := k.Type
 		if t == 0 {
-			return mongoerr.New(mongoerr.Code(40258), "$bucketAuto can specify a 'granularity' with numeric boundaries only, but found a value with type: missing")
+			return mongoerr.New(mongoerr.Location40258, "$bucketAuto can specify a 'granularity' with numeric boundaries only, but found a value with type: missing")
 		}
-		return mongoerr.New(mongoerr.Code(40258), "$bucketAuto can specify a 'granularity' with numeric boundaries only, but found a value with type: %s", value.TypeName(t))
+		return mongoerr.New(mongoerr.Location40258, "$bucketAuto can specify a 'granularity' with numeric boundaries only, but found a value with type: %s", value.TypeName(t))
 	}
 	f := value.ToFloat(k)
 	if math.IsNaN(f) {
-		return mongoerr.New(mongoerr.Code(40259), "$bucketAuto can specify a 'granularity' with numeric boundaries only, but found a NaN")
+		return mongoerr.New(mongoerr.Location40259, "$bucketAuto can specify a 'granularity' with numeric boundaries only, but found a NaN")
 	}
 	if f < 0 {
-		return mongoerr.New(mongoerr.Code(40260), "$bucketAuto can specify a 'granularity' with non-negative numbers only, but found a negative number")
+		return mongoerr.New(mongoerr.Location40260, "$bucketAuto can specify a 'granularity' with non-negative numbers only, but found a negative number")
 	}
 	return nil
 }

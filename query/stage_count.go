@@ -17,16 +17,16 @@ func compileCountStage(spec bsoncore.Value, _ *pipeCtx) (stage, error) {
 	field, ok := spec.StringValueOK()
 	switch {
 	case !ok:
-		return nil, mongoerr.New(mongoerr.Code(40156), "the count field must be a non-empty string")
+		return nil, mongoerr.New(mongoerr.Location40156, "the count field must be a non-empty string")
 	case field == "":
-		return nil, mongoerr.New(mongoerr.Code(40157), "the count field must be a non-empty string")
+		return nil, mongoerr.New(mongoerr.Location40157, "the count field must be a non-empty string")
 	case field[0] == '$':
-		return nil, mongoerr.New(mongoerr.Code(40158), "the count field cannot be a $-prefixed path")
+		return nil, mongoerr.New(mongoerr.Location40158, "the count field cannot be a $-prefixed path")
 	case strings.Contains(field, "."):
-		return nil, mongoerr.New(mongoerr.Code(40160), "the count field cannot contain '.'")
+		return nil, mongoerr.New(mongoerr.Location40160, "the count field cannot contain '.'")
 	case strings.Contains(field, "\x00"):
 		// A string may hold a NUL; a field name cannot (BSON ends keys with it).
-		return nil, mongoerr.New(mongoerr.Code(16411), "FieldPath field names may not contain '\\0'.")
+		return nil, mongoerr.New(mongoerr.Location16411, "FieldPath field names may not contain '\\0'.")
 	}
 	return func(in Stream) Stream {
 		return lazyStream(func(ctx context.Context) (Stream, error) {

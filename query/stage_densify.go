@@ -39,7 +39,7 @@ func compileDensifyStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 		switch string(k) {
 		case "field":
 			if v.Type != bsoncore.TypeString || v.StringValue() == "" || v.StringValue()[0] == '$' {
-				return nil, mongoerr.New(mongoerr.Code(5733601), "Cannot densify field %s: it must be a non-empty string not starting with '$'", value.Format(v))
+				return nil, mongoerr.New(mongoerr.Location5733601, "Cannot densify field %s: it must be a non-empty string not starting with '$'", value.Format(v))
 			}
 			d.field = v.StringValue()
 		case "partitionByFields":
@@ -55,11 +55,11 @@ func compileDensifyStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 		case "range":
 			rng = v
 		default:
-			return nil, mongoerr.New(mongoerr.Code(40415), "BSON field '$densify.%s' is an unknown field.", k)
+			return nil, mongoerr.New(mongoerr.Location40415, "BSON field '$densify.%s' is an unknown field.", k)
 		}
 	}
 	if d.field == "" || rng.Type != bsoncore.TypeEmbeddedDocument {
-		return nil, mongoerr.New(mongoerr.Code(40414), "BSON field '$densify.field' and '$densify.range' are required")
+		return nil, mongoerr.New(mongoerr.Location40414, "BSON field '$densify.field' and '$densify.range' are required")
 	}
 	if err := d.parseRange(rng.Data); err != nil {
 		return nil, err
@@ -87,7 +87,7 @@ func (d *densifySpec) parseRange(doc []byte) error {
 		switch string(k) {
 		case "step":
 			if !value.IsNumber(v) || value.ToFloat(v) <= 0 {
-				return mongoerr.New(mongoerr.Code(5733401), "the step parameter in a range statement must be a strictly positive numeric value")
+				return mongoerr.New(mongoerr.Location5733401, "the step parameter in a range statement must be a strictly positive numeric value")
 			}
 			d.step = v
 		case "unit":
@@ -103,20 +103,20 @@ func (d *densifySpec) parseRange(doc []byte) error {
 				b := value.ArrayValues(v.Data)
 				d.lo, d.hi = b[0], b[1]
 				if value.Compare(d.lo, d.hi) > 0 {
-					return mongoerr.New(mongoerr.Code(5733402), "a bounding array in a range statement must have the lower bound first")
+					return mongoerr.New(mongoerr.Location5733402, "a bounding array in a range statement must have the lower bound first")
 				}
 			default:
-				return mongoerr.New(mongoerr.Code(5946800), "the bounds in a range statement must be the string 'full', 'partition', or an ascending array of two numbers or two dates")
+				return mongoerr.New(mongoerr.Location5946800, "the bounds in a range statement must be the string 'full', 'partition', or an ascending array of two numbers or two dates")
 			}
 		default:
-			return mongoerr.New(mongoerr.Code(40415), "BSON field '$densify.range.%s' is an unknown field.", k)
+			return mongoerr.New(mongoerr.Location40415, "BSON field '$densify.range.%s' is an unknown field.", k)
 		}
 	}
 	if d.step.Type == 0 || (d.bounds == "" && d.lo.Type == 0) {
-		return mongoerr.New(mongoerr.Code(40414), "BSON field '$densify.range.step' and '$densify.range.bounds' are required")
+		return mongoerr.New(mongoerr.Location40414, "BSON field '$densify.range.step' and '$densify.range.bounds' are required")
 	}
 	if d.lo.Type != 0 && (d.lo.Type == bsoncore.TypeDateTime) != (d.unit != "") {
-		return mongoerr.New(mongoerr.Code(5733409), "numeric bounds may not have unit parameter, and date bounds need one")
+		return mongoerr.New(mongoerr.Location5733409, "numeric bounds may not have unit parameter, and date bounds need one")
 	}
 	return nil
 }
@@ -158,7 +158,7 @@ func (d *densifySpec) run(ctx context.Context, docs []bsoncore.Document) ([]bson
 			continue
 		}
 		if !d.valid(v) {
-			return nil, mongoerr.New(mongoerr.Code(5733201), "Densify field type must be numeric or a date (with unit), found %s", value.TypeName(v.Type))
+			return nil, mongoerr.New(mongoerr.Location5733201, "Densify field type must be numeric or a date (with unit), found %s", value.TypeName(v.Type))
 		}
 		if gmin.Type == 0 || value.Compare(v, gmin) < 0 {
 			gmin = v
@@ -291,11 +291,11 @@ func compileFillStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 		case "output":
 			output = v
 		default:
-			return nil, mongoerr.New(mongoerr.Code(40415), "BSON field '$fill.%s' is an unknown field.", k)
+			return nil, mongoerr.New(mongoerr.Location40415, "BSON field '$fill.%s' is an unknown field.", k)
 		}
 	}
 	if output.Type != bsoncore.TypeEmbeddedDocument {
-		return nil, mongoerr.New(mongoerr.Code(40414), "BSON field '$fill.output' is missing but a required field")
+		return nil, mongoerr.New(mongoerr.Location40414, "BSON field '$fill.output' is missing but a required field")
 	}
 	methods := bsoncore.NewDocumentBuilder()
 	it = value.NewIter(output.Data)
@@ -309,14 +309,14 @@ func compileFillStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 		fill, isValue := value.LookupField(v.Data, "value")
 		switch {
 		case v.Type != bsoncore.TypeEmbeddedDocument || value.ArrayLen(v.Data) != 1:
-			return nil, mongoerr.New(mongoerr.Code(6050203), "Exactly one of 'value' or 'method' must be specified for output field %s", field)
+			return nil, mongoerr.New(mongoerr.Location6050203, "Exactly one of 'value' or 'method' must be specified for output field %s", field)
 		case isValue:
 			hasValue = true
 			values.AppendDocument(field, bsoncore.NewDocumentBuilder().AppendArray("$ifNull",
 				bsoncore.NewArrayBuilder().AppendString("$"+field).AppendValue(fill).Build()).Build())
 		case method.Type == bsoncore.TypeString && (method.StringValue() == "locf" || method.StringValue() == "linear"):
 			if sortBy.Type == 0 && method.StringValue() == "linear" {
-				return nil, mongoerr.New(mongoerr.Code(6050204), "Method 'linear' requires a sortBy")
+				return nil, mongoerr.New(mongoerr.Location6050204, "Method 'linear' requires a sortBy")
 			}
 			hasMethod = true
 			fn := "$locf"
@@ -325,7 +325,7 @@ func compileFillStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 			}
 			methods.AppendDocument(field, bsoncore.NewDocumentBuilder().AppendString(fn, "$"+field).Build())
 		default:
-			return nil, mongoerr.New(mongoerr.Code(6050202), "Method must be either 'locf' or 'linear', found %s", value.Format(method))
+			return nil, mongoerr.New(mongoerr.Location6050202, "Method must be either 'locf' or 'linear', found %s", value.Format(method))
 		}
 	}
 	var stages []stage

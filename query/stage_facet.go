@@ -18,7 +18,7 @@ import (
 
 func compileFacetStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 	if spec.Type != bsoncore.TypeEmbeddedDocument || value.ArrayLen(spec.Data) == 0 {
-		return nil, mongoerr.New(mongoerr.Code(40169), "the $facet specification must be a non-empty object, but found: %s", value.Format(spec))
+		return nil, mongoerr.New(mongoerr.Location40169, "the $facet specification must be a non-empty object, but found: %s", value.Format(spec))
 	}
 	var names []string
 	var pipes []*Pipeline
@@ -30,14 +30,14 @@ func compileFacetStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 		}
 		name := string(k)
 		if name == "" || name[0] == '$' || strings.Contains(name, ".") {
-			return nil, mongoerr.New(mongoerr.Code(40352), "FieldPath field names may not start with '$' or contain '.': %s", name)
+			return nil, mongoerr.New(mongoerr.Location40352, "FieldPath field names may not start with '$' or contain '.': %s", name)
 		}
 		if v.Type != bsoncore.TypeArray {
-			return nil, mongoerr.New(mongoerr.Code(40170), "arguments to $facet must be arrays, %s is type %s", name, value.TypeName(v.Type))
+			return nil, mongoerr.New(mongoerr.Location40170, "arguments to $facet must be arrays, %s is type %s", name, value.TypeName(v.Type))
 		}
 		for _, st := range value.ArrayValues(v.Data) {
 			if st.Type == bsoncore.TypeEmbeddedDocument && stages[value.FirstKey(st.Data)].has(stageNotInFacet) {
-				return nil, mongoerr.New(mongoerr.Code(40600), "%s is not allowed to be used within a $facet stage", value.FirstKey(st.Data))
+				return nil, mongoerr.New(mongoerr.Location40600, "%s is not allowed to be used within a $facet stage", value.FirstKey(st.Data))
 			}
 		}
 		sub := pipeCtx{opts: pc.opts, env: pc.env, within: "$facet"}

@@ -44,7 +44,7 @@ type fieldsNode struct {
 
 func compileAddFields(spec bsoncore.Value, env *Env) (docTransform, error) {
 	if spec.Type != bsoncore.TypeEmbeddedDocument {
-		return nil, mongoerr.New(mongoerr.Code(40272), "$addFields specification stage must be an object, got %s", value.TypeName(spec.Type))
+		return nil, mongoerr.New(mongoerr.Location40272, "$addFields specification stage must be an object, got %s", value.TypeName(spec.Type))
 	}
 	root := &fieldsNode{}
 	if err := root.addAll(spec.Data, env.scope()); err != nil {
@@ -156,12 +156,12 @@ func compileUnset(spec bsoncore.Value, env *Env) (docTransform, error) {
 		fields = value.ArrayValues(spec.Data)
 	}
 	if len(fields) == 0 {
-		return nil, mongoerr.New(mongoerr.Code(31002), "$unset specification must be a string or an array containing at least one field")
+		return nil, mongoerr.New(mongoerr.Location31002, "$unset specification must be a string or an array containing at least one field")
 	}
 	b := bsoncore.NewDocumentBuilder()
 	for _, f := range fields {
 		if f.Type != bsoncore.TypeString {
-			return nil, mongoerr.New(mongoerr.Code(31120), "$unset specification must be a string or an array containing only string values")
+			return nil, mongoerr.New(mongoerr.Location31120, "$unset specification must be a string or an array containing only string values")
 		}
 		b.AppendInt32(f.StringValue(), 0)
 	}
@@ -174,7 +174,7 @@ func compileUnset(spec bsoncore.Value, env *Env) (docTransform, error) {
 
 func compileProjectTransform(spec bsoncore.Value, env *Env) (docTransform, error) {
 	if spec.Type != bsoncore.TypeEmbeddedDocument {
-		return nil, mongoerr.New(mongoerr.Code(15969), "$project specification must be an object")
+		return nil, mongoerr.New(mongoerr.Location15969, "$project specification must be an object")
 	}
 	p, err := CompileProjectionOpts(spec.Data, ProjectionOptions{Env: env, Stage: true})
 	if err != nil {
@@ -186,11 +186,11 @@ func compileProjectTransform(spec bsoncore.Value, env *Env) (docTransform, error
 // compileReplaceRoot is $replaceRoot: {newRoot: <expr>}.
 func compileReplaceRoot(spec bsoncore.Value, env *Env) (docTransform, error) {
 	if spec.Type != bsoncore.TypeEmbeddedDocument {
-		return nil, mongoerr.New(mongoerr.Code(40229), "expected an object as specification for $replaceRoot stage, got %s", value.TypeName(spec.Type))
+		return nil, mongoerr.New(mongoerr.Location40229, "expected an object as specification for $replaceRoot stage, got %s", value.TypeName(spec.Type))
 	}
 	arg, ok := value.LookupField(spec.Data, "newRoot")
 	if !ok || value.ArrayLen(spec.Data) != 1 {
-		return nil, mongoerr.New(mongoerr.Code(40414), "BSON field '$replaceRoot.newRoot' is missing but a required field")
+		return nil, mongoerr.New(mongoerr.Location40414, "BSON field '$replaceRoot.newRoot' is missing but a required field")
 	}
 	return newRootTransform("'newRoot'", arg, env)
 }
@@ -215,7 +215,7 @@ func newRootTransform(what string, arg bsoncore.Value, env *Env) (docTransform, 
 			if v.Type != 0 {
 				shown = value.Format(v)
 			}
-			return nil, mongoerr.New(mongoerr.Code(40228), "%s must evaluate to an object, but resulting value was: %s. Type of resulting value: '%s'. Input document: %s", what, shown, exprTypeName(v), value.Format(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: doc}))
+			return nil, mongoerr.New(mongoerr.Location40228, "%s must evaluate to an object, but resulting value was: %s. Type of resulting value: '%s'. Input document: %s", what, shown, exprTypeName(v), value.Format(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: doc}))
 		}
 		return bsoncore.Document(v.Data), nil
 	}, nil

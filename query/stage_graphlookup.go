@@ -22,7 +22,7 @@ type graphLookupSpec struct {
 
 func compileGraphLookupStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 	if spec.Type != bsoncore.TypeEmbeddedDocument {
-		return nil, mongoerr.New(mongoerr.Code(40327), "the $graphLookup stage specification must be an object, but found %s", value.TypeName(spec.Type))
+		return nil, mongoerr.New(mongoerr.Location40327, "the $graphLookup stage specification must be an object, but found %s", value.TypeName(spec.Type))
 	}
 	g := &graphLookupSpec{maxDepth: -1}
 	it := value.NewIter(spec.Data)
@@ -37,11 +37,11 @@ func compileGraphLookupStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 	}
 	for name, v := range map[string]string{"from": g.from, "as": g.as, "connectToField": g.connectTo, "connectFromField": g.connectFrom} {
 		if v == "" {
-			return nil, mongoerr.New(mongoerr.Code(40105), "%s was not specified", name)
+			return nil, mongoerr.New(mongoerr.Location40105, "%s was not specified", name)
 		}
 	}
 	if g.startWith == nil {
-		return nil, mongoerr.New(mongoerr.Code(40105), "startWith was not specified")
+		return nil, mongoerr.New(mongoerr.Location40105, "startWith was not specified")
 	}
 	if g.maxMemory == 0 {
 		g.maxMemory = pc.opts.MemoryLimit
@@ -70,7 +70,7 @@ func (g *graphLookupSpec) setArg(key string, v bsoncore.Value, pc *pipeCtx) erro
 		return err
 	case "maxDepth":
 		if !value.IsNumber(v) || value.ToFloat(v) < 0 || value.ToFloat(v) != float64(int64(value.ToFloat(v))) {
-			return mongoerr.New(mongoerr.Code(40101), "maxDepth requires a nonnegative argument, found: %s", value.Format(v))
+			return mongoerr.New(mongoerr.Location40101, "maxDepth requires a nonnegative argument, found: %s", value.Format(v))
 		}
 		g.maxDepth = int64(value.ToFloat(v))
 		return nil
@@ -82,14 +82,14 @@ func (g *graphLookupSpec) setArg(key string, v bsoncore.Value, pc *pipeCtx) erro
 		return nil
 	case "restrictSearchWithMatch":
 		if v.Type != bsoncore.TypeEmbeddedDocument {
-			return mongoerr.New(mongoerr.Code(40185), "restrictSearchWithMatch must be an object, found %s", value.TypeName(v.Type))
+			return mongoerr.New(mongoerr.Location40185, "restrictSearchWithMatch must be an object, found %s", value.TypeName(v.Type))
 		}
 		f, err := CompileFilterEnv(v.Data, pc.env)
 		g.restrict = f
 		return err
 	}
 	if v.Type != bsoncore.TypeString {
-		return mongoerr.New(mongoerr.Code(40103), "expected string as argument for %s, found: %s", key, value.Format(v))
+		return mongoerr.New(mongoerr.Location40103, "expected string as argument for %s, found: %s", key, value.Format(v))
 	}
 	s := v.StringValue()
 	switch key {
@@ -102,7 +102,7 @@ func (g *graphLookupSpec) setArg(key string, v bsoncore.Value, pc *pipeCtx) erro
 	case "depthField":
 		g.depthField = s
 	default:
-		return mongoerr.New(mongoerr.Code(40104), "Unknown argument to $graphLookup: %s", key)
+		return mongoerr.New(mongoerr.Location40104, "Unknown argument to $graphLookup: %s", key)
 	}
 	return nil
 }

@@ -23,7 +23,7 @@ type accSpec struct {
 
 func compileGroupStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 	if spec.Type != bsoncore.TypeEmbeddedDocument {
-		return nil, mongoerr.New(mongoerr.Code(15947), "a group's fields must be specified in an object")
+		return nil, mongoerr.New(mongoerr.Location15947, "a group's fields must be specified in an object")
 	}
 	scope := pc.env.scope()
 	var idExpr Expr
@@ -50,7 +50,7 @@ func compileGroupStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 		accs = append(accs, a)
 	}
 	if idExpr == nil {
-		return nil, mongoerr.New(mongoerr.Code(15955), "a group specification must include an _id")
+		return nil, mongoerr.New(mongoerr.Location15955, "a group specification must include an _id")
 	}
 	return func(in Stream) Stream {
 		return lazyStream(func(ctx context.Context) (Stream, error) {
@@ -62,21 +62,21 @@ func compileGroupStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 // compileAccumulator compiles one output field {name: {<acc>: <arg>}}.
 func compileAccumulator(name string, v bsoncore.Value, s *compileScope, env *Env) (accSpec, error) {
 	if strings.Contains(name, ".") {
-		return accSpec{}, mongoerr.New(mongoerr.Code(40235), "The field name '%s' cannot contain '.'", name)
+		return accSpec{}, mongoerr.New(mongoerr.Location40235, "The field name '%s' cannot contain '.'", name)
 	}
 	if strings.HasPrefix(name, "$") {
-		return accSpec{}, mongoerr.New(mongoerr.Code(40236), "The field name '%s' cannot be an operator name", name)
+		return accSpec{}, mongoerr.New(mongoerr.Location40236, "The field name '%s' cannot be an operator name", name)
 	}
 	if v.Type != bsoncore.TypeEmbeddedDocument {
-		return accSpec{}, mongoerr.New(mongoerr.Code(40234), "The field '%s' must be an accumulator object", name)
+		return accSpec{}, mongoerr.New(mongoerr.Location40234, "The field '%s' must be an accumulator object", name)
 	}
 	if value.ArrayLen(v.Data) != 1 {
-		return accSpec{}, mongoerr.New(mongoerr.Code(40238), "The field '%s' must specify one accumulator", name)
+		return accSpec{}, mongoerr.New(mongoerr.Location40238, "The field '%s' must specify one accumulator", name)
 	}
 	op := value.FirstKey(v.Data)
 	acc, ok := accumulatorOps[op]
 	if !ok {
-		return accSpec{}, mongoerr.New(mongoerr.Code(15952), "unknown group operator '%s'", op)
+		return accSpec{}, mongoerr.New(mongoerr.Location15952, "unknown group operator '%s'", op)
 	}
 	arg, _ := value.LookupField(v.Data, op)
 	mk, err := acc.compile(op, arg, s, env)

@@ -19,10 +19,10 @@ func positiveStageArg(name string, spec bsoncore.Value, allowZero bool) (int64, 
 		}
 	}
 	if !ok {
-		return 0, mongoerr.New(mongoerr.Code(15957), "the %s must be specified as a number", name)
+		return 0, mongoerr.New(mongoerr.Location15957, "the %s must be specified as a number", name)
 	}
 	if n < 0 || (n == 0 && !allowZero) {
-		return 0, mongoerr.New(mongoerr.Code(15958), "the %s must be positive", name)
+		return 0, mongoerr.New(mongoerr.Location15958, "the %s must be positive", name)
 	}
 	return n, nil
 }

@@ -20,7 +20,7 @@ func matching(in Stream, f *Filter) Stream {
 
 func compileMatchStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 	if spec.Type != bsoncore.TypeEmbeddedDocument {
-		return nil, mongoerr.New(mongoerr.Code(15959), "the match filter must be an expression in an object")
+		return nil, mongoerr.New(mongoerr.Location15959, "the match filter must be an expression in an object")
 	}
 	// $near needs the order a plan gives: a stage's filter refuses it,
 	// as mongod's does ($geoNear is the stage for it).

@@ -18,13 +18,13 @@ import (
 func checkWriteStage(name string, pc *pipeCtx) error {
 	switch {
 	case pc.within == "$lookup":
-		return mongoerr.New(mongoerr.Code(51047), "%s is not allowed within a $lookup's sub-pipeline", name)
+		return mongoerr.New(mongoerr.Location51047, "%s is not allowed within a $lookup's sub-pipeline", name)
 	case pc.within == "$facet":
-		return mongoerr.New(mongoerr.Code(40600), "%s is not allowed to be used within a $facet stage", name)
+		return mongoerr.New(mongoerr.Location40600, "%s is not allowed to be used within a $facet stage", name)
 	case pc.within != "":
-		return mongoerr.New(mongoerr.Code(31441), "%s is not allowed within a %s sub-pipeline", name, pc.within)
+		return mongoerr.New(mongoerr.Location31441, "%s is not allowed within a %s sub-pipeline", name, pc.within)
 	case !pc.last:
-		return mongoerr.New(mongoerr.Code(40601), "%s can only be the final stage in the pipeline", name)
+		return mongoerr.New(mongoerr.Location40601, "%s can only be the final stage in the pipeline", name)
 	case pc.opts.Writer == nil:
 		return mongoerr.New(mongoerr.IllegalOperation, "%s is not allowed here", name)
 	}
@@ -54,17 +54,17 @@ func outTarget(name string, v bsoncore.Value, pc *pipeCtx) (db, coll string, err
 			case string(k) == "coll":
 				coll = e.StringValue()
 			default:
-				return "", "", mongoerr.New(mongoerr.Code(40415), "BSON field '%s.%s' is an unknown field.", name, k)
+				return "", "", mongoerr.New(mongoerr.Location40415, "BSON field '%s.%s' is an unknown field.", name, k)
 			}
 		}
 	default:
-		return "", "", mongoerr.New(mongoerr.Code(16990), "%s only supports a string or object argument, but found %s", name, value.TypeName(v.Type))
+		return "", "", mongoerr.New(mongoerr.Location16990, "%s only supports a string or object argument, but found %s", name, value.TypeName(v.Type))
 	}
 	switch {
 	case coll == "":
 		return "", "", mongoerr.New(mongoerr.InvalidNamespace, "Invalid %s target namespace, %s.%s", name, db, coll)
 	case strings.HasPrefix(coll, "system."):
-		return "", "", mongoerr.New(mongoerr.Code(17385), "Can't %s to special collection: %s", name, coll)
+		return "", "", mongoerr.New(mongoerr.Location17385, "Can't %s to special collection: %s", name, coll)
 	}
 	return db, coll, nil
 }
@@ -119,7 +119,7 @@ func compileMergeStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 		spec = bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: bsoncore.NewDocumentBuilder().AppendValue("into", spec).Build()}
 	}
 	if spec.Type != bsoncore.TypeEmbeddedDocument {
-		return nil, mongoerr.New(mongoerr.Code(51182), "$merge only supports a string or object argument, but found %s", value.TypeName(spec.Type))
+		return nil, mongoerr.New(mongoerr.Location51182, "$merge only supports a string or object argument, but found %s", value.TypeName(spec.Type))
 	}
 	if err := m.parse(spec.Data, pc); err != nil {
 		return nil, err
@@ -184,18 +184,18 @@ func (m *mergeSpec) parse(doc []byte, pc *pipeCtx) error {
 			}
 			m.whenNotMatched = v.StringValue()
 		default:
-			return mongoerr.New(mongoerr.Code(40415), "BSON field '$merge.%s' is an unknown field.", k)
+			return mongoerr.New(mongoerr.Location40415, "BSON field '$merge.%s' is an unknown field.", k)
 		}
 	}
 	if into.Type == 0 {
-		return mongoerr.New(mongoerr.Code(40414), "BSON field '$merge.into' is missing but a required field")
+		return mongoerr.New(mongoerr.Location40414, "BSON field '$merge.into' is missing but a required field")
 	}
 	var err error
 	if m.db, m.coll, err = outTarget("$merge", into, pc); err != nil {
 		return err
 	}
 	if let.Type != 0 && m.matchedPipe.Type == 0 {
-		return mongoerr.New(mongoerr.Code(51199), "Cannot use 'let' variables with 'whenMatched: %s' mode", m.whenMatched)
+		return mongoerr.New(mongoerr.Location51199, "Cannot use 'let' variables with 'whenMatched: %s' mode", m.whenMatched)
 	}
 	if err := m.compileLet(let, pc); err != nil || m.matchedPipe.Type == 0 {
 		return err
@@ -213,20 +213,20 @@ func parseMergeOn(v bsoncore.Value) ([]string, error) {
 	case bsoncore.TypeArray:
 		fields = value.ArrayValues(v.Data)
 		if len(fields) == 0 {
-			return nil, mongoerr.New(mongoerr.Code(51187), "If explicitly specifying $merge 'on', must include at least one field")
+			return nil, mongoerr.New(mongoerr.Location51187, "If explicitly specifying $merge 'on', must include at least one field")
 		}
 	default:
-		return nil, mongoerr.New(mongoerr.Code(51186), "BSON field '$merge.on' must be either a string or an array of strings, but found %s", value.TypeName(v.Type))
+		return nil, mongoerr.New(mongoerr.Location51186, "BSON field '$merge.on' must be either a string or an array of strings, but found %s", value.TypeName(v.Type))
 	}
 	var on []string
 	seen := map[string]bool{}
 	for _, f := range fields {
 		if f.Type != bsoncore.TypeString {
-			return nil, mongoerr.New(mongoerr.Code(51134), "$merge 'on' array elements must be strings, but found %s", value.TypeName(f.Type))
+			return nil, mongoerr.New(mongoerr.Location51134, "$merge 'on' array elements must be strings, but found %s", value.TypeName(f.Type))
 		}
 		name := f.StringValue()
 		if seen[name] {
-			return nil, mongoerr.New(mongoerr.Code(31465), "Found a duplicate field '%s'", name)
+			return nil, mongoerr.New(mongoerr.Location31465, "Found a duplicate field '%s'", name)
 		}
 		seen[name] = true
 		on = append(on, name)
@@ -243,7 +243,7 @@ func parseMergeOn(v bsoncore.Value) ([]string, error) {
 func (m *mergeSpec) mergeOn(ctx context.Context, t WriteTarget, docs []bsoncore.Document, env *Env) error {
 	kt, ok := t.(KeyedWriteTarget)
 	if !ok || !kt.HasUniqueIndex(m.on) {
-		return mongoerr.New(mongoerr.Code(51183), "Cannot find index to verify that join fields will be unique")
+		return mongoerr.New(mongoerr.Location51183, "Cannot find index to verify that join fields will be unique")
 	}
 	var interrupt InterruptCheck
 	for _, d := range docs {
@@ -254,7 +254,7 @@ func (m *mergeSpec) mergeOn(ctx context.Context, t WriteTarget, docs []bsoncore.
 		for i, f := range m.on {
 			v := evalPath(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: d}, value.SplitPath(f))
 			if nullish(v) || v.Type == bsoncore.TypeArray {
-				return mongoerr.New(mongoerr.Code(51132), "$merge write error: 'on' field '%s' cannot be missing, null, undefined or an array", f)
+				return mongoerr.New(mongoerr.Location51132, "$merge write error: 'on' field '%s' cannot be missing, null, undefined or an array", f)
 			}
 			vals[i] = v
 		}
@@ -295,7 +295,7 @@ func (m *mergeSpec) mergeMatched(ctx context.Context, t WriteTarget, d, old bson
 		case "insert":
 			return t.Insert(ctx, withID(d))
 		case "fail":
-			return mongoerr.New(mongoerr.Code(13113), "$merge could not find a matching document in the target collection for at least one document in the source collection")
+			return mongoerr.New(mongoerr.Location13113, "$merge could not find a matching document in the target collection for at least one document in the source collection")
 		}
 		return nil
 	}
@@ -384,7 +384,7 @@ func (m *mergeSpec) mergeOne(ctx context.Context, t WriteTarget, d bsoncore.Docu
 		case "insert":
 			return t.Insert(ctx, d)
 		case "fail":
-			return mongoerr.New(mongoerr.Code(13113), "$merge could not find a matching document in the target collection for at least one document in the source collection")
+			return mongoerr.New(mongoerr.Location13113, "$merge could not find a matching document in the target collection for at least one document in the source collection")
 		}
 		return nil
 	}

@@ -54,7 +54,7 @@ func redact(x Expr, c *evalCtx, doc bsoncore.Value) (bsoncore.Value, bool, error
 	case v.Type == bsoncore.TypeString && verdict == "prune":
 		return bsoncore.Value{}, false, nil
 	case v.Type != bsoncore.TypeString || verdict != "descend":
-		return v, false, mongoerr.New(mongoerr.Code(17053), "$redact's expression should not return anything aside from the variables $$KEEP, $$DESCEND, and $$PRUNE, but returned %s", value.Format(v))
+		return v, false, mongoerr.New(mongoerr.Location17053, "$redact's expression should not return anything aside from the variables $$KEEP, $$DESCEND, and $$PRUNE, but returned %s", value.Format(v))
 	}
 	idx, dst := bsoncore.AppendDocumentStart(nil)
 	it := value.NewIter(doc.Data)

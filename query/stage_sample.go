@@ -14,7 +14,7 @@ import (
 
 func compileSampleStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 	if spec.Type != bsoncore.TypeEmbeddedDocument {
-		return nil, mongoerr.New(mongoerr.Code(28745), "the $sample stage specification must be an object")
+		return nil, mongoerr.New(mongoerr.Location28745, "the $sample stage specification must be an object")
 	}
 	size := int64(-1)
 	it := value.NewIter(spec.Data)
@@ -24,17 +24,17 @@ func compileSampleStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 			break
 		}
 		if string(k) != "size" {
-			return nil, mongoerr.New(mongoerr.Code(28748), "unrecognized option to $sample: %s", k)
+			return nil, mongoerr.New(mongoerr.Location28748, "unrecognized option to $sample: %s", k)
 		}
 		if !value.IsNumber(v) {
-			return nil, mongoerr.New(mongoerr.Code(28746), "size argument to $sample must be a number")
+			return nil, mongoerr.New(mongoerr.Location28746, "size argument to $sample must be a number")
 		}
 		if size = int64(value.ToFloat(v)); size < 0 {
-			return nil, mongoerr.New(mongoerr.Code(28747), "size argument to $sample must not be negative")
+			return nil, mongoerr.New(mongoerr.Location28747, "size argument to $sample must not be negative")
 		}
 	}
 	if size < 0 {
-		return nil, mongoerr.New(mongoerr.Code(28749), "$sample stage must specify a size")
+		return nil, mongoerr.New(mongoerr.Location28749, "$sample stage must specify a size")
 	}
 	return func(in Stream) Stream {
 		return lazyStream(func(ctx context.Context) (Stream, error) {

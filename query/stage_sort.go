@@ -14,10 +14,10 @@ import (
 
 func compileSortStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 	if spec.Type != bsoncore.TypeEmbeddedDocument {
-		return nil, mongoerr.New(mongoerr.Code(15973), "the $sort key specification must be an object")
+		return nil, mongoerr.New(mongoerr.Location15973, "the $sort key specification must be an object")
 	}
 	if value.ArrayLen(spec.Data) == 0 {
-		return nil, mongoerr.New(mongoerr.Code(15976), "$sort stage must have at least one sort key")
+		return nil, mongoerr.New(mongoerr.Location15976, "$sort stage must have at least one sort key")
 	}
 	s, err := compileSort(spec.Data, pc.env, pc.text)
 	if err != nil {

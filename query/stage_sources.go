@@ -66,11 +66,11 @@ func parseSessionFilter(name string, spec bsoncore.Value) (SessionFilter, error)
 			}
 			f.Users, hasUsers = users, true
 		default:
-			return f, mongoerr.New(mongoerr.Code(40415), "BSON field '%s.%s' is an unknown field.", name, el.Key())
+			return f, mongoerr.New(mongoerr.Location40415, "BSON field '%s.%s' is an unknown field.", name, el.Key())
 		}
 	}
 	if f.AllUsers && hasUsers {
-		return f, mongoerr.New(mongoerr.Code(31014), "%s may not specify both allUsers and users", name)
+		return f, mongoerr.New(mongoerr.Location31014, "%s may not specify both allUsers and users", name)
 	}
 	return f, nil
 }
@@ -91,7 +91,7 @@ func parseSessionUsers(name string, v bsoncore.Value) ([]SessionUser, error) {
 		user, okU := d.Lookup("user").StringValueOK()
 		db, okD := d.Lookup("db").StringValueOK()
 		if !okU || !okD {
-			return nil, mongoerr.New(mongoerr.Code(40414), "BSON field '%s.users.user' and '%s.users.db' are required strings", name, name)
+			return nil, mongoerr.New(mongoerr.Location40414, "BSON field '%s.users.user' and '%s.users.db' are required strings", name, name)
 		}
 		users = append(users, SessionUser{User: user, DB: db})
 	}
@@ -117,7 +117,7 @@ func compileDocumentsStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 				return nil, err
 			}
 			if v.Type != bsoncore.TypeArray {
-				return nil, mongoerr.New(mongoerr.Code(5858203), "an array is expected")
+				return nil, mongoerr.New(mongoerr.Location5858203, "an array is expected")
 			}
 			var docs []bsoncore.Document
 			for _, e := range value.ArrayValues(v.Data) {
@@ -136,7 +136,7 @@ func now() bsoncore.Value { return value.Date(time.Now().UnixMilli()) }
 
 func compileCollStatsStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 	if spec.Type != bsoncore.TypeEmbeddedDocument {
-		return nil, mongoerr.New(mongoerr.Code(40166), "$collStats must take a nested object but found: %s", value.Format(spec))
+		return nil, mongoerr.New(mongoerr.Location40166, "$collStats must take a nested object but found: %s", value.Format(spec))
 	}
 	opts := map[string]bsoncore.Value{}
 	it := value.NewIter(spec.Data)
@@ -152,7 +152,7 @@ func compileCollStatsStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 			}
 			opts[string(k)] = v
 		default:
-			return nil, mongoerr.New(mongoerr.Code(40415), "BSON field '$collStats.%s' is an unknown field.", k)
+			return nil, mongoerr.New(mongoerr.Location40415, "BSON field '$collStats.%s' is an unknown field.", k)
 		}
 	}
 	return func(Stream) Stream {
@@ -207,7 +207,7 @@ func collStats(ctx context.Context, pc *pipeCtx, opts map[string]bsoncore.Value)
 // compileIndexStatsStage reports the one index every collection has.
 func compileIndexStatsStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 	if spec.Type != bsoncore.TypeEmbeddedDocument || value.ArrayLen(spec.Data) != 0 {
-		return nil, mongoerr.New(mongoerr.Code(28803), "The $indexStats stage specification must be an empty object")
+		return nil, mongoerr.New(mongoerr.Location28803, "The $indexStats stage specification must be an empty object")
 	}
 	return func(Stream) Stream {
 		return lazyStream(func(ctx context.Context) (Stream, error) {

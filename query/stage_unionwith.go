@@ -30,7 +30,7 @@ func compileUnionWithStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 				}
 				sub, err = compileStages(v, &pipeCtx{opts: pc.opts, env: pc.env, within: "$unionWith"})
 			default:
-				err = mongoerr.New(mongoerr.Code(40415), "BSON field '$unionWith.%s' is an unknown field.", k)
+				err = mongoerr.New(mongoerr.Location40415, "BSON field '$unionWith.%s' is an unknown field.", k)
 			}
 			return err
 		})
@@ -41,7 +41,7 @@ func compileUnionWithStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 		return nil, mongoerr.New(mongoerr.FailedToParse, "the $unionWith stage specification must be an object or string, but found %s", value.TypeName(spec.Type))
 	}
 	if coll == "" && (sub == nil || len(sub.specs) == 0 || value.FirstKey(sub.specs[0]) != "$documents") {
-		return nil, mongoerr.New(mongoerr.Code(40414), "BSON field '$unionWith.coll' is missing but a required field")
+		return nil, mongoerr.New(mongoerr.Location40414, "BSON field '$unionWith.coll' is missing but a required field")
 	}
 	return func(in Stream) Stream {
 		var other Stream

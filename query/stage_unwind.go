@@ -64,25 +64,25 @@ func parseUnwind(spec bsoncore.Value) (*unwindSpec, error) {
 			switch k {
 			case "path":
 				if v.Type != bsoncore.TypeString {
-					return mongoerr.New(mongoerr.Code(28808), "expected a string as the path for $unwind stage, got %s", value.TypeName(v.Type))
+					return mongoerr.New(mongoerr.Location28808, "expected a string as the path for $unwind stage, got %s", value.TypeName(v.Type))
 				}
 				path = v.StringValue()
 			case "includeArrayIndex":
 				if v.Type != bsoncore.TypeString || v.StringValue() == "" {
-					return mongoerr.New(mongoerr.Code(28810), "expected a non-empty string for the includeArrayIndex  option to $unwind stage")
+					return mongoerr.New(mongoerr.Location28810, "expected a non-empty string for the includeArrayIndex  option to $unwind stage")
 				}
 				s := v.StringValue()
 				if s[0] == '$' {
-					return mongoerr.New(mongoerr.Code(28822), "includeArrayIndex option to $unwind stage should not be prefixed with a '$': %s", s)
+					return mongoerr.New(mongoerr.Location28822, "includeArrayIndex option to $unwind stage should not be prefixed with a '$': %s", s)
 				}
 				u.index = value.SplitPath(s)
 			case "preserveNullAndEmptyArrays":
 				if v.Type != bsoncore.TypeBoolean {
-					return mongoerr.New(mongoerr.Code(28809), "expected a boolean for the preserveNullAndEmptyArrays option to $unwind stage, got %s", value.TypeName(v.Type))
+					return mongoerr.New(mongoerr.Location28809, "expected a boolean for the preserveNullAndEmptyArrays option to $unwind stage, got %s", value.TypeName(v.Type))
 				}
 				u.preserve = v.Boolean()
 			default:
-				return mongoerr.New(mongoerr.Code(28811), "unrecognized option to $unwind stage: %s", k)
+				return mongoerr.New(mongoerr.Location28811, "unrecognized option to $unwind stage: %s", k)
 			}
 			return nil
 		})
@@ -90,16 +90,16 @@ func parseUnwind(spec bsoncore.Value) (*unwindSpec, error) {
 			return nil, err
 		}
 		if path == "" {
-			return nil, mongoerr.New(mongoerr.Code(28812), "no path specified to $unwind stage")
+			return nil, mongoerr.New(mongoerr.Location28812, "no path specified to $unwind stage")
 		}
 	default:
-		return nil, mongoerr.New(mongoerr.Code(15981), "expected either a string or an object as specification for $unwind stage, got %s", value.TypeName(spec.Type))
+		return nil, mongoerr.New(mongoerr.Location15981, "expected either a string or an object as specification for $unwind stage, got %s", value.TypeName(spec.Type))
 	}
 	if !strings.HasPrefix(path, "$") {
-		return nil, mongoerr.New(mongoerr.Code(28818), "path option to $unwind stage should be prefixed with a '$': %s", path)
+		return nil, mongoerr.New(mongoerr.Location28818, "path option to $unwind stage should be prefixed with a '$': %s", path)
 	}
 	if _, err := compileFieldPath(path, nil); err != nil || strings.HasPrefix(path, "$$") {
-		return nil, mongoerr.New(mongoerr.Code(28818), "path option to $unwind stage should be prefixed with a '$': %s", path)
+		return nil, mongoerr.New(mongoerr.Location28818, "path option to $unwind stage should be prefixed with a '$': %s", path)
 	}
 	u.parts = value.SplitPath(path[1:])
 	return u, nil

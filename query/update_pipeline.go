@@ -50,7 +50,7 @@ func updateStage(v bsoncore.Value) (stageEntry, error) {
 		return stageEntry{}, mongoerr.New(mongoerr.TypeMismatch, "Each element of the 'pipeline' array must be an object")
 	}
 	if value.ArrayLen(v.Data) != 1 {
-		return stageEntry{}, mongoerr.New(mongoerr.Code(40323), "A pipeline stage specification object must contain exactly one field.")
+		return stageEntry{}, mongoerr.New(mongoerr.Location40323, "A pipeline stage specification object must contain exactly one field.")
 	}
 	name := value.FirstKey(v.Data)
 	row, ok := stages[name]
@@ -58,7 +58,7 @@ func updateStage(v bsoncore.Value) (stageEntry, error) {
 		if ok && !row.has(stageUnsupported) {
 			return stageEntry{}, mongoerr.New(mongoerr.InvalidOptions, "%s is not allowed to be used within an update", name)
 		}
-		return stageEntry{}, mongoerr.New(mongoerr.Code(40324), "Unrecognized pipeline stage name: '%s'", name)
+		return stageEntry{}, mongoerr.New(mongoerr.Location40324, "Unrecognized pipeline stage name: '%s'", name)
 	}
 	return row, nil
 }

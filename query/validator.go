@@ -22,7 +22,7 @@ type Validator struct {
 var nearOps = map[string]bool{"$near": true, "$nearSphere": true, "$geoNear": true}
 
 func nearNotAllowed() error {
-	return mongoerr.New(mongoerr.Code(5626500), "$geoNear, $near, and $nearSphere are not allowed in this context, "+
+	return mongoerr.New(mongoerr.Location5626500, "$geoNear, $near, and $nearSphere are not allowed in this context, "+
 		"as these operators require sorting geospatial data. If you do not need sort, consider using $geoWithin instead. "+
 		"Check out https://dochub.mongodb.org/core/near-sort-operation and https://dochub.mongodb.org/core/nearSphere-sort-operationfor more details.")
 }

@@ -34,11 +34,11 @@ func (a *covarianceAcc) add(c *evalCtx) (int, error) {
 		return 0, err
 	}
 	if v.Type != bsoncore.TypeArray {
-		return 0, mongoerr.New(mongoerr.Code(5424000), "Input to covariance must be an array, but found %s", value.TypeName(v.Type))
+		return 0, mongoerr.New(mongoerr.Location5424000, "Input to covariance must be an array, but found %s", value.TypeName(v.Type))
 	}
 	pair := value.ArrayValues(v.Data)
 	if len(pair) != 2 {
-		return 0, mongoerr.New(mongoerr.Code(5424001), "Input array to covariance must have exactly 2 elements, but found %d", len(pair))
+		return 0, mongoerr.New(mongoerr.Location5424001, "Input array to covariance must have exactly 2 elements, but found %d", len(pair))
 	}
 	if !value.IsNumber(pair[0]) || !value.IsNumber(pair[1]) {
 		return 0, nil

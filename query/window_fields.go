@@ -62,7 +62,7 @@ func compileSetWindowFieldsStage(spec bsoncore.Value, pc *pipeCtx) (stage, error
 		case "output":
 			output = v
 		default:
-			err = mongoerr.New(mongoerr.Code(40415), "BSON field '$setWindowFields.%s' is an unknown field.", k)
+			err = mongoerr.New(mongoerr.Location40415, "BSON field '$setWindowFields.%s' is an unknown field.", k)
 		}
 		return err
 	})
@@ -70,7 +70,7 @@ func compileSetWindowFieldsStage(spec bsoncore.Value, pc *pipeCtx) (stage, error
 		return nil, err
 	}
 	if output.Type != bsoncore.TypeEmbeddedDocument {
-		return nil, mongoerr.New(mongoerr.Code(40414), "BSON field '$setWindowFields.output' is missing but a required field")
+		return nil, mongoerr.New(mongoerr.Location40414, "BSON field '$setWindowFields.output' is missing but a required field")
 	}
 	it := value.NewIter(output.Data)
 	for {
@@ -349,13 +349,13 @@ func parseWindow(v bsoncore.Value, srt *Sort) (windowBounds, error) {
 		return w, err
 	}
 	if !w.loUnbounded && !w.hiUnbnd && w.lo > w.hi {
-		return w, mongoerr.New(mongoerr.Code(5339900), "Lower bound must not exceed upper bound: %s", value.Format(bounds))
+		return w, mongoerr.New(mongoerr.Location5339900, "Lower bound must not exceed upper bound: %s", value.Format(bounds))
 	}
 	if w.byRange && (srt == nil || len(srt.keys) != 1) {
-		return w, mongoerr.New(mongoerr.Code(5339902), "Range-based bounds require sortBy a single field")
+		return w, mongoerr.New(mongoerr.Location5339902, "Range-based bounds require sortBy a single field")
 	}
 	if !w.byRange && (srt == nil || len(srt.keys) == 0) && !(w.loUnbounded && w.hiUnbnd) {
-		return w, mongoerr.New(mongoerr.Code(5339901), "Document-based bounds require a sortBy")
+		return w, mongoerr.New(mongoerr.Location5339901, "Document-based bounds require a sortBy")
 	}
 	return w, nil
 }
@@ -429,10 +429,10 @@ func (w windowBounds) indices(p *partition, i int) (int, int, error) {
 	}
 	k := p.keys[i]
 	if !value.IsNumber(k) && k.Type != bsoncore.TypeDateTime {
-		return 0, 0, mongoerr.New(mongoerr.Code(5429413), "Invalid range: Expected the sortBy field to be a number or a date, but it was %s", exprTypeName(k))
+		return 0, 0, mongoerr.New(mongoerr.Location5429413, "Invalid range: Expected the sortBy field to be a number or a date, but it was %s", exprTypeName(k))
 	}
 	if (k.Type == bsoncore.TypeDateTime) != (w.unit != "") {
-		return 0, 0, mongoerr.New(mongoerr.Code(5429513), "Invalid range: 'unit' must be given exactly when the sortBy field is a date")
+		return 0, 0, mongoerr.New(mongoerr.Location5429513, "Invalid range: 'unit' must be given exactly when the sortBy field is a date")
 	}
 	inRange := func(v bsoncore.Value) bool {
 		if w.unit != "" {

@@ -82,10 +82,10 @@ func foldWindow(compile accCompiler) windowCompiler {
 func compileRank(w *windowSpec) (windowFunc, error) {
 	name, arg, srt := w.name, w.arg, w.sort
 	if arg.Type != bsoncore.TypeEmbeddedDocument || value.ArrayLen(arg.Data) != 0 {
-		return nil, mongoerr.New(mongoerr.Code(5371603), "%s takes no arguments, i.e. %s:{}", name, name)
+		return nil, mongoerr.New(mongoerr.Location5371603, "%s takes no arguments, i.e. %s:{}", name, name)
 	}
 	if srt == nil || len(srt.keys) != 1 && name != "$documentNumber" {
-		return nil, mongoerr.New(mongoerr.Code(5371602), "%s must be specified with a top level sortBy expression with exactly one element", name)
+		return nil, mongoerr.New(mongoerr.Location5371602, "%s must be specified with a top level sortBy expression with exactly one element", name)
 	}
 	return rankFunc(name), nil
 }
@@ -97,7 +97,7 @@ func compileFill(w *windowSpec) (windowFunc, error) {
 		return nil, err
 	}
 	if w.name == "$linearFill" && (w.sort == nil || len(w.sort.keys) != 1) {
-		return nil, mongoerr.New(mongoerr.Code(605001), "$linearFill requires a sortBy with exactly one field")
+		return nil, mongoerr.New(mongoerr.Location605001, "$linearFill requires a sortBy with exactly one field")
 	}
 	return &fillFunc{linear: w.name == "$linearFill", x: x}, nil
 }
@@ -137,7 +137,7 @@ type shiftFunc struct {
 func compileShift(w *windowSpec) (windowFunc, error) {
 	arg, srt, s := w.arg, w.sort, w.scope
 	if srt == nil {
-		return nil, mongoerr.New(mongoerr.Code(5433600), "$shift requires a sortBy")
+		return nil, mongoerr.New(mongoerr.Location5433600, "$shift requires a sortBy")
 	}
 	exprs, raw, err := accArgs("$shift", arg, s, []string{"output", "by", "default"}, []string{"output", "by"})
 	if err != nil {
@@ -192,7 +192,7 @@ type rateFunc struct {
 func compileRateFunc(w *windowSpec) (windowFunc, error) {
 	name, arg, bounds, hasWindow, srt, s := w.name, w.arg, w.bounds, w.hasWindow, w.sort, w.scope
 	if srt == nil || len(srt.keys) != 1 {
-		return nil, mongoerr.New(mongoerr.Code(5423301), "%s requires a sortBy with exactly one field", name)
+		return nil, mongoerr.New(mongoerr.Location5423301, "%s requires a sortBy with exactly one field", name)
 	}
 	if name == "$derivative" && !hasWindow {
 		return nil, mongoerr.New(mongoerr.FailedToParse, "$derivative requires explicit window bounds")
@@ -204,7 +204,7 @@ func compileRateFunc(w *windowSpec) (windowFunc, error) {
 	f := &rateFunc{integral: name == "$integral", input: exprs["input"], bounds: bounds}
 	if u, ok := raw["unit"]; ok {
 		if u.Type != bsoncore.TypeString || timeUnitMillis(u.StringValue()) <= 0 {
-			return nil, mongoerr.New(mongoerr.Code(5490704), "%s 'unit' must be a fixed-length time unit, found %s", name, value.Format(u))
+			return nil, mongoerr.New(mongoerr.Location5490704, "%s 'unit' must be a fixed-length time unit, found %s", name, value.Format(u))
 		}
 		f.unitMs = timeUnitMillis(u.StringValue())
 	}
@@ -244,7 +244,7 @@ func (f *rateFunc) compute(ctx context.Context, p *partition) ([]bsoncore.Value,
 			}
 			x, ok := f.axis(p.keys[j])
 			if !ok {
-				return nil, mongoerr.New(mongoerr.Code(5624901), "Expected the sortBy field to be a number or a date with 'unit'")
+				return nil, mongoerr.New(mongoerr.Location5624901, "Expected the sortBy field to be a number or a date with 'unit'")
 			}
 			if value.IsNumber(y) {
 				xs, ys = append(xs, x), append(ys, value.ToFloat(y))
@@ -363,7 +363,7 @@ func (f *fillFunc) compute(_ context.Context, p *partition) ([]bsoncore.Value, e
 			continue
 		}
 		if !value.IsNumber(v) {
-			return nil, mongoerr.New(mongoerr.Code(605001), "$linearFill only supports numeric types")
+			return nil, mongoerr.New(mongoerr.Location605001, "$linearFill only supports numeric types")
 		}
 		if prev >= 0 && i-prev > 1 {
 			x0, x1 := axisValue(p.keys[prev]), axisValue(p.keys[i])

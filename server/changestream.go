@@ -39,7 +39,7 @@ func parseChangeStreamArgs(spec bsoncore.Value) (changeStreamArgs, error) {
 	a := changeStreamArgs{fullDocument: "default", beforeChange: "off"}
 	d, ok := spec.DocumentOK()
 	if !ok {
-		return a, mongoerr.New(mongoerr.Code(6188500), "$changeStream must take a nested object but found: $changeStream: %s", value.Format(spec))
+		return a, mongoerr.New(mongoerr.Location6188500, "$changeStream must take a nested object but found: $changeStream: %s", value.Format(spec))
 	}
 	els, _ := d.Elements()
 	for _, el := range els {
@@ -48,7 +48,7 @@ func parseChangeStreamArgs(spec bsoncore.Value) (changeStreamArgs, error) {
 		}
 	}
 	if a.resumeAfter != nil && a.startAfter != nil {
-		return a, mongoerr.New(mongoerr.Code(50865), "Do not specify both 'resumeAfter' and 'startAfter' in a $changeStream stage")
+		return a, mongoerr.New(mongoerr.Location50865, "Do not specify both 'resumeAfter' and 'startAfter' in a $changeStream stage")
 	}
 	set := 0
 	for _, on := range []bool{a.resumeAfter != nil, a.startAfter != nil, !a.startAt.isZero()} {
@@ -57,7 +57,7 @@ func parseChangeStreamArgs(spec bsoncore.Value) (changeStreamArgs, error) {
 		}
 	}
 	if set > 1 {
-		return a, mongoerr.New(mongoerr.Code(40674), "Only one type of resume option is allowed, but multiple were found")
+		return a, mongoerr.New(mongoerr.Location40674, "Only one type of resume option is allowed, but multiple were found")
 	}
 	return a, nil
 }
@@ -281,7 +281,7 @@ func compileStreamStages(r *request, stages []bsoncore.Document) (*query.Pipelin
 		}
 		if !streamStages[name] {
 			if _, err := query.CompilePipeline(bsoncore.NewArrayBuilder().AppendDocument(st).Build()); err != nil &&
-				mongoerr.As(err).Code == mongoerr.Code(40324) {
+				mongoerr.As(err).Code == mongoerr.Location40324 {
 				return nil, err // not a stage at all
 			}
 			return nil, mongoerr.New(mongoerr.IllegalOperation, "%s is not permitted in a $changeStream pipeline", name)

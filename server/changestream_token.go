@@ -52,16 +52,16 @@ func parseResumeToken(field string, v bsoncore.Value) (resumeToken, error) {
 	}
 	data, ok := d.Lookup("_data").StringValueOK()
 	if !ok {
-		return resumeToken{}, mongoerr.New(mongoerr.Code(40647), "Bad resume token: _data of missing or of wrong type. Expected string, got %s", value.Format(v))
+		return resumeToken{}, mongoerr.New(mongoerr.Location40647, "Bad resume token: _data of missing or of wrong type. Expected string, got %s", value.Format(v))
 	}
 	b, err := hex.DecodeString(data)
 	switch {
 	case err != nil:
 		return resumeToken{}, mongoerr.New(mongoerr.FailedToParse, "resume token string was not a valid hex string")
 	case len(b) == 0:
-		return resumeToken{}, mongoerr.New(mongoerr.Code(40649), "invalid empty resume token")
+		return resumeToken{}, mongoerr.New(mongoerr.Location40649, "invalid empty resume token")
 	case len(b) != 22 || b[0] != tokenVersion || b[21] > tokenInvalidate:
-		return resumeToken{}, mongoerr.New(mongoerr.Code(50795), "Invalid Resume Token: not a resume token of this server: %s", value.Format(v))
+		return resumeToken{}, mongoerr.New(mongoerr.Location50795, "Invalid Resume Token: not a resume token of this server: %s", value.Format(v))
 	}
 	return resumeToken{
 		at:   clusterTime{t: binary.BigEndian.Uint32(b[1:]), i: binary.BigEndian.Uint32(b[5:])},

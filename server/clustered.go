@@ -52,13 +52,13 @@ func parseClusteredIndex(v bsoncore.Value) (bsoncore.Document, error) {
 		return nil, mongoerr.New(mongoerr.Location40414, "BSON field 'clusteredIndex.key' is missing but a required field")
 	}
 	if !unique {
-		return nil, mongoerr.New(mongoerr.Code(5979700), "The clusteredIndex option requires unique: true to be specified")
+		return nil, mongoerr.New(mongoerr.Location5979700, "The clusteredIndex option requires unique: true to be specified")
 	}
 	if n, ok := value.AsInt64(key.Lookup("_id")); !ok || n != 1 || len(keyFields(key)) != 1 {
-		return nil, mongoerr.New(mongoerr.Code(197), "The clusteredIndex option is only supported for key: {_id: 1}")
+		return nil, mongoerr.New(mongoerr.InvalidIndexSpecificationOption, "The clusteredIndex option is only supported for key: {_id: 1}")
 	}
 	if version != 2 {
-		return nil, mongoerr.New(mongoerr.Code(5979704), "Invalid clusteredIndex specification %s; cannot create a clusteredIndex with v=%d", d.String(), version)
+		return nil, mongoerr.New(mongoerr.Location5979704, "Invalid clusteredIndex specification %s; cannot create a clusteredIndex with v=%d", d.String(), version)
 	}
 	return clusteredSpec(name), nil
 }

@@ -182,7 +182,7 @@ func cmdGetLog(r *request) (bsoncore.Document, error) {
 		}
 		b.AppendInt32("totalLinesWritten", int32(len(lines))).AppendArray("log", arr.Build())
 	default:
-		return nil, mongoerr.New(mongoerr.Code(72), "No log named '%s'", name)
+		return nil, mongoerr.New(mongoerr.InvalidOptions, "No log named '%s'", name)
 	}
 	return b.AppendDouble("ok", 1).Build(), nil
 }

@@ -614,7 +614,7 @@ func (t writeTarget) HasUniqueIndex(fields []string) bool {
 func (t writeTarget) FindBy(ctx context.Context, fields []string, vals []bsoncore.Value) ([]bsoncore.Document, error) {
 	ix := t.uniqueIndexOn(fields)
 	if ix == nil {
-		return nil, mongoerr.New(mongoerr.Code(51183), "Cannot find index to verify that join fields will be unique")
+		return nil, mongoerr.New(mongoerr.Location51183, "Cannot find index to verify that join fields will be unique")
 	}
 	byPath := map[string]bsoncore.Value{}
 	for i, f := range fields {

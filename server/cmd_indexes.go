@@ -359,7 +359,7 @@ func dropKey(specs []*index.Spec, key bsoncore.Document) ([]*index.Spec, error) 
 	case 1:
 		return keep, nil
 	}
-	return nil, mongoerr.New(mongoerr.Code(276), "%d indexes found for key: %s, identify by name instead.", found, index.ShellDoc(key))
+	return nil, mongoerr.New(mongoerr.AmbiguousIndexKeyPattern, "%d indexes found for key: %s, identify by name instead.", found, index.ShellDoc(key))
 }
 
 // cmdListIndexesSpecs lists the _id index and every secondary index.

@@ -35,7 +35,7 @@ func (r *request) sessionList() ([]storage.SessionKey, error) {
 		return nil, err
 	}
 	if len(vals) > maxSessionsPerCommand {
-		return nil, mongoerr.New(mongoerr.Code(13403), "%s takes at most %d sessions", r.name, maxSessionsPerCommand)
+		return nil, mongoerr.New(mongoerr.Location13403, "%s takes at most %d sessions", r.name, maxSessionsPerCommand)
 	}
 	out := make([]storage.SessionKey, 0, len(vals))
 	for _, v := range vals {

@@ -279,7 +279,7 @@ func applyToDocument(ctx context.Context, tx *storage.Tx, coll string, doc bsonc
 		return doc, false, err
 	}
 	if len(after) > wire.MaxDocumentSize {
-		return nil, false, mongoerr.New(mongoerr.Code(17419), "Resulting document after update is larger than %d", wire.MaxDocumentSize)
+		return nil, false, mongoerr.New(mongoerr.Location17419, "Resulting document after update is larger than %d", wire.MaxDocumentSize)
 	}
 	if after, err = normalizeDocument(after); err != nil {
 		return nil, false, err
@@ -300,7 +300,7 @@ func upsertDocument(f *query.Filter, u *query.Update) (bsoncore.Document, error)
 		return nil, err
 	}
 	if len(doc) > wire.MaxDocumentSize {
-		return nil, mongoerr.New(mongoerr.Code(17419), "Resulting document after update is larger than %d", wire.MaxDocumentSize)
+		return nil, mongoerr.New(mongoerr.Location17419, "Resulting document after update is larger than %d", wire.MaxDocumentSize)
 	}
 	return normalizeDocument(doc)
 }

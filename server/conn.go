@@ -236,11 +236,11 @@ func (c *conn) streamHello(hdr wire.Header, reply bsoncore.Document, decode func
 func (c *conn) handleQuery(hdr wire.Header, q *wire.Query, comp wire.CompressorID) error {
 	var reply bsoncore.Document
 	if !isCmdNamespace(q.FullCollectionName) {
-		reply = errorReply(mongoerr.New(mongoerr.Code(5739101), "OP_QUERY is no longer supported. The client driver may require an upgrade."))
+		reply = errorReply(mongoerr.New(mongoerr.Location5739101, "OP_QUERY is no longer supported. The client driver may require an upgrade."))
 	} else {
 		name := value.FirstKey(q.Query)
 		if name != "hello" && name != "isMaster" && name != "ismaster" {
-			reply = errorReply(mongoerr.New(mongoerr.Code(5739101), "OP_QUERY is no longer supported. The client driver may require an upgrade."))
+			reply = errorReply(mongoerr.New(mongoerr.Location5739101, "OP_QUERY is no longer supported. The client driver may require an upgrade."))
 		} else {
 			db := q.FullCollectionName[:len(q.FullCollectionName)-len(".$cmd")]
 			reply = c.runCommand(false, func() (bsoncore.Document, error) { return withDB(unwrapQuery(q.Query), db), nil })

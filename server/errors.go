@@ -24,11 +24,11 @@ func toMongoErr(err error) *mongoerr.Error {
 	case errors.Is(err, storage.ErrInvalidDatabaseName):
 		return mongoerr.New(mongoerr.InvalidNamespace, "%s", err.Error())
 	case errors.Is(err, storage.ErrDatabaseDiffersInCase):
-		return mongoerr.New(mongoerr.Code(13297), "%s", err.Error())
+		return mongoerr.New(mongoerr.Location13297, "%s", err.Error())
 	case errors.Is(err, storage.ErrKeyTooLong):
-		return mongoerr.New(mongoerr.Code(17280), "_id value is too long to store (the encoded key may be at most %d bytes)", maxKeySize)
+		return mongoerr.New(mongoerr.Location17280, "_id value is too long to store (the encoded key may be at most %d bytes)", maxKeySize)
 	case errors.Is(err, storage.ErrClosed):
-		return mongoerr.New(mongoerr.Code(11600), "interrupted at shutdown")
+		return mongoerr.New(mongoerr.InterruptedAtShutdown, "interrupted at shutdown")
 	case errors.Is(err, storage.ErrOutOfDiskSpace):
 		return mongoerr.New(mongoerr.OutOfDiskSpace, "%s", err.Error())
 	case errors.Is(err, storage.ErrDocumentValidation):

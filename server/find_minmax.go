@@ -29,7 +29,7 @@ func parseKeyRange(hint bsoncore.Value, min, max bsoncore.Document) (*keyRange, 
 	}
 	pattern, ok := hint.DocumentOK()
 	if !ok {
-		return nil, mongoerr.New(mongoerr.Code(51173), "When using min()/max() a hint of which index to use must be provided")
+		return nil, mongoerr.New(mongoerr.Location51173, "When using min()/max() a hint of which index to use must be provided")
 	}
 	els, _ := pattern.Elements()
 	kr := &keyRange{min: min, max: max}
@@ -40,7 +40,7 @@ func parseKeyRange(hint bsoncore.Value, min, max bsoncore.Document) (*keyRange, 
 	}
 	for _, bound := range []bsoncore.Document{min, max} {
 		if bound != nil && !sameFields(bound, kr.fields) {
-			return nil, mongoerr.New(mongoerr.Code(51174), "The index chosen is not compatible with min/max")
+			return nil, mongoerr.New(mongoerr.Location51174, "The index chosen is not compatible with min/max")
 		}
 	}
 	return kr, nil

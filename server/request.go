@@ -54,7 +54,7 @@ func newRequest(c *conn, cmd bsoncore.Document) (*request, error) {
 	r := &request{c: c, ctx: c.ctx, cmd: cmd, name: first.Key()}
 	dbv, err := cmd.LookupErr("$db")
 	if err != nil {
-		return nil, mongoerr.New(mongoerr.Code(40571), "OP_MSG requests require a $db argument")
+		return nil, mongoerr.New(mongoerr.Location40571, "OP_MSG requests require a $db argument")
 	}
 	db, ok := dbv.StringValueOK()
 	if !ok {

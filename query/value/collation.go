@@ -39,7 +39,7 @@ type Collation struct {
 const icuVersion = "57.1"
 
 // codeIncompatibleCollationVersion is mongod's IncompatibleCollationVersion.
-const codeIncompatibleCollationVersion = mongoerr.Code(222)
+const codeIncompatibleCollationVersion = mongoerr.IncompatibleCollationVersion
 
 // collationFields are the fields of a collation document MongoDB accepts.
 var collationFields = map[string]bool{
@@ -72,7 +72,7 @@ func ParseCollation(doc bsoncore.Document) (*Collation, error) {
 		}
 		key := string(k)
 		if !collationFields[key] {
-			return nil, mongoerr.New(mongoerr.Code(40415), "BSON field 'collation.%s' is an unknown field.", key)
+			return nil, mongoerr.New(mongoerr.Location40415, "BSON field 'collation.%s' is an unknown field.", key)
 		}
 		var err error
 		switch key {
@@ -118,7 +118,7 @@ func ParseCollation(doc bsoncore.Document) (*Collation, error) {
 		}
 	}
 	if !hasLocale {
-		return nil, mongoerr.New(mongoerr.Code(40414), "BSON field 'collation.locale' is missing but a required field")
+		return nil, mongoerr.New(mongoerr.Location40414, "BSON field 'collation.locale' is missing but a required field")
 	}
 	if cs.locale == "simple" {
 		if len(doc) > len(bsoncore.NewDocumentBuilder().AppendString("locale", "simple").Build()) {
