@@ -33,10 +33,10 @@ var apiV1ExcludedStages = map[string]bool{
 
 // applyAPIVersion checks the command's API parameters.
 func (r *request) applyAPIVersion() error {
-	v, err := r.cmd.LookupErr("apiVersion")
-	strict, _ := asBool(r.cmd.Lookup("apiStrict"))
-	_, strictErr := r.cmd.LookupErr("apiStrict")
-	_, deprErr := r.cmd.LookupErr("apiDeprecationErrors")
+	v, err := r.argErr("apiVersion")
+	strict, _ := asBool(r.arg("apiStrict"))
+	_, strictErr := r.argErr("apiStrict")
+	_, deprErr := r.argErr("apiDeprecationErrors")
 	if err != nil {
 		if strictErr == nil || deprErr == nil {
 			return mongoerr.New(mongoerr.Location4886600, "Provided apiStrict and/or apiDeprecationErrors without passing apiVersion")

@@ -377,3 +377,4 @@ func walBytes(b *testing.B, c *mongo.Client) int64 {
 	}
 	return st.StorageEngine.LogBytes
 }
+

@@ -87,8 +87,9 @@ func appendClusterTime(dst []byte, t clusterTime) []byte {
 }
 
 // clientClusterTime is the time in a command's $clusterTime (zero: none).
-func clientClusterTime(cmd bsoncore.Document) clusterTime {
-	t, i, ok := cmd.Lookup("$clusterTime", "clusterTime").TimestampOK()
+func clientClusterTime(gossiped bsoncore.Value) clusterTime {
+	d, _ := gossiped.DocumentOK()
+	t, i, ok := d.Lookup("clusterTime").TimestampOK()
 	if !ok {
 		return clusterTime{}
 	}

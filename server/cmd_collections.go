@@ -269,7 +269,7 @@ func cmdRenameCollection(r *request) (bsoncore.Document, error) {
 	if d == nil {
 		return nil, mongoerr.New(mongoerr.NamespaceNotFound, "Source collection %s does not exist", from)
 	}
-	target := &request{c: r.c, ctx: r.ctx, cmd: r.cmd, name: r.name, db: fromName, rev: fromRev}
+	target := &request{c: r.c, ctx: r.ctx, cmd: r.cmd, generic: r.generic, name: r.name, db: fromName, rev: fromRev}
 	err = target.writeTo(d, func(tx *storage.Tx) error { return tx.RenameCollection(fromColl, toColl, dropTarget) })
 	switch {
 	case errors.Is(err, storage.ErrNamespaceNotFound):
@@ -449,5 +449,5 @@ func renameAcrossDatabases(r *request, fromDB, fromColl, toDB, toColl string, dr
 // on is a copy of the request addressed to another database ("db@rev").
 func (r *request) on(full string) *request {
 	db, rev := splitDBName(full)
-	return &request{c: r.c, ctx: r.ctx, cmd: r.cmd, name: r.name, db: db, rev: rev}
+	return &request{c: r.c, ctx: r.ctx, cmd: r.cmd, generic: r.generic, name: r.name, db: db, rev: rev}
 }

@@ -23,7 +23,7 @@ var snapshotCommands = map[string]bool{"find": true, "aggregate": true, "distinc
 // afterClusterTime: the clock moves to it, so the read's operationTime is
 // never before it (every write a client can have seen is already visible).
 func (r *request) applyReadConcern() error {
-	v, err := r.cmd.LookupErr("readConcern")
+	v, err := r.argErr("readConcern")
 	if err != nil {
 		return nil
 	}

@@ -20,13 +20,15 @@ import (
 
 // request is one command being run on a connection.
 type request struct {
-	c    *conn
-	ctx  context.Context
-	cmd  bsoncore.Document
-	name string // the command name as sent (first key)
-	db   string // $db without its "@revision" part
-	rev  string // the "@revision" part of $db ("" when absent)
-	spec *command
+	c   *conn
+	ctx context.Context
+	cmd bsoncore.Document
+	// generic are cmd's generic fields, found as the request is made.
+	generic genericArgs
+	name    string // the command name as sent (first key)
+	db      string // $db without its "@revision" part
+	rev     string // the "@revision" part of $db ("" when absent)
+	spec    *command
 	// retry is set for a retryable write (lsid and txnNumber).
 	retry *retryableWrite
 	// readLevel is the readConcern level named ("" when none); readAt
@@ -52,7 +54,8 @@ func newRequest(c *conn, cmd bsoncore.Document) (*request, error) {
 		return nil, mongoerr.New(mongoerr.FailedToParse, "Command document is empty")
 	}
 	r := &request{c: c, ctx: c.ctx, cmd: cmd, name: first.Key()}
-	dbv, err := cmd.LookupErr("$db")
+	r.generic.collect(cmd)
+	dbv, err := r.argErr("$db")
 	if err != nil {
 		return nil, mongoerr.New(mongoerr.Location40571, "OP_MSG requests require a $db argument")
 	}
@@ -69,7 +72,7 @@ func newRequest(c *conn, cmd bsoncore.Document) (*request, error) {
 }
 
 func (r *request) run() (bsoncore.Document, error) {
-	if t := clientClusterTime(r.cmd); !t.isZero() && r.c.s.topo.replicaSet() {
+	if t := clientClusterTime(r.arg("$clusterTime")); !t.isZero() && r.c.s.topo.replicaSet() {
 		r.c.s.clock.advance(t)
 	}
 	if err := validateDBName(r.db); err != nil && !(r.db == externalDB && r.spec.family == authentication) {
@@ -166,7 +169,7 @@ const maxTimeLimit = math.MaxInt32
 // applyMaxTime bounds every command by its maxTimeMS (0 or absent: no
 // bound), parsed as mongod parses it: a whole number in [0, 2^31-1].
 func (r *request) applyMaxTime() (context.CancelFunc, error) {
-	v, err := r.cmd.LookupErr("maxTimeMS")
+	v, err := r.argErr("maxTimeMS")
 	if err != nil {
 		return func() {}, nil
 	}
@@ -207,7 +210,7 @@ func refuseTransactions(cmd bsoncore.Document) error {
 // when the client asked for no acknowledgement (w: 0) or no journal
 // (j: false), as mongod does; every other write waits for the sync.
 func (r *request) applyWriteConcern() error {
-	v, err := r.cmd.LookupErr("writeConcern")
+	v, err := r.argErr("writeConcern")
 	if err != nil {
 		return nil
 	}

@@ -71,3 +71,23 @@ func BenchmarkParseUpdateStatement(b *testing.B) {
 		}
 	}
 }
+
+// TestGenericArgsMatchLookups: the generic fields found as a request is
+// made are those a look-up in the command finds, the first of a name.
+func TestGenericArgsMatchLookups(t *testing.T) {
+	cmd := bsoncore.NewDocumentBuilder().AppendString("find", "c").
+		AppendInt64("maxTimeMS", 5).AppendString("comment", "first").AppendString("comment", "second").
+		AppendString("$db", "test").Build()
+	r := &request{cmd: cmd, name: "find"}
+	r.generic.collect(cmd)
+	for _, name := range genericFieldNames {
+		want, wantErr := cmd.LookupErr(name)
+		got, gotErr := r.argErr(name)
+		if (wantErr == nil) != (gotErr == nil) || !got.Equal(want) {
+			t.Errorf("%s: got %v %v, want %v %v", name, got, gotErr, want, wantErr)
+		}
+	}
+	if v := r.arg("find"); v.StringValue() != "c" {
+		t.Errorf("a field that is not generic: %v", v)
+	}
+}

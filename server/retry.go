@@ -48,8 +48,8 @@ func (r *request) sessionFields() error {
 	if err != nil {
 		return err
 	}
-	_, errAuto := r.cmd.LookupErr("autocommit")
-	_, errStart := r.cmd.LookupErr("startTransaction")
+	_, errAuto := r.argErr("autocommit")
+	_, errStart := r.argErr("startTransaction")
 	switch {
 	case !hasTxn && (errAuto == nil || errStart == nil):
 		return mongoerr.New(mongoerr.InvalidOptions, "txnNumber must be given with autocommit and startTransaction")
@@ -72,14 +72,14 @@ func (r *request) sessionFields() error {
 // parseStatementIDs reads stmtId or stmtIds (sent by routers; drivers
 // leave them out and statements count from 0).
 func (r *request) parseStatementIDs() error {
-	if v, err := r.cmd.LookupErr("stmtId"); err == nil {
+	if v, err := r.argErr("stmtId"); err == nil {
 		id, ok := v.Int32OK()
 		if !ok {
 			return typeMismatch(r.name, "stmtId", v, "int")
 		}
 		r.retry.first = id
 	}
-	v, err := r.cmd.LookupErr("stmtIds")
+	v, err := r.argErr("stmtIds")
 	if err != nil {
 		return nil
 	}

@@ -147,7 +147,7 @@ func parseSessionID(field string, v bsoncore.Value) (storage.SessionKey, error) 
 // requestSession reads the command's lsid and touches its session; ok is
 // false for a command without one.
 func (r *request) requestSession() (storage.SessionKey, bool, error) {
-	v, err := r.cmd.LookupErr("lsid")
+	v, err := r.argErr("lsid")
 	if err != nil {
 		return storage.SessionKey{}, false, nil
 	}

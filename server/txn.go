@@ -91,13 +91,13 @@ func (t *transaction) abortIfActive() {
 // session's transaction, starting it with startTransaction: true. The
 // returned function ends the statement (unlocks the transaction).
 func (r *request) joinTransaction(k storage.SessionKey, number int64) (func(), error) {
-	if v, err := r.cmd.LookupErr("autocommit"); err == nil {
+	if v, err := r.argErr("autocommit"); err == nil {
 		if b, ok := v.BooleanOK(); !ok || b {
 			return nil, mongoerr.New(mongoerr.InvalidOptions, "Specifying autocommit=true is not allowed.")
 		}
 	}
 	start := false
-	if v, err := r.cmd.LookupErr("startTransaction"); err == nil {
+	if v, err := r.argErr("startTransaction"); err == nil {
 		if b, ok := v.BooleanOK(); !ok || !b {
 			return nil, mongoerr.New(mongoerr.InvalidOptions, "Specifying startTransaction=false is not allowed.")
 		}
@@ -188,10 +188,10 @@ func (r *request) checkTransactionStatement(t *transaction, start bool) error {
 	case t.state == txnCommitted && r.name != "commitTransaction":
 		return mongoerr.New(mongoerr.TransactionCommitted, "Transaction %d has been committed.", t.number)
 	}
-	if _, err := r.cmd.LookupErr("readConcern"); err == nil && !start {
+	if _, err := r.argErr("readConcern"); err == nil && !start {
 		return mongoerr.New(mongoerr.InvalidOptions, "Only the first command in a transaction may specify a readConcern")
 	}
-	if _, err := r.cmd.LookupErr("writeConcern"); err == nil && r.name != "commitTransaction" && r.name != "abortTransaction" {
+	if _, err := r.argErr("writeConcern"); err == nil && r.name != "commitTransaction" && r.name != "abortTransaction" {
 		return mongoerr.New(mongoerr.InvalidOptions, "Cannot set write concern after starting a transaction.")
 	}
 	return nil
@@ -470,7 +470,7 @@ func cmdSetParameter(r *request) (bsoncore.Document, error) {
 
 // txnNumberArg reads txnNumber ("ok" false: absent).
 func (r *request) txnNumberArg() (int64, bool, error) {
-	v, err := r.cmd.LookupErr("txnNumber")
+	v, err := r.argErr("txnNumber")
 	if err != nil {
 		return 0, false, nil
 	}
