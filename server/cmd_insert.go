@@ -179,6 +179,7 @@ func cmdInsert(r *request) (bsoncore.Document, error) {
 	coll := batch.coll
 	err = r.write(func(tx *storage.Tx) error {
 		res = writeResult{} // a try again after a write conflict starts afresh
+		tx.Grow(len(vals))
 		if _, err := tx.EnsureCollection(r.ctx, coll); err != nil {
 			return err
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
+	"slices"
 	"sync"
 
 	"dumbodb/index"
@@ -253,6 +254,16 @@ func (tx *Tx) ScanRange(ctx context.Context, coll string, iv index.Interval) (*I
 		ed = ed.Clone()
 	}
 	return newRangeIterator(ctx, tx.ns, c.base, ed, iv)
+}
+
+// Grow makes room for n more document writes, so that a batch of them
+// grows the transaction's logged operations and change events once
+// rather than a document at a time.
+func (tx *Tx) Grow(n int) {
+	tx.ops = slices.Grow(tx.ops, n)
+	if tx.capture {
+		tx.events = slices.Grow(tx.events, n)
+	}
 }
 
 // Insert adds doc, whose first field must be its _id. It fails with
