@@ -6,6 +6,7 @@ import (
 
 	"dumbodb/index"
 	"dumbodb/query/mongoerr"
+	"dumbodb/query/value"
 	"dumbodb/storage"
 	"dumbodb/wire"
 
@@ -224,6 +225,9 @@ func prepareInsert(v bsoncore.Value) (bsoncore.Document, error) {
 // normalizeDocument checks the _id and moves it to the front. Other
 // field names may start with "$" (allowed since MongoDB 5.0).
 func normalizeDocument(doc bsoncore.Document) (bsoncore.Document, error) {
+	if idFirstAndOnly(doc) {
+		return doc, index.ValidateID(doc.Index(0).Value())
+	}
 	els, err := doc.Elements()
 	if err != nil {
 		return nil, mongoerr.New(mongoerr.InvalidBSON, "%s", err.Error())
@@ -260,4 +264,24 @@ func normalizeDocument(doc bsoncore.Document) (bsoncore.Document, error) {
 	}
 	out, _ = bsoncore.AppendDocumentEnd(out, start)
 	return out, nil
+}
+
+// idFirstAndOnly reports whether doc's first field is its one _id, the
+// common case of a driver's document, walking it without building its
+// element list. The wire layer validated doc.
+func idFirstAndOnly(doc bsoncore.Document) bool {
+	it := value.NewIter(doc)
+	key, _, ok := it.Next()
+	if !ok || string(key) != "_id" {
+		return false
+	}
+	for {
+		key, _, ok := it.Next()
+		if !ok {
+			return true
+		}
+		if string(key) == "_id" {
+			return false
+		}
+	}
 }
