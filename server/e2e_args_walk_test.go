@@ -84,6 +84,16 @@ func TestCommandArgumentsWalk(t *testing.T) {
 			t.Errorf("%s reaches the argument layer: take it out of walkOwnParsers", name)
 		}
 	}
+	for path, stmt := range walkStatements {
+		cmdName, array, _ := strings.Cut(path, ".")
+		mustRun(t, cl.Database("walkdb"), bson.D{{Key: cmdName, Value: "walkcoll"}, {Key: array, Value: bson.A{stmt}}})
+		fields, ok := fieldsOf(path)
+		if !ok {
+			t.Errorf("%s: its statements were not parsed", path)
+			continue
+		}
+		t.Run(path, func(t *testing.T) { walkStatementFields(t, cl.Database("walkdb"), path, stmt, fields) })
+	}
 	mu.Lock()
 	defer mu.Unlock()
 	for row := range server.IgnoredArgs() {
@@ -117,6 +127,49 @@ func walkFields(t *testing.T, db *mongo.Database, name string, base bson.D, fiel
 	var ce mongo.CommandError
 	if !errors.As(err, &ce) || ce.Code != 40415 {
 		t.Errorf("%s with an unknown field: want 40415, got %v", name, err)
+	}
+}
+
+// walkStatements are the arrays of sub-documents with fields of their
+// own, each with a valid statement the walk changes one field of.
+var walkStatements = map[string]bson.D{
+	"update.updates": {{Key: "q", Value: bson.D{}}, {Key: "u", Value: bson.D{{Key: "$set", Value: bson.D{{Key: "a", Value: 1}}}}}},
+	"delete.deletes": {{Key: "q", Value: bson.D{}}, {Key: "limit", Value: 0}},
+}
+
+// walkStatementFields sends a statement with each of its fields a MinKey,
+// then with an unknown field, which must be named by its element.
+func walkStatementFields(t *testing.T, db *mongo.Database, path string, stmt bson.D, fields []string) {
+	cmdName, array, _ := strings.Cut(path, ".")
+	send := func(e bson.E) error {
+		st := bson.D{}
+		for _, x := range stmt {
+			if x.Key != e.Key {
+				st = append(st, x)
+			}
+		}
+		st = append(st, e)
+		_, err := run(t, db, bson.D{{Key: cmdName, Value: "walkcoll"}, {Key: array, Value: bson.A{st}}})
+		return err
+	}
+	for _, f := range fields {
+		var ce mongo.CommandError
+		var we mongo.WriteException
+		switch err := send(bson.E{Key: f, Value: bson.MinKey{}}); {
+		case err == nil:
+			t.Errorf("%s.%s accepts a MinKey: a field accepted and dropped?", path, f)
+		case errors.As(err, &we):
+			if len(we.WriteErrors) == 0 || we.WriteErrors[0].Code == 1 {
+				t.Errorf("%s.%s with a MinKey: %v", path, f, err)
+			}
+		case !errors.As(err, &ce) || ce.Code == 1 || ce.Code == 40415:
+			t.Errorf("%s.%s with a MinKey: %v", path, f, err)
+		}
+	}
+	var ce mongo.CommandError
+	err := send(bson.E{Key: "walkUnknownField", Value: 1})
+	if !errors.As(err, &ce) || ce.Code != 40415 || !strings.Contains(ce.Message, path+".0.walkUnknownField") {
+		t.Errorf("%s with an unknown field: want 40415 naming the element, got %v", path, err)
 	}
 }
 
