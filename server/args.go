@@ -1,11 +1,16 @@
 package server
 
 // The argument layer: every command declares each field it takes as data,
-// a map from the field's name to its handler, and parseArgs walks the
-// command against it. A field is one of
+// a map from the field's name to its reader, and the layer walks the
+// command against it. The hot commands (find, insert, update, delete and
+// their statements) declare theirs once, in tables of readers into their
+// argument structs (argTable, parseTable), so that parsing them allocates
+// no map; the others build handler maps per request (parseArgs). A field
+// is one of
 //
-//   - read: a typed handler (docArg, boolArg, nonNegativeArg, ...) that
-//     stores the value or fails with TypeMismatch (14) naming the field;
+//   - read: a typed reader (argField.doc, .bool, .nonNegative, ... and the
+//     handlers built on them) that stores the value or fails with
+//     TypeMismatch (14) naming the field;
 //   - ignored on purpose: ignoredArg, which type-checks the value as mongod
 //     does and whose reason is a row of ignoredArgs (args_ignored.go);
 //   - not implemented: refuseTrue or a handler answering NotImplemented
@@ -25,17 +30,6 @@ import (
 	"dumbodb/query/mongoerr"
 	"dumbodb/query/value"
 )
-
-// genericFields are accepted by every command (the driver adds them).
-var genericFields = map[string]bool{
-	"$db": true, "lsid": true, "txnNumber": true, "autocommit": true, "startTransaction": true,
-	"$clusterTime": true, "$readPreference": true, "readConcern": true, "writeConcern": true,
-	"apiVersion": true, "apiStrict": true, "apiDeprecationErrors": true, "comment": true,
-	"maxTimeMS": true, "$audit": true, "$client": true, "$configServerState": true,
-	"mayBypassWriteBlocking": true, "$readPreferenceMode": true, "databaseVersion": true,
-	"shardVersion": true, "clientOperationKey": true, "$queryOptions": true,
-	"stmtId": true, "stmtIds": true,
-}
 
 // unknownField is the IDL parser's error for a field a command does not take.
 func unknownField(cmd, field string) error {

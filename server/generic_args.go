@@ -15,13 +15,8 @@ import (
 // it again, about a fifth of a findOne's time on the server.
 type genericArgs [numGeneric]bsoncore.Value
 
-// genericSlot numbers the generic fields, in sorted order.
-var genericSlot = map[string]int{}
-
-const numGeneric = len(genericFieldNames)
-
-// genericFieldNames are genericFields' names; a constant-sized list lets
-// genericArgs be an array.
+// genericFieldNames are the fields every command takes (the drivers add
+// them), sorted; a list of constant length lets genericArgs be an array.
 var genericFieldNames = [...]string{
 	"$audit", "$client", "$clusterTime", "$configServerState", "$db", "$queryOptions",
 	"$readPreference", "$readPreferenceMode", "apiDeprecationErrors", "apiStrict", "apiVersion",
@@ -30,15 +25,20 @@ var genericFieldNames = [...]string{
 	"stmtId", "stmtIds", "txnNumber", "writeConcern",
 }
 
+const numGeneric = len(genericFieldNames)
+
+// genericSlot numbers the generic fields; genericFields says which they are.
+var (
+	genericSlot   = map[string]int{}
+	genericFields = map[string]bool{}
+)
+
 func init() {
-	if !sort.StringsAreSorted(genericFieldNames[:]) || len(genericFieldNames) != len(genericFields) {
-		panic("genericFieldNames must be genericFields' names, sorted")
+	if !sort.StringsAreSorted(genericFieldNames[:]) {
+		panic("genericFieldNames must be sorted")
 	}
 	for i, name := range genericFieldNames {
-		if !genericFields[name] {
-			panic("genericFieldNames: " + name + " is not in genericFields")
-		}
-		genericSlot[name] = i
+		genericSlot[name], genericFields[name] = i, true
 	}
 }
 
