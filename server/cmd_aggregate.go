@@ -238,6 +238,9 @@ func onView(snap *storage.Snapshot, a *aggregateArgs) error {
 // planner can use the collection's indexes for the view's filter and the
 // read's together.
 func viewPipeline(view, read []bsoncore.Document) []bsoncore.Document {
+	if stages, ok := timeseriesPipeline(view, read); ok {
+		return stages
+	}
 	stages := append(append([]bsoncore.Document(nil), view...), read...)
 	if len(read) > 0 && isMatchStage(read[0]) && onlyStages(view, "$match", "$sort") {
 		stages = append(append([]bsoncore.Document{read[0]}, view...), read[1:]...)

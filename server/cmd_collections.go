@@ -70,6 +70,11 @@ func cmdListCollections(r *request) (bsoncore.Document, error) {
 	}
 	views := false
 	for _, ci := range snap.Collections() {
+		if entry, ok := timeseriesCatalogEntry(snap, ci); ok {
+			views = views || isTimeseries(ci) // mongod's time-series collections are views
+			add(entry)
+			continue
+		}
 		if _, isView := viewOf(ci); isView {
 			views = true
 			add(func(n bool) bsoncore.Document { return viewEntry(ci, n) })
@@ -118,6 +123,7 @@ func cmdCreate(r *request) (bsoncore.Document, error) {
 	var viewOn, pipeline bsoncore.Value
 	var collation bsoncore.Document
 	var validation validationOptions
+	var ts *tsOptions
 	for _, el := range els[1:] {
 		k := el.Key()
 		switch {
@@ -137,7 +143,13 @@ func cmdCreate(r *request) (bsoncore.Document, error) {
 			if spec != nil {
 				opts.AppendDocument(k, spec)
 			}
-		case k == "timeseries" || k == "encryptedFields":
+		case k == "timeseries":
+			o, err := parseTimeseries(el.Value())
+			if err != nil {
+				return nil, err
+			}
+			ts = &o
+		case k == "encryptedFields":
 			return nil, mongoerr.New(mongoerr.NotImplemented, "create option '%s' is not supported by DumboDB yet", k)
 		case isValidationOption(k):
 			if err := validation.parse("create", k, el.Value()); err != nil {
@@ -164,6 +176,9 @@ func cmdCreate(r *request) (bsoncore.Document, error) {
 		}
 	}
 	built := opts.Build()
+	if ts != nil {
+		return r.createTimeseriesReply(coll, *ts, built, viewOn.Type != 0 || pipeline.Type != 0 || validation.given())
+	}
 	if err := checkClusteredTTL(built); err != nil {
 		return nil, err
 	}
@@ -211,7 +226,12 @@ func cmdDrop(r *request) (bsoncore.Document, error) {
 	if err := r.parseArgs(nil); err != nil {
 		return nil, err
 	}
-	err = r.writeExisting(func(tx *storage.Tx) error { return tx.DropCollection(coll) })
+	err = r.writeExisting(func(tx *storage.Tx) error {
+		if err := dropTimeseries(tx, coll); err != nil {
+			return err
+		}
+		return tx.DropCollection(coll)
+	})
 	// Since MongoDB 7.0 dropping a missing collection succeeds.
 	if err != nil && !errors.Is(err, storage.ErrNamespaceNotFound) {
 		return nil, err

@@ -29,10 +29,11 @@ type viewDef struct {
 }
 
 // viewOf reads a catalog entry's view definition; false for a collection.
+// A time-series collection is a view of its buckets (timeseries_reads.go).
 func viewOf(info storage.CollectionInfo) (viewDef, bool) {
 	on, ok := info.Options.Lookup("viewOn").StringValueOK()
 	if !ok {
-		return viewDef{}, false
+		return timeseriesView(info)
 	}
 	v := viewDef{viewOn: on}
 	if arr, ok := info.Options.Lookup("pipeline").ArrayOK(); ok {

@@ -1,0 +1,74 @@
+package server
+
+import (
+	"errors"
+	"strings"
+
+	"dumbodb/storage"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
+
+// A time-series collection in the catalog commands: listCollections lists
+// it with type "timeseries" and its bucket collection as mongod 8 does,
+// drop drops both.
+
+// timeseriesEntry is a time-series collection's listCollections entry.
+func timeseriesEntry(ci storage.CollectionInfo, nameOnly bool) bsoncore.Document {
+	b := bsoncore.NewDocumentBuilder().AppendString("name", ci.Name).AppendString("type", "timeseries")
+	if nameOnly {
+		return b.Build()
+	}
+	return b.AppendDocument("options", ci.Options).
+		AppendDocument("info", bsoncore.NewDocumentBuilder().AppendBoolean("readOnly", false).Build()).Build()
+}
+
+// bucketsEntry is a bucket collection's listCollections entry: mongod
+// lists it clustered by _id, with the collection's TTL; expire is the
+// time-series collection's expireAfterSeconds (Type 0: none). mongod also
+// lists a $jsonSchema validator of the bucket shape, which DumboDB does
+// not keep (its inserts write only well-formed buckets).
+func bucketsEntry(ci storage.CollectionInfo, expire bsoncore.Value, nameOnly bool) bsoncore.Document {
+	b := bsoncore.NewDocumentBuilder().AppendString("name", ci.Name).AppendString("type", "collection")
+	if nameOnly {
+		return b.Build()
+	}
+	opts := bsoncore.NewDocumentBuilder().AppendBoolean("clusteredIndex", true)
+	if expire.Type != 0 {
+		opts.AppendValue("expireAfterSeconds", expire)
+	}
+	opts.AppendValue("timeseries", ci.Options.Lookup("timeseries"))
+	info := bsoncore.NewDocumentBuilder().AppendBoolean("readOnly", false).AppendBinary("uuid", 4, ci.UUID[:]).Build()
+	return b.AppendDocument("options", opts.Build()).AppendDocument("info", info).Build()
+}
+
+// catalogEntry is the listCollections entry of a time-series collection
+// or of its bucket collection; false for other entries.
+func timeseriesCatalogEntry(snap storage.Reader, ci storage.CollectionInfo) (func(bool) bsoncore.Document, bool) {
+	if isTimeseries(ci) {
+		return func(n bool) bsoncore.Document { return timeseriesEntry(ci, n) }, true
+	}
+	name, ok := strings.CutPrefix(ci.Name, bucketsPrefix)
+	if _, ts := timeseriesOf(ci); !ok || !ts {
+		return nil, false
+	}
+	var expire bsoncore.Value
+	if owner, found := snap.Collection(name); found {
+		expire = owner.Options.Lookup("expireAfterSeconds")
+	}
+	return func(n bool) bsoncore.Document { return bucketsEntry(ci, expire, n) }, true
+}
+
+// dropTimeseries drops a time-series collection's bucket collection with
+// it (a missing one is no error: drop of the pair is idempotent).
+func dropTimeseries(tx *storage.Tx, coll string) error {
+	info, ok := tx.Collection(coll)
+	if !ok || !isTimeseries(info) {
+		return nil
+	}
+	err := tx.DropCollection(bucketsPrefix + coll)
+	if errors.Is(err, storage.ErrNamespaceNotFound) {
+		return nil
+	}
+	return err
+}

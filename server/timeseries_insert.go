@@ -1,0 +1,182 @@
+package server
+
+import (
+	"errors"
+	"io"
+
+	"dumbodb/index"
+	"dumbodb/query/mongoerr"
+	"dumbodb/query/value"
+	"dumbodb/storage"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
+
+// Inserts into a time-series collection: each measurement goes into a
+// bucket of system.buckets.<name> (docs/format/timeseries.md says which).
+// A batch fills its buckets in memory and writes each once at its end, so
+// that a thousand measurements into one bucket write it once, not a
+// thousand times.
+
+// tsBatch is the buckets one insert command fills.
+type tsBatch struct {
+	o       tsOptions
+	coll    string // the bucket collection
+	open    []*bucket
+	touched []*bucket // changed since the last flush, in order of first change
+	dirty   map[bson.ObjectID]bool
+	inOpen  map[bson.ObjectID]bool
+}
+
+// insertTimeseries runs an insert into the time-series collection coll.
+func (r *request) insertTimeseries(coll string, vals []bsoncore.Value, ordered bool) (bsoncore.Document, error) {
+	var res writeResult
+	err := r.write(func(tx *storage.Tx) error {
+		res = writeResult{}
+		info, ok := tx.Collection(coll)
+		o, isTS := timeseriesOf(info)
+		if !ok || !isTS {
+			return mongoerr.New(mongoerr.NamespaceNotFound, "time-series collection %s was dropped", r.ns(coll))
+		}
+		b := &tsBatch{o: o, coll: bucketsPrefix + coll, dirty: map[bson.ObjectID]bool{}, inOpen: map[bson.ObjectID]bool{}}
+		err := res.runBatch(r, tx, r.ns(coll), vals, ordered, func(_ int, v bsoncore.Value) (bsoncore.Value, error) {
+			if err := b.add(r, tx, v); err != nil {
+				return bsoncore.Value{}, err
+			}
+			res.n++
+			if r.retry != nil {
+				// A retryable write records each statement's outcome from
+				// the changes it made: write them now.
+				return bsoncore.Value{}, b.flush(r, tx)
+			}
+			return bsoncore.Value{}, nil
+		})
+		if err != nil {
+			return err
+		}
+		return b.flush(r, tx)
+	})
+	if err != nil {
+		return nil, err
+	}
+	r.c.s.stats.opInsert.Add(res.n)
+	return res.reply(false), nil
+}
+
+// add puts one measurement into its bucket.
+func (b *tsBatch) add(r *request, tx *storage.Tx, v bsoncore.Value) error {
+	doc, err := prepareInsert(v)
+	if err != nil {
+		return err
+	}
+	t, ok := doc.Lookup(b.o.timeField).DateTimeOK()
+	if !ok {
+		return mongoerr.New(mongoerr.BadValue, "'%s' must be present and contain a valid BSON UTC datetime value", b.o.timeField)
+	}
+	var meta bsoncore.Value
+	if b.o.metaField != "" {
+		meta, _ = value.LookupField(doc, b.o.metaField)
+	}
+	bk, err := b.bucketFor(r, tx, t, meta, len(doc))
+	if err != nil {
+		return err
+	}
+	bk.add(b.o, doc, t)
+	if !b.dirty[bk.id] {
+		b.dirty[bk.id] = true
+		b.touched = append(b.touched, bk)
+	}
+	return nil
+}
+
+// bucketFor finds the bucket a measurement at t with meta goes into: an
+// open one of this batch, else a stored one, else a new one.
+func (b *tsBatch) bucketFor(r *request, tx *storage.Tx, t int64, meta bsoncore.Value, size int) (*bucket, error) {
+	for _, bk := range b.open {
+		if sameMeta(bk.meta, meta) && bk.fits(b.o, t, size) {
+			return bk, nil
+		}
+	}
+	bk, err := b.storedBucket(r, tx, t, meta, size)
+	if err != nil || bk != nil {
+		return bk, err
+	}
+	bk = newBucket(b.o, t, meta)
+	b.open, b.inOpen[bk.id] = append(b.open, bk), true
+	return bk, nil
+}
+
+// storedBucket looks for a stored bucket the measurement fits into. A
+// bucket holding t starts less than the span before it, and its _id's time
+// is its start: only that range of _ids is read.
+func (b *tsBatch) storedBucket(r *request, tx *storage.Tx, t int64, meta bsoncore.Value, size int) (*bucket, error) {
+	it, err := tx.ScanRange(r.ctx, b.coll, bucketIDRange(floorDiv(t, 1000)-b.o.maxSpan, floorDiv(t, 1000)))
+	if err != nil {
+		return nil, err
+	}
+	for {
+		doc, err := it.Next(r.ctx)
+		if errors.Is(err, io.EOF) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		id, _ := doc.Lookup("_id").ObjectIDOK()
+		if b.inOpen[id] {
+			continue // already open in this batch, and it did not fit
+		}
+		m, _ := doc.LookupErr("meta")
+		if !sameMeta(m, meta) {
+			continue
+		}
+		if bk, ok := loadBucket(b.o, doc); ok && bk.fits(b.o, t, size) {
+			b.open, b.inOpen[id] = append(b.open, bk), true
+			return bk, nil
+		}
+	}
+}
+
+// bucketIDRange is the _id interval of buckets starting from lo to hi
+// seconds (both ends in).
+func bucketIDRange(lo, hi int64) index.Interval {
+	var from, to bson.ObjectID
+	for i := 4; i < 12; i++ {
+		to[i] = 0xff
+	}
+	from, to = bucketID(lo*1000, from), bucketID(hi*1000, to)
+	iv := index.FieldInterval{
+		Lo: index.EncodeKey(nil, bsoncore.Value{Type: bsoncore.TypeObjectID, Data: from[:]}),
+		Hi: index.EncodeKey(nil, bsoncore.Value{Type: bsoncore.TypeObjectID, Data: to[:]}), HiThrough: true,
+	}
+	return index.EntryIntervals([][]index.FieldInterval{{iv}})[0]
+}
+
+// sameMeta compares two meta values (Type 0: absent) as mongod groups
+// measurements: by BSON value, both absent equal.
+func sameMeta(a, b bsoncore.Value) bool {
+	if a.Type == 0 || b.Type == 0 {
+		return a.Type == b.Type
+	}
+	return a.Type == b.Type && value.Compare(a, b) == 0 && string(a.Data) == string(b.Data)
+}
+
+// flush writes the buckets the batch changed since the last flush.
+func (b *tsBatch) flush(r *request, tx *storage.Tx) error {
+	defer func() { b.touched, b.dirty = nil, map[bson.ObjectID]bool{} }()
+	for _, bk := range b.touched {
+		doc := bk.doc(b.o)
+		var err error
+		if bk.stored {
+			err = tx.Replace(r.ctx, b.coll, doc)
+		} else {
+			err = tx.Insert(r.ctx, b.coll, doc)
+		}
+		if err != nil {
+			return err
+		}
+		bk.stored = true
+	}
+	return nil
+}
