@@ -160,3 +160,9 @@ func UnpackBucketStage(timeField, metaField string, maxSpanSeconds int64) bsonco
 	spec.AppendInt32("bucketMaxSpanSeconds", int32(maxSpanSeconds))
 	return bsoncore.NewDocumentBuilder().AppendDocument("$_internalUnpackBucket", spec.Build()).Build()
 }
+
+// UnpackBucket is a bucket's measurements, as $_internalUnpackBucket
+// reads them, for the writes that rewrite buckets.
+func UnpackBucket(bucket bsoncore.Document, timeField, metaField string) []bsoncore.Document {
+	return unpackSpec{timeField: timeField, metaField: metaField}.unpack(bucket)
+}

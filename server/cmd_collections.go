@@ -3,6 +3,7 @@ package server
 import (
 	"errors"
 	"io"
+	"strings"
 
 	"dumbodb/query"
 	"dumbodb/query/mongoerr"
@@ -316,6 +317,10 @@ func cmdCollStats(r *request) (bsoncore.Document, error) {
 	if err != nil {
 		return nil, err
 	}
+	ns := r.ns(coll)
+	if info, ok, err := r.collectionInfo(coll); err == nil && ok && isTimeseries(info) {
+		coll = bucketsPrefix + coll // a time-series collection's figures are its buckets'
+	}
 	if err := r.refuseView(coll); err != nil {
 		return nil, err
 	}
@@ -343,9 +348,12 @@ func cmdCollStats(r *request) (bsoncore.Document, error) {
 	for _, sz := range st.indexSizes {
 		sizeDoc.AppendValue(sz.Name, value.Count(sz.Bytes/scale))
 	}
-	b := bsoncore.NewDocumentBuilder().
-		AppendString("ns", r.ns(coll)).
-		AppendValue("size", value.Count(st.dataSize/scale)).
+	b := bsoncore.NewDocumentBuilder().AppendString("ns", ns)
+	if strings.HasPrefix(coll, bucketsPrefix) && ns != r.ns(coll) {
+		b.AppendDocument("timeseries", bsoncore.NewDocumentBuilder().AppendString("bucketsNs", r.ns(coll)).
+			AppendValue("bucketCount", value.Count(st.count)).Build())
+	}
+	b.AppendValue("size", value.Count(st.dataSize/scale)).
 		AppendValue("count", value.Count(st.count))
 	if st.count > 0 {
 		b.AppendValue("avgObjSize", value.Count(st.dataSize/st.count))

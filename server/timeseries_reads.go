@@ -58,6 +58,9 @@ func timeseriesPipeline(view, read []bsoncore.Document) ([]bsoncore.Document, bo
 	if !ok {
 		return nil, false
 	}
+	if len(read) > 0 && value.FirstKey(read[0]) == "$collStats" {
+		return read, true // the figures of the buckets, which hold the data
+	}
 	stages := append(append([]bsoncore.Document(nil), view...), read...)
 	if len(read) == 0 || !isMatchStage(read[0]) {
 		return stages, true

@@ -255,11 +255,16 @@ func (r *request) viewWriteError(coll string) error {
 	return mongoerr.New(mongoerr.CommandNotSupportedOnView, "Namespace %s is a view, not a collection", r.ns(coll))
 }
 
-// refuseView answers CommandNotSupportedOnView when coll is a view.
+// refuseView answers CommandNotSupportedOnView when coll is a view, and
+// NotImplemented when it is a time-series collection (which mongod writes
+// and indexes, and DumboDB does not yet for the commands calling this).
 func (r *request) refuseView(coll string) error {
 	info, ok, err := r.collectionInfo(coll)
 	if err != nil {
 		return err
+	}
+	if ok && isTimeseries(info) {
+		return mongoerr.New(mongoerr.NotImplemented, "%s on the time-series collection %s is not supported by DumboDB yet", r.name, r.ns(coll))
 	}
 	if ok {
 		if _, isView := viewOf(info); isView {

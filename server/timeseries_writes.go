@@ -1,0 +1,215 @@
+package server
+
+import (
+	"errors"
+	"io"
+
+	"dumbodb/plan"
+	"dumbodb/query"
+	"dumbodb/query/mongoerr"
+	"dumbodb/storage"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
+
+// Deletes and updates of a time-series collection, as mongod 8 runs them:
+// with any filter. The buckets that may hold matching measurements (the
+// read's bucket filter) are unpacked; a bucket that loses measurements is
+// rewritten without them (or deleted when none are left), and the new
+// versions of updated measurements are inserted again as measurements, so
+// that one whose meta or time changed goes into the bucket it now belongs
+// in.
+
+// tsVisit decides a matching measurement's fate: its new version (nil:
+// deleted), whether it changed, whether to look for more.
+type tsVisit func(m bsoncore.Document) (after bsoncore.Document, changed, more bool, err error)
+
+// tsRewrite runs visit on the measurements of coll matching f (q is its
+// filter document) and writes the changes; matched counts the
+// measurements visit saw.
+func (r *request) tsRewrite(tx *storage.Tx, coll string, q bsoncore.Document, f *query.Filter, visit tsVisit) (matched int64, err error) {
+	info, _ := tx.Collection(coll)
+	o, _ := timeseriesOf(info)
+	bf := o.bucketFilter(q)
+	if bf == nil {
+		bf = emptyDoc
+	}
+	bfc, err := query.CompileFilter(bf)
+	if err != nil {
+		return 0, err
+	}
+	buckets := bucketsPrefix + coll
+	src, err := plan.Matching(r.ctx, tx, buckets, bfc)
+	if err != nil {
+		return 0, err
+	}
+	var moved []bsoncore.Document
+	matched, err = r.tsRewriteAll(tx, o, buckets, src, f, visit, &moved)
+	// The measurements moved so far go in even after an error: their old
+	// versions are gone from their buckets, as a multi-document write
+	// that fails keeps what it did before the failure.
+	if insErr := r.tsInsertMoved(tx, o, buckets, moved); err == nil {
+		err = insErr
+	}
+	return matched, err
+}
+
+// tsRewriteAll runs tsRewriteBucket over the buckets src reads.
+func (r *request) tsRewriteAll(tx *storage.Tx, o tsOptions, buckets string, src query.Stream, f *query.Filter,
+	visit tsVisit, moved *[]bsoncore.Document) (matched int64, err error) {
+	for more := true; more; {
+		b, err := src.Next(r.ctx)
+		if errors.Is(err, io.EOF) {
+			return matched, nil
+		}
+		if err != nil {
+			return matched, err
+		}
+		var n int64
+		n, more, err = r.tsRewriteBucket(tx, o, buckets, b, f, visit, moved)
+		matched += n
+		if err != nil {
+			return matched, err
+		}
+	}
+	return matched, nil
+}
+
+// tsRewriteBucket visits one bucket's matching measurements and rewrites
+// it if any changed; the changed ones' new versions are added to moved.
+func (r *request) tsRewriteBucket(tx *storage.Tx, o tsOptions, buckets string, b bsoncore.Document, f *query.Filter,
+	visit tsVisit, moved *[]bsoncore.Document) (matched int64, more bool, err error) {
+	more = true
+	var kept, out []bsoncore.Document // out: moved, once the bucket is rewritten
+	changedAny := false
+	for _, m := range query.UnpackBucket(b, o.timeField, o.metaField) {
+		if !more || !f.Match(m) {
+			kept = append(kept, m)
+			continue
+		}
+		matched++
+		after, changed, goOn, err := visit(m)
+		if err != nil {
+			return matched, false, err
+		}
+		more = goOn
+		switch {
+		case !changed:
+			kept = append(kept, m)
+		case after != nil:
+			out = append(out, after)
+		}
+		changedAny = changedAny || changed
+	}
+	if !changedAny {
+		return matched, more, nil
+	}
+	if err := r.tsWriteKept(tx, o, buckets, b, kept); err != nil {
+		return matched, false, err
+	}
+	*moved = append(*moved, out...)
+	return matched, more, nil
+}
+
+// tsWriteKept rewrites bucket b with only the measurements kept, in the
+// same bucket (_id and start kept), or deletes it when none are left.
+func (r *request) tsWriteKept(tx *storage.Tx, o tsOptions, buckets string, b bsoncore.Document, kept []bsoncore.Document) error {
+	if len(kept) == 0 {
+		return tx.Delete(r.ctx, buckets, b.Lookup("_id"))
+	}
+	old, ok := loadBucket(o, b)
+	if !ok {
+		return mongoerr.New(mongoerr.InternalError, "malformed bucket %s in %s", b.Lookup("_id"), r.ns(buckets))
+	}
+	nb := &bucket{id: old.id, start: old.start, maxTime: old.start, meta: old.meta, columns: map[string][]byte{},
+		min: map[string]bsoncore.Value{}, max: map[string]bsoncore.Value{}}
+	for _, m := range kept {
+		t, _ := m.Lookup(o.timeField).DateTimeOK()
+		nb.add(o, m, t)
+	}
+	return tx.Replace(r.ctx, buckets, nb.doc(o))
+}
+
+// tsInsertMoved inserts updated measurements again.
+func (r *request) tsInsertMoved(tx *storage.Tx, o tsOptions, buckets string, docs []bsoncore.Document) error {
+	if len(docs) == 0 {
+		return nil
+	}
+	b := &tsBatch{o: o, coll: buckets, dirty: map[bson.ObjectID]bool{}, inOpen: map[bson.ObjectID]bool{}}
+	for _, d := range docs {
+		if err := b.add(r, tx, docValue(d)); err != nil {
+			return err
+		}
+	}
+	return b.flush(r, tx)
+}
+
+// tsDelete runs one delete statement on a time-series collection.
+func (r *request) tsDelete(tx *storage.Tx, coll string, q bsoncore.Document, f *query.Filter, justOne bool) (int64, error) {
+	return r.tsRewrite(tx, coll, q, f, func(bsoncore.Document) (bsoncore.Document, bool, bool, error) {
+		return nil, true, !justOne, nil
+	})
+}
+
+// tsUpdate runs one update statement on a time-series collection,
+// upserting a measurement when asked and none matched.
+func (r *request) tsUpdate(tx *storage.Tx, coll string, q bsoncore.Document, st *updateStatement, res *writeResult) (bsoncore.Value, error) {
+	if st.sort != nil {
+		return bsoncore.Value{}, mongoerr.New(mongoerr.NotImplemented, "update with a sort on the time-series collection %s is not supported by DumboDB yet", r.ns(coll))
+	}
+	var modified int64
+	matched, err := r.tsRewrite(tx, coll, q, st.filter, func(m bsoncore.Document) (bsoncore.Document, bool, bool, error) {
+		after, changed, err := st.update.Apply(m, false)
+		if err != nil || !changed {
+			return nil, false, st.multi, err
+		}
+		if after, err = normalizeDocument(after); err != nil {
+			return nil, false, false, err
+		}
+		if _, ok := after.Lookup(tsTimeField(tx, coll)).DateTimeOK(); !ok {
+			return nil, false, false, mongoerr.New(mongoerr.BadValue, "'%s' must be present and contain a valid BSON UTC datetime value", tsTimeField(tx, coll))
+		}
+		modified++
+		return after, true, st.multi, nil
+	})
+	res.n += matched
+	res.nModified += modified
+	if err != nil || matched > 0 || !st.upsert {
+		return bsoncore.Value{}, err
+	}
+	doc, err := upsertDocument(st.filter, st.update)
+	if err != nil {
+		return bsoncore.Value{}, err
+	}
+	info, _ := tx.Collection(coll)
+	o, _ := timeseriesOf(info)
+	if err := r.tsInsertMoved(tx, o, bucketsPrefix+coll, []bsoncore.Document{doc}); err != nil {
+		return doc.Lookup("_id"), err
+	}
+	res.n++
+	return doc.Lookup("_id"), nil
+}
+
+// tsTimeField is a time-series collection's time field.
+func tsTimeField(tx *storage.Tx, coll string) string {
+	info, _ := tx.Collection(coll)
+	o, _ := timeseriesOf(info)
+	return o.timeField
+}
+
+// writeTarget reports whether a delete or update goes to a time-series
+// collection, and refuses one to a view.
+func (r *request) writeTarget(coll string) (ts bool, err error) {
+	info, ok, err := r.collectionInfo(coll)
+	if err != nil || !ok {
+		return false, err
+	}
+	if isTimeseries(info) {
+		return true, nil
+	}
+	if info.IsView() {
+		return false, r.viewWriteError(coll)
+	}
+	return false, nil
+}
