@@ -93,8 +93,8 @@ func TestTimeSeriesListCollections(t *testing.T) {
 		got[s.Name] = s.Type + " " + s.Options.String()
 	}
 	want := map[string]string{
-		"weather": `timeseries {"timeseries": {"timeField": "ts","metaField": "sensor","granularity": "seconds","bucketMaxSpanSeconds": {"$numberInt":"3600"}},"expireAfterSeconds": {"$numberLong":"3600"}}`,
-		"custom":  `timeseries {"timeseries": {"timeField": "t","bucketRoundingSeconds": {"$numberInt":"7200"},"bucketMaxSpanSeconds": {"$numberInt":"7200"}}}`,
+		"weather":                `timeseries {"timeseries": {"timeField": "ts","metaField": "sensor","granularity": "seconds","bucketMaxSpanSeconds": {"$numberInt":"3600"}},"expireAfterSeconds": {"$numberLong":"3600"}}`,
+		"custom":                 `timeseries {"timeseries": {"timeField": "t","bucketRoundingSeconds": {"$numberInt":"7200"},"bucketMaxSpanSeconds": {"$numberInt":"7200"}}}`,
 		"system.buckets.weather": `collection {"clusteredIndex": true,"expireAfterSeconds": {"$numberLong":"3600"},"timeseries": {"timeField": "ts","metaField": "sensor","granularity": "seconds","bucketMaxSpanSeconds": {"$numberInt":"3600"}}}`,
 	}
 	for name, w := range want {

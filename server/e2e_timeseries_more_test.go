@@ -1,0 +1,223 @@
+package server_test
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"dumbodb/server"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+)
+
+// tsTemps reads the temp fields of coll's measurements in time order.
+func tsTemps(t *testing.T, coll *mongo.Collection, filter bson.D) string {
+	t.Helper()
+	cur, err := coll.Find(ctx, filter, options.Find().SetSort(bson.D{{Key: "ts", Value: 1}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var docs []bson.M
+	if err := cur.All(ctx, &docs); err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, d := range docs {
+		out = append(out, fmt.Sprint(d["temp"]))
+	}
+	return strings.Join(out, " ")
+}
+
+// TestTimeSeriesDeletes: deletes on the meta field drop whole buckets,
+// deletes on other fields rewrite buckets; deleteOne deletes one.
+func TestTimeSeriesDeletes(t *testing.T) {
+	db, coll := seedTimeseries(t, 10)
+	res, err := coll.DeleteMany(ctx, bson.D{{Key: "sensor.id", Value: "b"}})
+	if err != nil || res.DeletedCount != 5 {
+		t.Fatalf("delete on the meta field: %v %v", res, err)
+	}
+	if n, _ := db.Collection("system.buckets.weather").CountDocuments(ctx, bson.D{}); n != 1 {
+		t.Fatalf("%d buckets after deleting sensor b, want 1", n)
+	}
+	res, err = coll.DeleteMany(ctx, bson.D{{Key: "temp", Value: bson.D{{Key: "$gte", Value: 6}}}})
+	if err != nil || res.DeletedCount != 2 {
+		t.Fatalf("delete on a measurement field: %v %v", res, err)
+	}
+	if got := tsTemps(t, coll, bson.D{}); got != "0 2 4" {
+		t.Fatalf("left %q, want 0 2 4", got)
+	}
+	res, err = coll.DeleteOne(ctx, bson.D{})
+	if err != nil || res.DeletedCount != 1 {
+		t.Fatalf("deleteOne: %v %v", res, err)
+	}
+	if got := tsTemps(t, coll, bson.D{}); len(strings.Fields(got)) != 2 {
+		t.Fatalf("after deleteOne %q", got)
+	}
+	if _, err := coll.DeleteMany(ctx, bson.D{}); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := db.Collection("system.buckets.weather").CountDocuments(ctx, bson.D{}); n != 0 {
+		t.Fatalf("%d buckets after deleting everything", n)
+	}
+}
+
+// TestTimeSeriesUpdates: updates of measurement fields and of the meta
+// field (the measurement moves to its new meta's bucket), upserts, and an
+// update removing the time field refused with mongod's error.
+func TestTimeSeriesUpdates(t *testing.T) {
+	db, coll := seedTimeseries(t, 10)
+	res, err := coll.UpdateMany(ctx, bson.D{{Key: "sensor.id", Value: "a"}}, bson.D{{Key: "$inc", Value: bson.D{{Key: "temp", Value: 100}}}})
+	if err != nil || res.MatchedCount != 5 || res.ModifiedCount != 5 {
+		t.Fatalf("updateMany on the meta field: %v %v", res, err)
+	}
+	if got := tsTemps(t, coll, bson.D{}); got != "100 1 102 3 104 5 106 7 108 9" {
+		t.Fatalf("after updateMany %q", got)
+	}
+	res, err = coll.UpdateOne(ctx, bson.D{{Key: "temp", Value: 1}}, bson.D{{Key: "$set", Value: bson.D{{Key: "sensor.id", Value: "c"}}}})
+	if err != nil || res.ModifiedCount != 1 {
+		t.Fatalf("updateOne of the meta: %v %v", res, err)
+	}
+	buckets := db.Collection("system.buckets.weather")
+	if n, _ := buckets.CountDocuments(ctx, bson.D{{Key: "meta.id", Value: "c"}}); n != 1 {
+		t.Fatalf("%d buckets of sensor c, want the moved measurement's", n)
+	}
+	if got := tsTemps(t, coll, bson.D{{Key: "sensor.id", Value: "c"}}); got != "1" {
+		t.Fatalf("sensor c has %q", got)
+	}
+	res, err = coll.UpdateOne(ctx, bson.D{{Key: "temp", Value: -1}}, bson.D{{Key: "$set", Value: bson.D{{Key: "ts", Value: tsBase}}}},
+		options.UpdateOne().SetUpsert(true))
+	if err != nil || res.UpsertedID == nil {
+		t.Fatalf("upsert: %v %v", res, err)
+	}
+	if n, _ := coll.CountDocuments(ctx, bson.D{}); n != 11 {
+		t.Fatalf("%d measurements after the upsert, want 11", n)
+	}
+	_, err = coll.UpdateOne(ctx, bson.D{{Key: "temp", Value: 3}}, bson.D{{Key: "$unset", Value: bson.D{{Key: "ts", Value: ""}}}})
+	var we mongo.WriteException
+	if !errors.As(err, &we) || we.WriteErrors[0].Code != 2 {
+		t.Fatalf("unsetting the time field: %v", err)
+	}
+	if n, _ := coll.CountDocuments(ctx, bson.D{{Key: "temp", Value: 3}}); n != 1 {
+		t.Fatalf("the refused update lost the measurement")
+	}
+	_, err = coll.FindOneAndUpdate(ctx, bson.D{}, bson.D{{Key: "$set", Value: bson.D{{Key: "x", Value: 1}}}}).Raw()
+	wantCode(t, err, 238, "NotImplemented")
+}
+
+// TestTimeSeriesTimeRangeScan: a time range reads only the buckets that
+// can hold it, through an _id range on the bucket collection, and explain
+// shows the bucket filter ahead of the unpacking.
+func TestTimeSeriesTimeRangeScan(t *testing.T) {
+	db, _ := startCollection(t, "tsdb", "unused")
+	mustRun(t, db, bson.D{{Key: "create", Value: "m"}, {Key: "timeseries", Value: bson.D{{Key: "timeField", Value: "ts"}}}})
+	coll := db.Collection("m")
+	var docs []any
+	for i := 0; i < 48*60; i++ { // two days, a measurement a minute: 48 buckets
+		docs = append(docs, bson.D{{Key: "ts", Value: tsBase.Add(time.Duration(i) * time.Minute)}, {Key: "temp", Value: i}})
+	}
+	if _, err := coll.InsertMany(ctx, docs); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := db.Collection("system.buckets.m").CountDocuments(ctx, bson.D{}); n != 48 {
+		t.Fatalf("%d buckets, want 48", n)
+	}
+	from, to := tsBase.Add(10*time.Hour+30*time.Minute), tsBase.Add(11*time.Hour+30*time.Minute)
+	filter := bson.D{{Key: "ts", Value: bson.D{{Key: "$gte", Value: from}, {Key: "$lt", Value: to}}}}
+	if n, err := coll.CountDocuments(ctx, filter); err != nil || n != 60 {
+		t.Fatalf("an hour has %d measurements (%v), want 60", n, err)
+	}
+	ex := mustRun(t, db, bson.D{{Key: "explain", Value: bson.D{{Key: "find", Value: "m"}, {Key: "filter", Value: filter}}},
+		{Key: "verbosity", Value: "executionStats"}})
+	s := fmt.Sprint(ex)
+	if !strings.Contains(s, "$_internalUnpackBucket") || !strings.Contains(s, "control.max.ts") {
+		t.Fatalf("explain does not show the unpacking after the bucket filter: %v", s)
+	}
+	// The bucket filter's _id range is scanned, not the whole collection.
+	plan := get(ex, "queryPlanner", "winningPlan", "inputStage")
+	if get(plan, "stage") != "IXSCAN" || get(plan, "indexName") != "_id_" {
+		t.Fatalf("the buckets are not read through an _id range: %v", s)
+	}
+	bf, ok := get(ex, "queryPlanner", "parsedQuery").(bson.D)
+	if !ok {
+		t.Fatalf("no bucket filter: %v", s)
+	}
+	if n, err := db.Collection("system.buckets.m").CountDocuments(ctx, bf); err != nil || n > 3 {
+		t.Fatalf("the bucket filter passes %d of 48 buckets (%v), want the 2 or 3 of the hour", n, err)
+	}
+}
+
+// TestTimeSeriesVersioned: a time-series collection commits, branches,
+// diffs, merges and resets, its buckets being ordinary documents.
+func TestTimeSeriesVersioned(t *testing.T) {
+	db, coll := seedTimeseries(t, 4)
+	mustRun(t, db, bson.D{{Key: "dumboCommit", Value: 1}, {Key: "message", Value: "four"}})
+	mustRun(t, db, bson.D{{Key: "dumboBranch", Value: "feature"}})
+	feature := db.Client().Database("tsdb@feature").Collection("weather")
+	if _, err := feature.InsertOne(ctx, bson.D{{Key: "ts", Value: tsBase.Add(3 * time.Hour)}, {Key: "temp", Value: 50}}); err != nil {
+		t.Fatal(err)
+	}
+	mustRun(t, db.Client().Database("tsdb@feature"), bson.D{{Key: "dumboCommit", Value: 1}, {Key: "message", Value: "five"}})
+	if n, _ := coll.CountDocuments(ctx, bson.D{}); n != 4 {
+		t.Fatalf("main sees %d measurements, want 4", n)
+	}
+	diff := mustRun(t, db, bson.D{{Key: "dumboDiff", Value: 1}, {Key: "from", Value: "main"}, {Key: "to", Value: "feature"}})
+	if !strings.Contains(fmt.Sprint(diff), "system.buckets.weather") {
+		t.Fatalf("the diff does not show the new bucket: %v", diff)
+	}
+	mustRun(t, db, bson.D{{Key: "dumboMerge", Value: 1}, {Key: "mergeIn", Value: "feature"}})
+	if got := tsTemps(t, coll, bson.D{}); got != "0 1 2 3 50" {
+		t.Fatalf("after the merge %q", got)
+	}
+	if _, err := coll.DeleteMany(ctx, bson.D{}); err != nil {
+		t.Fatal(err)
+	}
+	mustRun(t, db, bson.D{{Key: "dumboReset", Value: 1}, {Key: "hard", Value: true}})
+	if got := tsTemps(t, coll, bson.D{}); got != "0 1 2 3 50" {
+		t.Fatalf("after the reset %q", got)
+	}
+}
+
+// TestTimeSeriesTTL: expireAfterSeconds deletes the buckets whose latest
+// measurement has expired.
+func TestTimeSeriesTTL(t *testing.T) {
+	db := startServer(t, func(c *server.Config) { c.TTLInterval = 100 * time.Millisecond }).client().Database("tsdb")
+	mustRun(t, db, bson.D{{Key: "create", Value: "w"}, {Key: "expireAfterSeconds", Value: 3600},
+		{Key: "timeseries", Value: bson.D{{Key: "timeField", Value: "ts"}}}})
+	coll := db.Collection("w")
+	now := time.Now()
+	if _, err := coll.InsertMany(ctx, []any{bson.M{"ts": now.Add(-3 * time.Hour), "temp": 1}, bson.M{"ts": now, "temp": 2}}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if got := tsTemps(t, coll, bson.D{}); got == "2" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("left %q, want the fresh measurement only", tsTemps(t, coll, bson.D{}))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestTimeSeriesStats: collStats and $collStats answer with the buckets'
+// figures.
+func TestTimeSeriesStats(t *testing.T) {
+	db, coll := seedTimeseries(t, 10)
+	st := mustRun(t, db, bson.D{{Key: "collStats", Value: "weather"}})
+	if st["ns"] != "tsdb.weather" || num(get(st, "timeseries", "bucketCount")) != 2 {
+		t.Fatalf("collStats: %v", st)
+	}
+	cur, err := coll.Aggregate(ctx, bson.A{bson.D{{Key: "$collStats", Value: bson.D{{Key: "count", Value: bson.D{}}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var docs []bson.M
+	if err := cur.All(ctx, &docs); err != nil || len(docs) != 1 {
+		t.Fatalf("$collStats: %v %v", docs, err)
+	}
+}
