@@ -291,7 +291,12 @@ func cmdRenameCollection(r *request) (bsoncore.Document, error) {
 		return nil, mongoerr.New(mongoerr.NamespaceNotFound, "Source collection %s does not exist", from)
 	}
 	target := &request{c: r.c, ctx: r.ctx, cmd: r.cmd, name: r.name, db: fromName, rev: fromRev}
-	err = target.writeTo(d, func(tx *storage.Tx) error { return tx.RenameCollection(fromColl, toColl, dropTarget) })
+	err = target.writeTo(d, func(tx *storage.Tx) error {
+		if err := refuseTimeseriesRename(tx, fromColl, toColl); err != nil {
+			return err
+		}
+		return tx.RenameCollection(fromColl, toColl, dropTarget)
+	})
 	switch {
 	case errors.Is(err, storage.ErrNamespaceNotFound):
 		return nil, mongoerr.New(mongoerr.NamespaceNotFound, "Source collection %s does not exist", from)
@@ -437,6 +442,9 @@ func renameAcrossDatabases(r *request, fromDB, fromColl, toDB, toColl string, dr
 	info, ok := snap.Collection(fromColl)
 	if !ok {
 		return nil, mongoerr.New(mongoerr.NamespaceNotFound, "Source collection %s.%s does not exist", fromDB, fromColl)
+	}
+	if err := refuseTimeseriesRename(snap, fromColl); err != nil {
+		return nil, err
 	}
 	it, err := snap.Scan(r.ctx, fromColl)
 	if err != nil {

@@ -29,6 +29,7 @@ func cmdCollMod(r *request) (bsoncore.Document, error) {
 	var ixArg, images bsoncore.Document
 	var viewOn, pipeline bsoncore.Value
 	var validation validationOptions
+	var tsMod tsCollMod
 	err = r.parseArgs(map[string]fieldHandler{
 		"index":                        r.docArg("index", &ixArg),
 		"validator":                    validation.handler("collMod", "validator"),
@@ -37,8 +38,8 @@ func cmdCollMod(r *request) (bsoncore.Document, error) {
 		"viewOn":                       func(v bsoncore.Value) error { viewOn = v; return nil },
 		"pipeline":                     func(v bsoncore.Value) error { pipeline = v; return nil },
 		"changeStreamPreAndPostImages": r.docArg("changeStreamPreAndPostImages", &images),
-		"expireAfterSeconds":           collModUnsupported("expireAfterSeconds (time series)"),
-		"timeseries":                   collModUnsupported("timeseries"),
+		"expireAfterSeconds":           tsMod.expireHandler(),
+		"timeseries":                   tsMod.timeseriesHandler(),
 		"cappedSize":                   collModUnsupported("cappedSize"),
 		"cappedMax":                    collModUnsupported("cappedMax"),
 		"dryRun":                       collModUnsupported("dryRun"),
@@ -48,6 +49,16 @@ func cmdCollMod(r *request) (bsoncore.Document, error) {
 	}
 	if err := validateUserWritable(r.db, coll); err != nil {
 		return nil, err
+	}
+	others := viewOn.Type != 0 || pipeline.Type != 0 || images != nil || validation.given() || ixArg != nil
+	if info, ok, err := r.collectionInfo(coll); err == nil && ok && isTimeseries(info) && others {
+		return nil, mongoerr.New(mongoerr.NotImplemented, "collMod of the time-series collection %s with these options is not supported by DumboDB yet", r.ns(coll))
+	}
+	if tsMod.given() {
+		if others {
+			return nil, mongoerr.New(mongoerr.NotImplemented, "collMod of expireAfterSeconds or timeseries with other options is not supported by DumboDB yet")
+		}
+		return okReply(), r.collModTimeseries(coll, &tsMod)
 	}
 	if viewOn.Type != 0 || pipeline.Type != 0 {
 		return okReply(), r.collModView(coll, viewOn, pipeline)

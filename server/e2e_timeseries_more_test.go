@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -220,4 +221,87 @@ func TestTimeSeriesStats(t *testing.T) {
 	if err := cur.All(ctx, &docs); err != nil || len(docs) != 1 {
 		t.Fatalf("$collStats: %v %v", docs, err)
 	}
+}
+
+// TestTimeSeriesCollMod: collMod changes expireAfterSeconds and grows the
+// bucketing, with mongod's checks; other collMod options and renames are
+// refused.
+func TestTimeSeriesCollMod(t *testing.T) {
+	db, coll := seedTimeseries(t, 4)
+	mustRun(t, db, bson.D{{Key: "collMod", Value: "weather"}, {Key: "expireAfterSeconds", Value: 600}})
+	mustRun(t, db, bson.D{{Key: "collMod", Value: "weather"}, {Key: "timeseries", Value: bson.D{{Key: "granularity", Value: "minutes"}}}})
+	specs, err := db.ListCollectionSpecifications(ctx, bson.D{{Key: "name", Value: "weather"}})
+	if err != nil || len(specs) != 1 {
+		t.Fatal(specs, err)
+	}
+	if got := specs[0].Options.String(); got != `{"timeseries": {"timeField": "ts","metaField": "sensor","granularity": "minutes","bucketMaxSpanSeconds": {"$numberInt":"86400"}},"expireAfterSeconds": {"$numberLong":"600"}}` {
+		t.Fatalf("options after collMod: %s", got)
+	}
+	bad := []struct {
+		ts   bson.D
+		code int32
+	}{
+		{bson.D{{Key: "granularity", Value: "seconds"}}, 72},
+		{bson.D{{Key: "timeField", Value: "x"}}, 40415},
+		{bson.D{{Key: "bucketMaxSpanSeconds", Value: 100}}, 72},
+		{bson.D{{Key: "bucketMaxSpanSeconds", Value: 100}, {Key: "bucketRoundingSeconds", Value: 100}}, 72},
+	}
+	for _, c := range bad {
+		_, err := run(t, db, bson.D{{Key: "collMod", Value: "weather"}, {Key: "timeseries", Value: c.ts}})
+		wantCode(t, err, c.code, "")
+	}
+	mustRun(t, db, bson.D{{Key: "collMod", Value: "weather"}, {Key: "expireAfterSeconds", Value: "off"}})
+	_, err = run(t, db, bson.D{{Key: "collMod", Value: "weather"}, {Key: "validator", Value: bson.D{{Key: "a", Value: 1}}}})
+	wantCode(t, err, 238, "NotImplemented")
+	_, err = run(t, db.Client().Database("admin"), bson.D{{Key: "renameCollection", Value: "tsdb.weather"}, {Key: "to", Value: "tsdb.w2"}})
+	wantCode(t, err, 238, "NotImplemented")
+	if got := tsTemps(t, coll, bson.D{}); got != "0 1 2 3" {
+		t.Fatalf("the measurements after collMod: %q", got)
+	}
+	// Buckets made with the old span are still found by a time range.
+	if n, err := coll.CountDocuments(ctx, bson.D{{Key: "ts", Value: bson.D{{Key: "$gte", Value: tsBase.Add(time.Minute)}}}}); err != nil || n != 3 {
+		t.Fatalf("a range after collMod counts %d (%v), want 3", n, err)
+	}
+}
+
+// TestTimeSeriesReadShapes: projections, sorts, limits and aggregations
+// with a leading $match on the meta field read the measurements as mongod
+// does; a transaction may read but not write.
+func TestTimeSeriesReadShapes(t *testing.T) {
+	db, coll := seedTimeseries(t, 10)
+	var doc bson.D
+	err := coll.FindOne(ctx, bson.D{{Key: "sensor.id", Value: "a"}}, options.FindOne().
+		SetSort(bson.D{{Key: "temp", Value: -1}}).SetProjection(bson.D{{Key: "_id", Value: 0}, {Key: "temp", Value: 1}})).Decode(&doc)
+	if err != nil || len(doc) != 1 || doc[0].Key != "temp" || doc[0].Value != int32(8) {
+		t.Fatalf("findOne with sort and projection: %v %v", doc, err)
+	}
+	cur, err := coll.Aggregate(ctx, bson.A{
+		bson.D{{Key: "$match", Value: bson.D{{Key: "sensor", Value: bson.D{{Key: "id", Value: "b"}}}}}},
+		bson.D{{Key: "$group", Value: bson.D{{Key: "_id", Value: nil}, {Key: "max", Value: bson.D{{Key: "$max", Value: "$temp"}}}}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var docs []bson.M
+	if err := cur.All(ctx, &docs); err != nil || len(docs) != 1 || docs[0]["max"] != int32(9) {
+		t.Fatalf("aggregate on the meta: %v %v", docs, err)
+	}
+	ex := mustRun(t, db, bson.D{{Key: "explain", Value: bson.D{{Key: "aggregate", Value: "weather"},
+		{Key: "pipeline", Value: bson.A{bson.D{{Key: "$match", Value: bson.D{{Key: "sensor.id", Value: "b"}}}}}}, {Key: "cursor", Value: bson.D{}}}}})
+	if !strings.Contains(fmt.Sprint(get(ex, "queryPlanner", "parsedQuery")), "meta.id") {
+		t.Fatalf("the meta filter is not on the buckets: %v", ex)
+	}
+	sess, err := db.Client().StartSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.EndSession(ctx)
+	_, err = sess.WithTransaction(ctx, func(sc context.Context) (any, error) {
+		if n, err := coll.CountDocuments(sc, bson.D{}); err != nil || n != 10 {
+			return nil, fmt.Errorf("count in a transaction: %d %v", n, err)
+		}
+		_, err := coll.InsertOne(sc, bson.D{{Key: "ts", Value: tsBase}})
+		return nil, err
+	})
+	wantCode(t, err, 263, "OperationNotSupportedInTransaction")
 }

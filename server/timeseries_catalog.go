@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 
+	"dumbodb/query/mongoerr"
 	"dumbodb/storage"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -71,4 +72,26 @@ func dropTimeseries(tx *storage.Tx, coll string) error {
 		return nil
 	}
 	return err
+}
+
+// refuseTimeseriesRename refuses a rename from or onto a time-series
+// collection or its buckets: the pair would have to move together, which
+// DumboDB does not do yet.
+func refuseTimeseriesRename(rd storage.Reader, names ...string) error {
+	for _, n := range names {
+		info, ok := rd.Collection(n)
+		if _, ts := timeseriesOf(info); ok && ts {
+			return mongoerr.New(mongoerr.NotImplemented, "renameCollection of the time-series collection %s is not supported by DumboDB yet", n)
+		}
+	}
+	return nil
+}
+
+// refuseTimeseriesTxn refuses a write to a time-series collection in a
+// multi-document transaction, as mongod does.
+func (r *request) refuseTimeseriesTxn(coll string) error {
+	if r.txn == nil {
+		return nil
+	}
+	return mongoerr.New(mongoerr.OperationNotSupportedInTxn, "Cannot %s the time-series collection %s in a multi-document transaction", r.name, r.ns(coll))
 }

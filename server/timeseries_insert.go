@@ -31,6 +31,9 @@ type tsBatch struct {
 
 // insertTimeseries runs an insert into the time-series collection coll.
 func (r *request) insertTimeseries(coll string, vals []bsoncore.Value, ordered bool) (bsoncore.Document, error) {
+	if err := r.refuseTimeseriesTxn(coll); err != nil {
+		return nil, err
+	}
 	var res writeResult
 	err := r.write(func(tx *storage.Tx) error {
 		res = writeResult{}

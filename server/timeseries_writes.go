@@ -206,7 +206,7 @@ func (r *request) writeTarget(coll string) (ts bool, err error) {
 		return false, err
 	}
 	if isTimeseries(info) {
-		return true, nil
+		return true, r.refuseTimeseriesTxn(coll)
 	}
 	if info.IsView() {
 		return false, r.viewWriteError(coll)
