@@ -487,6 +487,9 @@ func (w aggWriter) tx(ctx context.Context, full, coll string, fn func(tx *storag
 	write := fn
 	fn = func(tx *storage.Tx) error { // $out and $merge write collections, not views
 		if info, ok := tx.Collection(coll); ok {
+			if isTimeseries(info) {
+				return mongoerr.New(mongoerr.NotImplemented, "$out and $merge into the time-series collection %s.%s are not supported by DumboDB yet", full, coll)
+			}
 			if _, isView := viewOf(info); isView {
 				return mongoerr.New(mongoerr.CommandNotSupportedOnView, "Namespace %s.%s is a view, not a collection", full, coll)
 			}
