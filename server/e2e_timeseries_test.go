@@ -211,3 +211,45 @@ func TestTimeSeriesInsertErrors(t *testing.T) {
 		t.Fatalf("%d measurements, want 2: the ordered insert stopped", n)
 	}
 }
+
+// TestTimeSeriesBucketLimits: a bucket holds at most 1000 measurements,
+// and with granularity "minutes" a bucket starts on the hour and spans a
+// day.
+func TestTimeSeriesBucketLimits(t *testing.T) {
+	db, _ := startCollection(t, "tsdb", "unused")
+	mustRun(t, db, bson.D{{Key: "create", Value: "m"}, {Key: "timeseries", Value: bson.D{{Key: "timeField", Value: "ts"},
+		{Key: "granularity", Value: "minutes"}}}})
+	coll := db.Collection("m")
+	start := tsBase.Add(17*time.Minute + 3*time.Second)
+	docs := make([]any, 2500)
+	for i := range docs {
+		docs[i] = bson.D{{Key: "ts", Value: start.Add(time.Duration(i) * time.Second)}}
+	}
+	if _, err := coll.InsertMany(ctx, docs); err != nil {
+		t.Fatal(err)
+	}
+	buckets := db.Collection("system.buckets.m")
+	if n, _ := buckets.CountDocuments(ctx, bson.D{}); n != 3 {
+		t.Fatalf("2500 measurements make %d buckets, want 3 of at most 1000", n)
+	}
+	var b bson.M
+	if err := buckets.FindOne(ctx, bson.D{}, options.FindOne().SetSort(bson.D{{Key: "_id", Value: 1}})).Decode(&b); err != nil {
+		t.Fatal(err)
+	}
+	if m := get(b, "control", "min", "ts").(bson.DateTime); m.Time().UTC() != tsBase {
+		t.Fatalf("the first bucket starts at %v, want the hour %v", m.Time().UTC(), tsBase)
+	}
+	if id := b["_id"].(bson.ObjectID); id.Timestamp().UTC() != tsBase {
+		t.Fatalf("the bucket's _id time is %v, want its start", id.Timestamp())
+	}
+	// A day later is out of the span: a new bucket.
+	if _, err := coll.InsertOne(ctx, bson.D{{Key: "ts", Value: tsBase.Add(25 * time.Hour)}}); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := buckets.CountDocuments(ctx, bson.D{}); n != 4 {
+		t.Fatalf("%d buckets, want 4", n)
+	}
+	if n, _ := coll.CountDocuments(ctx, bson.D{}); n != 2501 {
+		t.Fatalf("%d measurements", n)
+	}
+}

@@ -17,7 +17,7 @@ import (
 // bucket of system.buckets.<name> (docs/format/timeseries.md says which).
 // A batch fills its buckets in memory and writes each once at its end, so
 // that a thousand measurements into one bucket write it once, not a
-// thousand times.
+// thousand times (each write of a bucket logs a patch of it).
 
 // tsBatch is the buckets one insert command fills.
 type tsBatch struct {
@@ -43,15 +43,17 @@ func (r *request) insertTimeseries(coll string, vals []bsoncore.Value, ordered b
 			return mongoerr.New(mongoerr.NamespaceNotFound, "time-series collection %s was dropped", r.ns(coll))
 		}
 		b := &tsBatch{o: o, coll: bucketsPrefix + coll, dirty: map[bson.ObjectID]bool{}, inOpen: map[bson.ObjectID]bool{}}
-		err := res.runBatch(r, tx, r.ns(coll), vals, ordered, func(_ int, v bsoncore.Value) (bsoncore.Value, error) {
+		err := res.runBatch(r, tx, r.ns(coll), vals, ordered, func(i int, v bsoncore.Value) (bsoncore.Value, error) {
 			if err := b.add(r, tx, v); err != nil {
 				return bsoncore.Value{}, err
 			}
 			res.n++
 			if r.retry != nil {
-				// A retryable write records each statement's outcome from
-				// the changes it made: write them now.
-				return bsoncore.Value{}, b.flush(r, tx)
+				// runBatch records an outcome for a statement that changed
+				// the transaction, which this one does only at the flush:
+				// record it here. The flush is in the same transaction,
+				// so the outcomes and the buckets commit together.
+				tx.RecordOutcome(r.retry.session, r.retry.txn, r.retry.stmtID(i), batchOutcome(1, 0, bsoncore.Value{}))
 			}
 			return bsoncore.Value{}, nil
 		})
