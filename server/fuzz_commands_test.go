@@ -64,6 +64,7 @@ func FuzzAdminCommands(f *testing.F) {
 		"hostInfo", "connectionStatus", "endSessions", "listCommands", "whatsmyuri", "configureFailPoint"},
 		d("create", "v", "collation", d("locale", "en"), "validator", d("a", d("$type", "int"))),
 		d("create", "capped", "capped", true, "size", 4096),
+		d("create", "ts", "timeseries", d("timeField", "t", "metaField", "m", "granularity", "hours"), "expireAfterSeconds", 60),
 		d("listCollections", 1, "filter", d("name", "c"), "nameOnly", true),
 		d("listDatabases", 1, "$db", "admin", "nameOnly", true),
 		d("renameCollection", "test.v", "to", "test.w", "dropTarget", true, "$db", "admin"),
