@@ -25,6 +25,10 @@ func FuzzCRUDCommands(f *testing.F) {
 		d("distinct", "c", "key", "a.b", "query", d()),
 		d("getMore", int64(12345), "collection", "c"),
 		d("killCursors", "c", "cursors", a(int64(1))),
+		d("find", "ts", "filter", d("t", d("$gte", bson.DateTime(-5000), "$lt", bson.DateTime(5000)), "m", 1)),
+		d("insert", "ts", "documents", a(d("t", bson.DateTime(7), "m", d("x", 1)), d("m", 1))),
+		d("update", "ts", "updates", a(d("q", d("m", 1), "u", d("$set", d("m", 3, "t", bson.DateTime(9))), "multi", true))),
+		d("delete", "ts", "deletes", a(d("q", d("v", d("$exists", true)), "limit", 1))),
 	)
 }
 
@@ -40,6 +44,8 @@ func FuzzAggregateCommands(f *testing.F) {
 		d("aggregate", "c", "pipeline", a(d("$sort", d("a", 1))), "allowDiskUse", true, "cursor", d(), "explain", true),
 		d("explain", d("find", "c", "filter", d("a", 5)), "verbosity", "executionStats"),
 		d("explain", d("aggregate", "c", "pipeline", a(d("$match", d("a", 5))), "cursor", d())),
+		d("aggregate", "ts", "pipeline", a(d("$match", d("t", d("$lte", bson.DateTime(1)), "m.x", 1)), d("$lookup", d("from", "ts", "localField", "m", "foreignField", "m", "as", "j"))), "cursor", d()),
+		d("explain", d("find", "ts", "filter", d("$and", a(d("t", bson.DateTime(0)), d("m", d("$in", a(1, 2))))))),
 	)
 }
 
