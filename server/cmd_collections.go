@@ -292,7 +292,7 @@ func cmdRenameCollection(r *request) (bsoncore.Document, error) {
 	}
 	target := &request{c: r.c, ctx: r.ctx, cmd: r.cmd, name: r.name, db: fromName, rev: fromRev}
 	err = target.writeTo(d, func(tx *storage.Tx) error {
-		if err := refuseTimeseriesRename(tx, fromColl, toColl); err != nil {
+		if err := refuseTimeseriesRename(tx, target.ns, fromColl, toColl); err != nil {
 			return err
 		}
 		return tx.RenameCollection(fromColl, toColl, dropTarget)
@@ -443,7 +443,7 @@ func renameAcrossDatabases(r *request, fromDB, fromColl, toDB, toColl string, dr
 	if !ok {
 		return nil, mongoerr.New(mongoerr.NamespaceNotFound, "Source collection %s.%s does not exist", fromDB, fromColl)
 	}
-	if err := refuseTimeseriesRename(snap, fromColl); err != nil {
+	if err := refuseTimeseriesRename(snap, src.ns, fromColl, toColl); err != nil {
 		return nil, err
 	}
 	it, err := snap.Scan(r.ctx, fromColl)
@@ -455,7 +455,10 @@ func renameAcrossDatabases(r *request, fromDB, fromColl, toDB, toColl string, dr
 		return nil, err
 	}
 	err = dst.write(func(tx *storage.Tx) error {
-		if _, exists := tx.Collection(toColl); exists {
+		if target, exists := tx.Collection(toColl); exists {
+			if isTimeseries(target) {
+				return mongoerr.New(mongoerr.NotImplemented, "renameCollection onto the time-series collection %s is not supported by DumboDB yet", dst.ns(toColl))
+			}
 			if !dropTarget {
 				return mongoerr.New(mongoerr.NamespaceExists, "target namespace exists")
 			}

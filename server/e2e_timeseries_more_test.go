@@ -253,7 +253,12 @@ func TestTimeSeriesCollMod(t *testing.T) {
 	mustRun(t, db, bson.D{{Key: "collMod", Value: "weather"}, {Key: "expireAfterSeconds", Value: "off"}})
 	_, err = run(t, db, bson.D{{Key: "collMod", Value: "weather"}, {Key: "validator", Value: bson.D{{Key: "a", Value: 1}}}})
 	wantCode(t, err, 238, "NotImplemented")
-	_, err = run(t, db.Client().Database("admin"), bson.D{{Key: "renameCollection", Value: "tsdb.weather"}, {Key: "to", Value: "tsdb.w2"}})
+	admin := db.Client().Database("admin")
+	_, err = run(t, admin, bson.D{{Key: "renameCollection", Value: "tsdb.weather"}, {Key: "to", Value: "tsdb.w2"}})
+	wantCode(t, err, 166, "CommandNotSupportedOnView")
+	_, err = run(t, admin, bson.D{{Key: "renameCollection", Value: "tsdb.system.buckets.weather"}, {Key: "to", Value: "tsdb.w2"}})
+	wantCode(t, err, 20, "IllegalOperation")
+	_, err = run(t, admin, bson.D{{Key: "renameCollection", Value: "tsdb.unused"}, {Key: "to", Value: "tsdb.weather"}, {Key: "dropTarget", Value: true}})
 	wantCode(t, err, 238, "NotImplemented")
 	if got := tsTemps(t, coll, bson.D{}); got != "0 1 2 3" {
 		t.Fatalf("the measurements after collMod: %q", got)

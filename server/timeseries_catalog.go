@@ -74,15 +74,23 @@ func dropTimeseries(tx *storage.Tx, coll string) error {
 	return err
 }
 
-// refuseTimeseriesRename refuses a rename from or onto a time-series
-// collection or its buckets: the pair would have to move together, which
-// DumboDB does not do yet.
-func refuseTimeseriesRename(rd storage.Reader, names ...string) error {
-	for _, n := range names {
-		info, ok := rd.Collection(n)
-		if _, ts := timeseriesOf(info); ok && ts {
-			return mongoerr.New(mongoerr.NotImplemented, "renameCollection of the time-series collection %s is not supported by DumboDB yet", n)
-		}
+// refuseTimeseriesRename refuses, as mongod 8 does, a rename of a
+// time-series collection (a view: CommandNotSupportedOnView), of its
+// bucket collection or onto a bucket namespace (IllegalOperation); and a
+// rename onto a time-series collection, which would leave its buckets
+// behind (NotImplemented).
+func refuseTimeseriesRename(rd storage.Reader, ns func(string) string, from, to string) error {
+	if info, ok := rd.Collection(from); ok && isTimeseries(info) {
+		return mongoerr.New(mongoerr.CommandNotSupportedOnView, "Namespace %s is a view, not a collection", ns(from))
+	}
+	if strings.HasPrefix(from, bucketsPrefix) {
+		return mongoerr.New(mongoerr.IllegalOperation, "Renaming a timeseries collection is not allowed")
+	}
+	if strings.HasPrefix(to, bucketsPrefix) {
+		return mongoerr.New(mongoerr.IllegalOperation, "Renaming to a bucket namespace is not allowed")
+	}
+	if info, ok := rd.Collection(to); ok && isTimeseries(info) {
+		return mongoerr.New(mongoerr.NotImplemented, "renameCollection onto the time-series collection %s is not supported by DumboDB yet", ns(to))
 	}
 	return nil
 }
