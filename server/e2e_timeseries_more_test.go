@@ -310,3 +310,55 @@ func TestTimeSeriesReadShapes(t *testing.T) {
 	})
 	wantCode(t, err, 263, "OperationNotSupportedInTransaction")
 }
+
+// TestTimeSeriesIndexes: mongod's default {meta: 1, time: 1} index, and
+// secondary indexes made, listed and dropped in the measurements' terms
+// while they index the buckets.
+func TestTimeSeriesIndexes(t *testing.T) {
+	db, coll := seedTimeseries(t, 10)
+	keys := func() string {
+		t.Helper()
+		specs, err := coll.Indexes().ListSpecifications(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, s := range specs {
+			out = append(out, s.Name+" "+s.KeysDocument.String())
+		}
+		return strings.Join(out, "; ")
+	}
+	if got := keys(); got != `sensor_1_ts_1 {"sensor": {"$numberInt":"1"},"ts": {"$numberInt":"1"}}` {
+		t.Fatalf("the default index: %s", got)
+	}
+	if _, err := coll.Indexes().CreateOne(ctx, mongo.IndexModel{Keys: bson.D{{Key: "sensor.id", Value: 1}, {Key: "temp", Value: -1}}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := keys(); !strings.HasSuffix(got, `sensor.id_1_temp_-1 {"sensor.id": {"$numberInt":"1"},"temp": {"$numberInt":"-1"}}`) {
+		t.Fatalf("after createIndexes: %s", got)
+	}
+	bspecs, err := db.Collection("system.buckets.weather").Indexes().ListSpecifications(ctx)
+	if err != nil || len(bspecs) != 3 || bspecs[2].KeysDocument.String() != `{"meta.id": {"$numberInt":"1"},"control.max.temp": {"$numberInt":"-1"},"control.min.temp": {"$numberInt":"-1"}}` {
+		t.Fatalf("the bucket indexes: %v %v", bspecs, err)
+	}
+	if got := tsTemps(t, coll, bson.D{{Key: "sensor.id", Value: "b"}}); got != "1 3 5 7 9" {
+		t.Fatalf("a read on the meta with the index: %q", got)
+	}
+	if err := coll.Indexes().DropWithKey(ctx, bson.D{{Key: "sensor.id", Value: 1}, {Key: "temp", Value: -1}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := keys(); strings.Contains(got, "temp") {
+		t.Fatalf("after dropIndexes: %s", got)
+	}
+	_, err = coll.Indexes().CreateOne(ctx, mongo.IndexModel{Keys: bson.D{{Key: "temp", Value: 1}}, Options: options.Index().SetUnique(true)})
+	wantCode(t, err, 72, "InvalidOptions")
+	_, err = coll.Indexes().CreateOne(ctx, mongo.IndexModel{Keys: bson.D{{Key: "temp", Value: 1}},
+		Options: options.Index().SetPartialFilterExpression(bson.D{{Key: "temp", Value: 1}})})
+	wantCode(t, err, 238, "NotImplemented")
+	if err := coll.Indexes().DropAll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := keys(); got != "" {
+		t.Fatalf("after dropping all: %s", got)
+	}
+}

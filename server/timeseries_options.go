@@ -224,12 +224,21 @@ func (r *request) createTimeseries(name string, o tsOptions, expire bsoncore.Val
 		opts.AppendInt64("expireAfterSeconds", n)
 	}
 	own := opts.Build()
+	ix, err := o.defaultIndex()
+	if err != nil {
+		return err
+	}
 	return r.write(func(tx *storage.Tx) error {
 		if _, exists := tx.Collection(name); exists {
 			return storage.ErrNamespaceExists
 		}
 		if _, err := tx.CreateCollection(r.ctx, bucketsPrefix+name, buckets); err != nil {
 			return err
+		}
+		if ix != nil {
+			if err := tx.SetIndexes(r.ctx, bucketsPrefix+name, []bsoncore.Document{ix}); err != nil {
+				return err
+			}
 		}
 		_, err := tx.CreateCollection(r.ctx, name, own)
 		return err

@@ -256,8 +256,8 @@ func (r *request) viewWriteError(coll string) error {
 }
 
 // refuseView answers CommandNotSupportedOnView when coll is a view, and
-// NotImplemented when it is a time-series collection (which mongod writes
-// and indexes, and DumboDB does not yet for the commands calling this).
+// NotImplemented when it is a time-series collection (for the commands
+// calling this that mongod runs on one and DumboDB does not yet).
 func (r *request) refuseView(coll string) error {
 	info, ok, err := r.collectionInfo(coll)
 	if err != nil {
