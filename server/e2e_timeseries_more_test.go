@@ -105,7 +105,21 @@ func TestTimeSeriesUpdates(t *testing.T) {
 	if n, _ := coll.CountDocuments(ctx, bson.D{{Key: "temp", Value: 3}}); n != 1 {
 		t.Fatalf("the refused update lost the measurement")
 	}
-	_, err = coll.FindOneAndUpdate(ctx, bson.D{}, bson.D{{Key: "$set", Value: bson.D{{Key: "x", Value: 1}}}}).Raw()
+	var got bson.M
+	err = coll.FindOneAndUpdate(ctx, bson.D{{Key: "temp", Value: 5}}, bson.D{{Key: "$set", Value: bson.D{{Key: "x", Value: 1}}}},
+		options.FindOneAndUpdate().SetReturnDocument(options.After)).Decode(&got)
+	if err != nil || got["x"] != int32(1) || got["temp"] != int32(5) {
+		t.Fatalf("findOneAndUpdate: %v %v", got, err)
+	}
+	got = nil
+	if err := coll.FindOneAndDelete(ctx, bson.D{{Key: "x", Value: 1}}).Decode(&got); err != nil || got["temp"] != int32(5) {
+		t.Fatalf("findOneAndDelete: %v %v", got, err)
+	}
+	if n, _ := coll.CountDocuments(ctx, bson.D{{Key: "temp", Value: 5}}); n != 0 {
+		t.Fatalf("findOneAndDelete left the measurement")
+	}
+	_, err = coll.FindOneAndUpdate(ctx, bson.D{}, bson.D{{Key: "$set", Value: bson.D{{Key: "x", Value: 1}}}},
+		options.FindOneAndUpdate().SetSort(bson.D{{Key: "ts", Value: 1}})).Raw()
 	wantCode(t, err, 238, "NotImplemented")
 }
 

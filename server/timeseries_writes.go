@@ -213,3 +213,60 @@ func (r *request) writeTarget(coll string) (ts bool, err error) {
 	}
 	return false, nil
 }
+
+// tsFindAndModify runs findAndModify on a time-series collection: on the
+// first matching measurement in bucket order (a sort is not supported
+// yet), as tsDelete and tsUpdate change it.
+func (r *request) tsFindAndModify(tx *storage.Tx, coll string, f *query.Filter, srt *query.Sort, u *query.Update, a *famArgs, out *famOutcome) error {
+	if srt != nil {
+		return mongoerr.New(mongoerr.NotImplemented, "findAndModify with a sort on the time-series collection %s is not supported by DumboDB yet", r.ns(coll))
+	}
+	timeField := tsTimeField(tx, coll)
+	matched, err := r.tsRewrite(tx, coll, orEmpty(a.filter), f, func(m bsoncore.Document) (bsoncore.Document, bool, bool, error) {
+		out.n, out.value = 1, m
+		if a.remove {
+			out.removed = true
+			return nil, true, false, nil
+		}
+		out.updatedExisting = true
+		after, changed, err := u.Apply(m, false)
+		if err != nil || !changed {
+			return nil, false, false, err
+		}
+		if after, err = normalizeDocument(after); err != nil {
+			return nil, false, false, err
+		}
+		if _, ok := after.Lookup(timeField).DateTimeOK(); !ok {
+			return nil, false, false, mongoerr.New(mongoerr.BadValue, "'%s' must be present and contain a valid BSON UTC datetime value", timeField)
+		}
+		if a.returnNew {
+			out.value = after
+		}
+		return after, true, false, nil
+	})
+	if err != nil {
+		return planExecutorError(err)
+	}
+	if matched > 0 || !a.upsert {
+		return nil
+	}
+	return r.tsFindAndModifyUpsert(tx, coll, f, u, a, out)
+}
+
+// tsFindAndModifyUpsert inserts findAndModify's upserted measurement.
+func (r *request) tsFindAndModifyUpsert(tx *storage.Tx, coll string, f *query.Filter, u *query.Update, a *famArgs, out *famOutcome) error {
+	doc, err := upsertDocument(f, u)
+	if err != nil {
+		return err
+	}
+	info, _ := tx.Collection(coll)
+	o, _ := timeseriesOf(info)
+	if err := r.tsInsertMoved(tx, o, bucketsPrefix+coll, []bsoncore.Document{doc}); err != nil {
+		return planExecutorError(err)
+	}
+	out.n, out.upsertedID = 1, doc.Lookup("_id")
+	if a.returnNew {
+		out.value = doc
+	}
+	return nil
+}
