@@ -118,9 +118,19 @@ func TestTimeSeriesUpdates(t *testing.T) {
 	if n, _ := coll.CountDocuments(ctx, bson.D{{Key: "temp", Value: 5}}); n != 0 {
 		t.Fatalf("findOneAndDelete left the measurement")
 	}
-	_, err = coll.FindOneAndUpdate(ctx, bson.D{}, bson.D{{Key: "$set", Value: bson.D{{Key: "x", Value: 1}}}},
-		options.FindOneAndUpdate().SetSort(bson.D{{Key: "ts", Value: 1}})).Raw()
-	wantCode(t, err, 238, "NotImplemented")
+	got = nil
+	err = coll.FindOneAndUpdate(ctx, bson.D{{Key: "sensor.id", Value: "a"}}, bson.D{{Key: "$set", Value: bson.D{{Key: "x", Value: 2}}}},
+		options.FindOneAndUpdate().SetSort(bson.D{{Key: "temp", Value: -1}})).Decode(&got)
+	if err != nil || got["temp"] != int32(108) || got["x"] != nil {
+		t.Fatalf("findOneAndUpdate with a sort returned %v %v, want the highest temp before the update", got, err)
+	}
+	if _, err := coll.UpdateOne(ctx, bson.D{}, bson.D{{Key: "$set", Value: bson.D{{Key: "x", Value: 3}}}},
+		options.UpdateOne().SetSort(bson.D{{Key: "temp", Value: 1}})); err != nil {
+		t.Fatal(err)
+	}
+	if got := tsTemps(t, coll, bson.D{{Key: "x", Value: bson.D{{Key: "$exists", Value: true}}}}); got != "108 -1" && got != "-1 108" {
+		t.Fatalf("the updates with a sort changed %q, want temps 108 (x: 2) and -1 (x: 3)", got)
+	}
 }
 
 // TestTimeSeriesTimeRangeScan: a time range reads only the buckets that

@@ -21,6 +21,57 @@ import (
 // that one whose meta or time changed goes into the bucket it now belongs
 // in.
 
+// tsPos is a measurement's place: its bucket's _id and its number there.
+type tsPos struct {
+	bucket bsoncore.Value
+	i      int
+}
+
+// is reports whether the measurement i of bucket id is at p (any is, for
+// a nil p).
+func (p *tsPos) is(id bsoncore.Value, i int) bool {
+	return p == nil || p.i == i && p.bucket.Equal(id)
+}
+
+// tsFirst finds the place of the first measurement matching f in srt's
+// order (nil when none matches).
+func (r *request) tsFirst(tx *storage.Tx, coll string, q bsoncore.Document, f *query.Filter, srt *query.Sort) (*tsPos, error) {
+	info, _ := tx.Collection(coll)
+	o, _ := timeseriesOf(info)
+	bf, err := query.CompileFilter(cmpOr(o.bucketFilter(q), emptyDoc))
+	if err != nil {
+		return nil, err
+	}
+	src, err := plan.Matching(r.ctx, tx, bucketsPrefix+coll, bf)
+	if err != nil {
+		return nil, err
+	}
+	var best bsoncore.Document
+	var at *tsPos
+	for {
+		b, err := src.Next(r.ctx)
+		if errors.Is(err, io.EOF) {
+			return at, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		for i, m := range query.UnpackBucket(b, o.timeField, o.metaField) {
+			if f.Match(m) && (best == nil || srt.Compare(m, best) < 0) {
+				best, at = m, &tsPos{bucket: b.Lookup("_id"), i: i}
+			}
+		}
+	}
+}
+
+// cmpOr is d, or def when d is nil.
+func cmpOr(d, def bsoncore.Document) bsoncore.Document {
+	if d == nil {
+		return def
+	}
+	return d
+}
+
 // tsVisit decides a matching measurement's fate: its new version (nil:
 // deleted), whether it changed, whether to look for more.
 type tsVisit func(m bsoncore.Document) (after bsoncore.Document, changed, more bool, err error)
@@ -28,7 +79,7 @@ type tsVisit func(m bsoncore.Document) (after bsoncore.Document, changed, more b
 // tsRewrite runs visit on the measurements of coll matching f (q is its
 // filter document) and writes the changes; matched counts the
 // measurements visit saw.
-func (r *request) tsRewrite(tx *storage.Tx, coll string, q bsoncore.Document, f *query.Filter, visit tsVisit) (matched int64, err error) {
+func (r *request) tsRewrite(tx *storage.Tx, coll string, q bsoncore.Document, f *query.Filter, only *tsPos, visit tsVisit) (matched int64, err error) {
 	info, _ := tx.Collection(coll)
 	o, _ := timeseriesOf(info)
 	bf := o.bucketFilter(q)
@@ -45,7 +96,7 @@ func (r *request) tsRewrite(tx *storage.Tx, coll string, q bsoncore.Document, f 
 		return 0, err
 	}
 	var moved []bsoncore.Document
-	matched, err = r.tsRewriteAll(tx, o, buckets, src, f, visit, &moved)
+	matched, err = r.tsRewriteAll(tx, o, buckets, src, f, only, visit, &moved)
 	// The measurements moved so far go in even after an error: their old
 	// versions are gone from their buckets, as a multi-document write
 	// that fails keeps what it did before the failure.
@@ -57,7 +108,7 @@ func (r *request) tsRewrite(tx *storage.Tx, coll string, q bsoncore.Document, f 
 
 // tsRewriteAll runs tsRewriteBucket over the buckets src reads.
 func (r *request) tsRewriteAll(tx *storage.Tx, o tsOptions, buckets string, src query.Stream, f *query.Filter,
-	visit tsVisit, moved *[]bsoncore.Document) (matched int64, err error) {
+	only *tsPos, visit tsVisit, moved *[]bsoncore.Document) (matched int64, err error) {
 	for more := true; more; {
 		b, err := src.Next(r.ctx)
 		if errors.Is(err, io.EOF) {
@@ -67,7 +118,7 @@ func (r *request) tsRewriteAll(tx *storage.Tx, o tsOptions, buckets string, src 
 			return matched, err
 		}
 		var n int64
-		n, more, err = r.tsRewriteBucket(tx, o, buckets, b, f, visit, moved)
+		n, more, err = r.tsRewriteBucket(tx, o, buckets, b, f, only, visit, moved)
 		matched += n
 		if err != nil {
 			return matched, err
@@ -79,12 +130,13 @@ func (r *request) tsRewriteAll(tx *storage.Tx, o tsOptions, buckets string, src 
 // tsRewriteBucket visits one bucket's matching measurements and rewrites
 // it if any changed; the changed ones' new versions are added to moved.
 func (r *request) tsRewriteBucket(tx *storage.Tx, o tsOptions, buckets string, b bsoncore.Document, f *query.Filter,
-	visit tsVisit, moved *[]bsoncore.Document) (matched int64, more bool, err error) {
+	only *tsPos, visit tsVisit, moved *[]bsoncore.Document) (matched int64, more bool, err error) {
 	more = true
 	var kept, out []bsoncore.Document // out: moved, once the bucket is rewritten
 	changedAny := false
-	for _, m := range query.UnpackBucket(b, o.timeField, o.metaField) {
-		if !more || !f.Match(m) {
+	id := b.Lookup("_id")
+	for i, m := range query.UnpackBucket(b, o.timeField, o.metaField) {
+		if !more || !only.is(id, i) || !f.Match(m) {
 			kept = append(kept, m)
 			continue
 		}
@@ -147,7 +199,7 @@ func (r *request) tsInsertMoved(tx *storage.Tx, o tsOptions, buckets string, doc
 
 // tsDelete runs one delete statement on a time-series collection.
 func (r *request) tsDelete(tx *storage.Tx, coll string, q bsoncore.Document, f *query.Filter, justOne bool) (int64, error) {
-	return r.tsRewrite(tx, coll, q, f, func(bsoncore.Document) (bsoncore.Document, bool, bool, error) {
+	return r.tsRewrite(tx, coll, q, f, nil, func(bsoncore.Document) (bsoncore.Document, bool, bool, error) {
 		return nil, true, !justOne, nil
 	})
 }
@@ -155,11 +207,30 @@ func (r *request) tsDelete(tx *storage.Tx, coll string, q bsoncore.Document, f *
 // tsUpdate runs one update statement on a time-series collection,
 // upserting a measurement when asked and none matched.
 func (r *request) tsUpdate(tx *storage.Tx, coll string, q bsoncore.Document, st *updateStatement, res *writeResult) (bsoncore.Value, error) {
-	if st.sort != nil {
-		return bsoncore.Value{}, mongoerr.New(mongoerr.NotImplemented, "update with a sort on the time-series collection %s is not supported by DumboDB yet", r.ns(coll))
+	var only *tsPos
+	sorted := st.sort != nil && st.sort.HasKeys()
+	if sorted {
+		var err error
+		if only, err = r.tsFirst(tx, coll, q, st.filter, st.sort); err != nil {
+			return bsoncore.Value{}, err
+		}
 	}
-	var modified int64
-	matched, err := r.tsRewrite(tx, coll, q, st.filter, func(m bsoncore.Document) (bsoncore.Document, bool, bool, error) {
+	var matched, modified int64
+	var err error
+	if !sorted || only != nil {
+		matched, err = r.tsRewrite(tx, coll, q, st.filter, only, r.tsUpdateVisit(tx, coll, st, &modified))
+	}
+	res.n += matched
+	res.nModified += modified
+	if err != nil || matched > 0 || !st.upsert {
+		return bsoncore.Value{}, err
+	}
+	return r.tsUpsert(tx, coll, st, res)
+}
+
+// tsUpdateVisit applies an update statement to one measurement.
+func (r *request) tsUpdateVisit(tx *storage.Tx, coll string, st *updateStatement, modified *int64) tsVisit {
+	return func(m bsoncore.Document) (bsoncore.Document, bool, bool, error) {
 		after, changed, err := st.update.Apply(m, false)
 		if err != nil || !changed {
 			return nil, false, st.multi, err
@@ -170,14 +241,13 @@ func (r *request) tsUpdate(tx *storage.Tx, coll string, q bsoncore.Document, st 
 		if _, ok := after.Lookup(tsTimeField(tx, coll)).DateTimeOK(); !ok {
 			return nil, false, false, mongoerr.New(mongoerr.BadValue, "'%s' must be present and contain a valid BSON UTC datetime value", tsTimeField(tx, coll))
 		}
-		modified++
+		*modified++
 		return after, true, st.multi, nil
-	})
-	res.n += matched
-	res.nModified += modified
-	if err != nil || matched > 0 || !st.upsert {
-		return bsoncore.Value{}, err
 	}
+}
+
+// tsUpsert inserts an update statement's upserted measurement.
+func (r *request) tsUpsert(tx *storage.Tx, coll string, st *updateStatement, res *writeResult) (bsoncore.Value, error) {
 	doc, err := upsertDocument(st.filter, st.update)
 	if err != nil {
 		return bsoncore.Value{}, err
@@ -215,14 +285,24 @@ func (r *request) writeTarget(coll string) (ts bool, err error) {
 }
 
 // tsFindAndModify runs findAndModify on a time-series collection: on the
-// first matching measurement in bucket order (a sort is not supported
-// yet), as tsDelete and tsUpdate change it.
+// first matching measurement in the sort's order (without one, in bucket
+// order), as tsDelete and tsUpdate change it.
 func (r *request) tsFindAndModify(tx *storage.Tx, coll string, f *query.Filter, srt *query.Sort, u *query.Update, a *famArgs, out *famOutcome) error {
-	if srt != nil {
-		return mongoerr.New(mongoerr.NotImplemented, "findAndModify with a sort on the time-series collection %s is not supported by DumboDB yet", r.ns(coll))
+	var only *tsPos
+	if srt != nil && srt.HasKeys() {
+		var err error
+		if only, err = r.tsFirst(tx, coll, orEmpty(a.filter), f, srt); err != nil {
+			return err
+		}
+		if only == nil {
+			if !a.upsert {
+				return nil
+			}
+			return r.tsFindAndModifyUpsert(tx, coll, f, u, a, out)
+		}
 	}
 	timeField := tsTimeField(tx, coll)
-	matched, err := r.tsRewrite(tx, coll, orEmpty(a.filter), f, func(m bsoncore.Document) (bsoncore.Document, bool, bool, error) {
+	matched, err := r.tsRewrite(tx, coll, orEmpty(a.filter), f, only, func(m bsoncore.Document) (bsoncore.Document, bool, bool, error) {
 		out.n, out.value = 1, m
 		if a.remove {
 			out.removed = true
