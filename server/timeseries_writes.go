@@ -36,13 +36,7 @@ func (p *tsPos) is(id bsoncore.Value, i int) bool {
 // tsFirst finds the place of the first measurement matching f in srt's
 // order (nil when none matches).
 func (r *request) tsFirst(tx *storage.Tx, coll string, q bsoncore.Document, f *query.Filter, srt *query.Sort) (*tsPos, error) {
-	info, _ := tx.Collection(coll)
-	o, _ := timeseriesOf(info)
-	bf, err := query.CompileFilter(cmpOr(o.bucketFilter(q), emptyDoc))
-	if err != nil {
-		return nil, err
-	}
-	src, err := plan.Matching(r.ctx, tx, bucketsPrefix+coll, bf)
+	o, src, err := r.tsBuckets(tx, coll, q)
 	if err != nil {
 		return nil, err
 	}
@@ -64,6 +58,19 @@ func (r *request) tsFirst(tx *storage.Tx, coll string, q bsoncore.Document, f *q
 	}
 }
 
+// tsBuckets reads the buckets of coll that may hold measurements
+// matching the filter q (its bucket filter's), with coll's options.
+func (r *request) tsBuckets(tx *storage.Tx, coll string, q bsoncore.Document) (tsOptions, query.Stream, error) {
+	info, _ := tx.Collection(coll)
+	o, _ := timeseriesOf(info)
+	bf, err := query.CompileFilter(cmpOr(o.bucketFilter(q), emptyDoc))
+	if err != nil {
+		return o, nil, err
+	}
+	src, err := plan.Matching(r.ctx, tx, bucketsPrefix+coll, bf)
+	return o, src, err
+}
+
 // cmpOr is d, or def when d is nil.
 func cmpOr(d, def bsoncore.Document) bsoncore.Document {
 	if d == nil {
@@ -80,21 +87,11 @@ type tsVisit func(m bsoncore.Document) (after bsoncore.Document, changed, more b
 // filter document) and writes the changes; matched counts the
 // measurements visit saw.
 func (r *request) tsRewrite(tx *storage.Tx, coll string, q bsoncore.Document, f *query.Filter, only *tsPos, visit tsVisit) (matched int64, err error) {
-	info, _ := tx.Collection(coll)
-	o, _ := timeseriesOf(info)
-	bf := o.bucketFilter(q)
-	if bf == nil {
-		bf = emptyDoc
-	}
-	bfc, err := query.CompileFilter(bf)
+	o, src, err := r.tsBuckets(tx, coll, q)
 	if err != nil {
 		return 0, err
 	}
 	buckets := bucketsPrefix + coll
-	src, err := plan.Matching(r.ctx, tx, buckets, bfc)
-	if err != nil {
-		return 0, err
-	}
 	var moved []bsoncore.Document
 	matched, err = r.tsRewriteAll(tx, o, buckets, src, f, only, visit, &moved)
 	// The measurements moved so far go in even after an error: their old
