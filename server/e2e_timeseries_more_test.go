@@ -333,6 +333,8 @@ func TestTimeSeriesReadShapes(t *testing.T) {
 		return nil, err
 	})
 	wantCode(t, err, 263, "OperationNotSupportedInTransaction")
+	_, err = coll.Watch(ctx, mongo.Pipeline{})
+	wantCode(t, err, 166, "CommandNotSupportedOnView")
 }
 
 // TestTimeSeriesIndexes: mongod's default {meta: 1, time: 1} index, and

@@ -103,3 +103,17 @@ func (r *request) refuseTimeseriesTxn(coll string) error {
 	}
 	return mongoerr.New(mongoerr.OperationNotSupportedInTxn, "Cannot %s the time-series collection %s in a multi-document transaction", r.name, r.ns(coll))
 }
+
+// refuseTimeseriesStream refuses a change stream on a time-series
+// collection, as mongod 8 does (it is a view; its writes are the events of
+// system.buckets.<name>).
+func (r *request) refuseTimeseriesStream(coll string) error {
+	if coll == "" {
+		return nil
+	}
+	info, ok, err := r.collectionInfo(coll)
+	if err != nil || !ok || !isTimeseries(info) {
+		return err
+	}
+	return mongoerr.New(mongoerr.CommandNotSupportedOnView, "Namespace %s is a view, not a collection", r.ns(coll))
+}
