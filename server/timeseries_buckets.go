@@ -191,9 +191,7 @@ func loadBucket(o tsOptions, doc bsoncore.Document) (*bucket, bool) {
 		b.fields = append(b.fields, c.Key())
 		b.columns[c.Key()] = append([]byte(nil), cd[4:len(cd)-1]...)
 	}
-	times, _ := data.Lookup(o.timeField).DocumentOK()
-	vals, _ := times.Values()
-	b.count = len(vals)
+	b.count = bucketCount(o, doc, data)
 	b.loadBounds(doc)
 	return b, b.count > 0
 }
@@ -207,4 +205,15 @@ func (b *bucket) loadBounds(doc bsoncore.Document) {
 			dst[el.Key()] = el.Value()
 		}
 	}
+}
+
+// bucketCount is a bucket's number of measurements: DumboDB's
+// control.count, else (a bucket written otherwise) the time column's.
+func bucketCount(o tsOptions, doc, data bsoncore.Document) int {
+	if n, ok := doc.Lookup("control", "count").Int32OK(); ok && n > 0 {
+		return int(n)
+	}
+	times, _ := data.Lookup(o.timeField).DocumentOK()
+	vals, _ := times.Values()
+	return len(vals)
 }

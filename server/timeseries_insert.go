@@ -4,7 +4,8 @@ import (
 	"errors"
 	"io"
 
-	"dumbodb/index"
+	"dumbodb/plan"
+	"dumbodb/query"
 	"dumbodb/query/mongoerr"
 	"dumbodb/query/value"
 	"dumbodb/storage"
@@ -22,9 +23,9 @@ import (
 // tsBatch is the buckets one insert command fills.
 type tsBatch struct {
 	o       tsOptions
-	coll    string // the bucket collection
-	open    []*bucket
-	touched []*bucket // changed since the last flush, in order of first change
+	coll    string               // the bucket collection
+	open    map[string][]*bucket // by metaKey
+	touched []*bucket            // changed since the last flush, in order of first change
 	dirty   map[bson.ObjectID]bool
 	inOpen  map[bson.ObjectID]bool
 }
@@ -98,8 +99,8 @@ func (b *tsBatch) add(r *request, tx *storage.Tx, v bsoncore.Value) error {
 // bucketFor finds the bucket a measurement at t with meta goes into: an
 // open one of this batch, else a stored one, else a new one.
 func (b *tsBatch) bucketFor(r *request, tx *storage.Tx, t int64, meta bsoncore.Value, size int) (*bucket, error) {
-	for _, bk := range b.open {
-		if sameMeta(bk.meta, meta) && bk.fits(b.o, t, size) {
+	for _, bk := range b.open[metaKey(meta)] {
+		if bk.fits(b.o, t, size) {
 			return bk, nil
 		}
 	}
@@ -108,20 +109,25 @@ func (b *tsBatch) bucketFor(r *request, tx *storage.Tx, t int64, meta bsoncore.V
 		return bk, err
 	}
 	bk = newBucket(b.o, t, meta)
-	b.open, b.inOpen[bk.id] = append(b.open, bk), true
+	b.keepOpen(bk)
 	return bk, nil
 }
 
 // storedBucket looks for a stored bucket the measurement fits into. A
 // bucket holding t starts less than the span before it, and its _id's time
-// is its start: only that range of _ids is read.
+// is its start: only that range of _ids is read, or with the meta index
+// (mongod's default one) only that range of the meta's buckets.
 func (b *tsBatch) storedBucket(r *request, tx *storage.Tx, t int64, meta bsoncore.Value, size int) (*bucket, error) {
-	it, err := tx.ScanRange(r.ctx, b.coll, bucketIDRange(floorDiv(t, 1000)-b.o.maxSpan, floorDiv(t, 1000)))
+	f, err := query.CompileFilter(b.candidates(t, meta))
+	if err != nil {
+		return nil, err
+	}
+	src, err := plan.Matching(r.ctx, tx, b.coll, f)
 	if err != nil {
 		return nil, err
 	}
 	for {
-		doc, err := it.Next(r.ctx)
+		doc, err := src.Next(r.ctx)
 		if errors.Is(err, io.EOF) {
 			return nil, nil
 		}
@@ -137,34 +143,53 @@ func (b *tsBatch) storedBucket(r *request, tx *storage.Tx, t int64, meta bsoncor
 			continue
 		}
 		if bk, ok := loadBucket(b.o, doc); ok && bk.fits(b.o, t, size) {
-			b.open, b.inOpen[id] = append(b.open, bk), true
+			b.keepOpen(bk)
 			return bk, nil
 		}
 	}
 }
 
-// bucketIDRange is the _id interval of buckets starting from lo to hi
-// seconds (both ends in).
-func bucketIDRange(lo, hi int64) index.Interval {
-	var from, to bson.ObjectID
+// candidates is the filter of the buckets a measurement at t with meta may
+// go into: those starting in the span before t, of its meta.
+func (b *tsBatch) candidates(t int64, meta bsoncore.Value) bsoncore.Document {
+	secs := floorDiv(t, 1000)
+	var hi bson.ObjectID
 	for i := 4; i < 12; i++ {
-		to[i] = 0xff
+		hi[i] = 0xff
 	}
-	from, to = bucketID(lo*1000, from), bucketID(hi*1000, to)
-	iv := index.FieldInterval{
-		Lo: index.EncodeKey(nil, bsoncore.Value{Type: bsoncore.TypeObjectID, Data: from[:]}),
-		Hi: index.EncodeKey(nil, bsoncore.Value{Type: bsoncore.TypeObjectID, Data: to[:]}), HiThrough: true,
+	lo, hi := bucketID((secs-b.o.maxSpan)*1000, bson.ObjectID{}), bucketID(secs*1000, hi)
+	f := bsoncore.NewDocumentBuilder().AppendDocument("_id", bsoncore.NewDocumentBuilder().
+		AppendObjectID("$gte", lo).AppendObjectID("$lte", hi).Build())
+	switch {
+	case meta.Type != 0:
+		// $eq: a meta document whose first field starts with $ is a value.
+		f.AppendDocument("meta", bsoncore.NewDocumentBuilder().AppendValue("$eq", meta).Build())
+	case b.o.metaField != "":
+		f.AppendDocument("meta", bsoncore.NewDocumentBuilder().AppendBoolean("$exists", false).Build())
 	}
-	return index.EntryIntervals([][]index.FieldInterval{{iv}})[0]
+	start := bsoncore.NewDocumentBuilder().AppendDateTime("$gt", t-b.o.maxSpan*1000).AppendDateTime("$lte", t).Build()
+	return f.AppendDocument("control.min."+b.o.timeField, start).Build()
 }
 
-// sameMeta compares two meta values (Type 0: absent) as mongod groups
-// measurements: by BSON value, both absent equal.
-func sameMeta(a, b bsoncore.Value) bool {
-	if a.Type == 0 || b.Type == 0 {
-		return a.Type == b.Type
+// keepOpen keeps bk for the batch's next measurements.
+func (b *tsBatch) keepOpen(bk *bucket) {
+	if b.open == nil {
+		b.open = map[string][]*bucket{}
 	}
-	return a.Type == b.Type && value.Compare(a, b) == 0 && string(a.Data) == string(b.Data)
+	k := metaKey(bk.meta)
+	b.open[k] = append(b.open[k], bk)
+	b.inOpen[bk.id] = true
+}
+
+// metaKey identifies a meta value (Type 0: absent) as mongod groups
+// measurements: by its BSON type and bytes.
+func metaKey(v bsoncore.Value) string {
+	return string(append([]byte{byte(v.Type)}, v.Data...))
+}
+
+// sameMeta compares two meta values as metaKey does.
+func sameMeta(a, b bsoncore.Value) bool {
+	return a.Type == b.Type && string(a.Data) == string(b.Data)
 }
 
 // flush writes the buckets the batch changed since the last flush.
