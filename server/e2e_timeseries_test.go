@@ -253,3 +253,61 @@ func TestTimeSeriesBucketLimits(t *testing.T) {
 		t.Fatalf("%d measurements", n)
 	}
 }
+
+// TestTimeSeriesShapes: measurements with different fields, without the
+// meta field, before 1970, and time ranges at their bounds read back as
+// they went in.
+func TestTimeSeriesShapes(t *testing.T) {
+	_, coll := seedTimeseries(t, 0)
+	old := time.Date(1965, 5, 1, 12, 0, 30, 0, time.UTC)
+	docs := []any{
+		bson.D{{Key: "_id", Value: 1}, {Key: "ts", Value: tsBase}, {Key: "a", Value: 1}},
+		bson.D{{Key: "_id", Value: 2}, {Key: "ts", Value: tsBase.Add(time.Second)}, {Key: "b", Value: "x"}},
+		bson.D{{Key: "_id", Value: 3}, {Key: "ts", Value: tsBase.Add(2 * time.Second)}, {Key: "sensor", Value: "s"}, {Key: "a", Value: 3}},
+		bson.D{{Key: "_id", Value: 4}, {Key: "ts", Value: old}, {Key: "sensor", Value: "s"}},
+		bson.D{{Key: "_id", Value: 5}, {Key: "ts", Value: old.Add(-time.Hour)}, {Key: "sensor", Value: "s"}},
+	}
+	if _, err := coll.InsertMany(ctx, docs); err != nil {
+		t.Fatal(err)
+	}
+	read := func(filter bson.D) string {
+		t.Helper()
+		cur, err := coll.Find(ctx, filter, options.Find().SetSort(bson.D{{Key: "_id", Value: 1}}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []bson.M
+		if err := cur.All(ctx, &got); err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, d := range got {
+			out = append(out, fmt.Sprintf("%v:%d", d["_id"], len(d)))
+		}
+		return fmt.Sprint(out)
+	}
+	if got := read(bson.D{}); got != "[1:3 2:3 3:4 4:3 5:3]" {
+		t.Fatalf("the measurements' fields: %s", got)
+	}
+	if got := read(bson.D{{Key: "a", Value: bson.D{{Key: "$exists", Value: false}}}}); got != "[2:3 4:3 5:3]" {
+		t.Fatalf("a sparse field: %s", got)
+	}
+	if got := read(bson.D{{Key: "sensor", Value: nil}}); got != "[1:3 2:3]" {
+		t.Fatalf("no meta: %s", got)
+	}
+	if got := read(bson.D{{Key: "ts", Value: bson.D{{Key: "$lt", Value: tsBase.Add(2 * time.Second)}, {Key: "$gte", Value: tsBase}}}}); got != "[1:3 2:3]" {
+		t.Fatalf("a range's bounds: %s", got)
+	}
+	if got := read(bson.D{{Key: "ts", Value: bson.D{{Key: "$lte", Value: tsBase.Add(2 * time.Second)}, {Key: "$gt", Value: tsBase}}}}); got != "[2:3 3:4]" {
+		t.Fatalf("a range's bounds: %s", got)
+	}
+	if got := read(bson.D{{Key: "ts", Value: bson.D{{Key: "$lt", Value: time.Date(1970, 1, 1, 0, 0, 0, 0, time.UTC)}}}}); got != "[4:3 5:3]" {
+		t.Fatalf("before 1970: %s", got)
+	}
+	if got := read(bson.D{{Key: "ts", Value: old}}); got != "[4:3]" {
+		t.Fatalf("a time before 1970: %s", got)
+	}
+	if got := read(bson.D{{Key: "ts", Value: bson.D{{Key: "$gte", Value: old.Add(-30 * time.Minute)}}}, {Key: "sensor", Value: "s"}}); got != "[3:4 4:3]" {
+		t.Fatalf("a range from before 1970 with the meta: %s", got)
+	}
+}
