@@ -46,7 +46,7 @@ func outTarget(name string, v bsoncore.Value, pc *pipeCtx) (db, coll string, err
 			}
 			switch {
 			case string(k) == "timeseries":
-				return "", "", mongoerr.New(mongoerr.NotImplemented, "time series collections are not supported by DumboDB")
+				return "", "", mongoerr.New(mongoerr.NotImplemented, "$out with timeseries is not supported by DumboDB yet")
 			case e.Type != bsoncore.TypeString:
 				return "", "", mongoerr.New(mongoerr.TypeMismatch, "BSON field '%s.%s' is the wrong type '%s', expected type 'string'", name, k, value.TypeName(e.Type))
 			case string(k) == "db":

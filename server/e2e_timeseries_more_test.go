@@ -388,3 +388,36 @@ func TestTimeSeriesIndexes(t *testing.T) {
 		t.Fatalf("after dropping all: %s", got)
 	}
 }
+
+// TestTimeSeriesRestart: a time-series collection, its buckets and its
+// options survive a restart.
+func TestTimeSeriesRestart(t *testing.T) {
+	srv := startServer(t)
+	db := srv.client().Database("tsdb")
+	mustRun(t, db, bson.D{{Key: "create", Value: "w"}, {Key: "timeseries", Value: bson.D{{Key: "timeField", Value: "ts"},
+		{Key: "metaField", Value: "sensor"}, {Key: "granularity", Value: "hours"}}}})
+	for i := 0; i < 3; i++ {
+		if _, err := db.Collection("w").InsertOne(ctx, bson.D{{Key: "ts", Value: tsBase.Add(time.Duration(i) * time.Hour)}, {Key: "temp", Value: i}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv.restart()
+	db = srv.client().Database("tsdb")
+	coll := db.Collection("w")
+	if got := tsTemps(t, coll, bson.D{}); got != "0 1 2" {
+		t.Fatalf("after a restart: %q", got)
+	}
+	if n, _ := db.Collection("system.buckets.w").CountDocuments(ctx, bson.D{}); n != 1 {
+		t.Fatalf("%d buckets, want the one of the day", n)
+	}
+	names, err := db.ListCollectionNames(ctx, bson.D{{Key: "type", Value: "timeseries"}})
+	if err != nil || fmt.Sprint(names) != "[w]" {
+		t.Fatalf("listCollections after a restart: %v %v", names, err)
+	}
+	if _, err := coll.InsertOne(ctx, bson.D{{Key: "ts", Value: tsBase.Add(3 * time.Hour)}, {Key: "temp", Value: 3}}); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := db.Collection("system.buckets.w").CountDocuments(ctx, bson.D{}); n != 1 {
+		t.Fatalf("%d buckets: the insert after the restart did not reopen the bucket", n)
+	}
+}
