@@ -421,3 +421,38 @@ func TestTimeSeriesRestart(t *testing.T) {
 		t.Fatalf("%d buckets: the insert after the restart did not reopen the bucket", n)
 	}
 }
+
+// TestTimeSeriesMergeConflict: two branches adding measurements to the
+// same bucket change one document on both sides: the merge answers
+// MergeConflict and changes nothing; measurements in different buckets
+// merge cleanly.
+func TestTimeSeriesMergeConflict(t *testing.T) {
+	db, coll := seedTimeseries(t, 2)
+	mustRun(t, db, bson.D{{Key: "dumboCommit", Value: 1}, {Key: "message", Value: "two"}})
+	mustRun(t, db, bson.D{{Key: "dumboBranch", Value: "feature"}})
+	fdb := db.Client().Database("tsdb@feature")
+	insert := func(c *mongo.Collection, at time.Duration, sensor string, temp int) {
+		t.Helper()
+		if _, err := c.InsertOne(ctx, bson.D{{Key: "ts", Value: tsBase.Add(at)}, {Key: "sensor", Value: bson.D{{Key: "id", Value: sensor}}},
+			{Key: "temp", Value: temp}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	insert(fdb.Collection("weather"), 5*time.Minute, "c", 30) // a new bucket on feature
+	mustRun(t, fdb, bson.D{{Key: "dumboCommit", Value: 1}, {Key: "message", Value: "c"}})
+	insert(coll, 6*time.Minute, "d", 40) // a new bucket on main
+	mustRun(t, db, bson.D{{Key: "dumboCommit", Value: 1}, {Key: "message", Value: "d"}})
+	mustRun(t, db, bson.D{{Key: "dumboMerge", Value: 1}, {Key: "mergeIn", Value: "feature"}})
+	if got := tsTemps(t, coll, bson.D{}); got != "0 1 30 40" {
+		t.Fatalf("after a clean merge: %q", got)
+	}
+	insert(fdb.Collection("weather"), 7*time.Minute, "a", 50) // sensor a's bucket on both sides
+	mustRun(t, fdb, bson.D{{Key: "dumboCommit", Value: 1}, {Key: "message", Value: "a on feature"}})
+	insert(coll, 8*time.Minute, "a", 60)
+	mustRun(t, db, bson.D{{Key: "dumboCommit", Value: 1}, {Key: "message", Value: "a on main"}})
+	_, err := run(t, db, bson.D{{Key: "dumboMerge", Value: 1}, {Key: "mergeIn", Value: "feature"}})
+	wantCode(t, err, 20002, "MergeConflict")
+	if got := tsTemps(t, coll, bson.D{}); got != "0 1 30 40 60" {
+		t.Fatalf("after the refused merge: %q", got)
+	}
+}
