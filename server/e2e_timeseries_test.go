@@ -58,6 +58,8 @@ func TestTimeSeriesCreateErrors(t *testing.T) {
 		{bson.D{{Key: "timeField", Value: "t"}, {Key: "bucketMaxSpanSeconds", Value: 60}}, 72, "InvalidOptions"},
 		{bson.D{{Key: "timeField", Value: "t"}, {Key: "bucketMaxSpanSeconds", Value: 60}, {Key: "bucketRoundingSeconds", Value: 30}}, 72, "InvalidOptions"},
 		{bson.D{{Key: "timeField", Value: "t"}, {Key: "bucketMaxSpanSeconds", Value: 0}, {Key: "bucketRoundingSeconds", Value: 0}}, 51024, ""},
+		{bson.D{{Key: "timeField", Value: "t"}, {Key: "bucketMaxSpanSeconds", Value: "60"}}, 14, "TypeMismatch"},
+		{bson.D{{Key: "timeField", Value: "$t"}}, 2, "BadValue"},
 		{bson.D{{Key: "timeField", Value: "t"}, {Key: "bucketMaxSpanSeconds", Value: 31536001}, {Key: "bucketRoundingSeconds", Value: 31536001}}, 51024, ""},
 	}
 	for i, c := range cases {

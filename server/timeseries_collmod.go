@@ -51,11 +51,11 @@ func (m *tsCollMod) timeseriesHandler() fieldHandler {
 			var err error
 			switch k {
 			case "granularity":
-				m.granularity, err = parseGranularity(fv)
+				m.granularity, err = parseGranularity("collMod", fv)
 			case "bucketMaxSpanSeconds":
-				m.span, err = bucketSecondsArg(k, fv)
+				m.span, err = bucketSecondsArg("collMod", k, fv)
 			case "bucketRoundingSeconds":
-				m.rounding, err = bucketSecondsArg(k, fv)
+				m.rounding, err = bucketSecondsArg("collMod", k, fv)
 			default:
 				err = unknownField("collMod.timeseries", k)
 			}

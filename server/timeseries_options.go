@@ -57,11 +57,11 @@ func parseTimeseries(v bsoncore.Value) (tsOptions, error) {
 			hasMeta = true
 			o.metaField, err = stringValue("create", "timeseries.metaField", fv)
 		case "granularity":
-			o.granularity, err = parseGranularity(fv)
+			o.granularity, err = parseGranularity("create", fv)
 		case "bucketMaxSpanSeconds":
-			span, err = bucketSecondsArg(k, fv)
+			span, err = bucketSecondsArg("create", k, fv)
 		case "bucketRoundingSeconds":
-			rounding, err = bucketSecondsArg(k, fv)
+			rounding, err = bucketSecondsArg("create", k, fv)
 		default:
 			err = unknownField("create.timeseries", k)
 		}
@@ -79,30 +79,32 @@ func parseTimeseries(v bsoncore.Value) (tsOptions, error) {
 	return o, o.setBucketing(span, rounding)
 }
 
-// parseGranularity reads the granularity enumeration.
-func parseGranularity(v bsoncore.Value) (string, error) {
-	s, err := stringValue("create", "timeseries.granularity", v)
+// parseGranularity reads the granularity enumeration of cmd's
+// timeseries.
+func parseGranularity(cmd string, v bsoncore.Value) (string, error) {
+	s, err := stringValue(cmd, "timeseries.granularity", v)
 	if err != nil {
 		return "", err
 	}
 	if _, ok := granularitySeconds[s]; !ok {
-		return "", mongoerr.New(mongoerr.BadValue, "Enumeration value '%s' for field 'create.timeseries.granularity' is not a valid value.", s)
+		return "", mongoerr.New(mongoerr.BadValue, "Enumeration value '%s' for field '%s.timeseries.granularity' is not a valid value.", s, cmd)
 	}
 	return s, nil
 }
 
-// bucketSecondsArg reads bucketMaxSpanSeconds or bucketRoundingSeconds: a
-// safeInt from 1 to a year.
-func bucketSecondsArg(field string, v bsoncore.Value) (int64, error) {
-	n, ok := value.AsInt64(v)
-	if !ok {
-		return 0, typeMismatch("create", "timeseries."+field, v, "int")
+// bucketSecondsArg reads bucketMaxSpanSeconds or bucketRoundingSeconds of
+// cmd's timeseries: a safeInt from 1 to a year.
+func bucketSecondsArg(cmd, field string, v bsoncore.Value) (int64, error) {
+	if !value.IsNumber(v) {
+		return 0, mongoerr.New(mongoerr.TypeMismatch, "BSON field '%s.timeseries.%s' is the wrong type '%s', expected types '[long, int, decimal, double]'",
+			cmd, field, value.TypeName(v.Type))
 	}
+	n := int64(value.ToFloat(v)) // safeInt: a number, truncated
 	if n < 1 {
-		return 0, mongoerr.New(mongoerr.Code(51024), "BSON field 'create.timeseries.%s' value must be >= 1, actual value '%d'", field, n)
+		return 0, mongoerr.New(mongoerr.Code(51024), "BSON field '%s.timeseries.%s' value must be >= 1, actual value '%d'", cmd, field, n)
 	}
 	if n > maxBucketSpanSeconds {
-		return 0, mongoerr.New(mongoerr.Code(51024), "BSON field 'create.timeseries.%s' value must be <= %d, actual value '%d'", field, maxBucketSpanSeconds, n)
+		return 0, mongoerr.New(mongoerr.Code(51024), "BSON field '%s.timeseries.%s' value must be <= %d, actual value '%d'", cmd, field, maxBucketSpanSeconds, n)
 	}
 	return n, nil
 }
