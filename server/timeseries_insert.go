@@ -23,9 +23,9 @@ import (
 // tsBatch is the buckets one insert command fills.
 type tsBatch struct {
 	o       tsOptions
-	coll    string               // the bucket collection
-	open    map[string][]*bucket // by metaKey
-	touched []*bucket            // changed since the last flush, in order of first change
+	coll    string                     // the bucket collection
+	open    map[string][]*query.Bucket // by metaKey
+	touched []*query.Bucket            // changed since the last flush, in order of first change
 	dirty   map[bson.ObjectID]bool
 	inOpen  map[bson.ObjectID]bool
 }
@@ -88,9 +88,9 @@ func (b *tsBatch) add(r *request, tx *storage.Tx, v bsoncore.Value) error {
 	if err != nil {
 		return err
 	}
-	bk.add(b.o, doc, t)
-	if !b.dirty[bk.id] {
-		b.dirty[bk.id] = true
+	bk.Add(b.o.spec(), doc, t)
+	if !b.dirty[bk.ID] {
+		b.dirty[bk.ID] = true
 		b.touched = append(b.touched, bk)
 	}
 	return nil
@@ -98,9 +98,9 @@ func (b *tsBatch) add(r *request, tx *storage.Tx, v bsoncore.Value) error {
 
 // bucketFor finds the bucket a measurement at t with meta goes into: an
 // open one of this batch, else a stored one, else a new one.
-func (b *tsBatch) bucketFor(r *request, tx *storage.Tx, t int64, meta bsoncore.Value, size int) (*bucket, error) {
+func (b *tsBatch) bucketFor(r *request, tx *storage.Tx, t int64, meta bsoncore.Value, size int) (*query.Bucket, error) {
 	for _, bk := range b.open[metaKey(meta)] {
-		if bk.fits(b.o, t, size) {
+		if bk.Fits(b.o.spec(), t, size) {
 			return bk, nil
 		}
 	}
@@ -108,7 +108,7 @@ func (b *tsBatch) bucketFor(r *request, tx *storage.Tx, t int64, meta bsoncore.V
 	if err != nil || bk != nil {
 		return bk, err
 	}
-	bk = newBucket(b.o, t, meta)
+	bk = query.NewBucket(b.o.spec(), t, meta)
 	b.keepOpen(bk)
 	return bk, nil
 }
@@ -117,7 +117,7 @@ func (b *tsBatch) bucketFor(r *request, tx *storage.Tx, t int64, meta bsoncore.V
 // bucket holding t starts less than the span before it, and its _id's time
 // is its start: only that range of _ids is read, or with the meta index
 // (mongod's default one) only that range of the meta's buckets.
-func (b *tsBatch) storedBucket(r *request, tx *storage.Tx, t int64, meta bsoncore.Value, size int) (*bucket, error) {
+func (b *tsBatch) storedBucket(r *request, tx *storage.Tx, t int64, meta bsoncore.Value, size int) (*query.Bucket, error) {
 	f, err := query.CompileFilter(b.candidates(t, meta))
 	if err != nil {
 		return nil, err
@@ -142,7 +142,7 @@ func (b *tsBatch) storedBucket(r *request, tx *storage.Tx, t int64, meta bsoncor
 		if !sameMeta(m, meta) {
 			continue
 		}
-		if bk, ok := loadBucket(b.o, doc); ok && bk.fits(b.o, t, size) {
+		if bk, ok := query.LoadBucket(b.o.spec(), doc); ok && bk.Fits(b.o.spec(), t, size) {
 			b.keepOpen(bk)
 			return bk, nil
 		}
@@ -152,12 +152,12 @@ func (b *tsBatch) storedBucket(r *request, tx *storage.Tx, t int64, meta bsoncor
 // candidates is the filter of the buckets a measurement at t with meta may
 // go into: those starting in the span before t, of its meta.
 func (b *tsBatch) candidates(t int64, meta bsoncore.Value) bsoncore.Document {
-	secs := floorDiv(t, 1000)
+	secs := secondsOf(t)
 	var hi bson.ObjectID
 	for i := 4; i < 12; i++ {
 		hi[i] = 0xff
 	}
-	lo, hi := bucketID((secs-b.o.maxSpan)*1000, bson.ObjectID{}), bucketID(secs*1000, hi)
+	lo, hi := query.BucketID((secs-b.o.maxSpan)*1000, bson.ObjectID{}), query.BucketID(secs*1000, hi)
 	f := bsoncore.NewDocumentBuilder().AppendDocument("_id", bsoncore.NewDocumentBuilder().
 		AppendObjectID("$gte", lo).AppendObjectID("$lte", hi).Build())
 	switch {
@@ -172,13 +172,13 @@ func (b *tsBatch) candidates(t int64, meta bsoncore.Value) bsoncore.Document {
 }
 
 // keepOpen keeps bk for the batch's next measurements.
-func (b *tsBatch) keepOpen(bk *bucket) {
+func (b *tsBatch) keepOpen(bk *query.Bucket) {
 	if b.open == nil {
-		b.open = map[string][]*bucket{}
+		b.open = map[string][]*query.Bucket{}
 	}
-	k := metaKey(bk.meta)
+	k := metaKey(bk.Meta)
 	b.open[k] = append(b.open[k], bk)
-	b.inOpen[bk.id] = true
+	b.inOpen[bk.ID] = true
 }
 
 // metaKey identifies a meta value (Type 0: absent) as mongod groups
@@ -196,9 +196,9 @@ func sameMeta(a, b bsoncore.Value) bool {
 func (b *tsBatch) flush(r *request, tx *storage.Tx) error {
 	defer func() { b.touched, b.dirty = nil, map[bson.ObjectID]bool{} }()
 	for _, bk := range b.touched {
-		doc := bk.doc(b.o)
+		doc := bk.Doc(b.o.spec())
 		var err error
-		if bk.stored {
+		if bk.Stored {
 			err = tx.Replace(r.ctx, b.coll, doc)
 		} else {
 			err = tx.Insert(r.ctx, b.coll, doc)
@@ -206,7 +206,7 @@ func (b *tsBatch) flush(r *request, tx *storage.Tx) error {
 		if err != nil {
 			return err
 		}
-		bk.stored = true
+		bk.Stored = true
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 
+	"dumbodb/query"
 	"dumbodb/query/mongoerr"
 	"dumbodb/query/value"
 	"dumbodb/storage"
@@ -167,6 +168,21 @@ func (o *tsOptions) setBucketing(span, rounding int64) error {
 	o.granularity = "seconds"
 	o.maxSpan, o.rounding = granularitySeconds["seconds"][0], granularitySeconds["seconds"][1]
 	return nil
+}
+
+// spec is what the buckets' layout depends on.
+func (o tsOptions) spec() query.BucketSpec {
+	return query.BucketSpec{TimeField: o.timeField, MetaField: o.metaField, MaxSpan: o.maxSpan, Rounding: o.rounding}
+}
+
+// secondsOf is a time in ms as whole seconds, rounded towards the past
+// (as a bucket _id's time is).
+func secondsOf(ms int64) int64 {
+	s := ms / 1000
+	if ms%1000 < 0 {
+		s--
+	}
+	return s
 }
 
 // doc is the options as mongod lists them (and DumboDB stores them).

@@ -169,7 +169,7 @@ func (c *bucketConds) bound(t int64, lower, upper bool) {
 	tf := c.o.timeField
 	if lower {
 		c.conds = append(c.conds, timeCond("control.max."+tf, "$gte", t))
-		lo := bucketID((floorDiv(t, 1000)-c.o.maxSpan)*1000, bson.ObjectID{})
+		lo := query.BucketID((secondsOf(t)-c.o.maxSpan)*1000, bson.ObjectID{})
 		if c.idLo == nil || string(lo[:]) > string(c.idLo[:]) {
 			c.idLo = &lo
 		}
@@ -180,7 +180,7 @@ func (c *bucketConds) bound(t int64, lower, upper bool) {
 		for i := 4; i < 12; i++ {
 			rest[i] = 0xff
 		}
-		hi := bucketID(t, rest)
+		hi := query.BucketID(t, rest)
 		if c.idHi == nil || string(hi[:]) < string(c.idHi[:]) {
 			c.idHi = &hi
 		}

@@ -167,17 +167,16 @@ func (r *request) tsWriteKept(tx *storage.Tx, o tsOptions, buckets string, b bso
 	if len(kept) == 0 {
 		return tx.Delete(r.ctx, buckets, b.Lookup("_id"))
 	}
-	old, ok := loadBucket(o, b)
+	old, ok := query.LoadBucket(o.spec(), b)
 	if !ok {
 		return mongoerr.New(mongoerr.InternalError, "malformed bucket %s in %s", b.Lookup("_id"), r.ns(buckets))
 	}
-	nb := &bucket{id: old.id, start: old.start, maxTime: old.start, meta: old.meta, columns: map[string][]byte{},
-		min: map[string]bsoncore.Value{}, max: map[string]bsoncore.Value{}}
+	nb := old.Emptied()
 	for _, m := range kept {
 		t, _ := m.Lookup(o.timeField).DateTimeOK()
-		nb.add(o, m, t)
+		nb.Add(o.spec(), m, t)
 	}
-	return tx.Replace(r.ctx, buckets, nb.doc(o))
+	return tx.Replace(r.ctx, buckets, nb.Doc(o.spec()))
 }
 
 // tsInsertMoved inserts updated measurements again.
