@@ -422,10 +422,10 @@ func TestTimeSeriesRestart(t *testing.T) {
 	}
 }
 
-// TestTimeSeriesMergeConflict: two branches adding measurements to the
-// same bucket change one document on both sides: the merge answers
-// MergeConflict and changes nothing; measurements in different buckets
-// merge cleanly.
+// TestTimeSeriesMergeConflict: measurements added to the same bucket on
+// both sides of a merge are all kept (buckets merge by measurements, not
+// field by field), and so are those in different buckets; a bucket
+// deleted on one side and added to on the other conflicts.
 func TestTimeSeriesMergeConflict(t *testing.T) {
 	db, coll := seedTimeseries(t, 2)
 	mustRun(t, db, bson.D{{Key: "dumboCommit", Value: 1}, {Key: "message", Value: "two"}})
@@ -450,9 +450,33 @@ func TestTimeSeriesMergeConflict(t *testing.T) {
 	mustRun(t, fdb, bson.D{{Key: "dumboCommit", Value: 1}, {Key: "message", Value: "a on feature"}})
 	insert(coll, 8*time.Minute, "a", 60)
 	mustRun(t, db, bson.D{{Key: "dumboCommit", Value: 1}, {Key: "message", Value: "a on main"}})
+	mustRun(t, db, bson.D{{Key: "dumboMerge", Value: 1}, {Key: "mergeIn", Value: "feature"}})
+	if got := tsTemps(t, coll, bson.D{}); got != "0 1 30 40 50 60" {
+		t.Fatalf("after merging two sides' measurements of one bucket: %q", got)
+	}
+	if n, _ := db.Collection("system.buckets.weather").CountDocuments(ctx, bson.D{{Key: "meta.id", Value: "a"}}); n != 1 {
+		t.Fatalf("sensor a has %d buckets after the merge, want its one", n)
+	}
+	// Both sides add to sensor b's bucket and delete from it: the other
+	// side's changes are kept.
+	insert(fdb.Collection("weather"), 9*time.Minute, "b", 70)
+	if _, err := fdb.Collection("weather").DeleteOne(ctx, bson.D{{Key: "temp", Value: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	mustRun(t, fdb, bson.D{{Key: "dumboCommit", Value: 1}, {Key: "message", Value: "b on feature"}})
+	insert(coll, 10*time.Minute, "b", 80)
+	mustRun(t, db, bson.D{{Key: "dumboCommit", Value: 1}, {Key: "message", Value: "b on main"}})
+	mustRun(t, db, bson.D{{Key: "dumboMerge", Value: 1}, {Key: "mergeIn", Value: "feature"}})
+	if got := tsTemps(t, coll, bson.D{}); got != "0 30 40 50 60 70 80" {
+		t.Fatalf("after merging adds and a delete in one bucket: %q", got)
+	}
+	// Sensor c's bucket: deleted on main, added to on feature.
+	insert(fdb.Collection("weather"), 11*time.Minute, "c", 90)
+	mustRun(t, fdb, bson.D{{Key: "dumboCommit", Value: 1}, {Key: "message", Value: "c on feature"}})
+	if _, err := coll.DeleteMany(ctx, bson.D{{Key: "sensor.id", Value: "c"}}); err != nil {
+		t.Fatal(err)
+	}
+	mustRun(t, db, bson.D{{Key: "dumboCommit", Value: 1}, {Key: "message", Value: "no c on main"}})
 	_, err := run(t, db, bson.D{{Key: "dumboMerge", Value: 1}, {Key: "mergeIn", Value: "feature"}})
 	wantCode(t, err, 20002, "MergeConflict")
-	if got := tsTemps(t, coll, bson.D{}); got != "0 1 30 40 60" {
-		t.Fatalf("after the refused merge: %q", got)
-	}
 }
