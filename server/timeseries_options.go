@@ -202,21 +202,13 @@ func (o tsOptions) doc() bsoncore.Document {
 // timeseriesOf reads a catalog entry's time-series options; false when it
 // is not a time-series collection (nor its bucket collection).
 func timeseriesOf(info storage.CollectionInfo) (tsOptions, bool) {
-	d, ok := info.Options.Lookup("timeseries").DocumentOK()
+	s, ok := query.BucketSpecOf(info.Options)
 	if !ok {
 		return tsOptions{}, false
 	}
-	o := tsOptions{}
-	o.timeField, _ = d.Lookup("timeField").StringValueOK()
-	o.metaField, _ = d.Lookup("metaField").StringValueOK()
-	o.granularity, _ = d.Lookup("granularity").StringValueOK()
-	o.maxSpan, _ = value.AsInt64(d.Lookup("bucketMaxSpanSeconds"))
-	if o.granularity != "" {
-		o.rounding = granularitySeconds[o.granularity][1]
-	} else {
-		o.rounding, _ = value.AsInt64(d.Lookup("bucketRoundingSeconds"))
-	}
-	return o, o.timeField != "" && o.maxSpan > 0 && o.rounding > 0
+	o := tsOptions{timeField: s.TimeField, metaField: s.MetaField, maxSpan: s.MaxSpan, rounding: s.Rounding}
+	o.granularity, _ = info.Options.Lookup("timeseries", "granularity").StringValueOK()
+	return o, true
 }
 
 // isTimeseries reports whether info is a time-series collection (not its
