@@ -484,18 +484,6 @@ func (w aggWriter) tx(ctx context.Context, full, coll string, fn func(tx *storag
 	if err != nil {
 		return err
 	}
-	write := fn
-	fn = func(tx *storage.Tx) error { // $out and $merge write collections, not views
-		if info, ok := tx.Collection(coll); ok {
-			if isTimeseries(info) {
-				return mongoerr.New(mongoerr.NotImplemented, "$out and $merge into the time-series collection %s.%s are not supported by DumboDB yet", full, coll)
-			}
-			if _, isView := viewOf(info); isView {
-				return mongoerr.New(mongoerr.CommandNotSupportedOnView, "Namespace %s.%s is a view, not a collection", full, coll)
-			}
-		}
-		return write(tx)
-	}
 	if name == w.r.db && rev == "" {
 		return w.r.writeTo(d, fn)
 	}
@@ -516,6 +504,12 @@ func (w aggWriter) Replace(ctx context.Context, db, coll string, docs []bsoncore
 	return w.tx(ctx, db, coll, func(tx *storage.Tx) error {
 		var opts bsoncore.Document
 		if info, ok := tx.Collection(coll); ok {
+			if isTimeseries(info) { // its measurements are replaced
+				return w.r.replaceTimeseries(ctx, tx, coll, nil, docs)
+			}
+			if err := refuseWriteToView(info, db, coll); err != nil {
+				return err
+			}
 			opts = info.Options
 		}
 		if err := tx.DropCollection(coll); err != nil && !errors.Is(err, storage.ErrNamespaceNotFound) {
@@ -544,6 +538,11 @@ func (w aggWriter) Replace(ctx context.Context, db, coll string, docs []bsoncore
 // Update runs $merge's writes against the target.
 func (w aggWriter) Update(ctx context.Context, db, coll string, fn func(query.WriteTarget) error) error {
 	return w.tx(ctx, db, coll, func(tx *storage.Tx) error {
+		if info, ok := tx.Collection(coll); ok {
+			if err := refuseWriteToView(info, db, coll); err != nil {
+				return err
+			}
+		}
 		if _, err := tx.EnsureCollection(ctx, coll); err != nil {
 			return toMongoErr(err)
 		}

@@ -480,3 +480,47 @@ func TestTimeSeriesMergeConflict(t *testing.T) {
 	_, err := run(t, db, bson.D{{Key: "dumboMerge", Value: 1}, {Key: "mergeIn", Value: "feature"}})
 	wantCode(t, err, 20002, "MergeConflict")
 }
+
+// TestTimeSeriesOut: $out with timeseries makes a time-series collection
+// of the pipeline's documents, and replaces the measurements of one with
+// the same options; $merge into one is refused as into a view.
+func TestTimeSeriesOut(t *testing.T) {
+	db, coll := seedTimeseries(t, 6)
+	out := func(target bson.D) error {
+		t.Helper()
+		cur, err := coll.Aggregate(ctx, bson.A{bson.D{{Key: "$match", Value: bson.D{{Key: "sensor.id", Value: "a"}}}},
+			bson.D{{Key: "$project", Value: bson.D{{Key: "_id", Value: 0}}}}, bson.D{{Key: "$out", Value: target}}})
+		if err == nil {
+			err = cur.Close(ctx)
+		}
+		return err
+	}
+	ts := bson.D{{Key: "timeField", Value: "ts"}, {Key: "metaField", Value: "sensor"}}
+	if err := out(bson.D{{Key: "db", Value: "tsdb"}, {Key: "coll", Value: "copy"}, {Key: "timeseries", Value: ts}}); err != nil {
+		t.Fatal(err)
+	}
+	copied := db.Collection("copy")
+	if got := tsTemps(t, copied, bson.D{}); got != "0 2 4" {
+		t.Fatalf("the $out copy: %q", got)
+	}
+	names, _ := db.ListCollectionNames(ctx, bson.D{{Key: "type", Value: "timeseries"}})
+	if fmt.Sprint(names) != "[copy weather]" && fmt.Sprint(names) != "[weather copy]" {
+		t.Fatalf("time-series collections after $out: %v", names)
+	}
+	if _, err := coll.DeleteMany(ctx, bson.D{{Key: "temp", Value: 0}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := out(bson.D{{Key: "db", Value: "tsdb"}, {Key: "coll", Value: "copy"}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := tsTemps(t, copied, bson.D{}); got != "2 4" {
+		t.Fatalf("the replaced $out copy: %q", got)
+	}
+	err := out(bson.D{{Key: "db", Value: "tsdb"}, {Key: "coll", Value: "copy"}, {Key: "timeseries", Value: bson.D{{Key: "timeField", Value: "ts"}}}})
+	wantCode(t, err, 72, "InvalidOptions")
+	_, err = coll.Aggregate(ctx, bson.A{bson.D{{Key: "$merge", Value: bson.D{{Key: "into", Value: "copy"}}}}})
+	wantCode(t, err, 166, "CommandNotSupportedOnView")
+	_, err = coll.Aggregate(ctx, bson.A{bson.D{{Key: "$project", Value: bson.D{{Key: "ts", Value: 0}}}},
+		bson.D{{Key: "$out", Value: bson.D{{Key: "db", Value: "tsdb"}, {Key: "coll", Value: "bad"}, {Key: "timeseries", Value: ts}}}}})
+	wantCode(t, err, 2, "BadValue")
+}

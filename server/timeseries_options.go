@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"strings"
 
@@ -224,17 +225,7 @@ func (r *request) createTimeseries(name string, o tsOptions, expire bsoncore.Val
 	if strings.HasPrefix(name, bucketsPrefix) {
 		return mongoerr.New(mongoerr.InvalidNamespace, "Invalid collection name: %s", name)
 	}
-	buckets := bsoncore.NewDocumentBuilder().AppendDocument("timeseries", o.doc()).Build()
-	opts := bsoncore.NewDocumentBuilder().AppendDocument("timeseries", o.doc())
-	if expire.Type != 0 {
-		n, ok := value.AsInt64(expire)
-		if !ok || n < 0 {
-			return mongoerr.New(mongoerr.InvalidOptions, "TTL index 'expireAfterSeconds' option must be a non-negative whole number of seconds, got %s", value.Format(expire))
-		}
-		opts.AppendInt64("expireAfterSeconds", n)
-	}
-	own := opts.Build()
-	ix, err := o.defaultIndex()
+	own, err := o.entryOptions(expire)
 	if err != nil {
 		return err
 	}
@@ -242,17 +233,41 @@ func (r *request) createTimeseries(name string, o tsOptions, expire bsoncore.Val
 		if _, exists := tx.Collection(name); exists {
 			return storage.ErrNamespaceExists
 		}
-		if _, err := tx.CreateCollection(r.ctx, bucketsPrefix+name, buckets); err != nil {
+		return createTimeseriesIn(r.ctx, tx, name, o, own)
+	})
+}
+
+// entryOptions are the time-series collection's own catalog options.
+func (o tsOptions) entryOptions(expire bsoncore.Value) (bsoncore.Document, error) {
+	opts := bsoncore.NewDocumentBuilder().AppendDocument("timeseries", o.doc())
+	if expire.Type != 0 {
+		n, ok := value.AsInt64(expire)
+		if !ok || n < 0 {
+			return nil, mongoerr.New(mongoerr.InvalidOptions, "TTL index 'expireAfterSeconds' option must be a non-negative whole number of seconds, got %s", value.Format(expire))
+		}
+		opts.AppendInt64("expireAfterSeconds", n)
+	}
+	return opts.Build(), nil
+}
+
+// createTimeseriesIn makes the two catalog entries in tx, own being the
+// collection's options, and mongod's default index.
+func createTimeseriesIn(ctx context.Context, tx *storage.Tx, name string, o tsOptions, own bsoncore.Document) error {
+	ix, err := o.defaultIndex()
+	if err != nil {
+		return err
+	}
+	buckets := bsoncore.NewDocumentBuilder().AppendDocument("timeseries", o.doc()).Build()
+	if _, err := tx.CreateCollection(ctx, bucketsPrefix+name, buckets); err != nil {
+		return err
+	}
+	if ix != nil {
+		if err := tx.SetIndexes(ctx, bucketsPrefix+name, []bsoncore.Document{ix}); err != nil {
 			return err
 		}
-		if ix != nil {
-			if err := tx.SetIndexes(r.ctx, bucketsPrefix+name, []bsoncore.Document{ix}); err != nil {
-				return err
-			}
-		}
-		_, err := tx.CreateCollection(r.ctx, name, own)
-		return err
-	})
+	}
+	_, err = tx.CreateCollection(ctx, name, own)
+	return err
 }
 
 // tsCreateOptions are the create options a time-series collection may
