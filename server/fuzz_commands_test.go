@@ -46,6 +46,7 @@ func FuzzAggregateCommands(f *testing.F) {
 		d("explain", d("aggregate", "c", "pipeline", a(d("$match", d("a", 5))), "cursor", d())),
 		d("aggregate", "ts", "pipeline", a(d("$match", d("t", d("$lte", bson.DateTime(1)), "m.x", 1)), d("$lookup", d("from", "ts", "localField", "m", "foreignField", "m", "as", "j"))), "cursor", d()),
 		d("explain", d("find", "ts", "filter", d("$and", a(d("t", bson.DateTime(0)), d("m", d("$in", a(1, 2))))))),
+		d("aggregate", "ts", "pipeline", a(d("$out", d("db", fuzzDB, "coll", "o2", "timeseries", d("timeField", "t", "metaField", "m")))), "cursor", d()),
 	)
 }
 
