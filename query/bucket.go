@@ -3,6 +3,7 @@ package query
 import (
 	"encoding/binary"
 	"math"
+	"sort"
 	"strconv"
 
 	"dumbodb/query/value"
@@ -268,7 +269,7 @@ func MergeBuckets(s BucketSpec, base, ours, theirs bsoncore.Document) (bsoncore.
 	baseCount := map[string]int{}
 	if base != nil {
 		for _, m := range UnpackBucket(base, s.TimeField, s.MetaField) {
-			baseCount[string(m)]++
+			baseCount[measurementKey(m)]++
 		}
 	}
 	kept := mergeMeasurements(baseCount, UnpackBucket(ours, s.TimeField, s.MetaField), UnpackBucket(theirs, s.TimeField, s.MetaField))
@@ -292,7 +293,7 @@ func mergeMeasurements(base map[string]int, ours, theirs []bsoncore.Document) []
 	var kept []bsoncore.Document
 	seen := map[string]int{}
 	for _, m := range ours {
-		k := string(m)
+		k := measurementKey(m)
 		seen[k]++
 		b := base[k]
 		if seen[k] > b || seen[k] <= min(oc[k], b)+min(tc[k], b)-b {
@@ -301,7 +302,7 @@ func mergeMeasurements(base map[string]int, ours, theirs []bsoncore.Document) []
 	}
 	seen = map[string]int{}
 	for _, m := range theirs {
-		k := string(m)
+		k := measurementKey(m)
 		seen[k]++
 		if seen[k] > base[k] {
 			kept = append(kept, m)
@@ -313,9 +314,22 @@ func mergeMeasurements(base map[string]int, ours, theirs []bsoncore.Document) []
 func countOf(docs []bsoncore.Document) map[string]int {
 	c := make(map[string]int, len(docs))
 	for _, d := range docs {
-		c[string(d)]++
+		c[measurementKey(d)]++
 	}
 	return c
+}
+
+// measurementKey identifies a measurement whatever the order of its
+// fields, which follows its bucket's columns: a rewrite of a bucket may
+// order them differently.
+func measurementKey(m bsoncore.Document) string {
+	els, _ := m.Elements()
+	sort.Slice(els, func(i, j int) bool { return els[i].Key() < els[j].Key() })
+	var b []byte
+	for _, el := range els {
+		b = append(b, el...)
+	}
+	return string(b)
 }
 
 // sameValue compares two values (Type 0: absent) by type and bytes.

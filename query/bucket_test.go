@@ -37,3 +37,14 @@ func TestMergeMeasurements(t *testing.T) {
 		}
 	}
 }
+
+// TestMergeMeasurementsFieldOrder: a measurement whose fields a rewrite of
+// its bucket reordered is the same measurement: deleted on the other side,
+// it stays deleted.
+func TestMergeMeasurementsFieldOrder(t *testing.T) {
+	ab := bsoncore.NewDocumentBuilder().AppendInt32("a", 1).AppendInt32("b", 2).Build()
+	ba := bsoncore.NewDocumentBuilder().AppendInt32("b", 2).AppendInt32("a", 1).Build()
+	if got := mergeMeasurements(countOf([]bsoncore.Document{ab}), []bsoncore.Document{ba}, nil); len(got) != 0 {
+		t.Fatalf("kept %v", got)
+	}
+}
