@@ -72,6 +72,9 @@ func TestTimeSeriesCreateErrors(t *testing.T) {
 		{Key: "expireAfterSeconds", Value: -1}})
 	wantCode(t, err, 72, "InvalidOptions")
 	_, err = run(t, db, bson.D{{Key: "create", Value: "x"}, {Key: "timeseries", Value: bson.D{{Key: "timeField", Value: "t"}}},
+		{Key: "expireAfterSeconds", Value: "never"}})
+	wantCode(t, err, 14, "TypeMismatch")
+	_, err = run(t, db, bson.D{{Key: "create", Value: "x"}, {Key: "timeseries", Value: bson.D{{Key: "timeField", Value: "t"}}},
 		{Key: "collation", Value: bson.D{{Key: "locale", Value: "fr"}}}})
 	wantCode(t, err, 238, "NotImplemented")
 	mustRun(t, db, bson.D{{Key: "create", Value: "x"}, {Key: "timeseries", Value: bson.D{{Key: "timeField", Value: "t"}}}})
@@ -211,6 +214,18 @@ func TestTimeSeriesInsertErrors(t *testing.T) {
 	}
 	if n, _ := coll.CountDocuments(ctx, bson.D{}); n != 2 {
 		t.Fatalf("%d measurements, want 2: the ordered insert stopped", n)
+	}
+	_, err = coll.InsertMany(ctx, []any{
+		bson.D{{Key: "_id", Value: 5}},
+		bson.D{{Key: "_id", Value: 6}, {Key: "ts", Value: tsBase}},
+		bson.D{{Key: "_id", Value: 7}, {Key: "ts", Value: int64(5)}},
+		bson.D{{Key: "_id", Value: 8}, {Key: "ts", Value: tsBase}},
+	}, options.InsertMany().SetOrdered(false))
+	if !errors.As(err, &bwe) || len(bwe.WriteErrors) != 2 || bwe.WriteErrors[0].Index != 0 || bwe.WriteErrors[1].Index != 2 {
+		t.Fatalf("unordered insert: %v", err)
+	}
+	if n, _ := coll.CountDocuments(ctx, bson.D{}); n != 4 {
+		t.Fatalf("%d measurements, want 4: the unordered insert went on", n)
 	}
 }
 

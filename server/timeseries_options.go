@@ -225,6 +225,9 @@ func (r *request) createTimeseries(name string, o tsOptions, expire bsoncore.Val
 	if strings.HasPrefix(name, bucketsPrefix) {
 		return mongoerr.New(mongoerr.InvalidNamespace, "Invalid collection name: %s", name)
 	}
+	if r.txn != nil {
+		return mongoerr.New(mongoerr.OperationNotSupportedInTxn, "Cannot create a time-series collection in a multi-document transaction.")
+	}
 	own, err := o.entryOptions(expire)
 	if err != nil {
 		return err
@@ -241,6 +244,9 @@ func (r *request) createTimeseries(name string, o tsOptions, expire bsoncore.Val
 func (o tsOptions) entryOptions(expire bsoncore.Value) (bsoncore.Document, error) {
 	opts := bsoncore.NewDocumentBuilder().AppendDocument("timeseries", o.doc())
 	if expire.Type != 0 {
+		if !value.IsNumber(expire) {
+			return nil, mongoerr.New(mongoerr.TypeMismatch, "BSON field 'create.expireAfterSeconds' is the wrong type '%s', expected types '[long, int, decimal, double]'", value.TypeName(expire.Type))
+		}
 		n, ok := value.AsInt64(expire)
 		if !ok || n < 0 {
 			return nil, mongoerr.New(mongoerr.InvalidOptions, "TTL index 'expireAfterSeconds' option must be a non-negative whole number of seconds, got %s", value.Format(expire))
