@@ -223,6 +223,7 @@ func onView(snap *storage.Snapshot, a *aggregateArgs) error {
 		return err
 	}
 	a.coll = rv.base
+	a.hint = timeseriesHint(rv.stages, a.hint)
 	a.pipeline = stagesArray(viewPipeline(rv.stages, pipelineStages(a.pipeline)))
 	if a.collation == nil {
 		a.collation = rv.collation

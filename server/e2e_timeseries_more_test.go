@@ -370,6 +370,12 @@ func TestTimeSeriesIndexes(t *testing.T) {
 	if got := tsTemps(t, coll, bson.D{{Key: "sensor.id", Value: "b"}}); got != "1 3 5 7 9" {
 		t.Fatalf("a read on the meta with the index: %q", got)
 	}
+	for _, hint := range []any{bson.D{{Key: "sensor.id", Value: 1}, {Key: "temp", Value: -1}}, "sensor_1_ts_1", bson.D{{Key: "$natural", Value: 1}}} {
+		n, err := coll.CountDocuments(ctx, bson.D{{Key: "sensor.id", Value: "b"}}, options.Count().SetHint(hint))
+		if err != nil || n != 5 {
+			t.Fatalf("a read hinted %v: %d %v", hint, n, err)
+		}
+	}
 	if err := coll.Indexes().DropWithKey(ctx, bson.D{{Key: "sensor.id", Value: 1}, {Key: "temp", Value: -1}}); err != nil {
 		t.Fatal(err)
 	}

@@ -236,3 +236,26 @@ func (r *request) listTimeseriesIndexes(snap *storage.Snapshot, coll string, o t
 	}
 	return r.startCursor(r.ns(coll), &sliceSource{docs: docs}, batchSize, false, false)
 }
+
+// timeseriesHint is a read's hint on a time-series collection (view is
+// its resolved stages) as a hint on its buckets: a key pattern in the
+// measurements' terms is translated as createIndexes translated it; an
+// index name is the same.
+func timeseriesHint(view []bsoncore.Document, hint bsoncore.Value) bsoncore.Value {
+	key, isKey := hint.DocumentOK()
+	if !isKey || len(view) != 1 {
+		return hint
+	}
+	o, ok := unpackOptions(view[0])
+	if !ok {
+		return hint
+	}
+	if len(key) == 5 || strings.HasPrefix(value.FirstKey(key), "$") { // {} or $natural
+		return hint
+	}
+	t, err := o.bucketIndexKey(key)
+	if err != nil {
+		return hint // no such index can exist: the planner says so
+	}
+	return docValue(t)
+}
