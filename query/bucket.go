@@ -258,12 +258,13 @@ var granularityRounding = map[string]int64{"seconds": 60, "minutes": 3600, "hour
 // merge: its measurements are a multiset, and each measurement is kept as
 // many times as ours and theirs have it, less the base's (what either side
 // deleted is gone, what either side added is there), ours first, then
-// theirs' additions. false when the versions are not of one bucket (their
-// meta or start differ) or nothing would be left.
+// theirs' additions. A nil ours or theirs is a side that deleted the
+// bucket: it has no measurements. The result is nil (and true) when none
+// are left: the bucket is deleted. false when the versions are not of one
+// bucket (their meta or start differ).
 func MergeBuckets(s BucketSpec, base, ours, theirs bsoncore.Document) (bsoncore.Document, bool) {
-	o, ok1 := LoadBucket(s, ours)
-	t, ok2 := LoadBucket(s, theirs)
-	if !ok1 || !ok2 || o.Start != t.Start || !sameValue(o.Meta, t.Meta) {
+	shape, ok := sameBucket(s, ours, theirs)
+	if !ok {
 		return nil, false
 	}
 	baseCount := map[string]int{}
@@ -272,16 +273,42 @@ func MergeBuckets(s BucketSpec, base, ours, theirs bsoncore.Document) (bsoncore.
 			baseCount[measurementKey(m)]++
 		}
 	}
-	kept := mergeMeasurements(baseCount, UnpackBucket(ours, s.TimeField, s.MetaField), UnpackBucket(theirs, s.TimeField, s.MetaField))
+	kept := mergeMeasurements(baseCount, unpackOrNone(s, ours), unpackOrNone(s, theirs))
 	if len(kept) == 0 {
-		return nil, false
+		return nil, true
 	}
-	out := o.Emptied()
+	out := shape.Emptied()
 	for _, m := range kept {
 		tm, _ := m.Lookup(s.TimeField).DateTimeOK()
 		out.Add(s, m, tm)
 	}
 	return out.Doc(s), true
+}
+
+// sameBucket is the bucket the two versions (one may be nil) are of;
+// false when they are not of one bucket.
+func sameBucket(s BucketSpec, ours, theirs bsoncore.Document) (*Bucket, bool) {
+	var b *Bucket
+	for _, d := range []bsoncore.Document{ours, theirs} {
+		if d == nil {
+			continue
+		}
+		v, ok := LoadBucket(s, d)
+		if !ok || b != nil && (b.Start != v.Start || !sameValue(b.Meta, v.Meta)) {
+			return nil, false
+		}
+		if b == nil {
+			b = v
+		}
+	}
+	return b, b != nil
+}
+
+func unpackOrNone(s BucketSpec, b bsoncore.Document) []bsoncore.Document {
+	if b == nil {
+		return nil
+	}
+	return UnpackBucket(b, s.TimeField, s.MetaField)
 }
 
 // mergeMeasurements is the three-way merge of measurement multisets: a

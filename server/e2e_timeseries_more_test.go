@@ -428,11 +428,11 @@ func TestTimeSeriesRestart(t *testing.T) {
 	}
 }
 
-// TestTimeSeriesMergeConflict: measurements added to the same bucket on
-// both sides of a merge are all kept (buckets merge by measurements, not
-// field by field), and so are those in different buckets; a bucket
-// deleted on one side and added to on the other conflicts.
-func TestTimeSeriesMergeConflict(t *testing.T) {
+// TestTimeSeriesMerge: measurements added to the same bucket on both
+// sides of a merge are all kept (buckets merge by measurements, not field
+// by field), and so are those in different buckets; a bucket deleted on
+// one side keeps what the other side added to it.
+func TestTimeSeriesMerge(t *testing.T) {
 	db, coll := seedTimeseries(t, 2)
 	mustRun(t, db, bson.D{{Key: "dumboCommit", Value: 1}, {Key: "message", Value: "two"}})
 	mustRun(t, db, bson.D{{Key: "dumboBranch", Value: "feature"}})
@@ -483,8 +483,20 @@ func TestTimeSeriesMergeConflict(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustRun(t, db, bson.D{{Key: "dumboCommit", Value: 1}, {Key: "message", Value: "no c on main"}})
-	_, err := run(t, db, bson.D{{Key: "dumboMerge", Value: 1}, {Key: "mergeIn", Value: "feature"}})
-	wantCode(t, err, 20002, "MergeConflict")
+	mustRun(t, db, bson.D{{Key: "dumboMerge", Value: 1}, {Key: "mergeIn", Value: "feature"}})
+	if got := tsTemps(t, coll, bson.D{{Key: "sensor.id", Value: "c"}}); got != "90" {
+		t.Fatalf("sensor c after merging its deletion with an addition: %q, want the addition only", got)
+	}
+	// Sensor a's bucket: deleted on feature (its 0 and 50), added to on
+	// main since (60): main's addition stays.
+	if _, err := fdb.Collection("weather").DeleteMany(ctx, bson.D{{Key: "sensor.id", Value: "a"}}); err != nil {
+		t.Fatal(err)
+	}
+	mustRun(t, fdb, bson.D{{Key: "dumboCommit", Value: 1}, {Key: "message", Value: "no a on feature"}})
+	mustRun(t, db, bson.D{{Key: "dumboMerge", Value: 1}, {Key: "mergeIn", Value: "feature"}})
+	if got := tsTemps(t, coll, bson.D{{Key: "sensor.id", Value: "a"}}); got != "60" {
+		t.Fatalf("sensor a after merging its deletion: %q, want main's addition only", got)
+	}
 }
 
 // TestTimeSeriesOut: $out with timeseries makes a time-series collection

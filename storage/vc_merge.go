@@ -366,8 +366,13 @@ func docMergerOf(info CollectionInfo) docMerger {
 // byPaths reports whether large documents may merge path by path.
 func (m docMerger) byPaths() bool { return m.bucket == nil }
 
-// merge merges whole documents (base nil when both sides added one);
-// false: a conflict.
+// deletes reports whether a deletion on one side merges with a change on
+// the other (a bucket's measurements do: the deleted side has none).
+func (m docMerger) deletes() bool { return m.bucket != nil }
+
+// merge merges whole documents (base nil when both sides added one; ours
+// or theirs nil, for deletes, when a side deleted it); false: a conflict,
+// a nil document: a deletion.
 func (m docMerger) merge(base, ours, theirs bsoncore.Document) (bsoncore.Document, bool) {
 	if m.bucket != nil {
 		return query.MergeBuckets(*m.bucket, base, ours, theirs)
@@ -441,7 +446,7 @@ func (d *Database) resolveCollision(ctx context.Context, left, right tree.Diff, 
 			}
 		}
 	}
-	if rec.ours == nil || rec.theirs == nil {
+	if (rec.ours == nil || rec.theirs == nil) && !merge.deletes() {
 		return tree.Diff{}, false, rec, nil // delete against modify
 	}
 	// The empty document is what a virtual merge base holds for a document
@@ -454,6 +459,9 @@ func (d *Database) resolveCollision(ctx context.Context, left, right tree.Diff, 
 	doc, ok := merge.merge(rec.base, rec.ours, rec.theirs)
 	if !ok {
 		return tree.Diff{}, false, rec, nil
+	}
+	if doc == nil { // merged into a deletion
+		return tree.Diff{Type: tree.RemovedDiff, Key: left.Key, From: left.To}, true, rec, nil
 	}
 	v, err := docValueTuple(ctx, d.ns, doc, d.largeDoc())
 	if err != nil {
