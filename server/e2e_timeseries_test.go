@@ -121,6 +121,13 @@ func TestTimeSeriesListCollections(t *testing.T) {
 	if len(names) != 0 {
 		t.Fatalf("after drop: %v", names)
 	}
+	if err := db.Collection("system.buckets.custom").Drop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	names, _ = db.ListCollectionNames(ctx, bson.D{{Key: "name", Value: bson.D{{Key: "$regex", Value: "custom"}}}})
+	if len(names) != 0 {
+		t.Fatalf("after dropping the buckets: %v", names)
+	}
 }
 
 // TestTimeSeriesInsertAndFind: measurements go into buckets (same meta and

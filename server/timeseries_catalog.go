@@ -60,14 +60,19 @@ func timeseriesCatalogEntry(snap storage.Reader, ci storage.CollectionInfo) (fun
 	return func(n bool) bsoncore.Document { return bucketsEntry(ci, expire, n) }, true
 }
 
-// dropTimeseries drops a time-series collection's bucket collection with
-// it (a missing one is no error: drop of the pair is idempotent).
+// dropTimeseries drops the other half of a time-series collection with
+// the one drop names: its bucket collection with it, or it with its bucket
+// collection (which leaves nothing it could read or write). A missing half
+// is no error: drop of the pair is idempotent.
 func dropTimeseries(tx *storage.Tx, coll string) error {
-	info, ok := tx.Collection(coll)
-	if !ok || !isTimeseries(info) {
-		return nil
+	ts, other := coll, bucketsPrefix+coll
+	if owner, ok := strings.CutPrefix(coll, bucketsPrefix); ok {
+		ts, other = owner, owner
 	}
-	err := tx.DropCollection(bucketsPrefix + coll)
+	if info, found := tx.Collection(ts); !found || !isTimeseries(info) {
+		return nil // not a time-series collection's half
+	}
+	err := tx.DropCollection(other)
 	if errors.Is(err, storage.ErrNamespaceNotFound) {
 		return nil
 	}
