@@ -28,8 +28,10 @@
 //	          (expr_named.go)
 //	stage_*   aggregation stages, one file per stage or family ($geoNear
 //	          in stage_geonear.go: the server reads its input nearest
-//	          first through the planner), and what
-//	          stages share: the memory budget and spill files
+//	          first through the planner; $_internalUnpackBucket in
+//	          stage_unpackbucket.go: a time-series collection's buckets
+//	          as measurements, whose format bucket.go writes and merges),
+//	          and what stages share: the memory budget and spill files
 //	          (stage_memory.go) and the reading of other collections
 //	          (stage_foreign.go)
 //	acc_*     $group accumulators: of one value (acc_basic.go), of several

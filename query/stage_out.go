@@ -45,8 +45,8 @@ func outTarget(name string, v bsoncore.Value, pc *pipeCtx) (db, coll string, err
 				break
 			}
 			switch {
-			case string(k) == "timeseries":
-				return "", "", mongoerr.New(mongoerr.NotImplemented, "time series collections are not supported by DumboDB")
+			case string(k) == "timeseries" && name == "$out":
+				continue // compileOutStage reads it
 			case e.Type != bsoncore.TypeString:
 				return "", "", mongoerr.New(mongoerr.TypeMismatch, "BSON field '%s.%s' is the wrong type '%s', expected type 'string'", name, k, value.TypeName(e.Type))
 			case string(k) == "db":
@@ -86,6 +86,10 @@ func compileOutStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 	if err != nil {
 		return nil, err
 	}
+	ts, err := outTimeseries(spec, pc)
+	if err != nil {
+		return nil, err
+	}
 	return func(in Stream) Stream {
 		return lazyStream(func(ctx context.Context) (Stream, error) {
 			docs, err := Drain(ctx, in)
@@ -95,9 +99,40 @@ func compileOutStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 			for i, d := range docs {
 				docs[i] = withID(d)
 			}
+			if ts != nil {
+				return &sliceStream{}, pc.opts.Writer.(TimeseriesWriter).ReplaceTimeseries(ctx, db, coll, ts, docs)
+			}
 			return &sliceStream{}, pc.opts.Writer.Replace(ctx, db, coll, docs)
 		})
 	}, nil
+}
+
+// TimeseriesWriter is a Writer that can write a time-series collection,
+// for $out's timeseries (MongoDB 7.0.3).
+type TimeseriesWriter interface {
+	// ReplaceTimeseries makes docs the measurements of the time-series
+	// collection db.coll with options ts (create's timeseries), creating
+	// it or replacing the measurements of one with the same options.
+	ReplaceTimeseries(ctx context.Context, db, coll string, ts bsoncore.Document, docs []bsoncore.Document) error
+}
+
+// outTimeseries is $out's timeseries option (nil: none).
+func outTimeseries(spec bsoncore.Value, pc *pipeCtx) (bsoncore.Document, error) {
+	if spec.Type != bsoncore.TypeEmbeddedDocument {
+		return nil, nil
+	}
+	v, err := spec.Document().LookupErr("timeseries")
+	if err != nil {
+		return nil, nil
+	}
+	ts, ok := v.DocumentOK()
+	if !ok {
+		return nil, mongoerr.New(mongoerr.TypeMismatch, "BSON field '$out.timeseries' is the wrong type '%s', expected type 'object'", value.TypeName(v.Type))
+	}
+	if _, ok := pc.opts.Writer.(TimeseriesWriter); !ok {
+		return nil, mongoerr.New(mongoerr.IllegalOperation, "$out with timeseries is not allowed here")
+	}
+	return ts, nil
 }
 
 type mergeSpec struct {

@@ -52,6 +52,9 @@ var stageTable = [][]stageEntry{
 		{name: "$listLocalSessions", compile: compileListSessionsStage("$listLocalSessions"), flags: stageFirst},
 		{name: "$listSessions", compile: compileListSessionsStage("$listSessions"), flags: stageFirst},
 	},
+	{ // time series: the read of a time-series collection from its buckets
+		{name: "$_internalUnpackBucket", compile: compileUnpackBucketStage},
+	},
 	{ // geospatial: the server reads the collection nearest first
 		{name: "$geoNear", compile: compileGeoNearStage, flags: stageNotInFacet},
 	},

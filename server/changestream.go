@@ -181,6 +181,9 @@ func startChangeStream(r *request, a *aggregateArgs, stages []bsoncore.Document,
 	if err != nil {
 		return nil, err
 	}
+	if err := r.refuseTimeseriesStream(a.coll); err != nil {
+		return nil, err
+	}
 	scope, err := r.streamScope(a, args)
 	if err != nil {
 		return nil, err

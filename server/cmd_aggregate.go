@@ -222,6 +222,7 @@ func onView(snap *storage.Snapshot, a *aggregateArgs) error {
 		return err
 	}
 	a.coll = rv.base
+	a.hint = timeseriesHint(rv.stages, a.hint)
 	a.pipeline = stagesArray(viewPipeline(rv.stages, pipelineStages(a.pipeline)))
 	if a.collation == nil {
 		a.collation = rv.collation
@@ -237,6 +238,9 @@ func onView(snap *storage.Snapshot, a *aggregateArgs) error {
 // planner can use the collection's indexes for the view's filter and the
 // read's together.
 func viewPipeline(view, read []bsoncore.Document) []bsoncore.Document {
+	if stages, ok := timeseriesPipeline(view, read); ok {
+		return stages
+	}
 	stages := append(append([]bsoncore.Document(nil), view...), read...)
 	if len(read) > 0 && isMatchStage(read[0]) && onlyStages(view, "$match", "$sort") {
 		stages = append(append([]bsoncore.Document{read[0]}, view...), read[1:]...)
@@ -480,15 +484,6 @@ func (w aggWriter) tx(ctx context.Context, full, coll string, fn func(tx *storag
 	if err != nil {
 		return err
 	}
-	write := fn
-	fn = func(tx *storage.Tx) error { // $out and $merge write collections, not views
-		if info, ok := tx.Collection(coll); ok {
-			if _, isView := viewOf(info); isView {
-				return mongoerr.New(mongoerr.CommandNotSupportedOnView, "Namespace %s.%s is a view, not a collection", full, coll)
-			}
-		}
-		return write(tx)
-	}
 	if name == w.r.db && rev == "" {
 		return w.r.writeTo(d, fn)
 	}
@@ -509,6 +504,12 @@ func (w aggWriter) Replace(ctx context.Context, db, coll string, docs []bsoncore
 	return w.tx(ctx, db, coll, func(tx *storage.Tx) error {
 		var opts bsoncore.Document
 		if info, ok := tx.Collection(coll); ok {
+			if isTimeseries(info) { // its measurements are replaced
+				return w.r.replaceTimeseries(ctx, tx, coll, nil, docs)
+			}
+			if err := refuseWriteToView(info, db, coll); err != nil {
+				return err
+			}
 			opts = info.Options
 		}
 		if err := tx.DropCollection(coll); err != nil && !errors.Is(err, storage.ErrNamespaceNotFound) {
@@ -537,6 +538,11 @@ func (w aggWriter) Replace(ctx context.Context, db, coll string, docs []bsoncore
 // Update runs $merge's writes against the target.
 func (w aggWriter) Update(ctx context.Context, db, coll string, fn func(query.WriteTarget) error) error {
 	return w.tx(ctx, db, coll, func(tx *storage.Tx) error {
+		if info, ok := tx.Collection(coll); ok {
+			if err := refuseWriteToView(info, db, coll); err != nil {
+				return err
+			}
+		}
 		if _, err := tx.EnsureCollection(ctx, coll); err != nil {
 			return toMongoErr(err)
 		}

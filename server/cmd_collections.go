@@ -3,6 +3,7 @@ package server
 import (
 	"errors"
 	"io"
+	"strings"
 
 	"dumbodb/query"
 	"dumbodb/query/mongoerr"
@@ -70,6 +71,11 @@ func cmdListCollections(r *request) (bsoncore.Document, error) {
 	}
 	views := false
 	for _, ci := range snap.Collections() {
+		if entry, ok := timeseriesCatalogEntry(snap, ci); ok {
+			views = views || isTimeseries(ci) // mongod's time-series collections are views
+			add(entry)
+			continue
+		}
 		if _, isView := viewOf(ci); isView {
 			views = true
 			add(func(n bool) bsoncore.Document { return viewEntry(ci, n) })
@@ -118,6 +124,7 @@ func cmdCreate(r *request) (bsoncore.Document, error) {
 	var viewOn, pipeline bsoncore.Value
 	var collation bsoncore.Document
 	var validation validationOptions
+	var ts *tsOptions
 	for _, el := range els[1:] {
 		k := el.Key()
 		switch {
@@ -137,7 +144,13 @@ func cmdCreate(r *request) (bsoncore.Document, error) {
 			if spec != nil {
 				opts.AppendDocument(k, spec)
 			}
-		case k == "timeseries" || k == "encryptedFields":
+		case k == "timeseries":
+			o, err := parseTimeseries(el.Value())
+			if err != nil {
+				return nil, err
+			}
+			ts = &o
+		case k == "encryptedFields":
 			return nil, mongoerr.New(mongoerr.NotImplemented, "create option '%s' is not supported by DumboDB yet", k)
 		case isValidationOption(k):
 			if err := validation.parse("create", k, el.Value()); err != nil {
@@ -164,6 +177,9 @@ func cmdCreate(r *request) (bsoncore.Document, error) {
 		}
 	}
 	built := opts.Build()
+	if ts != nil {
+		return r.createTimeseriesReply(coll, *ts, built, viewOn.Type != 0 || pipeline.Type != 0 || validation.given())
+	}
 	if err := checkClusteredTTL(built); err != nil {
 		return nil, err
 	}
@@ -211,7 +227,12 @@ func cmdDrop(r *request) (bsoncore.Document, error) {
 	if err := r.parseArgs(nil); err != nil {
 		return nil, err
 	}
-	err = r.writeExisting(func(tx *storage.Tx) error { return tx.DropCollection(coll) })
+	err = r.writeExisting(func(tx *storage.Tx) error {
+		if err := dropTimeseries(tx, coll); err != nil {
+			return err
+		}
+		return tx.DropCollection(coll)
+	})
 	// Since MongoDB 7.0 dropping a missing collection succeeds.
 	if err != nil && !errors.Is(err, storage.ErrNamespaceNotFound) {
 		return nil, err
@@ -270,7 +291,12 @@ func cmdRenameCollection(r *request) (bsoncore.Document, error) {
 		return nil, mongoerr.New(mongoerr.NamespaceNotFound, "Source collection %s does not exist", from)
 	}
 	target := &request{c: r.c, ctx: r.ctx, cmd: r.cmd, generic: r.generic, name: r.name, db: fromName, rev: fromRev}
-	err = target.writeTo(d, func(tx *storage.Tx) error { return tx.RenameCollection(fromColl, toColl, dropTarget) })
+	err = target.writeTo(d, func(tx *storage.Tx) error {
+		if err := refuseTimeseriesRename(tx, target.ns, fromColl, toColl); err != nil {
+			return err
+		}
+		return tx.RenameCollection(fromColl, toColl, dropTarget)
+	})
 	switch {
 	case errors.Is(err, storage.ErrNamespaceNotFound):
 		return nil, mongoerr.New(mongoerr.NamespaceNotFound, "Source collection %s does not exist", from)
@@ -295,6 +321,10 @@ func cmdCollStats(r *request) (bsoncore.Document, error) {
 	coll, err := r.collectionArg()
 	if err != nil {
 		return nil, err
+	}
+	ns := r.ns(coll)
+	if info, ok, err := r.collectionInfo(coll); err == nil && ok && isTimeseries(info) {
+		coll = bucketsPrefix + coll // a time-series collection's figures are its buckets'
 	}
 	if err := r.refuseView(coll); err != nil {
 		return nil, err
@@ -323,9 +353,12 @@ func cmdCollStats(r *request) (bsoncore.Document, error) {
 	for _, sz := range st.indexSizes {
 		sizeDoc.AppendValue(sz.Name, value.Count(sz.Bytes/scale))
 	}
-	b := bsoncore.NewDocumentBuilder().
-		AppendString("ns", r.ns(coll)).
-		AppendValue("size", value.Count(st.dataSize/scale)).
+	b := bsoncore.NewDocumentBuilder().AppendString("ns", ns)
+	if strings.HasPrefix(coll, bucketsPrefix) && ns != r.ns(coll) {
+		b.AppendDocument("timeseries", bsoncore.NewDocumentBuilder().AppendString("bucketsNs", r.ns(coll)).
+			AppendValue("bucketCount", value.Count(st.count)).Build())
+	}
+	b.AppendValue("size", value.Count(st.dataSize/scale)).
 		AppendValue("count", value.Count(st.count))
 	if st.count > 0 {
 		b.AppendValue("avgObjSize", value.Count(st.dataSize/st.count))
@@ -410,6 +443,9 @@ func renameAcrossDatabases(r *request, fromDB, fromColl, toDB, toColl string, dr
 	if !ok {
 		return nil, mongoerr.New(mongoerr.NamespaceNotFound, "Source collection %s.%s does not exist", fromDB, fromColl)
 	}
+	if err := refuseTimeseriesRename(snap, src.ns, fromColl, toColl); err != nil {
+		return nil, err
+	}
 	it, err := snap.Scan(r.ctx, fromColl)
 	if err != nil {
 		return nil, err
@@ -419,7 +455,10 @@ func renameAcrossDatabases(r *request, fromDB, fromColl, toDB, toColl string, dr
 		return nil, err
 	}
 	err = dst.write(func(tx *storage.Tx) error {
-		if _, exists := tx.Collection(toColl); exists {
+		if target, exists := tx.Collection(toColl); exists {
+			if isTimeseries(target) {
+				return mongoerr.New(mongoerr.NotImplemented, "renameCollection onto the time-series collection %s is not supported by DumboDB yet", dst.ns(toColl))
+			}
 			if !dropTarget {
 				return mongoerr.New(mongoerr.NamespaceExists, "target namespace exists")
 			}

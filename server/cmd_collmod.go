@@ -12,6 +12,7 @@ type collModArgs struct {
 	index, images    bsoncore.Document
 	viewOn, pipeline bsoncore.Value
 	validation       validationOptions
+	ts               tsCollMod // expireAfterSeconds and timeseries (of a time-series collection)
 	dryRun           bool
 	// mods counts the modifications given outside index, as mongod's
 	// numModifications does: prepareUnique goes with none of them.
@@ -31,8 +32,8 @@ func (a *collModArgs) handlers(r *request) map[string]fieldHandler {
 		"pipeline":                     counted(func(v bsoncore.Value) error { a.pipeline = v; return nil }),
 		"changeStreamPreAndPostImages": counted(r.docArg("changeStreamPreAndPostImages", &a.images)),
 		"dryRun":                       r.boolArg("dryRun", &a.dryRun),
-		"expireAfterSeconds":           collModUnsupported("expireAfterSeconds (time series)"),
-		"timeseries":                   collModUnsupported("timeseries"),
+		"expireAfterSeconds":           a.ts.expireHandler(),
+		"timeseries":                   a.ts.timeseriesHandler(),
 		"cappedSize":                   collModUnsupported("cappedSize"),
 		"cappedMax":                    collModUnsupported("cappedMax"),
 	}
@@ -53,6 +54,16 @@ func cmdCollMod(r *request) (bsoncore.Document, error) {
 	}
 	if err := validateUserWritable(r.db, coll); err != nil {
 		return nil, err
+	}
+	others := a.viewOn.Type != 0 || a.pipeline.Type != 0 || a.images != nil || a.validation.given() || a.index != nil
+	if info, ok, err := r.collectionInfo(coll); err == nil && ok && isTimeseries(info) && others {
+		return nil, mongoerr.New(mongoerr.NotImplemented, "collMod of the time-series collection %s with these options is not supported by DumboDB yet", r.ns(coll))
+	}
+	if a.ts.given() {
+		if others || a.dryRun {
+			return nil, mongoerr.New(mongoerr.NotImplemented, "collMod of expireAfterSeconds or timeseries with other options is not supported by DumboDB yet")
+		}
+		return okReply(), r.collModTimeseries(coll, &a.ts)
 	}
 	if a.dryRun {
 		return r.collModDryRun(coll, &a)

@@ -82,7 +82,8 @@ func cmdDelete(r *request) (bsoncore.Document, error) {
 	if err := validateUserWritable(r.db, batch.coll); err != nil {
 		return nil, err
 	}
-	if err := r.refuseView(batch.coll); err != nil {
+	ts, err := r.writeTarget(batch.coll)
+	if err != nil {
 		return nil, err
 	}
 	vals, _ := batch.statements.Values()
@@ -102,7 +103,10 @@ func cmdDelete(r *request) (bsoncore.Document, error) {
 				err = r.refuseMultiRetry("limit=0")
 			}
 			var n int64
-			if err == nil {
+			switch {
+			case err == nil && ts:
+				n, err = r.tsDelete(tx, coll, args[i].q, st.filter, st.limit == 1)
+			case err == nil:
 				n, err = deleteMatching(r.ctx, tx, coll, st.filter, st.limit == 1, nil)
 			}
 			res.n += n

@@ -57,7 +57,8 @@ func cmdFindAndModify(r *request) (bsoncore.Document, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := r.refuseView(coll); err != nil {
+	ts, err := r.writeTarget(coll)
+	if err != nil {
 		return nil, err
 	}
 	a, err := r.parseFindAndModify()
@@ -115,7 +116,11 @@ func cmdFindAndModify(r *request) (bsoncore.Document, error) {
 		}
 		changes := tx.Changes()
 		var out famOutcome
-		if err := r.findAndModifyIn(tx, coll, f, srt, u, a, &out); err != nil {
+		modify := r.findAndModifyIn
+		if ts {
+			modify = r.tsFindAndModify
+		}
+		if err := modify(tx, coll, f, srt, u, a, &out); err != nil {
 			return err
 		}
 		if reply, err = out.reply(proj); err != nil {

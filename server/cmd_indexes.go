@@ -15,6 +15,9 @@ import (
 const maxIndexes = 64
 
 func cmdCreateIndexes(r *request) (bsoncore.Document, error) {
+	if reply, ts, err := r.timeseriesIndexes(cmdCreateIndexes, "indexes"); ts {
+		return reply, err
+	}
 	coll, err := r.collectionArg()
 	if err != nil {
 		return nil, err
@@ -222,6 +225,9 @@ func conflictingIndex(existing []*index.Spec, s *index.Spec) (bool, error) {
 }
 
 func cmdDropIndexes(r *request) (bsoncore.Document, error) {
+	if reply, ts, err := r.timeseriesIndexes(cmdDropIndexes, "index"); ts {
+		return reply, err
+	}
 	coll, err := r.collectionArg()
 	if err != nil {
 		return nil, err
@@ -362,14 +368,17 @@ func dropKey(specs []*index.Spec, key bsoncore.Document) ([]*index.Spec, error) 
 	return nil, mongoerr.New(mongoerr.AmbiguousIndexKeyPattern, "%d indexes found for key: %s, identify by name instead.", found, index.ShellDoc(key))
 }
 
-// cmdListIndexesSpecs lists the _id index and every secondary index.
+// cmdListIndexesSpecs lists the _id index and every secondary index (of
+// a time-series collection, its buckets' in its terms).
 func cmdListIndexesSpecs(r *request) (bsoncore.Document, error) {
 	coll, err := r.collectionArg()
 	if err != nil {
 		return nil, err
 	}
-	if err := r.refuseView(coll); err != nil {
-		return nil, err
+	if info, ok, err := r.collectionInfo(coll); err != nil || !ok || !isTimeseries(info) {
+		if err := r.refuseView(coll); err != nil {
+			return nil, err
+		}
 	}
 	var cursorOpts bsoncore.Document
 	if err := r.parseArgs(map[string]fieldHandler{"cursor": r.docArg("cursor", &cursorOpts)}); err != nil {
@@ -386,6 +395,9 @@ func cmdListIndexesSpecs(r *request) (bsoncore.Document, error) {
 	info, ok := snap.Collection(coll)
 	if !ok {
 		return nil, mongoerr.New(mongoerr.NamespaceNotFound, "ns does not exist: %s", r.ns(coll))
+	}
+	if o, ts := timeseriesOf(info); ts && isTimeseries(info) {
+		return r.listTimeseriesIndexes(snap, coll, o, batchSize)
 	}
 	docs := append([]bsoncore.Document{idIndexOf(info)}, info.Indexes...)
 	return r.startCursor(r.ns(coll), &sliceSource{docs: docs}, batchSize, false, false)

@@ -161,8 +161,13 @@ func cmdInsert(r *request) (bsoncore.Document, error) {
 	if err := validateUserWritable(r.db, batch.coll); err != nil {
 		return nil, err
 	}
-	if err := r.refuseView(batch.coll); err != nil {
+	info, exists, err := r.collectionInfo(batch.coll)
+	if err != nil {
 		return nil, err
+	}
+	ts := exists && isTimeseries(info)
+	if exists && !ts && info.IsView() {
+		return nil, r.viewWriteError(batch.coll)
 	}
 	vals, err := batch.statements.Values()
 	if err != nil {
@@ -175,6 +180,9 @@ func cmdInsert(r *request) (bsoncore.Document, error) {
 		if v.Type != bsoncore.TypeEmbeddedDocument {
 			return nil, typeMismatch("insert", "documents."+strconv.Itoa(i), v, "object")
 		}
+	}
+	if ts {
+		return r.insertTimeseries(batch.coll, vals, batch.ordered)
 	}
 	var res writeResult
 	coll := batch.coll

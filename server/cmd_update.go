@@ -140,7 +140,8 @@ func cmdUpdate(r *request) (bsoncore.Document, error) {
 	if err := validateUserWritable(r.db, batch.coll); err != nil {
 		return nil, err
 	}
-	if err := r.refuseView(batch.coll); err != nil {
+	ts, err := r.writeTarget(batch.coll)
+	if err != nil {
 		return nil, err
 	}
 	vals, _ := batch.statements.Values()
@@ -167,7 +168,10 @@ func cmdUpdate(r *request) (bsoncore.Document, error) {
 				err = r.refuseMultiRetry("multi=true")
 			}
 			var upsertedID bsoncore.Value
-			if err == nil {
+			switch {
+			case err == nil && ts:
+				upsertedID, err = r.tsUpdate(tx, coll, args[i].q, st, &res)
+			case err == nil:
 				upsertedID, err = r.applyUpdate(tx, coll, st, &res, dv)
 			}
 			if err != nil {

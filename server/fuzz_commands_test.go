@@ -25,6 +25,10 @@ func FuzzCRUDCommands(f *testing.F) {
 		d("distinct", "c", "key", "a.b", "query", d()),
 		d("getMore", int64(12345), "collection", "c"),
 		d("killCursors", "c", "cursors", a(int64(1))),
+		d("find", "ts", "filter", d("t", d("$gte", bson.DateTime(-5000), "$lt", bson.DateTime(5000)), "m", 1)),
+		d("insert", "ts", "documents", a(d("t", bson.DateTime(7), "m", d("x", 1)), d("m", 1))),
+		d("update", "ts", "updates", a(d("q", d("m", 1), "u", d("$set", d("m", 3, "t", bson.DateTime(9))), "multi", true))),
+		d("delete", "ts", "deletes", a(d("q", d("v", d("$exists", true)), "limit", 1))),
 	)
 }
 
@@ -40,6 +44,9 @@ func FuzzAggregateCommands(f *testing.F) {
 		d("aggregate", "c", "pipeline", a(d("$sort", d("a", 1))), "allowDiskUse", true, "cursor", d(), "explain", true),
 		d("explain", d("find", "c", "filter", d("a", 5)), "verbosity", "executionStats"),
 		d("explain", d("aggregate", "c", "pipeline", a(d("$match", d("a", 5))), "cursor", d())),
+		d("aggregate", "ts", "pipeline", a(d("$match", d("t", d("$lte", bson.DateTime(1)), "m.x", 1)), d("$lookup", d("from", "ts", "localField", "m", "foreignField", "m", "as", "j"))), "cursor", d()),
+		d("explain", d("find", "ts", "filter", d("$and", a(d("t", bson.DateTime(0)), d("m", d("$in", a(1, 2))))))),
+		d("aggregate", "ts", "pipeline", a(d("$out", d("db", fuzzDB, "coll", "o2", "timeseries", d("timeField", "t", "metaField", "m")))), "cursor", d()),
 	)
 }
 
@@ -51,6 +58,9 @@ func FuzzIndexCommands(f *testing.F) {
 		d("createIndexes", "c", "indexes", a(d("key", d("$**", 1), "name", "w"), d("key", d("t", 1), "name", "ttl", "expireAfterSeconds", 60))),
 		d("createIndexes", "c", "indexes", a(d("key", d("b", 1), "name", "bc", "collation", d("locale", "fr", "strength", 1)))),
 		d("dropIndexes", "c", "index", "a_1"),
+		d("createIndexes", "ts", "indexes", a(d("key", d("m.x", 1, "v", -1), "name", "m_v"), d("key", d("m", "hashed"), "name", "h"))),
+		d("dropIndexes", "ts", "index", d("m", 1, "t", 1)),
+		d("collMod", "ts", "expireAfterSeconds", 5, "timeseries", d("granularity", "minutes")),
 		d("dropIndexes", "c", "index", a("b_a", "p")),
 		d("listIndexes", "c", "cursor", d("batchSize", 1)),
 		d("collMod", "c", "index", d("name", "a_1", "hidden", true)),
@@ -68,6 +78,7 @@ func FuzzAdminCommands(f *testing.F) {
 		"hostInfo", "connectionStatus", "endSessions", "listCommands", "whatsmyuri", "configureFailPoint"},
 		d("create", "v", "collation", d("locale", "en"), "validator", d("a", d("$type", "int"))),
 		d("create", "capped", "capped", true, "size", 4096),
+		d("create", "ts", "timeseries", d("timeField", "t", "metaField", "m", "granularity", "hours"), "expireAfterSeconds", 60),
 		d("listCollections", 1, "filter", d("name", "c"), "nameOnly", true),
 		d("listDatabases", 1, "$db", "admin", "nameOnly", true),
 		d("renameCollection", "test.v", "to", "test.w", "dropTarget", true, "$db", "admin"),

@@ -95,6 +95,8 @@ func startFuzzServer(f *testing.F) *rawConn {
 		d("_id", "x", "a", d("b", 1.5), "e", a(d("x", 1))),
 	)))
 	c.mustRun(f, d("createIndexes", "c", "indexes", a(d("key", d("a", 1), "name", "a_1"))))
+	c.mustRun(f, d("create", "ts", "timeseries", d("timeField", "t", "metaField", "m")))
+	c.mustRun(f, d("insert", "ts", "documents", a(d("t", bson.DateTime(0), "m", 1, "v", 1), d("t", bson.DateTime(-1000), "m", a(2)))))
 	c.mustRun(f, d("dumboCommit", 1, "message", "seed"))
 	c.mustRun(f, d("dumboTag", "v1"))
 	c.mustRun(f, d("dumboBranch", "feature"))

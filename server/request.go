@@ -337,5 +337,10 @@ func (r *request) checkHint(hint bsoncore.Value) error {
 	if err != nil {
 		return err
 	}
+	if info, ok := snap.Collection(coll); ok && isTimeseries(info) {
+		// Its indexes are its buckets', hinted in the measurements' terms.
+		o, _ := timeseriesOf(info)
+		hint, coll = timeseriesHint([]bsoncore.Document{o.unpackStage()}, hint), bucketsPrefix+coll
+	}
 	return plan.CheckHint(snap, coll, hint)
 }

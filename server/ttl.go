@@ -79,6 +79,14 @@ type ttlRule struct {
 func ttlRules(colls []storage.CollectionInfo) []ttlRule {
 	var rules []ttlRule
 	for _, ci := range colls {
+		// A time-series collection's TTL removes whole buckets once their
+		// latest measurement has expired.
+		if o, ok := timeseriesOf(ci); ok && isTimeseries(ci) {
+			if secs, ok := value.AsInt64(ci.Options.Lookup("expireAfterSeconds")); ok {
+				rules = append(rules, ttlRule{coll: bucketsPrefix + ci.Name, field: "control.max." + o.timeField, after: time.Duration(secs) * time.Second})
+			}
+			continue
+		}
 		// A clustered collection's TTL is on its _id (create's expireAfterSeconds).
 		if secs, ok := value.AsInt64(ci.Options.Lookup("expireAfterSeconds")); ok && clusteredIndexOf(ci) != nil {
 			rules = append(rules, ttlRule{coll: ci.Name, field: "_id", after: time.Duration(secs) * time.Second})

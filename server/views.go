@@ -29,10 +29,11 @@ type viewDef struct {
 }
 
 // viewOf reads a catalog entry's view definition; false for a collection.
+// A time-series collection is a view of its buckets (timeseries_reads.go).
 func viewOf(info storage.CollectionInfo) (viewDef, bool) {
 	on, ok := info.Options.Lookup("viewOn").StringValueOK()
 	if !ok {
-		return viewDef{}, false
+		return timeseriesView(info)
 	}
 	v := viewDef{viewOn: on}
 	if arr, ok := info.Options.Lookup("pipeline").ArrayOK(); ok {
@@ -254,11 +255,16 @@ func (r *request) viewWriteError(coll string) error {
 	return mongoerr.New(mongoerr.CommandNotSupportedOnView, "Namespace %s is a view, not a collection", r.ns(coll))
 }
 
-// refuseView answers CommandNotSupportedOnView when coll is a view.
+// refuseView answers CommandNotSupportedOnView when coll is a view, and
+// NotImplemented when it is a time-series collection (for the commands
+// calling this that mongod runs on one and DumboDB does not yet).
 func (r *request) refuseView(coll string) error {
 	info, ok, err := r.collectionInfo(coll)
 	if err != nil {
 		return err
+	}
+	if ok && isTimeseries(info) {
+		return mongoerr.New(mongoerr.NotImplemented, "%s on the time-series collection %s is not supported by DumboDB yet", r.name, r.ns(coll))
 	}
 	if ok {
 		if _, isView := viewOf(info); isView {

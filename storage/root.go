@@ -32,10 +32,17 @@ type CollectionInfo struct {
 	Indexes []bsoncore.Document
 }
 
-// IsView reports whether the entry is a view's (docs/design/views.md).
+// IsView reports whether the entry is a view's (docs/design/views.md) or
+// a time-series collection's (docs/format/timeseries.md): neither holds
+// documents of its own. The time-series collection's bucket collection,
+// system.buckets.<name>, has the same timeseries option but is an ordinary
+// collection.
 func (ci CollectionInfo) IsView() bool {
-	_, ok := ci.Options.Lookup("viewOn").StringValueOK()
-	return ok
+	if _, ok := ci.Options.Lookup("viewOn").StringValueOK(); ok {
+		return true
+	}
+	_, ts := ci.Options.Lookup("timeseries").DocumentOK()
+	return ts && !strings.HasPrefix(ci.Name, "system.buckets.")
 }
 
 func (ci CollectionInfo) encode() []byte {

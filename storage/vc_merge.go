@@ -5,7 +5,9 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 
+	"dumbodb/query"
 	"dumbodb/query/value"
 
 	"github.com/dolthub/dolt/go/store/datas"
@@ -245,7 +247,7 @@ func (d *Database) mergeCollection(ctx context.Context, base, ours, theirs *root
 	if err != nil {
 		return err
 	}
-	merged, recs, err := d.mergeMaps(ctx, baseMap, oursMap, theirsMap, mode)
+	merged, recs, err := d.mergeMaps(ctx, baseMap, oursMap, theirsMap, mode, docMergerOf(info))
 	if err != nil {
 		return err
 	}
@@ -348,6 +350,43 @@ func mergeOptions(base, ours, theirs bsoncore.Document) (bsoncore.Document, stri
 	return b.Build(), ""
 }
 
+// docMerger merges documents changed on both sides: field by field
+// (mergeDocs), or for the buckets of a time-series collection
+// (docs/format/timeseries.md, bucket set) by their measurements. Field by
+// field, and path by path for large documents (mergeTrees), would be
+// wrong for buckets: two branches adding measurements to one bucket both
+// number them from the same count, so their fields clash or, worse, join
+// two measurements into one.
+type docMerger struct {
+	bucket *query.BucketSpec
+}
+
+// docMergerOf is how a collection's documents merge.
+func docMergerOf(info CollectionInfo) docMerger {
+	spec, ok := query.BucketSpecOf(info.Options)
+	if !ok || !strings.HasPrefix(info.Name, "system.buckets.") {
+		return docMerger{}
+	}
+	return docMerger{bucket: &spec}
+}
+
+// byPaths reports whether large documents may merge path by path.
+func (m docMerger) byPaths() bool { return m.bucket == nil }
+
+// deletes reports whether a deletion on one side merges with a change on
+// the other (a bucket's measurements do: the deleted side has none).
+func (m docMerger) deletes() bool { return m.bucket != nil }
+
+// merge merges whole documents (base nil when both sides added one; ours
+// or theirs nil, for deletes, when a side deleted it); false: a conflict,
+// a nil document: a deletion.
+func (m docMerger) merge(base, ours, theirs bsoncore.Document) (bsoncore.Document, bool) {
+	if m.bucket != nil {
+		return query.MergeBuckets(*m.bucket, base, ours, theirs)
+	}
+	return mergeDocs(base, ours, theirs)
+}
+
 type conflictRec struct {
 	key                []byte
 	base, ours, theirs []byte
@@ -356,11 +395,11 @@ type conflictRec struct {
 // mergeMaps merges document maps; documents changed on both sides merge
 // field by field, and what cannot merge becomes a conflict record (ours
 // stays) or, with keepBaseVersion, gets its virtualBaseVersion.
-func (d *Database) mergeMaps(ctx context.Context, base, ours, theirs prolly.Map, mode mergeMode) (prolly.Map, []conflictRec, error) {
+func (d *Database) mergeMaps(ctx context.Context, base, ours, theirs prolly.Map, mode mergeMode, merge docMerger) (prolly.Map, []conflictRec, error) {
 	var recs []conflictRec
 	var cbErr error
 	merged, _, err := prolly.MergeMaps(ctx, ours, theirs, base, func(left, right tree.Diff) (tree.Diff, bool) {
-		resolved, ok, rec, err := d.resolveCollision(ctx, left, right)
+		resolved, ok, rec, err := d.resolveCollision(ctx, left, right, merge)
 		if !ok && err == nil && mode == keepBaseVersion {
 			resolved, err = d.virtualBaseVersion(ctx, left)
 			ok = err == nil
@@ -395,9 +434,9 @@ func (d *Database) virtualBaseVersion(ctx context.Context, left tree.Diff) (tree
 	return tree.Diff{Key: left.Key, From: left.To, To: v}, nil
 }
 
-func (d *Database) resolveCollision(ctx context.Context, left, right tree.Diff) (tree.Diff, bool, conflictRec, error) {
+func (d *Database) resolveCollision(ctx context.Context, left, right tree.Diff, merge docMerger) (tree.Diff, bool, conflictRec, error) {
 	rec := conflictRec{key: append([]byte(nil), keyBytes(val.Tuple(left.Key))...)}
-	if left.From != nil && left.To != nil && right.To != nil {
+	if left.From != nil && left.To != nil && right.To != nil && merge.byPaths() {
 		v, ok, err := d.mergeTrees(ctx, left.From, left.To, right.To)
 		if err != nil || ok {
 			return tree.Diff{Type: tree.ModifiedDiff, Key: left.Key, From: left.From, To: tree.Item(v)}, ok, rec, err
@@ -414,7 +453,7 @@ func (d *Database) resolveCollision(ctx context.Context, left, right tree.Diff) 
 			}
 		}
 	}
-	if rec.ours == nil || rec.theirs == nil {
+	if (rec.ours == nil || rec.theirs == nil) && !merge.deletes() {
 		return tree.Diff{}, false, rec, nil // delete against modify
 	}
 	// The empty document is what a virtual merge base holds for a document
@@ -424,9 +463,12 @@ func (d *Database) resolveCollision(ctx context.Context, left, right tree.Diff) 
 	if isEmptyDoc(rec.ours) || isEmptyDoc(rec.theirs) {
 		return tree.Diff{}, false, rec, nil
 	}
-	doc, ok := mergeDocs(rec.base, rec.ours, rec.theirs)
+	doc, ok := merge.merge(rec.base, rec.ours, rec.theirs)
 	if !ok {
 		return tree.Diff{}, false, rec, nil
+	}
+	if doc == nil { // merged into a deletion
+		return tree.Diff{Type: tree.RemovedDiff, Key: left.Key, From: left.To}, true, rec, nil
 	}
 	v, err := docValueTuple(ctx, d.ns, doc, d.largeDoc())
 	if err != nil {
