@@ -100,7 +100,11 @@ func (d *Database) writeCheckpoint(ctx context.Context, b *branch, st *rootState
 		if err != nil {
 			return nil, fmt.Errorf("checkpoint %s.%s: %w", d.name, name, err)
 		}
-		colls[name] = &collection{info: c.info, base: base, count: c.count, indexes: indexes}
+		capped, err := foldCapped(ctx, d.ns, c.capped)
+		if err != nil {
+			return nil, fmt.Errorf("checkpoint %s.%s: %w", d.name, name, err)
+		}
+		colls[name] = &collection{info: c.info, base: base, count: c.count, indexes: indexes, capped: capped}
 	}
 	next := &rootState{colls: colls, lsn: st.lsn, ckptLSN: st.lsn, checkpointed: true,
 		merge: st.merge, conflicts: st.conflicts}

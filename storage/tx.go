@@ -86,6 +86,7 @@ func (tx *Tx) mutable(name string) (*collection, error) {
 		c.edits = c.edits.Clone()
 	}
 	c.indexes = cloneIndexes(base.indexes)
+	c.capped = base.capped.clone()
 	cloneMu.Unlock()
 	tx.overlay[name] = &c
 	return &c, nil
@@ -157,7 +158,13 @@ func (tx *Tx) createCollection(ctx context.Context, info CollectionInfo) error {
 	if err != nil {
 		return err
 	}
-	tx.overlay[info.Name] = &collection{info: info, base: base, edits: newEdits()}
+	c := &collection{info: info, base: base, edits: newEdits()}
+	if info.Capped() {
+		if c.capped, err = newCappedState(ctx, tx.ns); err != nil {
+			return err
+		}
+	}
+	tx.overlay[info.Name] = c
 	tx.ops = append(tx.ops, walOp{op: opCreate, coll: info.Name, value: info.encode()})
 	tx.noteCatalog("create", info, "", info.Options)
 	return nil
@@ -239,6 +246,9 @@ func (tx *Tx) Scan(ctx context.Context, coll string) (*Iterator, error) {
 	if _, own := tx.overlay[coll]; own && ed != nil {
 		ed = ed.Clone() // freeze: the transaction may go on editing
 	}
+	if c.capped != nil {
+		return newNaturalIterator(ctx, tx.ns, c, ed, false)
+	}
 	return newIterator(ctx, tx.ns, c.base, ed)
 }
 
@@ -292,6 +302,9 @@ func (tx *Tx) put(ctx context.Context, coll string, doc bsoncore.Document, mustB
 	if exists && mustBeNew {
 		return ErrDuplicateKey
 	}
+	if err := checkCappedInsert(c, doc); err != nil {
+		return err
+	}
 	if err := tx.checkGuard(ctx, coll, key, old, doc); err != nil {
 		return err
 	}
@@ -299,10 +312,16 @@ func (tx *Tx) put(ctx context.Context, coll string, doc bsoncore.Document, mustB
 	if err := c.writeIndexes(ctx, tx.ns, key, old, value); err != nil {
 		return err
 	}
+	if err := c.noteCapped(ctx, tx.ns, key, oldIf(old, exists), value); err != nil {
+		return err
+	}
 	c.setEdit(&edit{key: key, value: value}, exists)
 	tx.ops = append(tx.ops, walOp{op: opPut, coll: coll, key: key, value: value, update: update && exists,
 		base: oldIf(old, exists)})
 	tx.noteDoc(c, key, oldIf(old, exists), value, update)
+	if !exists {
+		return tx.trimCapped(ctx, coll)
+	}
 	return nil
 }
 
@@ -328,6 +347,9 @@ func (tx *Tx) deleteKey(ctx context.Context, coll string, key []byte) error {
 		return err
 	}
 	if err := c.writeIndexes(ctx, tx.ns, key, old, nil); err != nil {
+		return err
+	}
+	if err := c.noteCapped(ctx, tx.ns, key, old, nil); err != nil {
 		return err
 	}
 	c.setEdit(&edit{key: key}, exists)

@@ -483,6 +483,7 @@ func (tx *Tx) frozenState() *rootState {
 			frozen.edits = c.edits.Clone()
 		}
 		frozen.indexes = cloneIndexes(c.indexes)
+		frozen.capped = c.capped.clone()
 		st.colls[n] = &frozen
 	}
 	return st

@@ -1,0 +1,84 @@
+package storage
+
+import (
+	"context"
+	"io"
+	"slices"
+
+	"github.com/dolthub/dolt/go/store/prolly"
+	"github.com/dolthub/dolt/go/store/prolly/tree"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
+
+// naturalIter yields a capped collection's documents in insertion order:
+// the order is read whole when the scan starts (a capped collection is
+// bounded by its size), the documents one by one as they are asked for.
+type naturalIter struct {
+	entries []NaturalEntry
+	base    prolly.Map
+	edits   *edits
+}
+
+// newNaturalIterator scans c (whose document edits are ed) oldest first,
+// or newest first when reverse.
+func newNaturalIterator(ctx context.Context, ns tree.NodeStore, c *collection, ed *edits, reverse bool) (*Iterator, error) {
+	entries, err := naturalAfter(ctx, ns, c.capped, 0)
+	if err != nil {
+		return nil, err
+	}
+	if reverse {
+		slices.Reverse(entries)
+	}
+	return &Iterator{ns: ns, nat: &naturalIter{entries: entries, base: c.base, edits: ed}}, nil
+}
+
+// next returns the next document's bytes (nil: it is gone) or io.EOF.
+func (n *naturalIter) next(ctx context.Context, ns tree.NodeStore) (bsoncore.Document, error) {
+	if len(n.entries) == 0 {
+		return nil, io.EOF
+	}
+	e := n.entries[0]
+	n.entries = n.entries[1:]
+	doc, found, err := lookup(ctx, ns, n.base, n.edits, e.IDKey)
+	if err != nil || !found {
+		return nil, err
+	}
+	return doc, nil
+}
+
+// NaturalScan iterates over a collection in insertion order (reverse:
+// newest first); a collection that is not capped is scanned in _id order,
+// its natural order, and reverse is left to the caller.
+func (s *Snapshot) NaturalScan(ctx context.Context, coll string, reverse bool) (*Iterator, error) {
+	c, ok := s.st.colls[coll]
+	if !ok {
+		return &Iterator{}, nil
+	}
+	if c.capped == nil {
+		return s.Scan(ctx, coll)
+	}
+	it, err := newNaturalIterator(ctx, s.ns, c, c.edits, reverse)
+	if it != nil {
+		it.owner = s
+	}
+	return it, err
+}
+
+// NaturalAfter lists a capped collection's documents inserted after
+// record id after (0: from the first), oldest first: what a tailable
+// cursor has not returned yet. A collection that is not capped has none.
+func (s *Snapshot) NaturalAfter(ctx context.Context, coll string, after int64) ([]NaturalEntry, error) {
+	c, ok := s.st.colls[coll]
+	if !ok || c.capped == nil {
+		return nil, nil
+	}
+	return naturalAfter(ctx, s.ns, c.capped, after)
+}
+
+// CappedBytes is a capped collection's live BSON bytes (0: not capped).
+func (s *Snapshot) CappedBytes(coll string) int64 {
+	if c, ok := s.st.colls[coll]; ok && c.capped != nil {
+		return c.capped.bytes
+	}
+	return 0
+}
