@@ -199,13 +199,18 @@ func oldest(ctx context.Context, ns tree.NodeStore, cs *cappedState) ([]byte, er
 	return append([]byte(nil), id...), err
 }
 
-// checkCappedInsert refuses a document larger than the collection may
-// hold, as mongod does, before anything is written.
-func checkCappedInsert(c *collection, doc []byte) error {
+// checkCappedWrite refuses, before anything is written, what mongod
+// refuses on a capped collection: any write inside a multi-statement
+// transaction, and a new document larger than the collection may hold.
+func (tx *Tx) checkCappedWrite(c *collection, doc []byte, isNew bool) error {
 	if c.capped == nil {
 		return nil
 	}
-	if size, _ := c.info.CappedLimits(); size > 0 && int64(len(doc)) > size {
+	if tx.inTxn {
+		return mongoerr.New(mongoerr.OperationNotSupportedInTxn,
+			"Collection '%s' is a capped collection. Writes in transactions are not allowed on capped collections.", c.info.Name)
+	}
+	if size, _ := c.info.CappedLimits(); isNew && size > 0 && int64(len(doc)) > size {
 		return mongoerr.New(mongoerr.BadValue, "object to insert exceeds cappedMaxSize")
 	}
 	return nil

@@ -37,6 +37,9 @@ type Tx struct {
 	events  []ChangeEvent
 	// at is the cluster time its record was logged at (0: not logged).
 	at uint64
+	// inTxn is set on a multi-statement transaction's private Tx, which
+	// may not write to capped collections (capped.go).
+	inTxn bool
 }
 
 var _ Reader = (*Tx)(nil)
@@ -302,7 +305,7 @@ func (tx *Tx) put(ctx context.Context, coll string, doc bsoncore.Document, mustB
 	if exists && mustBeNew {
 		return ErrDuplicateKey
 	}
-	if err := checkCappedInsert(c, doc); err != nil {
+	if err := tx.checkCappedWrite(c, doc, !exists); err != nil {
 		return err
 	}
 	if err := tx.checkGuard(ctx, coll, key, old, doc); err != nil {
@@ -341,6 +344,9 @@ func (tx *Tx) deleteKey(ctx context.Context, coll string, key []byte) error {
 	}
 	old, exists, err := lookup(ctx, tx.ns, c.base, c.edits, key)
 	if err != nil || !exists {
+		return err
+	}
+	if err := tx.checkCappedWrite(c, nil, false); err != nil {
 		return err
 	}
 	if err := tx.checkGuard(ctx, coll, key, old, nil); err != nil {
