@@ -55,7 +55,6 @@ func cmdCloneCollectionAsCapped(r *request) (bsoncore.Document, error) {
 	err = r.parseArgs(map[string]fieldHandler{
 		"toCollection": r.stringArg("toCollection", &to),
 		"size":         func(v bsoncore.Value) error { sizeV = v; return nil },
-		"temp":         r.ignoredArg("temp", "bool"),
 	})
 	if err != nil {
 		return nil, err
@@ -94,7 +93,6 @@ func (r *request) cappedSizeArg() (int64, error) {
 	var sizeV bsoncore.Value
 	err := r.parseArgs(map[string]fieldHandler{
 		"size": func(v bsoncore.Value) error { sizeV = v; return nil },
-		"temp": r.ignoredArg("temp", "bool"),
 	})
 	if err != nil {
 		return 0, err

@@ -176,3 +176,20 @@ func TestCappedTailableAwaitData(t *testing.T) {
 	_, err = run(t, db, bson.D{{Key: "find", Value: "feed"}, {Key: "tailable", Value: true}, {Key: "sort", Value: bson.M{"_id": 1}}})
 	wantCode(t, err, 2, "BadValue")
 }
+
+// TestCappedOverflowIsSeenAsDeletes: the documents an insert removes are
+// ordinary deletes, which a change stream reports after the insert.
+func TestCappedOverflowIsSeenAsDeletes(t *testing.T) {
+	db := startServer(t).client().Database("cap")
+	createCapped(t, db, "log", 4096, 2)
+	c := db.Collection("log")
+	cs := csWatch(t, c, nil)
+	insertIDs(t, c, 1, 2, 3)
+	var got []string
+	for _, ev := range csDrain(t, cs) {
+		got = append(got, fmt.Sprint(ev.Lookup("operationType").StringValue(), ev.Lookup("documentKey", "_id").Int32()))
+	}
+	if strings.Join(got, " ") != "insert1 insert2 insert3 delete1" {
+		t.Fatalf("events %v", got)
+	}
+}
