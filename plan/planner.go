@@ -139,6 +139,9 @@ func Query(rd storage.Reader, coll string, in Input) (*Plan, error) {
 	if ids := idSet(preds, qc); ids != nil {
 		return &Plan{idHack: true, ids: ids}, nil
 	}
+	if naturalSort(in.Sort) {
+		return &Plan{}, nil // {$natural: ±1} is the collection's own order, as on mongod
+	}
 	var best *Plan
 	bestScore := 0
 	for i := range indexes {
@@ -472,6 +475,13 @@ func filterPoints(points []index.FieldInterval, rng index.FieldInterval) []index
 		}
 	}
 	return out
+}
+
+// naturalSort reports whether a sort is {$natural: ±1} alone, which
+// only a collection scan gives (a capped collection's insertion order).
+func naturalSort(sort bsoncore.Document) bool {
+	els, _ := sort.Elements()
+	return len(els) == 1 && els[0].Key() == "$natural"
 }
 
 // plainSortKeys reads a sort of {path: ±1} fields; nil when the sort has

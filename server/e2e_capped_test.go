@@ -193,3 +193,40 @@ func TestCappedOverflowIsSeenAsDeletes(t *testing.T) {
 		t.Fatalf("events %v", got)
 	}
 }
+
+// TestCappedNaturalSortIgnoresIndexes: {$natural: ±1} is insertion order
+// even when an index or an _id range could serve the filter.
+func TestCappedNaturalSortIgnoresIndexes(t *testing.T) {
+	db := startServer(t).client().Database("cap")
+	createCapped(t, db, "log", 1<<20, 0)
+	c := db.Collection("log")
+	if _, err := c.Indexes().CreateOne(ctx, mongo.IndexModel{Keys: bson.M{"pad": 1}}); err != nil {
+		t.Fatal(err)
+	}
+	insertIDs(t, c, 4, 2, 8, 6)
+	for _, tc := range []struct {
+		filter bson.M
+		dir    int
+		want   string
+	}{
+		{bson.M{"pad": "x"}, 1, "4 2 8 6"},
+		{bson.M{"pad": "x"}, -1, "6 8 2 4"},
+		{bson.M{"_id": bson.M{"$gte": 2}}, 1, "4 2 8 6"},
+	} {
+		cur, err := c.Find(ctx, tc.filter, options.Find().SetSort(bson.M{"$natural": tc.dir}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var docs []bson.M
+		if err := cur.All(ctx, &docs); err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, d := range docs {
+			ids = append(ids, fmt.Sprint(d["_id"]))
+		}
+		if got := strings.Join(ids, " "); got != tc.want {
+			t.Fatalf("%v $natural %d: %q, want %q", tc.filter, tc.dir, got, tc.want)
+		}
+	}
+}
