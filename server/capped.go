@@ -176,3 +176,54 @@ func (c snapshotCatalog) Capped(_ context.Context, coll string) (bool, int64, in
 	size, max := info.CappedLimits()
 	return true, size, max
 }
+
+// cappedMod is collMod's cappedSize and cappedMax (Type 0: not given).
+type cappedMod struct{ size, max bsoncore.Value }
+
+func (m *cappedMod) given() bool { return m.size.Type != 0 || m.max.Type != 0 }
+
+// apply checks the new limits as mongod 6.0+ does (cappedSize in
+// [1, 1 PB], stored as given, not rounded; cappedMax below 2^31, none or
+// 0 or less storing 2^31-1) and returns the options with them; the
+// documents over them go at the next insert, as on mongod.
+func (m *cappedMod) apply(ns string, opts bsoncore.Document) (bsoncore.Document, error) {
+	size, err := cappedNumber("collMod", "cappedSize", m.size)
+	if err != nil {
+		return nil, err
+	}
+	max, err := cappedNumber("collMod", "cappedMax", m.max)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case m.size.Type != 0 && size < 1:
+		return nil, mongoerr.New(mongoerr.Location51024, "BSON field 'cappedSize' value must be >= 1, actual value '%d'", size)
+	case m.size.Type != 0 && size > maxCappedSize:
+		return nil, mongoerr.New(mongoerr.Location51024, "BSON field 'cappedSize' value must be <= %d, actual value '%d'", maxCappedSize, size)
+	case m.max.Type != 0 && max >= 1<<31:
+		return nil, mongoerr.New(mongoerr.Location51024, "BSON field 'cappedMax' value must be < %d, actual value '%d'", int64(1)<<31, max)
+	}
+	if b, _ := opts.Lookup("capped").BooleanOK(); !b {
+		return nil, mongoerr.New(mongoerr.InvalidOptions, "cappedSize and cappedMax can only be changed on a capped collection; %s is not capped", ns)
+	}
+	sizeV, maxV := opts.Lookup("size"), opts.Lookup("max")
+	if m.size.Type != 0 {
+		sizeV = appendNumber(size)
+	}
+	if m.max.Type != 0 {
+		maxV = appendNumber(adjustCappedMax(max))
+	}
+	b := bsoncore.NewDocumentBuilder().AppendBoolean("capped", true).AppendValue("size", sizeV)
+	if maxV.Type != 0 {
+		b.AppendValue("max", maxV)
+	}
+	els, _ := opts.Elements()
+	for _, el := range els {
+		switch el.Key() {
+		case "capped", "size", "max":
+		default:
+			b.AppendValue(el.Key(), el.Value())
+		}
+	}
+	return b.Build(), nil
+}

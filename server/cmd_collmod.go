@@ -12,6 +12,7 @@ type collModArgs struct {
 	index, images    bsoncore.Document
 	viewOn, pipeline bsoncore.Value
 	validation       validationOptions
+	capped           cappedMod
 	dryRun           bool
 	// mods counts the modifications given outside index, as mongod's
 	// numModifications does: prepareUnique goes with none of them.
@@ -33,15 +34,16 @@ func (a *collModArgs) handlers(r *request) map[string]fieldHandler {
 		"dryRun":                       r.boolArg("dryRun", &a.dryRun),
 		"expireAfterSeconds":           collModUnsupported("expireAfterSeconds (time series)"),
 		"timeseries":                   collModUnsupported("timeseries"),
-		"cappedSize":                   collModUnsupported("cappedSize"),
-		"cappedMax":                    collModUnsupported("cappedMax"),
+		"cappedSize":                   counted(func(v bsoncore.Value) error { a.capped.size = v; return nil }),
+		"cappedMax":                    counted(func(v bsoncore.Value) error { a.capped.max = v; return nil }),
 	}
 }
 
 // cmdCollMod changes a collection's options. DumboDB supports the index
 // changes, none of which rebuilds the index (hidden, expireAfterSeconds,
 // prepareUnique, unique, forceNonUnique), the change-stream images, the
-// validator options and a view's definition.
+// validator options, a view's definition and a capped collection's
+// cappedSize and cappedMax.
 func cmdCollMod(r *request) (bsoncore.Document, error) {
 	coll, err := r.collectionArg()
 	if err != nil {
@@ -58,6 +60,9 @@ func cmdCollMod(r *request) (bsoncore.Document, error) {
 		return r.collModDryRun(coll, &a)
 	}
 	if a.viewOn.Type != 0 || a.pipeline.Type != 0 {
+		if a.capped.given() {
+			return nil, mongoerr.New(mongoerr.InvalidOptions, "cappedSize and cappedMax can only be changed on a capped collection; %s is a view", r.ns(coll))
+		}
 		return okReply(), r.collModView(coll, a.viewOn, a.pipeline)
 	}
 	var mod *collModIndex
@@ -66,7 +71,7 @@ func cmdCollMod(r *request) (bsoncore.Document, error) {
 			return nil, err
 		}
 	}
-	opts, err := newCollModOptions(a.images, &a.validation)
+	opts, err := newCollModOptions(a.images, &a.validation, a.capped)
 	if err != nil {
 		return nil, err
 	}
@@ -125,15 +130,18 @@ func (r *request) collModCollection(coll string, mod *collModIndex, opts *collMo
 type collModOptions struct {
 	images     bsoncore.Document // {enabled: <bool>}, nil: unchanged
 	validation *validationOptions
+	capped     cappedMod
 	desc       bsoncore.Document
 }
 
 // given reports whether the command changes any collection option.
-func (o *collModOptions) given() bool { return o.images != nil || o.validation.given() }
+func (o *collModOptions) given() bool {
+	return o.images != nil || o.validation.given() || o.capped.given()
+}
 
-func newCollModOptions(images bsoncore.Document, validation *validationOptions) (*collModOptions, error) {
+func newCollModOptions(images bsoncore.Document, validation *validationOptions, capped cappedMod) (*collModOptions, error) {
 	desc := bsoncore.NewDocumentBuilder()
-	o := &collModOptions{validation: validation}
+	o := &collModOptions{validation: validation, capped: capped}
 	if images != nil {
 		enabled, err := parseImagesOption(images)
 		if err != nil {
@@ -158,6 +166,12 @@ func (r *request) setCollModOptions(tx *storage.Tx, info storage.CollectionInfo,
 	opts := o.validation.apply(info.Options)
 	if o.images != nil {
 		opts = withOption(opts, "changeStreamPreAndPostImages", o.images)
+	}
+	if o.capped.given() {
+		var err error
+		if opts, err = o.capped.apply(r.ns(info.Name), opts); err != nil {
+			return err
+		}
 	}
 	return tx.SetOptions(info.Name, opts, o.desc)
 }

@@ -92,7 +92,7 @@ func init() {
 		{family: operations, name: "currentOp", handler: cmdCurrentOp, access: adminOnly, need: needs(auth.InProg), help: "lists the operations in progress"},
 		{family: operations, name: "killOp", handler: cmdKillOp, access: adminOnly, need: needs(auth.KillOp), help: "interrupts an operation by its opid"},
 		{family: namespaces, name: "create", handler: cmdCreate, access: anyDatabase, need: needs(auth.CreateCollection), help: "creates a collection, a view, or a clustered collection, with its validator"},
-		{family: namespaces, name: "collMod", handler: cmdCollMod, access: anyDatabase, need: needs(auth.CollMod), help: "changes collection options: a view's definition, the validator, pre- and post-images, an index's hidden flag, TTL, prepareUnique or unique (with dryRun)"},
+		{family: namespaces, name: "collMod", handler: cmdCollMod, access: anyDatabase, need: needs(auth.CollMod), help: "changes collection options: a view's definition, the validator, pre- and post-images, an index's hidden flag, TTL, prepareUnique or unique (with dryRun), a capped collection's cappedSize and cappedMax"},
 		{family: namespaces, name: "convertToCapped", handler: cmdConvertToCapped, access: anyDatabase, need: needs(auth.CreateCollection), help: "replaces a collection by a capped copy of it"},
 		{family: namespaces, name: "cloneCollectionAsCapped", handler: cmdCloneCollectionAsCapped, access: anyDatabase, need: needs(auth.CreateCollection), help: "copies a collection into a new capped collection"},
 		{family: namespaces, name: "collStats", handler: cmdCollStats, access: anyDatabase, need: needs(auth.CollStats), help: "returns statistics about a collection"},

@@ -230,3 +230,35 @@ func TestCappedNaturalSortIgnoresIndexes(t *testing.T) {
 		}
 	}
 }
+
+// TestCappedCollModLimits: collMod's cappedSize and cappedMax change the
+// limits (cappedSize as given, not rounded); the documents over them go
+// at the next insert, as on mongod 6.0+.
+func TestCappedCollModLimits(t *testing.T) {
+	db := startServer(t).client().Database("cap")
+	createCapped(t, db, "log", 1<<20, 0)
+	c := db.Collection("log")
+	insertIDs(t, c, 1, 2, 3, 4, 5)
+	mustRun(t, db, bson.D{{Key: "collMod", Value: "log"}, {Key: "cappedMax", Value: 2}, {Key: "cappedSize", Value: 1000}})
+	st := mustRun(t, db, bson.D{{Key: "collStats", Value: "log"}})
+	if num(st["max"]) != 2 || num(st["maxSize"]) != 1000 || num(st["count"]) != 5 {
+		t.Fatalf("after collMod: %v", st)
+	}
+	insertIDs(t, c, 6)
+	if got := naturalIDs(t, c); got != "5 6" {
+		t.Fatalf("after the next insert: %q", got)
+	}
+	mustRun(t, db, bson.D{{Key: "collMod", Value: "log"}, {Key: "cappedMax", Value: 0}})
+	st = mustRun(t, db, bson.D{{Key: "collStats", Value: "log"}})
+	if num(st["max"]) != 0x7fffffff {
+		t.Fatalf("cappedMax 0: max %v", st["max"])
+	}
+	for _, bad := range []bson.D{
+		{{Key: "collMod", Value: "log"}, {Key: "cappedSize", Value: 0}},
+		{{Key: "collMod", Value: "log"}, {Key: "cappedSize", Value: int64(1)<<50 + 1}},
+		{{Key: "collMod", Value: "log"}, {Key: "cappedMax", Value: int64(1) << 31}},
+	} {
+		_, err := run(t, db, bad)
+		wantCode(t, err, 51024, "")
+	}
+}
