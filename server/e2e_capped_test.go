@@ -112,6 +112,12 @@ func TestCappedNaturalOrderAndOverflow(t *testing.T) {
 	if got := naturalIDs(t, c, options.Find().SetSort(bson.M{"_id": 1})); got != "3 7 9" {
 		t.Fatalf("sort by _id: %q", got)
 	}
+	if got := naturalIDs(t, c, options.Find().SetHint("_id_")); got != "3 7 9" {
+		t.Fatalf("hint _id_: %q", got)
+	}
+	if got := naturalIDs(t, c, options.Find().SetHint(bson.M{"_id": 1}).SetSort(bson.M{"_id": -1})); got != "9 7 3" {
+		t.Fatalf("hint {_id: 1}, sort {_id: -1}: %q", got)
+	}
 	// By size: each {_id, pad} is 25 bytes; 200 is rounded up to 256,
 	// which holds 10.
 	createCapped(t, db, "bysize", 200, 0)
