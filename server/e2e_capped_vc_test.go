@@ -122,6 +122,20 @@ func TestCappedVersionControl(t *testing.T) {
 		t.Fatalf("order during the conflicting merge %q", got)
 	}
 	mustRun(t, main, bson.D{{Key: "dumboMerge", Value: 1}, {Key: "abort", Value: true}})
+	// A diff lists an overflow's removals as removed documents.
+	mustRun(t, main, bson.D{{Key: "collMod", Value: "log"}, {Key: "cappedMax", Value: 5}})
+	insertIDs(t, main.Collection("log"), 3)
+	diff := mustRun(t, main, bson.D{{Key: "dumboDiff", Value: 1}})
+	colls, _ := diff["collections"].(bson.A)
+	if len(colls) != 1 {
+		t.Fatalf("diff: %v", diff)
+	}
+	added, _ := get(colls[0], "added").(bson.A)
+	removed, _ := get(colls[0], "removed").(bson.A)
+	if len(added) != 1 || get(added[0], "_id") != int32(3) || len(removed) != 1 || get(removed[0], "_id") != int32(1) {
+		t.Fatalf("diff of an overflowing insert: %v", colls[0])
+	}
+	mustRun(t, main, bson.D{{Key: "dumboReset", Value: 1}, {Key: "hard", Value: true}})
 	// A restart keeps the order and the next record id.
 	insertIDs(t, main.Collection("log"), 7)
 	ts.restart()
