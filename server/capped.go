@@ -227,3 +227,12 @@ func (m *cappedMod) apply(ns string, opts bsoncore.Document) (bsoncore.Document,
 	}
 	return b.Build(), nil
 }
+
+// recordIDs gives showRecordId a capped collection's record ids (nil: the
+// collection is not capped, and its record id is the _id key).
+func recordIDs(ctx context.Context, snap *storage.Snapshot, coll string) func([]byte) (int64, bool) {
+	if info, ok := snap.Collection(coll); !ok || !info.Capped() {
+		return nil
+	}
+	return func(idKey []byte) (int64, bool) { return snap.RecordID(ctx, coll, idKey) }
+}

@@ -169,7 +169,7 @@ func (r *request) findSource(coll string, a *findArgs) (docSource, error) {
 				return nil, err
 			}
 		}
-		src = plan.KeysAndRecords(src, keys, a.returnKey, a.showRecordID, proj)
+		src = plan.KeysAndRecords(src, keys, a.returnKey, a.showRecordID, proj, recordIDs(r.ctx, snap, coll))
 	case proj != nil:
 		src = plan.Project(src, proj)
 	}

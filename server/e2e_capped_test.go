@@ -268,3 +268,22 @@ func TestCappedCollModLimits(t *testing.T) {
 		wantCode(t, err, 51024, "")
 	}
 }
+
+// TestCappedShowRecordID: a capped collection's $recordId is its record
+// id, a long that grows with each insert, as on mongod.
+func TestCappedShowRecordID(t *testing.T) {
+	db := startServer(t).client().Database("cap")
+	createCapped(t, db, "log", 1<<20, 2)
+	insertIDs(t, db.Collection("log"), 9, 4, 7)
+	cur, err := db.Collection("log").Find(ctx, bson.M{}, options.Find().SetShowRecordID(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var docs []bson.M
+	if err := cur.All(ctx, &docs); err != nil {
+		t.Fatal(err)
+	}
+	if len(docs) != 2 || docs[0]["$recordId"] != int64(2) || docs[1]["$recordId"] != int64(3) {
+		t.Fatalf("record ids %v", docs)
+	}
+}

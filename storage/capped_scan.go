@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"encoding/binary"
 	"io"
 	"slices"
 
@@ -81,4 +82,18 @@ func (s *Snapshot) CappedBytes(coll string) int64 {
 		return c.capped.bytes
 	}
 	return 0
+}
+
+// RecordID is a capped collection's record id of the document with _id
+// key idKey (false: none, or not capped).
+func (s *Snapshot) RecordID(ctx context.Context, coll string, idKey []byte) (int64, bool) {
+	c, ok := s.st.colls[coll]
+	if !ok || c.capped == nil {
+		return 0, false
+	}
+	v, found, err := lookup(ctx, s.ns, c.capped.base, c.capped.edits, posKey(idKey))
+	if err != nil || !found || len(v) != 8 {
+		return 0, false
+	}
+	return int64(binary.BigEndian.Uint64(v)), true
 }
