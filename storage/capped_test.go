@@ -1,11 +1,13 @@
 package storage
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"testing"
 
+	"github.com/dolthub/dolt/go/store/prolly"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
@@ -179,4 +181,84 @@ func TestCappedMergeKeepsOursThenTheirs(t *testing.T) {
 	if got := naturalIDs(t, branchSnap(t, d, "main"), false); got != "[1 8 0 9 2]" {
 		t.Fatalf("after reset %s", got)
 	}
+}
+
+func TestCappedConflictResolutionKeepsTheOrder(t *testing.T) {
+	d := openDatabase(t, Options{})
+	createCapped(t, d, "main", 1<<20, 0)
+	insertCapped(t, d, "main", 1, 2)
+	if _, err := d.Commit(ctx, "main", CommitOptions{Message: "base"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.CreateBranch(ctx, "f", Revision{Branch: "main"}); err != nil {
+		t.Fatal(err)
+	}
+	err := d.WriteBranch(ctx, "f", func(tx *Tx) error { return tx.Replace(ctx, "cap", doc(1, "theirs")) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Commit(ctx, "f", CommitOptions{Message: "theirs"}); err != nil {
+		t.Fatal(err)
+	}
+	err = d.WriteBranch(ctx, "main", func(tx *Tx) error { return tx.Delete(ctx, "cap", idValue(1)) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	insertCapped(t, d, "main", 3)
+	if _, err := d.Commit(ctx, "main", CommitOptions{Message: "ours"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Merge(ctx, "main", Revision{Branch: "f"}, MergeOptions{}); !errors.Is(err, ErrMergeConflicts) {
+		t.Fatalf("merge: %v", err)
+	}
+	if got := naturalIDs(t, branchSnap(t, d, "main"), false); got != "[2 3]" {
+		t.Fatalf("order while conflicting %s", got)
+	}
+	if err := d.ResolveConflict(ctx, "main", "cap", idValue(1), ResolveTheirs, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.MergeContinue(ctx, "main", CommitOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := naturalIDs(t, branchSnap(t, d, "main"), false); got != "[2 3 1]" {
+		t.Fatalf("order after resolving %s", got)
+	}
+	insertCapped(t, d, "main", 0)
+	if got := naturalIDs(t, branchSnap(t, d, "main"), false); got != "[2 3 1 0]" {
+		t.Fatalf("order after the next insert %s", got)
+	}
+}
+
+// TestCappedRootWithoutOrderIsRebuilt: a root whose capped collection has
+// no order map (none is written today, but a merge builds one from the
+// documents) gets one in _id order.
+func TestCappedRootWithoutOrderIsRebuilt(t *testing.T) {
+	d := openDatabase(t, Options{})
+	createCapped(t, d, "main", 1<<20, 0)
+	insertCapped(t, d, "main", 7, 3, 5)
+	b := d.branchList()[0]
+	st := b.state.Load()
+	c := *st.colls["cap"]
+	c.base, c.edits, c.capped = mustFold(t, d, &c), nil, nil
+	if err := rebuildCapped(ctx, d.ns, &c, nil); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := naturalAfter(ctx, d.ns, c.capped, 0)
+	if err != nil || len(entries) != 3 || c.capped.last != 3 || c.capped.bytes != 3*int64(len(doc(1, "v"))) {
+		t.Fatalf("rebuilt %v last %d bytes %d: %v", entries, c.capped.last, c.capped.bytes, err)
+	}
+	for i, id := range []int32{3, 5, 7} {
+		if key, _ := encodeID(idValue(id)); !bytes.Equal(entries[i].IDKey, key) || entries[i].RecordID != int64(i+1) {
+			t.Fatalf("rebuilt entry %d: %+v, want _id %d", i, entries[i], id)
+		}
+	}
+}
+
+func mustFold(t *testing.T, d *Database, c *collection) prolly.Map {
+	t.Helper()
+	m, err := foldEdits(ctx, d.ns, c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
 }
