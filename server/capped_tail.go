@@ -169,8 +169,11 @@ func (r *request) tailGetMore(cur *cursor, t *tailSource, batchSize int) ([]bson
 			return docs, false, nil
 		}
 		awaitChange(r.ctx, wait, min(left, tailPoll))
-		if r.ctx.Err() != nil {
-			return docs, false, nil
+		switch err := r.ctx.Err(); {
+		case errors.Is(err, context.DeadlineExceeded):
+			return docs, false, nil // maxTimeMS is how long to wait, not a failure
+		case err != nil:
+			return nil, false, query.ContextErr(r.ctx) // killed (killOp, a closed connection)
 		}
 	}
 }
