@@ -509,6 +509,9 @@ func (w aggWriter) Replace(ctx context.Context, db, coll string, docs []bsoncore
 	return w.tx(ctx, db, coll, func(tx *storage.Tx) error {
 		var opts bsoncore.Document
 		if info, ok := tx.Collection(coll); ok {
+			if info.Capped() { // mongod's $out replaces no capped collection
+				return mongoerr.New(mongoerr.Location17152, "namespace '%s.%s' is capped so it can't be used for $out", db, coll)
+			}
 			opts = info.Options
 		}
 		if err := tx.DropCollection(coll); err != nil && !errors.Is(err, storage.ErrNamespaceNotFound) {

@@ -287,3 +287,16 @@ func TestCappedShowRecordID(t *testing.T) {
 		t.Fatalf("record ids %v", docs)
 	}
 }
+
+// TestCappedOutRefused: $out does not replace a capped collection, as on
+// mongod.
+func TestCappedOutRefused(t *testing.T) {
+	db := startServer(t).client().Database("cap")
+	createCapped(t, db, "log", 4096, 0)
+	insertIDs(t, db.Collection("src"), 1)
+	cur, err := db.Collection("src").Aggregate(ctx, mongo.Pipeline{{{Key: "$out", Value: "log"}}})
+	if err == nil {
+		cur.Close(ctx)
+	}
+	wantCode(t, err, 17152, "")
+}

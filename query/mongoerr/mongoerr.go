@@ -314,6 +314,7 @@ const (
 // Codes of capped collections.
 const (
 	Location6127800 Code = 6127800 // a clustered capped collection outside test commands
+	Location17152   Code = 17152   // $out to a capped collection
 )
 
 // Codes of OP_MSG parsing that a client's message can earn.
