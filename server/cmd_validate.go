@@ -322,7 +322,8 @@ func dbHashNames(snap *storage.Snapshot, only bsoncore.Array) ([]string, error) 
 	return names, nil
 }
 
-// collectionHash is the MD5 of a collection's documents in _id order.
+// collectionHash is the MD5 of a collection's documents in _id order (a
+// capped collection's in insertion order, as mongod's dbHash reads one).
 func (r *request) collectionHash(snap *storage.Snapshot, coll string) (string, error) {
 	h := md5.New()
 	it, err := snap.Scan(r.ctx, coll)
