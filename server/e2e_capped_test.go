@@ -300,3 +300,39 @@ func TestCappedOutRefused(t *testing.T) {
 	}
 	wantCode(t, err, 17152, "")
 }
+
+// TestCappedTailableFilterAndPositionLost: a tailable cursor filters and
+// projects what it returns; it dies with CappedPositionLost when the
+// document it stopped at is removed by an overflow, as on mongod.
+func TestCappedTailableFilterAndPositionLost(t *testing.T) {
+	// No client timeout: the driver would add a maxTimeMS to each command.
+	db := startServer(t).client(options.Client().SetTimeout(0)).Database("cap")
+	createCapped(t, db, "feed", 1<<20, 3)
+	c := db.Collection("feed")
+	for i := 1; i <= 3; i++ {
+		if _, err := c.InsertOne(ctx, bson.M{"_id": i, "even": i%2 == 0, "pad": "x"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	first := mustRun(t, db, bson.D{{Key: "find", Value: "feed"}, {Key: "tailable", Value: true},
+		{Key: "filter", Value: bson.M{"even": false}}, {Key: "projection", Value: bson.M{"pad": 0}}, {Key: "batchSize", Value: 1}})
+	id := get(first, "cursor", "id").(int64)
+	batch := get(first, "cursor", "firstBatch").(bson.A)
+	if id == 0 || len(batch) != 1 || get(batch[0], "_id") != int32(1) || get(batch[0], "pad") != nil {
+		t.Fatalf("first batch %v", first)
+	}
+	next := mustRun(t, db, bson.D{{Key: "getMore", Value: id}, {Key: "collection", Value: "feed"}})
+	if batch := get(next, "cursor", "nextBatch").(bson.A); len(batch) != 1 || get(batch[0], "_id") != int32(3) {
+		t.Fatalf("second batch %v", next)
+	}
+	_, err := run(t, db, bson.D{{Key: "getMore", Value: id}, {Key: "collection", Value: "feed"}, {Key: "maxTimeMS", Value: 10}})
+	wantCode(t, err, 2, "BadValue") // not an awaitData cursor
+	// Four inserts push out _id 3, where the cursor stopped.
+	for i := 4; i <= 7; i++ {
+		if _, err := c.InsertOne(ctx, bson.M{"_id": i, "even": i%2 == 0}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err = run(t, db, bson.D{{Key: "getMore", Value: id}, {Key: "collection", Value: "feed"}})
+	wantCode(t, err, 136, "CappedPositionLost")
+}
