@@ -143,6 +143,9 @@ func TestCappedNaturalOrderAndOverflow(t *testing.T) {
 	if got := naturalIDs(t, s); got != "10 11 13 14 15 16 17 18 19" {
 		t.Fatalf("after delete and update: %q", got)
 	}
+	if v := mustRun(t, db, bson.D{{Key: "validate", Value: "bysize"}}); v["valid"] != true {
+		t.Fatalf("validate: %v", v)
+	}
 }
 
 func TestCappedTailableAwaitData(t *testing.T) {

@@ -3,6 +3,7 @@ package storage
 import (
 	"context"
 	"encoding/binary"
+	"fmt"
 	"io"
 	"slices"
 
@@ -96,4 +97,44 @@ func (s *Snapshot) RecordID(ctx context.Context, coll string, idKey []byte) (int
 		return 0, false
 	}
 	return int64(binary.BigEndian.Uint64(v)), true
+}
+
+// CheckCapped compares a capped collection's insertion order with its
+// documents, for validate: every document in the order once, nothing
+// else, and the byte count and last record id in step. It lists what is
+// wrong (none: consistent, or not capped).
+func (s *Snapshot) CheckCapped(ctx context.Context, coll string) ([]string, error) {
+	c, ok := s.st.colls[coll]
+	if !ok || c.capped == nil {
+		return nil, nil
+	}
+	entries, err := naturalAfter(ctx, s.ns, c.capped, 0)
+	if err != nil {
+		return nil, err
+	}
+	var problems []string
+	var bytes int64
+	seen := make(map[string]bool, len(entries))
+	for _, e := range entries {
+		doc, found, err := lookup(ctx, s.ns, c.base, c.edits, e.IDKey)
+		if err != nil {
+			return nil, err
+		}
+		if !found || seen[string(e.IDKey)] {
+			problems = append(problems, fmt.Sprintf("record id %d names a missing or repeated document", e.RecordID))
+			continue
+		}
+		seen[string(e.IDKey)] = true
+		bytes += int64(len(doc))
+		if e.RecordID > c.capped.last {
+			problems = append(problems, fmt.Sprintf("record id %d is past the last one given (%d)", e.RecordID, c.capped.last))
+		}
+	}
+	if len(seen) != c.count {
+		problems = append(problems, fmt.Sprintf("the insertion order holds %d documents, the collection %d", len(seen), c.count))
+	}
+	if bytes != c.capped.bytes {
+		problems = append(problems, fmt.Sprintf("the insertion order counts %d bytes, the documents hold %d", c.capped.bytes, bytes))
+	}
+	return problems, nil
 }

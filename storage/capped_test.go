@@ -262,3 +262,23 @@ func mustFold(t *testing.T, d *Database, c *collection) prolly.Map {
 	}
 	return m
 }
+
+func TestCappedCheckFindsAnInconsistentOrder(t *testing.T) {
+	d := openDatabase(t, Options{})
+	createCapped(t, d, "main", 1<<20, 0)
+	insertCapped(t, d, "main", 1, 2, 3)
+	if p, err := mainSnapshot(t, d).CheckCapped(ctx, "cap"); err != nil || len(p) != 0 {
+		t.Fatalf("consistent order reported %v %v", p, err)
+	}
+	// Damage a copy of the state: the order loses a document.
+	st := *d.branchList()[0].state.Load()
+	st.colls = map[string]*collection{"cap": st.colls["cap"]}
+	c := *st.colls["cap"]
+	c.capped = c.capped.clone()
+	c.capped.edits.ReplaceOrInsert(&edit{key: orderKey(2)})
+	st.colls["cap"] = &c
+	snap := &Snapshot{ns: d.ns, st: &st}
+	if p, err := snap.CheckCapped(ctx, "cap"); err != nil || len(p) != 2 {
+		t.Fatalf("damaged order reported %v %v", p, err)
+	}
+}
