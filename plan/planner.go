@@ -130,6 +130,9 @@ func Query(rd storage.Reader, coll string, in Input) (*Plan, error) {
 	preds := in.Filter.IndexablePredicates()
 	qc := in.Filter.Collation()
 	sortKeys := plainSortKeys(in.Sort)
+	if in.Hint.Type != 0 && isIDHint(in.Hint) && isCapped(rd, coll) {
+		return idIndexPlan(sortKeys), nil
+	}
 	if in.Hint.Type != 0 {
 		return hintedPlan(indexes, in.Hint, in.Filter, preds, sortKeys, qc)
 	}
@@ -138,6 +141,9 @@ func Query(rd storage.Reader, coll string, in Input) (*Plan, error) {
 	}
 	if ids := idSet(preds, qc); ids != nil {
 		return &Plan{idHack: true, ids: ids}, nil
+	}
+	if naturalSort(in.Sort) {
+		return &Plan{}, nil // {$natural: ±1} is the collection's own order, as on mongod
 	}
 	var best *Plan
 	bestScore := 0
@@ -176,6 +182,33 @@ func idRangePlan(preds []query.Predicate, sortKeys []sortKey) *Plan {
 	}
 	sorted := len(sortKeys) == 1 && sortKeys[0].path == "_id" && !sortKeys[0].desc
 	return &Plan{idRange: index.EntryIntervals([][]index.FieldInterval{ivs}), bounds: [][]index.FieldInterval{ivs}, sorted: sorted}
+}
+
+// idIndexPlan reads the whole collection in _id order: a hint of the _id
+// index on a capped collection, whose collection scan is in insertion
+// order (on others the two are the same scan).
+func idIndexPlan(sortKeys []sortKey) *Plan {
+	sorted := len(sortKeys) == 1 && sortKeys[0].path == "_id" && !sortKeys[0].desc
+	return &Plan{idRange: []index.Interval{{}}, sorted: sorted}
+}
+
+// isIDHint reports whether a hint names the _id index ("_id_" or
+// {_id: 1}), not $natural.
+func isIDHint(hint bsoncore.Value) bool {
+	if s, ok := hint.StringValueOK(); ok {
+		return s == index.IDIndexName
+	}
+	d, ok := hint.DocumentOK()
+	if !ok {
+		return false
+	}
+	els, _ := d.Elements()
+	return len(els) == 1 && els[0].Key() == "_id"
+}
+
+func isCapped(rd storage.Reader, coll string) bool {
+	info, ok := rd.Collection(coll)
+	return ok && info.Capped()
 }
 
 // idSet is the _id values of an _id $in among the predicates, in key
@@ -472,6 +505,13 @@ func filterPoints(points []index.FieldInterval, rng index.FieldInterval) []index
 		}
 	}
 	return out
+}
+
+// naturalSort reports whether a sort is {$natural: ±1} alone, which
+// only a collection scan gives (a capped collection's insertion order).
+func naturalSort(sort bsoncore.Document) bool {
+	els, _ := sort.Elements()
+	return len(els) == 1 && els[0].Key() == "$natural"
 }
 
 // plainSortKeys reads a sort of {path: ±1} fields; nil when the sort has

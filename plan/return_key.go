@@ -55,9 +55,12 @@ func returnKeyRefused(name string) error {
 //
 // A collection here is clustered by _id, so a record id is, as on
 // mongod's clustered collections, the _id's key: binary data holding the
-// order-preserving encoding of the _id (index.EncodeKey).
-func KeysAndRecords(src Source, keys []string, returnKey, recordID bool, p *query.Projection) Source {
-	return &keysAndRecordsSource{src: src, keys: keys, returnKey: returnKey, recordID: recordID, p: p}
+// order-preserving encoding of the _id (index.EncodeKey). A capped
+// collection has record ids of its own (its insertion order), which
+// records (nil: none) gives for an _id key, and $recordId is then a long
+// as on mongod.
+func KeysAndRecords(src Source, keys []string, returnKey, recordID bool, p *query.Projection, records func(idKey []byte) (int64, bool)) Source {
+	return &keysAndRecordsSource{src: src, keys: keys, returnKey: returnKey, recordID: recordID, p: p, records: records}
 }
 
 type keysAndRecordsSource struct {
@@ -65,6 +68,7 @@ type keysAndRecordsSource struct {
 	keys                []string
 	returnKey, recordID bool
 	p                   *query.Projection
+	records             func(idKey []byte) (int64, bool)
 }
 
 func (s *keysAndRecordsSource) Next(ctx context.Context) (bsoncore.Document, error) {
@@ -84,7 +88,13 @@ func (s *keysAndRecordsSource) Next(ctx context.Context) (bsoncore.Document, err
 	if !s.recordID || s.returnKey { // mongod's key documents hold the keys alone
 		return out, nil
 	}
-	rid := bsoncore.Value{Type: bsoncore.TypeBinary, Data: bsoncore.AppendBinary(nil, 0, index.EncodeKey(nil, d.Lookup("_id")))}
+	key := index.EncodeKey(nil, d.Lookup("_id"))
+	if s.records != nil {
+		if n, ok := s.records(key); ok {
+			return appendValue(out, "$recordId", value.Int64(n)), nil
+		}
+	}
+	rid := bsoncore.Value{Type: bsoncore.TypeBinary, Data: bsoncore.AppendBinary(nil, 0, key)}
 	return appendValue(out, "$recordId", rid), nil
 }
 

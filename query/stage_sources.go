@@ -186,8 +186,9 @@ func collStats(ctx context.Context, pc *pipeCtx, opts map[string]bsoncore.Value)
 		if !exists {
 			return nil, mongoerr.New(mongoerr.NamespaceNotFound, "Unable to retrieve storageStats in $collStats stage :: caused by :: Collection [%s] not found.", ns)
 		}
-		b.AppendDocument("storageStats", bsoncore.NewDocumentBuilder().AppendInt64("size", 0).AppendInt64("count", n).
-			AppendInt64("storageSize", 0).AppendInt32("nindexes", 1).AppendInt64("totalIndexSize", 0).
+		ss := bsoncore.NewDocumentBuilder().AppendInt64("size", 0).AppendInt64("count", n).AppendInt64("storageSize", 0)
+		appendCapped(ctx, ss, pc)
+		b.AppendDocument("storageStats", ss.AppendInt32("nindexes", 1).AppendInt64("totalIndexSize", 0).
 			AppendInt64("totalSize", 0).AppendDocument("indexSizes", bsoncore.NewDocumentBuilder().AppendInt64("_id_", 0).Build()).
 			AppendInt32("scaleFactor", 1).Build())
 	}
@@ -227,4 +228,27 @@ func compileIndexStatsStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 			return &sliceStream{docs: []bsoncore.Document{d}}, nil
 		})
 	}, nil
+}
+
+// CappedCatalog is a Catalog that knows capped collections' limits, for
+// $collStats' storageStats.
+type CappedCatalog interface {
+	// Capped reports whether coll is capped, and its size and max (0:
+	// none).
+	Capped(ctx context.Context, coll string) (capped bool, size, max int64)
+}
+
+// appendCapped adds storageStats' capped (and for a capped collection max
+// and maxSize), as mongod's collStats shows them.
+func appendCapped(ctx context.Context, b *bsoncore.DocumentBuilder, pc *pipeCtx) {
+	cc, ok := pc.opts.Catalog.(CappedCatalog)
+	if !ok {
+		b.AppendBoolean("capped", false)
+		return
+	}
+	capped, size, max := cc.Capped(ctx, pc.opts.Collection)
+	b.AppendBoolean("capped", capped)
+	if capped {
+		b.AppendInt64("max", max).AppendInt64("maxSize", size)
+	}
 }

@@ -507,6 +507,9 @@ func (w aggWriter) Replace(ctx context.Context, db, coll string, docs []bsoncore
 			if isTimeseries(info) { // its measurements are replaced
 				return w.r.replaceTimeseries(ctx, tx, coll, nil, docs)
 			}
+			if info.Capped() { // mongod's $out replaces no capped collection
+				return mongoerr.New(mongoerr.Location17152, "namespace '%s.%s' is capped so it can't be used for $out", db, coll)
+			}
 			if err := refuseWriteToView(info, db, coll); err != nil {
 				return err
 			}

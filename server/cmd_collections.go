@@ -125,6 +125,7 @@ func cmdCreate(r *request) (bsoncore.Document, error) {
 	var collation bsoncore.Document
 	var validation validationOptions
 	var ts *tsOptions
+	var capped cappedArgs
 	for _, el := range els[1:] {
 		k := el.Key()
 		switch {
@@ -133,9 +134,7 @@ func cmdCreate(r *request) (bsoncore.Document, error) {
 		case k == "pipeline":
 			pipeline = el.Value()
 		case k == "capped" || k == "size" || k == "max":
-			if b, _ := asBool(el.Value()); b || k != "capped" {
-				return nil, mongoerr.New(mongoerr.NotImplemented, "capped collections are not supported by DumboDB")
-			}
+			capped.set(k, el.Value())
 		case k == "clusteredIndex":
 			spec, err := parseClusteredIndex(el.Value())
 			if err != nil {
@@ -176,11 +175,18 @@ func cmdCreate(r *request) (bsoncore.Document, error) {
 			return nil, unknownField("create", k)
 		}
 	}
-	built := opts.Build()
+	cappedOpts, err := capped.options("create")
+	if err != nil {
+		return nil, err
+	}
+	built := withPrefix(cappedOpts, opts.Build())
 	if ts != nil {
 		return r.createTimeseriesReply(coll, *ts, built, viewOn.Type != 0 || pipeline.Type != 0 || validation.given())
 	}
 	if err := checkClusteredTTL(built); err != nil {
+		return nil, err
+	}
+	if err := checkCappedWith(built, viewOn); err != nil {
 		return nil, err
 	}
 	if viewOn.Type != 0 && (keepsImagesOption(built) || validation.given()) {
@@ -363,10 +369,10 @@ func cmdCollStats(r *request) (bsoncore.Document, error) {
 	if st.count > 0 {
 		b.AppendValue("avgObjSize", value.Count(st.dataSize/st.count))
 	}
-	return b.AppendValue("storageSize", value.Count(st.storageSize/scale)).
-		AppendValue("freeStorageSize", value.Count(0)).
-		AppendBoolean("capped", false).
-		AppendInt32("nindexes", int32(len(info.Indexes)+1)).
+	b.AppendValue("storageSize", value.Count(st.storageSize/scale)).
+		AppendValue("freeStorageSize", value.Count(0))
+	appendCappedStats(b, info, scale)
+	return b.AppendInt32("nindexes", int32(len(info.Indexes)+1)).
 		AppendDocument("indexSizes", sizeDoc.Build()).
 		AppendValue("totalIndexSize", value.Count(st.indexSize/scale)).
 		AppendValue("totalSize", value.Count((st.storageSize+st.indexSize)/scale)).

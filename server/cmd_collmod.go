@@ -13,6 +13,7 @@ type collModArgs struct {
 	viewOn, pipeline bsoncore.Value
 	validation       validationOptions
 	ts               tsCollMod // expireAfterSeconds and timeseries (of a time-series collection)
+	capped           cappedMod
 	dryRun           bool
 	// mods counts the modifications given outside index, as mongod's
 	// numModifications does: prepareUnique goes with none of them.
@@ -34,15 +35,16 @@ func (a *collModArgs) handlers(r *request) map[string]fieldHandler {
 		"dryRun":                       r.boolArg("dryRun", &a.dryRun),
 		"expireAfterSeconds":           a.ts.expireHandler(),
 		"timeseries":                   a.ts.timeseriesHandler(),
-		"cappedSize":                   collModUnsupported("cappedSize"),
-		"cappedMax":                    collModUnsupported("cappedMax"),
+		"cappedSize":                   counted(func(v bsoncore.Value) error { a.capped.size = v; return nil }),
+		"cappedMax":                    counted(func(v bsoncore.Value) error { a.capped.max = v; return nil }),
 	}
 }
 
 // cmdCollMod changes a collection's options. DumboDB supports the index
 // changes, none of which rebuilds the index (hidden, expireAfterSeconds,
 // prepareUnique, unique, forceNonUnique), the change-stream images, the
-// validator options and a view's definition.
+// validator options, a view's definition and a capped collection's
+// cappedSize and cappedMax.
 func cmdCollMod(r *request) (bsoncore.Document, error) {
 	coll, err := r.collectionArg()
 	if err != nil {
@@ -69,6 +71,9 @@ func cmdCollMod(r *request) (bsoncore.Document, error) {
 		return r.collModDryRun(coll, &a)
 	}
 	if a.viewOn.Type != 0 || a.pipeline.Type != 0 {
+		if a.capped.given() {
+			return nil, mongoerr.New(mongoerr.InvalidOptions, "cappedSize and cappedMax can only be changed on a capped collection; %s is a view", r.ns(coll))
+		}
 		return okReply(), r.collModView(coll, a.viewOn, a.pipeline)
 	}
 	var mod *collModIndex
@@ -77,7 +82,7 @@ func cmdCollMod(r *request) (bsoncore.Document, error) {
 			return nil, err
 		}
 	}
-	opts, err := newCollModOptions(a.images, &a.validation)
+	opts, err := newCollModOptions(a.images, &a.validation, a.capped)
 	if err != nil {
 		return nil, err
 	}
@@ -136,15 +141,18 @@ func (r *request) collModCollection(coll string, mod *collModIndex, opts *collMo
 type collModOptions struct {
 	images     bsoncore.Document // {enabled: <bool>}, nil: unchanged
 	validation *validationOptions
+	capped     cappedMod
 	desc       bsoncore.Document
 }
 
 // given reports whether the command changes any collection option.
-func (o *collModOptions) given() bool { return o.images != nil || o.validation.given() }
+func (o *collModOptions) given() bool {
+	return o.images != nil || o.validation.given() || o.capped.given()
+}
 
-func newCollModOptions(images bsoncore.Document, validation *validationOptions) (*collModOptions, error) {
+func newCollModOptions(images bsoncore.Document, validation *validationOptions, capped cappedMod) (*collModOptions, error) {
 	desc := bsoncore.NewDocumentBuilder()
-	o := &collModOptions{validation: validation}
+	o := &collModOptions{validation: validation, capped: capped}
 	if images != nil {
 		enabled, err := parseImagesOption(images)
 		if err != nil {
@@ -169,6 +177,12 @@ func (r *request) setCollModOptions(tx *storage.Tx, info storage.CollectionInfo,
 	opts := o.validation.apply(info.Options)
 	if o.images != nil {
 		opts = withOption(opts, "changeStreamPreAndPostImages", o.images)
+	}
+	if o.capped.given() {
+		var err error
+		if opts, err = o.capped.apply(r.ns(info.Name), opts); err != nil {
+			return err
+		}
 	}
 	return tx.SetOptions(info.Name, opts, o.desc)
 }

@@ -31,8 +31,6 @@ func (r *request) parseFindArgs(a *findArgs) error {
 		return err
 	case a.awaitData && !a.tailable:
 		return mongoerr.New(mongoerr.FailedToParse, "Cannot set 'awaitData' without also setting 'tailable'")
-	case a.tailable:
-		return notCappedError()
 	}
 	return nil
 }
@@ -62,9 +60,8 @@ var findFields = declareArgs(map[string]argReader[findArgs]{
 	"readOnce":            ignoredAs[findArgs]("bool"),
 })
 
-// notCappedError: a tailable cursor needs a capped collection, and there
-// are none yet, so tailable: true answers as mongod does on a collection
-// that is not capped.
+// notCappedError: a tailable cursor needs a capped collection; mongod's
+// answer on one that is not (or does not exist).
 func notCappedError() error {
 	return mongoerr.New(mongoerr.BadValue, "error processing query: tailable cursor requested on non capped collection")
 }
@@ -93,8 +90,15 @@ func (r *request) findSource(coll string, a *findArgs) (docSource, error) {
 	if err != nil {
 		return nil, err
 	}
-	if info, ok := snap.Collection(coll); (ok && info.IsView()) || coll == "system.views" {
+	info, ok := snap.Collection(coll)
+	if (ok && info.IsView()) || coll == "system.views" {
+		if a.tailable {
+			return nil, notCappedError()
+		}
 		return r.findOnView(coll, a)
+	}
+	if a.tailable && !info.Capped() {
+		return nil, notCappedError()
 	}
 	env, err := r.collEnv(coll, a.collation, a.let)
 	if err != nil {
@@ -115,6 +119,9 @@ func (r *request) findSource(coll string, a *findArgs) (docSource, error) {
 		if srt, err = query.CompileSortQuery(a.sort, env, f); err != nil {
 			return nil, err
 		}
+	}
+	if a.tailable {
+		return r.tailFind(coll, a, f, proj, srt)
 	}
 	kr, err := parseKeyRange(a.hint, a.min, a.max)
 	if err != nil {
@@ -162,7 +169,7 @@ func (r *request) findSource(coll string, a *findArgs) (docSource, error) {
 				return nil, err
 			}
 		}
-		src = plan.KeysAndRecords(src, keys, a.returnKey, a.showRecordID, proj)
+		src = plan.KeysAndRecords(src, keys, a.returnKey, a.showRecordID, proj, recordIDs(r.ctx, snap, coll))
 	case proj != nil:
 		src = plan.Project(src, proj)
 	}
@@ -241,7 +248,16 @@ func cmdGetMore(r *request) (bsoncore.Document, error) {
 	if cur.stream != nil {
 		return r.streamGetMoreReply(cur, int(batchSize))
 	}
-	docs, done, err := r.nextBatch(cur, int(batchSize))
+	if err := r.checkTailMaxTime(cur); err != nil {
+		return nil, err
+	}
+	var docs []bsoncore.Document
+	var done bool
+	if t := tailOf(cur); t != nil {
+		docs, done, err = r.tailGetMore(cur, t, int(batchSize))
+	} else {
+		docs, done, err = r.nextBatch(cur, int(batchSize))
+	}
 	if err != nil || done {
 		r.c.s.cursors.remove(id)
 		id = 0

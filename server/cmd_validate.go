@@ -27,6 +27,9 @@ type validateReport struct {
 	keysPerIndex          map[string]int64
 	extra, missing        map[string]int64 // entries per index
 	errors                []string
+	// orderProblems counts what is wrong with a capped collection's
+	// insertion order (storage.Snapshot.CheckCapped).
+	orderProblems int
 }
 
 // cmdValidate checks a collection as mongod's validate does: each document
@@ -107,6 +110,12 @@ func (r *request) validateCollection(snap *storage.Snapshot, coll string, metada
 			return nil, err
 		}
 	}
+	problems, err := snap.CheckCapped(r.ctx, coll) // a capped collection's insertion order
+	if err != nil {
+		return nil, err
+	}
+	rep.errors = append(rep.errors, problems...)
+	rep.orderProblems = len(problems)
 	return rep, nil
 }
 
@@ -167,7 +176,7 @@ func (rep *validateReport) checkIndex(r *request, snap *storage.Snapshot, coll s
 }
 
 func (rep *validateReport) valid() bool {
-	return rep.invalidDocs == 0 && len(rep.extra) == 0 && len(rep.missing) == 0
+	return rep.invalidDocs == 0 && len(rep.extra) == 0 && len(rep.missing) == 0 && rep.orderProblems == 0
 }
 
 // reply is validate's answer in mongod's shape.
@@ -322,7 +331,8 @@ func dbHashNames(snap *storage.Snapshot, only bsoncore.Array) ([]string, error) 
 	return names, nil
 }
 
-// collectionHash is the MD5 of a collection's documents in _id order.
+// collectionHash is the MD5 of a collection's documents in _id order (a
+// capped collection's in insertion order, as mongod's dbHash reads one).
 func (r *request) collectionHash(snap *storage.Snapshot, coll string) (string, error) {
 	h := md5.New()
 	it, err := snap.Scan(r.ctx, coll)

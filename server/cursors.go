@@ -61,6 +61,8 @@ type cursor struct {
 	session *storage.SessionKey
 	// stream is the change stream it reads (nil: an ordinary cursor).
 	stream *changeStream
+	// tail is the tailable find it reads (nil: none; capped_tail.go).
+	tail *tailSource
 }
 
 // cursorPlace is what a cursor reads: a database, the branch or revision
@@ -92,6 +94,7 @@ func (r *cursorRegistry) add(where cursorPlace, ns string, src *peekSource, noTi
 	if cs, ok := src.src.(*changeStream); ok {
 		c.stream = cs
 	}
+	c.tail, _ = src.src.(*tailSource)
 	for c.id == 0 || r.cursors[c.id] != nil {
 		var b [8]byte
 		rand.Read(b[:])
@@ -283,6 +286,9 @@ func (p *peekSource) exhausted(ctx context.Context) (bool, error) {
 	if errors.Is(err, io.EOF) {
 		return true, nil
 	}
+	if errors.Is(err, errTailEnd) {
+		return false, nil
+	}
 	if err != nil {
 		return false, err
 	}
@@ -300,6 +306,9 @@ func fillBatch(ctx context.Context, p *peekSource, n int) ([]bsoncore.Document, 
 		d, err := p.next(ctx)
 		if errors.Is(err, io.EOF) {
 			return docs, true, nil
+		}
+		if errors.Is(err, errTailEnd) {
+			return docs, false, nil // a tailable cursor stays open at the end
 		}
 		if err != nil {
 			return nil, false, err

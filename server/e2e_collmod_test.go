@@ -84,7 +84,7 @@ func TestCollModIndexOptions(t *testing.T) {
 		{bson.D{{Key: "collMod", Value: "c"}, {Key: "index", Value: bson.D{{Key: "name", Value: "a_1"}, {Key: "hidden", Value: "yes"}}}}, 14},
 		{bson.D{{Key: "collMod", Value: "c"}, {Key: "index", Value: bson.D{{Key: "name", Value: "a_1"}, {Key: "bogus", Value: 1}}}}, 40415},
 		{bson.D{{Key: "collMod", Value: "c"}, {Key: "index", Value: bson.D{{Key: "name", Value: "t_1"}, {Key: "expireAfterSeconds", Value: -5}}}}, 67}, // createIndexes' validation
-		{bson.D{{Key: "collMod", Value: "c"}, {Key: "cappedSize", Value: 4096}}, 238},
+		{bson.D{{Key: "collMod", Value: "c"}, {Key: "cappedSize", Value: 4096}}, 72},                                                                   // InvalidOptions: not capped
 	} {
 		_, err := run(t, db, tc.cmd)
 		var ce mongo.CommandError

@@ -100,7 +100,11 @@ func (d *Database) writeCheckpoint(ctx context.Context, b *branch, st *rootState
 		if err != nil {
 			return nil, fmt.Errorf("checkpoint %s.%s: %w", d.name, name, err)
 		}
-		colls[name] = &collection{info: c.info, base: base, count: c.count, indexes: indexes}
+		capped, err := foldCapped(ctx, d.ns, c.capped)
+		if err != nil {
+			return nil, fmt.Errorf("checkpoint %s.%s: %w", d.name, name, err)
+		}
+		colls[name] = &collection{info: c.info, base: base, count: c.count, indexes: indexes, capped: capped}
 	}
 	next := &rootState{colls: colls, lsn: st.lsn, ckptLSN: st.lsn, checkpointed: true,
 		merge: st.merge, conflicts: st.conflicts}
@@ -220,7 +224,11 @@ func (d *Database) persist(ctx context.Context, b *branch, root prolly.AddressMa
 		StagedRoot:  b.headRef,
 	}
 	prev, _ := b.ws.MaybeHeadAddr()
-	ws, err := d.db.UpdateWorkingSet(ctx, b.ws, spec, prev)
+	var ws datas.Dataset
+	err = retryManifestLock(func() (err error) {
+		ws, err = d.db.UpdateWorkingSet(ctx, b.ws, spec, prev)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("update working set of %s@%s: %w", d.name, b.name, err)
 	}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	"github.com/dolthub/dolt/go/store/hash"
 	"github.com/dolthub/dolt/go/store/nbs"
@@ -124,4 +125,22 @@ func (d *Database) smallTables(ctx context.Context) ([]hash.Hash, error) {
 		ids = append(ids, h)
 	}
 	return ids, nil
+}
+
+// manifestLockTimeout is the error Dolt gives when it does not get the
+// manifest's file lock within 100 ms. As for opens (openJournalStore),
+// nothing of ours holds that lock for long: the wait is the goroutine
+// that takes it not being run in time on a loaded machine. The update did
+// not happen, so it is tried again.
+const manifestLockTimeout = "timed out reading database manifest"
+
+// retryManifestLock runs update, a manifest update, again while it fails
+// only because the manifest's lock was not taken in time.
+func retryManifestLock(update func() error) error {
+	for attempt := 1; ; attempt++ {
+		err := update()
+		if err == nil || !strings.Contains(err.Error(), manifestLockTimeout) || attempt == chunkStoreLockAttempts {
+			return err
+		}
+	}
 }

@@ -21,6 +21,15 @@
 // log after it. Readers take a Snapshot (snapshot.go) and never wait for
 // writers.
 //
+// Capped collections (capped.go, capped_rebuild.go, capped_scan.go,
+// docs/format/capped.md, docs/design/capped.md): a Tx keeps each capped
+// collection's insertion order (record id -> _id key and back) on every
+// write, trims the oldest documents when an insert takes the collection
+// over its size or count, and every scan of a capped collection yields
+// insertion order; checkpoints fold the order map into the root with the
+// documents, and a merge writes it anew (ours' order, then theirs' new
+// documents).
+//
 // Retryable writes: the outcomes of their statements travel in the log
 // record of their write and are saved to the database's retry file before
 // each checkpoint (retry.go, docs/format/retry.md), so that a retry finds
@@ -60,7 +69,7 @@
 //
 // The byte layouts of what this package writes are in docs/format/root.md,
 // docs/format/wal.md, docs/format/retry.md, docs/format/txnlog.md,
-// docs/format/changes.md and docs/format/doctree.md; the design in
+// docs/format/changes.md, docs/format/doctree.md and docs/format/capped.md; the design in
 // docs/design/durability.md, docs/design/transactions.md,
 // docs/design/change-streams.md and docs/design/version-control.md. Only this
 // package imports Dolt.

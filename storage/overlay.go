@@ -139,6 +139,10 @@ type Iterator struct {
 	partial    bool
 
 	interrupt query.InterruptCheck // per entry, so that skipped entries count
+
+	// nat, when set, makes the iterator yield a capped collection's
+	// documents in insertion order instead (capped_scan.go).
+	nat *naturalIter
 }
 
 // SetFields makes the iterator read documents stored as doctrees in part:
@@ -223,6 +227,9 @@ func (i *Iterator) NextWhere(ctx context.Context, keep func(bsoncore.Document) b
 // nextBorrowed returns the next entry's bytes without copying them (nil
 // for a deletion); they stay valid until the next call.
 func (i *Iterator) nextBorrowed(ctx context.Context) (bsoncore.Document, error) {
+	if i.nat != nil {
+		return i.nat.next(ctx, i.ns)
+	}
 	if err := i.peekBase(ctx); err != nil {
 		return nil, err
 	}

@@ -126,6 +126,8 @@ type collection struct {
 	count     int        // live documents
 	editBytes int64      // memory of the edits, index edits included
 	indexes   []*indexState
+	// capped is a capped collection's insertion order (nil: not capped).
+	capped *cappedState
 }
 
 // loadRootState reads a root value and every map it names.
@@ -199,6 +201,9 @@ func loadCollection(ctx context.Context, ns tree.NodeStore, root prolly.AddressM
 	if err := loadIndexes(ctx, ns, root, c); err != nil {
 		return nil, err
 	}
+	if err := loadCapped(ctx, ns, root, c); err != nil {
+		return nil, err
+	}
 	return c, nil
 }
 
@@ -206,6 +211,9 @@ func loadCollection(ctx context.Context, ns tree.NodeStore, root prolly.AddressM
 // edits (after a checkpoint folded them into their base maps).
 func buildRoot(ctx context.Context, ns tree.NodeStore, st *rootState) (prolly.AddressMap, error) {
 	if err := syncStateIndexes(ctx, ns, st); err != nil {
+		return prolly.AddressMap{}, err
+	}
+	if err := syncStateCapped(ctx, ns, st); err != nil {
 		return prolly.AddressMap{}, err
 	}
 	names := st.collectionNames()
@@ -226,6 +234,9 @@ func buildRoot(ctx context.Context, ns tree.NodeStore, st *rootState) (prolly.Ad
 			return prolly.AddressMap{}, err
 		}
 		if err := putIndexRoots(ctx, ed, st.colls[n]); err != nil {
+			return prolly.AddressMap{}, err
+		}
+		if err := putCappedRoot(ctx, ed, st.colls[n]); err != nil {
 			return prolly.AddressMap{}, err
 		}
 	}

@@ -72,6 +72,9 @@ func (s *Snapshot) Scan(ctx context.Context, coll string) (*Iterator, error) {
 	if !ok {
 		return &Iterator{}, nil
 	}
+	if c.capped != nil { // a capped collection's natural order is its insertion order
+		return s.NaturalScan(ctx, coll, false)
+	}
 	it, err := newIterator(ctx, s.ns, c.base, c.edits)
 	if it != nil {
 		it.owner = s // keeps the snapshot, and so its GC pin, alive

@@ -38,6 +38,9 @@ type Tx struct {
 	events  []ChangeEvent
 	// at is the cluster time its record was logged at (0: not logged).
 	at uint64
+	// inTxn is set on a multi-statement transaction's private Tx, which
+	// may not write to capped collections (capped.go).
+	inTxn bool
 }
 
 var _ Reader = (*Tx)(nil)
@@ -87,6 +90,7 @@ func (tx *Tx) mutable(name string) (*collection, error) {
 		c.edits = c.edits.Clone()
 	}
 	c.indexes = cloneIndexes(base.indexes)
+	c.capped = base.capped.clone()
 	cloneMu.Unlock()
 	tx.overlay[name] = &c
 	return &c, nil
@@ -158,7 +162,13 @@ func (tx *Tx) createCollection(ctx context.Context, info CollectionInfo) error {
 	if err != nil {
 		return err
 	}
-	tx.overlay[info.Name] = &collection{info: info, base: base, edits: newEdits()}
+	c := &collection{info: info, base: base, edits: newEdits()}
+	if info.Capped() {
+		if c.capped, err = newCappedState(ctx, tx.ns); err != nil {
+			return err
+		}
+	}
+	tx.overlay[info.Name] = c
 	tx.ops = append(tx.ops, walOp{op: opCreate, coll: info.Name, value: info.encode()})
 	tx.noteCatalog("create", info, "", info.Options)
 	return nil
@@ -240,6 +250,9 @@ func (tx *Tx) Scan(ctx context.Context, coll string) (*Iterator, error) {
 	if _, own := tx.overlay[coll]; own && ed != nil {
 		ed = ed.Clone() // freeze: the transaction may go on editing
 	}
+	if c.capped != nil {
+		return newNaturalIterator(ctx, tx.ns, c, ed, false)
+	}
 	return newIterator(ctx, tx.ns, c.base, ed)
 }
 
@@ -303,6 +316,9 @@ func (tx *Tx) put(ctx context.Context, coll string, doc bsoncore.Document, mustB
 	if exists && mustBeNew {
 		return ErrDuplicateKey
 	}
+	if err := tx.checkCappedWrite(c, doc, !exists); err != nil {
+		return err
+	}
 	if err := tx.checkGuard(ctx, coll, key, old, doc); err != nil {
 		return err
 	}
@@ -310,10 +326,16 @@ func (tx *Tx) put(ctx context.Context, coll string, doc bsoncore.Document, mustB
 	if err := c.writeIndexes(ctx, tx.ns, key, old, value); err != nil {
 		return err
 	}
+	if err := c.noteCapped(ctx, tx.ns, key, oldIf(old, exists), value); err != nil {
+		return err
+	}
 	c.setEdit(&edit{key: key, value: value}, exists)
 	tx.ops = append(tx.ops, walOp{op: opPut, coll: coll, key: key, value: value, update: update && exists,
 		base: oldIf(old, exists)})
 	tx.noteDoc(c, key, oldIf(old, exists), value, update)
+	if !exists {
+		return tx.trimCapped(ctx, coll)
+	}
 	return nil
 }
 
@@ -335,10 +357,16 @@ func (tx *Tx) deleteKey(ctx context.Context, coll string, key []byte) error {
 	if err != nil || !exists {
 		return err
 	}
+	if err := tx.checkCappedWrite(c, nil, false); err != nil {
+		return err
+	}
 	if err := tx.checkGuard(ctx, coll, key, old, nil); err != nil {
 		return err
 	}
 	if err := c.writeIndexes(ctx, tx.ns, key, old, nil); err != nil {
+		return err
+	}
+	if err := c.noteCapped(ctx, tx.ns, key, old, nil); err != nil {
 		return err
 	}
 	c.setEdit(&edit{key: key}, exists)

@@ -150,6 +150,7 @@ func (d *Database) BeginTxnAt(ctx context.Context, branchName string, at uint64)
 	t := &Txn{d: d, b: b, snap: d.newSnapshot(st), tx: d.newTx(st), ended: make(chan struct{})}
 	t.tx.retries = d.retries
 	t.tx.guard = t.claim
+	t.tx.inTxn = true
 	return t, nil
 }
 
@@ -483,6 +484,7 @@ func (tx *Tx) frozenState() *rootState {
 			frozen.edits = c.edits.Clone()
 		}
 		frozen.indexes = cloneIndexes(c.indexes)
+		frozen.capped = c.capped.clone()
 		st.colls[n] = &frozen
 	}
 	return st

@@ -209,7 +209,11 @@ func (d *Database) commitRoot(ctx context.Context, b *branch, st *rootState, opt
 	}
 	spec := d.workingSetSpec(rootRef, rootRef, st.lsn)
 	prev, _ := b.ws.MaybeHeadAddr()
-	head, ws, err := d.db.CommitWithWorkingSet(ctx, head, b.ws, rootVal, spec, prev, copts)
+	var ws datas.Dataset
+	err = retryManifestLock(func() (err error) {
+		head, ws, err = d.db.CommitWithWorkingSet(ctx, head, b.ws, rootVal, spec, prev, copts)
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("commit %s@%s: %w", d.name, b.name, err)
 	}

@@ -162,6 +162,9 @@ func (d *Database) settle(ctx context.Context, b *branch, st *rootState, coll st
 		return err
 	}
 	c.edits = ed
+	if err := settleCapped(ctx, d.ns, &c, key, doc); err != nil {
+		return err
+	}
 	c.setEdit(&edit{key: key, value: doc}, existed)
 	if c.base, err = foldEdits(ctx, d.ns, &c, d.largeDoc()); err != nil {
 		return err

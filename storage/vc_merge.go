@@ -271,7 +271,11 @@ func (d *Database) mergeCollection(ctx context.Context, base, ours, theirs *root
 	}
 	// The indexes of either side are a starting point: buildRoot diffs
 	// them up to the merged map (or builds them) before anything is stored.
-	out.colls[name] = &collection{info: info, base: merged, count: n, indexes: indexCandidates(o, t)}
+	mc := &collection{info: info, base: merged, count: n, indexes: indexCandidates(o, t)}
+	if err := mergeCapped(ctx, d.ns, mc, o, t); err != nil {
+		return err
+	}
+	out.colls[name] = mc
 	if len(recs) > 0 {
 		cm, err := d.conflictMap(ctx, recs)
 		if err != nil {

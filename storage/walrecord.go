@@ -275,6 +275,9 @@ func (tx *Tx) redoPut(ctx context.Context, o walOp) error {
 	if err := c.writeIndexes(ctx, tx.ns, o.key, old, value); err != nil {
 		return err
 	}
+	if err := c.noteCapped(ctx, tx.ns, o.key, oldIf(old, exists), value); err != nil {
+		return err
+	}
 	c.setEdit(&edit{key: append([]byte(nil), o.key...), value: value}, exists)
 	tx.ops = append(tx.ops, o)
 	tx.noteDoc(c, o.key, oldIf(old, exists), value, o.update)

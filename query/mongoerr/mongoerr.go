@@ -65,6 +65,7 @@ const (
 	Interrupted                    Code = 11601
 	ExceededMemoryLimit            Code = 146
 	QueryPlanKilled                Code = 175
+	CappedPositionLost             Code = 136
 	CursorKilled                   Code = 237
 	InvalidPipelineOperator        Code = 168
 	FailedToParse                  Code = 9
@@ -236,6 +237,7 @@ var names = map[Code]string{
 	InvalidResumeToken:              "InvalidResumeToken",
 	ChangeStreamFatalError:          "ChangeStreamFatalError",
 	ChangeStreamHistoryLost:         "ChangeStreamHistoryLost",
+	CappedPositionLost:              "CappedPositionLost",
 
 	// declared below, with the codes of their topic
 	JSInterpreterFailure:                     "JSInterpreterFailure",
@@ -314,6 +316,12 @@ const (
 	Location40415 Code = 40415 // a field the command does not take
 	Location51024 Code = 51024 // a number below the field's minimum
 	Location51198 Code = 51198 // constants (c) on an update that is not a pipeline
+)
+
+// Codes of capped collections.
+const (
+	Location6127800 Code = 6127800 // a clustered capped collection outside test commands
+	Location17152   Code = 17152   // $out to a capped collection
 )
 
 // Codes of OP_MSG parsing that a client's message can earn.

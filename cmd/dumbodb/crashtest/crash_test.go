@@ -158,6 +158,7 @@ func TestKillDashNineLosesNothingAcknowledged(t *testing.T) {
 	variants := [][]string{nil, {"--syncdelay", "1"}, {"--cacheSizeMB", "1"}}
 	tr := &transfers{}
 	pm := &patchModel{}
+	cm := &cappedModel{}
 	for round := 0; round < rounds; round++ {
 		p, client := start(t, dir, variants[round%len(variants)]...)
 		coll := client.Database("crash").Collection("c")
@@ -166,7 +167,14 @@ func TestKillDashNineLosesNothingAcknowledged(t *testing.T) {
 		checkTransfers(t, client, tr)
 		openPatchDocs(t, client, pm)
 		checkPatchDocs(t, client, pm)
+		openCapped(t, client, cm)
+		checkCapped(t, client, cm)
 		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cappedWriter(client, cm)
+		}()
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -200,6 +208,10 @@ func TestKillDashNineLosesNothingAcknowledged(t *testing.T) {
 	defer client.Disconnect(context.Background())
 	checkTransfers(t, client, tr)
 	checkPatchDocs(t, client, pm)
+	checkCapped(t, client, cm)
+	if cm.acked <= cappedMax {
+		t.Fatalf("only %d capped inserts were acknowledged: the test did not overflow the collection", cm.acked)
+	}
 	wantPatchesLogged(t, client)
 	if len(tr.acked) == 0 {
 		t.Fatal("no transfer was acknowledged: the test did not exercise transactions")
