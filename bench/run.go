@@ -174,11 +174,20 @@ func brief(r Result) string {
 	if r.Status != StatusOK {
 		return r.Status + " " + r.Reason
 	}
+	line := ""
 	if r.Quantity {
-		return fmt.Sprintf("%.0f %s", Median(r.SamplesUS), r.Unit)
+		line = fmt.Sprintf("%.0f %s", Median(r.SamplesUS), r.Unit)
+	} else {
+		st := stats(r.SamplesUS)
+		line = fmt.Sprintf("median %.1f µs/%s, p99 %.1f", st.median, r.Unit, st.p99)
 	}
-	st := stats(r.SamplesUS)
-	return fmt.Sprintf("median %.1f µs/%s, p99 %.1f", st.median, r.Unit, st.p99)
+	if r.RSSMeasured {
+		line += fmt.Sprintf(", server RSS peak %.0f MB", r.ServerRSSPeakMB)
+	}
+	if r.SlopeMeasured {
+		line += fmt.Sprintf(", slope %.1f MB/h", r.RSSSlopeMBPerHour)
+	}
+	return line
 }
 
 // slot is one target's side of a benchmark while it runs.
