@@ -26,7 +26,7 @@ func setupCreateDrop(_ context.Context, e *Env) (*Workload, error) {
 		return nil, errNotApplicable{reason: "needs the server's pid (--start)"}
 	}
 	return &Workload{Measure: func(ctx context.Context) (float64, error) {
-		before, _, err := processRSS(e.Pid)
+		before, err := processRSS(e.Pid)
 		if err != nil {
 			return 0, err
 		}
@@ -35,11 +35,11 @@ func setupCreateDrop(_ context.Context, e *Env) (*Workload, error) {
 				return 0, err
 			}
 		}
-		after, _, err := processRSS(e.Pid)
+		after, err := processRSS(e.Pid)
 		if err != nil {
 			return 0, err
 		}
-		return mb(after - before), nil
+		return mb(after.rss - before.rss), nil
 	}}, nil
 }
 

@@ -24,47 +24,57 @@ type RSSSample struct {
 	MB float64 `json:"mb"`
 }
 
-// processRSS returns process pid's resident memory now (VmRSS) and its
-// peak (VmHWM, since the start or the last resetPeakRSS), in bytes.
-func processRSS(pid int) (rss, peak int64, err error) {
-	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, 0, fmt.Errorf("server RSS: %w", err)
-	}
-	rssKB, peakKB, err := parseProcStatus(status)
-	if err != nil {
-		return 0, 0, fmt.Errorf("server RSS: /proc/%d/status: %w", pid, err)
-	}
-	return rssKB << 10, peakKB << 10, nil
+// procMemory is a process's memory from /proc/<pid>/status, in bytes.
+type procMemory struct {
+	rss  int64 // VmRSS: resident now
+	peak int64 // VmHWM: the highest VmRSS since the start or resetPeakRSS
+	// anon is RssAnon, the part of rss that is not file pages (the heap,
+	// stacks): file pages, the binary's and those of mapped files, are
+	// clean and the kernel can drop them under pressure. 0 before Linux 4.5.
+	anon int64
 }
 
-// parseProcStatus returns the VmRSS and VmHWM lines of /proc/<pid>/status
-// ("VmRSS:\t  123456 kB"), in kB. A kernel thread or a zombie has neither:
-// an error, since a server without memory is not one we measure.
-func parseProcStatus(status []byte) (rssKB, peakKB int64, err error) {
+// processRSS reads process pid's memory.
+func processRSS(pid int) (procMemory, error) {
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return procMemory{}, fmt.Errorf("server RSS: %w", err)
+	}
+	m, err := parseProcStatus(status)
+	if err != nil {
+		return procMemory{}, fmt.Errorf("server RSS: /proc/%d/status: %w", pid, err)
+	}
+	return m, nil
+}
+
+// parseProcStatus reads the VmRSS, VmHWM and RssAnon lines of
+// /proc/<pid>/status ("VmRSS:\t  123456 kB"). A kernel thread or a zombie
+// has no VmRSS: an error, since a server without memory is not one we
+// measure.
+func parseProcStatus(status []byte) (procMemory, error) {
 	found := map[string]int64{}
 	sc := bufio.NewScanner(bytes.NewReader(status))
 	for sc.Scan() {
 		key, rest, ok := bytes.Cut(sc.Bytes(), []byte(":"))
-		if !ok || (string(key) != "VmRSS" && string(key) != "VmHWM") {
+		if !ok || (string(key) != "VmRSS" && string(key) != "VmHWM" && string(key) != "RssAnon") {
 			continue
 		}
 		fields := bytes.Fields(rest)
 		if len(fields) != 2 || string(fields[1]) != "kB" {
-			return 0, 0, fmt.Errorf("%s: want \"N kB\", got %q", key, rest)
+			return procMemory{}, fmt.Errorf("%s: want \"N kB\", got %q", key, rest)
 		}
 		n, err := strconv.ParseInt(string(fields[0]), 10, 64)
 		if err != nil {
-			return 0, 0, fmt.Errorf("%s: %w", key, err)
+			return procMemory{}, fmt.Errorf("%s: %w", key, err)
 		}
-		found[string(key)] = n
+		found[string(key)] = n << 10
 	}
 	rss, ok1 := found["VmRSS"]
 	peak, ok2 := found["VmHWM"]
 	if !ok1 || !ok2 {
-		return 0, 0, fmt.Errorf("no VmRSS or VmHWM line")
+		return procMemory{}, fmt.Errorf("no VmRSS or VmHWM line")
 	}
-	return rss, peak, nil
+	return procMemory{rss: rss, peak: peak, anon: found["RssAnon"]}, nil
 }
 
 // resetPeakRSS sets process pid's VmHWM to its current VmRSS (Linux 4.0
@@ -82,10 +92,11 @@ type rssWatch struct {
 	stopc    chan struct{}
 	done     chan struct{}
 
-	mu      sync.Mutex
-	samples []RSSSample
-	peak    int64 // bytes, the highest of the samples and VmHWM
-	err     error
+	mu       sync.Mutex
+	samples  []RSSSample
+	peak     int64 // bytes, the highest of the samples and VmHWM
+	anonPeak int64 // bytes, the highest RssAnon sampled (no kernel mark)
+	err      error
 }
 
 // watchRSS starts sampling pid every interval; stop ends it.
@@ -113,7 +124,7 @@ func (w *rssWatch) loop(every time.Duration) {
 
 // read records one sample; the first error is kept and ends the figures.
 func (w *rssWatch) read() {
-	rss, hwm, err := processRSS(w.pid)
+	m, err := processRSS(w.pid)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if err != nil {
@@ -122,25 +133,32 @@ func (w *rssWatch) read() {
 		}
 		return
 	}
-	w.samples = append(w.samples, RSSSample{At: time.Since(w.start).Seconds(), MB: mb(rss)})
-	w.peak = max(w.peak, rss)
+	w.samples = append(w.samples, RSSSample{At: time.Since(w.start).Seconds(), MB: mb(m.rss)})
+	w.peak = max(w.peak, m.rss)
 	if w.hwmValid {
-		w.peak = max(w.peak, hwm)
+		w.peak = max(w.peak, m.peak)
 	}
+	w.anonPeak = max(w.anonPeak, m.anon)
 }
 
-// stop ends the sampling with a last reading and returns the peak and the
-// last reading in MB, and every sample. It may be called once.
-func (w *rssWatch) stop() (peakMB, endMB float64, samples []RSSSample, err error) {
+// rssFigures are what a watch saw, in MB.
+type rssFigures struct {
+	peak, end, anonPeak float64
+	samples             []RSSSample
+}
+
+// stop ends the sampling with a last reading and returns the figures. It
+// may be called once.
+func (w *rssWatch) stop() (rssFigures, error) {
 	close(w.stopc)
 	<-w.done
 	w.read()
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.err != nil {
-		return 0, 0, nil, w.err
+		return rssFigures{}, w.err
 	}
-	return mb(w.peak), w.samples[len(w.samples)-1].MB, w.samples, nil
+	return rssFigures{peak: mb(w.peak), end: w.samples[len(w.samples)-1].MB, anonPeak: mb(w.anonPeak), samples: w.samples}, nil
 }
 
 func mb(bytes int64) float64 { return float64(bytes) / (1 << 20) }

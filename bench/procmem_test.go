@@ -11,9 +11,13 @@ import (
 func TestParseProcStatus(t *testing.T) {
 	status := "Name:\tdumbodb\nUmask:\t0022\nState:\tS (sleeping)\nVmPeak:\t 2345678 kB\nVmSize:\t 2345000 kB\n" +
 		"VmHWM:\t  412340 kB\nVmRSS:\t  398012 kB\nRssAnon:\t  380000 kB\nThreads:\t12\n"
-	rss, peak, err := parseProcStatus([]byte(status))
-	if err != nil || rss != 398012 || peak != 412340 {
-		t.Errorf("parseProcStatus = %d, %d, %v; want 398012, 412340", rss, peak, err)
+	m, err := parseProcStatus([]byte(status))
+	if want := (procMemory{rss: 398012 << 10, peak: 412340 << 10, anon: 380000 << 10}); err != nil || m != want {
+		t.Errorf("parseProcStatus = %+v, %v; want %+v", m, err, want)
+	}
+	// RssAnon came in Linux 4.5: without it the rest still reads.
+	if m, err := parseProcStatus([]byte("VmHWM:\t 2 kB\nVmRSS:\t 1 kB\n")); err != nil || m != (procMemory{rss: 1024, peak: 2048}) {
+		t.Errorf("without RssAnon: %+v, %v", m, err)
 	}
 	for _, bad := range []string{
 		"",
@@ -22,7 +26,7 @@ func TestParseProcStatus(t *testing.T) {
 		"VmHWM:\t 1 kB\nVmRSS:\t x kB\n",
 		"VmHWM:\t 1 kB\nVmRSS:\t 2 MB\n",
 	} {
-		if _, _, err := parseProcStatus([]byte(bad)); err == nil {
+		if _, err := parseProcStatus([]byte(bad)); err == nil {
 			t.Errorf("parseProcStatus(%q) accepted", bad)
 		}
 	}
@@ -32,10 +36,11 @@ func TestParseProcStatus(t *testing.T) {
 var sink []byte
 
 func TestWatchRSSSeesThisProcessGrow(t *testing.T) {
-	rss, peak, err := processRSS(os.Getpid())
-	if err != nil || rss <= 0 || peak < rss {
-		t.Fatalf("processRSS = %d, %d, %v; want 0 < RSS <= peak", rss, peak, err)
+	m, err := processRSS(os.Getpid())
+	if err != nil || m.rss <= 0 || m.peak < m.rss || m.anon <= 0 || m.anon > m.rss {
+		t.Fatalf("processRSS = %+v, %v; want 0 < anonymous <= RSS <= peak", m, err)
 	}
+	rss := m.rss
 	w := watchRSS(os.Getpid(), 5*time.Millisecond)
 	// 64 MiB touched page by page are resident until dropped (some may
 	// reuse pages the heap already held: the bound leaves room for that).
@@ -46,13 +51,14 @@ func TestWatchRSSSeesThisProcessGrow(t *testing.T) {
 		}
 	}
 	time.Sleep(20 * time.Millisecond)
-	peakMB, endMB, samples, err := w.stop()
+	f, err := w.stop()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if peakMB < mb(rss)+40 || endMB > peakMB || len(samples) < 2 {
-		t.Errorf("peak %.1f MB, end %.1f MB, %d samples; want the peak at least 40 MB above %.1f MB, the end not above it",
-			peakMB, endMB, len(samples), mb(rss))
+	// The heap is anonymous memory: RssAnon grows as much.
+	if f.peak < mb(rss)+40 || f.anonPeak < mb(m.anon)+40 || f.end > f.peak || len(f.samples) < 2 {
+		t.Errorf("%+v; want the peak and the anonymous peak at least 40 MB above %.1f and %.1f MB, the end not above the peak",
+			f, mb(rss), mb(m.anon))
 	}
 	sink = nil
 	runtime.GC()

@@ -228,7 +228,7 @@ func rssPeak(r Result) string {
 // the budget must hold under every family, not only on average.
 func memoryMarkdown(meta Meta, results []Result) string {
 	var families, targets []string
-	peak := map[[2]string]float64{}
+	peak, anon := map[[2]string]float64{}, map[[2]string]float64{}
 	cache := map[string]int{}
 	for _, r := range results {
 		if !r.RSSMeasured {
@@ -242,15 +242,15 @@ func memoryMarkdown(meta Meta, results []Result) string {
 			targets = append(targets, r.Target)
 		}
 		k := [2]string{family, r.Target}
-		peak[k] = max(peak[k], r.ServerRSSPeakMB)
+		peak[k], anon[k] = max(peak[k], r.ServerRSSPeakMB), max(anon[k], r.ServerAnonPeakMB)
 		cache[r.Target] = max(cache[r.Target], r.ServerCacheMB)
 	}
 	if len(families) == 0 {
 		return ""
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "\n## Server memory by family\n\nThe highest RSS peak (MB) of each family's benchmarks; "+
-		"the goal is --cacheSizeMB + %d MB (ServerRSSOverheadMB, docs/design/resources.md).\n\n| family |", ServerRSSOverheadMB)
+	fmt.Fprintf(&b, "\n## Server memory by family\n\nThe highest RSS peak (MB) of each family's benchmarks, and in parentheses the highest anonymous memory (RssAnon, sampled every 100 ms: "+
+		"the heap and stacks without the file pages, which the kernel can drop); the goal is --cacheSizeMB + %d MB (ServerRSSOverheadMB, docs/design/resources.md).\n\n| family |", ServerRSSOverheadMB)
 	for _, t := range targets {
 		if cache[t] > 0 {
 			fmt.Fprintf(&b, " %s (--cacheSizeMB %d) |", t, cache[t])
@@ -263,7 +263,7 @@ func memoryMarkdown(meta Meta, results []Result) string {
 		fmt.Fprintf(&b, "| %s |", f)
 		for _, t := range targets {
 			if v, ok := peak[[2]string{f, t}]; ok {
-				fmt.Fprintf(&b, " %s |", num(v))
+				fmt.Fprintf(&b, " %s (%s) |", num(v), num(anon[[2]string{f, t}]))
 			} else {
 				b.WriteString(" |")
 			}

@@ -20,7 +20,7 @@ func fixedRun() (Meta, []Result) {
 		{Benchmark: "Floor/Ping", Group: GroupFloor, Target: "peer", Unit: "op", Status: StatusOK, SamplesUS: []float64{100}, Units: 1, BusyUS: 100},
 		{Benchmark: FloorBenchmark, Group: GroupFloor, Target: MachineTarget, Unit: "op", Status: StatusOK, SamplesUS: []float64{200}, Units: 1, BusyUS: 200},
 		{Benchmark: "InsertMany/100", Group: GroupBulk, Target: "dumbo", Unit: "doc", Status: StatusOK, SamplesUS: []float64{30}, Units: 100, BusyUS: 3000,
-			RSSMeasured: true, ServerRSSPeakMB: 310.25, ServerRSSEndMB: 290, ServerCacheMB: 256},
+			RSSMeasured: true, ServerRSSPeakMB: 310.25, ServerRSSEndMB: 290, ServerCacheMB: 256, ServerAnonPeakMB: 250},
 		{Benchmark: "InsertMany/100", Group: GroupBulk, Target: "peer", Unit: "doc", Status: StatusOK, SamplesUS: []float64{10}, Units: 100, BusyUS: 1000},
 		{Benchmark: "FindOne/IntId", Group: GroupReads, Target: "dumbo", Unit: "op", Status: StatusOK, SamplesUS: []float64{1200}, Units: 1, BusyUS: 1200},
 		{Benchmark: "FindOne/IntId", Group: GroupReads, Target: "peer", Unit: "op", Status: StatusOK, SamplesUS: []float64{800}, Units: 1, BusyUS: 800},

@@ -67,6 +67,9 @@ type Result struct {
 	ServerRSSPeakMB float64 `json:"server_rss_peak_mb,omitempty"`
 	ServerRSSEndMB  float64 `json:"server_rss_end_mb,omitempty"`
 	ServerCacheMB   int     `json:"server_cache_mb,omitempty"`
+	// ServerAnonPeakMB is the highest RssAnon sampled (every 100 ms): the
+	// heap and stacks, without the file pages the RSS also counts.
+	ServerAnonPeakMB float64 `json:"server_anon_peak_mb,omitempty"`
 	// Soak benchmarks keep every RSS sample and the least-squares slope
 	// of those after the warm-up (SlopeMeasured: there were enough).
 	RSSSamples        []RSSSample `json:"rss_samples,omitempty"`
@@ -182,7 +185,7 @@ func brief(r Result) string {
 		line = fmt.Sprintf("median %.1f µs/%s, p99 %.1f", st.median, r.Unit, st.p99)
 	}
 	if r.RSSMeasured {
-		line += fmt.Sprintf(", server RSS peak %.0f MB", r.ServerRSSPeakMB)
+		line += fmt.Sprintf(", server RSS peak %.0f MB (anonymous %.0f)", r.ServerRSSPeakMB, r.ServerAnonPeakMB)
 	}
 	if r.SlopeMeasured {
 		line += fmt.Sprintf(", slope %.1f MB/h", r.RSSSlopeMBPerHour)
@@ -356,16 +359,16 @@ func (s *slot) stopWatchingMemory() {
 	if s.rss == nil {
 		return
 	}
-	peak, end, samples, err := s.rss.stop()
+	f, err := s.rss.stop()
 	s.rss = nil
 	if err != nil {
 		s.res.Status, s.res.Reason = StatusError, shorten(err)
 		return
 	}
-	s.res.RSSMeasured, s.res.ServerRSSPeakMB, s.res.ServerRSSEndMB = true, peak, end
+	s.res.RSSMeasured, s.res.ServerRSSPeakMB, s.res.ServerRSSEndMB, s.res.ServerAnonPeakMB = true, f.peak, f.end, f.anonPeak
 	if s.soak {
-		s.res.RSSSamples = samples
-		s.res.RSSSlopeMBPerHour, s.res.SlopeMeasured = rssSlope(samples, soakWarmup(samples))
+		s.res.RSSSamples = f.samples
+		s.res.RSSSlopeMBPerHour, s.res.SlopeMeasured = rssSlope(f.samples, soakWarmup(f.samples))
 	}
 }
 
