@@ -64,7 +64,8 @@ func TestRawFamilyAgainstDumboDB(t *testing.T) {
 		t.Skip("builds and starts dumbodb")
 	}
 	p := dumboproc.StartT(t, t.TempDir())
-	cfg := &bench.Config{Targets: []bench.Target{{Name: "dumbo", URL: p.URL(), Pid: p.Pid()}}, Baseline: "dumbo",
+	// The server runs with the default --cacheSizeMB, 256.
+	cfg := &bench.Config{Targets: []bench.Target{{Name: "dumbo", URL: p.URL(), Pid: p.Pid(), CacheSizeMB: 256}}, Baseline: "dumbo",
 		Families: []string{"Raw"}, Samples: 2, Duration: 50 * time.Millisecond, Warmup: 10 * time.Millisecond}
 	results, err := bench.Run(context.Background(), cfg, bench.All(cfg))
 	if err != nil {
@@ -84,8 +85,10 @@ func TestRawFamilyAgainstDumboDB(t *testing.T) {
 		}
 	}
 	for _, g := range bench.EvaluateGoals(results) {
-		if !g.Measured {
-			t.Errorf("%s not measured", g.Goal.Figure)
+		// No soak runs here; every other goal has what it needs.
+		soak := g.Goal.Figure == "soak RSS slope after warm-up ("+bench.SoakBenchmark+")"
+		if g.Measured == soak {
+			t.Errorf("%s: measured %v", g.Goal.Figure, g.Measured)
 		}
 	}
 }
