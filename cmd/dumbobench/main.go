@@ -189,7 +189,7 @@ func execute(ctx context.Context, o *options, command string, stdout, stderr io.
 		Duration: o.duration, Warmup: o.warmup, Import: o.imports, Soak: o.soak, OutDir: o.out, Progress: logf}
 	benches := bench.All(cfg)
 	if !slices.ContainsFunc(benches, cfg.Selected) {
-		return errors.New("no benchmark matches --filter and --only")
+		return errors.New("no benchmark matches --filter and --only (the Soak family runs with --soak)")
 	}
 	targets := o.targets
 	if o.start {
