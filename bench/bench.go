@@ -25,11 +25,12 @@ const (
 	GroupVC            = "Version control"
 	GroupLargeDoc      = "Large documents"
 	GroupChangeStreams = "Change streams"
+	GroupMemory        = "Server memory"
 )
 
 // GroupOrder lists every group in report order.
 var GroupOrder = []string{GroupFloor, GroupReads, GroupInserts, GroupUpdates, GroupFilters,
-	GroupJoins, GroupDocUpdates, GroupBulk, GroupConcurrency, GroupRaw, GroupTxn, GroupImport, GroupVC, GroupLargeDoc, GroupChangeStreams}
+	GroupJoins, GroupDocUpdates, GroupBulk, GroupConcurrency, GroupRaw, GroupTxn, GroupImport, GroupVC, GroupLargeDoc, GroupChangeStreams, GroupMemory}
 
 // Target is a server under test, reached at a mongodb:// URL.
 type Target struct {
@@ -45,6 +46,10 @@ type Target struct {
 	// it), is the server's process id: results then carry the server's
 	// CPU time per operation, read from /proc/<pid>/stat.
 	Pid int `json:",omitempty"`
+	// CacheSizeMB, if known (--start passes it), is the server's
+	// --cacheSizeMB: the memory goal bounds its RSS by it plus
+	// ServerRSSOverheadMB.
+	CacheSizeMB int `json:",omitempty"`
 }
 
 // MachineTarget names the pseudo-target of benchmarks that measure this
@@ -64,7 +69,9 @@ type Config struct {
 	// component (Floor, FindOne, VC, LargeDoc, ...) is listed.
 	Families []string
 	// Quick shrinks the LargeDoc family: fewer sizes, 4 MiB collections.
-	Quick    bool
+	Quick bool
+	// Soak is how long the Soak family runs; 0 leaves it out of the run.
+	Soak     time.Duration
 	OutDir   string // where Floor keeps its preallocated file
 	Progress func(format string, args ...any)
 }
@@ -93,7 +100,11 @@ type Benchmark struct {
 	// Quantity benchmarks measure an amount in Unit (bytes per commit),
 	// not time: their workload's Measure runs once per target.
 	Quantity bool
-	Setup    func(ctx context.Context, e *Env) (*Workload, error)
+	// Soak benchmarks run once, for Config.Soak, without warm-up, and
+	// only when Config.Soak is set: their figure is the server's memory
+	// over time (soak.go).
+	Soak  bool
+	Setup func(ctx context.Context, e *Env) (*Workload, error)
 }
 
 const longRounds = 2
@@ -112,6 +123,8 @@ type Env struct {
 	DataDir string
 	// Dumbo is set on DumboDB targets (buildInfo has dumbodbVersion).
 	Dumbo bool
+	// Pid is the server's process id, 0 when unknown.
+	Pid int
 }
 
 // Workload is a benchmark ready to be timed on one target.

@@ -17,4 +17,17 @@
 // also reads the server's user + system CPU time from /proc/<pid>/stat
 // (in USER_HZ ticks, 100 a second on Linux: a window's figure is within
 // 10 ms) and the report divides it by the operations in the windows.
+//
+// For the same targets it watches the server's resident memory
+// (procmem.go): from before a benchmark's setup to after its database is
+// dropped, VmRSS is read from /proc/<pid>/status every 100 ms and the peak
+// taken from VmHWM, which clear_refs resets at the start so that the peak
+// is the benchmark's own and no spike between samples is missed. Each row
+// shows that peak, the report a table of each family's highest peak, and
+// the memory goal bounds it by the target's --cacheSizeMB (Target.
+// CacheSizeMB, which --start passes explicitly) plus ServerRSSOverheadMB.
+// The Memory family (memory.go) creates and drops 500 databases and
+// reports the RSS they leave behind; the Soak family (soak.go) runs a
+// mixed workload for Config.Soak (--soak; not run otherwise), samples the
+// RSS every 2 s and fits a least-squares slope after the warm-up.
 package bench

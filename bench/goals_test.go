@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -25,6 +26,19 @@ func goalRun() []Result {
 		{Benchmark: "Raw/InsertMany/1000", Group: GroupRaw, Target: "peer", Unit: "doc", Status: StatusError, Reason: "boom"},
 		ok("peer", "FindOne/IntId", "op", 1, 1, 1, 0), // not a Raw row: no goal reads it
 	}
+	// Memory: dumbo's highest peak is on a failed row, 1 MB over its
+	// budget of 256 + ServerRSSOverheadMB; the peer's --cacheSizeMB is
+	// unknown, so its peak has no bound.
+	memory := func(i int, target string, peak float64, cache int) {
+		rs[i].RSSMeasured, rs[i].ServerRSSPeakMB, rs[i].ServerCacheMB = true, peak, cache
+	}
+	memory(1, "dumbo", 300, 256)
+	memory(9, "peer", 900, 0)
+	rs = append(rs,
+		Result{Benchmark: "Memory/CreateDrop500", Group: GroupMemory, Target: "dumbo", Status: StatusError, Reason: "boom",
+			RSSMeasured: true, ServerRSSPeakMB: 256 + ServerRSSOverheadMB + 1, ServerCacheMB: 256},
+		Result{Benchmark: SoakBenchmark, Group: GroupMemory, Target: "dumbo", Unit: "op", Status: StatusOK, SamplesUS: []float64{1},
+			RSSMeasured: true, ServerRSSPeakMB: 100, ServerCacheMB: 256, SlopeMeasured: true, RSSSlopeMBPerHour: 0.4})
 	Summarize(rs, "peer")
 	return rs
 }
@@ -36,6 +50,8 @@ func TestEvaluateGoals(t *testing.T) {
 		"findOne by _id ÷ ping":                            {"1.47 × ❌ not met", "1.10 × ✅ met"},
 		"server CPU per findOne by _id":                    {"8.00 µs ✅ met", "not measured"},
 		"insertMany of 1,000 documents of 100 B":           {"74000 docs/s ❌ not met", "not measured"},
+		"server RSS peak, every benchmark run":             {"597 MB of 596 ❌ not met", "not measured"}, // 256 + ServerRSSOverheadMB + 1
+		"soak RSS slope after warm-up (Soak/Mixed)":        {"0.40 MB/h ✅ met", "not measured"},
 	}
 	got := EvaluateGoals(goalRun())
 	if len(got) != 2*len(Goals) {
@@ -52,16 +68,16 @@ func TestEvaluateGoals(t *testing.T) {
 	}
 }
 
-func TestGoalsWithoutRawRows(t *testing.T) {
+func TestGoalsWithoutRawRowsOrMemory(t *testing.T) {
 	_, rs := fixedRun()
 	var driverOnly []Result
 	for _, r := range rs {
-		if r.Group != GroupRaw {
+		if r.Group != GroupRaw && !r.RSSMeasured {
 			driverOnly = append(driverOnly, r)
 		}
 	}
 	if g := EvaluateGoals(driverOnly); len(g) != 0 {
-		t.Errorf("a run without the Raw family has %d goal results, want none", len(g))
+		t.Errorf("a run without the Raw family or memory readings has %d goal results, want none", len(g))
 	}
 	if md := GoalsMarkdown(nil); md != "" {
 		t.Errorf("GoalsMarkdown(nil) = %q, want nothing", md)
@@ -98,5 +114,21 @@ func TestPingRatioUsesTheSameClientsPing(t *testing.T) {
 				t.Errorf("FindOne/IntId on peer without a Floor/Ping: × ping %v, want none", r.PingRatio)
 			}
 		}
+	}
+}
+
+func TestStrictAndPerTargetBounds(t *testing.T) {
+	soak := Goals[len(Goals)-1]
+	if soak.value == nil || soak.Want() != "< 1 MB/h" || soak.met(1, 1) || !soak.met(0.99, 1) || !soak.met(-3, 1) {
+		t.Errorf("soak goal %q: a slope of exactly 1 MB/h must miss it, below must meet it", soak.Want())
+	}
+	rss := Goals[len(Goals)-2]
+	run := targetRun{rows: []Result{{RSSMeasured: true, ServerRSSPeakMB: 300, ServerCacheMB: 64}}}
+	g := rss.evaluate("dumbo", run)
+	if !g.Measured || g.Bound != 64+ServerRSSOverheadMB || g.Met != (300 <= 64+ServerRSSOverheadMB) {
+		t.Errorf("RSS goal with --cacheSizeMB 64: %+v; want the bound 64 + %d", g, ServerRSSOverheadMB)
+	}
+	if want := "≤ --cacheSizeMB + " + strconv.Itoa(ServerRSSOverheadMB) + " MB"; rss.Want() != want {
+		t.Errorf("RSS goal prints %q, want %q", rss.Want(), want)
 	}
 }

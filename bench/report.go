@@ -19,6 +19,7 @@ type Meta struct {
 	Samples  int      `json:"samples"`
 	Duration string   `json:"duration"`
 	Warmup   string   `json:"warmup"`
+	Soak     string   `json:"soak,omitempty"` // the Soak family's duration, "" when not run
 	Machine  string   `json:"machine"`
 }
 
@@ -60,23 +61,30 @@ func Markdown(meta Meta, results []Result) string {
 		}
 		b.WriteString("\n")
 	}
-	fmt.Fprintf(&b, "- baseline: `%s`; %d interleaved rounds of %s per target after %s of warm-up; writes use {w: 1, j: true}\n\n",
+	fmt.Fprintf(&b, "- baseline: `%s`; %d interleaved rounds of %s per target after %s of warm-up; writes use {w: 1, j: true}\n",
 		meta.Baseline, meta.Samples, meta.Duration, meta.Warmup)
+	if meta.Soak != "" {
+		fmt.Fprintf(&b, "- soak: %s per target, one round without warm-up\n", meta.Soak)
+	}
+	b.WriteString("\n")
 	fmt.Fprintf(&b, "%s\n\n", SummaryLine(meta.Baseline, results))
 	b.WriteString(GoalsMarkdown(EvaluateGoals(results)))
 	fmt.Fprintf(&b, "Multiplier: median ÷ the baseline's median (below 1 is faster): 🟢 faster, 🟡 1-2x, 🟠 2-5x, 🔴 >5x. "+
 		"× fsync: median ÷ the median of one 256-byte append + fdatasync on this machine. "+
 		"× ping: median ÷ the same target's ping median through the same client (%s for driver rows, %s for the %s family). "+
 		"server CPU µs/op: the server's user + system CPU time over the timed calls (/proc/<pid>/stat, in 10 ms ticks) ÷ their operations "+
-		"(or documents, /doc), for servers dumbobench started itself (--start).\n", PingBenchmark, RawPingBenchmark, strings.TrimSuffix(rawFamily, "/"))
+		"(or documents, /doc), for servers dumbobench started itself (--start). "+
+		"server RSS peak MB: the highest resident memory of such a server from the benchmark's setup to its cleanup (VmHWM of /proc/<pid>/status, reset at the start).\n",
+		PingBenchmark, RawPingBenchmark, strings.TrimSuffix(rawFamily, "/"))
+	b.WriteString(memoryMarkdown(meta, results))
 	for _, g := range GroupOrder {
 		rows := inGroup(results, g)
 		if len(rows) == 0 {
 			continue
 		}
 		fmt.Fprintf(&b, "\n## %s\n\n", g)
-		b.WriteString("| benchmark | target | median µs | p99 µs | ops/s | × baseline | | × fsync | × ping | server CPU µs/op |\n")
-		b.WriteString("|---|---|--:|--:|--:|--:|---|--:|--:|--:|\n")
+		b.WriteString("| benchmark | target | median µs | p99 µs | ops/s | × baseline | | × fsync | × ping | server CPU µs/op | server RSS peak MB |\n")
+		b.WriteString("|---|---|--:|--:|--:|--:|---|--:|--:|--:|--:|\n")
 		for _, r := range rows {
 			b.WriteString(row(r, meta.Baseline))
 		}
@@ -184,7 +192,7 @@ func row(r Result, baseline string) string {
 		if r.Reason != "" {
 			what += ": " + strings.ReplaceAll(r.Reason, "|", "\\|")
 		}
-		return name + fmt.Sprintf("| %s | | | | | | | |\n", what)
+		return name + fmt.Sprintf("| %s | | | | | | | | %s |\n", what, rssPeak(r))
 	}
 	mult, marker := "", Marker(r.Multiplier)
 	switch {
@@ -194,7 +202,7 @@ func row(r Result, baseline string) string {
 		mult = multiplier(r.Multiplier)
 	}
 	if r.Quantity {
-		return name + fmt.Sprintf("| %s %s | | | %s | %s | | | |\n", num(r.MedianUS), r.Unit, mult, marker)
+		return name + fmt.Sprintf("| %s %s | | | %s | %s | | | | %s |\n", num(r.MedianUS), r.Unit, mult, marker, rssPeak(r))
 	}
 	unit := ""
 	if r.Unit != "op" {
@@ -204,17 +212,103 @@ func row(r Result, baseline string) string {
 	if r.CPUMeasured {
 		cpu = num(r.ServerCPUPerUnitUS) + unit
 	}
-	return name + fmt.Sprintf("| %s%s | %s | %s | %s | %s | %s | %s | %s |\n",
-		num(r.MedianUS), unit, num(r.P99US), num(r.OpsPerSec), mult, marker, ratio(r.FloorRatio), ratio(r.PingRatio), cpu)
+	return name + fmt.Sprintf("| %s%s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+		num(r.MedianUS), unit, num(r.P99US), num(r.OpsPerSec), mult, marker, ratio(r.FloorRatio), ratio(r.PingRatio), cpu, rssPeak(r))
+}
+
+func rssPeak(r Result) string {
+	if !r.RSSMeasured {
+		return ""
+	}
+	return num(r.ServerRSSPeakMB)
+}
+
+// memoryMarkdown renders each family's highest RSS peak per target whose
+// memory was read, with the target's --cacheSizeMB, and the soak's slope:
+// the budget must hold under every family, not only on average.
+func memoryMarkdown(meta Meta, results []Result) string {
+	var families, targets []string
+	peak, anon := map[[2]string]float64{}, map[[2]string]float64{}
+	cache := map[string]int{}
+	for _, r := range results {
+		if !r.RSSMeasured {
+			continue
+		}
+		family, _, _ := strings.Cut(r.Benchmark, "/")
+		if !slices.Contains(families, family) {
+			families = append(families, family)
+		}
+		if !slices.Contains(targets, r.Target) {
+			targets = append(targets, r.Target)
+		}
+		k := [2]string{family, r.Target}
+		peak[k], anon[k] = max(peak[k], r.ServerRSSPeakMB), max(anon[k], r.ServerAnonPeakMB)
+		cache[r.Target] = max(cache[r.Target], r.ServerCacheMB)
+	}
+	if len(families) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n## Server memory by family\n\nThe highest RSS peak (MB) of each family's benchmarks, and in parentheses the highest anonymous memory (RssAnon, sampled every 100 ms: "+
+		"the heap and stacks without the file pages, which the kernel can drop); the goal is --cacheSizeMB + %d MB (ServerRSSOverheadMB, docs/design/resources.md).\n\n| family |", ServerRSSOverheadMB)
+	for _, t := range targets {
+		if cache[t] > 0 {
+			fmt.Fprintf(&b, " %s (--cacheSizeMB %d) |", t, cache[t])
+		} else {
+			fmt.Fprintf(&b, " %s |", t)
+		}
+	}
+	b.WriteString("\n|---|" + strings.Repeat("--:|", len(targets)) + "\n")
+	for _, f := range families {
+		fmt.Fprintf(&b, "| %s |", f)
+		for _, t := range targets {
+			if v, ok := peak[[2]string{f, t}]; ok {
+				fmt.Fprintf(&b, " %s (%s) |", num(v), num(anon[[2]string{f, t}]))
+			} else {
+				b.WriteString(" |")
+			}
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString(memoryLines(results))
+	return b.String()
+}
+
+// memoryLines describes the rows whose figure is the memory itself: the
+// Memory family's peak and after, the soak's samples, slope and peak.
+func memoryLines(results []Result) string {
+	var b strings.Builder
+	for _, r := range results {
+		switch {
+		case !r.RSSMeasured || r.Status != StatusOK:
+		case len(r.RSSSamples) > 0:
+			b.WriteString(soakLine(r))
+		case r.Group == GroupMemory:
+			fmt.Fprintf(&b, "\n%s on %s: RSS peak %s MB, %s MB after (%s %s).\n",
+				r.Benchmark, r.Target, num(r.ServerRSSPeakMB), num(r.ServerRSSEndMB), num(r.MedianUS), r.Unit)
+		}
+	}
+	return b.String()
+}
+
+func soakLine(r Result) string {
+	first, last := r.RSSSamples[0], r.RSSSamples[len(r.RSSSamples)-1]
+	slope := "too few samples after the warm-up for a slope"
+	if r.SlopeMeasured {
+		slope = fmt.Sprintf("slope %s MB/hour after the first %s s", num(r.RSSSlopeMBPerHour), num(soakWarmup(r.RSSSamples)))
+	}
+	return fmt.Sprintf("\n%s on %s: %s s, %d RSS samples (%s MB first, %s MB last), %s; peak %s MB.\n",
+		r.Benchmark, r.Target, num(last.At), len(r.RSSSamples), num(first.MB), num(last.MB), slope, num(r.ServerRSSPeakMB))
 }
 
 // num prints three significant figures, enough for timings that vary by
 // more than that from run to run.
 func num(x float64) string {
-	switch {
-	case x >= 100:
+	// By magnitude: a falling soak's slope is negative.
+	switch a := math.Abs(x); {
+	case a >= 100:
 		return fmt.Sprintf("%.0f", x)
-	case x >= 10:
+	case a >= 10:
 		return fmt.Sprintf("%.1f", x)
 	default:
 		return fmt.Sprintf("%.2f", x)

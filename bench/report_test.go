@@ -19,7 +19,8 @@ func fixedRun() (Meta, []Result) {
 		{Benchmark: "Floor/Ping", Group: GroupFloor, Target: "dumbo", Unit: "op", Status: StatusOK, SamplesUS: []float64{50, 60, 70}, Units: 3, BusyUS: 180},
 		{Benchmark: "Floor/Ping", Group: GroupFloor, Target: "peer", Unit: "op", Status: StatusOK, SamplesUS: []float64{100}, Units: 1, BusyUS: 100},
 		{Benchmark: FloorBenchmark, Group: GroupFloor, Target: MachineTarget, Unit: "op", Status: StatusOK, SamplesUS: []float64{200}, Units: 1, BusyUS: 200},
-		{Benchmark: "InsertMany/100", Group: GroupBulk, Target: "dumbo", Unit: "doc", Status: StatusOK, SamplesUS: []float64{30}, Units: 100, BusyUS: 3000},
+		{Benchmark: "InsertMany/100", Group: GroupBulk, Target: "dumbo", Unit: "doc", Status: StatusOK, SamplesUS: []float64{30}, Units: 100, BusyUS: 3000,
+			RSSMeasured: true, ServerRSSPeakMB: 310.25, ServerRSSEndMB: 290, ServerCacheMB: 256, ServerAnonPeakMB: 250},
 		{Benchmark: "InsertMany/100", Group: GroupBulk, Target: "peer", Unit: "doc", Status: StatusOK, SamplesUS: []float64{10}, Units: 100, BusyUS: 1000},
 		{Benchmark: "FindOne/IntId", Group: GroupReads, Target: "dumbo", Unit: "op", Status: StatusOK, SamplesUS: []float64{1200}, Units: 1, BusyUS: 1200},
 		{Benchmark: "FindOne/IntId", Group: GroupReads, Target: "peer", Unit: "op", Status: StatusOK, SamplesUS: []float64{800}, Units: 1, BusyUS: 800},
@@ -31,6 +32,11 @@ func fixedRun() (Meta, []Result) {
 		{Benchmark: "Raw/InsertMany/1000", Group: GroupRaw, Target: "dumbo", Unit: "doc", Status: StatusOK, SamplesUS: []float64{3}, Units: 1000, BusyUS: 3000,
 			CPUMeasured: true, ServerCPUUS: 2500},
 		{Benchmark: RawPingBenchmark, Group: GroupRaw, Target: "peer", Unit: "op", Status: StatusOK, SamplesUS: []float64{40}, Units: 1, BusyUS: 40},
+		{Benchmark: "Memory/CreateDrop500", Group: GroupMemory, Target: "dumbo", Unit: "MB kept", Status: StatusOK, Quantity: true,
+			SamplesUS: []float64{11.4}, Units: 1, RSSMeasured: true, ServerRSSPeakMB: 70, ServerRSSEndMB: 69.9, ServerCacheMB: 256},
+		{Benchmark: SoakBenchmark, Group: GroupMemory, Target: "dumbo", Unit: "op", Status: StatusOK, SamplesUS: []float64{500}, Units: 4, BusyUS: 2000,
+			RSSMeasured: true, ServerRSSPeakMB: 101, ServerRSSEndMB: 99, ServerCacheMB: 256,
+			RSSSamples: []RSSSample{{0, 80}, {60, 100}, {90, 101}, {120, 99}}, SlopeMeasured: true, RSSSlopeMBPerHour: -72},
 	}
 	Summarize(rs, meta.Baseline)
 	return meta, rs
@@ -57,7 +63,7 @@ func TestMarkdownGolden(t *testing.T) {
 func TestSummaryLine(t *testing.T) {
 	_, rs := fixedRun()
 	got := SummaryLine("peer", rs)
-	want := "**Summary:** 6 benchmarks run; 2 of 4 compared results faster than the baseline `peer`; slowest multiplier 3.00x (InsertMany/100 on dumbo)."
+	want := "**Summary:** 8 benchmarks run; 2 of 4 compared results faster than the baseline `peer`; slowest multiplier 3.00x (InsertMany/100 on dumbo)."
 	if got != want {
 		t.Errorf("SummaryLine =\n%s\nwant\n%s", got, want)
 	}

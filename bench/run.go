@@ -57,6 +57,24 @@ type Result struct {
 	// Quantity results are amounts in Unit (bytes per commit), not times:
 	// samples_us, median_us and p99_us then hold those amounts.
 	Quantity bool `json:"quantity,omitempty"`
+	// RSSMeasured: the target's pid is known, and its resident memory was
+	// read from before Setup to after the database's drop.
+	// ServerRSSPeakMB is the highest it reached (the kernel's VmHWM, reset
+	// at the start), ServerRSSEndMB the last reading; ServerCacheMB is the
+	// target's --cacheSizeMB (0: unknown), which the memory goal adds its
+	// overhead to.
+	RSSMeasured     bool    `json:"rss_measured,omitempty"`
+	ServerRSSPeakMB float64 `json:"server_rss_peak_mb,omitempty"`
+	ServerRSSEndMB  float64 `json:"server_rss_end_mb,omitempty"`
+	ServerCacheMB   int     `json:"server_cache_mb,omitempty"`
+	// ServerAnonPeakMB is the highest RssAnon sampled (every 100 ms): the
+	// heap and stacks, without the file pages the RSS also counts.
+	ServerAnonPeakMB float64 `json:"server_anon_peak_mb,omitempty"`
+	// Soak benchmarks keep every RSS sample and the least-squares slope
+	// of those after the warm-up (SlopeMeasured: there were enough).
+	RSSSamples        []RSSSample `json:"rss_samples,omitempty"`
+	SlopeMeasured     bool        `json:"slope_measured,omitempty"`
+	RSSSlopeMBPerHour float64     `json:"rss_slope_mb_per_hour,omitempty"`
 }
 
 // durable is the write concern of every write: acknowledged by the primary
@@ -98,10 +116,15 @@ func connect(ctx context.Context, t Target) (*server, error) {
 }
 
 // Selected reports whether the run includes benchmark b (by Filter and
-// Families; a target's Only narrows it further for that target).
+// Families; a target's Only narrows it further for that target). A Soak
+// benchmark runs exactly when Config.Soak is set, whatever the families:
+// it takes minutes, so it is asked for, never included by default.
 func (cfg *Config) Selected(b Benchmark) bool {
 	if cfg.Filter != nil && !cfg.Filter.MatchString(b.Name) {
 		return false
+	}
+	if b.Soak {
+		return cfg.Soak > 0
 	}
 	if len(cfg.Families) == 0 {
 		return true
@@ -154,11 +177,20 @@ func brief(r Result) string {
 	if r.Status != StatusOK {
 		return r.Status + " " + r.Reason
 	}
+	line := ""
 	if r.Quantity {
-		return fmt.Sprintf("%.0f %s", Median(r.SamplesUS), r.Unit)
+		line = fmt.Sprintf("%.0f %s", Median(r.SamplesUS), r.Unit)
+	} else {
+		st := stats(r.SamplesUS)
+		line = fmt.Sprintf("median %.1f µs/%s, p99 %.1f", st.median, r.Unit, st.p99)
 	}
-	st := stats(r.SamplesUS)
-	return fmt.Sprintf("median %.1f µs/%s, p99 %.1f", st.median, r.Unit, st.p99)
+	if r.RSSMeasured {
+		line += fmt.Sprintf(", server RSS peak %.0f MB (anonymous %.0f)", r.ServerRSSPeakMB, r.ServerAnonPeakMB)
+	}
+	if r.SlopeMeasured {
+		line += fmt.Sprintf(", slope %.1f MB/h", r.RSSSlopeMBPerHour)
+	}
+	return line
 }
 
 // slot is one target's side of a benchmark while it runs.
@@ -168,6 +200,13 @@ type slot struct {
 	env *Env
 	n   atomic.Int64
 	pid int // the server whose CPU the samples read, 0: none
+	// rss watches the server's memory over the whole benchmark, set up
+	// and drop included (nil: its pid is unknown).
+	rss    *rssWatch
+	memPid int
+	// soak: the watch covers the timed calls alone, since the other
+	// targets' soaks run meanwhile and an idle stretch would bend the slope.
+	soak bool
 }
 
 func runBenchmark(ctx context.Context, cfg *Config, b Benchmark, servers []*server) []Result {
@@ -189,8 +228,12 @@ func runBenchmark(ctx context.Context, cfg *Config, b Benchmark, servers []*serv
 	if b.Rounds > 0 {
 		rounds = min(rounds, b.Rounds)
 	}
-	if b.Quantity {
+	if b.Quantity || b.Soak {
 		rounds = 1
+	}
+	d := cfg.Duration
+	if b.Soak {
+		d = cfg.Soak
 	}
 	for r := range rounds {
 		// Rotate who goes first so that neither target always runs on a
@@ -200,7 +243,7 @@ func runBenchmark(ctx context.Context, cfg *Config, b Benchmark, servers []*serv
 			if s.w == nil {
 				continue
 			}
-			if err := s.sample(ctx, b, cfg.Duration); err != nil {
+			if err := s.sample(ctx, b, d); err != nil {
 				s.res.Status, s.res.Reason = StatusError, shorten(err)
 				s.res.SamplesUS = nil
 				s.finish(ctx)
@@ -227,7 +270,8 @@ func prepare(ctx context.Context, cfg *Config, b Benchmark, s *server) *slot {
 			return sl
 		}
 		sl.env.Client, sl.env.URL = s.client, s.URL
-		sl.env.DataDir, sl.env.Dumbo = s.DataDir, s.dumbo
+		sl.env.DataDir, sl.env.Dumbo, sl.env.Pid = s.DataDir, s.dumbo, s.Pid
+		sl.watchMemory(b, s.Target)
 		sl.env.DB = s.client.Database("dumbobench")
 		sl.env.Coll = sl.env.DB.Collection(collName(b.Name))
 		// Dropping the database also removes the side collections of the
@@ -248,7 +292,7 @@ func prepare(ctx context.Context, cfg *Config, b Benchmark, s *server) *slot {
 		// server's CPU is read over: its work would count as theirs.
 		sl.pid = s.Pid
 	}
-	if b.Long || b.Quantity {
+	if b.Long || b.Quantity || b.Soak {
 		return sl
 	}
 	if err := sl.warmup(ctx, b, cfg.Warmup); err != nil {
@@ -292,6 +336,40 @@ func (s *slot) finish(ctx context.Context) {
 		s.env.DB.Drop(ctx)
 		s.env.Coll = nil
 	}
+	s.stopWatchingMemory()
+}
+
+// watchMemory starts reading the server's resident memory, if its pid is
+// known: before Setup, since loading a benchmark's data is part of what
+// the memory budget must hold.
+func (s *slot) watchMemory(b Benchmark, t Target) {
+	if t.Pid == 0 {
+		return
+	}
+	s.res.ServerCacheMB = t.CacheSizeMB
+	s.memPid, s.soak = t.Pid, b.Soak
+	if !b.Soak {
+		s.rss = watchRSS(t.Pid, rssSampleEvery)
+	}
+}
+
+// stopWatchingMemory records the memory figures (once). A soak also keeps
+// its samples and their slope after the warm-up.
+func (s *slot) stopWatchingMemory() {
+	if s.rss == nil {
+		return
+	}
+	f, err := s.rss.stop()
+	s.rss = nil
+	if err != nil {
+		s.res.Status, s.res.Reason = StatusError, shorten(err)
+		return
+	}
+	s.res.RSSMeasured, s.res.ServerRSSPeakMB, s.res.ServerRSSEndMB, s.res.ServerAnonPeakMB = true, f.peak, f.end, f.anonPeak
+	if s.soak {
+		s.res.RSSSamples = f.samples
+		s.res.RSSSlopeMBPerHour, s.res.SlopeMeasured = rssSlope(f.samples, soakWarmup(f.samples))
+	}
 }
 
 func (s *slot) warmup(ctx context.Context, b Benchmark, d time.Duration) error {
@@ -316,7 +394,13 @@ func (s *slot) sample(ctx context.Context, b Benchmark, d time.Duration) error {
 	if err != nil {
 		return err
 	}
+	if s.soak {
+		s.rss = watchRSS(s.memPid, soakSampleEvery)
+	}
 	lat, busy, err := s.calls(ctx, b, d)
+	if s.soak {
+		s.stopWatchingMemory()
+	}
 	if err != nil {
 		return err
 	}

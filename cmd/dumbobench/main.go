@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"dumbodb/bench"
+	"dumbodb/storage"
 )
 
 const usage = `Usage:
@@ -69,7 +70,13 @@ type options struct {
 	quick    bool
 	families []string
 	dataDirs map[string]string // target name -> data directory
+	soak     time.Duration     // 0: no Soak family
+	cacheMB  int               // --cacheSizeMB of the servers --start starts
 }
+
+// defaultSoak is the soak of `--only Soak` without --soak: long enough to
+// see the mix run, short enough for a check; issue 19's figure is --soak=30m.
+const defaultSoak = time.Minute
 
 type targetsFlag []bench.Target
 
@@ -118,6 +125,8 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.BoolVar(&o.start, "start", false, "build and start DumboDB from this tree, and FerretDB as the peer; when LargeDoc benchmarks are selected, also "+
 		wholeDocName+" (--largeDocThreshold 0: path index off), which runs those only")
 	fs.BoolVar(&o.peer, "peer", true, "with --start, also start FerretDB (../shared/tools/peer.sh)")
+	fs.DurationVar(&o.soak, "soak", 0, "also run the Soak family for this long (issue 19's figure: 30m; --only Soak alone runs it for 1m)")
+	fs.IntVar(&o.cacheMB, "cacheSizeMB", storage.DefaultCacheBytes>>20, "with --start, the --cacheSizeMB of the DumboDB servers, which the memory goal adds its overhead to")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, usage)
 		fs.PrintDefaults()
@@ -136,6 +145,9 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 			o.families = append(o.families, f)
 		}
 	}
+	if o.soak == 0 && slices.Contains(o.families, "Soak") {
+		o.soak = defaultSoak
+	}
 	o.targets = targets
 	if !o.start && len(o.targets) == 0 {
 		return nil, errors.New("give at least one --target, or --start")
@@ -147,8 +159,8 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 		}
 		o.filter = re
 	}
-	if o.samples < 1 || o.duration <= 0 || o.imports < 1 {
-		return nil, errors.New("--samples, --duration and --import-docs must be positive")
+	if o.samples < 1 || o.duration <= 0 || o.imports < 1 || o.cacheMB < 1 || o.soak < 0 {
+		return nil, errors.New("--samples, --duration, --import-docs and --cacheSizeMB must be positive, --soak not negative")
 	}
 	return o, nil
 }
@@ -174,17 +186,17 @@ func applyQuick(fs *flag.FlagSet, o *options) {
 func execute(ctx context.Context, o *options, command string, stdout, stderr io.Writer) error {
 	logf := func(format string, args ...any) { fmt.Fprintf(stderr, format+"\n", args...) }
 	cfg := &bench.Config{Filter: o.filter, Families: o.families, Quick: o.quick, Samples: o.samples,
-		Duration: o.duration, Warmup: o.warmup, Import: o.imports, OutDir: o.out, Progress: logf}
+		Duration: o.duration, Warmup: o.warmup, Import: o.imports, Soak: o.soak, OutDir: o.out, Progress: logf}
 	benches := bench.All(cfg)
 	if !slices.ContainsFunc(benches, cfg.Selected) {
-		return errors.New("no benchmark matches --filter and --only")
+		return errors.New("no benchmark matches --filter and --only (the Soak family runs with --soak)")
 	}
 	targets := o.targets
 	if o.start {
 		largeDoc := slices.ContainsFunc(benches, func(b bench.Benchmark) bool {
 			return strings.HasPrefix(b.Name, "LargeDoc/") && cfg.Selected(b)
 		})
-		s, err := startServers(ctx, o.peer, largeDoc, logf)
+		s, err := startServers(ctx, o.peer, largeDoc, o.cacheMB, logf)
 		if err != nil {
 			return err
 		}
@@ -211,7 +223,7 @@ func execute(ctx context.Context, o *options, command string, stdout, stderr io.
 		return err
 	}
 	meta := bench.Meta{Date: time.Now().UTC().Format(time.RFC3339), Command: command, Targets: targets,
-		Baseline: baseline, Samples: o.samples, Duration: o.duration.String(), Warmup: o.warmup.String(),
+		Baseline: baseline, Samples: o.samples, Duration: o.duration.String(), Warmup: o.warmup.String(), Soak: soakString(o.soak),
 		Machine: fmt.Sprintf("%s/%s, %d CPUs, %s", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version())}
 	if werr := bench.WriteReport(o.out, meta, results); werr != nil {
 		return werr
@@ -222,6 +234,13 @@ func execute(ctx context.Context, o *options, command string, stdout, stderr io.
 	}
 	fmt.Fprintf(stdout, "report: %s/report.md\n", o.out)
 	return err
+}
+
+func soakString(d time.Duration) string {
+	if d == 0 {
+		return ""
+	}
+	return d.String()
 }
 
 // defaultBaseline prefers the peer, so that multipliers read as "DumboDB

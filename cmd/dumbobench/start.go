@@ -31,6 +31,7 @@ type servers struct {
 	dir     string
 	dumbos  []*dumboproc.Proc
 	peerSh  string // peer.sh, when the peer runs
+	cacheMB int    // every DumboDB's --cacheSizeMB, given explicitly
 	logf    func(string, ...any)
 }
 
@@ -40,7 +41,7 @@ type servers struct {
 // each on a free loopback port with a fresh data directory. A peer that
 // fails to start is reported and skipped: DumboDB alone still gives
 // absolute figures.
-func startServers(ctx context.Context, peer, wholeDoc bool, logf func(string, ...any)) (*servers, error) {
+func startServers(ctx context.Context, peer, wholeDoc bool, cacheMB int, logf func(string, ...any)) (*servers, error) {
 	repo, err := repoRoot()
 	if err != nil {
 		return nil, err
@@ -49,7 +50,7 @@ func startServers(ctx context.Context, peer, wholeDoc bool, logf func(string, ..
 	if err != nil {
 		return nil, fmt.Errorf("temp directory: %w", err)
 	}
-	s := &servers{dir: dir, logf: logf}
+	s := &servers{dir: dir, cacheMB: cacheMB, logf: logf}
 	s.logf("building ./cmd/dumbodb ...")
 	bin, err := dumboproc.Build(ctx, repo, dir)
 	if err != nil {
@@ -102,13 +103,16 @@ func (s *servers) startDumbo(ctx context.Context, bin, name string, args ...stri
 	}
 	defer log.Close()
 	data := filepath.Join(s.dir, name+"-data")
+	// The budget is passed, not left to the server's default, so that the
+	// memory goal knows it for certain.
+	args = append([]string{"--cacheSizeMB", strconv.Itoa(s.cacheMB)}, args...)
 	p, err := dumboproc.Start(ctx, bin, data, log, args...)
 	if err != nil {
 		return bench.Target{}, fmt.Errorf("%s (log %s): %w", name, log.Name(), err)
 	}
 	s.dumbos = append(s.dumbos, p)
 	s.logf("%s listening on %s %s", name, p.Addr(), strings.Join(args, " "))
-	return bench.Target{Name: name, URL: p.URL(), DataDir: data, Pid: p.Pid()}, nil
+	return bench.Target{Name: name, URL: p.URL(), DataDir: data, Pid: p.Pid(), CacheSizeMB: s.cacheMB}, nil
 }
 
 // startPeer starts FerretDB through peer.sh, which prints its pid on
