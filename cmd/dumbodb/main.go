@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
@@ -152,6 +153,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	ring := server.NewLogRing(1024)
 	log := newLogger(io.MultiWriter(stdout, ring))
+	setMemoryLimit(o.cacheMB, log)
 	engine, err := storage.Open(o.dataDir, storage.Options{
 		CacheBytes:           int64(o.cacheMB) << 20,
 		CheckpointInterval:   time.Duration(o.syncdelay) * time.Second,
@@ -247,4 +249,23 @@ func largeDocOption(flag int) int {
 		return -1
 	}
 	return flag
+}
+
+// memoryOverheadMB is what the server holds beside --cacheSizeMB whatever
+// the workload (docs/design/resources.md, "Memory bounded by the budget";
+// dumbobench's ServerRSSOverheadMB): Dolt's node cache, a checkpoint's
+// memtable and an idle server.
+const memoryOverheadMB = 340
+
+// setMemoryLimit gives the Go heap a soft limit of the budget plus the
+// fixed overhead, so that the collector runs before the heap's garbage
+// (GOGC lets it reach twice what is live) takes the process past its
+// budget. A GOMEMLIMIT in the environment wins, as the runtime reads it.
+func setMemoryLimit(cacheMB int, log zerolog.Logger) {
+	if os.Getenv("GOMEMLIMIT") != "" {
+		return
+	}
+	limit := int64(cacheMB+memoryOverheadMB) << 20
+	debug.SetMemoryLimit(limit)
+	log.Info().Str("c", "CONTROL").Int64("memoryLimitMB", limit>>20).Msg("Go heap soft limit")
 }
