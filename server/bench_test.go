@@ -377,4 +377,3 @@ func walBytes(b *testing.B, c *mongo.Client) int64 {
 	}
 	return st.StorageEngine.LogBytes
 }
-

@@ -149,7 +149,6 @@ func readFull(r io.Reader, n int, a *account) ([]byte, error) {
 	return buf, nil
 }
 
-
 // decodeBody decodes the body of an uncompressed message (or the
 // decompressed content of an OP_COMPRESSED); h is that message's header.
 // The decoders return Message rather than their concrete type so that a
