@@ -108,10 +108,90 @@ func cursorBatchSize(r *request, opts bsoncore.Document) (int, error) {
 	return int(n), nil
 }
 
-// createOptions are the create options we store; the rest are refused.
-var createOptions = map[string]bool{
-	"storageEngine": true, "indexOptionDefaults": true, "comment": true, "writeConcern": true,
-	"changeStreamPreAndPostImages": true, "expireAfterSeconds": true,
+// createArgs are create's arguments; opts collects, in the command's
+// order, the options the catalog keeps.
+type createArgs struct {
+	opts             *bsoncore.DocumentBuilder
+	viewOn, pipeline bsoncore.Value
+	collation        bsoncore.Document
+	validation       validationOptions
+	ts               *tsOptions
+	capped           cappedArgs
+}
+
+// fields declares create's options: each is kept, parsed into the
+// arguments, or refused.
+func (a *createArgs) fields() map[string]fieldHandler {
+	keep := func(field, want string) fieldHandler {
+		check := argTypes[want]
+		return func(v bsoncore.Value) error {
+			if check != nil && !check(v) {
+				return typeMismatch("create", field, v, want)
+			}
+			a.opts.AppendValue(field, v)
+			return nil
+		}
+	}
+	h := map[string]fieldHandler{
+		"viewOn":                       func(v bsoncore.Value) error { a.viewOn = v; return nil },   // createView checks it
+		"pipeline":                     func(v bsoncore.Value) error { a.pipeline = v; return nil }, // createView checks it
+		"capped":                       a.cappedField("capped"),
+		"size":                         a.cappedField("size"),
+		"max":                          a.cappedField("max"),
+		"clusteredIndex":               a.clusteredIndexField,
+		"timeseries":                   a.timeseriesField,
+		"collation":                    a.collationField,
+		"encryptedFields":              func(bsoncore.Value) error { return createUnsupported("encryptedFields") },
+		"storageEngine":                keep("storageEngine", "object"),
+		"indexOptionDefaults":          keep("indexOptionDefaults", "object"),
+		"changeStreamPreAndPostImages": keep("changeStreamPreAndPostImages", "object"),
+		"expireAfterSeconds":           keep("expireAfterSeconds", "any"), // checkClusteredTTL checks it
+	}
+	for _, k := range validationOptionNames {
+		h[k] = func(v bsoncore.Value) error {
+			if err := a.validation.parse("create", k, v); err != nil {
+				return err
+			}
+			if k != "validator" || len(a.validation.validator) > 5 { // mongod keeps no empty validator
+				a.opts.AppendValue(k, v)
+			}
+			return nil
+		}
+	}
+	return h
+}
+
+func (a *createArgs) cappedField(k string) fieldHandler {
+	return func(v bsoncore.Value) error { a.capped.set(k, v); return nil }
+}
+
+func (a *createArgs) clusteredIndexField(v bsoncore.Value) error {
+	spec, err := parseClusteredIndex(v)
+	if err == nil && spec != nil {
+		a.opts.AppendDocument("clusteredIndex", spec)
+	}
+	return err
+}
+
+func (a *createArgs) timeseriesField(v bsoncore.Value) error {
+	o, err := parseTimeseries(v)
+	if err == nil {
+		a.ts = &o
+	}
+	return err
+}
+
+func (a *createArgs) collationField(v bsoncore.Value) error {
+	c, err := parseCreateCollation(v)
+	if err == nil && c != nil {
+		a.collation = c.Expanded()
+		a.opts.AppendDocument("collation", a.collation)
+	}
+	return err
+}
+
+func createUnsupported(option string) error {
+	return mongoerr.New(mongoerr.NotImplemented, "create option '%s' is not supported by DumboDB yet", option)
 }
 
 func cmdCreate(r *request) (bsoncore.Document, error) {
@@ -119,62 +199,11 @@ func cmdCreate(r *request) (bsoncore.Document, error) {
 	if err != nil {
 		return nil, err
 	}
-	els, _ := r.cmd.Elements()
-	opts := bsoncore.NewDocumentBuilder()
-	var viewOn, pipeline bsoncore.Value
-	var collation bsoncore.Document
-	var validation validationOptions
-	var ts *tsOptions
-	var capped cappedArgs
-	for _, el := range els[1:] {
-		k := el.Key()
-		switch {
-		case k == "viewOn":
-			viewOn = el.Value()
-		case k == "pipeline":
-			pipeline = el.Value()
-		case k == "capped" || k == "size" || k == "max":
-			capped.set(k, el.Value())
-		case k == "clusteredIndex":
-			spec, err := parseClusteredIndex(el.Value())
-			if err != nil {
-				return nil, err
-			}
-			if spec != nil {
-				opts.AppendDocument(k, spec)
-			}
-		case k == "timeseries":
-			o, err := parseTimeseries(el.Value())
-			if err != nil {
-				return nil, err
-			}
-			ts = &o
-		case k == "encryptedFields":
-			return nil, mongoerr.New(mongoerr.NotImplemented, "create option '%s' is not supported by DumboDB yet", k)
-		case isValidationOption(k):
-			if err := validation.parse("create", k, el.Value()); err != nil {
-				return nil, err
-			}
-			if k != "validator" || len(validation.validator) > 5 { // mongod keeps no empty validator
-				opts.AppendValue(k, el.Value())
-			}
-		case k == "collation":
-			c, err := parseCreateCollation(el.Value())
-			if err != nil {
-				return nil, err
-			}
-			if c != nil {
-				collation = c.Expanded()
-				opts.AppendDocument(k, collation)
-			}
-		case createOptions[k]:
-			if k != "comment" && k != "writeConcern" {
-				opts.AppendValue(k, el.Value())
-			}
-		case !genericFields[k]:
-			return nil, unknownField("create", k)
-		}
+	a := createArgs{opts: bsoncore.NewDocumentBuilder()}
+	if err := r.parseArgs(a.fields()); err != nil {
+		return nil, err
 	}
+	opts, viewOn, pipeline, collation, validation, ts, capped := a.opts, a.viewOn, a.pipeline, a.collation, &a.validation, a.ts, a.capped
 	cappedOpts, err := capped.options("create")
 	if err != nil {
 		return nil, err

@@ -220,7 +220,6 @@ var walkAnyType = map[string]string{}
 var walkOwnParsers = map[string]string{
 	"buildInfo":           "takes any field, as mongod's does",
 	"buildinfo":           "takes any field, as mongod's does",
-	"create":              "walks its options itself, refusing unknown ones with 40415 (cmdCreate)",
 	"createSearchIndexes": "refused whatever its fields: SearchNotEnabled",
 	"currentOp":           "its fields are filters on the operations",
 	"dropSearchIndex":     "refused whatever its fields: SearchNotEnabled",

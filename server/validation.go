@@ -39,6 +39,9 @@ func isValidationOption(k string) bool {
 	return k == "validator" || k == "validationLevel" || k == "validationAction"
 }
 
+// validationOptionNames are the options isValidationOption names.
+var validationOptionNames = []string{"validator", "validationLevel", "validationAction"}
+
 // given reports whether the command gave any of them.
 func (o *validationOptions) given() bool {
 	return o.hasValidator || o.level != "" || o.action != ""
