@@ -144,9 +144,6 @@ func isNaturalHint(hint bsoncore.Value) bool {
 	return err == nil
 }
 
-// tailOf is the tailable source a cursor reads, or nil.
-func tailOf(cur *cursor) *tailSource { return cur.tail }
-
 // tailGetMore reads a tailable cursor's next batch; an awaitData cursor
 // waits for new documents up to the getMore's maxTimeMS (default 1 s)
 // when there are none, as mongod does.
@@ -196,10 +193,10 @@ func awaitChange(ctx context.Context, wait <-chan struct{}, d time.Duration) {
 // checkTailMaxTime refuses a getMore's maxTimeMS on a tailable cursor
 // that does not await data, as mongod does.
 func (r *request) checkTailMaxTime(cur *cursor) error {
-	if _, err := r.cmd.LookupErr("maxTimeMS"); err != nil {
+	if _, err := r.argErr("maxTimeMS"); err != nil {
 		return nil
 	}
-	if t := tailOf(cur); t == nil || t.await {
+	if t := cur.tail; t == nil || t.await {
 		return nil
 	}
 	return mongoerr.New(mongoerr.BadValue, "cannot set maxTimeMS on getMore command for a non-awaitData cursor")

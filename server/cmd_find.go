@@ -253,7 +253,7 @@ func cmdGetMore(r *request) (bsoncore.Document, error) {
 	}
 	var docs []bsoncore.Document
 	var done bool
-	if t := tailOf(cur); t != nil {
+	if t := cur.tail; t != nil {
 		docs, done, err = r.tailGetMore(cur, t, int(batchSize))
 	} else {
 		docs, done, err = r.nextBatch(cur, int(batchSize))
