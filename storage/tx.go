@@ -333,7 +333,7 @@ func (tx *Tx) put(ctx context.Context, coll string, doc bsoncore.Document, mustB
 	tx.ops = append(tx.ops, walOp{op: opPut, coll: coll, key: key, value: value, update: update && exists,
 		base: oldIf(old, exists)})
 	tx.noteDoc(c, key, oldIf(old, exists), value, update)
-	if !exists {
+	if !exists && c.capped != nil {
 		return tx.trimCapped(ctx, coll)
 	}
 	return nil
