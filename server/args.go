@@ -124,7 +124,7 @@ func (r *request) ignoredArg(field, want string) fieldHandler {
 var argTypes = map[string]func(bsoncore.Value) bool{
 	"bool":   func(v bsoncore.Value) bool { _, ok := asBool(v); return ok },
 	"object": func(v bsoncore.Value) bool { return v.Type == bsoncore.TypeEmbeddedDocument },
-	"long":   func(v bsoncore.Value) bool { _, ok := value.AsInt64(v); return ok },
+	"long":   func(v bsoncore.Value) bool { _, ok := value.WholeInt64(v); return ok },
 	"string": func(v bsoncore.Value) bool { return v.Type == bsoncore.TypeString },
 	"any":    nil,
 }
