@@ -122,6 +122,12 @@ func valueBytes(ctx context.Context, ns tree.NodeStore, t val.Tuple) ([]byte, er
 }
 
 func valueBytesPlain(ctx context.Context, ns tree.NodeStore, t val.Tuple) ([]byte, error) {
+	// An inline adaptive value is a zero header byte and the bytes; read
+	// it in place rather than through the interface GetBytesAdaptiveValue
+	// returns, which allocates on every small document and index entry.
+	if raw := valDesc.GetField(0, t); len(raw) > 0 && raw[0] == 0 {
+		return raw[1:], nil
+	}
 	v, ok, err := valDesc.GetBytesAdaptiveValue(ctx, 0, ns, t)
 	if err != nil || !ok {
 		return nil, err

@@ -347,6 +347,11 @@ func (i *IndexIterator) peekBase(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	i.bk, i.bv = append([]byte(nil), keyBytes(k)...), append([]byte(nil), b...)
+	// One allocation for both: callers may keep what Next returns.
+	kb := keyBytes(k)
+	buf := make([]byte, len(kb)+len(b))
+	copy(buf, kb)
+	copy(buf[len(kb):], b)
+	i.bk, i.bv = buf[:len(kb):len(kb)], buf[len(kb):]
 	return nil
 }

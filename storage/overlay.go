@@ -2,6 +2,7 @@ package storage
 
 import (
 	"bytes"
+	"encoding/binary"
 	"context"
 	"errors"
 	"io"
@@ -27,11 +28,69 @@ type edit struct {
 // edits is an ordered set of edits keyed by encoded _id. Published edit
 // sets are never modified: a writer clones (copy-on-write, O(1)) and edits
 // the clone, so readers of the old set need no lock.
-type edits = btree.BTreeG[*edit]
+//
+// The tree holds editItems, not edits: each carries the first 16 bytes of
+// its key inline, so a search compares within the tree's node arrays and
+// dereferences an edit only when two keys share those bytes. Looking up
+// one of 100,000 edits through pointers alone cost about 1.6 µs, two cache
+// misses per comparison; indexed reads of recently written data pay it
+// once per document.
+type edits btree.BTreeG[editItem]
 
-func newEdits() *edits {
-	return btree.NewG(32, func(a, b *edit) bool { return bytes.Compare(a.key, b.key) < 0 })
+// editItem is an edit with its key's first 16 bytes (zero-padded) as two
+// big-endian words, which order as the bytes do.
+type editItem struct {
+	hi, lo uint64
+	e      *edit
 }
+
+func itemOf(e *edit) editItem {
+	var b [16]byte
+	copy(b[:], e.key)
+	return editItem{hi: binary.BigEndian.Uint64(b[:8]), lo: binary.BigEndian.Uint64(b[8:]), e: e}
+}
+
+func itemLess(a, b editItem) bool {
+	switch {
+	case a.hi != b.hi:
+		return a.hi < b.hi
+	case a.lo != b.lo:
+		return a.lo < b.lo
+	}
+	return bytes.Compare(a.e.key, b.e.key) < 0
+}
+
+func newEdits() *edits { return (*edits)(btree.NewG(32, itemLess)) }
+
+func (ed *edits) tree() *btree.BTreeG[editItem] { return (*btree.BTreeG[editItem])(ed) }
+
+// Get returns the edit of e's key.
+func (ed *edits) Get(e *edit) (*edit, bool) {
+	it, ok := ed.tree().Get(itemOf(e))
+	return it.e, ok
+}
+
+// ReplaceOrInsert sets e, returning the edit it replaced.
+func (ed *edits) ReplaceOrInsert(e *edit) (*edit, bool) {
+	old, ok := ed.tree().ReplaceOrInsert(itemOf(e))
+	return old.e, ok
+}
+
+// Ascend calls fn for each edit in key order until fn returns false.
+func (ed *edits) Ascend(fn func(*edit) bool) {
+	ed.tree().Ascend(func(it editItem) bool { return fn(it.e) })
+}
+
+// AscendGreaterOrEqual is Ascend from the key of from on.
+func (ed *edits) AscendGreaterOrEqual(from *edit, fn func(*edit) bool) {
+	ed.tree().AscendGreaterOrEqual(itemOf(from), func(it editItem) bool { return fn(it.e) })
+}
+
+// Clone returns a copy-on-write copy; ed must not change afterwards.
+func (ed *edits) Clone() *edits { return (*edits)(ed.tree().Clone()) }
+
+// Len is the number of edits.
+func (ed *edits) Len() int { return ed.tree().Len() }
 
 // editOverhead approximates the memory an edit costs beyond its bytes.
 const editOverhead = 64
