@@ -72,6 +72,20 @@ type options struct {
 	dataDirs map[string]string // target name -> data directory
 	soak     time.Duration     // 0: no Soak family
 	cacheMB  int               // --cacheSizeMB of the servers --start starts
+	server   serverFlags       // more flags for the DumboDB servers --start starts
+}
+
+// serverFlags collects --server-flag.
+type serverFlags []string
+
+func (f *serverFlags) String() string { return strings.Join(*f, " ") }
+
+func (f *serverFlags) Set(s string) error {
+	if !strings.HasPrefix(s, "-") {
+		return fmt.Errorf("want a dumbodb flag such as --busyPollMicros=0, got %q", s)
+	}
+	*f = append(*f, s)
+	return nil
 }
 
 // defaultSoak is the soak of `--only Soak` without --soak: long enough to
@@ -127,6 +141,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.BoolVar(&o.peer, "peer", true, "with --start, also start FerretDB (../shared/tools/peer.sh)")
 	fs.DurationVar(&o.soak, "soak", 0, "also run the Soak family for this long (issue 19's figure: 30m; --only Soak alone runs it for 1m)")
 	fs.IntVar(&o.cacheMB, "cacheSizeMB", storage.DefaultCacheBytes>>20, "with --start, the --cacheSizeMB of the DumboDB servers, which the memory goal adds its overhead to")
+	fs.Var(&o.server, "server-flag", "with --start, one more flag for the DumboDB servers, e.g. --server-flag=--busyPollMicros=0 (repeatable)")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, usage)
 		fs.PrintDefaults()
@@ -196,7 +211,7 @@ func execute(ctx context.Context, o *options, command string, stdout, stderr io.
 		largeDoc := slices.ContainsFunc(benches, func(b bench.Benchmark) bool {
 			return strings.HasPrefix(b.Name, "LargeDoc/") && cfg.Selected(b)
 		})
-		s, err := startServers(ctx, o.peer, largeDoc, o.cacheMB, logf)
+		s, err := startServers(ctx, o.peer, largeDoc, o.cacheMB, o.server, logf)
 		if err != nil {
 			return err
 		}

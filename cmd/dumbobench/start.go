@@ -30,8 +30,9 @@ type servers struct {
 	targets []bench.Target
 	dir     string
 	dumbos  []*dumboproc.Proc
-	peerSh  string // peer.sh, when the peer runs
-	cacheMB int    // every DumboDB's --cacheSizeMB, given explicitly
+	peerSh  string   // peer.sh, when the peer runs
+	cacheMB int      // every DumboDB's --cacheSizeMB, given explicitly
+	flags   []string // more flags for every DumboDB (--server-flag)
 	logf    func(string, ...any)
 }
 
@@ -41,7 +42,7 @@ type servers struct {
 // each on a free loopback port with a fresh data directory. A peer that
 // fails to start is reported and skipped: DumboDB alone still gives
 // absolute figures.
-func startServers(ctx context.Context, peer, wholeDoc bool, cacheMB int, logf func(string, ...any)) (*servers, error) {
+func startServers(ctx context.Context, peer, wholeDoc bool, cacheMB int, flags []string, logf func(string, ...any)) (*servers, error) {
 	repo, err := repoRoot()
 	if err != nil {
 		return nil, err
@@ -50,7 +51,7 @@ func startServers(ctx context.Context, peer, wholeDoc bool, cacheMB int, logf fu
 	if err != nil {
 		return nil, fmt.Errorf("temp directory: %w", err)
 	}
-	s := &servers{dir: dir, cacheMB: cacheMB, logf: logf}
+	s := &servers{dir: dir, cacheMB: cacheMB, flags: flags, logf: logf}
 	s.logf("building ./cmd/dumbodb ...")
 	bin, err := dumboproc.Build(ctx, repo, dir)
 	if err != nil {
@@ -105,7 +106,7 @@ func (s *servers) startDumbo(ctx context.Context, bin, name string, args ...stri
 	data := filepath.Join(s.dir, name+"-data")
 	// The budget is passed, not left to the server's default, so that the
 	// memory goal knows it for certain.
-	args = append([]string{"--cacheSizeMB", strconv.Itoa(s.cacheMB)}, args...)
+	args = append(append([]string{"--cacheSizeMB", strconv.Itoa(s.cacheMB)}, s.flags...), args...)
 	p, err := dumboproc.Start(ctx, bin, data, log, args...)
 	if err != nil {
 		return bench.Target{}, fmt.Errorf("%s (log %s): %w", name, log.Name(), err)
