@@ -100,7 +100,14 @@ func (r *request) findSource(coll string, a *findArgs) (docSource, error) {
 	if a.tailable && !info.Capped() {
 		return nil, notCappedError()
 	}
-	env, err := r.collEnv(coll, a.collation, a.let)
+	collation := a.collation
+	if collation == nil {
+		collation = createdCollation(info, ok) // not collEnv: it takes a second snapshot
+	}
+	if id, ok := idHackID(a, collation); ok {
+		return plan.LookupID(r.ctx, snap, coll, id)
+	}
+	env, err := r.queryEnv(collation, a.let)
 	if err != nil {
 		return nil, err
 	}

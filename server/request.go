@@ -290,6 +290,12 @@ func (r *request) defaultCollation(coll string) bsoncore.Document {
 		return nil
 	}
 	ci, ok := snap.Collection(coll)
+	return createdCollation(ci, ok)
+}
+
+// createdCollation is defaultCollation of a collection already looked up
+// (ok false: none such).
+func createdCollation(ci storage.CollectionInfo, ok bool) bsoncore.Document {
 	if !ok || ci.Options == nil {
 		return nil
 	}
