@@ -2,6 +2,8 @@ package storage
 
 import (
 	"encoding/binary"
+	"fmt"
+	"maps"
 	"math/rand"
 	"slices"
 	"sort"
@@ -77,5 +79,99 @@ func BenchmarkEditsMapGet(b *testing.B) {
 		if _, ok := m[string(keys[i%len(keys)])]; !ok {
 			b.Fatal("missing")
 		}
+	}
+}
+
+// BenchmarkEditsCloneInsert is what a single-document write does to an
+// edit set of 100,000: clone the published set, set one edit (ascending
+// keys as a collection's ObjectIds; random as an index's keys).
+func BenchmarkEditsCloneInsert(b *testing.B) {
+	for _, order := range []string{"ascending", "random"} {
+		b.Run(order, func(b *testing.B) {
+			ed, _ := benchEdits(100_000)
+			rng := rand.New(rand.NewSource(2))
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				n := uint64(100_000 + i)
+				if order == "random" {
+					n = rng.Uint64() >> 20
+				}
+				k := make([]byte, 10)
+				k[0] = 0x10
+				binary.BigEndian.PutUint64(k[1:], n*7919)
+				ed = ed.Clone()
+				ed.ReplaceOrInsert(&edit{key: k, value: k})
+			}
+		})
+	}
+}
+
+// TestEditsAgainstAModel runs random sets, clones and reads on edit sets
+// against a map per version: every read of every version kept, older
+// ones included, agrees with its model after later versions changed
+// (recent's and settled's copy-on-write, settle in the middle of it).
+func TestEditsAgainstAModel(t *testing.T) {
+	rng := rand.New(rand.NewSource(11))
+	type version struct {
+		ed    *edits
+		model map[string]string
+	}
+	key := func() []byte { return []byte{0x10, byte(rng.Intn(40)), byte(rng.Intn(40))} }
+	check := func(v version) {
+		var keys []string
+		for k := range v.model {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		var got []string
+		v.ed.Ascend(func(e *edit) bool {
+			if string(e.value) != v.model[string(e.key)] {
+				t.Fatalf("Ascend: %x has %q, want %q", e.key, e.value, v.model[string(e.key)])
+			}
+			got = append(got, string(e.key))
+			return true
+		})
+		if !slices.Equal(got, keys) {
+			t.Fatalf("Ascend: %d keys, want %d", len(got), len(keys))
+		}
+		from := key()
+		want := keys[sort.SearchStrings(keys, string(from)):]
+		got, limit := got[:0], rng.Intn(len(want)+2)
+		v.ed.AscendGreaterOrEqual(&edit{key: from}, func(e *edit) bool {
+			got = append(got, string(e.key))
+			return len(got) < limit
+		})
+		if n := min(limit, len(want)); len(want) > 0 && limit > 0 && !slices.Equal(got, want[:n]) {
+			t.Fatalf("AscendGreaterOrEqual(%x) up to %d: %x, want %x", from, limit, got, want[:n])
+		}
+		for range 20 {
+			k := key()
+			e, ok := v.ed.Get(&edit{key: k})
+			w, wok := v.model[string(k)]
+			if ok != wok || (ok && string(e.value) != w) {
+				t.Fatalf("Get(%x) = %v %v, want %q %v", k, e, ok, w, wok)
+			}
+		}
+	}
+	cur := version{ed: newEdits(), model: map[string]string{}}
+	var kept []version
+	for step := 0; step < 4000; step++ {
+		if step%97 == 0 { // publish: keep this version, go on with a clone
+			kept = append(kept, cur)
+			cur = version{ed: cur.ed.Clone(), model: maps.Clone(cur.model)}
+		}
+		k, val := key(), fmt.Sprint(step)
+		old, replaced := cur.ed.ReplaceOrInsert(&edit{key: k, value: []byte(val)})
+		if w, ok := cur.model[string(k)]; ok != replaced || (ok && string(old.value) != w) {
+			t.Fatalf("ReplaceOrInsert(%x) replaced %v %v, want %q %v", k, old, replaced, w, ok)
+		}
+		cur.model[string(k)] = val
+		if step%13 == 0 {
+			check(cur)
+			check(kept[rng.Intn(len(kept))])
+		}
+	}
+	for _, v := range append(kept, cur) {
+		check(v)
 	}
 }
