@@ -254,24 +254,27 @@ func largeDocOption(flag int) int {
 // memoryOverheadMB is what the server holds beside --cacheSizeMB whatever
 // the workload (docs/design/resources.md, "Memory bounded by the budget";
 // dumbobench's ServerRSSOverheadMB): Dolt's node cache, a checkpoint's
-// memtable and an idle server.
-const memoryOverheadMB = 340
+// memtable, an idle server and the requests being handled.
+const memoryOverheadMB = 256 + 16 + 68 + 32
 
-// binaryFilePagesMB is the part of an idle server's resident memory that
-// is the binary's mapped pages, not the runtime's: 51 of its 68 MB.
-const binaryFilePagesMB = 51
+// binaryFilePagesMB is what resident memory holds beside the runtime's
+// own: the binary's mapped pages (51 of an idle server's 68 MB, up to 56
+// under load), and 20 MB for the runtime passing its soft limit when what
+// is live nears it (anonymous memory peaked 12 MB above the limit).
+const binaryFilePagesMB = 56 + 20
 
 // setMemoryLimit gives the Go runtime a soft limit of the budget plus the
 // fixed overhead, less the binary's file pages (which count in resident
-// memory but not in the runtime's): the collector then runs before the
+// memory but not in the runtime's, with a margin for the runtime passing
+// its limit; binaryFilePagesMB): the collector then runs before the
 // heap's garbage (GOGC lets the heap reach twice what is live) takes the
 // process past budget plus overhead. That bound holds while what is live
 // stays under the limit, which the edit budget's accounting
 // (storage.editSize) and the overhead's parts make so; past it the
 // runtime lets the heap grow rather than collect without end. It costs
 // CPU when the live heap nears the limit: dumbobench's Raw/InsertMany took
-// 13.1 µs of server CPU per document under it (RSS peak 582 MB) against
-// 11.7 under a limit 128 MB higher (684 MB). A GOMEMLIMIT in the
+// 15.8 µs of server CPU per document under a limit of 545 MB (RSS peak
+// 590 MB) against 12.5 under 852 MB (805 MB). A GOMEMLIMIT in the
 // environment wins (GOMEMLIMIT=off: no limit), as the runtime reads it.
 func setMemoryLimit(cacheMB int, log zerolog.Logger) {
 	if os.Getenv("GOMEMLIMIT") != "" {
