@@ -41,12 +41,14 @@ func validateDocument(doc bsoncore.Document, depth int) error {
 	if err := checkFraming(doc); err != nil {
 		return err
 	}
-	if err := doc.Validate(); err != nil {
-		return err
+	// bsoncore's Validate would check this and each element's framing,
+	// which ReadElement below checks again: one pass does both.
+	if doc[len(doc)-1] != 0 {
+		return errors.New("document does not end in a NUL byte")
 	}
 	for rem := doc[4 : len(doc)-1]; len(rem) > 0; {
 		elem, rest, ok := bsoncore.ReadElement(rem)
-		if !ok { // Validate rules this out; without rem advancing we would spin
+		if !ok { // a bad type, a key without its NUL, a value past the end
 			return errors.New("malformed element")
 		}
 		if err := validateValue(elem.Value(), depth); err != nil {

@@ -83,6 +83,9 @@ func FuzzValidateDocument(f *testing.F) {
 		if len(doc)+len(rest) != len(data) {
 			t.Fatalf("document of %d bytes and %d left over from %d", len(doc), len(rest), len(data))
 		}
+		if err := doc.Validate(); err != nil { // validation is one pass of ours, never laxer than bsoncore's
+			t.Fatalf("accepted a document bsoncore refuses: %v", err)
+		}
 		walk(t, doc)
 	})
 }
