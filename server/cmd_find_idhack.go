@@ -18,11 +18,16 @@ func idHackID(a *findArgs, collation bsoncore.Document) (bsoncore.Value, bool) {
 		a.hint.Type != 0, a.skip > 0, a.returnKey, a.showRecordID, a.tailable:
 		return bsoncore.Value{}, false
 	}
-	elems, err := a.filter.Elements()
-	if err != nil || len(elems) != 1 || elems[0].Key() != "_id" {
+	if len(a.filter) < 5 {
 		return bsoncore.Value{}, false
 	}
-	v := elems[0].Value()
+	// One element and the terminating NUL, read in place: Elements would
+	// allocate on every findOne.
+	elem, rest, ok := bsoncore.ReadElement(a.filter[4:])
+	if !ok || len(rest) != 1 || elem.Key() != "_id" {
+		return bsoncore.Value{}, false
+	}
+	v := elem.Value()
 	switch v.Type {
 	case bsoncore.TypeInt32, bsoncore.TypeInt64, bsoncore.TypeObjectID, bsoncore.TypeDateTime, bsoncore.TypeBoolean:
 		return v, true

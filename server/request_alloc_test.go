@@ -91,3 +91,21 @@ func TestGenericArgsMatchLookups(t *testing.T) {
 		t.Errorf("a field that is not generic: %v", v)
 	}
 }
+
+// TestIDHackCheckDoesNotAllocate: deciding that a findOne by _id skips
+// the planner costs no allocation, and so does deciding that one does not.
+func TestIDHackCheckDoesNotAllocate(t *testing.T) {
+	byID := &findArgs{filter: bsoncore.NewDocumentBuilder().AppendInt32("_id", 1).Build(), limit: 1}
+	two := &findArgs{filter: bsoncore.NewDocumentBuilder().AppendInt32("_id", 1).AppendInt32("a", 2).Build()}
+	allocs := testing.AllocsPerRun(100, func() {
+		if _, ok := idHackID(byID, nil); !ok {
+			t.Fatal("{_id: 1} not looked up alone")
+		}
+		if _, ok := idHackID(two, nil); ok {
+			t.Fatal("{_id: 1, a: 2} looked up alone")
+		}
+	})
+	if allocs != 0 {
+		t.Fatalf("idHackID: %.1f allocations a call", allocs)
+	}
+}
