@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 	"time"
@@ -46,6 +47,7 @@ type serverFlags struct {
 	changeSeconds  int
 	changeMB       int
 	noScripting    bool
+	cpuProfile     string
 }
 
 func parseFlags(args []string, stderr io.Writer) (*serverFlags, error) {
@@ -88,6 +90,7 @@ func parseFlags(args []string, stderr io.Writer) (*serverFlags, error) {
 	fs.IntVar(&o.changeMB, "changeStreamRetentionMB", storage.DefaultChangeRetentionBytes>>20,
 		"megabytes the change log keeps at most (setParameter changes it while running)")
 	fs.BoolVar(&o.noScripting, "noscripting", false, "disable server-side JavaScript ($where, $function, $accumulator, mapReduce)")
+	fs.StringVar(&o.cpuProfile, "cpuProfile", "", "write a Go CPU profile of the whole run to this file (for performance work; see docs/perf/README.md)")
 	fs.BoolVar(&o.testCmds, "enableTestCommands", false, "enable test-only commands (configureFailPoint), for driver test suites")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: dumbodb [options]\n\nA MongoDB-compatible document database with Git-style version control.\n\nOptions:\n")
@@ -154,6 +157,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	ring := server.NewLogRing(1024)
 	log := newLogger(io.MultiWriter(stdout, ring))
 	setMemoryLimit(o.cacheMB, log)
+	stopProfile, err := startCPUProfile(o.cpuProfile)
+	if err != nil {
+		fmt.Fprintf(stderr, "dumbodb: %v\n", err)
+		return 1
+	}
+	defer stopProfile()
 	engine, err := storage.Open(o.dataDir, storage.Options{
 		CacheBytes:           int64(o.cacheMB) << 20,
 		CheckpointInterval:   time.Duration(o.syncdelay) * time.Second,
@@ -283,4 +292,24 @@ func setMemoryLimit(cacheMB int, log zerolog.Logger) {
 	limit := int64(cacheMB+memoryOverheadMB-binaryFilePagesMB) << 20
 	debug.SetMemoryLimit(limit)
 	log.Info().Str("c", "CONTROL").Int64("memoryLimitMB", limit>>20).Msg("Go heap soft limit")
+}
+
+// startCPUProfile profiles the whole run into path (nothing when empty);
+// the returned function ends the profile and writes it out, at shutdown.
+func startCPUProfile(path string) (func(), error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("--cpuProfile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("--cpuProfile: %w", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }
