@@ -8,6 +8,7 @@ import (
 
 	"github.com/dolthub/dolt/go/store/datas"
 	"github.com/dolthub/dolt/go/store/prolly"
+	"github.com/dolthub/dolt/go/store/prolly/message"
 	"github.com/dolthub/dolt/go/store/prolly/tree"
 	"github.com/dolthub/dolt/go/store/val"
 	"golang.org/x/sync/errgroup"
@@ -133,25 +134,72 @@ func (d *Database) recyclePoint(upTo uint64) uint64 {
 }
 
 // foldEdits applies a collection's edits to its base map, storing values
-// as largeDoc says (nil: all as plain values).
+// as largeDoc says (nil: all as plain values). The edits are already in
+// key order, so they go straight to Dolt's tree mutator: a MutableMap
+// would first sort them again into its skip list, and its tuple builders
+// are made per call, which together cost about a third of a fold.
 func foldEdits(ctx context.Context, ns tree.NodeStore, c *collection, largeDoc *docWriter) (prolly.Map, error) {
 	if c.edits == nil || c.edits.Len() == 0 {
 		return c.base, nil
 	}
-	large, err := writeLargeValues(ctx, ns, c.edits, largeDoc)
+	all := make([]*edit, 0, c.edits.Len())
+	c.edits.Ascend(func(e *edit) bool { all = append(all, e); return true })
+	large, err := writeLargeValues(ctx, ns, all, largeDoc)
 	if err != nil {
 		return prolly.Map{}, err
 	}
-	mut := c.base.Mutate()
-	c.edits.Ascend(func(e *edit) bool {
-		err = applyEdit(ctx, ns, mut, e, largeDoc, large[e])
-		return err == nil
-	})
+	kd, vd := c.base.Descriptors()
+	muts := &editMutations{ns: ns, edits: all, large: large, largeDoc: largeDoc,
+		keys: val.NewTupleBuilder(kd, ns), values: val.NewTupleBuilder(vd, ns)}
+	root, err := tree.ApplyMutations[val.Tuple](ctx, ns, c.base.Node(), kd, message.NewProllyMapSerializer(vd, ns.Pool()), muts)
+	if err == nil {
+		err = muts.err
+	}
 	if err != nil {
 		return prolly.Map{}, err
 	}
-	return mut.Map(ctx)
+	return prolly.NewMap(root, ns, kd, vd), nil
 }
+
+// editMutations hands sorted edits to Dolt's tree mutator as key and value
+// tuples, built with one builder each for the whole fold. The mutator
+// takes no error from an iterator: the first one ends the iteration and
+// is kept in err, and the fold's result is then dropped.
+type editMutations struct {
+	ns           tree.NodeStore
+	edits        []*edit
+	large        map[*edit]val.Tuple // values written ahead, by writeLargeValues
+	largeDoc     *docWriter
+	keys, values *val.TupleBuilder
+	err          error
+}
+
+func (m *editMutations) NextMutation(ctx context.Context) tree.Mutation {
+	if len(m.edits) == 0 || m.err != nil {
+		return tree.Mutation{}
+	}
+	e := m.edits[0]
+	m.edits = m.edits[1:]
+	m.keys.PutByteString(0, e.key)
+	k, err := m.keys.Build(m.ns.Pool())
+	if err != nil {
+		m.err = err
+		return tree.Mutation{}
+	}
+	if e.value == nil {
+		return tree.Mutation{Key: tree.Item(k)} // a deletion
+	}
+	v := m.large[e]
+	if v == nil {
+		if v, err = buildDocValue(ctx, m.ns, m.values, e.value, m.largeDoc); err != nil {
+			m.err = err
+			return tree.Mutation{}
+		}
+	}
+	return tree.Mutation{Key: tree.Item(k), Value: tree.Item(v)}
+}
+
+func (m *editMutations) Close() error { return nil }
 
 // parallelValueSize is the size from which checkpoints write values (blob
 // or doctree) on all cores at once, ahead of applying them in key order.
@@ -159,14 +207,13 @@ const parallelValueSize = 16 << 10
 
 // writeLargeValues writes the out-of-line values among edits in parallel
 // and returns their tuples.
-func writeLargeValues(ctx context.Context, ns tree.NodeStore, ed *edits, largeDoc *docWriter) (map[*edit]val.Tuple, error) {
+func writeLargeValues(ctx context.Context, ns tree.NodeStore, all []*edit, largeDoc *docWriter) (map[*edit]val.Tuple, error) {
 	var large []*edit
-	ed.Ascend(func(e *edit) bool {
+	for _, e := range all {
 		if len(e.value) >= parallelValueSize {
 			large = append(large, e)
 		}
-		return true
-	})
+	}
 	if len(large) < 2 {
 		return nil, nil
 	}
@@ -188,23 +235,6 @@ func writeLargeValues(ctx context.Context, ns tree.NodeStore, ed *edits, largeDo
 		out[e] = tuples[i]
 	}
 	return out, nil
-}
-
-// applyEdit applies one edit; v, when set, is its value already written.
-func applyEdit(ctx context.Context, ns tree.NodeStore, mut *prolly.MutableMap, e *edit, largeDoc *docWriter, v val.Tuple) error {
-	k, err := keyTuple(ns, e.key)
-	if err != nil {
-		return err
-	}
-	if e.value == nil {
-		return mut.Delete(ctx, k)
-	}
-	if v == nil {
-		if v, err = docValueTuple(ctx, ns, e.value, largeDoc); err != nil {
-			return err
-		}
-	}
-	return mut.Put(ctx, k, v)
 }
 
 // persist makes root the branch's durable working root, recording the last

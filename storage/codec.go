@@ -45,7 +45,12 @@ func keyBytes(t val.Tuple) []byte {
 }
 
 func valueTuple(ctx context.Context, ns tree.NodeStore, v []byte) (val.Tuple, error) {
-	b := val.NewTupleBuilder(valDesc, ns)
+	return buildValue(ctx, ns, val.NewTupleBuilder(valDesc, ns), v)
+}
+
+// buildValue is valueTuple with a builder of the caller's, which a fold
+// reuses for all its values.
+func buildValue(ctx context.Context, ns tree.NodeStore, b *val.TupleBuilder, v []byte) (val.Tuple, error) {
 	if len(v) > inlineLimit {
 		addr, err := ns.WriteBytes(ctx, v)
 		if err != nil {
@@ -69,14 +74,18 @@ type docWriter struct {
 // (nil: never), else as a plain value. A doctree value has empty bytes in
 // field 0 and the tree's root in field 1 (docs/format/root.md).
 func docValueTuple(ctx context.Context, ns tree.NodeStore, doc []byte, largeDoc *docWriter) (val.Tuple, error) {
+	return buildDocValue(ctx, ns, val.NewTupleBuilder(valDesc, ns), doc, largeDoc)
+}
+
+// buildDocValue is docValueTuple with a builder of the caller's.
+func buildDocValue(ctx context.Context, ns tree.NodeStore, b *val.TupleBuilder, doc []byte, largeDoc *docWriter) (val.Tuple, error) {
 	if largeDoc == nil || len(doc) < largeDoc.threshold {
-		return valueTuple(ctx, ns, doc)
+		return buildValue(ctx, ns, b, doc)
 	}
 	m, err := largeDoc.trees.Build(ctx, doc)
 	if err != nil {
 		return nil, fmt.Errorf("write doctree of %d bytes: %w", len(doc), err)
 	}
-	b := val.NewTupleBuilder(valDesc, ns)
 	if err := b.PutAdaptiveBytesFromInline(ctx, 0, nil); err != nil {
 		return nil, err
 	}

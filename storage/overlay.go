@@ -206,6 +206,12 @@ func lookup(ctx context.Context, ns tree.NodeStore, base prolly.Map, ed *edits, 
 			return e.value, e.value != nil, nil
 		}
 	}
+	// A key past the map's last one is not in it: inserts of ascending
+	// _ids (ObjectIds, counters) skip the tree's search and the key tuple.
+	// The last key is the root node's, already in memory.
+	if last := base.LastKey(ctx); last == nil || bytes.Compare(key, keyBytes(last)) > 0 {
+		return nil, false, nil
+	}
 	k, err := keyTuple(ns, key)
 	if err != nil {
 		return nil, false, err
