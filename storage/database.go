@@ -370,15 +370,20 @@ func (d *Database) largeDoc() *docWriter { return d.docs }
 // close closes d for good (a drop, or the engine closing). Calls that
 // hold it may still be running; later ones get ErrClosed.
 func (d *Database) close(ctx context.Context) error {
-	d.life.mu.Lock()
-	wasClosed := d.closed.Swap(true)
-	wasOpen := d.life.open && !wasClosed
-	d.life.open = false
-	d.life.mu.Unlock()
-	if !wasOpen {
+	if !d.markClosed() {
 		return nil
 	}
 	return d.shut(ctx)
+}
+
+// markClosed marks d closed; it reports whether d was open until now.
+func (d *Database) markClosed() bool {
+	d.life.mu.Lock()
+	defer d.life.mu.Unlock()
+	wasClosed := d.closed.Swap(true)
+	wasOpen := d.life.open && !wasClosed
+	d.life.open = false
+	return wasOpen
 }
 
 // shut checkpoints every branch and closes the log and the chunk store.
@@ -410,6 +415,26 @@ func (d *Database) shut(ctx context.Context) error {
 		firstErr = err
 	}
 	return firstErr
+}
+
+// discard closes a database that is being dropped: its files are about to
+// be removed, so its edits are let go instead of checkpointed (a drop of a
+// database holding a full edit budget took seconds folding them into maps
+// nobody would read). The change events of its acknowledged writes are
+// still made durable, for the change streams that read past the drop.
+func (d *Database) discard() error {
+	if !d.markClosed() {
+		return nil
+	}
+	d.engine.dbStats.open.Add(-1)
+	for _, b := range d.branchList() {
+		// Wait for in-flight writers, whose edits the budget counts.
+		d.withWriteLock(b, func() error {
+			d.engine.addEditBytes(-b.state.Load().editBytes())
+			return nil
+		})
+	}
+	return errors.Join(d.wl.Close(), d.syncChanges(), d.db.Close())
 }
 
 // branch returns the live state of a branch, loading it (and creating main's

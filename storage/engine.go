@@ -390,7 +390,7 @@ func (e *Engine) DropDatabase(name string) error {
 	defer e.mu.Unlock()
 	if d, ok := e.dbs[name]; ok {
 		delete(e.dbs, name)
-		if err := d.close(context.Background()); err != nil {
+		if err := d.discard(); err != nil {
 			e.log.Warn().Str("c", "STORAGE").Err(err).Str("db", name).Msg("closing a dropped database")
 		}
 	}

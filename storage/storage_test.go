@@ -443,3 +443,33 @@ func TestInsertAfterCheckpointFindsEveryExistingKey(t *testing.T) {
 		t.Fatalf("second insert of _id 5000: %v, want ErrDuplicateKey", err)
 	}
 }
+
+// TestDropDiscardsEditsWithoutCheckpoint: dropping a database lets its
+// edits go (the budget gets them back) without folding them into maps,
+// and a database made again under the name starts empty.
+func TestDropDiscardsEditsWithoutCheckpoint(t *testing.T) {
+	e := openEngine(t, t.TempDir(), Options{CheckpointInterval: time.Hour})
+	defer e.Close()
+	d, _ := e.Database(ctx, "db", true)
+	for i := int32(0); i < 100; i++ {
+		mustWrite(t, d, func(tx *Tx) error {
+			if _, err := tx.EnsureCollection(ctx, "c"); err != nil {
+				return err
+			}
+			return tx.Insert(ctx, "c", doc(i, "x"))
+		})
+	}
+	if e.editBytes.Load() == 0 {
+		t.Fatal("no edit bytes counted before the drop")
+	}
+	if err := e.DropDatabase("db"); err != nil {
+		t.Fatal(err)
+	}
+	if n := e.editBytes.Load(); n != 0 {
+		t.Fatalf("%d edit bytes still counted after the drop", n)
+	}
+	d, _ = e.Database(ctx, "db", true)
+	if got := contents(t, d, "c"); len(got) != 0 {
+		t.Fatalf("a database made again after the drop holds %d documents", len(got))
+	}
+}
