@@ -71,8 +71,11 @@ type Config struct {
 	// Quick shrinks the LargeDoc family: fewer sizes, 4 MiB collections.
 	Quick bool
 	// Soak is how long the Soak family runs; 0 leaves it out of the run.
-	Soak     time.Duration
-	OutDir   string // where Floor keeps its preallocated file
+	Soak   time.Duration
+	OutDir string // where Floor keeps its preallocated file
+	// Echo starts the do-nothing server of Floor/RawEcho (nil: that
+	// benchmark does not apply).
+	Echo     EchoServer
 	Progress func(format string, args ...any)
 }
 
@@ -140,4 +143,8 @@ type Workload struct {
 	// Measure is the workload of a Quantity benchmark (Call is then
 	// unused): it returns the amount measured, in the benchmark's Unit.
 	Measure func(ctx context.Context) (float64, error)
+	// Pid, if set, is a process the workload started whose CPU its calls
+	// cost (a machine benchmark's own server): its CPU is read as a
+	// target's is.
+	Pid int
 }

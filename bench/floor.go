@@ -18,6 +18,7 @@ func floorBenchmarks() []Benchmark {
 	return []Benchmark{
 		{Name: PingBenchmark, Group: GroupFloor, Unit: "op", Setup: setupPing},
 		{Name: FloorBenchmark, Group: GroupFloor, Unit: "op", Machine: true, Setup: setupFdatasync},
+		echoBenchmark(),
 	}
 }
 

@@ -287,6 +287,9 @@ func prepare(ctx context.Context, cfg *Config, b Benchmark, s *server) *slot {
 		return sl
 	}
 	sl.w = w
+	if w.Pid != 0 {
+		sl.pid = w.Pid
+	}
 	if s != nil && !b.Quantity && w.Prepare == nil {
 		// A Prepare runs between the timed calls, inside the window the
 		// server's CPU is read over: its work would count as theirs.

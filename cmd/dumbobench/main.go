@@ -34,6 +34,9 @@ func main() {
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 1 && args[0] == echoCommand {
+		return runEchoServer(stdout, stderr)
+	}
 	if len(args) == 0 || args[0] != "run" {
 		fmt.Fprint(stderr, usage)
 		return 2
@@ -217,6 +220,7 @@ func execute(ctx context.Context, o *options, command string, stdout, stderr io.
 		}
 		defer s.stop()
 		targets = append(s.targets, targets...)
+		cfg.Echo = startEcho
 	}
 	for name, dir := range o.dataDirs {
 		i := slices.IndexFunc(targets, func(t bench.Target) bool { return t.Name == name })
