@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -45,6 +46,7 @@ type ChangeLog struct {
 
 	mu        sync.Mutex
 	segs      []*changeSeg // ascending; the last is the one appended to
+	wbuf      []byte       // append's write buffer, kept for the next one
 	next      uint64       // the sequence number of the next entry
 	lastLSN   map[string]uint64
 	notify    chan struct{} // closed (and replaced) at each append
@@ -276,30 +278,34 @@ func (l *ChangeLog) append(entries []ChangeEntry) error {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	var buf []byte // records for the active segment, not yet written
+	buf := l.wbuf[:0] // records for the active segment, not yet written
 	for i := range entries {
 		e := &entries[i]
 		e.Seq = l.next
-		rec := encodeChangeRecord(*e)
-		if l.needsRotation(int64(len(buf)), int64(len(rec))) {
-			if err := l.writeActive(buf); err != nil {
+		at := len(buf)
+		buf = appendChangeRecord(buf, *e)
+		if l.needsRotation(int64(at), int64(len(buf)-at)) {
+			if err := l.writeActive(buf[:at]); err != nil {
 				return err
 			}
-			buf = buf[:0]
+			buf, at = append(buf[:0], buf[at:]...), 0
 			if err := l.rotate(e.Seq); err != nil {
 				return err
 			}
 		}
 		seg := l.segs[len(l.segs)-1]
-		if seg.size+int64(len(buf)) == changeHeaderSize {
+		if seg.size+int64(at) == changeHeaderSize { // the segment's first entry
 			seg.firstAt = e.At
 		}
 		seg.lastWall = e.Wall
-		buf = append(buf, rec...)
 		l.next++
 		l.noteLSN(*e)
 	}
-	if err := l.writeActive(buf); err != nil {
+	err := l.writeActive(buf)
+	if cap(buf) <= maxKeptChangeBuffer {
+		l.wbuf = buf[:0]
+	}
+	if err != nil {
 		return err
 	}
 	close(l.notify)
@@ -307,17 +313,27 @@ func (l *ChangeLog) append(entries []ChangeEntry) error {
 	return nil
 }
 
-// encodeChangeRecord encodes an entry with its header, in one buffer sized
-// for it: every write's events pass here, so the entry is not built apart
-// and copied.
-func encodeChangeRecord(e ChangeEntry) []byte {
-	rec := make([]byte, changeEntryHeader, changeEntryHeader+entrySizeHint(e))
-	rec = appendChangeEntry(rec, e)
+// maxKeptChangeBuffer is the largest write buffer the change log keeps
+// for its next append: every write's events pass through it, and a
+// buffer made per append was a tenth of an insert's allocations.
+const maxKeptChangeBuffer = 1 << 20
+
+// appendChangeRecord appends an entry with its header to dst.
+func appendChangeRecord(dst []byte, e ChangeEntry) []byte {
+	at := len(dst)
+	dst = slices.Grow(dst, changeEntryHeader+entrySizeHint(e))
+	dst = append(dst, make([]byte, changeEntryHeader)...)
+	dst = appendChangeEntry(dst, e)
+	rec := dst[at:]
 	binary.LittleEndian.PutUint32(rec, uint32(len(rec)-changeEntryHeader))
 	binary.LittleEndian.PutUint64(rec[8:], e.Seq)
 	binary.LittleEndian.PutUint32(rec[4:], crc32.Checksum(rec[8:], changeCRC))
-	return rec
+	return dst
 }
+
+// encodeChangeRecord encodes an entry with its header in a buffer of its
+// own.
+func encodeChangeRecord(e ChangeEntry) []byte { return appendChangeRecord(nil, e) }
 
 // entrySizeHint is about the encoded size of an entry.
 func entrySizeHint(e ChangeEntry) int {
