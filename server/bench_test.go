@@ -70,6 +70,21 @@ func BenchmarkInsertOneDurable100B(b *testing.B) {
 	}
 }
 
+// BenchmarkCreateDatabaseByInsert: one client, one insert into a new
+// database per iteration (MongoDB creates a database at its first write):
+// what creating a database costs end to end (docs/design/resources.md).
+func BenchmarkCreateDatabaseByInsert(b *testing.B) {
+	ts := startServer(b)
+	c := ts.client()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		coll := c.Database(fmt.Sprint("db", i)).Collection("c")
+		if _, err := coll.InsertOne(ctx, bson.M{"_id": i, "v": "a few bytes"}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // BenchmarkInsertOneDurable64Clients: 64 concurrent clients; compare its
 // ops/s (1e9 / ns/op) with the one-client figure.
 func BenchmarkInsertOneDurable64Clients(b *testing.B) {
