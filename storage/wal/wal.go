@@ -112,7 +112,7 @@ func Open(dir string, opts Options, log zerolog.Logger) (*WAL, error) {
 		return nil, err
 	}
 	w.segments = segs
-	w.nextSize = min(firstSegmentSize, opts.SegmentSize)
+	w.nextSize = opts.firstSegmentSize()
 	return w, nil
 }
 
