@@ -1,6 +1,7 @@
 package wal
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"testing"
@@ -107,5 +108,33 @@ func TestHasRecordsSeesOnlyValidRecords(t *testing.T) {
 	wantHasRecords(t, dir, true)
 	if _, err := HasRecords(filepath.Join(dir, "missing")); err == nil {
 		t.Fatal("HasRecords of a missing log succeeded")
+	}
+}
+
+// TestPreparedLogTakesALargerFirstRecord: a first record larger than the
+// prepared segment gets a segment that replaces it, under the same name;
+// the log replays it and recycles past it.
+func TestPreparedLogTakesALargerFirstRecord(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "wal")
+	if err := Prepare(dir, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	w, _ := open(t, dir, 1<<20, 0)
+	big := bytes.Repeat([]byte("b"), 2*firstSegmentSize)
+	appendDurable(t, w, big)
+	if n := w.SegmentCount(); n != 1 {
+		t.Fatalf("%d segments after the first record, want 1", n)
+	}
+	for i := range 20 {
+		appendDurable(t, w, big[:10000+i])
+	}
+	if err := w.Recycle(w.LastLSN()); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	w, got := open(t, dir, 1<<20, 0)
+	defer w.Close()
+	if len(got) == 0 || len(got[len(got)-1]) != 10019 {
+		t.Fatalf("replayed %d records", len(got))
 	}
 }
