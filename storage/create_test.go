@@ -2,7 +2,13 @@ package storage
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
+
+	"dumbodb/storage/wal"
 )
 
 // BenchmarkCreateDatabase is the first durable insert into a new database
@@ -32,4 +38,211 @@ func BenchmarkCreateDatabase(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// wantStore fails the test unless d's Dolt store is written (or not).
+func wantStore(t *testing.T, d *Database, written bool) {
+	t.Helper()
+	if hasStore(d.dir) != written {
+		t.Fatalf("%s: store written on disk %v, want %v", d.name, hasStore(d.dir), written)
+	}
+}
+
+// TestNewDatabaseStoreIsWrittenByItsFirstCheckpoint: a new database's
+// writes are in its log alone, its catalog and branches answer without a
+// store, and its first checkpoint writes the initial commit and the
+// working set as one table file.
+func TestNewDatabaseStoreIsWrittenByItsFirstCheckpoint(t *testing.T) {
+	e := openClosing(t, t.TempDir(), idleOpts)
+	d := fillDatabase(t, e, "db", 3)
+	wantStore(t, d, false)
+	if n := tableFiles(t, d); n != 0 {
+		t.Fatalf("%d table files before the first checkpoint", n)
+	}
+	if names, err := e.DatabaseNames(); err != nil || !slices.Equal(names, []string{"db"}) {
+		t.Fatalf("DatabaseNames: %v, %v", names, err)
+	}
+	cat, err := d.Catalog(ctx)
+	if err != nil || len(cat) != 1 || cat[0].Branch != DefaultBranch || len(cat[0].Collections) != 1 {
+		t.Fatalf("catalog of a new database: %+v, %v", cat, err)
+	}
+	wantStore(t, d, false)
+	wantContents(t, d, 3)
+	if err := d.Checkpoint(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wantStore(t, d, true)
+	if n := tableFiles(t, d); n != 1 {
+		t.Fatalf("%d table files after the first checkpoint, want 1", n)
+	}
+	log, err := d.Log(ctx, LogOptions{From: Revision{Branch: DefaultBranch}})
+	if err != nil || len(log) != 1 || log[0].Message != "Initialize database" {
+		t.Fatalf("main's log: %+v, %v", log, err)
+	}
+	e.closeIdleAll(later())
+	wantContents(t, d, 3)
+}
+
+// TestUnwrittenDatabaseIsWrittenWhenItCloses: a database created and
+// never written has no store until it closes, which writes it, so that
+// it is still there after a restart; GC on it writes nothing.
+func TestUnwrittenDatabaseIsWrittenWhenItCloses(t *testing.T) {
+	dir := t.TempDir()
+	e := openEngine(t, dir, idleOpts)
+	d, err := e.Database(ctx, "empty", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := d.GC(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wantStore(t, d, false)
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	wantStore(t, d, true)
+	e = openClosing(t, dir, idleOpts)
+	if names, err := e.DatabaseNames(); err != nil || !slices.Equal(names, []string{"empty"}) {
+		t.Fatalf("DatabaseNames after a restart: %v, %v", names, err)
+	}
+}
+
+// TestVersionControlWritesANewDatabasesStore: a version-control operation
+// on a database whose store is not written writes the initial commit
+// first, and commits on top of it.
+func TestVersionControlWritesANewDatabasesStore(t *testing.T) {
+	dir := t.TempDir()
+	e := openEngine(t, dir, idleOpts)
+	d := fillDatabase(t, e, "db", 2)
+	branches, err := d.Branches(ctx)
+	if err != nil || len(branches) != 1 || branches[0].Name != DefaultBranch || branches[0].Head.Message != "Initialize database" {
+		t.Fatalf("branches of a new database: %+v, %v", branches, err)
+	}
+	wantStore(t, d, true)
+	c, err := d.Commit(ctx, DefaultBranch, CommitOptions{Message: "two"})
+	if err != nil || len(c.Parents) != 1 || c.Parents[0] != branches[0].Head.ID {
+		t.Fatalf("commit on the initial one: %+v, %v", c, err)
+	}
+	crashed := crashCopy(t, dir)
+	e.Close()
+	e = openClosing(t, crashed, idleOpts)
+	d, err = e.Database(ctx, "db", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantContents(t, d, 2)
+}
+
+// TestNewDatabaseRecoversWithoutItsStore: after a crash before its first
+// checkpoint, a new database replays its whole log onto the empty initial
+// state, also when the crash interrupted the store's first write (a table
+// file, no manifest), and recovery writes its store.
+func TestNewDatabaseRecoversWithoutItsStore(t *testing.T) {
+	dir := t.TempDir()
+	e := openEngine(t, dir, idleOpts)
+	fillDatabase(t, e, "db", 5)
+	fillDatabase(t, e, "half", 4)
+	crashed := crashCopy(t, dir)
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// What writing half's store left before its manifest: a table file
+	// (a copy of a real one) and Dolt's temporary file.
+	for _, name := range []string{tableFileOf(t, filepath.Join(dir, "db")), "nbs_table_42"} {
+		if err := os.WriteFile(filepath.Join(crashed, "half", name), []byte("partial"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e = openClosing(t, crashed, idleOpts)
+	for name, n := range map[string]int32{"db": 5, "half": 4} {
+		d, err := e.Database(ctx, name, false)
+		if err != nil || d == nil {
+			t.Fatalf("%s after the crash: %v", name, err)
+		}
+		wantStore(t, d, true) // recovery closed it, which wrote it
+		wantContents(t, d, n)
+	}
+}
+
+// tableFileOf is the name of one table file of the store in dir.
+func tableFileOf(t *testing.T, dir string) string {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ent := range ents {
+		if isTableFileName(ent.Name()) && ent.Name() != doltJournalName {
+			return ent.Name()
+		}
+	}
+	t.Fatalf("no table file in %s", dir)
+	return ""
+}
+
+// TestUnacknowledgedCreationLeavesNoDatabase: what a crash during a
+// creation can leave is no database after a restart, and the name can be
+// created again: a prepared log with no record (created, never written),
+// a torn log, an empty directory. A dropped database's leftover goes too.
+func TestUnacknowledgedCreationLeavesNoDatabase(t *testing.T) {
+	dir := t.TempDir()
+	e := openEngine(t, dir, idleOpts)
+	fillDatabase(t, e, "kept", 1)
+	if _, err := e.Database(ctx, "unwritten", true); err != nil {
+		t.Fatal(err)
+	}
+	crashed := crashCopy(t, dir)
+	e.Close()
+	torn := filepath.Join(crashed, "torn", walDirName)
+	if err := os.Mkdir(filepath.Dir(torn), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := wal.Prepare(torn, wal.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(filepath.Join(torn, "00000000000000000001.seg"), 20); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{"bare", droppedPrefix + "7/wal"} {
+		if err := os.MkdirAll(filepath.Join(crashed, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e = openClosing(t, crashed, idleOpts)
+	if names, err := e.DatabaseNames(); err != nil || !slices.Equal(names, []string{"kept"}) {
+		t.Fatalf("DatabaseNames: %v, %v", names, err)
+	}
+	for _, name := range []string{"unwritten", "torn", droppedPrefix + "7"} {
+		if exists(filepath.Join(crashed, name)) {
+			t.Errorf("%s is still on disk", name)
+		}
+	}
+	for _, name := range []string{"unwritten", "torn", "bare"} {
+		fillDatabase(t, e, name, 2)
+		d, _ := e.Database(ctx, name, false)
+		wantContents(t, d, 2)
+	}
+}
+
+// TestDroppedDatabaseLeavesNothing: a drop removes the database's
+// directory through a name of the engine's, which goes too, and the name
+// can be created again.
+func TestDroppedDatabaseLeavesNothing(t *testing.T) {
+	dir := t.TempDir()
+	e := openClosing(t, dir, idleOpts)
+	fillDatabase(t, e, "db", 3)
+	if err := e.DropDatabase("db"); err != nil {
+		t.Fatal(err)
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ent := range ents {
+		if ent.Name() == "db" || strings.HasPrefix(ent.Name(), droppedPrefix) {
+			t.Fatalf("%s left after the drop", ent.Name())
+		}
+	}
+	d := fillDatabase(t, e, "db", 1)
+	wantContents(t, d, 1)
 }

@@ -12,8 +12,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"dumbodb/internal/durablefile"
-
 	"github.com/dolthub/dolt/go/store/datas"
 	"github.com/dolthub/dolt/go/store/nbs"
 	"github.com/dolthub/dolt/go/store/prolly/tree"
@@ -48,8 +46,10 @@ type Database struct {
 	// Loaded by open and released by an idle close; calls read them between
 	// hold and release, and snapshots keep them open by their pins.
 	cs        *nbs.NomsBlockStore
-	tables    bool       // cs keeps table files only, no chunk journal (chunkstore.go)
-	compactMu sync.Mutex // serialises table compaction with GC
+	tables    bool        // cs keeps table files only, no chunk journal (chunkstore.go)
+	born      atomic.Bool // cs holds main's initial commit (birth.go)
+	birthMu   sync.Mutex  // serialises writing the store's first commit
+	compactMu sync.Mutex  // serialises table compaction with GC
 	vs        *types.ValueStore
 	ns        tree.NodeStore
 	db        datas.Database
@@ -152,15 +152,16 @@ func newDatabase(e *Engine, name string) *Database {
 // open loads the chunk store, the branches and the log (creating the
 // database if its directory is new). Called with d.life.mu held.
 func (d *Database) open(ctx context.Context) error {
-	// The data directory's entry for the database must be durable before
-	// the first write in it is acknowledged.
-	if _, err := durablefile.Mkdir(d.dir, 0o755); err != nil {
-		return fmt.Errorf("create database directory: %w", err)
-	}
 	cs, tables, err := d.openChunkStore(ctx)
 	if err != nil {
 		return fmt.Errorf("open chunk store %s: %w", d.dir, err)
 	}
+	root, err := cs.Root(ctx)
+	if err != nil {
+		cs.Close()
+		return fmt.Errorf("open chunk store %s: %w", d.dir, err)
+	}
+	d.born.Store(!root.IsEmpty())
 	d.cs, d.tables, d.vs = cs, tables, types.NewValueStore(cs)
 	d.ns = tree.NewNodeStore(cs)
 	d.db = datas.NewTypesDatabase(d.vs, d.ns)
@@ -191,7 +192,14 @@ func (d *Database) forget() {
 // recover loads every branch's checkpoint, replays the log after the
 // oldest of them, and starts the log for new writes.
 func (d *Database) recover(ctx context.Context) error {
-	if _, err := d.branch(ctx, DefaultBranch); err != nil { // creates main in a new database
+	if d.engine.opts.journalStores {
+		// As databases were made when stores had a journal: written at
+		// once, so that the journal file tells their kind on reopening.
+		if err := d.ensureBorn(ctx); err != nil {
+			return err
+		}
+	}
+	if _, err := d.branch(ctx, DefaultBranch); err != nil {
 		return err
 	}
 	if err := d.loadAllBranches(ctx); err != nil {
@@ -382,6 +390,8 @@ func (d *Database) close(ctx context.Context) error {
 }
 
 // shut checkpoints every branch and closes the log and the chunk store.
+// A closed database has its store written, even one never written to:
+// its log goes (birth.go).
 func (d *Database) shut(ctx context.Context) error {
 	d.engine.dbStats.open.Add(-1)
 	var firstErr error
@@ -395,6 +405,9 @@ func (d *Database) shut(ctx context.Context) error {
 				firstErr = err
 			}
 		}
+	}
+	if firstErr == nil {
+		firstErr = d.ensureBorn(ctx)
 	}
 	if err := d.wl.Close(); err != nil && firstErr == nil {
 		firstErr = err
@@ -412,8 +425,7 @@ func (d *Database) shut(ctx context.Context) error {
 	return firstErr
 }
 
-// branch returns the live state of a branch, loading it (and creating main's
-// initial commit in a new database) on first use.
+// branch returns the live state of a branch, loading it on first use.
 func (d *Database) branch(ctx context.Context, name string) (*branch, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -432,6 +444,9 @@ func (d *Database) branch(ctx context.Context, name string) (*branch, error) {
 }
 
 func (d *Database) loadBranch(ctx context.Context, name string) (*branch, error) {
+	if !d.born.Load() {
+		return d.unbornMain(ctx, name)
+	}
 	head, err := d.refDataset(ctx, refHeads, name)
 	if err != nil {
 		return nil, err
@@ -475,19 +490,6 @@ func (d *Database) loadBranch(ctx context.Context, name string) (*branch, error)
 func parseLSN(desc string) uint64 {
 	n, _ := strconv.ParseUint(strings.TrimPrefix(desc, walLSNPrefix), 10, 64)
 	return n
-}
-
-// initMain makes the first commit of a new database: an empty root.
-func (d *Database) initMain(ctx context.Context, head datas.Dataset) (datas.Dataset, error) {
-	root, err := buildRoot(ctx, d.ns, &rootState{})
-	if err != nil {
-		return head, err
-	}
-	meta, err := datas.NewCommitMeta("dumbodb", "dumbodb@localhost", "Initialize database")
-	if err != nil {
-		return head, err
-	}
-	return d.db.Commit(ctx, head, tree.ValueFromNode(root.Node()), datas.CommitOptions{Meta: meta})
 }
 
 func (d *Database) headRootRef(ctx context.Context, head datas.Dataset) (types.Ref, error) {
