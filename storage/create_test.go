@@ -246,3 +246,103 @@ func TestDroppedDatabaseLeavesNothing(t *testing.T) {
 	d := fillDatabase(t, e, "db", 1)
 	wantContents(t, d, 1)
 }
+
+// spareNames lists the spare databases in dir, ready ones and ones being
+// made.
+func spareNames(t *testing.T, dir string) (ready, making []string) {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ent := range ents {
+		switch {
+		case strings.HasPrefix(ent.Name(), spareTmpPrefix):
+			making = append(making, ent.Name())
+		case strings.HasPrefix(ent.Name(), sparePrefix):
+			ready = append(ready, ent.Name())
+		}
+	}
+	return ready, making
+}
+
+// dirTree lists the paths under dir, relative to it.
+func dirTree(t *testing.T, dir string) []string {
+	t.Helper()
+	var paths []string
+	err := filepath.WalkDir(dir, func(path string, _ os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if rel, _ := filepath.Rel(dir, path); rel != "." {
+			paths = append(paths, rel)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return paths
+}
+
+// TestCreationTakesASpare: an engine makes spare databases once it has
+// created one; a creation takes a spare, whose prepared log takes the first
+// write without a file more, and the spares are made again.
+func TestCreationTakesASpare(t *testing.T) {
+	dir := t.TempDir()
+	e := openClosing(t, dir, idleOpts)
+	if ready, _ := spareNames(t, dir); len(ready) != 0 {
+		t.Fatalf("spares before any creation: %v", ready)
+	}
+	fillDatabase(t, e, "first", 1)
+	e.spares.wait()
+	before, making := spareNames(t, dir)
+	if len(before) != spareDatabases || len(making) != 0 {
+		t.Fatalf("after the first creation: spares %v, being made %v; want %d", before, making, spareDatabases)
+	}
+	d := fillDatabase(t, e, "second", 3)
+	want := []string{walDirName, filepath.Join(walDirName, "00000000000000000001.seg")}
+	if got := dirTree(t, d.dir); !slices.Equal(got, want) {
+		t.Fatalf("a new database after its first write holds %v, want %v", got, want)
+	}
+	e.spares.wait()
+	after, _ := spareNames(t, dir)
+	if len(after) != spareDatabases {
+		t.Fatalf("%d spares after refilling, want %d", len(after), spareDatabases)
+	}
+	if taken := len(slices.DeleteFunc(before, func(n string) bool { return slices.Contains(after, n) })); taken != 1 {
+		t.Fatalf("%d of the spares were taken by one creation", taken)
+	}
+	wantContents(t, d, 3)
+}
+
+// TestSparesOutliveTheEngine: ready spares stay for the next run, which
+// creates from them; one a crash left half made is removed at start.
+func TestSparesOutliveTheEngine(t *testing.T) {
+	dir := t.TempDir()
+	e := openEngine(t, dir, idleOpts)
+	fillDatabase(t, e, "first", 1)
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ready, _ := spareNames(t, dir)
+	if len(ready) != spareDatabases {
+		t.Fatalf("%d spares after a clean close, want %d", len(ready), spareDatabases)
+	}
+	half := filepath.Join(dir, spareTmpPrefix+"1-1", walDirName)
+	if err := os.MkdirAll(half, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	e = openClosing(t, dir, idleOpts)
+	if _, making := spareNames(t, dir); len(making) != 0 {
+		t.Fatalf("half-made spares after a start: %v", making)
+	}
+	if names, err := e.DatabaseNames(); err != nil || !slices.Equal(names, []string{"first"}) {
+		t.Fatalf("DatabaseNames: %v, %v", names, err)
+	}
+	if got := e.spares.take(); !slices.Contains(ready, filepath.Base(got)) {
+		t.Fatalf("the next run takes %q, not one of the spares left %v", got, ready)
+	}
+	d := fillDatabase(t, e, "second", 2)
+	wantContents(t, d, 2)
+}

@@ -47,9 +47,9 @@ func exists(path string) bool {
 func engineEntry(name string) bool { return strings.HasPrefix(name, ".") }
 
 // newDatabaseDir makes dir a new database's directory, durable in the data
-// directory: the directory and its log, prepared so that the first write
-// makes no file. Whatever held the name and is no database (a directory a
-// crash left behind) is removed first.
+// directory, from a spare (spares.go): its log is prepared, so the first
+// write makes no file. Whatever held the name and is no database (a
+// directory a crash left behind) is removed first.
 func (e *Engine) newDatabaseDir(dir string) error {
 	if exists(dir) {
 		e.log.Warn().Str("c", "STORAGE").Str("dir", dir).Msg("removing a directory that is no database, to create one there")
@@ -57,19 +57,7 @@ func (e *Engine) newDatabaseDir(dir string) error {
 			return fmt.Errorf("create database directory: %w", err)
 		}
 	}
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		return fmt.Errorf("create database directory: %w", err)
-	}
-	if err := wal.Prepare(filepath.Join(dir, walDirName), e.walOptions()); err != nil {
-		return err
-	}
-	if err := durablefile.SyncDir(dir); err != nil {
-		return fmt.Errorf("create database directory: %w", err)
-	}
-	if err := durablefile.SyncDir(e.dir); err != nil {
-		return fmt.Errorf("create database directory: %w", err)
-	}
-	return nil
+	return e.spares.install(dir)
 }
 
 // walOptions are the options of the databases' logs that shape their

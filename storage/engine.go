@@ -94,6 +94,7 @@ type Engine struct {
 	onDisk map[string]bool
 	// dropped numbers the directories of dropped databases (dbdirs.go).
 	dropped atomic.Int64
+	spares  *spares // directories new databases take (spares.go)
 	stop    chan struct{}
 	done    chan struct{}
 }
@@ -144,6 +145,11 @@ func Open(dir string, opts Options, log zerolog.Logger) (*Engine, error) {
 	e.decisions = decisions
 	e.historyWindow.Store(int64(opts.HistoryWindow))
 	if err := e.removeLeftovers(); err != nil {
+		e.closeAll()
+		return nil, err
+	}
+	e.spares = newSpares(e)
+	if err := e.spares.load(); err != nil {
 		e.closeAll()
 		return nil, err
 	}
@@ -237,6 +243,9 @@ func (e *Engine) closeAll() {
 // closeAllLocked closes every database, the decision log and the data
 // directory's lock. Called with e.mu held.
 func (e *Engine) closeAllLocked() error {
+	if e.spares != nil {
+		e.spares.close()
+	}
 	var errs []error
 	for name, d := range e.dbs {
 		if err := d.close(context.Background()); err != nil {
@@ -312,7 +321,7 @@ func (e *Engine) handle(ctx context.Context, name string, create bool) (*Databas
 			return nil, fmt.Errorf("%w: %q and %q", ErrDatabaseDiffersInCase, name, other)
 		}
 		if err := e.newDatabaseDir(d.dir); err != nil {
-			return nil, err
+			return nil, diskFull(err)
 		}
 		if err := d.use(ctx, time.Now()); err != nil {
 			return nil, err
