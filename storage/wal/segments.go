@@ -60,9 +60,10 @@ func (w *WAL) newSegment(first uint64, size int64) (*segmentFile, error) {
 		if err := w.createSegmentFile(final, first, size); err != nil {
 			return nil, err
 		}
-		return openSegmentFile(final, segmentHeaderSize, first)
+		h := segmentHeader(first)
+		return openSegmentFile(final, segmentHeaderSize, first, h[:])
 	}
-	seg, err := openSegmentFile(path, 0, first)
+	seg, err := openSegmentFile(path, 0, first, nil)
 	if err != nil {
 		return nil, err
 	}
