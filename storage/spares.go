@@ -43,7 +43,7 @@ type spares struct {
 	gen     atomic.Int64
 
 	mu      sync.Mutex
-	idle    *sync.Cond // signalled when a refill ends
+	changed *sync.Cond // signalled when a spare is made and when a refill ends
 	ready   []string   // paths of ready spares
 	filling bool       // a refill is running
 	closed  bool
@@ -51,7 +51,7 @@ type spares struct {
 
 func newSpares(e *Engine) *spares {
 	s := &spares{dataDir: e.dir, walOpts: e.walOptions(), engine: e}
-	s.idle = sync.NewCond(&s.mu)
+	s.changed = sync.NewCond(&s.mu)
 	return s
 }
 
@@ -98,10 +98,15 @@ func (s *spares) install(dir string) error {
 	return nil
 }
 
-// take returns a ready spare's path, "" if there is none.
+// take returns a ready spare's path, "" if there is none. While a refill
+// runs it waits for the refill's first spare: making one more meanwhile
+// would only slow the others down.
 func (s *spares) take() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	for len(s.ready) == 0 && s.filling {
+		s.changed.Wait()
+	}
 	n := len(s.ready)
 	if n == 0 {
 		return ""
@@ -157,7 +162,7 @@ func (s *spares) fill() {
 	defer func() {
 		s.mu.Lock()
 		s.filling = false
-		s.idle.Broadcast()
+		s.changed.Broadcast()
 		s.mu.Unlock()
 	}()
 	for {
@@ -168,23 +173,20 @@ func (s *spares) fill() {
 			return
 		}
 		s.mu.Unlock()
-		made := make([]string, missing)
 		var g errgroup.Group
-		for i := range made {
-			g.Go(func() (err error) {
-				made[i], err = s.make()
+		for range missing {
+			g.Go(func() error {
+				spare, err := s.make()
+				if err == nil {
+					s.mu.Lock()
+					s.ready = append(s.ready, spare)
+					s.changed.Broadcast()
+					s.mu.Unlock()
+				}
 				return err
 			})
 		}
-		err := g.Wait()
-		s.mu.Lock()
-		for _, path := range made {
-			if path != "" {
-				s.ready = append(s.ready, path)
-			}
-		}
-		s.mu.Unlock()
-		if err != nil {
+		if err := g.Wait(); err != nil {
 			s.engine.log.Warn().Str("c", "STORAGE").Err(err).Msg("making spare databases failed")
 			return
 		}
@@ -196,7 +198,7 @@ func (s *spares) wait() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for s.filling {
-		s.idle.Wait()
+		s.changed.Wait()
 	}
 }
 
