@@ -39,9 +39,10 @@ type Database struct {
 	log    zerolog.Logger
 	engine *Engine
 
-	life   lifetime    // when the fields below may be loaded and released
-	closed atomic.Bool // for good: dropped, or the engine closed
-	pins   pins        // states that live snapshots read
+	life     lifetime    // when the fields below may be loaded and released
+	closed   atomic.Bool // for good: dropped, or the engine closed
+	dropping atomic.Bool // closed for a drop: its files go, so nothing is written for them
+	pins     pins        // states that live snapshots read
 
 	// Loaded by open and released by an idle close; calls read them between
 	// hold and release, and snapshots keep them open by their pins.
@@ -149,8 +150,9 @@ func newDatabase(e *Engine, name string) *Database {
 	return &Database{name: name, dir: e.dbDir(name), log: e.log, engine: e}
 }
 
-// open loads the chunk store, the branches and the log (creating the
-// database if its directory is new). Called with d.life.mu held.
+// open loads the chunk store, the branches and the log. A new database's
+// store holds nothing until it is written (birth.go). Called with
+// d.life.mu held.
 func (d *Database) open(ctx context.Context) error {
 	cs, tables, err := d.openChunkStore(ctx)
 	if err != nil {
@@ -390,8 +392,8 @@ func (d *Database) close(ctx context.Context) error {
 }
 
 // shut checkpoints every branch and closes the log and the chunk store.
-// A closed database has its store written, even one never written to:
-// its log goes (birth.go).
+// A closed database has its store written, even one never written to,
+// since its log goes (birth.go); unless it is being dropped.
 func (d *Database) shut(ctx context.Context) error {
 	d.engine.dbStats.open.Add(-1)
 	var firstErr error
@@ -406,7 +408,7 @@ func (d *Database) shut(ctx context.Context) error {
 			}
 		}
 	}
-	if firstErr == nil {
+	if firstErr == nil && !d.dropping.Load() {
 		firstErr = d.ensureBorn(ctx)
 	}
 	if err := d.wl.Close(); err != nil && firstErr == nil {

@@ -409,6 +409,7 @@ func (e *Engine) DropDatabase(name string) error {
 	defer e.mu.Unlock()
 	if d, ok := e.dbs[name]; ok {
 		delete(e.dbs, name)
+		d.dropping.Store(true)
 		if err := d.close(context.Background()); err != nil {
 			e.log.Warn().Str("c", "STORAGE").Err(err).Str("db", name).Msg("closing a dropped database")
 		}

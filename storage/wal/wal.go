@@ -103,8 +103,8 @@ func Open(dir string, opts Options, log zerolog.Logger) (*WAL, error) {
 		opts.SegmentSize = DefaultSegmentSize
 	}
 	opts.SegmentSize = alignUp(opts.SegmentSize)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("wal: create %s: %w", dir, err)
+	if err := makeDir(dir); err != nil {
+		return nil, err
 	}
 	w := &WAL{dir: dir, segmentSize: opts.SegmentSize, log: log, nextLSN: 1, onFail: opts.OnFailure, onDur: opts.OnDurable,
 		stop: make(chan struct{}), done: make(chan struct{})}
@@ -116,6 +116,23 @@ func Open(dir string, opts Options, log zerolog.Logger) (*WAL, error) {
 	w.segments = segs
 	w.nextSize = opts.firstSegmentSize()
 	return w, nil
+}
+
+// makeDir makes the log's directory if it does not exist (a database
+// reopened after a clean close, whose log was removed) and syncs its
+// parent, so that the records it will hold cannot lose their directory in
+// a crash: a segment's sync makes only its own entry durable.
+func makeDir(dir string) error {
+	if _, err := os.Stat(dir); err == nil {
+		return nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("wal: create %s: %w", dir, err)
+	}
+	if err := syncDir(filepath.Dir(dir)); err != nil {
+		return fmt.Errorf("wal: create %s: %w", dir, err)
+	}
+	return nil
 }
 
 func segmentName(first uint64) string { return fmt.Sprintf("%020d.seg", first) }
