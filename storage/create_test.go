@@ -340,6 +340,7 @@ func TestSparesOutliveTheEngine(t *testing.T) {
 	dir := t.TempDir()
 	e := openEngine(t, dir, idleOpts)
 	fillDatabase(t, e, "first", 1)
+	e.spares.wait() // a close stops a refill that has not begun
 	if err := e.Close(); err != nil {
 		t.Fatal(err)
 	}
