@@ -154,7 +154,8 @@ func TestVersionControlWritesANewDatabasesStore(t *testing.T) {
 // TestNewDatabaseRecoversWithoutItsStore: after a crash before its first
 // checkpoint, a new database replays its whole log onto the empty initial
 // state, also when the crash interrupted the store's first write (a table
-// file, no manifest), and recovery writes its store.
+// file, no manifest); recovery leaves it open, and its first checkpoint
+// writes its store.
 func TestNewDatabaseRecoversWithoutItsStore(t *testing.T) {
 	dir := t.TempDir()
 	e := openEngine(t, dir, idleOpts)
@@ -172,13 +173,24 @@ func TestNewDatabaseRecoversWithoutItsStore(t *testing.T) {
 		}
 	}
 	e = openClosing(t, crashed, idleOpts)
-	for name, n := range map[string]int32{"db": 5, "half": 4} {
+	want := map[string]int32{"db": 5, "half": 4}
+	dbs := map[string]*Database{}
+	for name, n := range want {
 		d, err := e.Database(ctx, name, false)
 		if err != nil || d == nil {
 			t.Fatalf("%s after the crash: %v", name, err)
 		}
-		wantStore(t, d, true) // recovery closed it, which wrote it
+		wantStore(t, d, false)
 		wantContents(t, d, n)
+		dbs[name] = d
+	}
+	for name, d := range dbs {
+		if err := d.Checkpoint(ctx); err != nil {
+			t.Fatal(err)
+		}
+		wantStore(t, d, true)
+		e.closeIdleAll(later())
+		wantContents(t, d, want[name])
 	}
 }
 

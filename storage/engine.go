@@ -451,7 +451,10 @@ func (e *Engine) recoverCrashed() error {
 
 // recoverDatabase opens a database not closed cleanly, which replays its
 // log, and closes it again if nothing uses it. A new database that took
-// no write is removed: its creation was never acknowledged.
+// no write is removed: its creation was never acknowledged. One whose
+// store was never written stays open: closing would write its store now,
+// three files and their syncs each, which a restart after many creations
+// would wait for; its first checkpoint writes it, in the background.
 func (e *Engine) recoverDatabase(name string) error {
 	if empty, err := neverWritten(e.dbDir(name)); err != nil || empty {
 		if err == nil {
@@ -462,13 +465,16 @@ func (e *Engine) recoverDatabase(name string) error {
 		}
 		return nil
 	}
-	err := e.Visit(context.Background(), name, func(d *Database) error {
-		if err := d.hold(context.Background()); err != nil {
-			return err
+	d, err := e.handle(context.Background(), name, false)
+	if err == nil && d != nil {
+		if err = d.hold(context.Background()); err == nil {
+			born := d.born.Load()
+			d.release()
+			if born {
+				e.closeIfIdle(d, time.Now())
+			}
 		}
-		d.release()
-		return nil
-	})
+	}
 	if err != nil {
 		return fmt.Errorf("recover database %s: %w", name, err)
 	}
