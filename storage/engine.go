@@ -450,11 +450,9 @@ func (e *Engine) recoverCrashed() error {
 }
 
 // recoverDatabase opens a database not closed cleanly, which replays its
-// log, and closes it again if nothing uses it. A new database that took
-// no write is removed: its creation was never acknowledged. One whose
-// store was never written stays open: closing would write its store now,
-// three files and their syncs each, which a restart after many creations
-// would wait for; its first checkpoint writes it, in the background.
+// log, and closes it again if nothing uses it (Visit: one whose store was
+// never written stays open). A new database that took no write is
+// removed: its creation was never acknowledged.
 func (e *Engine) recoverDatabase(name string) error {
 	if empty, err := neverWritten(e.dbDir(name)); err != nil || empty {
 		if err == nil {
@@ -465,16 +463,13 @@ func (e *Engine) recoverDatabase(name string) error {
 		}
 		return nil
 	}
-	d, err := e.handle(context.Background(), name, false)
-	if err == nil && d != nil {
-		if err = d.hold(context.Background()); err == nil {
-			born := d.born.Load()
-			d.release()
-			if born {
-				e.closeIfIdle(d, time.Now())
-			}
+	err := e.Visit(context.Background(), name, func(d *Database) error {
+		if err := d.hold(context.Background()); err != nil {
+			return err
 		}
-	}
+		d.release()
+		return nil
+	})
 	if err != nil {
 		return fmt.Errorf("recover database %s: %w", name, err)
 	}
