@@ -68,8 +68,9 @@ func wantStore(t *testing.T, d *Database, written bool) {
 
 // TestNewDatabaseStoreIsWrittenByItsFirstCheckpoint: a new database's
 // writes are in its log alone, its catalog and branches answer without a
-// store, and its first checkpoint writes the initial commit and the
-// working set as one table file.
+// store, a pass over the databases does not close it, and its first
+// checkpoint writes the initial commit and the working set as one table
+// file.
 func TestNewDatabaseStoreIsWrittenByItsFirstCheckpoint(t *testing.T) {
 	e := openClosing(t, t.TempDir(), idleOpts)
 	d := fillDatabase(t, e, "db", 3)
@@ -86,6 +87,15 @@ func TestNewDatabaseStoreIsWrittenByItsFirstCheckpoint(t *testing.T) {
 	}
 	wantStore(t, d, false)
 	wantContents(t, d, 3)
+	// A pass over the databases leaves it open: closing it would write
+	// its store.
+	if err := e.Visit(ctx, "db", func(*Database) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if !d.isOpen() {
+		t.Fatal("Visit closed a database whose store is not written")
+	}
+	wantStore(t, d, false)
 	if err := d.Checkpoint(ctx); err != nil {
 		t.Fatal(err)
 	}
