@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -46,18 +47,36 @@ func exists(path string) bool {
 // Database names cannot start with ".": checkDatabaseName refuses them.
 func engineEntry(name string) bool { return strings.HasPrefix(name, ".") }
 
-// newDatabaseDir makes dir a new database's directory, durable in the data
-// directory, from a spare (spares.go): its log is prepared, so the first
-// write makes no file. Whatever held the name and is no database (a
-// directory a crash left behind) is removed first.
-func (e *Engine) newDatabaseDir(dir string) error {
-	if exists(dir) {
-		e.log.Warn().Str("c", "STORAGE").Str("dir", dir).Msg("removing a directory that is no database, to create one there")
-		if err := os.RemoveAll(dir); err != nil {
+// create makes d a new database, its directory durable in the data
+// directory, and opens it. The directory is a spare (spares.go): its log
+// is prepared, so the first write makes no file. The data directory's
+// sync, which makes the name durable, runs while the database opens
+// (which writes nothing), so a creation waits for the longer of the two,
+// not for both. Whatever held the name and is no database (a directory a
+// crash left behind) is removed first. Called with e.mu held.
+func (e *Engine) create(ctx context.Context, d *Database) error {
+	if exists(d.dir) {
+		e.log.Warn().Str("c", "STORAGE").Str("dir", d.dir).Msg("removing a directory that is no database, to create one there")
+		if err := os.RemoveAll(d.dir); err != nil {
 			return fmt.Errorf("create database directory: %w", err)
 		}
 	}
-	return e.spares.install(dir)
+	synced, err := e.spares.install(d.dir)
+	if err != nil {
+		return diskFull(err)
+	}
+	err = d.use(ctx, time.Now())
+	if serr := <-synced; serr != nil {
+		// Its name may not last: no write may be acknowledged in it, and
+		// a second try must not find it there and skip the sync.
+		if err == nil {
+			d.dropping.Store(true)
+			d.close(ctx)
+		}
+		os.RemoveAll(d.dir)
+		return diskFull(fmt.Errorf("create database directory: %w", serr))
+	}
+	return err
 }
 
 // walOptions are the options of the databases' logs that shape their

@@ -320,10 +320,7 @@ func (e *Engine) handle(ctx context.Context, name string, create bool) (*Databas
 		if other := e.caseConflict(name); other != "" {
 			return nil, fmt.Errorf("%w: %q and %q", ErrDatabaseDiffersInCase, name, other)
 		}
-		if err := e.newDatabaseDir(d.dir); err != nil {
-			return nil, diskFull(err)
-		}
-		if err := d.use(ctx, time.Now()); err != nil {
+		if err := e.create(ctx, d); err != nil {
 			return nil, err
 		}
 		if e.onDisk != nil {

@@ -77,25 +77,23 @@ func (s *spares) load() error {
 }
 
 // install makes dir, which must not exist, a new database's directory: a
-// ready spare renamed to it, or one made now if none is ready, and the
-// data directory synced so that the name is durable. It then refills the
-// spares in the background.
-func (s *spares) install(dir string) error {
+// ready spare renamed to it, or one made now if none is ready. The name is
+// durable once the data directory is synced, which runs meanwhile: synced
+// delivers its outcome. It then refills the spares in the background.
+func (s *spares) install(dir string) (synced <-chan error, err error) {
 	spare := s.take()
 	if spare == "" {
-		var err error
 		if spare, err = s.make(); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if err := os.Rename(spare, dir); err != nil {
-		return fmt.Errorf("create database directory: %w", err)
+		return nil, fmt.Errorf("create database directory: %w", err)
 	}
-	if err := durablefile.SyncDir(s.dataDir); err != nil {
-		return fmt.Errorf("create database directory: %w", err)
-	}
+	done := make(chan error, 1)
+	go func() { done <- durablefile.SyncDir(s.dataDir) }()
 	s.refill()
-	return nil
+	return done, nil
 }
 
 // take returns a ready spare's path, "" if there is none. While a refill
