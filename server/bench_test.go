@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"dumbodb/query"
 	"dumbodb/server"
@@ -65,6 +66,34 @@ func BenchmarkInsertOneDurable100B(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		if _, err := coll.InsertOne(ctx, bson.M{"_id": i, "p": pad}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkCreateDatabaseByInsert: one client, one insert into a new
+// database per iteration (MongoDB creates a database at its first write):
+// what creating a database costs end to end. BackToBack creates one
+// database after the other; Paced pauses 20 ms between them (outside the
+// timer), as a client that does other work between creations.
+// docs/design/resources.md, "Creating a database", has the figures.
+func BenchmarkCreateDatabaseByInsert(b *testing.B) {
+	b.Run("BackToBack", func(b *testing.B) { benchCreateByInsert(b, 0) })
+	b.Run("Paced", func(b *testing.B) { benchCreateByInsert(b, 20*time.Millisecond) })
+}
+
+func benchCreateByInsert(b *testing.B, pause time.Duration) {
+	ts := startServer(b)
+	c := ts.client()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if pause > 0 {
+			b.StopTimer()
+			time.Sleep(pause)
+			b.StartTimer()
+		}
+		coll := c.Database(fmt.Sprint("db", i)).Collection("c")
+		if _, err := coll.InsertOne(ctx, bson.M{"_id": i, "v": "a few bytes"}); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -253,6 +253,12 @@ func (d *Database) persist(ctx context.Context, b *branch, root prolly.AddressMa
 		WorkingRoot: workingRef,
 		StagedRoot:  b.headRef,
 	}
+	if !d.born.Load() {
+		// Only main exists before the store is written (birth.go).
+		if done, err := d.persistBorn(ctx, b, spec); done || err != nil {
+			return err
+		}
+	}
 	prev, _ := b.ws.MaybeHeadAddr()
 	var ws datas.Dataset
 	err = retryManifestLock(func() (err error) {

@@ -12,8 +12,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"dumbodb/internal/durablefile"
-
 	"github.com/dolthub/dolt/go/store/datas"
 	"github.com/dolthub/dolt/go/store/nbs"
 	"github.com/dolthub/dolt/go/store/prolly/tree"
@@ -41,15 +39,18 @@ type Database struct {
 	log    zerolog.Logger
 	engine *Engine
 
-	life   lifetime    // when the fields below may be loaded and released
-	closed atomic.Bool // for good: dropped, or the engine closed
-	pins   pins        // states that live snapshots read
+	life     lifetime    // when the fields below may be loaded and released
+	closed   atomic.Bool // for good: dropped, or the engine closed
+	dropping atomic.Bool // closed for a drop: its files go, so nothing is written for them
+	pins     pins        // states that live snapshots read
 
 	// Loaded by open and released by an idle close; calls read them between
 	// hold and release, and snapshots keep them open by their pins.
 	cs        *nbs.NomsBlockStore
-	tables    bool       // cs keeps table files only, no chunk journal (chunkstore.go)
-	compactMu sync.Mutex // serialises table compaction with GC
+	tables    bool        // cs keeps table files only, no chunk journal (chunkstore.go)
+	born      atomic.Bool // cs holds main's initial commit (birth.go)
+	birthMu   sync.Mutex  // serialises writing the store's first commit
+	compactMu sync.Mutex  // serialises table compaction with GC
 	vs        *types.ValueStore
 	ns        tree.NodeStore
 	db        datas.Database
@@ -149,18 +150,20 @@ func newDatabase(e *Engine, name string) *Database {
 	return &Database{name: name, dir: e.dbDir(name), log: e.log, engine: e}
 }
 
-// open loads the chunk store, the branches and the log (creating the
-// database if its directory is new). Called with d.life.mu held.
+// open loads the chunk store, the branches and the log. A new database's
+// store holds nothing until it is written (birth.go). Called with
+// d.life.mu held.
 func (d *Database) open(ctx context.Context) error {
-	// The data directory's entry for the database must be durable before
-	// the first write in it is acknowledged.
-	if _, err := durablefile.Mkdir(d.dir, 0o755); err != nil {
-		return fmt.Errorf("create database directory: %w", err)
-	}
 	cs, tables, err := d.openChunkStore(ctx)
 	if err != nil {
 		return fmt.Errorf("open chunk store %s: %w", d.dir, err)
 	}
+	root, err := cs.Root(ctx)
+	if err != nil {
+		cs.Close()
+		return fmt.Errorf("open chunk store %s: %w", d.dir, err)
+	}
+	d.born.Store(!root.IsEmpty())
 	d.cs, d.tables, d.vs = cs, tables, types.NewValueStore(cs)
 	d.ns = tree.NewNodeStore(cs)
 	d.db = datas.NewTypesDatabase(d.vs, d.ns)
@@ -191,7 +194,14 @@ func (d *Database) forget() {
 // recover loads every branch's checkpoint, replays the log after the
 // oldest of them, and starts the log for new writes.
 func (d *Database) recover(ctx context.Context) error {
-	if _, err := d.branch(ctx, DefaultBranch); err != nil { // creates main in a new database
+	if d.engine.opts.journalStores {
+		// As databases were made when stores had a journal: written at
+		// once, so that the journal file tells their kind on reopening.
+		if err := d.ensureBorn(ctx); err != nil {
+			return err
+		}
+	}
+	if _, err := d.branch(ctx, DefaultBranch); err != nil {
 		return err
 	}
 	if err := d.loadAllBranches(ctx); err != nil {
@@ -387,6 +397,8 @@ func (d *Database) markClosed() bool {
 }
 
 // shut checkpoints every branch and closes the log and the chunk store.
+// A closed database has its store written, even one never written to,
+// since its log goes (birth.go); unless it is being dropped.
 func (d *Database) shut(ctx context.Context) error {
 	d.engine.dbStats.open.Add(-1)
 	var firstErr error
@@ -400,6 +412,9 @@ func (d *Database) shut(ctx context.Context) error {
 				firstErr = err
 			}
 		}
+	}
+	if firstErr == nil && !d.dropping.Load() {
+		firstErr = d.ensureBorn(ctx)
 	}
 	if err := d.wl.Close(); err != nil && firstErr == nil {
 		firstErr = err
@@ -437,8 +452,7 @@ func (d *Database) discard() error {
 	return errors.Join(d.wl.Close(), d.syncChanges(), d.db.Close())
 }
 
-// branch returns the live state of a branch, loading it (and creating main's
-// initial commit in a new database) on first use.
+// branch returns the live state of a branch, loading it on first use.
 func (d *Database) branch(ctx context.Context, name string) (*branch, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -457,6 +471,9 @@ func (d *Database) branch(ctx context.Context, name string) (*branch, error) {
 }
 
 func (d *Database) loadBranch(ctx context.Context, name string) (*branch, error) {
+	if !d.born.Load() {
+		return d.unbornMain(ctx, name)
+	}
 	head, err := d.refDataset(ctx, refHeads, name)
 	if err != nil {
 		return nil, err
@@ -500,19 +517,6 @@ func (d *Database) loadBranch(ctx context.Context, name string) (*branch, error)
 func parseLSN(desc string) uint64 {
 	n, _ := strconv.ParseUint(strings.TrimPrefix(desc, walLSNPrefix), 10, 64)
 	return n
-}
-
-// initMain makes the first commit of a new database: an empty root.
-func (d *Database) initMain(ctx context.Context, head datas.Dataset) (datas.Dataset, error) {
-	root, err := buildRoot(ctx, d.ns, &rootState{})
-	if err != nil {
-		return head, err
-	}
-	meta, err := datas.NewCommitMeta("dumbodb", "dumbodb@localhost", "Initialize database")
-	if err != nil {
-		return head, err
-	}
-	return d.db.Commit(ctx, head, tree.ValueFromNode(root.Node()), datas.CommitOptions{Meta: meta})
 }
 
 func (d *Database) headRootRef(ctx context.Context, head datas.Dataset) (types.Ref, error) {

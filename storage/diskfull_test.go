@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
@@ -350,4 +351,36 @@ func TestCheckpointOnFullDiskLeavesNothingBehind(t *testing.T) {
 	defer e.Close()
 	d, _ = e.Database(ctx, "db", false)
 	checkExactly(t, d, ids)
+}
+
+// TestCreationOnAFullDisk: with no room for a new database's files, a
+// creation fails with ErrOutOfDiskSpace and leaves no database, while a
+// spare made before still makes one, whose writes fail until there is
+// room and then work.
+func TestCreationOnAFullDisk(t *testing.T) {
+	disk := smallDisk(t)
+	dir := filepath.Join(disk, "data")
+	e := openClosing(t, dir, diskOpts)
+	fillDatabase(t, e, "first", 1)
+	e.spares.wait()
+	filler := fillDisk(t, disk, 0)
+	for i := range spareDatabases {
+		if _, err := e.Database(ctx, fmt.Sprint("spare", i), true); err != nil {
+			t.Fatalf("creating from a spare on a full disk: %v", err)
+		}
+	}
+	e.spares.wait()
+	if _, err := e.Database(ctx, "none", true); !errors.Is(err, ErrOutOfDiskSpace) {
+		t.Fatalf("creating with no spare on a full disk: %v, want ErrOutOfDiskSpace", err)
+	}
+	if names, _ := e.DatabaseNames(); slices.Contains(names, "none") {
+		t.Fatalf("a failed creation left a database: %v", names)
+	}
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	d := fillDatabase(t, e, "spare0", 2)
+	wantContents(t, d, 2)
+	d = fillDatabase(t, e, "none", 2)
+	wantContents(t, d, 2)
 }

@@ -92,8 +92,11 @@ type Engine struct {
 	// each time; nil until the first of them reads it. Creations and drops
 	// keep it up to date (nothing else makes or removes databases).
 	onDisk map[string]bool
-	stop   chan struct{}
-	done   chan struct{}
+	// dropped numbers the directories of dropped databases (dbdirs.go).
+	dropped atomic.Int64
+	spares  *spares // directories new databases take (spares.go)
+	stop    chan struct{}
+	done    chan struct{}
 }
 
 // Open locks dir (creating it if needed) for this process. A second Open of
@@ -141,6 +144,15 @@ func Open(dir string, opts Options, log zerolog.Logger) (*Engine, error) {
 	}
 	e.decisions = decisions
 	e.historyWindow.Store(int64(opts.HistoryWindow))
+	if err := e.removeLeftovers(); err != nil {
+		e.closeAll()
+		return nil, err
+	}
+	e.spares = newSpares(e)
+	if err := e.spares.load(); err != nil {
+		e.closeAll()
+		return nil, err
+	}
 	if e.changes, err = openChangeLog(filepath.Join(dir, "changes")); err != nil {
 		e.closeAll()
 		return nil, err
@@ -231,6 +243,9 @@ func (e *Engine) closeAll() {
 // closeAllLocked closes every database, the decision log and the data
 // directory's lock. Called with e.mu held.
 func (e *Engine) closeAllLocked() error {
+	if e.spares != nil {
+		e.spares.close()
+	}
 	var errs []error
 	for name, d := range e.dbs {
 		if err := d.close(context.Background()); err != nil {
@@ -259,7 +274,8 @@ func (e *Engine) dbDir(name string) string { return filepath.Join(e.dir, name) }
 // name, holds even if a caller forgets.
 func (e *Engine) checkDatabaseName(name string) error {
 	dir := e.dbDir(name)
-	if name == "" || strings.ContainsAny(name, "/\\\x00") || filepath.Dir(dir) != filepath.Clean(e.dir) || filepath.Base(dir) != name {
+	if name == "" || strings.ContainsAny(name, "/\\\x00") || engineEntry(name) ||
+		filepath.Dir(dir) != filepath.Clean(e.dir) || filepath.Base(dir) != name {
 		return fmt.Errorf("%w: %q", ErrInvalidDatabaseName, name)
 	}
 	return nil
@@ -304,7 +320,7 @@ func (e *Engine) handle(ctx context.Context, name string, create bool) (*Databas
 		if other := e.caseConflict(name); other != "" {
 			return nil, fmt.Errorf("%w: %q and %q", ErrDatabaseDiffersInCase, name, other)
 		}
-		if err := d.use(ctx, time.Now()); err != nil {
+		if err := e.create(ctx, d); err != nil {
 			return nil, err
 		}
 		if e.onDisk != nil {
@@ -341,7 +357,7 @@ func (e *Engine) loadOnDisk() error {
 	}
 	e.onDisk = map[string]bool{}
 	for _, ent := range entries {
-		if ent.IsDir() && isDatabaseDir(e.dbDir(ent.Name())) {
+		if ent.IsDir() && !engineEntry(ent.Name()) && isDatabaseDir(e.dbDir(ent.Name())) {
 			e.onDisk[ent.Name()] = true
 		}
 	}
@@ -390,6 +406,7 @@ func (e *Engine) DropDatabase(name string) error {
 	defer e.mu.Unlock()
 	if d, ok := e.dbs[name]; ok {
 		delete(e.dbs, name)
+		d.dropping.Store(true)
 		if err := d.discard(); err != nil {
 			e.log.Warn().Str("c", "STORAGE").Err(err).Str("db", name).Msg("closing a dropped database")
 		}
@@ -397,7 +414,7 @@ func (e *Engine) DropDatabase(name string) error {
 	if !isDatabaseDir(e.dbDir(name)) {
 		return nil
 	}
-	if err := os.RemoveAll(e.dbDir(name)); err != nil {
+	if err := e.removeDatabaseDir(e.dbDir(name)); err != nil {
 		return err
 	}
 	delete(e.onDisk, name)
@@ -421,7 +438,7 @@ func (e *Engine) recoverCrashed() error {
 	var g errgroup.Group
 	g.SetLimit(2 * runtime.GOMAXPROCS(0))
 	for _, name := range names {
-		if _, err := os.Stat(filepath.Join(e.dbDir(name), "wal")); err != nil {
+		if _, err := os.Stat(filepath.Join(e.dbDir(name), walDirName)); err != nil {
 			continue
 		}
 		g.Go(func() error { return e.recoverDatabase(name) })
@@ -430,8 +447,19 @@ func (e *Engine) recoverCrashed() error {
 }
 
 // recoverDatabase opens a database not closed cleanly, which replays its
-// log, and closes it again if nothing uses it.
+// log, and closes it again if nothing uses it (Visit: one whose store was
+// never written stays open). A new database that took no write is
+// removed: its creation was never acknowledged.
 func (e *Engine) recoverDatabase(name string) error {
+	if empty, err := neverWritten(e.dbDir(name)); err != nil || empty {
+		if err == nil {
+			err = e.removeNeverWritten(name)
+		}
+		if err != nil {
+			return fmt.Errorf("recover database %s: %w", name, err)
+		}
+		return nil
+	}
 	err := e.Visit(context.Background(), name, func(d *Database) error {
 		if err := d.hold(context.Background()); err != nil {
 			return err
@@ -471,7 +499,15 @@ func (e *Engine) emitDropDatabase(name string) error {
 	return e.emitEntries(name, DefaultBranch, evs, []ChangeEvent{{Op: "dropDatabase"}})
 }
 
-func isDatabaseDir(dir string) bool {
-	_, err := os.Stat(filepath.Join(dir, "manifest"))
-	return err == nil
+// removeNeverWritten removes a new database that took no write, found at
+// start.
+func (e *Engine) removeNeverWritten(name string) error {
+	e.log.Info().Str("c", "RECOVERY").Str("db", name).Msg("removed a database whose creation was never acknowledged")
+	if err := e.removeDatabaseDir(e.dbDir(name)); err != nil {
+		return err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	delete(e.onDisk, name)
+	return nil
 }

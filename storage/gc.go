@@ -39,6 +39,9 @@ func (d *Database) GC(ctx context.Context) (before, after int64, err error) {
 			return before, before, diskFull(err)
 		}
 	}
+	if !d.born.Load() {
+		return before, before, nil // a store never written holds nothing
+	}
 	d.engine.panics.at("vc.locked")
 	keep := hash.NewHashSet()
 	dss, err := d.db.Datasets(ctx)

@@ -202,16 +202,22 @@ func (e *Engine) DatabaseStats() DatabaseStats {
 
 // Visit runs fn on an existing database (nothing happens when there is
 // none) without counting as a use, for work over every database (TTL
-// passes, listDatabases, dbStats) that must not keep them all open. A
-// database that is idle after fn is closed at once, not at the next idle
-// pass.
+// passes, listDatabases, dbStats, recovery) that must not keep them all
+// open. A database that is idle after fn is closed at once, not at the
+// next idle pass; unless its store was never written (birth.go): it was
+// open already, and closing it would write its store, three files and
+// their syncs, which a pass over many new databases (the first after a
+// restart that followed many creations) would wait for. Its first
+// checkpoint writes it, in the background.
 func (e *Engine) Visit(ctx context.Context, name string, fn func(d *Database) error) error {
 	d, err := e.handle(ctx, name, false)
 	if err != nil || d == nil {
 		return err
 	}
 	err = fn(d)
-	e.closeIfIdle(d, time.Now())
+	if d.born.Load() {
+		e.closeIfIdle(d, time.Now())
+	}
 	return err
 }
 

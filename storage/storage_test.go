@@ -355,7 +355,8 @@ func discardLog() zerolog.Logger { return zerolog.New(io.Discard) }
 func TestDatabaseNamesStayInsideTheDataDirectory(t *testing.T) {
 	root := t.TempDir()
 	e := openEngine(t, filepath.Join(root, "data"), Options{})
-	for _, name := range []string{"", ".", "..", "../escaped", "../../x", "a/b", `a\b`, "/abs", "x\x00"} {
+	// A leading "." names the engine's own entries (dbdirs.go).
+	for _, name := range []string{"", ".", "..", "../escaped", "../../x", "a/b", `a\b`, "/abs", "x\x00", ".newdb-1", ".dropped-1"} {
 		if _, err := e.Database(context.Background(), name, true); !errors.Is(err, ErrInvalidDatabaseName) {
 			t.Errorf("Database(%q): %v, want ErrInvalidDatabaseName", name, err)
 		}

@@ -32,7 +32,16 @@ func (d *Database) branchNames(ctx context.Context) ([]string, error) {
 	return d.refNames(ctx, refHeads)
 }
 
+// refNames lists the names of the refs under prefix, sorted. A store not
+// written yet has main and nothing else (birth.go), which listing them
+// need not write.
 func (d *Database) refNames(ctx context.Context, prefix string) ([]string, error) {
+	if !d.born.Load() {
+		if prefix == refHeads {
+			return []string{DefaultBranch}, nil
+		}
+		return nil, nil
+	}
 	dss, err := d.db.Datasets(ctx)
 	if err != nil {
 		return nil, err
@@ -151,10 +160,14 @@ func (d *Database) hasRef(ctx context.Context, prefix, name string) (bool, error
 
 // refDataset is the dataset of the ref prefix+name. Names come from
 // clients, so one that breaks the ref rules is ErrInvalidRefName rather
-// than Dolt's own error.
+// than Dolt's own error. Every version-control operation reads or moves
+// refs through it, so it writes a new database's store first (birth.go).
 func (d *Database) refDataset(ctx context.Context, prefix, name string) (datas.Dataset, error) {
 	if !ValidRefName(name) {
 		return datas.Dataset{}, fmt.Errorf("%w: %q", ErrInvalidRefName, name)
+	}
+	if err := d.ensureBorn(ctx); err != nil {
+		return datas.Dataset{}, err
 	}
 	return d.db.GetDataset(ctx, prefix+name)
 }

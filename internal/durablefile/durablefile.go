@@ -1,7 +1,7 @@
 // Package durablefile replaces small files durably: the users file and a
 // database's retry file are rewritten whole, and a crash must leave either
-// the old contents or the new, never a mix. It also makes directories
-// whose entry must survive a crash (a new database's).
+// the old contents or the new, never a mix. It also syncs directories whose
+// entries must survive a crash (a new database's name).
 package durablefile
 
 import (
@@ -33,19 +33,6 @@ func Replace(path string, data []byte, perm os.FileMode) error {
 		return err
 	}
 	return SyncDir(filepath.Dir(path))
-}
-
-// Mkdir creates dir (its parent must exist) and syncs the parent, so that
-// the new entry survives a crash. It reports whether dir was created; an
-// existing directory is not an error.
-func Mkdir(dir string, perm os.FileMode) (bool, error) {
-	if err := os.Mkdir(dir, perm); err != nil {
-		if os.IsExist(err) {
-			return false, nil
-		}
-		return false, err
-	}
-	return true, SyncDir(filepath.Dir(dir))
 }
 
 // SyncDir syncs a directory: the entries created, renamed or removed in it

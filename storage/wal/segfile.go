@@ -34,9 +34,11 @@ type segmentFile struct {
 	torn int
 }
 
-// openSegmentFile opens path for appending at off. The bytes before off in
-// off's block are read back, since every write rewrites that block.
-func openSegmentFile(path string, off int64, next uint64) (*segmentFile, error) {
+// openSegmentFile opens path for appending at off. Every write rewrites
+// the block holding off, so the bytes before off in that block are needed:
+// head, when the caller has them (it just wrote or read them), else they
+// are read back, which with O_DIRECT is a read from the disk.
+func openSegmentFile(path string, off int64, next uint64, head []byte) (*segmentFile, error) {
 	f, direct, err := openForAppend(path)
 	if err != nil {
 		return nil, err
@@ -48,11 +50,16 @@ func openSegmentFile(path string, off int64, next uint64) (*segmentFile, error) 
 		return nil, err
 	}
 	s.size = st.Size() &^ (blockSize - 1)
-	if head := off & (blockSize - 1); head > 0 {
+	n := off & (blockSize - 1)
+	switch {
+	case n == 0:
+	case int64(len(head)) == n:
+		copy(s.tail, head)
+	default:
 		// A whole aligned block: O_DIRECT reads have the same rules.
-		if _, err := f.ReadAt(s.tail, off-head); err != nil {
+		if _, err := f.ReadAt(s.tail, off-n); err != nil {
 			f.Close()
-			return nil, fmt.Errorf("read the block at %d: %w", off-head, err)
+			return nil, fmt.Errorf("read the block at %d: %w", off-n, err)
 		}
 	}
 	return s, nil

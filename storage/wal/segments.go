@@ -28,6 +28,11 @@ func (w *WAL) rotate(first uint64, need int64) error {
 	}
 	w.seg = seg
 	w.segMu.Lock()
+	if n := len(w.segments); n > 0 && w.segments[n-1] == first {
+		// The segment it replaces took no record (a prepared log's first,
+		// or one a crash left empty) and had the same name.
+		w.segments = w.segments[:n-1]
+	}
 	w.segments = append(w.segments, first)
 	growing := len(w.segments) > 1
 	w.segMu.Unlock()
@@ -55,9 +60,10 @@ func (w *WAL) newSegment(first uint64, size int64) (*segmentFile, error) {
 		if err := w.createSegmentFile(final, first, size); err != nil {
 			return nil, err
 		}
-		return openSegmentFile(final, segmentHeaderSize, first)
+		h := segmentHeader(first)
+		return openSegmentFile(final, segmentHeaderSize, first, h[:])
 	}
-	seg, err := openSegmentFile(path, 0, first)
+	seg, err := openSegmentFile(path, 0, first, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -84,6 +85,7 @@ type WAL struct {
 	seg        *segmentFile  // nil until the first segment exists
 	replayOff  int64         // where Replay found the last segment's end
 	replayNext uint64        // the LSN expected there
+	replayHead []byte        // the last segment's bytes from replayOff's block to replayOff
 	stop       chan struct{} // closed by Close
 	done       chan struct{} // closed when flushLoop has exited
 
@@ -101,8 +103,8 @@ func Open(dir string, opts Options, log zerolog.Logger) (*WAL, error) {
 		opts.SegmentSize = DefaultSegmentSize
 	}
 	opts.SegmentSize = alignUp(opts.SegmentSize)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("wal: create %s: %w", dir, err)
+	if err := makeDir(dir); err != nil {
+		return nil, err
 	}
 	w := &WAL{dir: dir, segmentSize: opts.SegmentSize, log: log, nextLSN: 1, onFail: opts.OnFailure, onDur: opts.OnDurable,
 		stop: make(chan struct{}), done: make(chan struct{})}
@@ -112,8 +114,25 @@ func Open(dir string, opts Options, log zerolog.Logger) (*WAL, error) {
 		return nil, err
 	}
 	w.segments = segs
-	w.nextSize = min(firstSegmentSize, opts.SegmentSize)
+	w.nextSize = opts.firstSegmentSize()
 	return w, nil
+}
+
+// makeDir makes the log's directory if it does not exist (a database
+// reopened after a clean close, whose log was removed) and syncs its
+// parent, so that the records it will hold cannot lose their directory in
+// a crash: a segment's sync makes only its own entry durable.
+func makeDir(dir string) error {
+	if _, err := os.Stat(dir); err == nil {
+		return nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("wal: create %s: %w", dir, err)
+	}
+	if err := syncDir(filepath.Dir(dir)); err != nil {
+		return fmt.Errorf("wal: create %s: %w", dir, err)
+	}
+	return nil
 }
 
 func segmentName(first uint64) string { return fmt.Sprintf("%020d.seg", first) }
@@ -178,17 +197,20 @@ func (w *WAL) Replay(after, floor uint64, fn func(lsn uint64, payload []byte) er
 // replaySegment reads one segment; it returns the offset after its last
 // valid record, the next expected LSN and how many records fn saw.
 func (w *WAL) replaySegment(first, after uint64, fn func(uint64, []byte) error) (int64, uint64, int, error) {
-	data, err := os.ReadFile(filepath.Join(w.dir, segmentName(first)))
+	data, err := readSegment(filepath.Join(w.dir, segmentName(first)))
 	if err != nil {
 		return 0, 0, 0, fmt.Errorf("wal: read segment %d: %w", first, err)
 	}
 	if !validHeader(data, first) {
+		w.replayHead = nil
 		return segmentHeaderSize, first, 0, nil
 	}
 	off, lsn, n := int64(segmentHeaderSize), first, 0
 	for {
 		payload, ok := readRecord(data, off, lsn)
 		if !ok {
+			// Start appends here and needs the block's bytes before it.
+			w.replayHead = append(w.replayHead[:0], data[off&^(blockSize-1):off]...)
 			return off, lsn, n, nil
 		}
 		if lsn > after {
@@ -200,6 +222,27 @@ func (w *WAL) replaySegment(first, after uint64, fn func(uint64, []byte) error) 
 		off += int64(recordHeaderSize + len(payload))
 		lsn++
 	}
+}
+
+// readSegment reads a segment: its first block alone when no record
+// follows the header (a segment prepared or made for a write that never
+// came: 64 KiB of zeros not worth reading), else the whole file.
+func readSegment(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	block := make([]byte, blockSize)
+	n, err := io.ReadFull(f, block)
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
+		return nil, err
+	}
+	block = block[:n]
+	if n < segmentHeaderSize+4 || binary.LittleEndian.Uint32(block[segmentHeaderSize:]) == 0 {
+		return block, nil
+	}
+	return os.ReadFile(path)
 }
 
 func validHeader(data []byte, first uint64) bool {
@@ -247,7 +290,7 @@ func appendRecord(dst []byte, lsn uint64, payload []byte) []byte {
 // it after Replay.
 func (w *WAL) Start() error {
 	if n := len(w.segments); n > 0 {
-		seg, err := openSegmentFile(filepath.Join(w.dir, segmentName(w.segments[n-1])), w.replayOff, w.replayNext)
+		seg, err := openSegmentFile(filepath.Join(w.dir, segmentName(w.segments[n-1])), w.replayOff, w.replayNext, w.replayHead)
 		if err != nil {
 			return fmt.Errorf("wal: open tail segment: %w", err)
 		}
