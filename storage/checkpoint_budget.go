@@ -1,0 +1,91 @@
+package storage
+
+import (
+	"context"
+	"sync"
+)
+
+// runningCheckpoint is the checkpoint holding a database's ckptMu, which
+// close and drop cancel rather than wait for its whole fold.
+type runningCheckpoint struct {
+	mu   sync.Mutex
+	stop context.CancelFunc // nil: none running
+}
+
+// start registers a checkpoint; it returns the context its fold runs
+// under and the function to call when it ends.
+func (r *runningCheckpoint) start(ctx context.Context) (context.Context, func()) {
+	ctx, stop := context.WithCancel(ctx)
+	r.mu.Lock()
+	r.stop = stop
+	r.mu.Unlock()
+	return ctx, func() {
+		r.mu.Lock()
+		r.stop = nil
+		r.mu.Unlock()
+		stop()
+	}
+}
+
+// cancel stops the running checkpoint's fold, if there is one; the
+// caller then waits for it by taking ckptMu.
+func (r *runningCheckpoint) cancel() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.stop != nil {
+		r.stop()
+	}
+}
+
+// budgetCheckpoint is the background checkpoint that writers start when
+// the edit budget is passed.
+type budgetCheckpoint struct {
+	mu   sync.Mutex
+	done chan struct{} // closed when it ends; nil: none running
+}
+
+// checkpointSoon starts a checkpoint of d in the background unless the
+// budget's is running already, and returns the channel closed when that
+// one ends. A writer that passed the budget calls it and goes on: the
+// fold runs beside the writers (checkpointBeside).
+func (d *Database) checkpointSoon() <-chan struct{} {
+	d.budget.mu.Lock()
+	defer d.budget.mu.Unlock()
+	if d.budget.done != nil {
+		return d.budget.done
+	}
+	done := make(chan struct{})
+	d.budget.done = done
+	go func() {
+		defer func() {
+			d.budget.mu.Lock()
+			d.budget.done = nil
+			d.budget.mu.Unlock()
+			close(done)
+		}()
+		d.engine.guard(d, "checkpoint over the edit budget", func() error {
+			return d.Checkpoint(context.Background())
+		})
+	}()
+	return done
+}
+
+// farOverBudget reports whether the edits are half again over the budget:
+// a fold slower than the writers would let them grow without bound.
+func (e *Engine) farOverBudget() bool {
+	return e.editBytes.Load() > e.opts.CacheBytes+e.opts.CacheBytes/2
+}
+
+// awaitBudget makes a writer that finds the budget passed by far wait for
+// d's checkpoint (starting one if none runs) instead of adding edits.
+// Called before the writer takes its branch's lock, which the checkpoint
+// needs to swap its fold in.
+func (d *Database) awaitBudget(ctx context.Context) {
+	if !d.engine.farOverBudget() {
+		return
+	}
+	select {
+	case <-d.checkpointSoon():
+	case <-ctx.Done():
+	}
+}
