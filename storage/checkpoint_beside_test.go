@@ -526,3 +526,14 @@ func TestBudgetCheckpointRunsBesideTheWriter(t *testing.T) {
 	<-d.checkpointSoon()
 	checkCkModel(t, d, m, "after the budget's checkpoints")
 }
+
+// awaitBudgetCheckpoint waits for the budget's background checkpoint of
+// d, if one is running.
+func awaitBudgetCheckpoint(d *Database) {
+	d.budget.mu.Lock()
+	done := d.budget.done
+	d.budget.mu.Unlock()
+	if done != nil {
+		<-done
+	}
+}
