@@ -224,7 +224,7 @@ func (d *Database) readyToClaim(lsn uint64) error {
 	}
 	// The checkpoint lets replay skip records, so the outcomes of retryable
 	// writes they carry must be in the retry file first.
-	if err := d.retries.save(d.dir, time.Now()); err != nil {
+	if err := d.retries.save(d.dir, time.Now(), lsn); err != nil {
 		return err
 	}
 	// And so must the change events of the records it lets replay skip.
