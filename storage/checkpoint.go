@@ -120,11 +120,29 @@ func (d *Database) foldBeside(ctx context.Context, st *rootState) (*rootState, e
 	}
 	d.engine.panics.at("checkpoint.fold")
 	folded, err := d.foldState(ctx, st)
+	if err == nil {
+		err = d.writeChunks(ctx)
+	}
 	if err != nil {
 		d.removeFailedTemp(err) // see checkpointLocked
 		return nil, err
 	}
 	return folded, nil
+}
+
+// writeChunks writes the chunks the store still buffers to disk. The
+// fold's chunks would otherwise be written by the working-set update,
+// under the writers' lock (a quarter of a fold's time); a commit of the
+// store's own root writes them and moves nothing. Nothing else commits
+// to the store meanwhile (ckptMu is held), and if something did, the
+// commit would just not happen here.
+func (d *Database) writeChunks(ctx context.Context) error {
+	root, err := d.cs.Root(ctx)
+	if err != nil {
+		return err
+	}
+	_, err = d.cs.Commit(ctx, root, root)
+	return err
 }
 
 // swapFolded publishes a fold made beside the writers: when b's state
