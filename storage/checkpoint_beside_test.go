@@ -488,10 +488,10 @@ func TestDropDatabaseDuringAFold(t *testing.T) {
 	}
 }
 
-// TestBudgetCheckpointRunsBesideTheWriter: the writer that passes the
-// edit budget does not fold the edits itself; a background checkpoint
-// does, and a writer far over the budget waits for it, so the edits stay
-// bounded.
+// TestBudgetCheckpointRunsBesideTheWriter: the writer that makes a
+// checkpoint due does not fold the edits itself; a background checkpoint
+// does, and writers past the budget wait for it, so the edits stay
+// within it.
 func TestBudgetCheckpointRunsBesideTheWriter(t *testing.T) {
 	e := openEngine(t, t.TempDir(), Options{CacheBytes: 32 << 10})
 	defer e.Close()
@@ -501,20 +501,20 @@ func TestBudgetCheckpointRunsBesideTheWriter(t *testing.T) {
 	held, release := holdFolds(t, e)
 	big := string(make([]byte, 900))
 	id := int32(0)
-	for ; !e.overBudget(); id++ {
+	for ; !e.checkpointDue(); id++ {
 		mustWrite(t, d, func(tx *Tx) error { return tx.Insert(ctx, "a", doc(id, big)) })
 		m["a"][id] = big
 	}
-	// The writer that passed the budget returned; the fold it started is
-	// held, and a write not far over the budget still completes.
+	// The writer that made the checkpoint due returned; the fold it
+	// started is held, and a write within the budget still completes.
 	await(t, held, "the budget's fold")
 	mustWrite(t, d, func(tx *Tx) error { return tx.Insert(ctx, "a", doc(id, big)) })
 	m["a"][id] = big
 	release()
 
-	// Half again the budget, and one write's edits: the document and the
-	// two index entries (old key deleted, new one added) its value keys.
-	bound := e.opts.CacheBytes + e.opts.CacheBytes/2 + 8<<10
+	// The budget, and one write's edits: the document and the two index
+	// entries (old key deleted, new one added) its value keys.
+	bound := e.opts.CacheBytes + 8<<10
 	for i := range int32(400) {
 		id := i % 150
 		mustWrite(t, d, func(tx *Tx) error { return tx.Replace(ctx, "a", doc(id, fmt.Sprint(big, i))) }) // or inserts
@@ -523,7 +523,7 @@ func TestBudgetCheckpointRunsBesideTheWriter(t *testing.T) {
 			t.Fatalf("edits hold %d bytes over a %d-byte budget", b, e.opts.CacheBytes)
 		}
 	}
-	<-d.checkpointSoon()
+	awaitBudgetCheckpoint(d)
 	checkCkModel(t, d, m, "after the budget's checkpoints")
 }
 

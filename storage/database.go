@@ -743,8 +743,8 @@ func (d *Database) logAndPublish(ctx context.Context, b *branch, cur *rootState,
 	}
 	d.engine.panics.at("write.published")
 	d.engine.addEditBytes(next.editBytes() - cur.editBytes())
-	if d.engine.overBudget() {
-		d.checkpointSoon() // folded beside the writers, this one included
+	if d.engine.checkpointDue() {
+		d.checkpointSoon() // folded beside the writers, this one included // folded beside the writers, this one included
 	}
 	return lsn, nil
 }
