@@ -501,7 +501,7 @@ func TestBudgetCheckpointRunsBesideTheWriter(t *testing.T) {
 	held, release := holdFolds(t, e)
 	big := string(make([]byte, 900))
 	id := int32(0)
-	for ; !e.checkpointDue(); id++ {
+	for ; !e.checkpointDue(e.editBytes.Load()); id++ {
 		mustWrite(t, d, func(tx *Tx) error { return tx.Insert(ctx, "a", doc(id, big)) })
 		m["a"][id] = big
 	}

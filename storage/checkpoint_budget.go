@@ -78,7 +78,15 @@ func (d *Database) checkpointSoon() <-chan struct{} {
 // the budget) and writers waited for folds anyway, while from half the
 // budget they did not wait and the edits stayed within it
 // (BenchmarkInsertManyPastTheBudget, 32 MiB budget).
-func (e *Engine) checkpointDue() bool { return e.editBytes.Load() > e.opts.CacheBytes/2 }
+//
+// branchBytes is what the writer's branch holds: a branch holding little
+// of the edits is checkpointed only once the budget is passed, else each
+// of its writes would start a checkpoint of its few edits while other
+// databases hold the rest.
+func (e *Engine) checkpointDue(branchBytes int64) bool {
+	all := e.editBytes.Load()
+	return all > e.opts.CacheBytes || (all > e.opts.CacheBytes/2 && branchBytes >= e.opts.CacheBytes/4)
+}
 
 // overBudget reports whether the edits passed the budget: the fold of a
 // checkpoint is slower than the writers, who must wait for it.

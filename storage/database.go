@@ -743,7 +743,7 @@ func (d *Database) logAndPublish(ctx context.Context, b *branch, cur *rootState,
 	}
 	d.engine.panics.at("write.published")
 	d.engine.addEditBytes(next.editBytes() - cur.editBytes())
-	if d.engine.checkpointDue() {
+	if d.engine.checkpointDue(next.editBytes()) {
 		d.checkpointSoon() // folded beside the writers, this one included // folded beside the writers, this one included
 	}
 	return lsn, nil
