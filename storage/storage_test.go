@@ -245,6 +245,10 @@ func runModel(t *testing.T, seed int64) {
 			e = openEngine(t, dir, opts)
 			d, _ = e.Database(ctx, "db", false)
 		default:
+			// The copy is not atomic, as a crash is: the budget's
+			// checkpoint, which runs in the background, must not write
+			// table files while it is made.
+			awaitBudgetCheckpoint(d)
 			crashed := crashCopy(t, dir)
 			e.Close()
 			dir = crashed
