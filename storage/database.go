@@ -742,9 +742,10 @@ func (d *Database) logAndPublish(ctx context.Context, b *branch, cur *rootState,
 		d.flushChanges() // made durable by another writer's sync before it was queued
 	}
 	d.engine.panics.at("write.published")
-	d.engine.addEditBytes(next.editBytes() - cur.editBytes())
-	if d.engine.checkpointDue(next.editBytes()) {
-		d.checkpointSoon() // folded beside the writers, this one included // folded beside the writers, this one included
+	held := next.editBytes()
+	d.engine.addEditBytes(held - cur.editBytes())
+	if d.engine.checkpointDue(held) {
+		d.checkpointSoon() // folded beside the writers, this one included
 	}
 	return lsn, nil
 }
