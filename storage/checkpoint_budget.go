@@ -93,15 +93,22 @@ func (e *Engine) checkpointDue(branchBytes int64) bool {
 func (e *Engine) overBudget() bool { return e.editBytes.Load() > e.opts.CacheBytes }
 
 // awaitBudget makes a writer that finds the budget passed wait for d's
-// checkpoint (starting one if none runs) instead of adding edits.
+// checkpoint (starting one if none runs) instead of adding edits. The one
+// running may have frozen its state long before, and leave the edits
+// written since over the budget: then the writer waits for one more,
+// which freezes them all. No more than that: the edits over the budget
+// may be other databases', which d's checkpoints do not release.
 // Called before the writer takes its branch's lock, which the checkpoint
 // needs to swap its fold in.
 func (d *Database) awaitBudget(ctx context.Context) {
-	if !d.engine.overBudget() {
-		return
-	}
-	select {
-	case <-d.checkpointSoon():
-	case <-ctx.Done():
+	for range 2 {
+		if !d.engine.overBudget() {
+			return
+		}
+		select {
+		case <-d.checkpointSoon():
+		case <-ctx.Done():
+			return
+		}
 	}
 }
