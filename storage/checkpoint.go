@@ -16,20 +16,19 @@ import (
 
 // Checkpoint writes every branch's acknowledged edits into its prolly
 // trees and makes that the durable working root, so that the log before it
-// can be recycled.
+// can be recycled. Each branch's edits are folded beside its writers
+// (checkpointBeside); one checkpoint runs per database at a time.
 func (d *Database) Checkpoint(ctx context.Context) error {
 	if !d.holdIfOpen() {
 		return nil // closed, and checkpointed as it closed
 	}
 	defer d.release()
+	d.ckptMu.Lock()
+	defer d.ckptMu.Unlock()
+	ctx, done := d.running.start(ctx)
+	defer done()
 	for _, b := range d.branchList() {
-		err := d.withWriteLock(b, func() error {
-			if d.closed.Load() {
-				return ErrClosed
-			}
-			return d.checkpointLocked(ctx, b)
-		})
-		if err != nil {
+		if err := d.checkpointBeside(ctx, b); err != nil {
 			return diskFull(err)
 		}
 	}
@@ -48,6 +47,218 @@ func (d *Database) withWriteLock(b *branch, fn func() error) error {
 	return fn()
 }
 
+// checkpointBeside checkpoints b holding its writer lock only to freeze
+// the state it folds and to swap the folded maps in (durability.md,
+// "Checkpoints beside writers"). Called with d.ckptMu held.
+func (d *Database) checkpointBeside(ctx context.Context, b *branch) error {
+	var st *rootState
+	var lineage uint64
+	err := d.withWriteLock(b, func() error {
+		if d.closed.Load() {
+			return ErrClosed
+		}
+		cur := b.state.Load()
+		switch {
+		case b.deleted || cur.checkpointed:
+			return nil
+		case !foldableBeside(cur):
+			return d.checkpointLocked(ctx, b)
+		}
+		st, lineage = cur, b.lineage
+		b.replaceCurrent(frozenState(cur))
+		return nil
+	})
+	if err != nil || st == nil {
+		return err
+	}
+	folded, err := d.foldBeside(ctx, st)
+	if err != nil {
+		return err // the frozen layers stay, and the next checkpoint folds them again
+	}
+	return d.withWriteLock(b, func() error { return d.swapFolded(ctx, b, st, lineage, folded) })
+}
+
+// foldableBeside reports whether st can be folded beside its writers: a
+// merge in progress and capped collections (their conflict and order
+// maps) are left to the checkpoint under the lock.
+func foldableBeside(st *rootState) bool {
+	if st.merge != nil || len(st.conflicts) > 0 {
+		return false
+	}
+	for _, c := range st.colls {
+		if c.capped != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// frozenState is st with every edit set frozen below fresh trees: the
+// same content, which writers change without changing st's sets.
+func frozenState(st *rootState) *rootState {
+	next := *st
+	next.colls = make(map[string]*collection, len(st.colls))
+	for name, c := range st.colls {
+		fc := *c
+		fc.edits = frozenOver(c.edits)
+		fc.indexes = make([]*indexState, len(c.indexes))
+		for i, ix := range c.indexes {
+			fix := *ix
+			fix.edits = frozenOver(ix.edits)
+			fc.indexes[i] = &fix
+		}
+		next.colls[name] = &fc
+	}
+	return &next
+}
+
+// foldBeside folds a frozen state's edits into new maps and builds their
+// root, without any lock: st's edit sets no longer change.
+func (d *Database) foldBeside(ctx context.Context, st *rootState) (*rootState, error) {
+	if err := d.readyToClaim(st.lsn); err != nil {
+		return nil, err
+	}
+	d.engine.panics.at("checkpoint.fold")
+	folded, err := d.foldState(ctx, st)
+	if err == nil {
+		err = d.writeChunks(ctx)
+	}
+	if err != nil {
+		d.removeFailedTemp(err) // see checkpointLocked
+		return nil, err
+	}
+	return folded, nil
+}
+
+// writeChunks writes the chunks the store still buffers to disk. The
+// fold's chunks would otherwise be written by the working-set update,
+// under the writers' lock (a quarter of a fold's time); a commit of the
+// store's own root writes them and moves nothing. Nothing else commits
+// to the store meanwhile (ckptMu is held), and if something did, the
+// commit would just not happen here.
+func (d *Database) writeChunks(ctx context.Context) error {
+	root, err := d.cs.Root(ctx)
+	if err != nil {
+		return err
+	}
+	_, err = d.cs.Commit(ctx, root, root)
+	return err
+}
+
+// swapFolded publishes a fold made beside the writers: when b's state
+// still descends from the freeze of st, it moves the working set to the
+// folded root and rebases the current state on the folded maps. Called
+// with b.writeMu held.
+func (d *Database) swapFolded(ctx context.Context, b *branch, st *rootState, lineage uint64, folded *rootState) error {
+	if d.closed.Load() || b.deleted || b.lineage != lineage {
+		// Replaced by a rollback after a failed log write, which leaves
+		// its state to the next checkpoint, or by close or drop.
+		return nil
+	}
+	cur := b.state.Load()
+	next, ok := rebased(cur, st, folded)
+	if !ok {
+		// The catalog changed during the fold (a drop, a rename, an
+		// index): fold it all here, as before.
+		return d.checkpointLocked(ctx, b)
+	}
+	if err := d.persist(ctx, b, folded.root, st.lsn); err != nil {
+		d.removeFailedTemp(err)
+		return err
+	}
+	d.engine.panics.at("checkpoint.persist")
+	if cur.lsn == st.lsn {
+		next = folded // nothing written since the freeze
+		b.setDurable(next)
+	} else {
+		b.replaceCurrent(next)
+	}
+	d.checkpointed(b, st, next)
+	d.log.Debug().Str("c", "STORAGE").Str("db", d.name).Uint64("lsn", st.lsn).Uint64("rebasedLSN", next.lsn).
+		Msg("checkpoint beside the writers")
+	return d.wl.Recycle(d.recyclePoint(st.lsn))
+}
+
+// rebased is cur, a state built by transactions on the freeze of st, on
+// the maps st's edits were folded into: the collections of st keep only
+// the edits made since the freeze, and those created since stay as they
+// are. ok is false when cur no longer has st's collections and indexes
+// (dropped, renamed, re-created, indexes built or dropped since).
+func rebased(cur, st, folded *rootState) (*rootState, bool) {
+	if cur.merge != nil || len(cur.conflicts) > 0 {
+		return nil, false
+	}
+	next := &rootState{colls: make(map[string]*collection, len(cur.colls)), lsn: cur.lsn, ckptLSN: st.lsn}
+	for name, c := range cur.colls {
+		next.colls[name] = c
+	}
+	for name, was := range st.colls {
+		c, ok := cur.colls[name]
+		if !ok {
+			return nil, false
+		}
+		if next.colls[name], ok = rebasedCollection(c, was, folded.colls[name]); !ok {
+			return nil, false
+		}
+	}
+	return next, true
+}
+
+// rebasedCollection is c, built on the frozen was, on f's folded maps.
+func rebasedCollection(c, was, f *collection) (*collection, bool) {
+	if c.info.UUID != was.info.UUID || c.capped != nil || f == nil || len(c.indexes) != len(was.indexes) ||
+		!builtOnFrozen(c.base, c.edits, was.base, was.edits) {
+		return nil, false
+	}
+	r := *c
+	r.base, r.edits = f.base, withoutFrozen(c.edits)
+	// The frozen layers' bytes are released by the swap (checkpointed).
+	r.editBytes = c.editBytes - was.editBytes
+	r.indexes = make([]*indexState, len(c.indexes))
+	for i, ix := range c.indexes {
+		w, fi := was.indexes[i], f.index(ix.spec.Name)
+		if string(ix.spec.Raw) != string(w.spec.Raw) || fi == nil || !builtOnFrozen(ix.base, ix.edits, w.base, w.edits) {
+			return nil, false
+		}
+		r.indexes[i] = &indexState{spec: ix.spec, base: fi.base, edits: withoutFrozen(ix.edits), of: fi.of,
+			multikey: ix.multikey}
+	}
+	return &r, true
+}
+
+// builtOnFrozen reports whether a map and its edits were built on the
+// freeze of wasBase and wasEdits: the same base, and those edits as the
+// frozen layer.
+func builtOnFrozen(base prolly.Map, ed *edits, wasBase prolly.Map, wasEdits *edits) bool {
+	return frozenOf(ed) == wasEdits && base.HashOf() == wasBase.HashOf()
+}
+
+// readyToClaim makes what a checkpoint at lsn lets replay skip durable
+// elsewhere first.
+func (d *Database) readyToClaim(lsn uint64) error {
+	// Never let a checkpoint claim a record the log might still lose.
+	if err := d.wl.WaitDurable(lsn); err != nil {
+		return err
+	}
+	// The checkpoint lets replay skip records, so the outcomes of retryable
+	// writes they carry must be in the retry file first.
+	if err := d.retries.save(d.dir, time.Now(), lsn); err != nil {
+		return err
+	}
+	// And so must the change events of the records it lets replay skip.
+	return d.syncChanges()
+}
+
+// checkpointed settles the accounts after st's edits were folded and next
+// published: the budget no longer counts them, and the history drops the
+// states that hold many of them (historyEditShare).
+func (d *Database) checkpointed(b *branch, st, next *rootState) {
+	if st.editBytes() > d.engine.opts.CacheBytes/historyEditShare {
+		b.hist.dropBefore(next)
+	}
+	d.engine.addEditBytes(-st.editBytes())
+}
+
 // checkpointLocked folds b's edits into new base maps, writes the root and
 // moves the working set in one durable update. Called with b.writeMu held.
 func (d *Database) checkpointLocked(ctx context.Context, b *branch) error {
@@ -56,17 +267,7 @@ func (d *Database) checkpointLocked(ctx context.Context, b *branch) error {
 		return nil
 	}
 	start := time.Now()
-	// Never let a checkpoint claim a record the log might still lose.
-	if err := d.wl.WaitDurable(st.lsn); err != nil {
-		return err
-	}
-	// The checkpoint lets replay skip records, so the outcomes of retryable
-	// writes they carry must be in the retry file first.
-	if err := d.retries.save(d.dir, time.Now()); err != nil {
-		return err
-	}
-	// And so must the change events of the records it lets replay skip.
-	if err := d.syncChanges(); err != nil {
+	if err := d.readyToClaim(st.lsn); err != nil {
 		return err
 	}
 	d.engine.panics.at("checkpoint.fold")
@@ -79,10 +280,7 @@ func (d *Database) checkpointLocked(ctx context.Context, b *branch) error {
 		return err
 	}
 	b.setDurable(next)
-	if st.editBytes() > d.engine.opts.CacheBytes/historyEditShare {
-		b.hist.dropBefore(next) // see historyEditShare
-	}
-	d.engine.addEditBytes(-st.editBytes())
+	d.checkpointed(b, st, next)
 	d.log.Debug().Str("c", "STORAGE").Str("db", d.name).Uint64("lsn", st.lsn).
 		Dur("durationMillis", time.Since(start)).Msg("checkpoint")
 	return d.wl.Recycle(d.recyclePoint(st.lsn))
@@ -91,6 +289,20 @@ func (d *Database) checkpointLocked(ctx context.Context, b *branch) error {
 // writeCheckpoint writes st's edits into new prolly maps and makes their
 // root b's durable working root; it returns the checkpointed state.
 func (d *Database) writeCheckpoint(ctx context.Context, b *branch, st *rootState) (*rootState, error) {
+	next, err := d.foldState(ctx, st)
+	if err != nil {
+		return nil, err
+	}
+	if err := d.persist(ctx, b, next.root, st.lsn); err != nil {
+		return nil, err
+	}
+	d.engine.panics.at("checkpoint.persist")
+	return next, nil
+}
+
+// foldState writes st's edits into new prolly maps and their root, and
+// returns the checkpointed state they make (not yet the working root).
+func (d *Database) foldState(ctx context.Context, st *rootState) (*rootState, error) {
 	colls := make(map[string]*collection, len(st.colls))
 	for name, c := range st.colls {
 		base, err := foldEdits(ctx, d.ns, c, d.largeDoc())
@@ -113,10 +325,6 @@ func (d *Database) writeCheckpoint(ctx context.Context, b *branch, st *rootState
 	if err != nil {
 		return nil, err
 	}
-	if err := d.persist(ctx, b, root, st.lsn); err != nil {
-		return nil, err
-	}
-	d.engine.panics.at("checkpoint.persist")
 	next.root = root
 	return next, nil
 }
@@ -171,11 +379,21 @@ type editMutations struct {
 	large        map[*edit]val.Tuple // values written ahead, by writeLargeValues
 	largeDoc     *docWriter
 	keys, values *val.TupleBuilder
+	n            int // mutations handed out
 	err          error
 }
 
+// cancelCheckEvery is how many mutations a fold hands out between looks
+// at its context.
+const cancelCheckEvery = 4096
+
 func (m *editMutations) NextMutation(ctx context.Context) tree.Mutation {
 	if len(m.edits) == 0 || m.err != nil {
+		return tree.Mutation{}
+	}
+	// A fold beside the writers is cancelled by a drop or a close.
+	if m.n++; m.n%cancelCheckEvery == 0 && ctx.Err() != nil {
+		m.err = ctx.Err()
 		return tree.Mutation{}
 	}
 	e := m.edits[0]

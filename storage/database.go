@@ -70,6 +70,13 @@ type Database struct {
 	// changes queues change events until their records are durable
 	// (changes_capture.go).
 	changes changeQueue
+	// ckptMu is held by a checkpoint for its whole run, and by what must
+	// not overlap a fold beside the writers (GC, which would collect its
+	// chunks; version-control operations; close): one checkpoint at a
+	// time. Taken before any branch's writer lock.
+	ckptMu  sync.Mutex
+	running runningCheckpoint // the one holding ckptMu, to cancel
+	budget  budgetCheckpoint  // the one the edit budget started
 }
 
 // branch is the live state of one branch: the published state that readers
@@ -90,16 +97,37 @@ type branch struct {
 	holds    holdTable     // documents open transactions have written
 	engine   *Engine       // whose clock stamps hist
 	hist     history       // recent states by time (history.go)
+	// lineage counts the states published other than by a transaction
+	// on the current one (setDurable): a checkpoint beside the writers
+	// swaps its fold in only if none was since its freeze. Guarded by
+	// writeMu.
+	lineage uint64
 }
 
 // setDurable publishes a state no log failure can take back: loaded,
 // replayed, checkpointed or written to Dolt.
 func (b *branch) setDurable(st *rootState) {
+	b.lineage++
 	b.state.Store(st)
 	b.hist.record(b.engine, st)
 	b.durable = st
 	clear(b.unsynced)
 	b.unsynced = b.unsynced[:0]
+}
+
+// replaceCurrent publishes next, which has the current state's content,
+// in its place: where the current state waits for its record to be
+// durable, or is the durable one, next takes its place too, so that a
+// rollback after a failed log write goes back to it.
+func (b *branch) replaceCurrent(next *rootState) {
+	cur := b.state.Load()
+	if n := len(b.unsynced); n > 0 && b.unsynced[n-1] == cur {
+		b.unsynced[n-1] = next
+	} else if b.durable == cur {
+		b.durable = next
+	}
+	b.state.Store(next)
+	b.hist.record(b.engine, next)
 }
 
 // publishLogged publishes a state whose last log record may not be durable
@@ -383,6 +411,7 @@ func (d *Database) close(ctx context.Context) error {
 	if !d.markClosed() {
 		return nil
 	}
+	d.running.cancel() // shut checkpoints it all under the lock instead
 	return d.shut(ctx)
 }
 
@@ -400,6 +429,8 @@ func (d *Database) markClosed() bool {
 // A closed database has its store written, even one never written to,
 // since its log goes (birth.go); unless it is being dropped.
 func (d *Database) shut(ctx context.Context) error {
+	d.ckptMu.Lock() // a fold beside the writers has ended
+	defer d.ckptMu.Unlock()
 	d.engine.dbStats.open.Add(-1)
 	var firstErr error
 	for _, b := range d.branchList() {
@@ -441,6 +472,9 @@ func (d *Database) discard() error {
 	if !d.markClosed() {
 		return nil
 	}
+	d.running.cancel()
+	d.ckptMu.Lock() // a fold beside the writers has ended
+	defer d.ckptMu.Unlock()
 	d.engine.dbStats.open.Add(-1)
 	for _, b := range d.branchList() {
 		// Wait for in-flight writers, whose edits the budget counts.
@@ -592,6 +626,7 @@ func (d *Database) WriteBranch(ctx context.Context, branchName string, fn func(t
 	if err != nil {
 		return err
 	}
+	d.awaitBudget(ctx)
 	lsn, err := d.writeLocked(ctx, b, fn)
 	return d.awaitWrite(ctx, lsn, err)
 }
@@ -711,11 +746,10 @@ func (d *Database) logAndPublish(ctx context.Context, b *branch, cur *rootState,
 		d.flushChanges() // made durable by another writer's sync before it was queued
 	}
 	d.engine.panics.at("write.published")
-	d.engine.addEditBytes(next.editBytes() - cur.editBytes())
-	if d.engine.overBudget() {
-		if err := d.checkpointLocked(ctx, b); err != nil {
-			d.log.Error().Str("c", "STORAGE").Err(err).Str("db", d.name).Msg("checkpoint failed")
-		}
+	held := next.editBytes()
+	d.engine.addEditBytes(held - cur.editBytes())
+	if d.engine.checkpointDue(held) {
+		d.checkpointSoon() // folded beside the writers, this one included
 	}
 	return lsn, nil
 }

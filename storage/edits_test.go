@@ -175,3 +175,63 @@ func TestEditsAgainstAModel(t *testing.T) {
 		check(v)
 	}
 }
+
+// TestFrozenLayersMergeAsOneSet: a set frozen below fresh trees (twice
+// over, as after a failed fold) reads as one set: lookups and iterations
+// from any key see each key's newest edit once, in order; replacing a
+// frozen edit does not report it replaced (it is still held).
+func TestFrozenLayersMergeAsOneSet(t *testing.T) {
+	rng := rand.New(rand.NewSource(5))
+	want := map[string]string{}
+	ed := newEdits()
+	key := func() []byte { return []byte{0x10, byte(rng.Intn(40)), byte(rng.Intn(8))} }
+	for layer := range 3 {
+		if layer > 0 {
+			ed = frozenOver(ed)
+		}
+		replacedInLayer := map[string]bool{}
+		for i := range 300 {
+			k := key()
+			v := fmt.Sprintf("%d-%d", layer, i)
+			old, replaced := ed.ReplaceOrInsert(&edit{key: k, value: []byte(v)})
+			if replaced != replacedInLayer[string(k)] {
+				t.Fatalf("layer %d: replacing %x reported %v (%v)", layer, k, replaced, old)
+			}
+			replacedInLayer[string(k)] = true
+			want[string(k)] = v
+		}
+	}
+	for k, v := range want {
+		if e, ok := ed.Get(&edit{key: []byte(k)}); !ok || string(e.value) != v {
+			t.Fatalf("get %x: %v %v, want %q", k, ok, e, v)
+		}
+	}
+	keys := slices.Sorted(maps.Keys(want))
+	for _, from := range [][]byte{nil, {0x10, 7}, {0x10, 39, 7}, {0x11}} {
+		var got []string
+		visit := func(e *edit) bool {
+			if string(e.value) != want[string(e.key)] {
+				t.Fatalf("from %x: %x = %q, want %q", from, e.key, e.value, want[string(e.key)])
+			}
+			got = append(got, string(e.key))
+			return true
+		}
+		if from == nil {
+			ed.Ascend(visit)
+		} else {
+			ed.AscendGreaterOrEqual(&edit{key: from}, visit)
+		}
+		i := sort.SearchStrings(keys, string(from))
+		if !slices.Equal(got, keys[i:]) {
+			t.Fatalf("from %x: %d keys, want %d", from, len(got), len(keys)-i)
+		}
+		stopped := 0
+		ed.Ascend(func(*edit) bool { stopped++; return stopped < 5 })
+		if stopped != 5 {
+			t.Fatalf("an iteration told to stop went on to %d edits", stopped)
+		}
+	}
+	if _, ok := ed.Get(&edit{key: []byte{0x20}}); ok {
+		t.Fatal("found a key never set")
+	}
+}

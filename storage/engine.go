@@ -23,7 +23,8 @@ import (
 // Options tune the engine; zero values take the defaults.
 type Options struct {
 	// CacheBytes bounds the memory held by acknowledged edits that are not
-	// yet checkpointed; reaching it forces a checkpoint.
+	// yet checkpointed: from half of it a checkpoint folds them beside the
+	// writers, and past it writers wait for that checkpoint.
 	CacheBytes int64
 	// CheckpointInterval is how often changed databases are checkpointed.
 	CheckpointInterval time.Duration
@@ -171,8 +172,6 @@ func Open(dir string, opts Options, log zerolog.Logger) (*Engine, error) {
 }
 
 func (e *Engine) addEditBytes(n int64) { e.editBytes.Add(n) }
-
-func (e *Engine) overBudget() bool { return e.editBytes.Load() > e.opts.CacheBytes }
 
 // backgroundLoop checkpoints changed databases every CheckpointInterval
 // and closes idle ones.

@@ -22,6 +22,8 @@ func (d *Database) GC(ctx context.Context) (before, after int64, err error) {
 		return 0, 0, err
 	}
 	defer d.release()
+	d.ckptMu.Lock() // a fold beside the writers writes chunks no ref reaches yet
+	defer d.ckptMu.Unlock()
 	d.compactMu.Lock() // a compaction's table files are not GC's leftovers
 	defer d.compactMu.Unlock()
 	before = d.engine.SizeOnDisk(d.name)

@@ -212,10 +212,8 @@ func (c *collection) dropIndexEdits(ix *indexState) {
 	if ix.edits == nil {
 		return
 	}
-	ix.edits.Ascend(func(e *edit) bool {
-		c.editBytes -= editSize(e)
-		return true
-	})
+	// Every layer's edits, shadowed ones too: the byte count covers them.
+	ix.edits.eachHeld(func(e *edit) { c.editBytes -= editSize(e) })
 }
 
 // SetIndexes replaces a collection's secondary index specs (createIndexes,

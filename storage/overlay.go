@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"iter"
 
 	"github.com/dolthub/dolt/go/store/prolly"
 	"github.com/dolthub/dolt/go/store/prolly/tree"
@@ -45,8 +46,15 @@ type edit struct {
 // up one of 100,000 edits through pointers alone cost about 1.6 µs, two
 // cache misses per comparison; indexed reads of recently written data pay
 // it once per document.
+//
+// A checkpoint folding beside the writers (checkpoint.go) freezes a set:
+// the set it folds becomes frozen, a read-only layer below fresh recent
+// and settled trees, so that writers go on without changing what the
+// fold reads. Lookups and iterations see the layers merged, the newer
+// winning a tie; the swap that publishes the fold drops the layer.
 type edits struct {
 	recent, settled *btree.BTreeG[editItem]
+	frozen          *edits // nil: none; never changed
 }
 
 // recentMax is how many edits recent holds before settled takes them.
@@ -86,17 +94,48 @@ func newEditTree() *btree.BTreeG[editItem] { return btree.NewG(editsDegree, item
 
 func newEdits() *edits { return &edits{recent: newEditTree(), settled: newEditTree()} }
 
+// frozenOver returns a set with ed as its frozen layer (nil: none).
+func frozenOver(ed *edits) *edits {
+	if ed == nil {
+		return nil
+	}
+	return &edits{recent: newEditTree(), settled: newEditTree(), frozen: ed}
+}
+
+// frozenOf is ed's frozen layer (nil: none, or no set).
+func frozenOf(ed *edits) *edits {
+	if ed == nil {
+		return nil
+	}
+	return ed.frozen
+}
+
+// withoutFrozen is ed without its frozen layer, sharing its trees (both
+// sets are published, so neither changes them).
+func withoutFrozen(ed *edits) *edits {
+	if ed == nil {
+		return nil
+	}
+	return &edits{recent: ed.recent, settled: ed.settled}
+}
+
 // Get returns the edit of e's key.
 func (ed *edits) Get(e *edit) (*edit, bool) {
 	it := itemOf(e)
-	if got, ok := ed.recent.Get(it); ok {
-		return got.e, true
+	for ; ed != nil; ed = ed.frozen {
+		if got, ok := ed.recent.Get(it); ok {
+			return got.e, true
+		}
+		if got, ok := ed.settled.Get(it); ok {
+			return got.e, true
+		}
 	}
-	got, ok := ed.settled.Get(it)
-	return got.e, ok
+	return nil, false
 }
 
-// ReplaceOrInsert sets e, returning the edit it replaced.
+// ReplaceOrInsert sets e, returning the edit it replaced in the upper
+// trees: one it replaces in the frozen layer is still held (by the state
+// the checkpoint folds) and must still be counted.
 func (ed *edits) ReplaceOrInsert(e *edit) (*edit, bool) {
 	it := itemOf(e)
 	old, ok := ed.recent.ReplaceOrInsert(it)
@@ -122,18 +161,77 @@ func (ed *edits) settle() {
 }
 
 // Ascend calls fn for each edit in key order until fn returns false.
-func (ed *edits) Ascend(fn func(*edit) bool) {
-	var recent []editItem
-	ed.recent.Ascend(func(it editItem) bool { recent = append(recent, it); return true })
-	ascendMerged(recent, fn, func(visit func(editItem) bool) { ed.settled.Ascend(visit) })
-}
+func (ed *edits) Ascend(fn func(*edit) bool) { ed.ascendFrom(nil, fn) }
 
 // AscendGreaterOrEqual is Ascend from the key of from on.
-func (ed *edits) AscendGreaterOrEqual(from *edit, fn func(*edit) bool) {
-	start := itemOf(from)
+func (ed *edits) AscendGreaterOrEqual(from *edit, fn func(*edit) bool) { ed.ascendFrom(from, fn) }
+
+// ascendFrom is Ascend from the key of from on (nil: from the first),
+// merging the frozen layers below the upper trees.
+func (ed *edits) ascendFrom(from *edit, fn func(*edit) bool) {
+	if ed.frozen == nil {
+		ed.ascendUpper(from, fn)
+		return
+	}
+	upper := func(yield func(*edit) bool) { ed.ascendUpper(from, yield) }
+	frozen := func(yield func(*edit) bool) { ed.frozen.ascendFrom(from, yield) }
+	ascendOver(upper, frozen, fn)
+}
+
+// ascendUpper is ascendFrom over recent and settled only.
+func (ed *edits) ascendUpper(from *edit, fn func(*edit) bool) {
 	var recent []editItem
+	if from == nil {
+		ed.recent.Ascend(func(it editItem) bool { recent = append(recent, it); return true })
+		ascendMerged(recent, fn, func(visit func(editItem) bool) { ed.settled.Ascend(visit) })
+		return
+	}
+	start := itemOf(from)
 	ed.recent.AscendGreaterOrEqual(start, func(it editItem) bool { recent = append(recent, it); return true })
 	ascendMerged(recent, fn, func(visit func(editItem) bool) { ed.settled.AscendGreaterOrEqual(start, visit) })
+}
+
+// ascendOver calls fn for the edits of newer and older merged in key
+// order, newer's winning a tie, until fn returns false. older is pulled
+// one edit at a time (the trees only offer callback iteration); it is
+// walked only while a checkpoint folds, so the pull's cost stays off the
+// common path.
+func ascendOver(newer, older iter.Seq[*edit], fn func(*edit) bool) {
+	next, stop := iter.Pull(older)
+	defer stop()
+	o, ok := next()
+	stopped := false
+	newer(func(n *edit) bool {
+		for ; ok && bytes.Compare(o.key, n.key) < 0; o, ok = next() {
+			if !fn(o) {
+				stopped = true
+				return false
+			}
+		}
+		if ok && bytes.Equal(o.key, n.key) { // same key: newer's
+			o, ok = next()
+		}
+		if !fn(n) {
+			stopped = true
+			return false
+		}
+		return true
+	})
+	for ; !stopped && ok; o, ok = next() {
+		if !fn(o) {
+			return
+		}
+	}
+}
+
+// eachHeld calls fn for every edit the set holds, in every layer, shadowed
+// ones included: what its byte count covers.
+func (ed *edits) eachHeld(fn func(*edit)) {
+	for ; ed != nil; ed = ed.frozen {
+		visit := func(it editItem) bool { fn(it.e); return true }
+		ed.recent.Ascend(visit)
+		ed.settled.Ascend(visit)
+	}
 }
 
 // ascendMerged calls fn for the edits of recent (in order) and of the
@@ -167,11 +265,19 @@ func ascendMerged(recent []editItem, fn func(*edit) bool, settled func(func(edit
 
 // Clone returns a copy-on-write copy; ed must not change afterwards.
 // Callers that clone a published set hold cloneMu.
-func (ed *edits) Clone() *edits { return &edits{recent: ed.recent.Clone(), settled: ed.settled} }
+func (ed *edits) Clone() *edits {
+	return &edits{recent: ed.recent.Clone(), settled: ed.settled, frozen: ed.frozen}
+}
 
-// Len is the number of edits, or more (a key in both trees counts
-// twice): callers ask only whether there are any.
-func (ed *edits) Len() int { return ed.recent.Len() + ed.settled.Len() }
+// Len is the number of edits, or more (a key in two trees or layers
+// counts twice): callers ask only whether there are any.
+func (ed *edits) Len() int {
+	n := 0
+	for ; ed != nil; ed = ed.frozen {
+		n += ed.recent.Len() + ed.settled.Len()
+	}
+	return n
+}
 
 // editOverhead is the memory an edit costs beyond its bytes: the edit
 // (two slice headers, 48 bytes) and its item in the tree (24 bytes) in

@@ -128,8 +128,12 @@ const retryFileMagic = "DUMBORTY"
 const retryFileVersion = 1
 
 // save writes the table to dir/retry if it changed, leaving out sessions
-// idle for longer than RetryTTL.
-func (t *retryTable) save(dir string, now time.Time) error {
+// idle for longer than RetryTTL and the outcomes logged after upTo: a
+// checkpoint at upTo lets replay skip the records up to it, whose outcomes
+// the file must keep, while later records may still be lost by the log
+// (writers go on beside a checkpoint's fold), and the file must not
+// answer a retry of a write a crash undid.
+func (t *retryTable) save(dir string, now time.Time, upTo uint64) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if !t.dirty {
@@ -140,22 +144,32 @@ func (t *retryTable) save(dir string, now time.Time) error {
 			delete(t.sessions, k)
 		}
 	}
-	if err := durablefile.Replace(filepath.Join(dir, "retry"), t.encode(), 0o644); err != nil {
+	file, later := t.encode(upTo)
+	if err := durablefile.Replace(filepath.Join(dir, "retry"), file, 0o644); err != nil {
 		return fmt.Errorf("write retry table: %w", err)
 	}
-	t.dirty = false
+	t.dirty = later // the next checkpoint writes them
 	return nil
 }
 
-func (t *retryTable) encode() []byte {
+// encode is the file of the outcomes logged up to upTo; later reports
+// whether outcomes logged after it were left out.
+func (t *retryTable) encode(upTo uint64) (file []byte, later bool) {
 	idx, body := bsoncore.AppendDocumentStart(nil)
 	aidx, body := bsoncore.AppendArrayElementStart(body, "sessions")
 	i := 0
 	for k, e := range t.sessions {
 		r := &retryLog{session: k, txn: e.txn, at: e.at}
 		for s, st := range e.stmts {
+			if st.lsn > upTo {
+				later = true
+				continue
+			}
 			r.stmts = append(r.stmts, s)
 			r.outcomes = append(r.outcomes, st.outcome)
+		}
+		if len(r.stmts) == 0 {
+			continue
 		}
 		body = appendRetryLog(body, strconv.Itoa(i), r)
 		i++
@@ -167,7 +181,7 @@ func (t *retryTable) encode() []byte {
 	binary.LittleEndian.PutUint32(out[8:], retryFileVersion)
 	binary.LittleEndian.PutUint32(out[12:], crc32.Checksum(body, crcTable))
 	binary.LittleEndian.PutUint32(out[16:], uint32(len(body)))
-	return append(out, body...)
+	return append(out, body...), later
 }
 
 var crcTable = crc32.MakeTable(crc32.Castagnoli)

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
@@ -111,5 +112,41 @@ func TestDamagedRetryFileRefusesToOpen(t *testing.T) {
 	defer e.Close()
 	if _, err := e.Database(ctx, "db", false); !errors.Is(err, errBadRetryFile) {
 		t.Fatalf("open with a damaged retry file: %v", err)
+	}
+}
+
+// TestRetryFileKeepsOnlyWhatACheckpointClaims: a checkpoint at an LSN
+// saves the outcomes logged up to it only; later ones, whose records a
+// crash may still lose while writers go on beside the fold, wait for the
+// next save.
+func TestRetryFileKeepsOnlyWhatACheckpointClaims(t *testing.T) {
+	dir := t.TempDir()
+	tab := newRetryTable()
+	now := time.Now()
+	early, late := SessionKey{ID: [16]byte{1}}, SessionKey{ID: [16]byte{2}}
+	ok := bsoncore.NewDocumentBuilder().AppendInt32("ok", 1).Build()
+	tab.add(5, &retryLog{session: early, txn: 1, at: now, stmts: []int32{0}, outcomes: []bsoncore.Document{ok}})
+	tab.add(10, &retryLog{session: late, txn: 1, at: now, stmts: []int32{0}, outcomes: []bsoncore.Document{ok}})
+	if err := tab.save(dir, now, 7); err != nil {
+		t.Fatal(err)
+	}
+	loaded, err := loadRetryTable(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, found, _ := loaded.lookup(early, 1, 0); !found {
+		t.Fatal("the outcome the checkpoint claims was not saved")
+	}
+	if _, found, _ := loaded.lookup(late, 1, 0); found {
+		t.Fatal("an outcome logged after the checkpoint was saved")
+	}
+	if err := tab.save(dir, now, 10); err != nil {
+		t.Fatal(err)
+	}
+	if loaded, err = loadRetryTable(dir); err != nil {
+		t.Fatal(err)
+	}
+	if _, found, _ := loaded.lookup(late, 1, 0); !found {
+		t.Fatal("the next checkpoint did not save the later outcome")
 	}
 }

@@ -109,6 +109,10 @@ func (d *Database) lockedBranch(ctx context.Context, name string, fn func(b *bra
 	if err != nil {
 		return err
 	}
+	// A checkpoint running beside the writers ends first: the one below
+	// then folds only what was written since.
+	d.ckptMu.Lock()
+	defer d.ckptMu.Unlock()
 	b.writeMu.Lock()
 	defer b.writeMu.Unlock()
 	if d.closed.Load() {
