@@ -137,6 +137,12 @@ func (d *Database) foldBeside(ctx context.Context, st *rootState) (*rootState, e
 // to the store meanwhile (ckptMu is held), and if something did, the
 // commit would just not happen here.
 func (d *Database) writeChunks(ctx context.Context) error {
+	if !d.born.Load() {
+		// A store not yet written must get its manifest from persistBorn,
+		// with main's initial commit, never from a bare commit of chunks
+		// (birth.go): its first checkpoint writes them under the lock.
+		return nil
+	}
 	root, err := d.cs.Root(ctx)
 	if err != nil {
 		return err
