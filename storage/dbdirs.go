@@ -66,7 +66,11 @@ func (e *Engine) create(ctx context.Context, d *Database) error {
 		return diskFull(err)
 	}
 	err = d.use(ctx, time.Now())
-	if serr := <-synced; serr != nil {
+	serr := <-synced
+	// Only now: spares made meanwhile would have shared the disk with the
+	// sync (and refillDelay keeps them off the first write).
+	e.spares.refill()
+	if serr != nil {
 		// Its name may not last: no write may be acknowledged in it, and
 		// a second try must not find it there and skip the sync.
 		if err == nil {
