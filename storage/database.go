@@ -51,7 +51,7 @@ type Database struct {
 	tables    bool       // cs keeps table files only, no chunk journal (chunkstore.go)
 	compactMu sync.Mutex // serialises table compaction with GC
 	vs        *types.ValueStore
-	ns        tree.NodeStore
+	ns        *nodeStore // in the engine's node cache (nodestore.go)
 	db        datas.Database
 	wl        *wal.WAL
 	mu        sync.Mutex // guards branches
@@ -161,8 +161,12 @@ func (d *Database) open(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("open chunk store %s: %w", d.dir, err)
 	}
-	d.cs, d.tables, d.vs = cs, tables, types.NewValueStore(cs)
-	d.ns = tree.NewNodeStore(cs)
+	ns, err := newNodeStore(cs, d.engine.nodes)
+	if err != nil {
+		cs.Close()
+		return fmt.Errorf("open chunk store %s: %w", d.dir, err)
+	}
+	d.cs, d.tables, d.vs, d.ns = cs, tables, types.NewValueStore(cs), ns
 	d.db = datas.NewTypesDatabase(d.vs, d.ns)
 	d.branches = map[string]*branch{}
 	if t := d.engine.opts.LargeDocThreshold; t > 0 {
@@ -173,6 +177,7 @@ func (d *Database) open(ctx context.Context) error {
 			d.wl.Close()
 		}
 		d.db.Close()
+		d.ns.PurgeCaches()
 		d.forget()
 		return err
 	}
@@ -409,6 +414,8 @@ func (d *Database) shut(ctx context.Context) error {
 	if err := d.db.Close(); err != nil && firstErr == nil {
 		firstErr = err
 	}
+	// A closed database's nodes leave the cache with it.
+	d.ns.PurgeCaches()
 	return firstErr
 }
 
