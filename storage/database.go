@@ -15,6 +15,7 @@ import (
 	"dumbodb/internal/durablefile"
 
 	"github.com/dolthub/dolt/go/store/datas"
+	"github.com/dolthub/dolt/go/store/hash"
 	"github.com/dolthub/dolt/go/store/nbs"
 	"github.com/dolthub/dolt/go/store/prolly/tree"
 	"github.com/dolthub/dolt/go/store/types"
@@ -89,11 +90,17 @@ type branch struct {
 	holds    holdTable     // documents open transactions have written
 	engine   *Engine       // whose clock stamps hist
 	hist     history       // recent states by time (history.go)
+	// nodes is the database's node store, and cachedRoot the durable root
+	// whose nodes it caches for this branch: a new one makes it forget the
+	// nodes it replaced (nodeforget.go). Guarded by writeMu.
+	nodes      *nodeStore
+	cachedRoot hash.Hash
 }
 
 // setDurable publishes a state no log failure can take back: loaded,
 // replayed, checkpointed or written to Dolt.
 func (b *branch) setDurable(st *rootState) {
+	b.forgetRoot(context.Background(), st)
 	b.state.Store(st)
 	b.hist.record(b.engine, st)
 	b.durable = st
@@ -455,7 +462,7 @@ func (d *Database) loadBranch(ctx context.Context, name string) (*branch, error)
 	if err != nil {
 		return nil, err
 	}
-	b := &branch{name: name, headRef: headRoot, engine: d.engine}
+	b := &branch{name: name, headRef: headRoot, engine: d.engine, nodes: d.ns}
 	if b.ws, err = d.refDataset(ctx, refWorkingSets, name); err != nil {
 		return nil, err
 	}

@@ -25,6 +25,10 @@ type nodeStore struct {
 	cache *nodeCache
 	id    uint64
 	nbf   *types.NomsBinFormat
+	// refs is the root of the store's map of refs whose nodes the cache
+	// may hold (nodeforget.go).
+	refsMu sync.Mutex
+	refs   hash.Hash
 }
 
 var _ tree.NodeStore = (*nodeStore)(nil)

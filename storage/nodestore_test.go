@@ -217,6 +217,94 @@ func TestNodeCacheStaysWithinItsBound(t *testing.T) {
 	}
 }
 
+// forgetFixture writes two roots (as checkpoints do) and caches both
+// trees whole.
+type forgetFixture struct {
+	ns       *nodeStore
+	old, new hash.HashSet // every node of each tree
+}
+
+func newForgetFixture(t *testing.T, ns *nodeStore, oldRoot, newRoot hash.Hash) forgetFixture {
+	return forgetFixture{ns: ns, old: treeNodes(t, ns, oldRoot), new: treeNodes(t, ns, newRoot)}
+}
+
+// check asserts that the new tree is cached whole and the old one only
+// where the new holds its nodes.
+func (f forgetFixture) check(t *testing.T) {
+	t.Helper()
+	for addr := range f.new {
+		if !cached(f.ns, addr) {
+			t.Errorf("node %s of the new tree was dropped", addr)
+		}
+	}
+	replaced := 0
+	for addr := range f.old {
+		if !f.new.Has(addr) {
+			replaced++
+			if cached(f.ns, addr) {
+				t.Errorf("node %s of the old tree only is still cached", addr)
+			}
+		}
+	}
+	if replaced == 0 {
+		t.Fatal("the trees share every node: nothing to test")
+	}
+}
+
+func TestForgetReplacedDropsOnlyTheOldVersions(t *testing.T) {
+	ns := newTestNodeStore(t, memoryChunkStore(), newNodeCache(defaultNodeCacheBytes))
+	// Documents, some out of line (blobs), and an index-like map that
+	// does not change: nested trees both roots hold.
+	value := func(i int) string {
+		if i%500 == 0 {
+			return strings.Repeat(fmt.Sprint(i), 3000)
+		}
+		return fmt.Sprint("doc ", i)
+	}
+	docs := testMap(t, ns, 5000, value)
+	other := testMap(t, ns, 2000, func(i int) string { return "x" })
+	mut := docs.Mutate()
+	for _, i := range []int{0, 17, 2500, 2501, 4999} { // a blob among them
+		k, _ := keyTuple(ns, fmt.Appendf(nil, "k%06d", i))
+		v, _ := valueTuple(ctx, ns, []byte(value(i)+" changed"))
+		if err := mut.Put(ctx, k, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	changed, err := mut.Map(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldRoot := addressMap(t, ns, map[string]hash.Hash{"data/c": docs.HashOf(), "index/c": other.HashOf()})
+	newRoot := addressMap(t, ns, map[string]hash.Hash{"data/c": changed.HashOf(), "index/c": other.HashOf()})
+	f := newForgetFixture(t, ns, oldRoot, newRoot)
+	before := ns.cache.Bytes()
+	ns.forgetReplaced(ctx, oldRoot, newRoot)
+	f.check(t)
+	if ns.cache.Bytes() >= before {
+		t.Fatalf("cache holds %d bytes after forgetting, %d before", ns.cache.Bytes(), before)
+	}
+}
+
+// A subtree both roots hold, deeper in the new one than the old side's
+// one level of look-ahead: the old side walks into it and must keep it.
+func TestForgetReplacedKeepsSharedTreesAtAnyDepth(t *testing.T) {
+	ns := newTestNodeStore(t, memoryChunkStore(), newNodeCache(defaultNodeCacheBytes))
+	shared := testMap(t, ns, 3000, func(i int) string { return fmt.Sprint(i) }).HashOf()
+	oldRoot := addressMap(t, ns, map[string]hash.Hash{"a": shared})
+	deep := shared
+	for _, name := range []string{"d", "c", "b"} {
+		deep = addressMap(t, ns, map[string]hash.Hash{name: deep})
+	}
+	f := newForgetFixture(t, ns, oldRoot, deep)
+	ns.forgetReplaced(ctx, oldRoot, deep)
+	f.check(t)
+	// And the other way round: the new tree is the old one's subtree.
+	f = newForgetFixture(t, ns, deep, shared)
+	ns.forgetReplaced(ctx, deep, shared)
+	f.check(t)
+}
+
 // The cache counts a node as its bytes plus nodeEntryOverhead. The bytes
 // of a node read from disk are its own allocation; the rest is measured
 // here on nodes read from a memory store, whose bytes it shares.
