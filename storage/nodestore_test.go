@@ -344,3 +344,45 @@ func heapAlloc() int64 {
 	runtime.ReadMemStats(&ms)
 	return int64(ms.HeapAlloc)
 }
+
+// A database's nodes leave the engine's cache when it is dropped or
+// closed, and no other database's with them.
+func TestClosingADatabaseEmptiesItsNodeCache(t *testing.T) {
+	e := openEngine(t, t.TempDir(), Options{})
+	defer e.Close()
+	fill := func(name string) {
+		d, err := e.Database(ctx, name, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 20 {
+			mustWrite(t, d, func(tx *Tx) error {
+				if _, err := tx.EnsureCollection(ctx, "c"); err != nil {
+					return err
+				}
+				return tx.Insert(ctx, "c", doc(int32(i), name))
+			})
+		}
+		if err := d.Checkpoint(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fill("a")
+	onlyA := e.DatabaseStats().NodeCacheBytes
+	fill("b")
+	if both := e.DatabaseStats().NodeCacheBytes; both <= onlyA || onlyA == 0 {
+		t.Fatalf("node cache: %d bytes for a, %d with b; want b to add some", onlyA, both)
+	}
+	if err := e.DropDatabase("b"); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.DatabaseStats().NodeCacheBytes; got != onlyA {
+		t.Fatalf("after dropping b the node cache holds %d bytes; want a's %d", got, onlyA)
+	}
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.DatabaseStats().NodeCacheBytes; got != 0 {
+		t.Fatalf("after closing the engine the node cache holds %d bytes", got)
+	}
+}
