@@ -278,7 +278,8 @@ func cmdServerStatus(r *request) (bsoncore.Document, error) {
 		AppendInt64("idleDatabaseCloses", dbs.IdleCloses).
 		AppendInt64("tableCompactions", dbs.TableCompactions).
 		AppendInt64("logRecords", dbs.LogRecords).
-		AppendInt64("logBytes", dbs.LogBytes).Build()
+		AppendInt64("logBytes", dbs.LogBytes).
+		AppendInt64("nodeCacheBytes", dbs.NodeCacheBytes).Build()
 	cursors := bsoncore.NewDocumentBuilder().
 		AppendDocument("cursor", bsoncore.NewDocumentBuilder().
 			AppendDocument("open", bsoncore.NewDocumentBuilder().

@@ -177,6 +177,9 @@ func (d *Database) swapFolded(ctx context.Context, b *branch, st *rootState, lin
 		next = folded // nothing written since the freeze
 		b.setDurable(next)
 	} else {
+		// The rebased state is not a checkpoint itself, but its maps are
+		// the fold's: the node cache forgets what they replaced.
+		b.forgetRoot(ctx, folded)
 		b.replaceCurrent(next)
 	}
 	d.checkpointed(b, st, next)

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/dolthub/dolt/go/store/datas"
+	"github.com/dolthub/dolt/go/store/hash"
 	"github.com/dolthub/dolt/go/store/nbs"
-	"github.com/dolthub/dolt/go/store/prolly/tree"
 	"github.com/dolthub/dolt/go/store/types"
 	"github.com/rs/zerolog"
 
@@ -52,7 +52,7 @@ type Database struct {
 	birthMu   sync.Mutex  // serialises writing the store's first commit
 	compactMu sync.Mutex  // serialises table compaction with GC
 	vs        *types.ValueStore
-	ns        tree.NodeStore
+	ns        *nodeStore // in the engine's node cache (nodestore.go)
 	db        datas.Database
 	wl        *wal.WAL
 	mu        sync.Mutex // guards branches
@@ -102,12 +102,18 @@ type branch struct {
 	// swaps its fold in only if none was since its freeze. Guarded by
 	// writeMu.
 	lineage uint64
+	// nodes is the database's node store, and cachedRoot the durable root
+	// whose nodes it caches for this branch: a new one makes it forget the
+	// nodes it replaced (nodeforget.go). Guarded by writeMu.
+	nodes      *nodeStore
+	cachedRoot hash.Hash
 }
 
 // setDurable publishes a state no log failure can take back: loaded,
 // replayed, checkpointed or written to Dolt.
 func (b *branch) setDurable(st *rootState) {
 	b.lineage++
+	b.forgetRoot(context.Background(), st)
 	b.state.Store(st)
 	b.hist.record(b.engine, st)
 	b.durable = st
@@ -191,9 +197,13 @@ func (d *Database) open(ctx context.Context) error {
 		cs.Close()
 		return fmt.Errorf("open chunk store %s: %w", d.dir, err)
 	}
+	ns, err := newNodeStore(cs, d.engine.nodes)
+	if err != nil {
+		cs.Close()
+		return fmt.Errorf("open chunk store %s: %w", d.dir, err)
+	}
 	d.born.Store(!root.IsEmpty())
-	d.cs, d.tables, d.vs = cs, tables, types.NewValueStore(cs)
-	d.ns = tree.NewNodeStore(cs)
+	d.cs, d.tables, d.vs, d.ns = cs, tables, types.NewValueStore(cs), ns
 	d.db = datas.NewTypesDatabase(d.vs, d.ns)
 	d.branches = map[string]*branch{}
 	if t := d.engine.opts.LargeDocThreshold; t > 0 {
@@ -204,6 +214,7 @@ func (d *Database) open(ctx context.Context) error {
 			d.wl.Close()
 		}
 		d.db.Close()
+		d.ns.PurgeCaches()
 		d.forget()
 		return err
 	}
@@ -460,6 +471,8 @@ func (d *Database) shut(ctx context.Context) error {
 	if err := d.db.Close(); err != nil && firstErr == nil {
 		firstErr = err
 	}
+	// A closed database's nodes leave the cache with it.
+	d.ns.PurgeCaches()
 	return firstErr
 }
 
@@ -524,7 +537,7 @@ func (d *Database) loadBranch(ctx context.Context, name string) (*branch, error)
 	if err != nil {
 		return nil, err
 	}
-	b := &branch{name: name, headRef: headRoot, engine: d.engine}
+	b := &branch{name: name, headRef: headRoot, engine: d.engine, nodes: d.ns}
 	if b.ws, err = d.refDataset(ctx, refWorkingSets, name); err != nil {
 		return nil, err
 	}

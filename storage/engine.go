@@ -78,6 +78,7 @@ type Engine struct {
 	lock *os.File
 
 	editBytes atomic.Int64 // memory of uncheckpointed edits, all databases
+	nodes     *nodeCache   // decoded tree nodes, all databases (nodecache.go)
 	panics    panicPoint
 	dbStats   dbStats
 	clock     engineClock  // stamps published states (history.go)
@@ -137,7 +138,7 @@ func Open(dir string, opts Options, log zerolog.Logger) (*Engine, error) {
 		return nil, fmt.Errorf("%w: %s", ErrDataDirLocked, dir)
 	}
 	e := &Engine{dir: dir, opts: opts, log: log, lock: f, dbs: map[string]*Database{},
-		stop: make(chan struct{}), done: make(chan struct{})}
+		nodes: newNodeCache(defaultNodeCacheBytes), stop: make(chan struct{}), done: make(chan struct{})}
 	decisions, read, err := openDecisionLog(dir)
 	if err != nil {
 		f.Close()

@@ -174,6 +174,8 @@ type DatabaseStats struct {
 	// LogRecords and LogBytes count the write records appended to the
 	// databases' logs and their payload bytes.
 	LogRecords, LogBytes int64
+	// NodeCacheBytes is what the node cache holds (nodecache.go).
+	NodeCacheBytes int64
 }
 
 type dbStats struct {
@@ -197,7 +199,8 @@ func (s *dbStats) opened() {
 func (e *Engine) DatabaseStats() DatabaseStats {
 	return DatabaseStats{Open: e.dbStats.open.Load(), Opens: e.dbStats.opens.Load(),
 		IdleCloses: e.dbStats.idleCloses.Load(), TableCompactions: e.dbStats.compactions.Load(),
-		LogRecords: e.dbStats.logRecords.Load(), LogBytes: e.dbStats.logBytes.Load()}
+		LogRecords: e.dbStats.logRecords.Load(), LogBytes: e.dbStats.logBytes.Load(),
+		NodeCacheBytes: e.nodes.Bytes()}
 }
 
 // Visit runs fn on an existing database (nothing happens when there is
