@@ -32,8 +32,8 @@ type targetRun struct {
 }
 
 // ServerRSSOverheadMB is the fixed memory a DumboDB server holds beside
-// its --cacheSizeMB whatever the workload: 256 MB for Dolt's node cache
-// (one cache for every store, full after enough reads or writes), 16 MB
+// its --cacheSizeMB whatever the workload: 256 MB for the node cache
+// (storage's, one cache for every database, full after enough reads), 16 MB
 // for a checkpoint's memtable, 68 MB for an idle server (binary,
 // runtime, first heap: measured by dumbobench's Floor rows, 58-68 MB)
 // and 32 MB for the requests being handled (their messages, documents

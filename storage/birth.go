@@ -32,7 +32,7 @@ func (d *Database) unbornMain(ctx context.Context, name string) (*branch, error)
 	if err != nil {
 		return nil, err
 	}
-	b := &branch{name: name, headRef: headRef, engine: d.engine}
+	b := &branch{name: name, headRef: headRef, engine: d.engine, nodes: d.ns}
 	if b.ws, err = d.db.GetDataset(ctx, refWorkingSets+name); err != nil {
 		return nil, err
 	}

@@ -496,7 +496,9 @@ func (d *Database) discard() error {
 			return nil
 		})
 	}
-	return errors.Join(d.wl.Close(), d.syncChanges(), d.db.Close())
+	err := errors.Join(d.wl.Close(), d.syncChanges(), d.db.Close())
+	d.ns.PurgeCaches() // its nodes leave the cache with it
+	return err
 }
 
 // branch returns the live state of a branch, loading it on first use.

@@ -21,6 +21,14 @@
 // log after it. Readers take a Snapshot (snapshot.go) and never wait for
 // writers.
 //
+// Tree nodes: each database reads and writes prolly tree nodes through a
+// node store of ours (nodestore.go), which caches the decoded nodes in the
+// engine's node cache (nodecache.go: one for every database, bounded in
+// bytes, purged per database by GC and closes). When a branch's durable
+// root changes, the nodes of the trees it replaced leave the cache
+// (nodeforget.go), so that the cache holds current trees rather than every
+// version checkpoints wrote (docs/design/resources.md, "The node cache").
+//
 // Capped collections (capped.go, capped_rebuild.go, capped_scan.go,
 // docs/format/capped.md, docs/design/capped.md): a Tx keeps each capped
 // collection's insertion order (record id -> _id key and back) on every

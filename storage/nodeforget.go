@@ -15,8 +15,9 @@ import (
 // evicts them, so a workload whose data does not grow would still grow the
 // cache, checkpoint after checkpoint, up to its bound (issue 19's soak:
 // 138 MB an hour). So when a branch's durable root changes, the nodes of
-// the old tree that the new one does not hold leave the cache. Commits and
-// snapshots may still reach them: they are read from disk again if so.
+// the old tree that the new one does not hold leave the cache. Commits,
+// snapshots and other branches may still reach them: they are read from
+// disk again if so.
 
 // forgetRoot notes st as the root b's nodes come from, forgetting the nodes
 // of the root before it that st does not hold, and those of the store's

@@ -262,7 +262,7 @@ func largeDocOption(flag int) int {
 
 // memoryOverheadMB is what the server holds beside --cacheSizeMB whatever
 // the workload (docs/design/resources.md, "Memory bounded by the budget";
-// dumbobench's ServerRSSOverheadMB): Dolt's node cache, a checkpoint's
+// dumbobench's ServerRSSOverheadMB): the node cache, a checkpoint's
 // memtable, an idle server and the requests being handled.
 const memoryOverheadMB = 256 + 16 + 68 + 32
 
