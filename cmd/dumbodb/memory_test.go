@@ -19,7 +19,7 @@ import (
 )
 
 // rssBytes is a process's resident set size, from /proc.
-func rssBytes(t *testing.T, pid int) int64 {
+func rssBytes(t testing.TB, pid int) int64 {
 	t.Helper()
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
