@@ -18,8 +18,17 @@
 // durable. Checkpoints (checkpoint.go) fold the edits into new prolly maps
 // and move the branch's Dolt working set, recording the last log record
 // they include; recovery loads each branch's working set and replays the
-// log after it. Readers take a Snapshot (snapshot.go) and never wait for
-// writers.
+// log after it. A checkpoint holds the writer lock only to freeze the
+// edits it folds and to swap the folded maps in; the edit budget starts
+// one in the background (checkpoint_budget.go, running beside the writers:
+// docs/design/durability.md). Readers take a Snapshot (snapshot.go) and
+// never wait for writers.
+//
+// Creating a database (docs/design/resources.md, "Creating a database"):
+// a creation takes a spare directory with its log prepared (spares.go);
+// the Dolt store is written by the first checkpoint, with main's initial
+// commit (birth.go); which directories are databases, spares or drops
+// being removed is in dbdirs.go.
 //
 // Tree nodes: each database reads and writes prolly tree nodes through a
 // node store of ours (nodestore.go), which caches the decoded nodes in the
