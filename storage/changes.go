@@ -331,10 +331,6 @@ func appendChangeRecord(dst []byte, e ChangeEntry) []byte {
 	return dst
 }
 
-// encodeChangeRecord encodes an entry with its header in a buffer of its
-// own.
-func encodeChangeRecord(e ChangeEntry) []byte { return appendChangeRecord(nil, e) }
-
 // entrySizeHint is about the encoded size of an entry.
 func entrySizeHint(e ChangeEntry) int {
 	n := 160 + len(e.DB) + len(e.Branch)

@@ -419,7 +419,7 @@ func TestChangeLogTornTail(t *testing.T) {
 func sampleEntryRecord() []byte {
 	e := sampleEntry(4, 0)
 	e.Seq = 5
-	return encodeChangeRecord(e)
+	return appendChangeRecord(nil, e)
 }
 
 func flipByte(t *testing.T, path string, off int64) {
