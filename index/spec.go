@@ -497,3 +497,22 @@ func withoutEntryIndependent(raw bsoncore.Document) bsoncore.Document {
 	}
 	return b.Build()
 }
+
+// TopFields names the top-level fields the index's entries depend on, so
+// that a writer may compute them from a document holding only those
+// fields. ok is false when they cannot be named: a wildcard over the
+// whole document, a text index (its language field and weights) or a
+// partial filter.
+func (s *Spec) TopFields() (names []string, ok bool) {
+	if s.Text != nil || s.Partial != nil {
+		return nil, false
+	}
+	for _, f := range s.Fields {
+		top, _, _ := strings.Cut(f.Path, ".")
+		if strings.HasPrefix(top, "$") {
+			return nil, false
+		}
+		names = append(names, top)
+	}
+	return names, true
+}

@@ -2,6 +2,7 @@ package query
 
 import (
 	"bytes"
+	"slices"
 	"sort"
 	"strings"
 
@@ -385,4 +386,29 @@ func seedFromFilter(f *Filter) (bsoncore.Document, error) {
 		parent.setChild(parts[len(parts)-1], leafM(e.Value))
 	}
 	return root.value().Data, nil
+}
+
+// TopFields names the top-level fields the update reads or writes, so
+// that it can be applied to a document holding only those fields (and
+// _id) with the same result for them. ok is false for a replacement, a
+// pipeline, and a positional "$" path, whose element depends on what the
+// filter matched.
+func (u *Update) TopFields() (names []string, ok bool) {
+	if u.isRepl || u.pipeline != nil {
+		return nil, false
+	}
+	for _, op := range u.ops {
+		for _, o := range []*updateOp{op, op.from} {
+			if o == nil {
+				continue
+			}
+			if slices.Contains(o.parts, "$") {
+				return nil, false
+			}
+			if !slices.Contains(names, o.parts[0]) {
+				names = append(names, o.parts[0])
+			}
+		}
+	}
+	return names, true
 }

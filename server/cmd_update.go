@@ -246,6 +246,11 @@ func updateMatching(ctx context.Context, tx *storage.Tx, coll string, f *query.F
 	if _, ok := tx.Collection(coll); !ok {
 		return 0, 0, nil
 	}
+	if onUpdate == nil {
+		if handled, matched, modified, err := updateByFields(ctx, tx, coll, f, u, dv); handled || err != nil {
+			return matched, modified, err
+		}
+	}
 	src, err := plan.Matching(ctx, tx, coll, f)
 	if err != nil {
 		return 0, 0, err

@@ -413,12 +413,12 @@ func (m *editMutations) NextMutation(ctx context.Context) tree.Mutation {
 		m.err = err
 		return tree.Mutation{}
 	}
-	if e.value == nil {
+	if !e.live() {
 		return tree.Mutation{Key: tree.Item(k)} // a deletion
 	}
 	v := m.large[e]
 	if v == nil {
-		if v, err = buildDocValue(ctx, m.ns, m.values, e.value, m.largeDoc); err != nil {
+		if v, err = buildDocValue(ctx, m.ns, m.values, e.doc(), m.largeDoc); err != nil {
 			m.err = err
 			return tree.Mutation{}
 		}
@@ -437,7 +437,7 @@ const parallelValueSize = 16 << 10
 func writeLargeValues(ctx context.Context, ns tree.NodeStore, all []*edit, largeDoc *docWriter) (map[*edit]val.Tuple, error) {
 	var large []*edit
 	for _, e := range all {
-		if len(e.value) >= parallelValueSize {
+		if e.docLen() >= parallelValueSize {
 			large = append(large, e)
 		}
 	}
@@ -450,7 +450,7 @@ func writeLargeValues(ctx context.Context, ns tree.NodeStore, all []*edit, large
 	for i, e := range large {
 		g.Go(func() error {
 			var err error
-			tuples[i], err = docValueTuple(gctx, ns, e.value, largeDoc)
+			tuples[i], err = docValueTuple(gctx, ns, e.doc(), largeDoc)
 			return err
 		})
 	}

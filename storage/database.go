@@ -754,6 +754,11 @@ func (d *Database) logAndPublish(ctx context.Context, b *branch, cur *rootState,
 	if tx.retry != nil {
 		d.retries.add(lsn, tx.retry)
 	}
+	for _, o := range tx.ops {
+		if o.op == opFields {
+			d.engine.dbStats.fieldUpdates.Add(1)
+		}
+	}
 	next := tx.publish(lsn)
 	d.queueChanges(b, lsn, at, tx)
 	b.publishLogged(next, d.wl.Durable(), at)

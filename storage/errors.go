@@ -36,6 +36,10 @@ var (
 	// collection's validator refuses.
 	ErrDocumentValidation = errors.New("Document failed validation")
 
+	// ErrDocumentTooLarge: an update by field (UpdateFields) would make
+	// a document larger than its limit.
+	ErrDocumentTooLarge = errors.New("document too large after update")
+
 	// ErrIndexNotFound: no index has that name.
 	ErrIndexNotFound = errors.New("index not found")
 	// ErrWriteConflict: the document is held by another open transaction,

@@ -73,6 +73,9 @@ func (s *Snapshot) GetKeyFields(ctx context.Context, coll string, idKey []byte, 
 	}
 	if c.edits != nil {
 		if e, ok := c.edits.Get(&edit{key: idKey}); ok {
+			if e.rope != nil {
+				return e.rope.bytes(), true, nil
+			}
 			return append(bsoncore.Document(nil), e.value...), e.value != nil, nil
 		}
 	}
@@ -184,7 +187,7 @@ func (s *Snapshot) CollectionBytes(ctx context.Context, coll string) (int64, err
 	}
 	if c.edits != nil {
 		c.edits.Ascend(func(e *edit) bool {
-			n += int64(len(e.key) + len(e.value))
+			n += int64(len(e.key) + e.docLen())
 			return true
 		})
 	}

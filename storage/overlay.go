@@ -20,10 +20,33 @@ import (
 )
 
 // edit is one acknowledged change to a collection since its last
-// checkpoint: the new value of a key, or its deletion (value == nil).
+// checkpoint: the new value of a key, or its deletion (value and rope
+// nil). A large document an update changed by field is held as a rope
+// (docrope.go) rather than as bytes.
 type edit struct {
 	key   []byte
 	value []byte
+	rope  *docRope
+}
+
+// live reports whether the edit holds a document, not a deletion.
+func (e *edit) live() bool { return e.value != nil || e.rope != nil }
+
+// doc is the edit's document (nil: a deletion); a rope is assembled into
+// new bytes.
+func (e *edit) doc() []byte {
+	if e.rope != nil {
+		return e.rope.bytes()
+	}
+	return e.value
+}
+
+// docLen is the length of the edit's document.
+func (e *edit) docLen() int {
+	if e.rope != nil {
+		return e.rope.size
+	}
+	return len(e.value)
 }
 
 // edits is an ordered set of edits keyed by encoded _id. Published edit
@@ -280,15 +303,19 @@ func (ed *edits) Len() int {
 }
 
 // editOverhead is the memory an edit costs beyond its bytes: the edit
-// (two slice headers, 48 bytes) and its item in the tree (24 bytes) in
-// nodes that ascending inserts, the common case, leave half full.
-const editOverhead = 48 + 2*24
+// (two slice headers and a pointer, 56 bytes in the allocator's 64-byte
+// class) and its item in the tree (24 bytes) in nodes that ascending
+// inserts, the common case, leave half full.
+const editOverhead = 64 + 2*24
 
 // editSize is the memory an edit holds, which the budget (--cacheSizeMB)
 // bounds. It must not undercount: at 64 bytes of overhead and no
 // allocator rounding, small documents took 40% more heap than counted,
 // and the budget bounded nothing (TestEditSizeMatchesTheHeap).
-func editSize(e *edit) int64 { return allocSize(len(e.key)) + allocSize(len(e.value)) + editOverhead }
+// A rope counts as its whole document, although it shares most of its
+// bytes with the version it replaced: that version may still be held by
+// a snapshot or a frozen layer.
+func editSize(e *edit) int64 { return allocSize(len(e.key)) + allocSize(e.docLen()) + editOverhead }
 
 // allocSize approximates what the Go allocator takes for n bytes: size
 // classes of at most 12.5% waste up to 32 KiB, whole 8 KiB pages above.
@@ -309,7 +336,7 @@ func allocSize(n int) int64 {
 func lookup(ctx context.Context, ns tree.NodeStore, base prolly.Map, ed *edits, key []byte) ([]byte, bool, error) {
 	if ed != nil {
 		if e, ok := ed.Get(&edit{key: key}); ok {
-			return e.value, e.value != nil, nil
+			return e.doc(), e.live(), nil
 		}
 	}
 	// A key past the map's last one is not in it: inserts of ascending
@@ -528,7 +555,7 @@ func (i *Iterator) nextBorrowed(ctx context.Context) (bsoncore.Document, error) 
 		i.bk = nil // the edit replaces the base entry
 	}
 	i.eds.pop()
-	return e.value, nil
+	return e.doc(), nil
 }
 
 func (i *Iterator) peekBase(ctx context.Context) error {

@@ -406,9 +406,9 @@ func (c *collection) setEdit(e *edit, existed bool) {
 	}
 	c.editBytes += editSize(e)
 	switch {
-	case e.value != nil && !existed:
+	case e.live() && !existed:
 		c.count++
-	case e.value == nil && existed:
+	case !e.live() && existed:
 		c.count--
 	}
 }

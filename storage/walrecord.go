@@ -12,7 +12,8 @@ import (
 // Log operation names (docs/format/wal.md).
 const (
 	opPut    = "put"
-	opPatch  = "patch" // a put written as splices of the document it replaces (walpatch.go)
+	opPatch  = "patch"  // a put written as splices of the document it replaces (walpatch.go)
+	opFields = "fields" // an update of a large document's top-level fields (walfields.go)
 	opDelete = "del"
 	opCreate = "create"
 	opDrop   = "drop"
@@ -33,8 +34,9 @@ type walOp struct {
 	// base is the document a put replaces (nil: it inserts), from which
 	// the log may write it as a patch. Never decoded: replay reads it.
 	base []byte
-	// patch, baseLen and sum are a decoded patch op's splices, base length
-	// and the CRC-32C of the document it makes.
+	// patch, baseLen and sum are a patch op's splices, base length and the
+	// CRC-32C of the document it makes; for a fields op, its element
+	// splices, base length and the CRC-32C of the elements they remove.
 	patch   []byte
 	baseLen int
 	sum     uint32
@@ -65,7 +67,7 @@ func encodeMarkedRecord(branch string, ops []walOp, retry *retryLog, at uint64, 
 		if o.op == opPut {
 			patches[i] = encodePatch(o.base, o.value)
 		}
-		body := len(o.value)
+		body := len(o.value) + len(o.patch)
 		if patches[i] != nil {
 			body = len(patches[i]) + 32
 		}
@@ -113,6 +115,12 @@ func appendOp(dst []byte, key string, o walOp, patch []byte) []byte {
 		if o.update {
 			dst = bsoncore.AppendBooleanElement(dst, "u", true)
 		}
+	case opFields:
+		dst = bsoncore.AppendBinaryElement(dst, "k", 0, o.key)
+		dst = bsoncore.AppendInt64Element(dst, "n", int64(o.baseLen))
+		dst = bsoncore.AppendInt64Element(dst, "x", int64(o.sum))
+		dst = bsoncore.AppendBinaryElement(dst, "s", 0, o.patch)
+		dst = bsoncore.AppendBooleanElement(dst, "u", true)
 	case opDelete:
 		dst = bsoncore.AppendBinaryElement(dst, "k", 0, o.key)
 	case opCreate, opMeta:
@@ -201,7 +209,7 @@ func decodeOps(arr bsoncore.Array) ([]walOp, error) {
 		if v, ok := d.Lookup("info").DocumentOK(); ok {
 			o.value = v
 		}
-		if o.op == opPatch {
+		if o.op == opPatch || o.op == opFields {
 			if err := decodePatchFields(d, &o); err != nil {
 				return nil, err
 			}
@@ -227,7 +235,7 @@ func (tx *Tx) redo(ctx context.Context, ops []walOp) error {
 	for _, o := range ops {
 		var err error
 		switch o.op {
-		case opPut, opPatch:
+		case opPut, opPatch, opFields:
 			err = tx.redoPut(ctx, o)
 		case opDelete:
 			err = tx.deleteKey(ctx, o.coll, append([]byte(nil), o.key...))
@@ -262,11 +270,15 @@ func (tx *Tx) redoPut(ctx context.Context, o walOp) error {
 		return err
 	}
 	value := append([]byte(nil), o.value...)
-	if o.op == opPatch {
+	if o.op == opPatch || o.op == opFields {
 		if !exists {
 			return fmt.Errorf("%w: no document to patch", errPatchMismatch)
 		}
-		if value, err = applyPatch(old, o.patch, o.baseLen, o.sum); err != nil {
+		apply := applyPatch
+		if o.op == opFields {
+			apply = applyFieldSplices
+		}
+		if value, err = apply(old, o.patch, o.baseLen, o.sum); err != nil {
 			return err
 		}
 		o = walOp{op: opPut, coll: o.coll, key: o.key, update: o.update}
