@@ -14,9 +14,10 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 )
 
-// The patch writer: one-field updates of large documents, which the log
-// writes as patches of the document they replace (docs/format/wal.md,
-// "Patches"). A model keeps each document's fields in order; after every
+// The patch writer: one-field updates of large documents, which the server
+// applies to those fields alone and the log writes as field records
+// (docs/format/wal.md, "Field records"; whole-document updates of large
+// documents are logged as patches, "Patches"). A model keeps each document's fields in order; after every
 // kill each document must be, byte for byte, its last acknowledged
 // version or the version of the one update in flight.
 const (
@@ -127,11 +128,11 @@ func sameBytes(t *testing.T, raw bson.Raw, doc bson.D) bool {
 }
 
 // wantPatchesLogged checks that the binary logs one-field updates of the
-// large documents as patches: 20 updates of a 60 KB document must log far
-// less than one copy of it each.
+// large documents by field: 20 updates of a 60 KB document must be 20
+// field records, and log far less than one copy of it each.
 func wantPatchesLogged(t *testing.T, client *mongo.Client) {
 	t.Helper()
-	before := logBytes(t, client)
+	before, fieldsBefore := logBytes(t, client), storageStat(t, client, "fieldUpdates")
 	rng := rand.New(rand.NewSource(1))
 	for range 20 {
 		if _, err := patchCollection(client).UpdateOne(context.Background(), bson.M{"_id": 0},
@@ -142,17 +143,28 @@ func wantPatchesLogged(t *testing.T, client *mongo.Client) {
 	if per := (logBytes(t, client) - before) / 20; per > 4<<10 {
 		t.Fatalf("%d log bytes per one-field update of a 60 KB document: not a patch", per)
 	}
+	if n := storageStat(t, client, "fieldUpdates") - fieldsBefore; n != 20 {
+		t.Fatalf("%d of 20 one-field updates of a 60 KB document logged by field", n)
+	}
 }
 
 func logBytes(t *testing.T, client *mongo.Client) int64 {
 	t.Helper()
+	return storageStat(t, client, "logBytes")
+}
+
+// storageStat reads a counter of serverStatus.storageEngine.
+func storageStat(t *testing.T, client *mongo.Client, name string) int64 {
+	t.Helper()
 	var st struct {
-		StorageEngine struct {
-			LogBytes int64 `bson:"logBytes"`
-		} `bson:"storageEngine"`
+		StorageEngine bson.Raw `bson:"storageEngine"`
 	}
 	if err := client.Database("admin").RunCommand(context.Background(), bson.M{"serverStatus": 1}).Decode(&st); err != nil {
 		t.Fatal(err)
 	}
-	return st.StorageEngine.LogBytes
+	n, ok := st.StorageEngine.Lookup(name).Int64OK()
+	if !ok {
+		t.Fatalf("serverStatus.storageEngine.%s is missing", name)
+	}
+	return n
 }
