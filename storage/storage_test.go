@@ -20,7 +20,7 @@ import (
 
 var ctx = context.Background()
 
-func openEngine(t *testing.T, dir string, opts Options) *Engine {
+func openEngine(t testing.TB, dir string, opts Options) *Engine {
 	t.Helper()
 	e, err := Open(dir, opts, zerolog.New(io.Discard))
 	if err != nil {
@@ -31,7 +31,7 @@ func openEngine(t *testing.T, dir string, opts Options) *Engine {
 
 // openDatabase opens an engine on a fresh temporary directory, closed when
 // the test ends, and returns its database "db".
-func openDatabase(t *testing.T, opts Options) *Database {
+func openDatabase(t testing.TB, opts Options) *Database {
 	t.Helper()
 	e := openEngine(t, t.TempDir(), opts)
 	t.Cleanup(func() { e.Close() })
