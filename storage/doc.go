@@ -22,7 +22,10 @@
 // edits it folds and to swap the folded maps in; the edit budget starts
 // one in the background (checkpoint_budget.go, running beside the writers:
 // docs/design/durability.md). Readers take a Snapshot (snapshot.go) and
-// never wait for writers.
+// never wait for writers. An update of a large document's top-level fields
+// reads and writes those fields alone: its edit holds the document as a
+// rope of shared elements and its record is a field record
+// (fieldupdate.go, docrope.go, walfields.go; docs/design/large-documents.md).
 //
 // Creating a database (docs/design/resources.md, "Creating a database"):
 // a creation takes a spare directory with its log prepared (spares.go);
