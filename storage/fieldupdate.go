@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"context"
 
+	"github.com/dolthub/dolt/go/store/prolly"
+	"github.com/dolthub/dolt/go/store/prolly/tree"
+	"github.com/dolthub/dolt/go/store/val"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
@@ -113,12 +116,47 @@ func (c *collection) ropeAt(ctx context.Context, tx *Tx, key []byte) (*docRope, 
 			return e.rope, true, nil
 		}
 	}
-	doc, found, err := lookup(ctx, tx.ns, c.base, c.edits, key)
+	doc, found, err := lookupOwned(ctx, tx.ns, c.base, c.edits, key)
 	if err != nil || !found || len(doc) < fieldUpdateMinBytes {
 		return nil, found, err
 	}
 	rope, err := newRope(doc)
 	return rope, true, err
+}
+
+// lookupOwned is lookup returning bytes no one else holds, copying only
+// what is not already a new copy: a doctree's assembled bytes are kept,
+// not copied again.
+func lookupOwned(ctx context.Context, ns tree.NodeStore, base prolly.Map, ed *edits, key []byte) ([]byte, bool, error) {
+	if ed != nil {
+		if e, ok := ed.Get(&edit{key: key}); ok {
+			return e.value, e.value != nil, nil // edits are never modified
+		}
+	}
+	k, err := keyTuple(ns, key)
+	if err != nil {
+		return nil, false, err
+	}
+	var out []byte
+	var found bool
+	err = base.Get(ctx, k, func(key, v val.Tuple) error {
+		if key == nil {
+			return nil
+		}
+		found = true
+		tr, isTree, err := docTree(ctx, ns, v)
+		if err != nil {
+			return err
+		}
+		if isTree {
+			out, err = tr.Document(ctx)
+			return err
+		}
+		b, err := valueBytesPlain(ctx, ns, v)
+		out = append([]byte(nil), b...)
+		return err
+	})
+	return out, found, err
 }
 
 // fieldSplices turns the change from before to after (both holding the

@@ -312,10 +312,18 @@ const editOverhead = 64 + 2*24
 // bounds. It must not undercount: at 64 bytes of overhead and no
 // allocator rounding, small documents took 40% more heap than counted,
 // and the budget bounded nothing (TestEditSizeMatchesTheHeap).
-// A rope counts as its whole document, although it shares most of its
-// bytes with the version it replaced: that version may still be held by
-// a snapshot or a frozen layer.
-func editSize(e *edit) int64 { return allocSize(len(e.key)) + allocSize(e.docLen()) + editOverhead }
+// A rope counts twice its document: its elements are slices of the
+// buffers they came from (the document it was first made from, each
+// update's fields), which stay whole while any element of them lives; a
+// rope whose fields were all replaced since still holds the first buffer
+// through its _id.
+func editSize(e *edit) int64 {
+	n := allocSize(e.docLen())
+	if e.rope != nil {
+		n *= 2
+	}
+	return allocSize(len(e.key)) + n + editOverhead
+}
 
 // allocSize approximates what the Go allocator takes for n bytes: size
 // classes of at most 12.5% waste up to 32 KiB, whole 8 KiB pages above.
