@@ -26,24 +26,30 @@ type docRope struct {
 const ropeTailMax = 32
 
 // newRope splits doc into its top-level elements (sharing doc's bytes)
-// and indexes their names.
+// and indexes their names. It returns nil for a document that repeats a
+// top-level name: which of the two an update path means is for the whole
+// document's update to say.
 func newRope(doc []byte) (*docRope, error) {
 	elems, err := bsoncore.Document(doc).Elements()
 	if err != nil {
 		return nil, fmt.Errorf("large document: %w", err)
 	}
 	r := &docRope{elems: elems, size: len(doc)}
-	r.reindex()
+	if !r.reindex() {
+		return nil, nil
+	}
 	return r, nil
 }
 
-// reindex maps every element's name to its position.
-func (r *docRope) reindex() {
+// reindex maps every element's name to its position, and reports false
+// when a name repeats.
+func (r *docRope) reindex() bool {
 	r.names = make(map[string]int, len(r.elems))
+	r.indexed = len(r.elems)
 	for i, e := range r.elems {
 		r.names[e.Key()] = i
 	}
-	r.indexed = len(r.elems)
+	return len(r.names) == len(r.elems)
 }
 
 // bytes assembles the document.
@@ -141,7 +147,7 @@ func (r *docRope) splice(splices []elemSplice) *docRope {
 	if count-r.indexed <= ropeTailMax && r.keepsIndexed(splices) {
 		out.names, out.indexed = r.names, r.indexed
 	} else {
-		out.reindex()
+		out.reindex() // splices add only names the rope lacks: none repeats
 	}
 	return out
 }

@@ -192,7 +192,8 @@ func checkIndexedK(t *testing.T, snap *Snapshot, id int32, m *fieldModel, when s
 	}
 }
 
-// TestUpdateFieldsLeavesOthersToTheWholeDocument: small documents, capped
+// TestUpdateFieldsLeavesOthersToTheWholeDocument: small documents, those
+// that repeat a top-level name, capped
 // collections, collections keeping change-stream images, indexes whose
 // fields cannot be named and multi-statement transactions are not
 // updated by field; a missing document is reported as not found.
@@ -225,6 +226,10 @@ func TestUpdateFieldsLeavesOthersToTheWholeDocument(t *testing.T) {
 		if err := tx.Insert(ctx, "plain", doc(2, "small")); err != nil {
 			return err
 		}
+		twice := bsoncore.NewDocumentBuilder().AppendInt32("_id", 4).AppendString("x", big).AppendString("x", "again").Build()
+		if err := tx.Insert(ctx, "plain", twice); err != nil {
+			return err
+		}
 		wild := bsoncore.NewDocumentBuilder().AppendInt32("v", 2).AppendString("name", "w").
 			AppendDocument("key", bsoncore.NewDocumentBuilder().AppendInt32("$**", 1).Build()).Build()
 		return tx.SetIndexes(ctx, "wild", []bsoncore.Document{wild})
@@ -241,6 +246,7 @@ func TestUpdateFieldsLeavesOthersToTheWholeDocument(t *testing.T) {
 		{"plain", 1, true, true, true},
 		{"plain", 2, false, false, false},
 		{"plain", 3, true, false, false},
+		{"plain", 4, false, false, false}, // a repeated name
 		{"images", 1, false, false, false},
 		{"capped", 1, false, false, false},
 		{"wild", 1, false, false, false},
