@@ -193,10 +193,10 @@ func checkIndexedK(t *testing.T, snap *Snapshot, id int32, m *fieldModel, when s
 }
 
 // TestUpdateFieldsLeavesOthersToTheWholeDocument: small documents, those
-// that repeat a top-level name, capped
-// collections, collections keeping change-stream images, indexes whose
-// fields cannot be named and multi-statement transactions are not
-// updated by field; a missing document is reported as not found.
+// that repeat a top-level name, capped collections, collections keeping
+// change-stream images, indexes whose fields cannot be named and
+// multi-statement transactions are not updated by field; a missing
+// document is reported as not found.
 func TestUpdateFieldsLeavesOthersToTheWholeDocument(t *testing.T) {
 	d := openDatabase(t, Options{})
 	big := strings.Repeat("x", fieldUpdateMinBytes)
