@@ -34,11 +34,17 @@ func newRope(doc []byte) (*docRope, error) {
 	if err != nil {
 		return nil, fmt.Errorf("large document: %w", err)
 	}
-	r := &docRope{elems: elems, size: len(doc)}
+	return ropeOfElements(elems, len(doc)), nil
+}
+
+// ropeOfElements is the rope of a document of size bytes and those
+// top-level elements (nil if a name repeats).
+func ropeOfElements(elems []bsoncore.Element, size int) *docRope {
+	r := &docRope{elems: elems, size: size}
 	if !r.reindex() {
-		return nil, nil
+		return nil
 	}
-	return r, nil
+	return r
 }
 
 // reindex maps every element's name to its position, and reports false

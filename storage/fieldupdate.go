@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 
-	"github.com/dolthub/dolt/go/store/prolly"
 	"github.com/dolthub/dolt/go/store/prolly/tree"
 	"github.com/dolthub/dolt/go/store/val"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -112,51 +111,56 @@ func (c *collection) fieldUpdateNames(fields []string) ([]string, bool) {
 // small to be updated by field.
 func (c *collection) ropeAt(ctx context.Context, tx *Tx, key []byte) (*docRope, bool, error) {
 	if c.edits != nil {
-		if e, ok := c.edits.Get(&edit{key: key}); ok && e.rope != nil {
-			return e.rope, true, nil
+		if e, ok := c.edits.Get(&edit{key: key}); ok {
+			switch {
+			case e.rope != nil:
+				return e.rope, true, nil
+			case e.value == nil:
+				return nil, false, nil
+			case len(e.value) < fieldUpdateMinBytes:
+				return nil, true, nil
+			}
+			rope, err := newRope(e.value) // edits are never modified: no copy
+			return rope, true, err
 		}
 	}
-	doc, found, err := lookupOwned(ctx, tx.ns, c.base, c.edits, key)
-	if err != nil || !found || len(doc) < fieldUpdateMinBytes {
-		return nil, found, err
-	}
-	rope, err := newRope(doc)
-	return rope, true, err
-}
-
-// lookupOwned is lookup returning bytes no one else holds, copying only
-// what is not already a new copy: a doctree's assembled bytes are kept,
-// not copied again.
-func lookupOwned(ctx context.Context, ns tree.NodeStore, base prolly.Map, ed *edits, key []byte) ([]byte, bool, error) {
-	if ed != nil {
-		if e, ok := ed.Get(&edit{key: key}); ok {
-			return e.value, e.value != nil, nil // edits are never modified
-		}
-	}
-	k, err := keyTuple(ns, key)
+	k, err := keyTuple(tx.ns, key)
 	if err != nil {
 		return nil, false, err
 	}
-	var out []byte
+	var rope *docRope
 	var found bool
-	err = base.Get(ctx, k, func(key, v val.Tuple) error {
+	err = c.base.Get(ctx, k, func(key, v val.Tuple) error {
 		if key == nil {
 			return nil
 		}
 		found = true
-		tr, isTree, err := docTree(ctx, ns, v)
-		if err != nil {
-			return err
-		}
-		if isTree {
-			out, err = tr.Document(ctx)
-			return err
-		}
-		b, err := valueBytesPlain(ctx, ns, v)
-		out = append([]byte(nil), b...)
+		rope, err = storedRope(ctx, tx.ns, v)
 		return err
 	})
-	return out, found, err
+	return rope, found, err
+}
+
+// storedRope makes the rope of a stored document: a doctree's elements
+// stay in its nodes; a smaller value is copied (nil under
+// fieldUpdateMinBytes).
+func storedRope(ctx context.Context, ns tree.NodeStore, v val.Tuple) (*docRope, error) {
+	tr, isTree, err := docTree(ctx, ns, v)
+	if err != nil {
+		return nil, err
+	}
+	if isTree {
+		elems, size, err := tr.TopElements(ctx)
+		if err != nil || size < fieldUpdateMinBytes {
+			return nil, err
+		}
+		return ropeOfElements(elems, size), nil
+	}
+	b, err := valueBytesPlain(ctx, ns, v)
+	if err != nil || len(b) < fieldUpdateMinBytes {
+		return nil, err
+	}
+	return newRope(append([]byte(nil), b...))
 }
 
 // fieldSplices turns the change from before to after (both holding the

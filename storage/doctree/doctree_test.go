@@ -184,3 +184,42 @@ func TestWideDocuments(t *testing.T) {
 		}
 	}
 }
+
+// TestTopElements: a tree's top-level elements are the document's, byte
+// for byte, for random documents and for elements that span segments: a
+// container of many segments, a string cut into pieces, a long name.
+func TestTopElements(t *testing.T) {
+	ctx := context.Background()
+	ns := tree.NewTestNodeStore()
+	rng := rand.New(rand.NewSource(2))
+	var docs [][]byte
+	for range 30 {
+		docs = append(docs, randomDoc(rng, rng.Intn(300_000), 0))
+	}
+	big := bsoncore.NewArrayBuilder()
+	for i := range 100_000 {
+		big.AppendInt64(int64(i))
+	}
+	docs = append(docs, bsoncore.NewDocumentBuilder().AppendInt32("_id", 1).AppendArray("a", big.Build()).
+		AppendString("s", strings.Repeat("p", 50_000)).AppendString(strings.Repeat("k", 6000), "v").
+		AppendInt32("last", 1).Build())
+	for i, doc := range docs {
+		m, err := Build(ctx, ns, doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, size, err := FromMap(m).TopElements(ctx)
+		if err != nil {
+			t.Fatalf("doc %d: %v", i, err)
+		}
+		want, _ := bsoncore.Document(doc).Elements()
+		if size != len(doc) || len(got) != len(want) {
+			t.Fatalf("doc %d: %d elements of a %d-byte document, want %d of %d", i, len(got), size, len(want), len(doc))
+		}
+		for k := range want {
+			if !bytes.Equal(got[k], want[k]) {
+				t.Fatalf("doc %d: element %d (%q) differs", i, k, want[k].Key())
+			}
+		}
+	}
+}

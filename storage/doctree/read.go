@@ -10,6 +10,7 @@ import (
 	"github.com/dolthub/dolt/go/store/hash"
 	"github.com/dolthub/dolt/go/store/prolly"
 	"github.com/dolthub/dolt/go/store/prolly/tree"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
 // Tree is one stored document.
@@ -58,6 +59,62 @@ func (t Tree) Document(ctx context.Context) ([]byte, error) {
 		return nil, fmt.Errorf("doctree %s: reassembled %d bytes, not a document", t.Addr(), len(out))
 	}
 	return out, nil
+}
+
+// TopElements returns the document's top-level elements and its length.
+// An element that lies within one segment is a slice of the tree's node
+// (nodes are never modified); one that spans segments (a large container,
+// a long value cut into pieces) is copied out. It costs a walk of the
+// segments, not the copy of the whole document that Document makes.
+func (t Tree) TopElements(ctx context.Context) ([]bsoncore.Element, int, error) {
+	it, err := t.m.IterAll(ctx)
+	if err != nil {
+		return nil, 0, err
+	}
+	var elems []bsoncore.Element
+	var pending []byte // the start of an element that spans segments
+	size, done := -1, false
+	for {
+		_, v, err := it.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, 0, err
+		}
+		b, _ := valDesc.GetBytes(0, v)
+		if size < 0 {
+			if len(b) < 4 {
+				return nil, 0, fmt.Errorf("doctree %s: a first segment of %d bytes", t.Addr(), len(b))
+			}
+			size, b = int(binary.LittleEndian.Uint32(b)), b[4:]
+		}
+		owned := pending != nil // b is a buffer of ours, not the node's
+		if owned {
+			b, pending = append(pending, b...), nil
+		}
+		for len(b) > 0 && !done {
+			if b[0] == 0 { // the root's terminator
+				done = true
+				break
+			}
+			e, rest, ok := bsoncore.ReadElement(b)
+			switch {
+			case ok:
+				elems, b = append(elems, e), rest
+				continue
+			case owned: // the tail of our buffer: grow it in place
+				pending = b
+			default:
+				pending = append([]byte(nil), b...)
+			}
+			break
+		}
+	}
+	if !done || pending != nil || size < 5 {
+		return nil, 0, fmt.Errorf("doctree %s: the segments end inside the document", t.Addr())
+	}
+	return elems, size, nil
 }
 
 // tokKind classifies what a reader returns.
