@@ -79,7 +79,8 @@ func TestUpdatesByFieldMatchWholeDocumentUpdates(t *testing.T) {
 		{bson.D{{Key: "_id", Value: 1}, {Key: "n", Value: bson.M{"$gt": 100}}}, set("n", 0), nil},
 		{bson.D{{Key: "_id", Value: 1}, {Key: "f0", Value: strings.Repeat("0", 1000)}}, set("n", 9), nil},
 		{bson.D{{Key: "_id", Value: 1}, {Key: "sub.x", Value: 7}}, set("f7", "short now"), nil},
-		{id, set("f0", strings.Repeat("y", 16<<20)), nil},
+		{id, set("f0", strings.Repeat("y", 16<<20-200<<10)), nil},
+		{id, set("f1", strings.Repeat("z", 300<<10)), nil}, // past 16 MB: refused
 		{bson.D{{Key: "_id", Value: 3}}, set("n", 1), options.UpdateOne().SetUpsert(true)},
 	}
 	before := fieldUpdates(t, db.Client())
