@@ -326,3 +326,98 @@ func BenchmarkUpdateFields(b *testing.B) {
 		}
 	})
 }
+
+// TestUpdateFieldsBesideCheckpoints: writers update large documents by
+// field while checkpoints fold their ropes beside them (run under -race);
+// every document ends as its writer's model, and so does a crash copy.
+func TestUpdateFieldsBesideCheckpoints(t *testing.T) {
+	e := openEngine(t, t.TempDir(), Options{LargeDocThreshold: 20 << 10})
+	t.Cleanup(func() { e.Close() })
+	d, err := e.Database(ctx, "db", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const writers = 3
+	models := make([]*fieldModel, writers)
+	if err := d.Write(ctx, func(tx *Tx) error {
+		if _, err := tx.EnsureCollection(ctx, "c"); err != nil {
+			return err
+		}
+		for i := range models {
+			models[i] = &fieldModel{}
+			for f := range 30 {
+				models[i].set(fmt.Sprint("f", f), strings.Repeat("x", 1000))
+			}
+			if err := tx.Insert(ctx, "c", models[i].bytes(int32(i))); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	ckpts := make(chan error, 1)
+	go func() {
+		for {
+			select {
+			case <-stop:
+				ckpts <- nil
+				return
+			default:
+			}
+			if err := d.Checkpoint(ctx); err != nil {
+				ckpts <- err
+				return
+			}
+		}
+	}()
+	errs := make(chan error, writers)
+	for w := range writers {
+		go func() {
+			rng := rand.New(rand.NewSource(int64(w)))
+			for step := range 150 {
+				name := fmt.Sprint("f", rng.Intn(40))
+				v := fmt.Sprintf("%d-%s", step, strings.Repeat("w", rng.Intn(1200)))
+				unset := rng.Intn(5) == 0
+				err := d.Write(ctx, func(tx *Tx) error {
+					_, err := tx.UpdateFields(ctx, "c", idValue(int32(w)), FieldUpdate{
+						Fields: []string{name}, Apply: partialSet(name, v, unset), MaxSize: 16 << 20})
+					return err
+				})
+				if err != nil {
+					errs <- err
+					return
+				}
+				if unset {
+					models[w].unset(name)
+				} else {
+					models[w].set(name, v)
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range writers {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(stop)
+	if err := <-ckpts; err != nil {
+		t.Fatal(err)
+	}
+	check := func(d *Database, when string) {
+		t.Helper()
+		snap := mainSnapshot(t, d)
+		for i, m := range models {
+			got, _, err := snap.Get(ctx, "c", idValue(int32(i)))
+			if err != nil || !bytes.Equal(got, m.bytes(int32(i))) {
+				t.Fatalf("%s: document %d differs from its writer's model (%v)", when, i, err)
+			}
+		}
+	}
+	check(d, "after the writers")
+	_, crashed := reopenCrashed(t, e.dir)
+	check(crashed, "replay of the crash copy")
+}
