@@ -56,6 +56,7 @@ var Goals = []Goal{
 	{Figure: "findOne by _id ÷ ping", Bound: 1.25, AtMost: true, Unit: "×", value: pingRatio("Raw/FindOne/IntId")},
 	{Figure: "server CPU per findOne by _id", Bound: 8, AtMost: true, Unit: "µs", value: cpuPerUnit("Raw/FindOne/IntId")},
 	{Figure: "insertMany of 1,000 documents of 100 B", Bound: 250000, Unit: "docs/s", value: opsPerSec("Raw/InsertMany/1000")},
+	{Figure: "one-field update of an 8 MB document ÷ of a 1 KB one", Bound: 5, AtMost: true, Unit: "×", value: throughputRatio(RawUpdateSmall, RawUpdateLarge)},
 	{Figure: "server RSS peak, every benchmark run", AtMost: true, Unit: "MB", value: rssPeakOfRun,
 		bound: rssBudget, BoundText: fmt.Sprintf("--cacheSizeMB + %d", ServerRSSOverheadMB)},
 	{Figure: "soak RSS slope after warm-up (" + SoakBenchmark + ")", Bound: 1, AtMost: true, Strict: true, Unit: "MB/h", value: soakSlope},

@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 
+	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
@@ -24,6 +26,58 @@ func rawBenchmarks() []Benchmark {
 		rawInserts("Raw/Insert/64", 64, 1),
 		{Name: "Raw/FindOne/IntId", Group: GroupRaw, Unit: "op", Setup: rawFindOne},
 		rawInserts("Raw/InsertMany/1000", 1, 1000),
+		{Name: RawUpdateSmall, Group: GroupRaw, Unit: "op", Setup: rawUpdateOneField(1 << 10)},
+		{Name: RawUpdateLarge, Group: GroupRaw, Unit: "op", Setup: rawUpdateOneField(8 << 20)},
+	}
+}
+
+// The one-field updates of issue 19's large-document figure: a $set of
+// one small field of a document of 1 KB and of 8 MB.
+const (
+	RawUpdateSmall = "Raw/UpdateOneField/1KB"
+	RawUpdateLarge = "Raw/UpdateOneField/8MB"
+)
+
+// rawUpdateOneField seeds one document of about size bytes ({_id: 1,
+// n, then fields of 1,000-byte strings}) and sets its n to the call's
+// number, durably, by _id.
+func rawUpdateOneField(size int) func(context.Context, *Env) (*Workload, error) {
+	return func(ctx context.Context, e *Env) (*Workload, error) {
+		doc := bson.D{{Key: "_id", Value: int64(1)}, {Key: "n", Value: int64(0)}}
+		for i := 0; i*1024 < size; i++ {
+			doc = append(doc, bson.E{Key: fmt.Sprintf("f%05d", i), Value: strings.Repeat("x", 1000)})
+		}
+		if _, err := e.Coll.InsertOne(ctx, doc); err != nil {
+			return nil, fmt.Errorf("seed: %w", err)
+		}
+		si, stmt := bsoncore.AppendDocumentStart(nil)
+		q, stmt := bsoncore.AppendDocumentElementStart(stmt, "q")
+		stmt = bsoncore.AppendInt64Element(stmt, "_id", 1)
+		stmt, _ = bsoncore.AppendDocumentEnd(stmt, q)
+		u, stmt := bsoncore.AppendDocumentElementStart(stmt, "u")
+		set, stmt := bsoncore.AppendDocumentElementStart(stmt, "$set")
+		stmt, nAt := appendPatchable(stmt, "n")
+		stmt, _ = bsoncore.AppendDocumentEnd(stmt, set)
+		stmt, _ = bsoncore.AppendDocumentEnd(stmt, u)
+		stmt, _ = bsoncore.AppendDocumentEnd(stmt, si)
+		msg, at := frame(updateCommand(e), "updates", [][]byte{stmt})
+		cs, err := openRawClients(ctx, e, 1, msg, []int{at[0] + nAt})
+		if err != nil {
+			return nil, err
+		}
+		return &Workload{Close: cs.close, Call: func(_ context.Context, n int64) error {
+			return cs.do(func(c *rawClient) error {
+				setInt64(c.msg, c.ids[0], n+1)
+				body, err := c.conn.command(c.msg)
+				if err != nil {
+					return err
+				}
+				if got, _ := body.Lookup("nModified").AsInt64OK(); got != 1 {
+					return fmt.Errorf("update modified %d documents, want 1: %s", got, body)
+				}
+				return nil
+			})
+		}}, nil
 	}
 }
 
@@ -94,9 +148,16 @@ func rawDoc(pad string) ([]byte, int) {
 	return doc, idAt
 }
 
-func insertCommand(e *Env) []byte {
+func insertCommand(e *Env) []byte { return writeCommand(e, "insert") }
+
+func updateCommand(e *Env) []byte { return writeCommand(e, "update") }
+
+// writeCommand is the body of a write command named name on e's
+// collection, ordered, with {w: 1, j: true}; its statements go in a
+// document sequence.
+func writeCommand(e *Env, name string) []byte {
 	return command(e.DB.Name(), func(d []byte) []byte {
-		d = bsoncore.AppendStringElement(d, "insert", e.Coll.Name())
+		d = bsoncore.AppendStringElement(d, name, e.Coll.Name())
 		d = bsoncore.AppendBooleanElement(d, "ordered", true)
 		wc, d := bsoncore.AppendDocumentElementStart(d, "writeConcern")
 		d = bsoncore.AppendInt32Element(d, "w", 1)

@@ -9,21 +9,37 @@ import (
 
 // docRope is a large document held as its top-level elements, each a
 // slice shared with the versions it came from: an update of a few fields
-// (fieldupdate.go) copies the element list and the fields it changes, not
-// the document's bytes. A rope is never modified once an edit holds it.
+// (fieldupdate.go) copies the blocks of the elements it changes, not the
+// document nor its element list. A rope is never modified once an edit
+// holds it.
+//
+// Elements have positions that never move within a rope's lineage (the
+// versions made from one stored document): a replaced element keeps its
+// position, a removed one leaves a tombstone (nil), new ones are
+// appended. So the name index is shared by every version, and a version
+// costs a few kilobytes: the states kept for reads at past times hold
+// one each (history.go). A checkpoint writes the document out, and the
+// next update makes a fresh rope from it.
 type docRope struct {
-	elems []bsoncore.Element // the top-level elements, in order
-	size  int                // the document's BSON length
-	// names maps the names of elems[:indexed] to their positions; the
-	// elements after indexed (appended since) are searched one by one.
-	// Versions whose first indexed elements stay in place share it.
+	blocks [][]bsoncore.Element // ropeBlock positions each, the last one partly
+	live   []int32              // the live elements of each block
+	n      int                  // positions, tombstones included
+	size   int                  // the document's BSON length
+	// names maps the names of the elements at positions before indexed;
+	// the positions after (appended since) are searched one by one. A
+	// name whose element was removed maps to its tombstone.
 	names   map[string]int
 	indexed int
 }
 
-// ropeTailMax is how many appended elements a rope searches one by one
-// before an update indexes them.
-const ropeTailMax = 32
+const (
+	// ropeBlock is how many positions a block holds: a version copies
+	// ropeBlock*24 bytes for each block it changes, and the block list.
+	ropeBlock = 128
+	// ropeTailMax is how many appended positions a rope searches one by
+	// one before a version indexes them.
+	ropeTailMax = 32
+)
 
 // newRope splits doc into its top-level elements (sharing doc's bytes)
 // and indexes their names. It returns nil for a document that repeats a
@@ -40,43 +56,71 @@ func newRope(doc []byte) (*docRope, error) {
 // ropeOfElements is the rope of a document of size bytes and those
 // top-level elements (nil if a name repeats).
 func ropeOfElements(elems []bsoncore.Element, size int) *docRope {
-	r := &docRope{elems: elems, size: size}
-	if !r.reindex() {
+	r := &docRope{n: len(elems), size: size}
+	for lo := 0; lo < len(elems); lo += ropeBlock {
+		hi := min(lo+ropeBlock, len(elems))
+		r.blocks = append(r.blocks, elems[lo:hi:hi]) // appends copy
+		r.live = append(r.live, int32(hi-lo))
+	}
+	r.reindex()
+	if len(r.names) != len(elems) {
 		return nil
 	}
 	return r
 }
 
-// reindex maps every element's name to its position, and reports false
-// when a name repeats.
-func (r *docRope) reindex() bool {
-	r.names = make(map[string]int, len(r.elems))
-	r.indexed = len(r.elems)
-	for i, e := range r.elems {
-		r.names[e.Key()] = i
+// at is the element at position p (nil: removed).
+func (r *docRope) at(p int) bsoncore.Element { return r.blocks[p/ropeBlock][p%ropeBlock] }
+
+// reindex maps the name of every live element to its position.
+func (r *docRope) reindex() {
+	r.names = make(map[string]int, r.n)
+	for p := range r.n {
+		if e := r.at(p); e != nil {
+			r.names[e.Key()] = p
+		}
 	}
-	return len(r.names) == len(r.elems)
+	r.indexed = r.n
+}
+
+// liveBefore counts the live elements before position p: p's index in
+// the document.
+func (r *docRope) liveBefore(p int) int {
+	n := 0
+	for b := range p / ropeBlock {
+		n += int(r.live[b])
+	}
+	if p/ropeBlock < len(r.blocks) {
+		for _, e := range r.blocks[p/ropeBlock][:p%ropeBlock] {
+			if e != nil {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // bytes assembles the document.
 func (r *docRope) bytes() []byte {
 	out := make([]byte, 4, r.size)
 	binary.LittleEndian.PutUint32(out, uint32(r.size))
-	for _, e := range r.elems {
-		out = append(out, e...)
+	for _, blk := range r.blocks {
+		for _, e := range blk {
+			out = append(out, e...)
+		}
 	}
 	return append(out, 0)
 }
 
-// find returns the position of the element named name, or -1.
+// find returns the position of the live element named name, or -1.
 func (r *docRope) find(name string) int {
-	for i := r.indexed; i < len(r.elems); i++ {
-		if elementNamed(r.elems[i], name) {
-			return i
+	for p := r.indexed; p < r.n; p++ {
+		if e := r.at(p); e != nil && elementNamed(e, name) {
+			return p
 		}
 	}
-	if i, ok := r.names[name]; ok {
-		return i
+	if p, ok := r.names[name]; ok && r.at(p) != nil {
+		return p
 	}
 	return -1
 }
@@ -91,14 +135,14 @@ func elementNamed(e bsoncore.Element, name string) bool {
 func (r *docRope) partial(names []string) (bsoncore.Document, []int) {
 	var pos []int
 	for _, n := range names {
-		if i := r.find(n); i >= 0 && !containsInt(pos, i) {
-			pos = append(pos, i)
+		if p := r.find(n); p >= 0 && !containsInt(pos, p) {
+			pos = append(pos, p)
 		}
 	}
 	sortInts(pos)
 	idx, doc := bsoncore.AppendDocumentStart(nil)
-	for _, i := range pos {
-		doc = append(doc, r.elems[i]...)
+	for _, p := range pos {
+		doc = append(doc, r.at(p)...)
 	}
 	doc, _ = bsoncore.AppendDocumentEnd(doc, idx)
 	return doc, pos
@@ -122,58 +166,61 @@ func sortInts(s []int) {
 	}
 }
 
-// elemSplice replaces del elements at position at (of the old rope) with
-// ins, whole elements.
+// elemSplice is one change of a rope, in positions: at a live element's
+// position, del 1 and ins nil removes it, del 1 and one element of the
+// same name replaces it; at the rope's end (at == n, del 0), ins are
+// appended.
 type elemSplice struct {
 	at, del int
 	ins     []bsoncore.Element
 }
 
-// splice returns the rope the splices (in position order, not
-// overlapping) make. The new rope shares every element the splices keep.
+// splice returns the rope the splices (in position order) make. The new
+// rope shares every block the splices do not touch, and the name index.
 func (r *docRope) splice(splices []elemSplice) *docRope {
-	size, count := r.size, len(r.elems)
+	out := &docRope{blocks: append([][]bsoncore.Element(nil), r.blocks...), live: append([]int32(nil), r.live...),
+		n: r.n, size: r.size, names: r.names, indexed: r.indexed}
+	owned := map[int]bool{} // blocks this version copied
+	block := func(b int) []bsoncore.Element {
+		if !owned[b] {
+			nb := make([]bsoncore.Element, len(out.blocks[b]), ropeBlock)
+			copy(nb, out.blocks[b])
+			out.blocks[b], owned[b] = nb, true
+		}
+		return out.blocks[b]
+	}
 	for _, s := range splices {
-		for _, e := range r.elems[s.at : s.at+s.del] {
-			size -= len(e)
+		if s.at < r.n {
+			blk := block(s.at / ropeBlock)
+			out.size -= len(blk[s.at%ropeBlock])
+			blk[s.at%ropeBlock] = nil
+			if len(s.ins) == 1 {
+				blk[s.at%ropeBlock] = s.ins[0]
+				out.size += len(s.ins[0])
+			} else {
+				out.live[s.at/ropeBlock]--
+			}
+			continue
 		}
 		for _, e := range s.ins {
-			size += len(e)
+			out.add(e, block)
 		}
-		count += len(s.ins) - s.del
 	}
-	out := &docRope{elems: make([]bsoncore.Element, 0, count), size: size}
-	pos := 0
-	for _, s := range splices {
-		out.elems = append(out.elems, r.elems[pos:s.at]...)
-		out.elems = append(out.elems, s.ins...)
-		pos = s.at + s.del
-	}
-	out.elems = append(out.elems, r.elems[pos:]...)
-	if count-r.indexed <= ropeTailMax && r.keepsIndexed(splices) {
-		out.names, out.indexed = r.names, r.indexed
-	} else {
-		out.reindex() // splices add only names the rope lacks: none repeats
+	if out.n-out.indexed > ropeTailMax {
+		out.reindex()
 	}
 	return out
 }
 
-// keepsIndexed reports whether the splices leave every indexed name at
-// its position: they replace indexed elements one for one by elements of
-// the same names, and insert or remove only after them.
-func (r *docRope) keepsIndexed(splices []elemSplice) bool {
-	for _, s := range splices {
-		if s.at >= r.indexed {
-			continue
-		}
-		if s.del != len(s.ins) || s.at+s.del > r.indexed {
-			return false
-		}
-		for k, e := range s.ins {
-			if r.elems[s.at+k].Key() != e.Key() {
-				return false
-			}
-		}
+// add appends e at a new position.
+func (r *docRope) add(e bsoncore.Element, block func(int) []bsoncore.Element) {
+	b := r.n / ropeBlock
+	if b == len(r.blocks) {
+		r.blocks = append(r.blocks, make([]bsoncore.Element, 0, ropeBlock))
+		r.live = append(r.live, 0)
 	}
-	return true
+	r.blocks[b] = append(block(b), e)
+	r.live[b]++
+	r.n++
+	r.size += len(e)
 }

@@ -190,7 +190,7 @@ func fieldSplices(r *docRope, before, after bsoncore.Document, pos []int) ([]ele
 		j++
 	}
 	if j < len(news) {
-		splices = append(splices, elemSplice{at: len(r.elems), ins: news[j:]})
+		splices = append(splices, elemSplice{at: r.n, ins: news[j:]})
 	}
 	return splices, true
 }

@@ -13,11 +13,13 @@ import (
 // the document it replaces.
 
 // encodeFieldSplices returns the record's splices (s) and the CRC-32C of
-// the elements they remove (x), for splices of base.
+// the elements they remove (x), for splices of base, turning the rope's
+// positions into the document's element indexes.
 func encodeFieldSplices(base *docRope, splices []elemSplice) (s []byte, sum uint32) {
-	pos := 0
+	next := 0 // the document index after the previous splice
 	for _, sp := range splices {
-		s = binary.AppendUvarint(s, uint64(sp.at-pos))
+		at := base.liveBefore(sp.at)
+		s = binary.AppendUvarint(s, uint64(at-next))
 		s = binary.AppendUvarint(s, uint64(sp.del))
 		n := 0
 		for _, e := range sp.ins {
@@ -27,10 +29,10 @@ func encodeFieldSplices(base *docRope, splices []elemSplice) (s []byte, sum uint
 		for _, e := range sp.ins {
 			s = append(s, e...)
 		}
-		for _, e := range base.elems[sp.at : sp.at+sp.del] {
-			sum = crc32.Update(sum, castagnoli, e)
+		if sp.del > 0 {
+			sum = crc32.Update(sum, castagnoli, base.at(sp.at))
 		}
-		pos = sp.at + sp.del
+		next = at + sp.del
 	}
 	return s, sum
 }
