@@ -41,9 +41,6 @@ type FieldResult struct {
 	Handled bool
 	// Found: a document has that _id; Changed: the update changed it.
 	Found, Changed bool
-	// Before and After are the document's fields as Apply saw and made
-	// them (set when Changed).
-	Before, After bsoncore.Document
 }
 
 // UpdateFields applies u to the document whose _id equals id if that
@@ -89,7 +86,7 @@ func (tx *Tx) UpdateFields(ctx context.Context, coll string, id bsoncore.Value, 
 	if err := tx.writeFields(ctx, coll, key, rope, next, splices, before, after); err != nil {
 		return FieldResult{}, err
 	}
-	return FieldResult{Handled: true, Found: true, Changed: true, Before: before, After: after}, nil
+	return FieldResult{Handled: true, Found: true, Changed: true}, nil
 }
 
 // fieldUpdateNames is the fields an update by field reads: those it
@@ -108,7 +105,7 @@ func (c *collection) fieldUpdateNames(fields []string) ([]string, bool) {
 }
 
 // ropeAt returns the document under key as a rope, or nil when it is too
-// small to be updated by field.
+// small to be updated by field or repeats a top-level name.
 func (c *collection) ropeAt(ctx context.Context, tx *Tx, key []byte) (*docRope, bool, error) {
 	if c.edits != nil {
 		if e, ok := c.edits.Get(&edit{key: key}); ok {
