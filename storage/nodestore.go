@@ -137,12 +137,8 @@ func decodeNode(c *chunks.Chunk, addr hash.Hash) (*tree.Node, error) {
 	return nd, nil
 }
 
-// Write puts nd in the chunk store, and caches it if it is an inner node:
-// every read of the new tree walks those. A leaf is cached when a read
-// needs it: a bulk load's checkpoints wrote leaves that filled the cache
-// (256 MB) with nodes nobody read, on a heap the collector then had no
-// room left on: Raw/InsertMany spent 16% of its time collecting, 7% now
-// (docs/design/resources.md, "The node cache").
+// Write puts nd in the chunk store and caches it: what a checkpoint writes
+// is the tree the next reads walk.
 func (ns *nodeStore) Write(ctx context.Context, nd *tree.Node) (hash.Hash, error) {
 	data := nodeBytes(nd)
 	if len(data) == 0 {
@@ -152,9 +148,7 @@ func (ns *nodeStore) Write(ctx context.Context, nd *tree.Node) (hash.Hash, error
 	if err := ns.cs.Put(ctx, chunks.NewChunkWithHash(addr, data), childAddrs); err != nil {
 		return hash.Hash{}, err
 	}
-	if nd.Level() > 0 {
-		ns.cache.insert(ns.key(addr), nd)
-	}
+	ns.cache.insert(ns.key(addr), nd)
 	return addr, nil
 }
 
