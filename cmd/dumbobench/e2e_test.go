@@ -71,8 +71,8 @@ func TestRawFamilyAgainstDumboDB(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(results) != 5 {
-		t.Fatalf("%d Raw results, want 5: %+v", len(results), results)
+	if len(results) != 7 {
+		t.Fatalf("%d Raw results, want 7: %+v", len(results), results)
 	}
 	for _, r := range results {
 		if r.Status != bench.StatusOK || r.PingRatio <= 0 || !r.CPUMeasured {
