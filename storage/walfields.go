@@ -51,27 +51,22 @@ func applyFieldSplices(base, s []byte, baseLen int, sum uint32) ([]byte, error) 
 	var removed uint32
 	pos := 0
 	for p := s; len(p) > 0; {
-		gap, n1 := binary.Uvarint(p)
-		del, n2 := binary.Uvarint(p[max(n1, 0):])
-		ins, n3 := binary.Uvarint(p[max(n1+n2, 0):])
-		head := n1 + n2 + n3
-		if n1 <= 0 || n2 <= 0 || n3 <= 0 || uint64(len(p)-head) < ins ||
-			gap > uint64(len(elems)-pos) || del > uint64(len(elems)-pos)-gap {
+		gap, del, ins, rest, ok := nextSplice(p, len(elems)-pos)
+		if !ok {
 			return nil, fmt.Errorf("%w: a malformed field splice", errPatchMismatch)
 		}
-		for _, e := range elems[pos : pos+int(gap)] {
+		for _, e := range elems[pos : pos+gap] {
 			out = append(out, e...)
 		}
-		for _, e := range elems[pos+int(gap) : pos+int(gap+del)] {
+		for _, e := range elems[pos+gap : pos+gap+del] {
 			removed = crc32.Update(removed, castagnoli, e)
 		}
-		insBytes := p[head : head+int(ins)]
-		if !wholeElements(insBytes) {
+		if !wholeElements(ins) {
 			return nil, fmt.Errorf("%w: a field splice inserts bytes that are not whole elements", errPatchMismatch)
 		}
-		out = append(out, insBytes...)
-		pos += int(gap + del)
-		p = p[head+int(ins):]
+		out = append(out, ins...)
+		pos += gap + del
+		p = rest
 	}
 	for _, e := range elems[pos:] {
 		out = append(out, e...)

@@ -65,24 +65,37 @@ func applyPatch(base, patch []byte, baseLen int, sum uint32) ([]byte, error) {
 	out := make([]byte, 0, len(base)+len(patch))
 	pos := 0
 	for p := patch; len(p) > 0; {
-		gap, n1 := binary.Uvarint(p)
-		del, n2 := binary.Uvarint(p[max(n1, 0):])
-		ins, n3 := binary.Uvarint(p[max(n1+n2, 0):])
-		head := n1 + n2 + n3
-		if n1 <= 0 || n2 <= 0 || n3 <= 0 || uint64(len(p)-head) < ins ||
-			gap > uint64(len(base)-pos) || del > uint64(len(base)-pos)-gap {
+		gap, del, ins, rest, ok := nextSplice(p, len(base)-pos)
+		if !ok {
 			return nil, fmt.Errorf("%w: a malformed splice", errPatchMismatch)
 		}
-		out = append(out, base[pos:pos+int(gap)]...)
-		out = append(out, p[head:head+int(ins)]...)
-		pos += int(gap + del)
-		p = p[head+int(ins):]
+		out = append(out, base[pos:pos+gap]...)
+		out = append(out, ins...)
+		pos += gap + del
+		p = rest
 	}
 	out = append(out, base[pos:]...)
 	if crc32.Checksum(out, castagnoli) != sum {
 		return nil, fmt.Errorf("%w: checksum differs", errPatchMismatch)
 	}
 	return out, nil
+}
+
+// nextSplice reads the splice at the start of p, of a patch (units:
+// bytes) or a field record (units: elements): the units it keeps and
+// removes of the left still unread in the base, the bytes it inserts,
+// and the rest of p. ok is false for a malformed or truncated splice or
+// one past the base's end.
+func nextSplice(p []byte, left int) (gap, del int, ins, rest []byte, ok bool) {
+	g, n1 := binary.Uvarint(p)
+	d, n2 := binary.Uvarint(p[max(n1, 0):])
+	n, n3 := binary.Uvarint(p[max(n1+n2, 0):])
+	head := n1 + n2 + n3
+	if n1 <= 0 || n2 <= 0 || n3 <= 0 || uint64(len(p)-head) < n ||
+		g > uint64(left) || d > uint64(left)-g {
+		return 0, 0, nil, nil, false
+	}
+	return int(g), int(d), p[head : head+int(n)], p[head+int(n):], true
 }
 
 // bsonDiff gathers the splices between two BSON containers, walking their
