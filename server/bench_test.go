@@ -381,7 +381,7 @@ func updateOneFieldBench(b *testing.B, size int) {
 	if _, err := coll.InsertOne(ctx, append(bson.D{{Key: "_id", Value: 1}, {Key: "n", Value: 0}}, fields...)); err != nil {
 		b.Fatal(err)
 	}
-	walBefore := walBytes(b, c)
+	walBefore := storageEngineStat(b, c, "logBytes")
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		if _, err := coll.UpdateOne(ctx, bson.M{"_id": 1}, bson.M{"$set": bson.M{"n": i}}); err != nil {
@@ -389,20 +389,6 @@ func updateOneFieldBench(b *testing.B, size int) {
 		}
 	}
 	b.StopTimer()
-	b.ReportMetric(float64(walBytes(b, c)-walBefore)/float64(b.N), "walB/op")
+	b.ReportMetric(float64(storageEngineStat(b, c, "logBytes")-walBefore)/float64(b.N), "walB/op")
 }
 
-// walBytes reads serverStatus.storageEngine.logBytes: the payload bytes
-// of every write record logged so far.
-func walBytes(b *testing.B, c *mongo.Client) int64 {
-	b.Helper()
-	var st struct {
-		StorageEngine struct {
-			LogBytes int64 `bson:"logBytes"`
-		} `bson:"storageEngine"`
-	}
-	if err := c.Database("admin").RunCommand(ctx, bson.M{"serverStatus": 1}).Decode(&st); err != nil {
-		b.Fatal(err)
-	}
-	return st.StorageEngine.LogBytes
-}

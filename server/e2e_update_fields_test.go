@@ -83,7 +83,7 @@ func TestUpdatesByFieldMatchWholeDocumentUpdates(t *testing.T) {
 		{id, set("f1", strings.Repeat("z", 300<<10)), nil}, // past 16 MB: refused
 		{bson.D{{Key: "_id", Value: 3}}, set("n", 1), options.UpdateOne().SetUpsert(true)},
 	}
-	before := fieldUpdates(t, db.Client())
+	before := storageEngineStat(t, db.Client(), "fieldUpdates")
 	modified := int64(0)
 	for i, s := range steps {
 		var outcomes []string
@@ -113,7 +113,7 @@ func TestUpdatesByFieldMatchWholeDocumentUpdates(t *testing.T) {
 			t.Fatalf("step %d %v: the documents differ", i, s.update)
 		}
 	}
-	if got := fieldUpdates(t, db.Client()) - before; got != modified {
+	if got := storageEngineStat(t, db.Client(), "fieldUpdates") - before; got != modified {
 		t.Fatalf("%d updates by field, want the %d that modified the document in byfield", got, modified)
 	}
 	for k, c := range colls {
@@ -141,19 +141,4 @@ func updateOutcome(res *mongo.UpdateResult, err error) string {
 		return "error " + err.Error()
 	}
 	return fmt.Sprintf("matched %d modified %d upserted %v", res.MatchedCount, res.ModifiedCount, res.UpsertedID)
-}
-
-// fieldUpdates reads serverStatus.storageEngine.fieldUpdates: the updates
-// logged as field records so far.
-func fieldUpdates(t *testing.T, c *mongo.Client) int64 {
-	t.Helper()
-	var st struct {
-		StorageEngine struct {
-			FieldUpdates int64 `bson:"fieldUpdates"`
-		} `bson:"storageEngine"`
-	}
-	if err := c.Database("admin").RunCommand(ctx, bson.M{"serverStatus": 1}).Decode(&st); err != nil {
-		t.Fatal(err)
-	}
-	return st.StorageEngine.FieldUpdates
 }

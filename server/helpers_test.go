@@ -192,3 +192,21 @@ func num(v any) int64 {
 	}
 	return -1 << 62 // not a number: matches no expected count
 }
+
+// storageEngineStat reads a counter of serverStatus.storageEngine:
+// logBytes (the payload bytes of the write records logged so far),
+// fieldUpdates (the updates logged as field records), ...
+func storageEngineStat(tb testing.TB, c *mongo.Client, name string) int64 {
+	tb.Helper()
+	var st struct {
+		StorageEngine bson.Raw `bson:"storageEngine"`
+	}
+	if err := c.Database("admin").RunCommand(ctx, bson.M{"serverStatus": 1}).Decode(&st); err != nil {
+		tb.Fatal(err)
+	}
+	n, ok := st.StorageEngine.Lookup(name).Int64OK()
+	if !ok {
+		tb.Fatalf("serverStatus.storageEngine.%s is missing", name)
+	}
+	return n
+}

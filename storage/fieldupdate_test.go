@@ -78,22 +78,10 @@ func partialSet(name, v string, unset bool) func(bsoncore.Document) (bsoncore.Do
 func TestUpdateFieldsMatchesWholeDocumentUpdates(t *testing.T) {
 	// Documents of about 30 KB, stored as doctrees from 20 KB: updates
 	// after a checkpoint make their ropes from the trees' nodes.
-	e := openEngine(t, t.TempDir(), Options{LargeDocThreshold: 20 << 10})
-	dir := e.dir
-	t.Cleanup(func() { e.Close() })
-	d, err := e.Database(ctx, "db", true)
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := openDatabase(t, Options{LargeDocThreshold: 20 << 10})
 	const docs = 3
 	models := make([]*fieldModel, docs)
-	write := func(fn func(tx *Tx) error) {
-		t.Helper()
-		if err := d.Write(ctx, fn); err != nil {
-			t.Fatal(err)
-		}
-	}
-	write(func(tx *Tx) error {
+	mustWrite(t, d, func(tx *Tx) error {
 		if _, err := tx.EnsureCollection(ctx, "c"); err != nil {
 			return err
 		}
@@ -136,7 +124,7 @@ func TestUpdateFieldsMatchesWholeDocumentUpdates(t *testing.T) {
 		}
 		v := fmt.Sprintf("%d-%s", step, strings.Repeat("v", rng.Intn(300)))
 		unset := name != "k" && rng.Intn(4) == 0
-		write(func(tx *Tx) error {
+		mustWrite(t, d, func(tx *Tx) error {
 			res, err := tx.UpdateFields(ctx, "c", idValue(int32(i)), FieldUpdate{
 				Fields: []string{name}, Apply: partialSet(name, v, unset), MaxSize: 16 << 20})
 			if err != nil {
@@ -163,7 +151,7 @@ func TestUpdateFieldsMatchesWholeDocumentUpdates(t *testing.T) {
 			check(d, fmt.Sprint("checkpoint at step ", step))
 		}
 	}
-	_, crashed := reopenCrashed(t, dir)
+	_, crashed := reopenCrashed(t, d.engine.dir)
 	check(crashed, "replay of the crash copy")
 }
 
@@ -333,12 +321,7 @@ func BenchmarkUpdateFields(b *testing.B) {
 // field while checkpoints fold their ropes beside them (run under -race);
 // every document ends as its writer's model, and so does a crash copy.
 func TestUpdateFieldsBesideCheckpoints(t *testing.T) {
-	e := openEngine(t, t.TempDir(), Options{LargeDocThreshold: 20 << 10})
-	t.Cleanup(func() { e.Close() })
-	d, err := e.Database(ctx, "db", true)
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := openDatabase(t, Options{LargeDocThreshold: 20 << 10})
 	const writers = 3
 	models := make([]*fieldModel, writers)
 	if err := d.Write(ctx, func(tx *Tx) error {
@@ -420,6 +403,6 @@ func TestUpdateFieldsBesideCheckpoints(t *testing.T) {
 		}
 	}
 	check(d, "after the writers")
-	_, crashed := reopenCrashed(t, e.dir)
+	_, crashed := reopenCrashed(t, d.engine.dir)
 	check(crashed, "replay of the crash copy")
 }
