@@ -391,4 +391,3 @@ func updateOneFieldBench(b *testing.B, size int) {
 	b.StopTimer()
 	b.ReportMetric(float64(storageEngineStat(b, c, "logBytes")-walBefore)/float64(b.N), "walB/op")
 }
-

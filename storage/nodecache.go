@@ -82,7 +82,13 @@ func (c *nodeCache) shard(k cacheKey) *cacheShard {
 func (c *nodeCache) Bytes() int64 { return c.bytes.Load() }
 
 // get returns a cached node and marks it the most recently used.
-func (c *nodeCache) get(k cacheKey) (*tree.Node, bool) {
+func (c *nodeCache) get(k cacheKey) (*tree.Node, bool) { return c.find(k, true) }
+
+// peek returns a cached node without making it more recent: looking a node
+// up to forget it is not a use.
+func (c *nodeCache) peek(k cacheKey) (*tree.Node, bool) { return c.find(k, false) }
+
+func (c *nodeCache) find(k cacheKey, use bool) (*tree.Node, bool) {
 	s := c.shard(k)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -90,20 +96,9 @@ func (c *nodeCache) get(k cacheKey) (*tree.Node, bool) {
 	if !ok {
 		return nil, false
 	}
-	s.unlink(e)
-	s.pushFront(e)
-	return e.node, true
-}
-
-// peek returns a cached node without making it more recent: looking a node
-// up to forget it is not a use.
-func (c *nodeCache) peek(k cacheKey) (*tree.Node, bool) {
-	s := c.shard(k)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	e, ok := s.entries[k]
-	if !ok {
-		return nil, false
+	if use {
+		s.unlink(e)
+		s.pushFront(e)
 	}
 	return e.node, true
 }
