@@ -211,7 +211,6 @@ func (tx *Tx) writeFields(ctx context.Context, coll string, key []byte, old, nex
 	if err := tx.checkGuard(ctx, coll, key, before, after); err != nil {
 		return err
 	}
-	key = append([]byte(nil), key...)
 	if err := c.writeIndexes(ctx, tx.ns, key, before, after); err != nil {
 		return err
 	}
