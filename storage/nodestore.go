@@ -137,8 +137,18 @@ func decodeNode(c *chunks.Chunk, addr hash.Hash) (*tree.Node, error) {
 	return nd, nil
 }
 
-// Write puts nd in the chunk store and caches it: what a checkpoint writes
-// is the tree the next reads walk.
+// Write puts nd in the chunk store. It caches the nodes that hold
+// addresses: inner nodes, which every read of the new tree walks, and
+// leaves pointing at other trees (a database root's map of collections, a
+// map's out-of-line documents), from which the next checkpoint's walk
+// that forgets what it replaced starts (nodeforget.go): a branch's root
+// is held in memory, never read through the cache, and an uncached one
+// left every leaf read under it cached for good. Data leaves are cached
+// when a read needs them: a bulk load's checkpoints wrote leaves that
+// filled the cache (256 MB) with nodes nobody read, on a heap the
+// collector then had no room left on: Raw/InsertMany spent 16% of its
+// time collecting, 7% without (docs/design/resources.md, "The node
+// cache").
 func (ns *nodeStore) Write(ctx context.Context, nd *tree.Node) (hash.Hash, error) {
 	data := nodeBytes(nd)
 	if len(data) == 0 {
@@ -148,7 +158,9 @@ func (ns *nodeStore) Write(ctx context.Context, nd *tree.Node) (hash.Hash, error
 	if err := ns.cs.Put(ctx, chunks.NewChunkWithHash(addr, data), childAddrs); err != nil {
 		return hash.Hash{}, err
 	}
-	ns.cache.insert(ns.key(addr), nd)
+	if nd.Level() > 0 || holdsAddresses(ctx, data) {
+		ns.cache.insert(ns.key(addr), nd)
+	}
 	return addr, nil
 }
 
@@ -163,6 +175,14 @@ func childAddrs(c chunks.Chunk) chunks.GetAddrsCb {
 			return nil
 		})
 	}
+}
+
+// errHasAddress stops holdsAddresses' walk at the first address.
+var errHasAddress = errors.New("holds an address")
+
+// holdsAddresses reports whether a node's message holds an address.
+func holdsAddresses(ctx context.Context, msg []byte) bool {
+	return message.WalkAddresses(ctx, msg, func(context.Context, hash.Hash) error { return errHasAddress }) == errHasAddress
 }
 
 // nodeChildren returns the addresses a node holds: its children, or a

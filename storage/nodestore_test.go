@@ -355,16 +355,27 @@ func TestClosingADatabaseEmptiesItsNodeCache(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for i := range 20 {
-			mustWrite(t, d, func(tx *Tx) error {
-				if _, err := tx.EnsureCollection(ctx, "c"); err != nil {
+		// Enough documents for a map of two levels: a checkpoint caches
+		// the inner nodes it writes, and reads bring the data leaves in.
+		mustWrite(t, d, func(tx *Tx) error {
+			if _, err := tx.EnsureCollection(ctx, "c"); err != nil {
+				return err
+			}
+			for i := range 2000 {
+				if err := tx.Insert(ctx, "c", doc(int32(i), name)); err != nil {
 					return err
 				}
-				return tx.Insert(ctx, "c", doc(int32(i), name))
-			})
-		}
+			}
+			return nil
+		})
 		if err := d.Checkpoint(ctx); err != nil {
 			t.Fatal(err)
+		}
+		snap := mainSnapshot(t, d)
+		for i := range 2000 {
+			if _, found, err := snap.Get(ctx, "c", idValue(int32(i))); err != nil || !found {
+				t.Fatalf("read %d of %s: %v %v", i, name, found, err)
+			}
 		}
 	}
 	fill("a")
@@ -384,5 +395,47 @@ func TestClosingADatabaseEmptiesItsNodeCache(t *testing.T) {
 	}
 	if got := e.DatabaseStats().NodeCacheBytes; got != 0 {
 		t.Fatalf("after closing the engine the node cache holds %d bytes", got)
+	}
+}
+
+// TestCheckpointsLeaveDataLeavesUncached: a checkpoint leaves in the node
+// cache the nodes it wrote that hold addresses (inner nodes, the root's
+// map of collections), which every read walks, and not its data leaves,
+// which only reads of their keys need: a bulk load does not fill the
+// cache (and the heap the collector scans) with leaves nobody reads.
+// Reading the documents brings their leaves in.
+func TestCheckpointsLeaveDataLeavesUncached(t *testing.T) {
+	e := openEngine(t, t.TempDir(), Options{})
+	defer e.Close()
+	d, err := e.Database(ctx, "db", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 20_000
+	mustWrite(t, d, func(tx *Tx) error {
+		if _, err := tx.EnsureCollection(ctx, "c"); err != nil {
+			return err
+		}
+		for i := range n {
+			if err := tx.Insert(ctx, "c", doc(int32(i), "some padding to fill the leaves")); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err := d.Checkpoint(ctx); err != nil {
+		t.Fatal(err)
+	}
+	written := e.DatabaseStats().NodeCacheBytes
+	snap := mainSnapshot(t, d)
+	for i := range n {
+		if _, found, err := snap.Get(ctx, "c", idValue(int32(i))); err != nil || !found {
+			t.Fatalf("read %d: %v %v", i, found, err)
+		}
+	}
+	read := e.DatabaseStats().NodeCacheBytes
+	t.Logf("node cache: %d bytes after the checkpoint, %d after reading every document", written, read)
+	if written == 0 || written*10 > read {
+		t.Fatalf("node cache: %d bytes after the checkpoint, %d after reading: want the nodes holding addresses, a small part", written, read)
 	}
 }
