@@ -40,14 +40,22 @@ vet:
 
 tools: $(MONGOSH) $(NODE_DRIVER)
 
+# npm can end with status 0 and no mongosh when a dependency's install
+# script fails on a transient error (seen: ssh2's install.js not found), so
+# the binary is checked for, the install tried once more, and make stops
+# if it is still missing rather than running the tests without it.
 $(MONGOSH):
 	mkdir -p $(TOOLS)
-	npm install --prefix $(TOOLS) --no-audit --no-fund --loglevel=error mongosh@$(MONGOSH_VERSION)
+	npm install --prefix $(TOOLS) --no-audit --no-fund --loglevel=error mongosh@$(MONGOSH_VERSION); \
+	test -x $@ || { echo "mongosh missing after npm install; once more"; rm -rf $(TOOLS)/node_modules; \
+	  npm install --prefix $(TOOLS) --no-audit --no-fund --loglevel=error mongosh@$(MONGOSH_VERSION); }; \
+	test -x $@ || { echo "npm did not install mongosh ($@)"; exit 1; }
 
 # The Node driver, for the tests that use it as applications do.
 $(NODE_DRIVER):
 	mkdir -p $(NODE_DRIVER)
 	npm install --prefix $(NODE_DRIVER) --no-audit --no-fund --loglevel=error mongodb@$(NODE_DRIVER_VERSION)
+	test -f $(NODE_DRIVER)/node_modules/mongodb/package.json || { echo "npm did not install the Node driver"; exit 1; }
 
 # Every fuzz target of every package, FUZZTIME each: go test -fuzz takes
 # one target per run, so the targets are listed and run in turn. `make
