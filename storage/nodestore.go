@@ -13,6 +13,8 @@ import (
 	"github.com/dolthub/dolt/go/store/prolly/message"
 	"github.com/dolthub/dolt/go/store/prolly/tree"
 	"github.com/dolthub/dolt/go/store/types"
+
+	"dumbodb/query"
 )
 
 // nodeStore is a database's tree.NodeStore: it reads and writes prolly
@@ -61,7 +63,7 @@ func (ns *nodeStore) Read(ctx context.Context, addr hash.Hash) (*tree.Node, erro
 	}
 	c, err := ns.cs.Get(ctx, addr)
 	if err != nil {
-		return nil, err
+		return nil, readErr(ctx, err)
 	}
 	nd, err := decodeNode(&c, addr)
 	if err != nil {
@@ -88,7 +90,7 @@ func (ns *nodeStore) ReadMany(ctx context.Context, addrs hash.HashSlice) ([]*tre
 	}
 	fetched, err := ns.fetch(ctx, missing)
 	if err != nil {
-		return nil, err
+		return nil, readErr(ctx, err)
 	}
 	for i, addr := range addrs {
 		if nodes[i] != nil {
@@ -124,6 +126,16 @@ func (ns *nodeStore) fetch(ctx context.Context, addrs hash.HashSet) (map[hash.Ha
 		err = decodeErr
 	}
 	return out, err
+}
+
+// readErr is the error of a failed read from the chunk store: when ctx
+// stopped it, MongoDB's (MaxTimeMSExpired or Interrupted), as the readers'
+// own checks of ctx give, not the context's own.
+func readErr(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return query.ContextErr(ctx)
+	}
+	return err
 }
 
 func decodeNode(c *chunks.Chunk, addr hash.Hash) (*tree.Node, error) {
