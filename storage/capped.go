@@ -123,7 +123,7 @@ func loadCapped(ctx context.Context, ns tree.NodeStore, root prolly.AddressMap, 
 func (c *collection) setCappedEdit(key, value []byte) {
 	e := &edit{key: key, value: value}
 	if old, ok := c.capped.edits.ReplaceOrInsert(e); ok {
-		c.editBytes -= editSize(old)
+		c.dropEdit(old, e)
 	}
 	c.editBytes += editSize(e)
 }

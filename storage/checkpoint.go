@@ -259,12 +259,11 @@ func (d *Database) readyToClaim(lsn uint64) error {
 }
 
 // checkpointed settles the accounts after st's edits were folded and next
-// published: the budget no longer counts them, and the history drops the
-// states that hold many of them (historyEditShare).
+// published: the budget no longer counts them, and the history, whose
+// states before next still hold them, counts them against its share
+// (historyEditShare).
 func (d *Database) checkpointed(b *branch, st, next *rootState) {
-	if st.editBytes() > d.engine.opts.CacheBytes/historyEditShare {
-		b.hist.dropBefore(next)
-	}
+	b.hist.supersede(d.engine, next, st.editBytes())
 	d.engine.addEditBytes(-st.editBytes())
 }
 

@@ -212,6 +212,35 @@ func (r *docRope) splice(splices []elemSplice) *docRope {
 	return out
 }
 
+// heldApart is the memory r holds that next, a rope spliced from it (or
+// from its descendants), does not share: its block list, the blocks next
+// copied with the elements they held that next does not, and its name
+// index if next made its own. An element's bytes are counted as its
+// length, though the buffer it lies in may be larger.
+func (r *docRope) heldApart(next *docRope) int64 {
+	const sliceHeader, ropeStruct, nameEntry = 24, 96, 48
+	n := int64(ropeStruct + cap(r.blocks)*sliceHeader + cap(r.live)*4)
+	if r.indexed != next.indexed {
+		n += int64(len(r.names)) * nameEntry
+	}
+	for b, blk := range r.blocks {
+		var nextBlk []bsoncore.Element
+		if b < len(next.blocks) {
+			nextBlk = next.blocks[b]
+		}
+		if len(blk) > 0 && len(nextBlk) > 0 && &blk[0] == &nextBlk[0] {
+			continue // shared
+		}
+		n += int64(cap(blk)) * sliceHeader
+		for i, e := range blk {
+			if len(e) > 0 && !(i < len(nextBlk) && len(nextBlk[i]) > 0 && &e[0] == &nextBlk[i][0]) {
+				n += int64(len(e))
+			}
+		}
+	}
+	return n
+}
+
 // add appends e at a new position.
 func (r *docRope) add(e bsoncore.Element, block func(int) []bsoncore.Element) {
 	b := r.n / ropeBlock

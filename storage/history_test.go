@@ -2,7 +2,9 @@ package storage
 
 import (
 	"errors"
+	"fmt"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -120,5 +122,70 @@ func TestHistoryDropsLargeEditsAtCheckpoint(t *testing.T) {
 	}
 	if _, err := d.BranchSnapshotAt(ctx, DefaultBranch, clock.Load()); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestHistoryBoundsSupersededEdits: the states a branch keeps hold the
+// edits later writes replaced, which the edit budget no longer counts; a
+// branch keeps at most CacheBytes/historyEditShare of them, dropping its
+// oldest states past that. Rope versions, which share most of their
+// memory, cost little, so updates by field keep their history.
+func TestHistoryBoundsSupersededEdits(t *testing.T) {
+	const budget = 8 << 20 // the history keeps 1 MB of replaced edits
+	e := openEngine(t, t.TempDir(), Options{CacheBytes: budget})
+	t.Cleanup(func() { e.Close() })
+	clock := testClock(e)
+	d, _ := e.Database(ctx, "db", true)
+	big := func(v string) string { return strings.Repeat(v, 200<<10) }
+	mustWrite(t, d, func(tx *Tx) error { return insertDocs(tx, doc(1, big("a"))) })
+	var times []uint64
+	for i := range 20 {
+		mustWrite(t, d, func(tx *Tx) error { return tx.Replace(ctx, "c", doc(1, big(string(rune('b'+i))))) })
+		times = append(times, clock.Load())
+	}
+	b, _ := d.branch(ctx, DefaultBranch)
+	kept := len(b.hist.states())
+	if b.hist.held > budget/historyEditShare {
+		t.Fatalf("the history holds %d bytes of replaced edits, more than %d", b.hist.held, budget/historyEditShare)
+	}
+	// Each replaced edit is a 200 KB document: about five fit.
+	if kept < 3 || kept > 7 {
+		t.Fatalf("kept %d states of 21 with 200 KB replaced at each, want about 5", kept)
+	}
+	if _, err := d.BranchSnapshotAt(ctx, DefaultBranch, times[0]); !errors.Is(err, ErrSnapshotTooOld) {
+		t.Fatalf("the oldest state, past the bound: %v", err)
+	}
+	for i := len(times) - kept + 1; i < len(times); i++ {
+		snap, err := d.BranchSnapshotAt(ctx, DefaultBranch, times[i])
+		if err != nil {
+			t.Fatalf("state %d of %d (%d kept): %v", i, len(times), kept, err)
+		}
+		if got := snapContents(t, snap, "c")[1]; got != big(string(rune('b'+i))) {
+			t.Fatalf("state %d: %.10q...", i, got)
+		}
+	}
+
+	// Updates by field of a large stored document: 50 versions, all kept.
+	m := &fieldModel{}
+	for i := range 2000 {
+		m.set(fmt.Sprintf("f%04d", i), strings.Repeat("x", 100))
+	}
+	mustWrite(t, d, func(tx *Tx) error { return tx.Insert(ctx, "c", m.bytes(2)) })
+	if err := d.Checkpoint(ctx); err != nil {
+		t.Fatal(err)
+	}
+	first := clock.Load()
+	for i := range 50 {
+		mustWrite(t, d, func(tx *Tx) error {
+			res, err := tx.UpdateFields(ctx, "c", idValue(2), FieldUpdate{Fields: []string{"f0007"}, MaxSize: 16 << 20,
+				Apply: partialSet("f0007", fmt.Sprint(i), false)})
+			if err == nil && !res.Changed {
+				err = errors.New("not updated by field")
+			}
+			return err
+		})
+	}
+	if _, err := d.BranchSnapshotAt(ctx, DefaultBranch, first); err != nil {
+		t.Fatalf("50 updates by field of a 200 KB document: the first state is gone: %v (held %d)", err, b.hist.held)
 	}
 }

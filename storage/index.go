@@ -254,7 +254,7 @@ func (c *collection) applyIndexWrite(changes []indexChange, idKey []byte) {
 
 func (c *collection) setIndexEdit(ix *indexState, e *edit) {
 	if old, ok := ix.edits.ReplaceOrInsert(e); ok {
-		c.editBytes -= editSize(old)
+		c.dropEdit(old, e)
 	}
 	c.editBytes += editSize(e)
 }

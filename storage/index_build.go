@@ -213,7 +213,7 @@ func (c *collection) dropIndexEdits(ix *indexState) {
 		return
 	}
 	// Every layer's edits, shadowed ones too: the byte count covers them.
-	ix.edits.eachHeld(func(e *edit) { c.editBytes -= editSize(e) })
+	ix.edits.eachHeld(func(e *edit) { c.dropEdit(e, nil) })
 }
 
 // SetIndexes replaces a collection's secondary index specs (createIndexes,

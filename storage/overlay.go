@@ -325,6 +325,24 @@ func editSize(e *edit) int64 {
 	return allocSize(len(e.key)) + n + editOverhead
 }
 
+// dropEdit takes old, which next replaced (nil: removed it), out of c's
+// edit memory. The states published before still hold old: c counts what
+// that keeps alive for the history (history.go).
+func (c *collection) dropEdit(old, next *edit) {
+	c.editBytes -= editSize(old)
+	c.superseded += supersededSize(old, next)
+}
+
+// supersededSize is the memory old holds that next, which replaced it,
+// does not share: all of it, but for a rope that next was spliced from,
+// whose blocks and elements are mostly next's too (docRope.heldApart).
+func supersededSize(old, next *edit) int64 {
+	if next != nil && old.rope != nil && next.rope != nil {
+		return old.rope.heldApart(next.rope) + editOverhead
+	}
+	return editSize(old)
+}
+
 // allocSize approximates what the Go allocator takes for n bytes: size
 // classes of at most 12.5% waste up to 32 KiB, whole 8 KiB pages above.
 func allocSize(n int) int64 {

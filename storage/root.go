@@ -116,6 +116,9 @@ type rootState struct {
 	// its unresolved conflicts per collection.
 	merge     bsoncore.Document
 	conflicts map[string]prolly.Map
+	// superseded is the memory of the edits publishing this state
+	// replaced or removed, which only the states before it hold.
+	superseded int64
 }
 
 // collection is one collection's state within a rootState.
@@ -125,7 +128,11 @@ type collection struct {
 	edits     *edits     // changes since; nil when none
 	count     int        // live documents
 	editBytes int64      // memory of the edits, index edits included
-	indexes   []*indexState
+	// superseded is the memory of the edits that the transaction owning
+	// this copy replaced or removed: the states published before still
+	// hold them, and the history bounds what they keep (history.go).
+	superseded int64
+	indexes    []*indexState
 	// capped is a capped collection's insertion order (nil: not capped).
 	capped *cappedState
 }

@@ -83,6 +83,7 @@ func (tx *Tx) mutable(name string) (*collection, error) {
 		return nil, ErrNamespaceNotFound
 	}
 	c := *base
+	c.superseded = 0
 	cloneMu.Lock()
 	if c.edits == nil {
 		c.edits = newEdits()
@@ -402,7 +403,7 @@ func keyAndValue(key []byte, doc bsoncore.Document) (k, v []byte) {
 // setEdit records e, keeping the live count and edit memory right.
 func (c *collection) setEdit(e *edit, existed bool) {
 	if old, ok := c.edits.ReplaceOrInsert(e); ok {
-		c.editBytes -= editSize(old)
+		c.dropEdit(old, e)
 	}
 	c.editBytes += editSize(e)
 	switch {
@@ -423,9 +424,13 @@ func (tx *Tx) publish(lsn uint64) *rootState {
 	}
 	for n, c := range tx.overlay {
 		if c == nil {
+			if was, ok := tx.base.colls[n]; ok {
+				st.superseded += was.editBytes // dropped
+			}
 			delete(st.colls, n)
 		} else {
 			st.colls[n] = c
+			st.superseded += c.superseded
 		}
 	}
 	return st
