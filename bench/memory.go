@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
 )
 
 // memoryDatabases is how many databases Memory/CreateDrop500 creates and
@@ -14,7 +15,29 @@ const memoryDatabases = 500
 func memoryBenchmarks() []Benchmark {
 	return []Benchmark{
 		{Name: "Memory/CreateDrop500", Group: GroupMemory, Unit: "MB kept", Quantity: true, Setup: setupCreateDrop},
+		{Name: "Memory/FindAndModify/8MB", Group: GroupMemory, Unit: "op", Setup: setupFindAndModifyLarge},
 	}
+}
+
+// setupFindAndModifyLarge increments a field of one 8 MB document
+// (8,192 fields of 1,000 bytes) by findOneAndUpdate, returning that field
+// only. findAndModify rewrites the whole document, and each version is
+// one the server's states for reads at past times could keep: its RSS
+// peak is what bounds them (docs/design/resources.md, "The history").
+func setupFindAndModifyLarge(ctx context.Context, e *Env) (*Workload, error) {
+	if err := seedFieldsDoc(ctx, e, 8<<20); err != nil {
+		return nil, err
+	}
+	opts := options.FindOneAndUpdate().SetProjection(bson.D{{Key: "n", Value: 1}}).SetReturnDocument(options.After)
+	return &Workload{Call: func(ctx context.Context, _ int64) error {
+		var got struct{ N int64 }
+		err := e.Coll.FindOneAndUpdate(ctx, bson.D{{Key: "_id", Value: int64(1)}},
+			bson.D{{Key: "$inc", Value: bson.D{{Key: "n", Value: int64(1)}}}}, opts).Decode(&got)
+		if err == nil && got.N < 1 {
+			err = fmt.Errorf("findAndModify returned n = %d", got.N)
+		}
+		return err
+	}}, nil
 }
 
 // setupCreateDrop creates memoryDatabases databases one after another,

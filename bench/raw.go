@@ -43,12 +43,8 @@ const (
 // number, durably, by _id.
 func rawUpdateOneField(size int) func(context.Context, *Env) (*Workload, error) {
 	return func(ctx context.Context, e *Env) (*Workload, error) {
-		doc := bson.D{{Key: "_id", Value: int64(1)}, {Key: "n", Value: int64(0)}}
-		for i := 0; i*1024 < size; i++ {
-			doc = append(doc, bson.E{Key: fmt.Sprintf("f%05d", i), Value: strings.Repeat("x", 1000)})
-		}
-		if _, err := e.Coll.InsertOne(ctx, doc); err != nil {
-			return nil, fmt.Errorf("seed: %w", err)
+		if err := seedFieldsDoc(ctx, e, size); err != nil {
+			return nil, err
 		}
 		si, stmt := bsoncore.AppendDocumentStart(nil)
 		q, stmt := bsoncore.AppendDocumentElementStart(stmt, "q")
@@ -79,6 +75,19 @@ func rawUpdateOneField(size int) func(context.Context, *Env) (*Workload, error) 
 			})
 		}}, nil
 	}
+}
+
+// seedFieldsDoc inserts one document of about size bytes: {_id: 1, n: 0,
+// then fields of 1,000-byte strings}.
+func seedFieldsDoc(ctx context.Context, e *Env, size int) error {
+	doc := bson.D{{Key: "_id", Value: int64(1)}, {Key: "n", Value: int64(0)}}
+	for i := 0; i*1024 < size; i++ {
+		doc = append(doc, bson.E{Key: fmt.Sprintf("f%05d", i), Value: strings.Repeat("x", 1000)})
+	}
+	if _, err := e.Coll.InsertOne(ctx, doc); err != nil {
+		return fmt.Errorf("seed: %w", err)
+	}
+	return nil
 }
 
 // rawInserts is clients concurrent connections each inserting batch
