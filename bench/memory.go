@@ -23,7 +23,8 @@ func memoryBenchmarks() []Benchmark {
 // (8,192 fields of 1,000 bytes) by findOneAndUpdate, returning that field
 // only. findAndModify rewrites the whole document, and each version is
 // one the server's states for reads at past times could keep: its RSS
-// peak is what bounds them (docs/design/resources.md, "The history").
+// peak shows what bounds them (docs/design/resources.md, "The history's
+// memory").
 func setupFindAndModifyLarge(ctx context.Context, e *Env) (*Workload, error) {
 	if err := seedFieldsDoc(ctx, e, 8<<20); err != nil {
 		return nil, err
