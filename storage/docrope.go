@@ -212,8 +212,8 @@ func (r *docRope) splice(splices []elemSplice) *docRope {
 	return out
 }
 
-// heldApart is the memory r holds that next, a rope spliced from it (or
-// from its descendants), does not share: its block list, the blocks next
+// heldApart is the memory r holds that next, the rope spliced from it,
+// does not share: its block list, the blocks next
 // copied with the elements they held that next does not, and its name
 // index if next made its own. An element's bytes are counted as its
 // length, though the buffer it lies in may be larger.
