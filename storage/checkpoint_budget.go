@@ -84,13 +84,19 @@ func (d *Database) checkpointSoon() <-chan struct{} {
 // of its writes would start a checkpoint of its few edits while other
 // databases hold the rest.
 func (e *Engine) checkpointDue(branchBytes int64) bool {
-	all := e.editBytes.Load()
+	all := e.budgetBytes()
 	return all > e.opts.CacheBytes || (all > e.opts.CacheBytes/2 && branchBytes >= e.opts.CacheBytes/4)
 }
 
 // overBudget reports whether the edits passed the budget: the fold of a
 // checkpoint is slower than the writers, who must wait for it.
-func (e *Engine) overBudget() bool { return e.editBytes.Load() > e.opts.CacheBytes }
+func (e *Engine) overBudget() bool { return e.budgetBytes() > e.opts.CacheBytes }
+
+// budgetBytes is what the edit budget counts: the current states' edits
+// and the histories' superseded ones. A checkpoint frees only the first,
+// but the second stays within historyShare, an eighth of the budget, so
+// a checkpoint always brings the sum under the half that starts one.
+func (e *Engine) budgetBytes() int64 { return e.editBytes.Load() + e.historyBytes.Load() }
 
 // awaitBudget makes a writer that finds the budget passed wait for d's
 // checkpoint (starting one if none runs) instead of adding edits. The one

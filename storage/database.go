@@ -167,7 +167,7 @@ func (b *branch) rollBack(durableLSN uint64) *rootState {
 	for _, st := range b.unsynced {
 		lost[st] = true
 	}
-	b.hist.forget(lost)
+	b.hist.forget(b.engine, lost)
 	b.setDurable(b.durable)
 	return dropped
 }
@@ -226,6 +226,7 @@ func (d *Database) open(ctx context.Context) error {
 // forget drops the references to a closed chunk store, log and branches,
 // so that their memory can be reclaimed while the handle lives on.
 func (d *Database) forget() {
+	d.releaseHistories()
 	d.cs, d.vs, d.ns, d.db, d.wl, d.docs, d.retries = nil, nil, nil, nil, nil, nil, nil
 	d.branches, d.replayed = nil, false
 }
@@ -423,7 +424,9 @@ func (d *Database) close(ctx context.Context) error {
 		return nil
 	}
 	d.running.cancel() // shut checkpoints it all under the lock instead
-	return d.shut(ctx)
+	err := d.shut(ctx)
+	d.releaseHistories() // after shut's checkpoints, which add to them
+	return err
 }
 
 // markClosed marks d closed; it reports whether d was open until now.
@@ -497,7 +500,8 @@ func (d *Database) discard() error {
 		})
 	}
 	err := errors.Join(d.wl.Close(), d.syncChanges(), d.db.Close())
-	d.ns.PurgeCaches() // its nodes leave the cache with it
+	d.ns.PurgeCaches() // its nodes and past states leave memory with it
+	d.releaseHistories()
 	return err
 }
 

@@ -78,12 +78,15 @@ type Engine struct {
 	lock *os.File
 
 	editBytes atomic.Int64 // memory of uncheckpointed edits, all databases
-	nodes     *nodeCache   // decoded tree nodes, all databases (nodecache.go)
-	panics    panicPoint
-	dbStats   dbStats
-	clock     engineClock  // stamps published states (history.go)
-	decisions *decisionLog // commit points of transactions over several databases
-	changes   *ChangeLog   // change events, for change streams (changes.go)
+	// historyBytes is the memory of the edits only past states hold, all
+	// branches' histories (history.go), which the edit budget counts too.
+	historyBytes atomic.Int64
+	nodes        *nodeCache // decoded tree nodes, all databases (nodecache.go)
+	panics       panicPoint
+	dbStats      dbStats
+	clock        engineClock  // stamps published states (history.go)
+	decisions    *decisionLog // commit points of transactions over several databases
+	changes      *ChangeLog   // change events, for change streams (changes.go)
 	// historyWindow is Options.HistoryWindow, settable while running.
 	historyWindow atomic.Int64
 

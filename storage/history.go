@@ -30,11 +30,14 @@ const (
 	historyMaxStates = 1024
 	// historyEditShare: the states before a newer one hold the edits it
 	// replaced or removed, and those before a checkpoint the edits it
-	// folded away, none of which the edit budget counts any more. So a
-	// branch keeps at most CacheBytes/historyEditShare of such edits: past
-	// that its oldest states go (reads at their times get SnapshotTooOld)
-	// rather than keep that memory for the window. Without the bound, 200
-	// findAndModify updates of one 8 MB document held 1.7 GB.
+	// folded away, none of which the current states' edits count any
+	// more. So the branches of all databases keep at most
+	// CacheBytes/historyEditShare of such edits (Engine.historyBytes, which
+	// the edit budget counts too): past that the writing branch's oldest
+	// states go (reads at their times get SnapshotTooOld) rather than keep
+	// that memory for the window. Without the bound, 200 findAndModify
+	// updates of one 8 MB document held 1.7 GB; with a bound per branch,
+	// a thousand databases could each hold the share.
 	historyEditShare = 8
 )
 
@@ -56,8 +59,28 @@ type history struct {
 	mu      sync.Mutex
 	entries []stampedState
 	// held is the superseded memory of every entry but the oldest: what
-	// the entries keep alive beyond the current state's edits.
+	// the entries keep alive beyond the current state's edits. Changed
+	// only by addHeld, which keeps Engine.historyBytes its sum.
 	held int64
+}
+
+// addHeld changes h.held and the engine's sum of them by n. Called with
+// h.mu held.
+func (h *history) addHeld(e *Engine, n int64) {
+	h.held += n
+	e.historyBytes.Add(n)
+}
+
+// release drops every entry, when the branch leaves memory (its database
+// closed or dropped, the branch deleted or reloaded) and gives its held
+// memory back to the engine's sum. The history stays empty: later records
+// are ignored, as before it started.
+func (h *history) release(e *Engine) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.addHeld(e, -h.held)
+	clear(h.entries)
+	h.entries = h.entries[:0]
 }
 
 // engineClock is the engine's clock and the time it was installed: before
@@ -99,11 +122,11 @@ func (e *Engine) now() (uint64, bool) {
 // startHistory makes st the first entry of b's history, current since
 // from (the time the branch's state was last changed in this process, or
 // the engine clock's start).
-func (h *history) start(st *rootState, from uint64) {
+func (h *history) start(e *Engine, st *rootState, from uint64) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.entries = append(h.entries[:0], stampedState{at: from, when: time.Now(), st: st})
-	h.held = 0
+	h.addHeld(e, -h.held)
 }
 
 // record appends a newly published state, dropping what the window no
@@ -128,22 +151,23 @@ func (h *history) recordAt(e *Engine, st *rootState, at uint64) {
 		return // not started: the database is still replaying its log
 	}
 	h.entries = append(h.entries, stampedState{at: at, when: now, st: st, superseded: st.superseded})
-	h.held += st.superseded
+	h.addHeld(e, st.superseded)
 	h.trim(e, now)
 }
 
 // trim drops the entries no longer current anywhere in the window, those
-// past historyMaxStates, and the oldest while the entries hold more than
-// their share of the edit budget in superseded edits. Called with h.mu
-// held.
+// past historyMaxStates, and the oldest while all histories hold more
+// than their share of the edit budget in superseded edits (those of other
+// branches included: the one writing gives way, and so the sum stays
+// within the share). Called with h.mu held.
 func (h *history) trim(e *Engine, now time.Time) {
 	window := time.Duration(e.historyWindow.Load())
-	maxHeld := e.opts.CacheBytes / historyEditShare
+	maxHeld := e.historyShare()
 	drop := 0
 	for drop < len(h.entries)-1 && (len(h.entries)-drop > historyMaxStates ||
-		now.Sub(h.entries[drop+1].when) > window || h.held > maxHeld) {
+		now.Sub(h.entries[drop+1].when) > window || e.historyBytes.Load() > maxHeld) {
 		drop++ // entry drop is no longer current, or costs too much
-		h.held -= h.entries[drop].superseded
+		h.addHeld(e, -h.entries[drop].superseded)
 	}
 	if drop > 0 {
 		// Resliced, not shifted: a busy branch drops one entry per write,
@@ -164,7 +188,7 @@ func (h *history) supersede(e *Engine, st *rootState, n int64) {
 		if h.entries[i].st == st {
 			h.entries[i].superseded += n
 			if i > 0 {
-				h.held += n
+				h.addHeld(e, n)
 			}
 			h.trim(e, time.Now())
 			return
@@ -174,17 +198,17 @@ func (h *history) supersede(e *Engine, st *rootState, n int64) {
 
 // forget drops the entries of states a failed log write took back: they
 // were never acknowledged, so no read may see them.
-func (h *history) forget(dropped map[*rootState]bool) {
+func (h *history) forget(e *Engine, dropped map[*rootState]bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	keep := h.entries[:0]
-	h.held = 0
-	for _, e := range h.entries {
-		if !dropped[e.st] {
+	h.addHeld(e, -h.held)
+	for _, s := range h.entries {
+		if !dropped[s.st] {
 			if len(keep) > 0 {
-				h.held += e.superseded
+				h.addHeld(e, s.superseded)
 			}
-			keep = append(keep, e)
+			keep = append(keep, s)
 		}
 	}
 	clear(h.entries[len(keep):])
@@ -265,8 +289,20 @@ func (d *Database) startHistoryLocked(b *branch) {
 	if t, ok := d.currentSince[b.name]; ok {
 		from = t
 	}
-	b.hist.start(b.state.Load(), from)
+	b.hist.start(d.engine, b.state.Load(), from)
 }
+
+// releaseHistories gives back the memory every loaded branch's history
+// holds, when the database closes, is dropped or forgets its branches.
+func (d *Database) releaseHistories() {
+	for _, b := range d.branchList() {
+		b.hist.release(d.engine)
+	}
+}
+
+// historyShare is the most all branches' histories hold in superseded
+// edits.
+func (e *Engine) historyShare() int64 { return e.opts.CacheBytes / historyEditShare }
 
 // rememberHistories keeps, across an idle close, when each branch's state
 // became current: nothing changes it while the database is closed.

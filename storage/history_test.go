@@ -3,6 +3,7 @@ package storage
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -187,5 +188,147 @@ func TestHistoryBoundsSupersededEdits(t *testing.T) {
 	}
 	if _, err := d.BranchSnapshotAt(ctx, DefaultBranch, first); err != nil {
 		t.Fatalf("50 updates by field of a 200 KB document: the first state is gone: %v (held %d)", err, b.hist.held)
+	}
+}
+
+// TestHistoryShareIsEngineWide: the replaced edits all branches' histories
+// hold stay within one share of the budget together, the branch writing
+// giving way, and every way a history leaves memory (a branch deleted,
+// its database closed for idleness, dropped, or the engine closed) gives
+// its bytes back, so that the budget, which counts them, does not drift.
+func TestHistoryShareIsEngineWide(t *testing.T) {
+	const budget = 8 << 20 // the histories keep 1 MB of replaced edits
+	opts := idleOpts
+	opts.CacheBytes = budget
+	e := openEngine(t, t.TempDir(), opts)
+	t.Cleanup(func() { e.Close() })
+	testClock(e)
+	big := func(i int) string { return strings.Repeat(string(rune('a'+i%26)), 200<<10) }
+	heldByBranches := func() (sum int64) {
+		for _, d := range e.handles() {
+			if d.isOpen() {
+				for _, b := range d.branchList() {
+					sum += b.hist.held
+				}
+			}
+		}
+		return sum
+	}
+	check := func(when string) {
+		t.Helper()
+		got := e.historyBytes.Load()
+		if got > e.historyShare() {
+			t.Fatalf("%s: the histories hold %d bytes, more than the share %d", when, got, e.historyShare())
+		}
+		if sum := heldByBranches(); sum != got {
+			t.Fatalf("%s: the branches hold %d bytes, the engine counts %d", when, sum, got)
+		}
+	}
+	replaceOften := func(d *Database, branch string) {
+		t.Helper()
+		for i := range 8 {
+			err := d.WriteBranch(ctx, branch, func(tx *Tx) error { return tx.Replace(ctx, "c", doc(1, big(i))) })
+			if err != nil {
+				t.Fatal(err)
+			}
+			check(fmt.Sprintf("%s/%s write %d", d.name, branch, i))
+		}
+	}
+	dbs := make([]*Database, 3)
+	for i := range dbs {
+		dbs[i], _ = e.Database(ctx, fmt.Sprintf("db%d", i), true)
+		mustWrite(t, dbs[i], func(tx *Tx) error { return insertDocs(tx, doc(1, big(0))) })
+		replaceOften(dbs[i], DefaultBranch)
+	}
+	// Each database alone would keep about five of its replaced 200 KB
+	// documents; all three together keep about as many.
+	if n := e.historyBytes.Load(); n < e.historyShare()/2 {
+		t.Fatalf("the histories hold %d bytes, want near the share %d", n, e.historyShare())
+	}
+
+	// Each way out gives back what that history held: the branch that
+	// wrote last holds most of the share, so each goes after writing.
+	givesBack := func(what string, held int64, leave func() error) {
+		t.Helper()
+		before := e.historyBytes.Load()
+		if held == 0 {
+			t.Fatalf("%s: its history holds nothing to give back", what)
+		}
+		if err := leave(); err != nil {
+			t.Fatal(err)
+		}
+		if after := e.historyBytes.Load(); after != before-held {
+			t.Fatalf("%s: the histories held %d, %d of them its, and hold %d after", what, before, held, after)
+		}
+		check(what)
+	}
+	dbHeld := func(d *Database) (sum int64) {
+		for _, b := range d.branchList() {
+			sum += b.hist.held
+		}
+		return sum
+	}
+	givesBack("db0 dropped", dbHeld(dbs[0]), func() error { return e.DropDatabase("db0") })
+
+	if _, err := dbs[1].Commit(ctx, DefaultBranch, CommitOptions{Message: "the document"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dbs[1].CreateBranch(ctx, "feature", Revision{Branch: DefaultBranch}); err != nil {
+		t.Fatal(err)
+	}
+	replaceOften(dbs[1], "feature")
+	feature, _ := dbs[1].branch(ctx, "feature")
+	givesBack("feature deleted", feature.hist.held, func() error {
+		return dbs[1].DeleteBranch(ctx, "feature", DefaultBranch, true)
+	})
+
+	replaceOften(dbs[1], DefaultBranch)
+	keep := mainSnapshot(t, dbs[2]) // keeps db2 open while db1 closes
+	givesBack("db1 closed for idleness", dbHeld(dbs[1]), func() error {
+		closeWhenReleased(t, e, dbs[1])
+		return nil
+	})
+	runtime.KeepAlive(keep)
+
+	replaceOften(dbs[2], DefaultBranch)
+	if e.historyBytes.Load() == 0 {
+		t.Fatal("db2's history holds nothing for the engine's close to give back")
+	}
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := e.historyBytes.Load(); n != 0 {
+		t.Fatalf("the closed engine's histories still count %d bytes", n)
+	}
+}
+
+// TestHistoryAcrossIdleClose: a database closed for idleness and reopened
+// remembers since when each branch's state is current, so a read at an
+// earlier time gets SnapshotTooOld and never the later state; the closed
+// database's history gives its memory back all the same.
+func TestHistoryAcrossIdleClose(t *testing.T) {
+	e := openClosing(t, t.TempDir(), idleOpts)
+	clock := testClock(e)
+	d, _ := e.Database(ctx, "db", true)
+	mustWrite(t, d, func(tx *Tx) error { return insertDocs(tx, doc(1, "before")) })
+	before := clock.Load()
+	mustWrite(t, d, func(tx *Tx) error { return tx.Replace(ctx, "c", doc(1, "after")) })
+	closeWhenReleased(t, e, d)
+	if n := e.historyBytes.Load(); n != 0 {
+		t.Fatalf("the closed database's history still counts %d bytes", n)
+	}
+	snap, err := d.BranchSnapshotAt(ctx, DefaultBranch, before)
+	if err == nil {
+		t.Fatalf("read at a time before the current state, after reopening: %q, want SnapshotTooOld", snapContents(t, snap, "c")[1])
+	}
+	if !errors.Is(err, ErrSnapshotTooOld) {
+		t.Fatal(err)
+	}
+	snap, err = d.BranchSnapshotAt(ctx, DefaultBranch, clock.Load())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := snapContents(t, snap, "c")[1]; got != "after" {
+		t.Fatalf("read now after reopening: %q", got)
 	}
 }

@@ -147,6 +147,7 @@ func (d *Database) reloadOnPanic(b *branch) {
 	switch {
 	case errors.Is(err, ErrBranchNotFound):
 		b.deleted = true
+		b.hist.release(d.engine)
 		d.mu.Lock()
 		delete(d.branches, b.name)
 		d.mu.Unlock()
@@ -406,6 +407,7 @@ func (d *Database) DeleteBranch(ctx context.Context, name, current string, force
 		}
 		d.engine.panics.at("vc.ref")
 		b.deleted = true
+		b.hist.release(d.engine)
 		d.mu.Lock()
 		delete(d.branches, name)
 		d.mu.Unlock()
