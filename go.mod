@@ -10,6 +10,7 @@ require (
 	github.com/golang/geo v0.0.0-20260818125358-b200a1149890
 	github.com/golang/snappy v1.0.0
 	github.com/google/btree v1.1.2
+	github.com/hashicorp/golang-lru/v2 v2.0.2
 	github.com/klauspost/compress v1.20.3
 	github.com/rs/zerolog v1.35.1
 	github.com/xdg-go/scram v1.4.0
@@ -77,7 +78,6 @@ require (
 	github.com/googleapis/enterprise-certificate-proxy v0.3.6 // indirect
 	github.com/googleapis/gax-go/v2 v2.14.2 // indirect
 	github.com/hashicorp/golang-lru v0.5.4 // indirect
-	github.com/hashicorp/golang-lru/v2 v2.0.2 // indirect
 	github.com/juju/gnuflag v0.0.0-20171113085948-2ce1bb71843d // indirect
 	github.com/kch42/buzhash v0.0.0-20160816060738-9bdec3dec7c6 // indirect
 	github.com/klauspost/cpuid/v2 v2.0.12 // indirect

@@ -265,6 +265,7 @@ func (d *Database) readyToClaim(lsn uint64) error {
 func (d *Database) checkpointed(b *branch, st, next *rootState) {
 	b.hist.supersede(d.engine, next, st.editBytes())
 	d.engine.addEditBytes(-st.editBytes())
+	d.trimHasCache()
 }
 
 // checkpointLocked folds b's edits into new base maps, writes the root and
