@@ -13,14 +13,14 @@ import (
 // stored (NomsBlockStore.hasCache), so that a write need not look up in
 // the table indexes the chunks its new chunks refer to. It holds up to
 // 100,000 addresses and a ghost list of half as many (12-15 MB by our
-// estimate), which
-// only a GC empties, and neither its size nor a purge is public. Filled
-// by a checkpoint's writes at a few hundred addresses a minute, it was
-// the largest part of the soak's growth that no other bound covers:
-// 0.96 MB of live heap in 24 minutes (docs/design/resources.md,
-// "Growth over time: Dolt's cache of stored addresses"). So each checkpoint empties it once it holds
-// hasCacheKeep addresses: writes after that look a few more addresses up
-// in the table indexes, which are in memory.
+// estimate), which only a GC empties, and neither its size nor a purge
+// is public. Filled by a checkpoint's writes at a few hundred addresses
+// a minute, it was the largest part of the soak's growth that no other
+// bound covers: 0.96 MB of live heap in 24 minutes (docs/design/
+// resources.md, "Growth over time: Dolt's cache of stored addresses").
+// So each checkpoint empties it once it holds hasCacheKeep addresses:
+// writes after that look a few more addresses up in the table indexes,
+// which are in memory.
 //
 // The cache is reached by its field's name. Dolt is pinned (go.mod); if
 // a new pin renames or retypes the field, hasCacheOf finds nothing, the
