@@ -213,10 +213,10 @@ func (r *docRope) splice(splices []elemSplice) *docRope {
 }
 
 // heldApart is the memory r holds that next, the rope spliced from it,
-// does not share: its block list, the blocks next
-// copied with the elements they held that next does not, and its name
-// index if next made its own. An element's bytes are counted as its
-// length, though the buffer it lies in may be larger.
+// does not share: its block list, the blocks next copied with the
+// elements they held that next does not, and its name index if next made
+// its own. An element's bytes are counted as its length, though the
+// buffer it lies in may be larger.
 func (r *docRope) heldApart(next *docRope) int64 {
 	const sliceHeader, ropeStruct, nameEntry = 24, 96, 48
 	n := int64(ropeStruct + cap(r.blocks)*sliceHeader + cap(r.live)*4)
