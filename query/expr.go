@@ -305,6 +305,9 @@ func compileFieldPath(s string, scope *compileScope) (Expr, error) {
 	if s == "$" {
 		return nil, mongoerr.New(mongoerr.Location16872, "'$' by itself is not a valid FieldPath")
 	}
+	if err := value.CheckNoNul(s); err != nil {
+		return nil, err
+	}
 	parts := value.SplitPath(s[1:])
 	for _, p := range parts {
 		if p == "" {

@@ -136,12 +136,14 @@ func evalArrayToObject(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
 	m := newDocM()
 	for _, e := range value.ArrayValues(a[0].Data) {
 		var k, v bsoncore.Value
+		nulCode := mongoerr.Location4940400
 		switch {
 		case e.Type == bsoncore.TypeArray && value.ArrayLen(e.Data) == 2:
 			k, _ = value.ArrayElem(e.Data, 0)
 			v, _ = value.ArrayElem(e.Data, 1)
 		case e.Type == bsoncore.TypeEmbeddedDocument && value.ArrayLen(e.Data) == 2:
 			var okK, okV bool
+			nulCode = mongoerr.Location4940401
 			k, okK = value.LookupField(e.Data, "k")
 			v, okV = value.LookupField(e.Data, "v")
 			if !okK || !okV {
@@ -152,6 +154,9 @@ func evalArrayToObject(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
 		}
 		if k.Type != bsoncore.TypeString {
 			return bsoncore.Value{}, mongoerr.New(mongoerr.Location40394, "$arrayToObject requires a consistent input format. Expected a string key, found: %s", value.TypeName(k.Type))
+		}
+		if strings.IndexByte(k.StringValue(), 0) >= 0 {
+			return bsoncore.Value{}, mongoerr.New(nulCode, "Key field cannot contain an embedded null byte")
 		}
 		m.setChild(k.StringValue(), leafM(v))
 	}

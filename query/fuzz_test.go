@@ -92,6 +92,7 @@ func FuzzUpdate(f *testing.F) {
 		f.Add(false, seed(u, D{}, d("a", 5)))
 	}
 	f.Add(false, seed(set("e.$[e].x", 7), d("0", d("e.x", d("$gt", 0))), d("a", 5)))
+	f.Add(false, seed(d("$rename", d("a", "x\x00y")), D{}, d("a", 5))) // a NUL is no field name
 	f.Add(true, seed(d("0", d("$set", d("n", d("$add", A{"$a", 1}))), "1", d("$unset", "b")), D{}, D{}))
 	f.Fuzz(func(t *testing.T, pipeline bool, data []byte) {
 		in := fuzzbson.Documents(data, 3+len(sampleDocs))
@@ -234,6 +235,7 @@ func FuzzPipeline(f *testing.F) {
 		{stage("$replaceRoot", d("newRoot", d("$mergeObjects", A{"$$ROOT", d("z", 1)}))), stage("$redact", "$$KEEP")},
 		{stage("$documents", A{d("a", 1)}), stage("$fill", d("output", d("a", d("value", 0))))},
 		{stage("$project", d("d", d("$dateToString", d("date", "$$NOW", "format", "%Y"))))},
+		{stage("$unset", "x\x00"), stage("$project", d("o", d("$arrayToObject", A{A{A{"k\x00", 1}}})))},
 	} {
 		f.Add(seed(d("pipeline", p)))
 	}

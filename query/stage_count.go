@@ -9,6 +9,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"dumbodb/query/mongoerr"
+	"dumbodb/query/value"
 )
 
 // $count: the number of input documents, as one document of one field.
@@ -24,9 +25,9 @@ func compileCountStage(spec bsoncore.Value, _ *pipeCtx) (stage, error) {
 		return nil, mongoerr.New(mongoerr.Location40158, "the count field cannot be a $-prefixed path")
 	case strings.Contains(field, "."):
 		return nil, mongoerr.New(mongoerr.Location40160, "the count field cannot contain '.'")
-	case strings.Contains(field, "\x00"):
-		// A string may hold a NUL; a field name cannot (BSON ends keys with it).
-		return nil, mongoerr.New(mongoerr.Location16411, "FieldPath field names may not contain '\\0'.")
+	}
+	if err := value.CheckNoNul(field); err != nil {
+		return nil, err
 	}
 	return func(in Stream) Stream {
 		return lazyStream(func(ctx context.Context) (Stream, error) {

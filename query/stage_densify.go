@@ -41,6 +41,9 @@ func compileDensifyStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 			if v.Type != bsoncore.TypeString || v.StringValue() == "" || v.StringValue()[0] == '$' {
 				return nil, mongoerr.New(mongoerr.Location5733601, "Cannot densify field %s: it must be a non-empty string not starting with '$'", value.Format(v))
 			}
+			if err := value.CheckNoNul(v.StringValue()); err != nil {
+				return nil, err
+			}
 			d.field = v.StringValue()
 		case "partitionByFields":
 			if v.Type != bsoncore.TypeArray {

@@ -163,6 +163,9 @@ func compileUnset(spec bsoncore.Value, env *Env) (docTransform, error) {
 		if f.Type != bsoncore.TypeString {
 			return nil, mongoerr.New(mongoerr.Location31120, "$unset specification must be a string or an array containing only string values")
 		}
+		if err := value.CheckNoNul(f.StringValue()); err != nil {
+			return nil, err
+		}
 		b.AppendInt32(f.StringValue(), 0)
 	}
 	p, err := CompileProjectionOpts(b.Build(), ProjectionOptions{Env: env, Stage: true})

@@ -40,11 +40,13 @@ func ParseGeoNear(spec bsoncore.Value) (*GeoNear, error) {
 				return mongoerr.New(mongoerr.Location16606, "$geoNear requires a 'distanceField' option as a String")
 			}
 			g.DistanceField = v.StringValue()
+			return value.CheckNoNul(g.DistanceField)
 		case "includeLocs":
 			if v.Type != bsoncore.TypeString {
 				return mongoerr.New(mongoerr.Location16607, "$geoNear requires that 'includeLocs' option is a String")
 			}
 			g.IncludeLocs = v.StringValue()
+			return value.CheckNoNul(g.IncludeLocs)
 		case "key":
 			if v.Type != bsoncore.TypeString || v.StringValue() == "" {
 				return mongoerr.New(mongoerr.TypeMismatch, "$geoNear parameter 'key' must be of type string but found type: %s", value.TypeName(v.Type))

@@ -92,6 +92,9 @@ func (g *graphLookupSpec) setArg(key string, v bsoncore.Value, pc *pipeCtx) erro
 		return mongoerr.New(mongoerr.Location40103, "expected string as argument for %s, found: %s", key, value.Format(v))
 	}
 	s := v.StringValue()
+	if err := value.CheckNoNul(s); err != nil {
+		return err
+	}
 	switch key {
 	case "connectFromField":
 		g.connectFrom = s

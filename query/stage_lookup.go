@@ -70,6 +70,9 @@ func compileLookupStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 		if v.Type != bsoncore.TypeString {
 			return nil, mongoerr.New(mongoerr.FailedToParse, "$lookup argument '%s: %s' must be a string, is type %s", key, value.Format(v), value.TypeName(v.Type))
 		}
+		if err := value.CheckNoNul(v.StringValue()); err != nil {
+			return nil, err
+		}
 		switch key {
 		case "localField":
 			l.localField, hasLocal = v.StringValue(), true

@@ -260,6 +260,9 @@ func parseMergeOn(v bsoncore.Value) ([]string, error) {
 			return nil, mongoerr.New(mongoerr.Location51134, "$merge 'on' array elements must be strings, but found %s", value.TypeName(f.Type))
 		}
 		name := f.StringValue()
+		if err := value.CheckNoNul(name); err != nil {
+			return nil, err
+		}
 		if seen[name] {
 			return nil, mongoerr.New(mongoerr.Location31465, "Found a duplicate field '%s'", name)
 		}

@@ -75,6 +75,9 @@ func parseUnwind(spec bsoncore.Value) (*unwindSpec, error) {
 				if s[0] == '$' {
 					return mongoerr.New(mongoerr.Location28822, "includeArrayIndex option to $unwind stage should not be prefixed with a '$': %s", s)
 				}
+				if err := value.CheckNoNul(s); err != nil {
+					return err
+				}
 				u.index = value.SplitPath(s)
 			case "preserveNullAndEmptyArrays":
 				if v.Type != bsoncore.TypeBoolean {

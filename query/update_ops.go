@@ -134,6 +134,9 @@ func parseRename(op *updateOp) error {
 		return mongoerr.New(mongoerr.BadValue, "The 'to' field for $rename must be a string: %s", value.FormatElem(op.path, op.arg))
 	}
 	to := op.arg.StringValue()
+	if strings.IndexByte(to, 0) >= 0 {
+		return mongoerr.New(mongoerr.BadValue, "The 'to' field for $rename cannot contain an embedded null byte")
+	}
 	if err := validateUpdatePath(to); err != nil {
 		return err
 	}

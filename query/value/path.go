@@ -113,11 +113,14 @@ func walkArray(arr []byte, rest []string, fn VisitFn) bool {
 }
 
 // CheckFieldPath returns the error mongod's FieldPath gives for a field
-// path it refuses: an empty path, an empty component ("a..b") or a
+// path it refuses: an empty path, a NUL, an empty component ("a..b") or a
 // component starting with '$' (other than the fields of a DBRef).
 func CheckFieldPath(path string) error {
 	if path == "" {
 		return mongoerr.New(mongoerr.Location40352, "FieldPath cannot be constructed with empty string")
+	}
+	if err := CheckNoNul(path); err != nil {
+		return err
 	}
 	for _, p := range SplitPath(path) {
 		switch {
@@ -126,6 +129,16 @@ func CheckFieldPath(path string) error {
 		case p[0] == '$' && p != "$id" && p != "$ref" && p != "$db":
 			return mongoerr.New(mongoerr.Location16410, "FieldPath field names may not start with '$'. Consider using $getField or $setField.")
 		}
+	}
+	return nil
+}
+
+// CheckNoNul refuses a field name or path taken from a string value that
+// holds a NUL, with the error mongod's FieldPath gives. A string may hold
+// one; a BSON key cannot, since a NUL ends it.
+func CheckNoNul(path string) error {
+	if strings.IndexByte(path, 0) >= 0 {
+		return mongoerr.New(mongoerr.Location16411, "FieldPath field names may not contain '\\0'.")
 	}
 	return nil
 }
