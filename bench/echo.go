@@ -14,40 +14,52 @@ import (
 // EchoFloorBenchmark is the raw client's ping against a server that does
 // nothing but answer: the least server CPU and latency a round trip costs
 // on this machine, which no server's Raw rows can go below. Its server
-// CPU µs/op is the floor under issue 19's CPU goals (docs/perf/README.md).
-const EchoFloorBenchmark = "Floor/RawEcho"
+// CPU µs/op is the floor under issue 19's CPU goals (docs/perf/README.md):
+// of one connection under the findOne goal, and with EchoFloor64Benchmark's
+// 64 connections under the goal for inserts from 64.
+const (
+	EchoFloorBenchmark   = "Floor/RawEcho"
+	EchoFloor64Benchmark = "Floor/RawEcho/64"
+)
 
 // EchoServer starts a process that runs ServeEcho and returns its address
 // and pid, and how to stop it. dumbobench --start provides one (the
 // process must be apart from the client, so that its CPU is its own).
 type EchoServer func(ctx context.Context) (addr string, pid int, stop func(), err error)
 
-func echoBenchmark() Benchmark {
-	return Benchmark{Name: EchoFloorBenchmark, Group: GroupFloor, Unit: "op", Machine: true, Setup: setupEcho}
+func echoBenchmarks() []Benchmark {
+	return []Benchmark{
+		{Name: EchoFloorBenchmark, Group: GroupFloor, Unit: "op", Machine: true, Setup: setupEcho(1)},
+		{Name: EchoFloor64Benchmark, Group: GroupFloor, Unit: "op", Machine: true, Clients: 64, Setup: setupEcho(64)},
+	}
 }
 
-func setupEcho(ctx context.Context, e *Env) (*Workload, error) {
-	if e.Cfg.Echo == nil {
-		return nil, errNotApplicable{"needs a server process of its own (--start)"}
+// setupEcho pings the echo server from clients connections at once.
+func setupEcho(clients int) func(context.Context, *Env) (*Workload, error) {
+	return func(ctx context.Context, e *Env) (*Workload, error) {
+		if e.Cfg.Echo == nil {
+			return nil, errNotApplicable{"needs a server process of its own (--start)"}
+		}
+		addr, pid, stop, err := e.Cfg.Echo(ctx)
+		if err != nil {
+			return nil, err
+		}
+		cs, err := dialRawClients(ctx, addr, clients, simpleCommand("admin", "ping"), nil)
+		if err != nil {
+			stop()
+			return nil, err
+		}
+		return &Workload{
+			Pid:   pid,
+			Close: func() { cs.close(); stop() },
+			Call: func(context.Context, int64) error {
+				return cs.do(func(c *rawClient) error {
+					_, err := c.conn.command(c.msg)
+					return err
+				})
+			},
+		}, nil
 	}
-	addr, pid, stop, err := e.Cfg.Echo(ctx)
-	if err != nil {
-		return nil, err
-	}
-	conn, err := dialRaw(ctx, addr)
-	if err != nil {
-		stop()
-		return nil, err
-	}
-	msg := simpleCommand("admin", "ping")
-	return &Workload{
-		Pid:   pid,
-		Close: func() { conn.close(); stop() },
-		Call: func(context.Context, int64) error {
-			_, err := conn.command(msg)
-			return err
-		},
-	}, nil
 }
 
 // ServeEcho answers every message on ln's connections with an OP_MSG

@@ -15,11 +15,10 @@ import (
 const floorFileSize = 16 << 20
 
 func floorBenchmarks() []Benchmark {
-	return []Benchmark{
+	return append([]Benchmark{
 		{Name: PingBenchmark, Group: GroupFloor, Unit: "op", Setup: setupPing},
 		{Name: FloorBenchmark, Group: GroupFloor, Unit: "op", Machine: true, Setup: setupFdatasync},
-		echoBenchmark(),
-	}
+	}, echoBenchmarks()...)
 }
 
 // setupPing measures a round trip through the driver and the server's

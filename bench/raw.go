@@ -239,6 +239,11 @@ func openRawClients(ctx context.Context, e *Env, n int, msg []byte, ids []int) (
 	if err != nil {
 		return nil, errNotApplicable{err.Error()}
 	}
+	return dialRawClients(ctx, addr, n, msg, ids)
+}
+
+// dialRawClients connects n clients to addr, as openRawClients does.
+func dialRawClients(ctx context.Context, addr string, n int, msg []byte, ids []int) (*rawClients, error) {
 	cs := &rawClients{free: make(chan *rawClient, n)}
 	for range n {
 		conn, err := dialRaw(ctx, addr)
