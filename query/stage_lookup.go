@@ -74,6 +74,12 @@ func compileLookupStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 			return nil, err
 		}
 		switch key {
+		case "localField", "foreignField":
+			if err := value.CheckFieldPath(v.StringValue()); err != nil {
+				return nil, err
+			}
+		}
+		switch key {
 		case "localField":
 			l.localField, hasLocal = v.StringValue(), true
 		case "foreignField":
