@@ -70,24 +70,19 @@ func compileLookupStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 		if v.Type != bsoncore.TypeString {
 			return nil, mongoerr.New(mongoerr.FailedToParse, "$lookup argument '%s: %s' must be a string, is type %s", key, value.Format(v), value.TypeName(v.Type))
 		}
-		if err := value.CheckNoNul(v.StringValue()); err != nil {
-			return nil, err
-		}
-		switch key {
-		case "localField", "foreignField":
-			if err := value.CheckFieldPath(v.StringValue()); err != nil {
-				return nil, err
-			}
-		}
-		switch key {
+		var err error
+		switch s := v.StringValue(); key {
 		case "localField":
-			l.localField, hasLocal = v.StringValue(), true
+			l.localField, hasLocal, err = s, true, value.CheckFieldPath(s)
 		case "foreignField":
-			l.foreignField, hasForeign = v.StringValue(), true
+			l.foreignField, hasForeign, err = s, true, value.CheckFieldPath(s)
 		case "as":
-			l.as = v.StringValue()
+			l.as, err = s, value.CheckNoNul(s)
 		default:
 			return nil, mongoerr.New(mongoerr.FailedToParse, "unknown argument to $lookup: %s", key)
+		}
+		if err != nil {
+			return nil, err
 		}
 	}
 	switch {
