@@ -280,6 +280,7 @@ func cmdServerStatus(r *request) (bsoncore.Document, error) {
 		AppendInt64("logRecords", dbs.LogRecords).
 		AppendInt64("logBytes", dbs.LogBytes).
 		AppendInt64("fieldUpdates", dbs.FieldUpdates).
+		AppendInt64("deletionCheckpoints", dbs.DeletionCheckpoints).
 		AppendInt64("nodeCacheBytes", dbs.NodeCacheBytes).Build()
 	cursors := bsoncore.NewDocumentBuilder().
 		AppendDocument("cursor", bsoncore.NewDocumentBuilder().

@@ -27,6 +27,7 @@ func (d *Database) Checkpoint(ctx context.Context) error {
 	defer d.ckptMu.Unlock()
 	ctx, done := d.running.start(ctx)
 	defer done()
+	d.tombstones.reset()
 	for _, b := range d.branchList() {
 		if err := d.checkpointBeside(ctx, b); err != nil {
 			return diskFull(err)

@@ -77,6 +77,9 @@ type Database struct {
 	ckptMu  sync.Mutex
 	running runningCheckpoint // the one holding ckptMu, to cancel
 	budget  budgetCheckpoint  // the one the edit budget started
+	// tombstones counts what scans step over since the last
+	// checkpoint, which may start one early (tombstones.go).
+	tombstones tombstoneMeter
 }
 
 // branch is the live state of one branch: the published state that readers
@@ -177,11 +180,14 @@ func (b *branch) rollBack(durableLSN uint64) *rootState {
 func (d *Database) newTx(cur *rootState) *Tx {
 	tx := newTx(d.ns, cur)
 	tx.capture = d.engine.changes != nil
+	tx.tombstones = &d.tombstones
 	return tx
 }
 
 func newDatabase(e *Engine, name string) *Database {
-	return &Database{name: name, dir: e.dbDir(name), log: e.log, engine: e}
+	d := &Database{name: name, dir: e.dbDir(name), log: e.log, engine: e}
+	d.tombstones.due = d.tombstonesDue
+	return d
 }
 
 // open loads the chunk store, the branches and the log. A new database's

@@ -177,6 +177,9 @@ type DatabaseStats struct {
 	// FieldUpdates counts the updates logged as field records: applied
 	// to a large document's fields alone (fieldupdate.go).
 	FieldUpdates int64
+	// DeletionCheckpoints counts the checkpoints started early because
+	// scans stepped over many deletions (tombstones.go).
+	DeletionCheckpoints int64
 	// NodeCacheBytes is what the node cache holds (nodecache.go).
 	NodeCacheBytes int64
 }
@@ -184,7 +187,7 @@ type DatabaseStats struct {
 type dbStats struct {
 	open, opens, idleCloses, compactions atomic.Int64
 	logRecords, logBytes                 atomic.Int64
-	fieldUpdates                         atomic.Int64
+	fieldUpdates, deletionCheckpoints    atomic.Int64
 }
 
 func (s *dbStats) compacted() { s.compactions.Add(1) }
@@ -204,7 +207,8 @@ func (e *Engine) DatabaseStats() DatabaseStats {
 	return DatabaseStats{Open: e.dbStats.open.Load(), Opens: e.dbStats.opens.Load(),
 		IdleCloses: e.dbStats.idleCloses.Load(), TableCompactions: e.dbStats.compactions.Load(),
 		LogRecords: e.dbStats.logRecords.Load(), LogBytes: e.dbStats.logBytes.Load(),
-		FieldUpdates: e.dbStats.fieldUpdates.Load(), NodeCacheBytes: e.nodes.Bytes()}
+		FieldUpdates: e.dbStats.fieldUpdates.Load(), DeletionCheckpoints: e.dbStats.deletionCheckpoints.Load(),
+		NodeCacheBytes: e.nodes.Bytes()}
 }
 
 // Visit runs fn on an existing database (nothing happens when there is

@@ -50,6 +50,7 @@ func (s *Snapshot) IndexScan(ctx context.Context, coll, name string, iv index.In
 	it, err := newIndexIterator(ctx, s.ns, ix.base, ix.edits, iv)
 	if it != nil {
 		it.owner = s // keeps the snapshot, and so its pin, alive
+		it.eds.dead.meter = s.tombstones
 	}
 	return it, err
 }
@@ -125,7 +126,11 @@ func (tx *Tx) IndexScan(ctx context.Context, coll, name string, iv index.Interva
 		// them again).
 		ed = ed.Clone()
 	}
-	return newIndexIterator(ctx, tx.ns, ix.base, ed, iv)
+	it, err := newIndexIterator(ctx, tx.ns, ix.base, ed, iv)
+	if it != nil {
+		it.eds.dead.meter = tx.tombstones
+	}
+	return it, err
 }
 
 // GetKey returns the document stored under an encoded _id key.

@@ -391,6 +391,8 @@ type editCursor struct {
 	stop  []byte // end (exclusive; nil: none)
 	buf   []*edit
 	last  []byte // last key copied
+	// dead counts the deletions consumed, for the database's meter.
+	dead tombstoneCount
 }
 
 func newEditCursor(ed *edits, start, stop []byte) editCursor {
@@ -412,7 +414,12 @@ func (c *editCursor) peek() *edit {
 }
 
 // pop consumes the edit peek returned.
-func (c *editCursor) pop() { c.buf = c.buf[1:] }
+func (c *editCursor) pop() {
+	if !c.buf[0].live() {
+		c.dead.step()
+	}
+	c.buf = c.buf[1:]
+}
 
 func (c *editCursor) refill() {
 	c.buf = c.buf[:0]

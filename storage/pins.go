@@ -70,7 +70,7 @@ func treeRoots(states []*rootState) []hash.Hash {
 // newSnapshot makes a snapshot of st whose pin lasts as long as the
 // snapshot (and the iterators made from it) are reachable.
 func (d *Database) newSnapshot(st *rootState) *Snapshot {
-	s := &Snapshot{ns: d.ns, st: st}
+	s := &Snapshot{ns: d.ns, st: st, tombstones: &d.tombstones}
 	d.pins.add(st)
 	runtime.AddCleanup(s, func(st *rootState) { d.pins.remove(st) }, st)
 	return s

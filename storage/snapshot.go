@@ -30,6 +30,9 @@ type Reader interface {
 type Snapshot struct {
 	ns tree.NodeStore
 	st *rootState
+	// tombstones is the database's meter of tombstones scans step over
+	// (nil: not metered).
+	tombstones *tombstoneMeter
 }
 
 var _ Reader = (*Snapshot)(nil)
@@ -78,6 +81,7 @@ func (s *Snapshot) Scan(ctx context.Context, coll string) (*Iterator, error) {
 	it, err := newIterator(ctx, s.ns, c.base, c.edits)
 	if it != nil {
 		it.owner = s // keeps the snapshot, and so its GC pin, alive
+		it.eds.dead.meter = s.tombstones
 	}
 	return it, err
 }
@@ -90,6 +94,7 @@ func (s *Snapshot) ScanRange(ctx context.Context, coll string, iv index.Interval
 	}
 	it, err := newRangeIterator(ctx, s.ns, c.base, c.edits, iv)
 	if it != nil {
+		it.eds.dead.meter = s.tombstones
 		it.owner = s
 	}
 	return it, err

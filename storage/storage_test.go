@@ -261,7 +261,7 @@ func runModel(t *testing.T, seed int64) {
 	}
 }
 
-func mustWrite(t *testing.T, d *Database, fn func(tx *Tx) error) {
+func mustWrite(t testing.TB, d *Database, fn func(tx *Tx) error) {
 	t.Helper()
 	if err := d.Write(ctx, fn); err != nil {
 		t.Fatal(err)

@@ -41,6 +41,9 @@ type Tx struct {
 	// inTxn is set on a multi-statement transaction's private Tx, which
 	// may not write to capped collections (capped.go).
 	inTxn bool
+	// tombstones is the database's meter of tombstones its scans step
+	// over (nil: not metered).
+	tombstones *tombstoneMeter
 }
 
 var _ Reader = (*Tx)(nil)
@@ -254,7 +257,7 @@ func (tx *Tx) Scan(ctx context.Context, coll string) (*Iterator, error) {
 	if c.capped != nil {
 		return newNaturalIterator(ctx, tx.ns, c, ed, false)
 	}
-	return newIterator(ctx, tx.ns, c.base, ed)
+	return tx.metered(newIterator(ctx, tx.ns, c.base, ed))
 }
 
 // ScanRange is Scan over the documents with _id keys in iv.
@@ -267,7 +270,16 @@ func (tx *Tx) ScanRange(ctx context.Context, coll string, iv index.Interval) (*I
 	if _, own := tx.overlay[coll]; own && ed != nil {
 		ed = ed.Clone()
 	}
-	return newRangeIterator(ctx, tx.ns, c.base, ed, iv)
+	return tx.metered(newRangeIterator(ctx, tx.ns, c.base, ed, iv))
+}
+
+// metered has it count the tombstones it steps over on the database's
+// meter.
+func (tx *Tx) metered(it *Iterator, err error) (*Iterator, error) {
+	if it != nil {
+		it.eds.dead.meter = tx.tombstones
+	}
+	return it, err
 }
 
 // Grow makes room for n more document writes, so that a batch of them
