@@ -191,19 +191,28 @@ func (ed *edits) AscendGreaterOrEqual(from *edit, fn func(*edit) bool) { ed.asce
 
 // ascendFrom is Ascend from the key of from on (nil: from the first),
 // merging the frozen layers below the upper trees.
-func (ed *edits) ascendFrom(from *edit, fn func(*edit) bool) {
+func (ed *edits) ascendFrom(from *edit, fn func(*edit) bool) { ed.ascendReusing(from, nil, fn) }
+
+// ascendReusing is ascendFrom copying the upper recent tree's edits into
+// *scratch (nil: a new slice), for a caller that ascends again and again:
+// grown from nil each time, the copy took up to eight allocations.
+func (ed *edits) ascendReusing(from *edit, scratch *[]editItem, fn func(*edit) bool) {
 	if ed.frozen == nil {
-		ed.ascendUpper(from, fn)
+		ed.ascendUpper(from, scratch, fn)
 		return
 	}
-	upper := func(yield func(*edit) bool) { ed.ascendUpper(from, yield) }
+	upper := func(yield func(*edit) bool) { ed.ascendUpper(from, scratch, yield) }
 	frozen := func(yield func(*edit) bool) { ed.frozen.ascendFrom(from, yield) }
 	ascendOver(upper, frozen, fn)
 }
 
-// ascendUpper is ascendFrom over recent and settled only.
-func (ed *edits) ascendUpper(from *edit, fn func(*edit) bool) {
+// ascendUpper is ascendReusing over recent and settled only.
+func (ed *edits) ascendUpper(from *edit, scratch *[]editItem, fn func(*edit) bool) {
 	var recent []editItem
+	if scratch != nil {
+		recent = (*scratch)[:0]
+		defer func() { *scratch = recent[:0] }()
+	}
 	if from == nil {
 		ed.recent.Ascend(func(it editItem) bool { recent = append(recent, it); return true })
 		ascendMerged(recent, fn, func(visit func(editItem) bool) { ed.settled.Ascend(visit) })
@@ -391,6 +400,8 @@ type editCursor struct {
 	stop  []byte // end (exclusive; nil: none)
 	buf   []*edit
 	last  []byte // last key copied
+	// recent is the buffer refills copy the recent tree's edits into.
+	recent []editItem
 	// dead counts the deletions consumed, for the database's meter.
 	dead tombstoneCount
 }
@@ -424,9 +435,13 @@ func (c *editCursor) pop() {
 func (c *editCursor) refill() {
 	c.buf = c.buf[:0]
 	full := false
+	resumed := c.last != nil // the first key may be the last one copied
 	collect := func(e *edit) bool {
-		if c.last != nil && bytes.Equal(e.key, c.last) {
-			return true
+		if resumed {
+			resumed = false
+			if bytes.Equal(e.key, c.last) {
+				return true
+			}
 		}
 		if c.stop != nil && bytes.Compare(e.key, c.stop) >= 0 {
 			return false
@@ -435,14 +450,14 @@ func (c *editCursor) refill() {
 		full = len(c.buf) == editBatch
 		return !full
 	}
+	var from *edit
 	switch {
 	case c.last != nil:
-		c.ed.AscendGreaterOrEqual(&edit{key: c.last}, collect)
+		from = &edit{key: c.last}
 	case c.start != nil:
-		c.ed.AscendGreaterOrEqual(&edit{key: c.start}, collect)
-	default:
-		c.ed.Ascend(collect)
+		from = &edit{key: c.start}
 	}
+	c.ed.ascendReusing(from, &c.recent, collect)
 	if !full {
 		c.ed = nil // the interval has no more edits
 	}
