@@ -186,7 +186,7 @@ func (d *Database) newTx(cur *rootState) *Tx {
 
 func newDatabase(e *Engine, name string) *Database {
 	d := &Database{name: name, dir: e.dbDir(name), log: e.log, engine: e}
-	d.tombstones.due = d.tombstonesDue
+	d.tombstones.due, d.tombstones.every = d.tombstonesDue, tombstoneFoldEvery
 	return d
 }
 

@@ -177,8 +177,9 @@ type DatabaseStats struct {
 	// FieldUpdates counts the updates logged as field records: applied
 	// to a large document's fields alone (fieldupdate.go).
 	FieldUpdates int64
-	// DeletionCheckpoints counts the checkpoints started early because
-	// scans stepped over many deletions (tombstones.go).
+	// DeletionCheckpoints counts the early checkpoints asked for
+	// because scans stepped over many deletions (tombstones.go); one
+	// asked for while the budget's runs is that one (checkpointSoon).
 	DeletionCheckpoints int64
 	// NodeCacheBytes is what the node cache holds (nodecache.go).
 	NodeCacheBytes int64

@@ -52,8 +52,10 @@ const tombstoneFoldEvery = 5 * time.Second
 // since its last checkpoint began.
 type tombstoneMeter struct {
 	skipped atomic.Int64
-	// last is when the last early checkpoint was asked for (UnixNano).
-	last atomic.Int64
+	// last is when the last early checkpoint was asked for (UnixNano),
+	// every the shortest time to the next (tombstoneFoldEvery).
+	last  atomic.Int64
+	every time.Duration
 	// due decides whether skipped tombstones warrant a checkpoint and
 	// starts it; it reports whether it did.
 	due func(skipped int64) bool
@@ -98,7 +100,7 @@ func (c *tombstoneCount) step() {
 // tombstones stepped over outweigh folding the edits the branches hold.
 func (d *Database) tombstonesDue(skipped int64) bool {
 	now := time.Now().UnixNano()
-	if now-d.tombstones.last.Load() < int64(tombstoneFoldEvery) {
+	if now-d.tombstones.last.Load() < int64(d.tombstones.every) {
 		return false
 	}
 	var held int64

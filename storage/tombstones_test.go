@@ -108,6 +108,7 @@ func editsHeld(d *Database) int {
 // after it.
 func TestScansOverManyDeletionsCheckpointEarly(t *testing.T) {
 	d := deletedFront(t, 40_010, 10)
+	d.tombstones.every = time.Hour // one only, however slowly this test runs
 	before := d.engine.DatabaseStats().DeletionCheckpoints
 	// 200,000 steps (less what scans end with uncounted): past the
 	// minimum, and past the 5.1 MB of tombstones held over 32 bytes.
@@ -157,4 +158,53 @@ func TestFewDeletionsOrLargeEditsDoNotCheckpoint(t *testing.T) {
 	if n := editsHeld(d); n != 1_040 {
 		t.Fatalf("%d edits held, want the 1,040 written", n)
 	}
+}
+
+// TestEarlyCheckpointsAreSpaced: within tombstoneFoldEvery of an early
+// checkpoint, scans over as many new deletions start no other, since each
+// checkpoint leaves its replaced nodes in the table files until a GC.
+func TestEarlyCheckpointsAreSpaced(t *testing.T) {
+	d := deletedFront(t, 40_010, 10)
+	d.tombstones.every = time.Hour // however slowly this test runs
+	for range 5 {
+		scanAll(t, d)
+	}
+	awaitBudgetCheckpoint(d)
+	pad := string(make([]byte, 60))
+	mustWrite(t, d, func(tx *Tx) error {
+		for i := range int32(40_000) {
+			if err := tx.Insert(ctx, "c", doc(-1-i, pad)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	mustWrite(t, d, func(tx *Tx) error {
+		for i := range int32(40_000) {
+			if err := tx.Delete(ctx, "c", idValue(-1-i)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	for range 5 {
+		if got := scanAll(t, d); got != 10 {
+			t.Fatalf("%d documents, want 10", got)
+		}
+	}
+	awaitBudgetCheckpoint(d)
+	if got := d.engine.DatabaseStats().DeletionCheckpoints; got != 1 {
+		t.Fatalf("%d early checkpoints, want 1 within the interval", got)
+	}
+	if n := editsHeld(d); n != 40_000 {
+		t.Fatalf("%d edits held, want the 40,000 deletions since the early checkpoint", n)
+	}
+	d.tombstones.every = 0 // the interval has passed
+	for i := 0; d.engine.DatabaseStats().DeletionCheckpoints < 2; i++ {
+		if i == 5 {
+			t.Fatal("no second early checkpoint once the interval passed")
+		}
+		scanAll(t, d)
+	}
+	awaitBudgetCheckpoint(d)
 }
