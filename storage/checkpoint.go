@@ -27,7 +27,6 @@ func (d *Database) Checkpoint(ctx context.Context) error {
 	defer d.ckptMu.Unlock()
 	ctx, done := d.running.start(ctx)
 	defer done()
-	d.tombstones.reset()
 	for _, b := range d.branchList() {
 		if err := d.checkpointBeside(ctx, b); err != nil {
 			return diskFull(err)
@@ -267,6 +266,7 @@ func (d *Database) checkpointed(b *branch, st, next *rootState) {
 	b.hist.supersede(d.engine, next, st.editBytes())
 	d.engine.addEditBytes(-st.editBytes())
 	d.trimHasCache()
+	d.tombstones.reset()
 }
 
 // checkpointLocked folds b's edits into new base maps, writes the root and

@@ -109,7 +109,7 @@ func contents(t *testing.T, d *Database, coll string) map[int32]string {
 }
 
 // scanDocs reads a collection whose _ids are int32s as id -> document.
-func scanDocs(t *testing.T, snap *Snapshot, coll string) map[int32]bsoncore.Document {
+func scanDocs(t testing.TB, snap *Snapshot, coll string) map[int32]bsoncore.Document {
 	t.Helper()
 	it, err := snap.Scan(ctx, coll)
 	if err != nil {

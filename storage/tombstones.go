@@ -50,7 +50,7 @@ const tombstoneFoldBytes = 32
 const tombstoneFoldEvery = 5 * time.Second
 
 // tombstoneMeter counts a database's tombstones stepped over by scans
-// since its last checkpoint began.
+// since its last checkpoint.
 type tombstoneMeter struct {
 	skipped atomic.Int64
 	// last is when the last early checkpoint was asked for (UnixNano),
@@ -75,8 +75,9 @@ func (m *tombstoneMeter) add(n int) {
 	}
 }
 
-// reset starts the count again, as a checkpoint begins: what scans step
-// over from here on is what the next checkpoint would fold.
+// reset starts the count again as a checkpoint publishes its fold (every
+// kind: the periodic, the budget's, GC's and version control's): the
+// tombstones stepped over until then are folded away.
 func (m *tombstoneMeter) reset() { m.skipped.Store(0) }
 
 // tombstoneCount is one scan's uncounted tombstones and the meter they go

@@ -1,8 +1,6 @@
 package storage
 
 import (
-	"errors"
-	"io"
 	"testing"
 	"time"
 )
@@ -40,24 +38,7 @@ func deletedFront(t testing.TB, n, keep int32) *Database {
 }
 
 // scanAll reads every live document of c and returns how many there were.
-func scanAll(t testing.TB, d *Database) int {
-	t.Helper()
-	it, err := mainSnapshot(t, d).Scan(ctx, "c")
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	for {
-		_, err := it.Next(ctx)
-		if errors.Is(err, io.EOF) {
-			return n
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		n++
-	}
-}
+func scanAll(t testing.TB, d *Database) int { return len(scanDocs(t, mainSnapshot(t, d), "c")) }
 
 const benchDeleted, benchKept = 50_000, 10
 
