@@ -281,6 +281,8 @@ func cmdServerStatus(r *request) (bsoncore.Document, error) {
 		AppendInt64("logBytes", dbs.LogBytes).
 		AppendInt64("fieldUpdates", dbs.FieldUpdates).
 		AppendInt64("deletionCheckpoints", dbs.DeletionCheckpoints).
+		AppendInt64("autoGCs", dbs.AutoGCs).
+		AppendInt64("autoGCFreedBytes", dbs.AutoGCFreedBytes).
 		AppendInt64("nodeCacheBytes", dbs.NodeCacheBytes).Build()
 	cursors := bsoncore.NewDocumentBuilder().
 		AppendDocument("cursor", bsoncore.NewDocumentBuilder().

@@ -37,6 +37,7 @@ func (d *Database) Checkpoint(ctx context.Context) error {
 	if err := d.compactTables(ctx); err != nil {
 		d.log.Warn().Str("c", "STORAGE").Err(err).Str("db", d.name).Msg("compacting the table files failed")
 	}
+	d.collectSoon()
 	return nil
 }
 

@@ -80,6 +80,9 @@ type Database struct {
 	// tombstones counts what scans step over since the last
 	// checkpoint, which may start one early (tombstones.go).
 	tombstones tombstoneMeter
+	// gcBase is the chunk store's size after the last GC, or when the
+	// first checkpoint after opening looked; 0: not yet (autogc.go).
+	gcBase atomic.Int64
 }
 
 // branch is the live state of one branch: the published state that readers

@@ -85,7 +85,8 @@
 // (vc_conflicts.go) and rebase (vc_rebase.go). They are methods of
 // Database, sharing its branches, locks and Dolt handles with writes and
 // checkpoints. GC (gc.go, pins.go) keeps what any ref or open snapshot
-// reaches, and the states kept by time too.
+// reaches, and the states kept by time too; a database whose store has
+// doubled since its last GC runs one after a checkpoint (autogc.go).
 //
 // The byte layouts of what this package writes are in docs/format/root.md,
 // docs/format/wal.md, docs/format/retry.md, docs/format/txnlog.md,

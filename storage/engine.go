@@ -49,6 +49,11 @@ type Options struct {
 	// keeps (docs/format/changes.md, "Retention"); 0 means the defaults.
 	ChangeRetention      time.Duration
 	ChangeRetentionBytes int64
+	// AutoGCMaxBytes is the largest chunk store a database collects on
+	// its own after a checkpoint, and AutoGCMinBytes the least it must
+	// have grown since its last GC (autogc.go); 0 means the defaults and a
+	// negative AutoGCMaxBytes turns automatic GC off.
+	AutoGCMaxBytes, AutoGCMinBytes int64
 
 	// journalStores makes new databases as databases made before table-file
 	// stores were (chunkstore.go): with Dolt's chunk journal. For the tests
@@ -99,7 +104,8 @@ type Engine struct {
 	onDisk map[string]bool
 	// dropped numbers the directories of dropped databases (dbdirs.go).
 	dropped atomic.Int64
-	spares  *spares // directories new databases take (spares.go)
+	spares  *spares       // directories new databases take (spares.go)
+	autoGC  chan struct{} // holds the one automatic GC running (autogc.go)
 	stop    chan struct{}
 	done    chan struct{}
 }
@@ -128,6 +134,8 @@ func Open(dir string, opts Options, log zerolog.Logger) (*Engine, error) {
 	if opts.HistoryWindow <= 0 {
 		opts.HistoryWindow = DefaultHistoryWindow
 	}
+	opts.AutoGCMaxBytes = cmp.Or(opts.AutoGCMaxBytes, DefaultAutoGCMaxBytes)
+	opts.AutoGCMinBytes = cmp.Or(opts.AutoGCMinBytes, DefaultAutoGCMinBytes)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create data directory: %w", err)
 	}
@@ -141,7 +149,8 @@ func Open(dir string, opts Options, log zerolog.Logger) (*Engine, error) {
 		return nil, fmt.Errorf("%w: %s", ErrDataDirLocked, dir)
 	}
 	e := &Engine{dir: dir, opts: opts, log: log, lock: f, dbs: map[string]*Database{},
-		nodes: newNodeCache(defaultNodeCacheBytes), stop: make(chan struct{}), done: make(chan struct{})}
+		nodes: newNodeCache(defaultNodeCacheBytes), autoGC: make(chan struct{}, 1),
+		stop: make(chan struct{}), done: make(chan struct{})}
 	decisions, read, err := openDecisionLog(dir)
 	if err != nil {
 		f.Close()

@@ -22,8 +22,15 @@ func (d *Database) GC(ctx context.Context) (before, after int64, err error) {
 		return 0, 0, err
 	}
 	defer d.release()
+	return d.collect(ctx)
+}
+
+// collect is GC on a database held open.
+func (d *Database) collect(ctx context.Context) (before, after int64, err error) {
 	d.ckptMu.Lock() // a fold beside the writers writes chunks no ref reaches yet
 	defer d.ckptMu.Unlock()
+	ctx, done := d.running.start(ctx) // closing the database stops it
+	defer done()
 	d.compactMu.Lock() // a compaction's table files are not GC's leftovers
 	defer d.compactMu.Unlock()
 	before = d.engine.SizeOnDisk(d.name)
@@ -80,5 +87,6 @@ func (d *Database) GC(ctx context.Context) (before, after int64, err error) {
 		return before, before, diskFull(fmt.Errorf("gc %s: %w", d.name, err))
 	}
 	d.ns.PurgeCaches()
+	d.gcBase.Store(max(d.storeSize(), 1)) // automatic GC counts growth from here
 	return before, d.engine.SizeOnDisk(d.name), nil
 }

@@ -181,6 +181,9 @@ type DatabaseStats struct {
 	// because scans stepped over many deletions (tombstones.go); one
 	// asked for while the budget's runs is that one (checkpointSoon).
 	DeletionCheckpoints int64
+	// AutoGCs counts the automatic GCs and AutoGCFreedBytes sums what
+	// they freed on disk (autogc.go).
+	AutoGCs, AutoGCFreedBytes int64
 	// NodeCacheBytes is what the node cache holds (nodecache.go).
 	NodeCacheBytes int64
 }
@@ -189,6 +192,12 @@ type dbStats struct {
 	open, opens, idleCloses, compactions atomic.Int64
 	logRecords, logBytes                 atomic.Int64
 	fieldUpdates, deletionCheckpoints    atomic.Int64
+	autoGCs, autoGCFreed                 atomic.Int64
+}
+
+func (s *dbStats) autoCollected(freed int64) {
+	s.autoGCs.Add(1)
+	s.autoGCFreed.Add(freed)
 }
 
 func (s *dbStats) compacted() { s.compactions.Add(1) }
@@ -209,6 +218,7 @@ func (e *Engine) DatabaseStats() DatabaseStats {
 		IdleCloses: e.dbStats.idleCloses.Load(), TableCompactions: e.dbStats.compactions.Load(),
 		LogRecords: e.dbStats.logRecords.Load(), LogBytes: e.dbStats.logBytes.Load(),
 		FieldUpdates: e.dbStats.fieldUpdates.Load(), DeletionCheckpoints: e.dbStats.deletionCheckpoints.Load(),
+		AutoGCs: e.dbStats.autoGCs.Load(), AutoGCFreedBytes: e.dbStats.autoGCFreed.Load(),
 		NodeCacheBytes: e.nodes.Bytes()}
 }
 

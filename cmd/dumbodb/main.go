@@ -46,6 +46,7 @@ type serverFlags struct {
 	advertiseHost  string
 	changeSeconds  int
 	changeMB       int
+	autoGCMaxMB    int
 	noScripting    bool
 	cpuProfile     string
 }
@@ -89,6 +90,8 @@ func parseFlags(args []string, stderr io.Writer) (*serverFlags, error) {
 		"seconds the change log keeps events for change streams to resume from (setParameter changes it while running)")
 	fs.IntVar(&o.changeMB, "changeStreamRetentionMB", storage.DefaultChangeRetentionBytes>>20,
 		"megabytes the change log keeps at most (setParameter changes it while running)")
+	fs.IntVar(&o.autoGCMaxMB, "autoGCMaxMB", storage.DefaultAutoGCMaxBytes>>20,
+		"largest database store (MB) collected automatically after a checkpoint once it has doubled since its last GC (the GC pauses its writers, about 3 ms per MB); 0 turns automatic GC off")
 	fs.BoolVar(&o.noScripting, "noscripting", false, "disable server-side JavaScript ($where, $function, $accumulator, mapReduce)")
 	fs.StringVar(&o.cpuProfile, "cpuProfile", "", "write a Go CPU profile of the whole run to this file (for performance work; see docs/perf/README.md)")
 	fs.BoolVar(&o.testCmds, "enableTestCommands", false, "enable test-only commands (configureFailPoint), for driver test suites")
@@ -171,6 +174,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		IdleDatabaseTimeout:  idleOption(o.idleDBSeconds),
 		ChangeRetention:      time.Duration(o.changeSeconds) * time.Second,
 		ChangeRetentionBytes: int64(o.changeMB) << 20,
+		AutoGCMaxBytes:       autoGCOption(o.autoGCMaxMB),
 	}, log)
 	if err != nil {
 		log.Error().Str("c", "STORAGE").Err(err).Msg("cannot open the data directory")
@@ -250,6 +254,15 @@ func idleOption(seconds int) time.Duration {
 		return -1
 	}
 	return time.Duration(seconds) * time.Second
+}
+
+// autoGCOption maps --autoGCMaxMB (0: off) onto storage's option (0:
+// default, negative: off).
+func autoGCOption(mb int) int64 {
+	if mb <= 0 {
+		return -1
+	}
+	return int64(mb) << 20
 }
 
 // largeDocOption maps the flag (0: off) onto storage's option (0: default).

@@ -1,0 +1,90 @@
+package storage
+
+import (
+	"context"
+	"os"
+	"time"
+)
+
+// Automatic GC (docs/design/durability.md, "Automatic GC"). Each
+// checkpoint leaves the nodes it replaced in the table files, and Dolt
+// indexes every chunk of those files in memory, so a database whose data
+// does not grow would grow on disk and in memory until someone ran
+// compact. After each checkpoint a database therefore collects its store
+// once it has grown by at least AutoGCMinBytes and by at least its size
+// after the last GC, as long as it is at most AutoGCMaxBytes: a GC holds
+// the writers for about 3 ms per MB of the store (BenchmarkGCPause).
+
+// Automatic GC defaults.
+const (
+	DefaultAutoGCMaxBytes = 256 << 20
+	DefaultAutoGCMinBytes = 16 << 20
+)
+
+// autoGCDue reports whether a store now of size bytes should be collected.
+// The first call after the database opens only notes the size.
+func (d *Database) autoGCDue(size int64) bool {
+	if d.gcBase.CompareAndSwap(0, size) {
+		return false
+	}
+	grown := size - d.gcBase.Load()
+	o := d.engine.opts
+	return size <= o.AutoGCMaxBytes && grown >= o.AutoGCMinBytes && grown >= size-grown
+}
+
+// collectSoon starts d's automatic GC in the background when it is due
+// and no other database's is running. Called after a checkpoint, without
+// d's checkpoint lock, which the GC takes.
+func (d *Database) collectSoon() {
+	if d.engine.opts.AutoGCMaxBytes <= 0 || !d.autoGCDue(d.storeSize()) {
+		return
+	}
+	select {
+	case d.engine.autoGC <- struct{}{}:
+	default:
+		return // another database's runs: the next checkpoint asks again
+	}
+	go func() {
+		defer func() { <-d.engine.autoGC }()
+		d.engine.guard(d, "automatic GC", d.autoCollect)
+	}()
+}
+
+// autoCollect is the automatic GC of an open database: one closed for
+// idleness meanwhile is left closed.
+func (d *Database) autoCollect() error {
+	if !d.holdIfOpen() {
+		return nil
+	}
+	defer d.release()
+	ctx, done := d.running.start(context.Background())
+	defer done()
+	start := time.Now()
+	before, after, err := d.collect(ctx)
+	if err != nil {
+		return err
+	}
+	d.engine.dbStats.autoCollected(before - after)
+	d.log.Info().Str("c", "STORAGE").Str("db", d.name).Int64("before", before).Int64("after", after).
+		Dur("pause", time.Since(start)).Msg("automatic GC")
+	return nil
+}
+
+// storeSize is the size of d's chunk store: its table files and journal,
+// not its log, which checkpoints recycle.
+func (d *Database) storeSize() int64 {
+	entries, err := os.ReadDir(d.dir)
+	if err != nil {
+		return 0
+	}
+	var total int64
+	for _, e := range entries {
+		if !e.Type().IsRegular() || !(isTableFileName(e.Name()) || e.Name() == doltJournalName) {
+			continue
+		}
+		if info, err := e.Info(); err == nil {
+			total += info.Size()
+		}
+	}
+	return total
+}

@@ -1,0 +1,148 @@
+package storage
+
+import (
+	"fmt"
+	"maps"
+	"sync"
+	"testing"
+	"time"
+)
+
+// awaitAutoGC returns once no automatic GC runs. A checkpoint that finds
+// one due takes the engine's slot before it returns, so after it this
+// waits for that GC.
+func awaitAutoGC(e *Engine) {
+	e.autoGC <- struct{}{}
+	<-e.autoGC
+}
+
+// rewriteRounds rewrites a tenth of n documents of c with new values and
+// checkpoints, rounds times, waiting for any automatic GC after each
+// checkpoint. It returns the collection's expected contents.
+func rewriteRounds(t *testing.T, d *Database, n, rounds int32) map[int32]string {
+	t.Helper()
+	model := map[int32]string{}
+	write := func(from, count int32, round int32) {
+		mustWrite(t, d, func(tx *Tx) error {
+			if _, err := tx.EnsureCollection(ctx, "c"); err != nil {
+				return err
+			}
+			for i := from; i < from+count; i++ {
+				v := fmt.Sprintf("round %d %0100d", round, i)
+				model[i%n] = v
+				if err := tx.Replace(ctx, "c", doc(i%n, v)); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	write(0, n, 0)
+	for r := range rounds {
+		write(r*n/10, n/10, r+1)
+		if err := d.Checkpoint(ctx); err != nil {
+			t.Fatal(err)
+		}
+		awaitAutoGC(d.engine)
+	}
+	return model
+}
+
+// TestAutoGCCollectsWhatCheckpointsReplaced: a database whose documents
+// are rewritten checkpoint after checkpoint is collected on its own, its
+// store stays a fraction of what the same writes leave without automatic
+// GC, and writers beside the GCs lose nothing.
+func TestAutoGCCollectsWhatCheckpointsReplaced(t *testing.T) {
+	const n, rounds = 4000, 40
+	sizes := map[bool]int64{}
+	for _, on := range []bool{false, true} {
+		opts := Options{CheckpointInterval: time.Hour, AutoGCMinBytes: 256 << 10}
+		if !on {
+			opts.AutoGCMaxBytes = -1
+		}
+		d := openDatabase(t, opts)
+		others := map[int32]string{}
+		var wg sync.WaitGroup
+		stop := make(chan struct{})
+		wg.Add(1)
+		go func() { // a writer beside the checkpoints and GCs
+			defer wg.Done()
+			for i := int32(0); ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				v := fmt.Sprint("w", i)
+				mustWrite(t, d, func(tx *Tx) error {
+					if _, err := tx.EnsureCollection(ctx, "w"); err != nil {
+						return err
+					}
+					return tx.Replace(ctx, "w", doc(i%500, v))
+				})
+				others[i%500] = v
+			}
+		}()
+		model := rewriteRounds(t, d, n, rounds)
+		close(stop)
+		wg.Wait()
+		if got := contents(t, d, "c"); !maps.Equal(got, model) {
+			t.Fatalf("auto GC %v: %d documents of c differ from the model's %d", on, len(got), len(model))
+		}
+		if got := contents(t, d, "w"); !maps.Equal(got, others) {
+			t.Fatalf("auto GC %v: the writer's %d documents differ from its %d", on, len(got), len(others))
+		}
+		gcs := d.engine.DatabaseStats().AutoGCs
+		if on != (gcs > 0) {
+			t.Fatalf("auto GC %v: %d automatic GCs", on, gcs)
+		}
+		sizes[on] = d.storeSize()
+		t.Logf("auto GC %v: %d automatic GCs, store %d bytes", on, gcs, sizes[on])
+	}
+	if sizes[true]*2 > sizes[false] {
+		t.Fatalf("store with automatic GC %d bytes, without %d: want less than half", sizes[true], sizes[false])
+	}
+}
+
+// TestAutoGCLeavesStoresOverTheLimit: a store larger than AutoGCMaxBytes
+// is not collected on its own, however much it grew.
+func TestAutoGCLeavesStoresOverTheLimit(t *testing.T) {
+	d := openDatabase(t, Options{CheckpointInterval: time.Hour, AutoGCMinBytes: 64 << 10, AutoGCMaxBytes: 128 << 10})
+	rewriteRounds(t, d, 4000, 10)
+	if size := d.storeSize(); size <= 128<<10 {
+		t.Fatalf("store of %d bytes: the test needs one over the limit", size)
+	}
+	if gcs := d.engine.DatabaseStats().AutoGCs; gcs != 0 {
+		t.Fatalf("%d automatic GCs of a store over the limit", gcs)
+	}
+}
+
+// TestAutoGCWaitsForTheStoreToDouble: growth past AutoGCMinBytes but
+// under the size after the last GC does not collect.
+func TestAutoGCWaitsForTheStoreToDouble(t *testing.T) {
+	d := openDatabase(t, Options{CheckpointInterval: time.Hour, AutoGCMinBytes: 1})
+	mustWrite(t, d, func(tx *Tx) error {
+		if _, err := tx.EnsureCollection(ctx, "big"); err != nil {
+			return err
+		}
+		for i := range int32(20_000) {
+			if err := tx.Insert(ctx, "big", doc(i, fmt.Sprintf("%0200d", i))); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err := d.Checkpoint(ctx); err != nil { // notes the size
+		t.Fatal(err)
+	}
+	awaitAutoGC(d.engine)
+	base := d.gcBase.Load()
+	rewriteRounds(t, d, 1000, 5)
+	size := d.storeSize()
+	if size <= base || size-base >= base {
+		t.Fatalf("store %d bytes after the first checkpoint, %d after the rewrites: the test needs it grown, not doubled", base, size)
+	}
+	if gcs := d.engine.DatabaseStats().AutoGCs; gcs != 0 {
+		t.Fatalf("%d automatic GCs of a store that grew from %d to %d bytes", gcs, base, size)
+	}
+}
