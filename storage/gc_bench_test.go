@@ -10,7 +10,7 @@ import (
 // live data: each iteration first rewrites a tenth of the documents over
 // ten checkpoints (the garbage), then collects.
 func BenchmarkGCPause(b *testing.B) {
-	for _, live := range []int32{20_000, 200_000} {
+	for _, live := range []int32{20_000, 200_000, 2_000_000} {
 		b.Run(fmt.Sprintf("docs=%d", live), func(b *testing.B) {
 			d := openDatabase(b, Options{CheckpointInterval: time.Hour})
 			pad := string(make([]byte, 60))

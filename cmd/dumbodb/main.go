@@ -91,7 +91,7 @@ func parseFlags(args []string, stderr io.Writer) (*serverFlags, error) {
 	fs.IntVar(&o.changeMB, "changeStreamRetentionMB", storage.DefaultChangeRetentionBytes>>20,
 		"megabytes the change log keeps at most (setParameter changes it while running)")
 	fs.IntVar(&o.autoGCMaxMB, "autoGCMaxMB", storage.DefaultAutoGCMaxBytes>>20,
-		"largest database store (MB) collected automatically after a checkpoint once it has doubled since its last GC (the GC pauses its writers, about 3 ms per MB); 0 turns automatic GC off")
+		"largest database store (MB) collected automatically after a checkpoint once it has doubled since its last GC (the GC pauses its writers, 3-7 ms per MB); 0 turns automatic GC off")
 	fs.BoolVar(&o.noScripting, "noscripting", false, "disable server-side JavaScript ($where, $function, $accumulator, mapReduce)")
 	fs.StringVar(&o.cpuProfile, "cpuProfile", "", "write a Go CPU profile of the whole run to this file (for performance work; see docs/perf/README.md)")
 	fs.BoolVar(&o.testCmds, "enableTestCommands", false, "enable test-only commands (configureFailPoint), for driver test suites")
