@@ -65,7 +65,7 @@ func (d *Database) autoCollect() error {
 	if err != nil {
 		return err
 	}
-	d.engine.dbStats.autoCollected(before - after)
+	d.engine.dbStats.autoCollected(max(before-after, 0)) // the log may have grown meanwhile
 	d.log.Info().Str("c", "STORAGE").Str("db", d.name).Int64("before", before).Int64("after", after).
 		Dur("pause", time.Since(start)).Msg("automatic GC")
 	return nil
