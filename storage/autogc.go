@@ -23,7 +23,8 @@ const (
 )
 
 // autoGCDue reports whether a store now of size bytes should be collected.
-// The first call after the database opens only notes the size.
+// The first call for the database since the engine opened only notes
+// the size.
 func (d *Database) autoGCDue(size int64) bool {
 	if d.gcBase.CompareAndSwap(0, size) {
 		return false
@@ -34,8 +35,8 @@ func (d *Database) autoGCDue(size int64) bool {
 }
 
 // collectSoon starts d's automatic GC in the background when it is due
-// and no other database's is running. Called after a checkpoint, without
-// d's checkpoint lock, which the GC takes.
+// and no other database's is running. Called at the end of a checkpoint,
+// whose lock the GC then waits for.
 func (d *Database) collectSoon() {
 	if d.engine.opts.AutoGCMaxBytes <= 0 || !d.autoGCDue(d.storeSize()) {
 		return
@@ -58,16 +59,14 @@ func (d *Database) autoCollect() error {
 		return nil
 	}
 	defer d.release()
-	ctx, done := d.running.start(context.Background())
-	defer done()
 	start := time.Now()
-	before, after, err := d.collect(ctx)
+	before, after, err := d.collect(context.Background()) // closing d cancels it
 	if err != nil {
 		return err
 	}
 	d.engine.dbStats.autoCollected(max(before-after, 0)) // the log may have grown meanwhile
 	d.log.Info().Str("c", "STORAGE").Str("db", d.name).Int64("before", before).Int64("after", after).
-		Dur("pause", time.Since(start)).Msg("automatic GC")
+		Dur("took", time.Since(start)).Msg("automatic GC")
 	return nil
 }
 
