@@ -62,6 +62,10 @@ func (d *Database) autoCollect() error {
 	start := time.Now()
 	before, after, err := d.collect(context.Background()) // closing d cancels it
 	if err != nil {
+		// The next try waits for another doubling: on a disk with room for
+		// checkpoints but not for a GC's copy of the live data, trying at
+		// each checkpoint would hold the writers for the copy each time.
+		d.gcBase.Store(max(d.storeSize(), 1))
 		return err
 	}
 	d.engine.dbStats.autoCollected(max(before-after, 0)) // the log may have grown meanwhile

@@ -384,3 +384,41 @@ func TestCreationOnAFullDisk(t *testing.T) {
 	d = fillDatabase(t, e, "none", 2)
 	wantContents(t, d, 2)
 }
+
+// TestAutoGCOnFullDiskWaitsForTheNextDoubling: an automatic GC that fails
+// for want of room counts growth from the store's size at the failure, so
+// the checkpoints after it do not try again until the store doubles; the
+// documents stay as they were.
+func TestAutoGCOnFullDiskWaitsForTheNextDoubling(t *testing.T) {
+	disk := smallDisk(t)
+	opts := diskOpts
+	opts.AutoGCMinBytes = 1
+	e := openEngine(t, filepath.Join(disk, "data"), opts)
+	defer e.Close()
+	d, _ := e.Database(ctx, "db", true)
+	ids := loadDocs(t, d, 1000) // 1 MB that does not compress
+	awaitAutoGC(e)
+	d.gcBase.Store(1) // any growth is due: the next checkpoint collects
+	filler := fillDisk(t, disk, 256<<10) // room for a checkpoint, not for a GC's copy
+	defer os.Remove(filler)
+	for round := range int32(3) {
+		id := 1000 + round
+		if err := insertDoc(d, ctx, id); err != nil {
+			t.Fatal(err)
+		}
+		ids[id] = true
+		if err := d.Checkpoint(ctx); err != nil {
+			t.Fatal(err)
+		}
+		awaitAutoGC(e)
+		if base, size := d.gcBase.Load(), d.storeSize(); round == 0 && base != size {
+			t.Fatalf("after the failed automatic GC the base is %d, the store %d bytes", base, size)
+		} else if round > 0 && base == size {
+			t.Fatalf("checkpoint %d: the automatic GC was tried again before the store doubled", round)
+		}
+	}
+	if gcs := e.DatabaseStats().AutoGCs; gcs != 0 {
+		t.Fatalf("%d automatic GCs succeeded on a full disk", gcs)
+	}
+	checkExactly(t, d, ids)
+}
