@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"github.com/dolthub/dolt/go/store/hash"
 	"github.com/dolthub/dolt/go/store/nbs"
 	"github.com/dolthub/dolt/go/store/types"
+	"github.com/dolthub/dolt/go/store/util/tempfiles"
 )
 
 // A database's Dolt store keeps its chunks in table files only
@@ -36,7 +38,25 @@ func init() {
 	// Dolt takes a stack trace for every table index it opens, to report
 	// indexes never closed; that was a tenth of opening a small database.
 	nbs.TableIndexGCFinalizerWithStackTrace = false
+	tempfiles.MovableTempFileProvider = unlistedTempFiles{}
 }
+
+// unlistedTempFiles is Dolt's provider of temporary files without the
+// list of every name it made, kept for a Clean at exit that the server
+// never calls. A chunk store writes each table file and each manifest as
+// a temporary file renamed into place, so the list grew by two or more
+// names a checkpoint for as long as the server ran
+// (TestCheckpointsKeepNoMemoryEach). Only the list goes: the files are
+// made where and as Dolt's provider makes them.
+type unlistedTempFiles struct{}
+
+func (unlistedTempFiles) GetTempDir() string { return os.TempDir() }
+
+func (unlistedTempFiles) NewFile(dir, pattern string) (*os.File, error) {
+	return os.CreateTemp(cmp.Or(dir, os.TempDir()), pattern)
+}
+
+func (unlistedTempFiles) Clean() {}
 
 // chunkStoreLockAttempts bounds openChunkStore's retries.
 const chunkStoreLockAttempts = 5
