@@ -398,7 +398,7 @@ func TestAutoGCOnFullDiskWaitsForTheNextDoubling(t *testing.T) {
 	d, _ := e.Database(ctx, "db", true)
 	ids := loadDocs(t, d, 1000) // 1 MB that does not compress
 	awaitAutoGC(e)
-	d.gcBase.Store(1) // any growth is due: the next checkpoint collects
+	d.gcBase.Store(1)                    // any growth is due: the next checkpoint collects
 	filler := fillDisk(t, disk, 256<<10) // room for a checkpoint, not for a GC's copy
 	defer os.Remove(filler)
 	for round := range int32(3) {
