@@ -244,6 +244,19 @@ func (d *Database) dropLostChanges(durable uint64) {
 	q.pending = slices.DeleteFunc(q.pending, func(e queuedEntry) bool { return e.LSN > durable })
 }
 
+// settleChanges makes every record d has logged durable and appends the
+// events queued for them, so that entries appended after it (the drop of
+// d) follow them: writes acknowledged before they were durable (w: 0,
+// j: false) would otherwise have their events after the drop. A record
+// the log lost has no event to come, so its error does not matter here.
+func (d *Database) settleChanges() {
+	if d.engine.changes == nil || d.wl == nil {
+		return
+	}
+	_ = d.wl.WaitDurable(d.wl.LastLSN())
+	d.flushChanges()
+}
+
 // syncChanges makes the change log durable up to every durable record of
 // d, before a checkpoint lets the write-ahead log drop them.
 func (d *Database) syncChanges() error {

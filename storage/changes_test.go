@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -2066,5 +2067,34 @@ func TestChangeCaptureDropDatabase(t *testing.T) {
 	checkSameEntries(t, "after the crash", all[len(all)-3:], fresh)
 	if len(all) != 6 {
 		t.Fatalf("%d entries of db, want 6", len(all))
+	}
+}
+
+// TestChangeCaptureDropDatabaseAfterUnsyncedWrites: the events of writes
+// acknowledged before they were durable (w: 0, j: false) come before the
+// drop of their database in the change log, not after it, and leave no
+// LSN noted for the dropped name.
+func TestChangeCaptureDropDatabaseAfterUnsyncedWrites(t *testing.T) {
+	e, d := csEngine(t, t.TempDir())
+	mustWrite(t, d, func(tx *Tx) error { _, err := tx.CreateCollection(ctx, "c", nil); return err })
+	seq := e.Changes().Stats().Next
+	for i := int32(1); i <= 3; i++ {
+		if err := d.Write(NoSync(ctx), func(tx *Tx) error { return tx.Insert(ctx, "c", doc(i, "unsynced")) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := e.DropDatabase("db"); err != nil {
+		t.Fatal(err)
+	}
+	var ops []string
+	for _, ent := range readChanges(t, e.Changes(), seq) {
+		ops = append(ops, opsOf(ent)...)
+	}
+	want := []string{"insert c", "insert c", "insert c", "drop c", "dropDatabase "}
+	if !slices.Equal(ops, want) {
+		t.Fatalf("change log after the drop: %v, want %v", ops, want)
+	}
+	if n := e.Changes().LastLSN("db"); n != 0 {
+		t.Fatalf("LastLSN %d after the drop", n)
 	}
 }

@@ -494,6 +494,7 @@ func (e *Engine) emitDropDatabase(name string) error {
 	var evs []ChangeEvent
 	// The catalog, not a snapshot: an idle database is not reopened.
 	err := e.Visit(context.Background(), name, func(d *Database) error {
+		d.settleChanges()
 		cat, err := d.Catalog(context.Background())
 		for _, bc := range cat {
 			if bc.Branch != DefaultBranch {
