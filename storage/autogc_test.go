@@ -8,6 +8,23 @@ import (
 	"time"
 )
 
+// insertPadded inserts n documents, each with a value of pad digits,
+// into coll in one write.
+func insertPadded(t *testing.T, d *Database, coll string, n int32, pad int) {
+	t.Helper()
+	mustWrite(t, d, func(tx *Tx) error {
+		if _, err := tx.EnsureCollection(ctx, coll); err != nil {
+			return err
+		}
+		for i := range n {
+			if err := tx.Insert(ctx, coll, doc(i, fmt.Sprintf("%0*d", pad, i))); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
 // awaitAutoGC returns once no automatic GC runs. A checkpoint that finds
 // one due takes the engine's slot before it returns, so after it this
 // waits for that GC.
@@ -121,17 +138,7 @@ func TestAutoGCLeavesStoresOverTheLimit(t *testing.T) {
 // under the size after the last GC does not collect.
 func TestAutoGCWaitsForTheStoreToDouble(t *testing.T) {
 	d := openDatabase(t, Options{CheckpointInterval: time.Hour, AutoGCMinBytes: 1})
-	mustWrite(t, d, func(tx *Tx) error {
-		if _, err := tx.EnsureCollection(ctx, "big"); err != nil {
-			return err
-		}
-		for i := range int32(20_000) {
-			if err := tx.Insert(ctx, "big", doc(i, fmt.Sprintf("%0200d", i))); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	insertPadded(t, d, "big", 20_000, 200)
 	if err := d.Checkpoint(ctx); err != nil { // notes the size
 		t.Fatal(err)
 	}

@@ -40,17 +40,7 @@ func TestCheckpointsKeepNoMemoryEach(t *testing.T) {
 	// Bounded caches fill up first. Dolt's cache of stored addresses
 	// (hascache.go) is emptied in place, so its map keeps the room of the
 	// most it held: a large write takes it past its bound once.
-	mustWrite(t, d, func(tx *Tx) error {
-		if _, err := tx.EnsureCollection(ctx, "bulk"); err != nil {
-			return err
-		}
-		for i := range int32(20_000) {
-			if err := tx.Insert(ctx, "bulk", doc(i, fmt.Sprintf("%0100d", i))); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	insertPadded(t, d, "bulk", 20_000, 100)
 	for i := range warm {
 		round(i)
 	}
