@@ -68,7 +68,7 @@ func (d *Database) autoCollect() error {
 		d.gcBase.Store(max(d.storeSize(), 1))
 		return err
 	}
-	d.engine.dbStats.autoCollected(max(before-after, 0)) // the log may have grown meanwhile
+	d.engine.dbStats.autoCollected(max(before-after, 0))
 	d.log.Info().Str("c", "STORAGE").Str("db", d.name).Int64("before", before).Int64("after", after).
 		Dur("took", time.Since(start)).Msg("automatic GC")
 	return nil

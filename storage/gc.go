@@ -16,7 +16,8 @@ import (
 // (dropped branches, superseded working roots). Writers wait while it runs;
 // every branch is checkpointed first, so every live state is reachable
 // from a ref, and the trees that open snapshots read are kept too (pins).
-// It reports the database's size on disk before and after.
+// It reports the database's size on disk before (once those checkpoints
+// are made) and after.
 func (d *Database) GC(ctx context.Context) (before, after int64, err error) {
 	if err := d.hold(ctx); err != nil {
 		return 0, 0, err
@@ -33,7 +34,6 @@ func (d *Database) collect(ctx context.Context) (before, after int64, err error)
 	defer done()
 	d.compactMu.Lock() // a compaction's table files are not GC's leftovers
 	defer d.compactMu.Unlock()
-	before = d.engine.SizeOnDisk(d.name)
 	branches := d.branchList()
 	sort.Slice(branches, func(i, j int) bool { return branches[i].name < branches[j].name })
 	for _, b := range branches {
@@ -41,13 +41,17 @@ func (d *Database) collect(ctx context.Context) (before, after int64, err error)
 		defer b.writeMu.Unlock()
 	}
 	if d.closed.Load() {
-		return before, before, ErrClosed
+		return 0, 0, ErrClosed
 	}
 	for _, b := range branches {
 		if err := d.checkpointLocked(ctx, b); err != nil {
-			return before, before, diskFull(err)
+			return 0, 0, diskFull(err)
 		}
 	}
+	// Measured with the writers held and their log folded in, so that
+	// before - after is what the GC itself freed: a write between here
+	// and the end would count against it.
+	before = d.engine.SizeOnDisk(d.name)
 	if !d.born.Load() {
 		return before, before, nil // a store never written holds nothing
 	}

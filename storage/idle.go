@@ -195,9 +195,11 @@ type dbStats struct {
 	autoGCs, autoGCFreed                 atomic.Int64
 }
 
+// autoCollected counts a GC after adding what it freed, so that a reader
+// who sees the count (DatabaseStats reads it first) sees the bytes too.
 func (s *dbStats) autoCollected(freed int64) {
-	s.autoGCs.Add(1)
 	s.autoGCFreed.Add(freed)
+	s.autoGCs.Add(1)
 }
 
 func (s *dbStats) compacted() { s.compactions.Add(1) }
