@@ -16,10 +16,16 @@ import (
 // the writers for 0.18 µs per document it keeps, 3 to 7 ms per MB of
 // the store as the data compresses less or more (BenchmarkGCPause).
 
-// Automatic GC defaults.
+// Automatic GC defaults. The least growth is small because what a store
+// keeps in memory between GCs grows with it: Dolt's index of every chunk
+// written, the node cache's share of superseded nodes. At 16 MiB a soak's
+// live heap rose by 0.6 MB or more between GCs, about 8 minutes apart;
+// at 4 MiB it stayed within 0.3 MB (docs/design/resources.md, "Growth
+// over time"), and a GC of a store that small pauses the writers for
+// tens of milliseconds.
 const (
 	DefaultAutoGCMaxBytes = 128 << 20
-	DefaultAutoGCMinBytes = 16 << 20
+	DefaultAutoGCMinBytes = 4 << 20
 )
 
 // autoGCDue reports whether a store now of size bytes should be collected.
