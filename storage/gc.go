@@ -48,9 +48,10 @@ func (d *Database) collect(ctx context.Context) (before, after int64, err error)
 			return 0, 0, diskFull(err)
 		}
 	}
-	// Measured with the writers held and their log folded in, so that
-	// before - after is what the GC itself freed: a write between here
-	// and the end would count against it.
+	// Measured with the writers held and their edits checkpointed, so
+	// that before - after is what the GC itself freed: measured before
+	// the locks, the log's growth from writes meanwhile counted against
+	// it, and could cancel a small store's saving.
 	before = d.engine.SizeOnDisk(d.name)
 	if !d.born.Load() {
 		return before, before, nil // a store never written holds nothing
