@@ -18,6 +18,8 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"golang.org/x/sys/unix"
+
 	"dumbodb/internal/durablefile"
 )
 
@@ -30,6 +32,13 @@ const (
 	changeHeaderSize  = 16
 	changeEntryHeader = 16
 	changeMagic       = "DUMBOCHG"
+	// changeWritebackBytes is how much of the active segment may be
+	// written and not yet handed to the disk: past it, an append starts
+	// the disk writing (without waiting), so that the sync when the
+	// segment is full waits for little. Syncing a whole 16 MiB segment at
+	// once held the log's writer for 26-45 ms: one insertMany of 1,000
+	// documents in 80 (BenchmarkInsertMany1000Raw).
+	changeWritebackBytes = 1 << 20
 	// DefaultChangeRetention and DefaultChangeRetentionBytes are the
 	// defaults of changeStreamRetentionSeconds and changeStreamRetentionMB.
 	DefaultChangeRetention      = 24 * time.Hour
@@ -62,6 +71,7 @@ type changeSeg struct {
 	first    uint64
 	f        *os.File
 	size     int64
+	written  int64     // bytes handed to the disk's writeback (startWriteback)
 	firstAt  uint64    // cluster time of its first entry
 	lastWall time.Time // wall time of its newest entry
 }
@@ -361,7 +371,19 @@ func (l *ChangeLog) writeActive(buf []byte) error {
 	}
 	seg.size += int64(len(buf))
 	l.dirty = true
+	if seg.size-seg.written >= changeWritebackBytes {
+		seg.startWriteback()
+	}
 	return nil
+}
+
+// startWriteback asks the kernel to start writing the segment's bytes
+// appended since the last call, without waiting for them; a later sync
+// then finds them written or on their way. Only a hint: an error leaves
+// the bytes for that sync, which reports any failure.
+func (seg *changeSeg) startWriteback() {
+	unix.SyncFileRange(int(seg.f.Fd()), seg.written, seg.size-seg.written, unix.SYNC_FILE_RANGE_WRITE)
+	seg.written = seg.size
 }
 
 // rotate starts a segment whose first entry is first; the previous one is

@@ -284,6 +284,26 @@ func TestChangeLogAppendAndRead(t *testing.T) {
 	}
 }
 
+// TestChangeLogStartsWritebackAsItGoes: once the active segment holds a
+// megabyte not yet handed to the disk, an append starts its writeback, so
+// that the sync when the segment fills waits for little; the entries
+// still read back whole.
+func TestChangeLogStartsWritebackAsItGoes(t *testing.T) {
+	l := openTestChangeLog(t, t.TempDir())
+	defer l.Close()
+	var want []ChangeEntry
+	for i := 0; i < 300; i += 10 {
+		e := sampleEntries(i, 10, 10000)
+		appendChanges(t, l, e)
+		want = append(want, e...)
+	}
+	seg := l.segs[len(l.segs)-1]
+	if seg.size < 2*changeWritebackBytes || seg.size-seg.written >= changeWritebackBytes {
+		t.Fatalf("segment of %d bytes, writeback started up to %d", seg.size, seg.written)
+	}
+	checkEntries(t, readChanges(t, l, 1), want)
+}
+
 // TestChangeLogSegments: entries rotate into several segments (one of their
 // own for an entry bigger than the segment size), read back across them
 // from any position, and all survive a reopen, which continues the
