@@ -235,3 +235,96 @@ func TestFrozenLayersMergeAsOneSet(t *testing.T) {
 		t.Fatal("found a key never set")
 	}
 }
+
+// TestEditsTopBoundsEveryLayer: a set's top (the greatest key it held)
+// lets look-ups and inserts above it skip the trees' searches. Against a
+// model, through ascending runs of keys that share their 16 inline bytes
+// (so that the order falls to the whole keys), rewrites of older keys,
+// clones, frozen layers and a set that drops its frozen layer: every
+// look-up finds what the model holds and every insert reports a
+// replacement exactly when the upper trees held the key.
+func TestEditsTopBoundsEveryLayer(t *testing.T) {
+	rng := rand.New(rand.NewSource(19))
+	next := 0
+	key := func(n int) []byte { // 16 shared bytes, then n
+		k := append(make([]byte, 16), 0, 0, 0)
+		k[0] = 0x10
+		return binary.BigEndian.AppendUint32(k[:16], uint32(n))
+	}
+	ed, model := newEdits(), map[string]string{}
+	upper := map[string]bool{} // keys in the upper trees, not only in a frozen layer
+	for step := range 3000 {
+		n := next
+		if rng.Intn(4) == 0 && next > 0 {
+			n = rng.Intn(next) // an older key
+		} else {
+			next++
+		}
+		k, v := key(n), fmt.Sprint(step)
+		if _, replaced := ed.ReplaceOrInsert(&edit{key: k, value: []byte(v)}); replaced != upper[string(k)] {
+			t.Fatalf("step %d: inserting key %d reported replaced %v, want %v", step, n, replaced, upper[string(k)])
+		}
+		model[string(k)], upper[string(k)] = v, true
+		switch rng.Intn(200) {
+		case 0:
+			ed, upper = frozenOver(ed), map[string]bool{}
+		case 1:
+			if frozenOf(ed) != nil { // the fold's swap: the frozen keys are in the base now
+				ed = withoutFrozen(ed)
+				kept := map[string]string{}
+				for k := range upper {
+					kept[k] = model[k]
+				}
+				model = kept
+			}
+		case 2:
+			ed = ed.Clone()
+		}
+		for _, probe := range []int{n, rng.Intn(next + 1), next, next + 1} {
+			k := key(probe)
+			e, ok := ed.getKey(k)
+			want, wantOK := model[string(k)]
+			if ok != wantOK || (ok && string(e.value) != want) {
+				t.Fatalf("step %d: key %d found %v (%v), want %q %v", step, probe, ok, e, want, wantOK)
+			}
+		}
+	}
+}
+
+// TestLookupAboveTheEditsDoesNotAllocate: looking up a key above every
+// edit (an insert of an ascending _id) searches no tree and allocates
+// nothing.
+func TestLookupAboveTheEditsDoesNotAllocate(t *testing.T) {
+	ed, _ := benchEdits(1000)
+	above := []byte{0x20}
+	allocs := testing.AllocsPerRun(100, func() {
+		if _, ok := ed.getKey(above); ok {
+			t.Fatal("found a key above the set")
+		}
+	})
+	if allocs != 0 {
+		t.Fatalf("a look-up above the set: %.1f allocations", allocs)
+	}
+}
+
+// BenchmarkEditsInsertAscending is a write's work in a collection's edits
+// for an insert of an ascending _id among 100,000 edits: the look-up for
+// a duplicate, then the insert.
+func BenchmarkEditsInsertAscending(b *testing.B) {
+	ed, _ := benchEdits(100_000)
+	keys := make([][]byte, b.N)
+	for i := range keys {
+		k := make([]byte, 10)
+		k[0] = 0x10
+		binary.BigEndian.PutUint64(k[1:], uint64(100_000+i)*7919)
+		keys[i] = k
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for _, k := range keys {
+		if _, ok := ed.getKey(k); ok {
+			b.Fatal("found a new key")
+		}
+		ed.ReplaceOrInsert(&edit{key: k, value: k})
+	}
+}

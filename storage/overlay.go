@@ -75,9 +75,17 @@ func (e *edit) docLen() int {
 // and settled trees, so that writers go on without changing what the
 // fold reads. Lookups and iterations see the layers merged, the newer
 // winning a tie; the swap that publishes the fold drops the layer.
+//
+// top is the greatest key any layer of the set ever held (no edit: none):
+// a key above it is in no layer, so inserts of ascending _ids (ObjectIds,
+// counters), the common case, skip the searches of the deep settled trees
+// that looking them up and replacing them would take. Edits are never
+// removed from a set (a deletion is an edit), so top only grows; a set
+// that drops its frozen layer keeps it, still an upper bound.
 type edits struct {
 	recent, settled *btree.BTreeG[editItem]
 	frozen          *edits // nil: none; never changed
+	top             editItem
 }
 
 // recentMax is how many edits recent holds before settled takes them.
@@ -122,7 +130,7 @@ func frozenOver(ed *edits) *edits {
 	if ed == nil {
 		return nil
 	}
-	return &edits{recent: newEditTree(), settled: newEditTree(), frozen: ed}
+	return &edits{recent: newEditTree(), settled: newEditTree(), frozen: ed, top: ed.top}
 }
 
 // frozenOf is ed's frozen layer (nil: none, or no set).
@@ -139,12 +147,15 @@ func withoutFrozen(ed *edits) *edits {
 	if ed == nil {
 		return nil
 	}
-	return &edits{recent: ed.recent, settled: ed.settled}
+	return &edits{recent: ed.recent, settled: ed.settled, top: ed.top}
 }
 
 // Get returns the edit of e's key.
 func (ed *edits) Get(e *edit) (*edit, bool) {
 	it := itemOf(e)
+	if ed.above(it) {
+		return nil, false
+	}
 	for ; ed != nil; ed = ed.frozen {
 		if got, ok := ed.recent.Get(it); ok {
 			return got.e, true
@@ -161,8 +172,12 @@ func (ed *edits) Get(e *edit) (*edit, bool) {
 // the checkpoint folds) and must still be counted.
 func (ed *edits) ReplaceOrInsert(e *edit) (*edit, bool) {
 	it := itemOf(e)
-	old, ok := ed.recent.ReplaceOrInsert(it)
-	if !ok {
+	var old editItem
+	ok := false
+	if ed.above(it) {
+		ed.recent.ReplaceOrInsert(it)
+		ed.top = it
+	} else if old, ok = ed.recent.ReplaceOrInsert(it); !ok {
 		old, ok = ed.settled.Get(it)
 	}
 	if ed.recent.Len() >= recentMax {
@@ -170,6 +185,19 @@ func (ed *edits) ReplaceOrInsert(e *edit) (*edit, bool) {
 	}
 	return old.e, ok
 }
+
+// getKey is Get by key. A key above the set's costs no allocation.
+func (ed *edits) getKey(key []byte) (*edit, bool) {
+	probe := edit{key: key}
+	if ed.above(itemOf(&probe)) {
+		return nil, false
+	}
+	return ed.Get(&edit{key: key})
+}
+
+// above reports whether the item's key is greater than every key of the
+// set (true for no set).
+func (ed *edits) above(it editItem) bool { return ed == nil || ed.top.e == nil || itemLess(ed.top, it) }
 
 // settle moves recent's edits into (a clone of) settled.
 func (ed *edits) settle() {
@@ -298,7 +326,7 @@ func ascendMerged(recent []editItem, fn func(*edit) bool, settled func(func(edit
 // Clone returns a copy-on-write copy; ed must not change afterwards.
 // Callers that clone a published set hold cloneMu.
 func (ed *edits) Clone() *edits {
-	return &edits{recent: ed.recent.Clone(), settled: ed.settled, frozen: ed.frozen}
+	return &edits{recent: ed.recent.Clone(), settled: ed.settled, frozen: ed.frozen, top: ed.top}
 }
 
 // Len is the number of edits, or more (a key in two trees or layers
@@ -369,10 +397,8 @@ func allocSize(n int) int64 {
 // lookup finds key in the edits, then in the base map. found reports
 // whether a live document exists.
 func lookup(ctx context.Context, ns tree.NodeStore, base prolly.Map, ed *edits, key []byte) ([]byte, bool, error) {
-	if ed != nil {
-		if e, ok := ed.Get(&edit{key: key}); ok {
-			return e.doc(), e.live(), nil
-		}
+	if e, ok := ed.getKey(key); ok {
+		return e.doc(), e.live(), nil
 	}
 	// A key past the map's last one is not in it: inserts of ascending
 	// _ids (ObjectIds, counters) skip the tree's search and the key tuple.
