@@ -19,11 +19,17 @@ import (
 // (the client's are a few). ns/op is per batch of 1,000; p50-µs, p99-µs
 // and max-µs are the batches' latencies, whose tail shows what stalls the
 // write path (a change-log segment's sync took the p99 to 34 ms).
-func BenchmarkInsertMany1000Raw(b *testing.B) {
+func BenchmarkInsertMany1000Raw(b *testing.B) { benchInsertRaw(b, 1000) }
+
+// BenchmarkInsertOneRaw is Raw/Insert/1: one document an insert command;
+// -benchmem gives the server's allocations per insert.
+func BenchmarkInsertOneRaw(b *testing.B) { benchInsertRaw(b, 1) }
+
+func benchInsertRaw(b *testing.B, batch int) {
 	ts := startServer(b)
 	nc := ts.dial()
 	r := bufio.NewReader(nc)
-	docs := make([]bsoncore.Document, 1000)
+	docs := make([]bsoncore.Document, batch)
 	pad := string(make([]byte, 70))
 	body := bsoncore.NewDocumentBuilder().AppendString("insert", "c").AppendBoolean("ordered", true).
 		AppendDocument("writeConcern", bsoncore.NewDocumentBuilder().AppendInt32("w", 1).AppendBoolean("j", true).Build()).
