@@ -38,6 +38,7 @@ type changeQueue struct {
 type queuedEntry struct {
 	ChangeEntry
 	reserved bool
+	reuse    bool // a plain write's: its events' slice is reused once appended
 }
 
 // noteDoc records a document change. old is nil for an insert, doc nil
@@ -140,13 +141,17 @@ func keepsImages(info CollectionInfo) bool {
 // queueChanges adds the entry of a published transaction whose record is
 // lsn (it may not be durable yet).
 func (d *Database) queueChanges(b *branch, lsn, at uint64, tx *Tx) {
-	d.queueEntry(ChangeEntry{At: at, Wall: time.Now(), DB: d.name, Branch: b.name, LSN: lsn,
-		Events: tx.events, Txn: txnOf(tx.retry)})
+	d.queueEntryOf(ChangeEntry{At: at, Wall: time.Now(), DB: d.name, Branch: b.name, LSN: lsn,
+		Events: tx.events, Txn: txnOf(tx.retry)}, tx.plain)
 }
 
 // queueEntry fills the place reserved for e.LSN (an entry without events
 // just frees it), or, during replay, adds e in LSN order.
-func (d *Database) queueEntry(e ChangeEntry) {
+func (d *Database) queueEntry(e ChangeEntry) { d.queueEntryOf(e, false) }
+
+// queueEntryOf is queueEntry of a plain write's entry when reuse is set:
+// its events' slice is reused once appended.
+func (d *Database) queueEntryOf(e ChangeEntry, reuse bool) {
 	q := &d.changes
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -155,9 +160,9 @@ func (d *Database) queueEntry(e ChangeEntry) {
 	case found && len(e.Events) == 0:
 		q.pending = slices.Delete(q.pending, i, i+1)
 	case found:
-		q.pending[i] = queuedEntry{ChangeEntry: e}
+		q.pending[i] = queuedEntry{ChangeEntry: e, reuse: reuse}
 	case len(e.Events) > 0:
-		q.pending = slices.Insert(q.pending, i, queuedEntry{ChangeEntry: e})
+		q.pending = slices.Insert(q.pending, i, queuedEntry{ChangeEntry: e, reuse: reuse})
 	}
 }
 
@@ -220,8 +225,12 @@ func (d *Database) flushChanges() {
 		n++
 	}
 	ready := make([]ChangeEntry, n)
+	var reused [][]ChangeEvent
 	for i := range ready {
 		ready[i] = q.pending[i].ChangeEntry
+		if q.pending[i].reuse {
+			reused = append(reused, ready[i].Events)
+		}
 	}
 	q.pending = slices.Delete(q.pending, 0, n)
 	q.mu.Unlock()
@@ -233,6 +242,9 @@ func (d *Database) flushChanges() {
 	}
 	if err := l.append(ready); err != nil {
 		d.log.Error().Str("c", "STORAGE").Err(err).Str("db", d.name).Msg("appending to the change log failed")
+	}
+	for _, evs := range reused { // encoded: nothing holds them now
+		eventsPool.put(evs)
 	}
 }
 

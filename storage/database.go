@@ -184,6 +184,10 @@ func (d *Database) newTx(cur *rootState) *Tx {
 	tx := newTx(d.ns, cur)
 	tx.capture = d.engine.changes != nil
 	tx.tombstones = &d.tombstones
+	tx.ops = opsPool.get()
+	if tx.capture {
+		tx.events = eventsPool.get()
+	}
 	return tx
 }
 
@@ -739,9 +743,11 @@ func (d *Database) writeLocked(ctx context.Context, b *branch, fn func(tx *Tx) e
 
 // commitLocked runs fn, logs its changes and publishes the new state. It
 // returns the log record's LSN (0 when fn changed nothing).
-func (d *Database) commitLocked(ctx context.Context, b *branch, fn func(tx *Tx) error) (uint64, error) {
+func (d *Database) commitLocked(ctx context.Context, b *branch, fn func(tx *Tx) error) (lsn uint64, err error) {
 	cur := b.state.Load()
 	tx := d.newTx(cur)
+	tx.plain = true
+	defer func() { tx.release(lsn != 0 && err == nil) }() // logged: its events are queued
 	tx.retries = d.retries
 	tx.guard = b.holds.refuseHeld
 	if err := fn(tx); err != nil {

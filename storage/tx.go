@@ -36,6 +36,9 @@ type Tx struct {
 	// are the events noted (changes_capture.go).
 	capture bool
 	events  []ChangeEvent
+	// plain is set on a plain write's Tx, whose slices are reused once
+	// it is over (reuse.go).
+	plain bool
 	// at is the cluster time its record was logged at (0: not logged).
 	at uint64
 	// inTxn is set on a multi-statement transaction's private Tx, which

@@ -1,0 +1,83 @@
+package storage
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+)
+
+// TestSlicePoolEmptiesWhatItKeeps: a slice given back comes out empty,
+// with its room, and holds no reference to what it held.
+func TestSlicePoolEmptiesWhatItKeeps(t *testing.T) {
+	var p slicePool[walOp]
+	s := append(p.get(), walOp{op: opPut, key: []byte("k"), value: []byte("v")}, walOp{op: opDelete, key: []byte("j")})
+	p.put(s)
+	got := p.get()
+	if len(got) != 0 {
+		t.Fatalf("a kept slice came back with %d elements", len(got))
+	}
+	if cap(got) > 0 { // the pool may have dropped it (a collection)
+		for i, o := range got[:cap(got)] {
+			if o.key != nil || o.value != nil || o.op != "" {
+				t.Fatalf("element %d still holds %+v", i, o)
+			}
+		}
+	}
+	p.put(make([]walOp, 0, maxReused+1)) // too large: not kept, no failure
+}
+
+// TestReusedEventsReachTheLogWhole: plain writes from several goroutines,
+// whose change events' slices are reused once appended, leave every
+// event in the change log as written: each document's event once, its
+// documentKey its own, in each writer's order.
+func TestReusedEventsReachTheLogWhole(t *testing.T) {
+	e := openEngine(t, t.TempDir(), Options{})
+	defer e.Close()
+	d, err := e.Database(ctx, "db", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustWrite(t, d, func(tx *Tx) error { _, err := tx.EnsureCollection(ctx, "c"); return err })
+	seq := e.Changes().Stats().Next
+	const writers, writes, perWrite = 4, 60, 7
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range writes {
+				err := d.Write(ctx, func(tx *Tx) error {
+					for j := range perWrite {
+						id := int32((w*writes+i)*perWrite + j)
+						if err := tx.Insert(ctx, "c", doc(id, fmt.Sprint(w))); err != nil {
+							return err
+						}
+					}
+					return nil
+				})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	seen, last := map[int32]bool{}, map[string]int32{}
+	for _, entry := range readChanges(t, e.Changes(), seq) {
+		for _, ev := range entry.Events {
+			id := ev.Doc.Lookup("_id").Int32()
+			writer := ev.Doc.Lookup("v").StringValue()
+			if ev.Op != "insert" || ev.Key.Lookup("_id").Int32() != id || seen[id] {
+				t.Fatalf("event %s of %d (key %v), seen before: %v", ev.Op, id, ev.Key, seen[id])
+			}
+			if prev, ok := last[writer]; ok && id <= prev {
+				t.Fatalf("writer %s: %d after %d", writer, id, prev)
+			}
+			seen[id], last[writer] = true, id
+		}
+	}
+	if len(seen) != writers*writes*perWrite {
+		t.Fatalf("%d insert events, want %d", len(seen), writers*writes*perWrite)
+	}
+}
