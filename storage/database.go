@@ -765,7 +765,9 @@ func (d *Database) commitLocked(ctx context.Context, b *branch, fn func(tx *Tx) 
 func (d *Database) logAndPublish(ctx context.Context, b *branch, cur *rootState, tx *Tx) (uint64, error) {
 	d.engine.panics.at("write.log")
 	at, _ := d.engine.now()
-	lsn, err := d.appendRecord(encodeRecord(b.name, tx.ops, tx.retry, at))
+	rec := appendMarkedRecord(recordsPool.get(), b.name, tx.ops, tx.retry, at, "", txnID{})
+	lsn, err := d.appendRecord(rec)
+	recordsPool.put(rec) // the log copied it
 	if err != nil {
 		return 0, err
 	}

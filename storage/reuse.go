@@ -2,23 +2,25 @@ package storage
 
 import "sync"
 
-// A plain write's logged operations and change events are dead once its
-// record is encoded and its events are in the change log. An insert of
-// 1,000 documents made 170 KB of the first and 230 KB of the second, a
-// fifth of the bytes it allocated (BenchmarkInsertMany1000Raw), so their
-// slices are reused. A transaction keeps its own (its Tx outlives the
-// commit), and replay's are few.
+// A plain write's logged operations, its log record and its change
+// events are dead once the record is in the log's buffer and the events
+// are in the change log. An insert of 1,000 documents made 170 KB of the
+// first, 170 KB of the second and 230 KB of the third, over a quarter of
+// the bytes it allocated (BenchmarkInsertMany1000Raw), so their slices
+// are reused. A transaction keeps its own (its Tx outlives the commit),
+// and replay's are few.
 
-// maxReused is the capacity of the longest slice kept for reuse: a larger
-// write's is left to the collector.
-const maxReused = 4096
-
-// slicePool keeps slices of T for reuse, emptied of what they referenced.
-type slicePool[T any] struct{ pool sync.Pool }
+// slicePool keeps slices of T for reuse, emptied of what they referenced,
+// up to a capacity of max (a larger write's are left to the collector).
+type slicePool[T any] struct {
+	pool sync.Pool
+	max  int
+}
 
 var (
-	opsPool    slicePool[walOp]
-	eventsPool slicePool[ChangeEvent]
+	opsPool     = slicePool[walOp]{max: 4096}
+	eventsPool  = slicePool[ChangeEvent]{max: 4096}
+	recordsPool = slicePool[byte]{max: 1 << 20}
 )
 
 // get returns an empty slice, with room when one was kept.
@@ -31,7 +33,7 @@ func (p *slicePool[T]) get() []T {
 
 // put keeps s for reuse; nothing may use it afterwards.
 func (p *slicePool[T]) put(s []T) {
-	if cap(s) == 0 || cap(s) > maxReused {
+	if cap(s) == 0 || cap(s) > p.max {
 		return
 	}
 	s = s[:cap(s)]

@@ -9,7 +9,7 @@ import (
 // TestSlicePoolEmptiesWhatItKeeps: a slice given back comes out empty,
 // with its room, and holds no reference to what it held.
 func TestSlicePoolEmptiesWhatItKeeps(t *testing.T) {
-	var p slicePool[walOp]
+	p := slicePool[walOp]{max: 16}
 	s := append(p.get(), walOp{op: opPut, key: []byte("k"), value: []byte("v")}, walOp{op: opDelete, key: []byte("j")})
 	p.put(s)
 	got := p.get()
@@ -23,7 +23,10 @@ func TestSlicePoolEmptiesWhatItKeeps(t *testing.T) {
 			}
 		}
 	}
-	p.put(make([]walOp, 0, maxReused+1)) // too large: not kept, no failure
+	p.put(make([]walOp, 0, p.max+1)) // too large: not kept
+	if got := p.get(); cap(got) > p.max {
+		t.Fatalf("a slice of %d kept, past the bound of %d", cap(got), p.max)
+	}
 }
 
 // TestReusedEventsReachTheLogWhole: plain writes from several goroutines,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"hash/crc32"
+	"slices"
 	"strconv"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -46,7 +47,7 @@ type walOp struct {
 // outcomes of a retryable write (nil: none).
 // at is the write's cluster time, for its change events (0: none).
 func encodeRecord(branch string, ops []walOp, retry *retryLog, at uint64) []byte {
-	return encodeMarkedRecord(branch, ops, retry, at, "", txnID{})
+	return appendMarkedRecord(nil, branch, ops, retry, at, "", txnID{})
 }
 
 // Marks of a transaction over several databases (docs/format/wal.md).
@@ -59,26 +60,38 @@ const (
 // encodeMarkedRecord is encodeRecord with a mark naming a transaction
 // over several databases ("": none).
 func encodeMarkedRecord(branch string, ops []walOp, retry *retryLog, at uint64, mark string, id txnID) []byte {
+	return appendMarkedRecord(nil, branch, ops, retry, at, mark, id)
+}
+
+// appendMarkedRecord is encodeMarkedRecord into dst's room (its bytes
+// are overwritten).
+func appendMarkedRecord(dst []byte, branch string, ops []walOp, retry *retryLog, at uint64, mark string, id txnID) []byte {
 	// Patches first, so that the buffer is sized for what is written: an
 	// 8 MB document logged as a patch must not cost an 8 MB buffer.
-	patches := make([][]byte, len(ops))
+	var patches [][]byte // nil: no op is a patch
 	size := 64
 	for i, o := range ops {
-		if o.op == opPut {
-			patches[i] = encodePatch(o.base, o.value)
-		}
 		body := len(o.value) + len(o.patch)
-		if patches[i] != nil {
-			body = len(patches[i]) + 32
+		if o.op == opPut && o.base != nil {
+			if p := encodePatch(o.base, o.value); p != nil {
+				if patches == nil {
+					patches = make([][]byte, len(ops))
+				}
+				patches[i], body = p, len(p)+32
+			}
 		}
 		size += len(o.key) + body + len(o.coll) + 48
 	}
-	dst := make([]byte, 0, size)
+	dst = slices.Grow(dst[:0], size)
 	idx, dst := bsoncore.AppendDocumentStart(dst)
 	dst = bsoncore.AppendStringElement(dst, "b", branch)
 	aidx, dst := bsoncore.AppendArrayElementStart(dst, "ops")
 	for i, o := range ops {
-		dst = appendOp(dst, strconv.Itoa(i), o, patches[i])
+		var patch []byte
+		if patches != nil {
+			patch = patches[i]
+		}
+		dst = appendOp(dst, i, o, patch)
 	}
 	dst, _ = bsoncore.AppendArrayEnd(dst, aidx)
 	if retry != nil {
@@ -96,8 +109,12 @@ func encodeMarkedRecord(branch string, ops []walOp, retry *retryLog, at uint64, 
 
 // appendOp appends one op; patch, when set, is a put's document as a
 // patch of the one it replaces.
-func appendOp(dst []byte, key string, o walOp, patch []byte) []byte {
-	idx, dst := bsoncore.AppendDocumentElementStart(dst, key)
+func appendOp(dst []byte, i int, o walOp, patch []byte) []byte {
+	// The element's key is its index, appended as digits: a string for
+	// each of a batch's ops was most of its record's allocations.
+	dst = append(dst, byte(bsoncore.TypeEmbeddedDocument))
+	dst = append(strconv.AppendInt(dst, int64(i), 10), 0)
+	idx, dst := bsoncore.AppendDocumentStart(dst)
 	if patch != nil {
 		dst = bsoncore.AppendStringElement(dst, "o", opPatch)
 	} else {
