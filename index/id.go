@@ -22,6 +22,10 @@ func ValidateID(v bsoncore.Value) error {
 		if err := checkIDFields(v.Data); err != nil {
 			return err
 		}
+	case bsoncore.TypeInt32, bsoncore.TypeInt64, bsoncore.TypeDouble, bsoncore.TypeDecimal128,
+		bsoncore.TypeObjectID, bsoncore.TypeBoolean, bsoncore.TypeDateTime, bsoncore.TypeTimestamp,
+		bsoncore.TypeNull, bsoncore.TypeMinKey, bsoncore.TypeMaxKey:
+		return nil // a fixed size, far below MaxKeySize: no key to encode
 	}
 	if n := len(EncodeKey(nil, v)); n > MaxKeySize {
 		return mongoerr.New(mongoerr.InvalidIdField, "_id key is too large: %d bytes exceeds the %d byte limit", n, MaxKeySize)

@@ -95,6 +95,35 @@ func TestValidateID(t *testing.T) {
 	}
 }
 
+// TestValidateIDOfFixedSizeTypes: the types ValidateID passes without
+// encoding their key have short keys, and checking one allocates nothing.
+func TestValidateIDOfFixedSizeTypes(t *testing.T) {
+	oid := bson.NewObjectID()
+	fixed := []bsoncore.Value{
+		{Type: bsoncore.TypeInt32, Data: bsoncore.AppendInt32(nil, -7)},
+		{Type: bsoncore.TypeInt64, Data: bsoncore.AppendInt64(nil, math.MinInt64)},
+		{Type: bsoncore.TypeDouble, Data: bsoncore.AppendDouble(nil, math.Pi)},
+		decimal("-1.234567890123456789012345678901234E-6000"),
+		{Type: bsoncore.TypeObjectID, Data: oid[:]},
+		{Type: bsoncore.TypeBoolean, Data: bsoncore.AppendBoolean(nil, true)},
+		{Type: bsoncore.TypeDateTime, Data: bsoncore.AppendDateTime(nil, math.MaxInt64)},
+		{Type: bsoncore.TypeTimestamp, Data: bsoncore.AppendTimestamp(nil, math.MaxUint32, math.MaxUint32)},
+		{Type: bsoncore.TypeNull}, {Type: bsoncore.TypeMinKey}, {Type: bsoncore.TypeMaxKey},
+	}
+	for _, v := range fixed {
+		if n := len(EncodeKey(nil, v)); n > 64 {
+			t.Errorf("%s: a key of %d bytes", v.Type, n)
+		}
+		if allocs := testing.AllocsPerRun(10, func() {
+			if err := ValidateID(v); err != nil {
+				t.Fatal(err)
+			}
+		}); allocs != 0 {
+			t.Errorf("%s: %.0f allocations", v.Type, allocs)
+		}
+	}
+}
+
 func decimal(s string) bsoncore.Value {
 	d, err := bson.ParseDecimal128(s)
 	if err != nil {
