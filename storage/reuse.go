@@ -31,13 +31,16 @@ func (p *slicePool[T]) get() []T {
 	return nil
 }
 
-// put keeps s for reuse; nothing may use it afterwards.
+// put keeps s for reuse; nothing may use it afterwards. Its users only
+// append, so only its elements up to its length were written: clearing
+// those (the documents and keys they referenced may go) leaves it all
+// zero, and a small write given a large slice clears what it used, not
+// the whole slice.
 func (p *slicePool[T]) put(s []T) {
 	if cap(s) == 0 || cap(s) > p.max {
 		return
 	}
-	s = s[:cap(s)]
-	clear(s) // the documents and keys it referenced may go
+	clear(s)
 	s = s[:0]
 	p.pool.Put(&s)
 }
