@@ -34,12 +34,8 @@ func TestSlicePoolEmptiesWhatItKeeps(t *testing.T) {
 // event in the change log as written: each document's event once, its
 // documentKey its own, in each writer's order.
 func TestReusedEventsReachTheLogWhole(t *testing.T) {
-	e := openEngine(t, t.TempDir(), Options{})
-	defer e.Close()
-	d, err := e.Database(ctx, "db", true)
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := openDatabase(t, Options{})
+	e := d.engine
 	mustWrite(t, d, func(tx *Tx) error { _, err := tx.EnsureCollection(ctx, "c"); return err })
 	seq := e.Changes().Stats().Next
 	const writers, writes, perWrite = 4, 60, 7
