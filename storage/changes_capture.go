@@ -141,17 +141,14 @@ func keepsImages(info CollectionInfo) bool {
 // queueChanges adds the entry of a published transaction whose record is
 // lsn (it may not be durable yet).
 func (d *Database) queueChanges(b *branch, lsn, at uint64, tx *Tx) {
-	d.queueEntryOf(ChangeEntry{At: at, Wall: time.Now(), DB: d.name, Branch: b.name, LSN: lsn,
+	d.queueEntry(ChangeEntry{At: at, Wall: time.Now(), DB: d.name, Branch: b.name, LSN: lsn,
 		Events: tx.events, Txn: txnOf(tx.retry)}, tx.plain)
 }
 
 // queueEntry fills the place reserved for e.LSN (an entry without events
-// just frees it), or, during replay, adds e in LSN order.
-func (d *Database) queueEntry(e ChangeEntry) { d.queueEntryOf(e, false) }
-
-// queueEntryOf is queueEntry of a plain write's entry when reuse is set:
-// its events' slice is reused once appended.
-func (d *Database) queueEntryOf(e ChangeEntry, reuse bool) {
+// just frees it), or, during replay, adds e in LSN order. reuse says e is
+// a plain write's, whose events' slice is reused once appended.
+func (d *Database) queueEntry(e ChangeEntry, reuse bool) {
 	q := &d.changes
 	q.mu.Lock()
 	defer q.mu.Unlock()

@@ -387,7 +387,7 @@ func (d *Database) apply(ctx context.Context, lsn uint64, rec logRecord) error {
 	}
 	b.setDurable(tx.publish(lsn))
 	d.queueEntry(ChangeEntry{At: rec.at, Wall: time.Unix(int64(rec.at>>32), 0), DB: d.name, Branch: b.name, LSN: lsn,
-		Events: tx.events, Txn: txnOf(rec.retry)})
+		Events: tx.events, Txn: txnOf(rec.retry)}, false)
 	return nil
 }
 
@@ -765,7 +765,7 @@ func (d *Database) commitLocked(ctx context.Context, b *branch, fn func(tx *Tx) 
 func (d *Database) logAndPublish(ctx context.Context, b *branch, cur *rootState, tx *Tx) (uint64, error) {
 	d.engine.panics.at("write.log")
 	at, _ := d.engine.now()
-	rec := appendMarkedRecord(recordsPool.get(), b.name, tx.ops, tx.retry, at, "", txnID{})
+	rec := encodeRecord(recordsPool.get(), b.name, tx.ops, tx.retry, at)
 	lsn, err := d.appendRecord(rec)
 	recordsPool.put(rec) // the log copied it
 	if err != nil {

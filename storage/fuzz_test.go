@@ -20,22 +20,22 @@ import (
 func FuzzDecodeRecord(f *testing.F) {
 	doc := fuzzbson.D("_id", 1, "a", "x")
 	raw, _ := bson.Marshal(doc)
-	f.Add(encodeRecord("main", []walOp{
+	f.Add(encodeRecord(nil, "main", []walOp{
 		{op: opPut, coll: "c", key: []byte{1, 2}, value: raw},
 		{op: opDelete, coll: "c", key: []byte{3}},
 		{op: opCreate, coll: "d", value: raw},
 		{op: opRename, coll: "d", to: "e"},
 		{op: opDrop, coll: "e"},
 	}, nil, 7<<32|1))
-	f.Add(encodeRecord("feature", nil, nil, 0))
-	f.Add(encodeRecord("main", []walOp{{op: opPut, coll: "c", key: []byte{1}, value: raw}},
+	f.Add(encodeRecord(nil, "feature", nil, nil, 0))
+	f.Add(encodeRecord(nil, "main", []walOp{{op: opPut, coll: "c", key: []byte{1}, value: raw}},
 		&retryLog{txn: 3, at: time.UnixMilli(1700000000000), stmts: []int32{0, 4}, outcomes: []bsoncore.Document{bsoncore.NewDocumentBuilder().Build(), raw}}, 0))
 	f.Fuzz(func(t *testing.T, payload []byte) {
 		rec, err := decodeRecord(payload)
 		if err != nil {
 			return
 		}
-		again, err := decodeRecord(encodeRecord(rec.branch, rec.ops, rec.retry, rec.at))
+		again, err := decodeRecord(encodeRecord(nil, rec.branch, rec.ops, rec.retry, rec.at))
 		if err != nil || again.branch != rec.branch || !sameOps(again.ops, rec.ops) || !sameRetry(again.retry, rec.retry) {
 			t.Fatalf("re-encoded record decodes to %+v (%v), not %+v", again, err, rec)
 		}

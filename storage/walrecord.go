@@ -45,9 +45,10 @@ type walOp struct {
 
 // encodeRecord is the log payload of one transaction on branch, with the
 // outcomes of a retryable write (nil: none).
-// at is the write's cluster time, for its change events (0: none).
-func encodeRecord(branch string, ops []walOp, retry *retryLog, at uint64) []byte {
-	return appendMarkedRecord(nil, branch, ops, retry, at, "", txnID{})
+// at is the write's cluster time, for its change events (0: none). It is
+// encoded into dst's room (nil: a new buffer); dst's bytes are overwritten.
+func encodeRecord(dst []byte, branch string, ops []walOp, retry *retryLog, at uint64) []byte {
+	return appendMarkedRecord(dst, branch, ops, retry, at, "", txnID{})
 }
 
 // Marks of a transaction over several databases (docs/format/wal.md).
