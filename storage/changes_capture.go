@@ -143,6 +143,7 @@ func keepsImages(info CollectionInfo) bool {
 func (d *Database) queueChanges(b *branch, lsn, at uint64, tx *Tx) {
 	d.queueEntry(ChangeEntry{At: at, Wall: time.Now(), DB: d.name, Branch: b.name, LSN: lsn,
 		Events: tx.events, Txn: txnOf(tx.retry)}, tx.plain)
+	tx.queued = true
 }
 
 // queueEntry fills the place reserved for e.LSN (an entry without events

@@ -743,11 +743,11 @@ func (d *Database) writeLocked(ctx context.Context, b *branch, fn func(tx *Tx) e
 
 // commitLocked runs fn, logs its changes and publishes the new state. It
 // returns the log record's LSN (0 when fn changed nothing).
-func (d *Database) commitLocked(ctx context.Context, b *branch, fn func(tx *Tx) error) (lsn uint64, err error) {
+func (d *Database) commitLocked(ctx context.Context, b *branch, fn func(tx *Tx) error) (uint64, error) {
 	cur := b.state.Load()
 	tx := d.newTx(cur)
 	tx.plain = true
-	defer func() { tx.release(lsn != 0 && err == nil) }() // logged: its events are queued
+	defer tx.release() // on every path, a panic's included
 	tx.retries = d.retries
 	tx.guard = b.holds.refuseHeld
 	if err := fn(tx); err != nil {

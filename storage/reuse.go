@@ -46,12 +46,14 @@ func (p *slicePool[T]) put(s []T) {
 }
 
 // release gives a plain write's slices back once it is over: the events
-// too unless queued is set, when the change log gives them back after it
-// appended them (flushChanges).
-func (tx *Tx) release(queued bool) {
+// too unless they were queued for the change log, which gives them back
+// once it appended them (flushChanges). Whether they were is the Tx's
+// own record, not the write's result: a panic after the queueing (the
+// panic step write.published) returns no result.
+func (tx *Tx) release() {
 	opsPool.put(tx.ops)
 	tx.ops = nil
-	if !queued {
+	if !tx.queued {
 		eventsPool.put(tx.events)
 	}
 	tx.events = nil

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 )
@@ -78,5 +79,49 @@ func TestReusedEventsReachTheLogWhole(t *testing.T) {
 	}
 	if len(seen) != writers*writes*perWrite {
 		t.Fatalf("%d insert events, want %d", len(seen), writers*writes*perWrite)
+	}
+}
+
+// TestEventsQueuedBeforeAPanicStayTheirs: a write that panics after its
+// events were queued (the panic step write.published) leaves them to the
+// change log: the next write must not reuse their slice, and the log
+// holds each write's own events.
+func TestEventsQueuedBeforeAPanicStayTheirs(t *testing.T) {
+	d := openDatabase(t, Options{})
+	e := d.engine
+	mustWrite(t, d, func(tx *Tx) error { _, err := tx.EnsureCollection(ctx, "c"); return err })
+	seq := e.Changes().Stats().Next
+	insert := func(from int32) error {
+		return d.Write(ctx, func(tx *Tx) error {
+			for id := from; id < from+5; id++ {
+				if err := tx.Insert(ctx, "c", doc(id, fmt.Sprint(from))); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	if err := e.InjectPanic("write.published", 1); err != nil {
+		t.Fatal(err)
+	}
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Fatal("the injected panic did not come")
+			}
+		}()
+		insert(0)
+	}()
+	if err := insert(100); err != nil {
+		t.Fatal(err)
+	}
+	var got []int32
+	for _, entry := range readChanges(t, e.Changes(), seq) {
+		for _, ev := range entry.Events {
+			got = append(got, ev.Doc.Lookup("_id").Int32())
+		}
+	}
+	if want := []int32{0, 1, 2, 3, 4, 100, 101, 102, 103, 104}; !slices.Equal(got, want) {
+		t.Fatalf("the change log holds the inserts of %v, want %v", got, want)
 	}
 }

@@ -37,8 +37,9 @@ type Tx struct {
 	capture bool
 	events  []ChangeEvent
 	// plain is set on a plain write's Tx, whose slices are reused once
-	// it is over (reuse.go).
-	plain bool
+	// it is over (reuse.go); queued once its events are queued for the
+	// change log, which then reuses them.
+	plain, queued bool
 	// at is the cluster time its record was logged at (0: not logged).
 	at uint64
 	// inTxn is set on a multi-statement transaction's private Tx, which
