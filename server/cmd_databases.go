@@ -250,6 +250,7 @@ func cmdDropDatabase(r *request) (bsoncore.Document, error) {
 	if err := r.c.s.engine.DropDatabase(r.db); err != nil {
 		return nil, err
 	}
+	r.c.s.forgetCheckouts(r.db)
 	return bsoncore.NewDocumentBuilder().AppendString("dropped", r.db).AppendDouble("ok", 1).Build(), nil
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
 )
 
 // vc runs a version-control command on db (which may carry "@rev").
@@ -242,6 +243,36 @@ func TestCherryPickRevertAndCheckout(t *testing.T) {
 	again := vc(t, c, "db@behind", bson.D{{Key: "dumboMerge", Value: 1}, {Key: "mergeIn", Value: "main"}})
 	if again["upToDate"] != true {
 		t.Fatalf("merge again %v", again)
+	}
+}
+
+// A dropped database takes its branches with it: a connection that had
+// checked one out writes to main of the database made next, whoever
+// dropped it (the checkout was kept, and every command then failed with
+// "branch not found").
+func TestDropDatabaseEndsCheckouts(t *testing.T) {
+	ts := startServer(t)
+	c := ts.client()
+	one := ts.client(options.Client().SetMaxPoolSize(1))
+	for _, dropper := range []*mongo.Client{c, one} {
+		c.Database("db").Collection("items").InsertOne(ctx, bson.M{"_id": 1, "v": 1})
+		vc(t, c, "db", bson.D{{Key: "dumboBranch", Value: "side"}})
+		vc(t, one, "db", bson.D{{Key: "dumboCheckout", Value: 1}, {Key: "branch", Value: "side"}})
+		if err := dropper.Database("db").Drop(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := one.Database("db").Collection("items").InsertOne(ctx, bson.M{"_id": 2, "v": 2}); err != nil {
+			t.Fatal(err)
+		}
+		if st := vc(t, one, "db", bson.D{{Key: "dumboStatus", Value: 1}}); st["branch"] != "main" {
+			t.Fatalf("status after the drop: %v", st)
+		}
+		if findV(t, c, "db", 2) != int32(2) {
+			t.Fatal("the write after the drop is not on main")
+		}
+		if err := c.Database("db").Drop(ctx); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 

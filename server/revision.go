@@ -23,6 +23,19 @@ func (r *request) currentBranch() string {
 	return storage.DefaultBranch
 }
 
+// forgetCheckouts drops every connection's checkout (dumboCheckout) in
+// database db, once db is dropped: its branches went with it, and a
+// database of that name made later starts on main, as a new one does.
+func (s *Server) forgetCheckouts(db string) {
+	s.connsMu.Lock()
+	defer s.connsMu.Unlock()
+	for c := range s.conns {
+		c.mu.Lock()
+		delete(c.branches, db)
+		c.mu.Unlock()
+	}
+}
+
 // revision resolves the request's "@revision" on database d.
 func (r *request) revision(d *storage.Database) (storage.Revision, error) {
 	current := r.currentBranch()
