@@ -12,9 +12,12 @@ import "sync"
 
 // slicePool keeps slices of T for reuse, emptied of what they referenced,
 // up to a capacity of max (a larger write's are left to the collector).
+// A sync.Pool holds pointers, and a slice's header boxed anew at each put
+// would be an allocation a write: the boxes are reused too (boxes holds
+// the empty ones).
 type slicePool[T any] struct {
-	pool sync.Pool
-	max  int
+	full, boxes sync.Pool
+	max         int
 }
 
 var (
@@ -25,10 +28,14 @@ var (
 
 // get returns an empty slice, with room when one was kept.
 func (p *slicePool[T]) get() []T {
-	if s, ok := p.pool.Get().(*[]T); ok {
-		return *s
+	b, ok := p.full.Get().(*[]T)
+	if !ok {
+		return nil
 	}
-	return nil
+	s := *b
+	*b = nil
+	p.boxes.Put(b)
+	return s
 }
 
 // put keeps s for reuse; nothing may use it afterwards. Its users only
@@ -41,8 +48,12 @@ func (p *slicePool[T]) put(s []T) {
 		return
 	}
 	clear(s)
-	s = s[:0]
-	p.pool.Put(&s)
+	b, ok := p.boxes.Get().(*[]T)
+	if !ok {
+		b = new([]T)
+	}
+	*b = s[:0]
+	p.full.Put(b)
 }
 
 // release gives a plain write's slices back once it is over: the events

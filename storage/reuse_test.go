@@ -30,6 +30,20 @@ func TestSlicePoolEmptiesWhatItKeeps(t *testing.T) {
 	}
 }
 
+// TestSlicePoolReusesItsBoxes: once warm, a slice given back and taken
+// again costs no allocation (each put boxed the slice's header anew).
+func TestSlicePoolReusesItsBoxes(t *testing.T) {
+	p := slicePool[byte]{max: 64}
+	p.put(make([]byte, 0, 32))
+	allocs := testing.AllocsPerRun(1000, func() {
+		s := append(p.get(), 'x')
+		p.put(s)
+	})
+	if allocs > 0.1 { // a collection may empty the pool now and then
+		t.Fatalf("%.2f allocations a get and put", allocs)
+	}
+}
+
 // TestReusedEventsReachTheLogWhole: plain writes from several goroutines,
 // whose change events' slices are reused once appended, leave every
 // event in the change log as written: each document's event once, its
