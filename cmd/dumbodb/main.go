@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
 	"strings"
@@ -49,6 +50,7 @@ type serverFlags struct {
 	autoGCMaxMB    int
 	noScripting    bool
 	cpuProfile     string
+	heapProfile    string
 }
 
 func parseFlags(args []string, stderr io.Writer) (*serverFlags, error) {
@@ -93,6 +95,7 @@ func parseFlags(args []string, stderr io.Writer) (*serverFlags, error) {
 	fs.IntVar(&o.autoGCMaxMB, "autoGCMaxMB", storage.DefaultAutoGCMaxBytes>>20,
 		"largest database store (MB) collected automatically after a checkpoint once it has doubled since its last GC (the GC pauses its writers, 3-7 ms per MB); 0 turns automatic GC off")
 	fs.BoolVar(&o.noScripting, "noscripting", false, "disable server-side JavaScript ($where, $function, $accumulator, mapReduce)")
+	fs.StringVar(&o.heapProfile, "heapProfile", "", "write a Go heap profile to this file when a signal asks the server to stop, before it shuts down (for memory work; see docs/perf/README.md)")
 	fs.StringVar(&o.cpuProfile, "cpuProfile", "", "write a Go CPU profile of the whole run to this file (for performance work; see docs/perf/README.md)")
 	fs.BoolVar(&o.testCmds, "enableTestCommands", false, "enable test-only commands (configureFailPoint), for driver test suites")
 	fs.Usage = func() {
@@ -205,7 +208,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	srv.Serve()
 	log.Info().Str("c", "CONTROL").Str("dataDir", o.dataDir).Int("pid", os.Getpid()).
 		Str("version", server.Version).Msg("DumboDB started")
-	return waitForSignal(srv, engine, log)
+	return waitForSignal(srv, engine, o.heapProfile, log)
 }
 
 // createInitialUser makes the first user from the environment, as the
@@ -232,11 +235,14 @@ func createInitialUser(srv *server.Server, log zerolog.Logger) error {
 	return nil
 }
 
-func waitForSignal(srv *server.Server, engine *storage.Engine, log zerolog.Logger) int {
+func waitForSignal(srv *server.Server, engine *storage.Engine, heapProfile string, log zerolog.Logger) int {
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	sig := <-sigs
 	log.Info().Str("c", "CONTROL").Str("signal", sig.String()).Msg("shutting down")
+	if err := writeHeapProfile(heapProfile); err != nil {
+		log.Error().Str("c", "CONTROL").Err(err).Msg("--heapProfile")
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	srv.Shutdown(ctx)
@@ -325,4 +331,19 @@ func startCPUProfile(path string) (func(), error) {
 		pprof.StopCPUProfile()
 		f.Close()
 	}, nil
+}
+
+// writeHeapProfile writes the live heap, after a collection, into path
+// (nothing when empty): what the server holds while still serving, so
+// that two runs of different lengths show what grew.
+func writeHeapProfile(path string) error {
+	if path == "" {
+		return nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	runtime.GC()
+	return errors.Join(pprof.WriteHeapProfile(f), f.Close())
 }
