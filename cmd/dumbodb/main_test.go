@@ -3,8 +3,10 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"compress/gzip"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -176,5 +178,32 @@ func TestIdleDatabaseSeconds(t *testing.T) {
 	}
 	if n, err := coll.CountDocuments(ctx, bson.M{"_id": "kept"}); err != nil || n != 1 {
 		t.Fatalf("after reopening: %d, %v", n, err)
+	}
+}
+
+// --heapProfile writes the live heap when a signal stops the server: a
+// gzipped pprof profile whose sample types are the heap's.
+func TestHeapProfileAtStop(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "heap.prof")
+	p := dumboproc.StartT(t, filepath.Join(dir, "data"), "--heapProfile="+path)
+	if _, err := client(t, p).Database("db").Collection("c").InsertOne(context.Background(), bson.M{"_id": 1}); err != nil {
+		t.Fatal(err)
+	}
+	if code := p.StopT(t, syscall.SIGTERM); code != 0 {
+		t.Fatalf("exit code %d", code)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatalf("not a gzipped profile: %v", err)
+	}
+	raw, err := io.ReadAll(zr)
+	if err != nil || !bytes.Contains(raw, []byte("inuse_space")) {
+		t.Fatalf("no heap profile (%d bytes, %v)", len(raw), err)
 	}
 }
