@@ -22,6 +22,8 @@ const rssSampleEvery = 100 * time.Millisecond
 type RSSSample struct {
 	At float64 `json:"t_s"`
 	MB float64 `json:"mb"`
+	// AnonMB is RssAnon then (0: not read, or a kernel before 4.5).
+	AnonMB float64 `json:"anon_mb,omitempty"`
 }
 
 // procMemory is a process's memory from /proc/<pid>/status, in bytes.
@@ -133,7 +135,7 @@ func (w *rssWatch) read() {
 		}
 		return
 	}
-	w.samples = append(w.samples, RSSSample{At: time.Since(w.start).Seconds(), MB: mb(m.rss)})
+	w.samples = append(w.samples, RSSSample{At: time.Since(w.start).Seconds(), MB: mb(m.rss), AnonMB: mb(m.anon)})
 	w.peak = max(w.peak, m.rss)
 	if w.hwmValid {
 		w.peak = max(w.peak, m.peak)

@@ -84,21 +84,21 @@ func TestRSSSlope(t *testing.T) {
 	if s, _ := rssSlope(line, 0); s < 1000 {
 		t.Errorf("slope with the warm-up = %.0f MB/h, want the warm-up's climb to show", s)
 	}
-	exact := []RSSSample{{0, 10}, {1800, 11}, {3600, 12}}
+	exact := []RSSSample{{At: 0, MB: 10}, {At: 1800, MB: 11}, {At: 3600, MB: 12}}
 	if s, ok := rssSlope(exact, 0); !ok || math.Abs(s-2) > 1e-9 {
 		t.Errorf("slope of 10, 11, 12 MB over an hour = %v, %v; want 2 MB/h", s, ok)
 	}
 	if _, ok := rssSlope(exact[:2], 0); ok {
 		t.Error("a slope from two samples")
 	}
-	if _, ok := rssSlope([]RSSSample{{5, 1}, {5, 2}, {5, 3}}, 0); ok {
+	if _, ok := rssSlope([]RSSSample{{At: 5, MB: 1}, {At: 5, MB: 2}, {At: 5, MB: 3}}, 0); ok {
 		t.Error("a slope from samples at one instant")
 	}
 }
 
 func TestSoakWarmup(t *testing.T) {
 	for _, c := range []struct{ total, want float64 }{{1800, 360}, {120, 60}, {60, 30}} {
-		if got := soakWarmup([]RSSSample{{0, 1}, {c.total, 1}}); got != c.want {
+		if got := soakWarmup([]RSSSample{{At: 0, MB: 1}, {At: c.total, MB: 1}}); got != c.want {
 			t.Errorf("warm-up of a %.0f s soak = %v s, want %v", c.total, got, c.want)
 		}
 	}

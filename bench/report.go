@@ -283,6 +283,7 @@ func memoryLines(results []Result) string {
 		case !r.RSSMeasured || r.Status != StatusOK:
 		case len(r.RSSSamples) > 0:
 			b.WriteString(soakLine(r))
+			b.WriteString(memoryPartsTable(r))
 		case r.Group == GroupMemory:
 			fmt.Fprintf(&b, "\n%s on %s: RSS peak %s MB, %s MB after (%s %s).\n",
 				r.Benchmark, r.Target, num(r.ServerRSSPeakMB), num(r.ServerRSSEndMB), num(r.MedianUS), r.Unit)

@@ -36,10 +36,26 @@ func fixedRun() (Meta, []Result) {
 			SamplesUS: []float64{11.4}, Units: 1, RSSMeasured: true, ServerRSSPeakMB: 70, ServerRSSEndMB: 69.9, ServerCacheMB: 256},
 		{Benchmark: SoakBenchmark, Group: GroupMemory, Target: "dumbo", Unit: "op", Status: StatusOK, SamplesUS: []float64{500}, Units: 4, BusyUS: 2000,
 			RSSMeasured: true, ServerRSSPeakMB: 101, ServerRSSEndMB: 99, ServerCacheMB: 256,
-			RSSSamples: []RSSSample{{0, 80}, {60, 100}, {90, 101}, {120, 99}}, SlopeMeasured: true, RSSSlopeMBPerHour: -72},
+			RSSSamples: []RSSSample{{At: 0, MB: 80, AnonMB: 30}, {At: 60, MB: 100, AnonMB: 40}, {At: 90, MB: 101, AnonMB: 41}, {At: 120, MB: 99, AnonMB: 40}}, SlopeMeasured: true, RSSSlopeMBPerHour: -72,
+			MemorySamples: soakMemoryFixture()},
 	}
 	Summarize(rs, meta.Baseline)
 	return meta, rs
+}
+
+// soakMemoryFixture is four readings of every memory part, each 1 MB above
+// the one before, so that the slopes after the fixture's 60 s warm-up are
+// 120 MB/h.
+func soakMemoryFixture() []MemorySample {
+	var out []MemorySample
+	for i, at := range []float64{0, 60, 90, 120} {
+		parts := map[string]float64{}
+		for k, p := range memoryParts {
+			parts[p.name] = float64(10*k + i)
+		}
+		out = append(out, MemorySample{At: at, Parts: parts})
+	}
+	return out
 }
 
 func TestMarkdownGolden(t *testing.T) {

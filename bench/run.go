@@ -75,6 +75,9 @@ type Result struct {
 	RSSSamples        []RSSSample `json:"rss_samples,omitempty"`
 	SlopeMeasured     bool        `json:"slope_measured,omitempty"`
 	RSSSlopeMBPerHour float64     `json:"rss_slope_mb_per_hour,omitempty"`
+	// MemorySamples are a soak's readings of DumboDB's memory by part
+	// (soakmemory.go).
+	MemorySamples []MemorySample `json:"memory_samples,omitempty"`
 }
 
 // durable is the write concern of every write: acknowledged by the primary
@@ -207,6 +210,8 @@ type slot struct {
 	// soak: the watch covers the timed calls alone, since the other
 	// targets' soaks run meanwhile and an idle stretch would bend the slope.
 	soak bool
+	// status reads a DumboDB soak's memory by part (nil: none).
+	status *statusWatch
 }
 
 func runBenchmark(ctx context.Context, cfg *Config, b Benchmark, servers []*server) []Result {
@@ -359,6 +364,14 @@ func (s *slot) watchMemory(b Benchmark, t Target) {
 // stopWatchingMemory records the memory figures (once). A soak also keeps
 // its samples and their slope after the warm-up.
 func (s *slot) stopWatchingMemory() {
+	if s.status != nil {
+		samples, err := s.status.stop()
+		s.status = nil
+		if err != nil {
+			s.res.Status, s.res.Reason = StatusError, shorten(err)
+		}
+		s.res.MemorySamples = samples
+	}
 	if s.rss == nil {
 		return
 	}
@@ -399,6 +412,9 @@ func (s *slot) sample(ctx context.Context, b Benchmark, d time.Duration) error {
 	}
 	if s.soak {
 		s.rss = watchRSS(s.memPid, soakSampleEvery)
+		if s.env.Dumbo {
+			s.status = watchStatus(s.env.Client, soakStatusEvery)
+		}
 	}
 	lat, busy, err := s.calls(ctx, b, d)
 	if s.soak {

@@ -264,12 +264,6 @@ func cmdServerStatus(r *request) (bsoncore.Document, error) {
 		AppendInt64("delete", st.opDelete.Load()).
 		AppendInt64("getmore", st.opGetMore.Load()).
 		AppendInt64("command", st.opCommand.Load()).Build()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	mem := bsoncore.NewDocumentBuilder().
-		AppendInt32("bits", 64).
-		AppendInt64("resident", int64(ms.Sys>>20)).
-		AppendInt64("virtual", int64(ms.Sys>>20)).Build()
 	dbs := s.engine.DatabaseStats()
 	storageEngine := bsoncore.NewDocumentBuilder().
 		AppendString("name", "dumbodb").
@@ -283,7 +277,9 @@ func cmdServerStatus(r *request) (bsoncore.Document, error) {
 		AppendInt64("deletionCheckpoints", dbs.DeletionCheckpoints).
 		AppendInt64("autoGCs", dbs.AutoGCs).
 		AppendInt64("autoGCFreedBytes", dbs.AutoGCFreedBytes).
-		AppendInt64("nodeCacheBytes", dbs.NodeCacheBytes).Build()
+		AppendInt64("nodeCacheBytes", dbs.NodeCacheBytes).
+		AppendInt64("editBytes", dbs.EditBytes).
+		AppendInt64("historyBytes", dbs.HistoryBytes).Build()
 	cursors := bsoncore.NewDocumentBuilder().
 		AppendDocument("cursor", bsoncore.NewDocumentBuilder().
 			AppendDocument("open", bsoncore.NewDocumentBuilder().
@@ -300,7 +296,8 @@ func cmdServerStatus(r *request) (bsoncore.Document, error) {
 		AppendDateTime("localTime", time.Now().UnixMilli()).
 		AppendDocument("connections", conns).
 		AppendDocument("opcounters", ops).
-		AppendDocument("mem", mem).
+		AppendDocument("mem", memStatus()).
+		AppendDocument("goMemory", goMemoryStatus()).
 		AppendDocument("storageEngine", storageEngine).
 		AppendDocument("metrics", cursors).
 		AppendDocument("changeStreams", s.changeLogStatus()).

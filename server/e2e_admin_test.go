@@ -1,6 +1,11 @@
 package server_test
 
 import (
+	"math"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
 	"testing"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -158,5 +163,53 @@ func TestCompressionNegotiated(t *testing.T) {
 		if len(got["big"].(bson.Binary).Data) != len(big) {
 			t.Fatalf("%s: bad round trip", comp)
 		}
+	}
+}
+
+// TestServerStatusMemory: mem holds the process's real resident and
+// virtual sizes (the test server runs in this process, so its
+// /proc/self is the test's), goMemory the Go runtime's classes, and
+// storageEngine the edit budget's parts.
+func TestServerStatusMemory(t *testing.T) {
+	ts := startServer(t)
+	c := ts.client()
+	if _, err := c.Database("test").Collection("c").InsertOne(ctx, bson.M{"a": 1}); err != nil {
+		t.Fatal(err)
+	}
+	held := make([]byte, 64<<20)
+	for i := range held {
+		held[i] = byte(i)
+	}
+	st := mustRun(t, c.Database("admin"), bson.D{{Key: "serverStatus", Value: 1}})
+	runtime.KeepAlive(held)
+
+	resident, virtual := get(st, "mem", "resident").(int64), get(st, "mem", "virtual").(int64)
+	status, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Skip("no /proc/self/status")
+	}
+	var vmRSSKB int64
+	for _, line := range strings.Split(string(status), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			vmRSSKB, _ = strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+		}
+	}
+	if resident < 64 || math.Abs(float64(resident-vmRSSKB>>10)) > float64(vmRSSKB>>10)/5 {
+		t.Errorf("mem.resident %d MiB, /proc/self/status VmRSS %d MiB", resident, vmRSSKB>>10)
+	}
+	if virtual <= resident || get(st, "mem", "supported") != true {
+		t.Errorf("mem %v: want virtual above resident (Go reserves address space) and supported", st["mem"])
+	}
+
+	goMem := func(k string) int64 { return get(st, "goMemory", k).(int64) }
+	if goMem("objectsBytes") < 64<<20 || goMem("totalBytes") < goMem("objectsBytes")+goMem("stacksBytes") ||
+		goMem("liveBytes") <= 0 || goMem("goalBytes") <= 0 || goMem("metadataBytes") <= 0 {
+		t.Errorf("goMemory %v: want the 64 MiB held among the heap's objects, and each class counted", st["goMemory"])
+	}
+	if get(st, "storageEngine", "editBytes").(int64) <= 0 {
+		t.Errorf("storageEngine %v: an insert not yet checkpointed holds edit memory", st["storageEngine"])
+	}
+	if _, ok := get(st, "storageEngine", "historyBytes").(int64); !ok {
+		t.Errorf("storageEngine %v: no historyBytes", st["storageEngine"])
 	}
 }

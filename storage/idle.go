@@ -186,6 +186,10 @@ type DatabaseStats struct {
 	AutoGCs, AutoGCFreedBytes int64
 	// NodeCacheBytes is what the node cache holds (nodecache.go).
 	NodeCacheBytes int64
+	// EditBytes is the memory of the edits not yet checkpointed, all
+	// databases, and HistoryBytes that of the edits only past states
+	// hold (history.go): the two parts of the edit budget.
+	EditBytes, HistoryBytes int64
 }
 
 type dbStats struct {
@@ -221,7 +225,7 @@ func (e *Engine) DatabaseStats() DatabaseStats {
 		LogRecords: e.dbStats.logRecords.Load(), LogBytes: e.dbStats.logBytes.Load(),
 		FieldUpdates: e.dbStats.fieldUpdates.Load(), DeletionCheckpoints: e.dbStats.deletionCheckpoints.Load(),
 		AutoGCs: e.dbStats.autoGCs.Load(), AutoGCFreedBytes: e.dbStats.autoGCFreed.Load(),
-		NodeCacheBytes: e.nodes.Bytes()}
+		NodeCacheBytes: e.nodes.Bytes(), EditBytes: e.editBytes.Load(), HistoryBytes: e.historyBytes.Load()}
 }
 
 // Visit runs fn on an existing database (nothing happens when there is

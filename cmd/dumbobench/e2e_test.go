@@ -165,6 +165,18 @@ func TestMemoryFiguresAgainstDumboDB(t *testing.T) {
 	if soak := results[1]; len(soak.RSSSamples) < 3 || soak.Units < 10 {
 		t.Errorf("Soak/Mixed over 5 s: %d RSS samples, %d operations; want a sample every 2 s and some work", len(soak.RSSSamples), soak.Units)
 	}
+	// The soak also read the server's memory by part, at its start and end
+	// at least, and the kernel's anonymous RSS with each RSS sample.
+	soak := results[1]
+	if len(soak.MemorySamples) < 2 || soak.RSSSamples[0].AnonMB <= 0 {
+		t.Fatalf("Soak/Mixed: %d memory samples, first anonymous RSS %.1f MB; want two or more, and RssAnon read",
+			len(soak.MemorySamples), soak.RSSSamples[0].AnonMB)
+	}
+	for _, m := range soak.MemorySamples {
+		if len(m.Parts) != 9 || m.Parts["Go live heap"] <= 0 || m.Parts["Go heap objects"] <= 0 || m.Parts["Go runtime metadata"] <= 0 {
+			t.Errorf("Soak/Mixed memory sample at %.0f s: %v; want the nine parts, the heap and metadata above 0", m.At, m.Parts)
+		}
+	}
 	for _, g := range bench.EvaluateGoals(results) {
 		if g.Goal.Figure == "server RSS peak, every benchmark run" && (!g.Measured || g.Bound != 64+bench.ServerRSSOverheadMB) {
 			t.Errorf("RSS goal: measured %v, bound %v; want 64 + %d", g.Measured, g.Bound, bench.ServerRSSOverheadMB)
