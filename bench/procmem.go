@@ -22,8 +22,10 @@ const rssSampleEvery = 100 * time.Millisecond
 type RSSSample struct {
 	At float64 `json:"t_s"`
 	MB float64 `json:"mb"`
-	// AnonMB is RssAnon then (0: not read, or a kernel before 4.5).
-	AnonMB float64 `json:"anon_mb,omitempty"`
+	// AnonMB is RssAnon then (0: not read, or a kernel before 4.5), and
+	// Threads the process's thread count.
+	AnonMB  float64 `json:"anon_mb,omitempty"`
+	Threads int     `json:"threads,omitempty"`
 }
 
 // procMemory is a process's memory from /proc/<pid>/status, in bytes.
@@ -34,6 +36,10 @@ type procMemory struct {
 	// stacks): file pages, the binary's and those of mapped files, are
 	// clean and the kernel can drop them under pressure. 0 before Linux 4.5.
 	anon int64
+	// threads is the process's thread count: each holds a stack the
+	// kernel counts in anon (a cgo binary's threads are the C library's,
+	// and their stacks outside the Go runtime's figures).
+	threads int
 }
 
 // processRSS reads process pid's memory.
@@ -58,6 +64,14 @@ func parseProcStatus(status []byte) (procMemory, error) {
 	sc := bufio.NewScanner(bytes.NewReader(status))
 	for sc.Scan() {
 		key, rest, ok := bytes.Cut(sc.Bytes(), []byte(":"))
+		if ok && string(key) == "Threads" {
+			n, err := strconv.ParseInt(string(bytes.TrimSpace(rest)), 10, 64)
+			if err != nil {
+				return procMemory{}, fmt.Errorf("Threads: %w", err)
+			}
+			found["Threads"] = n
+			continue
+		}
 		if !ok || (string(key) != "VmRSS" && string(key) != "VmHWM" && string(key) != "RssAnon") {
 			continue
 		}
@@ -76,7 +90,7 @@ func parseProcStatus(status []byte) (procMemory, error) {
 	if !ok1 || !ok2 {
 		return procMemory{}, fmt.Errorf("no VmRSS or VmHWM line")
 	}
-	return procMemory{rss: rss, peak: peak, anon: found["RssAnon"]}, nil
+	return procMemory{rss: rss, peak: peak, anon: found["RssAnon"], threads: int(found["Threads"])}, nil
 }
 
 // resetPeakRSS sets process pid's VmHWM to its current VmRSS (Linux 4.0
@@ -135,7 +149,7 @@ func (w *rssWatch) read() {
 		}
 		return
 	}
-	w.samples = append(w.samples, RSSSample{At: time.Since(w.start).Seconds(), MB: mb(m.rss), AnonMB: mb(m.anon)})
+	w.samples = append(w.samples, RSSSample{At: time.Since(w.start).Seconds(), MB: mb(m.rss), AnonMB: mb(m.anon), Threads: m.threads})
 	w.peak = max(w.peak, m.rss)
 	if w.hwmValid {
 		w.peak = max(w.peak, m.peak)

@@ -12,7 +12,7 @@ func TestParseProcStatus(t *testing.T) {
 	status := "Name:\tdumbodb\nUmask:\t0022\nState:\tS (sleeping)\nVmPeak:\t 2345678 kB\nVmSize:\t 2345000 kB\n" +
 		"VmHWM:\t  412340 kB\nVmRSS:\t  398012 kB\nRssAnon:\t  380000 kB\nThreads:\t12\n"
 	m, err := parseProcStatus([]byte(status))
-	if want := (procMemory{rss: 398012 << 10, peak: 412340 << 10, anon: 380000 << 10}); err != nil || m != want {
+	if want := (procMemory{rss: 398012 << 10, peak: 412340 << 10, anon: 380000 << 10, threads: 12}); err != nil || m != want {
 		t.Errorf("parseProcStatus = %+v, %v; want %+v", m, err, want)
 	}
 	// RssAnon came in Linux 4.5: without it the rest still reads.
@@ -25,6 +25,7 @@ func TestParseProcStatus(t *testing.T) {
 		"VmHWM:\t 1 kB\n",                         // no VmRSS
 		"VmHWM:\t 1 kB\nVmRSS:\t x kB\n",
 		"VmHWM:\t 1 kB\nVmRSS:\t 2 MB\n",
+		"VmHWM:\t 1 kB\nVmRSS:\t 1 kB\nThreads:\tmany\n",
 	} {
 		if _, err := parseProcStatus([]byte(bad)); err == nil {
 			t.Errorf("parseProcStatus(%q) accepted", bad)

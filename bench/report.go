@@ -298,8 +298,12 @@ func soakLine(r Result) string {
 	if r.SlopeMeasured {
 		slope = fmt.Sprintf("slope %s MB/hour after the first %s s", num(r.RSSSlopeMBPerHour), num(soakWarmup(r.RSSSamples)))
 	}
-	return fmt.Sprintf("\n%s on %s: %s s, %d RSS samples (%s MB first, %s MB last), %s; peak %s MB.\n",
-		r.Benchmark, r.Target, num(last.At), len(r.RSSSamples), num(first.MB), num(last.MB), slope, num(r.ServerRSSPeakMB))
+	threads := ""
+	if first.Threads > 0 {
+		threads = fmt.Sprintf("; %d threads first, %d last", first.Threads, last.Threads)
+	}
+	return fmt.Sprintf("\n%s on %s: %s s, %d RSS samples (%s MB first, %s MB last), %s; peak %s MB%s.\n",
+		r.Benchmark, r.Target, num(last.At), len(r.RSSSamples), num(first.MB), num(last.MB), slope, num(r.ServerRSSPeakMB), threads)
 }
 
 // num prints three significant figures, enough for timings that vary by

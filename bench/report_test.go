@@ -36,7 +36,7 @@ func fixedRun() (Meta, []Result) {
 			SamplesUS: []float64{11.4}, Units: 1, RSSMeasured: true, ServerRSSPeakMB: 70, ServerRSSEndMB: 69.9, ServerCacheMB: 256},
 		{Benchmark: SoakBenchmark, Group: GroupMemory, Target: "dumbo", Unit: "op", Status: StatusOK, SamplesUS: []float64{500}, Units: 4, BusyUS: 2000,
 			RSSMeasured: true, ServerRSSPeakMB: 101, ServerRSSEndMB: 99, ServerCacheMB: 256,
-			RSSSamples: []RSSSample{{At: 0, MB: 80, AnonMB: 30}, {At: 60, MB: 100, AnonMB: 40}, {At: 90, MB: 101, AnonMB: 41}, {At: 120, MB: 99, AnonMB: 40}}, SlopeMeasured: true, RSSSlopeMBPerHour: -72,
+			RSSSamples: []RSSSample{{At: 0, MB: 80, AnonMB: 30, Threads: 9}, {At: 60, MB: 100, AnonMB: 40}, {At: 90, MB: 101, AnonMB: 41}, {At: 120, MB: 99, AnonMB: 40, Threads: 11}}, SlopeMeasured: true, RSSSlopeMBPerHour: -72,
 			MemorySamples: soakMemoryFixture()},
 	}
 	Summarize(rs, meta.Baseline)

@@ -33,6 +33,7 @@ var memoryParts = []struct {
 	{"Go heap free, not returned", "goMemory", "freeBytes"},
 	{"Go stacks", "goMemory", "stacksBytes"},
 	{"Go runtime metadata", "goMemory", "metadataBytes"},
+	{"Go profiling records", "goMemory", "profilingBytes"},
 	{"node cache", "storageEngine", "nodeCacheBytes"},
 	{"uncheckpointed edits", "storageEngine", "editBytes"},
 	{"edits only history holds", "storageEngine", "historyBytes"},

@@ -34,9 +34,9 @@ var goMemoryFields = []struct {
 	{"metadataBytes", []string{
 		"/memory/classes/metadata/mcache/free:bytes", "/memory/classes/metadata/mcache/inuse:bytes",
 		"/memory/classes/metadata/mspan/free:bytes", "/memory/classes/metadata/mspan/inuse:bytes",
-		"/memory/classes/metadata/other:bytes", "/memory/classes/profiling/buckets:bytes",
-		"/memory/classes/other:bytes",
+		"/memory/classes/metadata/other:bytes", "/memory/classes/other:bytes",
 	}},
+	{"profilingBytes", []string{"/memory/classes/profiling/buckets:bytes"}},
 	{"totalBytes", []string{"/memory/classes/total:bytes"}},
 }
 

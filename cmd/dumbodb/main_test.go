@@ -207,3 +207,49 @@ func TestHeapProfileAtStop(t *testing.T) {
 		t.Fatalf("no heap profile (%d bytes, %v)", len(raw), err)
 	}
 }
+
+// TestHeapSamplingOnlyForAProfile: the runtime's records of sampled
+// allocations grow under a workload only when --heapProfile asks for
+// them (sampleHeapFor).
+func TestHeapSamplingOnlyForAProfile(t *testing.T) {
+	growth := func(args ...string) int64 {
+		dir := t.TempDir()
+		p := dumboproc.StartT(t, filepath.Join(dir, "data"), args...)
+		c := client(t, p)
+		before := profilingBytes(t, c)
+		coll := c.Database("db").Collection("c")
+		pad := strings.Repeat("x", 1000)
+		for batch := range 40 {
+			docs := make([]any, 500)
+			for i := range docs {
+				docs[i] = bson.M{"_id": batch*500 + i, "pad": pad, "n": i}
+			}
+			if _, err := coll.InsertMany(context.Background(), docs); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := coll.UpdateMany(context.Background(), bson.M{"n": bson.M{"$lt": 50}}, bson.M{"$inc": bson.M{"n": 1}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return profilingBytes(t, c) - before
+	}
+	if g := growth(); g != 0 {
+		t.Errorf("without --heapProfile the profiling records grew by %d bytes", g)
+	}
+	if g := growth("--heapProfile=" + filepath.Join(t.TempDir(), "heap.prof")); g <= 0 {
+		t.Errorf("with --heapProfile the profiling records grew by %d bytes, want the workload's allocations sampled", g)
+	}
+}
+
+func profilingBytes(t *testing.T, c *mongo.Client) int64 {
+	t.Helper()
+	raw, err := c.Database("admin").RunCommand(context.Background(), bson.D{{Key: "serverStatus", Value: 1}}).Raw()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, ok := raw.Lookup("goMemory", "profilingBytes").AsInt64OK()
+	if !ok {
+		t.Fatalf("serverStatus has no goMemory.profilingBytes")
+	}
+	return n
+}
