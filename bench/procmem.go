@@ -105,8 +105,7 @@ type rssWatch struct {
 	pid      int
 	start    time.Time
 	hwmValid bool // resetPeakRSS worked: VmHWM is the benchmark's peak
-	stopc    chan struct{}
-	done     chan struct{}
+	ticks    *ticker
 
 	mu       sync.Mutex
 	samples  []RSSSample
@@ -117,25 +116,41 @@ type rssWatch struct {
 
 // watchRSS starts sampling pid every interval; stop ends it.
 func watchRSS(pid int, every time.Duration) *rssWatch {
-	w := &rssWatch{pid: pid, start: time.Now(), stopc: make(chan struct{}), done: make(chan struct{})}
+	w := &rssWatch{pid: pid, start: time.Now()}
 	w.hwmValid = resetPeakRSS(pid) == nil
 	w.read()
-	go w.loop(every)
+	w.ticks = tickEvery(every, w.read)
 	return w
 }
 
-func (w *rssWatch) loop(every time.Duration) {
-	defer close(w.done)
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-w.stopc:
-			return
-		case <-t.C:
-			w.read()
+// ticker calls a watch's read every interval on its own goroutine until
+// stopped.
+type ticker struct {
+	stopc, done chan struct{}
+}
+
+func tickEvery(every time.Duration, read func()) *ticker {
+	t := &ticker{stopc: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(t.done)
+		tick := time.NewTicker(every)
+		defer tick.Stop()
+		for {
+			select {
+			case <-t.stopc:
+				return
+			case <-tick.C:
+				read()
+			}
 		}
-	}
+	}()
+	return t
+}
+
+// stop ends the calls; none runs once it returns. It may be called once.
+func (t *ticker) stop() {
+	close(t.stopc)
+	<-t.done
 }
 
 // read records one sample; the first error is kept and ends the figures.
@@ -166,8 +181,7 @@ type rssFigures struct {
 // stop ends the sampling with a last reading and returns the figures. It
 // may be called once.
 func (w *rssWatch) stop() (rssFigures, error) {
-	close(w.stopc)
-	<-w.done
+	w.ticks.stop()
 	w.read()
 	w.mu.Lock()
 	defer w.mu.Unlock()

@@ -50,8 +50,7 @@ type MemorySample struct {
 type statusWatch struct {
 	client *mongo.Client
 	start  time.Time
-	stopc  chan struct{}
-	done   chan struct{}
+	ticks  *ticker
 
 	mu      sync.Mutex
 	samples []MemorySample
@@ -59,21 +58,9 @@ type statusWatch struct {
 }
 
 func watchStatus(c *mongo.Client, every time.Duration) *statusWatch {
-	w := &statusWatch{client: c, start: time.Now(), stopc: make(chan struct{}), done: make(chan struct{})}
+	w := &statusWatch{client: c, start: time.Now()}
 	w.read()
-	go func() {
-		defer close(w.done)
-		t := time.NewTicker(every)
-		defer t.Stop()
-		for {
-			select {
-			case <-w.stopc:
-				return
-			case <-t.C:
-				w.read()
-			}
-		}
-	}()
+	w.ticks = tickEvery(every, w.read)
 	return w
 }
 
@@ -111,8 +98,7 @@ func memoryPartsOf(status bson.Raw) (map[string]float64, error) {
 }
 
 func (w *statusWatch) stop() ([]MemorySample, error) {
-	close(w.stopc)
-	<-w.done
+	w.ticks.stop()
 	w.read()
 	w.mu.Lock()
 	defer w.mu.Unlock()
