@@ -297,7 +297,7 @@ func cmdServerStatus(r *request) (bsoncore.Document, error) {
 		AppendDocument("connections", conns).
 		AppendDocument("opcounters", ops).
 		AppendDocument("mem", memStatus()).
-		AppendDocument("goMemory", goMemoryStatus()).
+		AppendDocument("goMemory", goMemoryStatus(&s.memReleases)).
 		AppendDocument("storageEngine", storageEngine).
 		AppendDocument("metrics", cursors).
 		AppendDocument("changeStreams", s.changeLogStatus()).

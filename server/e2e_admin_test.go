@@ -7,6 +7,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"dumbodb/server"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
@@ -211,5 +214,38 @@ func TestServerStatusMemory(t *testing.T) {
 	}
 	if _, ok := get(st, "storageEngine", "historyBytes").(int64); !ok {
 		t.Errorf("storageEngine %v: no historyBytes", st["storageEngine"])
+	}
+}
+
+// TestServerReturnsFreeMemory: with Config.MemoryRelease set, the server
+// returns the heap's free pages once a collection leaves more than its
+// floor free, and serverStatus.goMemory counts the releases; without it,
+// the server never forces one.
+func TestServerReturnsFreeMemory(t *testing.T) {
+	releasing := startServer(t, func(c *server.Config) { c.MemoryRelease = 20 * time.Millisecond })
+	idle := startServer(t)
+	releases := func(ts *testServer) (int64, int64) {
+		st := mustRun(t, ts.client().Database("admin"), bson.D{{Key: "serverStatus", Value: 1}})
+		return get(st, "goMemory", "serverReleases").(int64), get(st, "goMemory", "serverReleasedBytes").(int64)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		garbage := make([][]byte, 64)
+		for i := range garbage {
+			garbage[i] = make([]byte, 256<<10)
+		}
+		runtime.KeepAlive(garbage)
+		runtime.GC() // 16 MiB of free pages for the next release
+		n, bytes := releases(releasing)
+		if n > 0 && bytes > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no release in 20 s of 16 MiB garbage: serverReleases %d, serverReleasedBytes %d", n, bytes)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if n, bytes := releases(idle); n != 0 || bytes != 0 {
+		t.Errorf("a server without MemoryRelease released %d times (%d bytes)", n, bytes)
 	}
 }

@@ -70,6 +70,10 @@ type Config struct {
 	// call may grow by (0: js.DefaultHeapLimit). docs/design/javascript.md.
 	JSTimeout   time.Duration
 	JSHeapLimit int64
+	// MemoryRelease is how often the server returns the Go heap's free
+	// pages to the kernel once there are enough of them (0: never, the
+	// runtime's own pace; memory_release.go).
+	MemoryRelease time.Duration
 }
 
 // Defaults of the message limits.
@@ -107,6 +111,7 @@ type Server struct {
 	topo             *topology // set by Listen
 	clock            *clusterClock
 	sessions         *sessionTable
+	memReleases      memoryReleases
 
 	nextConnID atomic.Int64
 	nextOpID   atomic.Int64
@@ -199,6 +204,10 @@ func (s *Server) Serve() {
 	go s.reapCursors()
 	go s.ttlLoop()
 	go s.watchSlowOps()
+	if s.cfg.MemoryRelease > 0 {
+		s.wg.Add(1)
+		go s.releaseMemoryLoop()
+	}
 }
 
 func (s *Server) acceptLoop(l net.Listener) {

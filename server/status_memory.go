@@ -53,9 +53,10 @@ func goMemorySamples() []metrics.Sample {
 	return s
 }
 
-// goMemoryStatus is serverStatus.goMemory. A metric this Go does not
-// have reads as 0 (metrics.KindBad).
-func goMemoryStatus() bsoncore.Document {
+// goMemoryStatus is serverStatus.goMemory: the runtime's classes, then
+// what the server's own releases returned (memory_release.go). A metric
+// this Go does not have reads as 0 (metrics.KindBad).
+func goMemoryStatus(released *memoryReleases) bsoncore.Document {
 	samples := goMemorySamples()
 	metrics.Read(samples)
 	b := bsoncore.NewDocumentBuilder()
@@ -63,13 +64,13 @@ func goMemoryStatus() bsoncore.Document {
 	for _, f := range goMemoryFields {
 		var sum int64
 		for range f.metrics {
-			if samples[i].Value.Kind() == metrics.KindUint64 {
-				sum += int64(samples[i].Value.Uint64())
-			}
+			sum += sampleBytes(samples[i])
 			i++
 		}
 		b.AppendInt64(f.field, sum)
 	}
+	b.AppendInt64("serverReleases", released.count.Load())
+	b.AppendInt64("serverReleasedBytes", released.bytes.Load())
 	return b.Build()
 }
 
@@ -114,8 +115,5 @@ func procSelfMemory() (resident, virtual int64, ok bool) {
 func goMemoryTotal() int64 {
 	s := []metrics.Sample{{Name: "/memory/classes/total:bytes"}}
 	metrics.Read(s)
-	if s[0].Value.Kind() != metrics.KindUint64 {
-		return 0
-	}
-	return int64(s[0].Value.Uint64())
+	return sampleBytes(s[0])
 }

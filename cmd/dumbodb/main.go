@@ -38,6 +38,7 @@ type serverFlags struct {
 	largeDoc       int
 	idleDBSeconds  int
 	busyPollMicros int
+	releaseSeconds int
 	inFlightMB     int
 	stallSeconds   int
 	replSet        string
@@ -74,6 +75,8 @@ func parseFlags(args []string, stderr io.Writer) (*serverFlags, error) {
 	fs.StringVar(&o.author, "author", storage.DefaultAuthor, `default commit author, "Name <email>"`)
 	fs.IntVar(&o.busyPollMicros, "busyPollMicros", int(server.DefaultBusyPoll/time.Microsecond),
 		"microseconds an idle connection spins for its next request while nothing else runs (lower latency on VMs); 0 never spins")
+	fs.IntVar(&o.releaseSeconds, "memoryReleaseSeconds", int(server.DefaultMemoryRelease/time.Second),
+		"seconds between checks that return the Go heap's free memory to the kernel (once past 1 MiB; costs one garbage collection); 0 leaves it to the Go runtime's pace")
 	fs.IntVar(&o.inFlightMB, "maxInFlightMB", server.DefaultInFlightBytes>>20,
 		"memory for messages being received and handled, all connections together (past 64 KiB each); a connection whose message would pass it is closed")
 	fs.IntVar(&o.stallSeconds, "messageStallSeconds", int(server.DefaultMessageStall/time.Second),
@@ -192,7 +195,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		InFlightBytes: int64(o.inFlightMB) << 20,
 		MessageStall:  time.Duration(o.stallSeconds) * time.Second,
 		ReplSet:       o.replSet, Standalone: o.standalone, AdvertiseHost: o.advertiseHost, Auth: o.auth, TLS: o.tls,
-		NoScripting: o.noScripting,
+		NoScripting:   o.noScripting,
+		MemoryRelease: time.Duration(max(o.releaseSeconds, 0)) * time.Second,
 	}
 	srv := server.New(cfg, engine, log, ring)
 	if err := srv.Listen(); err != nil {
