@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"dumbodb/storage"
 	"dumbodb/wire"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -25,8 +26,14 @@ func BenchmarkInsertMany1000Raw(b *testing.B) { benchInsertRaw(b, 1000) }
 // -benchmem gives the server's allocations per insert.
 func BenchmarkInsertOneRaw(b *testing.B) { benchInsertRaw(b, 1) }
 
-func benchInsertRaw(b *testing.B, batch int) {
-	ts := startServer(b)
+func BenchmarkInsertMany1000RawNoAutoGC(b *testing.B) {
+	benchInsertRawWith(b, 1000, storage.Options{AutoGCMaxBytes: -1})
+}
+
+func benchInsertRaw(b *testing.B, batch int) { benchInsertRawWith(b, batch, storage.Options{}) }
+
+func benchInsertRawWith(b *testing.B, batch int, opts storage.Options) {
+	ts := startServerWith(b, opts)
 	nc := ts.dial()
 	r := bufio.NewReader(nc)
 	docs := make([]bsoncore.Document, batch)
