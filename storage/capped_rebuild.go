@@ -132,7 +132,8 @@ func mergeCapped(ctx context.Context, ns tree.NodeStore, merged, ours, theirs *c
 // that lacks an order map one, before its root is written. Collections it
 // changes are replaced in st.colls, as syncStateIndexes does.
 func syncStateCapped(ctx context.Context, ns tree.NodeStore, st *rootState) error {
-	for name, c := range st.colls {
+	changed := map[string]*collection{}
+	for name, c := range st.colls.all() {
 		if !c.info.Capped() || c.capped != nil {
 			continue
 		}
@@ -140,7 +141,10 @@ func syncStateCapped(ctx context.Context, ns tree.NodeStore, st *rootState) erro
 		if err := rebuildCapped(ctx, ns, &next, nil); err != nil {
 			return err
 		}
-		st.colls[name] = &next
+		changed[name] = &next
+	}
+	if len(changed) > 0 { // a published state is in sync: never written
+		st.colls = st.colls.with(changed)
 	}
 	return nil
 }

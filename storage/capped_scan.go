@@ -52,7 +52,7 @@ func (n *naturalIter) next(ctx context.Context, ns tree.NodeStore) (bsoncore.Doc
 // newest first); a collection that is not capped is scanned in _id order,
 // its natural order, and reverse is left to the caller.
 func (s *Snapshot) NaturalScan(ctx context.Context, coll string, reverse bool) (*Iterator, error) {
-	c, ok := s.st.colls[coll]
+	c, ok := s.st.colls.lookup(coll)
 	if !ok {
 		return &Iterator{}, nil
 	}
@@ -70,7 +70,7 @@ func (s *Snapshot) NaturalScan(ctx context.Context, coll string, reverse bool) (
 // record id after (0: from the first), oldest first: what a tailable
 // cursor has not returned yet. A collection that is not capped has none.
 func (s *Snapshot) NaturalAfter(ctx context.Context, coll string, after int64) ([]NaturalEntry, error) {
-	c, ok := s.st.colls[coll]
+	c, ok := s.st.colls.lookup(coll)
 	if !ok || c.capped == nil {
 		return nil, nil
 	}
@@ -79,7 +79,7 @@ func (s *Snapshot) NaturalAfter(ctx context.Context, coll string, after int64) (
 
 // CappedBytes is a capped collection's live BSON bytes (0: not capped).
 func (s *Snapshot) CappedBytes(coll string) int64 {
-	if c, ok := s.st.colls[coll]; ok && c.capped != nil {
+	if c, ok := s.st.colls.lookup(coll); ok && c.capped != nil {
 		return c.capped.bytes
 	}
 	return 0
@@ -88,7 +88,7 @@ func (s *Snapshot) CappedBytes(coll string) int64 {
 // RecordID is a capped collection's record id of the document with _id
 // key idKey (false: none, or not capped).
 func (s *Snapshot) RecordID(ctx context.Context, coll string, idKey []byte) (int64, bool) {
-	c, ok := s.st.colls[coll]
+	c, ok := s.st.colls.lookup(coll)
 	if !ok || c.capped == nil {
 		return 0, false
 	}
@@ -104,7 +104,7 @@ func (s *Snapshot) RecordID(ctx context.Context, coll string, idKey []byte) (int
 // else, and the byte count and last record id in step. It lists what is
 // wrong (none: consistent, or not capped).
 func (s *Snapshot) CheckCapped(ctx context.Context, coll string) ([]string, error) {
-	c, ok := s.st.colls[coll]
+	c, ok := s.st.colls.lookup(coll)
 	if !ok || c.capped == nil {
 		return nil, nil
 	}

@@ -238,7 +238,7 @@ func TestCappedRootWithoutOrderIsRebuilt(t *testing.T) {
 	insertCapped(t, d, "main", 7, 3, 5)
 	b := d.branchList()[0]
 	st := b.state.Load()
-	c := *st.colls["cap"]
+	c := *st.colls.get("cap")
 	c.base, c.edits, c.capped = mustFold(t, d, &c), nil, nil
 	if err := rebuildCapped(ctx, d.ns, &c, nil); err != nil {
 		t.Fatal(err)
@@ -272,11 +272,10 @@ func TestCappedCheckFindsAnInconsistentOrder(t *testing.T) {
 	}
 	// Damage a copy of the state: the order loses a document.
 	st := *d.branchList()[0].state.Load()
-	st.colls = map[string]*collection{"cap": st.colls["cap"]}
-	c := *st.colls["cap"]
+	c := *st.colls.get("cap")
 	c.capped = c.capped.clone()
 	c.capped.edits.ReplaceOrInsert(&edit{key: orderKey(2)})
-	st.colls["cap"] = &c
+	st.colls = newCollMap(map[string]*collection{"cap": &c})
 	snap := &Snapshot{ns: d.ns, st: &st}
 	if p, err := snap.CheckCapped(ctx, "cap"); err != nil || len(p) != 2 {
 		t.Fatalf("damaged order reported %v %v", p, err)

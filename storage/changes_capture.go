@@ -549,12 +549,12 @@ func (d *Database) stateEvents(ctx context.Context, a, b *rootState, cd Collecti
 	var evs []ChangeEvent
 	switch cd.Status {
 	case "dropped":
-		return []ChangeEvent{{Op: "drop", Coll: cd.Name, UUID: a.colls[cd.Name].info.UUID}}, nil
+		return []ChangeEvent{{Op: "drop", Coll: cd.Name, UUID: a.colls.get(cd.Name).info.UUID}}, nil
 	case "added":
-		info := b.colls[cd.Name].info
+		info := b.colls.get(cd.Name).info
 		evs = append(evs, ChangeEvent{Op: "create", Coll: cd.Name, UUID: info.UUID})
 	}
-	c := b.colls[cd.Name]
+	c := b.colls.get(cd.Name)
 	for _, ch := range cd.Added {
 		evs = append(evs, ChangeEvent{Op: "insert", Coll: cd.Name, UUID: c.info.UUID, Doc: ch.To, key: []byte{1}})
 	}

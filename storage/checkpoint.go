@@ -86,7 +86,7 @@ func foldableBeside(st *rootState) bool {
 	if st.merge != nil || len(st.conflicts) > 0 {
 		return false
 	}
-	for _, c := range st.colls {
+	for _, c := range st.colls.all() {
 		if c.capped != nil {
 			return false
 		}
@@ -98,8 +98,8 @@ func foldableBeside(st *rootState) bool {
 // same content, which writers change without changing st's sets.
 func frozenState(st *rootState) *rootState {
 	next := *st
-	next.colls = make(map[string]*collection, len(st.colls))
-	for name, c := range st.colls {
+	colls := make(map[string]*collection, st.colls.len())
+	for name, c := range st.colls.all() {
 		fc := *c
 		fc.edits = frozenOver(c.edits)
 		fc.indexes = make([]*indexState, len(c.indexes))
@@ -108,8 +108,9 @@ func frozenState(st *rootState) *rootState {
 			fix.edits = frozenOver(ix.edits)
 			fc.indexes[i] = &fix
 		}
-		next.colls[name] = &fc
+		colls[name] = &fc
 	}
+	next.colls = newCollMap(colls)
 	return &next
 }
 
@@ -198,20 +199,17 @@ func rebased(cur, st, folded *rootState) (*rootState, bool) {
 	if cur.merge != nil || len(cur.conflicts) > 0 {
 		return nil, false
 	}
-	next := &rootState{colls: make(map[string]*collection, len(cur.colls)), lsn: cur.lsn, ckptLSN: st.lsn}
-	for name, c := range cur.colls {
-		next.colls[name] = c
-	}
-	for name, was := range st.colls {
-		c, ok := cur.colls[name]
+	changes := make(map[string]*collection, st.colls.len())
+	for name, was := range st.colls.all() {
+		c, ok := cur.colls.lookup(name)
 		if !ok {
 			return nil, false
 		}
-		if next.colls[name], ok = rebasedCollection(c, was, folded.colls[name]); !ok {
+		if changes[name], ok = rebasedCollection(c, was, folded.colls.get(name)); !ok {
 			return nil, false
 		}
 	}
-	return next, true
+	return &rootState{colls: cur.colls.with(changes), lsn: cur.lsn, ckptLSN: st.lsn}, true
 }
 
 // rebasedCollection is c, built on the frozen was, on f's folded maps.
@@ -314,8 +312,8 @@ func (d *Database) writeCheckpoint(ctx context.Context, b *branch, st *rootState
 // foldState writes st's edits into new prolly maps and their root, and
 // returns the checkpointed state they make (not yet the working root).
 func (d *Database) foldState(ctx context.Context, st *rootState) (*rootState, error) {
-	colls := make(map[string]*collection, len(st.colls))
-	for name, c := range st.colls {
+	colls := make(map[string]*collection, st.colls.len())
+	for name, c := range st.colls.all() {
 		base, err := foldEdits(ctx, d.ns, c, d.largeDoc())
 		if err != nil {
 			return nil, fmt.Errorf("checkpoint %s.%s: %w", d.name, name, err)
@@ -330,7 +328,7 @@ func (d *Database) foldState(ctx context.Context, st *rootState) (*rootState, er
 		}
 		colls[name] = &collection{info: c.info, base: base, count: c.count, indexes: indexes, capped: capped}
 	}
-	next := &rootState{colls: colls, lsn: st.lsn, ckptLSN: st.lsn, checkpointed: true,
+	next := &rootState{colls: newCollMap(colls), lsn: st.lsn, ckptLSN: st.lsn, checkpointed: true,
 		merge: st.merge, conflicts: st.conflicts}
 	root, err := buildRoot(ctx, d.ns, next)
 	if err != nil {

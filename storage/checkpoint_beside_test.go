@@ -161,7 +161,7 @@ func checkEditAccounts(t *testing.T, d *Database, when string) {
 	if got, want := d.engine.editBytes.Load(), st.editBytes(); got != want {
 		t.Fatalf("%s: the budget counts %d bytes of edits, the state holds %d", when, got, want)
 	}
-	for name, c := range st.colls {
+	for name, c := range st.colls.all() {
 		var held int64
 		count := func(e *edit) { held += editSize(e) }
 		if c.edits != nil {
@@ -367,7 +367,7 @@ func TestWriterIsNotBlockedByAFold(t *testing.T) {
 	if st.ckptLSN != frozenLSN || st.checkpointed {
 		t.Fatalf("checkpoint LSN %d (checkpointed %v), want %d with edits after it", st.ckptLSN, st.checkpointed, frozenLSN)
 	}
-	a := st.colls["a"]
+	a := st.colls.get("a")
 	if frozenOf(a.edits) != nil || countEdits(a.edits) != 2 {
 		t.Fatalf("rebased edits: frozen layer %v, %d edits, want the write's 2", frozenOf(a.edits) != nil, countEdits(a.edits))
 	}

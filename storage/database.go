@@ -627,7 +627,7 @@ func (d *Database) BranchCollection(ctx context.Context, branch, coll string) (C
 	if err != nil {
 		return CollectionInfo{}, false, err
 	}
-	c, ok := b.state.Load().colls[coll]
+	c, ok := b.state.Load().colls.lookup(coll)
 	if !ok {
 		return CollectionInfo{}, false, nil
 	}

@@ -52,7 +52,7 @@ func TestHistoryKeepsPastStates(t *testing.T) {
 	if got := snapContents(t, at1, "c"); got[1] != "a" {
 		t.Fatalf("at t1: %v", got)
 	}
-	if !slices.Contains(d.historyRoots(), at1.st.colls["c"].base.HashOf()) {
+	if !slices.Contains(d.historyRoots(), at1.st.colls.get("c").base.HashOf()) {
 		t.Fatal("GC roots miss the tree of a past state that no ref reaches")
 	}
 	txn, err := d.BeginTxnAt(ctx, DefaultBranch, t1)

@@ -27,7 +27,7 @@ type PreparedIndexes struct {
 // (nil when there is nothing to build). A unique index whose keys clash in
 // the snapshot fails here, with the build's DuplicateKeyError.
 func PrepareIndexes(ctx context.Context, snap *Snapshot, coll string, raws []bsoncore.Document) (*PreparedIndexes, error) {
-	c := snap.st.colls[coll]
+	c := snap.st.colls.get(coll)
 	if c == nil {
 		return nil, nil
 	}

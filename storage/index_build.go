@@ -530,14 +530,18 @@ func putIndexRoots(ctx context.Context, ed prolly.AddressMapEditor, c *collectio
 // Only collections whose indexes changed are replaced in st.colls; a
 // published state is always in sync and so is never modified.
 func syncStateIndexes(ctx context.Context, ns tree.NodeStore, st *rootState) error {
-	for name, c := range st.colls {
+	changed := map[string]*collection{}
+	for name, c := range st.colls.all() {
 		synced, err := syncIndexes(ctx, ns, c)
 		if err != nil {
 			return fmt.Errorf("indexes of %s: %w", name, err)
 		}
 		if synced != c {
-			st.colls[name] = synced
+			changed[name] = synced
 		}
+	}
+	if len(changed) > 0 { // a published state is in sync: never written
+		st.colls = st.colls.with(changed)
 	}
 	return nil
 }

@@ -30,7 +30,7 @@ func indexCandidates(o, t *collection) []*indexState {
 
 // Indexes lists a collection's secondary indexes.
 func (s *Snapshot) Indexes(coll string) []IndexInfo {
-	c, ok := s.st.colls[coll]
+	c, ok := s.st.colls.lookup(coll)
 	if !ok {
 		return nil
 	}
@@ -39,7 +39,7 @@ func (s *Snapshot) Indexes(coll string) []IndexInfo {
 
 // IndexScan walks one index's entries within an interval.
 func (s *Snapshot) IndexScan(ctx context.Context, coll, name string, iv index.Interval) (*IndexIterator, error) {
-	c, ok := s.st.colls[coll]
+	c, ok := s.st.colls.lookup(coll)
 	if !ok {
 		return nil, ErrNamespaceNotFound
 	}
@@ -57,7 +57,7 @@ func (s *Snapshot) IndexScan(ctx context.Context, coll, name string, iv index.In
 
 // GetKey returns the document stored under an encoded _id key.
 func (s *Snapshot) GetKey(ctx context.Context, coll string, idKey []byte) (bsoncore.Document, bool, error) {
-	c, ok := s.st.colls[coll]
+	c, ok := s.st.colls.lookup(coll)
 	if !ok {
 		return nil, false, nil
 	}
@@ -68,7 +68,7 @@ func (s *Snapshot) GetKey(ctx context.Context, coll string, idKey []byte) (bsonc
 // GetKeyFields is GetKey reading of a document stored as a doctree only
 // the fields listed (a smaller document is read whole).
 func (s *Snapshot) GetKeyFields(ctx context.Context, coll string, idKey []byte, fields []string) (bsoncore.Document, bool, error) {
-	c, ok := s.st.colls[coll]
+	c, ok := s.st.colls.lookup(coll)
 	if !ok {
 		return nil, false, nil
 	}
@@ -155,7 +155,7 @@ type IndexSize struct {
 // since the last checkpoint. Chunks shared with other maps or versions are
 // counted in full, as they are in each map that holds them.
 func (s *Snapshot) IndexSizes(ctx context.Context, coll string) ([]IndexSize, error) {
-	c, ok := s.st.colls[coll]
+	c, ok := s.st.colls.lookup(coll)
 	if !ok {
 		return nil, nil
 	}
@@ -182,7 +182,7 @@ func (s *Snapshot) IndexSizes(ctx context.Context, coll string) ([]IndexSize, er
 // serialized nodes of its document map plus the bytes of its edits not yet
 // checkpointed (collStats' storageSize).
 func (s *Snapshot) CollectionBytes(ctx context.Context, coll string) (int64, error) {
-	c, ok := s.st.colls[coll]
+	c, ok := s.st.colls.lookup(coll)
 	if !ok {
 		return 0, nil
 	}

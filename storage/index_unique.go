@@ -115,5 +115,5 @@ func idValues(ctx context.Context, r IndexReader, coll string, idKeys [][]byte, 
 // state), so what was read from s still holds.
 func (tx *Tx) Unchanged(s *Snapshot, coll string) bool {
 	c := tx.view(coll)
-	return c != nil && c == s.st.colls[coll]
+	return c != nil && c == s.st.colls.get(coll)
 }

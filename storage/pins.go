@@ -54,7 +54,7 @@ func (p *pins) roots() []hash.Hash {
 func treeRoots(states []*rootState) []hash.Hash {
 	var out []hash.Hash
 	for _, st := range states {
-		for _, c := range st.colls {
+		for _, c := range st.colls.all() {
 			out = append(out, c.base.HashOf())
 			for _, ix := range c.indexes {
 				out = append(out, ix.base.HashOf())

@@ -102,7 +102,7 @@ func decodeCollectionInfo(b []byte) (CollectionInfo, error) {
 // rootState is one immutable state of a branch: the checkpointed maps, the
 // edits acknowledged since, and the catalog. Readers share it without locks.
 type rootState struct {
-	colls map[string]*collection
+	colls collMap
 	lsn   uint64 // last log record applied
 	// ckptLSN is the last log record the durable working root includes;
 	// the log after it is needed to rebuild this state.
@@ -147,7 +147,7 @@ func loadRootState(ctx context.Context, ns tree.NodeStore, addr [20]byte) (*root
 	if err != nil {
 		return nil, err
 	}
-	st := &rootState{colls: map[string]*collection{}, checkpointed: true, root: root}
+	st := &rootState{checkpointed: true, root: root}
 	if err := loadMergeState(ctx, ns, root, st); err != nil {
 		return nil, err
 	}
@@ -166,9 +166,11 @@ func loadRootState(ctx context.Context, ns tree.NodeStore, addr [20]byte) (*root
 	if err != nil {
 		return nil, err
 	}
+	colls := map[string]*collection{}
 	for {
 		k, v, err := it.Next(ctx)
 		if errors.Is(err, io.EOF) {
+			st.colls = newCollMap(colls)
 			return st, nil
 		}
 		if err != nil {
@@ -178,7 +180,7 @@ func loadRootState(ctx context.Context, ns tree.NodeStore, addr [20]byte) (*root
 		if err != nil {
 			return nil, err
 		}
-		st.colls[c.info.Name] = c
+		colls[c.info.Name] = c
 	}
 }
 
@@ -237,13 +239,13 @@ func buildRoot(ctx context.Context, ns tree.NodeStore, st *rootState) (prolly.Ad
 		return prolly.AddressMap{}, err
 	}
 	for _, n := range names {
-		if err := ed.Update(ctx, rootDataPrefix+n, st.colls[n].base.HashOf()); err != nil {
+		if err := ed.Update(ctx, rootDataPrefix+n, st.colls.get(n).base.HashOf()); err != nil {
 			return prolly.AddressMap{}, err
 		}
-		if err := putIndexRoots(ctx, ed, st.colls[n]); err != nil {
+		if err := putIndexRoots(ctx, ed, st.colls.get(n)); err != nil {
 			return prolly.AddressMap{}, err
 		}
-		if err := putCappedRoot(ctx, ed, st.colls[n]); err != nil {
+		if err := putCappedRoot(ctx, ed, st.colls.get(n)); err != nil {
 			return prolly.AddressMap{}, err
 		}
 	}
@@ -260,7 +262,7 @@ func buildCatalog(ctx context.Context, ns tree.NodeStore, st *rootState, names [
 		if err != nil {
 			return prolly.Map{}, err
 		}
-		v, err := valueTuple(ctx, ns, st.colls[n].info.encode())
+		v, err := valueTuple(ctx, ns, st.colls.get(n).info.encode())
 		if err != nil {
 			return prolly.Map{}, err
 		}
@@ -341,8 +343,8 @@ func withoutMerge(ctx context.Context, ns tree.NodeStore, st *rootState) (*rootS
 }
 
 func (st *rootState) collectionNames() []string {
-	names := make([]string, 0, len(st.colls))
-	for n := range st.colls {
+	names := make([]string, 0, st.colls.len())
+	for n := range st.colls.all() {
 		names = append(names, n)
 	}
 	sort.Strings(names)
@@ -354,7 +356,7 @@ func (st *rootState) collectionInfos() []CollectionInfo {
 	names := st.collectionNames()
 	out := make([]CollectionInfo, len(names))
 	for i, n := range names {
-		out[i] = st.colls[n].info
+		out[i] = st.colls.get(n).info
 	}
 	return out
 }

@@ -38,14 +38,14 @@ type Snapshot struct {
 var _ Reader = (*Snapshot)(nil)
 
 // EmptySnapshot is the view of a database that does not exist.
-func EmptySnapshot() *Snapshot { return &Snapshot{st: &rootState{colls: map[string]*collection{}}} }
+func EmptySnapshot() *Snapshot { return &Snapshot{st: &rootState{}} }
 
 // Collections lists the collections, sorted by name.
 func (s *Snapshot) Collections() []CollectionInfo { return s.st.collectionInfos() }
 
 // Collection returns one collection's catalog entry.
 func (s *Snapshot) Collection(name string) (CollectionInfo, bool) {
-	c, ok := s.st.colls[name]
+	c, ok := s.st.colls.lookup(name)
 	if !ok {
 		return CollectionInfo{}, false
 	}
@@ -54,7 +54,7 @@ func (s *Snapshot) Collection(name string) (CollectionInfo, bool) {
 
 // Get returns the document whose _id equals id.
 func (s *Snapshot) Get(ctx context.Context, coll string, id bsoncore.Value) (bsoncore.Document, bool, error) {
-	c, ok := s.st.colls[coll]
+	c, ok := s.st.colls.lookup(coll)
 	if !ok {
 		return nil, false, nil
 	}
@@ -71,7 +71,7 @@ func (s *Snapshot) Get(ctx context.Context, coll string, id bsoncore.Value) (bso
 
 // Scan iterates over a collection's documents in _id order.
 func (s *Snapshot) Scan(ctx context.Context, coll string) (*Iterator, error) {
-	c, ok := s.st.colls[coll]
+	c, ok := s.st.colls.lookup(coll)
 	if !ok {
 		return &Iterator{}, nil
 	}
@@ -88,7 +88,7 @@ func (s *Snapshot) Scan(ctx context.Context, coll string) (*Iterator, error) {
 
 // ScanRange iterates over a collection's documents with _id keys in iv.
 func (s *Snapshot) ScanRange(ctx context.Context, coll string, iv index.Interval) (*Iterator, error) {
-	c, ok := s.st.colls[coll]
+	c, ok := s.st.colls.lookup(coll)
 	if !ok {
 		return &Iterator{}, nil
 	}
@@ -102,7 +102,7 @@ func (s *Snapshot) ScanRange(ctx context.Context, coll string, iv index.Interval
 
 // Count returns the number of documents in a collection.
 func (s *Snapshot) Count(coll string) (int, error) {
-	c, ok := s.st.colls[coll]
+	c, ok := s.st.colls.lookup(coll)
 	if !ok {
 		return 0, nil
 	}

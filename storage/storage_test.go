@@ -505,7 +505,7 @@ func TestFoldAllocationsPerEdit(t *testing.T) {
 		}
 		return nil
 	})
-	c := d.branchList()[0].state.Load().colls["c"]
+	c := d.branchList()[0].state.Load().colls.get("c")
 	allocs := testing.AllocsPerRun(2, func() {
 		if _, err := foldEdits(ctx, d.ns, c, nil); err != nil {
 			t.Fatal(err)

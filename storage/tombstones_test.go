@@ -76,7 +76,7 @@ func BenchmarkCheckpointTombstones(b *testing.B) {
 
 // editsHeld is what the main branch's state holds in edits of c.
 func editsHeld(d *Database) int {
-	c := d.branchList()[0].state.Load().colls["c"]
+	c := d.branchList()[0].state.Load().colls.get("c")
 	if c.edits == nil {
 		return 0
 	}

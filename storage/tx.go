@@ -73,7 +73,7 @@ func (tx *Tx) view(name string) *collection {
 	if c, ok := tx.overlay[name]; ok {
 		return c
 	}
-	return tx.base.colls[name]
+	return tx.base.colls.get(name)
 }
 
 // mutable returns the transaction's own copy of a collection, whose edits
@@ -85,7 +85,7 @@ func (tx *Tx) mutable(name string) (*collection, error) {
 		}
 		return c, nil
 	}
-	base, ok := tx.base.colls[name]
+	base, ok := tx.base.colls.lookup(name)
 	if !ok {
 		return nil, ErrNamespaceNotFound
 	}
@@ -122,7 +122,7 @@ var cloneMu sync.Mutex
 // Collections lists the collections as this transaction sees them.
 func (tx *Tx) Collections() []CollectionInfo {
 	var out []CollectionInfo
-	for n, c := range tx.base.colls {
+	for n, c := range tx.base.colls.all() {
 		if _, changed := tx.overlay[n]; !changed {
 			out = append(out, c.info)
 		}
@@ -433,33 +433,20 @@ func (c *collection) setEdit(e *edit, existed bool) {
 // publish makes the state this transaction leads to. The transaction must
 // not be used afterwards: its edit sets now belong to the published state.
 func (tx *Tx) publish(lsn uint64) *rootState {
-	st := &rootState{colls: make(map[string]*collection, len(tx.base.colls)+len(tx.overlay)), lsn: lsn, ckptLSN: tx.base.ckptLSN,
+	st := &rootState{colls: tx.base.colls.with(tx.overlay), lsn: lsn, ckptLSN: tx.base.ckptLSN,
 		merge: tx.base.merge, conflicts: tx.base.conflicts}
-	for n, c := range tx.base.colls {
-		st.colls[n] = c
-	}
 	for n, c := range tx.overlay {
-		if c == nil {
-			if was, ok := tx.base.colls[n]; ok {
-				st.superseded += was.editBytes // dropped
-			}
-			delete(st.colls, n)
-		} else {
-			st.colls[n] = c
+		if c != nil {
 			st.superseded += c.superseded
+		} else if was, ok := tx.base.colls.lookup(n); ok {
+			st.superseded += was.editBytes // dropped
 		}
 	}
 	return st
 }
 
 // editBytes is the memory the state's edits take.
-func (st *rootState) editBytes() int64 {
-	var n int64
-	for _, c := range st.colls {
-		n += c.editBytes
-	}
-	return n
-}
+func (st *rootState) editBytes() int64 { return st.colls.editBytes }
 
 func encodeID(id bsoncore.Value) ([]byte, error) {
 	// Sized for a number's or an ObjectId's key: one allocation, where

@@ -230,7 +230,7 @@ func (t *Txn) changedSince(ctx context.Context, cur *rootState, coll string, key
 
 // docAt is the stored bytes of a document in a state (nil: none).
 func docAt(ctx context.Context, ns tree.NodeStore, st *rootState, coll string, key []byte) ([]byte, error) {
-	c := st.colls[coll]
+	c := st.colls.get(coll)
 	if c == nil {
 		return nil, nil
 	}
@@ -392,9 +392,9 @@ func withMerged(ops []walOp, merged map[string][]byte) []walOp {
 func (t *Txn) opChangedSince(ctx context.Context, cur *rootState, o walOp) (bool, error) {
 	switch o.op {
 	case opCreate:
-		return cur.colls[o.coll] != nil, nil
+		return cur.colls.get(o.coll) != nil, nil
 	}
-	was, now := t.snap.st.colls[o.coll], cur.colls[o.coll]
+	was, now := t.snap.st.colls.get(o.coll), cur.colls.get(o.coll)
 	if was == nil || now == nil {
 		return was != now, nil
 	}
@@ -470,14 +470,10 @@ func (t *Txn) end() {
 // frozenState is the state the transaction's writes so far lead to, with
 // edit sets of its own, so that later statements do not change it.
 func (tx *Tx) frozenState() *rootState {
-	st := &rootState{colls: make(map[string]*collection, len(tx.base.colls)+len(tx.overlay)), lsn: tx.base.lsn,
-		ckptLSN: tx.base.ckptLSN, merge: tx.base.merge, conflicts: tx.base.conflicts}
-	for n, c := range tx.base.colls {
-		st.colls[n] = c
-	}
+	changes := make(map[string]*collection, len(tx.overlay))
 	for n, c := range tx.overlay {
 		if c == nil {
-			delete(st.colls, n)
+			changes[n] = nil
 			continue
 		}
 		frozen := *c
@@ -486,7 +482,8 @@ func (tx *Tx) frozenState() *rootState {
 		}
 		frozen.indexes = cloneIndexes(c.indexes)
 		frozen.capped = c.capped.clone()
-		st.colls[n] = &frozen
+		changes[n] = &frozen
 	}
-	return st
+	return &rootState{colls: tx.base.colls.with(changes), lsn: tx.base.lsn,
+		ckptLSN: tx.base.ckptLSN, merge: tx.base.merge, conflicts: tx.base.conflicts}
 }

@@ -612,7 +612,7 @@ func (d *Database) eachRef(ctx context.Context, fn func(name string, c *datas.Co
 
 // mapOf returns a collection's map in a state (empty when absent).
 func (d *Database) mapOf(ctx context.Context, st *rootState, coll string) (prolly.Map, bool, error) {
-	if c, ok := st.colls[coll]; ok {
+	if c, ok := st.colls.lookup(coll); ok {
 		return c.base, true, nil
 	}
 	m, err := emptyMap(ctx, d.ns)

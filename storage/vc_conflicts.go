@@ -137,7 +137,7 @@ func (d *Database) ResolveConflict(ctx context.Context, branchName, coll string,
 // refuses, as it refused it in the merge (vc_merge_validator.go); ours is
 // what the branch had, so it is never checked.
 func checkResolution(st *rootState, coll string, doc bsoncore.Document) error {
-	c, ok := st.colls[coll]
+	c, ok := st.colls.lookup(coll)
 	if !ok || doc == nil {
 		return nil
 	}
@@ -151,11 +151,7 @@ func checkResolution(st *rootState, coll string, doc bsoncore.Document) error {
 // settle writes the chosen document and drops the conflict entry.
 func (d *Database) settle(ctx context.Context, b *branch, st *rootState, coll string, key []byte, doc bsoncore.Document) error {
 	next := *st
-	next.colls = make(map[string]*collection, len(st.colls))
-	for n, c := range st.colls {
-		next.colls[n] = c
-	}
-	c := *next.colls[coll]
+	c := *st.colls.get(coll)
 	ed := newEdits()
 	_, existed, err := lookup(ctx, d.ns, c.base, nil, key)
 	if err != nil {
@@ -170,7 +166,7 @@ func (d *Database) settle(ctx context.Context, b *branch, st *rootState, coll st
 		return err
 	}
 	c.edits, c.editBytes = nil, 0
-	next.colls[coll] = &c
+	next.colls = st.colls.with(map[string]*collection{coll: &c})
 	next.conflicts = make(map[string]prolly.Map, len(st.conflicts))
 	for n, m := range st.conflicts {
 		next.conflicts[n] = m

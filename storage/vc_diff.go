@@ -116,8 +116,8 @@ func unionNames(a, b *rootState) []string {
 
 func (d *Database) diffCollection(ctx context.Context, a, b *rootState, name string, withFields bool) (CollectionDiff, bool, error) {
 	cd := CollectionDiff{Name: name, Status: "modified"}
-	ca, aok := a.colls[name]
-	cb, bok := b.colls[name]
+	ca, aok := a.colls.lookup(name)
+	cb, bok := b.colls.lookup(name)
 	switch {
 	case !aok:
 		cd.Status = "added"

@@ -80,14 +80,14 @@ func (d *Database) changedIn(ctx context.Context, c *datas.Commit, parents []*da
 	if err != nil {
 		return false, err
 	}
-	prev := &rootState{colls: map[string]*collection{}}
+	prev := &rootState{}
 	if len(parents) > 0 {
 		if prev, err = d.commitState(ctx, parents[0]); err != nil {
 			return false, err
 		}
 	}
-	a, aok := prev.colls[coll]
-	b, bok := cur.colls[coll]
+	a, aok := prev.colls.lookup(coll)
+	b, bok := cur.colls.lookup(coll)
 	if !aok || !bok {
 		return aok != bok, nil
 	}

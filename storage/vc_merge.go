@@ -204,7 +204,7 @@ const (
 
 // threeWay merges every collection; the result has no edits, only bases.
 func (d *Database) threeWay(ctx context.Context, base, ours, theirs *rootState, mode mergeMode) (*rootState, error) {
-	out := &rootState{colls: map[string]*collection{}}
+	out := &rootState{}
 	names := unionNames(ours, theirs)
 	names = append(names, base.collectionNames()...)
 	sort.Strings(names)
@@ -220,9 +220,9 @@ func (d *Database) threeWay(ctx context.Context, base, ours, theirs *rootState, 
 }
 
 func (d *Database) mergeCollection(ctx context.Context, base, ours, theirs *rootState, name string, mode mergeMode, out *rootState) error {
-	b, inBase := base.colls[name]
-	o, inOurs := ours.colls[name]
-	t, inTheirs := theirs.colls[name]
+	b, inBase := base.colls.lookup(name)
+	o, inOurs := ours.colls.lookup(name)
+	t, inTheirs := theirs.colls.lookup(name)
 	switch {
 	case !inOurs && !inTheirs:
 		return nil // dropped on both sides (or never there)
@@ -275,7 +275,7 @@ func (d *Database) mergeCollection(ctx context.Context, base, ours, theirs *root
 	if err := mergeCapped(ctx, d.ns, mc, o, t); err != nil {
 		return err
 	}
-	out.colls[name] = mc
+	out.colls = out.colls.with(map[string]*collection{name: mc})
 	if len(recs) > 0 {
 		cm, err := d.conflictMap(ctx, recs)
 		if err != nil {

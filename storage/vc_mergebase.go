@@ -104,7 +104,7 @@ func onlyBase(bases []*datas.Commit, c *datas.Commit) bool {
 // settled it alike.
 func (d *Database) mergeBaseState(ctx context.Context, bases []*datas.Commit) (*rootState, error) {
 	if len(bases) == 0 {
-		return &rootState{colls: map[string]*collection{}}, nil // unrelated histories
+		return &rootState{}, nil // unrelated histories
 	}
 	merged, err := d.commitState(ctx, bases[0])
 	if err != nil {
