@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
 // insertPadded inserts n documents, each with a value of pad digits,
@@ -152,4 +154,146 @@ func TestAutoGCWaitsForTheStoreToDouble(t *testing.T) {
 	if gcs := d.engine.DatabaseStats().AutoGCs; gcs != 0 {
 		t.Fatalf("%d automatic GCs of a store that grew from %d to %d bytes", gcs, base, size)
 	}
+}
+
+// TestAutoGCBesideWritersKeepsWhatTheyWrite: writers go on during
+// automatic GCs, creating collections (each a new empty map in the
+// store, which no ref reaches until a checkpoint) and writing documents;
+// everything they wrote reads back, before and after the engine reopens
+// from disk, so no GC removed a chunk a writer held.
+func TestAutoGCBesideWritersKeepsWhatTheyWrite(t *testing.T) {
+	dir := t.TempDir()
+	opts := Options{CheckpointInterval: time.Hour, AutoGCMinBytes: 64 << 10}
+	e := openEngine(t, dir, opts)
+	d, err := e.Database(ctx, "db", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	made := map[string]string{}
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	wg.Add(1)
+	go func() { // creates a collection and writes into it, again and again
+		defer wg.Done()
+		for i := int32(0); ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			name, v := fmt.Sprint("n", i), fmt.Sprint("v", i)
+			mustWrite(t, d, func(tx *Tx) error {
+				if _, err := tx.EnsureCollection(ctx, name); err != nil {
+					return err
+				}
+				return tx.Insert(ctx, name, doc(i, v))
+			})
+			made[name] = v
+		}
+	}()
+	model := rewriteRounds(t, d, 4000, 30)
+	close(stop)
+	wg.Wait()
+	gcs := d.engine.DatabaseStats().AutoGCs
+	if gcs == 0 {
+		t.Fatal("no automatic GC ran: the test needs some")
+	}
+	check := func(d *Database, when string) {
+		t.Helper()
+		if got := contents(t, d, "c"); !maps.Equal(got, model) {
+			t.Fatalf("%s: %d documents of c differ from the model's %d", when, len(got), len(model))
+		}
+		for name, v := range made {
+			var id int32
+			fmt.Sscanf(name, "n%d", &id)
+			if got := contents(t, d, name); len(got) != 1 || got[id] != v {
+				t.Fatalf("%s: collection %s holds %v, want {%d: %s}", when, name, got, id, v)
+			}
+		}
+	}
+	check(d, "live")
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	e = openEngine(t, dir, opts)
+	defer e.Close()
+	d, err = e.Database(ctx, "db", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(d, "reopened")
+	t.Logf("%d automatic GCs beside a writer that made %d collections", gcs, len(made))
+}
+
+// TestAutoGCKeepsWhatAWriterBuiltBeforeIt: a write that builds an index
+// map and a new collection's empty map in the store just as an
+// automatic GC begins (at its "vc.locked" step, after the checkpoints
+// and before the GC reads the refs, none of which reach those maps yet)
+// loses nothing: the GC keeps the trees of every branch's current state,
+// so the index and the collection read back, and again once the engine
+// reopens from disk.
+func TestAutoGCKeepsWhatAWriterBuiltBeforeIt(t *testing.T) {
+	dir := t.TempDir()
+	opts := Options{CheckpointInterval: time.Hour, AutoGCMinBytes: 64 << 10}
+	e := openEngine(t, dir, opts)
+	d, err := e.Database(ctx, "db", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	insertPadded(t, d, "big", 2000, 20)
+	if err := d.Checkpoint(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	e.panics.mu.Lock()
+	e.panics.hook = func(step string) {
+		if step != "vc.locked" {
+			return
+		}
+		once.Do(func() {
+			mustWrite(t, d, func(tx *Tx) error {
+				if err := tx.SetIndexes(ctx, "big", []bsoncore.Document{indexSpec("v_1", false, "v")}); err != nil {
+					return err
+				}
+				if _, err := tx.EnsureCollection(ctx, "fresh"); err != nil {
+					return err
+				}
+				return tx.Insert(ctx, "fresh", doc(7, "fresh"))
+			})
+		})
+	}
+	e.panics.mu.Unlock()
+	e.panics.armed.Store(true)
+	rewriteRounds(t, d, 4000, 12)
+	e.panics.armed.Store(false)
+	if d.engine.DatabaseStats().AutoGCs == 0 {
+		t.Fatal("no automatic GC ran: the test needs one")
+	}
+	check := func(d *Database, when string) {
+		t.Helper()
+		snap := mainSnapshot(t, d)
+		sizes, err := snap.IndexSizes(ctx, "big")
+		if err != nil || len(sizes) != 1 || sizes[0].Bytes == 0 {
+			t.Fatalf("%s: the index built as the GC began: %v, %v", when, sizes, err)
+		}
+		if got := contents(t, d, "fresh"); len(got) != 1 || got[7] != "fresh" {
+			t.Fatalf("%s: the collection made as the GC began holds %v", when, got)
+		}
+		if got := contents(t, d, "big"); len(got) != 2000 {
+			t.Fatalf("%s: big holds %d documents", when, len(got))
+		}
+	}
+	check(d, "live")
+	if err := d.Checkpoint(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	e = openEngine(t, dir, opts)
+	defer e.Close()
+	if d, err = e.Database(ctx, "db", false); err != nil {
+		t.Fatal(err)
+	}
+	check(d, "reopened")
 }

@@ -56,14 +56,56 @@ func (d *Database) collect(ctx context.Context) (before, after int64, err error)
 	if !d.born.Load() {
 		return before, before, nil // a store never written holds nothing
 	}
+	if err := d.sweep(ctx, nil); err != nil {
+		return before, before, err
+	}
+	return before, d.engine.SizeOnDisk(d.name), nil
+}
+
+// collectBeside is the automatic GC: the writers go on while it runs
+// (docs/design/durability.md, "Automatic GC"). Checkpoints, compactions
+// and version control wait for it (ckptMu); the branches are
+// checkpointed beside their writers first, and what the writers write
+// and read meanwhile is kept (writersSafepoint). It reports the size of
+// the chunk store, which the log's growth from those writers does not
+// count in, before and after.
+func (d *Database) collectBeside(ctx context.Context) (before, after int64, err error) {
+	d.ckptMu.Lock()
+	defer d.ckptMu.Unlock()
+	ctx, done := d.running.start(ctx) // closing the database stops it
+	defer done()
+	d.compactMu.Lock()
+	defer d.compactMu.Unlock()
+	if d.closed.Load() {
+		return 0, 0, ErrClosed
+	}
+	for _, b := range d.branchList() {
+		if err := d.checkpointBeside(ctx, b); err != nil {
+			return 0, 0, diskFull(err)
+		}
+	}
+	before = d.storeSize()
+	if !d.born.Load() {
+		return before, before, nil
+	}
+	if err := d.sweep(ctx, writersSafepoint{d}); err != nil {
+		return before, before, err
+	}
+	return before, d.storeSize(), nil
+}
+
+// sweep keeps what every ref, open snapshot and past state kept for
+// reads reaches, and removes the rest of the store's chunks. Called
+// with ckptMu and compactMu held and every branch checkpointed.
+func (d *Database) sweep(ctx context.Context, safepoint types.GCSafepointController) error {
 	d.engine.panics.at("vc.locked")
 	keep := hash.NewHashSet()
 	dss, err := d.db.Datasets(ctx)
 	if err != nil {
-		return before, before, err
+		return err
 	}
 	if err := dss.IterAll(ctx, func(_ string, h hash.Hash) error { keep.Insert(h); return nil }); err != nil {
-		return before, before, err
+		return err
 	}
 	// States that open snapshots and cursors still read may be older than
 	// the checkpoints just made.
@@ -72,26 +114,54 @@ func (d *Database) collect(ctx context.Context) (before, after int64, err error)
 	}
 	gc, ok := d.db.(datas.GarbageCollector)
 	if !ok {
-		return before, before, fmt.Errorf("the chunk store of %s cannot collect garbage", d.name)
+		return fmt.Errorf("the chunk store of %s cannot collect garbage", d.name)
 	}
 	if d.docs != nil {
 		d.docs.trees.Forget() // it would remember chunks GC may remove
 	}
 	files, err := d.dirNames()
 	if err != nil {
-		return before, before, err
+		return err
 	}
 	// Nothing to collect (nothing written since the last GC) is a GC
 	// that freed nothing, not a failure.
-	err = gc.GC(ctx, types.GCModeFull, chunks.NoArchive, hash.NewHashSet(), keep, nil)
+	err = gc.GC(ctx, types.GCModeFull, chunks.NoArchive, hash.NewHashSet(), keep, safepoint)
 	if err != nil && !errors.Is(err, chunks.ErrNothingToCollect) {
 		// The old table files are still the store's: only what GC was
 		// writing must go, or a full disk would stay full.
 		d.removeFailedTemp(err)
 		d.removeGCLeftovers(files)
-		return before, before, diskFull(fmt.Errorf("gc %s: %w", d.name, err))
+		return diskFull(fmt.Errorf("gc %s: %w", d.name, err))
 	}
 	d.ns.PurgeCaches()
 	d.gcBase.Store(max(d.storeSize(), 1)) // automatic GC counts growth from here
-	return before, d.engine.SizeOnDisk(d.name), nil
+	return nil
 }
+
+// writersSafepoint is how a GC beside the writers keeps what they hold.
+// Once the GC has begun, the chunk store passes it every chunk written
+// or read; what a writer wrote before that and holds only in memory (an
+// empty map for a new collection, say) is in a state it published, and
+// BeginGC hands the trees of every such state to the GC: each branch's
+// current one, taken under its writer lock so that a write under way
+// publishes first, the past states kept for reads, and the pinned ones.
+type writersSafepoint struct{ d *Database }
+
+func (s writersSafepoint) BeginGC(_ context.Context, keep func(hash.Hash) bool) error {
+	var states []*rootState
+	for _, b := range s.d.branchList() {
+		b.writeMu.Lock()
+		states = append(states, b.state.Load())
+		b.writeMu.Unlock()
+	}
+	for _, h := range append(append(treeRoots(states), s.d.pins.roots()...), s.d.historyRoots()...) {
+		keep(h)
+	}
+	return nil
+}
+
+// The chunk store makes writers wait while the GC finalizes, so no
+// safepoint beyond BeginGC's is needed.
+func (writersSafepoint) EstablishPreFinalizeSafepoint(context.Context) error  { return nil }
+func (writersSafepoint) EstablishPostFinalizeSafepoint(context.Context) error { return nil }
+func (writersSafepoint) CancelSafepoint()                                     {}

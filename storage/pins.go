@@ -59,6 +59,9 @@ func treeRoots(states []*rootState) []hash.Hash {
 			for _, ix := range c.indexes {
 				out = append(out, ix.base.HashOf())
 			}
+			if c.capped != nil {
+				out = append(out, c.capped.base.HashOf())
+			}
 		}
 		for _, m := range st.conflicts {
 			out = append(out, m.HashOf())
