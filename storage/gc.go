@@ -56,7 +56,7 @@ func (d *Database) collect(ctx context.Context) (before, after int64, err error)
 	if !d.born.Load() {
 		return before, before, nil // a store never written holds nothing
 	}
-	if err := d.sweep(ctx, nil); err != nil {
+	if err := d.sweep(ctx, writersSafepoint{d: d, writersHeld: true}); err != nil {
 		return before, before, err
 	}
 	return before, d.engine.SizeOnDisk(d.name), nil
@@ -88,7 +88,7 @@ func (d *Database) collectBeside(ctx context.Context) (before, after int64, err 
 	if !d.born.Load() {
 		return before, before, nil
 	}
-	if err := d.sweep(ctx, writersSafepoint{d}); err != nil {
+	if err := d.sweep(ctx, writersSafepoint{d: d}); err != nil {
 		return before, before, err
 	}
 	return before, d.storeSize(), nil
@@ -145,14 +145,32 @@ func (d *Database) sweep(ctx context.Context, safepoint types.GCSafepointControl
 // BeginGC hands the trees of every such state to the GC: each branch's
 // current one, taken under its writer lock so that a write under way
 // publishes first, the past states kept for reads, and the pinned ones.
-type writersSafepoint struct{ d *Database }
+// compact's GC, which holds the writers itself, uses it too, for the
+// indexes built ahead.
+type writersSafepoint struct {
+	d           *Database
+	writersHeld bool // by the GC itself (collect)
+}
+
+// awaitBuildsAhead waits for the index builds ahead under way to pin what
+// they built (PrepareIndexes): one that ended before the chunk store began
+// passing the GC its new chunks wrote them unseen.
+func (d *Database) awaitBuildsAhead() {
+	d.pins.building.Lock()
+	d.pins.building.Unlock() //nolint:staticcheck // a barrier, not a critical section
+}
 
 func (s writersSafepoint) BeginGC(_ context.Context, keep func(hash.Hash) bool) error {
+	s.d.awaitBuildsAhead()
 	var states []*rootState
 	for _, b := range s.d.branchList() {
-		b.writeMu.Lock()
+		if !s.writersHeld {
+			b.writeMu.Lock()
+		}
 		states = append(states, b.state.Load())
-		b.writeMu.Unlock()
+		if !s.writersHeld {
+			b.writeMu.Unlock()
+		}
 	}
 	for _, h := range append(append(treeRoots(states), s.d.pins.roots()...), s.d.historyRoots()...) {
 		keep(h)

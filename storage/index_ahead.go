@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"runtime"
 	"sort"
 
 	"github.com/dolthub/dolt/go/store/prolly"
@@ -36,6 +37,11 @@ func PrepareIndexes(ctx context.Context, snap *Snapshot, coll string, raws []bso
 		return nil, err
 	}
 	p := &PreparedIndexes{from: c, built: map[string]*indexState{}, snap: snap}
+	if snap.pins != nil {
+		snap.pins.building.RLock()
+		defer snap.pins.building.RUnlock()
+		defer p.pin(snap.pins)
+	}
 	for _, s := range specs {
 		if ix := c.index(s.Name); ix != nil && bytes.Equal(ix.spec.Raw, s.Raw) {
 			continue
@@ -51,6 +57,21 @@ func PrepareIndexes(ctx context.Context, snap *Snapshot, coll string, raws []bso
 		p.built[string(s.Raw)] = ix
 	}
 	return p, nil
+}
+
+// pin keeps the built indexes from GC for as long as p is reachable: a
+// state whose one collection holds them (from's base kept beside).
+func (p *PreparedIndexes) pin(pins *pins) {
+	if len(p.built) == 0 {
+		return
+	}
+	held := &collection{info: p.from.info, base: p.from.base}
+	for _, ix := range p.built {
+		held.indexes = append(held.indexes, ix)
+	}
+	st := &rootState{colls: newCollMap(map[string]*collection{p.from.info.Name: held})}
+	pins.add(st)
+	runtime.AddCleanup(p, func(st *rootState) { pins.remove(st) }, st)
 }
 
 // take returns a copy of the index prepared for raw spec, caught up with

@@ -9,10 +9,17 @@ import (
 
 // pins counts the states that live snapshots read, so that GC keeps their
 // chunks even when a later checkpoint has made them unreachable from any
-// ref: a cursor opened before a GC must still be able to read.
+// ref: a cursor opened before a GC must still be able to read. It also
+// holds the indexes built ahead of their createIndexes (PrepareIndexes),
+// which are in the store but in no state until SetIndexes takes them.
 type pins struct {
 	mu     sync.Mutex
 	states map[*rootState]int
+	// building is held (read) by an index build ahead from its start
+	// until what it built is pinned; a GC takes it (write) once the
+	// chunk store passes it every new chunk, so a build that ended
+	// before is pinned by then (Database.awaitBuildsAhead).
+	building sync.RWMutex
 }
 
 func (p *pins) add(st *rootState) {
@@ -73,7 +80,7 @@ func treeRoots(states []*rootState) []hash.Hash {
 // newSnapshot makes a snapshot of st whose pin lasts as long as the
 // snapshot (and the iterators made from it) are reachable.
 func (d *Database) newSnapshot(st *rootState) *Snapshot {
-	s := &Snapshot{ns: d.ns, st: st, tombstones: &d.tombstones}
+	s := &Snapshot{ns: d.ns, st: st, tombstones: &d.tombstones, pins: &d.pins}
 	d.pins.add(st)
 	runtime.AddCleanup(s, func(st *rootState) { d.pins.remove(st) }, st)
 	return s

@@ -33,6 +33,9 @@ type Snapshot struct {
 	// tombstones is the database's meter of tombstones scans step over
 	// (nil: not metered).
 	tombstones *tombstoneMeter
+	// pins are the database's (nil for EmptySnapshot), which an index
+	// built ahead from the snapshot is pinned in.
+	pins *pins
 }
 
 var _ Reader = (*Snapshot)(nil)
