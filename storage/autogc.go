@@ -12,17 +12,17 @@ import (
 // does not grow would grow on disk and in memory until someone ran
 // compact. After each checkpoint a database therefore collects its store
 // once it has grown by at least AutoGCMinBytes and by at least its size
-// after the last GC, as long as it is at most AutoGCMaxBytes: a GC takes
-// 0.18 µs per document it keeps, 3 to 7 ms per MB of the store as the
-// data compresses less or more (BenchmarkGCPause). The writers go on
-// meanwhile (collectBeside); checkpoints wait for it.
+// after the last GC, as long as it is at most AutoGCMaxBytes: a GC holds
+// the writers for 0.18 µs per document it keeps, 3 to 7 ms per MB of
+// the store as the data compresses less or more (BenchmarkGCPause).
 
 // Automatic GC defaults. The least growth is small because what a store
 // keeps in memory between GCs grows with what it wrote: Dolt indexes
 // every chunk. In a 30-minute soak, at 16 MiB the live heap's mean rose
 // from 13.2 MB (minutes 6-15) to 13.5 (20-30), GCs 8 to 11 minutes
-// apart; at 4 MiB it was 13.0 and 13.1 (docs/design/resources.md,
-// "Growth over time").
+// apart; at 4 MiB it was 13.0 and 13.1, and no GC of a store that small
+// held the writers for 100 ms (docs/design/resources.md, "Growth over
+// time").
 const (
 	DefaultAutoGCMaxBytes = 128 << 20
 	DefaultAutoGCMinBytes = 4 << 20
@@ -66,11 +66,11 @@ func (d *Database) autoCollect() error {
 	}
 	defer d.release()
 	start := time.Now()
-	before, after, err := d.collectBeside(context.Background()) // closing d cancels it
+	before, after, err := d.collect(context.Background()) // closing d cancels it
 	if err != nil {
 		// The next try waits for another doubling: on a disk with room for
 		// checkpoints but not for a GC's copy of the live data, trying at
-		// each checkpoint would copy it, and hold the checkpoints, each time.
+		// each checkpoint would hold the writers for the copy each time.
 		d.gcBase.Store(max(d.storeSize(), 1))
 		return err
 	}

@@ -209,7 +209,9 @@ func rebased(cur, st, folded *rootState) (*rootState, bool) {
 			return nil, false
 		}
 	}
-	return &rootState{colls: cur.colls.with(changes), lsn: cur.lsn, ckptLSN: st.lsn}, true
+	// A fresh base: cur's holds the frozen collections, whose edits the
+	// fold has just released, and would keep them until the next freeze.
+	return &rootState{colls: newCollMap(cur.colls.with(changes).clone()), lsn: cur.lsn, ckptLSN: st.lsn}, true
 }
 
 // rebasedCollection is c, built on the frozen was, on f's folded maps.

@@ -56,42 +56,10 @@ func (d *Database) collect(ctx context.Context) (before, after int64, err error)
 	if !d.born.Load() {
 		return before, before, nil // a store never written holds nothing
 	}
-	if err := d.sweep(ctx, writersSafepoint{d: d, writersHeld: true}); err != nil {
+	if err := d.sweep(ctx, inMemorySafepoint{d}); err != nil {
 		return before, before, err
 	}
 	return before, d.engine.SizeOnDisk(d.name), nil
-}
-
-// collectBeside is the automatic GC: the writers go on while it runs
-// (docs/design/durability.md, "Automatic GC"). Checkpoints, compactions
-// and version control wait for it (ckptMu); the branches are
-// checkpointed beside their writers first, and what the writers write
-// and read meanwhile is kept (writersSafepoint). It reports the size of
-// the chunk store, which the log's growth from those writers does not
-// count in, before and after.
-func (d *Database) collectBeside(ctx context.Context) (before, after int64, err error) {
-	d.ckptMu.Lock()
-	defer d.ckptMu.Unlock()
-	ctx, done := d.running.start(ctx) // closing the database stops it
-	defer done()
-	d.compactMu.Lock()
-	defer d.compactMu.Unlock()
-	if d.closed.Load() {
-		return 0, 0, ErrClosed
-	}
-	for _, b := range d.branchList() {
-		if err := d.checkpointBeside(ctx, b); err != nil {
-			return 0, 0, diskFull(err)
-		}
-	}
-	before = d.storeSize()
-	if !d.born.Load() {
-		return before, before, nil
-	}
-	if err := d.sweep(ctx, writersSafepoint{d: d}); err != nil {
-		return before, before, err
-	}
-	return before, d.storeSize(), nil
 }
 
 // sweep keeps what every ref, open snapshot and past state kept for
@@ -138,19 +106,13 @@ func (d *Database) sweep(ctx context.Context, safepoint types.GCSafepointControl
 	return nil
 }
 
-// writersSafepoint is how a GC beside the writers keeps what they hold.
-// Once the GC has begun, the chunk store passes it every chunk written
-// or read; what a writer wrote before that and holds only in memory (an
-// empty map for a new collection, say) is in a state it published, and
-// BeginGC hands the trees of every such state to the GC: each branch's
-// current one, taken under its writer lock so that a write under way
-// publishes first, the past states kept for reads, and the pinned ones.
-// compact's GC, which holds the writers itself, uses it too, for the
-// indexes built ahead.
-type writersSafepoint struct {
-	d           *Database
-	writersHeld bool // by the GC itself (collect)
-}
+// inMemorySafepoint is what a GC keeps beyond the refs: once the GC has
+// begun, the chunk store passes it every chunk written or read, and
+// BeginGC hands it the trees of every branch's current state (which the
+// GC, holding the writers, has checkpointed), of the past states kept for
+// reads and of the pinned ones, the indexes built ahead among them, once
+// the builds under way have pinned theirs.
+type inMemorySafepoint struct{ d *Database }
 
 // awaitBuildsAhead waits for the index builds ahead under way to pin what
 // they built (PrepareIndexes): one that ended before the chunk store began
@@ -160,17 +122,11 @@ func (d *Database) awaitBuildsAhead() {
 	d.pins.building.Unlock() //nolint:staticcheck // a barrier, not a critical section
 }
 
-func (s writersSafepoint) BeginGC(_ context.Context, keep func(hash.Hash) bool) error {
+func (s inMemorySafepoint) BeginGC(_ context.Context, keep func(hash.Hash) bool) error {
 	s.d.awaitBuildsAhead()
 	var states []*rootState
 	for _, b := range s.d.branchList() {
-		if !s.writersHeld {
-			b.writeMu.Lock()
-		}
 		states = append(states, b.state.Load())
-		if !s.writersHeld {
-			b.writeMu.Unlock()
-		}
 	}
 	for _, h := range append(append(treeRoots(states), s.d.pins.roots()...), s.d.historyRoots()...) {
 		keep(h)
@@ -178,8 +134,8 @@ func (s writersSafepoint) BeginGC(_ context.Context, keep func(hash.Hash) bool) 
 	return nil
 }
 
-// The chunk store makes writers wait while the GC finalizes, so no
-// safepoint beyond BeginGC's is needed.
-func (writersSafepoint) EstablishPreFinalizeSafepoint(context.Context) error  { return nil }
-func (writersSafepoint) EstablishPostFinalizeSafepoint(context.Context) error { return nil }
-func (writersSafepoint) CancelSafepoint()                                     {}
+// Nothing is written through the refs while the GC runs (it holds the
+// writers and the checkpoints), so no safepoint beyond BeginGC's is needed.
+func (inMemorySafepoint) EstablishPreFinalizeSafepoint(context.Context) error  { return nil }
+func (inMemorySafepoint) EstablishPostFinalizeSafepoint(context.Context) error { return nil }
+func (inMemorySafepoint) CancelSafepoint()                                     {}

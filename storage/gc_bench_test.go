@@ -6,8 +6,7 @@ import (
 	"time"
 )
 
-// BenchmarkGCPause is what a GC takes (compact holds the writers for it;
-// the automatic GC, the checkpoints), by the size of the
+// BenchmarkGCPause is what a GC holds the writers for, by the size of the
 // live data: each iteration first rewrites a tenth of the documents over
 // ten checkpoints (the garbage), then collects. The figure is
 // ms-paused/op, timed around each GC alone.

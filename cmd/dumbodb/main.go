@@ -96,7 +96,7 @@ func parseFlags(args []string, stderr io.Writer) (*serverFlags, error) {
 	fs.IntVar(&o.changeMB, "changeStreamRetentionMB", storage.DefaultChangeRetentionBytes>>20,
 		"megabytes the change log keeps at most (setParameter changes it while running)")
 	fs.IntVar(&o.autoGCMaxMB, "autoGCMaxMB", storage.DefaultAutoGCMaxBytes>>20,
-		"largest database store (MB) collected automatically after a checkpoint once it has doubled since its last GC (the GC takes 3-7 ms per MB; writers go on, checkpoints wait); 0 turns automatic GC off")
+		"largest database store (MB) collected automatically after a checkpoint once it has doubled since its last GC (the GC pauses its writers, 3-7 ms per MB); 0 turns automatic GC off")
 	fs.BoolVar(&o.noScripting, "noscripting", false, "disable server-side JavaScript ($where, $function, $accumulator, mapReduce)")
 	fs.StringVar(&o.heapProfile, "heapProfile", "", "write a Go heap profile to this file when a signal asks the server to stop, before it shuts down (for memory work; see docs/perf/README.md)")
 	fs.StringVar(&o.cpuProfile, "cpuProfile", "", "write a Go CPU profile of the whole run to this file (for performance work; see docs/perf/README.md)")
