@@ -3,7 +3,6 @@ package storage
 import (
 	"fmt"
 	"maps"
-	"sync"
 	"testing"
 	"time"
 )
@@ -23,6 +22,24 @@ func insertPadded(t *testing.T, d *Database, coll string, n int32, pad int) {
 		}
 		return nil
 	})
+}
+
+// writeUntilStopped calls write with 0, 1, 2, ... on a goroutine of its
+// own until the returned stop is called, which waits for it to end.
+func writeUntilStopped(write func(i int32)) (stop func()) {
+	done, ended := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(ended)
+		for i := int32(0); ; i++ {
+			select {
+			case <-done:
+				return
+			default:
+				write(i)
+			}
+		}
+	}()
+	return func() { close(done); <-ended }
 }
 
 // awaitAutoGC returns once no automatic GC runs. A checkpoint that finds
@@ -79,30 +96,18 @@ func TestAutoGCCollectsWhatCheckpointsReplaced(t *testing.T) {
 		}
 		d := openDatabase(t, opts)
 		others := map[int32]string{}
-		var wg sync.WaitGroup
-		stop := make(chan struct{})
-		wg.Add(1)
-		go func() { // a writer beside the checkpoints and GCs
-			defer wg.Done()
-			for i := int32(0); ; i++ {
-				select {
-				case <-stop:
-					return
-				default:
+		stop := writeUntilStopped(func(i int32) { // a writer beside the checkpoints and GCs
+			v := fmt.Sprint("w", i)
+			mustWrite(t, d, func(tx *Tx) error {
+				if _, err := tx.EnsureCollection(ctx, "w"); err != nil {
+					return err
 				}
-				v := fmt.Sprint("w", i)
-				mustWrite(t, d, func(tx *Tx) error {
-					if _, err := tx.EnsureCollection(ctx, "w"); err != nil {
-						return err
-					}
-					return tx.Replace(ctx, "w", doc(i%500, v))
-				})
-				others[i%500] = v
-			}
-		}()
+				return tx.Replace(ctx, "w", doc(i%500, v))
+			})
+			others[i%500] = v
+		})
 		model := rewriteRounds(t, d, n, rounds)
-		close(stop)
-		wg.Wait()
+		stop()
 		if got := contents(t, d, "c"); !maps.Equal(got, model) {
 			t.Fatalf("auto GC %v: %d documents of c differ from the model's %d", on, len(got), len(model))
 		}
@@ -168,30 +173,18 @@ func TestAutoGCAmongWritersKeepsWhatTheyWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	made := map[string]string{}
-	var wg sync.WaitGroup
-	stop := make(chan struct{})
-	wg.Add(1)
-	go func() { // creates a collection and writes into it, again and again
-		defer wg.Done()
-		for i := int32(0); ; i++ {
-			select {
-			case <-stop:
-				return
-			default:
+	stop := writeUntilStopped(func(i int32) { // creates a collection and writes into it
+		name, v := fmt.Sprint("n", i), fmt.Sprint("v", i)
+		mustWrite(t, d, func(tx *Tx) error {
+			if _, err := tx.EnsureCollection(ctx, name); err != nil {
+				return err
 			}
-			name, v := fmt.Sprint("n", i), fmt.Sprint("v", i)
-			mustWrite(t, d, func(tx *Tx) error {
-				if _, err := tx.EnsureCollection(ctx, name); err != nil {
-					return err
-				}
-				return tx.Insert(ctx, name, doc(i, v))
-			})
-			made[name] = v
-		}
-	}()
+			return tx.Insert(ctx, name, doc(i, v))
+		})
+		made[name] = v
+	})
 	model := rewriteRounds(t, d, 4000, 30)
-	close(stop)
-	wg.Wait()
+	stop()
 	gcs := d.engine.DatabaseStats().AutoGCs
 	if gcs == 0 {
 		t.Fatal("no automatic GC ran: the test needs some")
