@@ -65,6 +65,12 @@ func (d *Database) autoCollect() error {
 		return nil
 	}
 	defer d.release()
+	// An index build ahead under way would hold the writers, which the GC
+	// holds, for the rest of its build: the next checkpoint asks again.
+	if !d.pins.building.TryLock() {
+		return nil
+	}
+	defer d.pins.building.Unlock()
 	start := time.Now()
 	before, after, err := d.collect(context.Background()) // closing d cancels it
 	if err != nil {

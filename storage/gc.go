@@ -23,10 +23,13 @@ func (d *Database) GC(ctx context.Context) (before, after int64, err error) {
 		return 0, 0, err
 	}
 	defer d.release()
+	d.pins.building.Lock() // index builds ahead: see inMemorySafepoint
+	defer d.pins.building.Unlock()
 	return d.collect(ctx)
 }
 
-// collect is GC on a database held open.
+// collect is GC on a database held open, with no index build ahead under
+// way or starting (pins.building held).
 func (d *Database) collect(ctx context.Context) (before, after int64, err error) {
 	d.ckptMu.Lock() // a fold beside the writers writes chunks no ref reaches yet
 	defer d.ckptMu.Unlock()
@@ -110,20 +113,13 @@ func (d *Database) sweep(ctx context.Context, safepoint types.GCSafepointControl
 // begun, the chunk store passes it every chunk written or read, and
 // BeginGC hands it the trees of every branch's current state (which the
 // GC, holding the writers, has checkpointed), of the past states kept for
-// reads and of the pinned ones, the indexes built ahead among them, once
-// the builds under way have pinned theirs.
+// reads and of the pinned ones, among them the indexes built ahead of
+// their createIndexes (PrepareIndexes), which no build is writing: the
+// GC runs with pins.building held, so builds that ended have pinned what
+// they built and new ones wait.
 type inMemorySafepoint struct{ d *Database }
 
-// awaitBuildsAhead waits for the index builds ahead under way to pin what
-// they built (PrepareIndexes): one that ended before the chunk store began
-// passing the GC its new chunks wrote them unseen.
-func (d *Database) awaitBuildsAhead() {
-	d.pins.building.Lock()
-	d.pins.building.Unlock() //nolint:staticcheck // a barrier, not a critical section
-}
-
 func (s inMemorySafepoint) BeginGC(_ context.Context, keep func(hash.Hash) bool) error {
-	s.d.awaitBuildsAhead()
 	var states []*rootState
 	for _, b := range s.d.branchList() {
 		states = append(states, b.state.Load())

@@ -16,9 +16,9 @@ type pins struct {
 	mu     sync.Mutex
 	states map[*rootState]int
 	// building is held (read) by an index build ahead from its start
-	// until what it built is pinned; a GC takes it (write) once the
-	// chunk store passes it every new chunk, so a build that ended
-	// before is pinned by then (Database.awaitBuildsAhead).
+	// until what it built is pinned, and (write) by a GC for its whole
+	// run: compact waits for the builds under way, the automatic GC
+	// leaves its turn to the next checkpoint.
 	building sync.RWMutex
 }
 
