@@ -2,6 +2,7 @@ package bench
 
 import (
 	"math"
+	"math/rand/v2"
 	"os"
 	"runtime"
 	"testing"
@@ -102,5 +103,34 @@ func TestSoakWarmup(t *testing.T) {
 		if got := soakWarmup([]RSSSample{{At: 0, MB: 1}, {At: c.total, MB: 1}}); got != c.want {
 			t.Errorf("warm-up of a %.0f s soak = %v s, want %v", c.total, got, c.want)
 		}
+	}
+}
+
+// TestJitteredReadsSeeEveryPhase samples a server part that rises and
+// falls with a period that the mean interval divides (edits between
+// checkpoints every 5 s, read every 10 s): fixed reads would all see
+// one point of its cycle, jittered ones see its mean.
+func TestJitteredReadsSeeEveryPhase(t *testing.T) {
+	const every = 10 * time.Second
+	period := every / 2
+	sawtooth := func(at time.Duration) float64 { return float64(at%period) / float64(period) } // 0 to 1, mean 0.5
+	rng := rand.New(rand.NewPCG(1, 2))
+	var at, sum time.Duration
+	var seen float64
+	const n = 2000
+	for range n {
+		wait := jittered(every, rng)
+		if wait < every/2 || wait >= every*3/2 {
+			t.Fatalf("wait %v outside [%v, %v)", wait, every/2, every*3/2)
+		}
+		at += wait
+		sum += wait
+		seen += sawtooth(at)
+	}
+	if mean := sum / n; mean < every*95/100 || mean > every*105/100 {
+		t.Errorf("mean wait %v, want about %v", mean, every)
+	}
+	if mean := seen / n; mean < 0.45 || mean > 0.55 {
+		t.Errorf("the reads' mean of the sawtooth is %.3f, want about 0.5 (its mean over a cycle)", mean)
 	}
 }
