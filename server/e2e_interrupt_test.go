@@ -244,7 +244,9 @@ func TestStalledMessageClosesTheConnection(t *testing.T) {
 // messages share the in-flight budget; the one that would pass it is
 // closed, ordinary requests on others go on.
 func TestInFlightLimitDropsTheGreedyConnection(t *testing.T) {
-	ts := startServer(t, func(c *server.Config) { c.InFlightBytes = 6 << 20 })
+	// 8 MiB: a message that has grown to 4 MiB holds 7 (1 + 2 + 4 MiB, the
+	// arrays it grew through) less its free 64 KiB, and a second cannot.
+	ts := startServer(t, func(c *server.Config) { c.InFlightBytes = 8 << 20 })
 	good := ts.client()
 	const claimed = 40 << 20
 	var greedy []net.Conn
