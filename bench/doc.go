@@ -29,5 +29,6 @@
 // The Memory family (memory.go) creates and drops 500 databases and
 // reports the RSS they leave behind; the Soak family (soak.go) runs a
 // mixed workload for Config.Soak (--soak; not run otherwise), samples the
-// RSS about every 2 s (jittered: tickEvery) and fits a least-squares slope after the warm-up.
+// RSS about every 2 s (jittered: tickEvery) and fits a least-squares
+// slope after the warm-up.
 package bench

@@ -12,14 +12,14 @@ import (
 )
 
 // A soak's memory by part: beside the RSS series, a soak on DumboDB reads
-// serverStatus about every soakStatusEvery (jittered) and keeps what each part of the
-// server's memory held (its goMemory and the storage engine's caches and
+// serverStatus about every soakStatusEvery (jittered) and keeps what
+// each part of the server's memory held (its goMemory and the storage engine's caches and
 // edits), so that the report can tell a resident size that rises with
 // the live heap (something kept) from one that rises with the runtime's
 // free spans or metadata (docs/perf/README.md, "Server memory").
 
-// soakStatusEvery spaces the serverStatus readings on average: 180 in a 30-minute
-// soak, and each costs the server a few tens of µs.
+// soakStatusEvery spaces the serverStatus readings on average: 180 in a
+// 30-minute soak, and each costs the server a few tens of µs.
 const soakStatusEvery = 10 * time.Second
 
 // memoryParts are the parts read, by their name in the report, and where
