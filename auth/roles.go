@@ -25,6 +25,13 @@ type Privileges struct {
 // database db (cluster actions: on the server).
 func (p *Privileges) Allows(a Action, db string) bool { return p.AllowsOn(a, db, "") }
 
+// AllowsEverywhere reports whether the privileges include every action
+// of a on every database (the AnyDatabase roles, root): what granting a
+// privilege on every database or on the cluster takes.
+func (p *Privileges) AllowsEverywhere(a Action) bool {
+	return p != nil && p.anyDB&a == a
+}
+
 // AllowsOn is Allows for a command on one collection (coll "": none),
 // which privileges granted on that collection alone also allow.
 func (p *Privileges) AllowsOn(a Action, db, coll string) bool {

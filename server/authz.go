@@ -15,15 +15,18 @@ import (
 // roles grant the command's action on its database (or on the cluster).
 
 // requirement is what a command needs: nothing (open), an authenticated
-// user (anyUser), or privilege actions.
+// user (anyUser), privilege actions, or what its arguments name, which
+// its handler checks (byArguments: the role commands, whose rights depend
+// on the databases of the roles and privileges they give or take).
 type requirement struct {
-	open, anyUser bool
-	action        auth.Action
+	open, anyUser, byArguments bool
+	action                     auth.Action
 }
 
 var (
-	openToAll = requirement{open: true}
-	anyUser   = requirement{anyUser: true}
+	openToAll   = requirement{open: true}
+	anyUser     = requirement{anyUser: true}
+	byArguments = requirement{anyUser: true, byArguments: true}
 )
 
 func needs(a auth.Action) requirement { return requirement{action: a} }

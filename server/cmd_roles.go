@@ -40,6 +40,9 @@ func (r *request) roleArgs() (privs *[]auth.Privilege, roles *[]auth.RoleRef, er
 		if err != nil {
 			return nil, nil, err
 		}
+		if err := r.checkRoleScope(refs); err != nil {
+			return nil, nil, err
+		}
 		roles = &refs
 	}
 	return privs, roles, nil
@@ -85,6 +88,13 @@ func cmdCreateRole(r *request) (bsoncore.Document, error) {
 	if privs == nil || roles == nil {
 		return nil, mongoerr.New(mongoerr.BadValue, "\"createRole\" command requires a \"privileges\" array and a \"roles\" array")
 	}
+	rights := r.grantRights()
+	if err := rights.roles(auth.GrantRole, *roles); err != nil {
+		return nil, err
+	}
+	if err := rights.privileges(auth.GrantRole, *privs); err != nil {
+		return nil, err
+	}
 	return roleReply(r.c.s.users.CreateRole(&auth.Role{DB: ref.DB, Name: ref.Role, Privileges: *privs, Roles: *roles}))
 }
 
@@ -96,11 +106,18 @@ func cmdUpdateRole(r *request) (bsoncore.Document, error) {
 	if privs == nil && roles == nil {
 		return nil, mongoerr.New(mongoerr.BadValue, "Must specify at least one field to update in updateRole")
 	}
+	rights := r.grantRights()
 	return roleReply(r.c.s.users.UpdateRole(ref, func(role *auth.Role) error {
 		if privs != nil {
+			if err := rights.privilegesReplaced(role.Privileges, *privs); err != nil {
+				return err
+			}
 			role.Privileges = *privs
 		}
 		if roles != nil {
+			if err := rights.rolesReplaced(role.Roles, *roles); err != nil {
+				return err
+			}
 			role.Roles = *roles
 		}
 		return nil
@@ -144,6 +161,9 @@ func cmdRevokePrivilegesFromRole(r *request) (bsoncore.Document, error) {
 func (r *request) changeRolePrivileges(grant bool) (bsoncore.Document, error) {
 	ref, privs, _, err := r.roleChange("privileges")
 	if err != nil {
+		return nil, err
+	}
+	if err := r.grantRights().privileges(grantOrRevoke(grant), privs); err != nil {
 		return nil, err
 	}
 	return roleReply(r.c.s.users.UpdateRole(ref, func(role *auth.Role) error {
@@ -201,6 +221,9 @@ func cmdRevokeRolesFromRole(r *request) (bsoncore.Document, error) { return r.ch
 func (r *request) changeRoleRoles(grant bool) (bsoncore.Document, error) {
 	ref, _, roles, err := r.roleChange("roles")
 	if err != nil {
+		return nil, err
+	}
+	if err := r.grantRights().roles(grantOrRevoke(grant), roles); err != nil {
 		return nil, err
 	}
 	return roleReply(r.c.s.users.UpdateRole(ref, func(role *auth.Role) error {

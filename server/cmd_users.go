@@ -153,6 +153,9 @@ func cmdCreateUser(r *request) (bsoncore.Document, error) {
 	if a.roles == nil {
 		return nil, mongoerr.New(mongoerr.BadValue, "\"createUser\" command requires a \"roles\" array")
 	}
+	if err := r.grantRights().roles(auth.GrantRole, *a.roles); err != nil {
+		return nil, err
+	}
 	creds, err := r.newUserCredentials(name, a)
 	if err != nil {
 		return nil, err
@@ -169,7 +172,11 @@ func cmdUpdateUser(r *request) (bsoncore.Document, error) {
 	if a.pwd == nil && a.roles == nil && a.customData == nil {
 		return nil, mongoerr.New(mongoerr.BadValue, "Must specify at least one field to update in updateUser")
 	}
+	rights := r.grantRights()
 	return userReply(r.c.s.users.Update(r.db, name, func(u *auth.User) error {
+		if err := rights.userUpdate(u, a); err != nil {
+			return err
+		}
 		if a.pwd != nil {
 			creds, err := credentials(name, *a.pwd, a.mechanisms)
 			if err != nil {
@@ -225,6 +232,9 @@ func (r *request) changeRoles(grant bool) (bsoncore.Document, error) {
 	}
 	roles, err := r.roleList(arr)
 	if err != nil {
+		return nil, err
+	}
+	if err := r.grantRights().roles(grantOrRevoke(grant), roles); err != nil {
 		return nil, err
 	}
 	return userReply(r.c.s.users.Update(r.db, name, func(u *auth.User) error {
