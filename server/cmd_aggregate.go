@@ -155,7 +155,7 @@ func (r *request) aggregateSource(a *aggregateArgs) (docSource, string, bsoncore
 		Host:           host,
 		AllowDiskUse:   a.allowDiskUse,
 		Collectionless: a.collectionless,
-		Sessions:       r.c.s.listSessions,
+		Sessions:       func(f query.SessionFilter) []bsoncore.Document { return r.c.s.listSessions(f, r.sessionUID()) },
 	})
 	if err != nil {
 		return nil, "", nil, err
@@ -473,12 +473,11 @@ func (w aggWriter) tx(ctx context.Context, full, coll string, fn func(tx *storag
 	if err := w.r.requireBypass(w.bypass, name); err != nil {
 		return err
 	}
-	branch := rev
-	if branch == "" && name == w.r.db {
-		branch = cmp.Or(w.r.rev, w.r.currentBranch())
-	}
-	if err := w.r.checkBranchWrite(w.r.c.currentAuth(), name, cmp.Or(branch, storage.DefaultBranch)); err != nil {
-		return err
+	a := w.r.c.currentAuth()
+	if name == w.r.db && rev == "" {
+		if err := w.r.checkRevisionWrite(a, name, w.r.rev); err != nil {
+			return err
+		}
 	}
 	d, err := w.r.c.s.engine.Database(ctx, name, true)
 	if err != nil {
@@ -493,6 +492,9 @@ func (w aggWriter) tx(ctx context.Context, full, coll string, fn func(tx *storag
 	}
 	if target.ReadOnly() {
 		return mongoerr.New(mongoerr.ReadOnlyRevision, "cannot write to %s: it is a read-only revision (a tag or a commit); write to a branch", full)
+	}
+	if err := w.r.checkBranchWrite(a, name, target.Branch); err != nil {
+		return err
 	}
 	return writeWaitingForTransactions(ctx, d, target.Branch, fn)
 }

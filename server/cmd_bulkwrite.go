@@ -97,6 +97,9 @@ func cmdBulkWrite(r *request) (bsoncore.Document, error) {
 	if err != nil {
 		return nil, err // a malformed op: nothing ran, as on mongod
 	}
+	if err := r.authorizeBulk(subs); err != nil {
+		return nil, err // a namespace the user may not write: nothing ran, as on mongod
+	}
 	var results []bsoncore.Document
 	var tot bulkTotals
 	for i, sub := range subs {
@@ -150,9 +153,31 @@ func bulkSubCommands(a *bulkWriteArgs, namespaces [][2]string, ops []bsoncore.Va
 	return subs, nil
 }
 
+// authorizeBulk checks every op's action on its database, and the
+// branch it writes, before any op runs.
+func (r *request) authorizeBulk(subs []bulkSub) error {
+	if !r.c.s.cfg.Auth {
+		return nil
+	}
+	a := r.c.currentAuth()
+	for _, sub := range subs {
+		name, rev := splitDBName(sub.db)
+		if validateDBName(name) != nil {
+			continue // the op fails on its own
+		}
+		if err := r.require(sub.action, name); err != nil {
+			return err
+		}
+		if err := r.checkRevisionWrite(a, name, rev); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // runBulkOp runs op i and returns its result and whether it failed.
 func (r *request) runBulkOp(i int, sub bulkSub, tot *bulkTotals) (bsoncore.Document, bool) {
-	reply, err := r.runBulkSub(sub.db, sub.cmd, sub.action, i)
+	reply, err := r.runBulkSub(sub.db, sub.cmd, i)
 	if err != nil {
 		tot.nErrors++
 		return bulkError(i, err), true
@@ -233,12 +258,9 @@ func bulkStatement(stmt *bsoncore.DocumentBuilder, els []bsoncore.Element, names
 // runBulkSub runs a sub-command on db as this request: its session,
 // transaction, write concern and deadline; a retryable write's statement
 // is the op's index.
-func (r *request) runBulkSub(db string, cmd bsoncore.Document, action auth.Action, op int) (bsoncore.Document, error) {
+func (r *request) runBulkSub(db string, cmd bsoncore.Document, op int) (bsoncore.Document, error) {
 	name, rev := splitDBName(db)
 	if err := validateDBName(name); err != nil {
-		return nil, err
-	}
-	if err := r.require(action, name); err != nil {
 		return nil, err
 	}
 	sub := *r

@@ -32,11 +32,48 @@ func (r *request) checkProtectedWrite(a connAuth) error {
 		}
 		return nil
 	}
-	branch := r.rev
-	if branch == "" || db != r.db {
-		branch = r.currentBranch()
+	rev := r.rev
+	if db != r.db {
+		rev = "" // renameCollection's source database: its checked-out branch
+	}
+	return r.checkRevisionWrite(a, db, rev)
+}
+
+// checkRevisionWrite is checkBranchWrite for a write of db@rev (rev "":
+// the connection's branch of db): the rule is that of the branch the
+// spelling resolves to (HEAD, HEAD~0, a full ref, a branch's name), never
+// of the spelling itself. A revision that resolves to no branch (a tag, a
+// commit) is read-only, and its write is refused by the write itself.
+func (r *request) checkRevisionWrite(a connAuth, db, rev string) error {
+	branch := r.branchWritten(db, rev)
+	if branch == "" {
+		return nil
 	}
 	return r.checkBranchWrite(a, db, branch)
+}
+
+// branchWritten is the branch a write of db@rev goes to ("": none, the
+// revision is read-only). Where the database does not exist yet or the
+// revision does not resolve, the spelling is taken as the branch's name
+// (HEAD: the checked-out branch), which is what the write will create or
+// fail on.
+func (r *request) branchWritten(db, rev string) string {
+	current := r.currentBranchOf(db)
+	if rev == "" || rev == "HEAD" {
+		return current
+	}
+	d, err := r.c.s.engine.Database(r.ctx, db, false)
+	if err != nil || d == nil {
+		return rev
+	}
+	res, err := d.Resolve(r.ctx, rev, current)
+	switch {
+	case err != nil:
+		return rev
+	case res.ReadOnly():
+		return ""
+	}
+	return res.Branch
 }
 
 // checkBranchWrite refuses a write of db@branch when the branch is
@@ -69,6 +106,11 @@ func cmdDumboProtectBranch(r *request) (bsoncore.Document, error) {
 		"unprotect": r.boolArg("unprotect", &unprotect),
 	})
 	if err != nil {
+		return nil, err
+	}
+	// Changing or lifting a rule takes what writing the branch takes, or
+	// any version administrator could walk around it.
+	if err := r.checkBranchWrite(r.c.currentAuth(), r.db, branch); err != nil {
 		return nil, err
 	}
 	switch {

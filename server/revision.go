@@ -14,10 +14,14 @@ func splitDBName(full string) (name, rev string) {
 
 // currentBranch is the branch a request's HEAD means: the connection's
 // default branch for this database (dumboCheckout), else main.
-func (r *request) currentBranch() string {
+func (r *request) currentBranch() string { return r.currentBranchOf(r.db) }
+
+// currentBranchOf is the branch HEAD means in database db for the
+// request's connection.
+func (r *request) currentBranchOf(db string) string {
 	r.c.mu.Lock()
 	defer r.c.mu.Unlock()
-	if b, ok := r.c.branches[r.db]; ok {
+	if b, ok := r.c.branches[db]; ok {
 		return b
 	}
 	return storage.DefaultBranch
