@@ -203,7 +203,7 @@ func startChangeStream(r *request, a *aggregateArgs, stages []bsoncore.Document,
 	}
 	id := int64(0)
 	if !cs.invalidated {
-		cur, err := r.c.s.cursors.add(r.cursorPlace(ns), ns, &peekSource{src: cs}, false, r.c.id, r.session)
+		cur, err := r.c.s.cursors.add(r.cursorPlace(ns), ns, &peekSource{src: cs}, false, r.c.id, r.session, r.cursorUser())
 		if err != nil {
 			return nil, err
 		}

@@ -245,6 +245,9 @@ func cmdGetMore(r *request) (bsoncore.Document, error) {
 	if cur.ns != r.ns(coll) && !(coll == "$cmd.listCollections" && cur.ns == r.db+".$cmd.listCollections") {
 		return nil, mongoerr.New(mongoerr.Unauthorized, "Requested getMore on namespace '%s', but cursor belongs to a different namespace %s", r.ns(coll), cur.ns)
 	}
+	if err := r.checkCursorOwner(cur); err != nil {
+		return nil, err
+	}
 	if err := r.c.s.getMoreFailPoint.trigger(); err != nil {
 		r.c.s.cursors.remove(id) // mongod kills a cursor whose getMore failed
 		if cur.stream != nil {
@@ -293,7 +296,8 @@ func (r *request) nextBatch(cur *cursor, batchSize int) ([]bsoncore.Document, bo
 }
 
 func cmdKillCursors(r *request) (bsoncore.Document, error) {
-	if _, err := r.collectionArg(); err != nil {
+	coll, err := r.collectionArg()
+	if err != nil {
 		return nil, err
 	}
 	var ids bsoncore.Array
@@ -301,24 +305,28 @@ func cmdKillCursors(r *request) (bsoncore.Document, error) {
 		return nil, err
 	}
 	vals, _ := ids.Values()
-	killed, notFound := bsoncore.NewArrayBuilder(), bsoncore.NewArrayBuilder()
+	killed, notFound, unknown := bsoncore.NewArrayBuilder(), bsoncore.NewArrayBuilder(), bsoncore.NewArrayBuilder()
 	for _, v := range vals {
 		id, ok := v.Int64OK()
 		if !ok {
 			return nil, typeMismatch("killCursors", "cursors.0", v, "long")
 		}
-		if r.c.s.cursors.remove(id) {
+		switch cur := r.c.s.cursors.get(id); {
+		case cur == nil:
+			notFound.AppendInt64(id)
+		case cur.ns != r.ns(coll) || r.checkCursorOwner(cur) != nil:
+			unknown.AppendInt64(id) // not this user's, or not of this namespace: left alone
+		case r.c.s.cursors.remove(id):
 			killed.AppendInt64(id)
-		} else {
+		default:
 			notFound.AppendInt64(id)
 		}
 	}
-	empty := bsoncore.NewArrayBuilder().Build()
 	return bsoncore.NewDocumentBuilder().
 		AppendArray("cursorsKilled", killed.Build()).
 		AppendArray("cursorsNotFound", notFound.Build()).
-		AppendArray("cursorsAlive", empty).
-		AppendArray("cursorsUnknown", empty).
+		AppendArray("cursorsAlive", bsoncore.NewArrayBuilder().Build()).
+		AppendArray("cursorsUnknown", unknown.Build()).
 		AppendDouble("ok", 1).Build(), nil
 }
 

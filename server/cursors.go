@@ -59,6 +59,12 @@ type cursor struct {
 	// session is the logical session it was opened in (nil: none); ending
 	// the session kills it.
 	session *storage.SessionKey
+	// user is who opened it ("name@db"; "": nobody logged in): with
+	// access control, only that user may read or kill it.
+	user string
+	// dead is set once it is killed: a killed cursor stays registered
+	// only to tell its next getMore why, and no longer counts as open.
+	dead atomic.Bool
 	// stream is the change stream it reads (nil: an ordinary cursor).
 	stream *changeStream
 	// tail is the tailable find it reads (nil: none; capped_tail.go).
@@ -81,7 +87,7 @@ func newCursorRegistry() *cursorRegistry {
 
 // add registers a cursor owned by connection owner, within the limits.
 func (r *cursorRegistry) add(where cursorPlace, ns string, src *peekSource, noTimeout bool, owner int64,
-	session *storage.SessionKey) (*cursor, error) {
+	session *storage.SessionKey, user string) (*cursor, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if len(r.cursors) >= maxCursorsPerServer {
@@ -90,7 +96,7 @@ func (r *cursorRegistry) add(where cursorPlace, ns string, src *peekSource, noTi
 	if r.perConn[owner] >= maxCursorsPerConn {
 		return nil, mongoerr.New(mongoerr.ExceededMemoryLimit, "too many open cursors on this connection (at most %d); close some or let them finish", maxCursorsPerConn)
 	}
-	c := &cursor{where: where, ns: ns, src: src, noTimeout: noTimeout, lastUsed: time.Now(), owner: owner, session: session}
+	c := &cursor{where: where, ns: ns, src: src, noTimeout: noTimeout, lastUsed: time.Now(), owner: owner, session: session, user: user}
 	if cs, ok := src.src.(*changeStream); ok {
 		c.stream = cs
 	}
@@ -159,10 +165,17 @@ func (r *cursorRegistry) moveOwner(c *cursor, conn int64) {
 	r.perConn[conn]++
 }
 
+// count counts the open cursors: those not killed.
 func (r *cursorRegistry) count() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return len(r.cursors)
+	n := 0
+	for _, c := range r.cursors {
+		if !c.dead.Load() {
+			n++
+		}
+	}
+	return n
 }
 
 // removeWhere unregisters and closes the cursors for which match holds; a
@@ -233,6 +246,7 @@ type opRef struct {
 // kill releases what the cursor holds (its snapshot and any spill files),
 // interrupting a getMore in progress, and records why for the next getMore.
 func (c *cursor) kill(reason error) {
+	c.dead.Store(true)
 	if ref := c.reader.Load(); ref != nil {
 		ref.c.kill(ref.opid, errKilled)
 	}
@@ -380,7 +394,7 @@ func (r *request) startCursor(ns string, src docSource, batchSize int, singleBat
 		closeSource(src)
 		return cursorReply(0, ns, "firstBatch", docs, r.snapshotReadTime()), nil
 	}
-	cur, err := r.c.s.cursors.add(r.cursorPlace(ns), ns, p, noTimeout, r.c.id, r.session)
+	cur, err := r.c.s.cursors.add(r.cursorPlace(ns), ns, p, noTimeout, r.c.id, r.session, r.cursorUser())
 	if err != nil {
 		closeSource(src)
 		return nil, err
@@ -398,4 +412,28 @@ func (s *sliceSource) Next(context.Context) (bsoncore.Document, error) {
 	d := s.docs[0]
 	s.docs = s.docs[1:]
 	return d, nil
+}
+
+// cursorUser names the connection's user as cursors record it ("name@db";
+// "": nobody logged in, or no access control).
+func (r *request) cursorUser() string {
+	if !r.c.s.cfg.Auth {
+		return ""
+	}
+	if u := r.c.currentAuth().user; u != nil {
+		return u.Name + "@" + u.DB
+	}
+	return ""
+}
+
+// checkCursorOwner refuses a cursor another user opened, or one opened in
+// another session, as mongod does.
+func (r *request) checkCursorOwner(cur *cursor) error {
+	if cur.user != r.cursorUser() {
+		return mongoerr.New(mongoerr.Unauthorized, "cursor id %d was not created by the authenticated user", cur.id)
+	}
+	if cur.session != nil && (r.session == nil || *r.session != *cur.session) {
+		return mongoerr.New(mongoerr.Unauthorized, "Cannot run %s on cursor %d, which was created in another session", r.name, cur.id)
+	}
+	return nil
 }

@@ -29,7 +29,7 @@ func TestEndedCursorLeavesNoSpillFile(t *testing.T) {
 			dir := t.TempDir()
 			t.Setenv("TMPDIR", dir)
 			r := newCursorRegistry()
-			c, err := r.add(cursorPlace{db: "db", rev: "main", coll: "c"}, "db.c", spillingSource(t), false, 1, nil)
+			c, err := r.add(cursorPlace{db: "db", rev: "main", coll: "c"}, "db.c", spillingSource(t), false, 1, nil, "")
 			if err != nil {
 				t.Fatal(err)
 			}
