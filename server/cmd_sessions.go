@@ -16,7 +16,7 @@ func cmdStartSession(r *request) (bsoncore.Document, error) {
 	if err := r.parseArgs(nil); err != nil {
 		return nil, err
 	}
-	k := storage.SessionKey{UID: noUserUID}
+	k := storage.SessionKey{UID: r.sessionUID()}
 	rand.Read(k.ID[:])
 	k.ID[6] = k.ID[6]&0x0f | 0x40 // a version 4 UUID
 	k.ID[8] = k.ID[8]&0x3f | 0x80
@@ -38,11 +38,13 @@ func (r *request) sessionList() ([]storage.SessionKey, error) {
 		return nil, mongoerr.New(mongoerr.Location13403, "%s takes at most %d sessions", r.name, maxSessionsPerCommand)
 	}
 	out := make([]storage.SessionKey, 0, len(vals))
+	uid := r.sessionUID()
 	for _, v := range vals {
 		k, err := parseSessionID(r.name, v)
 		if err != nil {
 			return nil, err
 		}
+		k.UID = uid
 		out = append(out, k)
 	}
 	return out, nil
@@ -72,15 +74,17 @@ func cmdRefreshSessions(r *request) (bsoncore.Document, error) {
 	return okReply(), nil
 }
 
-// cmdKillSessions kills the sessions named, or every session for an empty
-// list (without authentication every session is the one user's).
+// cmdKillSessions kills the user's sessions named, or every session of
+// the user for an empty list (without authentication every session is
+// the one user's); other users' sessions take killAllSessions.
 func cmdKillSessions(r *request) (bsoncore.Document, error) {
 	keys, err := r.sessionList()
 	if err != nil {
 		return nil, err
 	}
 	if len(keys) == 0 {
-		keys = r.c.s.matchingSessions(func(storage.SessionKey) bool { return true })
+		uid := r.sessionUID()
+		keys = r.c.s.matchingSessions(func(k storage.SessionKey) bool { return k.UID == uid })
 	}
 	r.c.s.endSessions(keys)
 	return okReply(), nil

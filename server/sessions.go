@@ -105,13 +105,14 @@ func (t *sessionTable) list(keep func(storage.SessionKey) bool) []bsoncore.Docum
 
 // listSessions lists the sessions of a $listLocalSessions or $listSessions
 // filter: without authentication every session is the empty user's.
-func (s *Server) listSessions(f query.SessionFilter) []bsoncore.Document {
+// Without users named, they are those of the user whose uid is own.
+func (s *Server) listSessions(f query.SessionFilter, own [32]byte) []bsoncore.Document {
 	if f.AllUsers {
 		return s.sessions.list(func(storage.SessionKey) bool { return true })
 	}
 	uids := map[[32]byte]bool{}
 	if f.Users == nil {
-		uids[noUserUID] = true
+		uids[own] = true
 	}
 	for _, u := range f.Users {
 		uids[userNameUID(u.User, u.DB)] = true
@@ -124,8 +125,21 @@ func sessionIDDoc(k storage.SessionKey) bsoncore.Document {
 	return bsoncore.NewDocumentBuilder().AppendBinary("id", 4, k.ID[:]).AppendBinary("uid", 0, k.UID[:]).Build()
 }
 
+// sessionUID is the uid of the sessions the request names: the logged-in
+// user's, so that a session id belongs to the user that uses it and
+// another user naming the same id has a session of its own, as on mongod.
+func (r *request) sessionUID() [32]byte {
+	if r.c.s.cfg.Auth {
+		if u := r.c.currentAuth().user; u != nil {
+			return userNameUID(u.Name, u.DB)
+		}
+	}
+	return noUserUID
+}
+
 // parseSessionID reads a session id as clients send it ({id: UUID}, uid
-// ignored from clients as mongod ignores it from drivers).
+// ignored from clients as mongod ignores it from drivers; the caller sets
+// the user's).
 func parseSessionID(field string, v bsoncore.Value) (storage.SessionKey, error) {
 	d, ok := v.DocumentOK()
 	if !ok {
@@ -155,6 +169,7 @@ func (r *request) requestSession() (storage.SessionKey, bool, error) {
 	if err != nil {
 		return storage.SessionKey{}, false, err
 	}
+	k.UID = r.sessionUID()
 	r.c.s.sessions.touch(k, time.Now())
 	r.session = &k
 	r.c.setSession(k)
