@@ -68,6 +68,7 @@ type Conversation struct {
 	store    *Store
 	conv     *scram.ServerConversation
 	user     *User
+	name     string // the user the client named
 }
 
 // StartConversation begins a SCRAM conversation for the users of db.
@@ -87,6 +88,7 @@ func (s *Store) StartConversation(mech, db string) (*Conversation, error) {
 
 // lookup finds the stored keys of the user a client names.
 func (c *Conversation) lookup(name string) (scram.StoredCredentials, error) {
+	c.name = name
 	u, ok := c.store.User(c.db, name)
 	if !ok {
 		return scram.StoredCredentials{}, fmt.Errorf("%w: unknown user %s@%s", ErrAuthFailed, name, c.db)
@@ -120,6 +122,10 @@ func (c *Conversation) User() *User {
 	}
 	return c.user
 }
+
+// UserName is the user the client named ("": not yet), whether or not
+// it exists.
+func (c *Conversation) UserName() string { return c.name }
 
 // Mechanism is the conversation's mechanism.
 func (c *Conversation) Mechanism() string { return c.mech }

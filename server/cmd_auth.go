@@ -93,7 +93,7 @@ func (r *request) login(a connAuth, final []byte) (bsoncore.Document, error) {
 		next.conv = nil
 	}
 	r.c.setAuth(next)
-	r.c.s.authThrottle.succeeded(r.c.authSource())
+	r.c.s.authThrottle.succeeded(r.c.authSource(), u.Name+"@"+u.DB)
 	r.c.log.Info().Str("c", "ACCESS").Str("user", u.Name).Str("db", u.DB).Str("mechanism", a.conv.Mechanism()).
 		Str("remote", r.c.nc.RemoteAddr().String()).Msg("Successfully authenticated")
 	return saslReply(a.skipEmpty, final), nil
@@ -102,8 +102,8 @@ func (r *request) login(a connAuth, final []byte) (bsoncore.Document, error) {
 // authFailed logs a failed authentication (never the password) and gives
 // the client mongod's answer, which says nothing of why.
 func (r *request) authFailed(conv *auth.Conversation, err error) error {
-	delay, n := r.c.s.authThrottle.failed(r.c.authSource(), time.Now())
-	r.c.log.Info().Str("c", "ACCESS").Str("db", conv.DB()).Str("mechanism", conv.Mechanism()).
+	delay, n := r.c.s.authThrottle.failed(r.c.authSource(), conv.UserName()+"@"+conv.DB(), time.Now())
+	r.c.log.Info().Str("c", "ACCESS").Str("user", conv.UserName()).Str("db", conv.DB()).Str("mechanism", conv.Mechanism()).
 		Str("remote", r.c.nc.RemoteAddr().String()).Str("reason", err.Error()).Int("failuresInARow", n).
 		Dur("delayMillis", delay).Msg("Authentication failed")
 	wait(r.ctx, delay)
@@ -167,7 +167,7 @@ func (r *request) authenticateX509(db, user string) (bsoncore.Document, error) {
 		return nil, mongoerr.New(mongoerr.RoleNotFound, "%v", err)
 	}
 	r.c.setAuth(connAuth{user: u, privs: privs, gen: gen})
-	r.c.s.authThrottle.succeeded(r.c.authSource())
+	r.c.s.authThrottle.succeeded(r.c.authSource(), subject+"@"+externalDB)
 	r.c.log.Info().Str("c", "ACCESS").Str("user", subject).Str("db", externalDB).Str("mechanism", mechX509).
 		Str("remote", r.c.nc.RemoteAddr().String()).Msg("Successfully authenticated")
 	return bsoncore.NewDocumentBuilder().AppendString("dbname", externalDB).AppendString("user", subject).
@@ -176,7 +176,7 @@ func (r *request) authenticateX509(db, user string) (bsoncore.Document, error) {
 
 // x509Failed logs a failed x.509 authentication and answers as mongod.
 func (r *request) x509Failed(user, reason string) error {
-	delay, n := r.c.s.authThrottle.failed(r.c.authSource(), time.Now())
+	delay, n := r.c.s.authThrottle.failed(r.c.authSource(), user+"@"+externalDB, time.Now())
 	r.c.log.Info().Str("c", "ACCESS").Str("user", user).Str("mechanism", mechX509).
 		Str("remote", r.c.nc.RemoteAddr().String()).Str("reason", reason).Int("failuresInARow", n).Msg("Authentication failed")
 	wait(r.ctx, delay)
