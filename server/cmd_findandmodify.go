@@ -111,7 +111,11 @@ func cmdFindAndModify(r *request) (bsoncore.Document, error) {
 			return err
 		}
 		if done {
-			reply, _ = outcome.Lookup("fam").DocumentOK()
+			var ok bool
+			if reply, ok = outcome.Lookup("fam").DocumentOK(); !ok {
+				return mongoerr.New(mongoerr.Location40606,
+					"findAndModify retry request: transaction %d of the session is not compatible with the previous write of that statement, which was not a findAndModify", r.retry.txn)
+			}
 			return nil
 		}
 		changes := tx.Changes()

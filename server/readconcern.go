@@ -77,7 +77,7 @@ func (r *request) readConcernField(el bsoncore.Element) error {
 		if !readConcernLevels[level] {
 			return mongoerr.New(mongoerr.BadValue, "Enumeration value '%s' for field 'readConcern.level' is not a valid value.", level)
 		}
-		if level == "snapshot" && !snapshotCommands[r.name] {
+		if level == "snapshot" && !snapshotCommands[r.name] && !r.startsTransaction() {
 			return mongoerr.New(mongoerr.InvalidOptions, "Command %s does not support { readConcern: { level: \"snapshot\" } }", r.name)
 		}
 		if level != "local" && level != "available" && !r.c.s.topo.replicaSet() && level != "majority" {
@@ -91,8 +91,14 @@ func (r *request) readConcernField(el bsoncore.Element) error {
 		if !r.c.s.topo.replicaSet() {
 			return mongoerr.New(mongoerr.IllegalOperation, "Cannot specify afterClusterTime readConcern without replication enabled")
 		}
-		r.c.s.clock.advance(clusterTime{t: t, i: i})
+		after := clusterTime{t: t, i: i}
+		r.c.s.clock.advance(after)
 		r.afterTime = true
+		// A transaction over several databases committed by then is seen
+		// whole: its parts publish one database after another.
+		if err := r.c.s.engine.WaitCommitsThrough(r.ctx, after.stamp()); err != nil {
+			return err
+		}
 	case "atClusterTime":
 		t, i, ok := v.TimestampOK()
 		if !ok {
@@ -117,4 +123,16 @@ func (r *request) snapshotReadTime() clusterTime {
 		return clusterTime{}
 	}
 	return r.readAt
+}
+
+// startsTransaction reports the first statement of a transaction, which
+// may carry any read concern whatever its kind (a write among them), as
+// on mongod.
+func (r *request) startsTransaction() bool {
+	v, err := r.argErr("startTransaction")
+	if err != nil || !transactionCommands[r.name] {
+		return false
+	}
+	b, ok := v.BooleanOK()
+	return ok && b
 }

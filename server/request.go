@@ -82,6 +82,7 @@ func (r *request) run() (bsoncore.Document, error) {
 		return nil, err
 	}
 	if err := r.authorize(); err != nil {
+		r.abortRefusedStatement()
 		return nil, err
 	}
 	if r.spec.access == adminOnly && r.db != "admin" {

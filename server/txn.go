@@ -151,6 +151,40 @@ func (tab *sessionTable) transaction(k storage.SessionKey, number int64, start b
 	return s.txn, nil
 }
 
+// abortRefusedStatement aborts the transaction of a statement refused
+// before it joined it (not authorized): a statement of a transaction that
+// fails aborts it, whatever failed, as on mongod.
+func (r *request) abortRefusedStatement() {
+	if _, err := r.argErr("autocommit"); err != nil || !r.c.s.topo.replicaSet() {
+		return
+	}
+	v, err := r.argErr("lsid")
+	if err != nil {
+		return
+	}
+	k, err := parseSessionID("lsid", v)
+	number, ok, numErr := r.txnNumberArg()
+	if err != nil || numErr != nil || !ok {
+		return
+	}
+	k.UID = r.sessionUID()
+	r.c.s.sessions.abortTransaction(k, number)
+}
+
+// abortTransaction aborts a session's transaction number, if it is the
+// session's current one.
+func (tab *sessionTable) abortTransaction(k storage.SessionKey, number int64) {
+	tab.mu.Lock()
+	var t *transaction
+	if s := tab.m[k]; s != nil && s.txn != nil && s.txn.number == number {
+		t = s.txn
+	}
+	tab.mu.Unlock()
+	if t != nil {
+		t.abortIfActive()
+	}
+}
+
 // committedBefore answers a commitTransaction for a transaction the
 // session table does not know (the server restarted since, or the session
 // expired): if a database recorded its commit, the commit is acknowledged

@@ -173,6 +173,7 @@ const (
 	Location40571   Code = 40571   // OP_MSG requests require a $db argument
 	Location40600   Code = 40600   // … is not allowed to be used within a $facet stage
 	Location40601   Code = 40601   // … can only be the final stage in the pipeline
+	Location40606   Code = 40606   // findAndModify retry request: … is not compatible with previous write…
 	Location40647   Code = 40647   // Bad resume token: _data of missing or of wrong type. Expected strin…
 	Location40649   Code = 40649   // invalid empty resume token
 	Location40674   Code = 40674   // Only one type of resume option is allowed, but multiple were found
