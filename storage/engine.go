@@ -91,6 +91,7 @@ type Engine struct {
 	dbStats      dbStats
 	clock        engineClock  // stamps published states (history.go)
 	decisions    *decisionLog // commit points of transactions over several databases
+	commitTimes  commitTimes  // their times until every part is published (commit_times.go)
 	changes      *ChangeLog   // change events, for change streams (changes.go)
 	// historyWindow is Options.HistoryWindow, settable while running.
 	historyWindow atomic.Int64

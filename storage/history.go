@@ -261,7 +261,7 @@ func (d *Database) BranchSnapshotAt(ctx context.Context, branchName string, t ui
 	if err != nil {
 		return nil, err
 	}
-	st, err := b.hist.at(t)
+	st, err := d.stateAt(ctx, b, t)
 	if err != nil {
 		return nil, err
 	}
@@ -327,4 +327,14 @@ func (d *Database) historyRoots() []hash.Hash {
 		states = append(states, b.hist.states()...)
 	}
 	return treeRoots(states)
+}
+
+// stateAt is the state of b current at time t, once every transaction over
+// several databases stamped at or before t has published all its parts
+// (commit_times.go): a read at t then sees each of them whole.
+func (d *Database) stateAt(ctx context.Context, b *branch, t uint64) (*rootState, error) {
+	if err := d.engine.commitTimes.wait(ctx, t); err != nil {
+		return nil, err
+	}
+	return b.hist.at(t)
 }

@@ -142,7 +142,7 @@ func (d *Database) BeginTxnAt(ctx context.Context, branchName string, at uint64)
 	}
 	st := b.state.Load()
 	if at != 0 {
-		if st, err = b.hist.at(at); err != nil {
+		if st, err = d.stateAt(ctx, b, at); err != nil {
 			d.release()
 			return nil, err
 		}

@@ -109,11 +109,13 @@ func commitLockedParts(ctx context.Context, parts []*commitPart) (decided bool, 
 	}
 	var id txnID
 	rand.Read(id[:])
-	if err := prepareParts(parts, id); err != nil {
+	e := parts[0].t.d.engine
+	at := e.commitTimes.take(e)
+	defer e.commitTimes.done(at) // after every part is published, or none
+	if err := prepareParts(parts, id, at); err != nil {
 		markParts(parts, markAbort, id)
 		return false, err
 	}
-	e := parts[0].t.d.engine
 	e.panics.at("txn.prepared")
 	if err := e.decisions.decide(id, partNames(parts)); err != nil {
 		markParts(parts, markAbort, id)
@@ -141,12 +143,11 @@ func (t *Txn) changesOnCurrent(ctx context.Context) (*Tx, error) {
 	return t.tx, nil
 }
 
-// prepareParts appends every part's prepared record and waits until all
-// are durable.
-func prepareParts(parts []*commitPart, id txnID) error {
-	// One cluster time for every part, as mongod's one applyOps entry: the
-	// commit's events share it, and its operationTime is it.
-	at, _ := parts[0].t.d.engine.now()
+// prepareParts appends every part's prepared record, stamped at, and
+// waits until all are durable. One cluster time serves every part, as
+// mongod's one applyOps entry: the commit's events share it, and its
+// operationTime is it.
+func prepareParts(parts []*commitPart, id txnID, at uint64) error {
 	for _, p := range parts {
 		p.at = at
 		rec := encodeMarkedRecord(p.t.b.name, p.tx.ops, p.tx.retry, p.at, markPrepared, id)
