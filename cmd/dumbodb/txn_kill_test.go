@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -49,5 +50,79 @@ func TestCommittedTransactionSurvivesKill9(t *testing.T) {
 	n, _ := db.Collection("transfers").CountDocuments(ctx, bson.D{})
 	if acct["bal"] != int32(5) || n != 1 {
 		t.Fatalf("after kill -9: account %v, %d transfers\n%s", acct, n, p.Output())
+	}
+}
+
+// TestCrossDatabaseTransfersWholeAfterKill9: transfers between two
+// databases in transactions, killed with SIGKILL mid-stream: after a
+// restart a reader sees each transfer in both databases or in neither, so
+// the balances still add up.
+func TestCrossDatabaseTransfersWholeAfterKill9(t *testing.T) {
+	const writers, start = 4, 100
+	dir := t.TempDir()
+	p := dumboproc.StartT(t, dir)
+	ctx := context.Background()
+	c, err := mongo.Connect(options.Client().ApplyURI(p.URL()).SetTimeout(10 * time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, db := range []string{"a", "b"} {
+		for w := range writers {
+			if _, err := c.Database(db).Collection("acct").InsertOne(ctx, bson.D{{Key: "_id", Value: w}, {Key: "bal", Value: start}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	var done atomic.Int64
+	for w := range writers {
+		go func() {
+			for {
+				sess, err := c.StartSession()
+				if err != nil {
+					return
+				}
+				_, err = sess.WithTransaction(ctx, func(sc context.Context) (any, error) {
+					for db, d := range map[string]int{"a": -1, "b": 1} {
+						if _, err := c.Database(db).Collection("acct").UpdateOne(sc, bson.D{{Key: "_id", Value: w}},
+							bson.D{{Key: "$inc", Value: bson.D{{Key: "bal", Value: d}}}}); err != nil {
+							return nil, err
+						}
+					}
+					return nil, nil
+				})
+				sess.EndSession(ctx)
+				if err != nil {
+					return // the server is gone
+				}
+				done.Add(1)
+			}
+		}()
+	}
+	for done.Load() < 50 {
+		time.Sleep(10 * time.Millisecond)
+	}
+	p.Kill()
+	dctx, cancel := context.WithTimeout(ctx, time.Second)
+	c.Disconnect(dctx)
+	cancel()
+	p = dumboproc.StartT(t, dir)
+	c, _ = mongo.Connect(options.Client().ApplyURI(p.URL()))
+	defer c.Disconnect(ctx)
+	total := 0
+	for _, db := range []string{"a", "b"} {
+		cur, err := c.Database(db).Collection("acct").Find(ctx, bson.D{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var docs []bson.M
+		if err := cur.All(ctx, &docs); err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range docs {
+			total += int(d["bal"].(int32))
+		}
+	}
+	if total != 2*writers*start {
+		t.Fatalf("after kill -9 (%d transfers acknowledged): the balances add up to %d, want %d\n%s", done.Load(), total, 2*writers*start, p.Output())
 	}
 }
