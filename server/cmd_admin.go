@@ -240,7 +240,7 @@ func cmdListCommands(r *request) (bsoncore.Document, error) {
 	for _, c := range commandTable {
 		cmds.AppendDocument(c.name, bsoncore.NewDocumentBuilder().
 			AppendString("help", c.help).
-			AppendBoolean("requiresAuth", false).
+			AppendBoolean("requiresAuth", !c.need.open).
 			AppendBoolean("secondaryOk", true).
 			AppendBoolean("adminOnly", c.access == adminOnly).Build())
 	}

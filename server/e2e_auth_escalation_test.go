@@ -250,3 +250,53 @@ func TestRefusedStatementAbortsItsTransaction(t *testing.T) {
 		t.Fatalf("%d documents of the aborted transaction", n)
 	}
 }
+
+// anyUserCommands are the commands any logged-in user may run (their
+// handlers authorize what they name: server/authz_table_test.go).
+var anyUserCommands = map[string]bool{
+	"bulkWrite": true, "getMore": true, "killCursors": true, "listDatabases": true, "startSession": true,
+	"endSessions": true, "refreshSessions": true, "killSessions": true, "commitTransaction": true,
+	"abortTransaction": true, "updateUser": true, "grantRolesToUser": true, "revokeRolesFromUser": true,
+	"updateRole": true, "grantPrivilegesToRole": true, "revokePrivilegesFromRole": true, "grantRolesToRole": true,
+	"revokeRolesFromRole": true, "convertShardKeyToHashed": true,
+}
+
+// TestEveryCommandRefusesWithoutPrivileges walks every command the server
+// lists: each that requires authentication refuses a client that has not
+// logged in, and each but those any user may run refuses a user without
+// roles, on a database and on a branch of it.
+func TestEveryCommandRefusesWithoutPrivileges(t *testing.T) {
+	ts, root := authServer(t)
+	mustRun(t, root.Database("shop"), bson.D{{Key: "insert", Value: "c"}, {Key: "documents", Value: bson.A{bson.D{}}}})
+	addUser(t, root, "shop", "nobody", bson.A{})
+	anon := ts.client()
+	nobody := ts.authClient("nobody", "pw", "shop", "")
+	listed := mustRun(t, root.Database("admin"), bson.D{{Key: "listCommands", Value: 1}})
+	n := 0
+	for _, e := range listed["commands"].(bson.D) {
+		if get(e.Value, "requiresAuth") != true {
+			continue
+		}
+		n++
+		db := "shop"
+		if get(e.Value, "adminOnly") == true {
+			db = "admin"
+		}
+		cmd := bson.D{{Key: e.Key, Value: "c"}}
+		_, err := run(t, anon.Database(db), cmd)
+		wantCode(t, err, 13, "Unauthorized")
+		if anyUserCommands[e.Key] {
+			continue
+		}
+		for _, at := range []string{db, db + "@HEAD"} {
+			_, err = run(t, nobody.Database(at), cmd)
+			if err == nil {
+				t.Fatalf("%s on %s: allowed for a user without roles", e.Key, at)
+			}
+			wantCode(t, err, 13, "Unauthorized")
+		}
+	}
+	if n < 100 {
+		t.Fatalf("only %d commands require authentication", n)
+	}
+}
