@@ -12,6 +12,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"dumbodb/internal/testload"
 	"dumbodb/server"
 )
 
@@ -322,7 +323,7 @@ func TestJSTimeBound(t *testing.T) {
 	}
 	wg.Wait()
 	wantCode(t, loopErr, 11601, "Interrupted")
-	if d := time.Since(start); d > 5*time.Second {
+	if d := time.Since(start); d > testload.Timeout(5*time.Second) {
 		t.Errorf("the loop ran %v", d)
 	}
 	_, err := c.Aggregate(ctx, mongo.Pipeline{{{Key: "$project", Value: bson.D{{Key: "v", Value: bson.D{{Key: "$function", Value: bson.D{
@@ -356,13 +357,13 @@ func TestJSMaxTimeMS(t *testing.T) {
 	_, err = run(t, db, bson.D{{Key: "aggregate", Value: "c"}, {Key: "pipeline", Value: bson.A{bson.D{{Key: "$group", Value: bson.D{{Key: "_id", Value: nil}, {Key: "r", Value: acc}}}}}},
 		{Key: "cursor", Value: bson.D{}}, {Key: "maxTimeMS", Value: 200}})
 	wantCode(t, err, 50, "MaxTimeMSExpired")
-	if d := time.Since(start); d > 10*time.Second {
+	if d := time.Since(start); d > testload.Timeout(10*time.Second) {
 		t.Errorf("took %v", d)
 	}
 	// getMores run their JavaScript under their own context, not the
 	// first batch's (which ended with its command)
 	c := db.Collection("c")
-	tctx, cancel := context.WithTimeout(ctx, 10*time.Second) // the driver sends maxTimeMS
+	tctx, cancel := context.WithTimeout(ctx, testload.Timeout(10*time.Second)) // the driver sends maxTimeMS
 	defer cancel()
 	cur, err := c.Find(tctx, bson.D{{Key: "$where", Value: "sleep(5); return true"}}, options.Find().SetBatchSize(1))
 	if err != nil {
@@ -402,7 +403,7 @@ func TestJSTimeParameter(t *testing.T) {
 	start := time.Now()
 	_, err := c.Find(ctx, bson.D{{Key: "$where", Value: "for (;;) {}"}})
 	wantCode(t, err, 11601, "Interrupted")
-	if d := time.Since(start); d > 5*time.Second {
+	if d := time.Since(start); d > testload.Timeout(5*time.Second) {
 		t.Errorf("the loop ran %v", d)
 	}
 }

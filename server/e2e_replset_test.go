@@ -16,6 +16,7 @@ import (
 
 	"dumbodb/wire"
 
+	"dumbodb/internal/testload"
 	"dumbodb/server"
 )
 
@@ -47,7 +48,7 @@ func wantRawCode(t *testing.T, reply bson.M, code int32) {
 // replSetInitiate describe that member.
 func TestReplicaSetFace(t *testing.T) {
 	ts := startServer(t)
-	c, err := mongo.Connect(options.Client().ApplyURI("mongodb://" + ts.addr + "/").SetTimeout(30 * time.Second))
+	c, err := mongo.Connect(options.Client().ApplyURI("mongodb://" + ts.addr + "/").SetTimeout(testload.Timeout(30 * time.Second)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -188,7 +188,10 @@ func TestSnapshotTransactionBeginsWithAWrite(t *testing.T) {
 	coll := client.Database("shop").Collection("c")
 	coll.InsertOne(ctx, bson.D{{Key: "_id", Value: 0}, {Key: "n", Value: 0}})
 	first := []func(sc context.Context) error{
-		func(sc context.Context) error { _, err := coll.InsertOne(sc, bson.D{{Key: "_id", Value: 1}}); return err },
+		func(sc context.Context) error {
+			_, err := coll.InsertOne(sc, bson.D{{Key: "_id", Value: 1}})
+			return err
+		},
 		func(sc context.Context) error {
 			_, err := coll.UpdateOne(sc, bson.D{{Key: "_id", Value: 0}}, bson.D{{Key: "$inc", Value: bson.D{{Key: "n", Value: 1}}}})
 			return err
@@ -196,7 +199,10 @@ func TestSnapshotTransactionBeginsWithAWrite(t *testing.T) {
 		func(sc context.Context) error {
 			return coll.FindOneAndUpdate(sc, bson.D{{Key: "_id", Value: 0}}, bson.D{{Key: "$inc", Value: bson.D{{Key: "n", Value: 1}}}}).Err()
 		},
-		func(sc context.Context) error { _, err := coll.DeleteOne(sc, bson.D{{Key: "_id", Value: 1}}); return err },
+		func(sc context.Context) error {
+			_, err := coll.DeleteOne(sc, bson.D{{Key: "_id", Value: 1}})
+			return err
+		},
 	}
 	for i, op := range first {
 		sess, err := client.StartSession()

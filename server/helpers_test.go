@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"dumbodb/internal/testload"
 	"dumbodb/server"
 	"dumbodb/storage"
 
@@ -104,10 +105,11 @@ func (ts *testServer) restart() {
 
 func (ts *testServer) uri() string { return "mongodb://" + ts.addr + "/?directConnection=true" }
 
-// client connects the official driver; extra options apply on top.
+// client connects the official driver, its timeout scaled to the
+// machine's load; extra options apply on top.
 func (ts *testServer) client(extra ...*options.ClientOptions) *mongo.Client {
 	ts.t.Helper()
-	opts := append([]*options.ClientOptions{options.Client().ApplyURI(ts.uri()).SetTimeout(30 * time.Second)}, extra...)
+	opts := append([]*options.ClientOptions{options.Client().ApplyURI(ts.uri()).SetTimeout(testload.Timeout(30 * time.Second))}, extra...)
 	c, err := mongo.Connect(opts...)
 	if err != nil {
 		ts.t.Fatal(err)

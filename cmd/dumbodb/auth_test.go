@@ -11,6 +11,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"dumbodb/internal/dumboproc"
+	"dumbodb/internal/testload"
 )
 
 // TestUsersSurviveKill9: a user whose createUser was acknowledged logs in
@@ -29,7 +30,7 @@ func TestUsersSurviveKill9(t *testing.T) {
 		t.Fatalf("createUser without a login after the restart: %v", r)
 	}
 	ctx := context.Background()
-	client, err := mongo.Connect(options.Client().ApplyURI(p.URL()).SetTimeout(10 * time.Second).
+	client, err := mongo.Connect(options.Client().ApplyURI(p.URL()).SetTimeout(testload.Timeout(10 * time.Second)).
 		SetAuth(options.Credential{Username: "ops", Password: "s3cret", AuthSource: "admin"}))
 	if err != nil {
 		t.Fatal(err)
@@ -50,7 +51,7 @@ func TestInitialUserFromEnvironment(t *testing.T) {
 	p := dumboproc.StartT(t, dir, "--auth")
 	login := func(pwd string) error {
 		ctx := context.Background()
-		client, err := mongo.Connect(options.Client().ApplyURI(p.URL()).SetTimeout(10 * time.Second).
+		client, err := mongo.Connect(options.Client().ApplyURI(p.URL()).SetTimeout(testload.Timeout(10 * time.Second)).
 			SetAuth(options.Credential{Username: "admin", Password: pwd, AuthSource: "admin"}))
 		if err != nil {
 			return err

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"dumbodb/internal/dumboproc"
+	"dumbodb/internal/testload"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -27,7 +28,7 @@ func TestMain(m *testing.M) { dumboproc.Main(m) }
 // client connects to p; it disconnects when t ends.
 func client(t *testing.T, p *dumboproc.Proc) *mongo.Client {
 	t.Helper()
-	c, err := mongo.Connect(options.Client().ApplyURI(p.URL()).SetTimeout(20 * time.Second))
+	c, err := mongo.Connect(options.Client().ApplyURI(p.URL()).SetTimeout(testload.Timeout(20 * time.Second)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +56,7 @@ func TestStartLogStopAndRestart(t *testing.T) {
 	dumboproc.Binary(t) // a first call builds it: not part of the start-up
 	start := time.Now()
 	p := dumboproc.StartT(t, dir)
-	if d := time.Since(start); d > 10*time.Second {
+	if d := time.Since(start); d > testload.Timeout(10*time.Second) {
 		t.Errorf("start took %v", d)
 	}
 	coll := client(t, p).Database("app").Collection("c")
@@ -121,7 +122,7 @@ func TestUnixSocketAndBindIPs(t *testing.T) {
 		}
 	}
 	uri := "mongodb://" + strings.ReplaceAll(sock, "/", "%2F")
-	c, err := mongo.Connect(options.Client().ApplyURI(uri).SetTimeout(20 * time.Second))
+	c, err := mongo.Connect(options.Client().ApplyURI(uri).SetTimeout(testload.Timeout(20 * time.Second)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"dumbodb/internal/dumboproc"
+	"dumbodb/internal/testload"
 )
 
 // TestCommittedTransactionSurvivesKill9: a transaction acknowledged by
@@ -19,7 +20,7 @@ func TestCommittedTransactionSurvivesKill9(t *testing.T) {
 	dir := t.TempDir()
 	p := dumboproc.StartT(t, dir)
 	ctx := context.Background()
-	client, err := mongo.Connect(options.Client().ApplyURI(p.URL()).SetTimeout(10 * time.Second))
+	client, err := mongo.Connect(options.Client().ApplyURI(p.URL()).SetTimeout(testload.Timeout(10 * time.Second)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +63,7 @@ func TestCrossDatabaseTransfersWholeAfterKill9(t *testing.T) {
 	dir := t.TempDir()
 	p := dumboproc.StartT(t, dir)
 	ctx := context.Background()
-	c, err := mongo.Connect(options.Client().ApplyURI(p.URL()).SetTimeout(10 * time.Second))
+	c, err := mongo.Connect(options.Client().ApplyURI(p.URL()).SetTimeout(testload.Timeout(10 * time.Second)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"dumbodb/internal/testload"
 	"dumbodb/query/mongoerr"
 	"dumbodb/query/value"
 )
@@ -112,7 +113,7 @@ func TestTimeBound(t *testing.T) {
 	if me := mongoerr.As(err); err == nil || me.Code != mongoerr.Interrupted || me.Msg != "JavaScript execution interrupted" {
 		t.Fatalf("got %v", err)
 	}
-	if d := time.Since(start); d > 2*time.Second {
+	if d := time.Since(start); d > testload.Timeout(2*time.Second) {
 		t.Errorf("took %v", d)
 	}
 	// the runtime goes back to the pool usable
@@ -158,7 +159,7 @@ func TestSleep(t *testing.T) {
 	if me := mongoerr.As(err); err == nil || me.Code != mongoerr.Interrupted {
 		t.Fatalf("a long sleep: %v", err)
 	}
-	if d := time.Since(start); d > 2*time.Second {
+	if d := time.Since(start); d > testload.Timeout(2*time.Second) {
 		t.Errorf("the sleep lasted %v", d)
 	}
 }

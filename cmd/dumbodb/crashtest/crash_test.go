@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"dumbodb/internal/dumboproc"
+	"dumbodb/internal/testload"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -28,7 +29,7 @@ func start(t *testing.T, dir string, extra ...string) (*dumboproc.Proc, *mongo.C
 	t.Helper()
 	p := dumboproc.StartT(t, dir, extra...)
 	client, err := mongo.Connect(options.Client().
-		ApplyURI(p.URL()).SetTimeout(30 * time.Second).SetRetryWrites(false))
+		ApplyURI(p.URL()).SetTimeout(testload.Timeout(30 * time.Second)).SetRetryWrites(false))
 	if err != nil {
 		t.Fatal(err)
 	}
