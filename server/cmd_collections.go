@@ -481,6 +481,10 @@ func renameAcrossDatabases(r *request, fromDB, fromColl, toDB, toColl string, dr
 	if err := refuseTimeseriesRename(snap, src.ns, fromColl, toColl); err != nil {
 		return nil, err
 	}
+	// The source's drop, last, would refuse it after the copy was made.
+	if snap.Conflicted(fromColl) {
+		return nil, mongoerr.New(mongoerr.MergeInProgress, "collection %s.%s has unresolved merge conflicts; resolve them or abort the merge first", fromDB, fromColl)
+	}
 	it, err := snap.Scan(r.ctx, fromColl)
 	if err != nil {
 		return nil, err

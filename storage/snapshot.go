@@ -55,6 +55,13 @@ func (s *Snapshot) Collection(name string) (CollectionInfo, bool) {
 	return c.info, true
 }
 
+// Conflicted reports whether a collection has unresolved merge conflicts,
+// which keep it from being dropped or renamed (Tx.DropCollection).
+func (s *Snapshot) Conflicted(coll string) bool {
+	_, ok := s.st.conflicts[coll]
+	return ok
+}
+
 // Get returns the document whose _id equals id.
 func (s *Snapshot) Get(ctx context.Context, coll string, id bsoncore.Value) (bsoncore.Document, bool, error) {
 	c, ok := s.st.colls.lookup(coll)

@@ -192,8 +192,29 @@ func (tx *Tx) EnsureCollection(ctx context.Context, name string) (bool, error) {
 	return err == nil, err
 }
 
-// DropCollection removes a collection and its documents.
+// DropCollection removes a collection and its documents. One with
+// unresolved merge conflicts is refused (refuseConflicted).
 func (tx *Tx) DropCollection(name string) error {
+	if err := tx.refuseConflicted(name); err != nil {
+		return err
+	}
+	return tx.dropCollection(name)
+}
+
+// refuseConflicted refuses to drop or rename away a collection with
+// unresolved merge conflicts: they are stored under its name, and
+// resolving one writes the chosen document into it, so without it they
+// could be neither resolved nor continued past (docs/version-control.md).
+func (tx *Tx) refuseConflicted(name string) error {
+	if _, ok := tx.base.conflicts[name]; ok && tx.view(name) != nil {
+		return fmt.Errorf("%w: collection %q has unresolved merge conflicts; resolve them or abort the merge first", ErrMergeInProgress, name)
+	}
+	return nil
+}
+
+// dropCollection is DropCollection unchecked, for recovery: a log written
+// before the refusal may hold such a drop, and must still replay.
+func (tx *Tx) dropCollection(name string) error {
 	c := tx.view(name)
 	if c == nil {
 		return ErrNamespaceNotFound
@@ -205,8 +226,23 @@ func (tx *Tx) DropCollection(name string) error {
 }
 
 // RenameCollection moves a collection to a new name, keeping its UUID. With
-// dropTarget an existing target is dropped first.
+// dropTarget an existing target is dropped first. Neither may have
+// unresolved merge conflicts (refuseConflicted).
 func (tx *Tx) RenameCollection(from, to string, dropTarget bool) error {
+	if err := tx.refuseConflicted(from); err != nil {
+		return err
+	}
+	if dropTarget {
+		if err := tx.refuseConflicted(to); err != nil {
+			return err
+		}
+	}
+	return tx.renameCollection(from, to, dropTarget)
+}
+
+// renameCollection is RenameCollection unchecked, for recovery (as
+// dropCollection).
+func (tx *Tx) renameCollection(from, to string, dropTarget bool) error {
 	src := tx.view(from)
 	if src == nil {
 		return ErrNamespaceNotFound

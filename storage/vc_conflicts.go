@@ -149,9 +149,16 @@ func checkResolution(st *rootState, coll string, doc bsoncore.Document) error {
 }
 
 // settle writes the chosen document and drops the conflict entry.
+// A conflict whose collection is gone (dropped or renamed by a log written
+// before such changes were refused) cannot be settled: the merge must be
+// aborted.
 func (d *Database) settle(ctx context.Context, b *branch, st *rootState, coll string, key []byte, doc bsoncore.Document) error {
+	cur := st.colls.get(coll)
+	if cur == nil {
+		return fmt.Errorf("%w: collection %q of the conflict no longer exists; abort the merge", ErrNamespaceNotFound, coll)
+	}
 	next := *st
-	c := *st.colls.get(coll)
+	c := *cur
 	ed := newEdits()
 	_, existed, err := lookup(ctx, d.ns, c.base, nil, key)
 	if err != nil {

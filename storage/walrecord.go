@@ -263,9 +263,9 @@ func (tx *Tx) redo(ctx context.Context, ops []walOp) error {
 				err = tx.createCollection(ctx, info)
 			}
 		case opDrop:
-			err = tx.DropCollection(o.coll)
+			err = tx.dropCollection(o.coll)
 		case opRename:
-			err = tx.RenameCollection(o.coll, o.to, true)
+			err = tx.renameCollection(o.coll, o.to, true)
 		case opMeta:
 			err = tx.redoMeta(ctx, o)
 		default:
