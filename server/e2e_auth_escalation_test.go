@@ -300,3 +300,30 @@ func TestEveryCommandRefusesWithoutPrivileges(t *testing.T) {
 		t.Fatalf("only %d commands require authentication", n)
 	}
 }
+
+// TestDroppedCollectionsCursorsNoLongerOpen: cursors killed by a drop of
+// their collection no longer count as open in serverStatus (they stay only
+// to tell their next getMore why).
+func TestDroppedCollectionsCursorsNoLongerOpen(t *testing.T) {
+	ts := startServer(t)
+	db := ts.client().Database("shop")
+	db.Collection("c").InsertMany(ctx, []any{bson.D{}, bson.D{}, bson.D{}})
+	open := func() int64 {
+		n, _ := get(mustRun(t, db, bson.D{{Key: "serverStatus", Value: 1}}), "metrics", "cursor", "open", "total").(int64)
+		return n
+	}
+	before := open()
+	var ids []int64
+	for range 20 {
+		ids = append(ids, get(mustRun(t, db, bson.D{{Key: "find", Value: "c"}, {Key: "batchSize", Value: 1}}), "cursor", "id").(int64))
+	}
+	if n := open(); n != before+20 {
+		t.Fatalf("%d cursors open with 20 opened, want %d", n, before+20)
+	}
+	mustRun(t, db, bson.D{{Key: "drop", Value: "c"}})
+	if n := open(); n != before {
+		t.Fatalf("%d cursors open after the drop, want %d", n, before)
+	}
+	_, err := run(t, db, bson.D{{Key: "getMore", Value: ids[0]}, {Key: "collection", Value: "c"}})
+	wantCode(t, err, 175, "QueryPlanKilled")
+}
