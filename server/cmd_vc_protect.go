@@ -108,9 +108,7 @@ func cmdDumboProtectBranch(r *request) (bsoncore.Document, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Changing or lifting a rule takes what writing the branch takes, or
-	// any version administrator could walk around it.
-	if err := r.checkBranchWrite(r.c.currentAuth(), r.db, branch); err != nil {
+	if err := r.checkRuleChange(branch); err != nil {
 		return nil, err
 	}
 	switch {
@@ -134,6 +132,21 @@ func cmdDumboProtectBranch(r *request) (bsoncore.Document, error) {
 		return nil, err
 	}
 	return okReply(), nil
+}
+
+// checkRuleChange refuses changing or lifting a branch's rule to a user
+// who neither holds one of its roles nor may grant them all: otherwise any
+// version administrator could lift the rule and write the branch.
+func (r *request) checkRuleChange(branch string) error {
+	err := r.checkBranchWrite(r.c.currentAuth(), r.db, branch)
+	if err == nil {
+		return nil
+	}
+	p, _ := r.c.s.users.Protection(r.db, branch)
+	if r.grantRights().roles(auth.GrantRole, p.Roles) == nil {
+		return nil
+	}
+	return err
 }
 
 // cmdDumboProtectedBranches lists the database's protected branches.
