@@ -356,34 +356,53 @@ func TestCreationTakesASpare(t *testing.T) {
 	wantContents(t, d, 3)
 }
 
-// TestSparesOutliveTheEngine: ready spares stay for the next run, which
-// creates from them; one a crash left half made is removed at start.
-func TestSparesOutliveTheEngine(t *testing.T) {
+// TestSparesDoNotOutliveTheEngine: a clean close removes the spares, and
+// a start removes any a previous run left (ready or half made, after a
+// crash); creations then make their own again.
+func TestSparesDoNotOutliveTheEngine(t *testing.T) {
 	dir := t.TempDir()
 	e := openEngine(t, dir, idleOpts)
 	fillDatabase(t, e, "first", 1)
-	e.spares.wait() // a close stops a refill that has not begun
+	e.spares.wait()
+	if ready, _ := spareNames(t, dir); len(ready) != spareDatabases {
+		t.Fatalf("%d spares while running, want %d", len(ready), spareDatabases)
+	}
 	if err := e.Close(); err != nil {
 		t.Fatal(err)
 	}
-	ready, _ := spareNames(t, dir)
-	if len(ready) != spareDatabases {
-		t.Fatalf("%d spares after a clean close, want %d", len(ready), spareDatabases)
+	if ready, making := spareNames(t, dir); len(ready)+len(making) != 0 {
+		t.Fatalf("spares after a clean close: %v %v", ready, making)
 	}
-	half := filepath.Join(dir, spareTmpPrefix+"1-1", walDirName)
-	if err := os.MkdirAll(half, 0o755); err != nil {
-		t.Fatal(err)
+	for _, name := range []string{sparePrefix + "1-1", spareTmpPrefix + "2-2"} {
+		if err := os.Mkdir(filepath.Join(dir, name), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := wal.Prepare(filepath.Join(dir, name, walDirName), wal.Options{}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	e = openClosing(t, dir, idleOpts)
-	if _, making := spareNames(t, dir); len(making) != 0 {
-		t.Fatalf("half-made spares after a start: %v", making)
+	if ready, making := spareNames(t, dir); len(ready)+len(making) != 0 {
+		t.Fatalf("spares a previous run left, after a start: %v %v", ready, making)
 	}
 	if names, err := e.DatabaseNames(); err != nil || !slices.Equal(names, []string{"first"}) {
 		t.Fatalf("DatabaseNames: %v, %v", names, err)
 	}
-	if got := e.spares.take(); !slices.Contains(ready, filepath.Base(got)) {
-		t.Fatalf("the next run takes %q, not one of the spares left %v", got, ready)
-	}
 	d := fillDatabase(t, e, "second", 2)
 	wantContents(t, d, 2)
+}
+
+// TestRefusedNameLeavesNoSpare: a creation whose name the file system
+// refuses removes the spare it took.
+func TestRefusedNameLeavesNoSpare(t *testing.T) {
+	dir := t.TempDir()
+	e := openClosing(t, dir, idleOpts)
+	if _, err := e.Database(ctx, strings.Repeat("x", 300), true); err == nil {
+		t.Fatal("a 300-byte database name was taken")
+	}
+	e.spares.wait()
+	if ready, making := spareNames(t, dir); len(ready)+len(making) != 0 {
+		t.Fatalf("spares after a refused creation: %v %v", ready, making)
+	}
+	wantContents(t, fillDatabase(t, e, "db", 1), 1)
 }

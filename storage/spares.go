@@ -72,22 +72,25 @@ func (s *spares) hasten() {
 	}
 }
 
-// load takes up the spares a previous run left ready and removes those it
-// left half made. Called by Open.
+// load removes the spares a previous run left, ready or half made: while
+// no engine runs, the data directory holds databases only (close removes
+// its spares too), and this run makes its own once it creates a database.
+// Called by Open.
 func (s *spares) load() error {
-	entries, err := os.ReadDir(s.dataDir)
+	return removeSpares(s.dataDir)
+}
+
+// removeSpares removes every spare in dataDir, ready or being made.
+func removeSpares(dataDir string) error {
+	entries, err := os.ReadDir(dataDir)
 	if err != nil {
 		return err
 	}
 	for _, ent := range entries {
-		path := filepath.Join(s.dataDir, ent.Name())
-		switch {
-		case strings.HasPrefix(ent.Name(), spareTmpPrefix):
-			if err := os.RemoveAll(path); err != nil {
-				return fmt.Errorf("remove a half-made spare database: %w", err)
+		if strings.HasPrefix(ent.Name(), sparePrefix) { // spareTmpPrefix too
+			if err := os.RemoveAll(filepath.Join(dataDir, ent.Name())); err != nil {
+				return fmt.Errorf("remove a spare database: %w", err)
 			}
-		case strings.HasPrefix(ent.Name(), sparePrefix):
-			s.ready = append(s.ready, path)
 		}
 	}
 	return nil
@@ -105,6 +108,9 @@ func (s *spares) install(dir string) (synced <-chan error, err error) {
 		}
 	}
 	if err := os.Rename(spare, dir); err != nil {
+		// The file system refused the name (one too long, say): the spare
+		// is out of the ready ones, so nothing else would remove it.
+		os.RemoveAll(spare)
 		return nil, fmt.Errorf("create database directory: %w", err)
 	}
 	done := make(chan error, 1)
@@ -229,12 +235,18 @@ func (s *spares) wait() {
 	}
 }
 
-// close stops refilling and waits for a refill running; the ready spares
-// stay for the next run.
+// close stops refilling, waits for a refill running and removes the
+// spares, so that a clean shutdown leaves only databases behind.
 func (s *spares) close() {
 	s.mu.Lock()
 	s.closed = true
 	s.hasten()
 	s.mu.Unlock()
 	s.wait()
+	s.mu.Lock()
+	s.ready = nil
+	s.mu.Unlock()
+	if err := removeSpares(s.dataDir); err != nil {
+		s.engine.log.Warn().Str("c", "STORAGE").Err(err).Msg("removing the spare databases failed")
+	}
 }
