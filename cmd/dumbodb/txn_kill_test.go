@@ -38,13 +38,7 @@ func TestCommittedTransactionSurvivesKill9(t *testing.T) {
 	if err := sess.CommitTransaction(ctx); err != nil {
 		t.Fatal(err)
 	}
-	p.Kill()
-	dctx, cancel := context.WithTimeout(ctx, time.Second)
-	client.Disconnect(dctx)
-	cancel()
-	p = dumboproc.StartT(t, dir)
-	client, _ = mongo.Connect(options.Client().ApplyURI(p.URL()))
-	defer client.Disconnect(ctx)
+	p, client = killAndRestart(t, p, client, dir)
 	db = client.Database("bank")
 	var acct bson.M
 	db.Collection("accounts").FindOne(ctx, bson.D{{Key: "_id", Value: 1}}).Decode(&acct)
@@ -102,13 +96,7 @@ func TestCrossDatabaseTransfersWholeAfterKill9(t *testing.T) {
 	for done.Load() < 50 {
 		time.Sleep(10 * time.Millisecond)
 	}
-	p.Kill()
-	dctx, cancel := context.WithTimeout(ctx, time.Second)
-	c.Disconnect(dctx)
-	cancel()
-	p = dumboproc.StartT(t, dir)
-	c, _ = mongo.Connect(options.Client().ApplyURI(p.URL()))
-	defer c.Disconnect(ctx)
+	p, c = killAndRestart(t, p, c, dir)
 	total := 0
 	for _, db := range []string{"a", "b"} {
 		cur, err := c.Database(db).Collection("acct").Find(ctx, bson.D{})
@@ -126,4 +114,21 @@ func TestCrossDatabaseTransfersWholeAfterKill9(t *testing.T) {
 	if total != 2*writers*start {
 		t.Fatalf("after kill -9 (%d transfers acknowledged): the balances add up to %d, want %d\n%s", done.Load(), total, 2*writers*start, p.Output())
 	}
+}
+
+// killAndRestart kills the server with SIGKILL, drops the client, starts
+// a server on the same data directory and connects a new client to it.
+func killAndRestart(t *testing.T, p *dumboproc.Proc, c *mongo.Client, dir string) (*dumboproc.Proc, *mongo.Client) {
+	t.Helper()
+	p.Kill()
+	dctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	c.Disconnect(dctx)
+	cancel()
+	p = dumboproc.StartT(t, dir)
+	c, err := mongo.Connect(options.Client().ApplyURI(p.URL()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Disconnect(context.Background()) })
+	return p, c
 }
