@@ -81,7 +81,7 @@ func (s *keysAndRecordsSource) Next(ctx context.Context) (bsoncore.Document, err
 	case s.returnKey:
 		out = keyDocument(d, s.keys)
 	case s.p != nil:
-		if out, err = s.p.Apply(d); err != nil {
+		if out, err = s.p.ApplyContext(ctx, d); err != nil {
 			return nil, err
 		}
 	}

@@ -173,7 +173,7 @@ func (s *projectSource) Next(ctx context.Context) (bsoncore.Document, error) {
 	if err != nil {
 		return nil, err
 	}
-	return s.p.Apply(d)
+	return s.p.ApplyContext(ctx, d)
 }
 
 // Reverse yields src's documents in reverse order ({$natural: -1}).

@@ -24,8 +24,9 @@
 //	expr_*    expression operators by family: arith, array, set, object,
 //	          string, regex, date, convert, logic (comparison, boolean,
 //	          conditional, $let), meta ($meta, $rand), function
-//	          ($function), and the compiler of named arguments
-//	          (expr_named.go)
+//	          ($function), the compiler of named arguments
+//	          (expr_named.go) and the memory and time an evaluation may
+//	          take (expr_budget.go)
 //	stage_*   aggregation stages, one file per stage or family ($geoNear
 //	          in stage_geonear.go: the server reads its input nearest
 //	          first through the planner; $_internalUnpackBucket in

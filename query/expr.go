@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"context"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -46,40 +46,66 @@ type Env struct {
 	// the runtimes of JSScope (the server's: the database and the user).
 	JS      *js.Engine
 	JSScope string
-	// ctx is the context of the command's latest batch (a pipeline's
-	// Next, a filter's MatchContext), shared with the Envs derived from
-	// this one: JavaScript calls stop when it ends.
+	// ctx holds the context of the running batch (a pipeline's Next, a
+	// filter's MatchContext), shared with the Envs derived from this one:
+	// JavaScript calls and expressions' loops stop when it ends.
 	ctx *ctxRef
 }
 
-// ctxRef holds a context that changes from batch to batch (a cursor's
-// getMores each have their own).
+// ctxRef is what an Env shares with the Envs derived from it at run time:
+// a context that changes from batch to batch (a cursor's getMores each
+// have their own), and the expressions' memory limit.
 type ctxRef struct {
-	mu  sync.Mutex
-	ctx context.Context
+	cur atomic.Pointer[ctxBox]
+	// exprLimit bounds the bytes one evaluation's values hold
+	// (expr_budget.go); 0 is DefaultExprMemoryLimit. Tests lower it.
+	exprLimit int64
 }
 
-// setContext makes ctx the context of the env's JavaScript calls.
-func (e *Env) setContext(ctx context.Context) {
+// ctxBox lets an atomic pointer hold an interface value.
+type ctxBox struct{ ctx context.Context }
+
+// enterContext makes b's context the one of the env's JavaScript calls and
+// expressions until leaveContext restores the one it returns. A caller
+// sets its context only while it runs (a pipeline's Next, a filter's
+// MatchContext): a context left behind would be a finished batch's, whose
+// end (a maxTimeMS timer stopped with its command) would stop a later
+// evaluation that has no context of its own.
+func (e *Env) enterContext(b *ctxBox) (prev *ctxBox) {
+	if e == nil || e.ctx == nil {
+		return nil
+	}
+	return e.ctx.cur.Swap(b)
+}
+
+// leaveContext restores the context enterContext replaced.
+func (e *Env) leaveContext(prev *ctxBox) {
 	if e != nil && e.ctx != nil {
-		e.ctx.mu.Lock()
-		e.ctx.ctx = ctx
-		e.ctx.mu.Unlock()
+		e.ctx.cur.Store(prev)
 	}
 }
 
-// context is the context of the env's JavaScript calls (nil: none).
+// context is the context of the env's JavaScript calls and expressions
+// (nil: none).
 func (e *Env) context() context.Context {
 	if e == nil || e.ctx == nil {
 		return nil
 	}
-	e.ctx.mu.Lock()
-	defer e.ctx.mu.Unlock()
-	return e.ctx.ctx
+	if b := e.ctx.cur.Load(); b != nil {
+		return b.ctx
+	}
+	return nil
 }
 
-// usesJS reports BSON that may hold JavaScript operators: the places that
-// keep an Env's context up to date (setContext) do so only for those.
+// exprMemoryLimit is the bytes one evaluation's values may hold.
+func (e *Env) exprMemoryLimit() int64 {
+	if e == nil || e.ctx == nil || e.ctx.exprLimit <= 0 {
+		return DefaultExprMemoryLimit
+	}
+	return e.ctx.exprLimit
+}
+
+// usesJS reports BSON that may hold JavaScript operators.
 func usesJS(b []byte) bool {
 	return bytes.Contains(b, []byte("$where")) || bytes.Contains(b, []byte("$function")) ||
 		bytes.Contains(b, []byte("$accumulator"))
@@ -96,7 +122,16 @@ func NewEnv(coll *value.Collation, let bsoncore.Document) (*Env, error) {
 // server, which also evaluates let's JavaScript (a $function in let obeys
 // --noscripting too).
 func NewScriptedEnv(coll *value.Collation, let bsoncore.Document, eng *js.Engine, scope string) (*Env, error) {
+	return NewCommandEnv(nil, coll, let, eng, scope)
+}
+
+// NewCommandEnv is NewScriptedEnv for a command running under ctx (nil:
+// none): let's expressions stop when it ends.
+func NewCommandEnv(ctx context.Context, coll *value.Collation, let bsoncore.Document, eng *js.Engine, scope string) (*Env, error) {
 	e := &Env{Collation: coll, vars: map[string]bsoncore.Value{}, JS: eng, JSScope: scope, ctx: &ctxRef{}}
+	if ctx != nil {
+		defer e.leaveContext(e.enterContext(&ctxBox{ctx}))
+	}
 	e.now = bsoncore.Value{Type: bsoncore.TypeDateTime, Data: bsoncore.AppendDateTime(nil, time.Now().UnixMilli())}
 	it := value.NewIter(let)
 	for {
@@ -112,7 +147,7 @@ func NewScriptedEnv(coll *value.Collation, let bsoncore.Document, eng *js.Engine
 		if err != nil {
 			return nil, err
 		}
-		val, err := x.eval(&evalCtx{env: e})
+		val, err := x.eval(&evalCtx{env: e, budget: newExprBudget(e)})
 		if err != nil {
 			return nil, err
 		}
@@ -195,6 +230,9 @@ type evalCtx struct {
 	vars *varBinding // $let, $map, $filter locals, innermost first
 	// query is the find's filter, whose $text gives {$meta: "textScore"}.
 	query *Filter
+	// budget is the memory and work of the evaluation (expr_budget.go),
+	// shared with the contexts bind makes.
+	budget *exprBudget
 }
 
 type varBinding struct {
@@ -205,11 +243,12 @@ type varBinding struct {
 
 func newEvalCtx(doc bsoncore.Document, env *Env) *evalCtx {
 	d := bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: doc}
-	return &evalCtx{root: d, cur: d, env: env}
+	return &evalCtx{root: d, cur: d, env: env, budget: newExprBudget(env)}
 }
 
 // bind returns a context with one more local variable.
 func (c *evalCtx) bind(name string, v bsoncore.Value) *evalCtx {
+	c.budgetOf() // before the copy, so that both share it
 	n := *c
 	n.vars = &varBinding{name: name, val: v, parent: c.vars}
 	return &n
@@ -413,16 +452,24 @@ func compileObjectExpr(doc []byte, s *compileScope) (Expr, error) {
 	}
 }
 
+// eval counts each field as it is copied in; the field's own value is
+// garbage once copied, so it stops counting (keep).
 func (o *objectExpr) eval(c *evalCtx) (bsoncore.Value, error) {
 	idx, dst := bsoncore.AppendDocumentStart(nil)
 	for i, x := range o.exprs {
+		m := c.mark()
 		v, err := x.eval(c)
 		if err != nil {
 			return bsoncore.Value{}, err
 		}
-		if v.Type != 0 {
-			dst = bsoncore.AppendValueElement(dst, o.keys[i], v)
+		c.release(m)
+		if v.Type == 0 {
+			continue
 		}
+		if err := c.grow("$object", 1+len(o.keys[i])+1+len(v.Data)); err != nil {
+			return bsoncore.Value{}, err
+		}
+		dst = bsoncore.AppendValueElement(dst, o.keys[i], v)
 	}
 	dst, _ = bsoncore.AppendDocumentEnd(dst, idx)
 	return bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: dst}, nil
@@ -431,19 +478,21 @@ func (o *objectExpr) eval(c *evalCtx) (bsoncore.Value, error) {
 // arrayExpr is [<expr>, ...]; missing elements become null.
 type arrayExpr []Expr
 
+// eval counts as objectExpr's does.
 func (a arrayExpr) eval(c *evalCtx) (bsoncore.Value, error) {
-	vals := make([]bsoncore.Value, len(a))
-	for i, x := range a {
+	out := newArrayBuilder(c, "$array")
+	for _, x := range a {
+		m := c.mark()
 		v, err := x.eval(c)
 		if err != nil {
 			return bsoncore.Value{}, err
 		}
-		if v.Type == 0 {
-			v = value.Null
+		c.release(m)
+		if err := out.add(v); err != nil {
+			return bsoncore.Value{}, err
 		}
-		vals[i] = v
 	}
-	return value.BuildArray(vals), nil
+	return out.value(), nil
 }
 
 func compileOperator(doc []byte, s *compileScope) (Expr, error) {
@@ -470,7 +519,7 @@ func compileOperator(doc []byte, s *compileScope) (Expr, error) {
 	if len(args) < op.min || (op.max >= 0 && len(args) > op.max) {
 		return nil, arityError(name, op, len(args))
 	}
-	call := &callExpr{fn: op.fn}
+	call := &callExpr{name: name, fn: op.fn}
 	for _, a := range args {
 		x, err := compileExpr(a, s)
 		if err != nil {
@@ -493,20 +542,35 @@ func arityError(name string, op exprOp, n int) error {
 
 // callExpr evaluates its arguments, then the operator.
 type callExpr struct {
+	name string
 	fn   func(c *evalCtx, args []bsoncore.Value) (bsoncore.Value, error)
 	args []Expr
 }
 
+// eval holds the arguments while the operator runs; after it, only the
+// result is held (keep), which bounds the result of every operator, even
+// those that do not count what they build. The operator's work is
+// counted as the size of its arguments, which most read whole.
 func (e *callExpr) eval(c *evalCtx) (bsoncore.Value, error) {
+	m := c.mark()
 	vals := make([]bsoncore.Value, len(e.args))
+	read := 0
 	for i, a := range e.args {
 		v, err := a.eval(c)
 		if err != nil {
 			return bsoncore.Value{}, err
 		}
 		vals[i] = v
+		read += len(v.Data)
 	}
-	return e.fn(c, vals)
+	v, err := e.fn(c, vals)
+	if err != nil {
+		return v, err
+	}
+	if err := c.keep(e.name, m, v); err != nil {
+		return v, err
+	}
+	return v, c.step(read)
 }
 
 // exprTruthy is aggregation truthiness: false, null, undefined, missing and

@@ -1,6 +1,7 @@
 package query
 
 import (
+	"encoding/binary"
 	"math"
 	"sort"
 
@@ -65,8 +66,7 @@ func firstLast(name string, i int) func(*evalCtx, []bsoncore.Value) (bsoncore.Va
 	}
 }
 
-func evalConcatArrays(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
-	var out []bsoncore.Value
+func evalConcatArrays(c *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
 	for _, v := range a {
 		switch {
 		case nullish(v):
@@ -74,12 +74,20 @@ func evalConcatArrays(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
 		case v.Type != bsoncore.TypeArray:
 			return bsoncore.Value{}, mongoerr.New(mongoerr.Location28664, "$concatArrays only supports arrays, not %s", value.TypeName(v.Type))
 		}
-		out = append(out, value.ArrayValues(v.Data)...)
 	}
-	return value.BuildArray(out), nil
+	out := newArrayBuilder(c, "$concatArrays")
+	for _, v := range a {
+		it := value.NewIter(v.Data)
+		for _, e, ok := it.Next(); ok; _, e, ok = it.Next() {
+			if err := out.add(e); err != nil {
+				return bsoncore.Value{}, err
+			}
+		}
+	}
+	return out.value(), nil
 }
 
-func evalReverseArray(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
+func evalReverseArray(c *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
 	switch {
 	case nullish(a[0]):
 		return value.Null, nil
@@ -87,10 +95,13 @@ func evalReverseArray(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
 		return bsoncore.Value{}, mongoerr.New(mongoerr.Location34435, "The argument to $reverseArray must be an array, but was of type: %s", value.TypeName(a[0].Type))
 	}
 	vals := value.ArrayValues(a[0].Data)
-	for i, j := 0, len(vals)-1; i < j; i, j = i+1, j-1 {
-		vals[i], vals[j] = vals[j], vals[i]
+	out := newArrayBuilder(c, "$reverseArray")
+	for i := len(vals) - 1; i >= 0; i-- {
+		if err := out.add(vals[i]); err != nil {
+			return bsoncore.Value{}, err
+		}
 	}
-	return value.BuildArray(vals), nil
+	return out.value(), nil
 }
 
 // mapFilterExpr is $map ({input, as, in}) and $filter ({input, as, cond}).
@@ -146,7 +157,10 @@ func compileMapFilter(name string, arg bsoncore.Value, s *compileScope) (Expr, e
 	return e, nil
 }
 
+// eval holds the input and the output built so far; what the body builds
+// for one element is garbage once copied into the output (release).
 func (e *mapFilterExpr) eval(c *evalCtx) (bsoncore.Value, error) {
+	m := c.mark()
 	in, err := e.input.eval(c)
 	switch {
 	case err != nil:
@@ -156,22 +170,30 @@ func (e *mapFilterExpr) eval(c *evalCtx) (bsoncore.Value, error) {
 	case in.Type != bsoncore.TypeArray:
 		return bsoncore.Value{}, mongoerr.New(mongoerr.Location28651, "input to %s must be an array not %s", e.name, value.TypeName(in.Type))
 	}
-	var out []bsoncore.Value
-	for _, v := range value.ArrayValues(in.Data) {
+	out := newArrayBuilder(c, e.name)
+	it := value.NewIter(in.Data)
+	for _, v, ok := it.Next(); ok; _, v, ok = it.Next() {
+		if err := c.step(bodyWork); err != nil {
+			return bsoncore.Value{}, err
+		}
+		before := c.mark()
 		r, err := e.fn.eval(c.bind(e.as, v))
 		if err != nil {
 			return r, err
 		}
+		c.release(before)
 		switch {
 		case e.name == "$filter" && exprTruthy(r):
-			out = append(out, v)
-		case e.name == "$map" && r.Type == 0:
-			out = append(out, value.Null)
+			err = out.add(v)
 		case e.name == "$map":
-			out = append(out, r)
+			err = out.add(r)
+		}
+		if err != nil {
+			return bsoncore.Value{}, err
 		}
 	}
-	return value.BuildArray(out), nil
+	res := out.value()
+	return res, c.keep(e.name, m, res)
 }
 
 type reduceExpr struct{ input, initial, in Expr }
@@ -208,7 +230,10 @@ func compileReduce(name string, arg bsoncore.Value, s *compileScope) (Expr, erro
 	return e, nil
 }
 
+// eval holds the input and the latest accumulated value: each step's
+// temporaries and the accumulators it replaced are garbage (keep).
 func (e *reduceExpr) eval(c *evalCtx) (bsoncore.Value, error) {
+	m := c.mark()
 	in, err := e.input.eval(c)
 	if err != nil || nullish(in) {
 		return value.Null, err
@@ -216,19 +241,27 @@ func (e *reduceExpr) eval(c *evalCtx) (bsoncore.Value, error) {
 	if in.Type != bsoncore.TypeArray {
 		return bsoncore.Value{}, mongoerr.New(mongoerr.Location40080, "$reduce requires that 'input' be an array, found: %s", value.Format(in))
 	}
+	withInput := c.mark()
 	acc, err := e.initial.eval(c)
 	if err != nil {
 		return acc, err
 	}
-	for _, v := range value.ArrayValues(in.Data) {
+	it := value.NewIter(in.Data)
+	for _, v, ok := it.Next(); ok; _, v, ok = it.Next() {
+		if err := c.step(bodyWork); err != nil {
+			return bsoncore.Value{}, err
+		}
 		if acc, err = e.in.eval(c.bind("value", acc).bind("this", v)); err != nil {
 			return acc, err
 		}
+		if err := c.keep("$reduce", withInput, acc); err != nil {
+			return bsoncore.Value{}, err
+		}
 	}
-	return acc, nil
+	return acc, c.keep("$reduce", m, acc)
 }
 
-func evalZip(_ *evalCtx, a namedArgs) (bsoncore.Value, error) {
+func evalZip(c *evalCtx, a namedArgs) (bsoncore.Value, error) {
 	inputs := a["inputs"]
 	if nullish(inputs) {
 		return value.Null, nil
@@ -267,22 +300,30 @@ func evalZip(_ *evalCtx, a namedArgs) (bsoncore.Value, error) {
 	if defaults != nil && len(defaults) != len(arrays) {
 		return bsoncore.Value{}, mongoerr.New(mongoerr.Location34467, "defaults and inputs must have the same length")
 	}
-	out := make([]bsoncore.Value, max(n, 0))
-	for i := range out {
-		row := make([]bsoncore.Value, len(arrays))
+	out := newArrayBuilder(c, "$zip")
+	for i := 0; i < n; i++ {
+		// The row counts while it is built, then as its copy in the
+		// output.
+		m := c.mark()
+		row := newArrayBuilder(c, "$zip")
 		for j, arr := range arrays {
+			v := value.Null
 			switch {
 			case i < len(arr):
-				row[j] = arr[i]
+				v = arr[i]
 			case defaults != nil:
-				row[j] = defaults[j]
-			default:
-				row[j] = value.Null
+				v = defaults[j]
+			}
+			if err := row.add(v); err != nil {
+				return bsoncore.Value{}, err
 			}
 		}
-		out[i] = value.BuildArray(row)
+		c.release(m)
+		if err := out.add(row.value()); err != nil {
+			return bsoncore.Value{}, err
+		}
 	}
-	return value.BuildArray(out), nil
+	return out.value(), nil
 }
 
 type sortArrayExpr struct {
@@ -341,7 +382,16 @@ func (e *sortArrayExpr) eval(c *evalCtx) (bsoncore.Value, error) {
 	}
 	vals := value.ArrayValues(in.Data)
 	coll := c.env.coll()
+	// A comparator cannot fail, so once the context is done it answers at
+	// once and the sort, whose order no longer matters, ends soon.
+	var stop error
 	sort.SliceStable(vals, func(i, j int) bool {
+		if stop != nil {
+			return false
+		}
+		if stop = c.step(stepWork); stop != nil {
+			return false
+		}
 		if e.simple {
 			r := value.CompareWith(vals[i], vals[j], coll)
 			if e.desc {
@@ -352,7 +402,16 @@ func (e *sortArrayExpr) eval(c *evalCtx) (bsoncore.Value, error) {
 		// Non-documents sort as if their fields were missing.
 		return e.byDoc.Compare(docOrEmpty(vals[i]), docOrEmpty(vals[j])) < 0
 	})
-	return value.BuildArray(vals), nil
+	if stop != nil {
+		return bsoncore.Value{}, stop
+	}
+	out := newArrayBuilder(c, "$sortArray")
+	for _, v := range vals {
+		if err := out.add(v); err != nil {
+			return bsoncore.Value{}, err
+		}
+	}
+	return out.value(), nil
 }
 
 // int32Arg reads an argument that must be a whole number in int32 range.
@@ -363,7 +422,7 @@ func int32Arg(name, what string, v bsoncore.Value, code int32) (int, error) {
 	return int(value.ToFloat(v)), nil
 }
 
-func evalRange(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
+func evalRange(c *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
 	start, err := int32Arg("$range", "a starting value", a[0], 34443)
 	if err != nil {
 		return bsoncore.Value{}, err
@@ -381,11 +440,28 @@ func evalRange(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
 			return bsoncore.Value{}, mongoerr.New(mongoerr.Location34449, "$range requires a non-zero step value")
 		}
 	}
-	var out []bsoncore.Value
-	for i := start; (step > 0 && i < end) || (step < 0 && i > end); i += step {
-		out = append(out, value.Int32(int32(i)))
+	if need, limit := rangeBytes(start, end, step), c.budgetOf().limit; need >= limit {
+		return bsoncore.Value{}, mongoerr.New(mongoerr.ExceededMemoryLimit, "$range would use too much memory (%d bytes) and cannot spill to disk. Memory limit: %d bytes", need, limit)
 	}
-	return value.BuildArray(out), nil
+	out := newArrayBuilder(c, "$range")
+	var n [4]byte
+	for i := start; (step > 0 && i < end) || (step < 0 && i > end); i += step {
+		binary.LittleEndian.PutUint32(n[:], uint32(int32(i)))
+		if err := out.add(bsoncore.Value{Type: bsoncore.TypeInt32, Data: n[:]}); err != nil {
+			return bsoncore.Value{}, err
+		}
+	}
+	return out.value(), nil
+}
+
+// rangeBytes is the memory mongod reckons a $range needs, before
+// building it: rangeElemBytes per element.
+func rangeBytes(start, end, step int) int64 {
+	n := (int64(end) - int64(start)) / int64(step)
+	if n < 0 {
+		return 0
+	}
+	return (n + 1) * rangeElemBytes
 }
 
 func evalIndexOfArray(c *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
@@ -401,6 +477,9 @@ func evalIndexOfArray(c *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
 		return bsoncore.Value{}, err
 	}
 	for i := start; i < end; i++ {
+		if err := c.step(stepWork); err != nil {
+			return bsoncore.Value{}, err
+		}
 		if exprCompare(c, vals[i], a[1]) == 0 {
 			return value.Int32(int32(i)), nil
 		}

@@ -99,9 +99,9 @@ func (f *functionExpr) eval(c *evalCtx) (bsoncore.Value, error) {
 		if len(args) != 1 {
 			return bsoncore.Value{}, mongoerr.New(mongoerr.Location31422, "field path $$CURRENT must be the only element in args")
 		}
-		return eng.Call(c.env.context(), c.env.jsScope(), f.fn, args[0])
+		return eng.Call(c.context(), c.env.jsScope(), f.fn, args[0])
 	}
-	return eng.Call(c.env.context(), c.env.jsScope(), f.fn, bsoncore.Value{}, args...)
+	return eng.Call(c.context(), c.env.jsScope(), f.fn, bsoncore.Value{}, args...)
 }
 
 // scriptingDisabled is $function's and $accumulator's answer under

@@ -277,7 +277,10 @@ func compileLet(_ string, arg bsoncore.Value, s *compileScope) (Expr, error) {
 	return e, nil
 }
 
+// eval holds the variables' values while 'in' runs, then only its result
+// (keep).
 func (e *letExpr) eval(c *evalCtx) (bsoncore.Value, error) {
+	m := c.mark()
 	inner := c
 	for i, x := range e.vals {
 		v, err := x.eval(c)
@@ -286,7 +289,11 @@ func (e *letExpr) eval(c *evalCtx) (bsoncore.Value, error) {
 		}
 		inner = inner.bind(e.names[i], v)
 	}
-	return e.in.eval(inner)
+	v, err := e.in.eval(inner)
+	if err != nil {
+		return v, err
+	}
+	return v, c.keep("$let", m, v)
 }
 
 func evalIfNull(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
@@ -302,7 +309,11 @@ func evalIn(c *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
 	if a[1].Type != bsoncore.TypeArray {
 		return bsoncore.Value{}, mongoerr.New(mongoerr.Location40081, "$in requires an array as a second argument, found: %s", exprTypeName(a[1]))
 	}
-	for _, e := range value.ArrayValues(a[1].Data) {
+	it := value.NewIter(a[1].Data)
+	for _, e, ok := it.Next(); ok; _, e, ok = it.Next() {
+		if err := c.step(stepWork); err != nil {
+			return bsoncore.Value{}, err
+		}
 		if exprCompare(c, a[0], e) == 0 {
 			return value.Bool(true), nil
 		}

@@ -16,6 +16,7 @@ import (
 type namedArgs map[string]bsoncore.Value
 
 type namedExpr struct {
+	op    string
 	names []string
 	exprs []Expr
 	fn    namedFunc
@@ -28,7 +29,7 @@ func compileNamed(allowed, required []string, fn namedFunc) specialCompiler {
 		if arg.Type != bsoncore.TypeEmbeddedDocument {
 			return nil, mongoerr.New(mongoerr.Location40477, "%s only supports an object as an argument, found: %s", name, value.TypeName(arg.Type))
 		}
-		e := &namedExpr{fn: fn}
+		e := &namedExpr{op: name, fn: fn}
 		it := value.NewIter(arg.Data)
 		for {
 			k, v, ok := it.Next()
@@ -54,14 +55,25 @@ func compileNamed(allowed, required []string, fn namedFunc) specialCompiler {
 	}
 }
 
+// eval accounts as callExpr's does.
 func (e *namedExpr) eval(c *evalCtx) (bsoncore.Value, error) {
+	m := c.mark()
 	a := make(namedArgs, len(e.names))
+	read := 0
 	for i, x := range e.exprs {
 		v, err := x.eval(c)
 		if err != nil {
 			return v, err
 		}
 		a[e.names[i]] = v
+		read += len(v.Data)
 	}
-	return e.fn(c, a)
+	v, err := e.fn(c, a)
+	if err != nil {
+		return v, err
+	}
+	if err := c.keep(e.op, m, v); err != nil {
+		return v, err
+	}
+	return v, c.step(read)
 }

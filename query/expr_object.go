@@ -12,7 +12,8 @@ import (
 // Object expressions: $getField and $setField read and write fields whose
 // names contain '.' or start with '$', which field paths cannot name;
 // $objectToArray and $arrayToObject turn documents into [{k, v}] arrays
-// and back. ($mergeObjects is an accumulator, acc_basic.go.)
+// and back; $mergeObjects merges documents (as an accumulator it is
+// acc_basic.go's).
 
 // fieldAccessExpr is $getField (value == nil) or $setField.
 type fieldAccessExpr struct {
@@ -107,34 +108,37 @@ func (e *fieldAccessExpr) eval(c *evalCtx) (bsoncore.Value, error) {
 	return m.value(), nil
 }
 
-func evalObjectToArray(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
+func evalObjectToArray(c *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
 	if nullish(a[0]) {
 		return value.Null, nil
 	}
 	if a[0].Type != bsoncore.TypeEmbeddedDocument {
 		return bsoncore.Value{}, mongoerr.New(mongoerr.Location40390, "$objectToArray requires a document input, found: %s", value.TypeName(a[0].Type))
 	}
-	var out []bsoncore.Value
+	out := newArrayBuilder(c, "$objectToArray")
 	it := value.NewIter(a[0].Data)
 	for {
 		k, v, ok := it.Next()
 		if !ok {
-			return value.BuildArray(out), nil
+			return out.value(), nil
 		}
 		d := bsoncore.NewDocumentBuilder().AppendString("k", string(k)).AppendValue("v", v).Build()
-		out = append(out, bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: d})
+		if err := out.add(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: d}); err != nil {
+			return bsoncore.Value{}, err
+		}
 	}
 }
 
-func evalArrayToObject(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
+func evalArrayToObject(c *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
 	if nullish(a[0]) {
 		return value.Null, nil
 	}
 	if a[0].Type != bsoncore.TypeArray {
 		return bsoncore.Value{}, mongoerr.New(mongoerr.Location40386, "$arrayToObject requires an array input, found: %s", value.TypeName(a[0].Type))
 	}
-	m := newDocM()
-	for _, e := range value.ArrayValues(a[0].Data) {
+	m := newFieldList()
+	it := value.NewIter(a[0].Data)
+	for _, e, ok := it.Next(); ok; _, e, ok = it.Next() {
 		var k, v bsoncore.Value
 		nulCode := mongoerr.Location4940400
 		switch {
@@ -158,7 +162,69 @@ func evalArrayToObject(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
 		if strings.IndexByte(k.StringValue(), 0) >= 0 {
 			return bsoncore.Value{}, mongoerr.New(nulCode, "Key field cannot contain an embedded null byte")
 		}
-		m.setChild(k.StringValue(), leafM(v))
+		if err := m.set(c, "$arrayToObject", k.StringValue(), v); err != nil {
+			return bsoncore.Value{}, err
+		}
 	}
 	return m.value(), nil
+}
+
+// evalMergeObjects is $mergeObjects: the fields of its documents, a later
+// one's value replacing an earlier one's in place.
+func evalMergeObjects(c *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
+	m := newFieldList()
+	for _, v := range a {
+		if nullish(v) {
+			continue
+		}
+		if v.Type != bsoncore.TypeEmbeddedDocument {
+			return bsoncore.Value{}, mongoerr.New(mongoerr.Location40400, "$mergeObjects requires object inputs, but input %s is of type %s", value.Format(v), value.TypeName(v.Type))
+		}
+		it := value.NewIter(v.Data)
+		for k, e, ok := it.Next(); ok; k, e, ok = it.Next() {
+			if err := m.set(c, "$mergeObjects", string(k), e); err != nil {
+				return bsoncore.Value{}, err
+			}
+		}
+	}
+	return m.value(), nil
+}
+
+// fieldList is a document being built whose fields may be set again (the
+// value replaced, the position kept). Its index finds a field in constant
+// time, where a search of the fields would make building n fields
+// quadratic.
+type fieldList struct {
+	keys  []string
+	vals  []bsoncore.Value
+	index map[string]int
+}
+
+func newFieldList() *fieldList { return &fieldList{index: map[string]int{}} }
+
+// set sets field k, counting what op's document grows by.
+func (l *fieldList) set(c *evalCtx, op, k string, v bsoncore.Value) error {
+	i, ok := l.index[k]
+	if !ok {
+		if err := c.grow(op, 1+len(k)+1+len(v.Data)); err != nil {
+			return err
+		}
+		l.index[k] = len(l.keys)
+		l.keys, l.vals = append(l.keys, k), append(l.vals, v)
+		return nil
+	}
+	if err := c.grow(op, len(v.Data)-len(l.vals[i].Data)); err != nil {
+		return err
+	}
+	l.vals[i] = v
+	return nil
+}
+
+func (l *fieldList) value() bsoncore.Value {
+	at, dst := bsoncore.AppendDocumentStart(nil)
+	for i, k := range l.keys {
+		dst = bsoncore.AppendValueElement(dst, k, l.vals[i])
+	}
+	dst, _ = bsoncore.AppendDocumentEnd(dst, at)
+	return bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: dst}
 }

@@ -13,7 +13,7 @@ import (
 
 // regexFunc implements $regexMatch, $regexFind and $regexFindAll.
 func regexFunc(name string) func(*evalCtx, namedArgs) (bsoncore.Value, error) {
-	return func(_ *evalCtx, a namedArgs) (bsoncore.Value, error) {
+	return func(c *evalCtx, a namedArgs) (bsoncore.Value, error) {
 		in, rx := a["input"], a["regex"]
 		var pattern, opts string
 		switch rx.Type {
@@ -62,13 +62,23 @@ func regexFunc(name string) func(*evalCtx, namedArgs) (bsoncore.Value, error) {
 			}
 			return regexMatchDoc(s, m), nil
 		}
-		var out []bsoncore.Value
-		for _, m := range re.FindAllStringSubmatchIndex(s, -1) {
-			out = append(out, regexMatchDoc(s, m))
+		// The matches' indexes come all at once: ask for no more than the
+		// budget could hold, one more reaching past it.
+		b := c.budgetOf()
+		most := int((b.limit-b.held)/int64(minMatchBytes)) + 1
+		out := newArrayBuilder(c, name)
+		for _, m := range re.FindAllStringSubmatchIndex(s, max(most, 1)) {
+			if err := out.add(regexMatchDoc(s, m)); err != nil {
+				return bsoncore.Value{}, err
+			}
 		}
-		return value.BuildArray(out), nil
+		return out.value(), nil
 	}
 }
+
+// minMatchBytes is the least a $regexFindAll match takes in its array: an
+// empty match without captures, under a one-digit index.
+var minMatchBytes = 3 + len(regexMatchDoc("", []int{0, 0}).Data)
 
 // regexMatchDoc is {match, idx (in code points), captures}.
 func regexMatchDoc(s string, m []int) bsoncore.Value {

@@ -102,7 +102,7 @@ var exprTable = [][]exprEntry{
 	{ // objects
 		fixed("$arrayToObject", 1, 1, evalArrayToObject),
 		special("$getField", compileFieldAccess),
-		fixed("$mergeObjects", 0, -1, foldArgs(newMergeObjectsAcc, false)),
+		fixed("$mergeObjects", 0, -1, evalMergeObjects),
 		fixed("$objectToArray", 1, 1, evalObjectToArray),
 		special("$setField", compileFieldAccess),
 	},

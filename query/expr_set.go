@@ -41,64 +41,109 @@ func setOp(name string) func(*evalCtx, []bsoncore.Value) (bsoncore.Value, error)
 				return bsoncore.Value{}, mongoerr.New(mongoerr.Location17044, "All operands of %s must be arrays. One argument is of type: %s", name, exprTypeName(v))
 			}
 			sets[i] = newValueSet(c.env.coll())
-			for _, e := range value.ArrayValues(v.Data) {
+			it := value.NewIter(v.Data)
+			for _, e, ok := it.Next(); ok; _, e, ok = it.Next() {
+				// A set holds its values (keyed by their sort keys):
+				// counted as one more copy of them.
+				if err := c.grow(name, len(e.Data)); err != nil {
+					return bsoncore.Value{}, err
+				}
 				sets[i].add(e)
 			}
 		}
 		switch name {
 		case "$setUnion":
-			u := newValueSet(c.env.coll())
-			for _, s := range sets {
-				for _, v := range s.vals {
-					u.add(v)
-				}
-			}
-			return value.BuildArray(u.vals), nil
+			return setUnion(c, sets)
 		case "$setIntersection", "$setDifference":
-			var out []bsoncore.Value
-			if len(sets) == 0 {
-				return value.BuildArray(nil), nil
-			}
-			for _, v := range sets[0].vals {
-				inAll := true
-				for _, s := range sets[1:] {
-					inAll = inAll && s.has(v)
-				}
-				if name == "$setDifference" {
-					inAll = !sets[1].has(v)
-				}
-				if inAll {
-					out = append(out, v)
-				}
-			}
-			return value.BuildArray(out), nil
+			return setFilter(c, name, sets)
 		case "$setIsSubset":
-			return value.Bool(subset(sets[0], sets[1])), nil
+			ok, err := subset(c, sets[0], sets[1])
+			return value.Bool(ok), err
 		}
 		for _, s := range sets[1:] {
-			if !subset(sets[0], s) || !subset(s, sets[0]) {
-				return value.Bool(false), nil
+			sub, err := subset(c, sets[0], s)
+			if err != nil || !sub {
+				return value.Bool(false), err
+			}
+			if sub, err = subset(c, s, sets[0]); err != nil || !sub {
+				return value.Bool(false), err
 			}
 		}
 		return value.Bool(true), nil
 	}
 }
 
-func subset(a, b *valueSet) bool {
-	for _, v := range a.vals {
-		if !b.has(v) {
-			return false
+// setUnion is the values of all sets, each once, in the order first seen.
+func setUnion(c *evalCtx, sets []*valueSet) (bsoncore.Value, error) {
+	seen := newValueSet(c.env.coll())
+	out := newArrayBuilder(c, "$setUnion")
+	for _, s := range sets {
+		for _, v := range s.vals {
+			if seen.has(v) {
+				if err := c.step(stepWork); err != nil {
+					return bsoncore.Value{}, err
+				}
+				continue
+			}
+			seen.add(v)
+			if err := out.add(v); err != nil {
+				return bsoncore.Value{}, err
+			}
 		}
 	}
-	return true
+	return out.value(), nil
+}
+
+// setFilter is the values of the first set in all the others
+// ($setIntersection) or not in the second ($setDifference).
+func setFilter(c *evalCtx, name string, sets []*valueSet) (bsoncore.Value, error) {
+	out := newArrayBuilder(c, name)
+	if len(sets) == 0 {
+		return out.value(), nil
+	}
+	for _, v := range sets[0].vals {
+		if err := c.step(stepWork); err != nil {
+			return bsoncore.Value{}, err
+		}
+		inAll := true
+		for _, s := range sets[1:] {
+			inAll = inAll && s.has(v)
+		}
+		if name == "$setDifference" {
+			inAll = !sets[1].has(v)
+		}
+		if !inAll {
+			continue
+		}
+		if err := out.add(v); err != nil {
+			return bsoncore.Value{}, err
+		}
+	}
+	return out.value(), nil
+}
+
+func subset(c *evalCtx, a, b *valueSet) (bool, error) {
+	for _, v := range a.vals {
+		if err := c.step(stepWork); err != nil {
+			return false, err
+		}
+		if !b.has(v) {
+			return false, nil
+		}
+	}
+	return true, nil
 }
 
 func elementsTrue(name string, any bool) func(*evalCtx, []bsoncore.Value) (bsoncore.Value, error) {
-	return func(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
+	return func(c *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
 		if a[0].Type != bsoncore.TypeArray {
 			return bsoncore.Value{}, mongoerr.New(mongoerr.Location5159200, "%s's argument must be an array, but is %s", name, exprTypeName(a[0]))
 		}
-		for _, v := range value.ArrayValues(a[0].Data) {
+		it := value.NewIter(a[0].Data)
+		for _, v, ok := it.Next(); ok; _, v, ok = it.Next() {
+			if err := c.step(stepWork); err != nil {
+				return bsoncore.Value{}, err
+			}
 			if exprTruthy(v) == any {
 				return value.Bool(any), nil
 			}

@@ -12,8 +12,9 @@ import (
 
 // String expressions.
 
-func evalConcat(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
-	var b strings.Builder
+// evalConcat counts the result's size before building it.
+func evalConcat(c *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
+	n := 0
 	for _, v := range a {
 		switch {
 		case nullish(v):
@@ -21,9 +22,16 @@ func evalConcat(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
 		case v.Type != bsoncore.TypeString:
 			return bsoncore.Value{}, mongoerr.New(mongoerr.Location16702, "$concat only supports strings, not %s", value.TypeName(v.Type))
 		}
-		b.Write(value.RawString(v))
+		n += len(value.RawString(v))
 	}
-	return value.String(b.String()), nil
+	if err := c.grow("$concat", stringBytes(n)); err != nil {
+		return bsoncore.Value{}, err
+	}
+	b := make([]byte, 0, n)
+	for _, v := range a {
+		b = append(b, value.RawString(v)...)
+	}
+	return value.String(string(b)), nil
 }
 
 // coerceToString is how string operators read their argument: null is
@@ -63,7 +71,7 @@ func evalStrLen(name string, codePoints bool) func(*evalCtx, []bsoncore.Value) (
 	}
 }
 
-func evalSplit(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
+func evalSplit(c *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
 	switch {
 	case nullish(a[0]):
 		return value.Null, nil
@@ -74,11 +82,20 @@ func evalSplit(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
 	case a[1].StringValue() == "":
 		return bsoncore.Value{}, mongoerr.New(mongoerr.Location40087, "$split requires a non-empty separator")
 	}
-	var out []bsoncore.Value
-	for _, p := range strings.Split(a[0].StringValue(), a[1].StringValue()) {
-		out = append(out, value.String(p))
+	// Piece by piece rather than strings.Split, whose slice of all the
+	// pieces would be allocated before any is counted.
+	s, sep := a[0].StringValue(), a[1].StringValue()
+	out := newArrayBuilder(c, "$split")
+	for {
+		p, rest, found := strings.Cut(s, sep)
+		if err := out.add(value.String(p)); err != nil {
+			return bsoncore.Value{}, err
+		}
+		if !found {
+			return out.value(), nil
+		}
+		s = rest
 	}
-	return value.BuildArray(out), nil
 }
 
 func evalSubstrCP(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
@@ -93,9 +110,21 @@ func evalSubstrCP(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
 	if start < 0 || n < 0 {
 		return bsoncore.Value{}, mongoerr.New(mongoerr.Location34455, "$substrCP: the starting index and length must be non-negative integers")
 	}
-	r := []rune(s)
-	start = min(start, len(r))
-	return value.String(string(r[start:min(start+n, len(r))])), nil
+	from := cpOffset(s, start)
+	return value.String(s[from : from+cpOffset(s[from:], n)]), nil
+}
+
+// cpOffset is the byte offset of code point i of s (len(s) past its end),
+// found without decoding s into runes, which would take four times its
+// size.
+func cpOffset(s string, i int) int {
+	for off := range s {
+		if i == 0 {
+			return off
+		}
+		i--
+	}
+	return len(s)
 }
 
 func evalStrcasecmp(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
@@ -141,7 +170,7 @@ func trimFunc(name string) func(*evalCtx, namedArgs) (bsoncore.Value, error) {
 }
 
 func replaceFunc(name string, n int) func(*evalCtx, namedArgs) (bsoncore.Value, error) {
-	return func(_ *evalCtx, a namedArgs) (bsoncore.Value, error) {
+	return func(c *evalCtx, a namedArgs) (bsoncore.Value, error) {
 		for _, k := range []string{"input", "find", "replacement"} {
 			v := a[k]
 			if !nullish(v) && v.Type != bsoncore.TypeString {
@@ -151,8 +180,23 @@ func replaceFunc(name string, n int) func(*evalCtx, namedArgs) (bsoncore.Value, 
 		if nullish(a["input"]) || nullish(a["find"]) || nullish(a["replacement"]) {
 			return value.Null, nil
 		}
-		return value.String(strings.Replace(a["input"].StringValue(), a["find"].StringValue(), a["replacement"].StringValue(), n)), nil
+		in, find, repl := a["input"].StringValue(), a["find"].StringValue(), a["replacement"].StringValue()
+		if err := c.grow(name, stringBytes(replacedLen(in, find, repl, n))); err != nil {
+			return bsoncore.Value{}, err
+		}
+		return value.String(strings.Replace(in, find, repl, n)), nil
 	}
+}
+
+// replacedLen is the length of strings.Replace(s, old, repl, n), known
+// before it is built: replacing short matches with a long replacement
+// multiplies a string's size.
+func replacedLen(s, old, repl string, n int) int {
+	m := strings.Count(s, old)
+	if n >= 0 {
+		m = min(m, n)
+	}
+	return len(s) + m*(len(repl)-len(old))
 }
 
 func indexOfFunc(name string, codePoints bool) func(*evalCtx, []bsoncore.Value) (bsoncore.Value, error) {
@@ -167,26 +211,28 @@ func indexOfFunc(name string, codePoints bool) func(*evalCtx, []bsoncore.Value) 
 			return bsoncore.Value{}, mongoerr.New(mongoerr.Location40092, "%s requires a string as the second argument, found: %s", name, exprTypeName(a[1]))
 		}
 		s, sub := a[0].StringValue(), a[1].StringValue()
-		var units []string // code points, or bytes
+		units, offset := len(s), func(i int) int { return min(i, len(s)) }
 		if codePoints {
-			for _, r := range s {
-				units = append(units, string(r))
-			}
-		} else {
-			for i := 0; i < len(s); i++ {
-				units = append(units, s[i:i+1])
-			}
+			units, offset = utf8.RuneCountInString(s), func(i int) int { return cpOffset(s, i) }
 		}
-		start, end, err := indexBounds(name, a[2:], len(units))
+		start, end, err := indexBounds(name, a[2:], units)
 		if err != nil {
 			return bsoncore.Value{}, err
 		}
-		for i := start; i <= end; i++ {
-			if strings.HasPrefix(strings.Join(units[i:end], ""), sub) {
-				return value.Int32(int32(i)), nil
-			}
+		if start > end {
+			return value.Int32(-1), nil
 		}
-		return value.Int32(-1), nil
+		// One search of the bounded part, in linear time: the first match
+		// at or after start that ends by end.
+		from := offset(start)
+		at := strings.Index(s[from:offset(end)], sub)
+		if at < 0 {
+			return value.Int32(-1), nil
+		}
+		if codePoints {
+			return value.Int32(int32(start + utf8.RuneCountInString(s[from:from+at]))), nil
+		}
+		return value.Int32(int32(start + at)), nil
 	}
 }
 

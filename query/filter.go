@@ -43,8 +43,9 @@ type Filter struct {
 	// runs $where (filter_where.go).
 	allowWhere bool
 	// js is set when the filter may run JavaScript ($where, $function in
-	// $expr): MatchContext then passes its context on.
-	js bool
+	// $expr), exprs when it has a $expr: MatchContext then passes its
+	// context on.
+	js, exprs bool
 }
 
 // EqualityField is a path pinned to a value by an equality predicate.
@@ -177,12 +178,14 @@ func CompilePartialFilter(filter bsoncore.Document, coll *value.Collation) (*Fil
 func (f *Filter) Match(doc bsoncore.Document) bool { return f.root.matchDoc(doc) }
 
 // MatchContext is Match for a caller with the command's context: the
-// JavaScript it runs ($where, $function in $expr) stops when ctx ends
-// (maxTimeMS, killOp), with the command's error (Err).
+// JavaScript and the $expr it runs stop when ctx ends (maxTimeMS, killOp),
+// with the command's error (Err).
 func (f *Filter) MatchContext(ctx context.Context, doc bsoncore.Document) bool {
-	if f.js {
-		f.env.setContext(ctx)
+	if !f.js && !f.exprs {
+		return f.root.matchDoc(doc)
 	}
+	prev := f.env.enterContext(&ctxBox{ctx})
+	defer f.env.leaveContext(prev)
 	return f.root.matchDoc(doc)
 }
 

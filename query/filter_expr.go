@@ -17,6 +17,7 @@ func parseExprFilter(f *Filter, _ string, v bsoncore.Value, _ bool) (docExpr, er
 	if err != nil {
 		return nil, err
 	}
+	f.exprs = true
 	return &exprMatch{f: f, x: x}, nil
 }
 

@@ -18,7 +18,9 @@ import (
 // counted with InterruptCheck; an iteration that costs a sub-pipeline or a
 // scan (one $lookup input document, one $graphLookup round) calls
 // ContextErr itself, since amortising those would restart the count on
-// every nested run and never reach a check.
+// every nested run and never reach a check. Expressions count the work
+// they do rather than iterations, their loops being nested at will
+// (exprBudget, expr_budget.go).
 
 // checkEvery is how many iterations pass between two looks at the
 // context: ctx.Err is an atomic load behind a chain of interface calls,

@@ -86,7 +86,6 @@ type Pipeline struct {
 	specs  []bsoncore.Document
 	spills *spillSet // shared with its sub-pipelines
 	env    *Env      // the top-level pipeline's, whose context Next sets
-	js     bool      // it may run JavaScript (usesJS)
 }
 
 // stage turns an input stream into an output stream.
@@ -120,7 +119,7 @@ func CompilePipelineOpts(pipeline bsoncore.Array, opts PipelineOptions) (*Pipeli
 	if err != nil {
 		return nil, err
 	}
-	p.env, p.js = opts.Env, usesJS(pipeline)
+	p.env = opts.Env
 	if opts.Collectionless && (len(p.specs) == 0 || !stages[value.FirstKey(p.specs[0])].has(stageFirst)) {
 		name := "an empty pipeline"
 		if len(p.specs) > 0 {
@@ -173,11 +172,7 @@ func compileStages(arr bsoncore.Value, pc *pipeCtx) (*Pipeline, error) {
 // compiled pipeline, which the aggregate command compiles for each run:
 // once a run has ended or been closed, a pipeline run again cannot spill.
 func (p *Pipeline) Run(in Stream) *RunningPipeline {
-	r := &RunningPipeline{out: p.connect(in), spills: p.spills}
-	if p.js {
-		r.env = p.env
-	}
-	return r
+	return &RunningPipeline{out: p.connect(in), spills: p.spills, env: p.env}
 }
 
 // connect chains the stages onto in: Run for the top-level pipeline, and
@@ -197,7 +192,8 @@ func (p *Pipeline) connect(in Stream) Stream {
 type RunningPipeline struct {
 	out    Stream
 	spills *spillSet
-	env    *Env // nil unless the pipeline may run JavaScript
+	env    *Env    // whose JavaScript and expressions stop with Next's context
+	box    *ctxBox // Next's latest context, kept so as not to allocate one per call
 }
 
 // maxResultSize is the largest document a pipeline may return: the BSON
@@ -207,8 +203,13 @@ type RunningPipeline struct {
 const maxResultSize = 16 << 20
 
 func (r *RunningPipeline) Next(ctx context.Context) (bsoncore.Document, error) {
-	r.env.setContext(ctx) // the JavaScript of this batch stops with it (nil env: none)
+	if r.box == nil || r.box.ctx != ctx {
+		r.box = &ctxBox{ctx}
+	}
+	// The JavaScript and expressions of this batch stop with ctx.
+	prev := r.env.enterContext(r.box)
 	d, err := r.out.Next(ctx)
+	r.env.leaveContext(prev)
 	if err == nil && len(d) > maxResultSize {
 		err = mongoerr.New(mongoerr.BSONObjectTooLarge, "BSONObj size: %d (0x%X) is invalid. Size must be between 0 and %d(16MB)", len(d), len(d), maxResultSize)
 	}

@@ -1,6 +1,7 @@
 package query
 
 import (
+	"context"
 	"strconv"
 	"strings"
 
@@ -276,18 +277,29 @@ func (n *projNode) insert(path string, leaf *projNode) error {
 
 // Apply projects doc.
 func (p *Projection) Apply(doc bsoncore.Document) (bsoncore.Document, error) {
+	return p.apply(&projApply{root: doc})
+}
+
+// ApplyContext is Apply for a caller with the command's context: the
+// expressions it evaluates stop when ctx ends (maxTimeMS, killOp).
+func (p *Projection) ApplyContext(ctx context.Context, doc bsoncore.Document) (bsoncore.Document, error) {
+	return p.apply(&projApply{root: doc, stop: ctx})
+}
+
+func (p *Projection) apply(a *projApply) (bsoncore.Document, error) {
 	if p.empty {
-		return doc, nil
+		return a.root, nil
 	}
-	a := &projApply{root: doc}
-	out := p.applyDoc(a, nil, doc, p.root, true)
+	out := p.applyDoc(a, nil, a.root, p.root, true)
 	return out, a.err
 }
 
 // projApply is the per-document state of Apply: the root document that
-// expressions and positional matching see, and the first error.
+// expressions and positional matching see, what stops them, and the first
+// error.
 type projApply struct {
 	root bsoncore.Document
+	stop context.Context
 	ctx  *evalCtx
 	err  error
 }
@@ -296,6 +308,7 @@ func (a *projApply) eval(p *Projection, x Expr) bsoncore.Value {
 	if a.ctx == nil {
 		a.ctx = newEvalCtx(a.root, p.opts.Env)
 		a.ctx.query = p.opts.Query
+		a.ctx.budget.ctx = a.stop
 	}
 	v, err := x.eval(a.ctx)
 	if err != nil && a.err == nil {

@@ -305,7 +305,8 @@ func createdCollation(ci storage.CollectionInfo, ok bool) bsoncore.Document {
 }
 
 // queryEnv builds the query environment of a command from its collation
-// and let documents (either may be nil), with the server's JavaScript.
+// and let documents (either may be nil), with the server's JavaScript;
+// let's expressions stop with the command (maxTimeMS, killOp).
 func (r *request) queryEnv(collation, let bsoncore.Document) (*query.Env, error) {
 	var coll *value.Collation
 	if collation != nil {
@@ -314,7 +315,7 @@ func (r *request) queryEnv(collation, let bsoncore.Document) (*query.Env, error)
 			return nil, err
 		}
 	}
-	return query.NewScriptedEnv(coll, let, r.c.s.js, r.jsScope())
+	return query.NewCommandEnv(r.ctx, coll, let, r.c.s.js, r.jsScope())
 }
 
 // jsScope is the scope of the request's JavaScript runtimes: its
