@@ -3,6 +3,8 @@
 FROM golang:1.26-bookworm AS build
 WORKDIR /src
 COPY go.mod go.sum ./
+# go.mod replaces Dolt's lock package with this copy (third_party/fslock).
+COPY third_party ./third_party
 RUN go mod download
 COPY . .
 RUN CGO_ENABLED=1 go build -ldflags="-s -w" -o /out/dumbodb ./cmd/dumbodb

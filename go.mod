@@ -119,3 +119,8 @@ require (
 	google.golang.org/protobuf v1.36.12 // indirect
 	gopkg.in/src-d/go-errors.v1 v1.0.0 // indirect
 )
+
+// Dolt's manifest lock, with LockWithTimeout fixed: a timed-out attempt
+// released and closed the descriptor of the attempt after it
+// (third_party/fslock/README.md).
+replace github.com/dolthub/fslock => ./third_party/fslock

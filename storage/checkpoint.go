@@ -149,8 +149,10 @@ func (d *Database) writeChunks(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	_, err = d.cs.Commit(ctx, root, root)
-	return err
+	return retryManifestLock(func() error {
+		_, err := d.cs.Commit(ctx, root, root)
+		return err
+	})
 }
 
 // swapFolded publishes a fold made beside the writers: when b's state

@@ -151,7 +151,9 @@ func (d *Database) smallTables(ctx context.Context) ([]hash.Hash, error) {
 // manifest's file lock within 100 ms. As for opens (openJournalStore),
 // nothing of ours holds that lock for long: the wait is the goroutine
 // that takes it not being run in time on a loaded machine. The update did
-// not happen, so it is tried again.
+// not happen, so it is tried again, on the same lock: safe only with our
+// copy of its package (third_party/fslock), whose timed-out attempt
+// releases its own descriptor rather than the retry's.
 const manifestLockTimeout = "timed out reading database manifest"
 
 // retryManifestLock runs update, a manifest update, again while it fails

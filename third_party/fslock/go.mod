@@ -1,0 +1,3 @@
+module github.com/dolthub/fslock
+
+go 1.13
