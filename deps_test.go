@@ -12,27 +12,35 @@ import (
 )
 
 // allowed lists, for each part of the project, the parts it may import.
-// A part is a top-level package with its sub-packages, except that query's
-// sub-packages are parts of their own: index and storage need values and
-// words without the whole query language.
+// A part is a top-level package with its sub-packages. Read from the
+// bottom: the leaves (error codes, values, words, geometries, the
+// JavaScript engine, interruption, the wire format) import nothing of
+// ours but error codes and values; index and storage hold data and never
+// the query language, which they are handed as compilers; query is the
+// language; plan runs reads over storage; server speaks the protocol;
+// cmd builds the programs.
 var allowed = map[string][]string{
-	"cmd":     {"server", "plan", "storage", "query", "query/value", "query/text", "query/mongoerr", "query/js", "index", "wire", "bench", "internal"},
-	"server":  {"plan", "query", "query/value", "query/geo", "query/mongoerr", "query/js", "index", "storage", "wire", "auth"},
-	"plan":    {"query", "query/value", "query/geo", "query/mongoerr", "index", "storage"},
-	"storage": {"index", "query", "query/value", "query/mongoerr", "internal"},
-	"index":   {"query/value", "query/text", "query/geo", "query/mongoerr"},
-	"query":   {"query/value", "query/text", "query/geo", "query/mongoerr", "query/js"},
-	// query/value: comparison, numbers, collation, formatting, paths and
-	// BSON helpers; query/text: text search's words and languages (its
-	// errors for a document's unsupported language); query/geo:
-	// geometries, their relations and S2 cells; query/js: the JavaScript
-	// engine; query/mongoerr: error codes.
-	"query/value":    {"query/mongoerr"},
-	"query/text":     {"query/mongoerr"},
-	"query/geo":      {"query/value", "query/mongoerr"},
-	"query/js":       {"query/value", "query/mongoerr"},
-	"query/mongoerr": {},
-	"wire":           {},
+	"cmd":     {"server", "plan", "storage", "query", "value", "text", "mongoerr", "js", "index", "wire", "bench", "internal"},
+	"server":  {"plan", "query", "value", "geo", "mongoerr", "js", "interrupt", "timeseries", "index", "storage", "wire", "auth"},
+	"plan":    {"query", "value", "geo", "mongoerr", "interrupt", "index", "storage"},
+	"query":   {"value", "text", "geo", "mongoerr", "js", "interrupt", "timeseries"},
+	"storage": {"index", "query", "value", "mongoerr", "interrupt", "timeseries", "internal"},
+	"index":   {"value", "text", "geo", "mongoerr"},
+	// timeseries: the bucket format of time-series collections, which
+	// storage merges and query unpacks.
+	"timeseries": {"value", "mongoerr"},
+	// value: comparison, numbers, collation, formatting, paths and BSON
+	// helpers; text: text search's words and languages (its errors for a
+	// document's unsupported language); geo: geometries, their relations
+	// and S2 cells; js: the JavaScript engine; interrupt: how long loops
+	// look at their context; mongoerr: error codes.
+	"value":     {"mongoerr"},
+	"text":      {"mongoerr"},
+	"geo":       {"value", "mongoerr"},
+	"js":        {"value", "mongoerr"},
+	"interrupt": {},
+	"mongoerr":  {},
+	"wire":      {},
 	// auth: users, roles, SCRAM and privileges; of ours it needs only
 	// internal/durablefile.
 	"auth":  {"internal"},
@@ -44,17 +52,13 @@ var allowed = map[string][]string{
 	// durably for storage and auth; internal/testpki makes certificates
 	// for the TLS tests; internal/testload scales tests' timeouts to the
 	// machine's load.
-	"internal": {"query/mongoerr"},
+	"internal": {"mongoerr"},
 }
 
 // part names the part of the project a package belongs to.
 func part(pkg string) string {
-	rest := strings.TrimPrefix(pkg, "dumbodb/")
-	parts := strings.SplitN(rest, "/", 3)
-	if parts[0] == "query" && len(parts) > 1 {
-		return parts[0] + "/" + parts[1]
-	}
-	return parts[0]
+	first, _, _ := strings.Cut(strings.TrimPrefix(pkg, "dumbodb/"), "/")
+	return first
 }
 
 func TestImportDirection(t *testing.T) {

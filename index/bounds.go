@@ -5,7 +5,7 @@ import (
 	"math"
 	"sort"
 
-	"dumbodb/query/value"
+	"dumbodb/value"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )

@@ -10,7 +10,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"dumbodb/query"
-	"dumbodb/query/value"
+	"dumbodb/value"
 )
 
 // testFilters compiles partial filters for this package's tests.

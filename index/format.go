@@ -3,7 +3,7 @@ package index
 import (
 	"bytes"
 
-	"dumbodb/query/value"
+	"dumbodb/value"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )

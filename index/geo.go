@@ -7,13 +7,13 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"dumbodb/query/geo"
-	"dumbodb/query/mongoerr"
-	"dumbodb/query/value"
+	"dumbodb/geo"
+	"dumbodb/mongoerr"
+	"dumbodb/value"
 )
 
 // Geo indexes. A 2dsphere field's keys are the S2 cells of the
-// geometries the document holds there (query/geo's KeyCells: a point's
+// geometries the document holds there (geo's KeyCells: a point's
 // leaf cell, a covering for lines and polygons); a 2d field's key is a
 // legacy pair's cell of the index's grid (bits, min, max). Cell ids are
 // stored as int64 keys with the top bit flipped, so that key order is

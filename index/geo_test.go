@@ -7,7 +7,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"dumbodb/query/mongoerr"
+	"dumbodb/mongoerr"
 )
 
 func geoDoc(t *testing.T, js string) bsoncore.Document {

@@ -3,7 +3,7 @@ package index
 import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"dumbodb/query/mongoerr"
+	"dumbodb/mongoerr"
 )
 
 // ValidateID checks that v may be stored as a document's _id, with

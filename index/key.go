@@ -3,7 +3,7 @@
 // value.Compare, the rules for what may be an _id, secondary index specs
 // (spec.go), the keys a document yields with multikey expansion (keys.go,
 // entry.go, text.go, wildcard.go, hashed.go, and geo.go: 2dsphere and 2d
-// keys are cells of query/geo) and the key ranges a predicate scans
+// keys are cells of geo) and the key ranges a predicate scans
 // (bounds.go).
 package index
 
@@ -12,7 +12,7 @@ import (
 	"math"
 	"math/big"
 
-	"dumbodb/query/value"
+	"dumbodb/value"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )

@@ -6,8 +6,8 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"dumbodb/query/mongoerr"
-	"dumbodb/query/value"
+	"dumbodb/mongoerr"
+	"dumbodb/value"
 )
 
 // MultikeyMarker is the key of the one entry an index map holds once any
@@ -88,7 +88,7 @@ func (s *Spec) Keys(doc bsoncore.Document) ([][]byte, bool, error) {
 	}
 	// A geo index holding a line or polygon is multikey whatever its
 	// number of cells: the planner then also looks for cells above the
-	// query's (see query/geo's cells.go).
+	// query's (see geo's cells.go).
 	return dedupe(keys), multikey || shapes, nil
 }
 

@@ -7,9 +7,9 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"dumbodb/query/mongoerr"
-	"dumbodb/query/text"
-	"dumbodb/query/value"
+	"dumbodb/mongoerr"
+	"dumbodb/text"
+	"dumbodb/value"
 )
 
 // Error codes of index specifications (mongod's).

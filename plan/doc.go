@@ -25,5 +25,5 @@
 // and with executionStats runs them and counts keys and documents
 // examined.
 //
-// Errors carry MongoDB's codes (query/mongoerr).
+// Errors carry MongoDB's codes (mongoerr).
 package plan

@@ -8,8 +8,8 @@ import (
 
 	"dumbodb/index"
 	"dumbodb/query"
-	"dumbodb/query/value"
 	"dumbodb/storage"
+	"dumbodb/value"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )

@@ -7,10 +7,10 @@ import (
 	"github.com/golang/geo/s2"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"dumbodb/geo"
 	"dumbodb/index"
+	"dumbodb/mongoerr"
 	"dumbodb/query"
-	"dumbodb/query/geo"
-	"dumbodb/query/mongoerr"
 	"dumbodb/storage"
 )
 

@@ -8,8 +8,8 @@ import (
 	"sort"
 
 	"dumbodb/index"
-	"dumbodb/query/value"
 	"dumbodb/storage"
+	"dumbodb/value"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )

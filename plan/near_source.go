@@ -9,9 +9,9 @@ import (
 	"github.com/golang/geo/s2"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"dumbodb/geo"
 	"dumbodb/index"
 	"dumbodb/query"
-	"dumbodb/query/geo"
 	"dumbodb/storage"
 )
 

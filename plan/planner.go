@@ -8,10 +8,10 @@ import (
 	"sort"
 
 	"dumbodb/index"
+	"dumbodb/mongoerr"
 	"dumbodb/query"
-	"dumbodb/query/mongoerr"
-	"dumbodb/query/value"
 	"dumbodb/storage"
+	"dumbodb/value"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )

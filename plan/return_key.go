@@ -6,9 +6,9 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"dumbodb/index"
+	"dumbodb/mongoerr"
 	"dumbodb/query"
-	"dumbodb/query/mongoerr"
-	"dumbodb/query/value"
+	"dumbodb/value"
 )
 
 // KeyFields are the key paths of the index the plan reads, for find's

@@ -7,8 +7,8 @@ import (
 	"io"
 
 	"dumbodb/index"
+	"dumbodb/mongoerr"
 	"dumbodb/query"
-	"dumbodb/query/mongoerr"
 	"dumbodb/storage"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"

@@ -3,9 +3,9 @@ package query
 import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"dumbodb/query/js"
-	"dumbodb/query/mongoerr"
-	"dumbodb/query/value"
+	"dumbodb/js"
+	"dumbodb/mongoerr"
+	"dumbodb/value"
 )
 
 // $accumulator: a $group (or $bucket, $bucketAuto) accumulator written in

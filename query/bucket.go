@@ -6,7 +6,7 @@ import (
 	"sort"
 	"strconv"
 
-	"dumbodb/query/value"
+	"dumbodb/value"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"

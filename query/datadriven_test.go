@@ -16,9 +16,9 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"dumbodb/query/js"
-	"dumbodb/query/mongoerr"
-	"dumbodb/query/value"
+	"dumbodb/js"
+	"dumbodb/mongoerr"
+	"dumbodb/value"
 )
 
 // The data-driven tests live in testdata/*. Each case is a command line,

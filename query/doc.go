@@ -5,10 +5,10 @@
 // layer above can share one definition of "what a MongoDB query means".
 // Errors that reach users are *mongoerr.Error values carrying mongod's
 // codes and messages. MongoDB's value order, numbers, collation, paths and
-// BSON helpers are in query/value; text search's words in query/text;
-// geometries (GeoJSON, legacy pairs, S2 cells) in query/geo; the
+// BSON helpers are in value; text search's words in text;
+// geometries (GeoJSON, legacy pairs, S2 cells) in geo; the
 // JavaScript engine that $where, $function and $accumulator run in is
-// query/js (docs/design/javascript.md).
+// js (docs/design/javascript.md).
 //
 // # Files
 //
@@ -19,7 +19,7 @@
 //	          filter_ops_bits.go), $regex (filter_regex.go), $expr,
 //	          $jsonSchema, $text, $where (filter_where.go, with
 //	          CompileQueryFilter, the one place $where is allowed), the geo
-//	          operators (filter_geo.go: their geometry is query/geo's) and
+//	          operators (filter_geo.go: their geometry is geo's) and
 //	          the predicates a planner can use (filter_predicates.go)
 //	expr_*    expression operators by family: arith, array, set, object,
 //	          string, regex, date, convert, logic (comparison, boolean,

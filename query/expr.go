@@ -9,9 +9,9 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"dumbodb/query/js"
-	"dumbodb/query/mongoerr"
-	"dumbodb/query/value"
+	"dumbodb/js"
+	"dumbodb/mongoerr"
+	"dumbodb/value"
 )
 
 // This file is the core of the aggregation expression language: compiling

@@ -3,14 +3,14 @@ package query
 import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"dumbodb/query/js"
-	"dumbodb/query/mongoerr"
-	"dumbodb/query/value"
+	"dumbodb/js"
+	"dumbodb/mongoerr"
+	"dumbodb/value"
 )
 
 // $function: {body: <code or string>, args: <array expression>, lang:
 // "js"} runs body over the evaluated args in the env's JavaScript engine
-// (query/js). The body compiles once, with the expression; the engine is
+// (js). The body compiles once, with the expression; the engine is
 // looked up when it runs, so that --noscripting refuses at evaluation as
 // mongod does (31264).
 

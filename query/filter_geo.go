@@ -5,13 +5,13 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"dumbodb/query/geo"
-	"dumbodb/query/mongoerr"
-	"dumbodb/query/value"
+	"dumbodb/geo"
+	"dumbodb/mongoerr"
+	"dumbodb/value"
 )
 
 // The geo field operators. Matching parses each value a path reaches as
-// a geometry (query/geo); values that are not one never match, as on
+// a geometry (geo); values that are not one never match, as on
 // mongod, where only an index's key extraction rejects them.
 
 // geoWithinLeaf is $geoWithin (and its old name $within). known, when

@@ -3,7 +3,7 @@ package query
 import (
 	"strings"
 
-	"dumbodb/query/value"
+	"dumbodb/value"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )

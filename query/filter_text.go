@@ -5,8 +5,8 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"dumbodb/query/mongoerr"
-	"dumbodb/query/text"
+	"dumbodb/mongoerr"
+	"dumbodb/text"
 )
 
 // textExpr is a compiled $text; it matches once BindText gave it the

@@ -10,7 +10,7 @@ import (
 
 	"dumbodb/internal/fuzzbson"
 	"dumbodb/query"
-	"dumbodb/query/value"
+	"dumbodb/value"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"

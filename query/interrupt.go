@@ -3,7 +3,7 @@ package query
 import (
 	"context"
 
-	"dumbodb/query/mongoerr"
+	"dumbodb/mongoerr"
 )
 
 // Interruption: the server bounds a command's context by maxTimeMS and

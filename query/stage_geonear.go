@@ -3,9 +3,9 @@ package query
 import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"dumbodb/query/geo"
-	"dumbodb/query/mongoerr"
-	"dumbodb/query/value"
+	"dumbodb/geo"
+	"dumbodb/mongoerr"
+	"dumbodb/value"
 )
 
 // $geoNear: the first stage of a pipeline, read by the server through

@@ -6,7 +6,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"dumbodb/query/mongoerr"
+	"dumbodb/mongoerr"
 )
 
 // TestStageArgumentsWalk walks the stage table: every stage, given a

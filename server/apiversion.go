@@ -3,8 +3,8 @@ package server
 import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"dumbodb/query/mongoerr"
-	"dumbodb/query/value"
+	"dumbodb/mongoerr"
+	"dumbodb/value"
 )
 
 // The Stable API (mongod's apiVersion, apiStrict, apiDeprecationErrors):

@@ -4,7 +4,7 @@ import (
 	"slices"
 
 	"dumbodb/auth"
-	"dumbodb/query/mongoerr"
+	"dumbodb/mongoerr"
 )
 
 // Who may give what (docs/design/auth.md, "Granting roles and

@@ -6,8 +6,8 @@ import (
 	"io"
 	"time"
 
+	"dumbodb/mongoerr"
 	"dumbodb/query"
-	"dumbodb/query/mongoerr"
 	"dumbodb/storage"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"

@@ -5,8 +5,8 @@ import (
 	"encoding/hex"
 	"strings"
 
-	"dumbodb/query/mongoerr"
-	"dumbodb/query/value"
+	"dumbodb/mongoerr"
+	"dumbodb/value"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"dumbodb/auth"
-	"dumbodb/query/mongoerr"
+	"dumbodb/mongoerr"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )

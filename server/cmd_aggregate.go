@@ -10,11 +10,11 @@ import (
 
 	"dumbodb/auth"
 	"dumbodb/index"
+	"dumbodb/mongoerr"
 	"dumbodb/plan"
 	"dumbodb/query"
-	"dumbodb/query/mongoerr"
-	"dumbodb/query/value"
 	"dumbodb/storage"
+	"dumbodb/value"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )

@@ -9,7 +9,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"dumbodb/auth"
-	"dumbodb/query/mongoerr"
+	"dumbodb/mongoerr"
 )
 
 // SCRAM authentication over saslStart and saslContinue (mongod's protocol,

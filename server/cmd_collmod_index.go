@@ -6,7 +6,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"dumbodb/index"
-	"dumbodb/query/mongoerr"
+	"dumbodb/mongoerr"
 	"dumbodb/storage"
 )
 

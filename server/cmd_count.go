@@ -6,7 +6,7 @@ import (
 
 	"dumbodb/plan"
 	"dumbodb/query"
-	"dumbodb/query/value"
+	"dumbodb/value"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )

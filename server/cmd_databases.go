@@ -8,10 +8,10 @@ import (
 	"time"
 
 	"dumbodb/auth"
+	"dumbodb/mongoerr"
 	"dumbodb/query"
-	"dumbodb/query/mongoerr"
-	"dumbodb/query/value"
 	"dumbodb/storage"
+	"dumbodb/value"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 	"golang.org/x/sync/errgroup"

@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"io"
 
+	"dumbodb/mongoerr"
 	"dumbodb/plan"
 	"dumbodb/query"
-	"dumbodb/query/mongoerr"
 	"dumbodb/storage"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"

@@ -1,9 +1,9 @@
 package server
 
 import (
+	"dumbodb/mongoerr"
 	"dumbodb/plan"
 	"dumbodb/query"
-	"dumbodb/query/mongoerr"
 	"dumbodb/storage"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"

@@ -3,7 +3,7 @@ package server
 import (
 	"time"
 
-	"dumbodb/query/value"
+	"dumbodb/value"
 	"dumbodb/wire"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"

@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"dumbodb/index"
-	"dumbodb/query/mongoerr"
+	"dumbodb/mongoerr"
 	"dumbodb/storage"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"

@@ -5,9 +5,9 @@ import (
 	"strconv"
 
 	"dumbodb/index"
-	"dumbodb/query/mongoerr"
-	"dumbodb/query/value"
+	"dumbodb/mongoerr"
 	"dumbodb/storage"
+	"dumbodb/value"
 	"dumbodb/wire"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"

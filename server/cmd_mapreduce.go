@@ -8,11 +8,11 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"dumbodb/js"
+	"dumbodb/mongoerr"
 	"dumbodb/query"
-	"dumbodb/query/js"
-	"dumbodb/query/mongoerr"
-	"dumbodb/query/value"
 	"dumbodb/storage"
+	"dumbodb/value"
 )
 
 // mapReduce: the documents of query (sorted, limited) go through map,

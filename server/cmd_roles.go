@@ -6,7 +6,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"dumbodb/auth"
-	"dumbodb/query/mongoerr"
+	"dumbodb/mongoerr"
 )
 
 // The role commands: user-defined roles of the database the command runs

@@ -7,7 +7,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"dumbodb/query/mongoerr"
+	"dumbodb/mongoerr"
 	"dumbodb/storage"
 )
 

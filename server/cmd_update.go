@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"io"
 
+	"dumbodb/mongoerr"
 	"dumbodb/plan"
 	"dumbodb/query"
-	"dumbodb/query/mongoerr"
 	"dumbodb/storage"
 	"dumbodb/wire"
 

@@ -4,7 +4,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"dumbodb/auth"
-	"dumbodb/query/mongoerr"
+	"dumbodb/mongoerr"
 )
 
 // usersInfo and rolesInfo: what users and roles exist and what they grant.

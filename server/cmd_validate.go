@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"dumbodb/index"
-	"dumbodb/query/mongoerr"
-	"dumbodb/query/value"
+	"dumbodb/mongoerr"
 	"dumbodb/storage"
+	"dumbodb/value"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )

@@ -4,7 +4,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"dumbodb/auth"
-	"dumbodb/query/mongoerr"
+	"dumbodb/mongoerr"
 )
 
 // Protected branches (docs/design/auth.md): with --auth, only holders of

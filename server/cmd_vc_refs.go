@@ -2,7 +2,7 @@ package server
 
 import (
 	"dumbodb/auth"
-	"dumbodb/query/mongoerr"
+	"dumbodb/mongoerr"
 	"dumbodb/storage"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"

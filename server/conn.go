@@ -12,9 +12,9 @@ import (
 	"sync"
 	"time"
 
-	"dumbodb/query/mongoerr"
-	"dumbodb/query/value"
+	"dumbodb/mongoerr"
 	"dumbodb/storage"
+	"dumbodb/value"
 	"dumbodb/wire"
 
 	"github.com/rs/zerolog"

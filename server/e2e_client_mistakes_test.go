@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"dumbodb/query/mongoerr"
+	"dumbodb/mongoerr"
 	"dumbodb/wire"
 
 	"go.mongodb.org/mongo-driver/v2/bson"

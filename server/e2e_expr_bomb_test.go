@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"dumbodb/internal/testload"
-	"dumbodb/query/mongoerr"
+	"dumbodb/mongoerr"
 	"dumbodb/wire"
 
 	"go.mongodb.org/mongo-driver/v2/bson"

@@ -4,7 +4,7 @@ import (
 	"errors"
 
 	"dumbodb/index"
-	"dumbodb/query/mongoerr"
+	"dumbodb/mongoerr"
 	"dumbodb/storage"
 	"dumbodb/wire"
 

@@ -6,8 +6,8 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"dumbodb/query/mongoerr"
-	"dumbodb/query/value"
+	"dumbodb/mongoerr"
+	"dumbodb/value"
 )
 
 // find's min and max: the documents whose key for the hinted index lies

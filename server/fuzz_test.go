@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"dumbodb/internal/fuzzbson"
-	"dumbodb/query/mongoerr"
+	"dumbodb/mongoerr"
 	"dumbodb/wire"
 
 	"go.mongodb.org/mongo-driver/v2/bson"

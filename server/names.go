@@ -4,7 +4,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"dumbodb/query/mongoerr"
+	"dumbodb/mongoerr"
 )
 
 // maxDBNameLength is mongod's limit on database names.

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"dumbodb/auth"
-	"dumbodb/query/js"
+	"dumbodb/js"
 	"dumbodb/storage"
 	"dumbodb/wire"
 
@@ -88,7 +88,7 @@ func (c Config) messageStall() time.Duration { return cmp.Or(c.MessageStall, Def
 // counters over one storage engine.
 type Server struct {
 	cfg    Config
-	js     *js.Engine // runs the commands' JavaScript (query/js)
+	js     *js.Engine // runs the commands' JavaScript (js)
 	engine *storage.Engine
 	users  *auth.Store // users and roles (docs/format/auth.md), loaded by Listen
 	// tlsConfig is the TCP listeners' TLS (nil: disabled), made by Listen.

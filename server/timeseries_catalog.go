@@ -4,7 +4,7 @@ import (
 	"errors"
 	"strings"
 
-	"dumbodb/query/mongoerr"
+	"dumbodb/mongoerr"
 	"dumbodb/storage"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"

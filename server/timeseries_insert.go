@@ -4,11 +4,11 @@ import (
 	"errors"
 	"io"
 
+	"dumbodb/mongoerr"
 	"dumbodb/plan"
 	"dumbodb/query"
-	"dumbodb/query/mongoerr"
-	"dumbodb/query/value"
 	"dumbodb/storage"
+	"dumbodb/value"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"

@@ -3,7 +3,7 @@ package server
 import (
 	"context"
 
-	"dumbodb/query/mongoerr"
+	"dumbodb/mongoerr"
 	"dumbodb/storage"
 
 	"go.mongodb.org/mongo-driver/v2/bson"

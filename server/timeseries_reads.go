@@ -4,8 +4,8 @@ import (
 	"strings"
 
 	"dumbodb/query"
-	"dumbodb/query/value"
 	"dumbodb/storage"
+	"dumbodb/value"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"

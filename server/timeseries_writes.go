@@ -4,9 +4,9 @@ import (
 	"errors"
 	"io"
 
+	"dumbodb/mongoerr"
 	"dumbodb/plan"
 	"dumbodb/query"
-	"dumbodb/query/mongoerr"
 	"dumbodb/storage"
 
 	"go.mongodb.org/mongo-driver/v2/bson"

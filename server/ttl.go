@@ -5,8 +5,8 @@ import (
 	"time"
 
 	"dumbodb/query"
-	"dumbodb/query/value"
 	"dumbodb/storage"
+	"dumbodb/value"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )

@@ -8,9 +8,9 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"dumbodb/query/mongoerr"
-	"dumbodb/query/value"
+	"dumbodb/mongoerr"
 	"dumbodb/storage"
+	"dumbodb/value"
 )
 
 // Multi-document transactions (docs/design/transactions.md): a session's

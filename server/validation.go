@@ -9,10 +9,10 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"dumbodb/auth"
+	"dumbodb/mongoerr"
 	"dumbodb/query"
-	"dumbodb/query/mongoerr"
-	"dumbodb/query/value"
 	"dumbodb/storage"
+	"dumbodb/value"
 )
 
 // Collection validators (docs/design/validators.md). A collection's

@@ -8,7 +8,7 @@ import (
 	"io"
 
 	"dumbodb/index"
-	"dumbodb/query/mongoerr"
+	"dumbodb/mongoerr"
 
 	"github.com/dolthub/dolt/go/store/prolly"
 	"github.com/dolthub/dolt/go/store/prolly/tree"

@@ -8,8 +8,8 @@ import (
 	"io"
 
 	"dumbodb/index"
+	"dumbodb/mongoerr"
 	"dumbodb/query"
-	"dumbodb/query/mongoerr"
 
 	"github.com/dolthub/dolt/go/store/prolly"
 	"github.com/dolthub/dolt/go/store/prolly/tree"

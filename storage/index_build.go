@@ -10,7 +10,7 @@ import (
 
 	"dumbodb/index"
 	"dumbodb/query"
-	"dumbodb/query/value"
+	"dumbodb/value"
 
 	"github.com/dolthub/dolt/go/store/prolly"
 	"github.com/dolthub/dolt/go/store/prolly/tree"

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"dumbodb/index"
-	"dumbodb/query/mongoerr"
+	"dumbodb/mongoerr"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )

@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"dumbodb/query"
-	"dumbodb/query/value"
+	"dumbodb/value"
 
 	"github.com/dolthub/dolt/go/store/datas"
 	"github.com/dolthub/dolt/go/store/hash"

@@ -8,8 +8,8 @@ import (
 	"github.com/dolthub/dolt/go/store/val"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"dumbodb/query/value"
 	"dumbodb/storage/doctree"
+	"dumbodb/value"
 )
 
 // mergeTrees merges a document changed on both sides when all three

@@ -11,7 +11,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"dumbodb/query"
-	"dumbodb/query/value"
+	"dumbodb/value"
 )
 
 // validatorClashes keeps ours, and records a conflict, for every document

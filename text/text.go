@@ -14,7 +14,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"dumbodb/query/mongoerr"
+	"dumbodb/mongoerr"
 )
 
 // Wildcard is the field name of a text index over every string field.

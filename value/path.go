@@ -5,7 +5,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"dumbodb/query/mongoerr"
+	"dumbodb/mongoerr"
 )
 
 // VisitKind tells a predicate how a value was reached, because some

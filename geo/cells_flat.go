@@ -3,7 +3,7 @@ package geo
 import (
 	"math"
 
-	"dumbodb/query/mongoerr"
+	"dumbodb/mongoerr"
 )
 
 // 2d index keys: the plane [Min, Max) on both axes cut into 2^Bits cells
