@@ -38,7 +38,7 @@ var allowed = map[string][]string{
 	"text":      {"mongoerr"},
 	"geo":       {"value", "mongoerr"},
 	"js":        {"value", "mongoerr"},
-	"interrupt": {},
+	"interrupt": {"mongoerr"},
 	"mongoerr":  {},
 	"wire":      {},
 	// auth: users, roles, SCRAM and privileges; of ours it needs only

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"dumbodb/index"
+	"dumbodb/interrupt"
 	"dumbodb/query"
 	"dumbodb/storage"
 
@@ -178,7 +179,7 @@ func countScan(ctx context.Context, rd storage.Reader, coll string, p *Plan, st 
 			return 0, err
 		}
 		for {
-			if err := query.ContextErr(ctx); err != nil {
+			if err := interrupt.Err(ctx); err != nil {
 				return 0, err
 			}
 			if _, _, err := it.Next(ctx); errors.Is(err, io.EOF) {
@@ -255,7 +256,7 @@ func distinctScan(ctx context.Context, rd storage.Reader, coll string, p *Plan, 
 			}
 			var seek []byte
 			for seek == nil {
-				if err := query.ContextErr(ctx); err != nil {
+				if err := interrupt.Err(ctx); err != nil {
 					return nil, err
 				}
 				_, id, err := it.Next(ctx)

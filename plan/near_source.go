@@ -11,6 +11,7 @@ import (
 
 	"dumbodb/geo"
 	"dumbodb/index"
+	"dumbodb/interrupt"
 	"dumbodb/query"
 	"dumbodb/storage"
 )
@@ -186,7 +187,7 @@ func (s *nearSource) scan(ctx context.Context, iv index.Interval) error {
 		return err
 	}
 	for {
-		if err := query.ContextErr(ctx); err != nil {
+		if err := interrupt.Err(ctx); err != nil {
 			return err
 		}
 		entry, id, err := it.Next(ctx)

@@ -8,6 +8,7 @@ import (
 	"sort"
 
 	"dumbodb/index"
+	"dumbodb/interrupt"
 	"dumbodb/mongoerr"
 	"dumbodb/query"
 	"dumbodb/storage"
@@ -598,7 +599,7 @@ func idSource(ctx context.Context, rd storage.Reader, coll string, f *query.Filt
 	}
 	var out []bsoncore.Document
 	for _, id := range ids {
-		if err := query.ContextErr(ctx); err != nil {
+		if err := interrupt.Err(ctx); err != nil {
 			return nil, err
 		}
 		doc, found, err := fetchByID(ctx, rd, coll, p, id)
@@ -670,7 +671,7 @@ type countingFilterSource struct {
 func (s *countingFilterSource) Next(ctx context.Context) (bsoncore.Document, error) {
 	var stop error
 	keep := func(d bsoncore.Document) bool {
-		if stop = query.ContextErr(ctx); stop != nil {
+		if stop = interrupt.Err(ctx); stop != nil {
 			return true
 		}
 		s.st.docsExamined++
@@ -759,7 +760,7 @@ func (s *indexSource) nextID(ctx context.Context) (scanned, error) {
 
 func (s *indexSource) Next(ctx context.Context) (bsoncore.Document, error) {
 	for {
-		if err := query.ContextErr(ctx); err != nil {
+		if err := interrupt.Err(ctx); err != nil {
 			return nil, err
 		}
 		e, err := s.nextID(ctx)

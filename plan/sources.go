@@ -7,6 +7,7 @@ import (
 	"io"
 	"sort"
 
+	"dumbodb/interrupt"
 	"dumbodb/query"
 	"dumbodb/storage"
 
@@ -44,7 +45,7 @@ func (s *filterSource) Next(ctx context.Context) (bsoncore.Document, error) {
 		stop = s.f.Err()
 		return stop != nil
 	}
-	if err := query.ContextErr(ctx); err != nil {
+	if err := interrupt.Err(ctx); err != nil {
 		return nil, err
 	}
 	d, err := s.it.NextWhere(ctx, keep)

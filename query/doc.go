@@ -48,8 +48,8 @@
 // filter document); expr.go (Expr, Env, compiling and evaluating an
 // expression); pipeline.go (Pipeline, Stream, compiling a stage list and
 // running it); projection.go; sort.go; update.go (Update: compiling and
-// applying an update); interrupt.go (checking a command's context in long
-// loops); registry.go (what the operator tables share).
+// applying an update); registry.go (what the operator tables share).
+// Long loops look at the command's context through package interrupt.
 //
 // # Registries
 //

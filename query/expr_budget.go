@@ -6,6 +6,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"dumbodb/interrupt"
 	"dumbodb/mongoerr"
 )
 
@@ -29,7 +30,7 @@ import (
 //   - time: the same calls count work, as do step in the loops that
 //     build nothing and every operator the size of its arguments; every
 //     checkWork units the budget looks at the command's context
-//     (maxTimeMS, killOp, a client hanging up: interrupt.go), which the
+//     (maxTimeMS, killOp, a client hanging up: package interrupt), which the
 //     Env carries while a batch runs (Env.context) or the caller gives
 //     (Projection.ApplyContext).
 
@@ -118,7 +119,7 @@ func (b *exprBudget) spend(n int64) error {
 	}
 	b.work = 0
 	if ctx := b.context(); ctx != nil {
-		return ContextErr(ctx)
+		return interrupt.Err(ctx)
 	}
 	return nil
 }

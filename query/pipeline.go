@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 
+	"dumbodb/interrupt"
 	"dumbodb/mongoerr"
 	"dumbodb/value"
 
@@ -235,7 +236,7 @@ func (f funcStream) Next(ctx context.Context) (bsoncore.Document, error) { retur
 // sliceStream serves documents from memory.
 type sliceStream struct {
 	docs      []bsoncore.Document
-	interrupt InterruptCheck
+	interrupt interrupt.Pacer
 }
 
 func (s *sliceStream) Next(ctx context.Context) (bsoncore.Document, error) {

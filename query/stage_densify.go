@@ -6,6 +6,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"dumbodb/interrupt"
 	"dumbodb/mongoerr"
 	"dumbodb/value"
 )
@@ -183,7 +184,7 @@ func (d *densifySpec) run(ctx context.Context, docs []bsoncore.Document) ([]bson
 	var out []bsoncore.Document
 	// One count across partitions: a small input and a fine step make
 	// the generated documents unbounded.
-	var interrupt InterruptCheck
+	var interrupt interrupt.Pacer
 	for start := 0; start < len(idx); {
 		end := start + 1
 		for end < len(idx) && value.Compare(keys[idx[start]], keys[idx[end]]) == 0 {
@@ -201,7 +202,7 @@ func (d *densifySpec) run(ctx context.Context, docs []bsoncore.Document) ([]bson
 
 // densifyPartition walks one partition in field order, inserting a
 // document at every missing step between the bounds.
-func (d *densifySpec) densifyPartition(ctx context.Context, interrupt *InterruptCheck, docs []bsoncore.Document, vals []bsoncore.Value, idx []int, gmin, gmax bsoncore.Value) ([]bsoncore.Document, error) {
+func (d *densifySpec) densifyPartition(ctx context.Context, interrupt *interrupt.Pacer, docs []bsoncore.Document, vals []bsoncore.Value, idx []int, gmin, gmax bsoncore.Value) ([]bsoncore.Document, error) {
 	lo, hi, inclusive := d.lo, d.hi, false
 	switch d.bounds {
 	case "full":

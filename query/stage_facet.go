@@ -9,6 +9,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"dumbodb/interrupt"
 	"dumbodb/mongoerr"
 	"dumbodb/value"
 )
@@ -57,7 +58,7 @@ func compileFacetStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 			idx, dst := bsoncore.AppendDocumentStart(nil)
 			for i, p := range pipes {
 				// Each facet is a whole sub-pipeline run: look at every one.
-				if err := ContextErr(ctx); err != nil {
+				if err := interrupt.Err(ctx); err != nil {
 					return nil, err
 				}
 				if dst, err = appendFacet(ctx, dst, names[i], p.connect(&sliceStream{docs: docs}), pc.opts.MemoryLimit); err != nil {

@@ -8,6 +8,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"dumbodb/interrupt"
 	"dumbodb/mongoerr"
 	"dumbodb/value"
 )
@@ -126,7 +127,7 @@ type foreignIndex struct {
 func newForeignIndex(ctx context.Context, docs []bsoncore.Document, path string, coll *value.Collation) (*foreignIndex, error) {
 	fi := &foreignIndex{docs: docs, coll: coll, idx: map[string][]int{}}
 	parts := value.SplitPath(path)
-	var interrupt InterruptCheck
+	var interrupt interrupt.Pacer
 	for i, d := range docs {
 		if err := interrupt.Check(ctx); err != nil {
 			return nil, err

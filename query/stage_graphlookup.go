@@ -8,6 +8,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"dumbodb/interrupt"
 	"dumbodb/mongoerr"
 	"dumbodb/value"
 )
@@ -120,7 +121,7 @@ func (g *graphLookupSpec) apply(ctx context.Context, d bsoncore.Document, foreig
 	s := &graphSearch{g: g, seen: map[string]bool{}, frontier: localValues(start)}
 	for depth := int64(0); len(s.frontier) > 0 && (g.maxDepth < 0 || depth <= g.maxDepth); depth++ {
 		// A round costs a probe per value or a scan: look at every one.
-		if err := ContextErr(ctx); err != nil {
+		if err := interrupt.Err(ctx); err != nil {
 			return nil, err
 		}
 		matches, err := g.round(ctx, foreign, s.frontier, env)

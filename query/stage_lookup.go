@@ -8,6 +8,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"dumbodb/interrupt"
 	"dumbodb/mongoerr"
 	"dumbodb/value"
 )
@@ -241,7 +242,7 @@ func (l *lookupSpec) run(in Stream, pc *pipeCtx) Stream {
 		}
 		// Each document costs a probe or a scan, and a sub-pipeline whose
 		// checks count afresh on every run: look at every one.
-		if err := ContextErr(ctx); err != nil {
+		if err := interrupt.Err(ctx); err != nil {
 			return nil, err
 		}
 		matches, err := l.matches(ctx, d, foreign, ec, filters, pc)

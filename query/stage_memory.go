@@ -13,6 +13,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"dumbodb/interrupt"
 	"dumbodb/mongoerr"
 )
 
@@ -176,7 +177,7 @@ func (s *spillSet) spillRun(ctx context.Context, docs []bsoncore.Document, cmp f
 // writeRun writes docs to f and rewinds it for reading.
 func writeRun(ctx context.Context, f *os.File, docs []bsoncore.Document) error {
 	w := bufio.NewWriter(f)
-	var interrupt InterruptCheck
+	var interrupt interrupt.Pacer
 	for _, d := range docs {
 		if err := interrupt.Check(ctx); err != nil {
 			return err
@@ -225,7 +226,7 @@ type mergeStream struct {
 	h         runHeap
 	mem       []bsoncore.Document
 	spills    *spillSet
-	interrupt InterruptCheck
+	interrupt interrupt.Pacer
 }
 
 type runHeap struct {

@@ -7,6 +7,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"dumbodb/interrupt"
 	"dumbodb/mongoerr"
 	"dumbodb/value"
 )
@@ -169,7 +170,7 @@ func compileMergeStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 				if m.on != nil {
 					return m.mergeOn(ctx, t, docs, pc.env)
 				}
-				var interrupt InterruptCheck
+				var interrupt interrupt.Pacer
 				for _, d := range docs {
 					if err := interrupt.Check(ctx); err != nil {
 						return err
@@ -283,7 +284,7 @@ func (m *mergeSpec) mergeOn(ctx context.Context, t WriteTarget, docs []bsoncore.
 	if !ok || !kt.HasUniqueIndex(m.on) {
 		return mongoerr.New(mongoerr.Location51183, "Cannot find index to verify that join fields will be unique")
 	}
-	var interrupt InterruptCheck
+	var interrupt interrupt.Pacer
 	for _, d := range docs {
 		if err := interrupt.Check(ctx); err != nil {
 			return err

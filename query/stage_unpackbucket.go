@@ -5,6 +5,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"dumbodb/interrupt"
 	"dumbodb/mongoerr"
 	"dumbodb/value"
 )
@@ -25,7 +26,7 @@ func compileUnpackBucketStage(spec bsoncore.Value, _ *pipeCtx) (stage, error) {
 	}
 	return func(in Stream) Stream {
 		var pending []bsoncore.Document
-		var interrupt InterruptCheck
+		var interrupt interrupt.Pacer
 		return funcStream(func(ctx context.Context) (bsoncore.Document, error) {
 			for len(pending) == 0 {
 				b, err := in.Next(ctx)

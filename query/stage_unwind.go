@@ -6,6 +6,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"dumbodb/interrupt"
 	"dumbodb/mongoerr"
 	"dumbodb/value"
 )
@@ -30,7 +31,7 @@ func compileUnwindStage(spec bsoncore.Value, _ *pipeCtx) (stage, error) {
 		var vals []bsoncore.Value // what d unwinds to
 		var indexed bool
 		next := 0
-		var interrupt InterruptCheck
+		var interrupt interrupt.Pacer
 		return funcStream(func(ctx context.Context) (bsoncore.Document, error) {
 			for next == len(vals) {
 				var err error

@@ -11,6 +11,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"dumbodb/interrupt"
 	"dumbodb/mongoerr"
 	"dumbodb/value"
 )
@@ -471,7 +472,7 @@ func (a *accWindow) compute(ctx context.Context, p *partition) ([]bsoncore.Value
 	out := make([]bsoncore.Value, len(p.docs))
 	var running accumulator
 	added := 0
-	var interrupt InterruptCheck // per document and window member: windows make it quadratic
+	var interrupt interrupt.Pacer // per document and window member: windows make it quadratic
 	for i := range p.docs {
 		if err := interrupt.Check(ctx); err != nil {
 			return nil, err

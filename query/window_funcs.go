@@ -5,6 +5,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"dumbodb/interrupt"
 	"dumbodb/mongoerr"
 	"dumbodb/value"
 )
@@ -224,7 +225,7 @@ func (f *rateFunc) axis(v bsoncore.Value) (float64, bool) {
 
 func (f *rateFunc) compute(ctx context.Context, p *partition) ([]bsoncore.Value, error) {
 	out := make([]bsoncore.Value, len(p.docs))
-	var interrupt InterruptCheck // per document and window member: windows make it quadratic
+	var interrupt interrupt.Pacer // per document and window member: windows make it quadratic
 	for i := range p.docs {
 		if err := interrupt.Check(ctx); err != nil {
 			return nil, err

@@ -6,6 +6,7 @@ import (
 	"io"
 	"time"
 
+	"dumbodb/interrupt"
 	"dumbodb/mongoerr"
 	"dumbodb/query"
 	"dumbodb/storage"
@@ -170,7 +171,7 @@ func (r *request) tailGetMore(cur *cursor, t *tailSource, batchSize int) ([]bson
 		case errors.Is(err, context.DeadlineExceeded):
 			return docs, false, nil // maxTimeMS is how long to wait, not a failure
 		case err != nil:
-			return nil, false, query.ContextErr(r.ctx) // killed (killOp, a closed connection)
+			return nil, false, interrupt.Err(r.ctx) // killed (killOp, a closed connection)
 		}
 	}
 }

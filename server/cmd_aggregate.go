@@ -10,6 +10,7 @@ import (
 
 	"dumbodb/auth"
 	"dumbodb/index"
+	"dumbodb/interrupt"
 	"dumbodb/mongoerr"
 	"dumbodb/plan"
 	"dumbodb/query"
@@ -527,7 +528,7 @@ func (w aggWriter) Replace(ctx context.Context, db, coll string, docs []bsoncore
 		if err != nil {
 			return err
 		}
-		var interrupt query.InterruptCheck
+		var interrupt interrupt.Pacer
 		for _, d := range docs {
 			if err := interrupt.Check(ctx); err != nil {
 				return err

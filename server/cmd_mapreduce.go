@@ -8,9 +8,9 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"dumbodb/interrupt"
 	"dumbodb/js"
 	"dumbodb/mongoerr"
-	"dumbodb/query"
 	"dumbodb/storage"
 	"dumbodb/value"
 )
@@ -392,7 +392,7 @@ func runMap(r *request, s *js.Session, a *mapReduceArgs, src docSource, coll *va
 // reduceGroups reduces and finalizes each group into {_id, value}.
 func reduceGroups(r *request, s *js.Session, a *mapReduceArgs, groups []*mrGroup) ([]bsoncore.Document, error) {
 	out := make([]bsoncore.Document, 0, len(groups))
-	var check query.InterruptCheck
+	var check interrupt.Pacer
 	for _, g := range groups {
 		if err := check.Check(r.ctx); err != nil {
 			return nil, err

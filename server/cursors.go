@@ -11,8 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"dumbodb/interrupt"
 	"dumbodb/mongoerr"
-	"dumbodb/query"
 	"dumbodb/storage"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -333,7 +333,7 @@ func fillBatch(ctx context.Context, p *peekSource, n int) ([]bsoncore.Document, 
 		}
 		docs = append(docs, d)
 		size += len(d)
-		if err := query.ContextErr(ctx); err != nil {
+		if err := interrupt.Err(ctx); err != nil {
 			return nil, false, err
 		}
 	}

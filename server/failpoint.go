@@ -5,8 +5,8 @@ import (
 	"sync"
 	"time"
 
+	"dumbodb/interrupt"
 	"dumbodb/mongoerr"
-	"dumbodb/query"
 	"dumbodb/value"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -79,7 +79,7 @@ func (f failure) wait(ctx context.Context) error {
 	case <-t.C:
 		return nil
 	case <-ctx.Done():
-		return query.ContextErr(ctx)
+		return interrupt.Err(ctx)
 	}
 }
 

@@ -8,8 +8,8 @@ import (
 	"io"
 
 	"dumbodb/index"
+	"dumbodb/interrupt"
 	"dumbodb/mongoerr"
-	"dumbodb/query"
 
 	"github.com/dolthub/dolt/go/store/prolly"
 	"github.com/dolthub/dolt/go/store/prolly/tree"
@@ -283,8 +283,8 @@ type IndexIterator struct {
 	eds  editCursor
 	// covered is the last entry's covered values (nil: none).
 	covered   []byte
-	owner     *Snapshot            // the snapshot scanned, when there is one
-	interrupt query.InterruptCheck // per entry, deletions included
+	owner     *Snapshot       // the snapshot scanned, when there is one
+	interrupt interrupt.Pacer // per entry, deletions included
 }
 
 // Covered returns the document reduced to the index's key fields that the

@@ -9,6 +9,7 @@ import (
 	"sort"
 
 	"dumbodb/index"
+	"dumbodb/interrupt"
 	"dumbodb/query"
 	"dumbodb/value"
 
@@ -130,7 +131,7 @@ func entriesMap(ctx context.Context, ns tree.NodeStore, entries []builtEntry, mu
 			return prolly.Map{}, err
 		}
 	}
-	var interrupt query.InterruptCheck
+	var interrupt interrupt.Pacer
 	for _, e := range entries {
 		if err := interrupt.Check(ctx); err != nil {
 			return prolly.Map{}, err
@@ -384,7 +385,7 @@ func syncIndex(ctx context.Context, ns tree.NodeStore, c *collection, s *index.S
 func diffIndex(ctx context.Context, ns tree.NodeStore, coll string, ix *indexState, data prolly.Map) (*indexState, error) {
 	next := &indexState{spec: ix.spec, multikey: ix.multikey, edits: newEdits()}
 	var added []builtEntry
-	var interrupt query.InterruptCheck
+	var interrupt interrupt.Pacer
 	err := prolly.DiffMaps(ctx, *ix.of, data, false, func(ctx context.Context, d tree.Diff) error {
 		if err := interrupt.Check(ctx); err != nil {
 			return err

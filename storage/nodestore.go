@@ -3,6 +3,7 @@ package storage
 import (
 	"bytes"
 	"context"
+	"dumbodb/interrupt"
 	"errors"
 	"fmt"
 	"sync"
@@ -13,8 +14,6 @@ import (
 	"github.com/dolthub/dolt/go/store/prolly/message"
 	"github.com/dolthub/dolt/go/store/prolly/tree"
 	"github.com/dolthub/dolt/go/store/types"
-
-	"dumbodb/query"
 )
 
 // nodeStore is a database's tree.NodeStore: it reads and writes prolly
@@ -133,7 +132,7 @@ func (ns *nodeStore) fetch(ctx context.Context, addrs hash.HashSet) (map[hash.Ha
 // own checks of ctx give, not the context's own.
 func readErr(ctx context.Context, err error) error {
 	if ctx.Err() != nil {
-		return query.ContextErr(ctx)
+		return interrupt.Err(ctx)
 	}
 	return err
 }

@@ -15,7 +15,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"dumbodb/index"
-	"dumbodb/query"
+	"dumbodb/interrupt"
 	"dumbodb/storage/doctree"
 )
 
@@ -511,7 +511,7 @@ type Iterator struct {
 	curTree    *doctree.Tree // the borrowed document's doctree, when read in part
 	partial    bool
 
-	interrupt query.InterruptCheck // per entry, so that skipped entries count
+	interrupt interrupt.Pacer // per entry, so that skipped entries count
 
 	// nat, when set, makes the iterator yield a capped collection's
 	// documents in insertion order instead (capped_scan.go).
