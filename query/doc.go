@@ -31,7 +31,7 @@
 //	          in stage_geonear.go: the server reads its input nearest
 //	          first through the planner; $_internalUnpackBucket in
 //	          stage_unpackbucket.go: a time-series collection's buckets
-//	          as measurements, whose format bucket.go writes and merges),
+//	          as measurements, through package timeseries),
 //	          and what stages share: the memory budget and spill files
 //	          (stage_memory.go) and the reading of other collections
 //	          (stage_foreign.go)

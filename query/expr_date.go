@@ -466,7 +466,7 @@ func truncate(t time.Time, unit string, bin int64, sow time.Weekday) time.Time {
 		} else if unit == "year" {
 			per *= 12
 		}
-		months = floorDiv(months, per) * per
+		months = value.FloorDiv(months, per) * per
 		return time.Date(2000, time.Month(1+months), 1, 0, 0, 0, 0, loc)
 	case "week", "day":
 		days := int64(bin)
@@ -475,19 +475,11 @@ func truncate(t time.Time, unit string, bin int64, sow time.Weekday) time.Time {
 			ref = ref.AddDate(0, 0, (int(sow)-int(ref.Weekday())+7)%7)
 		}
 		d := daysBetween(ref, t)
-		return ref.AddDate(0, 0, int(floorDiv(d, days)*days))
+		return ref.AddDate(0, 0, int(value.FloorDiv(d, days)*days))
 	}
 	step := bin * timeUnitMillis(unit)
 	ms := t.UnixMilli() - ref.UnixMilli()
-	return time.UnixMilli(ref.UnixMilli() + floorDiv(ms, step)*step).In(loc)
-}
-
-func floorDiv(a, b int64) int64 {
-	q := a / b
-	if a%b != 0 && (a < 0) != (b < 0) {
-		q--
-	}
-	return q
+	return time.UnixMilli(ref.UnixMilli() + value.FloorDiv(ms, step)*step).In(loc)
 }
 
 // daysBetween counts calendar days from a to b in their location.
@@ -566,12 +558,12 @@ func evalDateDiff(_ *evalCtx, a namedArgs) (bsoncore.Value, error) {
 		n = daysBetween(t1, t2)
 	default:
 		u := timeUnitMillis(unit)
-		n = floorDiv(t2.UnixMilli(), u) - floorDiv(t1.UnixMilli(), u)
+		n = value.FloorDiv(t2.UnixMilli(), u) - value.FloorDiv(t1.UnixMilli(), u)
 		if unit == "hour" || unit == "minute" {
 			// Boundaries are local: shift by the zone offsets.
 			_, o1 := t1.Zone()
 			_, o2 := t2.Zone()
-			n = floorDiv(t2.UnixMilli()+int64(o2)*1000, u) - floorDiv(t1.UnixMilli()+int64(o1)*1000, u)
+			n = value.FloorDiv(t2.UnixMilli()+int64(o2)*1000, u) - value.FloorDiv(t1.UnixMilli()+int64(o1)*1000, u)
 		}
 	}
 	return value.Int64(n), nil

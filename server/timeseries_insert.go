@@ -8,6 +8,7 @@ import (
 	"dumbodb/plan"
 	"dumbodb/query"
 	"dumbodb/storage"
+	"dumbodb/timeseries"
 	"dumbodb/value"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -23,9 +24,9 @@ import (
 // tsBatch is the buckets one insert command fills.
 type tsBatch struct {
 	o       tsOptions
-	coll    string                     // the bucket collection
-	open    map[string][]*query.Bucket // by metaKey
-	touched []*query.Bucket            // changed since the last flush, in order of first change
+	coll    string                          // the bucket collection
+	open    map[string][]*timeseries.Bucket // by metaKey
+	touched []*timeseries.Bucket            // changed since the last flush, in order of first change
 	dirty   map[bson.ObjectID]bool
 	inOpen  map[bson.ObjectID]bool
 }
@@ -98,7 +99,7 @@ func (b *tsBatch) add(r *request, tx *storage.Tx, v bsoncore.Value) error {
 
 // bucketFor finds the bucket a measurement at t with meta goes into: an
 // open one of this batch, else a stored one, else a new one.
-func (b *tsBatch) bucketFor(r *request, tx *storage.Tx, t int64, meta bsoncore.Value, size int) (*query.Bucket, error) {
+func (b *tsBatch) bucketFor(r *request, tx *storage.Tx, t int64, meta bsoncore.Value, size int) (*timeseries.Bucket, error) {
 	for _, bk := range b.open[metaKey(meta)] {
 		if bk.Fits(b.o.spec(), t, size) {
 			return bk, nil
@@ -108,7 +109,7 @@ func (b *tsBatch) bucketFor(r *request, tx *storage.Tx, t int64, meta bsoncore.V
 	if err != nil || bk != nil {
 		return bk, err
 	}
-	bk = query.NewBucket(b.o.spec(), t, meta)
+	bk = timeseries.NewBucket(b.o.spec(), t, meta)
 	b.keepOpen(bk)
 	return bk, nil
 }
@@ -117,7 +118,7 @@ func (b *tsBatch) bucketFor(r *request, tx *storage.Tx, t int64, meta bsoncore.V
 // bucket holding t starts less than the span before it, and its _id's time
 // is its start: only that range of _ids is read, or with the meta index
 // (mongod's default one) only that range of the meta's buckets.
-func (b *tsBatch) storedBucket(r *request, tx *storage.Tx, t int64, meta bsoncore.Value, size int) (*query.Bucket, error) {
+func (b *tsBatch) storedBucket(r *request, tx *storage.Tx, t int64, meta bsoncore.Value, size int) (*timeseries.Bucket, error) {
 	f, err := query.CompileFilter(b.candidates(t, meta))
 	if err != nil {
 		return nil, err
@@ -142,7 +143,7 @@ func (b *tsBatch) storedBucket(r *request, tx *storage.Tx, t int64, meta bsoncor
 		if !sameMeta(m, meta) {
 			continue
 		}
-		if bk, ok := query.LoadBucket(b.o.spec(), doc); ok && bk.Fits(b.o.spec(), t, size) {
+		if bk, ok := timeseries.LoadBucket(b.o.spec(), doc); ok && bk.Fits(b.o.spec(), t, size) {
 			b.keepOpen(bk)
 			return bk, nil
 		}
@@ -157,7 +158,7 @@ func (b *tsBatch) candidates(t int64, meta bsoncore.Value) bsoncore.Document {
 	for i := 4; i < 12; i++ {
 		hi[i] = 0xff
 	}
-	lo, hi := query.BucketID((secs-b.o.maxSpan)*1000, bson.ObjectID{}), query.BucketID(secs*1000, hi)
+	lo, hi := timeseries.BucketID((secs-b.o.maxSpan)*1000, bson.ObjectID{}), timeseries.BucketID(secs*1000, hi)
 	f := bsoncore.NewDocumentBuilder().AppendDocument("_id", bsoncore.NewDocumentBuilder().
 		AppendObjectID("$gte", lo).AppendObjectID("$lte", hi).Build())
 	switch {
@@ -172,9 +173,9 @@ func (b *tsBatch) candidates(t int64, meta bsoncore.Value) bsoncore.Document {
 }
 
 // keepOpen keeps bk for the batch's next measurements.
-func (b *tsBatch) keepOpen(bk *query.Bucket) {
+func (b *tsBatch) keepOpen(bk *timeseries.Bucket) {
 	if b.open == nil {
-		b.open = map[string][]*query.Bucket{}
+		b.open = map[string][]*timeseries.Bucket{}
 	}
 	k := metaKey(bk.Meta)
 	b.open[k] = append(b.open[k], bk)

@@ -6,8 +6,8 @@ import (
 	"strings"
 
 	"dumbodb/mongoerr"
-	"dumbodb/query"
 	"dumbodb/storage"
+	"dumbodb/timeseries"
 	"dumbodb/value"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -172,8 +172,8 @@ func (o *tsOptions) setBucketing(span, rounding int64) error {
 }
 
 // spec is what the buckets' layout depends on.
-func (o tsOptions) spec() query.BucketSpec {
-	return query.BucketSpec{TimeField: o.timeField, MetaField: o.metaField, MaxSpan: o.maxSpan, Rounding: o.rounding}
+func (o tsOptions) spec() timeseries.Spec {
+	return timeseries.Spec{TimeField: o.timeField, MetaField: o.metaField, MaxSpan: o.maxSpan, Rounding: o.rounding}
 }
 
 // secondsOf is a time in ms as whole seconds, rounded towards the past
@@ -203,7 +203,7 @@ func (o tsOptions) doc() bsoncore.Document {
 // timeseriesOf reads a catalog entry's time-series options; false when it
 // is not a time-series collection (nor its bucket collection).
 func timeseriesOf(info storage.CollectionInfo) (tsOptions, bool) {
-	s, ok := query.BucketSpecOf(info.Options)
+	s, ok := timeseries.SpecOf(info.Options)
 	if !ok {
 		return tsOptions{}, false
 	}

@@ -5,6 +5,7 @@ import (
 
 	"dumbodb/query"
 	"dumbodb/storage"
+	"dumbodb/timeseries"
 	"dumbodb/value"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -169,7 +170,7 @@ func (c *bucketConds) bound(t int64, lower, upper bool) {
 	tf := c.o.timeField
 	if lower {
 		c.conds = append(c.conds, timeCond("control.max."+tf, "$gte", t))
-		lo := query.BucketID((secondsOf(t)-c.o.maxSpan)*1000, bson.ObjectID{})
+		lo := timeseries.BucketID((secondsOf(t)-c.o.maxSpan)*1000, bson.ObjectID{})
 		if c.idLo == nil || string(lo[:]) > string(c.idLo[:]) {
 			c.idLo = &lo
 		}
@@ -180,7 +181,7 @@ func (c *bucketConds) bound(t int64, lower, upper bool) {
 		for i := 4; i < 12; i++ {
 			rest[i] = 0xff
 		}
-		hi := query.BucketID(t, rest)
+		hi := timeseries.BucketID(t, rest)
 		if c.idHi == nil || string(hi[:]) < string(c.idHi[:]) {
 			c.idHi = &hi
 		}

@@ -8,6 +8,7 @@ import (
 	"dumbodb/plan"
 	"dumbodb/query"
 	"dumbodb/storage"
+	"dumbodb/timeseries"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -50,7 +51,7 @@ func (r *request) tsFirst(tx *storage.Tx, coll string, q bsoncore.Document, f *q
 		if err != nil {
 			return nil, err
 		}
-		for i, m := range query.UnpackBucket(b, o.timeField, o.metaField) {
+		for i, m := range timeseries.Unpack(b, o.timeField, o.metaField) {
 			if f.Match(m) && (best == nil || srt.Compare(m, best) < 0) {
 				best, at = m, &tsPos{bucket: b.Lookup("_id"), i: i}
 			}
@@ -132,7 +133,7 @@ func (r *request) tsRewriteBucket(tx *storage.Tx, o tsOptions, buckets string, b
 	var kept, out []bsoncore.Document // out: moved, once the bucket is rewritten
 	changedAny := false
 	id := b.Lookup("_id")
-	for i, m := range query.UnpackBucket(b, o.timeField, o.metaField) {
+	for i, m := range timeseries.Unpack(b, o.timeField, o.metaField) {
 		if !more || !only.is(id, i) || !f.Match(m) {
 			kept = append(kept, m)
 			continue
@@ -167,7 +168,7 @@ func (r *request) tsWriteKept(tx *storage.Tx, o tsOptions, buckets string, b bso
 	if len(kept) == 0 {
 		return tx.Delete(r.ctx, buckets, b.Lookup("_id"))
 	}
-	old, ok := query.LoadBucket(o.spec(), b)
+	old, ok := timeseries.LoadBucket(o.spec(), b)
 	if !ok {
 		return mongoerr.New(mongoerr.InternalError, "malformed bucket %s in %s", b.Lookup("_id"), r.ns(buckets))
 	}

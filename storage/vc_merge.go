@@ -7,7 +7,7 @@ import (
 	"sort"
 	"strings"
 
-	"dumbodb/query"
+	"dumbodb/timeseries"
 	"dumbodb/value"
 
 	"github.com/dolthub/dolt/go/store/datas"
@@ -362,12 +362,12 @@ func mergeOptions(base, ours, theirs bsoncore.Document) (bsoncore.Document, stri
 // number them from the same count, so their fields clash or, worse, join
 // two measurements into one.
 type docMerger struct {
-	bucket *query.BucketSpec
+	bucket *timeseries.Spec
 }
 
 // docMergerOf is how a collection's documents merge.
 func docMergerOf(info CollectionInfo) docMerger {
-	spec, ok := query.BucketSpecOf(info.Options)
+	spec, ok := timeseries.SpecOf(info.Options)
 	if !ok || !strings.HasPrefix(info.Name, "system.buckets.") {
 		return docMerger{}
 	}
@@ -386,7 +386,7 @@ func (m docMerger) deletes() bool { return m.bucket != nil }
 // a nil document: a deletion.
 func (m docMerger) merge(base, ours, theirs bsoncore.Document) (bsoncore.Document, bool) {
 	if m.bucket != nil {
-		return query.MergeBuckets(*m.bucket, base, ours, theirs)
+		return timeseries.MergeBuckets(*m.bucket, base, ours, theirs)
 	}
 	return mergeDocs(base, ours, theirs)
 }

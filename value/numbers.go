@@ -217,3 +217,13 @@ func AsInt64(v bsoncore.Value) (int64, bool) {
 	}
 	return 0, false
 }
+
+// FloorDiv is a/b rounded towards minus infinity (Go's / truncates towards
+// zero): the bin of a date before 1970 or before a reference point.
+func FloorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && (a < 0) != (b < 0) {
+		q--
+	}
+	return q
+}

@@ -1,4 +1,9 @@
-package query
+// Package timeseries owns the bucket format of time-series collections
+// (docs/format/timeseries.md): a bucket in memory as the server's inserts
+// fill it, its document, its measurements unpacked, and the three-way
+// merge of two versions of a bucket. Storage merges buckets and the query
+// language unpacks them, so the format stands apart from both.
+package timeseries
 
 import (
 	"encoding/binary"
@@ -13,13 +18,12 @@ import (
 )
 
 // A bucket of a time-series collection in memory, as the server's inserts
-// fill it and a merge of two branches joins two versions of it;
-// docs/format/timeseries.md describes the document it becomes. The server
-// decides which bucket a measurement goes into.
+// fill it and a merge of two branches joins two versions of it. The
+// server decides which bucket a measurement goes into.
 
-// BucketSpec is what a bucket's layout depends on: the time-series
+// Spec is what a bucket's layout depends on: the time-series
 // collection's fields and bucketing, in seconds.
-type BucketSpec struct {
+type Spec struct {
 	TimeField, MetaField string // MetaField "": none
 	MaxSpan, Rounding    int64
 }
@@ -47,7 +51,7 @@ type Bucket struct {
 }
 
 // NewBucket starts a bucket for a first measurement at t (ms).
-func NewBucket(s BucketSpec, t int64, meta bsoncore.Value) *Bucket {
+func NewBucket(s Spec, t int64, meta bsoncore.Value) *Bucket {
 	start := roundDown(t, s.Rounding*1000)
 	b := emptyBucket(BucketID(start, bson.NewObjectID()), start, meta)
 	b.maxTime = t
@@ -78,7 +82,7 @@ func roundDown(ms, unit int64) int64 {
 // an ObjectId holds, which keeps _id bounds of time ranges sound) and
 // whose other 8 bytes are rest's.
 func BucketID(startMS int64, rest bson.ObjectID) bson.ObjectID {
-	binary.BigEndian.PutUint32(rest[:4], oidSeconds(floorDiv(startMS, 1000)))
+	binary.BigEndian.PutUint32(rest[:4], oidSeconds(value.FloorDiv(startMS, 1000)))
 	return rest
 }
 
@@ -95,13 +99,13 @@ func oidSeconds(s int64) uint32 {
 
 // Fits reports whether a measurement at t (ms) of size bytes may go into
 // b (its meta already equal).
-func (b *Bucket) Fits(s BucketSpec, t int64, size int) bool {
+func (b *Bucket) Fits(s Spec, t int64, size int) bool {
 	return b.Start <= t && t < b.Start+s.MaxSpan*1000 && b.count < bucketMaxCount && b.bytes+size <= bucketMaxBytes
 }
 
 // Add appends a measurement at t (ms): every field but the metaField
 // becomes a column entry, and the control's min and max follow.
-func (b *Bucket) Add(s BucketSpec, doc bsoncore.Document, t int64) {
+func (b *Bucket) Add(s Spec, doc bsoncore.Document, t int64) {
 	key := strconv.Itoa(b.count)
 	els, _ := doc.Elements()
 	for _, el := range els {
@@ -137,7 +141,7 @@ func (b *Bucket) widen(k string, v bsoncore.Value) {
 }
 
 // Doc is the bucket document.
-func (b *Bucket) Doc(s BucketSpec) bsoncore.Document {
+func (b *Bucket) Doc(s Spec) bsoncore.Document {
 	control := bsoncore.NewDocumentBuilder().AppendInt32("version", 1).
 		AppendDocument("min", b.bounds(s, b.min, b.Start)).
 		AppendDocument("max", b.bounds(s, b.max, b.maxTime)).
@@ -155,7 +159,7 @@ func (b *Bucket) Doc(s BucketSpec) bsoncore.Document {
 
 // bounds is control.min or control.max: the time field's, then the other
 // fields' in data's order.
-func (b *Bucket) bounds(s BucketSpec, vals map[string]bsoncore.Value, t int64) bsoncore.Document {
+func (b *Bucket) bounds(s Spec, vals map[string]bsoncore.Value, t int64) bsoncore.Document {
 	d := bsoncore.NewDocumentBuilder()
 	for _, k := range b.fields {
 		if k == s.TimeField {
@@ -177,7 +181,7 @@ func columnDoc(elems []byte) bsoncore.Document {
 
 // LoadBucket reads a stored bucket back for more measurements; false for
 // a document that is not a well-formed bucket of s (left alone).
-func LoadBucket(s BucketSpec, doc bsoncore.Document) (*Bucket, bool) {
+func LoadBucket(s Spec, doc bsoncore.Document) (*Bucket, bool) {
 	id, ok := doc.Lookup("_id").ObjectIDOK()
 	if !ok {
 		return nil, false
@@ -221,7 +225,7 @@ func (b *Bucket) loadBounds(doc bsoncore.Document) {
 
 // bucketCount is a bucket's number of measurements: DumboDB's
 // control.count, else (a bucket written otherwise) the time column's.
-func bucketCount(s BucketSpec, doc, data bsoncore.Document) int {
+func bucketCount(s Spec, doc, data bsoncore.Document) int {
 	if n, ok := doc.Lookup("control", "count").Int32OK(); ok && n > 0 {
 		return int(n)
 	}
@@ -230,15 +234,15 @@ func bucketCount(s BucketSpec, doc, data bsoncore.Document) int {
 	return len(vals)
 }
 
-// BucketSpecOf reads a bucket collection's spec from its options'
+// SpecOf reads a bucket collection's spec from its options'
 // timeseries ({timeField, metaField?, granularity | bucketRoundingSeconds,
 // bucketMaxSpanSeconds}, docs/format/timeseries.md); false without one.
-func BucketSpecOf(options bsoncore.Document) (BucketSpec, bool) {
+func SpecOf(options bsoncore.Document) (Spec, bool) {
 	d, ok := options.Lookup("timeseries").DocumentOK()
 	if !ok {
-		return BucketSpec{}, false
+		return Spec{}, false
 	}
-	var s BucketSpec
+	var s Spec
 	s.TimeField, _ = d.Lookup("timeField").StringValueOK()
 	s.MetaField, _ = d.Lookup("metaField").StringValueOK()
 	s.MaxSpan, _ = value.AsInt64(d.Lookup("bucketMaxSpanSeconds"))
@@ -262,14 +266,14 @@ var granularityRounding = map[string]int64{"seconds": 60, "minutes": 3600, "hour
 // bucket: it has no measurements. The result is nil (and true) when none
 // are left: the bucket is deleted. false when the versions are not of one
 // bucket (their meta or start differ).
-func MergeBuckets(s BucketSpec, base, ours, theirs bsoncore.Document) (bsoncore.Document, bool) {
+func MergeBuckets(s Spec, base, ours, theirs bsoncore.Document) (bsoncore.Document, bool) {
 	shape, ok := sameBucket(s, ours, theirs)
 	if !ok {
 		return nil, false
 	}
 	baseCount := map[string]int{}
 	if base != nil {
-		for _, m := range UnpackBucket(base, s.TimeField, s.MetaField) {
+		for _, m := range Unpack(base, s.TimeField, s.MetaField) {
 			baseCount[measurementKey(m)]++
 		}
 	}
@@ -287,7 +291,7 @@ func MergeBuckets(s BucketSpec, base, ours, theirs bsoncore.Document) (bsoncore.
 
 // sameBucket is the bucket the two versions (one may be nil) are of;
 // false when they are not of one bucket.
-func sameBucket(s BucketSpec, ours, theirs bsoncore.Document) (*Bucket, bool) {
+func sameBucket(s Spec, ours, theirs bsoncore.Document) (*Bucket, bool) {
 	var b *Bucket
 	for _, d := range []bsoncore.Document{ours, theirs} {
 		if d == nil {
@@ -304,11 +308,11 @@ func sameBucket(s BucketSpec, ours, theirs bsoncore.Document) (*Bucket, bool) {
 	return b, b != nil
 }
 
-func unpackOrNone(s BucketSpec, b bsoncore.Document) []bsoncore.Document {
+func unpackOrNone(s Spec, b bsoncore.Document) []bsoncore.Document {
 	if b == nil {
 		return nil
 	}
-	return UnpackBucket(b, s.TimeField, s.MetaField)
+	return Unpack(b, s.TimeField, s.MetaField)
 }
 
 // mergeMeasurements is the three-way merge of measurement multisets: a
