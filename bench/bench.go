@@ -8,7 +8,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 )
 
-// Groups in the order of issue 8; the report follows this order.
+// Groups, in the order the report shows them.
 const (
 	GroupFloor         = "Floor"
 	GroupReads         = "Single-document reads"

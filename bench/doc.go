@@ -1,6 +1,6 @@
 // Package bench owns dumbobench's workloads and measurement: the benchmark
 // registry, the interleaved sampler, the statistics, the machine's floor,
-// the server's CPU time (proccpu.go), issue 19's goals (goals.go) and the
+// the server's CPU time (proccpu.go), the goals (goals.go) and the
 // reports (report.md, results.json, multipliers.svg).
 //
 // It talks to servers through the official Go driver, so that every

@@ -11,7 +11,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 )
 
-// docSize is a document size of the benchmarks.
+// docSize is a document size of the benchmarks, named as in their names.
 type docSize struct {
 	name  string
 	bytes int

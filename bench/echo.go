@@ -14,7 +14,7 @@ import (
 // EchoFloorBenchmark is the raw client's ping against a server that does
 // nothing but answer: the least server CPU and latency a round trip costs
 // on this machine, which no server's Raw rows can go below. Its server
-// CPU µs/op is the floor under issue 19's CPU goals (docs/perf/README.md):
+// CPU µs/op is the floor under the CPU goals (goals.go, docs/perf/README.md):
 // of one connection under the findOne goal, and with EchoFloor64Benchmark's
 // 64 connections under the goal for inserts from 64.
 const (

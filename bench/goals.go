@@ -7,8 +7,8 @@ import (
 	"strings"
 )
 
-// Goal is one of issue 19's figures: a value computed from one target's
-// results, and the bound it must meet.
+// Goal is one figure of the server's cost, a value computed from one
+// target's results, and the bound it must meet.
 type Goal struct {
 	Figure string
 	Bound  float64
@@ -47,8 +47,8 @@ const ServerRSSOverheadMB = 256 + 16 + 68 + 32
 // SoakBenchmark is the benchmark whose RSS slope the soak goal reads.
 const SoakBenchmark = "Soak/Mixed"
 
-// Goals are issue 19's figures: the CPU and throughput ones measured
-// through the raw-wire client so that they are the server's, the memory
+// Goals are the figures the report checks against bounds: the CPU and
+// throughput ones measured through the raw-wire client so that they are the server's, the memory
 // ones from the server's /proc/<pid>/status over every benchmark run.
 var Goals = []Goal{
 	{Figure: "server CPU per durable insert, 64 connections", Bound: 15, AtMost: true, Unit: "µs", value: cpuPerUnit("Raw/Insert/64")},
@@ -226,7 +226,7 @@ func GoalsMarkdown(goals []GoalResult) string {
 		}
 	}
 	var b strings.Builder
-	b.WriteString("**Issue 19's figures** (CPU and throughput from the Raw family's raw-wire clients, so they are the server's; " +
+	b.WriteString("**Goals** (CPU and throughput from the Raw family's raw-wire clients, so they are the server's; " +
 		"memory from the server's /proc/<pid>/status, for servers dumbobench started):\n\n| figure | goal |")
 	for _, t := range targets {
 		fmt.Fprintf(&b, " %s |", t)

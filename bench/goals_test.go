@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// goalRun is issue 19's "before" figures on dumbo, and a peer without a
+// goalRun is a run on dumbo that misses most goals, and a peer without a
 // pid (no CPU figures) that meets the throughput goals.
 func goalRun() []Result {
 	ok := func(target, bench, unit string, median float64, units int64, busy, cpu float64) Result {

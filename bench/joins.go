@@ -11,8 +11,8 @@ import (
 
 // Join fixture: orders (the benchmark's collection) reference customers by
 // cid, customers reference regions by rid; employees form a binary tree
-// through boss → eid for $graphLookup. Join/Lookup/Eq is issue 7's shape:
-// 100 orders joined against 50,000 customers; the pipeline and nested
+// through boss → eid for $graphLookup. Join/Lookup/Eq joins 100 orders
+// against 50,000 customers; the pipeline and nested
 // forms, which run a sub-pipeline per order, join against 1,000.
 const (
 	joinCustomers   = 1000

@@ -16,7 +16,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
-// The LargeDoc family (issue 9) uses the workload of Dolt's JSON study:
+// The LargeDoc family uses the workload of Dolt's JSON study:
 // von Neumann ordinals, doc(0) = {l: 0} and doc(n+1) = doc(n) with field
 // k<n> set to doc(n) and l set to n+1, so that
 //

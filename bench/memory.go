@@ -9,7 +9,7 @@ import (
 )
 
 // memoryDatabases is how many databases Memory/CreateDrop500 creates and
-// drops: issue 19's figure.
+// drops.
 const memoryDatabases = 500
 
 func memoryBenchmarks() []Benchmark {

@@ -79,7 +79,7 @@ func TestRSSSlope(t *testing.T) {
 		line = append(line, RSSSample{At: at, MB: v})
 	}
 	// Over 140 s the sawtooth's residue is about 5 MB/h: a short soak's
-	// slope is that noisy, which is why issue 19's figure is over 30 min.
+	// slope is that noisy, which is why the soak goal is read over 30 min.
 	if s, ok := rssSlope(line, 60); !ok || math.Abs(s-0.5) > 10 {
 		t.Errorf("slope after the warm-up = %v MB/h, %v; want 0.5 ± 10", s, ok)
 	}

@@ -39,7 +39,7 @@ func indexedName(name string, indexed bool) string {
 	return name
 }
 
-// count names a document count the way the issue does: 1K, 10K, 100K.
+// count names a document count as benchmark names do: 1K, 10K, 100K.
 func count(n int) string {
 	if n%1000 == 0 {
 		return strconv.Itoa(n/1000) + "K"

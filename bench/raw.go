@@ -17,8 +17,8 @@ const RawPingBenchmark = "Raw/Ping"
 // rawFamily prefixes the names of the benchmarks the raw-wire client runs.
 const rawFamily = "Raw/"
 
-// rawBenchmarks are issue 19's figures measured through the raw-wire
-// client (rawwire.go): the server's cost, with the driver's left out.
+// rawBenchmarks measure the goals' CPU and throughput figures through the
+// raw-wire client (rawwire.go): the server's cost, with the driver's left out.
 func rawBenchmarks() []Benchmark {
 	return []Benchmark{
 		{Name: RawPingBenchmark, Group: GroupRaw, Unit: "op", Setup: rawPing},
@@ -31,7 +31,7 @@ func rawBenchmarks() []Benchmark {
 	}
 }
 
-// The one-field updates of issue 19's large-document figure: a $set of
+// The one-field updates of the large-document goal: a $set of
 // one small field of a document of 1 KB and of 8 MB.
 const (
 	RawUpdateSmall = "Raw/UpdateOneField/1KB"

@@ -48,8 +48,8 @@ func WriteReport(dir string, meta Meta, results []Result) error {
 	return nil
 }
 
-// Markdown renders the report: a header, the summary line, issue 19's
-// figures and one table per group in issue order.
+// Markdown renders the report: a header, the summary line, the goals and
+// one table per group, in the order of the Group constants.
 func Markdown(meta Meta, results []Result) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# dumbobench report\n\n")

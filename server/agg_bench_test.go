@@ -8,7 +8,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 )
 
-// The aggregation benchmarks of issue 7: $lookup equality of 100 orders
+// The aggregation benchmarks: $lookup equality of 100 orders
 // against 50,000 customers, with and without an index on the foreign
 // field (the indexed path must be at least 10x faster), and $match +
 // $group over 50,000 documents.

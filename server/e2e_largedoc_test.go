@@ -1,6 +1,6 @@
 package server_test
 
-// End-to-end tests of large documents (issue 9): documents above the path
+// End-to-end tests of large documents: documents above the path
 // index threshold must round-trip byte-exactly, update exactly as small
 // documents do, and answer queries exactly as with the path index off.
 // Documents come from the seeded generator in largedoc_gen_test.go; a failing

@@ -10,7 +10,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 )
 
-// BenchmarkGeo is issue 17's geo figures over 100,000 points spread
+// BenchmarkGeo measures geo queries over 100,000 points spread
 // evenly on the sphere, with a 2dsphere index:
 //
 //	FindOneByID      the yardstick

@@ -92,7 +92,7 @@ func (f *serverFlags) Set(s string) error {
 }
 
 // defaultSoak is the soak of `--only Soak` without --soak: long enough to
-// see the mix run, short enough for a check; issue 19's figure is --soak=30m.
+// see the mix run, short enough for a check; the soak goal is read over --soak=30m.
 const defaultSoak = time.Minute
 
 type targetsFlag []bench.Target
@@ -142,7 +142,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.BoolVar(&o.start, "start", false, "build and start DumboDB from this tree, and FerretDB as the peer; when LargeDoc benchmarks are selected, also "+
 		wholeDocName+" (--largeDocThreshold 0: path index off), which runs those only")
 	fs.BoolVar(&o.peer, "peer", true, "with --start, also start FerretDB (../shared/tools/peer.sh)")
-	fs.DurationVar(&o.soak, "soak", 0, "also run the Soak family for this long (issue 19's figure: 30m; --only Soak alone runs it for 1m)")
+	fs.DurationVar(&o.soak, "soak", 0, "also run the Soak family for this long (the soak goal is read over 30m; --only Soak alone runs it for 1m)")
 	fs.IntVar(&o.cacheMB, "cacheSizeMB", storage.DefaultCacheBytes>>20, "with --start, the --cacheSizeMB of the DumboDB servers, which the memory goal adds its overhead to")
 	fs.Var(&o.server, "server-flag", "with --start, one more flag for the DumboDB servers, e.g. --server-flag=--busyPollMicros=0 (repeatable)")
 	fs.Usage = func() {
