@@ -24,7 +24,7 @@ var allowed = map[string][]string{
 	"server":  {"plan", "query", "value", "geo", "mongoerr", "js", "interrupt", "timeseries", "index", "storage", "wire", "auth"},
 	"plan":    {"query", "value", "geo", "mongoerr", "interrupt", "index", "storage"},
 	"query":   {"value", "text", "geo", "mongoerr", "js", "interrupt", "timeseries"},
-	"storage": {"index", "query", "value", "mongoerr", "interrupt", "timeseries", "internal"},
+	"storage": {"index", "value", "mongoerr", "interrupt", "timeseries", "internal"},
 	"index":   {"value", "text", "geo", "mongoerr"},
 	// timeseries: the bucket format of time-series collections, which
 	// storage merges and query unpacks.

@@ -201,7 +201,7 @@ func (ch indexChange) apply(s *index.Spec) (*index.Spec, error) {
 	if ch.prepare != nil && *ch.prepare {
 		b.AppendBoolean("prepareUnique", true)
 	}
-	return index.ParseSpec(b.Build(), storage.IndexFilters)
+	return index.ParseSpec(b.Build(), indexFilters)
 }
 
 // collModIndexPlan is a checked index change: the collection's specs with

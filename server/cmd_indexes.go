@@ -146,7 +146,7 @@ func parseIndexSpecs(specs bsoncore.Array, ignoreUnknown bool, def bsoncore.Docu
 }
 
 func parseIndexSpec(d, def bsoncore.Document) (*index.Spec, error) {
-	s, err := index.ParseSpec(d, storage.IndexFilters)
+	s, err := index.ParseSpec(d, indexFilters)
 	if err != nil || def == nil || s.IsID() {
 		return s, err
 	}
@@ -158,7 +158,7 @@ func parseIndexSpec(d, def bsoncore.Document) (*index.Spec, error) {
 	for _, el := range els {
 		withDefault.AppendValue(el.Key(), el.Value())
 	}
-	return index.ParseSpec(withDefault.AppendDocument("collation", def).Build(), storage.IndexFilters)
+	return index.ParseSpec(withDefault.AppendDocument("collation", def).Build(), indexFilters)
 }
 
 // mergeIndexSpecs adds the requested specs to a collection's, skipping
@@ -189,7 +189,7 @@ func mergeIndexSpecs(info storage.CollectionInfo, requested []*index.Spec) ([]bs
 func loadSpecs(raws []bsoncore.Document) ([]*index.Spec, error) {
 	out := make([]*index.Spec, 0, len(raws))
 	for _, raw := range raws {
-		s, err := index.LoadSpec(raw, storage.IndexFilters)
+		s, err := index.LoadSpec(raw, indexFilters)
 		if err != nil {
 			return nil, err
 		}

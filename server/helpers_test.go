@@ -61,7 +61,9 @@ func startServerWith(t testing.TB, opts storage.Options, configure ...func(*serv
 
 func (ts *testServer) start() {
 	ts.t.Helper()
-	eng, err := storage.Open(ts.dir, ts.opts, zerolog.New(io.Discard))
+	opts := ts.opts
+	opts.Language = server.StorageLanguage()
+	eng, err := storage.Open(ts.dir, opts, zerolog.New(io.Discard))
 	if err != nil {
 		ts.t.Fatal(err)
 	}

@@ -50,7 +50,7 @@ func TestTTLPassReopensOnlyDatabasesWithTTLIndexes(t *testing.T) {
 
 func openIdleEngine(t *testing.T, dir string) *storage.Engine {
 	t.Helper()
-	e, err := storage.Open(dir, storage.Options{IdleDatabaseTimeout: time.Hour}, zerolog.New(io.Discard))
+	e, err := storage.Open(dir, storage.Options{IdleDatabaseTimeout: time.Hour, Language: StorageLanguage()}, zerolog.New(io.Discard))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,6 +22,9 @@ import (
 
 // Options tune the engine; zero values take the defaults.
 type Options struct {
+	// Language compiles partial filters and validators (language.go); an
+	// engine without one refuses collections that have them.
+	Language Language
 	// CacheBytes bounds the memory held by acknowledged edits that are not
 	// yet checkpointed: from half of it a checkpoint folds them beside the
 	// writers, and past it writers wait for that checkpoint.
@@ -135,6 +138,7 @@ func Open(dir string, opts Options, log zerolog.Logger) (*Engine, error) {
 	if opts.HistoryWindow <= 0 {
 		opts.HistoryWindow = DefaultHistoryWindow
 	}
+	useLanguage(opts.Language)
 	opts.AutoGCMaxBytes = cmp.Or(opts.AutoGCMaxBytes, DefaultAutoGCMaxBytes)
 	opts.AutoGCMinBytes = cmp.Or(opts.AutoGCMinBytes, DefaultAutoGCMinBytes)
 	if err := os.MkdirAll(dir, 0o755); err != nil {

@@ -10,8 +10,6 @@ import (
 
 	"dumbodb/index"
 	"dumbodb/interrupt"
-	"dumbodb/query"
-	"dumbodb/value"
 
 	"github.com/dolthub/dolt/go/store/prolly"
 	"github.com/dolthub/dolt/go/store/prolly/tree"
@@ -19,21 +17,11 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
-// IndexFilters compiles an index's partial filter with the query
-// language, for every place that parses index specs.
-func IndexFilters(filter bsoncore.Document, coll *value.Collation) (index.Matcher, error) {
-	f, err := query.CompilePartialFilter(filter, coll)
-	if err != nil {
-		return nil, err
-	}
-	return f, nil
-}
-
 // specsOf parses a catalog entry's index specs.
 func specsOf(info CollectionInfo) ([]*index.Spec, error) {
 	specs := make([]*index.Spec, 0, len(info.Indexes))
 	for _, raw := range info.Indexes {
-		s, err := index.LoadSpec(raw, IndexFilters)
+		s, err := index.LoadSpec(raw, compilePartialFilter)
 		if err != nil {
 			return nil, fmt.Errorf("collection %q: %w", info.Name, err)
 		}

@@ -10,7 +10,7 @@ import (
 	"github.com/dolthub/dolt/go/store/val"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"dumbodb/query"
+	"dumbodb/index"
 	"dumbodb/value"
 )
 
@@ -64,7 +64,7 @@ func (d *Database) validatorClashes(ctx context.Context, info CollectionInfo,
 
 // mergeValidator compiles the validator a merge checks documents against
 // (nil: none checks anything) and reports whether its level is moderate.
-func mergeValidator(opts bsoncore.Document) (*query.Validator, bool, error) {
+func mergeValidator(opts bsoncore.Document) (index.Matcher, bool, error) {
 	doc, ok := opts.Lookup("validator").DocumentOK()
 	level, _ := opts.Lookup("validationLevel").StringValueOK()
 	action, _ := opts.Lookup("validationAction").StringValueOK()
@@ -78,7 +78,7 @@ func mergeValidator(opts bsoncore.Document) (*query.Validator, bool, error) {
 			return nil, false, err
 		}
 	}
-	v, err := query.CompileValidator(doc, coll)
+	v, err := compileValidator(doc, coll)
 	return v, level == "moderate", err
 }
 

@@ -174,6 +174,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	defer stopProfile()
 	engine, err := storage.Open(o.dataDir, storage.Options{
+		Language:             server.StorageLanguage(),
 		CacheBytes:           int64(o.cacheMB) << 20,
 		CheckpointInterval:   time.Duration(o.syncdelay) * time.Second,
 		Author:               o.author,
