@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"crypto/fips140"
 	"crypto/md5"
 	"crypto/rand"
 	"encoding/hex"
@@ -20,11 +21,24 @@ const (
 )
 
 // Mechanisms lists the mechanisms, as hello's saslSupportedMechs does.
-var Mechanisms = []string{MechSHA1, MechSHA256}
+var Mechanisms = availableMechanisms()
+
+// availableMechanisms is both mechanisms, or SCRAM-SHA-256 alone in FIPS
+// 140-only mode (GODEBUG=fips140=only, fixed at start), which forbids
+// the MD5 and SHA-1 that SCRAM-SHA-1 needs: they panic there.
+func availableMechanisms() []string {
+	if fips140.Enforced() {
+		return []string{MechSHA256}
+	}
+	return []string{MechSHA1, MechSHA256}
+}
 
 func hashOf(mech string) (scram.HashGeneratorFcn, bool) {
 	switch mech {
 	case MechSHA1:
+		if fips140.Enforced() {
+			return nil, false
+		}
 		return scram.SHA1, true
 	case MechSHA256:
 		return scram.SHA256, true
@@ -57,7 +71,10 @@ func NewCredential(mech, user, password string) (Credential, error) {
 	}
 	salt := make([]byte, saltLen)
 	rand.Read(salt)
-	sc := client.GetStoredCredentials(scram.KeyFactors{Salt: string(salt), Iters: iters})
+	sc, err := client.GetStoredCredentialsWithError(scram.KeyFactors{Salt: string(salt), Iters: iters})
+	if err != nil {
+		return Credential{}, fmt.Errorf("%s keys: %w", mech, err)
+	}
 	return Credential{Iterations: iters, Salt: salt, StoredKey: sc.StoredKey, ServerKey: sc.ServerKey}, nil
 }
 
