@@ -4,7 +4,7 @@
 // storage.Reader (a snapshot or a transaction) and knows nothing of the
 // wire or of commands' arguments, which the server parses.
 //
-// Planning (planner.go): Query picks, for a filter, sort and hint (Input),
+// Planning (planner.go, intervals.go for index key intervals): Query picks, for a filter, sort and hint (Input),
 // the _id look-up, an index scan over key intervals (index.EntryIntervals
 // of the bounds from query.Predicates) or a collection scan; text
 // (text_scans.go), wildcard (wildcard_scans.go) and geo (geo_scans.go:
@@ -13,7 +13,7 @@
 // index (index_scans.go), as Exact and Count do count; Cover lets a find
 // answer from index entries.
 //
-// Reading (sources.go, planner.go): Plan.Open yields a plan's matching
+// Reading (sources.go, plan_open.go): Plan.Open yields a plan's matching
 // documents as a Source; Matching plans and opens a filter at once (the
 // writes' path). Sort, SortScan, Reverse, SkipLimit and Project shape a
 // find's result. readpaths.go says which paths of large documents a scan

@@ -1,6 +1,7 @@
 // Package storage owns DumboDB's data on disk. An Engine (engine.go) locks
 // a data directory and opens its databases; each Database (database.go) is
-// one Dolt chunk store, one write-ahead log and its branches.
+// one Dolt chunk store, one write-ahead log and its branches, recovered
+// at open (database_recover.go).
 //
 // A branch's state is a root value (root.go) naming the catalog, one
 // prolly map of documents per collection, one map per secondary index
@@ -69,6 +70,7 @@
 // Change events: a Tx notes each change it makes with the documents before
 // and after it; once the write's log record is durable, the events are
 // appended to the engine's change log (changes.go, changes_capture.go,
+// changes_read.go, changes_codec.go,
 // docs/format/changes.md), which change streams read. Recovery rebuilds
 // the events the change log lacks from the write-ahead log, so they are
 // durable with their writes; version-control operations append the
@@ -80,7 +82,8 @@
 // operation starts with), revisions and their resolution (vc_revision.go,
 // with SnapshotAt), commit history (vc_history.go), diff and status
 // (vc_diff.go), merge (vc_merge.go, vc_merge_large.go for doctrees,
-// vc_merge_indexes.go for index specs, vc_mergebase.go for the merge
+// vc_merge_indexes.go for index specs, vc_merge_unique.go for unique
+// indexes' clashes, vc_mergebase.go for the merge
 // bases), conflicts, cherry-pick and revert
 // (vc_conflicts.go) and rebase (vc_rebase.go). They are methods of
 // Database, sharing its branches, locks and Dolt handles with writes and
