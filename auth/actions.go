@@ -57,8 +57,6 @@ const (
 	HostInfo
 	KillAnySession
 	Shutdown
-
-	lastAction = Shutdown
 )
 
 // clusterActions are the actions on the cluster resource.

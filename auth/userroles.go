@@ -271,6 +271,7 @@ func DecodePrivileges(arr bsoncore.Array) ([]Privilege, error) {
 			name, _ := n.StringValueOK()
 			a, ok := ActionNamed(name)
 			if !ok {
+				//lint:ignore ST1005 mongod's message, which createRole's client sees
 				return nil, fmt.Errorf("Unrecognized action privilege string: %s", name)
 			}
 			if a.IsCluster() != p.Resource.Cluster {

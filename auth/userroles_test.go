@@ -2,7 +2,11 @@ package auth
 
 import (
 	"errors"
+	"reflect"
+	"strings"
 	"testing"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
 // resolveStored resolves roles against s, failing the test on an error.
@@ -137,5 +141,27 @@ func TestStoreResolvesBuiltinRoles(t *testing.T) {
 	p := resolveStored(t, s, RoleRef{Role: "readWrite", DB: "shop"}, RoleRef{Role: "clusterMonitor", DB: "admin"})
 	if !p.Allows(Insert, "shop") || !p.Allows(ServerStatus, "") || p.Allows(Insert, "other") {
 		t.Error("built-in roles resolved differently through the store")
+	}
+}
+
+func TestPrivilegesRoundTripThroughBSON(t *testing.T) {
+	want := []Privilege{
+		{Resource: Resource{DB: "shop", Collection: "orders"}, Actions: Find | Update},
+		{Resource: Resource{Cluster: true}, Actions: ServerStatus | InProg},
+	}
+	got, err := DecodePrivileges(EncodePrivileges(want))
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("DecodePrivileges(EncodePrivileges(%v)) = %v, %v", want, got, err)
+	}
+}
+
+// An unknown action is refused in mongod's words, which clients see.
+func TestDecodePrivilegesRefusesAnUnknownAction(t *testing.T) {
+	res := bsoncore.NewDocumentBuilder().AppendString("db", "shop").AppendString("collection", "").Build()
+	acts := bsoncore.NewArrayBuilder().AppendString("find").AppendString("fly").Build()
+	priv := bsoncore.NewDocumentBuilder().AppendDocument("resource", res).AppendArray("actions", acts).Build()
+	_, err := DecodePrivileges(bsoncore.NewArrayBuilder().AppendDocument(priv).Build())
+	if err == nil || !strings.Contains(err.Error(), "Unrecognized action privilege string: fly") {
+		t.Errorf("DecodePrivileges with action fly: %v", err)
 	}
 }
