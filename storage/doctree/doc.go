@@ -5,11 +5,11 @@
 // field rewrites the chunks near it, not the whole document, and versions
 // share the rest.
 //
-// Build turns a document's BSON into such a tree and Writer keeps
-// building them into one node store; Load and FromMap read one back (Tree:
-// the whole document, or only some paths through Fields); Diff compares
-// two trees by the paths that changed, reading only the chunks that
-// differ. The byte layout of keys and segments is key.go's and
+// Build turns a document's BSON into such a tree, and a Writer writes
+// trees into a node store skipping the nodes it already wrote; Load and
+// FromMap read one back (Tree: the whole document, or only some paths
+// through Fields); Diff compares two trees by the paths that changed,
+// reading only the chunks that differ. The byte layout of keys and segments is key.go's and
 // build.go's; storage decides when a document becomes a tree and how a
 // collection refers to it.
 package doctree
