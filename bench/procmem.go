@@ -68,7 +68,7 @@ func parseProcStatus(status []byte) (procMemory, error) {
 		if ok && string(key) == "Threads" {
 			n, err := strconv.ParseInt(string(bytes.TrimSpace(rest)), 10, 64)
 			if err != nil {
-				return procMemory{}, fmt.Errorf("Threads: %w", err)
+				return procMemory{}, fmt.Errorf("%s: %w", key, err)
 			}
 			found["Threads"] = n
 			continue
