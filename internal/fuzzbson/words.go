@@ -8,7 +8,7 @@ package fuzzbson
 var Words = []string{
 	"a", "b", "c", "_id", "a.b", "a.0", "a.b.c", "x", "", "$", "a.$", "a.$[]", "a.$[e]", "e",
 	"e.x", "$a", "$a.b", "$b", "$$ROOT", "$$CURRENT", "$$NOW", "$$REMOVE", "$$this", "$$value",
-	"$$e", "system.views", "c.d", "abc", "ABC", "é", "ß", "​", "\xff", "i", "m", "s", "^a", "a.*",
+	"$$e", "system.views", "c.d", "abc", "ABC", "é", "ß", "\u200b", "\xff", "i", "m", "s", "^a", "a.*",
 	"(", "[", "2024-01-01", "test", "admin", "local", "config", "main", "HEAD", "HEAD~1",
 	"HEAD^2", "refs/heads/../../x", "feature", "v1", "Name", "Name <name@example.com>", "ours",
 	"theirs", "custom", "en", "fr", "simple", "double", "string", "object", "array", "int",
