@@ -31,7 +31,7 @@ const (
 	Location4886600                Code = 4886600 // apiStrict or apiDeprecationErrors without apiVersion
 	APIVersionError                Code = 322
 	APIStrictError                 Code = 323
-	InvalidRoleModification        Code = 74
+	InvalidRoleModification        Code = 49
 	TypeMismatch                   Code = 14
 	Overflow                       Code = 15
 	InvalidLength                  Code = 16
@@ -58,7 +58,7 @@ const (
 	DocumentValidationFailure      Code = 121
 	NotImplemented                 Code = 238
 	CommandNotSupported            Code = 115
-	InvalidUUID                    Code = 242
+	InvalidUUID                    Code = 207
 	ProtocolError                  Code = 17
 	BSONObjectTooLarge             Code = 10334
 	DuplicateKey                   Code = 11000
@@ -92,7 +92,7 @@ const (
 	ViewDepthLimitExceeded    Code = 165
 	CommandNotSupportedOnView Code = 166
 	OptionNotSupportedOnView  Code = 167
-	GraphContainsCycle        Code = 267
+	GraphContainsCycle        Code = 5
 	// Change streams.
 	NoMatchingDocument      Code = 47
 	InvalidResumeToken      Code = 260
@@ -133,11 +133,11 @@ const (
 	InvalidIndexSpecificationOption Code = 197
 	CannotIndexParallelArrays       Code = 171
 	ConversionFailure               Code = 241
-	IncompatibleCollationVersion    Code = 222
+	IncompatibleCollationVersion    Code = 161
 	InterruptedAtShutdown           Code = 11600
 	// collMod's index argument.
 	CannotConvertIndexToUnique Code = 359
-	AmbiguousIndexKeyPattern   Code = 276
+	AmbiguousIndexKeyPattern   Code = 181
 	Location17261              Code = 17261 // a document's language override field is not a string
 	Location17262              Code = 17262 // a document's language override names an unsupported language
 	Location16675              Code = 16675 // an array in a compound text index's prefix or suffix field

@@ -256,7 +256,7 @@ func TestUserDefinedRoles(t *testing.T) {
 	mustRun(t, shop, bson.D{{Key: "createRole", Value: "lead"}, {Key: "privileges", Value: bson.A{}}, {Key: "roles", Value: bson.A{"auditor"}}})
 	mustRun(t, shop, bson.D{{Key: "grantRolesToRole", Value: "lead"}, {Key: "roles", Value: bson.A{"readWrite"}}})
 	_, err := run(t, shop, bson.D{{Key: "updateRole", Value: "auditor"}, {Key: "roles", Value: bson.A{"lead"}}})
-	wantCode(t, err, 74, "InvalidRoleModification")
+	wantCode(t, err, 49, "InvalidRoleModification")
 	_, err = run(t, shop, bson.D{{Key: "createRole", Value: "wide"}, {Key: "roles", Value: bson.A{}},
 		{Key: "privileges", Value: bson.A{bson.D{{Key: "resource", Value: bson.D{{Key: "cluster", Value: true}}}, {Key: "actions", Value: bson.A{"serverStatus"}}}}}})
 	wantCode(t, err, 2, "BadValue")
