@@ -218,9 +218,3 @@ func withOption(opts bsoncore.Document, key string, v bsoncore.Document) bsoncor
 	}
 	return b.AppendDocument(key, v).Build()
 }
-
-func collModUnsupported(field string) fieldHandler {
-	return func(bsoncore.Value) error {
-		return mongoerr.New(mongoerr.NotImplemented, "collMod option '%s' is not supported by DumboDB yet", field)
-	}
-}

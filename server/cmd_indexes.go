@@ -138,6 +138,7 @@ func parseIndexSpecs(specs bsoncore.Array, ignoreUnknown bool, def bsoncore.Docu
 		}
 		s, err := parseIndexSpec(d, def)
 		if err != nil {
+			//lint:ignore ST1005 mongod's message, which createIndexes' client sees
 			return nil, fmt.Errorf("Error in specification %s :: caused by :: %w", d, err)
 		}
 		out = append(out, s)
@@ -416,5 +417,5 @@ func cmdConvertShardKeyToHashed(r *request) (bsoncore.Document, error) {
 // cmdSearchIndexes answers the Atlas Search index commands as a community
 // mongod does: search needs Atlas or its local deployment.
 func cmdSearchIndexes(*request) (bsoncore.Document, error) {
-	return nil, mongoerr.SearchNotEnabled()
+	return nil, mongoerr.SearchNotEnabledError()
 }

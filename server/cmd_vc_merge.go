@@ -175,8 +175,7 @@ func applyCommit(r *request, revert bool) (bsoncore.Document, error) {
 	if err != nil {
 		return nil, err
 	}
-	var commit string
-	commit = r.firstString()
+	commit := r.firstString()
 	opts, err := r.commitOptions(map[string]fieldHandler{"commit": r.stringArg("commit", &commit)})
 	if err != nil {
 		return nil, err

@@ -226,8 +226,7 @@ func cmdDumboCheckout(r *request) (bsoncore.Document, error) {
 	if err != nil {
 		return nil, err
 	}
-	var name string
-	name = r.firstString()
+	name := r.firstString()
 	if err := r.parseArgs(map[string]fieldHandler{"branch": r.stringArg("branch", &name)}); err != nil {
 		return nil, err
 	}

@@ -34,12 +34,7 @@ var (
 	validationActions = map[string]bool{"error": true, "warn": true}
 )
 
-// isValidationOption reports one of the three options.
-func isValidationOption(k string) bool {
-	return k == "validator" || k == "validationLevel" || k == "validationAction"
-}
-
-// validationOptionNames are the options isValidationOption names.
+// validationOptionNames are the three options.
 var validationOptionNames = []string{"validator", "validationLevel", "validationAction"}
 
 // given reports whether the command gave any of them.
@@ -107,7 +102,7 @@ func (o *validationOptions) apply(opts bsoncore.Document) bsoncore.Document {
 		if len(o.validator) <= 5 {
 			opts = withoutOption(opts, "validator")
 		} else {
-			opts = withOptionValue(opts, "validator", docValue(o.validator))
+			opts = withOptionValue(opts, "validator", value.DocValue(o.validator))
 		}
 	}
 	if o.level != "" {
