@@ -82,7 +82,7 @@ func firstValue(doc []byte) (bsoncore.Value, bool) {
 func ParseGeoJSON(doc []byte) (*Shape, error) {
 	t, ok := value.LookupField(doc, "type")
 	if !ok || t.Type != bsoncore.TypeString {
-		return nil, badValue("unknown GeoJSON type: %s", value.Format(docValue(doc)))
+		return nil, badValue("unknown GeoJSON type: %s", value.Format(value.DocValue(doc)))
 	}
 	if err := parseCRS(doc, t.StringValue() == "Polygon"); err != nil {
 		return nil, err
@@ -105,16 +105,12 @@ func ParseGeoJSON(doc []byte) (*Shape, error) {
 	case "GeometryCollection":
 		err = s.addCollection(doc)
 	default:
-		return nil, badValue("unknown GeoJSON type: %s", value.Format(docValue(doc)))
+		return nil, badValue("unknown GeoJSON type: %s", value.Format(value.DocValue(doc)))
 	}
 	if err != nil {
 		return nil, err
 	}
 	return s, nil
-}
-
-func docValue(doc []byte) bsoncore.Value {
-	return bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: doc}
 }
 
 func coordinates(doc []byte) bsoncore.Value {

@@ -199,7 +199,7 @@ func (p *Plan) Stage(filter bsoncore.Document) bsoncore.Document {
 		return bsoncore.NewDocumentBuilder().AppendString("stage", "IDHACK").Build()
 	case p.ix == nil:
 		return bsoncore.NewDocumentBuilder().AppendString("stage", "COLLSCAN").
-			AppendDocument("filter", orEmpty(filter)).AppendString("direction", "forward").Build()
+			AppendDocument("filter", value.OrEmpty(filter)).AppendString("direction", "forward").Build()
 	}
 	if p.text != nil && p.orClauses != nil {
 		return textOrStage(p, filter)

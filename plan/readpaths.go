@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"dumbodb/query"
+	"dumbodb/value"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
@@ -202,7 +203,7 @@ func (s *pathSet) addProjectStage(proj bsoncore.Document) {
 func (p *Plan) ReadForFind(filter, sort, projection bsoncore.Document) {
 	p.setScanReads(filter, func(out *pathSet) {
 		n := len(out.paths)
-		out.addSort(orEmpty(sort))
+		out.addSort(value.OrEmpty(sort))
 		sorts := len(out.paths) > n // a sort with keys, not {$natural}
 		switch {
 		case nonEmpty(projection):
@@ -236,7 +237,7 @@ func (p *Plan) setScanReads(filter bsoncore.Document, addOut func(*pathSet)) {
 		return
 	}
 	var match pathSet
-	match.addFilter(orEmpty(filter))
+	match.addFilter(value.OrEmpty(filter))
 	if p.readMatch = match.list(); p.readMatch == nil {
 		return
 	}

@@ -10,6 +10,7 @@ import (
 	"dumbodb/mongoerr"
 	"dumbodb/query"
 	"dumbodb/storage"
+	"dumbodb/value"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
@@ -263,8 +264,8 @@ func textStage(p *Plan, filter bsoncore.Document) bsoncore.Document {
 	fetch := bsoncore.NewDocumentBuilder().AppendString("stage", "FETCH").
 		AppendDocument("inputStage", wrapStage("TEXT_OR", ixscan, bsoncore.NewDocumentBuilder())).Build()
 	b := bsoncore.NewDocumentBuilder().AppendString("stage", "TEXT_MATCH").
-		AppendDocument("indexPrefix", orEmpty(p.textIndexPrefix)).AppendString("indexName", p.ix.Spec.Name).
-		AppendDocument("parsedTextQuery", orEmpty(p.parsedText)).AppendInt32("textIndexVersion", 3)
+		AppendDocument("indexPrefix", value.OrEmpty(p.textIndexPrefix)).AppendString("indexName", p.ix.Spec.Name).
+		AppendDocument("parsedTextQuery", value.OrEmpty(p.parsedText)).AppendInt32("textIndexVersion", 3)
 	if nonEmpty(filter) {
 		b.AppendDocument("filter", filter)
 	}

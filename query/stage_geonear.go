@@ -100,7 +100,7 @@ func ParseGeoNear(spec bsoncore.Value) (*GeoNear, error) {
 // Filter is the find a $geoNear reads: its query and a near predicate
 // on Key, with the stage's bounds.
 func (g *GeoNear) Filter(env *Env) (*Filter, error) {
-	f, err := CompileFilterEnv(orEmptyDoc(g.query), env)
+	f, err := CompileFilterEnv(value.OrEmpty(g.query), env)
 	if err != nil {
 		return nil, err
 	}
@@ -128,13 +128,6 @@ func (g *GeoNear) Filter(env *Env) (*Filter, error) {
 		env.geoNearMultiplier = g.Multiplier
 	}
 	return f, nil
-}
-
-func orEmptyDoc(d bsoncore.Document) bsoncore.Document {
-	if d == nil {
-		return bsoncore.NewDocumentBuilder().Build()
-	}
-	return d
 }
 
 func compileGeoNearStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {

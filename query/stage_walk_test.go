@@ -7,6 +7,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"dumbodb/mongoerr"
+	"dumbodb/value"
 )
 
 // TestStageArgumentsWalk walks the stage table: every stage, given a
@@ -17,7 +18,7 @@ func TestStageArgumentsWalk(t *testing.T) {
 	for _, group := range stageTable {
 		for _, e := range group {
 			for what, arg := range map[string]bsoncore.Value{
-				"an unknown field": docValue(bsoncore.NewDocumentBuilder().AppendInt32("walkUnknownField", 1).Build()),
+				"an unknown field": value.DocValue(bsoncore.NewDocumentBuilder().AppendInt32("walkUnknownField", 1).Build()),
 				"a MinKey":         {Type: bsoncore.TypeMinKey},
 			} {
 				if stageWalkExpressions[e.name] != "" || (what == "an unknown field" && stageWalkFieldNames[e.name] != "") {

@@ -86,7 +86,7 @@ func pathClauses(path string, v bsoncore.Value) []clause {
 			continue
 		}
 		negated := name == "$ne" || name == "$nin" || (name == "$exists" && !value.Truthy(arg))
-		out = append(out, clause{op: name, path: path, arg: arg, src: single(path, docValue(single(name, arg))), negated: negated})
+		out = append(out, clause{op: name, path: path, arg: arg, src: single(path, value.DocValue(single(name, arg))), negated: negated})
 		continue
 	}
 	return out
@@ -100,7 +100,7 @@ func regexPair(ops []byte) bsoncore.Value {
 			b.AppendValue(k, v)
 		}
 	}
-	return docValue(b.Build())
+	return value.DocValue(b.Build())
 }
 
 // explain explains one clause that failed (or, inverted, matched).
@@ -359,8 +359,4 @@ func (d *detail) build() bsoncore.Document { return d.b.Build() }
 // single is the one-field document {k: v}.
 func single(k string, v bsoncore.Value) bsoncore.Document {
 	return bsoncore.NewDocumentBuilder().AppendValue(k, v).Build()
-}
-
-func docValue(d bsoncore.Document) bsoncore.Value {
-	return bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: d}
 }

@@ -28,7 +28,7 @@ func (x *explainer) jsonSchema(c clause, doc []byte, inv bool) bsoncore.Document
 		return d.specified(c.src).str("reason", "expression always evaluates to false").build()
 	}
 	annotate(d, schema)
-	return d.array("schemaRulesNotSatisfied", schemaRules(schema, docValue(doc), true)).build()
+	return d.array("schemaRulesNotSatisfied", schemaRules(schema, value.DocValue(doc), true)).build()
 }
 
 // rootMayBeObject is false for a top-level schema whose type excludes

@@ -121,16 +121,12 @@ func createDescription(options bsoncore.Document) bsoncore.Document {
 
 var nullValue = bsoncore.Value{Type: bsoncore.TypeNull}
 
-func docValue(d bsoncore.Document) bsoncore.Value {
-	return bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: d}
-}
-
 // fullDocument is an event's fullDocument (zero Value: the field is left
 // out).
 func (cs *changeStream) fullDocument(ctx context.Context, e storage.ChangeEntry, ev storage.ChangeEvent) (bsoncore.Value, error) {
 	switch ev.Op {
 	case "insert", "replace":
-		return docValue(ev.Doc), nil
+		return value.DocValue(ev.Doc), nil
 	case "update":
 	default:
 		return bsoncore.Value{}, nil
@@ -140,7 +136,7 @@ func (cs *changeStream) fullDocument(ctx context.Context, e storage.ChangeEntry,
 		return cs.lookup(ctx, e, ev)
 	case "whenAvailable", "required":
 		if ev.Doc != nil {
-			return docValue(ev.Doc), nil
+			return value.DocValue(ev.Doc), nil
 		}
 		if cs.args.fullDocument == "required" {
 			return bsoncore.Value{}, mongoerr.New(mongoerr.NoMatchingDocument, "Change stream was configured to require a post-image for all update events, but the post-image was not found for event: %s", missingImageEvent(e, ev))
@@ -157,7 +153,7 @@ func (cs *changeStream) beforeChange(e storage.ChangeEntry, ev storage.ChangeEve
 		return bsoncore.Value{}, nil
 	}
 	if ev.Pre != nil {
-		return docValue(ev.Pre), nil
+		return value.DocValue(ev.Pre), nil
 	}
 	if cs.args.beforeChange == "required" {
 		return bsoncore.Value{}, mongoerr.New(mongoerr.NoMatchingDocument, "Change stream was configured to require a pre-image for all update, delete and replace events, but the pre-image was not found for event: %s", missingImageEvent(e, ev))
@@ -175,7 +171,7 @@ func missingImageEvent(e storage.ChangeEntry, ev storage.ChangeEvent) string {
 	if e.Txn != nil {
 		b.AppendInt64("txnNumber", e.Txn.Number)
 	}
-	return value.Format(docValue(b.Build()))
+	return value.Format(value.DocValue(b.Build()))
 }
 
 // lookup is updateLookup: the document as it is now on the branch (null
@@ -189,7 +185,7 @@ func (cs *changeStream) lookup(ctx context.Context, e storage.ChangeEntry, ev st
 	if err != nil || !found {
 		return nullValue, err
 	}
-	return docValue(doc), nil
+	return value.DocValue(doc), nil
 }
 
 // snapshotOf is the current state of a database's watched branch, taken

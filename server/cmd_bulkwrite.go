@@ -303,7 +303,7 @@ func writeErrorOf(reply bsoncore.Document) error {
 		e.Info = bsoncore.NewDocumentBuilder().AppendDocument("errInfo", info).Build()
 	}
 	if kp, ok := d.Lookup("keyPattern").DocumentOK(); ok {
-		e.Info = appendFields(orEmpty(e.Info), func(b *bsoncore.DocumentBuilder) {
+		e.Info = appendFields(value.OrEmpty(e.Info), func(b *bsoncore.DocumentBuilder) {
 			b.AppendDocument("keyPattern", kp).AppendValue("keyValue", d.Lookup("keyValue"))
 		})
 	}

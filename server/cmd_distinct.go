@@ -4,6 +4,7 @@ import (
 	"dumbodb/mongoerr"
 	"dumbodb/plan"
 	"dumbodb/query"
+	"dumbodb/value"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
@@ -62,7 +63,7 @@ func cmdDistinct(r *request) (bsoncore.Document, error) {
 // otherwise from the documents that match.
 func (r *request) distinctValues(coll, key string, filter, collation bsoncore.Document) ([]bsoncore.Value, error) {
 	if !nonEmpty(collation) {
-		if f, err := query.CompileFilter(orEmpty(filter)); err == nil {
+		if f, err := query.CompileFilter(value.OrEmpty(filter)); err == nil {
 			snap, err := r.snapshot()
 			if err != nil {
 				return nil, err
@@ -76,7 +77,7 @@ func (r *request) distinctValues(coll, key string, filter, collation bsoncore.Do
 	if err != nil {
 		return nil, err
 	}
-	f, err := query.CompileQueryFilter(orEmpty(filter), env)
+	f, err := query.CompileQueryFilter(value.OrEmpty(filter), env)
 	if err != nil {
 		return nil, err
 	}

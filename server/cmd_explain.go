@@ -126,7 +126,7 @@ func (r *request) explain(ex *explained, verbosity string) (bsoncore.Document, e
 	planner := bsoncore.NewDocumentBuilder().
 		AppendString("namespace", r.ns(ex.coll)).
 		AppendBoolean("indexFilterSet", false).
-		AppendDocument("parsedQuery", orEmpty(ex.Filter)).
+		AppendDocument("parsedQuery", value.OrEmpty(ex.Filter)).
 		AppendDocument("winningPlan", e.WinningPlan).
 		AppendArray("rejectedPlans", e.RejectedPlans).Build()
 	b := bsoncore.NewDocumentBuilder().AppendString("explainVersion", "1").AppendDocument("queryPlanner", planner)
@@ -146,9 +146,9 @@ func (r *request) explain(ex *explained, verbosity string) (bsoncore.Document, e
 func (r *request) explainedFilter(ex *explained, env *query.Env) (*query.Filter, error) {
 	switch {
 	case ex.geoNear == nil && ex.Kind == "aggregate":
-		return query.CompileFilterEnv(orEmpty(ex.Filter), env)
+		return query.CompileFilterEnv(value.OrEmpty(ex.Filter), env)
 	case ex.geoNear == nil:
-		return query.CompileQueryFilter(orEmpty(ex.Filter), env)
+		return query.CompileQueryFilter(value.OrEmpty(ex.Filter), env)
 	}
 	snap, err := r.snapshot()
 	if err != nil {

@@ -111,7 +111,7 @@ func (r *request) findSource(coll string, a *findArgs) (docSource, error) {
 	if err != nil {
 		return nil, err
 	}
-	f, err := query.CompileQueryFilter(orEmpty(a.filter), env)
+	f, err := query.CompileQueryFilter(value.OrEmpty(a.filter), env)
 	if err != nil {
 		return nil, err
 	}
@@ -209,13 +209,6 @@ func natural(srt *query.Sort, hint bsoncore.Value) int {
 }
 
 var emptyDoc = bsoncore.NewDocumentBuilder().Build()
-
-func orEmpty(d bsoncore.Document) bsoncore.Document {
-	if d == nil {
-		return emptyDoc
-	}
-	return d
-}
 
 func cmdGetMore(r *request) (bsoncore.Document, error) {
 	v := r.cmd.Index(0).Value()

@@ -5,6 +5,7 @@ import (
 	"dumbodb/plan"
 	"dumbodb/query"
 	"dumbodb/storage"
+	"dumbodb/value"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
@@ -78,7 +79,7 @@ func cmdFindAndModify(r *request) (bsoncore.Document, error) {
 	if err != nil {
 		return nil, err
 	}
-	f, err := query.CompileQueryFilter(orEmpty(a.filter), env)
+	f, err := query.CompileQueryFilter(value.OrEmpty(a.filter), env)
 	if err != nil {
 		return nil, err
 	}

@@ -323,7 +323,7 @@ func (r *request) checkMROutNS(o mrOut) error {
 // aggregate path (so collations and indexes work as for a $match).
 func (r *request) mapReduceInput(a *mapReduceArgs) (docSource, error) {
 	var stages []bsoncore.Document
-	stages = append(stages, bsoncore.NewDocumentBuilder().AppendDocument("$match", orEmpty(a.query)).Build())
+	stages = append(stages, bsoncore.NewDocumentBuilder().AppendDocument("$match", value.OrEmpty(a.query)).Build())
 	if len(a.sort) > 0 {
 		stages = append(stages, bsoncore.NewDocumentBuilder().AppendDocument("$sort", a.sort).Build())
 	}

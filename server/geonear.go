@@ -86,7 +86,7 @@ func planLeadingGeoNear(snap *storage.Snapshot, a *aggregateArgs, env *query.Env
 	if err != nil {
 		return nil, err
 	}
-	return &leadingMatch{filter: orEmpty(geoNearQuery(stages[0])), f: f, plan: p}, nil
+	return &leadingMatch{filter: value.OrEmpty(geoNearQuery(stages[0])), f: f, plan: p}, nil
 }
 
 // geoNearQuery is a $geoNear's query, which explain shows as its filter.

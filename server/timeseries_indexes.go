@@ -220,7 +220,7 @@ func (o tsOptions) translateIndexArg(v bsoncore.Value) (bsoncore.Value, error) {
 		return bsoncore.Value{Type: bsoncore.TypeArray, Data: arr.Build()}, nil
 	case bsoncore.TypeEmbeddedDocument:
 		k, err := o.bucketIndexKey(v.Document())
-		return docValue(k), err
+		return value.DocValue(k), err
 	}
 	return v, nil
 }
@@ -257,5 +257,5 @@ func timeseriesHint(view []bsoncore.Document, hint bsoncore.Value) bsoncore.Valu
 	if err != nil {
 		return hint // no such index can exist: the planner says so
 	}
-	return docValue(t)
+	return value.DocValue(t)
 }

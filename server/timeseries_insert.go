@@ -140,7 +140,7 @@ func (b *tsBatch) storedBucket(r *request, tx *storage.Tx, t int64, meta bsoncor
 			continue // already open in this batch, and it did not fit
 		}
 		m, _ := doc.LookupErr("meta")
-		if !sameMeta(m, meta) {
+		if !value.Same(m, meta) {
 			continue
 		}
 		if bk, ok := timeseries.LoadBucket(b.o.spec(), doc); ok && bk.Fits(b.o.spec(), t, size) {
@@ -186,11 +186,6 @@ func (b *tsBatch) keepOpen(bk *timeseries.Bucket) {
 // measurements: by its BSON type and bytes.
 func metaKey(v bsoncore.Value) string {
 	return string(append([]byte{byte(v.Type)}, v.Data...))
-}
-
-// sameMeta compares two meta values as metaKey does.
-func sameMeta(a, b bsoncore.Value) bool {
-	return a.Type == b.Type && string(a.Data) == string(b.Data)
 }
 
 // flush writes the buckets the batch changed since the last flush.

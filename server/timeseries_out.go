@@ -5,6 +5,7 @@ import (
 
 	"dumbodb/mongoerr"
 	"dumbodb/storage"
+	"dumbodb/value"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -27,7 +28,7 @@ func refuseWriteToView(info storage.CollectionInfo, db, coll string) error {
 
 // ReplaceTimeseries is $out with timeseries.
 func (w aggWriter) ReplaceTimeseries(ctx context.Context, db, coll string, ts bsoncore.Document, docs []bsoncore.Document) error {
-	o, err := parseTimeseries(docValue(ts))
+	o, err := parseTimeseries(value.DocValue(ts))
 	if err != nil {
 		return err
 	}
@@ -57,7 +58,7 @@ func (r *request) replaceTimeseries(ctx context.Context, tx *storage.Tx, coll st
 	}
 	b := &tsBatch{o: opts, coll: bucketsPrefix + coll, dirty: map[bson.ObjectID]bool{}, inOpen: map[bson.ObjectID]bool{}}
 	for _, d := range docs {
-		if err := b.add(r, tx, docValue(d)); err != nil {
+		if err := b.add(r, tx, value.DocValue(d)); err != nil {
 			return err
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"dumbodb/query"
 	"dumbodb/storage"
 	"dumbodb/timeseries"
+	"dumbodb/value"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -187,7 +188,7 @@ func (r *request) tsInsertMoved(tx *storage.Tx, o tsOptions, buckets string, doc
 	}
 	b := &tsBatch{o: o, coll: buckets, dirty: map[bson.ObjectID]bool{}, inOpen: map[bson.ObjectID]bool{}}
 	for _, d := range docs {
-		if err := b.add(r, tx, docValue(d)); err != nil {
+		if err := b.add(r, tx, value.DocValue(d)); err != nil {
 			return err
 		}
 	}
@@ -288,7 +289,7 @@ func (r *request) tsFindAndModify(tx *storage.Tx, coll string, f *query.Filter, 
 	var only *tsPos
 	if srt != nil && srt.HasKeys() {
 		var err error
-		if only, err = r.tsFirst(tx, coll, orEmpty(a.filter), f, srt); err != nil {
+		if only, err = r.tsFirst(tx, coll, value.OrEmpty(a.filter), f, srt); err != nil {
 			return err
 		}
 		if only == nil {
@@ -299,7 +300,7 @@ func (r *request) tsFindAndModify(tx *storage.Tx, coll string, f *query.Filter, 
 		}
 	}
 	timeField := tsTimeField(tx, coll)
-	matched, err := r.tsRewrite(tx, coll, orEmpty(a.filter), f, only, func(m bsoncore.Document) (bsoncore.Document, bool, bool, error) {
+	matched, err := r.tsRewrite(tx, coll, value.OrEmpty(a.filter), f, only, func(m bsoncore.Document) (bsoncore.Document, bool, bool, error) {
 		out.n, out.value = 1, m
 		if a.remove {
 			out.removed = true

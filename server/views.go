@@ -358,10 +358,10 @@ func (r *request) findOnView(coll string, a *findArgs) (docSource, error) {
 		stages = append(stages, bsoncore.NewDocumentBuilder().AppendValue(name, v).Build())
 	}
 	if nonEmpty(a.filter) {
-		stage("$match", docValue(a.filter))
+		stage("$match", value.DocValue(a.filter))
 	}
 	if nonEmpty(a.sort) {
-		stage("$sort", docValue(a.sort))
+		stage("$sort", value.DocValue(a.sort))
 	}
 	if a.skip > 0 {
 		stage("$skip", bsoncore.Value{Type: bsoncore.TypeInt64, Data: bsoncore.AppendInt64(nil, a.skip)})
@@ -370,7 +370,7 @@ func (r *request) findOnView(coll string, a *findArgs) (docSource, error) {
 		stage("$limit", bsoncore.Value{Type: bsoncore.TypeInt64, Data: bsoncore.AppendInt64(nil, a.limit)})
 	}
 	if nonEmpty(a.projection) {
-		stage("$project", docValue(a.projection))
+		stage("$project", value.DocValue(a.projection))
 	}
 	agg := viewAggregate(coll, stages, a.collation)
 	agg.let, agg.hint, agg.explain = a.let, a.hint, a.explain

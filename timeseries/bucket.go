@@ -298,7 +298,7 @@ func sameBucket(s Spec, ours, theirs bsoncore.Document) (*Bucket, bool) {
 			continue
 		}
 		v, ok := LoadBucket(s, d)
-		if !ok || b != nil && (b.Start != v.Start || !sameValue(b.Meta, v.Meta)) {
+		if !ok || b != nil && (b.Start != v.Start || !value.Same(b.Meta, v.Meta)) {
 			return nil, false
 		}
 		if b == nil {
@@ -361,9 +361,4 @@ func measurementKey(m bsoncore.Document) string {
 		b = append(b, el...)
 	}
 	return string(b)
-}
-
-// sameValue compares two values (Type 0: absent) by type and bytes.
-func sameValue(a, b bsoncore.Value) bool {
-	return a.Type == b.Type && string(a.Data) == string(b.Data)
 }

@@ -254,3 +254,21 @@ func String(s string) bsoncore.Value {
 func Date(ms int64) bsoncore.Value {
 	return bsoncore.Value{Type: bsoncore.TypeDateTime, Data: bsoncore.AppendDateTime(nil, ms)}
 }
+
+// emptyDoc is the empty document, shared: BSON documents are never
+// written in place.
+var emptyDoc = bsoncore.NewDocumentBuilder().Build()
+
+// OrEmpty is d, or the empty document where d is nil (a reply's field
+// that must be a document).
+func OrEmpty(d bsoncore.Document) bsoncore.Document {
+	if d == nil {
+		return emptyDoc
+	}
+	return d
+}
+
+// DocValue is d as an embedded-document value.
+func DocValue(d []byte) bsoncore.Value {
+	return bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: d}
+}
