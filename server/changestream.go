@@ -495,7 +495,7 @@ func (cs *changeStream) emit(doc, token bsoncore.Document, seq uint64) error {
 				found.AppendValue("_id", id)
 			}
 			return mongoerr.New(mongoerr.ChangeStreamFatalError, "Encountered an event whose _id field, which contains the resume token, was modified by the pipeline. Modifying the _id field of an event makes it impossible to resume the stream from that point. Only transformations that retain the unmodified _id field are allowed. Expected: %s but found: %s",
-				value.Format(docValue(bsoncore.NewDocumentBuilder().AppendDocument("_id", token).Build())), value.Format(docValue(found.Build())))
+				value.Format(value.DocValue(bsoncore.NewDocumentBuilder().AppendDocument("_id", token).Build())), value.Format(value.DocValue(found.Build())))
 		}
 		cs.ready = append(cs.ready, streamEvent{doc: d, token: token, seq: seq})
 	}

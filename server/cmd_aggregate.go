@@ -98,7 +98,7 @@ func cmdAggregate(r *request) (bsoncore.Document, error) {
 	if err != nil {
 		return nil, err
 	}
-	batchSize, err := cursorBatchSize(r, orEmpty(a.cursorOpts))
+	batchSize, err := cursorBatchSize(r, value.OrEmpty(a.cursorOpts))
 	if err != nil {
 		return nil, err
 	}
