@@ -3,6 +3,7 @@ package storage
 import (
 	"bytes"
 	"context"
+	"dumbodb/storage/doctree"
 	"errors"
 	"io"
 	"sort"
@@ -95,7 +96,7 @@ func writeOrder(ctx context.Context, ns tree.NodeStore, seq [][]byte, sizes map[
 	all := append(append([]kv{{cappedMetaKey, cs.metaValue()}}, order...), pos...)
 	tuples := make([]val.Tuple, 0, 2*len(all))
 	for _, e := range all {
-		k, err := keyTuple(ns, e.k)
+		k, err := doctree.KeyTuple(ns, e.k)
 		if err != nil {
 			return nil, err
 		}

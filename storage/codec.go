@@ -33,12 +33,6 @@ var (
 // 64 KiB and more (docs/format/root.md).
 const inlineLimit = 2047
 
-func keyTuple(ns tree.NodeStore, k []byte) (val.Tuple, error) {
-	b := val.NewTupleBuilder(keyDesc, ns)
-	b.PutByteString(0, k)
-	return b.Build(ns.Pool())
-}
-
 func keyBytes(t val.Tuple) []byte {
 	b, _ := keyDesc.GetBytes(0, t)
 	return b

@@ -3,6 +3,7 @@ package storage
 import (
 	"bytes"
 	"context"
+	"dumbodb/storage/doctree"
 
 	"github.com/dolthub/dolt/go/store/prolly/tree"
 	"github.com/dolthub/dolt/go/store/val"
@@ -121,7 +122,7 @@ func (c *collection) ropeAt(ctx context.Context, tx *Tx, key []byte) (*docRope, 
 			return rope, true, err
 		}
 	}
-	k, err := keyTuple(tx.ns, key)
+	k, err := doctree.KeyTuple(tx.ns, key)
 	if err != nil {
 		return nil, false, err
 	}

@@ -10,6 +10,7 @@ import (
 
 	"dumbodb/index"
 	"dumbodb/interrupt"
+	"dumbodb/storage/doctree"
 
 	"github.com/dolthub/dolt/go/store/prolly"
 	"github.com/dolthub/dolt/go/store/prolly/tree"
@@ -103,7 +104,7 @@ func decodedKeyValue(spec *index.Spec, fields []byte) bsoncore.Document {
 func entriesMap(ctx context.Context, ns tree.NodeStore, entries []builtEntry, multikey bool) (prolly.Map, error) {
 	tuples := make([]val.Tuple, 0, 2*len(entries)+2)
 	add := func(k, v []byte) error {
-		kt, err := keyTuple(ns, k)
+		kt, err := doctree.KeyTuple(ns, k)
 		if err != nil {
 			return err
 		}
@@ -496,7 +497,7 @@ func loadIndexes(ctx context.Context, ns tree.NodeStore, root prolly.AddressMap,
 }
 
 func hasKey(ctx context.Context, ns tree.NodeStore, m prolly.Map, key []byte) (bool, error) {
-	k, err := keyTuple(ns, key)
+	k, err := doctree.KeyTuple(ns, key)
 	if err != nil {
 		return false, err
 	}

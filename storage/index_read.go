@@ -80,7 +80,7 @@ func (s *Snapshot) GetKeyFields(ctx context.Context, coll string, idKey []byte, 
 			return append(bsoncore.Document(nil), e.value...), e.value != nil, nil
 		}
 	}
-	k, err := keyTuple(s.ns, idKey)
+	k, err := doctree.KeyTuple(s.ns, idKey)
 	if err != nil {
 		return nil, false, err
 	}

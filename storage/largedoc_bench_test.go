@@ -1,8 +1,9 @@
 package storage
 
 import (
-	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 	"io"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/rs/zerolog"
 

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"dumbodb/storage/doctree"
 	"errors"
 	"fmt"
 	"runtime"
@@ -49,7 +50,7 @@ func testMap(t *testing.T, ns *nodeStore, n int, valueOf func(i int) string) pro
 	t.Helper()
 	tuples := make([]val.Tuple, 0, 2*n)
 	for i := range n {
-		k, err := keyTuple(ns, fmt.Appendf(nil, "k%06d", i))
+		k, err := doctree.KeyTuple(ns, fmt.Appendf(nil, "k%06d", i))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -265,7 +266,7 @@ func TestForgetReplacedDropsOnlyTheOldVersions(t *testing.T) {
 	other := testMap(t, ns, 2000, func(i int) string { return "x" })
 	mut := docs.Mutate()
 	for _, i := range []int{0, 17, 2500, 2501, 4999} { // a blob among them
-		k, _ := keyTuple(ns, fmt.Appendf(nil, "k%06d", i))
+		k, _ := doctree.KeyTuple(ns, fmt.Appendf(nil, "k%06d", i))
 		v, _ := valueTuple(ctx, ns, []byte(value(i)+" changed"))
 		if err := mut.Put(ctx, k, v); err != nil {
 			t.Fatal(err)

@@ -406,7 +406,7 @@ func lookup(ctx context.Context, ns tree.NodeStore, base prolly.Map, ed *edits, 
 	if last := base.LastKey(ctx); last == nil || bytes.Compare(key, keyBytes(last)) > 0 {
 		return nil, false, nil
 	}
-	k, err := keyTuple(ns, key)
+	k, err := doctree.KeyTuple(ns, key)
 	if err != nil {
 		return nil, false, err
 	}
@@ -551,13 +551,13 @@ func newRangeIterator(ctx context.Context, ns tree.NodeStore, base prolly.Map, e
 
 // iterInterval iterates a map's keys in iv (Stop nil: to the end).
 func iterInterval(ctx context.Context, ns tree.NodeStore, m prolly.Map, iv index.Interval) (prolly.MapIter, error) {
-	start, err := keyTuple(ns, iv.Start)
+	start, err := doctree.KeyTuple(ns, iv.Start)
 	if err != nil {
 		return nil, err
 	}
 	var stop val.Tuple
 	if iv.Stop != nil {
-		if stop, err = keyTuple(ns, iv.Stop); err != nil {
+		if stop, err = doctree.KeyTuple(ns, iv.Stop); err != nil {
 			return nil, err
 		}
 	}

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"dumbodb/storage/doctree"
 	"errors"
 	"fmt"
 	"io"
@@ -258,7 +259,7 @@ func buildRoot(ctx context.Context, ns tree.NodeStore, st *rootState) (prolly.Ad
 func buildCatalog(ctx context.Context, ns tree.NodeStore, st *rootState, names []string) (prolly.Map, error) {
 	tuples := make([]val.Tuple, 0, 2*len(names)) // key, value, key, value, ... sorted
 	for _, n := range names {
-		k, err := keyTuple(ns, []byte(n))
+		k, err := doctree.KeyTuple(ns, []byte(n))
 		if err != nil {
 			return prolly.Map{}, err
 		}
@@ -274,7 +275,7 @@ func buildCatalog(ctx context.Context, ns tree.NodeStore, st *rootState, names [
 // putMergeState adds the merge state and conflict maps to a root.
 func putMergeState(ctx context.Context, ns tree.NodeStore, ed prolly.AddressMapEditor, st *rootState) error {
 	if st.merge != nil {
-		k, err := keyTuple(ns, []byte("state"))
+		k, err := doctree.KeyTuple(ns, []byte("state"))
 		if err != nil {
 			return err
 		}
@@ -307,7 +308,7 @@ func loadMergeState(ctx context.Context, ns tree.NodeStore, root prolly.AddressM
 			if err != nil {
 				return err
 			}
-			k, err := keyTuple(ns, []byte("state"))
+			k, err := doctree.KeyTuple(ns, []byte("state"))
 			if err != nil {
 				return err
 			}

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"dumbodb/storage/doctree"
 	"errors"
 	"fmt"
 	"io"
@@ -188,7 +189,7 @@ func (d *Database) settle(ctx context.Context, b *branch, st *rootState, coll st
 }
 
 func deleteMapKey(ctx context.Context, ns tree.NodeStore, m prolly.Map, key []byte) (prolly.Map, error) {
-	k, err := keyTuple(ns, key)
+	k, err := doctree.KeyTuple(ns, key)
 	if err != nil {
 		return prolly.Map{}, err
 	}

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"dumbodb/storage/doctree"
 	"dumbodb/timeseries"
 	"dumbodb/value"
 
@@ -486,7 +487,7 @@ func (d *Database) conflictMap(ctx context.Context, recs []conflictRec) (prolly.
 	sort.Slice(recs, func(i, j int) bool { return bytes.Compare(recs[i].key, recs[j].key) < 0 })
 	tuples := make([]val.Tuple, 0, 2*len(recs))
 	for _, r := range recs {
-		k, err := keyTuple(d.ns, r.key)
+		k, err := doctree.KeyTuple(d.ns, r.key)
 		if err != nil {
 			return prolly.Map{}, err
 		}

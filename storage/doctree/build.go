@@ -247,7 +247,9 @@ func (s *segmentTuples) Next(ctx context.Context) (val.Tuple, val.Tuple) {
 	return k, v
 }
 
-func keyTuple(ns tree.NodeStore, k []byte) (val.Tuple, error) {
+// KeyTuple is k as a map key of one byte string: the keys of a doctree,
+// and of every map the storage engine keeps (docs/format/root.md).
+func KeyTuple(ns tree.NodeStore, k []byte) (val.Tuple, error) {
 	b := val.NewTupleBuilder(keyDesc, ns)
 	b.PutByteString(0, k)
 	return b.Build(ns.Pool())

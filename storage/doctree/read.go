@@ -333,7 +333,7 @@ func (r *reader) seek(ctx context.Context, target []int) error {
 		return fmt.Errorf("doctree: seek does not converge (damaged tree?)")
 	}
 	defer func() { r.seeks-- }()
-	k, err := keyTuple(r.m.NodeStore(), pathKey(nil, target))
+	k, err := KeyTuple(r.m.NodeStore(), pathKey(nil, target))
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package wal
 
 import (
+	"dumbodb/internal/durablefile"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -28,7 +29,7 @@ func Prepare(dir string, opts Options) error {
 	if err := writeZeros(filepath.Join(dir, segmentName(1)), opts.firstSegmentSize(), h[:]); err != nil {
 		return fmt.Errorf("wal: prepare %s: %w", dir, err)
 	}
-	if err := syncDir(dir); err != nil {
+	if err := durablefile.SyncDir(dir); err != nil {
 		return fmt.Errorf("wal: prepare %s: %w", dir, err)
 	}
 	return nil

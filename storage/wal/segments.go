@@ -1,6 +1,7 @@
 package wal
 
 import (
+	"dumbodb/internal/durablefile"
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
@@ -76,7 +77,7 @@ func (w *WAL) newSegment(first uint64, size int64) (*segmentFile, error) {
 		seg.close()
 		return nil, err
 	}
-	if err := syncDir(w.dir); err != nil {
+	if err := durablefile.SyncDir(w.dir); err != nil {
 		seg.close()
 		return nil, err
 	}
@@ -109,7 +110,7 @@ func (w *WAL) createSegmentFile(path string, first uint64, size int64) error {
 		os.Remove(tmp)
 		return err
 	}
-	return syncDir(w.dir)
+	return durablefile.SyncDir(w.dir)
 }
 
 // spareOfSize returns the path of a spare of at least size bytes, or "".
@@ -211,7 +212,7 @@ func (w *WAL) Recycle(upTo uint64) error {
 			return fmt.Errorf("wal: retire segment: %w", err)
 		}
 	}
-	return syncDir(w.dir)
+	return durablefile.SyncDir(w.dir)
 }
 
 // SegmentCount is the number of segments in use (for tests and stats).
@@ -247,13 +248,4 @@ func (w *WAL) Close() error {
 		return w.seg.close()
 	}
 	return nil
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }

@@ -5,6 +5,7 @@
 package wal
 
 import (
+	"dumbodb/internal/durablefile"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -129,7 +130,7 @@ func makeDir(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("wal: create %s: %w", dir, err)
 	}
-	if err := syncDir(filepath.Dir(dir)); err != nil {
+	if err := durablefile.SyncDir(filepath.Dir(dir)); err != nil {
 		return fmt.Errorf("wal: create %s: %w", dir, err)
 	}
 	return nil
