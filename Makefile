@@ -5,13 +5,16 @@
 GO        ?= go
 MONGOSH_VERSION := 2.12.0
 NODE_DRIVER_VERSION := 7.9.0
+STATICCHECK_VERSION := v0.8.2
 TOOLS     := $(CURDIR)/.tools
 MONGOSH   := $(TOOLS)/node_modules/.bin/mongosh
 NODE_DRIVER := $(TOOLS)/node-driver-$(NODE_DRIVER_VERSION)
 export DUMBODB_MONGOSH := $(MONGOSH)
 export DUMBODB_NODE_DRIVER := $(NODE_DRIVER)/node_modules/mongodb
+# A directory per version, so that a new pin installs afresh.
+STATICCHECK := $(TOOLS)/staticcheck-$(STATICCHECK_VERSION)/staticcheck
 
-.PHONY: build run test test-short lint-deps vet tools fuzz clean spec
+.PHONY: build run test test-short lint-deps vet staticcheck tools fuzz clean spec
 
 build:
 	$(GO) build -o bin/dumbodb ./cmd/dumbodb
@@ -19,12 +22,12 @@ build:
 run:
 	$(GO) run ./cmd/dumbodb
 
-# Every test: vet, the import rules, unit tests and end-to-end tests (the
-# official Go driver and mongosh against real servers), under the race
-# detector, then a short fuzz pass and the driver's unified spec cases of
+# Every test: vet, staticcheck, the import rules, unit tests and
+# end-to-end tests (the official Go driver and mongosh against real
+# servers), under the race detector, then a short fuzz pass and the driver's unified spec cases of
 # SPEC_TEST against the known failures (tools/spec-known-failures.txt). -count=1: the process and crash tests
 # build the server binary themselves, which go test's cache cannot see.
-test: tools vet
+test: tools vet staticcheck
 	$(GO) test -race -count=1 -timeout 25m ./...
 	$(MAKE) fuzz FUZZTIME=$(TEST_FUZZTIME)
 	$(MAKE) spec SPEC='$(SPEC_TEST)' SPEC_EXPECT=tools/spec-known-failures.txt
@@ -37,6 +40,15 @@ lint-deps:
 
 vet:
 	$(GO) vet ./...
+
+# staticcheck over every package, and no finding passes: one that is
+# right as the code stands gets a //lint:ignore with its reason there.
+# The pinned version is built from the Go module proxy into .tools/.
+staticcheck: $(STATICCHECK)
+	$(STATICCHECK) ./...
+
+$(STATICCHECK):
+	GOBIN=$(dir $@) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 
 tools: $(MONGOSH) $(NODE_DRIVER)
 
