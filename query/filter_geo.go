@@ -1,8 +1,6 @@
 package query
 
 import (
-	"strings"
-
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"dumbodb/geo"
@@ -159,35 +157,15 @@ type GeoPredicate struct {
 // GeoPredicates lists the filter's geo predicates a geo index can serve.
 func (f *Filter) GeoPredicates() []GeoPredicate {
 	var out []GeoPredicate
-	collectGeo(f.root, &out)
-	return out
-}
-
-func collectGeo(e docExpr, out *[]GeoPredicate) {
-	switch x := e.(type) {
-	case andExpr:
-		for _, c := range x {
-			collectGeo(c, out)
-		}
-	case *pathExpr:
-		collectGeoNode(strings.Join(x.parts, "."), x.node, out)
-	}
-}
-
-func collectGeoNode(path string, n opNode, out *[]GeoPredicate) {
-	switch x := n.(type) {
-	case opAnd:
-		for _, c := range x {
-			collectGeoNode(path, c, out)
-		}
-	case leafNode:
-		switch l := x.leaf.(type) {
+	eachConjunctLeaf(f.root, func(path string, l leaf) {
+		switch l := l.(type) {
 		case geoWithinLeaf:
-			*out = append(*out, GeoPredicate{Path: path, Within: l.w, Known: l.known})
+			out = append(out, GeoPredicate{Path: path, Within: l.w, Known: l.known})
 		case geoIntersectsLeaf:
-			*out = append(*out, GeoPredicate{Path: path, Intersects: l.s, Known: l.known})
+			out = append(out, GeoPredicate{Path: path, Intersects: l.s, Known: l.known})
 		}
-	}
+	})
+	return out
 }
 
 // Distance is the distance from the center to the nearest geometry a

@@ -27,31 +27,36 @@ type Predicate struct {
 // collation; the planner decides.
 func (f *Filter) IndexablePredicates() []Predicate {
 	var out []Predicate
-	collectPredicates(f.root, &out)
+	eachConjunctLeaf(f.root, func(path string, l leaf) {
+		if p, ok := leafPredicate(path, l); ok {
+			out = append(out, p)
+		}
+	})
 	return out
 }
 
-func collectPredicates(e docExpr, out *[]Predicate) {
+// eachConjunctLeaf calls fn with every leaf predicate the filter requires
+// of a path: those joined by $and (explicit or implicit), not those under
+// $or, $nor or $not, which an index cannot bound alone.
+func eachConjunctLeaf(e docExpr, fn func(path string, l leaf)) {
 	switch x := e.(type) {
 	case andExpr:
 		for _, c := range x {
-			collectPredicates(c, out)
+			eachConjunctLeaf(c, fn)
 		}
 	case *pathExpr:
-		collectNodePredicates(strings.Join(x.parts, "."), x.node, out)
+		eachConjunctNodeLeaf(strings.Join(x.parts, "."), x.node, fn)
 	}
 }
 
-func collectNodePredicates(path string, n opNode, out *[]Predicate) {
+func eachConjunctNodeLeaf(path string, n opNode, fn func(path string, l leaf)) {
 	switch x := n.(type) {
 	case opAnd:
 		for _, c := range x {
-			collectNodePredicates(path, c, out)
+			eachConjunctNodeLeaf(path, c, fn)
 		}
 	case leafNode:
-		if p, ok := leafPredicate(path, x.leaf); ok {
-			*out = append(*out, p)
-		}
+		fn(path, x.leaf)
 	}
 }
 
