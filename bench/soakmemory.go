@@ -16,7 +16,7 @@ import (
 // each part of the server's memory held (its goMemory and the storage engine's caches and
 // edits), so that the report can tell a resident size that rises with
 // the live heap (something kept) from one that rises with the runtime's
-// free spans or metadata (docs/perf/README.md, "Server memory").
+// free spans or metadata (docs/perf/README.md, "The families in detail").
 
 // soakStatusEvery spaces the serverStatus readings on average: 180 in a
 // 30-minute soak, and each costs the server a few tens of µs.

@@ -343,7 +343,9 @@ func startCPUProfile(path string) (func(), error) {
 // a heap profile is asked for (path set). The runtime keeps a record for
 // every call stack it ever sampled, for the life of the process, and only
 // a heap profile reads them: in dumbobench's 30-minute soak that memory
-// grew with every code path the mix reached (docs/perf/README.md).
+// grew with every code path the mix reached (docs/design/resources.md,
+// "What the resident memory is made of";
+// docs/perf/2026-12-03-report-soak-no-sampling.md).
 func sampleHeapFor(path string) {
 	if path == "" {
 		runtime.MemProfileRate = 0
