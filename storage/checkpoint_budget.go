@@ -74,7 +74,7 @@ func (d *Database) checkpointSoon() <-chan struct{} {
 // which a checkpoint folds them beside the writers. Half, so that a fold
 // ends before the writers fill the other half: with the checkpoint
 // started at the budget and writers waiting at half again over it, the
-// edits reached 1.5 times the budget (issue 19's memory figure allows
+// edits reached 1.5 times the budget (the memory goal allows
 // the budget) and writers waited for folds anyway, while from half the
 // budget they did not wait and the edits stayed within it
 // (BenchmarkInsertManyPastTheBudget, 32 MiB budget).

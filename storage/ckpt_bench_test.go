@@ -51,7 +51,7 @@ func BenchmarkInsertManyPastTheBudget(b *testing.B) {
 	b.ReportMetric(float64(took[len(took)*99/100].Microseconds()), "p99-µs")
 	b.ReportMetric(float64(took[len(took)-1].Microseconds()), "max-µs")
 	// The share of the time the slow batches (over 3 times the median)
-	// took: issue 19's figure.
+	// took: how much of a write load stalls behind checkpoints.
 	var slow time.Duration
 	median := took[len(took)/2]
 	for _, t := range took {

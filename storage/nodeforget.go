@@ -13,7 +13,7 @@ import (
 // of the nodes on its changed paths, and the reads after it cache them
 // too; the versions they replace would stay cached until the byte bound
 // evicts them, so a workload whose data does not grow would still grow the
-// cache, checkpoint after checkpoint, up to its bound (issue 19's soak:
+// cache, checkpoint after checkpoint, up to its bound (the Soak family's
 // 138 MB an hour). So when a branch's durable root changes, the nodes of
 // the old tree that the new one does not hold leave the cache. Commits,
 // snapshots and other branches may still reach them: they are read from
