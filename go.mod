@@ -107,6 +107,7 @@ require (
 	go.uber.org/multierr v1.10.0 // indirect
 	go.uber.org/zap v1.27.0 // indirect
 	golang.org/x/crypto v0.57.0 // indirect
+	golang.org/x/mod v0.41.0 // indirect
 	golang.org/x/net v0.59.0 // indirect
 	golang.org/x/oauth2 v0.37.0 // indirect
 	golang.org/x/time v0.12.0 // indirect
@@ -124,3 +125,5 @@ require (
 // released and closed the descriptor of the attempt after it
 // (third_party/fslock/README.md).
 replace github.com/dolthub/fslock => ./third_party/fslock
+
+tool golang.org/x/tools/cmd/stringer

@@ -14,80 +14,89 @@ import (
 )
 
 // Code is a MongoDB server error code (src/mongo/base/error_codes.yml).
+//
+// The constants of type Code are the one table of codes: each is named as
+// mongod names its code (the reply's codeName), and a code that mongod
+// knows only by its number, one of its assertions, is Location<code>.
+// code_string.go, which `go generate` writes from the constants, holds
+// the names that Name and CodeNamed look up, so no list of names is kept
+// by hand; a test fails when it is older than the constants.
+//
+//go:generate go tool stringer -type=Code
 type Code int32
 
-// The codes DumboDB returns. Names match MongoDB's codeName exactly.
+// The codes DumboDB returns.
 const (
-	InternalError                  Code = 1
-	BadValue                       Code = 2
-	NoSuchKey                      Code = 4
-	Unauthorized                   Code = 13
-	AuthenticationFailed           Code = 18
-	UserNotFound                   Code = 11
-	RoleNotFound                   Code = 31
-	MechanismUnavailable           Code = 334
-	Location51003                  Code = 51003   // createUser of a user that exists
-	Location51002                  Code = 51002   // createRole of a role that exists
-	Location4886600                Code = 4886600 // apiStrict or apiDeprecationErrors without apiVersion
-	APIVersionError                Code = 322
-	APIStrictError                 Code = 323
-	InvalidRoleModification        Code = 49
-	TypeMismatch                   Code = 14
-	Overflow                       Code = 15
-	InvalidLength                  Code = 16
-	IllegalOperation               Code = 20
-	EmptyArrayOperation            Code = 21
-	InvalidBSON                    Code = 22
-	NamespaceNotFound              Code = 26
-	IndexNotFound                  Code = 27
-	PathNotViable                  Code = 28
-	ConflictingUpdateOperators     Code = 40
-	CursorNotFound                 Code = 43
-	NamespaceExists                Code = 48
-	MaxTimeMSExpired               Code = 50
-	DollarPrefixedFieldName        Code = 52
-	InvalidIdField                 Code = 53
-	NotSingleValueField            Code = 54
-	CommandNotFound                Code = 59
-	ImmutableField                 Code = 66
-	InvalidOptions                 Code = 72
-	InvalidNamespace               Code = 73
-	IndexOptionsConflict           Code = 85
-	IndexKeySpecsConflict          Code = 86
-	OperationFailed                Code = 96
-	DocumentValidationFailure      Code = 121
-	NotImplemented                 Code = 238
-	CommandNotSupported            Code = 115
-	InvalidUUID                    Code = 207
-	ProtocolError                  Code = 17
-	BSONObjectTooLarge             Code = 10334
-	DuplicateKey                   Code = 11000
-	Interrupted                    Code = 11601
-	ExceededMemoryLimit            Code = 146
-	QueryPlanKilled                Code = 175
-	CappedPositionLost             Code = 136
-	CursorKilled                   Code = 237
-	InvalidPipelineOperator        Code = 168
-	FailedToParse                  Code = 9
-	UnknownError                   Code = 8
-	NotWritablePrimary             Code = 10107
-	OutOfDiskSpace                 Code = 14031
-	OperationNotSupportedInTxn     Code = 263
-	NoQueryExecutionPlans          Code = 291
-	NoReplicationEnabled           Code = 76
-	ShutdownInProgress             Code = 91
-	InvalidReplicaSetConfig        Code = 93
-	NoSuchSession                  Code = 206
-	WriteConflict                  Code = 112
-	ConflictingOperationInProgress Code = 117
-	NoSuchTransaction              Code = 251
-	TransactionCommitted           Code = 256
-	TransactionTooOld              Code = 225
-	SnapshotTooOld                 Code = 239
-	Location31368                  Code = 31368 // awaitable hello needs both topologyVersion and maxAwaitTimeMS
-	Location50768                  Code = 50768 // txnNumber on a command that is not a retryable write
+	InternalError                      Code = 1
+	BadValue                           Code = 2
+	NoSuchKey                          Code = 4
+	Unauthorized                       Code = 13
+	AuthenticationFailed               Code = 18
+	UserNotFound                       Code = 11
+	RoleNotFound                       Code = 31
+	MechanismUnavailable               Code = 334
+	Location51003                      Code = 51003   // createUser of a user that exists
+	Location51002                      Code = 51002   // createRole of a role that exists
+	Location4886600                    Code = 4886600 // apiStrict or apiDeprecationErrors without apiVersion
+	APIVersionError                    Code = 322
+	APIStrictError                     Code = 323
+	InvalidRoleModification            Code = 49
+	TypeMismatch                       Code = 14
+	Overflow                           Code = 15
+	InvalidLength                      Code = 16
+	IllegalOperation                   Code = 20
+	EmptyArrayOperation                Code = 21
+	InvalidBSON                        Code = 22
+	NamespaceNotFound                  Code = 26
+	IndexNotFound                      Code = 27
+	PathNotViable                      Code = 28
+	ConflictingUpdateOperators         Code = 40
+	CursorNotFound                     Code = 43
+	NamespaceExists                    Code = 48
+	MaxTimeMSExpired                   Code = 50
+	DollarPrefixedFieldName            Code = 52
+	InvalidIdField                     Code = 53
+	NotSingleValueField                Code = 54
+	CommandNotFound                    Code = 59
+	ImmutableField                     Code = 66
+	InvalidOptions                     Code = 72
+	InvalidNamespace                   Code = 73
+	IndexOptionsConflict               Code = 85
+	IndexKeySpecsConflict              Code = 86
+	OperationFailed                    Code = 96
+	DocumentValidationFailure          Code = 121
+	NotImplemented                     Code = 238
+	CommandNotSupported                Code = 115
+	InvalidUUID                        Code = 207
+	ProtocolError                      Code = 17
+	BSONObjectTooLarge                 Code = 10334
+	DuplicateKey                       Code = 11000
+	Interrupted                        Code = 11601
+	ExceededMemoryLimit                Code = 146
+	QueryPlanKilled                    Code = 175
+	CappedPositionLost                 Code = 136
+	CursorKilled                       Code = 237
+	InvalidPipelineOperator            Code = 168
+	FailedToParse                      Code = 9
+	UnknownError                       Code = 8
+	NotWritablePrimary                 Code = 10107
+	OutOfDiskSpace                     Code = 14031
+	OperationNotSupportedInTransaction Code = 263
+	NoQueryExecutionPlans              Code = 291
+	NoReplicationEnabled               Code = 76
+	ShutdownInProgress                 Code = 91
+	InvalidReplicaSetConfig            Code = 93
+	NoSuchSession                      Code = 206
+	WriteConflict                      Code = 112
+	ConflictingOperationInProgress     Code = 117
+	NoSuchTransaction                  Code = 251
+	TransactionCommitted               Code = 256
+	TransactionTooOld                  Code = 225
+	SnapshotTooOld                     Code = 239
+	Location31368                      Code = 31368 // awaitable hello needs both topologyVersion and maxAwaitTimeMS
+	Location50768                      Code = 50768 // txnNumber on a command that is not a retryable write
 	// Atlas Search, which only Atlas (or its local deployment) has.
-	SearchNotEnabledCode Code = 31082
+	SearchNotEnabled Code = 31082
 	// Views.
 	ViewDepthLimitExceeded    Code = 165
 	CommandNotSupportedOnView Code = 166
@@ -101,24 +110,24 @@ const (
 	Location40573           Code = 40573 // $changeStream where the topology cannot stream
 	Location40602           Code = 40602 // $changeStream not the first stage
 	// DumboDB's own codes, for version control (20000-20099).
-	ReadOnlyRevision             Code = 20000 // a write to a tag or commit snapshot
-	RevisionNotFound             Code = 20001
-	MergeConflict                Code = 20002
-	NothingToCommit              Code = 20003
-	RefExists                    Code = 20004
-	BranchUnmerged               Code = 20005
-	DirtyWorkingSet              Code = 20006
-	MergeInProgress              Code = 20007
-	NoMergeInProgress            Code = 20008
-	UnresolvedConflicts          Code = 20009
-	NotFastForward               Code = 20010
-	QueryFeatureNotAllowed       Code = 224
-	ConflictingPathsInProjection Code = 31249 // Location31249: path collision
-	Location31254                Code = 31254 // cannot do exclusion in inclusion projection
-	Location31253                Code = 31253 // cannot do inclusion in exclusion projection
-	Location15974                Code = 15974 // bad sort value
-	Location15973                Code = 15973 // sort key must be a number or $meta
-	Location17276                Code = 17276 // $in needs an array ($nin too)
+	ReadOnlyRevision       Code = 20000 // a write to a tag or commit snapshot
+	RevisionNotFound       Code = 20001
+	MergeConflict          Code = 20002
+	NothingToCommit        Code = 20003
+	RefExists              Code = 20004
+	BranchUnmerged         Code = 20005
+	DirtyWorkingSet        Code = 20006
+	MergeInProgress        Code = 20007
+	NoMergeInProgress      Code = 20008
+	UnresolvedConflicts    Code = 20009
+	NotFastForward         Code = 20010
+	QueryFeatureNotAllowed Code = 224
+	Location31249          Code = 31249 // projection path collision
+	Location31254          Code = 31254 // cannot do exclusion in inclusion projection
+	Location31253          Code = 31253 // cannot do inclusion in exclusion projection
+	Location15974          Code = 15974 // bad sort value
+	Location15973          Code = 15973 // sort key must be a number or $meta
+	Location17276          Code = 17276 // $in needs an array ($nin too)
 	// Geo.
 	Location16755 Code = 16755 // Can't extract geo keys (a 2dsphere or 2d key of a bad geometry)
 	Location13027 Code = 13027 // a point outside a 2d index's [min, max)
@@ -145,114 +154,30 @@ const (
 	Location40218              Code = 40218 // text score metadata asked for without a $text
 )
 
-var names = map[Code]string{
-	InternalError:                   "InternalError",
-	NoReplicationEnabled:            "NoReplicationEnabled",
-	ShutdownInProgress:              "ShutdownInProgress",
-	InvalidReplicaSetConfig:         "InvalidReplicaSetConfig",
-	NoSuchSession:                   "NoSuchSession",
-	WriteConflict:                   "WriteConflict",
-	ConflictingOperationInProgress:  "ConflictingOperationInProgress",
-	NoSuchTransaction:               "NoSuchTransaction",
-	TransactionCommitted:            "TransactionCommitted",
-	TransactionTooOld:               "TransactionTooOld",
-	SnapshotTooOld:                  "SnapshotTooOld",
-	BadValue:                        "BadValue",
-	NoSuchKey:                       "NoSuchKey",
-	Unauthorized:                    "Unauthorized",
-	AuthenticationFailed:            "AuthenticationFailed",
-	UserNotFound:                    "UserNotFound",
-	RoleNotFound:                    "RoleNotFound",
-	InvalidRoleModification:         "InvalidRoleModification",
-	APIVersionError:                 "APIVersionError",
-	APIStrictError:                  "APIStrictError",
-	MechanismUnavailable:            "MechanismUnavailable",
-	TypeMismatch:                    "TypeMismatch",
-	Overflow:                        "Overflow",
-	InvalidLength:                   "InvalidLength",
-	IllegalOperation:                "IllegalOperation",
-	EmptyArrayOperation:             "EmptyArrayOperation",
-	InvalidBSON:                     "InvalidBSON",
-	NamespaceNotFound:               "NamespaceNotFound",
-	IndexNotFound:                   "IndexNotFound",
-	PathNotViable:                   "PathNotViable",
-	ConflictingUpdateOperators:      "ConflictingUpdateOperators",
-	CursorNotFound:                  "CursorNotFound",
-	NamespaceExists:                 "NamespaceExists",
-	MaxTimeMSExpired:                "MaxTimeMSExpired",
-	DollarPrefixedFieldName:         "DollarPrefixedFieldName",
-	InvalidIdField:                  "InvalidIdField",
-	NotSingleValueField:             "NotSingleValueField",
-	CommandNotFound:                 "CommandNotFound",
-	ImmutableField:                  "ImmutableField",
-	InvalidOptions:                  "InvalidOptions",
-	InvalidNamespace:                "InvalidNamespace",
-	IndexOptionsConflict:            "IndexOptionsConflict",
-	IndexKeySpecsConflict:           "IndexKeySpecsConflict",
-	OperationFailed:                 "OperationFailed",
-	DocumentValidationFailure:       "DocumentValidationFailure",
-	NotImplemented:                  "NotImplemented",
-	CommandNotSupported:             "CommandNotSupported",
-	InvalidUUID:                     "InvalidUUID",
-	BSONObjectTooLarge:              "BSONObjectTooLarge",
-	ProtocolError:                   "ProtocolError",
-	DuplicateKey:                    "DuplicateKey",
-	Interrupted:                     "Interrupted",
-	ExceededMemoryLimit:             "ExceededMemoryLimit",
-	QueryPlanKilled:                 "QueryPlanKilled",
-	CursorKilled:                    "CursorKilled",
-	InvalidPipelineOperator:         "InvalidPipelineOperator",
-	FailedToParse:                   "FailedToParse",
-	UnknownError:                    "UnknownError",
-	NotWritablePrimary:              "NotWritablePrimary",
-	OutOfDiskSpace:                  "OutOfDiskSpace",
-	OperationNotSupportedInTxn:      "OperationNotSupportedInTransaction",
-	ReadOnlyRevision:                "ReadOnlyRevision",
-	RevisionNotFound:                "RevisionNotFound",
-	MergeConflict:                   "MergeConflict",
-	NothingToCommit:                 "NothingToCommit",
-	RefExists:                       "RefExists",
-	BranchUnmerged:                  "BranchUnmerged",
-	DirtyWorkingSet:                 "DirtyWorkingSet",
-	MergeInProgress:                 "MergeInProgress",
-	NoMergeInProgress:               "NoMergeInProgress",
-	UnresolvedConflicts:             "UnresolvedConflicts",
-	NotFastForward:                  "NotFastForward",
-	CannotCreateIndex:               "CannotCreateIndex",
-	CannotConvertIndexToUnique:      "CannotConvertIndexToUnique",
-	InterruptedAtShutdown:           "InterruptedAtShutdown",
-	InvalidIndexSpecificationOption: "InvalidIndexSpecificationOption",
-	CannotIndexParallelArrays:       "CannotIndexParallelArrays",
-	AmbiguousIndexKeyPattern:        "AmbiguousIndexKeyPattern",
-	ConversionFailure:               "ConversionFailure",
-	IncompatibleCollationVersion:    "IncompatibleCollationVersion",
-	QueryFeatureNotAllowed:          "QueryFeatureNotAllowed",
-	NoQueryExecutionPlans:           "NoQueryExecutionPlans",
-	NoMatchingDocument:              "NoMatchingDocument",
-	SearchNotEnabledCode:            "SearchNotEnabled",
-	ViewDepthLimitExceeded:          "ViewDepthLimitExceeded",
-	CommandNotSupportedOnView:       "CommandNotSupportedOnView",
-	OptionNotSupportedOnView:        "OptionNotSupportedOnView",
-	GraphContainsCycle:              "GraphContainsCycle",
-	InvalidResumeToken:              "InvalidResumeToken",
-	ChangeStreamFatalError:          "ChangeStreamFatalError",
-	ChangeStreamHistoryLost:         "ChangeStreamHistoryLost",
-	CappedPositionLost:              "CappedPositionLost",
-
-	// declared below, with the codes of their topic
-	JSInterpreterFailure:                     "JSInterpreterFailure",
-	EmptyFieldName:                           "EmptyFieldName",
-	QueryExceededMemoryLimitNoDiskUseAllowed: "QueryExceededMemoryLimitNoDiskUseAllowed",
-}
-
-// Name is the codeName MongoDB reports for c. Codes MongoDB only knows by
-// number (the "Location" assertions) are named "Location<code>", as mongod does.
+// Name is the codeName MongoDB reports for c: the name of its constant. A
+// code with no constant (one a fail point was given) is "Location<code>",
+// as mongod names the codes of its assertions.
 func (c Code) Name() string {
-	if n, ok := names[c]; ok {
-		return n
+	if name, ok := _Code_map[c]; ok {
+		return name
 	}
 	return fmt.Sprintf("Location%d", int32(c))
 }
+
+// CodeNamed is the code Name calls name, if a constant has that name.
+func CodeNamed(name string) (Code, bool) {
+	c, ok := codesByName[name]
+	return c, ok
+}
+
+// codesByName is code_string.go's table the other way round.
+var codesByName = func() map[string]Code {
+	m := make(map[string]Code, len(_Code_map))
+	for c, name := range _Code_map {
+		m[name] = c
+	}
+	return m
+}()
 
 // Error is a MongoDB command error: what becomes {ok: 0, code, codeName, errmsg}.
 type Error struct {
@@ -378,8 +303,8 @@ const (
 	Location4545000 Code = 4545000 // one document's arguments past the BSON limit
 )
 
-// SearchNotEnabled is a community mongod's answer to the Atlas Search
-// commands and stages.
-func SearchNotEnabled() *Error {
-	return New(SearchNotEnabledCode, "Using Atlas Search Database Commands and the $listSearchIndexes aggregation stage requires additional configuration. Please connect to Atlas or an AtlasCLI local deployment to enable. For more information on how to connect, see https://dochub.mongodb.org/core/atlas-cli-deploy-local-reqs")
+// SearchNotEnabledError is a community mongod's answer to the Atlas
+// Search commands and stages.
+func SearchNotEnabledError() *Error {
+	return New(SearchNotEnabled, "Using Atlas Search Database Commands and the $listSearchIndexes aggregation stage requires additional configuration. Please connect to Atlas or an AtlasCLI local deployment to enable. For more information on how to connect, see https://dochub.mongodb.org/core/atlas-cli-deploy-local-reqs")
 }

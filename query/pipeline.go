@@ -148,7 +148,7 @@ func compileStages(arr bsoncore.Value, pc *pipeCtx) (*Pipeline, error) {
 		case !ok:
 			return nil, mongoerr.New(mongoerr.Location40324, "Unrecognized pipeline stage name: '%s'", name)
 		case row.has(stageSearch):
-			return nil, mongoerr.SearchNotEnabled()
+			return nil, mongoerr.SearchNotEnabledError()
 		case row.has(stageUnsupported):
 			return nil, mongoerr.New(mongoerr.NotImplemented, "%s is not supported by DumboDB", name)
 		}

@@ -251,7 +251,7 @@ func (n *projNode) insert(path string, leaf *projNode) error {
 	cur := n
 	for i, part := range parts {
 		if cur.terminal {
-			return mongoerr.New(mongoerr.ConflictingPathsInProjection, "Path collision at %s remaining portion %s", path, strings.Join(parts[i:], "."))
+			return mongoerr.New(mongoerr.Location31249, "Path collision at %s remaining portion %s", path, strings.Join(parts[i:], "."))
 		}
 		if cur.children == nil {
 			cur.children = map[string]*projNode{}

@@ -89,7 +89,7 @@ func TestUnsupportedStages(t *testing.T) {
 			got := runCase(t, &ddCase{cmd: "aggregate", args: `[{"` + e.name + `": {}}]`}, &docs)
 			want := "error 238 NotImplemented: " + e.name + " is not supported by DumboDB"
 			if e.has(stageSearch) { // as a community mongod answers
-				want = "error 31082 SearchNotEnabled: " + mongoerr.SearchNotEnabled().Msg
+				want = "error 31082 SearchNotEnabled: " + mongoerr.SearchNotEnabledError().Msg
 			}
 			if len(got) != 1 || got[0] != want {
 				t.Errorf("%s: got %q, want %q", e.name, got, want)

@@ -115,7 +115,7 @@ func (r *request) tailFind(coll string, a *findArgs, f *query.Filter, proj *quer
 	case len(a.min) > 0 || len(a.max) > 0:
 		return nil, mongoerr.New(mongoerr.NotImplemented, "a tailable find with min or max is not supported by DumboDB")
 	case r.txn != nil:
-		return nil, mongoerr.New(mongoerr.OperationNotSupportedInTxn, "tailable cursors are not allowed in a transaction")
+		return nil, mongoerr.New(mongoerr.OperationNotSupportedInTransaction, "tailable cursors are not allowed in a transaction")
 	}
 	d, err := r.database(false)
 	if err != nil || d == nil {

@@ -172,7 +172,7 @@ func (cs *changeStream) Close() error { return nil }
 // $changeStream and returns its first batch.
 func startChangeStream(r *request, a *aggregateArgs, stages []bsoncore.Document, batchSize int) (bsoncore.Document, error) {
 	if r.txn != nil {
-		return nil, mongoerr.New(mongoerr.OperationNotSupportedInTxn, "Operation not permitted in transaction :: caused by :: $changeStream cannot run in a transaction")
+		return nil, mongoerr.New(mongoerr.OperationNotSupportedInTransaction, "Operation not permitted in transaction :: caused by :: $changeStream cannot run in a transaction")
 	}
 	if !r.c.s.topo.replicaSet() {
 		return nil, mongoerr.New(mongoerr.Location40573, "The $changeStream stage is only supported on replica sets")

@@ -85,7 +85,7 @@ func (r *request) checkPipelineWrite(pipeline bsoncore.Array) error {
 		}
 		switch {
 		case r.txn != nil:
-			return mongoerr.New(mongoerr.OperationNotSupportedInTxn, "%s cannot be used in a transaction", name)
+			return mongoerr.New(mongoerr.OperationNotSupportedInTransaction, "%s cannot be used in a transaction", name)
 		case r.readLevel == "linearizable":
 			return mongoerr.New(mongoerr.InvalidOptions, "%s cannot be used with a 'linearizable' read concern level", name)
 		}

@@ -417,5 +417,5 @@ func cmdConvertShardKeyToHashed(r *request) (bsoncore.Document, error) {
 // cmdSearchIndexes answers the Atlas Search index commands as a community
 // mongod does: search needs Atlas or its local deployment.
 func cmdSearchIndexes(*request) (bsoncore.Document, error) {
-	return nil, mongoerr.SearchNotEnabled()
+	return nil, mongoerr.SearchNotEnabledError()
 }

@@ -106,7 +106,7 @@ func (r *request) refuseTimeseriesTxn(coll string) error {
 	if r.txn == nil {
 		return nil
 	}
-	return mongoerr.New(mongoerr.OperationNotSupportedInTxn, "Cannot %s the time-series collection %s in a multi-document transaction", r.name, r.ns(coll))
+	return mongoerr.New(mongoerr.OperationNotSupportedInTransaction, "Cannot %s the time-series collection %s in a multi-document transaction", r.name, r.ns(coll))
 }
 
 // refuseTimeseriesStream refuses a change stream on a time-series

@@ -226,7 +226,7 @@ func (r *request) createTimeseries(name string, o tsOptions, expire bsoncore.Val
 		return mongoerr.New(mongoerr.InvalidNamespace, "Invalid collection name: %s", name)
 	}
 	if r.txn != nil {
-		return mongoerr.New(mongoerr.OperationNotSupportedInTxn, "Cannot create a time-series collection in a multi-document transaction.")
+		return mongoerr.New(mongoerr.OperationNotSupportedInTransaction, "Cannot create a time-series collection in a multi-document transaction.")
 	}
 	own, err := o.entryOptions(expire)
 	if err != nil {

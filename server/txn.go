@@ -104,7 +104,7 @@ func (r *request) joinTransaction(k storage.SessionKey, number int64) (func(), e
 		start = true
 	}
 	if !transactionCommands[r.name] {
-		return nil, mongoerr.New(mongoerr.OperationNotSupportedInTxn, "Cannot run '%s' in a multi-document transaction.", r.name)
+		return nil, mongoerr.New(mongoerr.OperationNotSupportedInTransaction, "Cannot run '%s' in a multi-document transaction.", r.name)
 	}
 	t, err := r.c.s.sessions.transaction(k, number, start)
 	if err != nil && r.name == "commitTransaction" {
@@ -275,7 +275,7 @@ func (r *request) participant(create bool) (*storage.Txn, error) {
 			continue
 		}
 		if r.rev != "" && r.rev != p.rev && r.rev != p.st.Branch() {
-			return nil, mongoerr.New(mongoerr.OperationNotSupportedInTxn,
+			return nil, mongoerr.New(mongoerr.OperationNotSupportedInTransaction,
 				"a transaction runs on one branch of each database: it runs on %s@%s, not @%s", p.db, p.st.Branch(), r.rev)
 		}
 		return p.st, nil
@@ -431,7 +431,7 @@ func (r *request) refuseIndexOnExistingInTxn(coll string) error {
 	if err != nil || !p.ExistedAtStart(coll) {
 		return err
 	}
-	return mongoerr.New(mongoerr.OperationNotSupportedInTxn,
+	return mongoerr.New(mongoerr.OperationNotSupportedInTransaction,
 		"Cannot create new indexes on existing collection %s in a multi-document transaction.", r.ns(coll))
 }
 

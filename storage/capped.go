@@ -207,7 +207,7 @@ func (tx *Tx) checkCappedWrite(c *collection, doc []byte, isNew bool) error {
 		return nil
 	}
 	if tx.inTxn {
-		return mongoerr.New(mongoerr.OperationNotSupportedInTxn,
+		return mongoerr.New(mongoerr.OperationNotSupportedInTransaction,
 			"Collection '%s' is a capped collection. Writes in transactions are not allowed on capped collections.", c.info.Name)
 	}
 	if size, _ := c.info.CappedLimits(); isNew && size > 0 && int64(len(doc)) > size {
