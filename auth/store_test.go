@@ -37,6 +37,27 @@ func mustCreate(t *testing.T, s *Store, u *User) {
 	}
 }
 
+// storedUser is a user of s, failing the test when it is missing.
+func storedUser(t *testing.T, s *Store, db, name string) *User {
+	t.Helper()
+	u, ok := s.User(db, name)
+	if !ok {
+		t.Fatalf("user %s@%s not found", name, db)
+	}
+	return u
+}
+
+// storedRole is a user-defined role of s, failing the test when it is
+// missing.
+func storedRole(t *testing.T, s *Store, ref RoleRef) *Role {
+	t.Helper()
+	r, ok := s.Role(ref)
+	if !ok {
+		t.Fatalf("role %v not found", ref)
+	}
+	return r
+}
+
 func mustCreateRole(t *testing.T, s *Store, r *Role) {
 	t.Helper()
 	if err := s.CreateRole(r); err != nil {
@@ -60,10 +81,7 @@ func TestCreatedUserSurvivesReopening(t *testing.T) {
 	u := newTestUser(t, "admin", "alice", "secret", RoleRef{Role: "readWrite", DB: "shop"})
 	u.CustomData = bsoncore.NewDocumentBuilder().AppendString("team", "billing").Build()
 	mustCreate(t, s, u)
-	created, ok := s.User("admin", "alice")
-	if !ok {
-		t.Fatal("created user not found")
-	}
+	created := storedUser(t, s, "admin", "alice")
 	if created.ID == ([16]byte{}) {
 		t.Error("created user has no userId")
 	}
@@ -95,7 +113,7 @@ func TestCreateRefusesAnExistingUser(t *testing.T) {
 	dir := t.TempDir()
 	s := openStore(t, dir)
 	mustCreate(t, s, newTestUser(t, "admin", "alice", "first"))
-	first, _ := s.User("admin", "alice")
+	first := storedUser(t, s, "admin", "alice")
 	if err := s.Create(newTestUser(t, "admin", "alice", "second")); !errors.Is(err, ErrUserExists) {
 		t.Fatalf("second Create = %v, want ErrUserExists", err)
 	}
@@ -121,7 +139,7 @@ func TestUpdatedUserSurvivesReopening(t *testing.T) {
 	if s.Generation() == gen {
 		t.Error("Update did not change the generation")
 	}
-	got, _ := openStore(t, dir).User("admin", "alice")
+	got := storedUser(t, openStore(t, dir), "admin", "alice")
 	if !reflect.DeepEqual(got.Roles, []RoleRef{grant}) {
 		t.Errorf("reopened roles %v, want %v", got.Roles, []RoleRef{grant})
 	}
@@ -138,7 +156,7 @@ func TestFailedUpdateChangesNothing(t *testing.T) {
 	if !errors.Is(err, refused) {
 		t.Fatalf("Update = %v, want the function's error", err)
 	}
-	if u, _ := s.User("admin", "alice"); len(u.Roles) != 0 {
+	if u := storedUser(t, s, "admin", "alice"); len(u.Roles) != 0 {
 		t.Errorf("a failed update left roles %v", u.Roles)
 	}
 }
@@ -280,7 +298,7 @@ func TestUpdatedRoleSurvivesReopening(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	got, _ := openStore(t, dir).Role(ref)
+	got := storedRole(t, openStore(t, dir), ref)
 	if !reflect.DeepEqual(got.Privileges, []Privilege{extra}) {
 		t.Errorf("reopened privileges %v, want %v", got.Privileges, []Privilege{extra})
 	}
@@ -298,7 +316,7 @@ func TestUpdateRoleRefusesInheritingItself(t *testing.T) {
 	if !errors.Is(err, ErrRoleCycle) {
 		t.Fatalf("UpdateRole = %v, want ErrRoleCycle", err)
 	}
-	if r, _ := s.Role(a); len(r.Roles) != 0 {
+	if r := storedRole(t, s, a); len(r.Roles) != 0 {
 		t.Errorf("a refused update left roles %v", r.Roles)
 	}
 }
@@ -318,10 +336,10 @@ func TestDroppedRoleLeavesItsHoldersAfterReopening(t *testing.T) {
 	if _, ok := r.Role(clerk); ok {
 		t.Error("dropped role back after reopening")
 	}
-	if u, _ := r.User("shop", "ann"); !reflect.DeepEqual(u.Roles, []RoleRef{read}) {
+	if u := storedUser(t, r, "shop", "ann"); !reflect.DeepEqual(u.Roles, []RoleRef{read}) {
 		t.Errorf("user's roles %v, want %v", u.Roles, []RoleRef{read})
 	}
-	if m, _ := r.Role(RoleRef{Role: "manager", DB: "shop"}); !reflect.DeepEqual(m.Roles, []RoleRef{read}) {
+	if m := storedRole(t, r, RoleRef{Role: "manager", DB: "shop"}); !reflect.DeepEqual(m.Roles, []RoleRef{read}) {
 		t.Errorf("manager's roles %v, want %v", m.Roles, []RoleRef{read})
 	}
 }
