@@ -41,10 +41,10 @@ type nearSource struct {
 	// (pointKeys: one entry per document, the geo field first), an
 	// entry's cell tells the point's distance to within a cell, so a
 	// document is fetched only once nothing unread can be nearer.
-	cands          []nearCand
-	pointKeys      bool
-	pending, ready []nearDoc
-	finished       bool
+	cands     []nearCand
+	pointKeys bool
+	pending   []nearDoc
+	finished  bool
 }
 
 // nearCand is an entry not yet fetched and a lower bound of its

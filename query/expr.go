@@ -122,16 +122,14 @@ func NewEnv(coll *value.Collation, let bsoncore.Document) (*Env, error) {
 // server, which also evaluates let's JavaScript (a $function in let obeys
 // --noscripting too).
 func NewScriptedEnv(coll *value.Collation, let bsoncore.Document, eng *js.Engine, scope string) (*Env, error) {
-	return NewCommandEnv(nil, coll, let, eng, scope)
+	return NewCommandEnv(context.Background(), coll, let, eng, scope)
 }
 
-// NewCommandEnv is NewScriptedEnv for a command running under ctx (nil:
-// none): let's expressions stop when it ends.
+// NewCommandEnv is NewScriptedEnv for a command running under ctx: let's
+// expressions stop when it ends.
 func NewCommandEnv(ctx context.Context, coll *value.Collation, let bsoncore.Document, eng *js.Engine, scope string) (*Env, error) {
 	e := &Env{Collation: coll, vars: map[string]bsoncore.Value{}, JS: eng, JSScope: scope, ctx: &ctxRef{}}
-	if ctx != nil {
-		defer e.leaveContext(e.enterContext(&ctxBox{ctx}))
-	}
+	defer e.leaveContext(e.enterContext(&ctxBox{ctx}))
 	e.now = bsoncore.Value{Type: bsoncore.TypeDateTime, Data: bsoncore.AppendDateTime(nil, time.Now().UnixMilli())}
 	it := value.NewIter(let)
 	for {

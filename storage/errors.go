@@ -34,7 +34,7 @@ var (
 
 	// ErrDocumentValidation: a conflict's resolution is a document the
 	// collection's validator refuses.
-	ErrDocumentValidation = errors.New("Document failed validation")
+	ErrDocumentValidation = errors.New("Document failed validation") //lint:ignore ST1005 mongod's message, which clients see
 
 	// ErrDocumentTooLarge: an update by field (UpdateFields) would make
 	// a document larger than its limit.

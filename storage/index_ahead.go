@@ -125,7 +125,7 @@ func changedDocs(ctx context.Context, ns tree.NodeStore, from, to *collection) (
 			keys[string(keyBytes(val.Tuple(d.Key)))] = true
 			return nil
 		})
-		if err != nil && !errors.Is(err, io.EOF) {
+		if !errors.Is(err, io.EOF) { // DiffMaps ends with io.EOF
 			return nil, err
 		}
 	}

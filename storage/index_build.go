@@ -417,7 +417,7 @@ func diffIndex(ctx context.Context, ns tree.NodeStore, coll string, ix *indexSta
 		next.multikey = next.multikey || mk
 		return nil
 	})
-	if err != nil && !errors.Is(err, io.EOF) {
+	if !errors.Is(err, io.EOF) { // DiffMaps ends with io.EOF
 		return nil, err
 	}
 	if next.multikey {

@@ -141,7 +141,7 @@ func (d *Database) diffCollection(ctx context.Context, a, b *rootState, name str
 	err = prolly.DiffMaps(ctx, from, to, false, func(ctx context.Context, df tree.Diff) error {
 		return d.addDocChange(ctx, &cd, df, withFields)
 	})
-	if err != nil && !errors.Is(err, io.EOF) {
+	if !errors.Is(err, io.EOF) { // DiffMaps ends with io.EOF
 		return cd, false, err
 	}
 	return cd, true, nil

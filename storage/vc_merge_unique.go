@@ -86,7 +86,7 @@ func (d *Database) uniqueClashes(ctx context.Context, info CollectionInfo, o *co
 		docs = append(docs, m)
 		return nil
 	})
-	if err != nil && !errors.Is(err, io.EOF) {
+	if !errors.Is(err, io.EOF) { // DiffMaps ends with io.EOF
 		return merged, nil, err
 	}
 	byKey := make(map[string]*mergedDoc, len(docs))

@@ -41,7 +41,7 @@ func (d *Database) validatorClashes(ctx context.Context, info CollectionInfo,
 		refused = append(refused, conflictRec{key: append([]byte(nil), keyBytes(val.Tuple(df.Key))...), ours: ours})
 		return nil
 	})
-	if err != nil && !errors.Is(err, io.EOF) {
+	if !errors.Is(err, io.EOF) { // DiffMaps ends with io.EOF
 		return merged, nil, err
 	}
 	if len(refused) == 0 {

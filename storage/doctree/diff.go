@@ -45,7 +45,7 @@ func Diff(ctx context.Context, a, b Tree, atomicArrays bool, compare ValueDiff) 
 		}
 		return nil
 	})
-	if err != nil && !errors.Is(err, io.EOF) {
+	if !errors.Is(err, io.EOF) { // DiffMaps ends with io.EOF
 		return nil, err
 	}
 	df := &differ{a: a, b: b, dirty: dirty, atomicArrays: atomicArrays, compare: compare}
