@@ -154,6 +154,62 @@ const (
 	Location40218              Code = 40218 // text score metadata asked for without a $text
 )
 
+// Codes DumboDB does not raise but a fail point can be given, that are
+// in the categories below: what drivers retry and resume after.
+const (
+	HostUnreachable                    Code = 6
+	HostNotFound                       Code = 7
+	NetworkTimeout                     Code = 89
+	FailedToSatisfyReadPreference      Code = 133
+	ReadConcernMajorityNotAvailableYet Code = 134
+	StaleEpoch                         Code = 150
+	PrimarySteppedDown                 Code = 189
+	RetryChangeStream                  Code = 234
+	ExceededTimeLimit                  Code = 262
+	SocketException                    Code = 9001
+	InterruptedDueToReplStateChange    Code = 11602
+	StaleConfig                        Code = 13388
+	NotPrimaryNoSecondaryOk            Code = 13435
+	NotPrimaryOrSecondary              Code = 13436
+)
+
+// Category is a set of mongod's error categories (error_codes.yml's
+// error_categories), the ones that decide the error labels mongod gives:
+// whether a driver retries a write or resumes a change stream.
+type Category uint8
+
+const (
+	NetworkError Category = 1 << iota
+	RetriableError
+	NeedRetargettingError
+	NonResumableChangeStreamError
+)
+
+// categories are each code's categories, as mongod's error_codes.yml
+// gives them, for the codes declared here that are in any.
+var categories = map[Code]Category{
+	HostUnreachable:                    NetworkError | RetriableError,
+	HostNotFound:                       NetworkError | RetriableError,
+	NetworkTimeout:                     NetworkError | RetriableError,
+	ShutdownInProgress:                 RetriableError,
+	ReadConcernMajorityNotAvailableYet: RetriableError,
+	StaleEpoch:                         NeedRetargettingError,
+	PrimarySteppedDown:                 RetriableError,
+	ExceededTimeLimit:                  RetriableError,
+	ChangeStreamFatalError:             NonResumableChangeStreamError,
+	ChangeStreamHistoryLost:            NonResumableChangeStreamError,
+	SocketException:                    NetworkError | RetriableError,
+	NotWritablePrimary:                 RetriableError,
+	InterruptedAtShutdown:              RetriableError,
+	InterruptedDueToReplStateChange:    RetriableError,
+	StaleConfig:                        NeedRetargettingError,
+	NotPrimaryNoSecondaryOk:            RetriableError,
+	NotPrimaryOrSecondary:              RetriableError,
+}
+
+// In reports whether c is in any of the categories of cat.
+func (c Code) In(cat Category) bool { return categories[c]&cat != 0 }
+
 // Name is the codeName MongoDB reports for c: the name of its constant. A
 // code with no constant (one a fail point was given) is "Location<code>",
 // as mongod names the codes of its assertions.

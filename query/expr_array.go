@@ -415,25 +415,25 @@ func (e *sortArrayExpr) eval(c *evalCtx) (bsoncore.Value, error) {
 }
 
 // int32Arg reads an argument that must be a whole number in int32 range.
-func int32Arg(name, what string, v bsoncore.Value, code int32) (int, error) {
+func int32Arg(name, what string, v bsoncore.Value, code mongoerr.Code) (int, error) {
 	if !value.IsNumber(v) || value.ToFloat(v) != math.Trunc(value.ToFloat(v)) || math.Abs(value.ToFloat(v)) > math.MaxInt32 {
-		return 0, mongoerr.New(mongoerr.Code(code), "%s requires %s to be a 32-bit integer, found: %s", name, what, value.Format(v))
+		return 0, mongoerr.New(code, "%s requires %s to be a 32-bit integer, found: %s", name, what, value.Format(v))
 	}
 	return int(value.ToFloat(v)), nil
 }
 
 func evalRange(c *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
-	start, err := int32Arg("$range", "a starting value", a[0], 34443)
+	start, err := int32Arg("$range", "a starting value", a[0], mongoerr.Location34443)
 	if err != nil {
 		return bsoncore.Value{}, err
 	}
-	end, err := int32Arg("$range", "an ending value", a[1], 34445)
+	end, err := int32Arg("$range", "an ending value", a[1], mongoerr.Location34445)
 	if err != nil {
 		return bsoncore.Value{}, err
 	}
 	step := 1
 	if len(a) == 3 {
-		if step, err = int32Arg("$range", "a step value", a[2], 34447); err != nil {
+		if step, err = int32Arg("$range", "a step value", a[2], mongoerr.Location34447); err != nil {
 			return bsoncore.Value{}, err
 		}
 		if step == 0 {
@@ -501,7 +501,7 @@ func evalSlice(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
 	}
 	vals := value.ArrayValues(a[0].Data)
 	n := len(vals)
-	first, err := int32Arg("$slice", "the second argument", a[1], 28725)
+	first, err := int32Arg("$slice", "the second argument", a[1], mongoerr.Location28725)
 	if err != nil {
 		return bsoncore.Value{}, err
 	}
@@ -511,7 +511,7 @@ func evalSlice(_ *evalCtx, a []bsoncore.Value) (bsoncore.Value, error) {
 		}
 		return value.BuildArray(vals[max(0, n+first):]), nil
 	}
-	count, err := int32Arg("$slice", "the third argument", a[2], 28727)
+	count, err := int32Arg("$slice", "the third argument", a[2], mongoerr.Location28727)
 	if err != nil {
 		return bsoncore.Value{}, err
 	}

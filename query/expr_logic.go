@@ -111,9 +111,10 @@ func compileCond(_ string, arg bsoncore.Value, s *compileScope) (Expr, error) {
 				return nil, mongoerr.New(mongoerr.Location17083, "Unrecognized parameter to $cond: %s", k)
 			}
 		}
+		missing := [3]mongoerr.Code{mongoerr.Location17080, mongoerr.Location17081, mongoerr.Location17082}
 		for i, name := range []string{"if", "then", "else"} {
 			if parts[i].Type == 0 {
-				return nil, mongoerr.New(mongoerr.Code(17080+i), "Missing '%s' parameter to $cond", name)
+				return nil, mongoerr.New(missing[i], "Missing '%s' parameter to $cond", name)
 			}
 		}
 	default:

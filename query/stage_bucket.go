@@ -17,10 +17,10 @@ import (
 // $bucketAuto (evenly filled buckets) and $sortByCount.
 
 // groupByExpr compiles a groupBy argument: a $path or an operator object.
-func groupByExpr(stageName string, v bsoncore.Value, pc *pipeCtx, code int32) (Expr, error) {
+func groupByExpr(stageName string, v bsoncore.Value, pc *pipeCtx, code mongoerr.Code) (Expr, error) {
 	isPath := v.Type == bsoncore.TypeString && len(v.StringValue()) > 0 && v.StringValue()[0] == '$'
 	if !isPath && !value.IsOperatorDoc(v) {
-		return nil, mongoerr.New(mongoerr.Code(code), "The $%s 'groupBy' field must be defined as a $-prefixed path or an expression object, but found: %s", stageName, value.Format(v))
+		return nil, mongoerr.New(code, "The $%s 'groupBy' field must be defined as a $-prefixed path or an expression object, but found: %s", stageName, value.Format(v))
 	}
 	return compileExpr(v, pc.env.scope())
 }
@@ -86,7 +86,7 @@ func compileBucketStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 	err := value.EachField(spec.Data, func(k string, v bsoncore.Value) (err error) {
 		switch k {
 		case "groupBy":
-			b.groupBy, err = groupByExpr("bucket", v, pc, 40202)
+			b.groupBy, err = groupByExpr("bucket", v, pc, mongoerr.Location40202)
 		case "boundaries":
 			b.boundaries, err = parseBoundaries(v)
 		case "default":
@@ -160,7 +160,7 @@ func compileBucketAutoStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 		var err error
 		switch string(k) {
 		case "groupBy":
-			groupBy, err = groupByExpr("bucketAuto", v, pc, 40239)
+			groupBy, err = groupByExpr("bucketAuto", v, pc, mongoerr.Location40239)
 		case "buckets":
 			if !value.IsNumber(v) || value.ToFloat(v) != float64(int32(value.ToFloat(v))) || value.ToFloat(v) <= 0 {
 				return nil, mongoerr.New(mongoerr.Location40243, "The $bucketAuto 'buckets' field must be greater than 0, but found: %s", value.Format(v))

@@ -87,17 +87,19 @@ func (r *granularityRounder) checkKey(k bsoncore.Value) error {
 }
 
 func (r *granularityRounder) check(v bsoncore.Value) error {
-	codes := [3]int32{40262, 40263, 40268}
+	// mongod's two rounders have codes of their own: not a number, NaN,
+	// negative.
+	codes := [3]mongoerr.Code{mongoerr.Location40262, mongoerr.Location40263, mongoerr.Location40268}
 	if r.series == nil {
-		codes = [3]int32{40265, 40266, 40267}
+		codes = [3]mongoerr.Code{mongoerr.Location40265, mongoerr.Location40266, mongoerr.Location40267}
 	}
 	switch {
 	case !value.IsNumber(v):
-		return mongoerr.New(mongoerr.Code(codes[0]), "A granularity rounder can only round numeric values, but found type: %s", value.TypeName(v.Type))
+		return mongoerr.New(codes[0], "A granularity rounder can only round numeric values, but found type: %s", value.TypeName(v.Type))
 	case math.IsNaN(value.ToFloat(v)):
-		return mongoerr.New(mongoerr.Code(codes[1]), "A granularity rounder cannot round NaN")
+		return mongoerr.New(codes[1], "A granularity rounder cannot round NaN")
 	case value.ToFloat(v) < 0:
-		return mongoerr.New(mongoerr.Code(codes[2]), "A granularity rounder can only round non-negative numbers")
+		return mongoerr.New(codes[2], "A granularity rounder can only round non-negative numbers")
 	}
 	return nil
 }

@@ -50,14 +50,14 @@ func parseUnpackBucket(spec bsoncore.Value) (unpackSpec, error) {
 	var u unpackSpec
 	d, ok := spec.DocumentOK()
 	if !ok {
-		return u, mongoerr.New(mongoerr.Code(5346500), "$_internalUnpackBucket specification must be an object, got: %s", value.TypeName(spec.Type))
+		return u, mongoerr.New(mongoerr.Location5346500, "$_internalUnpackBucket specification must be an object, got: %s", value.TypeName(spec.Type))
 	}
 	err := value.EachField(d, func(k string, v bsoncore.Value) error {
 		switch k {
 		case "timeField", "metaField":
 			s, ok := v.StringValueOK()
 			if !ok {
-				return mongoerr.New(mongoerr.Code(5346504), "%s field must be a string, got: %s", k, value.TypeName(v.Type))
+				return mongoerr.New(mongoerr.Location5346504, "%s field must be a string, got: %s", k, value.TypeName(v.Type))
 			}
 			if k == "timeField" {
 				u.timeField = s
@@ -66,15 +66,15 @@ func parseUnpackBucket(spec bsoncore.Value) (unpackSpec, error) {
 			}
 		case "bucketMaxSpanSeconds":
 			if n, ok := value.AsInt64(v); !ok || n <= 0 {
-				return mongoerr.New(mongoerr.Code(5510600), "bucketMaxSpanSeconds field must be a positive integer")
+				return mongoerr.New(mongoerr.Location5510600, "bucketMaxSpanSeconds field must be a positive integer")
 			}
 		default:
-			return mongoerr.New(mongoerr.Code(5346506), "unrecognized option to $_internalUnpackBucket: %s", k)
+			return mongoerr.New(mongoerr.Location5346506, "unrecognized option to $_internalUnpackBucket: %s", k)
 		}
 		return nil
 	})
 	if err == nil && u.timeField == "" {
-		err = mongoerr.New(mongoerr.Code(5346508), "The $_internalUnpackBucket stage requires a timeField parameter")
+		err = mongoerr.New(mongoerr.Location5346508, "The $_internalUnpackBucket stage requires a timeField parameter")
 	}
 	return u, err
 }

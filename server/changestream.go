@@ -623,28 +623,28 @@ func (r *request) streamGetMore(cs *changeStream, batchSize int) ([]bsoncore.Doc
 	}
 }
 
-// resumableCodes are the errors after which a driver resumes a change
-// stream (mongod's RetriableError category, network errors, the
-// NeedRetargetting codes, RetryChangeStream and
-// FailedToSatisfyReadPreference): mongod labels them
-// ResumableChangeStreamError on a change stream's getMore.
-var resumableCodes = map[mongoerr.Code]bool{
-	6: true, 7: true, 89: true, 91: true, 189: true, 262: true, 9001: true, 10107: true, 11600: true,
-	11602: true, 13435: true, 13436: true, 150: true, 234: true, 133: true, 13388: true,
-}
-
 // labelStreamError adds the change-stream error label a driver decides
-// on: NonResumableChangeStreamError for 280 and 286, and
-// ResumableChangeStreamError for resumableCodes.
+// on: NonResumableChangeStreamError for the codes of that category, and
+// ResumableChangeStreamError for resumable ones.
 func labelStreamError(err error) error {
 	me := mongoerr.As(err)
 	switch {
-	case me.Code == mongoerr.ChangeStreamFatalError || me.Code == mongoerr.ChangeStreamHistoryLost:
+	case me.Code.In(mongoerr.NonResumableChangeStreamError):
 		return withErrorLabel(me, "NonResumableChangeStreamError")
-	case resumableCodes[me.Code]:
+	case resumableStreamError(me.Code):
 		return withErrorLabel(me, "ResumableChangeStreamError")
 	}
 	return err
+}
+
+// resumableStreamError reports the codes mongod labels
+// ResumableChangeStreamError on a change stream's getMore, after which a
+// driver resumes the stream: those of the retriable, network and
+// retargetting categories, RetryChangeStream and
+// FailedToSatisfyReadPreference.
+func resumableStreamError(c mongoerr.Code) bool {
+	return c.In(mongoerr.RetriableError|mongoerr.NetworkError|mongoerr.NeedRetargettingError) ||
+		c == mongoerr.RetryChangeStream || c == mongoerr.FailedToSatisfyReadPreference
 }
 
 // streamReply is a cursor reply with the batch's postBatchResumeToken.

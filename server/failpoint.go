@@ -83,27 +83,27 @@ func (f failure) wait(ctx context.Context) error {
 	}
 }
 
-// retryableCodes are the error codes after which a retryable write may be
-// retried (the retryable writes specification's list), for which mongod
-// labels a write concern error RetryableWriteError.
-var retryableCodes = map[int64]bool{
-	6: true, 7: true, 89: true, 91: true, 134: true, 189: true, 262: true, 9001: true,
-	10107: true, 11600: true, 11602: true, 13435: true, 13436: true, 63: true, 150: true,
-}
-
 // addWriteConcernError adds the fail point's write concern error to a
 // successful reply, with its labels, or RetryableWriteError for a
-// retryable write failing with a retryable code, as mongod labels it.
+// retryable write whose error is in the RetriableError category, as
+// mongod labels it.
 func (f failure) addWriteConcernError(r *request, reply bsoncore.Document) bsoncore.Document {
 	reply = withField(reply, "writeConcernError", bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: f.wcError})
 	labels := f.labels
-	if code, _ := value.AsInt64(f.wcError.Lookup("code")); labels == nil && r.retry != nil && retryableCodes[code] {
+	if labels == nil && r.retry != nil && retriable(f.wcError.Lookup("code")) {
 		labels = bsoncore.NewArrayBuilder().AppendString("RetryableWriteError").Build()
 	}
 	if labels != nil {
 		reply = withField(reply, "errorLabels", bsoncore.Value{Type: bsoncore.TypeArray, Data: labels})
 	}
 	return reply
+}
+
+// retriable reports whether an error's code field holds a code of the
+// RetriableError category.
+func retriable(code bsoncore.Value) bool {
+	n, ok := value.AsInt64(code)
+	return ok && n == int64(int32(n)) && mongoerr.Code(n).In(mongoerr.RetriableError)
 }
 
 func withField(doc bsoncore.Document, key string, v bsoncore.Value) bsoncore.Document {

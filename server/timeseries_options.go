@@ -73,7 +73,7 @@ func parseTimeseries(v bsoncore.Value) (tsOptions, error) {
 		return o, err
 	}
 	if !hasTime {
-		return o, mongoerr.New(mongoerr.Code(40414), "BSON field 'create.timeseries.timeField' is missing but a required field")
+		return o, mongoerr.New(mongoerr.Location40414, "BSON field 'create.timeseries.timeField' is missing but a required field")
 	}
 	if err := o.checkFields(hasMeta); err != nil {
 		return o, err
@@ -103,10 +103,10 @@ func bucketSecondsArg(cmd, field string, v bsoncore.Value) (int64, error) {
 	}
 	n := int64(value.ToFloat(v)) // safeInt: a number, truncated
 	if n < 1 {
-		return 0, mongoerr.New(mongoerr.Code(51024), "BSON field '%s.timeseries.%s' value must be >= 1, actual value '%d'", cmd, field, n)
+		return 0, mongoerr.New(mongoerr.Location51024, "BSON field '%s.timeseries.%s' value must be >= 1, actual value '%d'", cmd, field, n)
 	}
 	if n > maxBucketSpanSeconds {
-		return 0, mongoerr.New(mongoerr.Code(51024), "BSON field '%s.timeseries.%s' value must be <= %d, actual value '%d'", cmd, field, maxBucketSpanSeconds, n)
+		return 0, mongoerr.New(mongoerr.Location51024, "BSON field '%s.timeseries.%s' value must be <= %d, actual value '%d'", cmd, field, maxBucketSpanSeconds, n)
 	}
 	return n, nil
 }
