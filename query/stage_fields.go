@@ -18,9 +18,9 @@ type docTransform func(doc bsoncore.Document) (bsoncore.Document, error)
 type transformCompiler func(spec bsoncore.Value, env *Env) (docTransform, error)
 
 // transformRow is a row of the stage table for a transform: a stage of
-// aggregation pipelines and of update pipelines.
-func transformRow(name string, compile transformCompiler) stageEntry {
-	return stageEntry{name: name, transform: compile, compile: func(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
+// aggregation pipelines and of update pipelines, with its flags.
+func transformRow(name string, compile transformCompiler, flags stageFlags) stageEntry {
+	return stageEntry{name: name, transform: compile, flags: flags, compile: func(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 		t, err := compile(spec, pc.env)
 		if err != nil {
 			return nil, mongoerr.New(mongoerr.As(err).Code, "Invalid %s :: caused by :: %s", name, mongoerr.As(err).Msg)

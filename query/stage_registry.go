@@ -8,20 +8,20 @@ import "go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 var stageTable = [][]stageEntry{
 	{ // documents in and out
 		{name: "$limit", compile: compileLimitStage},
-		{name: "$match", compile: compileMatchStage},
-		{name: "$redact", compile: compileRedactStage},
+		{name: "$match", compile: compileMatchStage, flags: stageAfterChangeStream},
+		{name: "$redact", compile: compileRedactStage, flags: stageAfterChangeStream},
 		{name: "$sample", compile: compileSampleStage},
 		{name: "$skip", compile: compileSkipStage},
 		{name: "$sort", compile: compileSortStage},
 		{name: "$unwind", compile: compileUnwindStage},
 	},
 	{ // per-document transforms, which update pipelines may use too
-		transformRow("$addFields", compileAddFields),
-		transformRow("$project", compileProjectTransform),
-		transformRow("$replaceRoot", compileReplaceRoot),
-		transformRow("$replaceWith", compileReplaceWith),
-		transformRow("$set", compileAddFields),
-		transformRow("$unset", compileUnset),
+		transformRow("$addFields", compileAddFields, stageAfterChangeStream),
+		transformRow("$project", compileProjectTransform, stageAfterChangeStream),
+		transformRow("$replaceRoot", compileReplaceRoot, stageAfterChangeStream),
+		transformRow("$replaceWith", compileReplaceWith, stageAfterChangeStream),
+		transformRow("$set", compileAddFields, stageAfterChangeStream),
+		transformRow("$unset", compileUnset, stageAfterChangeStream),
 	},
 	{ // grouping
 		{name: "$bucket", compile: compileBucketStage},
@@ -46,11 +46,11 @@ var stageTable = [][]stageEntry{
 		{name: "$out", compile: compileOutStage, flags: stageNotInFacet},
 	},
 	{ // sources of their own documents
-		{name: "$collStats", compile: compileCollStatsStage, flags: stageFirst | stageNotInFacet},
+		{name: "$collStats", compile: compileCollStatsStage, flags: stageFirst | stageNotInFacet | stageNotInAPIV1},
 		{name: "$documents", compile: compileDocumentsStage, flags: stageFirst | stageNotInFacet},
-		{name: "$indexStats", compile: compileIndexStatsStage, flags: stageFirst | stageNotInFacet},
-		{name: "$listLocalSessions", compile: compileListSessionsStage("$listLocalSessions"), flags: stageFirst},
-		{name: "$listSessions", compile: compileListSessionsStage("$listSessions"), flags: stageFirst},
+		{name: "$indexStats", compile: compileIndexStatsStage, flags: stageFirst | stageNotInFacet | stageNotInAPIV1},
+		{name: "$listLocalSessions", compile: compileListSessionsStage("$listLocalSessions"), flags: stageFirst | stageNotInAPIV1},
+		{name: "$listSessions", compile: compileListSessionsStage("$listSessions"), flags: stageFirst | stageNotInAPIV1},
 	},
 	{ // time series: the read of a time-series collection from its buckets
 		{name: "$_internalUnpackBucket", compile: compileUnpackBucketStage},
@@ -67,9 +67,9 @@ var stageTable = [][]stageEntry{
 	{ // unsupported: change streams, sessions and the server's state
 		{name: "$changeStream", flags: stageUnsupported},
 		{name: "$changeStreamSplitLargeEvent", flags: stageUnsupported},
-		{name: "$currentOp", flags: stageUnsupported},
+		{name: "$currentOp", flags: stageUnsupported | stageNotInAPIV1},
 		{name: "$listSampledQueries", flags: stageUnsupported},
-		{name: "$planCacheStats", flags: stageUnsupported},
+		{name: "$planCacheStats", flags: stageUnsupported | stageNotInAPIV1},
 		{name: "$querySettings", flags: stageUnsupported},
 		{name: "$shardedDataDistribution", flags: stageUnsupported},
 	},
@@ -100,9 +100,22 @@ const (
 	// stageSearch: an Atlas Search stage, which a community mongod
 	// refuses with SearchNotEnabled, as DumboDB does.
 	stageSearch
+	// stageNotInAPIV1: the Stable API's version 1 leaves the stage out,
+	// so apiStrict refuses it.
+	stageNotInAPIV1
+	// stageAfterChangeStream: the stage may follow $changeStream (a
+	// per-document filter or transform of the events).
+	stageAfterChangeStream
 )
 
 func (e stageEntry) has(f stageFlags) bool { return e.flags&f != 0 }
+
+// StageOutsideAPIV1 reports a stage the Stable API's version 1 leaves
+// out; a name that is no stage is not one (compiling refuses it).
+func StageOutsideAPIV1(name string) bool { return stages[name].has(stageNotInAPIV1) }
+
+// StageAfterChangeStream reports a stage that may follow $changeStream.
+func StageAfterChangeStream(name string) bool { return stages[name].has(stageAfterChangeStream) }
 
 func (e stageEntry) rowName() string { return e.name }
 
