@@ -265,13 +265,6 @@ func (r *request) streamScope(a *aggregateArgs, args changeStreamArgs) (streamSc
 	return sc, nil
 }
 
-// streamStages are the stages allowed after $changeStream.
-var streamStages = map[string]bool{
-	"$match": true, "$project": true, "$addFields": true, "$set": true, "$unset": true,
-	"$replaceRoot": true, "$replaceWith": true, "$redact": true,
-	"$changeStreamSplitLargeEvent": false,
-}
-
 func compileStreamStages(r *request, stages []bsoncore.Document) (*query.Pipeline, error) {
 	if len(stages) == 0 {
 		return nil, nil
@@ -282,7 +275,7 @@ func compileStreamStages(r *request, stages []bsoncore.Document) (*query.Pipelin
 		if name == "$changeStream" {
 			return nil, mongoerr.New(mongoerr.Location40602, "$changeStream is only valid as the first stage in a pipeline")
 		}
-		if !streamStages[name] {
+		if !query.StageAfterChangeStream(name) {
 			if _, err := query.CompilePipeline(bsoncore.NewArrayBuilder().AppendDocument(st).Build()); err != nil &&
 				mongoerr.As(err).Code == mongoerr.Location40324 {
 				return nil, err // not a stage at all

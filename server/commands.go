@@ -20,7 +20,36 @@ type command struct {
 	// canonical, for another spelling of a command, is the command's own
 	// name: fail points and logs name the command, whatever its spelling.
 	canonical string
+	// apiV1: the command is in the Stable API's version 1 (MongoDB 8.0's
+	// list, which names spellings, not commands), so apiStrict allows it.
+	apiV1 bool
+	// inTransaction: the command may run in a multi-document transaction
+	// (mongod 8's list).
+	inTransaction bool
+	// retryableWrite: the command takes a txnNumber outside a
+	// transaction, and a retry answers from the statements' outcomes.
+	retryableWrite bool
+	// snapshotRead: the command takes readConcern level snapshot outside
+	// a transaction, as on mongod.
+	snapshotRead bool
+	// first is what the command's first value (under its name) is.
+	first firstValue
 }
+
+// firstValue is what a command's first value is: tests that run every
+// command (TestCommandArgumentsWalk) give it one of the kind.
+type firstValue string
+
+const (
+	// firstAny: a collection's name, a value the command does not read,
+	// or for a version-control command the ref it acts on (optional).
+	firstAny       firstValue = ""
+	firstBranch    firstValue = "branch"    // a branch's name, needed
+	firstFailPoint firstValue = "failPoint" // a fail point's name
+	firstList      firstValue = "list"      // sessions, users or patterns
+	firstCommand   firstValue = "command"   // the document of the command explained
+	firstCursorID  firstValue = "cursorID"  // a cursor's id
+)
 
 // family is what a command is for; listCommands shows it.
 type family string
@@ -67,37 +96,37 @@ var (
 
 func init() {
 	commandTable = []command{
-		{family: reads, name: "aggregate", handler: cmdAggregate, access: anyDatabase, need: needs(auth.Find), help: "runs an aggregation pipeline, a change stream ($changeStream) or a view's"},
-		{family: reads, name: "count", handler: cmdCount, access: anyDatabase, need: needs(auth.Find), help: "counts the documents that match a query"},
+		{family: reads, name: "aggregate", handler: cmdAggregate, access: anyDatabase, need: needs(auth.Find), apiV1: true, inTransaction: true, snapshotRead: true, help: "runs an aggregation pipeline, a change stream ($changeStream) or a view's"},
+		{family: reads, name: "count", handler: cmdCount, access: anyDatabase, need: needs(auth.Find), apiV1: true, help: "counts the documents that match a query"},
 		{family: reads, name: "mapReduce", handler: cmdMapReduce, access: anyDatabase, need: needs(auth.Find), help: "runs JavaScript map, reduce and finalize functions over a collection's documents, returning the results or writing them to a collection"},
 		{family: reads, name: "mapreduce", handler: cmdMapReduce, access: anyDatabase, need: needs(auth.Find), help: "alias of mapReduce"},
-		{family: reads, name: "distinct", handler: cmdDistinct, access: anyDatabase, need: needs(auth.Find), help: "returns the distinct values of a field"},
-		{family: reads, name: "explain", handler: cmdExplain, access: anyDatabase, need: needs(auth.Find), help: "describes how a query runs (plan and execution statistics)"},
-		{family: reads, name: "find", handler: cmdFind, access: anyDatabase, need: needs(auth.Find), help: "queries documents (of a collection or a view)"},
-		{family: writes, name: "delete", handler: cmdDelete, access: anyDatabase, need: needs(auth.Remove), help: "deletes documents"},
-		{family: writes, name: "findAndModify", handler: cmdFindAndModify, access: anyDatabase, need: needs(auth.Find | auth.Update), help: "updates or removes one document and returns it"},
-		{family: writes, name: "findandmodify", handler: cmdFindAndModify, access: anyDatabase, need: needs(auth.Find | auth.Update), help: "legacy spelling of findAndModify", canonical: "findAndModify"},
+		{family: reads, name: "distinct", handler: cmdDistinct, access: anyDatabase, need: needs(auth.Find), inTransaction: true, snapshotRead: true, help: "returns the distinct values of a field"},
+		{family: reads, name: "explain", handler: cmdExplain, access: anyDatabase, need: needs(auth.Find), apiV1: true, first: firstCommand, help: "describes how a query runs (plan and execution statistics)"},
+		{family: reads, name: "find", handler: cmdFind, access: anyDatabase, need: needs(auth.Find), apiV1: true, inTransaction: true, snapshotRead: true, help: "queries documents (of a collection or a view)"},
+		{family: writes, name: "delete", handler: cmdDelete, access: anyDatabase, need: needs(auth.Remove), apiV1: true, inTransaction: true, retryableWrite: true, help: "deletes documents"},
+		{family: writes, name: "findAndModify", handler: cmdFindAndModify, access: anyDatabase, need: needs(auth.Find | auth.Update), apiV1: true, inTransaction: true, retryableWrite: true, help: "updates or removes one document and returns it"},
+		{family: writes, name: "findandmodify", handler: cmdFindAndModify, access: anyDatabase, need: needs(auth.Find | auth.Update), inTransaction: true, retryableWrite: true, help: "legacy spelling of findAndModify", canonical: "findAndModify"},
 		{family: indexes, name: "createSearchIndexes", handler: cmdSearchIndexes, access: anyDatabase, need: needs(auth.CreateIndex), help: "Atlas Search indexes: refused as on a community mongod (SearchNotEnabled)"},
 		{family: indexes, name: "dropSearchIndex", handler: cmdSearchIndexes, access: anyDatabase, need: needs(auth.DropIndex), help: "Atlas Search indexes: refused as on a community mongod (SearchNotEnabled)"},
 		{family: indexes, name: "updateSearchIndex", handler: cmdSearchIndexes, access: anyDatabase, need: needs(auth.CreateIndex), help: "Atlas Search indexes: refused as on a community mongod (SearchNotEnabled)"},
-		{family: writes, name: "bulkWrite", handler: cmdBulkWrite, access: adminOnly, need: anyUser, help: "runs inserts, updates and deletes over several namespaces (MongoDB 8's client bulkWrite; each op checks its own privileges)"},
-		{family: writes, name: "insert", handler: cmdInsert, access: anyDatabase, need: needs(auth.Insert), help: "inserts documents"},
-		{family: writes, name: "update", handler: cmdUpdate, access: anyDatabase, need: needs(auth.Update), help: "updates documents"},
-		{family: indexes, name: "createIndexes", handler: cmdCreateIndexes, access: anyDatabase, need: needs(auth.CreateIndex), help: "builds secondary indexes"},
+		{family: writes, name: "bulkWrite", handler: cmdBulkWrite, access: adminOnly, need: anyUser, retryableWrite: true, help: "runs inserts, updates and deletes over several namespaces (MongoDB 8's client bulkWrite; each op checks its own privileges)"},
+		{family: writes, name: "insert", handler: cmdInsert, access: anyDatabase, need: needs(auth.Insert), apiV1: true, inTransaction: true, retryableWrite: true, help: "inserts documents"},
+		{family: writes, name: "update", handler: cmdUpdate, access: anyDatabase, need: needs(auth.Update), apiV1: true, inTransaction: true, retryableWrite: true, help: "updates documents"},
+		{family: indexes, name: "createIndexes", handler: cmdCreateIndexes, access: anyDatabase, need: needs(auth.CreateIndex), apiV1: true, inTransaction: true, help: "builds secondary indexes"},
 		{family: indexes, name: "deleteIndexes", handler: cmdDropIndexes, access: anyDatabase, need: needs(auth.DropIndex), help: "legacy spelling of dropIndexes"},
-		{family: indexes, name: "dropIndexes", handler: cmdDropIndexes, access: anyDatabase, need: needs(auth.DropIndex), help: "drops secondary indexes"},
-		{family: indexes, name: "listIndexes", handler: cmdListIndexesSpecs, access: anyDatabase, need: needs(auth.ListIndexes), help: "lists the indexes of a collection"},
-		{family: operations, name: "getMore", handler: cmdGetMore, access: anyDatabase, need: anyUser, help: "returns the next batch of a cursor"},
-		{family: operations, name: "killCursors", handler: cmdKillCursors, access: anyDatabase, need: anyUser, help: "kills cursors"},
+		{family: indexes, name: "dropIndexes", handler: cmdDropIndexes, access: anyDatabase, need: needs(auth.DropIndex), apiV1: true, help: "drops secondary indexes"},
+		{family: indexes, name: "listIndexes", handler: cmdListIndexesSpecs, access: anyDatabase, need: needs(auth.ListIndexes), apiV1: true, help: "lists the indexes of a collection"},
+		{family: operations, name: "getMore", handler: cmdGetMore, access: anyDatabase, need: anyUser, apiV1: true, inTransaction: true, first: firstCursorID, help: "returns the next batch of a cursor"},
+		{family: operations, name: "killCursors", handler: cmdKillCursors, access: anyDatabase, need: anyUser, apiV1: true, inTransaction: true, help: "kills cursors"},
 		{family: operations, name: "currentOp", handler: cmdCurrentOp, access: adminOnly, need: needs(auth.InProg), help: "lists the operations in progress"},
 		{family: operations, name: "killOp", handler: cmdKillOp, access: adminOnly, need: needs(auth.KillOp), help: "interrupts an operation by its opid"},
-		{family: namespaces, name: "create", handler: cmdCreate, access: anyDatabase, need: needs(auth.CreateCollection), help: "creates a collection, a view, or a clustered collection, with its validator"},
-		{family: namespaces, name: "collMod", handler: cmdCollMod, access: anyDatabase, need: needs(auth.CollMod), help: "changes collection options: a view's definition, the validator, pre- and post-images, an index's hidden flag, TTL, prepareUnique or unique (with dryRun), a capped collection's cappedSize and cappedMax"},
+		{family: namespaces, name: "create", handler: cmdCreate, access: anyDatabase, need: needs(auth.CreateCollection), apiV1: true, inTransaction: true, help: "creates a collection, a view, or a clustered collection, with its validator"},
+		{family: namespaces, name: "collMod", handler: cmdCollMod, access: anyDatabase, need: needs(auth.CollMod), apiV1: true, help: "changes collection options: a view's definition, the validator, pre- and post-images, an index's hidden flag, TTL, prepareUnique or unique (with dryRun), a capped collection's cappedSize and cappedMax"},
 		{family: namespaces, name: "convertToCapped", handler: cmdConvertToCapped, access: anyDatabase, need: needs(auth.CreateCollection), help: "replaces a collection by a capped copy of it"},
 		{family: namespaces, name: "cloneCollectionAsCapped", handler: cmdCloneCollectionAsCapped, access: anyDatabase, need: needs(auth.CreateCollection), help: "copies a collection into a new capped collection"},
 		{family: namespaces, name: "collStats", handler: cmdCollStats, access: anyDatabase, need: needs(auth.CollStats), help: "returns statistics about a collection"},
-		{family: namespaces, name: "drop", handler: cmdDrop, access: anyDatabase, need: needs(auth.DropCollection), help: "drops a collection"},
-		{family: namespaces, name: "listCollections", handler: cmdListCollections, access: anyDatabase, need: needs(auth.ListCollections), help: "lists the collections of a database"},
+		{family: namespaces, name: "drop", handler: cmdDrop, access: anyDatabase, need: needs(auth.DropCollection), apiV1: true, help: "drops a collection"},
+		{family: namespaces, name: "listCollections", handler: cmdListCollections, access: anyDatabase, need: needs(auth.ListCollections), apiV1: true, help: "lists the collections of a database"},
 		{family: namespaces, name: "renameCollection", handler: cmdRenameCollection, access: adminOnly, need: needs(auth.RenameCollectionSameDB), help: "renames a collection"},
 		{family: namespaces, name: "validate", handler: cmdValidate, access: anyDatabase, need: needs(auth.CollMod), help: "checks a collection's documents and index entries"},
 		{family: namespaces, name: "dataSize", handler: cmdDataSize, access: anyDatabase, need: needs(auth.CollStats), help: "returns the bytes and count of a collection's documents"},
@@ -106,25 +135,25 @@ func init() {
 		{family: namespaces, name: "compact", handler: cmdCompact, access: anyDatabase, need: needs(auth.CollMod), help: "checkpoints the database and frees the chunks nothing references"},
 		{family: namespaces, name: "dbStats", handler: cmdDBStats, access: anyDatabase, need: needs(auth.DBStats), help: "returns statistics about a database"},
 		{family: namespaces, name: "dbstats", handler: cmdDBStats, access: anyDatabase, need: needs(auth.DBStats), help: "lower-case spelling of dbStats", canonical: "dbStats"},
-		{family: namespaces, name: "dropDatabase", handler: cmdDropDatabase, access: anyDatabase, need: needs(auth.DropDatabase), help: "drops the current database"},
-		{family: namespaces, name: "listDatabases", handler: cmdListDatabases, access: adminOnly, need: anyUser, help: "lists databases"},
-		{family: connections, name: "hello", handler: cmdHello, access: anyDatabase, need: openToAll, help: "describes the server to a connecting client"},
+		{family: namespaces, name: "dropDatabase", handler: cmdDropDatabase, access: anyDatabase, need: needs(auth.DropDatabase), apiV1: true, help: "drops the current database"},
+		{family: namespaces, name: "listDatabases", handler: cmdListDatabases, access: adminOnly, need: anyUser, apiV1: true, help: "lists databases"},
+		{family: connections, name: "hello", handler: cmdHello, access: anyDatabase, need: openToAll, apiV1: true, help: "describes the server to a connecting client"},
 		{family: connections, name: "isMaster", handler: cmdHello, access: anyDatabase, need: openToAll, help: "legacy spelling of hello"},
 		{family: connections, name: "ismaster", handler: cmdHello, access: anyDatabase, need: openToAll, help: "legacy spelling of hello", canonical: "isMaster"},
-		{family: connections, name: "ping", handler: cmdPing, access: anyDatabase, need: openToAll, help: "checks that the server answers"},
+		{family: connections, name: "ping", handler: cmdPing, access: anyDatabase, need: openToAll, apiV1: true, help: "checks that the server answers"},
 		{family: connections, name: "connectionStatus", handler: cmdConnectionStatus, access: anyDatabase, need: openToAll, help: "returns the authentication state of the connection"},
 		{family: connections, name: "whatsmyuri", handler: cmdWhatsMyURI, access: anyDatabase, need: openToAll, help: "returns the client's address"},
 		{family: sessions, name: "startSession", handler: cmdStartSession, access: anyDatabase, need: anyUser, help: "starts a logical session"},
-		{family: sessions, name: "endSessions", handler: cmdEndSessions, access: anyDatabase, need: anyUser, help: "ends logical sessions and kills their cursors"},
-		{family: sessions, name: "refreshSessions", handler: cmdRefreshSessions, access: anyDatabase, need: anyUser, help: "keeps logical sessions from expiring"},
-		{family: sessions, name: "killSessions", handler: cmdKillSessions, access: anyDatabase, need: anyUser, help: "kills sessions, their cursors and operations"},
-		{family: sessions, name: "killAllSessions", handler: cmdKillAllSessions, access: anyDatabase, need: needs(auth.KillAnySession), help: "kills the sessions of the users named"},
-		{family: sessions, name: "commitTransaction", handler: cmdCommitTransaction, access: adminOnly, need: anyUser, help: "commits the session's transaction"},
-		{family: sessions, name: "abortTransaction", handler: cmdAbortTransaction, access: adminOnly, need: anyUser, help: "aborts the session's transaction"},
-		{family: sessions, name: "killAllSessionsByPattern", handler: cmdKillAllSessionsByPattern, access: anyDatabase, need: needs(auth.KillAnySession), help: "kills the sessions matching patterns"},
-		{family: authentication, name: "saslStart", handler: cmdSaslStart, access: anyDatabase, need: openToAll, help: "begins a SCRAM authentication"},
-		{family: authentication, name: "saslContinue", handler: cmdSaslContinue, access: anyDatabase, need: openToAll, help: "continues a SCRAM authentication"},
-		{family: authentication, name: "authenticate", handler: cmdAuthenticate, access: anyDatabase, need: openToAll, help: "authenticates with a mechanism that is not SASL (none is enabled)"},
+		{family: sessions, name: "endSessions", handler: cmdEndSessions, access: anyDatabase, need: anyUser, apiV1: true, first: firstList, help: "ends logical sessions and kills their cursors"},
+		{family: sessions, name: "refreshSessions", handler: cmdRefreshSessions, access: anyDatabase, need: anyUser, apiV1: true, first: firstList, help: "keeps logical sessions from expiring"},
+		{family: sessions, name: "killSessions", handler: cmdKillSessions, access: anyDatabase, need: anyUser, first: firstList, help: "kills sessions, their cursors and operations"},
+		{family: sessions, name: "killAllSessions", handler: cmdKillAllSessions, access: anyDatabase, need: needs(auth.KillAnySession), first: firstList, help: "kills the sessions of the users named"},
+		{family: sessions, name: "commitTransaction", handler: cmdCommitTransaction, access: adminOnly, need: anyUser, apiV1: true, inTransaction: true, help: "commits the session's transaction"},
+		{family: sessions, name: "abortTransaction", handler: cmdAbortTransaction, access: adminOnly, need: anyUser, apiV1: true, inTransaction: true, help: "aborts the session's transaction"},
+		{family: sessions, name: "killAllSessionsByPattern", handler: cmdKillAllSessionsByPattern, access: anyDatabase, need: needs(auth.KillAnySession), first: firstList, help: "kills the sessions matching patterns"},
+		{family: authentication, name: "saslStart", handler: cmdSaslStart, access: anyDatabase, need: openToAll, apiV1: true, help: "begins a SCRAM authentication"},
+		{family: authentication, name: "saslContinue", handler: cmdSaslContinue, access: anyDatabase, need: openToAll, apiV1: true, help: "continues a SCRAM authentication"},
+		{family: authentication, name: "authenticate", handler: cmdAuthenticate, access: anyDatabase, need: openToAll, apiV1: true, help: "authenticates with a mechanism that is not SASL (none is enabled)"},
 		{family: authentication, name: "logout", handler: cmdLogout, access: anyDatabase, need: openToAll, help: "ends the connection's authentication"},
 		{family: authentication, name: "createUser", handler: cmdCreateUser, access: anyDatabase, need: needs(auth.CreateUser), help: "creates a user of the database (granting its roles needs grantRole on their databases)"},
 		{family: authentication, name: "updateUser", handler: cmdUpdateUser, access: anyDatabase, need: byArguments, help: "changes a user's password, roles or custom data"},
@@ -155,12 +184,12 @@ func init() {
 		{family: diagnostics, name: "getLog", handler: cmdGetLog, access: adminOnly, need: needs(auth.GetLog), help: "returns recent log lines"},
 		{family: diagnostics, name: "setParameter", handler: cmdSetParameter, access: adminOnly, need: needs(auth.SetParameter), help: "sets the runtime parameters (transaction lifetime, snapshot history window, change-stream retention)"},
 		{family: diagnostics, name: "getParameter", handler: cmdGetParameter, access: adminOnly, need: needs(auth.GetParameter), help: "returns server parameters"},
-		{family: testOnly, name: "testVersion1", handler: cmdTestVersion, access: anyDatabase, need: openToAll, help: "test command in API version 1 (needs --enableTestCommands)"},
+		{family: testOnly, name: "testVersion1", handler: cmdTestVersion, access: anyDatabase, need: openToAll, apiV1: true, help: "test command in API version 1 (needs --enableTestCommands)"},
 		{family: testOnly, name: "testVersion2", handler: cmdTestVersion, access: anyDatabase, need: openToAll, help: "test command outside API version 1 (needs --enableTestCommands)"},
-		{family: testOnly, name: "configureFailPoint", handler: cmdConfigureFailPoint, access: adminOnly, need: needs(auth.SetParameter), help: "test command: makes chosen commands fail (needs --enableTestCommands)"},
+		{family: testOnly, name: "configureFailPoint", handler: cmdConfigureFailPoint, access: adminOnly, need: needs(auth.SetParameter), first: firstFailPoint, help: "test command: makes chosen commands fail (needs --enableTestCommands)"},
 		{family: versionControl, name: "dumboBranch", handler: cmdDumboBranch, access: anyDatabase, need: needs(auth.VCRead), help: "creates, deletes or lists branches"},
 		{family: versionControl, name: "dumboBranchStatus", handler: cmdDumboBranchStatus, access: anyDatabase, need: needs(auth.VCRead), help: "counts commits ahead and behind a base"},
-		{family: versionControl, name: "dumboCheckout", handler: cmdDumboCheckout, access: anyDatabase, need: needs(auth.VCRead), help: "sets this connection's default branch for a database"},
+		{family: versionControl, name: "dumboCheckout", handler: cmdDumboCheckout, access: anyDatabase, need: needs(auth.VCRead), first: firstBranch, help: "sets this connection's default branch for a database"},
 		{family: versionControl, name: "dumboTag", handler: cmdDumboTag, access: anyDatabase, need: needs(auth.VCRead), help: "creates, deletes or lists tags"},
 		{family: versionControl, name: "dumboCommit", handler: cmdDumboCommit, access: anyDatabase, need: needs(auth.VCWrite), help: "commits the branch's working set"},
 		{family: versionControl, name: "dumboStatus", handler: cmdDumboStatus, access: anyDatabase, need: needs(auth.VCRead), help: "shows uncommitted changes and any merge in progress"},
@@ -173,7 +202,7 @@ func init() {
 		{family: versionControl, name: "dumboCherryPick", handler: cmdDumboCherryPick, access: anyDatabase, need: needs(auth.VCWrite), help: "applies one commit's change to the branch"},
 		{family: versionControl, name: "dumboRevert", handler: cmdDumboRevert, access: anyDatabase, need: needs(auth.VCWrite), help: "undoes one commit's change"},
 		{family: versionControl, name: "dumboConflicts", handler: cmdDumboConflicts, access: anyDatabase, need: needs(auth.VCRead), help: "lists merge conflicts"},
-		{family: versionControl, name: "dumboProtectBranch", handler: cmdDumboProtectBranch, access: anyDatabase, need: needs(auth.VCAdmin), help: "sets the roles that alone may write a branch (with --auth), or lifts the rule"},
+		{family: versionControl, name: "dumboProtectBranch", handler: cmdDumboProtectBranch, access: anyDatabase, need: needs(auth.VCAdmin), first: firstBranch, help: "sets the roles that alone may write a branch (with --auth), or lifts the rule"},
 		{family: versionControl, name: "dumboProtectedBranches", handler: cmdDumboProtectedBranches, access: anyDatabase, need: needs(auth.VCRead), help: "lists the protected branches and their roles"},
 		{family: versionControl, name: "dumboResolveConflict", handler: cmdDumboResolveConflict, access: anyDatabase, need: needs(auth.VCWrite), help: "resolves one merge conflict"},
 	}

@@ -38,6 +38,11 @@ func TestCommandArgumentsWalk(t *testing.T) {
 		f, ok := declared[name]
 		return f, ok
 	}
+	for name, kind := range commandFirstValues {
+		if walkFirstValues[kind] == nil {
+			t.Errorf("%s: no first value of kind %q for the walk", name, kind)
+		}
+	}
 	names := server.CommandNames()
 	var sorted []string
 	for name := range names {
@@ -60,7 +65,7 @@ func TestCommandArgumentsWalk(t *testing.T) {
 		}
 		base := walkBase(name)
 		if strings.HasPrefix(name, "dumbo") || strings.HasPrefix(name, "dolt") {
-			if _, ok := walkFirstValues[name]; !ok {
+			if _, ok := commandFirstValues[name]; !ok {
 				base = bson.D{{Key: name, Value: 1}}
 			}
 		}
@@ -176,8 +181,8 @@ func walkStatementFields(t *testing.T, db *mongo.Database, path string, stmt bso
 // walkBase is the command with its first field, and the fields it needs
 // to reach its argument walk.
 func walkBase(name string) bson.D {
-	if v, ok := walkFirstValues[name]; ok {
-		return bson.D{{Key: name, Value: v}}
+	if kind, ok := commandFirstValues[name]; ok {
+		return bson.D{{Key: name, Value: walkFirstValues[kind]}}
 	}
 	return bson.D{{Key: name, Value: "walkcoll"}}
 }
@@ -196,19 +201,17 @@ var walkSkips = map[string]string{
 	"shutdown": "stops the server the walk talks to",
 }
 
-// walkFirstValues are first values other than a collection name.
+// commandFirstValues are the kinds of first value of the commands whose
+// first value is not a collection name, from the command table.
+var commandFirstValues = server.CommandFirstValues()
+
+// walkFirstValues are a first value of each of those kinds.
 var walkFirstValues = map[string]any{
-	"configureFailPoint":       "failCommand",
-	"dumboCheckout":            "main",
-	"dumboProtectBranch":       "main",
-	"doltProtectBranch":        "main",
-	"endSessions":              bson.A{},
-	"explain":                  bson.D{{Key: "find", Value: "walkcoll"}},
-	"getMore":                  int64(1),
-	"killAllSessions":          bson.A{},
-	"killAllSessionsByPattern": bson.A{},
-	"killSessions":             bson.A{},
-	"refreshSessions":          bson.A{},
+	"branch":    "main",
+	"failPoint": "failCommand",
+	"list":      bson.A{},
+	"command":   bson.D{{Key: "find", Value: "walkcoll"}},
+	"cursorID":  int64(1),
 }
 
 // walkAnyType are the declared fields that take a value of any type, as

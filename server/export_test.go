@@ -23,5 +23,18 @@ func CommandNames() map[string]bool {
 	return out
 }
 
+// CommandFirstValues are, by command, the kinds of first value the
+// command table gives (firstValue), for the commands whose first value is
+// not a collection's name.
+func CommandFirstValues() map[string]string {
+	out := map[string]string{}
+	for _, c := range commandTable {
+		if c.first != firstAny {
+			out[c.name] = string(c.first)
+		}
+	}
+	return out
+}
+
 // IgnoredArgs are the rows of ignoredArgs.
 func IgnoredArgs() map[string]string { return ignoredArgs }

@@ -15,10 +15,6 @@ var readConcernLevels = map[string]bool{
 	"local": true, "available": true, "majority": true, "linearizable": true, "snapshot": true,
 }
 
-// snapshotCommands are the commands that take readConcern level snapshot
-// outside a transaction, as on mongod.
-var snapshotCommands = map[string]bool{"find": true, "aggregate": true, "distinct": true}
-
 // applyReadConcern checks a command's readConcern and honours
 // afterClusterTime: the clock moves to it, so the read's operationTime is
 // never before it (every write a client can have seen is already visible).
@@ -77,7 +73,7 @@ func (r *request) readConcernField(el bsoncore.Element) error {
 		if !readConcernLevels[level] {
 			return mongoerr.New(mongoerr.BadValue, "Enumeration value '%s' for field 'readConcern.level' is not a valid value.", level)
 		}
-		if level == "snapshot" && !snapshotCommands[r.name] && !r.startsTransaction() {
+		if level == "snapshot" && !r.spec.snapshotRead && !r.startsTransaction() {
 			return mongoerr.New(mongoerr.InvalidOptions, "Command %s does not support { readConcern: { level: \"snapshot\" } }", r.name)
 		}
 		if level != "local" && level != "available" && !r.c.s.topo.replicaSet() && level != "majority" {
@@ -130,7 +126,7 @@ func (r *request) snapshotReadTime() clusterTime {
 // on mongod.
 func (r *request) startsTransaction() bool {
 	v, err := r.argErr("startTransaction")
-	if err != nil || !transactionCommands[r.name] {
+	if err != nil || !r.spec.inTransaction {
 		return false
 	}
 	b, ok := v.BooleanOK()

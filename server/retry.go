@@ -11,12 +11,6 @@ import (
 // lsid and txnNumber runs each statement at most once; a retry answers the
 // statements that ran from their recorded outcomes.
 
-// retryableCommands are the commands a txnNumber may name outside a
-// transaction.
-var retryableCommands = map[string]bool{
-	"insert": true, "update": true, "delete": true, "findAndModify": true, "findandmodify": true, "bulkWrite": true,
-}
-
 // retryableWrite is a write command's session, txnNumber and statement ids.
 type retryableWrite struct {
 	session storage.SessionKey
@@ -62,7 +56,7 @@ func (r *request) sessionFields() error {
 		return err
 	case errStart == nil:
 		return mongoerr.New(mongoerr.InvalidOptions, "startTransaction needs autocommit: false")
-	case !retryableCommands[r.name]:
+	case !r.spec.retryableWrite:
 		return mongoerr.New(mongoerr.Location50768, "txnNumber may only be provided for multi-document transactions and retryable write commands. autocommit:false was not provided, and %s is not a retryable write command.", r.name)
 	}
 	r.retry = &retryableWrite{session: session, txn: txn}

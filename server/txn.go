@@ -21,13 +21,6 @@ import (
 // transaction older than this is aborted.
 const DefaultTransactionLifetime = 60 * time.Second
 
-// transactionCommands may run inside a transaction (mongod 8's list).
-var transactionCommands = map[string]bool{
-	"find": true, "aggregate": true, "distinct": true, "getMore": true, "killCursors": true,
-	"insert": true, "update": true, "delete": true, "findAndModify": true, "findandmodify": true,
-	"create": true, "createIndexes": true, "commitTransaction": true, "abortTransaction": true,
-}
-
 type txnState int
 
 const (
@@ -103,7 +96,7 @@ func (r *request) joinTransaction(k storage.SessionKey, number int64) (func(), e
 		}
 		start = true
 	}
-	if !transactionCommands[r.name] {
+	if !r.spec.inTransaction {
 		return nil, mongoerr.New(mongoerr.OperationNotSupportedInTransaction, "Cannot run '%s' in a multi-document transaction.", r.name)
 	}
 	t, err := r.c.s.sessions.transaction(k, number, start)
