@@ -50,8 +50,8 @@ var allowed = map[string][]string{
 	// turns fuzz input into BSON for every package's fuzz targets and
 	// checks errors' codes; internal/durablefile replaces small files
 	// durably for storage and auth; internal/testpki makes certificates
-	// for the TLS tests; internal/testload scales tests' timeouts to the
-	// machine's load.
+	// for the TLS tests; internal/lint holds the repository's lint checks;
+	// internal/testload scales tests' timeouts to the machine's load.
 	"internal": {"mongoerr"},
 }
 
