@@ -314,8 +314,9 @@ func TestDroppedCollectionsCursorsNoLongerOpen(t *testing.T) {
 	}
 	before := open()
 	var ids []int64
+	sc := oneSession(t, db)
 	for range 20 {
-		ids = append(ids, get(mustRun(t, db, bson.D{{Key: "find", Value: "c"}, {Key: "batchSize", Value: 1}}), "cursor", "id").(int64))
+		ids = append(ids, get(mustRunIn(t, sc, db, bson.D{{Key: "find", Value: "c"}, {Key: "batchSize", Value: 1}}), "cursor", "id").(int64))
 	}
 	if n := open(); n != before+20 {
 		t.Fatalf("%d cursors open with 20 opened, want %d", n, before+20)
@@ -324,6 +325,6 @@ func TestDroppedCollectionsCursorsNoLongerOpen(t *testing.T) {
 	if n := open(); n != before {
 		t.Fatalf("%d cursors open after the drop, want %d", n, before)
 	}
-	_, err := run(t, db, bson.D{{Key: "getMore", Value: ids[0]}, {Key: "collection", Value: "c"}})
+	_, err := runIn(sc, db, bson.D{{Key: "getMore", Value: ids[0]}, {Key: "collection", Value: "c"}})
 	wantCode(t, err, 175, "QueryPlanKilled")
 }

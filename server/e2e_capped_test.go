@@ -317,18 +317,19 @@ func TestCappedTailableFilterAndPositionLost(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	first := mustRun(t, db, bson.D{{Key: "find", Value: "feed"}, {Key: "tailable", Value: true},
+	sc := oneSession(t, db)
+	first := mustRunIn(t, sc, db, bson.D{{Key: "find", Value: "feed"}, {Key: "tailable", Value: true},
 		{Key: "filter", Value: bson.M{"even": false}}, {Key: "projection", Value: bson.M{"pad": 0}}, {Key: "batchSize", Value: 1}})
 	id := get(first, "cursor", "id").(int64)
 	batch := get(first, "cursor", "firstBatch").(bson.A)
 	if id == 0 || len(batch) != 1 || get(batch[0], "_id") != int32(1) || get(batch[0], "pad") != nil {
 		t.Fatalf("first batch %v", first)
 	}
-	next := mustRun(t, db, bson.D{{Key: "getMore", Value: id}, {Key: "collection", Value: "feed"}})
+	next := mustRunIn(t, sc, db, bson.D{{Key: "getMore", Value: id}, {Key: "collection", Value: "feed"}})
 	if batch := get(next, "cursor", "nextBatch").(bson.A); len(batch) != 1 || get(batch[0], "_id") != int32(3) {
 		t.Fatalf("second batch %v", next)
 	}
-	_, err := run(t, db, bson.D{{Key: "getMore", Value: id}, {Key: "collection", Value: "feed"}, {Key: "maxTimeMS", Value: 10}})
+	_, err := runIn(sc, db, bson.D{{Key: "getMore", Value: id}, {Key: "collection", Value: "feed"}, {Key: "maxTimeMS", Value: 10}})
 	wantCode(t, err, 2, "BadValue") // not an awaitData cursor
 	// Four inserts push out _id 3, where the cursor stopped.
 	for i := 4; i <= 7; i++ {
@@ -336,6 +337,6 @@ func TestCappedTailableFilterAndPositionLost(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	_, err = run(t, db, bson.D{{Key: "getMore", Value: id}, {Key: "collection", Value: "feed"}})
+	_, err = runIn(sc, db, bson.D{{Key: "getMore", Value: id}, {Key: "collection", Value: "feed"}})
 	wantCode(t, err, 136, "CappedPositionLost")
 }

@@ -424,7 +424,8 @@ func TestChangeStreamFullDocumentBeforeChange(t *testing.T) {
 type csRawStream struct {
 	t    *testing.T
 	db   *mongo.Database
-	coll string // "": a database or cluster stream (aggregate: 1)
+	sc   context.Context // the session the stream was opened in
+	coll string          // "": a database or cluster stream (aggregate: 1)
 	id   int64
 	pbrt bson.Raw // the last batch's postBatchResumeToken
 }
@@ -440,12 +441,17 @@ type csCursorReply struct {
 
 // csAggregate runs {aggregate: coll (or 1), pipeline, cursor: {}}.
 func csAggregate(db *mongo.Database, coll string, pipeline bson.A) (csCursorReply, error) {
+	return csAggregateIn(ctx, db, coll, pipeline)
+}
+
+// csAggregateIn is csAggregate under c.
+func csAggregateIn(c context.Context, db *mongo.Database, coll string, pipeline bson.A) (csCursorReply, error) {
 	var target any = coll
 	if coll == "" {
 		target = 1
 	}
 	var out csCursorReply
-	err := db.RunCommand(ctx, bson.D{{Key: "aggregate", Value: target}, {Key: "pipeline", Value: pipeline},
+	err := db.RunCommand(c, bson.D{{Key: "aggregate", Value: target}, {Key: "pipeline", Value: pipeline},
 		{Key: "cursor", Value: bson.D{}}}).Decode(&out)
 	return out, err
 }
@@ -454,17 +460,18 @@ func csAggregate(db *mongo.Database, coll string, pipeline bson.A) (csCursorRepl
 // it with its first batch.
 func csOpenRaw(t *testing.T, db *mongo.Database, coll string, stage bson.D) (*csRawStream, []bson.M) {
 	t.Helper()
-	out, err := csAggregate(db, coll, bson.A{bson.D{{Key: "$changeStream", Value: stage}}})
+	sc := oneSession(t, db) // the stream's getMores must come from its session
+	out, err := csAggregateIn(sc, db, coll, bson.A{bson.D{{Key: "$changeStream", Value: stage}}})
 	if err != nil {
 		t.Fatalf("aggregate $changeStream %v: %v", stage, err)
 	}
-	s := &csRawStream{t: t, db: db, coll: coll, id: out.Cursor.ID, pbrt: out.Cursor.PBRT}
+	s := &csRawStream{t: t, db: db, sc: sc, coll: coll, id: out.Cursor.ID, pbrt: out.Cursor.PBRT}
 	if s.pbrt == nil {
 		t.Fatalf("the aggregate's reply has no postBatchResumeToken: %+v", out)
 	}
 	if s.id != 0 {
 		t.Cleanup(func() {
-			s.db.RunCommand(context.Background(), bson.D{{Key: "killCursors", Value: s.collName()}, {Key: "cursors", Value: bson.A{s.id}}})
+			s.db.RunCommand(s.sc, bson.D{{Key: "killCursors", Value: s.collName()}, {Key: "cursors", Value: bson.A{s.id}}})
 		})
 	}
 	return s, csDecodeAll(t, out.Cursor.FirstBatch)
@@ -494,7 +501,7 @@ func csDecodeAll(t *testing.T, raws []bson.Raw) []bson.M {
 func (s *csRawStream) getMore(wait time.Duration) []bson.M {
 	s.t.Helper()
 	var out csCursorReply
-	err := s.db.RunCommand(ctx, bson.D{{Key: "getMore", Value: s.id}, {Key: "collection", Value: s.collName()},
+	err := s.db.RunCommand(s.sc, bson.D{{Key: "getMore", Value: s.id}, {Key: "collection", Value: s.collName()},
 		{Key: "maxTimeMS", Value: wait.Milliseconds()}}).Decode(&out)
 	if err != nil {
 		s.t.Fatalf("getMore: %v", err)

@@ -220,12 +220,13 @@ func TestCursorsBatchesAndGetMore(t *testing.T) {
 		t.Fatalf("got %d docs", len(got))
 	}
 	// Default first batch is 101 and the cursor stays open.
-	res := mustRun(t, db, bson.D{{Key: "find", Value: "c"}})
+	sc := oneSession(t, db)
+	res := mustRunIn(t, sc, db, bson.D{{Key: "find", Value: "c"}})
 	id := get(res, "cursor", "id").(int64)
 	if len(get(res, "cursor", "firstBatch").(bson.A)) != 101 || id == 0 {
 		t.Fatalf("first batch %v", get(res, "cursor", "id"))
 	}
-	more := mustRun(t, db, bson.D{{Key: "getMore", Value: id}, {Key: "collection", Value: "c"}, {Key: "batchSize", Value: 200}})
+	more := mustRunIn(t, sc, db, bson.D{{Key: "getMore", Value: id}, {Key: "collection", Value: "c"}, {Key: "batchSize", Value: 200}})
 	if len(get(more, "cursor", "nextBatch").(bson.A)) != 149 || get(more, "cursor", "id") != int64(0) {
 		t.Fatalf("getMore %v", get(more, "cursor", "id"))
 	}
@@ -235,16 +236,16 @@ func TestCursorsBatchesAndGetMore(t *testing.T) {
 		{{Key: "find", Value: "c"}, {Key: "batchSize", Value: 0}},
 		{{Key: "aggregate", Value: "c"}, {Key: "pipeline", Value: bson.A{}}, {Key: "cursor", Value: bson.D{{Key: "batchSize", Value: 0}}}},
 	} {
-		empty := mustRun(t, db, cmd)
+		empty := mustRunIn(t, sc, db, cmd)
 		if len(get(empty, "cursor", "firstBatch").(bson.A)) != 0 || get(empty, "cursor", "id") == int64(0) {
 			t.Fatalf("%s with batchSize 0: %v", cmd[0].Key, empty)
 		}
-		rest := mustRun(t, db, bson.D{{Key: "getMore", Value: get(empty, "cursor", "id")}, {Key: "collection", Value: "c"}})
+		rest := mustRunIn(t, sc, db, bson.D{{Key: "getMore", Value: get(empty, "cursor", "id")}, {Key: "collection", Value: "c"}})
 		if len(get(rest, "cursor", "nextBatch").(bson.A)) != 250 {
 			t.Fatalf("getMore after batchSize 0: %d documents", len(get(rest, "cursor", "nextBatch").(bson.A)))
 		}
 	}
-	_, err = run(t, db, bson.D{{Key: "getMore", Value: id}, {Key: "collection", Value: "c"}})
+	_, err = runIn(sc, db, bson.D{{Key: "getMore", Value: id}, {Key: "collection", Value: "c"}})
 	wantCode(t, err, 43, "CursorNotFound")
 
 	// killCursors.

@@ -135,9 +135,39 @@ var ctx = context.Background()
 // run runs a command and returns the raw reply or the error.
 func run(t *testing.T, db *mongo.Database, cmd bson.D) (bson.M, error) {
 	t.Helper()
+	return runIn(ctx, db, cmd)
+}
+
+// runIn is run under c (a session's context, say).
+func runIn(c context.Context, db *mongo.Database, cmd bson.D) (bson.M, error) {
 	var out bson.M
-	err := db.RunCommand(ctx, cmd).Decode(&out)
+	err := db.RunCommand(c, cmd).Decode(&out)
 	return out, err
+}
+
+// mustRunIn is mustRun under c.
+func mustRunIn(t *testing.T, c context.Context, db *mongo.Database, cmd bson.D) bson.M {
+	t.Helper()
+	out, err := runIn(c, db, cmd)
+	if err != nil {
+		t.Fatalf("%v: %v", cmd, err)
+	}
+	return out
+}
+
+// oneSession is a context bound to a session of its own, for tests that
+// send a cursor's commands one by one: a cursor belongs to the session
+// that opened it, as on mongod, and the driver may give each command a
+// different implicit session (it does not pool them until it has heard
+// the server's session timeout).
+func oneSession(t *testing.T, db *mongo.Database) context.Context {
+	t.Helper()
+	sess, err := db.Client().StartSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sess.EndSession(context.Background()) })
+	return mongo.NewSessionContext(ctx, sess)
 }
 
 // mustRun runs a command that must succeed.
