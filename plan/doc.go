@@ -25,5 +25,7 @@
 // and with executionStats runs them and counts keys and documents
 // examined.
 //
-// Errors carry MongoDB's codes (mongoerr).
+// Errors carry MongoDB's codes (mongoerr). The planner's choices are
+// tested by data in testdata/planner (an index set, a query, the winning
+// and rejected plans with their bounds; planner_datadriven_test.go).
 package plan
