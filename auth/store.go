@@ -14,16 +14,15 @@ import (
 	"sync/atomic"
 
 	"dumbodb/internal/durablefile"
+	"dumbodb/internal/formatversion"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
 // The users file (docs/format/auth.md).
 const (
-	fileName    = "users.auth"
-	fileMagic   = "DUMBOAUT"
-	fileVersion = 1
-	headerSize  = 16
+	fileName   = "users.auth"
+	headerSize = 16
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -239,15 +238,18 @@ func encodeFile(f *fileState) []byte {
 	body := bsoncore.NewDocumentBuilder().AppendArray("users", arr.Build()).
 		AppendArray("roles", rarr.Build()).AppendArray("branches", barr.Build()).Build()
 	out := make([]byte, headerSize, headerSize+len(body))
-	copy(out, fileMagic)
-	binary.LittleEndian.PutUint32(out[8:], fileVersion)
+	h := formatversion.Users.Header()
+	copy(out, h[:])
 	binary.LittleEndian.PutUint32(out[12:], crc32.Checksum(body, castagnoli))
 	return append(out, body...)
 }
 
 func decodeFile(data []byte) (*fileState, error) {
-	if len(data) < headerSize || string(data[:8]) != fileMagic || binary.LittleEndian.Uint32(data[8:]) != fileVersion {
-		return nil, fmt.Errorf("not a version %d users file", fileVersion)
+	if _, err := formatversion.Users.ReadHeader(data); err != nil {
+		return nil, err
+	}
+	if len(data) < headerSize {
+		return nil, errors.New("users file cut short")
 	}
 	body := data[headerSize:]
 	if crc32.Checksum(body, castagnoli) != binary.LittleEndian.Uint32(data[12:]) {

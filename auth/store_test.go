@@ -1,6 +1,8 @@
 package auth
 
 import (
+	"dumbodb/internal/formatversion"
+	"encoding/binary"
 	"errors"
 	"os"
 	"path/filepath"
@@ -220,6 +222,23 @@ func TestOpenRefusesADamagedUsersFile(t *testing.T) {
 	}
 	if _, err := Open(dir); err == nil {
 		t.Error("Open read a damaged users file")
+	}
+}
+
+func TestOpenRefusesANewerUsersFile(t *testing.T) {
+	dir := t.TempDir()
+	mustCreate(t, openStore(t, dir), newTestUser(t, "admin", "alice", "pw"))
+	path := filepath.Join(dir, fileName)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	binary.LittleEndian.PutUint32(data[8:], formatversion.Users.Current+1)
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(dir); !errors.Is(err, formatversion.ErrNewer) {
+		t.Errorf("Open of a newer users file: %v, want ErrNewer", err)
 	}
 }
 

@@ -21,6 +21,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"dumbodb/internal/durablefile"
+	"dumbodb/internal/formatversion"
 )
 
 // The change log (docs/format/changes.md): the server's change events, in
@@ -31,7 +32,6 @@ const (
 	changeSegmentSize = 16 << 20
 	changeHeaderSize  = 16
 	changeEntryHeader = 16
-	changeMagic       = "DUMBOCHG"
 	// changeWritebackBytes is how much of the active segment may be
 	// written and not yet handed to the disk: past it, an append starts
 	// the disk writing (without waiting), so that the sync when the
@@ -209,7 +209,11 @@ func (l *ChangeLog) scanSegment(seg *changeSeg, last bool) error {
 	if _, err := seg.f.ReadAt(data, 0); err != nil && !errors.Is(err, io.EOF) {
 		return err
 	}
-	if len(data) < changeHeaderSize || string(data[:8]) != changeMagic {
+	_, herr := formatversion.ChangeLog.ReadHeader(data)
+	if herr != nil && !errors.Is(herr, formatversion.ErrNoHeader) {
+		return fmt.Errorf("change log: segment %s: %w", seg.f.Name(), herr)
+	}
+	if herr != nil || len(data) < changeHeaderSize {
 		if !last || len(data) >= changeHeaderSize {
 			return fmt.Errorf("change log: segment %s has no valid header", seg.f.Name())
 		}
@@ -411,8 +415,8 @@ func (l *ChangeLog) rotate(first uint64) error {
 // writeChangeHeader makes seg an empty segment: its header alone.
 func writeChangeHeader(seg *changeSeg) error {
 	var h [changeHeaderSize]byte
-	copy(h[:], changeMagic)
-	binary.LittleEndian.PutUint32(h[8:], 1)
+	fh := formatversion.ChangeLog.Header()
+	copy(h[:], fh[:])
 	if err := seg.f.Truncate(0); err != nil {
 		return fmt.Errorf("change log: %w", err)
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"dumbodb/internal/durablefile"
+	"dumbodb/internal/formatversion"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
@@ -122,11 +123,6 @@ func (t *retryTable) rollBack(durable uint64) {
 	}
 }
 
-// retryFileMagic starts the retry file.
-const retryFileMagic = "DUMBORTY"
-
-const retryFileVersion = 1
-
 // save writes the table to dir/retry if it changed, leaving out sessions
 // idle for longer than RetryTTL and the outcomes logged after upTo: a
 // checkpoint at upTo lets replay skip the records up to it, whose outcomes
@@ -177,8 +173,8 @@ func (t *retryTable) encode(upTo uint64) (file []byte, later bool) {
 	body, _ = bsoncore.AppendArrayEnd(body, aidx)
 	body, _ = bsoncore.AppendDocumentEnd(body, idx)
 	out := make([]byte, 20, 20+len(body))
-	copy(out, retryFileMagic)
-	binary.LittleEndian.PutUint32(out[8:], retryFileVersion)
+	h := formatversion.RetryFile.Header()
+	copy(out, h[:])
 	binary.LittleEndian.PutUint32(out[12:], crc32.Checksum(body, crcTable))
 	binary.LittleEndian.PutUint32(out[16:], uint32(len(body)))
 	return append(out, body...), later
@@ -197,9 +193,13 @@ func loadRetryTable(dir string) (*retryTable, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(data) < 20 || string(data[:8]) != retryFileMagic ||
-		binary.LittleEndian.Uint32(data[8:]) != retryFileVersion ||
-		int(binary.LittleEndian.Uint32(data[16:])) != len(data)-20 ||
+	if _, err := formatversion.RetryFile.ReadHeader(data); err != nil {
+		if errors.Is(err, formatversion.ErrNoHeader) {
+			err = errBadRetryFile
+		}
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if len(data) < 20 || int(binary.LittleEndian.Uint32(data[16:])) != len(data)-20 ||
 		crc32.Checksum(data[20:], crcTable) != binary.LittleEndian.Uint32(data[12:]) {
 		return nil, fmt.Errorf("%w %s", errBadRetryFile, path)
 	}

@@ -21,6 +21,7 @@ const (
 	rootCatalog         = "catalog"
 	rootDataPrefix      = "data/"
 	rootMerge           = "merge"
+	rootMergeKey        = "state"
 	rootConflictsPrefix = "conflicts/"
 )
 
@@ -148,7 +149,10 @@ func loadRootState(ctx context.Context, ns tree.NodeStore, addr [20]byte) (*root
 	if err != nil {
 		return nil, err
 	}
-	st := &rootState{checkpointed: true, root: root}
+	st, err := upgradeRoot(ctx, ns, &rootState{checkpointed: true, root: root})
+	if err != nil {
+		return nil, fmt.Errorf("root %x: %w", addr, err)
+	}
 	if err := loadMergeState(ctx, ns, root, st); err != nil {
 		return nil, err
 	}
@@ -239,6 +243,9 @@ func buildRoot(ctx context.Context, ns tree.NodeStore, st *rootState) (prolly.Ad
 	if err := ed.Update(ctx, rootCatalog, catalog.HashOf()); err != nil {
 		return prolly.AddressMap{}, err
 	}
+	if err := putRootFormat(ctx, ns, ed); err != nil {
+		return prolly.AddressMap{}, err
+	}
 	for _, n := range names {
 		if err := ed.Update(ctx, rootDataPrefix+n, st.colls.get(n).base.HashOf()); err != nil {
 			return prolly.AddressMap{}, err
@@ -275,15 +282,7 @@ func buildCatalog(ctx context.Context, ns tree.NodeStore, st *rootState, names [
 // putMergeState adds the merge state and conflict maps to a root.
 func putMergeState(ctx context.Context, ns tree.NodeStore, ed prolly.AddressMapEditor, st *rootState) error {
 	if st.merge != nil {
-		k, err := doctree.KeyTuple(ns, []byte("state"))
-		if err != nil {
-			return err
-		}
-		v, err := valueTuple(ctx, ns, st.merge)
-		if err != nil {
-			return err
-		}
-		m, err := prolly.NewMapFromTuples(ctx, ns, keyDesc, valDesc, k, v)
+		m, err := singleEntryMap(ctx, ns, rootMergeKey, st.merge)
 		if err != nil {
 			return err
 		}
@@ -304,15 +303,8 @@ func loadMergeState(ctx context.Context, ns tree.NodeStore, root prolly.AddressM
 	return root.IterAll(ctx, func(name string, addr hash.Hash) error {
 		switch {
 		case name == rootMerge:
-			m, err := loadMap(ctx, ns, addr)
-			if err != nil {
-				return err
-			}
-			k, err := doctree.KeyTuple(ns, []byte("state"))
-			if err != nil {
-				return err
-			}
-			st.merge, _, err = getValue(ctx, ns, m, k)
+			var err error
+			st.merge, err = singleEntry(ctx, ns, addr, rootMergeKey)
 			return err
 		case strings.HasPrefix(name, rootConflictsPrefix):
 			m, err := loadMap(ctx, ns, addr)

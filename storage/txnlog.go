@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"dumbodb/internal/formatversion"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -19,10 +20,8 @@ import (
 // transactions that write to several databases.
 
 const (
-	decisionLogName    = "transactions.log"
-	decisionLogMagic   = "DUMBOTXL"
-	decisionLogVersion = 1
-	decisionLogHeader  = 16
+	decisionLogName   = "transactions.log"
+	decisionLogHeader = 16
 	// decisionLogCut is the size past which the file is cut back to its
 	// header once no decision is outstanding.
 	decisionLogCut = 1 << 20
@@ -63,8 +62,8 @@ func openDecisionLog(dir string) (*decisionLog, []decision, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	if string(data[:8]) != decisionLogMagic || binary.LittleEndian.Uint32(data[8:]) != decisionLogVersion {
-		return nil, nil, fmt.Errorf("%s: not a version %d decision log", decisionLogName, decisionLogVersion)
+	if _, err := formatversion.DecisionLog.ReadHeader(data); err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", decisionLogName, err)
 	}
 	decisions := readDecisions(data[decisionLogHeader:])
 	for _, d := range decisions {
@@ -194,8 +193,8 @@ func (l *decisionLog) finishRecovery() error {
 // cut rewrites the open file as a bare header. Called with mu held.
 func (l *decisionLog) cut() error {
 	hdr := make([]byte, decisionLogHeader)
-	copy(hdr, decisionLogMagic)
-	binary.LittleEndian.PutUint32(hdr[8:], decisionLogVersion)
+	fh := formatversion.DecisionLog.Header()
+	copy(hdr, fh[:])
 	if _, err := l.f.WriteAt(hdr, 0); err != nil {
 		return err
 	}

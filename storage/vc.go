@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -173,8 +174,8 @@ func (d *Database) Commit(ctx context.Context, branchName string, opts CommitOpt
 		if st.hasMerge() {
 			return ErrMergeInProgress
 		}
-		if st.root.HashOf() == b.headRef.TargetHash() {
-			return ErrNothingToCommit
+		if same, err := sameData(ctx, d.ns, st.root, b.headRef.TargetHash()); err != nil || same {
+			return cmp.Or(err, ErrNothingToCommit)
 		}
 		c, err := d.commitRoot(ctx, b, st, opts, nil)
 		if err != nil {
@@ -392,8 +393,10 @@ func (d *Database) DeleteBranch(ctx context.Context, name, current string, force
 		}
 	}
 	return d.lockedBranch(ctx, name, func(b *branch) error {
-		if !force && b.state.Load().root.HashOf() != b.headRef.TargetHash() {
-			return fmt.Errorf("%w: %s", ErrBranchDirty, name)
+		if !force {
+			if same, err := sameData(ctx, d.ns, b.state.Load().root, b.headRef.TargetHash()); err != nil || !same {
+				return cmp.Or(err, fmt.Errorf("%w: %s", ErrBranchDirty, name))
+			}
 		}
 		if _, err := d.db.Delete(ctx, b.ws, ""); err != nil && b.ws.HasHead() {
 			return err

@@ -312,8 +312,9 @@ func (d *Database) Status(ctx context.Context, branchName string) (StatusInfo, e
 	var work *rootState
 	err := d.lockedBranch(ctx, branchName, func(b *branch) error {
 		work = b.state.Load()
-		info.Dirty = work.root.HashOf() != b.headRef.TargetHash()
-		return nil
+		same, err := sameData(ctx, d.ns, work.root, b.headRef.TargetHash())
+		info.Dirty = !same
+		return err
 	})
 	if err != nil {
 		return info, err

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"sort"
@@ -102,8 +103,8 @@ func (d *Database) readyToMerge(ctx context.Context, b *branch) (*datas.Commit, 
 	if st.hasMerge() {
 		return nil, ErrMergeInProgress
 	}
-	if st.root.HashOf() != b.headRef.TargetHash() {
-		return nil, fmt.Errorf("%w: commit or reset them first", ErrBranchDirty)
+	if same, err := sameData(ctx, d.ns, st.root, b.headRef.TargetHash()); err != nil || !same {
+		return nil, cmp.Or(err, fmt.Errorf("%w: commit or reset them first", ErrBranchDirty))
 	}
 	return d.headCommit(ctx, b.name)
 }

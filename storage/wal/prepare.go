@@ -82,8 +82,8 @@ func startsWithRecord(path string, first uint64) (bool, error) {
 		}
 		return false, fmt.Errorf("wal: read segment %d: %w", first, err)
 	}
-	if !validHeader(head, first) {
-		return false, nil
+	if ok, err := checkHeader(head, first); !ok {
+		return false, err
 	}
 	n := int64(binary.LittleEndian.Uint32(head[segmentHeaderSize:]))
 	if n == 0 || int64(len(head))+n > st.Size() {

@@ -2,6 +2,7 @@ package wal
 
 import (
 	"dumbodb/internal/durablefile"
+	"dumbodb/internal/formatversion"
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
@@ -87,8 +88,8 @@ func (w *WAL) newSegment(first uint64, size int64) (*segmentFile, error) {
 // segmentHeader encodes the header of the segment starting at LSN first.
 func segmentHeader(first uint64) [segmentHeaderSize]byte {
 	var h [segmentHeaderSize]byte
-	copy(h[:], magic)
-	binary.LittleEndian.PutUint32(h[8:], formatVersion)
+	fh := formatversion.WAL.Header()
+	copy(h[:], fh[:])
 	binary.LittleEndian.PutUint64(h[16:], first)
 	binary.LittleEndian.PutUint32(h[24:], crc32.Checksum(h[:24], castagnoli))
 	return h

@@ -6,6 +6,7 @@ package wal
 
 import (
 	"dumbodb/internal/durablefile"
+	"dumbodb/internal/formatversion"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -34,8 +35,6 @@ const firstSegmentSize = 64 << 10
 const (
 	segmentHeaderSize = 32
 	recordHeaderSize  = 16
-	formatVersion     = 1
-	magic             = "DUMBOWAL"
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -202,7 +201,9 @@ func (w *WAL) replaySegment(first, after uint64, fn func(uint64, []byte) error) 
 	if err != nil {
 		return 0, 0, 0, fmt.Errorf("wal: read segment %d: %w", first, err)
 	}
-	if !validHeader(data, first) {
+	if ok, err := checkHeader(data, first); err != nil {
+		return 0, 0, 0, err
+	} else if !ok {
 		w.replayHead = nil
 		return segmentHeaderSize, first, 0, nil
 	}
@@ -246,14 +247,21 @@ func readSegment(path string) ([]byte, error) {
 	return os.ReadFile(path)
 }
 
-func validHeader(data []byte, first uint64) bool {
-	if len(data) < segmentHeaderSize || string(data[:8]) != magic {
-		return false
+// checkHeader reports whether data begins with a valid header of the
+// segment starting at LSN first. A header intact by its CRC whose format
+// version this build cannot read is an error, not a torn segment: its
+// records must not be taken for the log's end.
+func checkHeader(data []byte, first uint64) (bool, error) {
+	if len(data) < segmentHeaderSize || string(data[:8]) != formatversion.WAL.Magic {
+		return false, nil
 	}
-	if binary.LittleEndian.Uint32(data[8:]) != formatVersion || binary.LittleEndian.Uint64(data[16:]) != first {
-		return false
+	if binary.LittleEndian.Uint32(data[24:]) != crc32.Checksum(data[:24], castagnoli) {
+		return false, nil
 	}
-	return binary.LittleEndian.Uint32(data[24:]) == crc32.Checksum(data[:24], castagnoli)
+	if err := formatversion.WAL.Check(binary.LittleEndian.Uint32(data[8:])); err != nil {
+		return false, fmt.Errorf("wal: segment %d: %w", first, err)
+	}
+	return binary.LittleEndian.Uint64(data[16:]) == first, nil
 }
 
 // readRecord returns the payload of the record at off if it is valid and
