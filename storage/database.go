@@ -381,19 +381,10 @@ func (d *Database) loadBranch(ctx context.Context, name string) (*branch, error)
 		return nil, err
 	}
 	b := &branch{name: name, headRef: headRoot, engine: d.engine, nodes: d.ns}
-	if b.ws, err = d.refDataset(ctx, refWorkingSets, name); err != nil {
+	var rootAddr hash.Hash
+	var lsn uint64
+	if b.ws, rootAddr, lsn, err = d.workingRoot(ctx, name, headRoot); err != nil {
 		return nil, err
-	}
-	rootAddr, lsn := headRoot.TargetHash(), uint64(0)
-	if b.ws.HasHead() {
-		wsh, err := b.ws.HeadWorkingSet()
-		if err != nil {
-			return nil, err
-		}
-		rootAddr = wsh.WorkingAddr
-		if wsh.Meta != nil {
-			lsn = parseLSN(wsh.Meta.Description)
-		}
 	}
 	st, err := loadRootState(ctx, d.ns, rootAddr)
 	if err != nil {
@@ -402,6 +393,25 @@ func (d *Database) loadBranch(ctx context.Context, name string) (*branch, error)
 	st.lsn, st.ckptLSN = lsn, lsn
 	b.setDurable(st)
 	return b, nil
+}
+
+// workingRoot reads a branch's working set: the dataset, the working
+// root's address (the head commit's root when the branch has no working
+// set yet) and the last log record that root includes.
+func (d *Database) workingRoot(ctx context.Context, name string, headRoot types.Ref) (datas.Dataset, hash.Hash, uint64, error) {
+	ws, err := d.refDataset(ctx, refWorkingSets, name)
+	if err != nil || !ws.HasHead() {
+		return ws, headRoot.TargetHash(), 0, err
+	}
+	wsh, err := ws.HeadWorkingSet()
+	if err != nil {
+		return ws, hash.Hash{}, 0, err
+	}
+	var lsn uint64
+	if wsh.Meta != nil {
+		lsn = parseLSN(wsh.Meta.Description)
+	}
+	return ws, wsh.WorkingAddr, lsn, nil
 }
 
 func parseLSN(desc string) uint64 {

@@ -569,6 +569,11 @@ func (d *Database) Tags(ctx context.Context) ([]TagInfo, error) {
 		return nil, err
 	}
 	defer d.release()
+	return d.tagInfos(ctx)
+}
+
+// tagInfos lists the tags of an open store.
+func (d *Database) tagInfos(ctx context.Context) ([]TagInfo, error) {
 	names, err := d.refNames(ctx, refTags)
 	if err != nil {
 		return nil, err
