@@ -7,25 +7,18 @@ import (
 	"time"
 
 	"dumbodb/index"
-	"dumbodb/query"
 	"dumbodb/storage"
 	"dumbodb/value"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
-// Explained is the query part of an explained command, as the server
-// reads it from the command: what is planned and what the plan tree shows.
+// Explained is what an explained command adds to its read: the
+// command's name and distinct's key.
 type Explained struct {
-	Kind          string // the explained command's name
-	Filter, Sort  bsoncore.Document
-	HasSort       bool
-	Hint          bsoncore.Value
-	Skip, Limit   int64
-	Collation     bsoncore.Document
-	Projection    bsoncore.Document
-	HasProjection bool
-	DistinctKey   string // distinct's key
+	Kind        string // the explained command's name
+	DistinctKey string // distinct's key
+	Collation   bsoncore.Document
 }
 
 // Explanation is explain's report of a plan: the queryPlanner's winning
@@ -37,57 +30,70 @@ type Explanation struct {
 	ExecutionStats bsoncore.Document // nil at verbosity queryPlanner
 }
 
-// Explain plans ex as running the command would, f being its compiled
-// filter, and describes the plan; unless verbosity is queryPlanner it
-// runs the plan and counts its work, and with allPlansExecution the
-// rejected plans too. Planning and each run read a snapshot of their own
-// from snapshot.
-func Explain(ctx context.Context, snapshot func() (*storage.Snapshot, error), coll string, ex *Explained, f *query.Filter, verbosity string) (*Explanation, error) {
+// Explain plans r as the explained command runs it and describes the
+// plan with the stages the read stacks on it; unless verbosity is
+// queryPlanner it runs the read as the command does and counts its work,
+// and with allPlansExecution the rejected plans too. Planning and each
+// run read a snapshot of their own from snapshot.
+func Explain(ctx context.Context, snapshot func() (*storage.Snapshot, error), coll string, ex *Explained, r *Read, verbosity string) (*Explanation, error) {
 	snap, err := snapshot()
 	if err != nil {
 		return nil, err
 	}
-	in := Input{Filter: f, Sort: ex.Sort, Hint: ex.Hint}
-	p, err := Query(snap, coll, in)
+	p, err := Query(snap, coll, r.input())
+	if err != nil {
+		return nil, err
+	}
+	kind := ex.Kind
+	switch {
+	case kind == "count" && nonEmpty(r.FilterDoc) && exactBounds(p, r.Filter):
+		kind = "COUNT_SCAN"
+	case kind == "distinct" && ex.DistinctKey != "" && !nonEmpty(ex.Collation):
+		if dp := Distinct(snap, coll, r.Filter, ex.DistinctKey); dp != nil {
+			p, kind = dp, "DISTINCT_SCAN"
+		}
+	}
+	run := &explainRun{ex: ex, kind: kind, r: r, coll: coll, snapshot: snapshot}
+	winning, err := run.tree(p)
 	if err != nil {
 		return nil, err
 	}
 	var rejected []*Plan
-	switch {
-	case ex.Kind == "count" && nonEmpty(ex.Filter) && exactBounds(p, f):
-		ex.Kind = "COUNT_SCAN"
-	case ex.Kind == "distinct" && ex.DistinctKey != "" && !nonEmpty(ex.Collation):
-		if dp := Distinct(snap, coll, f, ex.DistinctKey); dp != nil {
-			p, ex.Kind = dp, "DISTINCT_SCAN"
-		}
-	case ex.Kind == "find":
-		p.covered = coverable(p, f, ex.Projection, ex.Sort)
+	if kind != "COUNT_SCAN" && kind != "DISTINCT_SCAN" {
+		rejected = rejectedPlans(snap, coll, r.input(), p)
 	}
-	if ex.Kind != "COUNT_SCAN" && ex.Kind != "DISTINCT_SCAN" {
-		rejected = rejectedPlans(snap, coll, in, p)
-	}
-	winning := ex.stages(p, f)
 	rejectedArr := bsoncore.NewArrayBuilder()
 	for _, rp := range rejected {
-		rejectedArr.AppendDocument(ex.stages(rp, f))
-	}
-	e := &Explanation{WinningPlan: winning, RejectedPlans: rejectedArr.Build()}
-	if verbosity != "queryPlanner" {
-		stats, err := ex.executionStats(ctx, snapshot, coll, f, p, winning, rejected, verbosity == "allPlansExecution")
+		tree, err := run.tree(rp)
 		if err != nil {
 			return nil, err
 		}
-		e.ExecutionStats = stats
+		rejectedArr.AppendDocument(tree)
+	}
+	e := &Explanation{WinningPlan: winning, RejectedPlans: rejectedArr.Build()}
+	if verbosity != "queryPlanner" {
+		if e.ExecutionStats, err = run.executionStats(ctx, p, winning, rejected, verbosity == "allPlansExecution"); err != nil {
+			return nil, err
+		}
 	}
 	return e, nil
+}
+
+// explainRun is one explain of a read.
+type explainRun struct {
+	ex       *Explained
+	kind     string // the command's name, or COUNT_SCAN or DISTINCT_SCAN when it reads only an index
+	r        *Read
+	coll     string
+	snapshot func() (*storage.Snapshot, error)
 }
 
 // executionStats runs the plan and reports what it examined; with all,
 // it also runs the rejected plans and lists every plan's counts under
 // allPlansExecution.
-func (ex *Explained) executionStats(ctx context.Context, snapshot func() (*storage.Snapshot, error), coll string, f *query.Filter, p *Plan, winning bsoncore.Document, rejected []*Plan, all bool) (bsoncore.Document, error) {
+func (x *explainRun) executionStats(ctx context.Context, p *Plan, winning bsoncore.Document, rejected []*Plan, all bool) (bsoncore.Document, error) {
 	start := time.Now()
-	st, err := ex.runPlan(ctx, snapshot, coll, f, p)
+	st, err := x.runPlan(ctx, p)
 	if err != nil {
 		return nil, err
 	}
@@ -103,103 +109,82 @@ func (ex *Explained) executionStats(ctx context.Context, snapshot func() (*stora
 		for i, rp := range append([]*Plan{p}, rejected...) {
 			pst := st
 			if i > 0 {
-				if pst, err = ex.runPlan(ctx, snapshot, coll, f, rp); err != nil {
+				if pst, err = x.runPlan(ctx, rp); err != nil {
 					return nil, err
 				}
+			}
+			tree, err := x.tree(rp)
+			if err != nil {
+				return nil, err
 			}
 			arr.AppendDocument(bsoncore.NewDocumentBuilder().
 				AppendValue("nReturned", value.Count(pst.returned)).
 				AppendValue("totalKeysExamined", value.Count(pst.keysExamined)).
 				AppendValue("totalDocsExamined", value.Count(pst.docsExamined)).
-				AppendDocument("executionStages", ex.stages(rp, f)).Build())
+				AppendDocument("executionStages", tree).Build())
 		}
 		b.AppendArray("allPlansExecution", arr.Build())
 	}
 	return b.Build(), nil
 }
 
-// runPlan executes a plan of the explained command and counts its work;
-// returned is after skip and limit.
-func (ex *Explained) runPlan(ctx context.Context, snapshot func() (*storage.Snapshot, error), coll string, f *query.Filter, p *Plan) (execStats, error) {
+// runPlan runs the read over plan p as its command does and counts its
+// work.
+func (x *explainRun) runPlan(ctx context.Context, p *Plan) (execStats, error) {
 	var st execStats
-	snap, err := snapshot()
+	snap, err := x.snapshot()
 	if err != nil {
 		return st, err
 	}
-	switch ex.Kind {
+	switch x.kind {
 	case "COUNT_SCAN":
-		n, err := countScan(ctx, snap, coll, p, &st)
+		n, err := countScan(ctx, snap, x.coll, p, &st)
 		st.returned = n
 		return st, err
 	case "DISTINCT_SCAN":
-		vals, err := distinctScan(ctx, snap, coll, p, ex.DistinctKey, &st)
+		vals, err := distinctScan(ctx, snap, x.coll, p, x.ex.DistinctKey, &st)
 		st.returned = int64(len(vals))
 		return st, err
 	}
-	src, err := planSource(ctx, snap, coll, f, p, &st)
+	src, err := x.r.open(ctx, snap, x.coll, p, &st)
 	if err != nil {
 		return st, err
 	}
-	for ex.Limit == 0 || st.returned < ex.Limit+ex.Skip {
+	for {
 		if _, err := src.Next(ctx); errors.Is(err, io.EOF) {
-			break
+			return st, nil
 		} else if err != nil {
 			return st, err
 		}
 		st.returned++
 	}
-	st.returned = max(st.returned-ex.Skip, 0)
-	return st, nil
 }
 
-// stages is the winning plan tree, outermost stage first.
-func (ex *Explained) stages(p *Plan, f *query.Filter) bsoncore.Document {
-	switch ex.Kind {
+// tree is the plan tree of p as explain shows it.
+func (x *explainRun) tree(p *Plan) (bsoncore.Document, error) {
+	switch x.kind {
 	case "COUNT_SCAN":
-		return wrapStage("COUNT", renameStage(ixscanStage(p), "COUNT_SCAN"), bsoncore.NewDocumentBuilder())
+		return wrapStage("COUNT", renameStage(ixscanStage(p), "COUNT_SCAN"), bsoncore.NewDocumentBuilder()), nil
 	case "DISTINCT_SCAN":
-		return wrapStage("PROJECTION_COVERED", renameStage(ixscanStage(p), "DISTINCT_SCAN"), bsoncore.NewDocumentBuilder())
+		return wrapStage("PROJECTION_COVERED", renameStage(ixscanStage(p), "DISTINCT_SCAN"), bsoncore.NewDocumentBuilder()), nil
 	}
-	plan := p.Stage(ex.Filter)
-	if p.covered {
-		plan = ixscanStage(p)
-		if nonEmpty(ex.Filter) {
-			plan = appendField(plan, "filter", ex.Filter)
-		}
-	}
-	if ex.HasSort && nonEmpty(ex.Sort) && !p.sorted {
-		plan = wrapStage("SORT", plan, bsoncore.NewDocumentBuilder().AppendDocument("sortPattern", ex.Sort))
-	}
-	if ex.Skip > 0 {
-		plan = wrapStage("SKIP", plan, bsoncore.NewDocumentBuilder().AppendValue("skipAmount", value.Count(ex.Skip)))
-	}
-	if ex.Limit > 0 {
-		plan = wrapStage("LIMIT", plan, bsoncore.NewDocumentBuilder().AppendValue("limitAmount", value.Count(ex.Limit)))
-	}
-	switch {
-	case p.covered:
-		plan = wrapStage("PROJECTION_COVERED", plan, bsoncore.NewDocumentBuilder().AppendDocument("transformBy", ex.Projection))
-	case ex.HasProjection:
-		plan = wrapStage("PROJECTION_DEFAULT", plan, bsoncore.NewDocumentBuilder())
-	}
-	return plan
+	return x.r.explainTree(p)
 }
 
 func wrapStage(name string, input bsoncore.Document, b *bsoncore.DocumentBuilder) bsoncore.Document {
 	return b.AppendString("stage", name).AppendDocument("inputStage", input).Build()
 }
 
-// Stage is the plan's leaf stage as explain shows it, filter being the
+// leafStage is the plan's leaf stage as explain shows it, filter being the
 // query's: IDHACK, COLLSCAN, FETCH over IXSCAN, or the text stages.
-func (p *Plan) Stage(filter bsoncore.Document) bsoncore.Document {
+func (p *Plan) leafStage(filter bsoncore.Document) bsoncore.Document {
 	switch {
 	case p.idHack && p.ids != nil, p.idRange != nil:
 		return idSetStage(filter)
 	case p.idHack:
 		return bsoncore.NewDocumentBuilder().AppendString("stage", "IDHACK").Build()
 	case p.ix == nil:
-		return bsoncore.NewDocumentBuilder().AppendString("stage", "COLLSCAN").
-			AppendDocument("filter", value.OrEmpty(filter)).AppendString("direction", "forward").Build()
+		return collscanStage(filter, "forward")
 	}
 	if p.text != nil && p.orClauses != nil {
 		return textOrStage(p, filter)
@@ -241,6 +226,12 @@ func renameStage(stage bsoncore.Document, name string) bsoncore.Document {
 		}
 	}
 	return b.Build()
+}
+
+// collscanStage is a collection scan in a direction.
+func collscanStage(filter bsoncore.Document, direction string) bsoncore.Document {
+	return bsoncore.NewDocumentBuilder().AppendString("stage", "COLLSCAN").
+		AppendDocument("filter", value.OrEmpty(filter)).AppendString("direction", direction).Build()
 }
 
 // appendField adds one field to a stage document.

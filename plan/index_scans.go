@@ -106,19 +106,10 @@ func coverable(p *Plan, f *query.Filter, proj, sortDoc bsoncore.Document) bool {
 	return true
 }
 
-// Cover makes a find answer from the index entries' stored key values
+// cover makes a find answer from the index entries' stored key values
 // when it can (coverable), its projection and sort being proj and sortDoc.
-func (p *Plan) Cover(f *query.Filter, proj, sortDoc bsoncore.Document) {
+func (p *Plan) cover(f *query.Filter, proj, sortDoc bsoncore.Document) {
 	p.covered = coverable(p, f, proj, sortDoc)
-}
-
-// Exact reports whether the plan's index bounds select exactly the
-// documents f matches (exactBounds), so that Count can count entries.
-func (p *Plan) Exact(f *query.Filter) bool { return exactBounds(p, f) }
-
-// Count counts the entries within the plan's bounds; Exact must hold.
-func (p *Plan) Count(ctx context.Context, rd storage.Reader, coll string) (int64, error) {
-	return countScan(ctx, rd, coll, p, &execStats{})
 }
 
 // DistinctValues gives distinct's values of key from the entries of a

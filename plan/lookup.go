@@ -32,21 +32,8 @@ func LookupEqual(ctx context.Context, rd storage.Reader, coll, path string, vals
 	if ix == nil {
 		return nil, false, nil
 	}
-	ids, err := lookupIndexIDs(ctx, rd, coll, ix, points)
-	if err != nil {
-		return nil, false, err
-	}
-	docs := make([]bsoncore.Document, 0, len(ids))
-	for _, id := range ids {
-		doc, found, err := rd.GetKey(ctx, coll, id)
-		if err != nil {
-			return nil, false, err
-		}
-		if found {
-			docs = append(docs, doc)
-		}
-	}
-	return docs, true, nil
+	docs, err := indexDocs(ctx, rd, coll, ix.Spec.Name, lookupBounds(ix, points))
+	return docs, err == nil, err
 }
 
 // lookupIDs fetches documents by _id values, in _id order.
@@ -126,9 +113,9 @@ func LookupIndex(indexes []storage.IndexInfo, path string) *storage.IndexInfo {
 	return best
 }
 
-// lookupIndexIDs scans ix at the points (every value of the later key
-// fields) and returns the _id keys found, each once, in _id order.
-func lookupIndexIDs(ctx context.Context, rd storage.Reader, coll string, ix *storage.IndexInfo, points []bsoncore.Value) ([][]byte, error) {
+// lookupBounds are the bounds of ix at the points for its first key
+// field, every value of the later ones.
+func lookupBounds(ix *storage.IndexInfo, points []bsoncore.Value) [][]index.FieldInterval {
 	first := make([]index.FieldInterval, 0, len(points))
 	for _, v := range points {
 		iv := index.PointInterval(v, "")
@@ -142,10 +129,31 @@ func lookupIndexIDs(ctx context.Context, rd storage.Reader, coll string, ix *sto
 	for _, f := range ix.Spec.Fields[1:] {
 		bounds = append(bounds, []index.FieldInterval{fullFor(f)})
 	}
+	return bounds
+}
+
+// IndexPoint reads through ix the documents whose key is the one value
+// byPath gives each of its fields ($merge's look-up of its target by the
+// on fields' unique index).
+func IndexPoint(ctx context.Context, rd storage.Reader, coll string, ix *storage.IndexInfo, byPath map[string]bsoncore.Value) ([]bsoncore.Document, error) {
+	var bounds [][]index.FieldInterval
+	for _, f := range ix.Spec.Fields {
+		iv := index.PointInterval(byPath[f.Path], "")
+		if f.Desc {
+			iv = iv.Descending()
+		}
+		bounds = append(bounds, []index.FieldInterval{iv})
+	}
+	return indexDocs(ctx, rd, coll, ix.Spec.Name, bounds)
+}
+
+// indexDocs reads the documents of the index entries within bounds, each
+// once, in _id order.
+func indexDocs(ctx context.Context, rd storage.Reader, coll, ixName string, bounds [][]index.FieldInterval) ([]bsoncore.Document, error) {
 	seen := map[string]bool{}
 	var ids [][]byte
 	for _, iv := range index.EntryIntervals(bounds) {
-		err := eachEntryID(ctx, rd, coll, ix.Spec.Name, iv, func(id []byte) {
+		err := eachEntryID(ctx, rd, coll, ixName, iv, func(id []byte) {
 			if !seen[string(id)] {
 				seen[string(id)] = true
 				ids = append(ids, id)
@@ -156,7 +164,17 @@ func lookupIndexIDs(ctx context.Context, rd storage.Reader, coll string, ix *sto
 		}
 	}
 	sort.Slice(ids, func(i, j int) bool { return bytes.Compare(ids[i], ids[j]) < 0 })
-	return ids, nil
+	docs := make([]bsoncore.Document, 0, len(ids))
+	for _, id := range ids {
+		doc, found, err := rd.GetKey(ctx, coll, id)
+		if err != nil {
+			return nil, err
+		}
+		if found {
+			docs = append(docs, doc)
+		}
+	}
+	return docs, nil
 }
 
 // eachEntryID calls fn with the _id key of every entry of an index in an

@@ -17,11 +17,6 @@ import (
 // look-up or range, an index scan forwards or backwards, a collection
 // scan), fetching only the paths a find returns where that is all it needs.
 
-// Open runs the plan over rd, yielding the documents of coll that match f.
-func (p *Plan) Open(ctx context.Context, rd storage.Reader, coll string, f *query.Filter) (Source, error) {
-	return planSource(ctx, rd, coll, f, p, &execStats{})
-}
-
 // execStats counts what a plan's execution examined.
 type execStats struct {
 	keysExamined, docsExamined, returned int64
@@ -309,11 +304,11 @@ func fetch(ctx context.Context, rd storage.Reader, coll string, idKey []byte, p 
 	return rd.GetKey(ctx, coll, idKey)
 }
 
-// LookupID is mongod's IDHACK without the planner: the document whose _id
+// lookupID is mongod's IDHACK without the planner: the document whose _id
 // is id, for a find whose filter is that equality alone (the server
 // decides that, from the command's options). Skipping the filter's
 // compilation and the plan is a sixth of a findOne's server time.
-func LookupID(ctx context.Context, rd storage.Reader, coll string, id bsoncore.Value) (Source, error) {
+func lookupID(ctx context.Context, rd storage.Reader, coll string, id bsoncore.Value) (Source, error) {
 	doc, found, err := rd.Get(ctx, coll, id)
 	if err != nil || !found {
 		return query.NewSliceStream(nil), err

@@ -424,10 +424,6 @@ func sortFromIndex(ix *storage.IndexInfo, singles int, keys []sortKey) (sorted, 
 	return true, flip
 }
 
-// Sorted reports whether the plan yields documents in the requested sort,
-// so that they need no sorting after.
-func (p *Plan) Sorted() bool { return p.sorted }
-
 // rejectedPlans are the other index plans the planner weighed against
 // the winner: every usable index that bounds a predicate or gives the
 // sort, besides the winner's.

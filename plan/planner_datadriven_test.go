@@ -33,6 +33,15 @@ import (
 //	                        output: the winning plan, then each rejected
 //	                        plan, as explain's stages from the root down
 //	                        ("FETCH < IXSCAN a_1 {bounds}")
+//	docs <n>                inserts n documents {_id: i, a: i % 10,
+//	                        b: i % 3, c: "s<i>"} into c; output: ok
+//	run <filter json>       input: "sort", "hint", "skip", "limit" and
+//	                        "projection" lines; runs the read as find does
+//	                        (Execute) and explains it at executionStats;
+//	                        output: the explained winning plan, then
+//	                        "returned <n>:" and the documents returned.
+//	                        The test fails when explain's nReturned is not
+//	                        what Execute returned.
 //
 // Run with -rewrite-plans to regenerate expected outputs after reviewing
 // a change.
@@ -162,6 +171,10 @@ func (env *plannerEnv) run(t *testing.T, c plannerCase) []string {
 		return env.indexes(t, c.input)
 	case "plan":
 		return env.plan(t, c.args, c.input)
+	case "docs":
+		return env.docs(t, c.args)
+	case "run":
+		return env.runRead(t, c.args, c.input)
 	}
 	t.Fatalf("unknown command %q", c.cmd)
 	return nil
@@ -208,27 +221,11 @@ func indexName(key bsoncore.Document) string {
 }
 
 func (env *plannerEnv) plan(t *testing.T, filter string, input []string) []string {
-	ex := &Explained{Kind: "find", Filter: parseJSON(t, filter)}
-	for _, line := range input {
-		opt, arg, _ := strings.Cut(line, " ")
-		switch opt {
-		case "sort":
-			ex.Sort, ex.HasSort = parseJSON(t, arg), true
-		case "hint":
-			d := parseJSON(t, "{\"h\": "+arg+"}")
-			ex.Hint = d.Lookup("h")
-		default:
-			t.Fatalf("unknown plan option %q", line)
-		}
-	}
-	f, err := query.CompileFilter(ex.Filter)
+	rd, err := readOf(t, filter, input)
 	if err != nil {
 		return []string{"error: " + err.Error()}
 	}
-	snapshot := func() (*storage.Snapshot, error) {
-		return env.db.BranchSnapshot(context.Background(), storage.DefaultBranch)
-	}
-	e, err := Explain(context.Background(), snapshot, "c", ex, f, "queryPlanner")
+	e, err := Explain(context.Background(), env.snapshot, "c", &Explained{Kind: "find"}, rd, "queryPlanner")
 	if err != nil {
 		return []string{"error: " + err.Error()}
 	}
@@ -236,6 +233,111 @@ func (env *plannerEnv) plan(t *testing.T, filter string, input []string) []strin
 	rejected, _ := e.RejectedPlans.Values()
 	for _, r := range rejected {
 		out = append(out, "rejected: "+describeStages(r.Document()))
+	}
+	return out
+}
+
+func (env *plannerEnv) snapshot() (*storage.Snapshot, error) {
+	return env.db.BranchSnapshot(context.Background(), storage.DefaultBranch)
+}
+
+// readOf compiles a case's filter and input lines into a find's read.
+func readOf(t *testing.T, filter string, input []string) (*Read, error) {
+	rd := &Read{FilterDoc: parseJSON(t, filter)}
+	for _, line := range input {
+		opt, arg, _ := strings.Cut(line, " ")
+		switch opt {
+		case "sort":
+			rd.SortDoc = parseJSON(t, arg)
+		case "hint":
+			rd.Hint = parseJSON(t, "{\"h\": "+arg+"}").Lookup("h")
+		case "projection":
+			rd.ProjectionDoc = parseJSON(t, arg)
+		case "skip", "limit":
+			n, err := strconv.ParseInt(arg, 10, 64)
+			if err != nil {
+				t.Fatalf("%s: %v", line, err)
+			}
+			if opt == "skip" {
+				rd.Skip = n
+			} else {
+				rd.Limit = n
+			}
+		default:
+			t.Fatalf("unknown plan option %q", line)
+		}
+	}
+	var err error
+	if rd.Filter, err = query.CompileFilter(rd.FilterDoc); err != nil {
+		return nil, err
+	}
+	if rd.SortDoc != nil {
+		if rd.Sort, err = query.CompileSort(rd.SortDoc); err != nil {
+			return nil, err
+		}
+	}
+	if rd.ProjectionDoc != nil {
+		if rd.Projection, err = query.CompileProjection(rd.ProjectionDoc); err != nil {
+			return nil, err
+		}
+	}
+	return rd, nil
+}
+
+// docs inserts n documents into c.
+func (env *plannerEnv) docs(t *testing.T, arg string) []string {
+	n, err := strconv.Atoi(arg)
+	if err != nil {
+		t.Fatalf("docs %s: %v", arg, err)
+	}
+	ctx := context.Background()
+	err = env.db.Write(ctx, func(tx *storage.Tx) error {
+		for i := range n {
+			doc := bsoncore.NewDocumentBuilder().AppendInt32("_id", int32(i)).AppendInt32("a", int32(i%10)).
+				AppendInt32("b", int32(i%3)).AppendString("c", "s"+strconv.Itoa(i)).Build()
+			if err := tx.Insert(ctx, "c", doc); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return []string{"error: " + err.Error()}
+	}
+	return []string{"ok"}
+}
+
+// runRead runs a read with Execute and explains it, and checks that
+// explain counted what Execute returned.
+func (env *plannerEnv) runRead(t *testing.T, filter string, input []string) []string {
+	rd, err := readOf(t, filter, input)
+	if err != nil {
+		return []string{"error: " + err.Error()}
+	}
+	ctx := context.Background()
+	snap, err := env.snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ex, err := Execute(ctx, snap, "c", rd)
+	if err != nil {
+		return []string{"error: " + err.Error()}
+	}
+	docs, err := query.Drain(ctx, ex.Source)
+	if err != nil {
+		return []string{"error: " + err.Error()}
+	}
+	rd2, _ := readOf(t, filter, input) // explain prepares plans of its own
+	e, err := Explain(ctx, env.snapshot, "c", &Explained{Kind: "find"}, rd2, "executionStats")
+	if err != nil {
+		return []string{"explain error: " + err.Error()}
+	}
+	if n, _ := value.AsInt64(e.ExecutionStats.Lookup("nReturned")); n != int64(len(docs)) {
+		t.Errorf("run %s %v: explain returned %d, Execute %d", filter, input, n, len(docs))
+	}
+	out := []string{describeStages(e.WinningPlan), "returned " + strconv.Itoa(len(docs)) + ":"}
+	for _, d := range docs {
+		out = append(out, bson.Raw(d).String())
 	}
 	return out
 }
@@ -251,6 +353,9 @@ func describeStages(d bsoncore.Document) string {
 		}
 		if b, ok := d.Lookup("indexBounds").DocumentOK(); ok {
 			stage += " " + bson.Raw(b).String()
+		}
+		if dir, _ := d.Lookup("direction").StringValueOK(); dir == "backward" && stage == "COLLSCAN" {
+			stage += " backward"
 		}
 		parts = append(parts, stage)
 		d, _ = d.Lookup("inputStage").DocumentOK()

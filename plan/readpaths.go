@@ -195,12 +195,12 @@ func (s *pathSet) addProjectStage(proj bsoncore.Document) {
 	}
 }
 
-// ReadForFind tells a collection scan what a find reads of large
+// readForFind tells a collection scan what a find reads of large
 // documents: its filter's paths to match; to return, the projection's (with
 // the filter's and sort's, which positional projections and the sort
 // use), or, without a projection but with a sort, only what the sort reads,
-// the documents being read whole again in sorted order (SortScan).
-func (p *Plan) ReadForFind(filter, sort, projection bsoncore.Document) {
+// the documents being read whole again in sorted order (sortScan).
+func (p *Plan) readForFind(filter, sort, projection bsoncore.Document) {
 	p.setScanReads(filter, func(out *pathSet) {
 		n := len(out.paths)
 		out.addSort(value.OrEmpty(sort))
@@ -215,15 +215,15 @@ func (p *Plan) ReadForFind(filter, sort, projection bsoncore.Document) {
 	})
 }
 
-// ReadForCount tells a collection scan that counting reads of large
+// readForCount tells a collection scan that counting reads of large
 // documents only what the filter matches on.
-func (p *Plan) ReadForCount(filter bsoncore.Document) {
+func (p *Plan) readForCount(filter bsoncore.Document) {
 	p.setScanReads(filter, func(*pathSet) { p.fetchOut = true }) // counting needs no more
 }
 
-// ReadForPipeline tells a collection scan that feeds a pipeline to read
+// readForPipeline tells a collection scan that feeds a pipeline to read
 // only reads of large documents (PipelineReads; nil: whole documents).
-func (p *Plan) ReadForPipeline(reads []string) {
+func (p *Plan) readForPipeline(reads []string) {
 	if reads != nil && p.ix == nil && !p.idHack && p.text == nil {
 		p.readMatch, p.readOut = reads, reads
 	}

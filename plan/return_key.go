@@ -11,14 +11,14 @@ import (
 	"dumbodb/value"
 )
 
-// KeyFields are the key paths of the index the plan reads, for find's
+// keyFields are the key paths of the index the plan reads, for find's
 // returnKey: a secondary index's fields; "_id" when it reads by _id (a
 // collection is kept in _id order, so a look-up, an _id range, or a scan
 // sorted by _id alone is mongod's _id index scan, which sortByID says);
 // none for a collection scan, whose documents mongod returns empty.
 // Indexes whose keys are not the documents' values as they are (hashed,
 // geo, text, wildcard, multikey or collated keys) are refused.
-func (p *Plan) KeyFields(sortByID bool) ([]string, error) {
+func (p *Plan) keyFields(sortByID bool) ([]string, error) {
 	switch {
 	case p.ix == nil && (p.idHack || p.idRange != nil || sortByID):
 		return []string{"_id"}, nil
@@ -45,7 +45,7 @@ func returnKeyRefused(name string) error {
 		"returnKey over index %s is not implemented: its keys are not the documents' values (hashed, geo, text, wildcard, multikey or collated)", name)
 }
 
-// KeysAndRecords shapes a find's documents for returnKey and
+// keysAndRecords shapes a find's documents for returnKey and
 // showRecordId: with keys set, each document is replaced by its index key
 // (the values of keys, null where the document lacks one, as the index
 // holds them; no keys give empty documents, as a collection scan does on
@@ -59,7 +59,7 @@ func returnKeyRefused(name string) error {
 // collection has record ids of its own (its insertion order), which
 // records (nil: none) gives for an _id key, and $recordId is then a long
 // as on mongod.
-func KeysAndRecords(src Source, keys []string, returnKey, recordID bool, p *query.Projection, records func(idKey []byte) (int64, bool)) Source {
+func keysAndRecords(src Source, keys []string, returnKey, recordID bool, p *query.Projection, records func(idKey []byte) (int64, bool)) Source {
 	return &keysAndRecordsSource{src: src, keys: keys, returnKey: returnKey, recordID: recordID, p: p, records: records}
 }
 

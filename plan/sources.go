@@ -58,9 +58,9 @@ func (s *filterSource) Next(ctx context.Context) (bsoncore.Document, error) {
 	return d, nil
 }
 
-// Sort materialises src and sorts it (stable, as mongod's sort is
+// sortAll materialises src and sorts it (stable, as mongod's sort is
 // for equal keys in _id order).
-func Sort(ctx context.Context, src Source, s *query.Sort) (Source, error) {
+func sortAll(ctx context.Context, src Source, s *query.Sort) (Source, error) {
 	docs, err := query.Drain(ctx, src)
 	if err != nil {
 		return nil, err
@@ -72,14 +72,14 @@ func Sort(ctx context.Context, src Source, s *query.Sort) (Source, error) {
 // partialReporter is a source whose documents may lack fields.
 type partialReporter interface{ LastPartial() bool }
 
-// SortScan is Sort for a scan that may return large documents
+// sortScan is Sort for a scan that may return large documents
 // in part (only what the sort and filter read): it sorts those and reads
 // each whole again by _id when the sorted stream reaches it, so a sort of
 // large documents never holds them all.
-func SortScan(ctx context.Context, src Source, s *query.Sort, rd storage.Reader, coll string) (Source, error) {
+func sortScan(ctx context.Context, src Source, s *query.Sort, rd storage.Reader, coll string) (Source, error) {
 	pr, ok := src.(partialReporter)
 	if !ok {
-		return Sort(ctx, src, s)
+		return sortAll(ctx, src, s)
 	}
 	var docs []bsoncore.Document
 	var partial []bool
@@ -154,14 +154,14 @@ func (s *skipLimitSource) Next(ctx context.Context) (bsoncore.Document, error) {
 	return d, err
 }
 
-// SkipLimit skips the first skip documents of src and stops after limit
+// skipLimit skips the first skip documents of src and stops after limit
 // (limit 0: no limit).
-func SkipLimit(src Source, skip, limit int64) Source {
+func skipLimit(src Source, skip, limit int64) Source {
 	return &skipLimitSource{src: src, skip: skip, limit: limit}
 }
 
-// Project applies the projection p to each document of src.
-func Project(src Source, p *query.Projection) Source { return &projectSource{src: src, p: p} }
+// project applies the projection p to each document of src.
+func project(src Source, p *query.Projection) Source { return &projectSource{src: src, p: p} }
 
 // projectSource applies a projection to each document.
 type projectSource struct {
@@ -177,8 +177,8 @@ func (s *projectSource) Next(ctx context.Context) (bsoncore.Document, error) {
 	return s.p.ApplyContext(ctx, d)
 }
 
-// Reverse yields src's documents in reverse order ({$natural: -1}).
-func Reverse(ctx context.Context, src Source) (Source, error) {
+// reverse yields src's documents in reverse order ({$natural: -1}).
+func reverse(ctx context.Context, src Source) (Source, error) {
 	docs, err := query.Drain(ctx, src)
 	if err != nil {
 		return nil, err

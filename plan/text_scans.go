@@ -241,7 +241,7 @@ func clauseIDs(ctx context.Context, rd storage.Reader, coll string, cl orClause,
 func textOrStage(p *Plan, filter bsoncore.Document) bsoncore.Document {
 	inputs := bsoncore.NewArrayBuilder().AppendDocument(textStage(p, nil))
 	for _, cl := range p.orClauses {
-		inputs.AppendDocument(cl.plan.Stage(cl.raw))
+		inputs.AppendDocument(cl.plan.leafStage(cl.raw))
 	}
 	or := bsoncore.NewDocumentBuilder().AppendString("stage", "OR").AppendArray("inputStages", inputs.Build()).Build()
 	b := bsoncore.NewDocumentBuilder().AppendString("stage", "FETCH")

@@ -8,6 +8,7 @@ import (
 
 	"dumbodb/interrupt"
 	"dumbodb/mongoerr"
+	"dumbodb/plan"
 	"dumbodb/query"
 	"dumbodb/storage"
 
@@ -106,7 +107,7 @@ func (r *request) tailFind(coll string, a *findArgs, f *query.Filter, proj *quer
 	switch {
 	case srt != nil && (srt.HasKeys() || srt.Natural() < 0):
 		return nil, mongoerr.New(mongoerr.BadValue, "cannot use tailable option with a sort other than {$natural: 1}")
-	case natural(nil, a.hint) < 0:
+	case plan.Natural(nil, a.hint) < 0:
 		return nil, mongoerr.New(mongoerr.NotImplemented, "a tailable find with hint {$natural: -1} is not supported by DumboDB")
 	case a.hint.Type != 0 && !isNaturalHint(a.hint):
 		return nil, mongoerr.New(mongoerr.NotImplemented, "a tailable find with an index hint is not supported by DumboDB")

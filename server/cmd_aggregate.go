@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"io"
 	"os"
 	"slices"
 
@@ -163,17 +162,15 @@ func (r *request) aggregateSource(a *aggregateArgs) (docSource, string, bsoncore
 	}
 	var lead *leadingMatch
 	if !a.collectionless {
-		if lead, err = planLeadingMatch(snap, a, env); err != nil {
-			return nil, "", nil, err
-		}
-		if lead == nil {
+		if lead = leadingMatchOf(a, env); lead == nil {
 			if lead, err = planLeadingGeoNear(snap, a, env); err != nil {
 				return nil, "", nil, err
 			}
 		}
 	}
 	if a.explain {
-		return nil, ns, explainAggregate(ns, p, lead, snap, env), nil
+		doc, err := explainAggregate(ns, a.coll, p, lead, snap, env)
+		return nil, ns, doc, err
 	}
 	r.c.s.stats.opQuery.Add(1)
 	in, err := r.pipelineInput(snap, a, lead)
@@ -198,8 +195,12 @@ func (r *request) pipelineInput(snap *storage.Snapshot, a *aggregateArgs, lead *
 	reads := plan.PipelineReads(pipelineStages(a.pipeline))
 	switch {
 	case lead != nil:
-		lead.plan.ReadForPipeline(reads)
-		return lead.plan.Open(r.ctx, snap, a.coll, lead.f)
+		lead.PipelineReads = reads
+		ex, err := plan.Execute(r.ctx, snap, a.coll, lead)
+		if err != nil {
+			return nil, err
+		}
+		return ex.Source, nil
 	case !a.collectionless:
 		it, err := snap.Scan(r.ctx, a.coll)
 		if err != nil {
@@ -303,42 +304,36 @@ func sameViewCollation(given, view bsoncore.Document) error {
 	return nil
 }
 
-// leadingMatch is the planned read of a pipeline that starts with $match:
-// the planner picks an index for its filter (and a $sort right after it),
-// as for find. The stages still all run, so results are the same.
-type leadingMatch struct {
-	filter bsoncore.Document
-	f      *query.Filter
-	plan   *plan.Plan
-}
+// leadingMatch is the read of a pipeline that starts with $match (or
+// $geoNear): the planner picks an index for its filter (and a $sort right
+// after it), as for find. The stages still all run, so results are the
+// same.
+type leadingMatch = plan.Read
 
-// planLeadingMatch plans a leading $match; nil when the pipeline has none
-// (or its filter is not one find would take: the stage reports errors).
-func planLeadingMatch(snap *storage.Snapshot, a *aggregateArgs, env *query.Env) (*leadingMatch, error) {
+// leadingMatchOf is the read of a leading $match; nil when the pipeline
+// has none (or its filter is not one find would take: the stage reports
+// errors).
+func leadingMatchOf(a *aggregateArgs, env *query.Env) *leadingMatch {
 	vals, _ := a.pipeline.Values()
 	if len(vals) == 0 {
-		return nil, nil
+		return nil
 	}
 	first, _ := vals[0].DocumentOK()
 	filter, ok := first.Lookup("$match").DocumentOK()
 	if !ok || len(first) == 0 || value.FirstKey(first) != "$match" {
-		return nil, nil
+		return nil
 	}
 	f, err := query.CompileFilterEnv(filter, env)
 	if err != nil {
-		return nil, nil
+		return nil
 	}
-	in := plan.Input{Filter: f, Hint: a.hint}
+	lead := &leadingMatch{Filter: f, FilterDoc: filter, Hint: a.hint, Consumer: plan.ForPipeline}
 	if len(vals) > 1 {
 		if next, ok := vals[1].DocumentOK(); ok && value.FirstKey(next) == "$sort" {
-			in.Sort, _ = next.Lookup("$sort").DocumentOK()
+			lead.SortDoc, _ = next.Lookup("$sort").DocumentOK()
 		}
 	}
-	p, err := plan.Query(snap, a.coll, in)
-	if err != nil {
-		return nil, err
-	}
-	return &leadingMatch{filter: filter, f: f, plan: p}, nil
+	return lead
 }
 
 func pipelineStages(pipeline bsoncore.Array) []bsoncore.Document {
@@ -358,29 +353,33 @@ func pipelineStages(pipeline bsoncore.Array) []bsoncore.Document {
 // index scan for a leading $match that has one) feeding the stages in
 // order; each $lookup by localField/foreignField names the index it
 // probes in indexesUsed (empty: it scans the foreign collection).
-func explainAggregate(ns string, p *query.Pipeline, lead *leadingMatch, snap *storage.Snapshot, env *query.Env) bsoncore.Document {
+func explainAggregate(ns, coll string, p *query.Pipeline, lead *leadingMatch, snap *storage.Snapshot, env *query.Env) (bsoncore.Document, error) {
 	winning := bsoncore.NewDocumentBuilder().AppendString("stage", "COLLSCAN").AppendString("direction", "forward").Build()
 	parsed := bsoncore.NewDocumentBuilder().Build()
 	if lead != nil {
-		winning, parsed = lead.plan.Stage(lead.filter), lead.filter
+		var err error
+		if winning, err = plan.Tree(snap, coll, lead); err != nil {
+			return nil, err
+		}
+		parsed = lead.FilterDoc
 	}
-	plan := bsoncore.NewDocumentBuilder().
+	planner := bsoncore.NewDocumentBuilder().
 		AppendString("namespace", ns).
 		AppendDocument("parsedQuery", parsed).
 		AppendDocument("winningPlan", winning).
 		AppendArray("rejectedPlans", bsoncore.NewArrayBuilder().Build()).
 		Build()
 	stages := bsoncore.NewArrayBuilder().AppendDocument(bsoncore.NewDocumentBuilder().
-		AppendDocument("$cursor", bsoncore.NewDocumentBuilder().AppendDocument("queryPlanner", plan).Build()).Build())
+		AppendDocument("$cursor", bsoncore.NewDocumentBuilder().AppendDocument("queryPlanner", planner).Build()).Build())
 	for _, s := range p.Specs() {
 		stages.AppendDocument(withLookupIndex(s, snap, env))
 	}
 	return bsoncore.NewDocumentBuilder().
 		AppendString("explainVersion", "1").
 		AppendArray("stages", stages.Build()).
-		AppendDocument("queryPlanner", plan).
+		AppendDocument("queryPlanner", planner).
 		AppendDouble("ok", 1).
-		Build()
+		Build(), nil
 }
 
 // withLookupIndex adds indexesUsed to a $lookup stage's explain entry:
@@ -632,36 +631,9 @@ func (t writeTarget) FindBy(ctx context.Context, fields []string, vals []bsoncor
 	for i, f := range fields {
 		byPath[f] = vals[i]
 	}
-	var bounds [][]index.FieldInterval
-	for _, f := range ix.Spec.Fields {
-		iv := index.PointInterval(byPath[f.Path], "")
-		if f.Desc {
-			iv = iv.Descending()
-		}
-		bounds = append(bounds, []index.FieldInterval{iv})
-	}
-	var docs []bsoncore.Document
-	for _, iv := range index.EntryIntervals(bounds) {
-		it, err := t.tx.IndexScan(ctx, t.coll, ix.Spec.Name, iv)
-		if err != nil {
-			return nil, toMongoErr(err)
-		}
-		for {
-			_, id, err := it.Next(ctx)
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				return nil, err
-			}
-			doc, found, err := t.tx.GetKey(ctx, t.coll, id)
-			if err != nil {
-				return nil, err
-			}
-			if found {
-				docs = append(docs, doc)
-			}
-		}
+	docs, err := plan.IndexPoint(ctx, t.tx, t.coll, ix, byPath)
+	if err != nil {
+		return nil, toMongoErr(err)
 	}
 	return docs, nil
 }

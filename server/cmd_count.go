@@ -1,9 +1,6 @@
 package server
 
 import (
-	"errors"
-	"io"
-
 	"dumbodb/plan"
 	"dumbodb/query"
 	"dumbodb/value"
@@ -77,34 +74,6 @@ func (r *request) countMatching(coll string, filter bsoncore.Document, env *quer
 	if err != nil {
 		return 0, err
 	}
-	p, err := plan.Query(snap, coll, plan.Input{Filter: f, Hint: hint})
-	if err != nil {
-		return 0, err
-	}
-	if p.Exact(f) {
-		n, err := p.Count(r.ctx, snap, coll)
-		if err != nil {
-			return 0, err
-		}
-		n = max(n-skip, 0)
-		if limit > 0 {
-			n = min(n, limit)
-		}
-		return n, nil
-	}
-	p.ReadForCount(filter)
-	src, err := p.Open(r.ctx, snap, coll, f)
-	if err != nil {
-		return 0, err
-	}
-	var n int64
-	for limit == 0 || n < limit+skip {
-		if _, err := src.Next(r.ctx); errors.Is(err, io.EOF) {
-			break
-		} else if err != nil {
-			return 0, err
-		}
-		n++
-	}
-	return max(n-skip, 0), nil
+	return plan.Count(r.ctx, snap, coll, &plan.Read{Filter: f, FilterDoc: filter, Hint: hint,
+		Skip: skip, Limit: limit, Consumer: plan.ForCount})
 }

@@ -85,11 +85,11 @@ func (r *request) distinctValues(coll, key string, filter, collation bsoncore.Do
 	if err != nil {
 		return nil, err
 	}
-	src, err := plan.Matching(r.ctx, snap, coll, f)
+	ex, err := plan.Execute(r.ctx, snap, coll, &plan.Read{Filter: f, FilterDoc: filter})
 	if err != nil {
 		return nil, err
 	}
-	docs, err := query.Drain(r.ctx, src)
+	docs, err := query.Drain(r.ctx, ex.Source)
 	if err != nil {
 		return nil, err
 	}

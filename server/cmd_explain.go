@@ -17,6 +17,10 @@ type explained struct {
 	// geoNear is the leading $geoNear stage of an explained aggregate,
 	// which is read as its near query (geonear.go).
 	geoNear bsoncore.Document
+	// The query part as the command gives it.
+	Filter, Sort, Projection bsoncore.Document
+	Hint                     bsoncore.Value
+	Skip, Limit              int64
 	plan.Explained
 }
 
@@ -47,7 +51,7 @@ func cmdExplain(r *request) (bsoncore.Document, error) {
 		}
 		return r.explainOnView(ex, inner)
 	}
-	return r.explain(ex, verbosity)
+	return r.explain(ex, inner, verbosity)
 }
 
 // explainTarget reads the collection and query of an explained command.
@@ -67,16 +71,19 @@ func explainTarget(cmd bsoncore.Document) (*explained, error) {
 	switch first.Key() {
 	case "find":
 		ex.Filter, _ = cmd.Lookup("filter").DocumentOK()
-		ex.Sort, ex.HasSort = cmd.Lookup("sort").DocumentOK()
+		ex.Sort, _ = cmd.Lookup("sort").DocumentOK()
 		ex.Skip, _ = value.AsInt64(cmd.Lookup("skip"))
 		ex.Limit, _ = value.AsInt64(cmd.Lookup("limit"))
-		ex.Projection, ex.HasProjection = cmd.Lookup("projection").DocumentOK()
+		ex.Projection, _ = cmd.Lookup("projection").DocumentOK()
 	case "count", "distinct":
 		ex.Filter, _ = cmd.Lookup("query").DocumentOK()
 		ex.DistinctKey, _ = cmd.Lookup("key").StringValueOK()
+		ex.Skip, _ = value.AsInt64(cmd.Lookup("skip"))
+		ex.Limit, _ = value.AsInt64(cmd.Lookup("limit"))
+		ex.Limit = max(ex.Limit, -ex.Limit) // count takes a negative limit as its absolute value
 	case "findAndModify", "findandmodify":
 		ex.Filter, _ = cmd.Lookup("query").DocumentOK()
-		ex.Sort, ex.HasSort = cmd.Lookup("sort").DocumentOK()
+		ex.Sort, _ = cmd.Lookup("sort").DocumentOK()
 	case "update", "delete":
 		list := "updates"
 		if first.Key() == "delete" {
@@ -110,16 +117,12 @@ func firstDoc(arr bsoncore.Array) bsoncore.Value {
 	return vals[0]
 }
 
-func (r *request) explain(ex *explained, verbosity string) (bsoncore.Document, error) {
-	env, err := r.collEnv(ex.coll, ex.Collation, nil)
+func (r *request) explain(ex *explained, inner bsoncore.Document, verbosity string) (bsoncore.Document, error) {
+	rd, err := r.explainedRead(ex, inner)
 	if err != nil {
 		return nil, err
 	}
-	f, err := r.explainedFilter(ex, env)
-	if err != nil {
-		return nil, err
-	}
-	e, err := plan.Explain(r.ctx, r.snapshot, ex.coll, &ex.Explained, f, verbosity)
+	e, err := plan.Explain(r.ctx, r.snapshot, ex.coll, &ex.Explained, rd, verbosity)
 	if err != nil {
 		return nil, err
 	}
@@ -137,6 +140,64 @@ func (r *request) explain(ex *explained, verbosity string) (bsoncore.Document, e
 		AppendDocument("serverInfo", bsoncore.NewDocumentBuilder().AppendString("host", "localhost").
 			AppendString("version", mongoVersion).Build()).
 		AppendDouble("ok", 1).Build(), nil
+}
+
+// explainedRead is the read the explained command runs: find's as find
+// parses and compiles it; the others' from their filter, with count's
+// skip and limit, findAndModify's sort and an aggregate's leading $sort.
+func (r *request) explainedRead(ex *explained, inner bsoncore.Document) (*plan.Read, error) {
+	if ex.Kind == "find" {
+		return r.explainedFind(ex.coll, inner)
+	}
+	env, err := r.collEnv(ex.coll, ex.Collation, nil)
+	if err != nil {
+		return nil, err
+	}
+	f, err := r.explainedFilter(ex, env)
+	if err != nil {
+		return nil, err
+	}
+	rd := &plan.Read{Filter: f, FilterDoc: ex.Filter, Hint: ex.Hint}
+	switch ex.Kind {
+	case "count":
+		rd.Skip, rd.Limit, rd.Consumer = ex.Skip, ex.Limit, plan.ForCount
+	case "findAndModify", "findandmodify":
+		if nonEmpty(ex.Sort) {
+			if rd.Sort, err = query.CompileSortEnv(ex.Sort, env); err != nil {
+				return nil, err
+			}
+		}
+	case "aggregate":
+		rd.Consumer = plan.ForPipeline
+		if pipeline, ok := inner.Lookup("pipeline").ArrayOK(); ok && ex.geoNear == nil {
+			if lead := leadingMatchOf(&aggregateArgs{pipeline: pipeline, hint: ex.Hint}, env); lead != nil {
+				rd.SortDoc = lead.SortDoc
+			}
+		}
+	}
+	return rd, nil
+}
+
+// explainedFind parses and compiles an explained find as find does.
+func (r *request) explainedFind(coll string, inner bsoncore.Document) (*plan.Read, error) {
+	a := findArgs{batchSize: batchSizeAbsent}
+	if err := parseTable("find", inner, findFields, &a); err != nil {
+		return nil, err
+	}
+	snap, err := r.snapshot()
+	if err != nil {
+		return nil, err
+	}
+	collation := a.collation
+	if collation == nil {
+		collation = createdCollation(snap.Collection(coll))
+	}
+	rd, err := r.findRead(&a, collation)
+	if err != nil {
+		return nil, err
+	}
+	rd.RecordIDs = recordIDs(r.ctx, snap, coll)
+	return rd, nil
 }
 
 // explainedFilter compiles the explained query: the filter, or a leading

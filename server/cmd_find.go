@@ -105,107 +105,51 @@ func (r *request) findSource(coll string, a *findArgs) (docSource, error) {
 		collation = createdCollation(info, ok) // not collEnv: it takes a second snapshot
 	}
 	if id, ok := idHackID(a, collation); ok {
-		return plan.LookupID(r.ctx, snap, coll, id)
+		ex, err := plan.Execute(r.ctx, snap, coll, &plan.Read{ID: id})
+		return ex.Source, err
 	}
+	rd, err := r.findRead(a, collation)
+	if err != nil {
+		return nil, err
+	}
+	if a.tailable {
+		return r.tailFind(coll, a, rd.Filter, rd.Projection, rd.Sort)
+	}
+	rd.RecordIDs = recordIDs(r.ctx, snap, coll)
+	ex, err := plan.Execute(r.ctx, snap, coll, rd)
+	if err != nil {
+		return nil, err
+	}
+	return ex.Source, nil
+}
+
+// findRead compiles a find's arguments into the read it runs (explain's
+// find too), under the collation that applies.
+func (r *request) findRead(a *findArgs, collation bsoncore.Document) (*plan.Read, error) {
 	env, err := r.queryEnv(collation, a.let)
 	if err != nil {
 		return nil, err
 	}
-	f, err := query.CompileQueryFilter(value.OrEmpty(a.filter), env)
-	if err != nil {
+	rd := &plan.Read{FilterDoc: a.filter, SortDoc: a.sort, ProjectionDoc: a.projection, Skip: a.skip, Limit: a.limit,
+		Hint: a.hint, ReturnKey: a.returnKey, ShowRecordID: a.showRecordID}
+	if rd.Filter, err = query.CompileQueryFilter(value.OrEmpty(a.filter), env); err != nil {
 		return nil, err
 	}
-	var proj *query.Projection
 	if nonEmpty(a.projection) {
-		if proj, err = query.CompileProjectionOpts(a.projection, query.ProjectionOptions{Env: env, Query: f}); err != nil {
+		opts := query.ProjectionOptions{Env: env, Query: rd.Filter}
+		if rd.Projection, err = query.CompileProjectionOpts(a.projection, opts); err != nil {
 			return nil, err
 		}
 	}
-	var srt *query.Sort
 	if nonEmpty(a.sort) {
-		if srt, err = query.CompileSortQuery(a.sort, env, f); err != nil {
+		if rd.Sort, err = query.CompileSortQuery(a.sort, env, rd.Filter); err != nil {
 			return nil, err
 		}
 	}
-	if a.tailable {
-		return r.tailFind(coll, a, f, proj, srt)
-	}
-	kr, err := parseKeyRange(a.hint, a.min, a.max)
-	if err != nil {
+	if rd.KeyRange, err = plan.ParseKeyRange(a.hint, a.min, a.max); err != nil {
 		return nil, err
 	}
-	want := int64(0) // how many documents the find returns, to size a $near's rings
-	if a.limit > 0 {
-		want = a.skip + a.limit
-	}
-	p, err := plan.Query(snap, coll, plan.Input{Filter: f, Sort: a.sort, Hint: a.hint, Want: want})
-	if err != nil {
-		return nil, err
-	}
-	shaped := a.projection // what the documents are shaped by
-	if a.returnKey || a.showRecordID {
-		shaped = nil // keys and record ids are read from whole documents
-	}
-	p.Cover(f, shaped, a.sort)
-	p.ReadForFind(a.filter, a.sort, shaped)
-	src, err := p.Open(r.ctx, snap, coll, f)
-	if err != nil {
-		return nil, err
-	}
-	if kr != nil {
-		src = &keyRangeSource{src: src, kr: kr}
-	}
-	if srt != nil && srt.HasKeys() && !p.Sorted() {
-		if src, err = plan.SortScan(r.ctx, src, srt, snap, coll); err != nil {
-			return nil, err
-		}
-	}
-	if natural(srt, a.hint) < 0 {
-		if src, err = plan.Reverse(r.ctx, src); err != nil {
-			return nil, err
-		}
-	}
-	if a.skip > 0 || a.limit > 0 {
-		src = plan.SkipLimit(src, a.skip, a.limit)
-	}
-	switch {
-	case a.returnKey || a.showRecordID:
-		var keys []string
-		if a.returnKey {
-			if keys, err = p.KeyFields(sortsByIDAlone(srt)); err != nil {
-				return nil, err
-			}
-		}
-		src = plan.KeysAndRecords(src, keys, a.returnKey, a.showRecordID, proj, recordIDs(r.ctx, snap, coll))
-	case proj != nil:
-		src = plan.Project(src, proj)
-	}
-	return src, nil
-}
-
-// sortsByIDAlone reports whether a sort is on _id and nothing else.
-func sortsByIDAlone(srt *query.Sort) bool {
-	if srt == nil {
-		return false
-	}
-	paths := srt.Paths()
-	return len(paths) == 1 && paths[0] == "_id"
-}
-
-// natural is the {$natural: ±1} direction of a find, from its sort or
-// hint (0 when neither asks for it).
-func natural(srt *query.Sort, hint bsoncore.Value) int {
-	if srt != nil && srt.Natural() != 0 {
-		return srt.Natural()
-	}
-	if d, ok := hint.DocumentOK(); ok {
-		if v, err := d.LookupErr("$natural"); err == nil {
-			if n, ok := value.AsInt64(v); ok && n < 0 {
-				return -1
-			}
-		}
-	}
-	return 0
+	return rd, nil
 }
 
 var emptyDoc = bsoncore.NewDocumentBuilder().Build()

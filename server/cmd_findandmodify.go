@@ -204,16 +204,11 @@ func planExecutorError(err error) *mongoerr.Error {
 
 // firstMatch is the first matching document in sort order (or _id order).
 func (r *request) firstMatch(rd storage.Reader, coll string, f *query.Filter, srt *query.Sort) (bsoncore.Document, error) {
-	src, err := plan.Matching(r.ctx, rd, coll, f)
+	ex, err := plan.Execute(r.ctx, rd, coll, &plan.Read{Filter: f, Sort: srt})
 	if err != nil {
 		return nil, err
 	}
-	if srt != nil {
-		if src, err = plan.Sort(r.ctx, src, srt); err != nil {
-			return nil, err
-		}
-	}
-	p := &peekSource{src: src}
+	p := &peekSource{src: ex.Source}
 	docs, _, err := fillBatch(r.ctx, p, 1)
 	if err != nil || len(docs) == 0 {
 		return nil, err

@@ -82,11 +82,7 @@ func planLeadingGeoNear(snap *storage.Snapshot, a *aggregateArgs, env *query.Env
 	if err != nil {
 		return nil, err
 	}
-	p, err := plan.Query(snap, a.coll, plan.Input{Filter: f})
-	if err != nil {
-		return nil, err
-	}
-	return &leadingMatch{filter: value.OrEmpty(geoNearQuery(stages[0])), f: f, plan: p}, nil
+	return &leadingMatch{Filter: f, FilterDoc: value.OrEmpty(geoNearQuery(stages[0])), Consumer: plan.ForPipeline}, nil
 }
 
 // geoNearQuery is a $geoNear's query, which explain shows as its filter.

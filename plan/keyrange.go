@@ -1,8 +1,7 @@
-package server
+package plan
 
 import (
 	"context"
-	"io"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
@@ -14,16 +13,17 @@ import (
 // in [min, max), compared field by field in index order (BSON order, each
 // field's direction applied), as mongod bounds its index scan with them.
 
-// keyRange is min and max over the fields of the hinted index.
-type keyRange struct {
+// KeyRange is min and max over the fields of the hinted index.
+type KeyRange struct {
 	fields   []string
 	desc     []bool
 	min, max bsoncore.Document // nil: unbounded
 }
 
-// parseKeyRange checks min and max against the hint, as mongod does: a
-// hint is needed and both must name its key fields in order.
-func parseKeyRange(hint bsoncore.Value, min, max bsoncore.Document) (*keyRange, error) {
+// ParseKeyRange checks min and max against the hint, as mongod does: a
+// hint is needed and both must name its key fields in order. Neither
+// given is no range (nil).
+func ParseKeyRange(hint bsoncore.Value, min, max bsoncore.Document) (*KeyRange, error) {
 	if min == nil && max == nil {
 		return nil, nil
 	}
@@ -32,7 +32,7 @@ func parseKeyRange(hint bsoncore.Value, min, max bsoncore.Document) (*keyRange, 
 		return nil, mongoerr.New(mongoerr.Location51173, "When using min()/max() a hint of which index to use must be provided")
 	}
 	els, _ := pattern.Elements()
-	kr := &keyRange{min: min, max: max}
+	kr := &KeyRange{min: min, max: max}
 	for _, el := range els {
 		n, _ := value.AsInt64(el.Value())
 		kr.fields = append(kr.fields, el.Key())
@@ -60,7 +60,7 @@ func sameFields(d bsoncore.Document, fields []string) bool {
 }
 
 // compare orders a document's key against a bound.
-func (kr *keyRange) compare(doc, bound bsoncore.Document) int {
+func (kr *KeyRange) compare(doc, bound bsoncore.Document) int {
 	els, _ := bound.Elements()
 	for i, el := range els {
 		v, ok := value.LookupPath(doc, kr.fields[i])
@@ -78,14 +78,14 @@ func (kr *keyRange) compare(doc, bound bsoncore.Document) int {
 	return 0
 }
 
-func (kr *keyRange) contains(doc bsoncore.Document) bool {
+func (kr *KeyRange) contains(doc bsoncore.Document) bool {
 	return (kr.min == nil || kr.compare(doc, kr.min) >= 0) && (kr.max == nil || kr.compare(doc, kr.max) < 0)
 }
 
 // keyRangeSource keeps the documents of src within the range.
 type keyRangeSource struct {
-	src docSource
-	kr  *keyRange
+	src Source
+	kr  *KeyRange
 }
 
 func (s *keyRangeSource) Next(ctx context.Context) (bsoncore.Document, error) {
@@ -96,10 +96,3 @@ func (s *keyRangeSource) Next(ctx context.Context) (bsoncore.Document, error) {
 		}
 	}
 }
-
-func (s *keyRangeSource) Close() error {
-	closeSource(s.src)
-	return nil
-}
-
-var _ io.Closer = (*keyRangeSource)(nil)
