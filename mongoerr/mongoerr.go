@@ -121,6 +121,9 @@ const (
 	NoMergeInProgress      Code = 20008
 	UnresolvedConflicts    Code = 20009
 	NotFastForward         Code = 20010
+	RemoteNotFound         Code = 20011 // no remote of that name, or no store at its URL
+	RemoteExists           Code = 20012
+	NoUpstream             Code = 20013 // a pull or push names no remote and the branch has none
 	QueryFeatureNotAllowed Code = 224
 	Location31249          Code = 31249 // projection path collision
 	Location31254          Code = 31254 // cannot do exclusion in inclusion projection

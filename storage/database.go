@@ -58,6 +58,8 @@ type Database struct {
 	docs      *docWriter // nil: the path index is off
 	recoverMu sync.Mutex // serialises rolling back after a failed log write
 	retries   *retryTable
+	remotesMu sync.Mutex    // guards remotes and serialises its file's writes
+	remotes   *remoteConfig // remotes.go
 	// currentSince keeps, while closed for idleness, the time each
 	// branch's state became current (history.go). Guarded by mu.
 	currentSince map[string]uint64
@@ -238,7 +240,7 @@ func (d *Database) open(ctx context.Context) error {
 // so that their memory can be reclaimed while the handle lives on.
 func (d *Database) forget() {
 	d.releaseHistories()
-	d.cs, d.vs, d.ns, d.db, d.wl, d.docs, d.retries = nil, nil, nil, nil, nil, nil, nil
+	d.cs, d.vs, d.ns, d.db, d.wl, d.docs, d.retries, d.remotes = nil, nil, nil, nil, nil, nil, nil, nil
 	d.branches, d.replayed = nil, false
 }
 

@@ -33,6 +33,9 @@ func (d *Database) recover(ctx context.Context) error {
 	if d.retries, err = loadRetryTable(d.dir); err != nil {
 		return err
 	}
+	if d.remotes, err = loadRemoteConfig(d.dir); err != nil {
+		return err
+	}
 	walOpts := wal.Options{SegmentSize: d.engine.opts.WALSegmentSize, OnFailure: d.recoverIfOpen,
 		OnDurable: d.flushChanges}
 	if d.wl, err = wal.Open(filepath.Join(d.dir, "wal"), walOpts, d.log); err != nil {

@@ -26,6 +26,9 @@ const (
 	// droppedPrefix names a dropped database's directory while it is
 	// removed; removeLeftovers finishes the job after a crash.
 	droppedPrefix = ".dropped-"
+	// clonePrefix names a database being cloned (remote_clone.go): a
+	// crash leaves it incomplete, and start removes it.
+	clonePrefix = ".clone-"
 )
 
 // isDatabaseDir reports whether dir holds a database: its written store,
@@ -105,16 +108,17 @@ func (e *Engine) removeDatabaseDir(dir string) error {
 }
 
 // removeLeftovers deletes what a crash left of the engine's own entries
-// in the data directory: dropped databases not yet removed.
+// in the data directory: dropped databases not yet removed, clones not
+// finished.
 func (e *Engine) removeLeftovers() error {
 	entries, err := os.ReadDir(e.dir)
 	if err != nil {
 		return err
 	}
 	for _, ent := range entries {
-		if strings.HasPrefix(ent.Name(), droppedPrefix) {
+		if strings.HasPrefix(ent.Name(), droppedPrefix) || strings.HasPrefix(ent.Name(), clonePrefix) {
 			if err := os.RemoveAll(filepath.Join(e.dir, ent.Name())); err != nil {
-				return fmt.Errorf("remove a dropped database: %w", err)
+				return fmt.Errorf("remove a dropped database or an unfinished clone: %w", err)
 			}
 		}
 	}

@@ -55,6 +55,23 @@ var (
 	// errBadRetryFile: the retry file is damaged; the database does not
 	// open rather than risk running a retried write twice.
 	errBadRetryFile = errors.New("damaged retry file")
+	// errBadRemotesFile: the remotes file is damaged; the database does
+	// not open rather than push to or pull from a guessed remote.
+	errBadRemotesFile = errors.New("damaged remotes file")
+	// ErrRemoteNotFound: a remote's URL names no store, or a database
+	// has no remote of that name.
+	ErrRemoteNotFound = errors.New("remote not found")
+	// ErrRemoteExists: a remote of that name exists.
+	ErrRemoteExists = errors.New("remote already exists")
+	// ErrRemoteScheme: a remote URL of a scheme DumboDB does not speak.
+	ErrRemoteScheme = errors.New("unsupported remote URL scheme")
+	// ErrBadRemoteURL: a remote URL that does not parse or name a store.
+	ErrBadRemoteURL = errors.New("invalid remote URL")
+	// ErrNoUpstream: a pull or push names no remote and its branch has no
+	// upstream.
+	ErrNoUpstream = errors.New("no upstream")
+	// ErrDatabaseExists: a clone into a database that exists.
+	ErrDatabaseExists = errors.New("database already exists")
 	// ErrOutOfDiskSpace: a write failed because the file system is full.
 	// Nothing of it is kept; reads go on, and writes work again once there
 	// is space.
@@ -88,7 +105,8 @@ var (
 	// definition, a validator) changed differently on both sides; it
 	// changes nothing, so that one side can be made to agree first.
 	ErrOptionsConflict = errors.New("merge conflict in collection options")
-	// ErrNotFastForward: ffOnly was asked and the histories diverged.
+	// ErrNotFastForward: ffOnly was asked and the histories diverged, or
+	// a push's target head is not an ancestor of what would replace it.
 	ErrNotFastForward = errors.New("not possible to fast-forward")
 	// ErrUnresolved: continuing a merge whose conflicts remain.
 	ErrUnresolved = errors.New("conflicts remain unresolved")

@@ -6,7 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/dolthub/dolt/go/store/datas"
@@ -36,7 +37,7 @@ func (d *Database) Conflicts(ctx context.Context, branchName, coll string) ([]Co
 		return nil, err
 	}
 	var out []Conflict
-	for _, name := range sortedKeys(snap.st.conflicts) {
+	for _, name := range slices.Sorted(maps.Keys(snap.st.conflicts)) {
 		if coll != "" && name != coll {
 			continue
 		}
@@ -74,15 +75,6 @@ func conflictOf(coll string, rec bsoncore.Document) Conflict {
 		}
 	}
 	return c
-}
-
-func sortedKeys(m map[string]prolly.Map) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // Resolutions of a conflict.

@@ -172,9 +172,10 @@ func (d *Database) refDataset(ctx context.Context, prefix, name string) (datas.D
 	return d.db.GetDataset(ctx, prefix+name)
 }
 
-// resolveCommit finds the commit a branch, tag or hash names.
+// resolveCommit finds the commit a branch, tag, remote-tracking ref
+// (origin/main) or hash names.
 func (d *Database) resolveCommit(ctx context.Context, name string) (*datas.Commit, error) {
-	for _, prefix := range []string{refHeads, refTags} {
+	for _, prefix := range []string{refHeads, refTags, refRemotes} {
 		ds, err := d.refDataset(ctx, prefix, name)
 		if err != nil {
 			return nil, err

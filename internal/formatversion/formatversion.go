@@ -46,10 +46,11 @@ var (
 	DecisionLog = &Format{Name: "transaction decision log", Magic: "DUMBOTXL", Current: 1, Oldest: 1, Upgrade: upgradeLog}
 	RetryFile   = &Format{Name: "retry file", Magic: "DUMBORTY", Current: 1, Oldest: 1, Upgrade: upgradeServer}
 	Users       = &Format{Name: "users file", Magic: "DUMBOAUT", Current: 1, Oldest: 1, Upgrade: upgradeServer}
+	Remotes     = &Format{Name: "remotes file", Magic: "DUMBORMT", Current: 1, Oldest: 1, Upgrade: upgradeServer}
 )
 
 // All is every format, in the order versions.md lists them.
-var All = []*Format{Root, WAL, ChangeLog, DecisionLog, RetryFile, Users}
+var All = []*Format{Root, WAL, ChangeLog, DecisionLog, RetryFile, Users, Remotes}
 
 // HeaderSize is the size of the magic and version that begin a file.
 const HeaderSize = 12

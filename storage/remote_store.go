@@ -1,0 +1,128 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/dolthub/dolt/go/store/datas"
+	"github.com/dolthub/dolt/go/store/datas/pull"
+	"github.com/dolthub/dolt/go/store/hash"
+	"github.com/dolthub/dolt/go/store/nbs"
+	"github.com/dolthub/dolt/go/store/prolly/tree"
+	"github.com/dolthub/dolt/go/store/types"
+)
+
+// A remote's store, opened from its URL, and the copy of chunks between
+// stores (docs/design/remotes.md).
+
+// remoteStore is an open remote: its chunk store and its refs.
+type remoteStore struct {
+	cs *nbs.NomsBlockStore
+	db datas.Database
+}
+
+// openRemote opens the store a remote URL names. With create, a file
+// remote's directory is made when missing (a push to a new remote).
+func openRemote(ctx context.Context, rawURL string, create bool) (*remoteStore, error) {
+	dir, err := fileRemoteDir(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	if !hasStore(dir) {
+		if !create {
+			return nil, fmt.Errorf("%w: %s", ErrRemoteNotFound, RedactURL(rawURL))
+		}
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("remote %s: %w", RedactURL(rawURL), err)
+		}
+	}
+	cs, err := nbs.NewLocalStore(ctx, types.Format_DOLT.VersionString(), dir, memTableBytes,
+		nbs.NewUnlimitedMemQuotaProvider(), false)
+	if err != nil {
+		return nil, fmt.Errorf("remote %s: %w", RedactURL(rawURL), err)
+	}
+	return &remoteStore{cs: cs, db: datas.NewTypesDatabase(types.NewValueStore(cs), tree.NewNodeStore(cs))}, nil
+}
+
+// fileRemoteDir is the directory of a file:// URL; other schemes are
+// refused with ErrRemoteScheme.
+func fileRemoteDir(rawURL string) (string, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return "", fmt.Errorf("%w: %s", ErrBadRemoteURL, RedactURL(rawURL))
+	}
+	if u.Scheme != "file" {
+		return "", fmt.Errorf("%w: %q", ErrRemoteScheme, u.Scheme)
+	}
+	if u.Host != "" && u.Host != "localhost" || !filepath.IsAbs(u.Path) {
+		return "", fmt.Errorf("%w: a file remote is file:///absolute/path, not %s", ErrBadRemoteURL, RedactURL(rawURL))
+	}
+	return filepath.Clean(u.Path), nil
+}
+
+func (r *remoteStore) close() error { return r.db.Close() }
+
+// refs maps the names of the remote's refs under prefix to their
+// addresses (a branch's head commit, a tag's tag object).
+func (r *remoteStore) refs(ctx context.Context, prefix string) (map[string]hash.Hash, error) {
+	return datasetRefs(ctx, r.db, prefix)
+}
+
+// datasetRefs maps the names of a store's datasets under prefix to their
+// heads' addresses.
+func datasetRefs(ctx context.Context, db datas.Database, prefix string) (map[string]hash.Hash, error) {
+	dss, err := db.Datasets(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]hash.Hash{}
+	err = dss.IterAll(ctx, func(id string, addr hash.Hash) error {
+		if name, ok := strings.CutPrefix(id, prefix); ok {
+			out[name] = addr
+		}
+		return nil
+	})
+	return out, err
+}
+
+// TransferStats is what a copy between stores moved.
+type TransferStats struct {
+	Chunks, Bytes uint64
+}
+
+// transferTableFileSize is the size of the table files a copy writes.
+const transferTableFileSize = 128 << 20
+
+// copyChunks copies into sink the chunks that addrs reach in src and sink
+// lacks, with Dolt's puller: it stops at the chunks sink has and adds what
+// it copied to sink's manifest once it is durable.
+func copyChunks(ctx context.Context, src, sink *nbs.NomsBlockStore, addrs []hash.Hash) (TransferStats, error) {
+	walk, err := types.WalkAddrsForChunkStore(src)
+	if err != nil {
+		return TransferStats{}, err
+	}
+	statsCh := make(chan pull.Stats)
+	var last pull.Stats
+	drained := make(chan struct{})
+	go func() {
+		for s := range statsCh {
+			last = s
+		}
+		close(drained)
+	}()
+	p, err := pull.NewPuller(ctx, os.TempDir(), transferTableFileSize, src, sink, walk, addrs, statsCh)
+	if err == nil {
+		err = p.Pull(ctx)
+	}
+	close(statsCh) // Pull has stopped its senders when it returns
+	<-drained
+	if errors.Is(err, pull.ErrDBUpToDate) {
+		err = nil
+	}
+	return TransferStats{Chunks: last.FetchedSourceChunks, Bytes: last.FetchedSourceBytes}, err
+}
