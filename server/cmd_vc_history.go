@@ -3,6 +3,7 @@ package server
 import (
 	"dumbodb/mongoerr"
 	"dumbodb/storage"
+	"errors"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
@@ -74,7 +75,36 @@ func cmdDumboStatus(r *request) (bsoncore.Document, error) {
 	} else {
 		b.AppendNull("merge")
 	}
+	up, err := upstreamStatus(r, d, branch)
+	if err != nil {
+		return nil, err
+	}
+	if up != nil {
+		b.AppendDocument("upstream", up)
+	}
 	return b.AppendDouble("ok", 1).Build(), nil
+}
+
+// upstreamStatus is how far a branch is ahead of and behind its
+// upstream's tracking ref as last fetched (nil: no upstream).
+func upstreamStatus(r *request, d *storage.Database, branch string) (bsoncore.Document, error) {
+	u, ok, err := d.Upstream(r.ctx, branch)
+	if err != nil || !ok {
+		return nil, err
+	}
+	b := bsoncore.NewDocumentBuilder().AppendString("remote", u.Remote).AppendString("branch", u.Branch)
+	tracking, err := d.Resolve(r.ctx, u.Remote+"/"+u.Branch, branch)
+	if errors.Is(err, storage.ErrRevisionNotFound) {
+		return b.AppendBoolean("fetched", false).Build(), nil // not fetched or pushed yet
+	}
+	if err != nil {
+		return nil, err
+	}
+	ahead, behind, err := d.AheadBehind(r.ctx, tracking, storage.Revision{Branch: branch})
+	if err != nil {
+		return nil, err
+	}
+	return b.AppendBoolean("fetched", true).AppendInt32("ahead", int32(ahead)).AppendInt32("behind", int32(behind)).Build(), nil
 }
 
 // workingSide is the name a diff uses for a branch's uncommitted state.

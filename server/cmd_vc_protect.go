@@ -16,11 +16,18 @@ import (
 const branchWrites = auth.Insert | auth.Update | auth.Remove | auth.CreateCollection | auth.DropCollection |
 	auth.CreateIndex | auth.DropIndex | auth.CollMod | auth.RenameCollectionSameDB | auth.DropDatabase | auth.VCWrite
 
+// notOnItsBranch are the commands with write actions that do not write
+// the connection's branch: dumboBranch and dumboTag check in their
+// handlers (only deleting a branch touches one); fetch, push and remote
+// configuration move remote-tracking refs, tags and remotes, never a
+// branch here.
+var notOnItsBranch = map[string]bool{"dumboBranch": true, "dumboTag": true, "dumboFetch": true,
+	"dumboPush": true, "dumboRemote": true, "dumboClone": true}
+
 // checkProtectedWrite refuses a command that writes a protected branch
-// for a user without one of its roles. dumboBranch and dumboTag check in
-// their handlers (only deleting a branch touches one).
+// for a user without one of its roles.
 func (r *request) checkProtectedWrite(a connAuth) error {
-	if r.spec.need.action&branchWrites == 0 || r.name == "dumboBranch" || r.name == "dumboTag" {
+	if r.spec.need.action&branchWrites == 0 || notOnItsBranch[canonicalCommand(r.name)] {
 		return nil
 	}
 	db := r.authzDB()

@@ -61,12 +61,20 @@ func branchList(r *request, d *storage.Database) (bsoncore.Document, error) {
 	if err != nil {
 		return nil, err
 	}
+	remotes, err := d.RemoteBranches(r.ctx)
+	if err != nil {
+		return nil, err
+	}
 	arr := bsoncore.NewArrayBuilder()
-	for _, b := range branches {
-		arr.AppendDocument(bsoncore.NewDocumentBuilder().
+	for i, b := range append(branches, remotes...) {
+		doc := bsoncore.NewDocumentBuilder().
 			AppendString("name", b.Name).
 			AppendString("commitId", b.Head.ID).
-			AppendDocument("head", commitDoc(b.Head)).Build())
+			AppendDocument("head", commitDoc(b.Head))
+		if i >= len(branches) {
+			doc.AppendBoolean("remote", true) // a remote-tracking ref: read-only
+		}
+		arr.AppendDocument(doc.Build())
 	}
 	return bsoncore.NewDocumentBuilder().AppendArray("branches", arr.Build()).AppendDouble("ok", 1).Build(), nil
 }

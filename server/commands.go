@@ -204,6 +204,11 @@ func init() {
 		{family: versionControl, name: "dumboConflicts", handler: cmdDumboConflicts, access: anyDatabase, need: needs(auth.VCRead), help: "lists merge conflicts"},
 		{family: versionControl, name: "dumboProtectBranch", handler: cmdDumboProtectBranch, access: anyDatabase, need: needs(auth.VCAdmin), first: firstBranch, help: "sets the roles that alone may write a branch (with --auth), or lifts the rule"},
 		{family: versionControl, name: "dumboProtectedBranches", handler: cmdDumboProtectedBranches, access: anyDatabase, need: needs(auth.VCRead), help: "lists the protected branches and their roles"},
+		{family: versionControl, name: "dumboRemote", handler: cmdDumboRemote, access: anyDatabase, need: needs(auth.VCAdmin), help: "adds, removes or lists the database's remotes"},
+		{family: versionControl, name: "dumboFetch", handler: cmdDumboFetch, access: anyDatabase, need: needs(auth.VCWrite), help: "copies a remote's branches and tags, recorded as <remote>/<branch>"},
+		{family: versionControl, name: "dumboPush", handler: cmdDumboPush, access: anyDatabase, need: needs(auth.VCWrite), help: "copies the branch's head to a remote branch (fast-forward unless force; delete)"},
+		{family: versionControl, name: "dumboPull", handler: cmdDumboPull, access: anyDatabase, need: needs(auth.VCWrite), help: "fetches a remote branch and merges it into the branch (ffOnly, noFF, rebase)"},
+		{family: versionControl, name: "dumboClone", handler: cmdDumboClone, access: anyDatabase, need: needs(auth.VCWrite), help: "makes this database a copy of a remote"},
 		{family: versionControl, name: "dumboResolveConflict", handler: cmdDumboResolveConflict, access: anyDatabase, need: needs(auth.VCWrite), help: "resolves one merge conflict"},
 	}
 	commandTable = append(commandTable, doltAliases(commandTable)...)
