@@ -13,8 +13,13 @@ export DUMBODB_MONGOSH := $(MONGOSH)
 export DUMBODB_NODE_DRIVER := $(NODE_DRIVER)/node_modules/mongodb
 # A directory per version, so that a new pin installs afresh.
 STATICCHECK := $(TOOLS)/staticcheck-$(STATICCHECK_VERSION)/staticcheck
+# SeaweedFS, the S3-compatible store the s3:// remote tests run against
+# (internal/seaweed), built from the Go module proxy.
+WEED_VERSION := v0.0.0-20261109003541-7506e5f91cd6
+WEED := $(TOOLS)/weed-$(WEED_VERSION)/weed
+export DUMBODB_WEED := $(WEED)
 
-.PHONY: build run test test-short lint-deps vet staticcheck tools fuzz clean spec
+.PHONY: build run test test-short lint-deps vet staticcheck tools weed fuzz clean spec
 
 build:
 	$(GO) build -o bin/dumbodb ./cmd/dumbodb
@@ -50,7 +55,18 @@ staticcheck: $(STATICCHECK)
 $(STATICCHECK):
 	GOBIN=$(dir $@) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 
-tools: $(MONGOSH) $(NODE_DRIVER)
+tools: $(MONGOSH) $(NODE_DRIVER) $(WEED)
+
+# go install refuses SeaweedFS's replace directives, so its module is
+# downloaded and built in a copy as the main module (about 4 minutes on 2
+# cores, once); .tools/weed points at it for tests run without make.
+weed: $(WEED)
+$(WEED):
+	mkdir -p $(TOOLS)
+	set -e; src=$$(cd $(TOOLS) && GOFLAGS= $(GO) mod download -json github.com/seaweedfs/seaweedfs@$(WEED_VERSION) | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$$/\1/p'); \
+	test -n "$$src"; rm -rf $(TOOLS)/weed-src; cp -r "$$src" $(TOOLS)/weed-src; chmod -R u+w $(TOOLS)/weed-src; \
+	(cd $(TOOLS)/weed-src && $(GO) build -o $@ ./weed); rm -rf $(TOOLS)/weed-src
+	ln -sf $(WEED) $(TOOLS)/weed
 
 # npm can end with status 0 and no mongosh when a dependency's install
 # script fails on a transient error (seen: ssh2's install.js not found), so

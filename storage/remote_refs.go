@@ -30,7 +30,7 @@ func (d *Database) AddRemote(ctx context.Context, name, rawURL string) error {
 	if !validRemoteName(name) {
 		return fmt.Errorf("%w: remote name %q", ErrInvalidRefName, name)
 	}
-	if _, err := fileRemoteDir(rawURL); err != nil {
+	if err := checkRemoteURL(rawURL); err != nil {
 		return err
 	}
 	d.remotesMu.Lock()

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"dumbodb/storage/s3blob"
+
 	"github.com/dolthub/dolt/go/store/datas"
 	"github.com/dolthub/dolt/go/store/datas/pull"
 	"github.com/dolthub/dolt/go/store/hash"
@@ -26,9 +28,37 @@ type remoteStore struct {
 	db datas.Database
 }
 
-// openRemote opens the store a remote URL names. With create, a file
-// remote's directory is made when missing (a push to a new remote).
+// openRemote opens the store a remote URL names. With create, a remote
+// that holds no store yet is opened empty (a push to a new remote).
 func openRemote(ctx context.Context, rawURL string, create bool) (*remoteStore, error) {
+	var cs *nbs.NomsBlockStore
+	var err error
+	switch u, _ := url.Parse(rawURL); {
+	case u != nil && u.Scheme == "s3":
+		cs, err = openS3Remote(ctx, rawURL, create)
+	default:
+		cs, err = openFileRemote(ctx, rawURL, create)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &remoteStore{cs: cs, db: datas.NewTypesDatabase(types.NewValueStore(cs), tree.NewNodeStore(cs))}, nil
+}
+
+// checkRemoteURL checks that a URL names a remote DumboDB can reach,
+// without reaching it.
+func checkRemoteURL(rawURL string) error {
+	if u, err := url.Parse(rawURL); err == nil && u.Scheme == "s3" {
+		_, err := parseS3URL(rawURL)
+		return err
+	}
+	_, err := fileRemoteDir(rawURL)
+	return err
+}
+
+// openFileRemote opens a file:// remote's store; with create, its
+// directory is made when missing.
+func openFileRemote(ctx context.Context, rawURL string, create bool) (*nbs.NomsBlockStore, error) {
 	dir, err := fileRemoteDir(rawURL)
 	if err != nil {
 		return nil, err
@@ -46,11 +76,49 @@ func openRemote(ctx context.Context, rawURL string, create bool) (*remoteStore, 
 	if err != nil {
 		return nil, fmt.Errorf("remote %s: %w", RedactURL(rawURL), err)
 	}
-	return &remoteStore{cs: cs, db: datas.NewTypesDatabase(types.NewValueStore(cs), tree.NewNodeStore(cs))}, nil
+	return cs, nil
 }
 
-// fileRemoteDir is the directory of a file:// URL; other schemes are
-// refused with ErrRemoteScheme.
+// parseS3URL reads an s3:// remote's URL.
+func parseS3URL(rawURL string) (s3blob.Config, error) {
+	cfg, err := s3blob.ParseURL(rawURL)
+	if err != nil {
+		return cfg, fmt.Errorf("%w: %v", ErrBadRemoteURL, err)
+	}
+	return cfg, nil
+}
+
+// openS3Remote opens an s3:// remote's store: a Dolt chunk store over the
+// bucket prefix's objects; without create, one that has no manifest yet
+// is no remote.
+func openS3Remote(ctx context.Context, rawURL string, create bool) (*nbs.NomsBlockStore, error) {
+	cfg, err := parseS3URL(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	bs := s3blob.New(cfg)
+	if !create {
+		ok, err := bs.Exists(ctx, s3ManifestKey)
+		if err != nil {
+			return nil, fmt.Errorf("remote %s: %w", RedactURL(rawURL), err)
+		}
+		if !ok {
+			return nil, fmt.Errorf("%w: %s", ErrRemoteNotFound, RedactURL(rawURL))
+		}
+	}
+	cs, err := nbs.NewBSStore(ctx, types.Format_DOLT.VersionString(), bs, memTableBytes, nbs.NewUnlimitedMemQuotaProvider())
+	if err != nil {
+		return nil, fmt.Errorf("remote %s: %w", RedactURL(rawURL), err)
+	}
+	return cs, nil
+}
+
+// s3ManifestKey is the blob holding a blobstore chunk store's manifest,
+// as Dolt names it.
+const s3ManifestKey = "manifest"
+
+// fileRemoteDir is the directory of a file:// URL; schemes other than
+// file and s3 are refused with ErrRemoteScheme.
 func fileRemoteDir(rawURL string) (string, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {

@@ -196,8 +196,11 @@ func TestRemotesSurviveReopeningAndRemoval(t *testing.T) {
 	if err := d.AddRemote(ctx, "origin", url); !errors.Is(err, ErrRemoteExists) {
 		t.Errorf("second add: %v", err)
 	}
-	if err := d.AddRemote(ctx, "s3", "s3://bucket/x"); !errors.Is(err, ErrRemoteScheme) {
-		t.Errorf("an s3 remote: %v", err)
+	if err := d.AddRemote(ctx, "ftp", "ftp://host/x"); !errors.Is(err, ErrRemoteScheme) {
+		t.Errorf("an ftp remote: %v", err)
+	}
+	if err := d.AddRemote(ctx, "s3", "s3://bucket/x?color=blue"); !errors.Is(err, ErrBadRemoteURL) {
+		t.Errorf("an s3 remote with an unknown parameter: %v", err)
 	}
 	mustPush(t, d, PushOptions{Remote: "origin", Branch: "main", SetUpstream: true})
 	e.Close()

@@ -1,0 +1,96 @@
+package storage
+
+import (
+	"errors"
+	"sync"
+	"testing"
+
+	"dumbodb/internal/seaweed"
+)
+
+// TestS3RemoteOnSeaweedFS: push, clone, a one-document push and a
+// diverged push refused, with the remote in a real S3-compatible store.
+func TestS3RemoteOnSeaweedFS(t *testing.T) {
+	store := seaweed.Start(t)
+	a, _ := remoteFixture(t, 5000)
+	url := store.URL("shop")
+	if err := a.AddRemote(ctx, "s3", url); err != nil {
+		t.Fatal(err)
+	}
+	first := mustPush(t, a, PushOptions{Remote: "s3", Branch: "main"})
+	b, _ := cloneOf(t, url, "copy")
+	if headID(t, b, "main") != headID(t, a, "main") || len(contents(t, b, "c")) != 5000 {
+		t.Fatalf("the clone from s3 differs")
+	}
+	insertOne(t, a, 5001)
+	commitAs(t, a, "one")
+	second := mustPush(t, a, PushOptions{Remote: "s3", Branch: "main"})
+	t.Logf("first push %+v, one-document push %+v", first.Transferred, second.Transferred)
+	if second.Transferred.Bytes >= 64<<10 {
+		t.Errorf("a one-document push moved %+v", second.Transferred)
+	}
+	insertOne(t, b, 6000)
+	commitAs(t, b, "diverged")
+	if _, err := b.Push(ctx, PushOptions{Remote: "origin", Branch: "main"}); !errors.Is(err, ErrNotFastForward) {
+		t.Errorf("diverged push to s3: %v", err)
+	}
+	if _, err := b.Pull(ctx, PullOptions{Branch: "main", Remote: "origin"}); err != nil {
+		t.Fatal(err)
+	}
+	mustPush(t, b, PushOptions{Remote: "origin", Branch: "main"})
+}
+
+// TestConcurrentPushesToS3OneWins: two databases push diverged commits
+// to one branch of an s3 remote at once: one push wins, the other is
+// refused as not a fast-forward, and the remote holds the winner's
+// commit, whole.
+func TestConcurrentPushesToS3OneWins(t *testing.T) {
+	store := seaweed.Start(t)
+	a, _ := remoteFixture(t, 500)
+	url := store.URL("race")
+	if err := a.AddRemote(ctx, "s3", url); err != nil {
+		t.Fatal(err)
+	}
+	mustPush(t, a, PushOptions{Remote: "s3", Branch: "main"})
+	b, _ := cloneOf(t, url, "copy")
+	for i, d := range []*Database{a, b} {
+		mustWrite(t, d, func(tx *Tx) error {
+			for n := range int32(200) {
+				if err := tx.Insert(ctx, "c", doc(1000*int32(i+1)+n, "x")); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		commitAs(t, d, "diverge")
+	}
+	remotes := map[*Database]string{a: "s3", b: "origin"}
+	errs := make([]error, 2)
+	var wg sync.WaitGroup
+	for i, d := range []*Database{a, b} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = d.Push(ctx, PushOptions{Remote: remotes[d], Branch: "main"})
+		}()
+	}
+	wg.Wait()
+	won := -1
+	for i, err := range errs {
+		switch {
+		case err == nil && won < 0:
+			won = i
+		case err == nil:
+			t.Fatal("both diverged pushes won")
+		case !errors.Is(err, ErrNotFastForward):
+			t.Fatalf("push %d: %v", i, err)
+		}
+	}
+	if won < 0 {
+		t.Fatalf("neither push won: %v", errs)
+	}
+	c, _ := cloneOf(t, url, "after")
+	if winner := []*Database{a, b}[won]; headID(t, c, "main") != headID(t, winner, "main") || len(contents(t, c, "c")) != 700 {
+		t.Errorf("the remote is not the winner's commit")
+	}
+}
