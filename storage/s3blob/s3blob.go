@@ -55,8 +55,8 @@ func ParseURL(raw string) (Config, error) {
 		}
 	}
 	cfg := Config{Bucket: u.Host, Prefix: strings.Trim(u.Path, "/"),
-		Endpoint: firstOf(q.Get("endpoint"), os.Getenv("AWS_ENDPOINT_URL_S3")),
-		Region:   firstOf(q.Get("region"), os.Getenv("AWS_REGION"), "us-east-1"),
+		Endpoint:  firstOf(q.Get("endpoint"), os.Getenv("AWS_ENDPOINT_URL_S3")),
+		Region:    firstOf(q.Get("region"), os.Getenv("AWS_REGION"), "us-east-1"),
 		AccessKey: os.Getenv("AWS_ACCESS_KEY_ID"), SecretKey: os.Getenv("AWS_SECRET_ACCESS_KEY")}
 	switch q.Get("pathStyle") {
 	case "", "false":
