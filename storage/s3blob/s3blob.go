@@ -225,3 +225,31 @@ func isStatus(err error, status int) bool {
 	}
 	return false
 }
+
+// Children lists the names directly under the store's prefix whose own
+// object leaf exists ("<prefix>/<name>/<leaf>"): the databases of a
+// replica's bucket, each a store with a manifest.
+func (s *Store) Children(ctx context.Context, leaf string) ([]string, error) {
+	prefix := s.prefix
+	if prefix != "" {
+		prefix += "/"
+	}
+	var names []string
+	p := s3.NewListObjectsV2Paginator(s.client, &s3.ListObjectsV2Input{Bucket: &s.bucket,
+		Prefix: aws.String(prefix), Delimiter: aws.String("/")})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, cp := range page.CommonPrefixes {
+			name := strings.TrimSuffix(strings.TrimPrefix(aws.ToString(cp.Prefix), prefix), "/")
+			if ok, err := s.Exists(ctx, path.Join(name, leaf)); err != nil {
+				return nil, err
+			} else if ok {
+				names = append(names, name)
+			}
+		}
+	}
+	return names, nil
+}
