@@ -284,7 +284,7 @@ func cmdServerStatus(r *request) (bsoncore.Document, error) {
 		AppendDocument("cursor", bsoncore.NewDocumentBuilder().
 			AppendDocument("open", bsoncore.NewDocumentBuilder().
 				AppendInt64("total", int64(s.cursors.count())).Build()).Build()).Build()
-	return bsoncore.NewDocumentBuilder().
+	b := bsoncore.NewDocumentBuilder().
 		AppendString("host", host).
 		AppendString("version", mongoVersion).
 		AppendString("dumbodbVersion", Version).
@@ -301,8 +301,11 @@ func cmdServerStatus(r *request) (bsoncore.Document, error) {
 		AppendDocument("storageEngine", storageEngine).
 		AppendDocument("metrics", cursors).
 		AppendDocument("changeStreams", s.changeLogStatus()).
-		AppendDocument("extra_info", extraInfo()).
-		AppendDouble("ok", 1).Build(), nil
+		AppendDocument("extra_info", extraInfo())
+	if s.cfg.replica() {
+		b.AppendDocument("replica", s.replicaStatusDoc())
+	}
+	return b.AppendDouble("ok", 1).Build(), nil
 }
 
 // extraInfo is serverStatus.extra_info as mongod reports it on Linux: the

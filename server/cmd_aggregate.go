@@ -470,6 +470,9 @@ func (w aggWriter) tx(ctx context.Context, full, coll string, fn func(tx *storag
 	if err := w.r.require(auth.Insert|auth.Update|auth.Remove, name); err != nil {
 		return err
 	}
+	if err := w.r.refuseOnReplica(auth.Insert); err != nil {
+		return err
+	}
 	if err := w.r.requireBypass(w.bypass, name); err != nil {
 		return err
 	}

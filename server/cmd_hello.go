@@ -36,10 +36,11 @@ func cmdHello(r *request) (bsoncore.Document, error) {
 		r.c.setClientMetadata(cl)
 	}
 	b := bsoncore.NewDocumentBuilder()
+	writable := !r.c.s.cfg.replica()
 	if r.name == "hello" {
-		b.AppendBoolean("isWritablePrimary", true)
+		b.AppendBoolean("isWritablePrimary", writable)
 	} else {
-		b.AppendBoolean("ismaster", true)
+		b.AppendBoolean("ismaster", writable)
 	}
 	if helloOk {
 		b.AppendBoolean("helloOk", true)

@@ -93,11 +93,15 @@ func (s *Server) appendHelloFields(b *bsoncore.DocumentBuilder) {
 	}
 	b.AppendArray("hosts", bsoncore.NewArrayBuilder().AppendString(t.me).Build()).
 		AppendString("setName", t.setName).
-		AppendInt32("setVersion", replConfigVersion).
-		AppendBoolean("secondary", false).
-		AppendString("primary", t.me).
-		AppendString("me", t.me).
-		AppendObjectID("electionId", electionID).
+		AppendInt32("setVersion", replConfigVersion)
+	if s.cfg.replica() { // a read replica: a secondary whose primary it does not know
+		b.AppendBoolean("secondary", true)
+	} else {
+		b.AppendBoolean("secondary", false).
+			AppendString("primary", t.me).
+			AppendObjectID("electionId", electionID)
+	}
+	b.AppendString("me", t.me).
 		AppendDocument("lastWrite", bsoncore.NewDocumentBuilder().
 			AppendDocument("opTime", opTimeDoc(last)).
 			AppendDateTime("lastWriteDate", wall.UnixMilli()).

@@ -85,6 +85,9 @@ func (r *request) run() (bsoncore.Document, error) {
 		r.abortRefusedStatement()
 		return nil, err
 	}
+	if err := r.refuseOnReplica(r.spec.need.action); err != nil {
+		return nil, err
+	}
 	if r.spec.access == adminOnly && r.db != "admin" {
 		return nil, mongoerr.New(mongoerr.Unauthorized, "%s may only be run against the admin database.", r.name)
 	}

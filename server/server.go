@@ -62,6 +62,11 @@ type Config struct {
 	// come from an authenticated user with the privileges it needs
 	// (mongod's --auth; docs/design/auth.md).
 	Auth bool
+	// ReplicaOf makes the server a read replica of the databases stored
+	// under this file:// or s3:// root, polled every ReplicaPoll (0:
+	// DefaultReplicaPoll); docs/design/replicas.md.
+	ReplicaOf   string
+	ReplicaPoll time.Duration
 	// NoScripting turns server-side JavaScript off ($where, $function,
 	// $accumulator, mapReduce), as mongod's --noscripting does.
 	NoScripting bool
@@ -112,6 +117,7 @@ type Server struct {
 	clock            *clusterClock
 	sessions         *sessionTable
 	memReleases      memoryReleases
+	replica          replicaStatus // a read replica's polls (replica.go)
 
 	nextConnID atomic.Int64
 	nextOpID   atomic.Int64
@@ -207,6 +213,10 @@ func (s *Server) Serve() {
 	if s.cfg.MemoryRelease > 0 {
 		s.wg.Add(1)
 		go s.releaseMemoryLoop()
+	}
+	if s.cfg.replica() {
+		s.wg.Add(1)
+		go s.replicaLoop()
 	}
 }
 

@@ -27,6 +27,9 @@ func (s *Server) ttlLoop() {
 		case <-s.done:
 			return
 		case <-t.C:
+			if s.cfg.replica() {
+				continue // the primary's deletions arrive with its commits
+			}
 			s.guard("TTL pass", func() { s.expireAll(context.Background(), time.Now()) })
 		}
 	}

@@ -50,6 +50,8 @@ type serverFlags struct {
 	changeMB       int
 	autoGCMaxMB    int
 	noScripting    bool
+	replicaOf      string
+	replicaPoll    int
 	cpuProfile     string
 	heapProfile    string
 }
@@ -98,6 +100,8 @@ func parseFlags(args []string, stderr io.Writer) (*serverFlags, error) {
 	fs.IntVar(&o.autoGCMaxMB, "autoGCMaxMB", storage.DefaultAutoGCMaxBytes>>20,
 		"largest database store (MB) collected automatically after a checkpoint once it has doubled since its last GC (the GC pauses its writers, 3-7 ms per MB); 0 turns automatic GC off")
 	fs.BoolVar(&o.noScripting, "noscripting", false, "disable server-side JavaScript ($where, $function, $accumulator, mapReduce)")
+	fs.StringVar(&o.replicaOf, "replicaOf", "", "run as a read replica of the databases stored under this file:// or s3:// root (docs/design/replicas.md)")
+	fs.IntVar(&o.replicaPoll, "replicaPollSeconds", int(server.DefaultReplicaPoll/time.Second), "with --replicaOf, seconds between polls of the root")
 	fs.StringVar(&o.heapProfile, "heapProfile", "", "write a Go heap profile to this file when a signal asks the server to stop, before it shuts down (for memory work; see docs/perf/README.md)")
 	fs.StringVar(&o.cpuProfile, "cpuProfile", "", "write a Go CPU profile of the whole run to this file (for performance work; see docs/perf/README.md)")
 	fs.BoolVar(&o.testCmds, "enableTestCommands", false, "enable test-only commands (configureFailPoint), for driver test suites")
@@ -200,6 +204,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		MessageStall:  time.Duration(o.stallSeconds) * time.Second,
 		ReplSet:       o.replSet, Standalone: o.standalone, AdvertiseHost: o.advertiseHost, Auth: o.auth, TLS: o.tls,
 		NoScripting:   o.noScripting,
+		ReplicaOf:     o.replicaOf,
+		ReplicaPoll:   time.Duration(max(o.replicaPoll, 1)) * time.Second,
 		MemoryRelease: time.Duration(max(o.releaseSeconds, 0)) * time.Second,
 	}
 	srv := server.New(cfg, engine, log, ring)
