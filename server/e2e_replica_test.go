@@ -43,17 +43,17 @@ func TestReadReplicaFollowsPushes(t *testing.T) {
 	vc(t, primary, "shop", bson.D{{Key: "dumboPush", Value: 1}, {Key: "remote", Value: "replicas"}, {Key: "setUpstream", Value: true}})
 
 	rs := startServer(t, func(c *server.Config) { c.ReplicaOf, c.ReplicaPoll = "file://"+root, 50*time.Millisecond })
-	replica, err := mongo.Connect(options.Client().ApplyURI("mongodb://"+rs.addr+"/?directConnection=true").
+	replica, err := mongo.Connect(options.Client().ApplyURI("mongodb://" + rs.addr + "/?directConnection=true").
 		SetReadPreference(readpref.SecondaryPreferred()).
 		// A NotWritablePrimary answer makes the driver check the server
 		// again before its next operation; by default that waits up to
 		// the 10 s heartbeat.
-		SetHeartbeatInterval(500*time.Millisecond))
+		SetHeartbeatInterval(500 * time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { replica.Disconnect(ctx) })
-		eventually(t, "the replica clones shop", func() bool { return findV(t, replica, "shop", 1) == int32(1) })
+	eventually(t, "the replica clones shop", func() bool { return findV(t, replica, "shop", 1) == int32(1) })
 
 	hello := mustRun(t, replica.Database("admin"), bson.D{{Key: "hello", Value: 1}})
 	if hello["isWritablePrimary"] != false || hello["secondary"] != true || hello["primary"] != nil {
