@@ -23,6 +23,7 @@ const (
 	GroupTxn           = "Transactions"
 	GroupImport        = "Import"
 	GroupVC            = "Version control"
+	GroupRemote        = "Remotes"
 	GroupLargeDoc      = "Large documents"
 	GroupChangeStreams = "Change streams"
 	GroupMemory        = "Server memory"
@@ -30,7 +31,7 @@ const (
 
 // GroupOrder lists every group in report order.
 var GroupOrder = []string{GroupFloor, GroupReads, GroupInserts, GroupUpdates, GroupFilters,
-	GroupJoins, GroupDocUpdates, GroupBulk, GroupConcurrency, GroupRaw, GroupTxn, GroupImport, GroupVC, GroupLargeDoc, GroupChangeStreams, GroupMemory}
+	GroupJoins, GroupDocUpdates, GroupBulk, GroupConcurrency, GroupRaw, GroupTxn, GroupImport, GroupVC, GroupRemote, GroupLargeDoc, GroupChangeStreams, GroupMemory}
 
 // Target is a server under test, reached at a mongodb:// URL.
 type Target struct {

@@ -5,7 +5,7 @@ func All(cfg *Config) []Benchmark {
 	var bs []Benchmark
 	for _, part := range [][]Benchmark{
 		floorBenchmarks(), crudBenchmarks(), queryBenchmarks(), joinBenchmarks(),
-		docUpdateBenchmarks(), bulkBenchmarks(cfg.Import), rawBenchmarks(), txnBenchmarks(), vcBenchmarks(),
+		docUpdateBenchmarks(), bulkBenchmarks(cfg.Import), rawBenchmarks(), txnBenchmarks(), vcBenchmarks(), remoteBenchmarks(),
 		largeDocBenchmarks(cfg), changeStreamBenchmarks(), memoryBenchmarks(), soakBenchmarks(),
 	} {
 		bs = append(bs, part...)

@@ -206,8 +206,8 @@ func (d *Database) commitByHash(ctx context.Context, s string) (*datas.Commit, e
 		}
 		return c, nil
 	}
-	if len(s) < 8 || len(s) >= 32 {
-		return nil, fmt.Errorf("%w: %s", ErrRevisionNotFound, s)
+	if len(s) < 8 || len(s) >= 32 || strings.Trim(s, "0123456789abcdefghijklmnopqrstuv") != "" {
+		return nil, fmt.Errorf("%w: %s", ErrRevisionNotFound, s) // not a prefix of a hash (base32 0-9a-v)
 	}
 	var found *datas.Commit
 	err := d.walkAllCommits(ctx, func(c *datas.Commit) error {

@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -91,4 +93,49 @@ func mustCmd(t *testing.T, db *mongo.Database, cmd bson.D) bson.M {
 		t.Fatalf("%v: %v", cmd, err)
 	}
 	return out
+}
+
+// TestKilledCloneLeavesNoHalfDatabase: a server killed with SIGKILL while
+// it clones starts again without the clone (or with all of it) and
+// without the clone's temporary directory, and clones again.
+func TestKilledCloneLeavesNoHalfDatabase(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts server processes")
+	}
+	src, dir := t.TempDir(), t.TempDir()
+	remote := "file://" + filepath.Join(t.TempDir(), "remote")
+	p := dumboproc.StartT(t, src)
+	app := client(t, p).Database("app")
+	insertDocs(t, app.Collection("c"), 0, 30000)
+	commitIn(t, app, "seed")
+	mustCmd(t, app, bson.D{{Key: "dumboRemote", Value: "add"}, {Key: "name", Value: "origin"}, {Key: "url", Value: remote}})
+	mustCmd(t, app, bson.D{{Key: "dumboPush", Value: 1}, {Key: "remote", Value: "origin"}})
+
+	q := dumboproc.StartT(t, dir)
+	clone := bson.D{{Key: "dumboClone", Value: 1}, {Key: "url", Value: remote}}
+	go client(t, q).Database("copy").RunCommand(context.Background(), clone) // killed under it
+	time.Sleep(time.Duration(rand.IntN(40)) * time.Millisecond)
+	q.StopT(t, syscall.SIGKILL)
+
+	q = dumboproc.StartT(t, dir)
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ent := range entries {
+		if strings.HasPrefix(ent.Name(), ".clone-") {
+			t.Errorf("the unfinished clone %s is still there after a start", ent.Name())
+		}
+	}
+	copyDB := client(t, q).Database("copy")
+	n, err := copyDB.Collection("c").CountDocuments(context.Background(), bson.D{})
+	if err != nil || (n != 0 && n != 30000) {
+		t.Fatalf("after the kill the clone holds %d documents (%v): neither none nor all", n, err)
+	}
+	if n == 0 {
+		mustCmd(t, copyDB, clone)
+		if n, err = copyDB.Collection("c").CountDocuments(context.Background(), bson.D{}); err != nil || n != 30000 {
+			t.Fatalf("the clone done again holds %d documents (%v)", n, err)
+		}
+	}
 }
