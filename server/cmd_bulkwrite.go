@@ -20,6 +20,7 @@ type bulkWriteArgs struct {
 	ops, nsInfo         bsoncore.Array
 	ordered, errorsOnly bool
 	bypass              bool
+	keepEmptyTs         bool // bypassEmptyTsReplacement
 	let, cursorOpts     bsoncore.Document
 }
 
@@ -31,6 +32,7 @@ func (r *request) parseBulkWrite() (*bulkWriteArgs, error) {
 		"ordered":                  r.boolArg("ordered", &a.ordered),
 		"errorsOnly":               r.boolArg("errorsOnly", &a.errorsOnly),
 		"bypassDocumentValidation": r.boolArg("bypassDocumentValidation", &a.bypass),
+		"bypassEmptyTsReplacement": r.boolArg("bypassEmptyTsReplacement", &a.keepEmptyTs),
 		"let":                      r.optDocArg("let", &a.let),
 		"cursor":                   r.docArg("cursor", &a.cursorOpts),
 	})
@@ -236,6 +238,9 @@ func bulkSubCommand(kind, coll string, op bsoncore.Document, a *bulkWriteArgs) (
 	}
 	if a.bypass && kind != "delete" {
 		b.AppendBoolean("bypassDocumentValidation", true)
+	}
+	if a.keepEmptyTs && kind != "delete" {
+		b.AppendBoolean("bypassEmptyTsReplacement", true)
 	}
 	if a.let != nil && kind != "insert" {
 		b.AppendDocument("let", a.let)

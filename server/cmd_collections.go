@@ -113,6 +113,7 @@ func cursorBatchSize(r *request, opts bsoncore.Document) (int, error) {
 type createArgs struct {
 	opts             *bsoncore.DocumentBuilder
 	viewOn, pipeline bsoncore.Value
+	idIndex          bsoncore.Value // the _id index's spec, as mongorestore sends it
 	collation        bsoncore.Document
 	validation       validationOptions
 	ts               *tsOptions
@@ -145,7 +146,8 @@ func (a *createArgs) fields() map[string]fieldHandler {
 		"storageEngine":                keep("storageEngine", "object"),
 		"indexOptionDefaults":          keep("indexOptionDefaults", "object"),
 		"changeStreamPreAndPostImages": keep("changeStreamPreAndPostImages", "object"),
-		"expireAfterSeconds":           keep("expireAfterSeconds", "any"), // checkClusteredTTL checks it
+		"expireAfterSeconds":           keep("expireAfterSeconds", "any"),                          // checkClusteredTTL checks it
+		"idIndex":                      func(v bsoncore.Value) error { a.idIndex = v; return nil }, // checkIDIndex checks it
 	}
 	for _, k := range validationOptionNames {
 		h[k] = func(v bsoncore.Value) error {
@@ -223,6 +225,14 @@ func cmdCreate(r *request) (bsoncore.Document, error) {
 	}
 	if err := validation.check(r.db, coll, collation, false); err != nil {
 		return nil, err
+	}
+	if a.idIndex.Type != 0 {
+		if viewOn.Type != 0 || built.Lookup("clusteredIndex").Type != 0 {
+			return nil, mongoerr.New(mongoerr.InvalidOptions, "the 'idIndex' option is not supported with 'viewOn' or 'clusteredIndex'")
+		}
+		if err := checkIDIndex(a.idIndex, r.ns(coll), collation); err != nil {
+			return nil, err
+		}
 	}
 	switch {
 	case viewOn.Type != 0:

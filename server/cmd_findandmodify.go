@@ -18,6 +18,9 @@ type famArgs struct {
 	update, hint              bsoncore.Value
 	remove, returnNew, upsert bool
 	bypass                    bool // bypassDocumentValidation
+	// keepEmptyTs is bypassEmptyTsReplacement: an update or upsert here
+	// keeps its empty timestamps as given either way (docs/commands.md).
+	keepEmptyTs bool
 }
 
 func (r *request) parseFindAndModify() (*famArgs, error) {
@@ -32,6 +35,7 @@ func (r *request) parseFindAndModify() (*famArgs, error) {
 		"upsert":                   r.boolArg("upsert", &a.upsert),
 		"arrayFilters":             r.arrayArg("arrayFilters", &a.arrayFilters),
 		"bypassDocumentValidation": r.boolArg("bypassDocumentValidation", &a.bypass),
+		"bypassEmptyTsReplacement": r.boolArg("bypassEmptyTsReplacement", &a.keepEmptyTs),
 		"collation":                r.optDocArg("collation", &a.collation),
 		"hint":                     r.hintArg(&a.hint),
 		"let":                      r.optDocArg("let", &a.let),

@@ -92,11 +92,12 @@ func (w *writeResult) runBatch(r *request, tx *storage.Tx, ns string, statements
 
 // writeBatch holds the arguments of insert, update and delete.
 type writeBatch struct {
-	coll       string
-	statements bsoncore.Array // documents, updates or deletes
-	ordered    bool
-	bypass     bool              // bypassDocumentValidation (insert, update)
-	let        bsoncore.Document // update, delete
+	coll        string
+	statements  bsoncore.Array // documents, updates or deletes
+	ordered     bool
+	bypass      bool              // bypassDocumentValidation (insert, update)
+	keepEmptyTs bool              // bypassEmptyTsReplacement (insert, update)
+	let         bsoncore.Document // update, delete
 }
 
 // The fields of each write command.
@@ -105,11 +106,16 @@ var (
 		"documents":                batchStatements,
 		"ordered":                  batchOrdered,
 		"bypassDocumentValidation": batchBypass,
+		"bypassEmptyTsReplacement": batchKeepEmptyTs,
 	})
+	// An update's replacement keeps its empty timestamps as given: with
+	// bypassEmptyTsReplacement that is what mongod does too; without it
+	// mongod fills those of a replacement, and DumboDB does not.
 	updateFields = declareArgs(map[string]argReader[writeBatch]{
 		"updates":                  batchStatements,
 		"ordered":                  batchOrdered,
 		"bypassDocumentValidation": batchBypass,
+		"bypassEmptyTsReplacement": batchKeepEmptyTs,
 		"let":                      batchLet,
 	})
 	deleteFields = declareArgs(map[string]argReader[writeBatch]{
@@ -124,7 +130,10 @@ func batchStatements(f argField, b *writeBatch, v bsoncore.Value) error {
 }
 func batchOrdered(f argField, b *writeBatch, v bsoncore.Value) error { return f.bool(v, &b.ordered) }
 func batchBypass(f argField, b *writeBatch, v bsoncore.Value) error  { return f.bool(v, &b.bypass) }
-func batchLet(f argField, b *writeBatch, v bsoncore.Value) error     { return f.optDoc(v, &b.let) }
+func batchKeepEmptyTs(f argField, b *writeBatch, v bsoncore.Value) error {
+	return f.bool(v, &b.keepEmptyTs)
+}
+func batchLet(f argField, b *writeBatch, v bsoncore.Value) error { return f.optDoc(v, &b.let) }
 
 // parseWriteBatch reads the collection and the arguments of a write
 // command, declared in fields.
@@ -198,6 +207,9 @@ func cmdInsert(r *request) (bsoncore.Document, error) {
 		}
 		return res.runBatch(r, tx, r.ns(coll), vals, batch.ordered, func(_ int, v bsoncore.Value) (bsoncore.Value, error) {
 			doc, err := prepareInsert(v)
+			if err == nil && !batch.keepEmptyTs {
+				doc = r.c.s.fillEmptyTimestamps(doc)
+			}
 			if err == nil {
 				err = dv.checkInsert(doc)
 			}

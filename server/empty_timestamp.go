@@ -1,0 +1,50 @@
+package server
+
+import (
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
+
+// Empty timestamps: a document inserted with Timestamp(0, 0) in a
+// top-level field other than _id gets the current cluster time there
+// instead, as mongod does, unless the write sets bypassEmptyTsReplacement
+// (which MongoDB's Database Tools send, to restore data as it was).
+
+// fillEmptyTimestamps returns doc with each top-level empty timestamp
+// but _id's replaced by a new cluster time; doc itself when it has none.
+func (s *Server) fillEmptyTimestamps(doc bsoncore.Document) bsoncore.Document {
+	if !hasEmptyTimestamp(doc) {
+		return doc
+	}
+	els, _ := doc.Elements()
+	b := bsoncore.NewDocumentBuilder()
+	for _, el := range els {
+		if isEmptyTimestamp(el) {
+			t := s.clock.tickWrite()
+			b.AppendTimestamp(el.Key(), t.t, t.i)
+			continue
+		}
+		b.AppendValue(el.Key(), el.Value())
+	}
+	return b.Build()
+}
+
+func hasEmptyTimestamp(doc bsoncore.Document) bool {
+	els, err := doc.Elements()
+	if err != nil {
+		return false
+	}
+	for _, el := range els {
+		if isEmptyTimestamp(el) {
+			return true
+		}
+	}
+	return false
+}
+
+func isEmptyTimestamp(el bsoncore.Element) bool {
+	if el.Key() == "_id" {
+		return false
+	}
+	t, i, ok := el.Value().TimestampOK()
+	return ok && t == 0 && i == 0
+}
