@@ -43,8 +43,9 @@ var allowed = map[string][]string{
 	"wire":      {},
 	// auth: users, roles, SCRAM and privileges; of ours it needs only
 	// internal/durablefile.
-	"auth":  {"internal"},
-	"bench": {},
+	"auth":     {"internal"},
+	"bench":    {},
+	"embedded": {"server", "storage"},
 	// Helpers that stand outside the server: internal/dumboproc runs the
 	// dumbodb binary for the commands and their tests; internal/fuzzbson
 	// turns fuzz input into BSON for every package's fuzz targets and

@@ -220,6 +220,21 @@ func (s *Server) Serve() {
 	}
 }
 
+// ServeConn serves one connection that came through no listener (an
+// in-process client's, as the embedded package makes them) until it
+// closes or the server shuts down.
+func (s *Server) ServeConn(nc net.Conn) {
+	if s.closing.Load() {
+		nc.Close()
+		return
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		s.newConn(nc).serve()
+	}()
+}
+
 func (s *Server) acceptLoop(l net.Listener) {
 	defer s.wg.Done()
 	for {
