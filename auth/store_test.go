@@ -207,8 +207,10 @@ func TestDropAllDropsOneDatabasesUsers(t *testing.T) {
 	}
 }
 
-// A users file whose bytes changed is refused, not read as fewer users.
-func TestOpenRefusesADamagedUsersFile(t *testing.T) {
+// usersFileChanged makes a users file with one user in a new directory,
+// lets change alter its bytes, and returns the directory.
+func usersFileChanged(t *testing.T, change func(data []byte)) string {
+	t.Helper()
 	dir := t.TempDir()
 	mustCreate(t, openStore(t, dir), newTestUser(t, "admin", "alice", "pw"))
 	path := filepath.Join(dir, fileName)
@@ -216,27 +218,23 @@ func TestOpenRefusesADamagedUsersFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	data[len(data)-2] ^= 0xff
+	change(data)
 	if err := os.WriteFile(path, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	return dir
+}
+
+// A users file whose bytes changed is refused, not read as fewer users.
+func TestOpenRefusesADamagedUsersFile(t *testing.T) {
+	dir := usersFileChanged(t, func(data []byte) { data[len(data)-2] ^= 0xff })
 	if _, err := Open(dir); err == nil {
 		t.Error("Open read a damaged users file")
 	}
 }
 
 func TestOpenRefusesANewerUsersFile(t *testing.T) {
-	dir := t.TempDir()
-	mustCreate(t, openStore(t, dir), newTestUser(t, "admin", "alice", "pw"))
-	path := filepath.Join(dir, fileName)
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	binary.LittleEndian.PutUint32(data[8:], formatversion.Users.Current+1)
-	if err := os.WriteFile(path, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	dir := usersFileChanged(t, func(data []byte) { binary.LittleEndian.PutUint32(data[8:], formatversion.Users.Current+1) })
 	if _, err := Open(dir); !errors.Is(err, formatversion.ErrNewer) {
 		t.Errorf("Open of a newer users file: %v, want ErrNewer", err)
 	}

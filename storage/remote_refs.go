@@ -106,6 +106,16 @@ func (d *Database) remoteURL(name string) (string, error) {
 	return u, nil
 }
 
+// openNamedRemote opens the store of the remote called name; with
+// create, one that holds no store yet opens empty (a push).
+func (d *Database) openNamedRemote(ctx context.Context, name string, create bool) (*remoteStore, error) {
+	rawURL, err := d.remoteURL(name)
+	if err != nil {
+		return nil, err
+	}
+	return openRemote(ctx, rawURL, create)
+}
+
 // setUpstream records a branch's upstream.
 func (d *Database) setUpstream(branch string, u Upstream) error {
 	d.remotesMu.Lock()

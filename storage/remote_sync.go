@@ -41,11 +41,7 @@ func (d *Database) Fetch(ctx context.Context, remote, branch string, prune bool)
 
 func (d *Database) fetch(ctx context.Context, remote, branch string, prune bool) (FetchResult, error) {
 	var res FetchResult
-	rawURL, err := d.remoteURL(remote)
-	if err != nil {
-		return res, err
-	}
-	rs, err := openRemote(ctx, rawURL, false)
+	rs, err := d.openNamedRemote(ctx, remote, false)
 	if err != nil {
 		return res, err
 	}
@@ -191,11 +187,7 @@ func (d *Database) Push(ctx context.Context, o PushOptions) (PushResult, error) 
 	if err := d.remoteBranchOf(o.Branch, &o.Remote, &o.RemoteBranch); err != nil {
 		return PushResult{}, err
 	}
-	rawURL, err := d.remoteURL(o.Remote)
-	if err != nil {
-		return PushResult{}, err
-	}
-	rs, err := openRemote(ctx, rawURL, !o.Delete)
+	rs, err := d.openNamedRemote(ctx, o.Remote, !o.Delete)
 	if err != nil {
 		return PushResult{}, err
 	}

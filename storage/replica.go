@@ -159,11 +159,7 @@ func (d *Database) mirrorBranches(ctx context.Context, tracking map[string]hash.
 
 // mirrorTags makes the tags the remote's.
 func (d *Database) mirrorTags(ctx context.Context, remote string) (bool, error) {
-	rawURL, err := d.remoteURL(remote)
-	if err != nil {
-		return false, err
-	}
-	rs, err := openRemote(ctx, rawURL, false)
+	rs, err := d.openNamedRemote(ctx, remote, false)
 	if err != nil {
 		return false, err
 	}
