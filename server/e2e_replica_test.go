@@ -59,6 +59,9 @@ func TestReadReplicaFollowsPushes(t *testing.T) {
 	if hello["isWritablePrimary"] != false || hello["secondary"] != true || hello["primary"] != nil {
 		t.Errorf("hello %v", hello)
 	}
+	if st := mustRun(t, replica.Database("admin"), bson.D{{Key: "replSetGetStatus", Value: 1}}); st["myState"] != int32(2) {
+		t.Errorf("replSetGetStatus myState %v, want 2 (SECONDARY)", st["myState"])
+	}
 	_, err = replica.Database("shop").Collection("items").InsertOne(ctx, bson.M{"_id": 2})
 	wantCode(t, err, 10107, "NotWritablePrimary")
 	_, err = run(t, replica.Database("shop"), bson.D{{Key: "dumboCommit", Value: 1}, {Key: "message", Value: "no"}})

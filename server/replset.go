@@ -177,9 +177,13 @@ func cmdReplSetGetStatus(r *request) (bsoncore.Document, error) {
 		AppendDocument("appliedOpTime", op).AppendDocument("durableOpTime", op).
 		AppendDateTime("lastAppliedWallTime", wall.UnixMilli()).
 		AppendDateTime("lastDurableWallTime", wall.UnixMilli()).Build()
+	state, stateStr := int32(1), "PRIMARY"
+	if s.cfg.replica() {
+		state, stateStr = 2, "SECONDARY" // a read replica (replica.go)
+	}
 	member := bsoncore.NewDocumentBuilder().
 		AppendInt32("_id", 0).AppendString("name", s.topo.me).AppendDouble("health", 1).
-		AppendInt32("state", 1).AppendString("stateStr", "PRIMARY").
+		AppendInt32("state", state).AppendString("stateStr", stateStr).
 		AppendInt64("uptime", int64(time.Since(s.started).Seconds())).
 		AppendDocument("optime", op).AppendDateTime("optimeDate", wall.UnixMilli()).
 		AppendDateTime("lastAppliedWallTime", wall.UnixMilli()).
@@ -191,7 +195,7 @@ func cmdReplSetGetStatus(r *request) (bsoncore.Document, error) {
 		AppendBoolean("self", true).AppendString("lastHeartbeatMessage", "").Build()
 	return bsoncore.NewDocumentBuilder().
 		AppendString("set", s.topo.setName).AppendDateTime("date", time.Now().UnixMilli()).
-		AppendInt32("myState", 1).AppendInt64("term", replTerm).
+		AppendInt32("myState", state).AppendInt64("term", replTerm).
 		AppendString("syncSourceHost", "").AppendInt32("syncSourceId", -1).
 		AppendInt64("heartbeatIntervalMillis", heartbeatMillis).
 		AppendInt32("majorityVoteCount", 1).AppendInt32("writeMajorityCount", 1).
