@@ -279,7 +279,8 @@ func cmdServerStatus(r *request) (bsoncore.Document, error) {
 		AppendInt64("autoGCFreedBytes", dbs.AutoGCFreedBytes).
 		AppendInt64("nodeCacheBytes", dbs.NodeCacheBytes).
 		AppendInt64("editBytes", dbs.EditBytes).
-		AppendInt64("historyBytes", dbs.HistoryBytes).Build()
+		AppendInt64("historyBytes", dbs.HistoryBytes).
+		AppendInt64("undropBytes", s.engine.DroppedBytes()).Build()
 	cursors := bsoncore.NewDocumentBuilder().
 		AppendDocument("cursor", bsoncore.NewDocumentBuilder().
 			AppendDocument("open", bsoncore.NewDocumentBuilder().

@@ -247,11 +247,20 @@ func cmdDropDatabase(r *request) (bsoncore.Document, error) {
 	}
 	// Cursors stop reading before the files go.
 	r.c.s.cursors.killNamespace(r.db, "", "", cursorKilledError("database dropped"))
-	if err := r.c.s.engine.DropDatabase(r.db); err != nil {
+	if err := r.c.s.engine.DropDatabaseBy(r.db, r.loggedInUser()); err != nil {
 		return nil, err
 	}
 	r.c.s.forgetCheckouts(r.db)
 	return bsoncore.NewDocumentBuilder().AppendString("dropped", r.db).AppendDouble("ok", 1).Build(), nil
+}
+
+// loggedInUser is the connection's user as "name@db" ("" when none).
+func (r *request) loggedInUser() string {
+	a := r.c.authState()
+	if a.user == nil {
+		return ""
+	}
+	return a.user.Name + "@" + a.user.DB
 }
 
 func cmdDBStats(r *request) (bsoncore.Document, error) {

@@ -136,6 +136,7 @@ func init() {
 		{family: namespaces, name: "dbStats", handler: cmdDBStats, access: anyDatabase, need: needs(auth.DBStats), help: "returns statistics about a database"},
 		{family: namespaces, name: "dbstats", handler: cmdDBStats, access: anyDatabase, need: needs(auth.DBStats), help: "lower-case spelling of dbStats", canonical: "dbStats"},
 		{family: namespaces, name: "dropDatabase", handler: cmdDropDatabase, access: anyDatabase, need: needs(auth.DropDatabase), apiV1: true, help: "drops the current database"},
+		{family: namespaces, name: "dumboUndrop", handler: cmdDumboUndrop, access: adminOnly, need: needs(auth.ListDatabases), help: "lists dropped databases kept for undrop, restores one or purges it"},
 		{family: namespaces, name: "listDatabases", handler: cmdListDatabases, access: adminOnly, need: anyUser, apiV1: true, help: "lists databases"},
 		{family: connections, name: "hello", handler: cmdHello, access: anyDatabase, need: openToAll, apiV1: true, help: "describes the server to a connecting client"},
 		{family: connections, name: "isMaster", handler: cmdHello, access: anyDatabase, need: openToAll, help: "legacy spelling of hello"},

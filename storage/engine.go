@@ -48,6 +48,10 @@ type Options struct {
 	// HistoryWindow is how long a branch keeps the states it published,
 	// for reads at a past time (history.go); 0 means DefaultHistoryWindow.
 	HistoryWindow time.Duration
+	// UndropRetention is how long dropDatabase keeps a database's
+	// directory for dumboUndrop (docs/format/undrop.md); 0 removes it at
+	// once.
+	UndropRetention time.Duration
 	// ChangeRetention and ChangeRetentionBytes bound what the change log
 	// keeps (docs/format/changes.md, "Retention"); 0 means the defaults.
 	ChangeRetention      time.Duration
@@ -172,6 +176,12 @@ func Open(dir string, opts Options, log zerolog.Logger) (*Engine, error) {
 		e.closeAll()
 		return nil, err
 	}
+	if opts.UndropRetention > 0 {
+		if err := e.expireDropped(time.Now()); err != nil {
+			e.closeAll()
+			return nil, err
+		}
+	}
 	if e.changes, err = openChangeLog(filepath.Join(dir, "changes")); err != nil {
 		e.closeAll()
 		return nil, err
@@ -197,11 +207,16 @@ func (e *Engine) backgroundLoop() {
 	defer close(e.done)
 	ckpt := time.NewTicker(e.opts.CheckpointInterval)
 	defer ckpt.Stop()
-	var idle <-chan time.Time // nil: never
+	var idle, undrop <-chan time.Time // nil: never
 	if every := e.idlePassEvery(); every > 0 {
 		t := time.NewTicker(every)
 		defer t.Stop()
 		idle = t.C
+	}
+	if e.opts.UndropRetention > 0 {
+		t := time.NewTicker(undropExpiryEvery)
+		defer t.Stop()
+		undrop = t.C
 	}
 	for {
 		select {
@@ -211,6 +226,10 @@ func (e *Engine) backgroundLoop() {
 			e.checkpointAll()
 		case <-idle:
 			e.closeIdleAll(time.Now())
+		case <-undrop:
+			if err := e.expireDropped(time.Now()); err != nil {
+				e.log.Warn().Str("c", "STORAGE").Err(err).Msg("removing dropped databases past their retention")
+			}
 		}
 	}
 }
@@ -397,9 +416,12 @@ func (e *Engine) DatabaseNames() ([]string, error) {
 }
 
 // SizeOnDisk is the bytes a database's files take.
-func (e *Engine) SizeOnDisk(name string) int64 {
+func (e *Engine) SizeOnDisk(name string) int64 { return dirSize(e.dbDir(name)) }
+
+// dirSize is the bytes of the files under dir.
+func dirSize(dir string) int64 {
 	var total int64
-	filepath.WalkDir(e.dbDir(name), func(_ string, d fs.DirEntry, err error) error {
+	filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
 		if err == nil && !d.IsDir() {
 			if info, err := d.Info(); err == nil {
 				total += info.Size()
@@ -412,7 +434,11 @@ func (e *Engine) SizeOnDisk(name string) int64 {
 
 // DropDatabase closes a database and deletes its files. Dropping a database
 // that does not exist is not an error.
-func (e *Engine) DropDatabase(name string) error {
+func (e *Engine) DropDatabase(name string) error { return e.DropDatabaseBy(name, "") }
+
+// DropDatabaseBy drops a database, recording who dropped it when the
+// engine keeps dropped databases for undrop (Options.UndropRetention).
+func (e *Engine) DropDatabaseBy(name, by string) error {
 	if err := e.checkDatabaseName(name); err != nil {
 		return err
 	}
@@ -431,7 +457,11 @@ func (e *Engine) DropDatabase(name string) error {
 	if !isDatabaseDir(e.dbDir(name)) {
 		return nil
 	}
-	if err := e.removeDatabaseDir(e.dbDir(name)); err != nil {
+	remove := func() error { return e.removeDatabaseDir(e.dbDir(name)) }
+	if e.opts.UndropRetention > 0 {
+		remove = func() error { return e.dropKeeping(name, by) }
+	}
+	if err := remove(); err != nil {
 		return err
 	}
 	delete(e.onDisk, name)

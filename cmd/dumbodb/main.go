@@ -51,6 +51,7 @@ type serverFlags struct {
 	autoGCMaxMB    int
 	noScripting    bool
 	replicaOf      string
+	undropHours    int
 	replicaPoll    int
 	cpuProfile     string
 	heapProfile    string
@@ -100,6 +101,8 @@ func parseFlags(args []string, stderr io.Writer) (*serverFlags, error) {
 	fs.IntVar(&o.autoGCMaxMB, "autoGCMaxMB", storage.DefaultAutoGCMaxBytes>>20,
 		"largest database store (MB) collected automatically after a checkpoint once it has doubled since its last GC (the GC pauses its writers, 3-7 ms per MB); 0 turns automatic GC off")
 	fs.BoolVar(&o.noScripting, "noscripting", false, "disable server-side JavaScript ($where, $function, $accumulator, mapReduce)")
+	fs.IntVar(&o.undropHours, "undropRetentionHours", int(storage.DefaultUndropRetention/time.Hour),
+		"hours dropDatabase keeps a database restorable by dumboUndrop; 0 removes it at once")
 	fs.StringVar(&o.replicaOf, "replicaOf", "", "run as a read replica of the databases stored under this file:// or s3:// root (docs/design/replicas.md)")
 	fs.IntVar(&o.replicaPoll, "replicaPollSeconds", int(server.DefaultReplicaPoll/time.Second), "with --replicaOf, seconds between polls of the root")
 	fs.StringVar(&o.heapProfile, "heapProfile", "", "write a Go heap profile to this file when a signal asks the server to stop, before it shuts down (for memory work; see docs/perf/README.md)")
@@ -190,6 +193,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		ChangeRetention:      time.Duration(o.changeSeconds) * time.Second,
 		ChangeRetentionBytes: int64(o.changeMB) << 20,
 		AutoGCMaxBytes:       autoGCOption(o.autoGCMaxMB),
+		UndropRetention:      time.Duration(max(o.undropHours, 0)) * time.Hour,
 	}, log)
 	if err != nil {
 		log.Error().Str("c", "STORAGE").Err(err).Msg("cannot open the data directory")

@@ -47,10 +47,11 @@ var (
 	RetryFile   = &Format{Name: "retry file", Magic: "DUMBORTY", Current: 1, Oldest: 1, Upgrade: upgradeServer}
 	Users       = &Format{Name: "users file", Magic: "DUMBOAUT", Current: 1, Oldest: 1, Upgrade: upgradeServer}
 	Remotes     = &Format{Name: "remotes file", Magic: "DUMBORMT", Current: 1, Oldest: 1, Upgrade: upgradeServer}
+	Dropped     = &Format{Name: "dropped database record", Magic: "DUMBODRP", Current: 1, Oldest: 1, Upgrade: upgradeServer}
 )
 
 // All is every format, in the order versions.md lists them.
-var All = []*Format{Root, WAL, ChangeLog, DecisionLog, RetryFile, Users, Remotes}
+var All = []*Format{Root, WAL, ChangeLog, DecisionLog, RetryFile, Users, Remotes, Dropped}
 
 // HeaderSize is the size of the magic and version that begin a file.
 const HeaderSize = 12
