@@ -2,6 +2,7 @@ package storage
 
 import (
 	"errors"
+	"path/filepath"
 	"sync"
 	"testing"
 
@@ -45,13 +46,21 @@ func TestS3RemoteOnSeaweedFS(t *testing.T) {
 // refused as not a fast-forward, and the remote holds the winner's
 // commit, whole.
 func TestConcurrentPushesToS3OneWins(t *testing.T) {
-	store := seaweed.Start(t)
+	concurrentPushesOneWins(t, seaweed.Start(t).URL("race"))
+}
+
+// TestConcurrentPushesToAFileRemoteOneWins is the same with a file
+// remote, whose manifest Dolt replaces under a file lock.
+func TestConcurrentPushesToAFileRemoteOneWins(t *testing.T) {
+	concurrentPushesOneWins(t, "file://"+filepath.Join(t.TempDir(), "race"))
+}
+
+func concurrentPushesOneWins(t *testing.T, url string) {
 	a, _ := remoteFixture(t, 500)
-	url := store.URL("race")
-	if err := a.AddRemote(ctx, "s3", url); err != nil {
+	if err := a.AddRemote(ctx, "target", url); err != nil {
 		t.Fatal(err)
 	}
-	mustPush(t, a, PushOptions{Remote: "s3", Branch: "main"})
+	mustPush(t, a, PushOptions{Remote: "target", Branch: "main"})
 	b, _ := cloneOf(t, url, "copy")
 	for i, d := range []*Database{a, b} {
 		mustWrite(t, d, func(tx *Tx) error {
@@ -64,7 +73,7 @@ func TestConcurrentPushesToS3OneWins(t *testing.T) {
 		})
 		commitAs(t, d, "diverge")
 	}
-	remotes := map[*Database]string{a: "s3", b: "origin"}
+	remotes := map[*Database]string{a: "target", b: "origin"}
 	errs := make([]error, 2)
 	var wg sync.WaitGroup
 	for i, d := range []*Database{a, b} {
