@@ -162,6 +162,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "inspect" {
 		return runInspect(args[1:], stdout, stderr)
 	}
+	if len(args) > 0 && args[0] == "import" {
+		return runImport(args[1:], stdout, stderr)
+	}
 	o, err := parseFlags(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0

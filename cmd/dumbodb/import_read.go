@@ -1,0 +1,275 @@
+package main
+
+import (
+	"bufio"
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+)
+
+// The input formats of `dumbodb import`, as mongoimport reads them: JSON
+// (an array, or one document per line), CSV and TSV.
+
+// record is one input document, or why the input at its place is not one.
+type record struct {
+	line int // where it starts, from 1
+	doc  bson.D
+	err  error
+}
+
+// reader yields the records of an input.
+type reader interface {
+	next() (record, bool)
+}
+
+// newReader reads in, of kind "json", "csv" or "tsv".
+func newReader(in io.Reader, kind string, o *importFlags) (reader, error) {
+	br := bufio.NewReaderSize(in, 1<<20)
+	switch kind {
+	case "json":
+		return newJSONReader(br)
+	case "csv", "tsv":
+		return newTableReader(br, kind, o)
+	}
+	return nil, fmt.Errorf("--type must be json, csv or tsv, not %q", kind)
+}
+
+// jsonReader reads a JSON array of documents, or one document per line
+// (Extended JSON v2, canonical or relaxed, in both).
+type jsonReader struct {
+	br    *bufio.Reader
+	dec   *json.Decoder // an array's; nil for lines
+	line  int
+	array bool
+}
+
+func newJSONReader(br *bufio.Reader) (*jsonReader, error) {
+	r := &jsonReader{br: br}
+	first, err := firstNonSpace(br)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, err
+	}
+	if first == '[' {
+		r.array, r.dec = true, json.NewDecoder(br)
+		if _, err := r.dec.Token(); err != nil {
+			return nil, fmt.Errorf("line 1: %w", err)
+		}
+	}
+	return r, nil
+}
+
+// firstNonSpace peeks at the input's first byte that is not white space.
+func firstNonSpace(br *bufio.Reader) (byte, error) {
+	for i := 1; ; i++ {
+		b, err := br.Peek(i)
+		if err != nil {
+			return 0, err
+		}
+		if c := b[i-1]; c != ' ' && c != '\t' && c != '\n' && c != '\r' {
+			return c, nil
+		}
+	}
+}
+
+func (r *jsonReader) next() (record, bool) {
+	if r.array {
+		return r.nextInArray()
+	}
+	for {
+		text, err := r.br.ReadString('\n')
+		if text == "" && err != nil {
+			return record{}, false
+		}
+		r.line++
+		if strings.TrimSpace(text) == "" {
+			continue
+		}
+		return decodeExtJSON(r.line, []byte(text)), true
+	}
+}
+
+func (r *jsonReader) nextInArray() (record, bool) {
+	if !r.dec.More() {
+		return record{}, false
+	}
+	r.line++ // the element's number: an array's lines are not tracked
+	var raw json.RawMessage
+	if err := r.dec.Decode(&raw); err != nil {
+		r.array = false // the rest of the array cannot be read
+		return record{line: r.line, err: err}, true
+	}
+	return decodeExtJSON(r.line, raw), true
+}
+
+func decodeExtJSON(line int, data []byte) record {
+	var doc bson.D
+	if err := bson.UnmarshalExtJSON(data, false, &doc); err != nil {
+		return record{line: line, err: err}
+	}
+	return record{line: line, doc: doc}
+}
+
+// tableReader reads CSV or TSV rows as documents: field names from the
+// header line or --fields, dotted names making sub-documents, values
+// typed by the column ("name.int32()") or, without types, numbers where
+// they read as numbers, as mongoimport does.
+type tableReader struct {
+	cr     *csv.Reader
+	fields []column
+	line   int
+}
+
+// column is a field name and how its values read.
+type column struct {
+	name, kind, arg string
+}
+
+func newTableReader(br *bufio.Reader, kind string, o *importFlags) (*tableReader, error) {
+	cr := csv.NewReader(br)
+	cr.FieldsPerRecord = -1
+	if kind == "tsv" {
+		cr.Comma, cr.LazyQuotes = '\t', true
+	}
+	r := &tableReader{cr: cr}
+	names := splitFields(o.fields)
+	if o.headerLine {
+		header, err := cr.Read()
+		if err != nil {
+			return nil, fmt.Errorf("line 1: the header line: %w", err)
+		}
+		names, r.line = header, 1
+	}
+	if len(names) == 0 {
+		return nil, errors.New("csv and tsv need --headerline or --fields")
+	}
+	for _, n := range names {
+		c, err := parseColumn(n, o.columnsHaveTypes)
+		if err != nil {
+			return nil, err
+		}
+		r.fields = append(r.fields, c)
+	}
+	return r, nil
+}
+
+func splitFields(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, ",")
+}
+
+// parseColumn reads a field name, with its type when typed:
+// name.string(), name.int32(), name.int64(), name.double(),
+// name.boolean(), name.date_go(layout), name.auto().
+func parseColumn(name string, typed bool) (column, error) {
+	name = strings.TrimSpace(name)
+	if !typed {
+		return column{name: name, kind: "auto"}, nil
+	}
+	open := strings.LastIndex(name, ".")
+	if open < 0 || !strings.HasSuffix(name, ")") || !strings.Contains(name[open:], "(") {
+		return column{}, fmt.Errorf("column %q has no type: with --columnsHaveTypes, name it as field.type()", name)
+	}
+	kind, arg, _ := strings.Cut(strings.TrimSuffix(name[open+1:], ")"), "(")
+	switch kind {
+	case "auto", "string", "int32", "int64", "double", "boolean", "date_go":
+		return column{name: name[:open], kind: kind, arg: arg}, nil
+	}
+	return column{}, fmt.Errorf("column %q: type %s() is not supported (auto, string, int32, int64, double, boolean, date_go)", name, kind)
+}
+
+func (r *tableReader) next() (record, bool) {
+	row, err := r.cr.Read()
+	if errors.Is(err, io.EOF) {
+		return record{}, false
+	}
+	line, _ := r.cr.FieldPos(0)
+	if err != nil {
+		r.line++
+		return record{line: r.line, err: err}, true
+	}
+	r.line = line
+	doc, err := r.document(row)
+	return record{line: line, doc: doc, err: err}, true
+}
+
+// document makes a row's document.
+func (r *tableReader) document(row []string) (bson.D, error) {
+	if len(row) > len(r.fields) {
+		return nil, fmt.Errorf("%d values for %d fields", len(row), len(r.fields))
+	}
+	var doc bson.D
+	for i, v := range row {
+		val, err := typedValue(r.fields[i], v)
+		if err != nil {
+			return nil, fmt.Errorf("field %s: %w", r.fields[i].name, err)
+		}
+		doc = setPath(doc, strings.Split(r.fields[i].name, "."), val)
+	}
+	return doc, nil
+}
+
+// typedValue reads one value as its column says.
+func typedValue(c column, s string) (any, error) {
+	switch c.kind {
+	case "string":
+		return s, nil
+	case "int32":
+		n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 32)
+		return int32(n), err
+	case "int64":
+		return strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+	case "double":
+		return strconv.ParseFloat(strings.TrimSpace(s), 64)
+	case "boolean":
+		return strconv.ParseBool(strings.TrimSpace(s))
+	case "date_go":
+		t, err := time.Parse(c.arg, s)
+		return bson.NewDateTimeFromTime(t), err
+	}
+	return autoValue(s), nil
+}
+
+// autoValue is a value as mongoimport reads an untyped field: a whole
+// number as int32 (int64 when it does not fit), another number as a
+// double, anything else as the string.
+func autoValue(s string) any {
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+		if int64(int32(n)) == n {
+			return int32(n)
+		}
+		return n
+	}
+	if f, err := strconv.ParseFloat(s, 64); err == nil && strings.ContainsAny(s, "0123456789") {
+		return f
+	}
+	return s
+}
+
+// setPath sets the dotted path in doc, making sub-documents on the way.
+func setPath(doc bson.D, path []string, v any) bson.D {
+	for i := range doc {
+		if doc[i].Key != path[0] {
+			continue
+		}
+		if len(path) > 1 {
+			sub, _ := doc[i].Value.(bson.D)
+			doc[i].Value = setPath(sub, path[1:], v)
+		} else {
+			doc[i].Value = v
+		}
+		return doc
+	}
+	if len(path) > 1 {
+		return append(doc, bson.E{Key: path[0], Value: setPath(nil, path[1:], v)})
+	}
+	return append(doc, bson.E{Key: path[0], Value: v})
+}
