@@ -19,10 +19,10 @@ import (
 // importFlags are `dumbodb import`'s, spelled as mongoimport spells them.
 type importFlags struct {
 	uri, db, coll, file, kind, mode string
-	fields, upsertFields, commit     string
-	headerLine, columnsHaveTypes     bool
-	drop, stopOnError                bool
-	batchSize                        int
+	fields, upsertFields, commit    string
+	headerLine, columnsHaveTypes    bool
+	drop, stopOnError               bool
+	batchSize                       int
 }
 
 func parseImportFlags(args []string, stderr io.Writer) (*importFlags, error) {
