@@ -659,7 +659,22 @@ func (g *ldGen) documentAll(id bsoncore.Value, size int, all bool) ldDoc {
 	if len(raw) != size {
 		panic(fmt.Sprintf("built %d bytes, want %d", len(raw), size))
 	}
+	keepTopLevelTimestamps(raw)
 	return ldDoc{raw: raw, features: features}
+}
+
+// keepTopLevelTimestamps turns each top-level Timestamp(0, 0) of raw
+// into Timestamp(1, 0) in place: an insert fills a top-level empty
+// timestamp with the current time, as mongod does, and these documents
+// must come back as they were sent.
+func keepTopLevelTimestamps(raw []byte) {
+	els, _ := bsoncore.Document(raw).Elements()
+	for _, el := range els {
+		if t, i, ok := el.Value().TimestampOK(); ok && t == 0 && i == 0 {
+			data := el.Value().Data // a view of raw's bytes: increment, then seconds
+			data[4] = 1
+		}
+	}
 }
 
 // ldDiff describes where got first differs from want, two documents, as a
