@@ -109,14 +109,18 @@ func parseFlags(args []string, stderr io.Writer) (*serverFlags, error) {
 	fs.StringVar(&o.cpuProfile, "cpuProfile", "", "write a Go CPU profile of the whole run to this file (for performance work; see docs/perf/README.md)")
 	fs.BoolVar(&o.testCmds, "enableTestCommands", false, "enable test-only commands (configureFailPoint), for driver test suites")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: dumbodb [options]\n\nA MongoDB-compatible document database with Git-style version control.\n\nOptions:\n")
+		fmt.Fprintf(stderr, "Usage: dumbodb [options]\n       dumbodb ping|inspect|import [options]   (each with --help)\n\n"+
+			"A MongoDB-compatible document database with Git-style version control.\n\nOptions:\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
 	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+		err := fmt.Errorf("unknown subcommand or argument %q", fs.Arg(0))
+		fmt.Fprintln(stderr, "dumbodb:", err)
+		fs.Usage()
+		return nil, err
 	}
 	if o.replSet == "" && !o.standalone {
 		err := errors.New("--replSet needs a name (use --standalone for no replica set)")

@@ -49,6 +49,11 @@ func TestVersionAndHelp(t *testing.T) {
 	if err := exec.Command(binary, "--no-such-flag").Run(); err == nil {
 		t.Fatal("unknown flag accepted")
 	}
+	out, err = exec.Command(binary, "nosuchsubcommand").CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 || !strings.Contains(string(out), `unknown subcommand or argument "nosuchsubcommand"`) ||
+		!strings.Contains(string(out), "ping|inspect|import") {
+		t.Fatalf("an unknown subcommand: %v %s", err, out)
+	}
 }
 
 func TestStartLogStopAndRestart(t *testing.T) {
