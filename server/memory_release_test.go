@@ -21,7 +21,14 @@ func TestReleaseIfWorthHonoursTheFloor(t *testing.T) {
 	if m.count.Load() != 1 {
 		t.Fatalf("released %d times with a floor of 0, want 1", m.count.Load())
 	}
-	if free, _ := heapFreeAndReleased(); free > memoryReleaseFloor {
-		t.Errorf("%d bytes of the heap still free after a release", free)
+	// Tests running beside this one allocate between the release and the
+	// reading, so a release is tried a few times before it counts as failed.
+	free, _ := heapFreeAndReleased()
+	for try := 0; free > memoryReleaseFloor && try < 5; try++ {
+		m.releaseIfWorth(0)
+		free, _ = heapFreeAndReleased()
+	}
+	if free > memoryReleaseFloor {
+		t.Errorf("%d bytes of the heap still free after releases", free)
 	}
 }
