@@ -28,15 +28,21 @@ func (s *Server) fillEmptyTimestamps(doc bsoncore.Document) bsoncore.Document {
 	return b.Build()
 }
 
+// hasEmptyTimestamp reads doc's top-level elements in place: it runs on
+// every inserted document, and Elements would allocate for each.
 func hasEmptyTimestamp(doc bsoncore.Document) bool {
-	els, err := doc.Elements()
-	if err != nil {
+	if len(doc) < 5 {
 		return false
 	}
-	for _, el := range els {
+	for rest := doc[4:]; len(rest) > 1; {
+		el, next, ok := bsoncore.ReadElement(rest)
+		if !ok {
+			return false
+		}
 		if isEmptyTimestamp(el) {
 			return true
 		}
+		rest = next
 	}
 	return false
 }
