@@ -216,13 +216,11 @@ func (d *Database) Push(ctx context.Context, o PushOptions) (PushResult, error) 
 // pushBranch copies the branch's head and moves the remote branch.
 func (d *Database) pushBranch(ctx context.Context, rs *remoteStore, o PushOptions) (PushResult, error) {
 	res := PushResult{Remote: o.Remote}
-	d.compactMu.Lock() // the copy reads chunks a GC could move
-	defer d.compactMu.Unlock()
 	head, err := d.headCommit(ctx, o.Branch)
 	if err != nil {
 		return res, err
 	}
-	if res.Transferred, err = copyChunks(ctx, d.cs, rs.cs, []hash.Hash{head.Addr()}); err != nil {
+	if res.Transferred, err = d.copyOut(ctx, rs, []hash.Hash{head.Addr()}); err != nil {
 		return res, err
 	}
 	ds, err := rs.db.GetDataset(ctx, refHeads+o.RemoteBranch)
@@ -249,6 +247,14 @@ func (d *Database) pushBranch(ctx context.Context, rs *remoteStore, o PushOption
 	return res, d.setTrackingRef(ctx, o.Remote, o.RemoteBranch, head.Addr())
 }
 
+// copyOut copies what addrs reach to the remote; GC and compaction,
+// which could remove or move the chunks it reads, wait for it.
+func (d *Database) copyOut(ctx context.Context, rs *remoteStore, addrs []hash.Hash) (TransferStats, error) {
+	d.compactMu.Lock()
+	defer d.compactMu.Unlock()
+	return copyChunks(ctx, d.cs, rs.cs, addrs)
+}
+
 // pushTags copies the tags the remote lacks.
 func (d *Database) pushTags(ctx context.Context, rs *remoteStore, res *PushResult) error {
 	local, err := datasetRefs(ctx, d.db, refTags)
@@ -273,9 +279,7 @@ func (d *Database) pushTags(ctx context.Context, rs *remoteStore, res *PushResul
 	if len(addrs) == 0 {
 		return nil
 	}
-	d.compactMu.Lock()
-	st, err := copyChunks(ctx, d.cs, rs.cs, addrs)
-	d.compactMu.Unlock()
+	st, err := d.copyOut(ctx, rs, addrs)
 	if err != nil {
 		return err
 	}
