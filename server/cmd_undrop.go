@@ -1,11 +1,8 @@
 package server
 
 import (
-	"errors"
-
 	"dumbodb/auth"
 	"dumbodb/mongoerr"
-	"dumbodb/storage"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
@@ -45,14 +42,14 @@ func cmdDumboUndrop(r *request) (bsoncore.Document, error) {
 	if purge {
 		n, err := r.c.s.engine.PurgeDropped(name)
 		if err != nil {
-			return nil, undropError(err)
+			return nil, err
 		}
 		return bsoncore.NewDocumentBuilder().AppendString("purged", name).AppendInt32("drops", int32(n)).
 			AppendDouble("ok", 1).Build(), nil
 	}
 	dd, err := r.c.s.engine.Undrop(name, to)
 	if err != nil {
-		return nil, undropError(err)
+		return nil, err
 	}
 	if to == "" {
 		to = name
@@ -73,14 +70,4 @@ func droppedList(r *request) (bsoncore.Document, error) {
 			AppendInt64("sizeOnDisk", dd.Bytes).Build())
 	}
 	return bsoncore.NewDocumentBuilder().AppendArray("dropped", arr.Build()).AppendDouble("ok", 1).Build(), nil
-}
-
-func undropError(err error) error {
-	switch {
-	case errors.Is(err, storage.ErrNotDropped):
-		return mongoerr.New(mongoerr.NamespaceNotFound, "%s", err.Error())
-	case errors.Is(err, storage.ErrDatabaseExists):
-		return mongoerr.New(mongoerr.NamespaceExists, "%s: drop it or undrop into another database with toDatabase", err.Error())
-	}
-	return err
 }

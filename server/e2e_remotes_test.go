@@ -159,6 +159,8 @@ func TestRemoteCommandsRefuseWhatTheyCannotDo(t *testing.T) {
 	wantCode(t, err, 20011, "RemoteNotFound") // origin's directory holds no store yet
 	_, err = run(t, c.Database("copy"), bson.D{{Key: "dumboClone", Value: 1}, {Key: "url", Value: "file://" + dir}})
 	wantCode(t, err, 20011, "RemoteNotFound")
+	_, err = run(t, db, bson.D{{Key: "dumboClone", Value: 1}, {Key: "url", Value: "file://" + dir}})
+	wantCode(t, err, 48, "NamespaceExists") // app exists
 	vc(t, c, "app", bson.D{{Key: "dumboRemote", Value: "remove"}, {Key: "name", Value: "origin"}})
 	if list := vc(t, c, "app", bson.D{{Key: "dumboRemote", Value: 1}}); len(list["remotes"].(bson.A)) != 0 {
 		t.Errorf("after remove: %v", list)

@@ -148,6 +148,8 @@ var vcErrors = []struct {
 	{storage.ErrNoUpstream, mongoerr.NoUpstream},
 	{storage.ErrRemoteScheme, mongoerr.NotImplemented},
 	{storage.ErrBadRemoteURL, mongoerr.BadValue},
+	{storage.ErrDatabaseExists, mongoerr.NamespaceExists},
+	{storage.ErrNotDropped, mongoerr.NamespaceNotFound},
 	{storage.ErrConflictMissing, mongoerr.NoSuchKey},
 	{storage.ErrMergeConflicts, mongoerr.MergeConflict},
 	{storage.ErrOptionsConflict, mongoerr.MergeConflict},
