@@ -69,16 +69,17 @@ func TestCrossDatabaseTransfersWholeAfterKill9(t *testing.T) {
 		}
 	}
 	var done atomic.Int64
+	writer := c // c is replaced after the kill while the writers may still run
 	for w := range writers {
 		go func() {
 			for {
-				sess, err := c.StartSession()
+				sess, err := writer.StartSession()
 				if err != nil {
 					return
 				}
 				_, err = sess.WithTransaction(ctx, func(sc context.Context) (any, error) {
 					for db, d := range map[string]int{"a": -1, "b": 1} {
-						if _, err := c.Database(db).Collection("acct").UpdateOne(sc, bson.D{{Key: "_id", Value: w}},
+						if _, err := writer.Database(db).Collection("acct").UpdateOne(sc, bson.D{{Key: "_id", Value: w}},
 							bson.D{{Key: "$inc", Value: bson.D{{Key: "bal", Value: d}}}}); err != nil {
 							return nil, err
 						}
