@@ -2,10 +2,15 @@ package auth
 
 import (
 	"crypto/fips140"
+	"crypto/hmac"
 	"crypto/md5"
 	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
 	"encoding/hex"
 	"fmt"
+	"sync"
+	"time"
 
 	"github.com/xdg-go/scram"
 )
@@ -149,3 +154,83 @@ func (c *Conversation) Mechanism() string { return c.mech }
 
 // DB is the authentication database.
 func (c *Conversation) DB() string { return c.db }
+
+// CheckPassword authenticates user of db by a plaintext password (the
+// HTTP listener's basic credentials) against the user's SCRAM-SHA-256
+// keys, else its SCRAM-SHA-1 ones: the password is salted and hashed as
+// a SCRAM login's client would, and its stored key compared. A user it
+// has verified recently is verified again from a digest of the password
+// (passwordCache), so a client's run of requests derives the keys once.
+func (s *Store) CheckPassword(db, name, password string) (*User, error) {
+	u, ok := s.User(db, name)
+	if !ok {
+		return nil, ErrAuthFailed
+	}
+	if s.pwCache.hit(u, password) {
+		return u, nil
+	}
+	for _, mech := range []string{MechSHA256, MechSHA1} {
+		cred, ok := u.Creds[mech]
+		hashFn, known := hashOf(mech)
+		if !ok || !known {
+			continue
+		}
+		secret := password
+		if mech == MechSHA1 {
+			secret = mongoDigest(name, password)
+		}
+		client, err := hashFn.NewClient(name, secret, "")
+		if err != nil {
+			return nil, ErrAuthFailed
+		}
+		sc, err := client.GetStoredCredentialsWithError(scram.KeyFactors{Salt: string(cred.Salt), Iters: cred.Iterations})
+		if err == nil && subtle.ConstantTimeCompare(sc.StoredKey, cred.StoredKey) == 1 {
+			s.pwCache.add(u, password)
+			return u, nil
+		}
+		return nil, ErrAuthFailed
+	}
+	return nil, ErrAuthFailed
+}
+
+// passwordCache remembers, for a minute, which users' passwords checked,
+// by a keyed digest of the user's stored key and the password; a changed
+// password or stored key misses.
+type passwordCache struct {
+	mu      sync.Mutex
+	key     [32]byte
+	entries map[[32]byte]time.Time
+}
+
+const passwordCacheTTL = time.Minute
+
+func (c *passwordCache) digest(u *User, password string) [32]byte {
+	if c.key == ([32]byte{}) {
+		rand.Read(c.key[:])
+	}
+	m := hmac.New(sha256.New, c.key[:])
+	fmt.Fprintf(m, "%s\x00%s\x00", u.DB, u.Name)
+	for _, mech := range []string{MechSHA256, MechSHA1} {
+		m.Write(u.Creds[mech].StoredKey)
+	}
+	m.Write([]byte(password))
+	var out [32]byte
+	copy(out[:], m.Sum(nil))
+	return out
+}
+
+func (c *passwordCache) hit(u *User, password string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	at, ok := c.entries[c.digest(u, password)]
+	return ok && time.Since(at) < passwordCacheTTL
+}
+
+func (c *passwordCache) add(u *User, password string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.entries == nil || len(c.entries) > 1024 {
+		c.entries = map[[32]byte]time.Time{}
+	}
+	c.entries[c.digest(u, password)] = time.Now()
+}

@@ -65,6 +65,7 @@ type Store struct {
 	// branches are the protected branches, by "db@branch".
 	branches map[string]Protection
 	gen      atomic.Uint64 // counts changes, so connections re-resolve their privileges
+	pwCache  passwordCache // passwords CheckPassword verified lately
 }
 
 // Generation changes whenever a user or role does.

@@ -86,11 +86,17 @@ func (r *request) branchWritten(db, rev string) string {
 // checkBranchWrite refuses a write of db@branch when the branch is
 // protected and the user holds none of its roles.
 func (r *request) checkBranchWrite(a connAuth, db, branch string) error {
-	if !r.c.s.cfg.Auth {
+	return r.c.s.checkBranchWrite(a.user, db, branch)
+}
+
+// checkBranchWrite refuses user a write of a protected branch whose roles
+// it does not hold (with --auth).
+func (s *Server) checkBranchWrite(user *auth.User, db, branch string) error {
+	if !s.cfg.Auth {
 		return nil
 	}
-	p, ok := r.c.s.users.Protection(db, branch)
-	if !ok || (a.user != nil && r.c.s.users.Holds(a.user, p.Roles)) {
+	p, ok := s.users.Protection(db, branch)
+	if !ok || (user != nil && s.users.Holds(user, p.Roles)) {
 		return nil
 	}
 	return mongoerr.New(mongoerr.Unauthorized,

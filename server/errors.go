@@ -148,6 +148,7 @@ var vcErrors = []struct {
 	{storage.ErrNoUpstream, mongoerr.NoUpstream},
 	{storage.ErrRemoteScheme, mongoerr.NotImplemented},
 	{storage.ErrBadRemoteURL, mongoerr.BadValue},
+	{storage.ErrBadRemoteRequest, mongoerr.BadValue},
 	{storage.ErrDatabaseExists, mongoerr.NamespaceExists},
 	{storage.ErrNotDropped, mongoerr.NamespaceNotFound},
 	{storage.ErrConflictMissing, mongoerr.NoSuchKey},

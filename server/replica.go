@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"maps"
 	"slices"
@@ -51,21 +52,28 @@ type replicaDB struct {
 	lastError            string
 }
 
-// replicaLoop polls the replica's root until Shutdown.
+// replicaLoop polls the replica's root until Shutdown: every ReplicaPoll,
+// and for an http(s) root also as soon as the primary reports a change
+// (a long poll), so that a commit reaches the replica within moments.
 func (s *Server) replicaLoop() {
 	defer s.wg.Done()
-	every := s.cfg.ReplicaPoll
-	if every <= 0 {
-		every = DefaultReplicaPoll
-	}
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
+	every := cmp.Or(s.cfg.ReplicaPoll, DefaultReplicaPoll)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		<-s.done
+		cancel()
+	}()
+	for ctx.Err() == nil {
+		// The token is read before the poll: a change made during it
+		// ends the wait below at once.
+		token, err := storage.WaitRemoteChange(ctx, s.cfg.ReplicaOf, "", 0)
 		s.guard("replica poll", s.replicaPoll)
-		select {
-		case <-s.done:
-			return
-		case <-t.C:
+		if err == nil && token != "" {
+			_, err = storage.WaitRemoteChange(ctx, s.cfg.ReplicaOf, token, every)
+		}
+		if err != nil || token == "" {
+			s.sleepOrDone(ctx, every)
 		}
 	}
 }

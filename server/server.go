@@ -67,6 +67,9 @@ type Config struct {
 	// DefaultReplicaPoll); docs/design/replicas.md.
 	ReplicaOf   string
 	ReplicaPoll time.Duration
+	// HTTPAddress is the HOST:PORT of the HTTP listener ("": none), which
+	// serves the databases as remotes (http.go).
+	HTTPAddress string
 	// NoScripting turns server-side JavaScript off ($where, $function,
 	// $accumulator, mapReduce), as mongod's --noscripting does.
 	NoScripting bool
@@ -105,6 +108,7 @@ type Server struct {
 	started      time.Time
 
 	listeners   []net.Listener
+	http        *httpListener // nil: no HTTP listener (http.go)
 	inFlight    *wire.Budget
 	cursors     *cursorRegistry
 	stats       stats
@@ -185,6 +189,10 @@ func (s *Server) Listen() error {
 		}
 		s.listeners = append(s.listeners, l)
 	}
+	if err := s.listenHTTP(); err != nil {
+		s.closeListeners()
+		return err
+	}
 	s.topo = newTopology(s.cfg, s.Addrs(), s.clock)
 	return nil
 }
@@ -205,6 +213,7 @@ func (s *Server) Serve() {
 		s.wg.Add(1)
 		go s.acceptLoop(l)
 	}
+	s.serveHTTP()
 	s.wg.Add(4)
 	go s.reapTransactionsLoop()
 	go s.reapCursors()
@@ -272,6 +281,7 @@ func (s *Server) Shutdown(ctx context.Context) {
 	}
 	close(s.done)
 	s.closeListeners()
+	s.shutdownHTTP(ctx)
 	s.connsMu.Lock()
 	for c := range s.conns {
 		c.closeRead()

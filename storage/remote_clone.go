@@ -70,7 +70,7 @@ func (e *Engine) cloneTargetFree(name string) error {
 
 // cloneRefs are the branches and tags a clone copies; main must be among
 // the branches, as every database has it.
-func cloneRefs(ctx context.Context, rs *remoteStore, branch string) (heads, tags map[string]hash.Hash, err error) {
+func cloneRefs(ctx context.Context, rs remoteStore, branch string) (heads, tags map[string]hash.Hash, err error) {
 	if heads, tags, err = remoteRefsToFetch(ctx, rs, ""); err != nil {
 		return nil, nil, err
 	}
@@ -87,7 +87,7 @@ func cloneRefs(ctx context.Context, rs *remoteStore, branch string) (heads, tags
 }
 
 // cloneInto writes the clone's store and remotes file into dir.
-func cloneInto(ctx context.Context, dir string, rs *remoteStore, rawURL string, heads, tags map[string]hash.Hash) (FetchResult, error) {
+func cloneInto(ctx context.Context, dir string, rs remoteStore, rawURL string, heads, tags map[string]hash.Hash) (FetchResult, error) {
 	var res FetchResult
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return res, err
@@ -100,7 +100,7 @@ func cloneInto(ctx context.Context, dir string, rs *remoteStore, rawURL string, 
 	db := datas.NewTypesDatabase(types.NewValueStore(cs), tree.NewNodeStore(cs))
 	defer db.Close()
 	addrs := append(slices.Collect(maps.Values(heads)), slices.Collect(maps.Values(tags))...)
-	if res.Transferred, err = copyChunks(ctx, rs.cs, cs, addrs); err != nil {
+	if res.Transferred, err = copyChunks(ctx, rs.chunks(), cs, addrs); err != nil {
 		return res, err
 	}
 	cfg := &remoteConfig{remotes: map[string]string{"origin": rawURL}, upstreams: map[string]Upstream{}}

@@ -108,7 +108,7 @@ func (d *Database) remoteURL(name string) (string, error) {
 
 // openNamedRemote opens the store of the remote called name; with
 // create, one that holds no store yet opens empty (a push).
-func (d *Database) openNamedRemote(ctx context.Context, name string, create bool) (*remoteStore, error) {
+func (d *Database) openNamedRemote(ctx context.Context, name string, create bool) (remoteStore, error) {
 	rawURL, err := d.remoteURL(name)
 	if err != nil {
 		return nil, err

@@ -11,6 +11,7 @@ import (
 
 	"dumbodb/storage/s3blob"
 
+	"github.com/dolthub/dolt/go/store/chunks"
 	"github.com/dolthub/dolt/go/store/datas"
 	"github.com/dolthub/dolt/go/store/datas/pull"
 	"github.com/dolthub/dolt/go/store/hash"
@@ -22,18 +23,30 @@ import (
 // A remote's store, opened from its URL, and the copy of chunks between
 // stores (docs/design/remotes.md).
 
-// remoteStore is an open remote: its chunk store and its refs.
-type remoteStore struct {
-	cs *nbs.NomsBlockStore
-	db datas.Database
+// remoteStore is an open remote: its refs, the chunk store copies read
+// from and write to, and the moves of its refs.
+type remoteStore interface {
+	// refs maps the names of the remote's refs under prefix to their
+	// addresses (a branch's head commit, a tag's tag object).
+	refs(ctx context.Context, prefix string) (map[string]hash.Hash, error)
+	// chunks is the remote's chunk store as a copy's source or sink.
+	chunks() chunks.ChunkStore
+	// moveRef points ref id (refs/heads/<b>, refs/tags/<t>) at addr, which
+	// the remote holds: a branch only by a fast-forward unless force
+	// (ErrNotFastForward), a tag only when it has none; an empty addr
+	// deletes the ref. It returns the ref's address before the move.
+	moveRef(ctx context.Context, id string, addr hash.Hash, force bool) (hash.Hash, error)
+	close() error
 }
 
 // openRemote opens the store a remote URL names. With create, a remote
 // that holds no store yet is opened empty (a push to a new remote).
-func openRemote(ctx context.Context, rawURL string, create bool) (*remoteStore, error) {
+func openRemote(ctx context.Context, rawURL string, create bool) (remoteStore, error) {
 	var cs *nbs.NomsBlockStore
 	var err error
 	switch u, _ := url.Parse(rawURL); {
+	case u != nil && (u.Scheme == "http" || u.Scheme == "https"):
+		return openHTTPRemote(ctx, rawURL)
 	case u != nil && u.Scheme == "s3":
 		cs, err = openS3Remote(ctx, rawURL, create)
 	default:
@@ -42,17 +55,22 @@ func openRemote(ctx context.Context, rawURL string, create bool) (*remoteStore, 
 	if err != nil {
 		return nil, err
 	}
-	return &remoteStore{cs: cs, db: datas.NewTypesDatabase(types.NewValueStore(cs), tree.NewNodeStore(cs))}, nil
+	return &chunkStoreRemote{cs: cs, db: datas.NewTypesDatabase(types.NewValueStore(cs), tree.NewNodeStore(cs))}, nil
 }
 
 // checkRemoteURL checks that a URL names a remote DumboDB can reach,
 // without reaching it.
 func checkRemoteURL(rawURL string) error {
-	if u, err := url.Parse(rawURL); err == nil && u.Scheme == "s3" {
+	u, err := url.Parse(rawURL)
+	switch {
+	case err == nil && u.Scheme == "s3":
 		_, err := parseS3URL(rawURL)
 		return err
+	case err == nil && (u.Scheme == "http" || u.Scheme == "https"):
+		_, _, err := parseHTTPRemoteURL(rawURL)
+		return err
 	}
-	_, err := fileRemoteDir(rawURL)
+	_, err = fileRemoteDir(rawURL)
 	return err
 }
 
@@ -133,12 +151,43 @@ func fileRemoteDir(rawURL string) (string, error) {
 	return filepath.Clean(u.Path), nil
 }
 
-func (r *remoteStore) close() error { return r.db.Close() }
+// chunkStoreRemote is a remote that is a Dolt chunk store DumboDB opens
+// itself (file://, s3://): its refs move by Dolt's compare-and-set of the
+// store's root.
+type chunkStoreRemote struct {
+	cs *nbs.NomsBlockStore
+	db datas.Database
+}
 
-// refs maps the names of the remote's refs under prefix to their
-// addresses (a branch's head commit, a tag's tag object).
-func (r *remoteStore) refs(ctx context.Context, prefix string) (map[string]hash.Hash, error) {
+func (r *chunkStoreRemote) close() error { return r.db.Close() }
+
+func (r *chunkStoreRemote) chunks() chunks.ChunkStore { return r.cs }
+
+func (r *chunkStoreRemote) refs(ctx context.Context, prefix string) (map[string]hash.Hash, error) {
 	return datasetRefs(ctx, r.db, prefix)
+}
+
+func (r *chunkStoreRemote) moveRef(ctx context.Context, id string, addr hash.Hash, force bool) (hash.Hash, error) {
+	ds, err := r.db.GetDataset(ctx, id)
+	if err != nil {
+		return hash.Hash{}, err
+	}
+	old, _ := ds.MaybeHeadAddr()
+	switch {
+	case addr.IsEmpty():
+		_, err = r.db.Delete(ctx, ds, "")
+	case old == addr:
+	case strings.HasPrefix(id, refTags) && !old.IsEmpty() && !force:
+		err = fmt.Errorf("%w: %s on the remote", ErrTagExists, strings.TrimPrefix(id, refTags))
+	case force || strings.HasPrefix(id, refTags):
+		_, err = r.db.SetHead(ctx, ds, addr, "")
+	default:
+		_, err = r.db.FastForward(ctx, ds, addr, "")
+		if errors.Is(err, datas.ErrMergeNeeded) {
+			err = fmt.Errorf("%w: the remote's %s has commits this push lacks", ErrNotFastForward, strings.TrimPrefix(id, refHeads))
+		}
+	}
+	return old, err
 }
 
 // datasetRefs maps the names of a store's datasets under prefix to their
@@ -169,7 +218,7 @@ const transferTableFileSize = 128 << 20
 // copyChunks copies into sink the chunks that addrs reach in src and sink
 // lacks, with Dolt's puller: it stops at the chunks sink has and adds what
 // it copied to sink's manifest once it is durable.
-func copyChunks(ctx context.Context, src, sink *nbs.NomsBlockStore, addrs []hash.Hash) (TransferStats, error) {
+func copyChunks(ctx context.Context, src, sink chunks.ChunkStore, addrs []hash.Hash) (TransferStats, error) {
 	walk, err := types.WalkAddrsForChunkStore(src)
 	if err != nil {
 		return TransferStats{}, err

@@ -55,7 +55,7 @@ func (d *Database) fetch(ctx context.Context, remote, branch string, prune bool)
 	}
 	d.compactMu.Lock() // GC would drop copied chunks no ref reaches yet
 	defer d.compactMu.Unlock()
-	if res.Transferred, err = copyChunks(ctx, rs.cs, d.cs, slices.Collect(maps.Values(heads))); err != nil {
+	if res.Transferred, err = copyChunks(ctx, rs.chunks(), d.cs, slices.Collect(maps.Values(heads))); err != nil {
 		return res, err
 	}
 	if res.Updated, err = d.moveTrackingRefs(ctx, remote, heads, prune && branch == ""); err != nil {
@@ -66,7 +66,7 @@ func (d *Database) fetch(ctx context.Context, remote, branch string, prune bool)
 
 // remoteRefsToFetch are a remote's branch heads (one branch's when
 // branch is set) and its tags.
-func remoteRefsToFetch(ctx context.Context, rs *remoteStore, branch string) (heads, tags map[string]hash.Hash, err error) {
+func remoteRefsToFetch(ctx context.Context, rs remoteStore, branch string) (heads, tags map[string]hash.Hash, err error) {
 	if heads, err = rs.refs(ctx, refHeads); err != nil {
 		return nil, nil, err
 	}
@@ -111,7 +111,7 @@ func (d *Database) moveTrackingRefs(ctx context.Context, remote string, heads ma
 
 // addMissingTags copies the remote's tags that the database lacks, as
 // git fetch does for tags; a tag the database has keeps its value.
-func (d *Database) addMissingTags(ctx context.Context, rs *remoteStore, tags map[string]hash.Hash, res *FetchResult) error {
+func (d *Database) addMissingTags(ctx context.Context, rs remoteStore, tags map[string]hash.Hash, res *FetchResult) error {
 	local, err := datasetRefs(ctx, d.db, refTags)
 	if err != nil {
 		return err
@@ -125,7 +125,7 @@ func (d *Database) addMissingTags(ctx context.Context, rs *remoteStore, tags map
 	if len(missing) == 0 {
 		return nil
 	}
-	st, err := copyChunks(ctx, rs.cs, d.cs, missing)
+	st, err := copyChunks(ctx, rs.chunks(), d.cs, missing)
 	if err != nil {
 		return err
 	}
@@ -214,7 +214,7 @@ func (d *Database) Push(ctx context.Context, o PushOptions) (PushResult, error) 
 }
 
 // pushBranch copies the branch's head and moves the remote branch.
-func (d *Database) pushBranch(ctx context.Context, rs *remoteStore, o PushOptions) (PushResult, error) {
+func (d *Database) pushBranch(ctx context.Context, rs remoteStore, o PushOptions) (PushResult, error) {
 	res := PushResult{Remote: o.Remote}
 	head, err := d.headCommit(ctx, o.Branch)
 	if err != nil {
@@ -223,24 +223,15 @@ func (d *Database) pushBranch(ctx context.Context, rs *remoteStore, o PushOption
 	if res.Transferred, err = d.copyOut(ctx, rs, []hash.Hash{head.Addr()}); err != nil {
 		return res, err
 	}
-	ds, err := rs.db.GetDataset(ctx, refHeads+o.RemoteBranch)
-	if err != nil {
-		return res, err
-	}
-	old, _ := ds.MaybeHeadAddr()
-	if o.Force {
-		_, err = rs.db.SetHead(ctx, ds, head.Addr(), "")
-	} else {
-		_, err = rs.db.FastForward(ctx, ds, head.Addr(), "")
-	}
+	old, err := rs.moveRef(ctx, refHeads+o.RemoteBranch, head.Addr(), o.Force)
 	switch {
-	case errors.Is(err, datas.ErrAlreadyCommitted):
-		res.UpToDate = true
-	case errors.Is(err, datas.ErrMergeNeeded):
+	case errors.Is(err, ErrNotFastForward):
 		return res, fmt.Errorf("%w: %s/%s has commits %s lacks: pull first, or push with force",
 			ErrNotFastForward, o.Remote, o.RemoteBranch, o.Branch)
 	case err != nil:
 		return res, err
+	case old == head.Addr():
+		res.UpToDate = true
 	default:
 		res.Updated = append(res.Updated, RefUpdate{Name: o.RemoteBranch, Old: addrString(old), New: head.Addr().String()})
 	}
@@ -249,14 +240,14 @@ func (d *Database) pushBranch(ctx context.Context, rs *remoteStore, o PushOption
 
 // copyOut copies what addrs reach to the remote; GC and compaction,
 // which could remove or move the chunks it reads, wait for it.
-func (d *Database) copyOut(ctx context.Context, rs *remoteStore, addrs []hash.Hash) (TransferStats, error) {
+func (d *Database) copyOut(ctx context.Context, rs remoteStore, addrs []hash.Hash) (TransferStats, error) {
 	d.compactMu.Lock()
 	defer d.compactMu.Unlock()
-	return copyChunks(ctx, d.cs, rs.cs, addrs)
+	return copyChunks(ctx, d.cs, rs.chunks(), addrs)
 }
 
 // pushTags copies the tags the remote lacks.
-func (d *Database) pushTags(ctx context.Context, rs *remoteStore, res *PushResult) error {
+func (d *Database) pushTags(ctx context.Context, rs remoteStore, res *PushResult) error {
 	local, err := datasetRefs(ctx, d.db, refTags)
 	if err != nil {
 		return err
@@ -286,7 +277,7 @@ func (d *Database) pushTags(ctx context.Context, rs *remoteStore, res *PushResul
 	res.Transferred.Chunks += st.Chunks
 	res.Transferred.Bytes += st.Bytes
 	for i, name := range missing {
-		if err := setRef(ctx, rs.db, refTags+name, addrs[i]); err != nil {
+		if _, err := rs.moveRef(ctx, refTags+name, addrs[i], false); err != nil {
 			return err
 		}
 		res.Updated = append(res.Updated, RefUpdate{Name: "tag " + name, New: addrs[i].String()})
@@ -295,17 +286,17 @@ func (d *Database) pushTags(ctx context.Context, rs *remoteStore, res *PushResul
 }
 
 // deleteRemoteBranch removes a branch of the remote and its tracking ref.
-func (d *Database) deleteRemoteBranch(ctx context.Context, rs *remoteStore, o PushOptions) (PushResult, error) {
+func (d *Database) deleteRemoteBranch(ctx context.Context, rs remoteStore, o PushOptions) (PushResult, error) {
 	res := PushResult{Remote: o.Remote}
-	ds, err := rs.db.GetDataset(ctx, refHeads+o.RemoteBranch)
+	branches, err := rs.refs(ctx, refHeads)
 	if err != nil {
 		return res, err
 	}
-	old, ok := ds.MaybeHeadAddr()
-	if !ok {
+	if _, ok := branches[o.RemoteBranch]; !ok {
 		return res, fmt.Errorf("%w: %s on the remote", ErrBranchNotFound, o.RemoteBranch)
 	}
-	if _, err := rs.db.Delete(ctx, ds, ""); err != nil {
+	old, err := rs.moveRef(ctx, refHeads+o.RemoteBranch, hash.Hash{}, true)
+	if err != nil {
 		return res, err
 	}
 	res.Updated = append(res.Updated, RefUpdate{Name: o.RemoteBranch, Old: old.String()})

@@ -72,7 +72,11 @@ func remoteChild(rawURL, name string) string {
 // remoteDatabases lists the databases stored under a remote URL: the
 // children that hold a store.
 func remoteDatabases(ctx context.Context, rawURL string) ([]string, error) {
-	if u, err := url.Parse(rawURL); err == nil && u.Scheme == "s3" {
+	u, err := url.Parse(rawURL)
+	if err == nil && (u.Scheme == "http" || u.Scheme == "https") {
+		return httpRemoteDatabases(ctx, rawURL)
+	}
+	if err == nil && u.Scheme == "s3" {
 		cfg, err := parseS3URL(rawURL)
 		if err != nil {
 			return nil, err

@@ -51,6 +51,7 @@ type serverFlags struct {
 	autoGCMaxMB    int
 	noScripting    bool
 	replicaOf      string
+	httpAddress    string
 	undropHours    int
 	replicaPoll    int
 	cpuProfile     string
@@ -103,7 +104,8 @@ func parseFlags(args []string, stderr io.Writer) (*serverFlags, error) {
 	fs.BoolVar(&o.noScripting, "noscripting", false, "disable server-side JavaScript ($where, $function, $accumulator, mapReduce)")
 	fs.IntVar(&o.undropHours, "undropRetentionHours", int(storage.DefaultUndropRetention/time.Hour),
 		"hours dropDatabase keeps a database restorable by dumboUndrop; 0 removes it at once")
-	fs.StringVar(&o.replicaOf, "replicaOf", "", "run as a read replica of the databases stored under this file:// or s3:// root (docs/design/replicas.md)")
+	fs.StringVar(&o.replicaOf, "replicaOf", "", "run as a read replica of the databases under this http(s)://host:port/ server, or stored under this file:// or s3:// root (docs/design/replicas.md)")
+	fs.StringVar(&o.httpAddress, "httpAddress", "", "HOST:PORT of the HTTP listener, which serves the databases as remotes (off by default; docs/design/http.md)")
 	fs.IntVar(&o.replicaPoll, "replicaPollSeconds", int(server.DefaultReplicaPoll/time.Second), "with --replicaOf, seconds between polls of the root")
 	fs.StringVar(&o.heapProfile, "heapProfile", "", "write a Go heap profile to this file when a signal asks the server to stop, before it shuts down (for memory work; see docs/perf/README.md)")
 	fs.StringVar(&o.cpuProfile, "cpuProfile", "", "write a Go CPU profile of the whole run to this file (for performance work; see docs/perf/README.md)")
@@ -216,6 +218,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		ReplSet:       o.replSet, Standalone: o.standalone, AdvertiseHost: o.advertiseHost, Auth: o.auth, TLS: o.tls,
 		NoScripting:   o.noScripting,
 		ReplicaOf:     o.replicaOf,
+		HTTPAddress:   o.httpAddress,
 		ReplicaPoll:   time.Duration(max(o.replicaPoll, 1)) * time.Second,
 		MemoryRelease: time.Duration(max(o.releaseSeconds, 0)) * time.Second,
 	}

@@ -1,0 +1,285 @@
+package server_test
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"dumbodb/server"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+	"go.mongodb.org/mongo-driver/v2/mongo/readpref"
+)
+
+// withHTTP gives a test server an HTTP listener on a free loopback port.
+func withHTTP(c *server.Config) { c.HTTPAddress = "127.0.0.1:0" }
+
+// httpURL is the URL of database db on ts's HTTP listener, with
+// credentials when userinfo is set ("user:password").
+func (ts *testServer) httpURL(userinfo, db string) string {
+	if userinfo != "" {
+		userinfo += "@"
+	}
+	return fmt.Sprintf("http://%s%s/%s", userinfo, ts.srv.HTTPAddr(), db)
+}
+
+// TestRemotesOverHTTP: a second server clones a database over HTTP with
+// its commits, indexes and collection options; pushes a commit back,
+// which moves the first server's live branch and working set; fetches
+// and pulls a commit made there; a diverged push is NotFastForward, a
+// push over uncommitted changes DirtyWorkingSet, each unless forced; tags
+// travel; a remote branch is created and deleted; a one-document push
+// sends a few chunks.
+func TestRemotesOverHTTP(t *testing.T) {
+	as := startServer(t, withHTTP)
+	a, b := as.client(), startServer(t).client()
+	shop := a.Database("shop")
+	mustRun(t, shop, bson.D{{Key: "create", Value: "items"}, {Key: "validator", Value: bson.M{"v": bson.M{"$type": "int"}}}})
+	docs := make([]any, 500)
+	for i := range docs {
+		docs[i] = bson.M{"_id": i, "v": i}
+	}
+	if _, err := shop.Collection("items").InsertMany(ctx, docs); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := shop.Collection("items").Indexes().CreateOne(ctx, mongo.IndexModel{Keys: bson.D{{Key: "v", Value: -1}}}); err != nil {
+		t.Fatal(err)
+	}
+	seed := vc(t, a, "shop", bson.D{{Key: "dumboCommit", Value: 1}, {Key: "message", Value: "seed"}})
+	vc(t, a, "shop", bson.D{{Key: "dumboTag", Value: "v1"}})
+
+	cloned := vc(t, b, "shop", bson.D{{Key: "dumboClone", Value: 1}, {Key: "url", Value: as.httpURL("", "shop")}})
+	if cloned["database"] != "shop" || cloned["chunks"].(int64) == 0 {
+		t.Fatalf("clone %v", cloned)
+	}
+	bshop := b.Database("shop")
+	if log := vc(t, b, "shop", bson.D{{Key: "dumboLog", Value: 1}}); get(log["commits"].(bson.A)[0], "commitId") != seed["commitId"] {
+		t.Fatalf("the clone's log %v, want head %v", log, seed["commitId"])
+	}
+	if findV(t, b, "shop", 499) != int32(499) || findV(t, b, "shop@v1", 7) != int32(7) {
+		t.Fatal("the clone lacks a document or the tag")
+	}
+	if got, want := listIndexSpecs(t, bshop.Collection("items")), listIndexSpecs(t, shop.Collection("items")); !reflect.DeepEqual(got, want) {
+		t.Errorf("indexes %v, want %v", got, want)
+	}
+	if got, want := collectionInfos(t, bshop), collectionInfos(t, shop); !reflect.DeepEqual(got, want) {
+		t.Errorf("collections %v, want %v", got, want)
+	}
+
+	// A one-document commit pushed back moves a's main, documents and all.
+	if _, err := bshop.Collection("items").UpdateOne(ctx, bson.M{"_id": 3}, bson.M{"$set": bson.M{"v": 3000}}); err != nil {
+		t.Fatal(err)
+	}
+	vc(t, b, "shop", bson.D{{Key: "dumboCommit", Value: 1}, {Key: "message", Value: "from b"}})
+	vc(t, b, "shop", bson.D{{Key: "dumboTag", Value: "v2"}})
+	pushed := vc(t, b, "shop", bson.D{{Key: "dumboPush", Value: 1}, {Key: "tags", Value: true}})
+	if n := pushed["chunks"].(int64); n == 0 || n > 40 || pushed["bytes"].(int64) > 64<<10 {
+		t.Errorf("a one-document push moved %v chunks, %v bytes", pushed["chunks"], pushed["bytes"])
+	}
+	if findV(t, a, "shop", 3) != int32(3000) || findV(t, a, "shop@v2", 3) != int32(3000) {
+		t.Fatalf("the push did not reach a's main or tags (%v)", pushed)
+	}
+	if st := vc(t, a, "shop", bson.D{{Key: "dumboStatus", Value: 1}}); st["dirty"] != false {
+		t.Errorf("a's working set is not the pushed commit: %v", st)
+	}
+
+	// A commit on a, fetched and pulled by b.
+	if _, err := shop.Collection("items").InsertOne(ctx, bson.M{"_id": 1000, "v": 1000}); err != nil {
+		t.Fatal(err)
+	}
+	vc(t, a, "shop", bson.D{{Key: "dumboCommit", Value: 1}, {Key: "message", Value: "from a"}})
+	vc(t, b, "shop", bson.D{{Key: "dumboFetch", Value: 1}})
+	if st := vc(t, b, "shop", bson.D{{Key: "dumboStatus", Value: 1}}); get(st["upstream"], "behind") != int32(1) {
+		t.Errorf("b's status after the fetch %v", st)
+	}
+	if pulled := vc(t, b, "shop", bson.D{{Key: "dumboPull", Value: 1}}); pulled["fastForward"] != true || findV(t, b, "shop", 1000) != int32(1000) {
+		t.Fatalf("pull %v", pulled)
+	}
+
+	// Diverged histories: refused unless forced.
+	for i, c := range []*mongo.Client{a, b} {
+		if _, err := c.Database("shop").Collection("items").InsertOne(ctx, bson.M{"_id": 2000 + i, "v": i}); err != nil {
+			t.Fatal(err)
+		}
+		vc(t, c, "shop", bson.D{{Key: "dumboCommit", Value: 1}, {Key: "message", Value: "diverge"}})
+	}
+	_, err := run(t, bshop, bson.D{{Key: "dumboPush", Value: 1}})
+	wantCode(t, err, 20010, "NotFastForward")
+	// Uncommitted changes on a's main: refused unless forced.
+	if _, err := shop.Collection("items").InsertOne(ctx, bson.M{"_id": 3000, "v": 1}); err != nil {
+		t.Fatal(err)
+	}
+	vc(t, a, "shop", bson.D{{Key: "dumboReset", Value: 1}, {Key: "to", Value: "HEAD~1"}}) // soft: 2000 stays, uncommitted
+	vc(t, b, "shop", bson.D{{Key: "dumboReset", Value: 1}, {Key: "to", Value: "origin/main"}, {Key: "hard", Value: true}})
+	if _, err := bshop.Collection("items").InsertOne(ctx, bson.M{"_id": 4000, "v": 4000}); err != nil {
+		t.Fatal(err)
+	}
+	vc(t, b, "shop", bson.D{{Key: "dumboCommit", Value: 1}, {Key: "message", Value: "over a's edits"}})
+	_, err = run(t, bshop, bson.D{{Key: "dumboPush", Value: 1}})
+	wantCode(t, err, 20006, "DirtyWorkingSet")
+	if findV(t, a, "shop", 3000) != int32(1) {
+		t.Fatal("a refused push lost a's uncommitted document")
+	}
+	vc(t, b, "shop", bson.D{{Key: "dumboPush", Value: 1}, {Key: "force", Value: true}})
+	if findV(t, a, "shop", 4000) != int32(4000) || findV(t, a, "shop", 3000) != nil {
+		t.Fatal("a forced push did not replace a's main")
+	}
+
+	// A new remote branch, then its deletion.
+	vc(t, b, "shop", bson.D{{Key: "dumboPush", Value: 1}, {Key: "remoteBranch", Value: "feature"}})
+	if findV(t, a, "shop@feature", 4000) != int32(4000) {
+		t.Fatal("the pushed branch is not on a")
+	}
+	vc(t, b, "shop", bson.D{{Key: "dumboPush", Value: 1}, {Key: "remoteBranch", Value: "feature"}, {Key: "delete", Value: true}})
+	if bs := vc(t, a, "shop", bson.D{{Key: "dumboBranch", Value: 1}})["branches"].(bson.A); len(bs) != 1 {
+		t.Errorf("a's branches after the delete: %v", bs)
+	}
+}
+
+// TestHTTPRemoteRefusals: requests for a database that does not exist, a
+// URL that names none, and malformed bodies get MongoDB's error shape
+// and HTTP statuses, and leave the server serving.
+func TestHTTPRemoteRefusals(t *testing.T) {
+	as := startServer(t, withHTTP)
+	a := as.client()
+	if _, err := a.Database("shop").Collection("items").InsertOne(ctx, bson.M{"_id": 1, "v": 1}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := run(t, a.Database("copy"), bson.D{{Key: "dumboClone", Value: 1}, {Key: "url", Value: as.httpURL("", "nosuchdb")}})
+	wantCode(t, err, 20011, "RemoteNotFound")
+	_, err = run(t, a.Database("copy"), bson.D{{Key: "dumboClone", Value: 1}, {Key: "url", Value: as.httpURL("", "")}})
+	wantCode(t, err, 2, "BadValue")
+	base := fmt.Sprintf("http://%s/remote/v1/shop/", as.srv.HTTPAddr())
+	for _, c := range []struct {
+		path, body string
+		status     int
+	}{
+		{"has", "short", http.StatusBadRequest},
+		{"chunks", "0123456789012345678", http.StatusBadRequest},
+		{"push", "\x00\x00\x00\x05{bad}", http.StatusBadRequest},
+		{"push", "\x00\x00", http.StatusBadRequest},
+		{"nothing", "", http.StatusNotFound},
+	} {
+		resp, err := http.Post(base+c.path, "application/octet-stream", strings.NewReader(c.body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != c.status || !strings.Contains(string(body), `"codeName"`) {
+			t.Errorf("POST %s: %d %s, want %d in MongoDB's error shape", c.path, resp.StatusCode, body, c.status)
+		}
+	}
+	if findV(t, a, "shop", 1) != int32(1) {
+		t.Error("the server does not serve after bad requests")
+	}
+}
+
+// TestHTTPRemoteUnderAccessControl: with --auth a remote over HTTP needs
+// credentials; a reader clones and fetches but cannot push; a readWrite
+// user pushes but cannot force or delete, nor push to a protected branch
+// whose role it lacks; credentials stay out of dumboRemote's listing.
+func TestHTTPRemoteUnderAccessControl(t *testing.T) {
+	as := startServer(t, withAuth, withHTTP)
+	createRoot(t, as)
+	root := as.authClient("root", "rootpw", "admin", "")
+	mustRun(t, root.Database("shop"), bson.D{{Key: "insert", Value: "items"}, {Key: "documents", Value: bson.A{bson.M{"_id": 1, "v": 1}}}})
+	mustRun(t, root.Database("shop"), bson.D{{Key: "dumboCommit", Value: 1}, {Key: "message", Value: "start"}})
+	addUser(t, root, "shop", "viewer", bson.A{"read"})
+	addUser(t, root, "shop", "dev", bson.A{"readWrite"})
+	b := startServer(t).client()
+
+	_, err := run(t, b.Database("anon"), bson.D{{Key: "dumboClone", Value: 1}, {Key: "url", Value: as.httpURL("", "shop")}})
+	wantCode(t, err, 18, "AuthenticationFailed")
+	_, err = run(t, b.Database("anon"), bson.D{{Key: "dumboClone", Value: 1}, {Key: "url", Value: as.httpURL("viewer:wrong", "shop") + "?authSource=shop"}})
+	wantCode(t, err, 18, "AuthenticationFailed")
+	viewerURL := as.httpURL("viewer:pw", "shop") + "?authSource=shop"
+	vc(t, b, "viewed", bson.D{{Key: "dumboClone", Value: 1}, {Key: "url", Value: viewerURL}})
+	if findV(t, b, "viewed", 1) != int32(1) {
+		t.Fatal("the reader's clone lacks the document")
+	}
+	if list := vc(t, b, "viewed", bson.D{{Key: "dumboRemote", Value: 1}}); strings.Contains(fmt.Sprint(list), "pw@") {
+		t.Errorf("the listing shows credentials: %v", list)
+	}
+	if _, err := b.Database("viewed").Collection("items").InsertOne(ctx, bson.M{"_id": 2, "v": 2}); err != nil {
+		t.Fatal(err)
+	}
+	vc(t, b, "viewed", bson.D{{Key: "dumboCommit", Value: 1}, {Key: "message", Value: "two"}})
+	_, err = run(t, b.Database("viewed"), bson.D{{Key: "dumboPush", Value: 1}})
+	wantCode(t, err, 13, "Unauthorized")
+
+	devURL := as.httpURL("dev:pw", "shop") + "?authSource=shop"
+	vc(t, b, "viewed", bson.D{{Key: "dumboRemote", Value: "add"}, {Key: "name", Value: "dev"}, {Key: "url", Value: devURL}})
+	vc(t, b, "viewed", bson.D{{Key: "dumboPush", Value: 1}, {Key: "remote", Value: "dev"}})
+	if findV(t, root, "shop", 2) != int32(2) {
+		t.Fatal("the readWrite user's push did not land")
+	}
+	if _, err := b.Database("viewed").Collection("items").InsertOne(ctx, bson.M{"_id": 5, "v": 5}); err != nil {
+		t.Fatal(err)
+	}
+	vc(t, b, "viewed", bson.D{{Key: "dumboCommit", Value: 1}, {Key: "message", Value: "five"}})
+	for _, cmd := range []bson.D{
+		{{Key: "dumboPush", Value: 1}, {Key: "remote", Value: "dev"}, {Key: "force", Value: true}},
+		{{Key: "dumboPush", Value: 1}, {Key: "remote", Value: "dev"}, {Key: "remoteBranch", Value: "main"}, {Key: "delete", Value: true}},
+	} {
+		_, err := run(t, b.Database("viewed"), cmd)
+		wantCode(t, err, 13, "Unauthorized")
+	}
+	mustRun(t, root.Database("shop"), bson.D{{Key: "createRole", Value: "release"}, {Key: "privileges", Value: bson.A{}}, {Key: "roles", Value: bson.A{}}})
+	mustRun(t, root.Database("shop"), bson.D{{Key: "dumboProtectBranch", Value: "main"}, {Key: "roles", Value: bson.A{"release"}}})
+	if _, err := b.Database("viewed").Collection("items").InsertOne(ctx, bson.M{"_id": 3, "v": 3}); err != nil {
+		t.Fatal(err)
+	}
+	vc(t, b, "viewed", bson.D{{Key: "dumboCommit", Value: 1}, {Key: "message", Value: "three"}})
+	_, err = run(t, b.Database("viewed"), bson.D{{Key: "dumboPush", Value: 1}, {Key: "remote", Value: "dev"}})
+	wantCode(t, err, 13, "Unauthorized")
+	mustRun(t, root.Database("shop"), bson.D{{Key: "grantRolesToUser", Value: "dev"}, {Key: "roles", Value: bson.A{"release"}}})
+	vc(t, b, "viewed", bson.D{{Key: "dumboPush", Value: 1}, {Key: "remote", Value: "dev"}})
+	if findV(t, root, "shop", 3) != int32(3) {
+		t.Fatal("the role holder's push did not land")
+	}
+}
+
+// TestReadReplicaOfAnHTTPPrimary: a replica following a primary's HTTP
+// listener clones its databases and takes each commit through the long
+// poll, long before its poll interval (ten minutes here) would.
+func TestReadReplicaOfAnHTTPPrimary(t *testing.T) {
+	ps := startServer(t, withHTTP)
+	primary := ps.client()
+	shop := primary.Database("shop")
+	if _, err := shop.Collection("items").InsertOne(ctx, bson.M{"_id": 1, "v": 1}); err != nil {
+		t.Fatal(err)
+	}
+	vc(t, primary, "shop", bson.D{{Key: "dumboCommit", Value: 1}, {Key: "message", Value: "one"}})
+	rs := startServer(t, func(c *server.Config) {
+		c.ReplicaOf, c.ReplicaPoll = fmt.Sprintf("http://%s/", ps.srv.HTTPAddr()), 10*time.Minute
+	})
+	replica, err := mongo.Connect(options.Client().ApplyURI("mongodb://" + rs.addr + "/?directConnection=true").
+		SetReadPreference(readpref.SecondaryPreferred()).
+		SetHeartbeatInterval(500 * time.Millisecond)) // see TestReadReplicaFollowsPushes
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { replica.Disconnect(ctx) })
+	eventually(t, "the replica clones shop", func() bool { return findV(t, replica, "shop", 1) == int32(1) })
+	for i := 2; i <= 4; i++ {
+		if _, err := shop.Collection("items").InsertOne(ctx, bson.M{"_id": i, "v": i}); err != nil {
+			t.Fatal(err)
+		}
+		// Uncommitted, the write is not the replica's to show.
+		time.Sleep(200 * time.Millisecond)
+		if findV(t, replica, "shop", i) != nil {
+			t.Fatalf("the replica shows document %d before its commit", i)
+		}
+		vc(t, primary, "shop", bson.D{{Key: "dumboCommit", Value: 1}, {Key: "message", Value: "more"}})
+		eventually(t, "the replica takes the new commit", func() bool { return findV(t, replica, "shop", i) == int32(i) })
+	}
+	_, err = replica.Database("shop").Collection("items").InsertOne(ctx, bson.M{"_id": 9})
+	wantCode(t, err, 10107, "NotWritablePrimary")
+}

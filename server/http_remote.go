@@ -1,0 +1,263 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"dumbodb/auth"
+	"dumbodb/mongoerr"
+	"dumbodb/storage"
+)
+
+// Serving the databases as remotes on the HTTP listener
+// (docs/format/remote-http.md): other servers fetch, pull, clone, push
+// and follow them as replicas, as the same users with the same rights as
+// on the wire protocol.
+
+// httpRemotePath is the protocol's path prefix.
+const httpRemotePath = "/remote/v1/"
+
+// Bounds of the protocol's requests.
+const (
+	maxHashRequest   = storage.MaxRemoteHashes * 20
+	maxListWait      = 60 * time.Second
+	listWaitInterval = 100 * time.Millisecond
+)
+
+// httpCaller is who sent an HTTP request: with --auth, an authenticated
+// user and what its roles grant; without, anyone, allowed everything.
+type httpCaller struct {
+	user  *auth.User
+	privs *auth.Privileges
+}
+
+// authenticate checks a request's basic credentials (with --auth).
+func (s *Server) authenticate(r *http.Request) (httpCaller, error) {
+	if !s.cfg.Auth {
+		return httpCaller{}, nil
+	}
+	name, password, ok := r.BasicAuth()
+	if !ok {
+		return httpCaller{}, mongoerr.New(mongoerr.AuthenticationFailed, "this server requires authentication: send HTTP basic credentials")
+	}
+	db := r.Header.Get("X-Dumbo-Auth-Source")
+	if db == "" {
+		db = "admin"
+	}
+	u, err := s.users.CheckPassword(db, name, password)
+	if err != nil {
+		s.log.Info().Str("c", "ACCESS").Str("user", name).Str("db", db).Str("remote", r.RemoteAddr).
+			Msg("HTTP authentication failed")
+		return httpCaller{}, mongoerr.New(mongoerr.AuthenticationFailed, "Authentication failed.")
+	}
+	privs, err := s.users.Resolve(u.Roles)
+	if err != nil {
+		privs = &auth.Privileges{}
+	}
+	return httpCaller{user: u, privs: privs}, nil
+}
+
+// allows reports whether the caller may take action a on db.
+func (c httpCaller) allows(s *Server, a auth.Action, db string) bool {
+	return !s.cfg.Auth || c.privs.Allows(a, db)
+}
+
+// require refuses the caller an action it lacks on db.
+func (c httpCaller) require(s *Server, a auth.Action, db, what string) error {
+	if c.allows(s, a, db) {
+		return nil
+	}
+	return mongoerr.New(mongoerr.Unauthorized, "not authorized on %s to %s (it needs %v)", db, what, a.Names())
+}
+
+// handleRemote routes a request of the remote protocol.
+func (s *Server) handleRemote(w http.ResponseWriter, r *http.Request) {
+	caller, err := s.authenticate(r)
+	if err != nil {
+		writeHTTPError(w, err)
+		return
+	}
+	rest := strings.TrimPrefix(r.URL.Path, httpRemotePath)
+	if rest == "" && r.Method == http.MethodGet {
+		s.serveRemoteList(w, r, caller)
+		return
+	}
+	db, op, _ := strings.Cut(rest, "/")
+	handler, ok := map[string]func(http.ResponseWriter, *http.Request, httpCaller, *storage.Database){
+		http.MethodGet + " refs":    s.serveRemoteRefs,
+		http.MethodPost + " has":    s.serveRemoteHas,
+		http.MethodPost + " chunks": s.serveRemoteChunks,
+		http.MethodPost + " push":   s.serveRemotePush,
+	}[r.Method+" "+op]
+	if !ok {
+		writeHTTPError(w, mongoerr.New(mongoerr.NamespaceNotFound, "no such request: %s %s", r.Method, r.URL.Path))
+		return
+	}
+	if err := caller.require(s, auth.Find, db, "read it as a remote"); err != nil {
+		writeHTTPError(w, err)
+		return
+	}
+	d, err := s.engine.Database(r.Context(), db, false)
+	if err == nil && d == nil {
+		err = mongoerr.New(mongoerr.NamespaceNotFound, "database %s does not exist on this server", db)
+	}
+	if err != nil {
+		writeHTTPError(w, err)
+		return
+	}
+	handler(w, r, caller, d)
+}
+
+// serveRemoteList answers the databases the caller may read, and their
+// refs' token; with wait, once the token differs from it.
+func (s *Server) serveRemoteList(w http.ResponseWriter, r *http.Request, caller httpCaller) {
+	wait := r.URL.Query().Get("wait")
+	timeout, _ := strconv.Atoi(r.URL.Query().Get("timeoutMs"))
+	deadline := time.Now().Add(min(time.Duration(timeout)*time.Millisecond, maxListWait))
+	for {
+		names, token, err := s.remoteListing(r.Context(), caller)
+		if err != nil {
+			writeHTTPError(w, err)
+			return
+		}
+		if wait == "" || token != wait || !time.Now().Before(deadline) || !s.sleepOrDone(r.Context(), listWaitInterval) {
+			writeJSON(w, http.StatusOK, map[string]any{
+				"protocol": 1, "format": storage.RemoteFormat, "databases": names, "token": token,
+			})
+			return
+		}
+	}
+}
+
+// remoteListing is the databases the caller may read and their token.
+func (s *Server) remoteListing(ctx context.Context, caller httpCaller) ([]string, string, error) {
+	all, err := s.engine.DatabaseNames()
+	if err != nil {
+		return nil, "", err
+	}
+	names := []string{}
+	for _, n := range all {
+		if caller.allows(s, auth.Find, n) {
+			names = append(names, n)
+		}
+	}
+	token, err := s.engine.RefsToken(ctx, names)
+	return names, token, err
+}
+
+// sleepOrDone waits d; false when the request or the server ended first.
+func (s *Server) sleepOrDone(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+	case <-s.done:
+	}
+	return false
+}
+
+func (s *Server) serveRemoteRefs(w http.ResponseWriter, r *http.Request, _ httpCaller, d *storage.Database) {
+	refs, err := d.ServedRefs(r.Context())
+	if err != nil {
+		writeHTTPError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"format": storage.RemoteFormat, "refs": refs})
+}
+
+// readHashRequest reads a has or chunks request's body.
+func readHashRequest(r *http.Request) ([]byte, error) {
+	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, maxHashRequest))
+	var tooLarge *http.MaxBytesError
+	if errors.As(err, &tooLarge) {
+		return nil, mongoerr.New(mongoerr.BadValue, "a request of more than %d addresses", storage.MaxRemoteHashes)
+	}
+	return body, err
+}
+
+func (s *Server) serveRemoteHas(w http.ResponseWriter, r *http.Request, _ httpCaller, d *storage.Database) {
+	body, err := readHashRequest(r)
+	if err == nil {
+		body, err = d.ServeHas(r.Context(), body)
+	}
+	if err != nil {
+		writeHTTPError(w, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.Write(body)
+}
+
+func (s *Server) serveRemoteChunks(w http.ResponseWriter, r *http.Request, _ httpCaller, d *storage.Database) {
+	body, err := readHashRequest(r)
+	if err != nil {
+		writeHTTPError(w, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/octet-stream")
+	cw := &countingWriter{w: w}
+	if err := d.ServeChunks(r.Context(), body, cw); err != nil {
+		if cw.n == 0 {
+			writeHTTPError(w, err)
+			return
+		}
+		// The answer has begun: cut it, so the client sees a short body.
+		s.log.Warn().Str("c", "NETWORK").Err(err).Str("db", d.Name()).Msg("serving chunks failed")
+		panic(http.ErrAbortHandler)
+	}
+}
+
+// countingWriter counts what went through it.
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// serveRemotePush applies a push, each update checked against the
+// caller's rights: dumboVersionWrite, dumboVersionAdmin to force or
+// delete, a protected branch's roles.
+func (s *Server) serveRemotePush(w http.ResponseWriter, r *http.Request, caller httpCaller, d *storage.Database) {
+	if s.cfg.replica() {
+		writeHTTPError(w, mongoerr.New(mongoerr.NotWritablePrimary, "not primary: this server is a read replica"))
+		return
+	}
+	db := d.Name()
+	allow := func(u storage.PushUpdate) error {
+		if err := caller.require(s, auth.VCWrite, db, "push to it"); err != nil {
+			return err
+		}
+		if u.Force || u.New == "" {
+			if err := caller.require(s, auth.VCAdmin, db, "force a push or delete a ref"); err != nil {
+				return err
+			}
+		}
+		if u.Branch != "" {
+			return s.checkBranchWrite(caller.user, db, u.Branch)
+		}
+		return nil
+	}
+	updated, err := d.ReceivePush(r.Context(), r.Body, allow)
+	if err != nil {
+		writeHTTPError(w, err)
+		return
+	}
+	out := []map[string]string{}
+	for _, u := range updated {
+		out = append(out, map[string]string{"ref": u.Name, "from": u.Old, "to": u.New})
+	}
+	s.log.Info().Str("c", "REPL").Str("db", db).Str("remote", r.RemoteAddr).Int("refs", len(out)).Msg("received a push")
+	writeJSON(w, http.StatusOK, map[string]any{"ok": 1, "updated": out})
+}
