@@ -156,6 +156,10 @@ func TestHTTPRemoteRefusals(t *testing.T) {
 	_, err = run(t, a.Database("copy"), bson.D{{Key: "dumboClone", Value: 1}, {Key: "url", Value: as.httpURL("", "")}})
 	wantCode(t, err, 2, "BadValue")
 	base := fmt.Sprintf("http://%s/remote/v1/shop/", as.srv.HTTPAddr())
+	// A push cut off inside its table file, as when the pusher dies.
+	hdr := `{"tableFiles":[{"id":"0ihc5nb610gugu2qt8kde5snpqouvp5p","chunks":3,"length":5000}],` +
+		`"updates":[{"ref":"refs/heads/main","new":"0ihc5nb610gugu2qt8kde5snpqouvp5p"}]}`
+	cutPush := string([]byte{0, 0, byte(len(hdr) >> 8), byte(len(hdr))}) + hdr + strings.Repeat("x", 100)
 	for _, c := range []struct {
 		path, body string
 		status     int
@@ -165,6 +169,7 @@ func TestHTTPRemoteRefusals(t *testing.T) {
 		{"push", "\x00\x00\x00\x05{bad}", http.StatusBadRequest},
 		{"push", "\x00\x00", http.StatusBadRequest},
 		{"nothing", "", http.StatusNotFound},
+		{"push", cutPush, http.StatusBadRequest},
 	} {
 		resp, err := http.Post(base+c.path, "application/octet-stream", strings.NewReader(c.body))
 		if err != nil {
@@ -178,6 +183,9 @@ func TestHTTPRemoteRefusals(t *testing.T) {
 	}
 	if findV(t, a, "shop", 1) != int32(1) {
 		t.Error("the server does not serve after bad requests")
+	}
+	if bs := vc(t, a, "shop", bson.D{{Key: "dumboBranch", Value: 1}})["branches"].(bson.A); len(bs) != 1 {
+		t.Errorf("branches after the bad pushes: %v", bs)
 	}
 }
 
@@ -282,4 +290,29 @@ func TestReadReplicaOfAnHTTPPrimary(t *testing.T) {
 	}
 	_, err = replica.Database("shop").Collection("items").InsertOne(ctx, bson.M{"_id": 9})
 	wantCode(t, err, 10107, "NotWritablePrimary")
+}
+
+// TestHTTPSRemote: a server with a certificate serves its remotes over
+// TLS; a client trusting its CA (tlsCAFile) clones, one that does not is
+// refused.
+func TestHTTPSRemote(t *testing.T) {
+	p, serverFile := newTestPKI(t)
+	as := startServer(t, withHTTP, func(c *server.Config) {
+		c.TLS = server.TLSConfig{Mode: server.TLSRequire, CertificateKeyFile: serverFile}
+	})
+	a := as.tlsClient(p, "")
+	if _, err := a.Database("shop").Collection("items").InsertOne(ctx, bson.M{"_id": 1, "v": 1}); err != nil {
+		t.Fatal(err)
+	}
+	vc(t, a, "shop", bson.D{{Key: "dumboCommit", Value: 1}, {Key: "message", Value: "one"}})
+	b := startServer(t).client()
+	url := fmt.Sprintf("https://%s/shop", as.srv.HTTPAddr())
+	_, err := run(t, b.Database("untrusting"), bson.D{{Key: "dumboClone", Value: 1}, {Key: "url", Value: url}})
+	if err == nil || !strings.Contains(err.Error(), "certificate") {
+		t.Errorf("a clone that does not trust the server's CA: %v", err)
+	}
+	vc(t, b, "shop", bson.D{{Key: "dumboClone", Value: 1}, {Key: "url", Value: url + "?tlsCAFile=" + p.CAFile}})
+	if findV(t, b, "shop", 1) != int32(1) {
+		t.Fatal("the clone over https lacks the document")
+	}
 }

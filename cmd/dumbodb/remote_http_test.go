@@ -1,0 +1,104 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"syscall"
+	"testing"
+	"time"
+
+	"dumbodb/internal/dumboproc"
+	"dumbodb/internal/testload"
+	"dumbodb/server"
+	"dumbodb/storage"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+)
+
+// startHTTPNode starts a server process with an HTTP listener; it returns
+// the process and the listener's address.
+func startHTTPNode(t *testing.T, dir string, args ...string) (*dumboproc.Proc, string) {
+	t.Helper()
+	port, err := dumboproc.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	return dumboproc.StartT(t, dir, append([]string{"--httpAddress", addr}, args...)...), addr
+}
+
+// TestHTTPRemotesBetweenProcesses: three server processes. The second
+// clones the first's database over HTTP and pushes a large commit back,
+// the first killed with SIGKILL under the push: it starts again with its
+// main at the commit before or the pushed one, its store whole, and the
+// push done again lands. A third follows the first as a read replica
+// and shows each commit, not at its ten-minute poll but at once.
+func TestHTTPRemotesBetweenProcesses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts server processes")
+	}
+	primaryDir := t.TempDir()
+	p, httpAddr := startHTTPNode(t, primaryDir)
+	pc := client(t, p)
+	app := pc.Database("app")
+	insertDocs(t, app.Collection("c"), 0, 2000)
+	first := commitIn(t, app, "first")
+
+	q := dumboproc.StartT(t, t.TempDir())
+	copyDB := client(t, q).Database("app")
+	mustCmd(t, copyDB, bson.D{{Key: "dumboClone", Value: 1}, {Key: "url", Value: "http://" + httpAddr + "/app"}})
+	insertDocs(t, copyDB.Collection("c"), 2000, 30000)
+	second := commitIn(t, copyDB, "second")
+	push := bson.D{{Key: "dumboPush", Value: 1}}
+	go copyDB.RunCommand(context.Background(), push) // its remote killed under it
+	time.Sleep(time.Duration(rand.IntN(60)) * time.Millisecond)
+	pc.Disconnect(context.Background()) // now: once the server is gone it would wait for it
+	p.StopT(t, syscall.SIGKILL)
+
+	rep, err := storage.Inspect(context.Background(), primaryDir, storage.InspectOptions{Check: true, Language: server.StorageLanguage()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := rep.Databases[0]
+	if db.Err != nil || db.Check == nil || len(db.Check.Problems) != 0 {
+		t.Fatalf("the primary after the kill: %+v, check %+v", db, db.Check)
+	}
+	var head string
+	for _, b := range db.Branches {
+		if b.Name == "main" {
+			head = b.Head
+		}
+	}
+	if head != first && head != second {
+		t.Fatalf("the primary's main is at %s, neither %s nor %s", head, first, second)
+	}
+
+	p = dumboproc.StartT(t, primaryDir, "--httpAddress", httpAddr)
+	app = client(t, p).Database("app")
+	mustCmd(t, copyDB, push)
+	if n, err := app.Collection("c").CountDocuments(context.Background(), bson.D{}); err != nil || n != 32000 {
+		t.Fatalf("the primary after the push done again holds %d documents (%v), want 32000", n, err)
+	}
+
+	r := dumboproc.StartT(t, t.TempDir(), "--replicaOf", "http://"+httpAddr+"/", "--replicaPollSeconds", "600")
+	replica := client(t, r).Database("app")
+	waitCount := func(want int64) {
+		t.Helper()
+		deadline := time.Now().Add(testload.Timeout(30 * time.Second))
+		for {
+			n, err := replica.Collection("c").CountDocuments(context.Background(), bson.D{})
+			if err == nil && n == want {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the replica holds %d documents (%v), want %d", n, err, want)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	waitCount(32000)
+	insertDocs(t, app.Collection("c"), 32000, 10)
+	commitIn(t, app, "third")
+	waitCount(32010)
+}
