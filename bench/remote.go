@@ -6,20 +6,83 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
+	"time"
 
-	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
 )
 
-// remoteBenchmarks measure a clone of 100,000 documents from a file
-// remote, the push of a one-document change, and the bytes it moves.
+// remoteBenchmarks measure a clone of 100,000 documents, the push of a
+// one-document change, and the bytes it moves, from and to a file remote
+// and over HTTP (the target's own HTTP listener: both ends on one
+// machine, as two servers on loopback).
 func remoteBenchmarks() []Benchmark {
 	const n = 100000
 	return []Benchmark{
-		{Name: "Remote/Clone/File/" + count(n), Group: GroupRemote, Unit: "op", DumboOnly: true, Long: true, Setup: remoteClone(n)},
-		{Name: "Remote/PushOneDoc/File/" + count(n), Group: GroupRemote, Unit: "op", DumboOnly: true, Setup: remotePush(n)},
+		{Name: "Remote/Clone/File/" + count(n), Group: GroupRemote, Unit: "op", DumboOnly: true, Long: true, Setup: remoteClone(n, fileRemote)},
+		{Name: "Remote/PushOneDoc/File/" + count(n), Group: GroupRemote, Unit: "op", DumboOnly: true, Setup: remotePush(n, fileRemote)},
 		{Name: "Remote/PushOneDocBytes/File/" + count(n), Group: GroupRemote, Unit: "B/push", DumboOnly: true,
-			Quantity: true, Setup: remotePushBytes(n)},
+			Quantity: true, Setup: remotePushBytes(n, fileRemote)},
+		{Name: "Remote/Clone/HTTP/" + count(n), Group: GroupRemote, Unit: "op", DumboOnly: true, Long: true, Setup: remoteClone(n, httpRemote)},
+		{Name: "Remote/CloneThroughput/HTTP/" + count(n), Group: GroupRemote, Unit: "MB/s", DumboOnly: true,
+			Quantity: true, Setup: remoteCloneThroughput(n, httpRemote)},
+		{Name: "Remote/PushOneDoc/HTTP/" + count(n), Group: GroupRemote, Unit: "op", DumboOnly: true, Setup: remotePush(n, httpRemote)},
+		{Name: "Remote/PushOneDocBytes/HTTP/" + count(n), Group: GroupRemote, Unit: "B/push", DumboOnly: true,
+			Quantity: true, Setup: remotePushBytes(n, httpRemote)},
 	}
+}
+
+// remoteSetup makes a benchmark's remote: a clone's source URL, and the
+// database pushes are made from (with the remote "bench"), with a
+// cleanup.
+type remoteSetup func(ctx context.Context, e *Env, n int) (cloneURL string, pushFrom *mongo.Database, cleanup func(), err error)
+
+// fileRemote pushes the seeded database to a file remote.
+func fileRemote(ctx context.Context, e *Env, n int) (string, *mongo.Database, func(), error) {
+	dir, err := remoteSeed(ctx, e, n)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	return "file://" + filepath.Join(dir, "store"), e.DB, func() { os.RemoveAll(dir) }, nil
+}
+
+// httpRemote serves the seeded database from the target's HTTP listener;
+// pushes go from a clone of it (made over HTTP) back to it.
+func httpRemote(ctx context.Context, e *Env, n int) (string, *mongo.Database, func(), error) {
+	addr, err := targetHTTPAddress(ctx, e)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	if err := vcSeed(ctx, e, n); err != nil {
+		return "", nil, nil, err
+	}
+	url := "http://" + addr + "/" + e.DB.Name()
+	from := e.Client.Database(e.DB.Name() + "_pushfrom")
+	from.Drop(ctx)
+	if err := from.RunCommand(ctx, kvs("dumboClone", 1, "url", url)).Err(); err != nil {
+		return "", nil, nil, err
+	}
+	if err := from.RunCommand(ctx, kvs("dumboRemote", "add", "name", "bench", "url", url)).Err(); err != nil {
+		return "", nil, nil, err
+	}
+	return url, from, func() { from.Drop(context.Background()) }, nil
+}
+
+// targetHTTPAddress is the target's --httpAddress, from getCmdLineOpts.
+func targetHTTPAddress(ctx context.Context, e *Env) (string, error) {
+	var opts struct{ Argv []string }
+	if err := e.Client.Database("admin").RunCommand(ctx, kvs("getCmdLineOpts", 1)).Decode(&opts); err != nil {
+		return "", err
+	}
+	for i, a := range opts.Argv {
+		if v, ok := strings.CutPrefix(a, "--httpAddress="); ok {
+			return v, nil
+		}
+		if a == "--httpAddress" && i+1 < len(opts.Argv) {
+			return opts.Argv[i+1], nil
+		}
+	}
+	return "", errNotApplicable{"the target has no HTTP listener (--httpAddress)"}
 }
 
 // remoteSeed seeds and commits n documents and pushes them to a new file
@@ -48,57 +111,86 @@ func remoteSeed(ctx context.Context, e *Env, n int) (string, error) {
 	return dir, nil
 }
 
-// remoteClone times dumboClone of the pushed database into a database
+// remoteClone times dumboClone of the seeded database into a database
 // of its own, dropped (untimed) before the next clone.
-func remoteClone(n int) func(context.Context, *Env) (*Workload, error) {
+func remoteClone(n int, setup remoteSetup) func(context.Context, *Env) (*Workload, error) {
 	return func(ctx context.Context, e *Env) (*Workload, error) {
-		dir, err := remoteSeed(ctx, e, n)
+		url, _, cleanup, err := setup(ctx, e, n)
 		if err != nil {
 			return nil, err
 		}
-		url := "file://" + filepath.Join(dir, "store")
 		name := func(c int64) string { return fmt.Sprintf("%s_clone%d", e.DB.Name(), c) }
 		return &Workload{
 			Prepare: func(ctx context.Context, c int64) error { return e.Client.Database(name(c - 1)).Drop(ctx) },
 			Call: func(ctx context.Context, c int64) error {
 				return e.Client.Database(name(c)).RunCommand(ctx, kvs("dumboClone", 1, "url", url)).Err()
 			},
-			Close: func() { os.RemoveAll(dir) },
+			Close: cleanup,
+		}, nil
+	}
+}
+
+// remoteCloneThroughput is the median over 5 clones of the bytes a clone
+// reports it copied per second of the clone.
+func remoteCloneThroughput(n int, setup remoteSetup) func(context.Context, *Env) (*Workload, error) {
+	return func(ctx context.Context, e *Env) (*Workload, error) {
+		url, _, cleanup, err := setup(ctx, e, n)
+		if err != nil {
+			return nil, err
+		}
+		return &Workload{
+			Measure: func(ctx context.Context) (float64, error) {
+				var rates []float64
+				for c := range 5 {
+					db := e.Client.Database(fmt.Sprintf("%s_tclone%d", e.DB.Name(), c))
+					start := time.Now()
+					var reply struct{ Bytes int64 }
+					if err := db.RunCommand(ctx, kvs("dumboClone", 1, "url", url)).Decode(&reply); err != nil {
+						return 0, err
+					}
+					rates = append(rates, float64(reply.Bytes)/time.Since(start).Seconds()/1e6)
+					if err := db.Drop(ctx); err != nil {
+						return 0, err
+					}
+				}
+				slices.Sort(rates)
+				return rates[len(rates)/2], nil
+			},
+			Close: cleanup,
 		}, nil
 	}
 }
 
 // remotePush times the push of a committed one-document change.
-func remotePush(n int) func(context.Context, *Env) (*Workload, error) {
+func remotePush(n int, setup remoteSetup) func(context.Context, *Env) (*Workload, error) {
 	return func(ctx context.Context, e *Env) (*Workload, error) {
-		dir, err := remoteSeed(ctx, e, n)
+		_, from, cleanup, err := setup(ctx, e, n)
 		if err != nil {
 			return nil, err
 		}
 		return &Workload{
-			Prepare: func(ctx context.Context, c int64) error { return changeAndCommit(ctx, e, n, c) },
+			Prepare: func(ctx context.Context, c int64) error { return changeAndCommit(ctx, e, from, n, c) },
 			Call: func(ctx context.Context, c int64) error {
-				_, err := vcCmd(ctx, e, kvs("dumboPush", 1, "remote", "bench"))
-				return err
+				return from.RunCommand(ctx, kvs("dumboPush", 1, "remote", "bench")).Err()
 			},
-			Close: func() { os.RemoveAll(dir) },
+			Close: cleanup,
 		}, nil
 	}
 }
 
-func changeAndCommit(ctx context.Context, e *Env, n int, c int64) error {
-	if err := change(ctx, e, n, c); err != nil {
+// changeAndCommit changes one document of db and commits it.
+func changeAndCommit(ctx context.Context, e *Env, db *mongo.Database, n int, c int64) error {
+	if err := change(ctx, db.Collection(e.Coll.Name()), n, c); err != nil {
 		return err
 	}
-	_, err := vcCmd(ctx, e, commitCmd(c))
-	return err
+	return db.RunCommand(ctx, commitCmd(c)).Err()
 }
 
 // remotePushBytes is the median of the bytes 20 pushes of a one-document
 // change each send, as dumboPush reports them.
-func remotePushBytes(n int) func(context.Context, *Env) (*Workload, error) {
+func remotePushBytes(n int, setup remoteSetup) func(context.Context, *Env) (*Workload, error) {
 	return func(ctx context.Context, e *Env) (*Workload, error) {
-		dir, err := remoteSeed(ctx, e, n)
+		_, from, cleanup, err := setup(ctx, e, n)
 		if err != nil {
 			return nil, err
 		}
@@ -106,15 +198,11 @@ func remotePushBytes(n int) func(context.Context, *Env) (*Workload, error) {
 			Measure: func(ctx context.Context) (float64, error) {
 				var sent []int64
 				for c := int64(1); c <= 20; c++ {
-					if err := changeAndCommit(ctx, e, n, c); err != nil {
-						return 0, err
-					}
-					raw, err := vcCmd(ctx, e, kvs("dumboPush", 1, "remote", "bench"))
-					if err != nil {
+					if err := changeAndCommit(ctx, e, from, n, c); err != nil {
 						return 0, err
 					}
 					var reply struct{ Bytes int64 }
-					if err := bson.Unmarshal(raw, &reply); err != nil {
+					if err := from.RunCommand(ctx, kvs("dumboPush", 1, "remote", "bench")).Decode(&reply); err != nil {
 						return 0, err
 					}
 					sent = append(sent, reply.Bytes)
@@ -122,7 +210,7 @@ func remotePushBytes(n int) func(context.Context, *Env) (*Workload, error) {
 				slices.Sort(sent)
 				return float64(sent[len(sent)/2]), nil
 			},
-			Close: func() { os.RemoveAll(dir) },
+			Close: cleanup,
 		}, nil
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
 )
 
 // vcBenchmarks measure DumboDB's version control on collections of 10K and
@@ -49,8 +50,8 @@ func vcSeed(ctx context.Context, e *Env, n int) error {
 
 // change sets field v of one document of n to a value no seeded document
 // has (untimed preparation), so that every change is a real change.
-func change(ctx context.Context, e *Env, n int, c int64) error {
-	return expectMatched(e.Coll.UpdateOne(ctx, kvs("_id", int64(spread(c, n))), kvs("$set", kvs("v", fmt.Sprintf("c%d", c)))))
+func change(ctx context.Context, coll *mongo.Collection, n int, c int64) error {
+	return expectMatched(coll.UpdateOne(ctx, kvs("_id", int64(spread(c, n))), kvs("$set", kvs("v", fmt.Sprintf("c%d", c)))))
 }
 
 // vcCommit times a commit of a one-document change.
@@ -60,7 +61,7 @@ func vcCommit(n int) func(context.Context, *Env) (*Workload, error) {
 			return nil, err
 		}
 		return &Workload{
-			Prepare: func(ctx context.Context, c int64) error { return change(ctx, e, n, c) },
+			Prepare: func(ctx context.Context, c int64) error { return change(ctx, e.Coll, n, c) },
 			Call: func(ctx context.Context, c int64) error {
 				_, err := vcCmd(ctx, e, commitCmd(c))
 				return err
@@ -89,7 +90,7 @@ func vcDiff(n int) func(context.Context, *Env) (*Workload, error) {
 			return nil, err
 		}
 		for i := int64(0); i < 10; i++ {
-			if err := change(ctx, e, n, i*7919); err != nil {
+			if err := change(ctx, e.Coll, n, i*7919); err != nil {
 				return nil, err
 			}
 		}
@@ -130,7 +131,7 @@ func vcMerge(n int) func(context.Context, *Env) (*Workload, error) {
 					if err := expectMatched(side.UpdateOne(ctx, kvs("_id", int64(spread(c*20+i, n))), kvs("$set", kvs("s", c)))); err != nil {
 						return err
 					}
-					if err := change(ctx, e, n, c*20+i+10); err != nil {
+					if err := change(ctx, e.Coll, n, c*20+i+10); err != nil {
 						return err
 					}
 				}
@@ -155,7 +156,7 @@ func vcLog(n int) func(context.Context, *Env) (*Workload, error) {
 			return nil, err
 		}
 		for i := int64(1); i <= 10; i++ {
-			if err := change(ctx, e, n, i); err != nil {
+			if err := change(ctx, e.Coll, n, i); err != nil {
 				return nil, err
 			}
 			if _, err := vcCmd(ctx, e, commitCmd(i)); err != nil {

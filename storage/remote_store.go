@@ -207,6 +207,13 @@ func datasetRefs(ctx context.Context, db datas.Database, prefix string) (map[str
 	return out, err
 }
 
+// Dolt's puller writes what it copies as archives (zstd with a
+// dictionary it trains for each file) unless this variable is "0".
+// DumboDB's stores hold classic table files, which compaction conjoins,
+// and the training would cost a clone most of its time (about 5 x over
+// HTTP on loopback), so copies are written as table files.
+func init() { os.Setenv("DOLT_ARCHIVE_PULL_STREAMER", "0") }
+
 // TransferStats is what a copy between stores moved.
 type TransferStats struct {
 	Chunks, Bytes uint64

@@ -106,7 +106,13 @@ func (s *servers) startDumbo(ctx context.Context, bin, name string, args ...stri
 	data := filepath.Join(s.dir, name+"-data")
 	// The budget is passed, not left to the server's default, so that the
 	// memory goal knows it for certain.
-	args = append(append([]string{"--cacheSizeMB", strconv.Itoa(s.cacheMB)}, s.flags...), args...)
+	// An HTTP listener, for the Remote family's clones and pushes over HTTP.
+	httpPort, err := dumboproc.FreePort()
+	if err != nil {
+		return bench.Target{}, err
+	}
+	args = append(append([]string{"--cacheSizeMB", strconv.Itoa(s.cacheMB),
+		"--httpAddress", fmt.Sprintf("127.0.0.1:%d", httpPort)}, s.flags...), args...)
 	p, err := dumboproc.Start(ctx, bin, data, log, args...)
 	if err != nil {
 		return bench.Target{}, fmt.Errorf("%s (log %s): %w", name, log.Name(), err)

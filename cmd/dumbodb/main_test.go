@@ -26,7 +26,7 @@ import (
 func TestMain(m *testing.M) { dumboproc.Main(m) }
 
 // client connects to p; it disconnects when t ends.
-func client(t *testing.T, p *dumboproc.Proc) *mongo.Client {
+func client(t testing.TB, p *dumboproc.Proc) *mongo.Client {
 	t.Helper()
 	c, err := mongo.Connect(options.Client().ApplyURI(p.URL()).SetTimeout(testload.Timeout(20 * time.Second)))
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"syscall"
 	"testing"
 	"time"
@@ -18,7 +19,7 @@ import (
 
 // startHTTPNode starts a server process with an HTTP listener; it returns
 // the process and the listener's address.
-func startHTTPNode(t *testing.T, dir string, args ...string) (*dumboproc.Proc, string) {
+func startHTTPNode(t testing.TB, dir string, args ...string) (*dumboproc.Proc, string) {
 	t.Helper()
 	port, err := dumboproc.FreePort()
 	if err != nil {
@@ -101,4 +102,39 @@ func TestHTTPRemotesBetweenProcesses(t *testing.T) {
 	insertDocs(t, app.Collection("c"), 32000, 10)
 	commitIn(t, app, "third")
 	waitCount(32010)
+}
+
+// BenchmarkReplicaLagHTTP measures how long a commit takes to show on a
+// read replica of an HTTP primary (two server processes on this
+// machine): each iteration inserts a document, commits, and polls the
+// replica until it reads it. It reports the median and the 99th
+// percentile (run it with -benchtime=100x for 100 commits).
+func BenchmarkReplicaLagHTTP(b *testing.B) {
+	p, httpAddr := startHTTPNode(b, b.TempDir())
+	app := client(b, p).Database("app")
+	r := dumboproc.StartT(b, b.TempDir(), "--replicaOf", "http://"+httpAddr+"/", "--replicaPollSeconds", "600")
+	replica := client(b, r).Database("app")
+	ctx := context.Background()
+	lags := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for i := range b.N {
+		if _, err := app.Collection("c").InsertOne(ctx, bson.M{"_id": i}); err != nil {
+			b.Fatal(err)
+		}
+		if err := app.RunCommand(ctx, bson.D{{Key: "dumboCommit", Value: 1}, {Key: "message", Value: "lag"}}).Err(); err != nil {
+			b.Fatal(err)
+		}
+		start := time.Now()
+		for replica.Collection("c").FindOne(ctx, bson.M{"_id": i}).Err() != nil {
+			if time.Since(start) > time.Minute {
+				b.Fatalf("commit %d did not reach the replica in a minute", i)
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+		lags = append(lags, time.Since(start))
+	}
+	b.StopTimer()
+	slices.Sort(lags)
+	b.ReportMetric(float64(lags[len(lags)/2].Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(lags[len(lags)*99/100].Microseconds())/1000, "p99-ms")
 }
