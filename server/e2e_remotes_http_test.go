@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -314,5 +315,48 @@ func TestHTTPSRemote(t *testing.T) {
 	vc(t, b, "shop", bson.D{{Key: "dumboClone", Value: 1}, {Key: "url", Value: url + "?tlsCAFile=" + p.CAFile}})
 	if findV(t, b, "shop", 1) != int32(1) {
 		t.Fatal("the clone over https lacks the document")
+	}
+}
+
+// TestConcurrentHTTPPushes: two servers push different commits to one
+// branch at once: one wins, the other is refused as NotFastForward, and
+// the branch is the winner's commit with nothing lost.
+func TestConcurrentHTTPPushes(t *testing.T) {
+	as := startServer(t, withHTTP)
+	a := as.client()
+	if _, err := a.Database("shop").Collection("items").InsertOne(ctx, bson.M{"_id": 0, "v": 0}); err != nil {
+		t.Fatal(err)
+	}
+	vc(t, a, "shop", bson.D{{Key: "dumboCommit", Value: 1}, {Key: "message", Value: "start"}})
+	pushers := []*mongo.Client{startServer(t).client(), startServer(t).client()}
+	commits := make([]string, len(pushers))
+	for i, c := range pushers {
+		vc(t, c, "shop", bson.D{{Key: "dumboClone", Value: 1}, {Key: "url", Value: as.httpURL("", "shop")}})
+		if _, err := c.Database("shop").Collection("items").InsertOne(ctx, bson.M{"_id": i + 1, "v": i + 1}); err != nil {
+			t.Fatal(err)
+		}
+		commits[i] = vc(t, c, "shop", bson.D{{Key: "dumboCommit", Value: 1}, {Key: "message", Value: "mine"}})["commitId"].(string)
+	}
+	errs := make(chan error, len(pushers))
+	for _, c := range pushers {
+		go func() {
+			_, err := c.Database("shop").RunCommand(ctx, bson.D{{Key: "dumboPush", Value: 1}}).Raw()
+			errs <- err
+		}()
+	}
+	var refused int
+	for range pushers {
+		if err := <-errs; err != nil {
+			wantCode(t, err, 20010, "NotFastForward")
+			refused++
+		}
+	}
+	if refused != 1 {
+		t.Fatalf("%d pushes refused, want 1", refused)
+	}
+	head := get(vc(t, a, "shop", bson.D{{Key: "dumboLog", Value: 1}})["commits"].(bson.A)[0], "commitId")
+	winner := slices.Index(commits, head.(string))
+	if winner < 0 || findV(t, a, "shop", winner+1) != int32(winner+1) || findV(t, a, "shop", 0) != int32(0) {
+		t.Fatalf("a's main is at %v, not a pushed commit with its documents (%v)", head, commits)
 	}
 }

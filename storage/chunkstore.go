@@ -138,11 +138,11 @@ func (d *Database) smallTables(ctx context.Context) ([]hash.Hash, error) {
 	sort.Slice(files, func(i, j int) bool { return files[i].NumChunks() > files[j].NumChunks() })
 	var ids []hash.Hash
 	for _, f := range files[keepTableFiles:] {
-		h, ok := hash.MaybeParse(f.FileID())
-		if !ok {
-			return nil, errors.New("unexpected table file name " + f.FileID())
+		// An archive (a zstd file Dolt's copies could write) is left as it
+		// is: only table files are conjoined.
+		if h, ok := hash.MaybeParse(f.FileID()); ok {
+			ids = append(ids, h)
 		}
-		ids = append(ids, h)
 	}
 	return ids, nil
 }
