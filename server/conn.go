@@ -291,7 +291,9 @@ func (c *conn) runCommand(unacknowledged bool, decode func() (bsoncore.Document,
 	if err != nil {
 		reply = c.failure(cmd, err)
 	}
-	if d := time.Since(start); d > slowCommand {
+	d := time.Since(start)
+	c.s.metrics.observe(req.spec, d, err != nil)
+	if d > slowCommand {
 		c.log.Info().Str("c", "COMMAND").Str("command", req.name).Str("ns", req.db).Dur("durationMillis", d).Msg("Slow query")
 	}
 	return c.s.withClusterTime(reply, req.opTime)

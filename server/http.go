@@ -6,16 +6,21 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"time"
 
+	"dumbodb/auth"
 	"dumbodb/mongoerr"
 )
 
 // The HTTP listener (Config.HTTPAddress; docs/design/http.md): off by
 // default; it serves the databases as remotes to other servers
-// (http_remote.go), over TLS when the server has a certificate.
+// (http_remote.go), Prometheus metrics (metrics.go), health checks and,
+// with Config.HTTPDebug, Go's profiler; over TLS when the server has a
+// certificate.
 
 // httpListener is the listener's state: nil until Listen opens it.
 type httpListener struct {
@@ -39,6 +44,19 @@ func (s *Server) listenHTTP() error {
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc(httpRemotePath, s.handleRemote)
+	mux.HandleFunc("GET /metrics", s.handleMetrics)
+	mux.HandleFunc("GET /livez", s.handleLive)
+	mux.HandleFunc("GET /readyz", s.handleReady)
+	if s.cfg.HTTPDebug {
+		mux.HandleFunc("/debug/pprof/", s.authenticated(auth.ServerStatus, pprof.Index))
+		mux.HandleFunc("/debug/pprof/cmdline", s.authenticated(auth.ServerStatus, pprof.Cmdline))
+		mux.HandleFunc("/debug/pprof/profile", s.authenticated(auth.ServerStatus, pprof.Profile))
+		mux.HandleFunc("/debug/pprof/symbol", s.authenticated(auth.ServerStatus, pprof.Symbol))
+		mux.HandleFunc("/debug/pprof/trace", s.authenticated(auth.ServerStatus, pprof.Trace))
+	}
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeHTTPError(w, mongoerr.New(mongoerr.NamespaceNotFound, "no such path: %s", r.URL.Path))
+	})
 	s.http = &httpListener{l: l, srv: &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -84,6 +102,58 @@ func (s *Server) shutdownHTTP(ctx context.Context) {
 	if err := s.http.srv.Shutdown(ctx); err != nil {
 		s.http.srv.Close()
 	}
+}
+
+// authenticated wraps a handler that needs the cluster action a (with
+// --auth).
+func (s *Server) authenticated(a auth.Action, h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		caller, err := s.authenticate(r)
+		if err == nil {
+			err = caller.require(s, a, "admin", "read the server's metrics")
+		}
+		if err != nil {
+			writeHTTPError(w, err)
+			return
+		}
+		h(w, r)
+	}
+}
+
+// handleMetrics serves the Prometheus metrics (metrics.go) to users with
+// serverStatus (clusterMonitor's action).
+func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
+	s.authenticated(auth.ServerStatus, s.metrics.handler().ServeHTTP)(w, r)
+}
+
+// handleLive answers 200 while the server runs: it needs no login.
+func (s *Server) handleLive(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "text/plain")
+	io.WriteString(w, "ok\n")
+}
+
+// handleReady answers 200 while the server takes commands (503 once it
+// is shutting down; on a replica, until its first sync): it needs no
+// login.
+func (s *Server) handleReady(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "text/plain")
+	if reason := s.notReady(); reason != "" {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		io.WriteString(w, reason+"\n")
+		return
+	}
+	io.WriteString(w, "ok\n")
+}
+
+// notReady is why the server does not take commands now ("": it does).
+func (s *Server) notReady() string {
+	if s.closing.Load() {
+		return "shutting down"
+	}
+	if s.cfg.replica() && !s.replica.synced() {
+		return "a replica that has not synced yet"
+	}
+	return ""
 }
 
 // httpStatus is the HTTP status an error's code answers with.

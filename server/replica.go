@@ -126,6 +126,13 @@ func (s *Server) replicaPoll() {
 	}
 }
 
+// synced reports whether a poll has succeeded.
+func (st *replicaStatus) synced() bool {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.polls > st.failed
+}
+
 // replicaStatusDoc is serverStatus.replica.
 func (s *Server) replicaStatusDoc() bsoncore.Document {
 	st := &s.replica

@@ -68,8 +68,10 @@ type Config struct {
 	ReplicaOf   string
 	ReplicaPoll time.Duration
 	// HTTPAddress is the HOST:PORT of the HTTP listener ("": none), which
-	// serves the databases as remotes (http.go).
+	// serves the databases as remotes, metrics and health checks
+	// (http.go); HTTPDebug adds Go's profiler under /debug/pprof/.
 	HTTPAddress string
+	HTTPDebug   bool
 	// NoScripting turns server-side JavaScript off ($where, $function,
 	// $accumulator, mapReduce), as mongod's --noscripting does.
 	NoScripting bool
@@ -121,7 +123,8 @@ type Server struct {
 	clock            *clusterClock
 	sessions         *sessionTable
 	memReleases      memoryReleases
-	replica          replicaStatus // a read replica's polls (replica.go)
+	replica          replicaStatus  // a read replica's polls (replica.go)
+	metrics          *serverMetrics // Prometheus metrics (metrics.go)
 
 	nextConnID atomic.Int64
 	nextOpID   atomic.Int64
@@ -154,7 +157,9 @@ func New(cfg Config, engine *storage.Engine, log zerolog.Logger, ring *LogRing) 
 	}
 	s.topo = newTopology(cfg, nil, s.clock)
 	s.txnLifetime.Store(int64(DefaultTransactionLifetime))
+	s.metrics = newServerMetrics(s)
 	if engine != nil {
+		engine.SetObserver(s.metrics)
 		// Published states are stamped in cluster time, for reads at a
 		// time (atClusterTime) and transactions over several databases.
 		engine.SetClock(func() uint64 { return s.clock.tickWrite().stamp() })

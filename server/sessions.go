@@ -202,3 +202,16 @@ func (s *Server) endSessions(keys []storage.SessionKey) {
 func (s *Server) reapSessions() {
 	s.endSessions(s.sessions.expired(time.Now(), sessionTimeout))
 }
+
+// counts are the sessions held and, of them, those with a transaction
+// in progress.
+func (t *sessionTable) counts() (sessions, inTransaction int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, s := range t.m {
+		if s.txn != nil && s.txn.inProgress() {
+			inTransaction++
+		}
+	}
+	return len(t.m), inTransaction
+}

@@ -516,3 +516,13 @@ func (r *request) txnNumberArg() (int64, bool, error) {
 func transactionEndFields(r *request) map[string]fieldHandler {
 	return map[string]fieldHandler{"recoveryToken": r.ignoredArg("recoveryToken", "object")}
 }
+
+// inProgress reports whether the transaction was neither committed nor
+// aborted; one that a statement holds is.
+func (t *transaction) inProgress() bool {
+	if !t.mu.TryLock() {
+		return true
+	}
+	defer t.mu.Unlock()
+	return t.state == txnActive
+}

@@ -72,11 +72,16 @@ func (d *Database) checkpointBeside(ctx context.Context, b *branch) error {
 	if err != nil || st == nil {
 		return err
 	}
+	start := time.Now()
 	folded, err := d.foldBeside(ctx, st)
 	if err != nil {
 		return err // the frozen layers stay, and the next checkpoint folds them again
 	}
-	return d.withWriteLock(b, func() error { return d.swapFolded(ctx, b, st, lineage, folded) })
+	err = d.withWriteLock(b, func() error { return d.swapFolded(ctx, b, st, lineage, folded) })
+	if err == nil {
+		d.engine.checkpointed(time.Since(start))
+	}
+	return err
 }
 
 // foldableBeside reports whether st can be folded beside its writers: a
@@ -294,6 +299,7 @@ func (d *Database) checkpointLocked(ctx context.Context, b *branch) error {
 	}
 	b.setDurable(next)
 	d.checkpointed(b, st, next)
+	d.engine.checkpointed(time.Since(start))
 	d.log.Debug().Str("c", "STORAGE").Str("db", d.name).Uint64("lsn", st.lsn).
 		Dur("durationMillis", time.Since(start)).Msg("checkpoint")
 	return d.wl.Recycle(d.recyclePoint(st.lsn))

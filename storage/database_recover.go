@@ -37,7 +37,7 @@ func (d *Database) recover(ctx context.Context) error {
 		return err
 	}
 	walOpts := wal.Options{SegmentSize: d.engine.opts.WALSegmentSize, OnFailure: d.recoverIfOpen,
-		OnDurable: d.flushChanges}
+		OnDurable: d.flushChanges, OnSync: d.engine.logSynced}
 	if d.wl, err = wal.Open(filepath.Join(d.dir, "wal"), walOpts, d.log); err != nil {
 		return err
 	}

@@ -97,6 +97,7 @@ type Engine struct {
 	panics       panicPoint
 	dbStats      dbStats
 	clock        engineClock  // stamps published states (history.go)
+	observer     observerSlot // told of syncs and checkpoints (observer.go)
 	decisions    *decisionLog // commit points of transactions over several databases
 	commitTimes  commitTimes  // their times until every part is published (commit_times.go)
 	changes      *ChangeLog   // change events, for change streams (changes.go)

@@ -52,6 +52,7 @@ type serverFlags struct {
 	noScripting    bool
 	replicaOf      string
 	httpAddress    string
+	httpDebug      bool
 	undropHours    int
 	replicaPoll    int
 	cpuProfile     string
@@ -105,7 +106,8 @@ func parseFlags(args []string, stderr io.Writer) (*serverFlags, error) {
 	fs.IntVar(&o.undropHours, "undropRetentionHours", int(storage.DefaultUndropRetention/time.Hour),
 		"hours dropDatabase keeps a database restorable by dumboUndrop; 0 removes it at once")
 	fs.StringVar(&o.replicaOf, "replicaOf", "", "run as a read replica of the databases under this http(s)://host:port/ server, or stored under this file:// or s3:// root (docs/design/replicas.md)")
-	fs.StringVar(&o.httpAddress, "httpAddress", "", "HOST:PORT of the HTTP listener, which serves the databases as remotes (off by default; docs/design/http.md)")
+	fs.StringVar(&o.httpAddress, "httpAddress", "", "HOST:PORT of the HTTP listener: remotes, /metrics, /livez, /readyz (off by default; docs/design/http.md)")
+	fs.BoolVar(&o.httpDebug, "httpDebug", false, "with --httpAddress, also serve Go's profiler under /debug/pprof/")
 	fs.IntVar(&o.replicaPoll, "replicaPollSeconds", int(server.DefaultReplicaPoll/time.Second), "with --replicaOf, seconds between polls of the root")
 	fs.StringVar(&o.heapProfile, "heapProfile", "", "write a Go heap profile to this file when a signal asks the server to stop, before it shuts down (for memory work; see docs/perf/README.md)")
 	fs.StringVar(&o.cpuProfile, "cpuProfile", "", "write a Go CPU profile of the whole run to this file (for performance work; see docs/perf/README.md)")
@@ -219,6 +221,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		NoScripting:   o.noScripting,
 		ReplicaOf:     o.replicaOf,
 		HTTPAddress:   o.httpAddress,
+		HTTPDebug:     o.httpDebug,
 		ReplicaPoll:   time.Duration(max(o.replicaPoll, 1)) * time.Second,
 		MemoryRelease: time.Duration(max(o.releaseSeconds, 0)) * time.Second,
 	}

@@ -58,6 +58,9 @@ type Options struct {
 	// lock of the log held), so that the owner can publish what waited
 	// for them. Calls may overlap; each follows its own advance.
 	OnDurable func()
+	// OnSync, if set, is told of each write and sync of the log: the
+	// records it made durable and how long it took (for metrics).
+	OnSync func(records int, took time.Duration)
 }
 
 // WAL is an open log. Append and WaitDurable are safe for concurrent use.
@@ -80,6 +83,7 @@ type WAL struct {
 	started  bool
 	onFail   func()
 	onDur    func()
+	onSync   func(int, time.Duration)
 
 	// owned by the flusher goroutine (and Replay/Start/Close)
 	seg        *segmentFile  // nil until the first segment exists
@@ -106,7 +110,7 @@ func Open(dir string, opts Options, log zerolog.Logger) (*WAL, error) {
 	if err := makeDir(dir); err != nil {
 		return nil, err
 	}
-	w := &WAL{dir: dir, segmentSize: opts.SegmentSize, log: log, nextLSN: 1, onFail: opts.OnFailure, onDur: opts.OnDurable,
+	w := &WAL{dir: dir, segmentSize: opts.SegmentSize, log: log, nextLSN: 1, onFail: opts.OnFailure, onDur: opts.OnDurable, onSync: opts.OnSync,
 		stop: make(chan struct{}), done: make(chan struct{})}
 	w.advanced = make(chan struct{})
 	segs, err := listSegments(dir)
@@ -375,8 +379,13 @@ func (w *WAL) leadSync() {
 	w.flushing = true
 	batch := w.pending
 	w.pending, w.spare = w.spare[:0], nil
+	before := w.synced.Load()
 	w.mu.Unlock()
+	start := time.Now()
 	durable, err := w.writeBatch(batch)
+	if durable > before && w.onSync != nil {
+		w.onSync(int(durable-before), time.Since(start))
+	}
 	w.mu.Lock()
 	w.flushing = false
 	w.spare = batch[:0]

@@ -1,0 +1,190 @@
+package server_test
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"testing"
+
+	"dumbodb/server"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	dto "github.com/prometheus/client_model/go"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+)
+
+// scrape reads ts's /metrics as userinfo ("" none), parsed by
+// Prometheus' own text parser; status is the HTTP status.
+func scrape(t *testing.T, ts *testServer, user, password string) (map[string]*dto.MetricFamily, int) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, fmt.Sprintf("http://%s/metrics", ts.srv.HTTPAddr()), nil)
+	if user != "" {
+		req.SetBasicAuth(user, password)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		io.Copy(io.Discard, resp.Body)
+		return nil, resp.StatusCode
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatalf("the metrics do not parse: %v", err)
+	}
+	return families, resp.StatusCode
+}
+
+// metricValue is the value of a family's sample whose labels include
+// those given (a counter's or gauge's value, a histogram's count).
+func metricValue(families map[string]*dto.MetricFamily, name string, labels ...string) float64 {
+	f := families[name]
+	if f == nil {
+		return -1
+	}
+next:
+	for _, m := range f.Metric {
+		for i := 0; i+1 < len(labels); i += 2 {
+			found := false
+			for _, l := range m.Label {
+				found = found || (l.GetName() == labels[i] && l.GetValue() == labels[i+1])
+			}
+			if !found {
+				continue next
+			}
+		}
+		switch {
+		case m.Counter != nil:
+			return m.Counter.GetValue()
+		case m.Gauge != nil:
+			return m.Gauge.GetValue()
+		case m.Histogram != nil:
+			return float64(m.Histogram.GetSampleCount())
+		}
+	}
+	return -1
+}
+
+func httpStatusOf(t *testing.T, url string) int {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// TestMetricsMoveWithOperations: /metrics parses as Prometheus text and
+// its counters move with what clients do: commands by name, failures,
+// write-ahead log syncs and their batches, checkpoints, connections,
+// cursors, sizes per database; /livez and /readyz answer 200, and the
+// profiler is not served without HTTPDebug.
+func TestMetricsMoveWithOperations(t *testing.T) {
+	ts := startServer(t, withHTTP)
+	c := ts.client()
+	coll := c.Database("shop").Collection("items")
+	before, _ := scrape(t, ts, "", "")
+	for i := range 5 {
+		if _, err := coll.InsertOne(ctx, bson.M{"_id": i}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err := coll.InsertOne(ctx, bson.M{"_id": 0})
+	if err == nil {
+		t.Fatal("a duplicate _id was inserted")
+	}
+	cur, err := coll.Find(ctx, bson.M{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cur.Close(ctx)
+	mustRun(t, c.Database("shop"), bson.D{{Key: "dumboCommit", Value: 1}, {Key: "message", Value: "m"}})
+	after, status := scrape(t, ts, "", "")
+	if status != http.StatusOK {
+		t.Fatalf("/metrics answered %d", status)
+	}
+	moved := func(name string, labels ...string) float64 {
+		return metricValue(after, name, labels...) - max(0, metricValue(before, name, labels...))
+	}
+	if d := moved("dumbodb_command_duration_seconds", "command", "insert"); d != 6 {
+		t.Errorf("insert commands counted %v, want 6", d)
+	}
+	// The duplicate key is a write error in an ok: 1 reply; a failure is
+	// a command that answered ok: 0.
+	if d := moved("dumbodb_command_failures_total", "command", "insert"); d > 0 {
+		t.Errorf("insert failures %v", d)
+	}
+	if d := moved("dumbodb_command_duration_seconds", "command", "dumboCommit", "family", "version control"); d != 1 {
+		t.Errorf("dumboCommit counted %v", d)
+	}
+	if d := moved("dumbodb_wal_sync_duration_seconds"); d < 1 {
+		t.Errorf("log syncs counted %v", d)
+	}
+	if d := moved("dumbodb_wal_records_per_sync"); d < 1 {
+		t.Errorf("records per sync observed %v times", d)
+	}
+	if d := moved("dumbodb_checkpoint_duration_seconds"); d < 1 {
+		t.Errorf("checkpoints counted %v (a commit checkpoints)", d)
+	}
+	if v := metricValue(after, "dumbodb_connections"); v < 1 {
+		t.Errorf("connections %v", v)
+	}
+	if v := metricValue(after, "dumbodb_database_disk_bytes", "db", "shop"); v <= 0 {
+		t.Errorf("shop's size on disk %v", v)
+	}
+	if metricValue(after, "go_goroutines") <= 0 || metricValue(after, "process_resident_memory_bytes") <= 0 {
+		t.Error("the Go and process collectors are missing")
+	}
+	_, err = c.Database("shop").RunCommand(ctx, bson.D{{Key: "find", Value: 1}}).Raw()
+	if err == nil {
+		t.Fatal("find of a number ran")
+	}
+	if v, _ := scrape(t, ts, "", ""); metricValue(v, "dumbodb_command_failures_total", "command", "find") < 1 {
+		t.Error("a failed find is not counted")
+	}
+	base := fmt.Sprintf("http://%s", ts.srv.HTTPAddr())
+	for path, want := range map[string]int{"/livez": 200, "/readyz": 200, "/debug/pprof/": 404, "/nothing": 404} {
+		if got := httpStatusOf(t, base+path); got != want {
+			t.Errorf("GET %s: %d, want %d", path, got, want)
+		}
+	}
+}
+
+// TestMetricsUnderAccessControl: with --auth, /metrics needs a user with
+// serverStatus (clusterMonitor), health checks need none; the profiler
+// under HTTPDebug is as guarded as the metrics.
+func TestMetricsUnderAccessControl(t *testing.T) {
+	ts := startServer(t, withAuth, withHTTP, func(c *server.Config) { c.HTTPDebug = true })
+	createRoot(t, ts)
+	root := ts.authClient("root", "rootpw", "admin", "")
+	addUser(t, root, "shop", "dev", bson.A{"readWrite"})
+	addUser(t, root, "admin", "monitor", bson.A{"clusterMonitor"})
+	if _, status := scrape(t, ts, "", ""); status != http.StatusUnauthorized {
+		t.Errorf("/metrics without credentials: %d", status)
+	}
+	if _, status := scrape(t, ts, "monitor", "wrong"); status != http.StatusUnauthorized {
+		t.Errorf("/metrics with a wrong password: %d", status)
+	}
+	req, _ := http.NewRequest(http.MethodGet, fmt.Sprintf("http://%s/metrics", ts.srv.HTTPAddr()), nil)
+	req.SetBasicAuth("dev", "pw")
+	req.Header.Set("X-Dumbo-Auth-Source", "shop")
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusForbidden {
+		t.Errorf("/metrics for a readWrite user: %v %v", resp.StatusCode, err)
+	}
+	if _, status := scrape(t, ts, "monitor", "pw"); status != http.StatusOK {
+		t.Errorf("/metrics for clusterMonitor: %d", status)
+	}
+	base := fmt.Sprintf("http://%s", ts.srv.HTTPAddr())
+	for path, want := range map[string]int{"/livez": 200, "/readyz": 200, "/debug/pprof/": 401} {
+		if got := httpStatusOf(t, base+path); got != want {
+			t.Errorf("GET %s: %d, want %d", path, got, want)
+		}
+	}
+}
