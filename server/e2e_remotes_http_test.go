@@ -266,7 +266,7 @@ func TestReadReplicaOfAnHTTPPrimary(t *testing.T) {
 		t.Fatal(err)
 	}
 	vc(t, primary, "shop", bson.D{{Key: "dumboCommit", Value: 1}, {Key: "message", Value: "one"}})
-	rs := startServer(t, func(c *server.Config) {
+	rs := startServer(t, withHTTP, func(c *server.Config) {
 		c.ReplicaOf, c.ReplicaPoll = fmt.Sprintf("http://%s/", ps.srv.HTTPAddr()), 10*time.Minute
 	})
 	replica, err := mongo.Connect(options.Client().ApplyURI("mongodb://" + rs.addr + "/?directConnection=true").
@@ -291,6 +291,17 @@ func TestReadReplicaOfAnHTTPPrimary(t *testing.T) {
 	}
 	_, err = replica.Database("shop").Collection("items").InsertOne(ctx, bson.M{"_id": 9})
 	wantCode(t, err, 10107, "NotWritablePrimary")
+
+	// The replica's lag in its metrics; ready, as it synced.
+	families, status := scrape(t, rs, "", "")
+	if status != http.StatusOK || metricValue(families, "dumbodb_replica_lag_seconds", "db", "shop") < 0 ||
+		metricValue(families, "dumbodb_replica_polls_total", "outcome", "ok") < 1 {
+		t.Errorf("the replica's metrics (%d): lag %v, polls %v", status, metricValue(families, "dumbodb_replica_lag_seconds", "db", "shop"),
+			metricValue(families, "dumbodb_replica_polls_total", "outcome", "ok"))
+	}
+	if got := httpStatusOf(t, fmt.Sprintf("http://%s/readyz", rs.srv.HTTPAddr())); got != http.StatusOK {
+		t.Errorf("the synced replica's /readyz: %d", got)
+	}
 }
 
 // TestHTTPSRemote: a server with a certificate serves its remotes over

@@ -125,6 +125,10 @@ var (
 		"Databases open now (others are closed while idle).", nil, nil)
 	descDiskBytes = prometheus.NewDesc(metricsNamespace+"_database_disk_bytes",
 		"Bytes a database's files take on disk: data, indexes, history and logs.", []string{"db"}, nil)
+	descReplicaLag = prometheus.NewDesc(metricsNamespace+"_replica_lag_seconds",
+		"On a read replica, seconds since a database's last successful sync.", []string{"db"}, nil)
+	descReplicaPolls = prometheus.NewDesc(metricsNamespace+"_replica_polls_total",
+		"On a read replica, polls of the primary, by outcome.", []string{"outcome"}, nil)
 )
 
 func (c *serverCollector) Describe(ch chan<- *prometheus.Desc) {
@@ -149,6 +153,9 @@ func (c *serverCollector) Collect(ch chan<- prometheus.Metric) {
 	dbs := s.engine.DatabaseStats()
 	ch <- prometheus.MustNewConstMetric(descEditBytes, prometheus.GaugeValue, float64(dbs.EditBytes))
 	ch <- prometheus.MustNewConstMetric(descOpenDatabases, prometheus.GaugeValue, float64(dbs.Open))
+	if s.cfg.replica() {
+		s.replica.collect(ch)
+	}
 	if names, err := s.engine.DatabaseNames(); err == nil {
 		for _, n := range names {
 			ch <- prometheus.MustNewConstMetric(descDiskBytes, prometheus.GaugeValue, float64(s.engine.SizeOnDisk(n)), n)

@@ -12,6 +12,7 @@ import (
 	"dumbodb/mongoerr"
 	"dumbodb/storage"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
@@ -131,6 +132,19 @@ func (st *replicaStatus) synced() bool {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	return st.polls > st.failed
+}
+
+// collect sends the replica's metrics (metrics.go).
+func (st *replicaStatus) collect(ch chan<- prometheus.Metric) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	ch <- prometheus.MustNewConstMetric(descReplicaPolls, prometheus.CounterValue, float64(st.polls-st.failed), "ok")
+	ch <- prometheus.MustNewConstMetric(descReplicaPolls, prometheus.CounterValue, float64(st.failed), "failed")
+	for name, db := range st.dbs {
+		if !db.lastSync.IsZero() {
+			ch <- prometheus.MustNewConstMetric(descReplicaLag, prometheus.GaugeValue, time.Since(db.lastSync).Seconds(), name)
+		}
+	}
 }
 
 // replicaStatusDoc is serverStatus.replica.
