@@ -167,6 +167,7 @@ func (r *request) tailGetMore(cur *cursor, t *tailSource, batchSize int) ([]bson
 		if left <= 0 {
 			return docs, false, nil
 		}
+		r.awaited = true
 		awaitChange(r.ctx, wait, min(left, tailPoll))
 		switch err := r.ctx.Err(); {
 		case errors.Is(err, context.DeadlineExceeded):

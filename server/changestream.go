@@ -610,6 +610,7 @@ func (r *request) streamGetMore(cs *changeStream, batchSize int) ([]bsoncore.Doc
 			return docs, err
 		}
 		left := time.Until(deadline)
+		r.awaited = true
 		if left <= 0 || !cs.await(r.ctx, wait, left) {
 			return docs, nil
 		}

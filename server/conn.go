@@ -293,7 +293,7 @@ func (c *conn) runCommand(unacknowledged bool, decode func() (bsoncore.Document,
 	}
 	d := time.Since(start)
 	c.s.metrics.observe(req.spec, d, err != nil)
-	if d > slowCommand {
+	if d > slowCommand && !req.awaited { // waiting on purpose is not slowness, as on mongod
 		c.log.Info().Str("c", "COMMAND").Str("command", req.name).Str("ns", req.db).Dur("durationMillis", d).Msg("Slow query")
 	}
 	return c.s.withClusterTime(reply, req.opTime)

@@ -8,9 +8,9 @@ import (
 
 	"dumbodb/server"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
-	dto "github.com/prometheus/client_model/go"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 )

@@ -16,6 +16,7 @@ import (
 
 	"dumbodb/wire"
 
+	"dumbodb/internal/dumboproc"
 	"dumbodb/internal/testload"
 	"dumbodb/server"
 )
@@ -305,5 +306,40 @@ func TestStreamingHello(t *testing.T) {
 			t.Fatalf("reply %d: %s", i, m.Body)
 		}
 		responseTo = hdr.RequestID
+	}
+}
+
+// TestWaitingIsNotSlow: an awaitable hello that waits, and a client that
+// hangs up on it, log no "Slow query" and no interruption (mongod leaves
+// them out too), while a find held 200 ms by a fail point logs one.
+func TestWaitingIsNotSlow(t *testing.T) {
+	logs := &dumboproc.SyncBuffer{}
+	ts := &testServer{t: t, dir: t.TempDir(), cfg: server.Config{BindIPs: []string{"127.0.0.1"}, TestCommands: true}, logTo: logs}
+	ts.start()
+	t.Cleanup(ts.stop)
+	nc := ts.dial()
+	tv := raw(t, nc, bson.D{{Key: "hello", Value: 1}, {Key: "$db", Value: "admin"}})["topologyVersion"]
+	raw(t, nc, bson.D{{Key: "hello", Value: 1}, {Key: "topologyVersion", Value: tv}, {Key: "maxAwaitTimeMS", Value: int64(300)}, {Key: "$db", Value: "admin"}})
+	hangUp := ts.dial()
+	awaiting, _ := bson.Marshal(bson.D{{Key: "hello", Value: 1}, {Key: "topologyVersion", Value: tv}, {Key: "maxAwaitTimeMS", Value: int64(2000)}, {Key: "$db", Value: "admin"}})
+	if err := wire.Write(hangUp, 1, 0, &wire.Msg{Body: awaiting}, wire.CompressorNoop); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond) // past slowOpWatch: the hang-up is watched
+	hangUp.Close()
+	time.Sleep(200 * time.Millisecond)
+	for _, line := range strings.Split(logs.String(), "\n") {
+		if !strings.Contains(line, `"level":"debug"`) && (strings.Contains(line, "Slow query") || strings.Contains(line, "interrupting")) {
+			t.Fatalf("waiting was logged as slow or interrupted: %s", line)
+		}
+	}
+	c := ts.client()
+	mustRun(t, c.Database("admin"), bson.D{{Key: "configureFailPoint", Value: "failCommand"}, {Key: "mode", Value: bson.D{{Key: "times", Value: 1}}},
+		{Key: "data", Value: bson.D{{Key: "failCommands", Value: bson.A{"find"}}, {Key: "blockConnection", Value: true}, {Key: "blockTimeMS", Value: 200}}}})
+	if err := c.Database("app").Collection("c").FindOne(ctx, bson.M{}).Err(); err != nil && err != mongo.ErrNoDocuments {
+		t.Fatal(err)
+	}
+	if !strings.Contains(logs.String(), `"command":"find"`) || !strings.Contains(logs.String(), "Slow query") {
+		t.Fatalf("a slow find was not logged:\n%s", logs.String())
 	}
 }

@@ -26,6 +26,10 @@ var (
 	errDisconnected = errors.New("client disconnected")
 )
 
+// waitsByDesign are the commands that wait for news on purpose: an
+// awaitable hello, a getMore of a tailable or change-stream cursor.
+var waitsByDesign = map[string]bool{"hello": true, "isMaster": true, "ismaster": true, "getMore": true}
+
 // slowOpWatch is how long an operation runs before the server starts
 // watching its connection for a hang-up: short operations never pay for it.
 const slowOpWatch = 100 * time.Millisecond
@@ -127,13 +131,13 @@ func (c *conn) watchIfSlow(now time.Time) {
 		return
 	}
 	o.watch = make(chan struct{})
-	go c.watchDisconnect(rc, o.id, o.watch)
+	go c.watchDisconnect(rc, o.id, o.name, o.watch)
 }
 
 // watchDisconnect waits until the socket is readable and then peeks: end of
 // file or an error means the client is gone, so its operation stops. Bytes
 // (a pipelined request) end the watch without a verdict.
-func (c *conn) watchDisconnect(rc syscall.RawConn, opid int64, done chan struct{}) {
+func (c *conn) watchDisconnect(rc syscall.RawConn, opid int64, name string, done chan struct{}) {
 	defer close(done)
 	var peek [1]byte
 	gone := false
@@ -146,7 +150,11 @@ func (c *conn) watchDisconnect(rc syscall.RawConn, opid int64, done chan struct{
 		return true
 	})
 	if gone {
-		c.log.Info().Str("c", "NETWORK").Int64("opid", opid).Msg("client disconnected; interrupting its operation")
+		ev := c.log.Info()
+		if waitsByDesign[canonicalCommand(name)] {
+			ev = c.log.Debug() // a client leaving while its hello or getMore waits: ordinary
+		}
+		ev.Str("c", "NETWORK").Int64("opid", opid).Str("command", name).Msg("client disconnected; interrupting its operation")
 		c.kill(opid, errDisconnected)
 	}
 }

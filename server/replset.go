@@ -136,6 +136,7 @@ func (r *request) awaitHello() error {
 	if pid != r.c.s.topo.processID || counter != 0 {
 		return nil // an older topology: answer at once
 	}
+	r.awaited = true
 	timer := time.NewTimer(time.Duration(wait) * time.Millisecond)
 	defer timer.Stop()
 	// A waiting hello is not work: drivers keep one waiting all the time,

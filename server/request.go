@@ -28,6 +28,10 @@ type request struct {
 	name    string // the command name as sent (first key)
 	db      string // $db without its "@revision" part
 	rev     string // the "@revision" part of $db ("" when absent)
+	// awaited: the command waited for news on purpose (an awaitable
+	// hello, a getMore of a tailable or change-stream cursor), which is
+	// no slowness to log.
+	awaited bool
 	spec    *command
 	// retry is set for a retryable write (lsid and txnNumber).
 	retry *retryableWrite
