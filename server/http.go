@@ -7,9 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"strings"
 	"time"
 
 	"dumbodb/auth"
@@ -60,9 +62,20 @@ func (s *Server) listenHTTP() error {
 	s.http = &httpListener{l: l, srv: &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog:          nil,
+		// The listener's own complaints (a failed TLS handshake, a
+		// request that does not parse) go to the server's log.
+		ErrorLog: log.New(httpErrorLog{s}, "", 0),
 	}}
 	return nil
+}
+
+// httpErrorLog writes net/http's error lines as debug lines of the
+// server's log: they are about a client's mistakes.
+type httpErrorLog struct{ s *Server }
+
+func (l httpErrorLog) Write(p []byte) (int, error) {
+	l.s.log.Debug().Str("c", "NETWORK").Msg(strings.TrimSpace(string(p)))
+	return len(p), nil
 }
 
 // HTTPAddr is the HTTP listener's address (nil: none).
