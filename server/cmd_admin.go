@@ -281,7 +281,8 @@ func cmdServerStatus(r *request) (bsoncore.Document, error) {
 		AppendInt64("editBytes", dbs.EditBytes).
 		AppendInt64("historyBytes", dbs.HistoryBytes).
 		AppendInt64("undropBytes", s.engine.DroppedBytes()).Build()
-	cursors := bsoncore.NewDocumentBuilder().
+	metrics := bsoncore.NewDocumentBuilder().
+		AppendDocument("commands", s.commandsStatus()).
 		AppendDocument("cursor", bsoncore.NewDocumentBuilder().
 			AppendDocument("open", bsoncore.NewDocumentBuilder().
 				AppendInt64("total", int64(s.cursors.count())).Build()).Build()).Build()
@@ -294,17 +295,27 @@ func cmdServerStatus(r *request) (bsoncore.Document, error) {
 		AppendDouble("uptime", up.Seconds()).
 		AppendInt64("uptimeMillis", up.Milliseconds()).
 		AppendInt64("uptimeEstimate", int64(up.Seconds())).
-		AppendDateTime("localTime", time.Now().UnixMilli()).
-		AppendDocument("connections", conns).
-		AppendDocument("opcounters", ops).
-		AppendDocument("mem", memStatus()).
-		AppendDocument("goMemory", goMemoryStatus(&s.memReleases)).
-		AppendDocument("storageEngine", storageEngine).
-		AppendDocument("metrics", cursors).
-		AppendDocument("changeStreams", s.changeLogStatus()).
-		AppendDocument("extra_info", extraInfo())
+		AppendDateTime("localTime", time.Now().UnixMilli())
+	sections := []statusSection{
+		{"asserts", s.assertsStatus()},
+		{"connections", conns},
+		{"globalLock", s.globalLockStatus()},
+		{"network", s.networkStatus()},
+		{"opLatencies", s.opLatenciesStatus()},
+		{"opcounters", ops},
+		{"transactions", s.transactionsStatus()},
+		{"mem", memStatus()},
+		{"goMemory", goMemoryStatus(&s.memReleases)},
+		{"storageEngine", storageEngine},
+		{"metrics", metrics},
+		{"changeStreams", s.changeLogStatus()},
+		{"extra_info", extraInfo()},
+	}
 	if s.cfg.replica() {
-		b.AppendDocument("replica", s.replicaStatusDoc())
+		sections = append(sections, statusSection{"replica", s.replicaStatusDoc()})
+	}
+	for _, sec := range sectionsWanted(r, sections) {
+		b.AppendDocument(sec.name, sec.doc)
 	}
 	return b.AppendDouble("ok", 1).Build(), nil
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"dumbodb/mongoerr"
@@ -54,7 +55,7 @@ func (s *Server) newConn(nc net.Conn) *conn {
 		s: s, nc: nc, id: id, ctx: ctx, cancel: cancel,
 		log:    s.log.With().Str("ctx", connName(id)).Logger(),
 		r:      bufio.NewReaderSize(nc, 64<<10),
-		w:      bufio.NewWriterSize(nc, 64<<10),
+		w:      bufio.NewWriterSize(sentBytes{nc, &s.stats.bytesOut}, 64<<10),
 		poller: newBusyPoller(nc, s.cfg.BusyPoll),
 	}
 	s.connsMu.Lock()
@@ -92,6 +93,8 @@ func (c *conn) serve() {
 			c.logReadError(err)
 			return
 		}
+		c.s.stats.bytesIn.Add(int64(hdr.MessageLength))
+		c.s.stats.numRequests.Add(1)
 		c.s.running.Add(1)
 		err = c.handle(hdr, msg, comp)
 		c.s.running.Add(-1)
@@ -101,6 +104,19 @@ func (c *conn) serve() {
 			return
 		}
 	}
+}
+
+// sentBytes counts what a connection writes to its socket
+// (serverStatus.network.bytesOut).
+type sentBytes struct {
+	io.Writer
+	n *atomic.Int64
+}
+
+func (w sentBytes) Write(p []byte) (int, error) {
+	n, err := w.Writer.Write(p)
+	w.n.Add(int64(n))
+	return n, err
 }
 
 // readMessage reads the next message within the server's in-flight budget.

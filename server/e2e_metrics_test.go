@@ -3,7 +3,9 @@ package server_test
 import (
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
+	"slices"
 	"testing"
 
 	"dumbodb/server"
@@ -13,6 +15,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
 )
 
 // scrape reads ts's /metrics as userinfo ("" none), parsed by
@@ -186,5 +189,89 @@ func TestMetricsUnderAccessControl(t *testing.T) {
 		if got := httpStatusOf(t, base+path); got != want {
 			t.Errorf("GET %s: %d, want %d", path, got, want)
 		}
+	}
+}
+
+// TestServerStatusFollowsMongodsShape: the sections exporters read
+// (network, opLatencies, asserts, metrics.commands, transactions,
+// globalLock) move with what clients do, and sections turned off are
+// left out.
+func TestServerStatusFollowsMongodsShape(t *testing.T) {
+	c := startServer(t).client()
+	admin := c.Database("admin")
+	status := func() bson.M { return mustRun(t, admin, bson.D{{Key: "serverStatus", Value: 1}}) }
+	num := func(doc bson.M, path ...string) int64 {
+		switch v := get(doc, path...).(type) {
+		case int64:
+			return v
+		case int32:
+			return int64(v)
+		}
+		t.Fatalf("serverStatus.%v is %T", path, get(doc, path...))
+		return 0
+	}
+	before := status()
+	coll := c.Database("shop").Collection("items")
+	for i := range 3 {
+		if _, err := coll.InsertOne(ctx, bson.M{"_id": i}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := coll.FindOne(ctx, bson.M{}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Database("shop").RunCommand(ctx, bson.D{{Key: "find", Value: 1}}).Raw(); err == nil {
+		t.Fatal("find of a number ran")
+	}
+	sess, err := c.StartSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.EndSession(ctx)
+	for _, commit := range []bool{true, false} {
+		sctx := mongo.NewSessionContext(ctx, sess)
+		if err := sess.StartTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := coll.InsertOne(sctx, bson.M{"x": commit}); err != nil {
+			t.Fatal(err)
+		}
+		if commit {
+			err = sess.CommitTransaction(ctx)
+		} else {
+			err = sess.AbortTransaction(ctx)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	after := status()
+	for _, c := range []struct {
+		path []string
+		min  int64
+	}{
+		{[]string{"metrics", "commands", "insert", "total"}, 5},
+		{[]string{"metrics", "commands", "find", "failed"}, 1},
+		{[]string{"asserts", "user"}, 1},
+		{[]string{"opLatencies", "writes", "ops"}, 5},
+		{[]string{"opLatencies", "reads", "ops"}, 2},
+		{[]string{"opLatencies", "transactions", "ops"}, 2},
+		{[]string{"network", "numRequests"}, 10},
+		{[]string{"network", "bytesIn"}, 500},
+		{[]string{"network", "bytesOut"}, 500},
+		{[]string{"transactions", "totalStarted"}, 2},
+		{[]string{"transactions", "totalCommitted"}, 1},
+		{[]string{"transactions", "totalAborted"}, 1},
+	} {
+		if d := num(after, c.path...) - num(before, c.path...); d < c.min {
+			t.Errorf("serverStatus.%v moved by %d, want at least %d", c.path, d, c.min)
+		}
+	}
+	if num(after, "globalLock", "totalTime") <= 0 || num(after, "transactions", "currentOpen") != 0 {
+		t.Errorf("globalLock %v, transactions %v", after["globalLock"], after["transactions"])
+	}
+	trimmed := mustRun(t, admin, bson.D{{Key: "serverStatus", Value: 1}, {Key: "metrics", Value: 0}, {Key: "opLatencies", Value: false}})
+	if trimmed["metrics"] != nil || trimmed["opLatencies"] != nil || trimmed["network"] == nil {
+		t.Errorf("serverStatus with metrics: 0, opLatencies: false kept %v", slices.Collect(maps.Keys(trimmed)))
 	}
 }

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -22,24 +23,60 @@ const metricsNamespace = "dumbodb"
 // serverMetrics are a server's metrics, in a registry of its own (several
 // servers may run in one process: tests, embedded use).
 type serverMetrics struct {
-	registry *prometheus.Registry
-	commands map[*command]commandMetrics
+	registry  *prometheus.Registry
+	commands  map[*command]commandMetrics
+	counts    map[string]*commandCounts // by canonical name
+	latencies opLatencies
 	walSync  prometheus.Histogram
 	walBatch prometheus.Histogram
 	ckpt     prometheus.Histogram
 }
 
-// commandMetrics are one command's: its latency and its failures.
+// commandMetrics are one command's: its latency and its failures, for
+// Prometheus; its counts (shared by a command's spellings) and the
+// latency class it adds to, for serverStatus.
 type commandMetrics struct {
 	duration prometheus.Observer
 	failures prometheus.Counter
+	counts   *commandCounts
+	class    *latencyClass
+}
+
+// commandCounts are serverStatus.metrics.commands.<name>.
+type commandCounts struct {
+	total, failed atomic.Int64
+}
+
+// latencyClass is one of serverStatus.opLatencies' classes.
+type latencyClass struct {
+	micros, ops atomic.Int64
+}
+
+// opLatencies are serverStatus.opLatencies' classes: reads, writes,
+// other commands, and transactions' commits and aborts.
+type opLatencies struct {
+	reads, writes, commands, transactions latencyClass
+}
+
+// classOf is the opLatencies class a command adds to.
+func (l *opLatencies) classOf(c *command) *latencyClass {
+	switch name := canonicalCommand(c.name); {
+	case name == "commitTransaction" || name == "abortTransaction":
+		return &l.transactions
+	case c.family == reads:
+		return &l.reads
+	case c.family == writes:
+		return &l.writes
+	}
+	return &l.commands
 }
 
 // latencyBuckets span 50 µs to about 30 s.
 var latencyBuckets = prometheus.ExponentialBuckets(50e-6, 4, 11)
 
 func newServerMetrics(s *Server) *serverMetrics {
-	m := &serverMetrics{registry: prometheus.NewRegistry(), commands: map[*command]commandMetrics{}}
+	m := &serverMetrics{registry: prometheus.NewRegistry(), commands: map[*command]commandMetrics{},
+		counts: map[string]*commandCounts{}}
 	duration := prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Namespace: metricsNamespace, Name: "command_duration_seconds",
 		Help:    "Time from a command's arrival to its reply, by command (its count is the commands run).",
@@ -51,9 +88,14 @@ func newServerMetrics(s *Server) *serverMetrics {
 	}, []string{"command", "family"})
 	for _, c := range commandsByName {
 		name := canonicalCommand(c.name)
+		if m.counts[name] == nil {
+			m.counts[name] = &commandCounts{}
+		}
 		m.commands[c] = commandMetrics{
 			duration: duration.WithLabelValues(name, string(c.family)),
 			failures: failures.WithLabelValues(name, string(c.family)),
+			counts:   m.counts[name],
+			class:    m.latencies.classOf(c),
 		}
 	}
 	m.walSync = prometheus.NewHistogram(prometheus.HistogramOpts{
@@ -84,9 +126,22 @@ func (m *serverMetrics) observe(c *command, took time.Duration, failed bool) {
 		return
 	}
 	cm.duration.Observe(took.Seconds())
+	cm.counts.total.Add(1)
+	cm.class.micros.Add(took.Microseconds())
+	cm.class.ops.Add(1)
 	if failed {
 		cm.failures.Inc()
+		cm.counts.failed.Add(1)
 	}
+}
+
+// failures is the commands that failed, all of them.
+func (m *serverMetrics) failures() int64 {
+	var n int64
+	for _, c := range m.counts {
+		n += c.failed.Load()
+	}
+	return n
 }
 
 // LogSynced and Checkpointed make the metrics the engine's observer.

@@ -144,6 +144,7 @@ type Server struct {
 type stats struct {
 	connsCurrent, connsTotal                                    atomic.Int64
 	opInsert, opQuery, opUpdate, opDelete, opGetMore, opCommand atomic.Int64
+	bytesIn, bytesOut, numRequests                              atomic.Int64 // the wire protocol's, as they crossed the socket
 }
 
 // New creates a server; Listen and Serve start it.

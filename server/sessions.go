@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -23,8 +24,14 @@ var noUserUID = sha256.Sum256(nil)
 // sessionTable holds the logical sessions the server knows
 // (docs/design/transactions.md, "Logical sessions").
 type sessionTable struct {
-	mu sync.Mutex
-	m  map[storage.SessionKey]*session
+	mu   sync.Mutex
+	m    map[storage.SessionKey]*session
+	txns txnCounters // serverStatus.transactions
+}
+
+// txnCounters count the transactions started, committed and aborted.
+type txnCounters struct {
+	started, committed, aborted atomic.Int64
 }
 
 // session is one logical session: when it was last used, and its latest

@@ -32,6 +32,7 @@ const (
 // transaction is a session's transaction. Its mutex is held by the
 // statement running in it, so a session's statements run one at a time.
 type transaction struct {
+	counts  *txnCounters // the server's, counting how it ends
 	mu      sync.Mutex
 	number  int64
 	started time.Time
@@ -62,6 +63,7 @@ func (t *transaction) abort() {
 		return
 	}
 	t.state = txnAborted
+	t.counts.aborted.Add(1)
 	t.release()
 }
 
@@ -136,7 +138,8 @@ func (tab *sessionTable) transaction(k storage.SessionKey, number int64, start b
 			go s.txn.abortIfActive() // a newer transaction aborts the old one, as on mongod
 		}
 		s.txnNumber = number
-		s.txn = &transaction{number: number, started: time.Now()}
+		s.txn = &transaction{counts: &tab.txns, number: number, started: time.Now()}
+		tab.txns.started.Add(1)
 		return s.txn, nil
 	case s.txn == nil || s.txn.number != number:
 		return nil, noSuchTransaction("Given transaction number %d does not match any in-progress transactions.", number)
@@ -199,7 +202,7 @@ func (r *request) committedBefore(k storage.SessionKey, number int64, lookupErr 
 func (tab *sessionTable) recordCommitted(k storage.SessionKey, number int64) *transaction {
 	tab.mu.Lock()
 	defer tab.mu.Unlock()
-	t := &transaction{number: number, started: time.Now(), state: txnCommitted}
+	t := &transaction{counts: &tab.txns, number: number, started: time.Now(), state: txnCommitted}
 	if s := tab.m[k]; s != nil && s.txnNumber <= number {
 		s.txnNumber, s.txn = number, t
 	}
@@ -346,6 +349,9 @@ func cmdCommitTransaction(r *request) (bsoncore.Document, error) {
 		return nil, mongoerr.New(mongoerr.InvalidOptions, "commitTransaction must be run within a transaction")
 	}
 	if t.state == txnCommitted || len(t.parts) == 0 {
+		if t.state == txnActive {
+			t.counts.committed.Add(1)
+		}
 		t.state = txnCommitted
 		return okReply(), nil // idempotent; nothing was read or written
 	}
@@ -359,12 +365,14 @@ func cmdCommitTransaction(r *request) (bsoncore.Document, error) {
 	t.parts = nil
 	if err := storage.CommitTxns(r.ctx, sts); err != nil {
 		t.state = txnAborted
+		t.counts.aborted.Add(1)
 		if errors.Is(err, storage.ErrWriteConflict) {
 			return nil, transientTxnError(mongoerr.New(mongoerr.WriteConflict, "%s", err.Error()))
 		}
 		return nil, err
 	}
 	t.state = txnCommitted
+	t.counts.committed.Add(1)
 	// operationTime is the commit's time, its events' clusterTime (the
 	// latest of them when it spans databases, each logged at its own).
 	var at uint64
