@@ -187,5 +187,6 @@ func transferReply(b *bsoncore.DocumentBuilder, updated []storage.RefUpdate, mov
 	}
 	return b.AppendArray("updated", arr.Build()).
 		AppendInt64("chunks", int64(moved.Chunks)).AppendInt64("bytes", int64(moved.Bytes)).
+		AppendInt64("resumedBytes", int64(moved.Resumed)).
 		AppendDouble("ok", 1).Build()
 }

@@ -3,10 +3,15 @@ package server_test
 import (
 	"fmt"
 	"io"
+	"log"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"reflect"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -369,5 +374,77 @@ func TestConcurrentHTTPPushes(t *testing.T) {
 	winner := slices.Index(commits, head.(string))
 	if winner < 0 || findV(t, a, "shop", winner+1) != int32(winner+1) || findV(t, a, "shop", 0) != int32(0) {
 		t.Fatalf("a's main is at %v, not a pushed commit with its documents (%v)", head, commits)
+	}
+}
+
+// cutBody ends an answer with an error after n bytes: a connection lost
+// mid-transfer.
+type cutBody struct {
+	io.ReadCloser
+	n int
+}
+
+func (b *cutBody) Read(p []byte) (int, error) {
+	if b.n <= 0 {
+		return 0, io.ErrUnexpectedEOF
+	}
+	if len(p) > b.n {
+		p = p[:b.n]
+	}
+	n, err := b.ReadCloser.Read(p)
+	b.n -= n
+	return n, err
+}
+
+// TestHTTPCloneResumesAfterACut: a clone whose transfer is cut off (a
+// proxy in between drops the connection in the middle of its chunk
+// answers) fails and leaves no database; the clone done again reads what
+// had arrived from its transfer cache (resumedBytes) and receives only
+// the rest, and holds every document.
+func TestHTTPCloneResumesAfterACut(t *testing.T) {
+	as := startServer(t, withHTTP)
+	a := as.client()
+	docs := make([]any, 1000)
+	for j := range 20 {
+		for i := range docs {
+			docs[i] = bson.M{"_id": j*1000 + i, "v": i, "pad": strings.Repeat("p", 200)}
+		}
+		if _, err := a.Database("shop").Collection("items").InsertMany(ctx, docs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	vc(t, a, "shop", bson.D{{Key: "dumboCommit", Value: 1}, {Key: "message", Value: "seed"}})
+
+	target, _ := url.Parse(fmt.Sprintf("http://%s", as.srv.HTTPAddr()))
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	var cut atomic.Bool
+	cut.Store(true)
+	var chunkAnswers atomic.Int64
+	proxy.ModifyResponse = func(resp *http.Response) error {
+		if cut.Load() && strings.HasSuffix(resp.Request.URL.Path, "/chunks") && chunkAnswers.Add(1) > 2 {
+			resp.Body = &cutBody{ReadCloser: resp.Body, n: 64 << 10}
+		}
+		return nil
+	}
+	proxy.ErrorLog = log.New(io.Discard, "", 0)
+	front := httptest.NewServer(proxy)
+	t.Cleanup(front.Close)
+	b := startServer(t).client()
+	clone := bson.D{{Key: "dumboClone", Value: 1}, {Key: "url", Value: front.URL + "/shop"}}
+	if _, err := run(t, b.Database("shop"), clone); err == nil {
+		t.Fatal("a clone whose transfer was cut off succeeded")
+	}
+	if n, _ := b.Database("shop").Collection("items").CountDocuments(ctx, bson.M{}); n != 0 {
+		t.Fatalf("a failed clone left %d documents", n)
+	}
+	cut.Store(false)
+	again := vc(t, b, "shop", clone)
+	resumed, total := again["resumedBytes"].(int64), again["bytes"].(int64)
+	if resumed <= 0 || resumed >= total {
+		t.Errorf("the clone done again resumed %d of %d bytes", resumed, total)
+	}
+	t.Logf("resumed %d of %d bytes", resumed, total)
+	if n, err := b.Database("shop").Collection("items").CountDocuments(ctx, bson.M{}); err != nil || n != 20000 {
+		t.Fatalf("the resumed clone holds %d documents (%v)", n, err)
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"dumbodb/internal/durablefile"
 
+	"github.com/dolthub/dolt/go/store/chunks"
 	"github.com/dolthub/dolt/go/store/datas"
 	"github.com/dolthub/dolt/go/store/hash"
 	"github.com/dolthub/dolt/go/store/nbs"
@@ -42,7 +43,9 @@ func (e *Engine) Clone(ctx context.Context, name, rawURL, branch string) (FetchR
 		return FetchResult{}, err
 	}
 	tmp := filepath.Join(e.dir, fmt.Sprintf("%s%d-%d", clonePrefix, time.Now().UnixNano(), cloneSeq.Add(1)))
-	res, err := cloneInto(ctx, tmp, rs, rawURL, heads, tags)
+	src, finish := e.cachedSource(ctx, rawURL, rs.chunks())
+	res, err := cloneInto(ctx, tmp, src, rawURL, heads, tags)
+	res.Transferred.Resumed = finish(err == nil)
 	if err == nil {
 		err = e.installClone(tmp, name)
 	}
@@ -87,7 +90,7 @@ func cloneRefs(ctx context.Context, rs remoteStore, branch string) (heads, tags 
 }
 
 // cloneInto writes the clone's store and remotes file into dir.
-func cloneInto(ctx context.Context, dir string, rs remoteStore, rawURL string, heads, tags map[string]hash.Hash) (FetchResult, error) {
+func cloneInto(ctx context.Context, dir string, src chunks.ChunkStore, rawURL string, heads, tags map[string]hash.Hash) (FetchResult, error) {
 	var res FetchResult
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return res, err
@@ -100,7 +103,7 @@ func cloneInto(ctx context.Context, dir string, rs remoteStore, rawURL string, h
 	db := datas.NewTypesDatabase(types.NewValueStore(cs), tree.NewNodeStore(cs))
 	defer db.Close()
 	addrs := append(slices.Collect(maps.Values(heads)), slices.Collect(maps.Values(tags))...)
-	if res.Transferred, err = copyChunks(ctx, rs.chunks(), cs, addrs); err != nil {
+	if res.Transferred, err = copyChunks(ctx, src, cs, addrs); err != nil {
 		return res, err
 	}
 	cfg := &remoteConfig{remotes: map[string]string{"origin": rawURL}, upstreams: map[string]Upstream{}}

@@ -214,9 +214,13 @@ func datasetRefs(ctx context.Context, db datas.Database, prefix string) (map[str
 // HTTP on loopback), so copies are written as table files.
 func init() { os.Setenv("DOLT_ARCHIVE_PULL_STREAMER", "0") }
 
-// TransferStats is what a copy between stores moved.
+// TransferStats is what a copy between stores moved: the chunks and
+// their bytes, of which Resumed bytes (compressed) came from the transfer
+// cache of a copy cut off before rather than from the remote
+// (remote_resume.go).
 type TransferStats struct {
 	Chunks, Bytes uint64
+	Resumed       uint64
 }
 
 // transferTableFileSize is the size of the table files a copy writes.

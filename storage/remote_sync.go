@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/dolthub/dolt/go/store/chunks"
 	"github.com/dolthub/dolt/go/store/datas"
 	"github.com/dolthub/dolt/go/store/hash"
 )
@@ -55,13 +56,24 @@ func (d *Database) fetch(ctx context.Context, remote, branch string, prune bool)
 	}
 	d.compactMu.Lock() // GC would drop copied chunks no ref reaches yet
 	defer d.compactMu.Unlock()
-	if res.Transferred, err = copyChunks(ctx, rs.chunks(), d.cs, slices.Collect(maps.Values(heads))); err != nil {
-		return res, err
+	rawURL, _ := d.remoteURL(remote)
+	src, finish := d.engine.cachedSource(ctx, rawURL, rs.chunks())
+	err = d.fetchFrom(ctx, src, remote, heads, tags, prune && branch == "", &res)
+	res.Transferred.Resumed = finish(err == nil)
+	return res, err
+}
+
+// fetchFrom copies the heads and the missing tags from src and moves the
+// tracking refs.
+func (d *Database) fetchFrom(ctx context.Context, src chunks.ChunkStore, remote string, heads, tags map[string]hash.Hash, prune bool, res *FetchResult) error {
+	var err error
+	if res.Transferred, err = copyChunks(ctx, src, d.cs, slices.Collect(maps.Values(heads))); err != nil {
+		return err
 	}
-	if res.Updated, err = d.moveTrackingRefs(ctx, remote, heads, prune && branch == ""); err != nil {
-		return res, err
+	if res.Updated, err = d.moveTrackingRefs(ctx, remote, heads, prune); err != nil {
+		return err
 	}
-	return res, d.addMissingTags(ctx, rs, tags, &res)
+	return d.addMissingTags(ctx, src, tags, res)
 }
 
 // remoteRefsToFetch are a remote's branch heads (one branch's when
@@ -111,7 +123,7 @@ func (d *Database) moveTrackingRefs(ctx context.Context, remote string, heads ma
 
 // addMissingTags copies the remote's tags that the database lacks, as
 // git fetch does for tags; a tag the database has keeps its value.
-func (d *Database) addMissingTags(ctx context.Context, rs remoteStore, tags map[string]hash.Hash, res *FetchResult) error {
+func (d *Database) addMissingTags(ctx context.Context, src chunks.ChunkStore, tags map[string]hash.Hash, res *FetchResult) error {
 	local, err := datasetRefs(ctx, d.db, refTags)
 	if err != nil {
 		return err
@@ -125,7 +137,7 @@ func (d *Database) addMissingTags(ctx context.Context, rs remoteStore, tags map[
 	if len(missing) == 0 {
 		return nil
 	}
-	st, err := copyChunks(ctx, rs.chunks(), d.cs, missing)
+	st, err := copyChunks(ctx, src, d.cs, missing)
 	if err != nil {
 		return err
 	}
