@@ -27,9 +27,9 @@ type serverMetrics struct {
 	commands  map[*command]commandMetrics
 	counts    map[string]*commandCounts // by canonical name
 	latencies opLatencies
-	walSync  prometheus.Histogram
-	walBatch prometheus.Histogram
-	ckpt     prometheus.Histogram
+	walSync   prometheus.Histogram
+	walBatch  prometheus.Histogram
+	ckpt      prometheus.Histogram
 }
 
 // commandMetrics are one command's: its latency and its failures, for
