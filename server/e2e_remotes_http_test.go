@@ -1,6 +1,8 @@
 package server_test
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"log"
@@ -8,6 +10,7 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -162,20 +165,22 @@ func TestHTTPRemoteRefusals(t *testing.T) {
 	_, err = run(t, a.Database("copy"), bson.D{{Key: "dumboClone", Value: 1}, {Key: "url", Value: as.httpURL("", "")}})
 	wantCode(t, err, 2, "BadValue")
 	base := fmt.Sprintf("http://%s/remote/v1/shop/", as.srv.HTTPAddr())
-	// A push cut off inside its table file, as when the pusher dies.
-	hdr := `{"tableFiles":[{"id":"0ihc5nb610gugu2qt8kde5snpqouvp5p","chunks":3,"length":5000}],` +
-		`"updates":[{"ref":"refs/heads/main","new":"0ihc5nb610gugu2qt8kde5snpqouvp5p"}]}`
-	cutPush := string([]byte{0, 0, byte(len(hdr) >> 8), byte(len(hdr))}) + hdr + strings.Repeat("x", 100)
+	// A push's chunks cut off inside a record, as when the pusher dies;
+	// a push whose chunks never came.
+	missing := "0ihc5nb610gugu2qt8kde5snpqouvp5p"
+	cutRecord := strings.Repeat("h", 20) + "\x00\x00\x13\x88" + strings.Repeat("x", 100)
 	for _, c := range []struct {
 		path, body string
 		status     int
 	}{
 		{"has", "short", http.StatusBadRequest},
 		{"chunks", "0123456789012345678", http.StatusBadRequest},
-		{"push", "\x00\x00\x00\x05{bad}", http.StatusBadRequest},
-		{"push", "\x00\x00", http.StatusBadRequest},
+		{"push", "{}", http.StatusNotFound},
+		{"push/nothex/has", "", http.StatusNotFound},
+		{"push/0123456789abcdef/chunks", cutRecord, http.StatusBadRequest},
+		{"push/0123456789abcdef", `{"updates":[{"ref":"refs/heads/main","new":"` + missing + `"}]}`, http.StatusBadRequest},
+		{"push/0123456789abcdef", `{bad}`, http.StatusBadRequest},
 		{"nothing", "", http.StatusNotFound},
-		{"push", cutPush, http.StatusBadRequest},
 	} {
 		resp, err := http.Post(base+c.path, "application/octet-stream", strings.NewReader(c.body))
 		if err != nil {
@@ -377,6 +382,13 @@ func TestConcurrentHTTPPushes(t *testing.T) {
 	}
 }
 
+// noise is 128 bytes that do not compress, different for each i.
+func noise(i int) string {
+	a := sha256.Sum256([]byte(fmt.Sprint(i)))
+	b := sha256.Sum256(a[:])
+	return hex.EncodeToString(a[:]) + hex.EncodeToString(b[:])
+}
+
 // cutBody ends an answer with an error after n bytes: a connection lost
 // mid-transfer.
 type cutBody struct {
@@ -446,5 +458,69 @@ func TestHTTPCloneResumesAfterACut(t *testing.T) {
 	t.Logf("resumed %d of %d bytes", resumed, total)
 	if n, err := b.Database("shop").Collection("items").CountDocuments(ctx, bson.M{}); err != nil || n != 20000 {
 		t.Fatalf("the resumed clone holds %d documents (%v)", n, err)
+	}
+}
+
+// TestHTTPPushResumesAfterACut: a push whose upload is cut off (a proxy
+// in between drops the request's body) fails and leaves the receiving
+// branch as it was; the push done again sends only what had not arrived
+// (resumedBytes) and lands whole.
+func TestHTTPPushResumesAfterACut(t *testing.T) {
+	as := startServer(t, withHTTP)
+	a := as.client()
+	if _, err := a.Database("shop").Collection("items").InsertOne(ctx, bson.M{"_id": -1, "v": 0}); err != nil {
+		t.Fatal(err)
+	}
+	start := vc(t, a, "shop", bson.D{{Key: "dumboCommit", Value: 1}, {Key: "message", Value: "start"}})["commitId"]
+
+	target, _ := url.Parse(fmt.Sprintf("http://%s", as.srv.HTTPAddr()))
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	var cut atomic.Bool
+	cut.Store(true)
+	director := proxy.Director
+	proxy.Director = func(req *http.Request) {
+		director(req)
+		if cut.Load() && strings.HasSuffix(req.URL.Path, "/chunks") && strings.Contains(req.URL.Path, "/push/") {
+			req.Body = &cutBody{ReadCloser: req.Body, n: 1 << 20}
+		}
+	}
+	proxy.ErrorLog = log.New(io.Discard, "", 0)
+	front := httptest.NewServer(proxy)
+	t.Cleanup(front.Close)
+
+	b := startServer(t).client()
+	vc(t, b, "shop", bson.D{{Key: "dumboClone", Value: 1}, {Key: "url", Value: front.URL + "/shop"}})
+	docs := make([]any, 1000)
+	for j := range 20 {
+		for i := range docs {
+			docs[i] = bson.M{"_id": j*1000 + i, "v": i, "pad": noise(j*1000 + i)}
+		}
+		if _, err := b.Database("shop").Collection("items").InsertMany(ctx, docs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	vc(t, b, "shop", bson.D{{Key: "dumboCommit", Value: 1}, {Key: "message", Value: "many"}})
+	push := bson.D{{Key: "dumboPush", Value: 1}}
+	if _, err := run(t, b.Database("shop"), push); err == nil {
+		t.Fatal("a push whose upload was cut off succeeded")
+	}
+	if head := vc(t, a, "shop", bson.D{{Key: "dumboLog", Value: 1}})["commits"].(bson.A)[0]; get(head, "commitId") != start {
+		t.Fatalf("a cut push moved the branch to %v", head)
+	}
+	// The receiver keeps what arrived once its handler of the cut request
+	// ends, which may be after the pusher saw the failure.
+	eventually(t, "the receiver keeps the cut push's chunks", func() bool {
+		kept, _ := filepath.Glob(filepath.Join(as.dir, ".transfers", "push-*", "manifest"))
+		return len(kept) == 1
+	})
+	cut.Store(false)
+	again := vc(t, b, "shop", push)
+	resumed, total := again["resumedBytes"].(int64), again["bytes"].(int64)
+	if resumed <= 0 || resumed >= total {
+		t.Errorf("the push done again resumed %d of %d bytes", resumed, total)
+	}
+	t.Logf("resumed %d of %d bytes", resumed, total)
+	if n, err := a.Database("shop").Collection("items").CountDocuments(ctx, bson.M{}); err != nil || n != 20001 {
+		t.Fatalf("after the push the receiver holds %d documents (%v)", n, err)
 	}
 }

@@ -88,13 +88,22 @@ func (s *Server) handleRemote(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	db, op, _ := strings.Cut(rest, "/")
+	op, pushID, isPush := pushOp(op)
 	handler, ok := map[string]func(http.ResponseWriter, *http.Request, httpCaller, *storage.Database){
 		http.MethodGet + " refs":    s.serveRemoteRefs,
 		http.MethodPost + " has":    s.serveRemoteHas,
 		http.MethodPost + " chunks": s.serveRemoteChunks,
-		http.MethodPost + " push":   s.serveRemotePush,
+		http.MethodPost + " push": func(w http.ResponseWriter, r *http.Request, c httpCaller, d *storage.Database) {
+			s.serveRemotePush(w, r, c, d, pushID)
+		},
+		http.MethodPost + " push/has": func(w http.ResponseWriter, r *http.Request, c httpCaller, d *storage.Database) {
+			s.servePushHas(w, r, c, d, pushID)
+		},
+		http.MethodPost + " push/chunks": func(w http.ResponseWriter, r *http.Request, c httpCaller, d *storage.Database) {
+			s.servePushChunks(w, r, c, d, pushID)
+		},
 	}[r.Method+" "+op]
-	if !ok {
+	if !ok || (isPush && !storage.ValidPushID(pushID)) {
 		writeHTTPError(w, mongoerr.New(mongoerr.NamespaceNotFound, "no such request: %s %s", r.Method, r.URL.Path))
 		return
 	}
@@ -111,6 +120,23 @@ func (s *Server) handleRemote(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	handler(w, r, caller, d)
+}
+
+// pushOp splits a push's path, push/<id>[/has|/chunks], into the
+// operation (push, push/has, push/chunks) and the push's id.
+func pushOp(op string) (string, string, bool) {
+	rest, ok := strings.CutPrefix(op, "push/")
+	if !ok {
+		if op == "push" {
+			return "push without its id", "", false
+		}
+		return op, "", false
+	}
+	id, sub, _ := strings.Cut(rest, "/")
+	if sub == "" {
+		return "push", id, true
+	}
+	return "push/" + sub, id, true
 }
 
 // serveRemoteList answers the databases the caller may read, and their
@@ -226,19 +252,56 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
+// requirePush refuses a push's requests to a replica and to a caller
+// without dumboVersionWrite.
+func (s *Server) requirePush(caller httpCaller, db string) error {
+	if s.cfg.replica() {
+		return mongoerr.New(mongoerr.NotWritablePrimary, "not primary: this server is a read replica")
+	}
+	return caller.require(s, auth.VCWrite, db, "push to it")
+}
+
+// servePushHas answers which chunks the push's cache lacks.
+func (s *Server) servePushHas(w http.ResponseWriter, r *http.Request, caller httpCaller, d *storage.Database, id string) {
+	err := s.requirePush(caller, d.Name())
+	var body []byte
+	if err == nil {
+		body, err = readHashRequest(r)
+	}
+	if err == nil {
+		body, err = d.ServePushHas(r.Context(), id, body)
+	}
+	if err != nil {
+		writeHTTPError(w, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.Write(body)
+}
+
+// servePushChunks takes a push's chunks into its cache.
+func (s *Server) servePushChunks(w http.ResponseWriter, r *http.Request, caller httpCaller, d *storage.Database, id string) {
+	err := s.requirePush(caller, d.Name())
+	if err == nil {
+		err = d.ReceivePushChunks(r.Context(), id, r.Body)
+	}
+	if err != nil {
+		writeHTTPError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"ok": 1})
+}
+
 // serveRemotePush applies a push, each update checked against the
 // caller's rights: dumboVersionWrite, dumboVersionAdmin to force or
 // delete, a protected branch's roles.
-func (s *Server) serveRemotePush(w http.ResponseWriter, r *http.Request, caller httpCaller, d *storage.Database) {
-	if s.cfg.replica() {
-		writeHTTPError(w, mongoerr.New(mongoerr.NotWritablePrimary, "not primary: this server is a read replica"))
+func (s *Server) serveRemotePush(w http.ResponseWriter, r *http.Request, caller httpCaller, d *storage.Database, id string) {
+	db := d.Name()
+	if err := s.requirePush(caller, db); err != nil {
+		writeHTTPError(w, err)
 		return
 	}
-	db := d.Name()
 	allow := func(u storage.PushUpdate) error {
-		if err := caller.require(s, auth.VCWrite, db, "push to it"); err != nil {
-			return err
-		}
 		if u.Force || u.New == "" {
 			if err := caller.require(s, auth.VCAdmin, db, "force a push or delete a ref"); err != nil {
 				return err
@@ -249,7 +312,7 @@ func (s *Server) serveRemotePush(w http.ResponseWriter, r *http.Request, caller 
 		}
 		return nil
 	}
-	updated, err := d.ReceivePush(r.Context(), r.Body, allow)
+	updated, err := d.ReceivePush(r.Context(), id, r.Body, allow)
 	if err != nil {
 		writeHTTPError(w, err)
 		return

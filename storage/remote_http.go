@@ -14,7 +14,6 @@ import (
 	"net/url"
 	"os"
 	"strings"
-	"sync"
 	"time"
 
 	"dumbodb/mongoerr"
@@ -180,27 +179,14 @@ func (ep *httpEndpoint) refusal(resp *http.Response) error {
 	return &RemoteRefusal{Err: me, sentinel: refusalSentinels[code]}
 }
 
-// httpRemote is one database of another server, open as a remote: the
-// chunk store copies read and write, and the table files a push has
-// written for it and sends with its next ref update.
+// httpRemote is one database of another server, open as a remote; a
+// push's chunks wait in the server's push cache under pushID until its
+// ref update applies them (remote_http_push.go).
 type httpRemote struct {
 	ep     *httpEndpoint
 	db     string
 	format string
-
-	mu      sync.Mutex
-	staged  []stagedTableFile
-	pending map[string]bool // staged files added to the "manifest": ready to send
-}
-
-// stagedTableFile is a table file Dolt's puller wrote for the remote,
-// held in a temporary file until a ref update carries it.
-type stagedTableFile struct {
-	id          string
-	chunks      int
-	length      int64
-	splitOffset uint64
-	path        string
+	pushID string // the push whose chunks sendChunks uploaded ("": none)
 }
 
 // openHTTPRemote opens database db of the server an http(s) URL names;
@@ -213,7 +199,7 @@ func openHTTPRemote(ctx context.Context, rawURL string) (remoteStore, error) {
 	if db == "" {
 		return nil, fmt.Errorf("%w: %s names no database", ErrBadRemoteURL, ep.display)
 	}
-	r := &httpRemote{ep: ep, db: db, pending: map[string]bool{}}
+	r := &httpRemote{ep: ep, db: db}
 	if _, err := r.allRefs(ctx); err != nil {
 		return nil, err
 	}
@@ -263,136 +249,20 @@ func (r *httpRemote) refs(ctx context.Context, prefix string) (map[string]hash.H
 
 func (r *httpRemote) chunks() chunks.ChunkStore { return &httpChunkStore{r: r} }
 
-func (r *httpRemote) close() error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, f := range r.staged {
-		os.Remove(f.path)
-	}
-	r.staged, r.pending = nil, map[string]bool{}
-	return nil
-}
+func (r *httpRemote) close() error { return nil }
 
-// httpRefUpdate is one update of a push's header.
-type httpRefUpdate struct {
-	Ref   string `json:"ref"`
-	Old   string `json:"old"`
-	New   string `json:"new"`
-	Force bool   `json:"force"`
-}
-
-// httpTableFile is one table file of a push's header.
-type httpTableFile struct {
-	ID          string `json:"id"`
-	Chunks      int    `json:"chunks"`
-	Length      int64  `json:"length"`
-	SplitOffset uint64 `json:"splitOffset"`
-}
-
-// httpPushHeader is a push's header.
-type httpPushHeader struct {
-	TableFiles []httpTableFile `json:"tableFiles"`
-	Updates    []httpRefUpdate `json:"updates"`
-}
-
-// moveRef sends one ref update, with the table files staged for it.
-func (r *httpRemote) moveRef(ctx context.Context, id string, addr hash.Hash, force bool) (hash.Hash, error) {
-	refs, err := r.allRefs(ctx)
-	if err != nil {
-		return hash.Hash{}, err
-	}
-	old := refs[id]
-	if old == addr && !addr.IsEmpty() {
-		return old, nil
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	hdr := httpPushHeader{Updates: []httpRefUpdate{{Ref: id, Old: addrString(old), New: addrString(addr), Force: force}}}
-	var files []stagedTableFile
-	for _, f := range r.staged {
-		if r.pending[strings.TrimSuffix(f.id, nbs.ArchiveFileSuffix)] {
-			files = append(files, f)
-			hdr.TableFiles = append(hdr.TableFiles, httpTableFile{ID: f.id, Chunks: f.chunks, Length: f.length, SplitOffset: f.splitOffset})
-		}
-	}
-	body, size, closeBody, err := pushBody(hdr, files)
-	if err != nil {
-		return old, err
-	}
-	defer closeBody()
-	resp, err := r.ep.do(ctx, http.MethodPost, url.PathEscape(r.db)+"/push", body, size)
-	if err != nil {
-		return old, err
-	}
-	io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	r.dropSent(files)
-	return old, nil
-}
-
-// pushBody is a push's body: the header's length and JSON, then the
-// table files' bytes.
-func pushBody(hdr httpPushHeader, files []stagedTableFile) (io.Reader, int64, func(), error) {
-	js, err := json.Marshal(hdr)
-	if err != nil {
-		return nil, 0, nil, err
-	}
-	head := make([]byte, 4, 4+len(js))
-	binary.BigEndian.PutUint32(head, uint32(len(js)))
-	head = append(head, js...)
-	readers := []io.Reader{bytes.NewReader(head)}
-	size := int64(len(head))
-	var opened []*os.File
-	closeAll := func() {
-		for _, f := range opened {
-			f.Close()
-		}
-	}
-	for _, f := range files {
-		fh, err := os.Open(f.path)
-		if err != nil {
-			closeAll()
-			return nil, 0, nil, err
-		}
-		opened = append(opened, fh)
-		readers = append(readers, io.LimitReader(fh, f.length))
-		size += f.length
-	}
-	return io.MultiReader(readers...), size, closeAll, nil
-}
-
-// dropSent forgets (and removes) table files the server has taken.
-func (r *httpRemote) dropSent(sent []stagedTableFile) {
-	gone := map[string]bool{}
-	for _, f := range sent {
-		gone[f.id] = true
-		os.Remove(f.path)
-		delete(r.pending, strings.TrimSuffix(f.id, nbs.ArchiveFileSuffix))
-	}
-	kept := r.staged[:0]
-	for _, f := range r.staged {
-		if !gone[f.id] {
-			kept = append(kept, f)
-		}
-	}
-	r.staged = kept
-}
-
-// httpChunkStore is an http remote's chunks: read with has and chunks
-// requests (a copy's source), written by staging the table files Dolt's
-// puller makes (a copy's sink) for the next ref update to carry.
+// httpChunkStore is an http remote's chunks as a copy's source: read
+// with has and chunks requests. Pushes send chunks their own way
+// (remote_http_push.go).
 type httpChunkStore struct {
 	r *httpRemote
 }
 
-var (
-	_ nbs.NBSCompressedChunkStore = (*httpChunkStore)(nil)
-	_ chunks.TableFileStore       = (*httpChunkStore)(nil)
-)
+var _ nbs.NBSCompressedChunkStore = (*httpChunkStore)(nil)
 
 // errHTTPRemoteReadOnly: a chunk-store call an http remote does not
-// take (chunks move as table files with a push).
-var errHTTPRemoteReadOnly = errors.New("an http remote takes chunks only as table files with a push")
+// take (a push sends its chunks with sendChunks).
+var errHTTPRemoteReadOnly = errors.New("an http remote takes chunks only with a push")
 
 // hashBody is hashes as a request body: their 20 bytes each.
 func hashBody(hs hash.HashSet) ([]byte, []hash.Hash) {
@@ -518,55 +388,6 @@ func (s *httpChunkStore) PersistGhostHashes(context.Context, hash.HashSet) error
 }
 
 func (s *httpChunkStore) Close() error { return nil }
-
-func (s *httpChunkStore) Sources(context.Context) (chunks.TableFileSources, error) {
-	return chunks.TableFileSources{}, errHTTPRemoteReadOnly
-}
-
-func (s *httpChunkStore) Size(context.Context) (uint64, error) { return 0, nil }
-
-// WriteTableFile stages a table file the puller wrote for the remote.
-func (s *httpChunkStore) WriteTableFile(ctx context.Context, id string, splitOffset uint64, numChunks int, _ []byte, getRd func() (io.ReadCloser, uint64, error)) error {
-	rd, _, err := getRd()
-	if err != nil {
-		return err
-	}
-	defer rd.Close()
-	f, err := os.CreateTemp("", "dumbodb-push-*")
-	if err != nil {
-		return err
-	}
-	n, err := io.Copy(f, rd)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		os.Remove(f.Name())
-		return err
-	}
-	s.r.mu.Lock()
-	defer s.r.mu.Unlock()
-	s.r.staged = append(s.r.staged, stagedTableFile{id: id, chunks: numChunks, length: n, splitOffset: splitOffset, path: f.Name()})
-	return nil
-}
-
-// AddTableFilesToManifest marks staged table files ready: the next ref
-// update sends them, and the server adds them to its store with it.
-// Files are named here as in a manifest: an archive without its suffix.
-func (s *httpChunkStore) AddTableFilesToManifest(_ context.Context, files map[string]int, _ chunks.GetAddrsCurry) error {
-	s.r.mu.Lock()
-	defer s.r.mu.Unlock()
-	for id := range files {
-		s.r.pending[id] = true
-	}
-	return nil
-}
-
-func (s *httpChunkStore) PruneTableFiles(context.Context) error { return nil }
-
-func (s *httpChunkStore) SupportedOperations() chunks.TableFileStoreOps {
-	return chunks.TableFileStoreOps{CanWrite: true}
-}
 
 // httpListing is the answer to GET /remote/v1/.
 type httpListing struct {

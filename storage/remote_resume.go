@@ -60,10 +60,14 @@ func (e *Engine) cachedSource(ctx context.Context, rawURL string, remote chunks.
 }
 
 func (e *Engine) openTransferCache(ctx context.Context, rawURL string) (*transferCache, error) {
-	root := filepath.Join(e.dir, transferCacheDir)
-	removeStaleCaches(root)
 	sum := sha256.Sum256([]byte(RedactURL(rawURL)))
-	dir := filepath.Join(root, hex.EncodeToString(sum[:8]))
+	return e.openCacheAt(ctx, filepath.Join(e.dir, transferCacheDir, hex.EncodeToString(sum[:8])))
+}
+
+// openCacheAt opens (or makes) the cache in dir, under the data
+// directory's transfer caches, first removing the stale ones.
+func (e *Engine) openCacheAt(ctx context.Context, dir string) (*transferCache, error) {
+	removeStaleCaches(filepath.Dir(dir))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -90,8 +94,13 @@ func removeStaleCaches(root string) {
 // put keeps a received chunk. The cache is best effort: a chunk it fails
 // to keep is received again by a later copy, nothing worse.
 func (c *transferCache) put(ctx context.Context, tc nbs.ToChunker) {
-	ch, err := tc.ToChunk()
-	if err != nil || c.cs.Put(ctx, ch, noAddrs) != nil {
+	if ch, err := tc.ToChunk(); err == nil {
+		c.putChunk(ctx, ch)
+	}
+}
+
+func (c *transferCache) putChunk(ctx context.Context, ch chunks.Chunk) {
+	if c.cs.Put(ctx, ch, noAddrs) != nil {
 		return
 	}
 	if c.pending.Add(int64(len(ch.Data()))) >= transferCacheFlush {

@@ -29,8 +29,11 @@ type remoteStore interface {
 	// refs maps the names of the remote's refs under prefix to their
 	// addresses (a branch's head commit, a tag's tag object).
 	refs(ctx context.Context, prefix string) (map[string]hash.Hash, error)
-	// chunks is the remote's chunk store as a copy's source or sink.
+	// chunks is the remote's chunk store as a copy's source.
 	chunks() chunks.ChunkStore
+	// sendChunks copies to the remote what addrs reach in local and the
+	// remote lacks, for the moveRef calls that follow.
+	sendChunks(ctx context.Context, local chunks.ChunkStore, addrs []hash.Hash) (TransferStats, error)
 	// moveRef points ref id (refs/heads/<b>, refs/tags/<t>) at addr, which
 	// the remote holds: a branch only by a fast-forward unless force
 	// (ErrNotFastForward), a tag only when it has none; an empty addr
@@ -162,6 +165,10 @@ type chunkStoreRemote struct {
 func (r *chunkStoreRemote) close() error { return r.db.Close() }
 
 func (r *chunkStoreRemote) chunks() chunks.ChunkStore { return r.cs }
+
+func (r *chunkStoreRemote) sendChunks(ctx context.Context, local chunks.ChunkStore, addrs []hash.Hash) (TransferStats, error) {
+	return copyChunks(ctx, local, r.cs, addrs)
+}
 
 func (r *chunkStoreRemote) refs(ctx context.Context, prefix string) (map[string]hash.Hash, error) {
 	return datasetRefs(ctx, r.db, prefix)

@@ -255,7 +255,7 @@ func (d *Database) pushBranch(ctx context.Context, rs remoteStore, o PushOptions
 func (d *Database) copyOut(ctx context.Context, rs remoteStore, addrs []hash.Hash) (TransferStats, error) {
 	d.compactMu.Lock()
 	defer d.compactMu.Unlock()
-	return copyChunks(ctx, d.cs, rs.chunks(), addrs)
+	return rs.sendChunks(ctx, d.cs, addrs)
 }
 
 // pushTags copies the tags the remote lacks.
