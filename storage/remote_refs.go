@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"path/filepath"
 	"slices"
 
 	"github.com/dolthub/dolt/go/store/datas"
@@ -113,7 +114,11 @@ func (d *Database) openNamedRemote(ctx context.Context, name string, create bool
 	if err != nil {
 		return nil, err
 	}
-	return openRemote(ctx, rawURL, create)
+	rs, err := openRemote(ctx, rawURL, create)
+	if csr, ok := rs.(*chunkStoreRemote); ok {
+		csr.outboxRoot = filepath.Join(d.engine.dir, transferCacheDir)
+	}
+	return rs, err
 }
 
 // setUpstream records a branch's upstream.

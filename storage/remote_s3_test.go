@@ -2,11 +2,14 @@ package storage
 
 import (
 	"errors"
+	"os"
 	"path/filepath"
 	"sync"
 	"testing"
 
 	"dumbodb/internal/seaweed"
+
+	"github.com/dolthub/dolt/go/store/hash"
 )
 
 // TestS3RemoteOnSeaweedFS: push, clone, a one-document push and a
@@ -101,5 +104,62 @@ func concurrentPushesOneWins(t *testing.T, url string) {
 	c, _ := cloneOf(t, url, "after")
 	if winner := []*Database{a, b}[won]; headID(t, c, "main") != headID(t, winner, "main") || len(contents(t, c, "c")) != 700 {
 		t.Errorf("the remote is not the winner's commit")
+	}
+}
+
+// TestS3PushResumesFromItsOutbox: a push to s3 cut off after its table
+// files were written to the bucket, but before they were added to the
+// remote's manifest, leaves the remote's branch as it was; the push of
+// the same commit done again uploads none of them again (Resumed) and
+// lands whole.
+func TestS3PushResumesFromItsOutbox(t *testing.T) {
+	store := seaweed.Start(t)
+	a, _ := remoteFixture(t, 100)
+	url := store.URL("shop")
+	if err := a.AddRemote(ctx, "s3", url); err != nil {
+		t.Fatal(err)
+	}
+	mustPush(t, a, PushOptions{Remote: "s3", Branch: "main"})
+	before := headID(t, a, "main")
+	for n := range int32(3000) {
+		mustWrite(t, a, func(tx *Tx) error { return tx.Insert(ctx, "c", doc(10000+n, "more")) })
+	}
+	commitAs(t, a, "more")
+
+	// The cut push: its outbox filled and uploaded, its manifest update
+	// never made.
+	rs, err := a.openNamedRemote(ctx, "s3", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rs.(*chunkStoreRemote)
+	head, err := a.headCommit(ctx, "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addrs := []hash.Hash{head.Addr()}
+	dir := filepath.Join(r.outboxRoot, "out-"+outboxID(r.url, addrs))
+	list, err := r.fillOutbox(ctx, dir, a.cs, addrs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.uploadOutbox(ctx, dir, list); err != nil {
+		t.Fatal(err)
+	}
+	rs.close()
+	if c, _ := cloneOf(t, url, "mid"); headID(t, c, "main") != before {
+		t.Fatal("a push cut before its manifest update moved the remote's branch")
+	}
+
+	res := mustPush(t, a, PushOptions{Remote: "s3", Branch: "main"})
+	if res.Transferred.Resumed == 0 {
+		t.Errorf("the push done again uploaded its table files again: %+v", res.Transferred)
+	}
+	c, _ := cloneOf(t, url, "after")
+	if headID(t, c, "main") != headID(t, a, "main") || len(contents(t, c, "c")) != 3100 {
+		t.Errorf("the resumed push did not land whole")
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("the outbox is still there after the push: %v", err)
 	}
 }

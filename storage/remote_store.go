@@ -46,19 +46,21 @@ type remoteStore interface {
 // that holds no store yet is opened empty (a push to a new remote).
 func openRemote(ctx context.Context, rawURL string, create bool) (remoteStore, error) {
 	var cs *nbs.NomsBlockStore
+	var hasTableFile func(context.Context, string) (bool, error)
 	var err error
 	switch u, _ := url.Parse(rawURL); {
 	case u != nil && (u.Scheme == "http" || u.Scheme == "https"):
 		return openHTTPRemote(ctx, rawURL)
 	case u != nil && u.Scheme == "s3":
-		cs, err = openS3Remote(ctx, rawURL, create)
+		cs, hasTableFile, err = openS3Remote(ctx, rawURL, create)
 	default:
 		cs, err = openFileRemote(ctx, rawURL, create)
 	}
 	if err != nil {
 		return nil, err
 	}
-	return &chunkStoreRemote{cs: cs, db: datas.NewTypesDatabase(types.NewValueStore(cs), tree.NewNodeStore(cs))}, nil
+	return &chunkStoreRemote{cs: cs, db: datas.NewTypesDatabase(types.NewValueStore(cs), tree.NewNodeStore(cs)),
+		url: rawURL, hasTableFile: hasTableFile}, nil
 }
 
 // checkRemoteURL checks that a URL names a remote DumboDB can reach,
@@ -111,27 +113,27 @@ func parseS3URL(rawURL string) (s3blob.Config, error) {
 
 // openS3Remote opens an s3:// remote's store: a Dolt chunk store over the
 // bucket prefix's objects; without create, one that has no manifest yet
-// is no remote.
-func openS3Remote(ctx context.Context, rawURL string, create bool) (*nbs.NomsBlockStore, error) {
+// is no remote. It also returns whether the bucket holds a table file.
+func openS3Remote(ctx context.Context, rawURL string, create bool) (*nbs.NomsBlockStore, func(context.Context, string) (bool, error), error) {
 	cfg, err := parseS3URL(rawURL)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	bs := s3blob.New(cfg)
 	if !create {
 		ok, err := bs.Exists(ctx, s3ManifestKey)
 		if err != nil {
-			return nil, fmt.Errorf("remote %s: %w", RedactURL(rawURL), err)
+			return nil, nil, fmt.Errorf("remote %s: %w", RedactURL(rawURL), err)
 		}
 		if !ok {
-			return nil, fmt.Errorf("%w: %s", ErrRemoteNotFound, RedactURL(rawURL))
+			return nil, nil, fmt.Errorf("%w: %s", ErrRemoteNotFound, RedactURL(rawURL))
 		}
 	}
 	cs, err := nbs.NewBSStore(ctx, types.Format_DOLT.VersionString(), bs, memTableBytes, nbs.NewUnlimitedMemQuotaProvider())
 	if err != nil {
-		return nil, fmt.Errorf("remote %s: %w", RedactURL(rawURL), err)
+		return nil, nil, fmt.Errorf("remote %s: %w", RedactURL(rawURL), err)
 	}
-	return cs, nil
+	return cs, bs.Exists, nil
 }
 
 // s3ManifestKey is the blob holding a blobstore chunk store's manifest,
@@ -158,8 +160,15 @@ func fileRemoteDir(rawURL string) (string, error) {
 // itself (file://, s3://): its refs move by Dolt's compare-and-set of the
 // store's root.
 type chunkStoreRemote struct {
-	cs *nbs.NomsBlockStore
-	db datas.Database
+	cs  *nbs.NomsBlockStore
+	db  datas.Database
+	url string
+	// hasTableFile, for an s3:// remote, reports whether the bucket holds
+	// a table file (named by its manifest or not yet): a push then goes
+	// through an outbox under outboxRoot (remote_outbox.go), so that a
+	// push cut off is resumed. nil: the puller writes into the remote.
+	hasTableFile func(ctx context.Context, id string) (bool, error)
+	outboxRoot   string
 }
 
 func (r *chunkStoreRemote) close() error { return r.db.Close() }
@@ -167,6 +176,9 @@ func (r *chunkStoreRemote) close() error { return r.db.Close() }
 func (r *chunkStoreRemote) chunks() chunks.ChunkStore { return r.cs }
 
 func (r *chunkStoreRemote) sendChunks(ctx context.Context, local chunks.ChunkStore, addrs []hash.Hash) (TransferStats, error) {
+	if r.hasTableFile != nil && r.outboxRoot != "" {
+		return r.sendThroughOutbox(ctx, local, addrs)
+	}
 	return copyChunks(ctx, local, r.cs, addrs)
 }
 
