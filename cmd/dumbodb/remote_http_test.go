@@ -29,12 +29,14 @@ func startHTTPNode(t testing.TB, dir string, args ...string) (*dumboproc.Proc, s
 	return dumboproc.StartT(t, dir, append([]string{"--httpAddress", addr}, args...)...), addr
 }
 
-// TestHTTPRemotesBetweenProcesses: three server processes. The second
-// clones the first's database over HTTP and pushes a large commit back,
-// the first killed with SIGKILL under the push: it starts again with its
-// main at the commit before or the pushed one, its store whole, and the
-// push done again lands. A third follows the first as a read replica
-// and shows each commit, not at its ten-minute poll but at once.
+// TestHTTPRemotesBetweenProcesses: server processes on one machine. A
+// second clones the first's database over HTTP and pushes a large commit
+// back, the first killed with SIGKILL under the push: it starts again
+// with its main at the commit before or the pushed one, its store whole,
+// and the push done again lands. Another pusher killed under its push
+// leaves the first at a commit too, and its push done again lands. A
+// last one follows the first as a read replica and shows each commit,
+// not at its ten-minute poll but at once.
 func TestHTTPRemotesBetweenProcesses(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts server processes")
@@ -82,6 +84,31 @@ func TestHTTPRemotesBetweenProcesses(t *testing.T) {
 		t.Fatalf("the primary after the push done again holds %d documents (%v), want 32000", n, err)
 	}
 
+	// The pusher killed under its push: the primary stays at a commit.
+	qDir := t.TempDir()
+	q2 := dumboproc.StartT(t, qDir)
+	q2c := client(t, q2)
+	pusher := q2c.Database("app")
+	mustCmd(t, pusher, bson.D{{Key: "dumboClone", Value: 1}, {Key: "url", Value: "http://" + httpAddr + "/app"}})
+	insertDocs(t, pusher.Collection("c"), 32000, 20000)
+	third := commitIn(t, pusher, "third")
+	go pusher.RunCommand(context.Background(), push) // killed under it
+	time.Sleep(time.Duration(rand.IntN(60)) * time.Millisecond)
+	q2c.Disconnect(context.Background())
+	q2.StopT(t, syscall.SIGKILL)
+	var log struct{ Commits []struct{ CommitID string } }
+	if err := app.RunCommand(context.Background(), bson.D{{Key: "dumboLog", Value: 1}}).Decode(&log); err != nil {
+		t.Fatal(err)
+	}
+	if h := log.Commits[0].CommitID; h != second && h != third {
+		t.Fatalf("after the pusher's kill the primary's main is at %s, neither %s nor %s", h, second, third)
+	}
+	q2 = dumboproc.StartT(t, qDir)
+	mustCmd(t, client(t, q2).Database("app"), push)
+	if n, err := app.Collection("c").CountDocuments(context.Background(), bson.D{}); err != nil || n != 52000 {
+		t.Fatalf("the primary after the push done again holds %d documents (%v), want 52000", n, err)
+	}
+
 	r := dumboproc.StartT(t, t.TempDir(), "--replicaOf", "http://"+httpAddr+"/", "--replicaPollSeconds", "600")
 	replica := client(t, r).Database("app")
 	waitCount := func(want int64) {
@@ -98,10 +125,10 @@ func TestHTTPRemotesBetweenProcesses(t *testing.T) {
 			time.Sleep(50 * time.Millisecond)
 		}
 	}
-	waitCount(32000)
-	insertDocs(t, app.Collection("c"), 32000, 10)
-	commitIn(t, app, "third")
-	waitCount(32010)
+	waitCount(52000)
+	insertDocs(t, app.Collection("c"), 52000, 10)
+	commitIn(t, app, "fourth")
+	waitCount(52010)
 }
 
 // BenchmarkReplicaLagHTTP measures how long a commit takes to show on a
