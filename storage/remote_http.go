@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"dumbodb/mongoerr"
@@ -70,9 +71,30 @@ func parseHTTPRemoteURL(rawURL string) (ep *httpEndpoint, db string, err error) 
 	return ep, db, nil
 }
 
+// httpClients are the clients of remotes over HTTP, one per CA file
+// ("": the system's roots), so that the requests of every fetch, push
+// and replica poll share their connections.
+var httpClients = struct {
+	sync.Mutex
+	m map[string]*http.Client
+}{m: map[string]*http.Client{}}
+
 // httpRemoteClient is the client requests go through: the system's roots,
 // or those of caFile, for https.
 func httpRemoteClient(caFile string) (*http.Client, error) {
+	httpClients.Lock()
+	defer httpClients.Unlock()
+	if c, ok := httpClients.m[caFile]; ok {
+		return c, nil
+	}
+	c, err := newHTTPRemoteClient(caFile)
+	if err == nil {
+		httpClients.m[caFile] = c
+	}
+	return c, err
+}
+
+func newHTTPRemoteClient(caFile string) (*http.Client, error) {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConnsPerHost = 8
 	if caFile != "" {

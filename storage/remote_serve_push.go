@@ -34,7 +34,7 @@ func ValidPushID(id string) bool {
 		return false
 	}
 	_, err := hex.DecodeString(id)
-	return err == nil && len(id)%2 == 0
+	return err == nil
 }
 
 // pushCacheDir is the directory of a push's cache.
