@@ -5,7 +5,6 @@ import (
 	"cmp"
 	"context"
 	"crypto/sha256"
-	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -107,10 +106,7 @@ func (d *Database) ServeHas(ctx context.Context, body []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([]byte, 0, len(absent)*hash.ByteLen)
-	for h := range absent {
-		out = append(out, h[:]...)
-	}
+	out, _ := hashBody(absent)
 	return out, nil
 }
 
@@ -132,24 +128,8 @@ func (d *Database) ServeChunks(ctx context.Context, body []byte, w io.Writer) er
 	err = d.cs.GetManyCompressed(ctx, hs, func(_ context.Context, tc nbs.ToChunker) {
 		mu.Lock()
 		defer mu.Unlock()
-		if writeErr != nil {
-			return
-		}
-		cc, ok := tc.(nbs.CompressedChunk)
-		if !ok {
-			c, err := tc.ToChunk()
-			if err != nil {
-				writeErr = err
-				return
-			}
-			cc = nbs.ChunkToCompressedChunk(c)
-		}
-		var rec [hash.ByteLen + 4]byte
-		h := cc.Hash()
-		copy(rec[:], h[:])
-		binary.BigEndian.PutUint32(rec[hash.ByteLen:], uint32(len(cc.FullCompressedChunk)))
-		if _, writeErr = bw.Write(rec[:]); writeErr == nil {
-			_, writeErr = bw.Write(cc.FullCompressedChunk)
+		if writeErr == nil {
+			writeErr = writeChunkRecord(bw, tc)
 		}
 	})
 	return cmp.Or(err, writeErr, bw.Flush())

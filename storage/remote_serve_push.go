@@ -58,10 +58,7 @@ func (d *Database) ServePushHas(ctx context.Context, id string, body []byte) ([]
 	if err != nil {
 		return nil, err
 	}
-	out := make([]byte, 0, len(absent)*hash.ByteLen)
-	for h := range absent {
-		out = append(out, h[:]...)
-	}
+	out, _ := hashBody(absent)
 	return out, nil
 }
 
