@@ -474,16 +474,14 @@ func TestHTTPPushResumesAfterACut(t *testing.T) {
 	start := vc(t, a, "shop", bson.D{{Key: "dumboCommit", Value: 1}, {Key: "message", Value: "start"}})["commitId"]
 
 	target, _ := url.Parse(fmt.Sprintf("http://%s", as.srv.HTTPAddr()))
-	proxy := httputil.NewSingleHostReverseProxy(target)
 	var cut atomic.Bool
 	cut.Store(true)
-	director := proxy.Director
-	proxy.Director = func(req *http.Request) {
-		director(req)
-		if cut.Load() && strings.HasSuffix(req.URL.Path, "/chunks") && strings.Contains(req.URL.Path, "/push/") {
-			req.Body = &cutBody{ReadCloser: req.Body, n: 1 << 20}
+	proxy := &httputil.ReverseProxy{Rewrite: func(pr *httputil.ProxyRequest) {
+		pr.SetURL(target)
+		if path := pr.In.URL.Path; cut.Load() && strings.HasSuffix(path, "/chunks") && strings.Contains(path, "/push/") {
+			pr.Out.Body = &cutBody{ReadCloser: pr.Out.Body, n: 1 << 20}
 		}
-	}
+	}}
 	proxy.ErrorLog = log.New(io.Discard, "", 0)
 	front := httptest.NewServer(proxy)
 	t.Cleanup(front.Close)
