@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"dumbodb/server"
+	"dumbodb/storage"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -291,7 +292,8 @@ func TestReadReplicaOfAnHTTPPrimary(t *testing.T) {
 		if _, err := shop.Collection("items").InsertOne(ctx, bson.M{"_id": i, "v": i}); err != nil {
 			t.Fatal(err)
 		}
-		// Uncommitted, the write is not the replica's to show.
+		// Uncommitted and not checkpointed yet (every 60 s here), the
+		// write is not the replica's to show.
 		time.Sleep(200 * time.Millisecond)
 		if findV(t, replica, "shop", i) != nil {
 			t.Fatalf("the replica shows document %d before its commit", i)
@@ -521,4 +523,35 @@ func TestHTTPPushResumesAfterACut(t *testing.T) {
 	if n, err := a.Database("shop").Collection("items").CountDocuments(ctx, bson.M{}); err != nil || n != 20001 {
 		t.Fatalf("after the push the receiver holds %d documents (%v)", n, err)
 	}
+}
+
+// TestReplicaShowsTheCheckpointedWorkingSet: a replica of an HTTP primary
+// shows the primary's uncommitted writes once the primary checkpoints
+// them (here every 100 ms), not before; its branch is then as dirty as
+// the primary's.
+func TestReplicaShowsTheCheckpointedWorkingSet(t *testing.T) {
+	ps := startServerWith(t, storage.Options{CheckpointInterval: 100 * time.Millisecond}, withHTTP)
+	primary := ps.client()
+	shop := primary.Database("shop")
+	if _, err := shop.Collection("items").InsertOne(ctx, bson.M{"_id": 1, "v": 1}); err != nil {
+		t.Fatal(err)
+	}
+	vc(t, primary, "shop", bson.D{{Key: "dumboCommit", Value: 1}, {Key: "message", Value: "one"}})
+	rs := startServer(t, func(c *server.Config) {
+		c.ReplicaOf, c.ReplicaPoll = fmt.Sprintf("http://%s/", ps.srv.HTTPAddr()), 10*time.Minute
+	})
+	replica := rs.client()
+	eventually(t, "the replica clones shop", func() bool { return findV(t, replica, "shop", 1) == int32(1) })
+	if _, err := shop.Collection("items").InsertOne(ctx, bson.M{"_id": 2, "v": 2}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the replica shows the checkpointed write", func() bool { return findV(t, replica, "shop", 2) == int32(2) })
+	if st := vc(t, replica, "shop", bson.D{{Key: "dumboStatus", Value: 1}}); st["dirty"] != true {
+		t.Errorf("the replica's status with the primary's uncommitted write: %v", st)
+	}
+	vc(t, primary, "shop", bson.D{{Key: "dumboCommit", Value: 1}, {Key: "message", Value: "two"}})
+	eventually(t, "the replica takes the commit", func() bool {
+		st := vc(t, replica, "shop", bson.D{{Key: "dumboStatus", Value: 1}})
+		return st["dirty"] == false
+	})
 }

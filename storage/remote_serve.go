@@ -32,8 +32,14 @@ const MaxRemoteHashes = 1 << 20
 // ErrBadRemoteRequest: a remote request whose body breaks the protocol.
 var ErrBadRemoteRequest = errors.New("bad remote request")
 
-// ServedRefs are the database's branches and tags as a remote serves
-// them: refs/heads/<b> and refs/tags/<t> to their addresses.
+// refWorking prefixes the working roots a server serves for its read
+// replicas: refs/working/<b> is the root branch b's working set holds, as
+// last checkpointed.
+const refWorking = "refs/working/"
+
+// ServedRefs are the database's branches, tags and checkpointed working
+// roots as a remote serves them: refs/heads/<b>, refs/tags/<t> and
+// refs/working/<b> to their addresses.
 func (d *Database) ServedRefs(ctx context.Context) (map[string]string, error) {
 	if err := d.hold(ctx); err != nil {
 		return nil, err
@@ -52,7 +58,41 @@ func (d *Database) ServedRefs(ctx context.Context) (map[string]string, error) {
 			out[prefix+name] = addr.String()
 		}
 	}
-	return out, nil
+	return out, d.addWorkingRoots(ctx, out)
+}
+
+// addWorkingRoots adds refs/working/<b> for each branch with a working
+// set.
+func (d *Database) addWorkingRoots(ctx context.Context, out map[string]string) error {
+	sets, err := datasetRefs(ctx, d.db, refWorkingSets)
+	if err != nil {
+		return err
+	}
+	for name := range sets {
+		if _, ok := out[refHeads+name]; !ok {
+			continue
+		}
+		root, err := d.workingSetRoot(ctx, name)
+		if err != nil {
+			return err
+		}
+		out[refWorking+name] = root.String()
+	}
+	return nil
+}
+
+// workingSetRoot is the root branch name's working set holds (empty: it
+// has none).
+func (d *Database) workingSetRoot(ctx context.Context, name string) (hash.Hash, error) {
+	ds, err := d.db.GetDataset(ctx, refWorkingSets+name)
+	if err != nil || !ds.HasHead() {
+		return hash.Hash{}, err
+	}
+	ws, err := ds.HeadWorkingSet()
+	if err != nil {
+		return hash.Hash{}, err
+	}
+	return ws.WorkingAddr, nil
 }
 
 // RefsToken is a digest of the refs of the databases named: it changes
@@ -134,4 +174,3 @@ func (d *Database) ServeChunks(ctx context.Context, body []byte, w io.Writer) er
 	})
 	return cmp.Or(err, writeErr, bw.Flush())
 }
-

@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 	"dumbodb/storage/s3blob"
 
 	"github.com/dolthub/dolt/go/store/hash"
+	"github.com/dolthub/dolt/go/store/types"
 )
 
 // Following the databases stored under a remote URL, one per database,
@@ -124,7 +126,93 @@ func (d *Database) Mirror(ctx context.Context, remote string) (bool, error) {
 		return false, err
 	}
 	retagged, err := d.mirrorTags(ctx, remote)
-	return len(fetched.Updated) > 0 || moved || retagged, err
+	if err != nil {
+		return true, err
+	}
+	rerooted, err := d.mirrorWorkingRoots(ctx, remote)
+	return len(fetched.Updated) > 0 || moved || retagged || rerooted, err
+}
+
+// mirrorWorkingRoots makes each branch's working root the one the
+// remote serves for it (a server over HTTP serves its checkpointed
+// working roots; a store serves none): its chunks copied, then the
+// branch's working set moved to it.
+func (d *Database) mirrorWorkingRoots(ctx context.Context, remote string) (bool, error) {
+	rs, err := d.openNamedRemote(ctx, remote, false)
+	if err != nil {
+		return false, err
+	}
+	defer rs.close()
+	roots, err := rs.refs(ctx, refWorking)
+	if err != nil || len(roots) == 0 {
+		return false, err
+	}
+	held, err := d.copyWorkingRoots(ctx, rs, roots)
+	defer d.dropIncoming(ctx, held)
+	if err != nil {
+		return false, err
+	}
+	changed := false
+	for _, b := range slices.Sorted(maps.Keys(roots)) {
+		cur, err := d.workingSetRoot(ctx, b)
+		if err != nil || cur == roots[b] {
+			if err != nil {
+				return changed, err
+			}
+			continue
+		}
+		err = d.lockedBranch(ctx, b, func(br *branch) error { return d.setWorkingRoot(ctx, br, roots[b]) })
+		if err != nil && !errors.Is(err, ErrBranchNotFound) {
+			return changed, fmt.Errorf("branch %s: %w", b, err)
+		}
+		changed = changed || err == nil
+	}
+	return changed, nil
+}
+
+// copyWorkingRoots copies the working roots' chunks and holds them with
+// incoming refs (which the caller drops) until the working sets point at
+// them.
+func (d *Database) copyWorkingRoots(ctx context.Context, rs remoteStore, roots map[string]hash.Hash) ([]string, error) {
+	d.compactMu.Lock()
+	defer d.compactMu.Unlock()
+	if _, err := copyChunks(ctx, rs.chunks(), d.cs, slices.Collect(maps.Values(roots))); err != nil {
+		return nil, err
+	}
+	var held []string
+	seq := incomingSeq.Add(1)
+	for _, b := range slices.Sorted(maps.Keys(roots)) {
+		id := fmt.Sprintf("%sreplica-%d-%d", refIncoming, seq, len(held))
+		ref, err := d.rootRef(ctx, roots[b])
+		if err != nil {
+			return held, err
+		}
+		ds, err := d.db.GetDataset(ctx, id)
+		if err == nil {
+			_, err = d.db.UpdateWorkingSet(ctx, ds, d.workingSetSpec(ref, ref, 0), hash.Hash{})
+		}
+		if err != nil {
+			return held, err
+		}
+		held = append(held, id)
+	}
+	return held, nil
+}
+
+// setWorkingRoot points a locked branch's working set at root, which the
+// store holds.
+func (d *Database) setWorkingRoot(ctx context.Context, b *branch, root hash.Hash) error {
+	ref, err := d.rootRef(ctx, root)
+	if err != nil {
+		return err
+	}
+	lsn := b.state.Load().lsn
+	prev, _ := b.ws.MaybeHeadAddr()
+	ws, err := d.db.UpdateWorkingSet(ctx, b.ws, d.workingSetSpec(ref, ref, lsn), prev)
+	if err != nil {
+		return err
+	}
+	return d.installWorkingRoot(ctx, b, ws, root, lsn, nil)
 }
 
 // mirrorBranches points the branches at the tracking refs' commits.
@@ -194,4 +282,13 @@ func (d *Database) mirrorTags(ctx context.Context, remote string) (bool, error) 
 		}
 	}
 	return changed, nil
+}
+
+// rootRef is a reference to a root the store holds.
+func (d *Database) rootRef(ctx context.Context, root hash.Hash) (types.Ref, error) {
+	v, err := d.vs.ReadValue(ctx, root)
+	if err != nil || v == nil {
+		return types.Ref{}, cmp.Or(err, fmt.Errorf("root %s is not in the store", root))
+	}
+	return types.NewRef(v, d.vs.Format())
 }

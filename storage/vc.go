@@ -352,12 +352,21 @@ func (d *Database) resetWorkingSet(ctx context.Context, b *branch, c *datas.Comm
 	if err != nil {
 		return err
 	}
-	st, err := loadRootState(ctx, d.ns, ref.TargetHash())
+	return d.installWorkingRoot(ctx, b, ws, ref.TargetHash(), lsn, &ref)
+}
+
+// installWorkingRoot makes a locked branch's state the root its working
+// set ws now holds (and, when headRef is set, its head's root that).
+func (d *Database) installWorkingRoot(ctx context.Context, b *branch, ws datas.Dataset, root hash.Hash, lsn uint64, headRef *types.Ref) error {
+	st, err := loadRootState(ctx, d.ns, root)
 	if err != nil {
 		return err
 	}
 	st.lsn, st.ckptLSN = lsn, lsn
-	b.ws, b.headRef = ws, ref
+	b.ws = ws
+	if headRef != nil {
+		b.headRef = *headRef
+	}
 	prev := b.state.Load()
 	d.engine.addEditBytes(-prev.editBytes())
 	b.setDurable(st)
