@@ -89,20 +89,7 @@ func (s *Server) handleRemote(w http.ResponseWriter, r *http.Request) {
 	}
 	db, op, _ := strings.Cut(rest, "/")
 	op, pushID, isPush := pushOp(op)
-	handler, ok := map[string]func(http.ResponseWriter, *http.Request, httpCaller, *storage.Database){
-		http.MethodGet + " refs":    s.serveRemoteRefs,
-		http.MethodPost + " has":    s.serveRemoteHas,
-		http.MethodPost + " chunks": s.serveRemoteChunks,
-		http.MethodPost + " push": func(w http.ResponseWriter, r *http.Request, c httpCaller, d *storage.Database) {
-			s.serveRemotePush(w, r, c, d, pushID)
-		},
-		http.MethodPost + " push/has": func(w http.ResponseWriter, r *http.Request, c httpCaller, d *storage.Database) {
-			s.servePushHas(w, r, c, d, pushID)
-		},
-		http.MethodPost + " push/chunks": func(w http.ResponseWriter, r *http.Request, c httpCaller, d *storage.Database) {
-			s.servePushChunks(w, r, c, d, pushID)
-		},
-	}[r.Method+" "+op]
+	handler, ok := remoteHandlers[r.Method+" "+op]
 	if !ok || (isPush && !storage.ValidPushID(pushID)) {
 		writeHTTPError(w, mongoerr.New(mongoerr.NamespaceNotFound, "no such request: %s %s", r.Method, r.URL.Path))
 		return
@@ -119,7 +106,21 @@ func (s *Server) handleRemote(w http.ResponseWriter, r *http.Request) {
 		writeHTTPError(w, err)
 		return
 	}
-	handler(w, r, caller, d)
+	handler(s, w, r, caller, d, pushID)
+}
+
+// remoteHandler answers one request of the protocol on database d;
+// pushID names the push of the push requests.
+type remoteHandler func(s *Server, w http.ResponseWriter, r *http.Request, caller httpCaller, d *storage.Database, pushID string)
+
+// remoteHandlers are the protocol's requests by method and operation.
+var remoteHandlers = map[string]remoteHandler{
+	http.MethodGet + " refs":         (*Server).serveRemoteRefs,
+	http.MethodPost + " has":         (*Server).serveRemoteHas,
+	http.MethodPost + " chunks":      (*Server).serveRemoteChunks,
+	http.MethodPost + " push":        (*Server).serveRemotePush,
+	http.MethodPost + " push/has":    (*Server).servePushHas,
+	http.MethodPost + " push/chunks": (*Server).servePushChunks,
 }
 
 // pushOp splits a push's path, push/<id>[/has|/chunks], into the
@@ -189,7 +190,7 @@ func (s *Server) sleepOrDone(ctx context.Context, d time.Duration) bool {
 	return false
 }
 
-func (s *Server) serveRemoteRefs(w http.ResponseWriter, r *http.Request, _ httpCaller, d *storage.Database) {
+func (s *Server) serveRemoteRefs(w http.ResponseWriter, r *http.Request, _ httpCaller, d *storage.Database, _ string) {
 	refs, err := d.ServedRefs(r.Context())
 	if err != nil {
 		writeHTTPError(w, err)
@@ -208,7 +209,7 @@ func readHashRequest(r *http.Request) ([]byte, error) {
 	return body, err
 }
 
-func (s *Server) serveRemoteHas(w http.ResponseWriter, r *http.Request, _ httpCaller, d *storage.Database) {
+func (s *Server) serveRemoteHas(w http.ResponseWriter, r *http.Request, _ httpCaller, d *storage.Database, _ string) {
 	body, err := readHashRequest(r)
 	if err == nil {
 		body, err = d.ServeHas(r.Context(), body)
@@ -221,7 +222,7 @@ func (s *Server) serveRemoteHas(w http.ResponseWriter, r *http.Request, _ httpCa
 	w.Write(body)
 }
 
-func (s *Server) serveRemoteChunks(w http.ResponseWriter, r *http.Request, _ httpCaller, d *storage.Database) {
+func (s *Server) serveRemoteChunks(w http.ResponseWriter, r *http.Request, _ httpCaller, d *storage.Database, _ string) {
 	body, err := readHashRequest(r)
 	if err != nil {
 		writeHTTPError(w, err)
