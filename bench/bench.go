@@ -74,6 +74,9 @@ type Config struct {
 	// Soak is how long the Soak family runs; 0 leaves it out of the run.
 	Soak   time.Duration
 	OutDir string // where Floor keeps its preallocated file
+	// S3Remote is an s3:// URL prefix the Remote family's S3 benchmarks
+	// push to and clone from ("": they do not apply).
+	S3Remote string
 	// Echo starts the do-nothing server of Floor/RawEcho (nil: that
 	// benchmark does not apply).
 	Echo     EchoServer

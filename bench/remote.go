@@ -3,7 +3,9 @@ package bench
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -23,6 +25,8 @@ func remoteBenchmarks() []Benchmark {
 		{Name: "Remote/PushOneDoc/File/" + count(n), Group: GroupRemote, Unit: "op", DumboOnly: true, Setup: remotePush(n, fileRemote)},
 		{Name: "Remote/PushOneDocBytes/File/" + count(n), Group: GroupRemote, Unit: "B/push", DumboOnly: true,
 			Quantity: true, Setup: remotePushBytes(n, fileRemote)},
+		{Name: "Remote/Clone/S3/" + count(n), Group: GroupRemote, Unit: "op", DumboOnly: true, Long: true, Setup: remoteClone(n, s3Remote)},
+		{Name: "Remote/PushOneDoc/S3/" + count(n), Group: GroupRemote, Unit: "op", DumboOnly: true, Setup: remotePush(n, s3Remote)},
 		{Name: "Remote/Clone/HTTP/" + count(n), Group: GroupRemote, Unit: "op", DumboOnly: true, Long: true, Setup: remoteClone(n, httpRemote)},
 		{Name: "Remote/CloneThroughput/HTTP/" + count(n), Group: GroupRemote, Unit: "MB/s", DumboOnly: true,
 			Quantity: true, Setup: remoteCloneThroughput(n, httpRemote)},
@@ -56,16 +60,16 @@ func httpRemote(ctx context.Context, e *Env, n int) (string, *mongo.Database, fu
 	if err := vcSeed(ctx, e, n); err != nil {
 		return "", nil, nil, err
 	}
-	url := "http://" + addr + "/" + e.DB.Name()
+	src := "http://" + addr + "/" + e.DB.Name()
 	from := e.Client.Database(e.DB.Name() + "_pushfrom")
 	from.Drop(ctx)
-	if err := from.RunCommand(ctx, kvs("dumboClone", 1, "url", url)).Err(); err != nil {
+	if err := from.RunCommand(ctx, kvs("dumboClone", 1, "url", src)).Err(); err != nil {
 		return "", nil, nil, err
 	}
-	if err := from.RunCommand(ctx, kvs("dumboRemote", "add", "name", "bench", "url", url)).Err(); err != nil {
+	if err := from.RunCommand(ctx, kvs("dumboRemote", "add", "name", "bench", "url", src)).Err(); err != nil {
 		return "", nil, nil, err
 	}
-	return url, from, func() { from.Drop(context.Background()) }, nil
+	return src, from, func() { from.Drop(context.Background()) }, nil
 }
 
 // targetHTTPAddress is the target's --httpAddress, from getCmdLineOpts.
@@ -92,30 +96,52 @@ func remoteSeed(ctx context.Context, e *Env, n int) (string, error) {
 	if e.DataDir == "" {
 		return "", errNotApplicable{"the remote must be on the target's machine: its data directory is unknown"}
 	}
-	if err := vcSeed(ctx, e, n); err != nil {
-		return "", err
-	}
 	dir, err := os.MkdirTemp("", "dumbobench-remote-")
 	if err != nil {
 		return "", err
 	}
-	url := "file://" + filepath.Join(dir, "store")
-	if _, err := vcCmd(ctx, e, kvs("dumboRemote", "add", "name", "bench", "url", url)); err != nil {
-		os.RemoveAll(dir)
-		return "", unsupported("dumboRemote", err)
-	}
-	if _, err := vcCmd(ctx, e, kvs("dumboPush", 1, "remote", "bench")); err != nil {
+	if err := pushSeed(ctx, e, n, "file://"+filepath.Join(dir, "store")); err != nil {
 		os.RemoveAll(dir)
 		return "", err
 	}
 	return dir, nil
 }
 
+// pushSeed seeds and commits n documents and pushes them to url as the
+// remote "bench".
+func pushSeed(ctx context.Context, e *Env, n int, remoteURL string) error {
+	if err := vcSeed(ctx, e, n); err != nil {
+		return err
+	}
+	if _, err := vcCmd(ctx, e, kvs("dumboRemote", "add", "name", "bench", "url", remoteURL)); err != nil {
+		return unsupported("dumboRemote", err)
+	}
+	_, err := vcCmd(ctx, e, kvs("dumboPush", 1, "remote", "bench"))
+	return err
+}
+
+// s3Remote pushes the seeded database to a prefix of its own under
+// Config.S3Remote.
+func s3Remote(ctx context.Context, e *Env, n int) (string, *mongo.Database, func(), error) {
+	if e.Cfg.S3Remote == "" {
+		return "", nil, nil, errNotApplicable{"no --s3-remote"}
+	}
+	u, err := url.Parse(e.Cfg.S3Remote)
+	if err != nil || u.Scheme != "s3" {
+		return "", nil, nil, fmt.Errorf("--s3-remote %q is no s3:// URL", e.Cfg.S3Remote)
+	}
+	u.Path = path.Join(u.Path, fmt.Sprintf("%s-%d", e.DB.Name(), time.Now().UnixNano()))
+	if err := pushSeed(ctx, e, n, u.String()); err != nil {
+		return "", nil, nil, err
+	}
+	return u.String(), e.DB, func() {}, nil
+}
+
 // remoteClone times dumboClone of the seeded database into a database
 // of its own, dropped (untimed) before the next clone.
 func remoteClone(n int, setup remoteSetup) func(context.Context, *Env) (*Workload, error) {
 	return func(ctx context.Context, e *Env) (*Workload, error) {
-		url, _, cleanup, err := setup(ctx, e, n)
+		src, _, cleanup, err := setup(ctx, e, n)
 		if err != nil {
 			return nil, err
 		}
@@ -123,7 +149,7 @@ func remoteClone(n int, setup remoteSetup) func(context.Context, *Env) (*Workloa
 		return &Workload{
 			Prepare: func(ctx context.Context, c int64) error { return e.Client.Database(name(c - 1)).Drop(ctx) },
 			Call: func(ctx context.Context, c int64) error {
-				return e.Client.Database(name(c)).RunCommand(ctx, kvs("dumboClone", 1, "url", url)).Err()
+				return e.Client.Database(name(c)).RunCommand(ctx, kvs("dumboClone", 1, "url", src)).Err()
 			},
 			Close: cleanup,
 		}, nil
@@ -134,7 +160,7 @@ func remoteClone(n int, setup remoteSetup) func(context.Context, *Env) (*Workloa
 // reports it copied per second of the clone.
 func remoteCloneThroughput(n int, setup remoteSetup) func(context.Context, *Env) (*Workload, error) {
 	return func(ctx context.Context, e *Env) (*Workload, error) {
-		url, _, cleanup, err := setup(ctx, e, n)
+		src, _, cleanup, err := setup(ctx, e, n)
 		if err != nil {
 			return nil, err
 		}
@@ -145,7 +171,7 @@ func remoteCloneThroughput(n int, setup remoteSetup) func(context.Context, *Env)
 					db := e.Client.Database(fmt.Sprintf("%s_tclone%d", e.DB.Name(), c))
 					start := time.Now()
 					var reply struct{ Bytes int64 }
-					if err := db.RunCommand(ctx, kvs("dumboClone", 1, "url", url)).Decode(&reply); err != nil {
+					if err := db.RunCommand(ctx, kvs("dumboClone", 1, "url", src)).Decode(&reply); err != nil {
 						return 0, err
 					}
 					rates = append(rates, float64(reply.Bytes)/time.Since(start).Seconds()/1e6)

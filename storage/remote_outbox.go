@@ -19,11 +19,11 @@ import (
 	"github.com/dolthub/dolt/go/store/types"
 )
 
-// Outboxes (docs/format/remotes.md, "Outboxes"): a push to a file:// or
-// s3:// remote first has Dolt's puller write the table files the remote
-// lacks into a directory of the pushing server's own, then uploads them
-// one by one, each only if the remote lacks it, and adds them to the
-// remote's manifest together. A push cut off keeps its outbox; the push of the
+// Outboxes (docs/format/remotes.md, "Outboxes"): a push to an s3://
+// remote first has Dolt's puller write the table files the remote lacks
+// into a directory of the pushing server's own, then uploads them one by
+// one, each only if the bucket lacks it, and adds them to the remote's
+// manifest together. A push cut off keeps its outbox; the push of the
 // same commits done again uploads only the files the bucket still lacks.
 
 // outboxReady lists an outbox's table files once the puller has written

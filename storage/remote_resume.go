@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"net/url"
 	"os"
 	"path/filepath"
 	"sync"
@@ -17,7 +18,7 @@ import (
 )
 
 // Transfer caches (docs/format/remotes.md, "Transfer caches"): the
-// chunks a copy from a remote received, kept when the copy is
+// chunks a copy from a network remote received, kept when the copy is
 // cut off, so that the next copy from that remote reads them from disk
 // instead of receiving them again. The cache is a source beside the
 // remote, never a sink: the puller still walks everything the database
@@ -42,13 +43,15 @@ type transferCache struct {
 }
 
 // cachedSource is the source a copy from rawURL reads: the remote, with
-// a transfer cache beside it; finish ends the copy,
+// a transfer cache beside it for a remote across the network (a file://
+// remote is read at disk speed: the cache's second write would cost what
+// a resend saves); finish ends the copy,
 // removing the cache after a complete one and keeping it otherwise, and
 // returns the bytes the cache supplied. A cache that cannot be opened
 // (another copy from the same remote holds it) is done without.
 func (e *Engine) cachedSource(ctx context.Context, rawURL string, remote chunks.ChunkStore) (chunks.ChunkStore, func(ok bool) uint64) {
 	src, ok := remote.(nbs.NBSCompressedChunkStore)
-	if !ok {
+	if u, err := url.Parse(rawURL); err != nil || u.Scheme == "file" || !ok {
 		return remote, func(bool) uint64 { return 0 }
 	}
 	c, err := e.openTransferCache(ctx, rawURL)

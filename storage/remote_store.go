@@ -55,7 +55,6 @@ func openRemote(ctx context.Context, rawURL string, create bool) (remoteStore, e
 		cs, hasTableFile, err = openS3Remote(ctx, rawURL, create)
 	default:
 		cs, err = openFileRemote(ctx, rawURL, create)
-		hasTableFile = fileRemoteHasTableFile(rawURL)
 	}
 	if err != nil {
 		return nil, err
@@ -101,22 +100,6 @@ func openFileRemote(ctx context.Context, rawURL string, create bool) (*nbs.NomsB
 		return nil, fmt.Errorf("remote %s: %w", RedactURL(rawURL), err)
 	}
 	return cs, nil
-}
-
-// fileRemoteHasTableFile reports whether a file:// remote's directory
-// holds a table file (named by its manifest or not yet).
-func fileRemoteHasTableFile(rawURL string) func(context.Context, string) (bool, error) {
-	return func(_ context.Context, id string) (bool, error) {
-		dir, err := fileRemoteDir(rawURL)
-		if err != nil {
-			return false, err
-		}
-		_, err = os.Stat(filepath.Join(dir, id))
-		if errors.Is(err, os.ErrNotExist) {
-			return false, nil
-		}
-		return err == nil, err
-	}
 }
 
 // parseS3URL reads an s3:// remote's URL.
@@ -180,9 +163,11 @@ type chunkStoreRemote struct {
 	cs  *nbs.NomsBlockStore
 	db  datas.Database
 	url string
-	// hasTableFile reports whether the remote holds a table file (named
-	// by its manifest or not yet): a push goes through an outbox under
-	// outboxRoot (remote_outbox.go), so that a push cut off is resumed.
+	// hasTableFile, for an s3:// remote, reports whether the bucket holds
+	// a table file (named by its manifest or not yet): a push then goes
+	// through an outbox under outboxRoot (remote_outbox.go), so that a
+	// push cut off is resumed. nil (a file:// remote, written at disk
+	// speed): the puller writes into the remote.
 	hasTableFile func(ctx context.Context, id string) (bool, error)
 	outboxRoot   string
 }

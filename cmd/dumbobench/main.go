@@ -76,6 +76,7 @@ type options struct {
 	soak     time.Duration     // 0: no Soak family
 	cacheMB  int               // --cacheSizeMB of the servers --start starts
 	server   serverFlags       // more flags for the DumboDB servers --start starts
+	s3Remote string            // an s3:// URL prefix for the Remote family's S3 benchmarks
 }
 
 // serverFlags collects --server-flag.
@@ -144,6 +145,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.BoolVar(&o.peer, "peer", true, "with --start, also start FerretDB (../shared/tools/peer.sh)")
 	fs.DurationVar(&o.soak, "soak", 0, "also run the Soak family for this long (the soak goal is read over 30m; --only Soak alone runs it for 1m)")
 	fs.IntVar(&o.cacheMB, "cacheSizeMB", storage.DefaultCacheBytes>>20, "with --start, the --cacheSizeMB of the DumboDB servers, which the memory goal adds its overhead to")
+	fs.StringVar(&o.s3Remote, "s3-remote", "", "an s3:// URL (bucket, prefix and endpoint) the Remote family pushes to and clones from; the target's server reads AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (without it, the S3 benchmarks are n/a)")
 	fs.Var(&o.server, "server-flag", "with --start, one more flag for the DumboDB servers, e.g. --server-flag=--busyPollMicros=0 (repeatable)")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, usage)
@@ -204,7 +206,8 @@ func applyQuick(fs *flag.FlagSet, o *options) {
 func execute(ctx context.Context, o *options, command string, stdout, stderr io.Writer) error {
 	logf := func(format string, args ...any) { fmt.Fprintf(stderr, format+"\n", args...) }
 	cfg := &bench.Config{Filter: o.filter, Families: o.families, Quick: o.quick, Samples: o.samples,
-		Duration: o.duration, Warmup: o.warmup, Import: o.imports, Soak: o.soak, OutDir: o.out, Progress: logf}
+		Duration: o.duration, Warmup: o.warmup, Import: o.imports, Soak: o.soak, OutDir: o.out, Progress: logf,
+		S3Remote: o.s3Remote}
 	benches := bench.All(cfg)
 	if !slices.ContainsFunc(benches, cfg.Selected) {
 		return errors.New("no benchmark matches --filter and --only (the Soak family runs with --soak)")
