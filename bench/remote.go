@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -145,13 +146,19 @@ func remoteClone(n int, setup remoteSetup) func(context.Context, *Env) (*Workloa
 		if err != nil {
 			return nil, err
 		}
-		name := func(c int64) string { return fmt.Sprintf("%s_clone%d", e.DB.Name(), c) }
+		run := time.Now().UnixNano() // each clone benchmark's databases are its own
+		name := func(c int64) string { return fmt.Sprintf("%s_clone%d_%d", e.DB.Name(), run, c) }
+		var last atomic.Int64
 		return &Workload{
 			Prepare: func(ctx context.Context, c int64) error { return e.Client.Database(name(c - 1)).Drop(ctx) },
 			Call: func(ctx context.Context, c int64) error {
+				last.Store(c)
 				return e.Client.Database(name(c)).RunCommand(ctx, kvs("dumboClone", 1, "url", src)).Err()
 			},
-			Close: cleanup,
+			Close: func() {
+				e.Client.Database(name(last.Load())).Drop(context.Background())
+				cleanup()
+			},
 		}, nil
 	}
 }
