@@ -555,3 +555,40 @@ func TestReplicaShowsTheCheckpointedWorkingSet(t *testing.T) {
 		return st["dirty"] == false
 	})
 }
+
+// TestHTTPFetchPruneAndPullRebase: over HTTP, a fetch with prune drops
+// the tracking ref of a branch deleted on the remote, and a pull with
+// rebase replays the local commit onto the remote's, which then pushes
+// as a fast-forward.
+func TestHTTPFetchPruneAndPullRebase(t *testing.T) {
+	as := startServer(t, withHTTP)
+	a, b := as.client(), startServer(t).client()
+	if _, err := a.Database("shop").Collection("items").InsertOne(ctx, bson.M{"_id": 1, "v": 1}); err != nil {
+		t.Fatal(err)
+	}
+	vc(t, a, "shop", bson.D{{Key: "dumboCommit", Value: 1}, {Key: "message", Value: "one"}})
+	vc(t, a, "shop", bson.D{{Key: "dumboBranch", Value: "feature"}})
+	vc(t, b, "shop", bson.D{{Key: "dumboClone", Value: 1}, {Key: "url", Value: as.httpURL("", "shop")}})
+	vc(t, a, "shop", bson.D{{Key: "dumboBranch", Value: "feature"}, {Key: "delete", Value: true}})
+	fetched := vc(t, b, "shop", bson.D{{Key: "dumboFetch", Value: 1}, {Key: "prune", Value: true}})
+	branches := vc(t, b, "shop", bson.D{{Key: "dumboBranch", Value: 1}})["branches"].(bson.A)
+	for _, br := range branches {
+		if get(br, "name") == "origin/feature" {
+			t.Errorf("origin/feature survived a pruning fetch (%v)", fetched)
+		}
+	}
+	for i, c := range []*mongo.Client{a, b} {
+		if _, err := c.Database("shop").Collection("items").InsertOne(ctx, bson.M{"_id": 10 + i, "v": 10 + i}); err != nil {
+			t.Fatal(err)
+		}
+		vc(t, c, "shop", bson.D{{Key: "dumboCommit", Value: 1}, {Key: "message", Value: "mine"}})
+	}
+	vc(t, b, "shop", bson.D{{Key: "dumboPull", Value: 1}, {Key: "rebase", Value: true}})
+	if findV(t, b, "shop", 10) != int32(10) || findV(t, b, "shop", 11) != int32(11) {
+		t.Fatal("the rebased branch lacks a side's document")
+	}
+	vc(t, b, "shop", bson.D{{Key: "dumboPush", Value: 1}})
+	if findV(t, a, "shop", 11) != int32(11) {
+		t.Fatal("the push after the rebase did not land")
+	}
+}
