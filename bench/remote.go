@@ -16,9 +16,9 @@ import (
 )
 
 // remoteBenchmarks measure a clone of 100,000 documents, the push of a
-// one-document change, and the bytes it moves, from and to a file remote
-// and over HTTP (the target's own HTTP listener: both ends on one
-// machine, as two servers on loopback).
+// one-document change, and the bytes it moves, from and to a file
+// remote, an S3 store (--s3-remote) and over HTTP (the target's own HTTP
+// listener: both ends on one machine, as two servers on loopback).
 func remoteBenchmarks() []Benchmark {
 	const n = 100000
 	return []Benchmark{
@@ -28,6 +28,8 @@ func remoteBenchmarks() []Benchmark {
 			Quantity: true, Setup: remotePushBytes(n, fileRemote)},
 		{Name: "Remote/Clone/S3/" + count(n), Group: GroupRemote, Unit: "op", DumboOnly: true, Long: true, Setup: remoteClone(n, s3Remote)},
 		{Name: "Remote/PushOneDoc/S3/" + count(n), Group: GroupRemote, Unit: "op", DumboOnly: true, Setup: remotePush(n, s3Remote)},
+		{Name: "Remote/PushOneDocBytes/S3/" + count(n), Group: GroupRemote, Unit: "B/push", DumboOnly: true,
+			Quantity: true, Setup: remotePushBytes(n, s3Remote)},
 		{Name: "Remote/Clone/HTTP/" + count(n), Group: GroupRemote, Unit: "op", DumboOnly: true, Long: true, Setup: remoteClone(n, httpRemote)},
 		{Name: "Remote/CloneThroughput/HTTP/" + count(n), Group: GroupRemote, Unit: "MB/s", DumboOnly: true,
 			Quantity: true, Setup: remoteCloneThroughput(n, httpRemote)},
