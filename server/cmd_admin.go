@@ -254,7 +254,7 @@ func cmdServerStatus(r *request) (bsoncore.Document, error) {
 	st := &s.stats
 	conns := bsoncore.NewDocumentBuilder().
 		AppendInt32("current", int32(st.connsCurrent.Load())).
-		AppendInt32("available", int32(maxConnections-st.connsCurrent.Load())).
+		AppendInt32("available", int32(s.cfg.maxConns()-st.connsCurrent.Load())).
 		AppendInt32("totalCreated", int32(st.connsTotal.Load())).
 		AppendInt32("active", int32(st.connsCurrent.Load())).Build()
 	ops := bsoncore.NewDocumentBuilder().
@@ -352,6 +352,3 @@ func (s *Server) changeLogStatus() bsoncore.Document {
 		AppendInt64("openStreams", int64(s.cursors.countStreams())).
 		Build()
 }
-
-// maxConnections is what serverStatus reports as the connection limit.
-const maxConnections = 1000000

@@ -309,7 +309,7 @@ func (c *conn) runCommand(unacknowledged bool, decode func() (bsoncore.Document,
 	}
 	d := time.Since(start)
 	c.s.metrics.observe(req.spec, d, err != nil)
-	if d > slowCommand && !req.awaited { // waiting on purpose is not slowness, as on mongod
+	if d > c.s.cfg.slowOp() && !req.awaited { // waiting on purpose is not slowness, as on mongod
 		c.log.Info().Str("c", "COMMAND").Str("command", req.name).Str("ns", req.db).Dur("durationMillis", d).Msg("Slow query")
 	}
 	return c.s.withClusterTime(reply, req.opTime)
@@ -362,4 +362,3 @@ func (c *conn) commandLog(ev *zerolog.Event, cmd bsoncore.Document) *zerolog.Eve
 	return ev.Str("c", "COMMAND").Str("command", value.FirstKey(cmd)).Str("$db", db)
 }
 
-const slowCommand = 100 * time.Millisecond

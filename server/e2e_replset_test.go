@@ -343,3 +343,36 @@ func TestWaitingIsNotSlow(t *testing.T) {
 		t.Fatalf("a slow find was not logged:\n%s", logs.String())
 	}
 }
+
+// TestMaxConnsAndSlowMS: with MaxConns 2 a third connection is closed as
+// it arrives and logged, and serverStatus counts the two left; with
+// SlowOp 1 h a find held 200 ms is no slow query.
+func TestMaxConnsAndSlowMS(t *testing.T) {
+	logs := &dumboproc.SyncBuffer{}
+	ts := &testServer{t: t, dir: t.TempDir(), logTo: logs, cfg: server.Config{BindIPs: []string{"127.0.0.1"},
+		TestCommands: true, MaxConns: 2, SlowOp: time.Hour}}
+	ts.start()
+	t.Cleanup(ts.stop)
+	first, second := ts.dial(), ts.dial()
+	raw(t, first, bson.D{{Key: "ping", Value: 1}, {Key: "$db", Value: "admin"}})
+	raw(t, second, bson.D{{Key: "ping", Value: 1}, {Key: "$db", Value: "admin"}})
+	third := ts.dial()
+	third.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := third.Read(make([]byte, 1)); err == nil {
+		t.Fatal("a third connection past MaxConns 2 was served")
+	}
+	if !strings.Contains(logs.String(), "too many open connections") {
+		t.Error("the refused connection was not logged")
+	}
+	status := raw(t, first, bson.D{{Key: "serverStatus", Value: 1}, {Key: "$db", Value: "admin"}})
+	if get(status, "connections", "current") != int32(2) || get(status, "connections", "available") != int32(0) {
+		t.Errorf("serverStatus.connections %v", status["connections"])
+	}
+	raw(t, first, bson.D{{Key: "configureFailPoint", Value: "failCommand"}, {Key: "mode", Value: bson.D{{Key: "times", Value: 1}}},
+		{Key: "data", Value: bson.D{{Key: "failCommands", Value: bson.A{"find"}}, {Key: "blockConnection", Value: true}, {Key: "blockTimeMS", Value: 200}}},
+		{Key: "$db", Value: "admin"}})
+	raw(t, second, bson.D{{Key: "find", Value: "c"}, {Key: "$db", Value: "app"}})
+	if strings.Contains(logs.String(), "Slow query") {
+		t.Error("a 200 ms find was logged as slow under a 1 h threshold")
+	}
+}

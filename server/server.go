@@ -67,6 +67,13 @@ type Config struct {
 	// DefaultReplicaPoll); docs/design/replicas.md.
 	ReplicaOf   string
 	ReplicaPoll time.Duration
+	// MaxConns bounds the client connections open at once (0:
+	// DefaultMaxConns, mongod's); one past it is closed as it arrives, as
+	// mongod's --maxConns does.
+	MaxConns int
+	// SlowOp is the time past which a command is logged as a slow query
+	// (0: DefaultSlowOp, mongod's --slowms default).
+	SlowOp time.Duration
 	// HTTPAddress is the HOST:PORT of the HTTP listener ("": none), which
 	// serves the databases as remotes, metrics and health checks
 	// (http.go); HTTPDebug adds Go's profiler under /debug/pprof/.
@@ -86,6 +93,13 @@ type Config struct {
 	MemoryRelease time.Duration
 }
 
+// DefaultMaxConns and DefaultSlowOp are mongod's defaults of --maxConns
+// and --slowms.
+const (
+	DefaultMaxConns = 1000000
+	DefaultSlowOp   = 100 * time.Millisecond
+)
+
 // Defaults of the message limits.
 const (
 	DefaultInFlightBytes = 256 << 20
@@ -93,6 +107,10 @@ const (
 )
 
 func (c Config) messageStall() time.Duration { return cmp.Or(c.MessageStall, DefaultMessageStall) }
+
+func (c Config) maxConns() int64 { return int64(cmp.Or(c.MaxConns, DefaultMaxConns)) }
+
+func (c Config) slowOp() time.Duration { return cmp.Or(c.SlowOp, DefaultSlowOp) }
 
 // Server is a running DumboDB: its listeners, connections, cursors and
 // counters over one storage engine.
@@ -145,6 +163,7 @@ type stats struct {
 	connsCurrent, connsTotal                                    atomic.Int64
 	opInsert, opQuery, opUpdate, opDelete, opGetMore, opCommand atomic.Int64
 	bytesIn, bytesOut, numRequests                              atomic.Int64 // the wire protocol's, as they crossed the socket
+	connsAdmitted                                               atomic.Int64 // accepted, not yet in connsCurrent (MaxConns)
 }
 
 // New creates a server; Listen and Serve start it.
@@ -262,21 +281,40 @@ func (s *Server) acceptLoop(l net.Listener) {
 			time.Sleep(10 * time.Millisecond)
 			continue
 		}
+		if !s.admit(nc) {
+			continue
+		}
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
 			if _, unix := nc.(*net.UnixConn); !unix {
 				secured, err := s.secure(nc)
 				if err != nil {
+					s.stats.connsAdmitted.Add(-1)
 					s.log.Info().Str("c", "NETWORK").Str("remote", nc.RemoteAddr().String()).Err(err).Msg("connection refused")
 					nc.Close()
 					return
 				}
 				nc = secured
 			}
-			s.newConn(nc).serve()
+			c := s.newConn(nc) // counted in connsCurrent from here
+			s.stats.connsAdmitted.Add(-1)
+			c.serve()
 		}()
 	}
+}
+
+// admit counts an accepted connection against MaxConns, closing it when
+// the server has as many open (and admitted, not yet served) already.
+func (s *Server) admit(nc net.Conn) bool {
+	if s.stats.connsCurrent.Load()+s.stats.connsAdmitted.Add(1) > s.cfg.maxConns() {
+		s.stats.connsAdmitted.Add(-1)
+		s.log.Info().Str("c", "NETWORK").Str("remote", nc.RemoteAddr().String()).Int64("maxConns", s.cfg.maxConns()).
+			Msg("connection refused because too many open connections")
+		nc.Close()
+		return false
+	}
+	return true
 }
 
 // Shutdown stops accepting, closes connections, waits for them to finish

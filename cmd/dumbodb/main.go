@@ -14,6 +14,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -29,6 +30,11 @@ type serverFlags struct {
 	dataDir        string
 	port           int
 	bindIP         string
+	bindIPAll      bool
+	pidFile        string
+	maxConns       int
+	slowMS         int
+	fork           bool
 	unixSocket     string
 	version        bool
 	cacheMB        int
@@ -67,6 +73,11 @@ func parseFlags(args []string, stderr io.Writer) (*serverFlags, error) {
 	fs.StringVar(&o.dataDir, "dbpath", "data", "alias of --data-dir")
 	fs.IntVar(&o.port, "port", 27017, "TCP port to listen on")
 	fs.StringVar(&o.bindIP, "bind_ip", "127.0.0.1", "comma-separated addresses to listen on")
+	fs.BoolVar(&o.bindIPAll, "bind_ip_all", false, "listen on every IPv4 and IPv6 address, as mongod's --bind_ip_all; not with --bind_ip")
+	fs.StringVar(&o.pidFile, "pidfilepath", "", "write the process id to this file once listening; removed at a clean shutdown")
+	fs.IntVar(&o.maxConns, "maxConns", server.DefaultMaxConns, "most client connections open at once; one more is closed as it arrives")
+	fs.IntVar(&o.slowMS, "slowms", int(server.DefaultSlowOp/time.Millisecond), "milliseconds past which a command is logged as a slow query")
+	fs.BoolVar(&o.fork, "fork", false, "refused: run dumbodb under a service manager (systemd, a container) instead")
 	fs.StringVar(&o.unixSocket, "unixSocket", "", "also listen on this Unix socket path")
 	fs.BoolVar(&o.version, "version", false, "print the version and exit")
 	fs.IntVar(&o.cacheMB, "cacheSizeMB", storage.DefaultCacheBytes>>20,
@@ -120,10 +131,16 @@ func parseFlags(args []string, stderr io.Writer) (*serverFlags, error) {
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	if fs.NArg() > 0 {
 		err := fmt.Errorf("unknown subcommand or argument %q", fs.Arg(0))
 		fmt.Fprintln(stderr, "dumbodb:", err)
 		fs.Usage()
+		return nil, err
+	}
+	if err := checkMongodFlags(o, set); err != nil {
+		fmt.Fprintln(stderr, "dumbodb:", err)
 		return nil, err
 	}
 	if o.replSet == "" && !o.standalone {
@@ -137,6 +154,23 @@ func parseFlags(args []string, stderr io.Writer) (*serverFlags, error) {
 		return nil, err
 	}
 	return o, nil
+}
+
+// checkMongodFlags checks the flags taken with mongod's names and meaning
+// and applies --bind_ip_all.
+func checkMongodFlags(o *serverFlags, set map[string]bool) error {
+	switch {
+	case o.fork:
+		return errors.New("--fork is not supported: run dumbodb in the foreground under a service manager (systemd, a container), which restarts it and keeps its log")
+	case o.bindIPAll && set["bind_ip"]:
+		return errors.New("--bind_ip and --bind_ip_all are exclusive")
+	case o.maxConns < 1 || o.slowMS < 0:
+		return errors.New("--maxConns must be at least 1 and --slowms not negative")
+	}
+	if o.bindIPAll {
+		o.bindIP = "" // every address: IPv4 and IPv6 where the host has it
+	}
+	return nil
 }
 
 // newLogger writes mongod-shaped JSON lines: {"t":{"$date":…},"s":"I","c":…,"msg":…}.
@@ -223,6 +257,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		HTTPAddress:   o.httpAddress,
 		HTTPDebug:     o.httpDebug,
 		ReplicaPoll:   time.Duration(max(o.replicaPoll, 1)) * time.Second,
+		MaxConns:      o.maxConns,
+		SlowOp:        max(time.Duration(o.slowMS)*time.Millisecond, time.Nanosecond),
 		MemoryRelease: time.Duration(max(o.releaseSeconds, 0)) * time.Second,
 	}
 	srv := server.New(cfg, engine, log, ring)
@@ -237,10 +273,29 @@ func run(args []string, stdout, stderr io.Writer) int {
 		engine.Close()
 		return 1
 	}
+	if err := writePidFile(o.pidFile); err != nil {
+		fmt.Fprintf(stderr, "dumbodb: --pidfilepath: %v\n", err)
+		srv.Shutdown(context.Background())
+		engine.Close()
+		return 1
+	}
 	srv.Serve()
 	log.Info().Str("c", "CONTROL").Str("dataDir", o.dataDir).Int("pid", os.Getpid()).
 		Str("version", server.Version).Msg("DumboDB started")
-	return waitForSignal(srv, engine, o.heapProfile, log)
+	code := waitForSignal(srv, engine, o.heapProfile, log)
+	if o.pidFile != "" {
+		os.Remove(o.pidFile)
+	}
+	return code
+}
+
+// writePidFile writes the process id to path ("": none), as mongod's
+// --pidfilepath does.
+func writePidFile(path string) error {
+	if path == "" {
+		return nil
+	}
+	return os.WriteFile(path, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644)
 }
 
 // createInitialUser makes the first user from the environment, as the
