@@ -361,4 +361,3 @@ func (c *conn) commandLog(ev *zerolog.Event, cmd bsoncore.Document) *zerolog.Eve
 	db, _ := cmd.Lookup("$db").StringValueOK()
 	return ev.Str("c", "COMMAND").Str("command", value.FirstKey(cmd)).Str("$db", db)
 }
-
