@@ -137,7 +137,13 @@ func (r *request) localhostException() bool {
 	if r.db != "admin" || r.name != "createUser" || r.c.s.users.HasUsers() {
 		return false
 	}
-	switch addr := r.c.nc.RemoteAddr().(type) {
+	return r.c.fromThisHost()
+}
+
+// fromThisHost reports whether the connection comes from the loopback
+// address or the Unix socket.
+func (c *conn) fromThisHost() bool {
+	switch addr := c.nc.RemoteAddr().(type) {
 	case *net.UnixAddr:
 		return true
 	case *net.TCPAddr:

@@ -119,6 +119,10 @@ func (w sentBytes) Write(p []byte) (int, error) {
 	return n, err
 }
 
+// errNoReply closes a connection whose command answers nothing: the
+// failCommand fail point's closeConnection, or shutdown.
+var errNoReply = errors.New("the command answers by closing the connection")
+
 // readMessage reads the next message within the server's in-flight budget.
 // Between messages a connection may idle for ever (pooled connections do);
 // once a message has begun, the rest must come within the stall timeout.
@@ -198,7 +202,7 @@ func (c *conn) handleMsg(hdr wire.Header, m *wire.Msg, comp wire.CompressorID) e
 	decode := func() (bsoncore.Document, error) { return m.Document() }
 	reply := c.runCommand(m.Flags&wire.FlagMoreToCome != 0, decode)
 	if reply == nil {
-		return errors.New("closed by the failCommand fail point")
+		return errNoReply
 	}
 	if m.Flags&wire.FlagMoreToCome != 0 {
 		return nil // the client asked for no reply (w: 0)
@@ -242,7 +246,7 @@ func (c *conn) streamHello(hdr wire.Header, reply bsoncore.Document, decode func
 		}
 		hdr = wire.Header{RequestID: c.nextReqID}
 		if reply = c.runCommand(false, decode); reply == nil {
-			return errors.New("closed by the failCommand fail point")
+			return errNoReply
 		}
 	}
 }
@@ -263,7 +267,7 @@ func (c *conn) handleQuery(hdr wire.Header, q *wire.Query, comp wire.CompressorI
 		}
 	}
 	if reply == nil {
-		return errors.New("closed by the failCommand fail point")
+		return errNoReply
 	}
 	return c.send(hdr, &wire.Reply{Documents: []bsoncore.Document{reply}}, comp)
 }
@@ -321,7 +325,8 @@ const clusterTimeRoom = 128
 
 // withClusterTime appends a replica set member's $clusterTime and
 // operationTime to a reply: the write's time, or the latest for a read.
-// A nil reply (the fail point closing the connection) stays nil.
+// A nil reply (the fail point or shutdown closing the connection) stays
+// nil.
 func (s *Server) withClusterTime(reply bsoncore.Document, opTime clusterTime) bsoncore.Document {
 	if reply == nil || !s.topo.replicaSet() {
 		return reply

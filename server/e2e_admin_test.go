@@ -249,3 +249,25 @@ func TestServerReturnsFreeMemory(t *testing.T) {
 		t.Errorf("a server without MemoryRelease released %d times (%d bytes)", n, bytes)
 	}
 }
+
+// TestAdminCommandsOfWhatIsNotThere: lockInfo and connPoolStats answer in
+// mongod's shape with nothing held and no pools; shutdown is refused to a
+// user without the shutdown action, and off admin.
+func TestAdminCommandsOfWhatIsNotThere(t *testing.T) {
+	ts, root := authServer(t)
+	admin := root.Database("admin")
+	if got := mustRun(t, admin, bson.D{{Key: "lockInfo", Value: 1}}); len(got["lockInfo"].(bson.A)) != 0 {
+		t.Errorf("lockInfo %v", got)
+	}
+	if got := mustRun(t, admin, bson.D{{Key: "connPoolStats", Value: 1}}); got["totalCreated"] != int32(0) || got["pools"] == nil {
+		t.Errorf("connPoolStats %v", got)
+	}
+	addUser(t, root, "admin", "dev", bson.A{"readWriteAnyDatabase"})
+	dev := ts.authClient("dev", "pw", "admin", "").Database("admin")
+	_, err := run(t, dev, bson.D{{Key: "shutdown", Value: 1}})
+	wantCode(t, err, 13, "Unauthorized")
+	_, err = run(t, root.Database("app"), bson.D{{Key: "shutdown", Value: 1}})
+	wantCode(t, err, 13, "Unauthorized")
+	_, err = run(t, admin, bson.D{{Key: "shutdown", Value: 1}, {Key: "timeoutSecs", Value: -1}})
+	wantCode(t, err, 2, "BadValue")
+}

@@ -143,6 +143,7 @@ type Server struct {
 	memReleases      memoryReleases
 	replica          replicaStatus  // a read replica's polls (replica.go)
 	metrics          *serverMetrics // Prometheus metrics (metrics.go)
+	shutdownSig      shutdownSignal // the shutdown command's (cmd_shutdown.go)
 
 	nextConnID atomic.Int64
 	nextOpID   atomic.Int64
@@ -178,6 +179,7 @@ func New(cfg Config, engine *storage.Engine, log zerolog.Logger, ring *LogRing) 
 	s.topo = newTopology(cfg, nil, s.clock)
 	s.txnLifetime.Store(int64(DefaultTransactionLifetime))
 	s.metrics = newServerMetrics(s)
+	s.shutdownSig.ch = make(chan ShutdownRequest, 1)
 	if engine != nil {
 		engine.SetObserver(s.metrics)
 		// Published states are stamped in cluster time, for reads at a

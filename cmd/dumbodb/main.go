@@ -325,12 +325,18 @@ func createInitialUser(srv *server.Server, log zerolog.Logger) error {
 func waitForSignal(srv *server.Server, engine *storage.Engine, heapProfile string, log zerolog.Logger) int {
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
-	sig := <-sigs
-	log.Info().Str("c", "CONTROL").Str("signal", sig.String()).Msg("shutting down")
+	timeout := 30 * time.Second
+	select {
+	case sig := <-sigs:
+		log.Info().Str("c", "CONTROL").Str("signal", sig.String()).Msg("shutting down")
+	case req := <-srv.ShutdownRequested():
+		log.Info().Str("c", "CONTROL").Bool("force", req.Force).Msg("shutting down at the shutdown command")
+		timeout = req.Timeout
+	}
 	if err := writeHeapProfile(heapProfile); err != nil {
 		log.Error().Str("c", "CONTROL").Err(err).Msg("--heapProfile")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	srv.Shutdown(ctx)
 	if err := engine.Close(); err != nil {

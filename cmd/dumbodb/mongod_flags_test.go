@@ -14,6 +14,7 @@ import (
 
 	"dumbodb/internal/dumboproc"
 
+	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 )
@@ -62,5 +63,24 @@ func TestMongodFlags(t *testing.T) {
 		if code == 0 || !strings.Contains(stderr.String(), args[0]) {
 			t.Errorf("dumbodb %v: exit %d, %s", args, code, stderr.String())
 		}
+	}
+}
+
+// TestShutdownCommand: {shutdown: 1} from this host stops the server
+// cleanly (exit 0, pid file removed), as db.shutdownServer() does.
+func TestShutdownCommand(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts server processes")
+	}
+	pidFile := filepath.Join(t.TempDir(), "dumbodb.pid")
+	p := dumboproc.StartT(t, t.TempDir(), "--pidfilepath", pidFile)
+	c := client(t, p)
+	// The server closes the connection instead of answering.
+	c.Database("admin").RunCommand(context.Background(), bson.D{{Key: "shutdown", Value: 1}, {Key: "timeoutSecs", Value: 5}})
+	if code := p.StopT(t, syscall.Signal(0)); code != 0 { // waits for the exit
+		t.Fatalf("exit %d after the shutdown command\n%s", code, p.Output())
+	}
+	if _, err := os.Stat(pidFile); !os.IsNotExist(err) {
+		t.Errorf("the pid file is still there: %v", err)
 	}
 }
