@@ -271,3 +271,20 @@ func TestAdminCommandsOfWhatIsNotThere(t *testing.T) {
 	_, err = run(t, admin, bson.D{{Key: "shutdown", Value: 1}, {Key: "timeoutSecs", Value: -1}})
 	wantCode(t, err, 2, "BadValue")
 }
+
+// TestDefaultRWConcern: getDefaultRWConcern reports mongod 8's implicit
+// defaults for a replica set; setDefaultRWConcern is refused, naming
+// itself, rather than accepted and ignored.
+func TestDefaultRWConcern(t *testing.T) {
+	admin := startServer(t).client().Database("admin")
+	got := mustRun(t, admin, bson.D{{Key: "getDefaultRWConcern", Value: 1}})
+	if get(got, "defaultWriteConcern", "w") != "majority" || get(got, "defaultReadConcern", "level") != "local" ||
+		got["defaultWriteConcernSource"] != "implicit" {
+		t.Errorf("getDefaultRWConcern %v", got)
+	}
+	_, err := run(t, admin, bson.D{{Key: "setDefaultRWConcern", Value: 1}, {Key: "defaultWriteConcern", Value: bson.M{"w": 1}}})
+	wantCode(t, err, 238, "NotImplemented")
+	if err != nil && !strings.Contains(err.Error(), "setDefaultRWConcern") {
+		t.Errorf("the refusal does not name the command: %v", err)
+	}
+}
