@@ -98,6 +98,7 @@ type Engine struct {
 	dbStats      dbStats
 	clock        engineClock  // stamps published states (history.go)
 	observer     observerSlot // told of syncs and checkpoints (observer.go)
+	rootsSeen    sync.Map     // database name -> its store's root when last read (RefsToken)
 	decisions    *decisionLog // commit points of transactions over several databases
 	commitTimes  commitTimes  // their times until every part is published (commit_times.go)
 	changes      *ChangeLog   // change events, for change streams (changes.go)

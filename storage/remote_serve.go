@@ -9,8 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
-	"slices"
 	"sync"
 
 	"github.com/dolthub/dolt/go/store/hash"
@@ -95,28 +93,45 @@ func (d *Database) workingSetRoot(ctx context.Context, name string) (hash.Hash, 
 	return ws.WorkingAddr, nil
 }
 
-// RefsToken is a digest of the refs of the databases named: it changes
-// when a branch or tag of any of them moves, appears or goes.
+// RefsToken is a digest of the databases named and their stores' roots,
+// which every commit, checkpoint and ref move changes: a long poll waits
+// for it to change. An open database's root is read in memory; one
+// closed for idleness has not changed since it was last read, so that
+// reading stands and the poll does not keep it open (only one never read
+// is opened, once).
 func (e *Engine) RefsToken(ctx context.Context, names []string) (string, error) {
 	h := sha256.New()
 	for _, name := range names {
-		d, err := e.Database(ctx, name, false)
-		if err != nil {
-			return "", err
-		}
-		fmt.Fprintf(h, "%s\x00", name)
-		if d == nil {
-			continue
-		}
-		refs, err := d.ServedRefs(ctx)
+		root, err := e.storeRoot(ctx, name)
 		if err != nil && !errors.Is(err, ErrClosed) {
 			return "", err
 		}
-		for _, id := range slices.Sorted(maps.Keys(refs)) {
-			fmt.Fprintf(h, "%s=%s\x00", id, refs[id])
-		}
+		fmt.Fprintf(h, "%s\x00%s\x00", name, root)
 	}
 	return hex.EncodeToString(h.Sum(nil)[:16]), nil
+}
+
+// storeRoot is database name's store root as last seen (empty: no such
+// database, or one not written yet).
+func (e *Engine) storeRoot(ctx context.Context, name string) (hash.Hash, error) {
+	e.mu.Lock()
+	d := e.dbs[name]
+	e.mu.Unlock()
+	if d == nil || !d.holdIfOpen() {
+		if root, ok := e.rootsSeen.Load(name); ok && d != nil {
+			return root.(hash.Hash), nil
+		}
+		var err error
+		if d, err = e.Database(ctx, name, false); err != nil || d == nil || !d.holdIfOpen() {
+			return hash.Hash{}, err
+		}
+	}
+	defer d.release()
+	root, err := d.cs.Root(ctx)
+	if err == nil {
+		e.rootsSeen.Store(name, root)
+	}
+	return root, err
 }
 
 // parseHashBody reads a has or chunks request's addresses.
