@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -165,6 +166,10 @@ func TestHTTPRemoteRefusals(t *testing.T) {
 	wantCode(t, err, 20011, "RemoteNotFound")
 	_, err = run(t, a.Database("copy"), bson.D{{Key: "dumboClone", Value: 1}, {Key: "url", Value: as.httpURL("", "")}})
 	wantCode(t, err, 2, "BadValue")
+	closed, _ := net.Listen("tcp", "127.0.0.1:0")
+	closed.Close() // a port nothing listens on
+	_, err = run(t, a.Database("copy"), bson.D{{Key: "dumboClone", Value: 1}, {Key: "url", Value: "http://" + closed.Addr().String() + "/shop"}})
+	wantCode(t, err, 6, "HostUnreachable")
 	base := fmt.Sprintf("http://%s/remote/v1/shop/", as.srv.HTTPAddr())
 	// A push's chunks cut off inside a record, as when the pusher dies;
 	// a push whose chunks never came.

@@ -149,6 +149,7 @@ var vcErrors = []struct {
 	{storage.ErrRemoteScheme, mongoerr.NotImplemented},
 	{storage.ErrBadRemoteURL, mongoerr.BadValue},
 	{storage.ErrBadRemoteRequest, mongoerr.BadValue},
+	{storage.ErrRemoteUnreachable, mongoerr.HostUnreachable},
 	{storage.ErrDatabaseExists, mongoerr.NamespaceExists},
 	{storage.ErrNotDropped, mongoerr.NamespaceNotFound},
 	{storage.ErrConflictMissing, mongoerr.NoSuchKey},

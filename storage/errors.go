@@ -65,6 +65,9 @@ var (
 	ErrRemoteExists = errors.New("remote already exists")
 	// ErrRemoteScheme: a remote URL of a scheme DumboDB does not speak.
 	ErrRemoteScheme = errors.New("unsupported remote URL scheme")
+	// ErrRemoteUnreachable: a remote server that did not answer (refused,
+	// reset, timed out, a TLS handshake that failed).
+	ErrRemoteUnreachable = errors.New("remote unreachable")
 	// ErrBadRemoteURL: a remote URL that does not parse or name a store.
 	ErrBadRemoteURL = errors.New("invalid remote URL")
 	// ErrNoUpstream: a pull or push names no remote and its branch has no

@@ -133,7 +133,10 @@ func (ep *httpEndpoint) do(ctx context.Context, method, path string, body io.Rea
 	}
 	resp, err := ep.client.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("remote %s: %w", ep.display, err)
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("remote %s: %w", ep.display, ctx.Err())
+		}
+		return nil, fmt.Errorf("%w: %s: %v", ErrRemoteUnreachable, ep.display, err)
 	}
 	if resp.StatusCode/100 == 2 {
 		return resp, nil
