@@ -3,6 +3,7 @@ package server
 import (
 	"math"
 	"testing"
+	"time"
 )
 
 // releaseIfWorth returns memory only from its floor up, and counts it.
@@ -21,10 +22,13 @@ func TestReleaseIfWorthHonoursTheFloor(t *testing.T) {
 	if m.count.Load() != 1 {
 		t.Fatalf("released %d times with a floor of 0, want 1", m.count.Load())
 	}
-	// Tests running beside this one allocate between the release and the
-	// reading, so a release is tried a few times before it counts as failed.
+	// Goroutines other tests left behind (idle connections closing,
+	// servers' last loops) allocate between the release and the reading,
+	// and on a loaded machine for a while: a release is tried again, for
+	// up to a second, before it counts as failed.
 	free, _ := heapFreeAndReleased()
-	for try := 0; free > memoryReleaseFloor && try < 5; try++ {
+	for try := 0; free > memoryReleaseFloor && try < 100; try++ {
+		time.Sleep(10 * time.Millisecond)
 		m.releaseIfWorth(0)
 		free, _ = heapFreeAndReleased()
 	}
