@@ -58,7 +58,7 @@ var allowed = map[string][]string{
 
 // part names the part of the project a package belongs to.
 func part(pkg string) string {
-	first, _, _ := strings.Cut(strings.TrimPrefix(pkg, "dumbodb/"), "/")
+	first, _, _ := strings.Cut(strings.TrimPrefix(pkg, "github.com/dumbodb/dumbodb/"), "/")
 	return first
 }
 
@@ -69,7 +69,7 @@ func TestImportDirection(t *testing.T) {
 	}
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		fields := strings.Fields(line)
-		if len(fields) == 0 || fields[0] == "dumbodb" {
+		if len(fields) == 0 || fields[0] == "github.com/dumbodb/dumbodb" {
 			continue
 		}
 		from := part(fields[0])
@@ -79,7 +79,7 @@ func TestImportDirection(t *testing.T) {
 			continue
 		}
 		for _, imp := range fields[1:] {
-			if !strings.HasPrefix(imp, "dumbodb/") {
+			if !strings.HasPrefix(imp, "github.com/dumbodb/dumbodb/") {
 				if strings.HasPrefix(imp, "github.com/dolthub/") && from != "storage" {
 					t.Errorf("%s imports Dolt (%s): only storage may", fields[0], imp)
 				}

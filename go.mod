@@ -1,4 +1,4 @@
-module dumbodb
+module github.com/dumbodb/dumbodb
 
 go 1.26.8
 

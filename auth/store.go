@@ -13,8 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"dumbodb/internal/durablefile"
-	"dumbodb/internal/formatversion"
+	"github.com/dumbodb/dumbodb/internal/durablefile"
+	"github.com/dumbodb/dumbodb/internal/formatversion"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )

@@ -4,9 +4,9 @@ import (
 	"context"
 	"testing"
 
-	"dumbodb/embedded"
-	"dumbodb/server"
-	"dumbodb/storage"
+	"github.com/dumbodb/dumbodb/embedded"
+	"github.com/dumbodb/dumbodb/server"
+	"github.com/dumbodb/dumbodb/storage"
 
 	"github.com/rs/zerolog"
 	"go.mongodb.org/mongo-driver/v2/bson"

@@ -12,8 +12,8 @@ import (
 	"errors"
 	"net"
 
-	"dumbodb/server"
-	"dumbodb/storage"
+	"github.com/dumbodb/dumbodb/server"
+	"github.com/dumbodb/dumbodb/storage"
 
 	"github.com/rs/zerolog"
 	"go.mongodb.org/mongo-driver/v2/mongo"

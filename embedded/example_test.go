@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"os"
 
-	"dumbodb/embedded"
+	"github.com/dumbodb/dumbodb/embedded"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 )

@@ -3,7 +3,7 @@ package geo
 import (
 	"math"
 
-	"dumbodb/mongoerr"
+	"github.com/dumbodb/dumbodb/mongoerr"
 )
 
 // 2d index keys: the plane [Min, Max) on both axes cut into 2^Bits cells

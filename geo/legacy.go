@@ -5,7 +5,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"dumbodb/value"
+	"github.com/dumbodb/dumbodb/value"
 )
 
 // legacyShape reads a legacy coordinate pair, [x, y] or {x: .., y: ..}

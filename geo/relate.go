@@ -5,7 +5,7 @@ import (
 	"github.com/golang/geo/s2"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"dumbodb/value"
+	"github.com/dumbodb/dumbodb/value"
 )
 
 // Within is the region of a $geoWithin: one spherical region ($geometry

@@ -5,7 +5,7 @@ import (
 	"math"
 	"sort"
 
-	"dumbodb/value"
+	"github.com/dumbodb/dumbodb/value"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )

@@ -3,7 +3,7 @@ package index
 import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"dumbodb/mongoerr"
+	"github.com/dumbodb/dumbodb/mongoerr"
 )
 
 // ValidateID checks that v may be stored as a document's _id, with

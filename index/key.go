@@ -12,7 +12,7 @@ import (
 	"math"
 	"math/big"
 
-	"dumbodb/value"
+	"github.com/dumbodb/dumbodb/value"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )

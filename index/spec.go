@@ -7,9 +7,9 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"dumbodb/mongoerr"
-	"dumbodb/text"
-	"dumbodb/value"
+	"github.com/dumbodb/dumbodb/mongoerr"
+	"github.com/dumbodb/dumbodb/text"
+	"github.com/dumbodb/dumbodb/value"
 )
 
 // Error codes of index specifications (mongod's).

@@ -22,7 +22,7 @@ package interrupt
 import (
 	"context"
 
-	"dumbodb/mongoerr"
+	"github.com/dumbodb/dumbodb/mongoerr"
 )
 
 // checkEvery is how many iterations pass between two looks at the

@@ -7,7 +7,7 @@ import (
 
 	"github.com/dop251/goja"
 
-	"dumbodb/mongoerr"
+	"github.com/dumbodb/dumbodb/mongoerr"
 )
 
 // What user code throws reaches the client as mongod's scope reports it:

@@ -7,11 +7,11 @@ import (
 	"github.com/golang/geo/s2"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"dumbodb/geo"
-	"dumbodb/index"
-	"dumbodb/mongoerr"
-	"dumbodb/query"
-	"dumbodb/storage"
+	"github.com/dumbodb/dumbodb/geo"
+	"github.com/dumbodb/dumbodb/index"
+	"github.com/dumbodb/dumbodb/mongoerr"
+	"github.com/dumbodb/dumbodb/query"
+	"github.com/dumbodb/dumbodb/storage"
 )
 
 // Geo plans. A $geoWithin or $geoIntersects on a geo index's field is an

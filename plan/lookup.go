@@ -7,9 +7,9 @@ import (
 	"io"
 	"sort"
 
-	"dumbodb/index"
-	"dumbodb/storage"
-	"dumbodb/value"
+	"github.com/dumbodb/dumbodb/index"
+	"github.com/dumbodb/dumbodb/storage"
+	"github.com/dumbodb/dumbodb/value"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )

@@ -9,11 +9,11 @@ import (
 	"github.com/golang/geo/s2"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"dumbodb/geo"
-	"dumbodb/index"
-	"dumbodb/interrupt"
-	"dumbodb/query"
-	"dumbodb/storage"
+	"github.com/dumbodb/dumbodb/geo"
+	"github.com/dumbodb/dumbodb/index"
+	"github.com/dumbodb/dumbodb/interrupt"
+	"github.com/dumbodb/dumbodb/query"
+	"github.com/dumbodb/dumbodb/storage"
 )
 
 // nearSource answers a $near from a geo index in rings: each ring reads

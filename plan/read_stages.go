@@ -3,8 +3,8 @@ package plan
 import (
 	"context"
 
-	"dumbodb/storage"
-	"dumbodb/value"
+	"github.com/dumbodb/dumbodb/storage"
+	"github.com/dumbodb/dumbodb/value"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )

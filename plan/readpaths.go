@@ -3,8 +3,8 @@ package plan
 import (
 	"strings"
 
-	"dumbodb/query"
-	"dumbodb/value"
+	"github.com/dumbodb/dumbodb/query"
+	"github.com/dumbodb/dumbodb/value"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )

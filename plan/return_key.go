@@ -5,10 +5,10 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"dumbodb/index"
-	"dumbodb/mongoerr"
-	"dumbodb/query"
-	"dumbodb/value"
+	"github.com/dumbodb/dumbodb/index"
+	"github.com/dumbodb/dumbodb/mongoerr"
+	"github.com/dumbodb/dumbodb/query"
+	"github.com/dumbodb/dumbodb/value"
 )
 
 // keyFields are the key paths of the index the plan reads, for find's

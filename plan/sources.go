@@ -7,9 +7,9 @@ import (
 	"io"
 	"sort"
 
-	"dumbodb/interrupt"
-	"dumbodb/query"
-	"dumbodb/storage"
+	"github.com/dumbodb/dumbodb/interrupt"
+	"github.com/dumbodb/dumbodb/query"
+	"github.com/dumbodb/dumbodb/storage"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )

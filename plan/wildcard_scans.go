@@ -3,9 +3,9 @@ package plan
 import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"dumbodb/index"
-	"dumbodb/query"
-	"dumbodb/storage"
+	"github.com/dumbodb/dumbodb/index"
+	"github.com/dumbodb/dumbodb/query"
+	"github.com/dumbodb/dumbodb/storage"
 )
 
 // wildcardPlan bounds a wildcard index by the predicates on one path: the

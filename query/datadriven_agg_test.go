@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"dumbodb/value"
+	"github.com/dumbodb/dumbodb/value"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )

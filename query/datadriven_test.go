@@ -16,9 +16,9 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"dumbodb/js"
-	"dumbodb/mongoerr"
-	"dumbodb/value"
+	"github.com/dumbodb/dumbodb/js"
+	"github.com/dumbodb/dumbodb/mongoerr"
+	"github.com/dumbodb/dumbodb/value"
 )
 
 // The data-driven tests live in testdata/*. Each case is a command line,

@@ -6,8 +6,8 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"dumbodb/interrupt"
-	"dumbodb/mongoerr"
+	"github.com/dumbodb/dumbodb/interrupt"
+	"github.com/dumbodb/dumbodb/mongoerr"
 )
 
 // The memory and time an expression may take. A few bytes of query ask

@@ -9,7 +9,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"dumbodb/mongoerr"
+	"github.com/dumbodb/dumbodb/mongoerr"
 )
 
 // The expressions' memory and time bounds (expr_budget.go): each operator

@@ -5,8 +5,8 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"dumbodb/mongoerr"
-	"dumbodb/value"
+	"github.com/dumbodb/dumbodb/mongoerr"
+	"github.com/dumbodb/dumbodb/value"
 )
 
 // Regular expression operators: $regexMatch, $regexFind, $regexFindAll.

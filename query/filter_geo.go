@@ -3,9 +3,9 @@ package query
 import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"dumbodb/geo"
-	"dumbodb/mongoerr"
-	"dumbodb/value"
+	"github.com/dumbodb/dumbodb/geo"
+	"github.com/dumbodb/dumbodb/mongoerr"
+	"github.com/dumbodb/dumbodb/value"
 )
 
 // The geo field operators. Matching parses each value a path reaches as

@@ -3,7 +3,7 @@ package query
 import (
 	"strings"
 
-	"dumbodb/value"
+	"github.com/dumbodb/dumbodb/value"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )

@@ -3,8 +3,8 @@ package query
 import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"dumbodb/js"
-	"dumbodb/mongoerr"
+	"github.com/dumbodb/dumbodb/js"
+	"github.com/dumbodb/dumbodb/mongoerr"
 )
 
 // $where: <code or string> is a JavaScript predicate over the whole

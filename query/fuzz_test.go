@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"dumbodb/internal/fuzzbson"
-	"dumbodb/query"
-	"dumbodb/value"
+	"github.com/dumbodb/dumbodb/internal/fuzzbson"
+	"github.com/dumbodb/dumbodb/query"
+	"github.com/dumbodb/dumbodb/value"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"

@@ -6,7 +6,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"dumbodb/mongoerr"
+	"github.com/dumbodb/dumbodb/mongoerr"
 )
 
 // $limit and $skip: the first n documents, or all but them.

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"dumbodb/mongoerr"
+	"github.com/dumbodb/dumbodb/mongoerr"
 )
 
 // TestResultTooLarge: a pipeline may build a document over 16 MiB (a

@@ -7,9 +7,9 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"dumbodb/interrupt"
-	"dumbodb/mongoerr"
-	"dumbodb/value"
+	"github.com/dumbodb/dumbodb/interrupt"
+	"github.com/dumbodb/dumbodb/mongoerr"
+	"github.com/dumbodb/dumbodb/value"
 )
 
 // $out and $merge write the pipeline's results through the Writer. Both

@@ -5,10 +5,10 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"dumbodb/interrupt"
-	"dumbodb/mongoerr"
-	"dumbodb/timeseries"
-	"dumbodb/value"
+	"github.com/dumbodb/dumbodb/interrupt"
+	"github.com/dumbodb/dumbodb/mongoerr"
+	"github.com/dumbodb/dumbodb/timeseries"
+	"github.com/dumbodb/dumbodb/value"
 )
 
 // $_internalUnpackBucket turns the buckets of a time-series collection

@@ -7,7 +7,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"dumbodb/index"
+	"github.com/dumbodb/dumbodb/index"
 )
 
 // textCase runs each input filter, whose $text is bound to the text index

@@ -6,8 +6,8 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"dumbodb/auth"
-	"dumbodb/mongoerr"
+	"github.com/dumbodb/dumbodb/auth"
+	"github.com/dumbodb/dumbodb/mongoerr"
 )
 
 // Authorization (docs/design/auth.md): with --auth, every command but the

@@ -3,8 +3,8 @@ package server
 import (
 	"slices"
 
-	"dumbodb/auth"
-	"dumbodb/mongoerr"
+	"github.com/dumbodb/dumbodb/auth"
+	"github.com/dumbodb/dumbodb/mongoerr"
 )
 
 // Who may give what (docs/design/auth.md, "Granting roles and

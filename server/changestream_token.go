@@ -5,8 +5,8 @@ import (
 	"encoding/hex"
 	"strings"
 
-	"dumbodb/mongoerr"
-	"dumbodb/value"
+	"github.com/dumbodb/dumbodb/mongoerr"
+	"github.com/dumbodb/dumbodb/value"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )

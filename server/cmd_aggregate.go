@@ -7,14 +7,14 @@ import (
 	"os"
 	"slices"
 
-	"dumbodb/auth"
-	"dumbodb/index"
-	"dumbodb/interrupt"
-	"dumbodb/mongoerr"
-	"dumbodb/plan"
-	"dumbodb/query"
-	"dumbodb/storage"
-	"dumbodb/value"
+	"github.com/dumbodb/dumbodb/auth"
+	"github.com/dumbodb/dumbodb/index"
+	"github.com/dumbodb/dumbodb/interrupt"
+	"github.com/dumbodb/dumbodb/mongoerr"
+	"github.com/dumbodb/dumbodb/plan"
+	"github.com/dumbodb/dumbodb/query"
+	"github.com/dumbodb/dumbodb/storage"
+	"github.com/dumbodb/dumbodb/value"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )

@@ -8,8 +8,8 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"dumbodb/auth"
-	"dumbodb/mongoerr"
+	"github.com/dumbodb/dumbodb/auth"
+	"github.com/dumbodb/dumbodb/mongoerr"
 )
 
 // SCRAM authentication over saslStart and saslContinue (mongod's protocol,

@@ -1,8 +1,8 @@
 package server
 
 import (
-	"dumbodb/mongoerr"
-	"dumbodb/storage"
+	"github.com/dumbodb/dumbodb/mongoerr"
+	"github.com/dumbodb/dumbodb/storage"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )

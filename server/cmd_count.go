@@ -1,9 +1,9 @@
 package server
 
 import (
-	"dumbodb/plan"
-	"dumbodb/query"
-	"dumbodb/value"
+	"github.com/dumbodb/dumbodb/plan"
+	"github.com/dumbodb/dumbodb/query"
+	"github.com/dumbodb/dumbodb/value"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )

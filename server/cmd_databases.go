@@ -7,11 +7,11 @@ import (
 	"slices"
 	"time"
 
-	"dumbodb/auth"
-	"dumbodb/mongoerr"
-	"dumbodb/query"
-	"dumbodb/storage"
-	"dumbodb/value"
+	"github.com/dumbodb/dumbodb/auth"
+	"github.com/dumbodb/dumbodb/mongoerr"
+	"github.com/dumbodb/dumbodb/query"
+	"github.com/dumbodb/dumbodb/storage"
+	"github.com/dumbodb/dumbodb/value"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 	"golang.org/x/sync/errgroup"

@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"io"
 
-	"dumbodb/mongoerr"
-	"dumbodb/plan"
-	"dumbodb/query"
-	"dumbodb/storage"
+	"github.com/dumbodb/dumbodb/mongoerr"
+	"github.com/dumbodb/dumbodb/plan"
+	"github.com/dumbodb/dumbodb/query"
+	"github.com/dumbodb/dumbodb/storage"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )

@@ -3,8 +3,8 @@ package server
 import (
 	"time"
 
-	"dumbodb/value"
-	"dumbodb/wire"
+	"github.com/dumbodb/dumbodb/value"
+	"github.com/dumbodb/dumbodb/wire"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )

@@ -4,11 +4,11 @@ import (
 	"errors"
 	"strconv"
 
-	"dumbodb/index"
-	"dumbodb/mongoerr"
-	"dumbodb/storage"
-	"dumbodb/value"
-	"dumbodb/wire"
+	"github.com/dumbodb/dumbodb/index"
+	"github.com/dumbodb/dumbodb/mongoerr"
+	"github.com/dumbodb/dumbodb/storage"
+	"github.com/dumbodb/dumbodb/value"
+	"github.com/dumbodb/dumbodb/wire"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )

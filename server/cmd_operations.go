@@ -3,9 +3,9 @@ package server
 import (
 	"time"
 
-	"dumbodb/mongoerr"
-	"dumbodb/query"
-	"dumbodb/value"
+	"github.com/dumbodb/dumbodb/mongoerr"
+	"github.com/dumbodb/dumbodb/query"
+	"github.com/dumbodb/dumbodb/value"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )

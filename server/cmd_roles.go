@@ -5,8 +5,8 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"dumbodb/auth"
-	"dumbodb/mongoerr"
+	"github.com/dumbodb/dumbodb/auth"
+	"github.com/dumbodb/dumbodb/mongoerr"
 )
 
 // The role commands: user-defined roles of the database the command runs

@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"io"
 
-	"dumbodb/mongoerr"
-	"dumbodb/plan"
-	"dumbodb/query"
-	"dumbodb/storage"
-	"dumbodb/wire"
+	"github.com/dumbodb/dumbodb/mongoerr"
+	"github.com/dumbodb/dumbodb/plan"
+	"github.com/dumbodb/dumbodb/query"
+	"github.com/dumbodb/dumbodb/storage"
+	"github.com/dumbodb/dumbodb/wire"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )

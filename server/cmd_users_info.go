@@ -3,8 +3,8 @@ package server
 import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"dumbodb/auth"
-	"dumbodb/mongoerr"
+	"github.com/dumbodb/dumbodb/auth"
+	"github.com/dumbodb/dumbodb/mongoerr"
 )
 
 // usersInfo and rolesInfo: what users and roles exist and what they grant.

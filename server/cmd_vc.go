@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"time"
 
-	"dumbodb/auth"
-	"dumbodb/mongoerr"
-	"dumbodb/storage"
+	"github.com/dumbodb/dumbodb/auth"
+	"github.com/dumbodb/dumbodb/mongoerr"
+	"github.com/dumbodb/dumbodb/storage"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )

@@ -1,9 +1,9 @@
 package server
 
 import (
-	"dumbodb/mongoerr"
-	"dumbodb/storage"
 	"errors"
+	"github.com/dumbodb/dumbodb/mongoerr"
+	"github.com/dumbodb/dumbodb/storage"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )

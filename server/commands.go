@@ -6,7 +6,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"dumbodb/auth"
+	"github.com/dumbodb/dumbodb/auth"
 )
 
 // command is one entry of the command table.

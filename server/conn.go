@@ -13,10 +13,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"dumbodb/mongoerr"
-	"dumbodb/storage"
-	"dumbodb/value"
-	"dumbodb/wire"
+	"github.com/dumbodb/dumbodb/mongoerr"
+	"github.com/dumbodb/dumbodb/storage"
+	"github.com/dumbodb/dumbodb/value"
+	"github.com/dumbodb/dumbodb/wire"
 
 	"github.com/rs/zerolog"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"dumbodb/query"
+	"github.com/dumbodb/dumbodb/query"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"dumbodb/server"
+	"github.com/dumbodb/dumbodb/server"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"

@@ -10,7 +10,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 
-	"dumbodb/server"
+	"github.com/dumbodb/dumbodb/server"
 )
 
 // TestCommandArgumentsWalk walks the command table: each command is run

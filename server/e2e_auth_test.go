@@ -10,8 +10,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
-	"dumbodb/auth"
-	"dumbodb/server"
+	"github.com/dumbodb/dumbodb/auth"
+	"github.com/dumbodb/dumbodb/server"
 )
 
 func withAuth(c *server.Config) { c.Auth = true }

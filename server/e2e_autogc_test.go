@@ -8,7 +8,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
-	"dumbodb/storage"
+	"github.com/dumbodb/dumbodb/storage"
 )
 
 // TestRewritesAreCollectedAutomatically: documents rewritten through the

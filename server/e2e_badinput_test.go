@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"dumbodb/wire"
+	"github.com/dumbodb/dumbodb/wire"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )

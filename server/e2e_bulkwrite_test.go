@@ -4,7 +4,7 @@ import (
 	"errors"
 	"testing"
 
-	"dumbodb/server"
+	"github.com/dumbodb/dumbodb/server"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"dumbodb/mongoerr"
-	"dumbodb/wire"
+	"github.com/dumbodb/dumbodb/mongoerr"
+	"github.com/dumbodb/dumbodb/wire"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"dumbodb/server"
+	"github.com/dumbodb/dumbodb/server"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 )

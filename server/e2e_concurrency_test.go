@@ -5,7 +5,7 @@ import (
 	"sync"
 	"testing"
 
-	"dumbodb/server"
+	"github.com/dumbodb/dumbodb/server"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"

@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"dumbodb/internal/testload"
-	"dumbodb/mongoerr"
-	"dumbodb/wire"
+	"github.com/dumbodb/dumbodb/internal/testload"
+	"github.com/dumbodb/dumbodb/mongoerr"
+	"github.com/dumbodb/dumbodb/wire"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"

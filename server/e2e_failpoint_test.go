@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"dumbodb/wire"
+	"github.com/dumbodb/dumbodb/wire"
 
-	"dumbodb/server"
+	"github.com/dumbodb/dumbodb/server"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"dumbodb/storage"
+	"github.com/dumbodb/dumbodb/storage"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"

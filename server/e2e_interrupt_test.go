@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"dumbodb/server"
-	"dumbodb/wire"
+	"github.com/dumbodb/dumbodb/server"
+	"github.com/dumbodb/dumbodb/wire"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"

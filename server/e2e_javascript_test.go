@@ -12,8 +12,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
-	"dumbodb/internal/testload"
-	"dumbodb/server"
+	"github.com/dumbodb/dumbodb/internal/testload"
+	"github.com/dumbodb/dumbodb/server"
 )
 
 // Server-side JavaScript through the Go driver: $where in every command

@@ -10,7 +10,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
-	"dumbodb/storage"
+	"github.com/dumbodb/dumbodb/storage"
 )
 
 // TestLargeDocPartialFetches: point look-ups by _id and index plans that

@@ -8,7 +8,7 @@ import (
 	"slices"
 	"testing"
 
-	"dumbodb/server"
+	"github.com/dumbodb/dumbodb/server"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"

@@ -19,8 +19,8 @@ import (
 	"testing"
 	"time"
 
-	"dumbodb/server"
-	"dumbodb/storage"
+	"github.com/dumbodb/dumbodb/server"
+	"github.com/dumbodb/dumbodb/storage"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"

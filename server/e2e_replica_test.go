@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"dumbodb/internal/testload"
-	"dumbodb/server"
+	"github.com/dumbodb/dumbodb/internal/testload"
+	"github.com/dumbodb/dumbodb/server"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"

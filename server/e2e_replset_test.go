@@ -14,11 +14,11 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"dumbodb/wire"
+	"github.com/dumbodb/dumbodb/wire"
 
-	"dumbodb/internal/dumboproc"
-	"dumbodb/internal/testload"
-	"dumbodb/server"
+	"github.com/dumbodb/dumbodb/internal/dumboproc"
+	"github.com/dumbodb/dumbodb/internal/testload"
+	"github.com/dumbodb/dumbodb/server"
 )
 
 // raw runs one command on a raw connection (no driver session fields),

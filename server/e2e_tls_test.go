@@ -10,8 +10,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
-	"dumbodb/internal/testpki"
-	"dumbodb/server"
+	"github.com/dumbodb/dumbodb/internal/testpki"
+	"github.com/dumbodb/dumbodb/server"
 )
 
 // newTestPKI makes a CA and a server certificate.

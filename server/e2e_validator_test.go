@@ -11,8 +11,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
-	"dumbodb/internal/dumboproc"
-	"dumbodb/server"
+	"github.com/dumbodb/dumbodb/internal/dumboproc"
+	"github.com/dumbodb/dumbodb/server"
 )
 
 // Collection validators: create and collMod options, every write path,

@@ -3,10 +3,10 @@ package server
 import (
 	"errors"
 
-	"dumbodb/index"
-	"dumbodb/mongoerr"
-	"dumbodb/storage"
-	"dumbodb/wire"
+	"github.com/dumbodb/dumbodb/index"
+	"github.com/dumbodb/dumbodb/mongoerr"
+	"github.com/dumbodb/dumbodb/storage"
+	"github.com/dumbodb/dumbodb/wire"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"dumbodb/internal/fuzzbson"
-	"dumbodb/mongoerr"
-	"dumbodb/wire"
+	"github.com/dumbodb/dumbodb/internal/fuzzbson"
+	"github.com/dumbodb/dumbodb/mongoerr"
+	"github.com/dumbodb/dumbodb/wire"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"

@@ -5,7 +5,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"dumbodb/value"
+	"github.com/dumbodb/dumbodb/value"
 )
 
 // genericArgs are a command's generic fields (genericFields), found in one

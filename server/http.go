@@ -14,8 +14,8 @@ import (
 	"strings"
 	"time"
 
-	"dumbodb/auth"
-	"dumbodb/mongoerr"
+	"github.com/dumbodb/dumbodb/auth"
+	"github.com/dumbodb/dumbodb/mongoerr"
 )
 
 // The HTTP listener (Config.HTTPAddress; docs/design/http.md): off by

@@ -9,9 +9,9 @@ import (
 	"strings"
 	"time"
 
-	"dumbodb/auth"
-	"dumbodb/mongoerr"
-	"dumbodb/storage"
+	"github.com/dumbodb/dumbodb/auth"
+	"github.com/dumbodb/dumbodb/mongoerr"
+	"github.com/dumbodb/dumbodb/storage"
 )
 
 // Serving the databases as remotes on the HTTP listener

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"dumbodb/storage"
-	"dumbodb/wire"
+	"github.com/dumbodb/dumbodb/storage"
+	"github.com/dumbodb/dumbodb/wire"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )

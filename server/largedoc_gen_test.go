@@ -18,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"dumbodb/internal/fuzzbson"
+	"github.com/dumbodb/dumbodb/internal/fuzzbson"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"

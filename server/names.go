@@ -4,7 +4,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"dumbodb/mongoerr"
+	"github.com/dumbodb/dumbodb/mongoerr"
 )
 
 // maxDBNameLength is mongod's limit on database names.

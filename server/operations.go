@@ -7,7 +7,7 @@ import (
 	"syscall"
 	"time"
 
-	"dumbodb/storage"
+	"github.com/dumbodb/dumbodb/storage"
 
 	"golang.org/x/sys/unix"
 )

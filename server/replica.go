@@ -8,9 +8,9 @@ import (
 	"sync"
 	"time"
 
-	"dumbodb/auth"
-	"dumbodb/mongoerr"
-	"dumbodb/storage"
+	"github.com/dumbodb/dumbodb/auth"
+	"github.com/dumbodb/dumbodb/mongoerr"
+	"github.com/dumbodb/dumbodb/storage"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"

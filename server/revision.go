@@ -3,7 +3,7 @@ package server
 import (
 	"strings"
 
-	"dumbodb/storage"
+	"github.com/dumbodb/dumbodb/storage"
 )
 
 // splitDBName splits "db@revision" (the revision part may be empty).

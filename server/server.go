@@ -13,10 +13,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"dumbodb/auth"
-	"dumbodb/js"
-	"dumbodb/storage"
-	"dumbodb/wire"
+	"github.com/dumbodb/dumbodb/auth"
+	"github.com/dumbodb/dumbodb/js"
+	"github.com/dumbodb/dumbodb/storage"
+	"github.com/dumbodb/dumbodb/wire"
 
 	"github.com/rs/zerolog"
 )

@@ -7,7 +7,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"dumbodb/value"
+	"github.com/dumbodb/dumbodb/value"
 )
 
 // serverStatus' sections that follow mongod's shape for exporters and

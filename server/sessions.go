@@ -9,9 +9,9 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"dumbodb/mongoerr"
-	"dumbodb/query"
-	"dumbodb/storage"
+	"github.com/dumbodb/dumbodb/mongoerr"
+	"github.com/dumbodb/dumbodb/query"
+	"github.com/dumbodb/dumbodb/storage"
 )
 
 // sessionTimeout is logicalSessionTimeoutMinutes as a duration.

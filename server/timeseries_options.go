@@ -5,10 +5,10 @@ import (
 	"errors"
 	"strings"
 
-	"dumbodb/mongoerr"
-	"dumbodb/storage"
-	"dumbodb/timeseries"
-	"dumbodb/value"
+	"github.com/dumbodb/dumbodb/mongoerr"
+	"github.com/dumbodb/dumbodb/storage"
+	"github.com/dumbodb/dumbodb/timeseries"
+	"github.com/dumbodb/dumbodb/value"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )

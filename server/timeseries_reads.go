@@ -3,10 +3,10 @@ package server
 import (
 	"strings"
 
-	"dumbodb/query"
-	"dumbodb/storage"
-	"dumbodb/timeseries"
-	"dumbodb/value"
+	"github.com/dumbodb/dumbodb/query"
+	"github.com/dumbodb/dumbodb/storage"
+	"github.com/dumbodb/dumbodb/timeseries"
+	"github.com/dumbodb/dumbodb/value"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"dumbodb/storage"
+	"github.com/dumbodb/dumbodb/storage"
 
 	"github.com/rs/zerolog"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"

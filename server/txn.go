@@ -8,9 +8,9 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"dumbodb/mongoerr"
-	"dumbodb/storage"
-	"dumbodb/value"
+	"github.com/dumbodb/dumbodb/mongoerr"
+	"github.com/dumbodb/dumbodb/storage"
+	"github.com/dumbodb/dumbodb/value"
 )
 
 // Multi-document transactions (docs/design/transactions.md): a session's

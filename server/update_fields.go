@@ -8,10 +8,10 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"dumbodb/mongoerr"
-	"dumbodb/query"
-	"dumbodb/storage"
-	"dumbodb/wire"
+	"github.com/dumbodb/dumbodb/mongoerr"
+	"github.com/dumbodb/dumbodb/query"
+	"github.com/dumbodb/dumbodb/storage"
+	"github.com/dumbodb/dumbodb/wire"
 )
 
 // updateByFields applies u to the document f selects by _id equality

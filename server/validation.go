@@ -8,11 +8,11 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"dumbodb/auth"
-	"dumbodb/mongoerr"
-	"dumbodb/query"
-	"dumbodb/storage"
-	"dumbodb/value"
+	"github.com/dumbodb/dumbodb/auth"
+	"github.com/dumbodb/dumbodb/mongoerr"
+	"github.com/dumbodb/dumbodb/query"
+	"github.com/dumbodb/dumbodb/storage"
+	"github.com/dumbodb/dumbodb/value"
 )
 
 // Collection validators (docs/design/validators.md). A collection's

@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"io"
 
-	"dumbodb/index"
-	"dumbodb/mongoerr"
+	"github.com/dumbodb/dumbodb/index"
+	"github.com/dumbodb/dumbodb/mongoerr"
 
 	"github.com/dolthub/dolt/go/store/prolly"
 	"github.com/dolthub/dolt/go/store/prolly/tree"

@@ -3,8 +3,8 @@ package storage
 import (
 	"bytes"
 	"context"
-	"dumbodb/storage/doctree"
 	"errors"
+	"github.com/dumbodb/dumbodb/storage/doctree"
 	"io"
 	"sort"
 

@@ -20,8 +20,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"dumbodb/internal/durablefile"
-	"dumbodb/internal/formatversion"
+	"github.com/dumbodb/dumbodb/internal/durablefile"
+	"github.com/dumbodb/dumbodb/internal/formatversion"
 )
 
 // The change log (docs/format/changes.md): the server's change events, in

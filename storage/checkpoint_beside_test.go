@@ -15,7 +15,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"dumbodb/index"
+	"github.com/dumbodb/dumbodb/index"
 )
 
 // holdFolds makes checkpoint folds wait at their "checkpoint.fold" step

@@ -8,7 +8,7 @@ import (
 	"github.com/dolthub/dolt/go/store/prolly/tree"
 	"github.com/dolthub/dolt/go/store/val"
 
-	"dumbodb/storage/doctree"
+	"github.com/dumbodb/dumbodb/storage/doctree"
 )
 
 // Every map we write has the same shape: one raw-bytes key field whose

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"dumbodb/storage/wal"
+	"github.com/dumbodb/dumbodb/storage/wal"
 )
 
 // BenchmarkCreateDatabase is the first durable insert into a new database

@@ -16,8 +16,8 @@ import (
 	"github.com/dolthub/dolt/go/store/types"
 	"github.com/rs/zerolog"
 
-	"dumbodb/storage/doctree"
-	"dumbodb/storage/wal"
+	"github.com/dumbodb/dumbodb/storage/doctree"
+	"github.com/dumbodb/dumbodb/storage/wal"
 )
 
 // DefaultBranch is the branch a database name without "@" addresses.

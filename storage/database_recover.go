@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"dumbodb/storage/wal"
+	"github.com/dumbodb/dumbodb/storage/wal"
 )
 
 // Recovery of a database at open: every branch loaded from its last

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"dumbodb/internal/durablefile"
-	"dumbodb/storage/wal"
+	"github.com/dumbodb/dumbodb/internal/durablefile"
+	"github.com/dumbodb/dumbodb/storage/wal"
 )
 
 // This file owns the databases' directories under the data directory

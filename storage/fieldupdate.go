@@ -3,7 +3,7 @@ package storage
 import (
 	"bytes"
 	"context"
-	"dumbodb/storage/doctree"
+	"github.com/dumbodb/dumbodb/storage/doctree"
 
 	"github.com/dolthub/dolt/go/store/prolly/tree"
 	"github.com/dolthub/dolt/go/store/val"

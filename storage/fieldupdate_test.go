@@ -11,7 +11,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"dumbodb/index"
+	"github.com/dumbodb/dumbodb/index"
 )
 
 // fieldModel is a large document as an ordered list of string fields

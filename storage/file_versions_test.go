@@ -1,9 +1,9 @@
 package storage
 
 import (
-	"dumbodb/internal/formatversion"
 	"encoding/binary"
 	"errors"
+	"github.com/dumbodb/dumbodb/internal/formatversion"
 	"os"
 	"path/filepath"
 	"testing"

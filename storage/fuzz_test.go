@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"dumbodb/internal/fuzzbson"
-	"dumbodb/storage/doctree"
+	"github.com/dumbodb/dumbodb/internal/fuzzbson"
+	"github.com/dumbodb/dumbodb/storage/doctree"
 
 	"github.com/dolthub/dolt/go/store/prolly/tree"
 	"go.mongodb.org/mongo-driver/v2/bson"

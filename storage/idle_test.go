@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"dumbodb/index"
+	"github.com/dumbodb/dumbodb/index"
 
 	"github.com/dolthub/dolt/go/store/nbs"
 	"github.com/rs/zerolog"

@@ -7,9 +7,9 @@ import (
 	"fmt"
 	"io"
 
-	"dumbodb/index"
-	"dumbodb/interrupt"
-	"dumbodb/mongoerr"
+	"github.com/dumbodb/dumbodb/index"
+	"github.com/dumbodb/dumbodb/interrupt"
+	"github.com/dumbodb/dumbodb/mongoerr"
 
 	"github.com/dolthub/dolt/go/store/prolly"
 	"github.com/dolthub/dolt/go/store/prolly/tree"

@@ -8,7 +8,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"dumbodb/index"
+	"github.com/dumbodb/dumbodb/index"
 )
 
 func indexSpec(name string, unique bool, key ...string) bsoncore.Document {

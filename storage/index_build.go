@@ -8,9 +8,9 @@ import (
 	"io"
 	"sort"
 
-	"dumbodb/index"
-	"dumbodb/interrupt"
-	"dumbodb/storage/doctree"
+	"github.com/dumbodb/dumbodb/index"
+	"github.com/dumbodb/dumbodb/interrupt"
+	"github.com/dumbodb/dumbodb/storage/doctree"
 
 	"github.com/dolthub/dolt/go/store/prolly"
 	"github.com/dolthub/dolt/go/store/prolly/tree"

@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 
-	"dumbodb/index"
-	"dumbodb/storage/doctree"
+	"github.com/dumbodb/dumbodb/index"
+	"github.com/dumbodb/dumbodb/storage/doctree"
 
 	"github.com/dolthub/dolt/go/store/prolly"
 	"github.com/dolthub/dolt/go/store/prolly/tree"

@@ -8,7 +8,7 @@ import (
 	"sort"
 	"testing"
 
-	"dumbodb/index"
+	"github.com/dumbodb/dumbodb/index"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )

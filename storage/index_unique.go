@@ -9,7 +9,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"dumbodb/index"
+	"github.com/dumbodb/dumbodb/index"
 )
 
 // maxViolationBytes bounds the _id values IndexDuplicates returns: half

@@ -2,10 +2,10 @@ package storage
 
 import (
 	"context"
-	"dumbodb/internal/formatversion"
-	"dumbodb/storage/wal"
 	"errors"
 	"fmt"
+	"github.com/dumbodb/dumbodb/internal/formatversion"
+	"github.com/dumbodb/dumbodb/storage/wal"
 	"os"
 	"path/filepath"
 	"sort"

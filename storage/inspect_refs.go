@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"dumbodb/storage/wal"
+	"github.com/dumbodb/dumbodb/storage/wal"
 )
 
 // inspectBranches reports every branch's head and working root.

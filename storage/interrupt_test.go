@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"dumbodb/index"
-	"dumbodb/mongoerr"
+	"github.com/dumbodb/dumbodb/index"
+	"github.com/dumbodb/dumbodb/mongoerr"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )

@@ -6,8 +6,8 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"dumbodb/index"
-	"dumbodb/value"
+	"github.com/dumbodb/dumbodb/index"
+	"github.com/dumbodb/dumbodb/value"
 )
 
 // Language is what storage needs of the query language: compilers for an

@@ -7,7 +7,7 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"dumbodb/storage/doctree"
+	"github.com/dumbodb/dumbodb/storage/doctree"
 	"testing"
 )
 

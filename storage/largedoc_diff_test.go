@@ -11,8 +11,8 @@ import (
 	"github.com/dolthub/dolt/go/store/prolly/tree"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"dumbodb/storage/doctree"
-	"dumbodb/storage/doctree/doctreetest"
+	"github.com/dumbodb/dumbodb/storage/doctree"
+	"github.com/dumbodb/dumbodb/storage/doctree/doctreetest"
 )
 
 // editDoc makes one random edit somewhere in doc: a changed, longer or

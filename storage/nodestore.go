@@ -3,9 +3,9 @@ package storage
 import (
 	"bytes"
 	"context"
-	"dumbodb/interrupt"
 	"errors"
 	"fmt"
+	"github.com/dumbodb/dumbodb/interrupt"
 	"sync"
 
 	"github.com/dolthub/dolt/go/store/chunks"

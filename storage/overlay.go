@@ -14,9 +14,9 @@ import (
 	"github.com/google/btree"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"dumbodb/index"
-	"dumbodb/interrupt"
-	"dumbodb/storage/doctree"
+	"github.com/dumbodb/dumbodb/index"
+	"github.com/dumbodb/dumbodb/interrupt"
+	"github.com/dumbodb/dumbodb/storage/doctree"
 )
 
 // edit is one acknowledged change to a collection since its last

@@ -10,7 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"dumbodb/internal/durablefile"
+	"github.com/dumbodb/dumbodb/internal/durablefile"
 
 	"github.com/dolthub/dolt/go/store/chunks"
 	"github.com/dolthub/dolt/go/store/datas"

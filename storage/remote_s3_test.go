@@ -7,7 +7,7 @@ import (
 	"sync"
 	"testing"
 
-	"dumbodb/internal/seaweed"
+	"github.com/dumbodb/dumbodb/internal/seaweed"
 
 	"github.com/dolthub/dolt/go/store/hash"
 )

@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"dumbodb/storage/s3blob"
+	"github.com/dumbodb/dumbodb/storage/s3blob"
 
 	"github.com/dolthub/dolt/go/store/chunks"
 	"github.com/dolthub/dolt/go/store/datas"

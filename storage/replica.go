@@ -13,7 +13,7 @@ import (
 	"slices"
 	"strings"
 
-	"dumbodb/storage/s3blob"
+	"github.com/dumbodb/dumbodb/storage/s3blob"
 
 	"github.com/dolthub/dolt/go/store/hash"
 	"github.com/dolthub/dolt/go/store/types"

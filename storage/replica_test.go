@@ -4,7 +4,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"dumbodb/internal/seaweed"
+	"github.com/dumbodb/dumbodb/internal/seaweed"
 )
 
 // followOnce runs one poll of e over url and fails t on any error.

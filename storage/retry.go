@@ -12,8 +12,8 @@ import (
 	"sync"
 	"time"
 
-	"dumbodb/internal/durablefile"
-	"dumbodb/internal/formatversion"
+	"github.com/dumbodb/dumbodb/internal/durablefile"
+	"github.com/dumbodb/dumbodb/internal/formatversion"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )

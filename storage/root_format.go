@@ -2,9 +2,9 @@ package storage
 
 import (
 	"context"
-	"dumbodb/internal/formatversion"
-	"dumbodb/storage/doctree"
 	"fmt"
+	"github.com/dumbodb/dumbodb/internal/formatversion"
+	"github.com/dumbodb/dumbodb/storage/doctree"
 
 	"github.com/dolthub/dolt/go/store/hash"
 	"github.com/dolthub/dolt/go/store/prolly"

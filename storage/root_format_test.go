@@ -1,8 +1,8 @@
 package storage
 
 import (
-	"dumbodb/internal/formatversion"
 	"errors"
+	"github.com/dumbodb/dumbodb/internal/formatversion"
 	"testing"
 
 	"github.com/dolthub/dolt/go/store/hash"

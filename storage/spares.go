@@ -9,8 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"dumbodb/internal/durablefile"
-	"dumbodb/storage/wal"
+	"github.com/dumbodb/dumbodb/internal/durablefile"
+	"github.com/dumbodb/dumbodb/storage/wal"
 
 	"golang.org/x/sync/errgroup"
 )

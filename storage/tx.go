@@ -7,7 +7,7 @@ import (
 	"slices"
 	"sync"
 
-	"dumbodb/index"
+	"github.com/dumbodb/dumbodb/index"
 
 	"github.com/dolthub/dolt/go/store/prolly/tree"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"

@@ -13,7 +13,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"dumbodb/value"
+	"github.com/dumbodb/dumbodb/value"
 )
 
 // Txn is a multi-statement transaction on one branch

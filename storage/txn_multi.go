@@ -9,7 +9,7 @@ import (
 	"slices"
 	"sync"
 
-	"dumbodb/storage/wal"
+	"github.com/dumbodb/dumbodb/storage/wal"
 )
 
 // CommitTxns commits one transaction's parts on several databases (one

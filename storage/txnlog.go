@@ -2,10 +2,10 @@ package storage
 
 import (
 	"context"
-	"dumbodb/internal/formatversion"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/dumbodb/dumbodb/internal/formatversion"
 	"hash/crc32"
 	"os"
 	"path/filepath"

@@ -2,9 +2,9 @@ package storage
 
 import (
 	"context"
-	"dumbodb/storage/doctree"
 	"errors"
 	"fmt"
+	"github.com/dumbodb/dumbodb/storage/doctree"
 	"io"
 	"maps"
 	"slices"

@@ -13,7 +13,7 @@ import (
 	"github.com/dolthub/dolt/go/store/val"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"dumbodb/storage/doctree"
+	"github.com/dumbodb/dumbodb/storage/doctree"
 )
 
 // DiffSide is one end of a diff: a revision's commit, or (Working) a

@@ -8,9 +8,9 @@ import (
 	"sort"
 	"strings"
 
-	"dumbodb/storage/doctree"
-	"dumbodb/timeseries"
-	"dumbodb/value"
+	"github.com/dumbodb/dumbodb/storage/doctree"
+	"github.com/dumbodb/dumbodb/timeseries"
+	"github.com/dumbodb/dumbodb/value"
 
 	"github.com/dolthub/dolt/go/store/datas"
 	"github.com/dolthub/dolt/go/store/hash"

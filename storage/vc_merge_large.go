@@ -8,8 +8,8 @@ import (
 	"github.com/dolthub/dolt/go/store/val"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"dumbodb/storage/doctree"
-	"dumbodb/value"
+	"github.com/dumbodb/dumbodb/storage/doctree"
+	"github.com/dumbodb/dumbodb/value"
 )
 
 // mergeTrees merges a document changed on both sides when all three

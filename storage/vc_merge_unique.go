@@ -6,7 +6,7 @@ import (
 	"errors"
 	"io"
 
-	"dumbodb/index"
+	"github.com/dumbodb/dumbodb/index"
 
 	"github.com/dolthub/dolt/go/store/prolly"
 	"github.com/dolthub/dolt/go/store/prolly/tree"

@@ -10,8 +10,8 @@ import (
 	"github.com/dolthub/dolt/go/store/val"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"dumbodb/index"
-	"dumbodb/value"
+	"github.com/dumbodb/dumbodb/index"
+	"github.com/dumbodb/dumbodb/value"
 )
 
 // validatorClashes keeps ours, and records a conflict, for every document

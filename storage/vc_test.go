@@ -5,7 +5,7 @@ import (
 	"io"
 	"testing"
 
-	"dumbodb/index"
+	"github.com/dumbodb/dumbodb/index"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )

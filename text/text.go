@@ -14,7 +14,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"dumbodb/mongoerr"
+	"github.com/dumbodb/dumbodb/mongoerr"
 )
 
 // Wildcard is the field name of a text index over every string field.

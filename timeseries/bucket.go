@@ -11,7 +11,7 @@ import (
 	"sort"
 	"strconv"
 
-	"dumbodb/value"
+	"github.com/dumbodb/dumbodb/value"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"

@@ -7,7 +7,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
-	"dumbodb/mongoerr"
+	"github.com/dumbodb/dumbodb/mongoerr"
 )
 
 func mustCollation(t *testing.T, spec bson.D) *Collation {

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"dumbodb/bench"
-	"dumbodb/internal/dumboproc"
+	"github.com/dumbodb/dumbodb/bench"
+	"github.com/dumbodb/dumbodb/internal/dumboproc"
 )
 
 func TestMain(m *testing.M) { dumboproc.Main(m) }

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"syscall"
 
-	"dumbodb/bench"
+	"github.com/dumbodb/dumbodb/bench"
 )
 
 // echoCommand is the hidden subcommand that runs Floor/RawEcho's

@@ -18,8 +18,8 @@ import (
 	"syscall"
 	"time"
 
-	"dumbodb/bench"
-	"dumbodb/storage"
+	"github.com/dumbodb/dumbodb/bench"
+	"github.com/dumbodb/dumbodb/storage"
 )
 
 const usage = `Usage:

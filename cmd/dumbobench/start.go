@@ -12,8 +12,8 @@ import (
 	"strings"
 	"syscall"
 
-	"dumbodb/bench"
-	"dumbodb/internal/dumboproc"
+	"github.com/dumbodb/dumbodb/bench"
+	"github.com/dumbodb/dumbodb/internal/dumboproc"
 )
 
 // Names of the targets --start brings up.

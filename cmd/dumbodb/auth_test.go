@@ -10,8 +10,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
-	"dumbodb/internal/dumboproc"
-	"dumbodb/internal/testload"
+	"github.com/dumbodb/dumbodb/internal/dumboproc"
+	"github.com/dumbodb/dumbodb/internal/testload"
 )
 
 // TestUsersSurviveKill9: a user whose createUser was acknowledged logs in

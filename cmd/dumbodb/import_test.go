@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"dumbodb/internal/dumboproc"
+	"github.com/dumbodb/dumbodb/internal/dumboproc"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 )

@@ -7,7 +7,7 @@ import (
 	"syscall"
 	"testing"
 
-	"dumbodb/internal/dumboproc"
+	"github.com/dumbodb/dumbodb/internal/dumboproc"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"

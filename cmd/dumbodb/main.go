@@ -19,8 +19,8 @@ import (
 	"syscall"
 	"time"
 
-	"dumbodb/server"
-	"dumbodb/storage"
+	"github.com/dumbodb/dumbodb/server"
+	"github.com/dumbodb/dumbodb/storage"
 
 	"github.com/rs/zerolog"
 )

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"dumbodb/internal/dumboproc"
+	"github.com/dumbodb/dumbodb/internal/dumboproc"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"

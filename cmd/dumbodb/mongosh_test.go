@@ -11,8 +11,8 @@ import (
 	"syscall"
 	"testing"
 
-	"dumbodb/internal/dumboproc"
-	"dumbodb/internal/testpki"
+	"github.com/dumbodb/dumbodb/internal/dumboproc"
+	"github.com/dumbodb/dumbodb/internal/testpki"
 )
 
 // mongoshPath finds the mongosh that `make test` installs from npm.

@@ -9,7 +9,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
-	"dumbodb/internal/dumboproc"
+	"github.com/dumbodb/dumbodb/internal/dumboproc"
 )
 
 // nodeDriver finds node and the Node driver `make test` installs.

@@ -13,7 +13,7 @@ import (
 	"strconv"
 	"time"
 
-	"dumbodb/wire"
+	"github.com/dumbodb/dumbodb/wire"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )

@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"dumbodb/internal/dumboproc"
-	"dumbodb/server"
-	"dumbodb/storage"
+	"github.com/dumbodb/dumbodb/internal/dumboproc"
+	"github.com/dumbodb/dumbodb/server"
+	"github.com/dumbodb/dumbodb/storage"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"

@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"dumbodb/internal/dumboproc"
-	"dumbodb/internal/testload"
-	"dumbodb/server"
-	"dumbodb/storage"
+	"github.com/dumbodb/dumbodb/internal/dumboproc"
+	"github.com/dumbodb/dumbodb/internal/testload"
+	"github.com/dumbodb/dumbodb/server"
+	"github.com/dumbodb/dumbodb/storage"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 )

@@ -9,8 +9,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"dumbodb/internal/dumboproc"
-	"dumbodb/wire"
+	"github.com/dumbodb/dumbodb/internal/dumboproc"
+	"github.com/dumbodb/dumbodb/wire"
 )
 
 // rawCommand sends one command on its own connection, without the session

@@ -27,7 +27,7 @@ import (
 	"strings"
 	"time"
 
-	"dumbodb/internal/dumboproc"
+	"github.com/dumbodb/dumbodb/internal/dumboproc"
 )
 
 type options struct {

@@ -45,7 +45,7 @@ const (
 // binary's path.
 func Build(ctx context.Context, repo, dir string) (string, error) {
 	bin := filepath.Join(dir, "dumbodb")
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "dumbodb/cmd/dumbodb")
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/dumbodb/dumbodb/cmd/dumbodb")
 	cmd.Dir = repo
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("build dumbodb: %v\n%s", err, out)

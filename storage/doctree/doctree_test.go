@@ -11,7 +11,7 @@ import (
 	"github.com/dolthub/dolt/go/store/prolly/tree"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"dumbodb/storage/doctree/doctreetest"
+	"github.com/dumbodb/dumbodb/storage/doctree/doctreetest"
 )
 
 // randomDoc builds a document of roughly size bytes with nested documents,

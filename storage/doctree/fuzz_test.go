@@ -5,7 +5,7 @@ import (
 	"context"
 	"testing"
 
-	"dumbodb/internal/fuzzbson"
+	"github.com/dumbodb/dumbodb/internal/fuzzbson"
 
 	"github.com/dolthub/dolt/go/store/prolly/tree"
 	"go.mongodb.org/mongo-driver/v2/bson"

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"dumbodb/internal/seaweed"
+	"github.com/dumbodb/dumbodb/internal/seaweed"
 
 	"github.com/dolthub/dolt/go/store/blobstore"
 )

@@ -1,10 +1,10 @@
 package wal
 
 import (
-	"dumbodb/internal/durablefile"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/dumbodb/dumbodb/internal/durablefile"
 	"io"
 	"os"
 	"path/filepath"

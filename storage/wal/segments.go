@@ -1,10 +1,10 @@
 package wal
 
 import (
-	"dumbodb/internal/durablefile"
-	"dumbodb/internal/formatversion"
 	"encoding/binary"
 	"fmt"
+	"github.com/dumbodb/dumbodb/internal/durablefile"
+	"github.com/dumbodb/dumbodb/internal/formatversion"
 	"hash/crc32"
 	"os"
 	"path/filepath"

@@ -1,9 +1,9 @@
 package wal
 
 import (
-	"dumbodb/internal/formatversion"
 	"encoding/binary"
 	"errors"
+	"github.com/dumbodb/dumbodb/internal/formatversion"
 	"hash/crc32"
 	"os"
 	"path/filepath"

@@ -5,11 +5,11 @@
 package wal
 
 import (
-	"dumbodb/internal/durablefile"
-	"dumbodb/internal/formatversion"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/dumbodb/dumbodb/internal/durablefile"
+	"github.com/dumbodb/dumbodb/internal/formatversion"
 	"hash/crc32"
 	"io"
 	"os"

@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"dumbodb/internal/dumboproc"
-	"dumbodb/internal/testload"
+	"github.com/dumbodb/dumbodb/internal/dumboproc"
+	"github.com/dumbodb/dumbodb/internal/testload"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
