@@ -215,6 +215,8 @@ func init() {
 		{family: versionControl, name: "dumboPush", handler: cmdDumboPush, access: anyDatabase, need: needs(auth.VCWrite), help: "copies the branch's head to a remote branch (fast-forward unless force; delete)"},
 		{family: versionControl, name: "dumboPull", handler: cmdDumboPull, access: anyDatabase, need: needs(auth.VCWrite), help: "fetches a remote branch and merges it into the branch (ffOnly, noFF, rebase)"},
 		{family: versionControl, name: "dumboClone", handler: cmdDumboClone, access: anyDatabase, need: needs(auth.VCWrite), help: "makes this database a copy of a remote"},
+		{family: versionControl, name: "dumboBundleCreate", handler: cmdDumboBundleCreate, access: anyDatabase, need: needs(auth.VCAdmin), help: "streams the database's history as a bundle (since: an earlier bundle's refs)"},
+		{family: versionControl, name: "dumboBundleRestore", handler: cmdDumboBundleRestore, access: anyDatabase, need: needs(auth.VCAdmin), help: "restores a bundle into this database, in pieces (upload, offset, finish) or at once"},
 		{family: versionControl, name: "dumboResolveConflict", handler: cmdDumboResolveConflict, access: anyDatabase, need: needs(auth.VCWrite), help: "resolves one merge conflict"},
 	}
 	commandTable = append(commandTable, doltAliases(commandTable)...)

@@ -144,6 +144,8 @@ var vcErrors = []struct {
 	{storage.ErrUnresolved, mongoerr.UnresolvedConflicts},
 	{storage.ErrNotFastForward, mongoerr.NotFastForward},
 	{storage.ErrRemoteNotFound, mongoerr.RemoteNotFound},
+	{storage.ErrBadBundle, mongoerr.BadValue},
+	{storage.ErrBundleBase, mongoerr.IllegalOperation},
 	{storage.ErrRemoteExists, mongoerr.RemoteExists},
 	{storage.ErrNoUpstream, mongoerr.NoUpstream},
 	{storage.ErrRemoteScheme, mongoerr.NotImplemented},

@@ -121,6 +121,14 @@ var (
 	ErrNotSingleParent = errors.New("not a commit with one parent")
 	// ErrConflictMissing: no conflict for that document.
 	ErrConflictMissing = errors.New("no such conflict")
+
+	// Bundles.
+
+	// ErrBadBundle: a file that is no bundle, or a damaged one.
+	ErrBadBundle = errors.New("not a valid bundle")
+	// ErrBundleBase: an incremental bundle's base is not where it is
+	// made or restored.
+	ErrBundleBase = errors.New("the bundle's base is missing")
 )
 
 // diskFull marks err as ErrOutOfDiskSpace when the file system ran out of

@@ -89,7 +89,8 @@ func cloneRefs(ctx context.Context, rs remoteStore, branch string) (heads, tags 
 	return map[string]hash.Hash{DefaultBranch: heads[DefaultBranch], branch: heads[branch]}, tags, nil
 }
 
-// cloneInto writes the clone's store and remotes file into dir.
+// cloneInto writes the clone's store and remotes file into dir; a
+// rawURL of "" makes a copy with no remote (a restored bundle).
 func cloneInto(ctx context.Context, dir string, src chunks.ChunkStore, rawURL string, heads, tags map[string]hash.Hash) (FetchResult, error) {
 	var res FetchResult
 	if err := os.Mkdir(dir, 0o755); err != nil {
@@ -107,13 +108,21 @@ func cloneInto(ctx context.Context, dir string, src chunks.ChunkStore, rawURL st
 		return res, err
 	}
 	cfg := &remoteConfig{remotes: map[string]string{"origin": rawURL}, upstreams: map[string]Upstream{}}
+	if rawURL == "" { // a restored bundle: no remote to track
+		cfg.remotes = map[string]string{}
+	}
 	for _, b := range slices.Sorted(maps.Keys(heads)) {
-		for _, id := range []string{refHeads + b, refRemotes + "origin/" + b} {
+		ids := []string{refHeads + b, refRemotes + "origin/" + b}
+		if rawURL == "" {
+			ids = ids[:1]
+		} else {
+			cfg.upstreams[b] = Upstream{Remote: "origin", Branch: b}
+		}
+		for _, id := range ids {
 			if err := setRef(ctx, db, id, heads[b]); err != nil {
 				return res, err
 			}
 		}
-		cfg.upstreams[b] = Upstream{Remote: "origin", Branch: b}
 		res.Updated = append(res.Updated, RefUpdate{Name: b, New: heads[b].String()})
 	}
 	for _, t := range slices.Sorted(maps.Keys(tags)) {

@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -76,15 +77,33 @@ func pushID(db string, addrs []hash.Hash) string {
 // the remote which chunks it lacks and reading those from src: it
 // returns them (each with its compressed size) and their count and bytes.
 // A chunk the remote has is not walked below: it has what it reaches.
-func (r *httpRemote) missingChunks(ctx context.Context, src nbs.NBSCompressedChunkStore, walk func(chunks.Chunk, func(hash.Hash, bool) error) error, addrs []hash.Hash) ([]hash.Hash, map[hash.Hash]uint32, TransferStats, error) {
+func (r *httpRemote) missingChunks(ctx context.Context, src nbs.NBSCompressedChunkStore, walk chunkWalk, addrs []hash.Hash) ([]hash.Hash, map[hash.Hash]uint32, TransferStats, error) {
+	remote := &httpChunkStore{r: r}
+	lacks := func(frontier hash.HashSet) (hash.HashSet, error) { return hasManyBatched(ctx, remote, frontier) }
+	missing, sizes, st, err := walkLacking(ctx, src, walk, addrs, lacks)
+	if err != nil {
+		err = fmt.Errorf("push to %s: %w", r.ep.display, err)
+	}
+	return missing, sizes, st, err
+}
+
+// chunkWalk calls back with each address a chunk holds
+// (types.WalkAddrsForChunkStore).
+type chunkWalk = func(chunks.Chunk, func(hash.Hash, bool) error) error
+
+// walkLacking walks the graph from addrs down, level by level, keeping
+// the chunks that lacks reports of each level and reading those from
+// src: it returns them (each with its compressed size) and their count
+// and bytes. A chunk lacks leaves out is not walked below: whoever has
+// it has what it reaches.
+func walkLacking(ctx context.Context, src nbs.NBSCompressedChunkStore, walk chunkWalk, addrs []hash.Hash, lacks func(hash.HashSet) (hash.HashSet, error)) ([]hash.Hash, map[hash.Hash]uint32, TransferStats, error) {
 	var st TransferStats
 	var missing []hash.Hash
 	sizes := map[hash.Hash]uint32{}
 	seen := hash.NewHashSet(addrs...)
 	frontier := hash.NewHashSet(addrs...)
-	remote := &httpChunkStore{r: r}
 	for len(frontier) > 0 {
-		absent, err := hasManyBatched(ctx, remote, frontier)
+		absent, err := lacks(frontier)
 		if err != nil {
 			return nil, nil, st, err
 		}
@@ -119,7 +138,7 @@ func (r *httpRemote) missingChunks(ctx context.Context, src nbs.NBSCompressedChu
 			err = walkErr
 		}
 		if err == nil && found != len(absent) {
-			err = fmt.Errorf("push to %s: %d chunks to send are not in the local store", r.ep.display, len(absent)-found)
+			err = fmt.Errorf("%d chunks to send: %w", len(absent)-found, errChunksAbsent)
 		}
 		if err != nil {
 			return nil, nil, st, err
@@ -128,6 +147,9 @@ func (r *httpRemote) missingChunks(ctx context.Context, src nbs.NBSCompressedChu
 	}
 	return missing, sizes, st, nil
 }
+
+// errChunksAbsent: a walk reached chunks its store does not hold.
+var errChunksAbsent = errors.New("not in the local store")
 
 // hasManyBatched is HasMany in requests of at most hasBatch addresses.
 func hasManyBatched(ctx context.Context, cs chunks.ChunkStore, hs hash.HashSet) (hash.HashSet, error) {

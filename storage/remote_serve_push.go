@@ -125,6 +125,16 @@ func (d *Database) ReceivePush(ctx context.Context, id string, body io.Reader, a
 	if err != nil {
 		return nil, err
 	}
+	return d.applyUpdates(ctx, d.pushCacheDir(id), updates, allow,
+		fmt.Errorf("%w: the push lacks chunks its commits reach", ErrBadRemoteRequest))
+}
+
+// applyUpdates applies ref updates whose chunks the store or the cache
+// in dir hold, each checked by allow first: nothing is written unless
+// allow passes every update. lacking is the error when the updates reach
+// a chunk neither holds; then no ref moves. Once every update applied,
+// the cache is removed.
+func (d *Database) applyUpdates(ctx context.Context, dir string, updates []PushUpdate, allow func(PushUpdate) error, lacking error) ([]RefUpdate, error) {
 	for _, u := range updates {
 		if err := allow(u); err != nil {
 			return nil, err
@@ -137,7 +147,7 @@ func (d *Database) ReceivePush(ctx context.Context, id string, body io.Reader, a
 	if err := d.ensureBorn(ctx); err != nil {
 		return nil, err
 	}
-	held, err := d.takePushedChunks(ctx, id, updates)
+	held, err := d.takeCachedChunks(ctx, dir, updates, lacking)
 	defer d.dropIncoming(ctx, held)
 	if err != nil {
 		return nil, err
@@ -156,7 +166,7 @@ func (d *Database) ReceivePush(ctx context.Context, id string, body io.Reader, a
 			out = append(out, RefUpdate{Name: name, Old: u.Old, New: u.New})
 		}
 	}
-	os.RemoveAll(d.pushCacheDir(id))
+	os.RemoveAll(dir)
 	return out, nil
 }
 
@@ -340,11 +350,11 @@ func (d *Database) receiveTag(ctx context.Context, u PushUpdate) (bool, error) {
 	return err == nil, err
 }
 
-// takePushedChunks copies into the store what the updates set and the
-// store lacks, from the push's cache, and points refs/incoming/ refs at
+// takeCachedChunks copies into the store what the updates set and the
+// store lacks, from the cache in dir, and points refs/incoming/ refs at
 // the updates' addresses, GC waiting meanwhile; it returns those refs,
-// which the push deletes once it applied.
-func (d *Database) takePushedChunks(ctx context.Context, id string, updates []PushUpdate) ([]string, error) {
+// which the caller deletes once the updates applied.
+func (d *Database) takeCachedChunks(ctx context.Context, dir string, updates []PushUpdate, lacking error) ([]string, error) {
 	d.compactMu.Lock()
 	defer d.compactMu.Unlock()
 	var news []hash.Hash
@@ -353,7 +363,7 @@ func (d *Database) takePushedChunks(ctx context.Context, id string, updates []Pu
 			news = append(news, addr)
 		}
 	}
-	if err := d.copyFromPushCache(ctx, id, news); err != nil {
+	if err := d.copyFromCache(ctx, dir, news, lacking); err != nil {
 		return nil, err
 	}
 	var held []string
@@ -368,16 +378,15 @@ func (d *Database) takePushedChunks(ctx context.Context, id string, updates []Pu
 	return held, nil
 }
 
-// copyFromPushCache copies what addrs reach and the store lacks from the
-// push's cache; a chunk neither holds refuses the push.
-func (d *Database) copyFromPushCache(ctx context.Context, id string, addrs []hash.Hash) error {
+// copyFromCache copies what addrs reach and the store lacks from the
+// cache in dir; a chunk neither holds is the error lacking.
+func (d *Database) copyFromCache(ctx context.Context, dir string, addrs []hash.Hash, lacking error) error {
 	absent, err := d.cs.HasMany(ctx, hash.NewHashSet(addrs...))
 	if err != nil || len(absent) == 0 {
 		return err
 	}
-	dir := d.pushCacheDir(id)
 	if !hasStore(dir) {
-		return fmt.Errorf("%w: the push sent none of its chunks", ErrBadRemoteRequest)
+		return lacking
 	}
 	c, err := d.engine.openCacheAt(ctx, dir)
 	if err != nil {
@@ -386,7 +395,7 @@ func (d *Database) copyFromPushCache(ctx context.Context, id string, addrs []has
 	defer c.cs.Close()
 	_, err = copyChunks(ctx, c.cs, d.cs, absent.ToSlice())
 	if err != nil && !errors.Is(err, ctx.Err()) {
-		err = fmt.Errorf("%w: the push lacks chunks its commits reach: %v", ErrBadRemoteRequest, err)
+		err = fmt.Errorf("%w: %v", lacking, err)
 	}
 	return err
 }

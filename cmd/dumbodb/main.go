@@ -124,7 +124,7 @@ func parseFlags(args []string, stderr io.Writer) (*serverFlags, error) {
 	fs.StringVar(&o.cpuProfile, "cpuProfile", "", "write a Go CPU profile of the whole run to this file (for performance work; see docs/perf/README.md)")
 	fs.BoolVar(&o.testCmds, "enableTestCommands", false, "enable test-only commands (configureFailPoint), for driver test suites")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: dumbodb [options]\n       dumbodb ping|inspect|import [options]   (each with --help)\n\n"+
+		fmt.Fprintf(stderr, "Usage: dumbodb [options]\n       dumbodb ping|inspect|import|bundle [options]   (each with --help)\n\n"+
 			"A MongoDB-compatible document database with Git-style version control.\n\nOptions:\n")
 		fs.PrintDefaults()
 	}
@@ -206,6 +206,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	if len(args) > 0 && args[0] == "import" {
 		return runImport(args[1:], stdout, stderr)
+	}
+	if len(args) > 0 && args[0] == "bundle" {
+		return runBundle(args[1:], stdout, stderr)
 	}
 	o, err := parseFlags(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {

@@ -36,6 +36,7 @@ const (
 	upgradeLog      = "start the DumboDB that wrote it and shut it down cleanly, which empties the log"
 	upgradeDatabase = "mongodump it with the DumboDB that wrote it and mongorestore it into this one"
 	upgradeServer   = "start the DumboDB that wrote it once, then this one"
+	upgradeBundle   = "restore it with the DumboDB that wrote it and make the bundle again with this one"
 )
 
 // The formats, as docs/format/versions.md lists them.
@@ -48,10 +49,11 @@ var (
 	Users       = &Format{Name: "users file", Magic: "DUMBOAUT", Current: 1, Oldest: 1, Upgrade: upgradeServer}
 	Remotes     = &Format{Name: "remotes file", Magic: "DUMBORMT", Current: 1, Oldest: 1, Upgrade: upgradeServer}
 	Dropped     = &Format{Name: "dropped database record", Magic: "DUMBODRP", Current: 1, Oldest: 1, Upgrade: upgradeServer}
+	Bundle      = &Format{Name: "history bundle", Magic: "DUMBOBDL", Current: 1, Oldest: 1, Upgrade: upgradeBundle}
 )
 
 // All is every format, in the order versions.md lists them.
-var All = []*Format{Root, WAL, ChangeLog, DecisionLog, RetryFile, Users, Remotes, Dropped}
+var All = []*Format{Root, WAL, ChangeLog, DecisionLog, RetryFile, Users, Remotes, Dropped, Bundle}
 
 // HeaderSize is the size of the magic and version that begin a file.
 const HeaderSize = 12
