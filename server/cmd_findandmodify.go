@@ -18,9 +18,7 @@ type famArgs struct {
 	update, hint              bsoncore.Value
 	remove, returnNew, upsert bool
 	bypass                    bool // bypassDocumentValidation
-	// keepEmptyTs is bypassEmptyTsReplacement: an update or upsert here
-	// keeps its empty timestamps as given either way (docs/commands.md).
-	keepEmptyTs bool
+	keepEmptyTs               bool // bypassEmptyTsReplacement
 }
 
 func (r *request) parseFindAndModify() (*famArgs, error) {
@@ -93,7 +91,8 @@ func cmdFindAndModify(r *request) (bsoncore.Document, error) {
 		if err != nil {
 			return nil, err
 		}
-		if u, err = query.CompileUpdateOpts(a.update, query.UpdateOptions{Env: env, Query: f, ArrayFilters: afs}); err != nil {
+		update := r.c.s.replacementFilled(a.update, a.keepEmptyTs)
+		if u, err = query.CompileUpdateOpts(update, query.UpdateOptions{Env: env, Query: f, ArrayFilters: afs}); err != nil {
 			return nil, err
 		}
 	}

@@ -108,9 +108,6 @@ var (
 		"bypassDocumentValidation": batchBypass,
 		"bypassEmptyTsReplacement": batchKeepEmptyTs,
 	})
-	// An update's replacement keeps its empty timestamps as given: with
-	// bypassEmptyTsReplacement that is what mongod does too; without it
-	// mongod fills those of a replacement, and DumboDB does not.
 	updateFields = declareArgs(map[string]argReader[writeBatch]{
 		"updates":                  batchStatements,
 		"ordered":                  batchOrdered,

@@ -153,6 +153,7 @@ func cmdUpdate(r *request) (bsoncore.Document, error) {
 		if args[i], err = r.decodeUpdateStatement(i, v); err != nil {
 			return nil, err
 		}
+		args[i].u = r.c.s.replacementFilled(args[i].u, batch.keepEmptyTs)
 	}
 	var res writeResult
 	coll := batch.coll

@@ -1,13 +1,31 @@
 package server
 
 import (
+	"strings"
+
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
 // Empty timestamps: a document inserted with Timestamp(0, 0) in a
 // top-level field other than _id gets the current cluster time there
 // instead, as mongod does, unless the write sets bypassEmptyTsReplacement
-// (which MongoDB's Database Tools send, to restore data as it was).
+// (which MongoDB's Database Tools send, to restore data as it was). The
+// same holds for an update's replacement document, and so for the
+// document an upsert makes from one.
+
+// replacementFilled is an update's u with its empty timestamps filled
+// when it is a replacement document (no update operators) and keep
+// (bypassEmptyTsReplacement) is not set; u itself otherwise.
+func (s *Server) replacementFilled(u bsoncore.Value, keep bool) bsoncore.Value {
+	doc, ok := u.DocumentOK()
+	if keep || !ok || !hasEmptyTimestamp(doc) {
+		return u
+	}
+	if first, err := doc.IndexErr(0); err == nil && strings.HasPrefix(first.Key(), "$") {
+		return u
+	}
+	return bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: s.fillEmptyTimestamps(doc)}
+}
 
 // fillEmptyTimestamps returns doc with each top-level empty timestamp
 // but _id's replaced by a new cluster time; doc itself when it has none.
