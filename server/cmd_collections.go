@@ -272,6 +272,9 @@ func cmdDrop(r *request) (bsoncore.Document, error) {
 	if err := r.parseArgs(nil); err != nil {
 		return nil, err
 	}
+	if err := r.keepDropped(coll); err != nil {
+		return nil, err
+	}
 	err = r.writeExisting(func(tx *storage.Tx) error {
 		if err := dropTimeseries(tx, coll); err != nil {
 			return err

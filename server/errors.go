@@ -154,6 +154,7 @@ var vcErrors = []struct {
 	{storage.ErrRemoteUnreachable, mongoerr.HostUnreachable},
 	{storage.ErrDatabaseExists, mongoerr.NamespaceExists},
 	{storage.ErrNotDropped, mongoerr.NamespaceNotFound},
+	{storage.ErrCollectionNotDropped, mongoerr.NamespaceNotFound},
 	{storage.ErrConflictMissing, mongoerr.NoSuchKey},
 	{storage.ErrMergeConflicts, mongoerr.MergeConflict},
 	{storage.ErrOptionsConflict, mongoerr.MergeConflict},

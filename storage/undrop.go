@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -188,8 +189,18 @@ func (e *Engine) PurgeDropped(name string) (int, error) {
 	return n, nil
 }
 
-// expireDropped removes the kept drops older than the retention.
+// expireDropped removes the kept drops older than the retention: the
+// dropped databases, and the collections dropped in open databases.
 func (e *Engine) expireDropped(now time.Time) error {
+	for _, d := range e.handles() {
+		if d.holdIfOpen() {
+			_, err := d.DroppedCollections(context.Background())
+			d.release()
+			if err != nil {
+				e.log.Warn().Str("c", "STORAGE").Err(err).Str("db", d.name).Msg("removing dropped collections past their retention")
+			}
+		}
+	}
 	dropped, err := e.DroppedDatabases()
 	if err != nil {
 		return err

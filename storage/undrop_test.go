@@ -88,3 +88,61 @@ func TestUndropRestoresADroppedDatabase(t *testing.T) {
 		t.Errorf("after the retention: %+v", dropped)
 	}
 }
+
+// TestUndropCollectionAfterRestart: a kept collection drop survives the
+// engine's restart, restores with its documents, and is forgotten once
+// restored; without a retention nothing is kept.
+func TestUndropCollectionAfterRestart(t *testing.T) {
+	dir := t.TempDir()
+	opts := Options{UndropRetention: time.Hour}
+	e := openEngine(t, dir, opts)
+	d, err := e.Database(ctx, "db", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustWrite(t, d, func(tx *Tx) error {
+		if _, err := tx.EnsureCollection(ctx, "c"); err != nil {
+			return err
+		}
+		for i := int32(1); i <= 2500; i++ {
+			if err := tx.Insert(ctx, "c", doc(i, "v")); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err := d.KeepDroppedCollection(ctx, DefaultBranch, "c", "ann@admin"); err != nil {
+		t.Fatal(err)
+	}
+	mustWrite(t, d, func(tx *Tx) error { return tx.DropCollection("c") })
+	e.Close()
+
+	e = openEngine(t, dir, opts)
+	defer e.Close()
+	d, err = e.Database(ctx, "db", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept, err := d.DroppedCollections(ctx)
+	if err != nil || len(kept) != 1 || kept[0].Name != "c" || kept[0].By != "ann@admin" || kept[0].Documents != 2500 {
+		t.Fatalf("kept drops after a restart: %+v (%v)", kept, err)
+	}
+	if _, err := d.UndropCollection(ctx, "c", nil, ""); err != nil {
+		t.Fatal(err)
+	}
+	if got := len(contents(t, d, "c")); got != 2500 {
+		t.Errorf("%d documents restored, want 2500", got)
+	}
+	if _, err := d.UndropCollection(ctx, "c", nil, ""); !errors.Is(err, ErrCollectionNotDropped) {
+		t.Errorf("a second undrop: %v", err)
+	}
+
+	none := openDatabase(t, Options{})
+	mustWrite(t, none, func(tx *Tx) error { _, err := tx.EnsureCollection(ctx, "c"); return err })
+	if err := none.KeepDroppedCollection(ctx, DefaultBranch, "c", ""); err != nil {
+		t.Fatal(err)
+	}
+	if kept, _ := none.DroppedCollections(ctx); len(kept) != 0 {
+		t.Errorf("kept without a retention: %+v", kept)
+	}
+}
