@@ -88,7 +88,7 @@ func clusteredIndexOf(ci storage.CollectionInfo) bsoncore.Document {
 func idIndexOf(ci storage.CollectionInfo) bsoncore.Document {
 	spec := clusteredIndexOf(ci)
 	if spec == nil {
-		return idIndexSpec()
+		return idIndexSpecOf(ci)
 	}
 	return appendFields(spec, func(b *bsoncore.DocumentBuilder) { b.AppendBoolean("clustered", true) })
 }

@@ -21,6 +21,17 @@ func idIndexSpec() bsoncore.Document {
 		AppendString("name", "_id_").Build()
 }
 
+// idIndexSpecOf is a collection's _id index spec: under its default
+// collation, which mongod lists with the index (mongorestore recreates
+// the index from that listing).
+func idIndexSpecOf(ci storage.CollectionInfo) bsoncore.Document {
+	coll, ok := ci.Options.Lookup("collation").DocumentOK()
+	if !ok {
+		return idIndexSpec()
+	}
+	return appendFields(idIndexSpec(), func(b *bsoncore.DocumentBuilder) { b.AppendDocument("collation", coll) })
+}
+
 func collectionEntry(ci storage.CollectionInfo, nameOnly bool) bsoncore.Document {
 	b := bsoncore.NewDocumentBuilder().AppendString("name", ci.Name).AppendString("type", "collection")
 	if nameOnly {
@@ -31,7 +42,7 @@ func collectionEntry(ci storage.CollectionInfo, nameOnly bool) bsoncore.Document
 		AppendBinary("uuid", 4, ci.UUID[:]).Build()
 	b.AppendDocument("options", ci.Options).AppendDocument("info", info)
 	if clusteredIndexOf(ci) == nil { // a clustered collection has no _id index of its own
-		b.AppendDocument("idIndex", idIndexSpec())
+		b.AppendDocument("idIndex", idIndexSpecOf(ci))
 	}
 	return b.Build()
 }
