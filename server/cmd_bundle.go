@@ -141,7 +141,7 @@ func cmdDumboBundleRestore(r *request) (bsoncore.Document, error) {
 	}
 	e := r.c.s.engine
 	if upload != "" && !finish {
-		size, err := e.AppendBundleUpload(r.db, upload, offset, data)
+		size, err := e.AppendUpload(storage.UploadBundle, r.db, upload, offset, data)
 		if err != nil {
 			return nil, err
 		}

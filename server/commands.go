@@ -44,11 +44,12 @@ const (
 	// firstAny: a collection's name, a value the command does not read,
 	// or for a version-control command the ref it acts on (optional).
 	firstAny       firstValue = ""
-	firstBranch    firstValue = "branch"    // a branch's name, needed
-	firstFailPoint firstValue = "failPoint" // a fail point's name
-	firstList      firstValue = "list"      // sessions, users or patterns
-	firstCommand   firstValue = "command"   // the document of the command explained
-	firstCursorID  firstValue = "cursorID"  // a cursor's id
+	firstBranch    firstValue = "branch"     // a branch's name, needed
+	firstColl      firstValue = "collection" // a collection, for a dumbo command that needs one
+	firstFailPoint firstValue = "failPoint"  // a fail point's name
+	firstList      firstValue = "list"       // sessions, users or patterns
+	firstCommand   firstValue = "command"    // the document of the command explained
+	firstCursorID  firstValue = "cursorID"   // a cursor's id
 )
 
 // family is what a command is for; listCommands shows it.
@@ -110,6 +111,7 @@ func init() {
 		{family: indexes, name: "dropSearchIndex", handler: cmdSearchIndexes, access: anyDatabase, need: needs(auth.DropIndex), help: "Atlas Search indexes: refused as on a community mongod (SearchNotEnabled)"},
 		{family: indexes, name: "updateSearchIndex", handler: cmdSearchIndexes, access: anyDatabase, need: needs(auth.CreateIndex), help: "Atlas Search indexes: refused as on a community mongod (SearchNotEnabled)"},
 		{family: writes, name: "bulkWrite", handler: cmdBulkWrite, access: adminOnly, need: anyUser, retryableWrite: true, help: "runs inserts, updates and deletes over several namespaces (MongoDB 8's client bulkWrite; each op checks its own privileges)"},
+		{family: writes, name: "dumboBulkLoad", handler: cmdDumboBulkLoad, access: anyDatabase, need: needs(auth.Insert), first: firstColl, help: "loads many documents into a collection at once, without the write-ahead log (upload, offset, data; finish)"},
 		{family: writes, name: "insert", handler: cmdInsert, access: anyDatabase, need: needs(auth.Insert), apiV1: true, inTransaction: true, retryableWrite: true, help: "inserts documents"},
 		{family: writes, name: "update", handler: cmdUpdate, access: anyDatabase, need: needs(auth.Update), apiV1: true, inTransaction: true, retryableWrite: true, help: "updates documents"},
 		{family: indexes, name: "createIndexes", handler: cmdCreateIndexes, access: anyDatabase, need: needs(auth.CreateIndex), apiV1: true, inTransaction: true, help: "builds secondary indexes"},

@@ -207,11 +207,12 @@ var commandFirstValues = server.CommandFirstValues()
 
 // walkFirstValues are a first value of each of those kinds.
 var walkFirstValues = map[string]any{
-	"branch":    "main",
-	"failPoint": "failCommand",
-	"list":      bson.A{},
-	"command":   bson.D{{Key: "find", Value: "walkcoll"}},
-	"cursorID":  int64(1),
+	"branch":     "main",
+	"collection": "walkcoll",
+	"failPoint":  "failCommand",
+	"list":       bson.A{},
+	"command":    bson.D{{Key: "find", Value: "walkcoll"}},
+	"cursorID":   int64(1),
 }
 
 // walkAnyType are the declared fields that take a value of any type, as

@@ -146,6 +146,8 @@ var vcErrors = []struct {
 	{storage.ErrRemoteNotFound, mongoerr.RemoteNotFound},
 	{storage.ErrBadBundle, mongoerr.BadValue},
 	{storage.ErrBundleBase, mongoerr.IllegalOperation},
+	{storage.ErrUpload, mongoerr.BadValue},
+	{storage.ErrBulkTarget, mongoerr.CommandNotSupportedOnView},
 	{storage.ErrRemoteExists, mongoerr.RemoteExists},
 	{storage.ErrNoUpstream, mongoerr.NoUpstream},
 	{storage.ErrRemoteScheme, mongoerr.NotImplemented},

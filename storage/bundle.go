@@ -3,9 +3,7 @@ package storage
 import (
 	"bufio"
 	"context"
-	"crypto/sha256"
 	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"hash/crc32"
@@ -441,58 +439,14 @@ func (d *Database) BundleFile(ctx context.Context, since []string) (*os.File, Bu
 	return f, hdr, nil
 }
 
-// A bundle sent to a server in pieces (dumboBundleRestore) gathers in an
-// upload file under the transfer caches, named by the target database
-// and the upload's id, until it is restored; an upload cut off keeps
-// what arrived, and one untouched for a week goes with the stale caches.
-
-func (e *Engine) bundleUploadPath(db, id string) string {
-	sum := sha256.Sum256([]byte(db + "\x00" + id))
-	return filepath.Join(e.dir, transferCacheDir, "bundle-in-"+hex.EncodeToString(sum[:8]))
-}
-
-// AppendBundleUpload adds data to upload id of database db at offset,
-// which must be what the upload holds (0 starts it again), and returns
-// its new size.
-func (e *Engine) AppendBundleUpload(db, id string, offset int64, data []byte) (int64, error) {
-	path := e.bundleUploadPath(db, id)
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return 0, err
-	}
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return 0, err
-	}
-	if offset != 0 && offset != st.Size() {
-		return st.Size(), fmt.Errorf("%w: upload %s holds %d bytes; a piece at offset %d does not follow", ErrBadBundle, id, st.Size(), offset)
-	}
-	if err := f.Truncate(offset); err != nil {
-		return 0, err
-	}
-	if _, err := f.WriteAt(data, offset); err != nil {
-		return 0, diskFull(err)
-	}
-	return offset + int64(len(data)), nil
-}
-
 // RestoreBundleUpload restores upload id into database db
 // (RestoreBundle) and removes the upload, whether the restore took or
 // not: a bundle that did not restore must be sent again.
 func (e *Engine) RestoreBundleUpload(ctx context.Context, db, id string, allow func(PushUpdate) error) (BundleHeader, []RefUpdate, error) {
-	path := e.bundleUploadPath(db, id)
-	f, err := os.Open(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return BundleHeader{}, nil, fmt.Errorf("%w: no upload %s for database %s", ErrBadBundle, id, db)
-	}
+	f, err := e.TakeUpload(UploadBundle, db, id)
 	if err != nil {
 		return BundleHeader{}, nil, err
 	}
-	defer os.Remove(path)
 	defer f.Close()
 	return e.RestoreBundle(ctx, db, f, allow)
 }

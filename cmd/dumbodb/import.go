@@ -20,8 +20,9 @@ import (
 type importFlags struct {
 	uri, db, coll, file, kind, mode string
 	fields, upsertFields, commit    string
+	dataDir                         string
 	headerLine, columnsHaveTypes    bool
-	drop, stopOnError               bool
+	drop, stopOnError, bulk         bool
 	batchSize                       int
 }
 
@@ -43,10 +44,16 @@ func parseImportFlags(args []string, stderr io.Writer) (*importFlags, error) {
 	fs.BoolVar(&o.drop, "drop", false, "drop the collection first")
 	fs.BoolVar(&o.stopOnError, "stopOnError", false, "stop at the first bad record or failed write")
 	fs.IntVar(&o.batchSize, "batchSize", 1000, "documents per write")
+	fs.BoolVar(&o.bulk, "bulk", false, "load through the server's bulk path (dumboBulkLoad), insert mode only")
+	fs.StringVar(&o.dataDir, "data-dir", "", "load into this stopped server's data directory in this process, insert mode only")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
 	switch {
+	case (o.bulk || o.dataDir != "") && o.mode != "insert":
+		return nil, fmt.Errorf("--bulk and --data-dir load in insert mode only, not %q", o.mode)
+	case o.bulk && o.dataDir != "":
+		return nil, errors.New("--bulk goes through a server and --data-dir around one: choose one")
 	case o.db == "" || o.coll == "":
 		return nil, errors.New("--db and --collection are required")
 	case o.mode != "insert" && o.mode != "upsert" && o.mode != "merge":
@@ -76,25 +83,46 @@ func runImport(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer in.Close()
-	imp, err := newImporter(o, stderr)
-	if err != nil {
-		fmt.Fprintf(stderr, "dumbodb import: %v\n", err)
-		return 1
-	}
-	defer imp.client.Disconnect(context.Background())
 	rd, err := newReader(withProgress(in, size, stderr), o.kind, o)
-	if err == nil {
-		err = imp.run(rd)
-	}
-	fmt.Fprintf(stdout, "%d document(s) imported, %d failed\n", imp.done, imp.failed)
 	if err != nil {
 		fmt.Fprintf(stderr, "dumbodb import: %v\n", err)
 		return 1
 	}
-	if imp.failed > 0 {
+	var done, failed int64
+	if o.dataDir != "" {
+		done, failed, err = importIntoDir(o, rd, stderr)
+	} else {
+		done, failed, err = importThroughServer(o, rd, stderr)
+	}
+	fmt.Fprintf(stdout, "%d document(s) imported, %d failed\n", done, failed)
+	if err != nil {
+		fmt.Fprintf(stderr, "dumbodb import: %v\n", err)
+		return 1
+	}
+	if failed > 0 {
 		return 1
 	}
 	return 0
+}
+
+// importThroughServer imports through the wire protocol, in batches of
+// writes or (--bulk) through dumboBulkLoad, then commits when asked.
+func importThroughServer(o *importFlags, rd reader, stderr io.Writer) (done, failed int64, err error) {
+	imp, err := newImporter(o, stderr)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer imp.client.Disconnect(context.Background())
+	if o.bulk {
+		err = importBulk(imp, rd)
+	} else {
+		err = imp.run(rd)
+	}
+	if err == nil && o.commit != "" {
+		err = imp.client.Database(o.db).RunCommand(context.Background(),
+			bson.D{{Key: "dumboCommit", Value: 1}, {Key: "message", Value: o.commit}}).Err()
+	}
+	return imp.done, imp.failed, err
 }
 
 func openInput(file string) (io.ReadCloser, int64, error) {
@@ -154,7 +182,7 @@ func newImporter(o *importFlags, stderr io.Writer) (*importer, error) {
 	return imp, nil
 }
 
-// run imports every record, then commits when asked.
+// run imports every record in batches of writes.
 func (imp *importer) run(rd reader) error {
 	var batch []record
 	for {
@@ -176,14 +204,7 @@ func (imp *importer) run(rd reader) error {
 			batch = batch[:0]
 		}
 	}
-	if err := imp.write(batch); err != nil {
-		return err
-	}
-	if imp.o.commit == "" {
-		return nil
-	}
-	return imp.client.Database(imp.o.db).RunCommand(context.Background(),
-		bson.D{{Key: "dumboCommit", Value: 1}, {Key: "message", Value: imp.o.commit}}).Err()
+	return imp.write(batch)
 }
 
 func (imp *importer) bad(line int, err error) {

@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/dumbodb/dumbodb/internal/dumboproc"
@@ -110,5 +112,53 @@ func TestImportSubcommand(t *testing.T) {
 	}
 	if n, _ := db.Collection("c").CountDocuments(ctx, bson.M{}); n != 2 {
 		t.Errorf("after --drop and a stop at line 3: %d documents, want 2", n)
+	}
+}
+
+// TestImportBulkPaths: --bulk through a running server's dumboBulkLoad
+// and --data-dir into a stopped server's directory load what they can,
+// report a bad line and a duplicate _id by line, commit with --commit,
+// and keep everything across a restart.
+func TestImportBulkPaths(t *testing.T) {
+	dir := t.TempDir()
+	p := dumboproc.StartT(t, dir)
+	ctx := context.Background()
+	var text strings.Builder
+	for i := range 5000 {
+		fmt.Fprintf(&text, `{"_id": %d, "n": "doc %d"}`+"\n", (i*7)%5000, i)
+	}
+	text.WriteString("{\"_id\": 1, \"n\": \"again\"}\n{\"_id\": \n")
+	ndjson := writeFile(t, "bulk.json", text.String())
+	out, errs, code := importRun(t, p, "--bulk", "--db", "shop", "--collection", "bulk", "--file", ndjson, "--commit", "bulk load")
+	if code != 1 || !strings.Contains(out, "5000 document(s) imported, 2 failed") ||
+		!strings.Contains(errs, "line 5001: ") || !strings.Contains(errs, "line 5002: ") {
+		t.Fatalf("--bulk: exit %d\n%s%s", code, out, errs)
+	}
+	first := client(t, p)
+	shop := first.Database("shop")
+	var got bson.M
+	if err := shop.Collection("bulk").FindOne(ctx, bson.M{"_id": 7}).Decode(&got); err != nil || got["n"] != "doc 1" {
+		t.Fatalf("document 7: %v %v", got, err)
+	}
+	if n, err := first.Database("shop@main~0").Collection("bulk").CountDocuments(ctx, bson.M{}); err != nil || n != 5000 {
+		t.Fatalf("the committed load holds %d documents (%v)", n, err)
+	}
+	if _, errs, code := importRun(t, p, "--bulk", "--mode", "upsert", "--db", "shop", "--collection", "x", "--file", ndjson); code != 2 || !strings.Contains(errs, "insert mode only") {
+		t.Errorf("--bulk --mode upsert: exit %d %s", code, errs)
+	}
+	first.Disconnect(ctx) // before the server goes: a client of a stopped server waits to disconnect
+	p.StopT(t, syscall.SIGTERM)
+
+	cmd := exec.Command(dumboproc.Binary(t), "import", "--data-dir", dir, "--db", "shop", "--collection", "offline", "--file", ndjson, "--stopOnError")
+	outb, err := cmd.CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 || !strings.Contains(string(outb), "5000 document(s) imported, 1 failed") {
+		t.Fatalf("--data-dir: %v\n%s", err, outb)
+	}
+	p = dumboproc.StartT(t, dir)
+	shop = client(t, p).Database("shop")
+	for coll, want := range map[string]int64{"bulk": 5000, "offline": 5000} {
+		if n, err := shop.Collection(coll).CountDocuments(ctx, bson.M{"n": bson.M{"$exists": true}}); err != nil || n != want {
+			t.Errorf("%s after a restart: %d documents (%v), want %d", coll, n, err, want)
+		}
 	}
 }
