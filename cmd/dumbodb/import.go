@@ -239,13 +239,13 @@ func (imp *importer) write(batch []record) error {
 }
 
 // model is the write of one document in the import's mode.
-func (imp *importer) model(doc bson.D) mongo.WriteModel {
+func (imp *importer) model(doc bson.Raw) mongo.WriteModel {
 	if imp.o.mode == "insert" {
 		return mongo.NewInsertOneModel().SetDocument(doc)
 	}
 	filter := bson.D{}
 	for _, k := range imp.keys {
-		if v, ok := lookupPath(doc, strings.Split(k, ".")); ok {
+		if v, err := doc.LookupErr(strings.Split(k, ".")...); err == nil {
 			filter = append(filter, bson.E{Key: k, Value: v})
 		}
 	}
@@ -253,22 +253,4 @@ func (imp *importer) model(doc bson.D) mongo.WriteModel {
 		return mongo.NewReplaceOneModel().SetFilter(filter).SetReplacement(doc).SetUpsert(true)
 	}
 	return mongo.NewUpdateOneModel().SetFilter(filter).SetUpdate(bson.D{{Key: "$set", Value: doc}}).SetUpsert(true)
-}
-
-// lookupPath finds a dotted path in a document.
-func lookupPath(doc bson.D, path []string) (any, bool) {
-	for _, e := range doc {
-		if e.Key != path[0] {
-			continue
-		}
-		if len(path) == 1 {
-			return e.Value, true
-		}
-		sub, ok := e.Value.(bson.D)
-		if !ok {
-			return nil, false
-		}
-		return lookupPath(sub, path[1:])
-	}
-	return nil, false
 }

@@ -27,18 +27,29 @@ import (
 // bulkPiece is how much of the documents one dumboBulkLoad carries.
 const bulkPiece = 8 << 20
 
-// marshalRecord is a record's document as BSON, _id first (an ObjectId
+// marshalRecord is a record's document with its _id first (an ObjectId
 // when it has none, as a driver adds one).
-func marshalRecord(doc bson.D) ([]byte, error) {
-	out := bson.D{{Key: "_id", Value: bson.NewObjectID()}}
-	for _, e := range doc {
-		if e.Key == "_id" {
-			out[0].Value = e.Value
-		} else {
-			out = append(out, e)
+func marshalRecord(doc bson.Raw) ([]byte, error) {
+	if first, err := doc.IndexErr(0); err == nil && first.Key() == "_id" {
+		return doc, nil
+	}
+	elems, err := doc.Elements()
+	if err != nil {
+		return nil, err
+	}
+	b := bsoncore.NewDocumentBuilder()
+	if id, err := doc.LookupErr("_id"); err == nil {
+		b.AppendValue("_id", bsoncore.Value{Type: bsoncore.Type(id.Type), Data: id.Value})
+	} else {
+		b.AppendObjectID("_id", bson.NewObjectID())
+	}
+	for _, e := range elems {
+		if e.Key() != "_id" {
+			v := e.Value()
+			b.AppendValue(e.Key(), bsoncore.Value{Type: bsoncore.Type(v.Type), Data: v.Value})
 		}
 	}
-	return bson.Marshal(out)
+	return b.Build(), nil
 }
 
 // lineOf maps a bulk load's document index to its record's line.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"bufio"
 	"encoding/csv"
 	"encoding/json"
@@ -8,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"runtime"
 	"strings"
 	"time"
 
@@ -20,7 +22,7 @@ import (
 // record is one input document, or why the input at its place is not one.
 type record struct {
 	line int // where it starts, from 1
-	doc  bson.D
+	doc  bson.Raw
 	err  error
 }
 
@@ -44,10 +46,12 @@ func newReader(in io.Reader, kind string, o *importFlags) (reader, error) {
 // jsonReader reads a JSON array of documents, or one document per line
 // (Extended JSON v2, canonical or relaxed, in both).
 type jsonReader struct {
-	br    *bufio.Reader
-	dec   *json.Decoder // an array's; nil for lines
-	line  int
-	array bool
+	br     *bufio.Reader
+	dec    *json.Decoder // an array's; nil for lines
+	line   int
+	array  bool
+	parsed <-chan chan []record // lines: the batches parsed ahead
+	batch  []record             // lines: the rest of the current batch
 }
 
 func newJSONReader(br *bufio.Reader) (*jsonReader, error) {
@@ -82,17 +86,70 @@ func (r *jsonReader) next() (record, bool) {
 	if r.array {
 		return r.nextInArray()
 	}
-	for {
-		text, err := r.br.ReadString('\n')
-		if text == "" && err != nil {
+	if r.parsed == nil {
+		r.parsed = parseLines(r.br)
+	}
+	for len(r.batch) == 0 {
+		b, ok := <-r.parsed
+		if !ok {
 			return record{}, false
 		}
-		r.line++
-		if strings.TrimSpace(text) == "" {
+		r.batch = <-b
+	}
+	rec := r.batch[0]
+	r.batch = r.batch[1:]
+	return rec, true
+}
+
+// linesPerBatch is how many lines one parse of a line-per-document
+// input takes.
+const linesPerBatch = 512
+
+// parseLines parses the lines of br on every core, a batch of lines at a
+// time, and sends the batches' results in the input's order: each is a
+// channel its parser fills. A few batches are parsed ahead.
+func parseLines(br *bufio.Reader) <-chan chan []record {
+	out := make(chan chan []record, 2*runtime.GOMAXPROCS(0))
+	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+	go func() {
+		defer close(out)
+		line := 0
+		for {
+			var texts [][]byte
+			first := line + 1
+			for len(texts) < linesPerBatch {
+				text, err := br.ReadBytes('\n')
+				if len(text) == 0 && err != nil {
+					break
+				}
+				line++
+				texts = append(texts, text)
+			}
+			if len(texts) == 0 {
+				return
+			}
+			done := make(chan []record, 1)
+			out <- done
+			sem <- struct{}{}
+			go func() {
+				defer func() { <-sem }()
+				done <- parseBatch(first, texts)
+			}()
+		}
+	}()
+	return out
+}
+
+// parseBatch parses lines numbered from first, skipping blank ones.
+func parseBatch(first int, texts [][]byte) []record {
+	recs := make([]record, 0, len(texts))
+	for i, text := range texts {
+		if len(bytes.TrimSpace(text)) == 0 {
 			continue
 		}
-		return decodeExtJSON(r.line, []byte(text)), true
+		recs = append(recs, decodeExtJSON(first+i, text))
 	}
+	return recs
 }
 
 func (r *jsonReader) nextInArray() (record, bool) {
@@ -109,7 +166,7 @@ func (r *jsonReader) nextInArray() (record, bool) {
 }
 
 func decodeExtJSON(line int, data []byte) record {
-	var doc bson.D
+	var doc bson.Raw
 	if err := bson.UnmarshalExtJSON(data, false, &doc); err != nil {
 		return record{line: line, err: err}
 	}
@@ -198,7 +255,11 @@ func (r *tableReader) next() (record, bool) {
 	}
 	r.line = line
 	doc, err := r.document(row)
-	return record{line: line, doc: doc, err: err}, true
+	var raw bson.Raw
+	if err == nil {
+		raw, err = bson.Marshal(doc)
+	}
+	return record{line: line, doc: raw, err: err}, true
 }
 
 // document makes a row's document.
