@@ -25,7 +25,53 @@ func bulkBenchmarks(importDocs int) []Benchmark {
 	name := "Import/" + count(importDocs)
 	return append(bs,
 		Benchmark{Name: name + "/Batch1000", Group: GroupImport, Unit: "doc", PerCall: importDocs, Long: true, Setup: importDocsIn(importDocs, 1000)},
-		Benchmark{Name: name + "/OnePerRequest", Group: GroupImport, Unit: "doc", PerCall: importDocs, Long: true, Setup: importDocsIn(importDocs, 1)})
+		Benchmark{Name: name + "/OnePerRequest", Group: GroupImport, Unit: "doc", PerCall: importDocs, Long: true, Setup: importDocsIn(importDocs, 1)},
+		Benchmark{Name: name + "/BulkLoad", Group: GroupImport, Unit: "doc", PerCall: importDocs, Long: true, DumboOnly: true, Setup: bulkLoad(importDocs)})
+}
+
+// bulkLoadPiece is how much of the documents one dumboBulkLoad carries,
+// as dumbodb import --bulk sends them.
+const bulkLoadPiece = 8 << 20
+
+// bulkLoad loads n documents through dumboBulkLoad (docs/design/bulk-load.md):
+// pieces of BSON uploaded, then one load.
+func bulkLoad(n int) func(context.Context, *Env) (*Workload, error) {
+	return func(_ context.Context, e *Env) (*Workload, error) {
+		pad := padFor(size100B.bytes)
+		var data []byte
+		for i := range n {
+			raw, err := bson.Marshal(sized(int64(i), pad))
+			if err != nil {
+				return nil, err
+			}
+			data = append(data, raw...)
+		}
+		coll := e.Coll.Name()
+		var round int64
+		return &Workload{
+			Prepare: func(ctx context.Context, _ int64) error { return e.Coll.Drop(ctx) },
+			Call: func(ctx context.Context, _ int64) error {
+				round++
+				id := fmt.Sprintf("%032x", round)
+				db := e.Coll.Database()
+				for off := 0; off < len(data); off += bulkLoadPiece {
+					cmd := bson.D{{Key: "dumboBulkLoad", Value: coll}, {Key: "upload", Value: id}, {Key: "offset", Value: off},
+						{Key: "data", Value: bson.Binary{Data: data[off:min(off+bulkLoadPiece, len(data))]}}}
+					if err := db.RunCommand(ctx, cmd).Err(); err != nil {
+						return err
+					}
+				}
+				var res struct {
+					N int `bson:"n"`
+				}
+				cmd := bson.D{{Key: "dumboBulkLoad", Value: coll}, {Key: "upload", Value: id}, {Key: "finish", Value: true}}
+				if err := db.RunCommand(ctx, cmd).Decode(&res); err != nil {
+					return err
+				}
+				return expectCount("dumboBulkLoad", res.N, n)
+			},
+		}, nil
+	}
 }
 
 func insertMany(batch int) func(context.Context, *Env) (*Workload, error) {

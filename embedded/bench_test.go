@@ -2,6 +2,8 @@ package embedded_test
 
 import (
 	"context"
+	"net/url"
+	"path/filepath"
 	"testing"
 
 	"github.com/dumbodb/dumbodb/embedded"
@@ -14,48 +16,123 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 )
 
-// benchFindOne times findOne by _id through coll.
-func benchFindOne(b *testing.B, coll *mongo.Collection) {
-	ctx := context.Background()
-	if _, err := coll.InsertOne(ctx, bson.M{"_id": 1, "v": "x"}); err != nil {
-		b.Fatal(err)
-	}
-	b.ResetTimer()
-	for range b.N {
-		if err := coll.FindOne(ctx, bson.M{"_id": 1}).Err(); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
+// The same operations through embedded.Open's in-memory connections, a
+// Unix socket and TCP on loopback, each against a server in this
+// process: what the network costs, and what embedding saves.
+//
+//	go test -run '^$' -bench . -benchtime 2s ./embedded
 
-// BenchmarkFindOneEmbedded is findOne by _id through embedded.Open's
-// in-memory connections.
-func BenchmarkFindOneEmbedded(b *testing.B) {
+// embeddedColl is a collection of an embedded database.
+func embeddedColl(b *testing.B) *mongo.Collection {
 	db, err := embedded.Open(b.TempDir())
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer db.Close(context.Background())
-	benchFindOne(b, db.Client().Database("bench").Collection("c"))
+	b.Cleanup(func() { db.Close(context.Background()) })
+	return db.Client().Database("bench").Collection("c")
 }
 
-// BenchmarkFindOneTCP is the same through a TCP listener on loopback.
-func BenchmarkFindOneTCP(b *testing.B) {
+// listenedColl is a collection of a server listening on a Unix socket
+// (unix) or TCP on loopback.
+func listenedColl(b *testing.B, unix bool) *mongo.Collection {
 	eng, err := storage.Open(b.TempDir(), storage.Options{Language: server.StorageLanguage()}, zerolog.Nop())
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer eng.Close()
-	srv := server.New(server.Config{BindIPs: []string{"127.0.0.1"}}, eng, zerolog.Nop(), server.NewLogRing(16))
+	cfg := server.Config{BindIPs: []string{"127.0.0.1"}}
+	if unix {
+		cfg = server.Config{UnixSocket: filepath.Join(b.TempDir(), "dumbodb.sock")}
+	}
+	srv := server.New(cfg, eng, zerolog.Nop(), server.NewLogRing(16))
 	if err := srv.Listen(); err != nil {
 		b.Fatal(err)
 	}
 	srv.Serve()
-	defer srv.Shutdown(context.Background())
-	client, err := mongo.Connect(options.Client().ApplyURI("mongodb://" + srv.Addrs()[0].String() + "/?directConnection=true"))
+	uri := "mongodb://" + srv.Addrs()[0].String() + "/?directConnection=true"
+	if unix {
+		uri = "mongodb://" + url.PathEscape(cfg.UnixSocket) + "/?directConnection=true"
+	}
+	client, err := mongo.Connect(options.Client().ApplyURI(uri))
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer client.Disconnect(context.Background())
-	benchFindOne(b, client.Database("bench").Collection("c"))
+	b.Cleanup(func() {
+		client.Disconnect(context.Background())
+		srv.Shutdown(context.Background())
+		eng.Close()
+	})
+	return client.Database("bench").Collection("c")
+}
+
+// transports are the ways to the server each benchmark runs through.
+var transports = []struct {
+	name string
+	coll func(*testing.B) *mongo.Collection
+}{
+	{"Embedded", embeddedColl},
+	{"Unix", func(b *testing.B) *mongo.Collection { return listenedColl(b, true) }},
+	{"TCP", func(b *testing.B) *mongo.Collection { return listenedColl(b, false) }},
+}
+
+// BenchmarkFindOne is findOne by _id.
+func BenchmarkFindOne(b *testing.B) {
+	for _, tr := range transports {
+		b.Run(tr.name, func(b *testing.B) {
+			ctx := context.Background()
+			coll := tr.coll(b)
+			if _, err := coll.InsertOne(ctx, bson.M{"_id": 1, "v": "x"}); err != nil {
+				b.Fatal(err)
+			}
+			b.ResetTimer()
+			for range b.N {
+				if err := coll.FindOne(ctx, bson.M{"_id": 1}).Err(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkInsertOne is insertOne of a small document.
+func BenchmarkInsertOne(b *testing.B) {
+	for _, tr := range transports {
+		b.Run(tr.name, func(b *testing.B) {
+			ctx := context.Background()
+			coll := tr.coll(b)
+			b.ResetTimer()
+			for i := range b.N {
+				if _, err := coll.InsertOne(ctx, bson.M{"_id": i, "v": "x"}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkFind100 is a find returning 100 documents.
+func BenchmarkFind100(b *testing.B) {
+	for _, tr := range transports {
+		b.Run(tr.name, func(b *testing.B) {
+			ctx := context.Background()
+			coll := tr.coll(b)
+			docs := make([]any, 100)
+			for i := range docs {
+				docs[i] = bson.M{"_id": i, "v": "x"}
+			}
+			if _, err := coll.InsertMany(ctx, docs); err != nil {
+				b.Fatal(err)
+			}
+			b.ResetTimer()
+			for range b.N {
+				cur, err := coll.Find(ctx, bson.M{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				var got []bson.Raw
+				if err := cur.All(ctx, &got); err != nil || len(got) != 100 {
+					b.Fatalf("find: %d documents, %v", len(got), err)
+				}
+			}
+		})
+	}
 }
