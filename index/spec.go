@@ -61,6 +61,7 @@ type Spec struct {
 	textWeights bsoncore.Document
 	textName    string
 	geo         geoOptions
+	wildProj    *wildcardProjection // nil: every path
 	coverCache
 }
 
@@ -176,7 +177,9 @@ func (s *Spec) parseOption(el bsoncore.Element, doc bsoncore.Document) (bool, er
 		return true, s.parseCollation(v)
 	case "2dsphereIndexVersion", "bits", "min", "max":
 		return true, s.parseGeoOption(el.Key(), v)
-	case "bucketSize", "wildcardProjection", "storageEngine", "clustered":
+	case "wildcardProjection":
+		return true, s.parseWildcardProjection(v)
+	case "bucketSize", "storageEngine", "clustered":
 		return false, mongoerr.New(mongoerr.NotImplemented, "index option '%s' is not supported by DumboDB", el.Key())
 	}
 	return false, mongoerr.New(codeInvalidIndexSpecOpt, "The field '%s' is not valid for an index specification. Specification: %s", el.Key(), doc)

@@ -35,12 +35,111 @@ func (s *Spec) WildcardCovers(path string) bool {
 	if !ok || path == "_id" || strings.HasPrefix(path, "_id.") || strings.Contains(path, "$") {
 		return false
 	}
+	if s.wildProj != nil {
+		return s.wildProj.keeps(path)
+	}
 	return root == "" || path == root || strings.HasPrefix(path, root+".")
 }
 
+// wildcardProjection is an all-fields wildcard index's
+// wildcardProjection: the paths it indexes (include) or leaves out, and
+// whether it indexes _id (left out unless named).
+type wildcardProjection struct {
+	include bool
+	paths   []string
+	id      bool
+}
+
+// keeps reports whether the index holds path's values.
+func (w *wildcardProjection) keeps(path string) bool {
+	if path == "_id" || strings.HasPrefix(path, "_id.") {
+		return w.id
+	}
+	for _, p := range w.paths {
+		if path == p || strings.HasPrefix(path, p+".") {
+			return w.include
+		}
+	}
+	return !w.include
+}
+
+// descends reports whether paths under path may be indexed.
+func (w *wildcardProjection) descends(path string) bool {
+	if w.keeps(path) {
+		return true
+	}
+	if !w.include {
+		return false
+	}
+	if path == "_id" {
+		return w.id
+	}
+	for _, p := range w.paths {
+		if strings.HasPrefix(p, path+".") {
+			return true
+		}
+	}
+	return false
+}
+
+// parseWildcardProjection reads the wildcardProjection option: a
+// projection of inclusions or of exclusions, either of which may also
+// name _id.
+func (s *Spec) parseWildcardProjection(v bsoncore.Value) error {
+	d, ok := v.DocumentOK()
+	if !ok {
+		return mongoerr.New(mongoerr.TypeMismatch, "The field 'wildcardProjection' must be an object, not %s", v.Type)
+	}
+	els, _ := d.Elements()
+	if len(els) == 0 {
+		return mongoerr.New(codeCannotCreateIndex, "The field 'wildcardProjection' must be a non-empty object")
+	}
+	w := &wildcardProjection{}
+	mode := 0 // 1: inclusion, -1: exclusion
+	for _, el := range els {
+		on, ok := projectionFlag(el.Value())
+		if !ok {
+			return mongoerr.New(codeCannotCreateIndex, "The wildcardProjection's field '%s' must be a number or a boolean", el.Key())
+		}
+		if el.Key() == "_id" {
+			w.id = on
+			continue
+		}
+		switch {
+		case mode == 1 && !on:
+			return mongoerr.New(mongoerr.Location31254, "Cannot do exclusion on field %s in inclusion projection", el.Key())
+		case mode == -1 && on:
+			return mongoerr.New(mongoerr.Location31253, "Cannot do inclusion on field %s in exclusion projection", el.Key())
+		case on:
+			mode = 1
+		default:
+			mode = -1
+		}
+		w.paths = append(w.paths, el.Key())
+	}
+	w.include = mode == 1 || (mode == 0 && w.id)
+	s.wildProj = w
+	return nil
+}
+
+// projectionFlag reads a projection's 1/0 or true/false.
+func projectionFlag(v bsoncore.Value) (on, ok bool) {
+	if v.Type == bsoncore.TypeBoolean {
+		return v.Boolean(), true
+	}
+	f, ok := v.AsFloat64OK()
+	return f != 0, ok
+}
+
 func (s *Spec) checkWildcard() error {
-	if _, ok := s.Wildcard(); !ok {
-		return nil
+	root, ok := s.Wildcard()
+	if !ok || root != "" {
+		if s.wildProj != nil {
+			return mongoerr.New(codeCannotCreateIndex, "The field 'wildcardProjection' is only allowed in an 'all-fields' wildcard index")
+		}
+		if !ok {
+			return nil
+		}
 	}
 	switch {
 	case s.Fields[0].Desc:
@@ -68,10 +167,15 @@ func (s *Spec) wildcardKeys(doc bsoncore.Document) ([][]byte, bool, error) {
 	var keys [][]byte
 	multikey := false
 	add := func(path string, v bsoncore.Value) {
-		keys = append(keys, EncodeKey(WildcardPathKey(path), v))
+		if s.wildProj == nil || s.wildProj.keeps(path) {
+			keys = append(keys, EncodeKey(WildcardPathKey(path), v))
+		}
 	}
 	var visit func(path string, v bsoncore.Value)
 	visit = func(path string, v bsoncore.Value) {
+		if s.wildProj != nil && !s.wildProj.descends(path) {
+			return
+		}
 		switch v.Type {
 		case bsoncore.TypeEmbeddedDocument:
 			els, _ := bsoncore.Document(v.Data).Elements()
@@ -91,7 +195,7 @@ func (s *Spec) wildcardKeys(doc bsoncore.Document) ([][]byte, bool, error) {
 	if root == "" {
 		els, _ := doc.Elements()
 		for _, el := range els {
-			if el.Key() != "_id" {
+			if el.Key() != "_id" || (s.wildProj != nil && s.wildProj.id) {
 				visit(el.Key(), el.Value())
 			}
 		}

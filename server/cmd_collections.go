@@ -252,7 +252,12 @@ func cmdCreate(r *request) (bsoncore.Document, error) {
 		return nil, mongoerr.New(mongoerr.BadValue, "'pipeline' requires 'viewOn' to also be specified")
 	default:
 		err = r.write(func(tx *storage.Tx) error {
-			_, err := tx.CreateCollection(r.ctx, coll, built)
+			var err error
+			if r.createUUID != nil {
+				_, err = tx.CreateCollectionWithUUID(r.ctx, coll, built, *r.createUUID)
+			} else {
+				_, err = tx.CreateCollection(r.ctx, coll, built)
+			}
 			return err
 		})
 	}

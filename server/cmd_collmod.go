@@ -18,6 +18,8 @@ type collModArgs struct {
 	// mods counts the modifications given outside index, as mongod's
 	// numModifications does: prepareUnique goes with none of them.
 	mods int
+	// mixedSchema: timeseriesBucketsMayHaveMixedSchemaData was given.
+	mixedSchema bool
 }
 
 func (a *collModArgs) handlers(r *request) map[string]fieldHandler {
@@ -37,6 +39,11 @@ func (a *collModArgs) handlers(r *request) map[string]fieldHandler {
 		"timeseries":                   a.ts.timeseriesHandler(),
 		"cappedSize":                   counted(func(v bsoncore.Value) error { a.capped.size = v; return nil }),
 		"cappedMax":                    counted(func(v bsoncore.Value) error { a.capped.max = v; return nil }),
+		"timeseriesBucketsMayHaveMixedSchemaData": counted(func(v bsoncore.Value) error {
+			a.mixedSchema = true
+			var b bool
+			return r.field("timeseriesBucketsMayHaveMixedSchemaData").bool(v, &b)
+		}),
 	}
 }
 
@@ -56,6 +63,9 @@ func cmdCollMod(r *request) (bsoncore.Document, error) {
 	}
 	if err := validateUserWritable(r.db, coll); err != nil {
 		return nil, err
+	}
+	if a.mixedSchema {
+		return r.collModMixedSchema(coll, &a)
 	}
 	others := a.viewOn.Type != 0 || a.pipeline.Type != 0 || a.images != nil || a.validation.given() || a.index != nil
 	if info, ok, err := r.collectionInfo(coll); err == nil && ok && isTimeseries(info) && others {
@@ -217,4 +227,25 @@ func withOption(opts bsoncore.Document, key string, v bsoncore.Document) bsoncor
 		}
 	}
 	return b.AppendDocument(key, v).Build()
+}
+
+// collModMixedSchema is collMod's timeseriesBucketsMayHaveMixedSchemaData,
+// which mongorestore sends when a bucket it restores is refused for
+// mixing types in a field. DumboDB's reads of a time-series collection
+// unpack every bucket whatever its fields' types, so a bucket that mixes
+// them reads right either way: the flag is taken, alone, on a
+// time-series collection.
+func (r *request) collModMixedSchema(coll string, a *collModArgs) (bsoncore.Document, error) {
+	info, ok, err := r.collectionInfo(coll)
+	switch {
+	case err != nil:
+		return nil, err
+	case !ok:
+		return nil, mongoerr.New(mongoerr.NamespaceNotFound, "ns does not exist: %s", r.ns(coll))
+	case !isTimeseries(info):
+		return nil, mongoerr.New(mongoerr.InvalidOptions, "option only supported on a time-series collection: timeseriesBucketsMayHaveMixedSchemaData")
+	case a.mods > 1 || a.ts.given() || a.index != nil || a.dryRun:
+		return nil, mongoerr.New(mongoerr.NotImplemented, "collMod of timeseriesBucketsMayHaveMixedSchemaData with other options is not supported by DumboDB yet")
+	}
+	return okReply(), nil
 }

@@ -164,8 +164,14 @@ func cmdInsert(r *request) (bsoncore.Document, error) {
 	if batch.statements == nil {
 		return nil, mongoerr.New(mongoerr.Location40414, "BSON field 'insert.documents' is missing but a required field")
 	}
-	if err := validateUserWritable(r.db, batch.coll); err != nil {
+	buckets, restoring, err := r.bucketsTarget(batch.coll)
+	if err != nil {
 		return nil, err
+	}
+	if !restoring {
+		if err := validateUserWritable(r.db, batch.coll); err != nil {
+			return nil, err
+		}
 	}
 	info, exists, err := r.collectionInfo(batch.coll)
 	if err != nil {
@@ -204,6 +210,9 @@ func cmdInsert(r *request) (bsoncore.Document, error) {
 		}
 		return res.runBatch(r, tx, r.ns(coll), vals, batch.ordered, func(_ int, v bsoncore.Value) (bsoncore.Value, error) {
 			doc, err := prepareInsert(v)
+			if err == nil && restoring {
+				err = checkBucket(doc, buckets)
+			}
 			if err == nil && !batch.keepEmptyTs {
 				doc = r.c.s.fillEmptyTimestamps(doc)
 			}

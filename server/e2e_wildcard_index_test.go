@@ -68,3 +68,53 @@ func TestWildcardIndex(t *testing.T) {
 		t.Fatalf("after update: %d", n)
 	}
 }
+
+// TestWildcardProjection: an all-fields wildcard index with a
+// wildcardProjection indexes the included paths only (or all but the
+// excluded ones), is planned only for those, and answers every query
+// right; a projection that mixes inclusion and exclusion, or one on a
+// rooted wildcard index, is refused.
+func TestWildcardProjection(t *testing.T) {
+	db, c := startCollection(t, "wcp", "c")
+	for i := range 20 {
+		if _, err := c.InsertOne(ctx, bson.M{"_id": i, "a": i % 4, "b": bson.M{"c": i % 5, "d": i}, "e": i % 3}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustRun(t, db, bson.D{{Key: "createIndexes", Value: "c"}, {Key: "indexes", Value: bson.A{bson.D{
+		{Key: "key", Value: bson.D{{Key: "$**", Value: 1}}}, {Key: "name", Value: "wc"},
+		{Key: "wildcardProjection", Value: bson.D{{Key: "a", Value: 1}, {Key: "b.c", Value: true}}}}}}})
+	stage := func(f bson.D) string {
+		ex := mustRun(t, db, bson.D{{Key: "explain", Value: bson.D{{Key: "find", Value: "c"}, {Key: "filter", Value: f}}}})
+		return fmt.Sprint(ex["queryPlanner"])
+	}
+	for _, tc := range []struct {
+		f       bson.D
+		want    int64
+		indexed bool
+	}{
+		{bson.D{{Key: "a", Value: 1}}, 5, true},
+		{bson.D{{Key: "b.c", Value: 2}}, 4, true},
+		{bson.D{{Key: "b.d", Value: 7}}, 1, false},
+		{bson.D{{Key: "e", Value: 0}}, 7, false},
+	} {
+		if n, err := c.CountDocuments(ctx, tc.f); err != nil || n != tc.want {
+			t.Errorf("%v: %d documents (%v), want %d", tc.f, n, err, tc.want)
+		}
+		if s := stage(tc.f); strings.Contains(s, "IXSCAN") != tc.indexed {
+			t.Errorf("%v planned as %s", tc.f, s)
+		}
+	}
+	ix := mustRun(t, db, bson.D{{Key: "listIndexes", Value: "c"}})
+	if s := fmt.Sprint(ix["cursor"]); !strings.Contains(s, "wildcardProjection") {
+		t.Errorf("listIndexes does not show the projection: %s", s)
+	}
+	for _, bad := range []bson.D{
+		{{Key: "key", Value: bson.D{{Key: "$**", Value: 1}}}, {Key: "name", Value: "mixed"}, {Key: "wildcardProjection", Value: bson.D{{Key: "a", Value: 1}, {Key: "e", Value: 0}}}},
+		{{Key: "key", Value: bson.D{{Key: "b.$**", Value: 1}}}, {Key: "name", Value: "rooted"}, {Key: "wildcardProjection", Value: bson.D{{Key: "c", Value: 1}}}},
+	} {
+		if _, err := run(t, db, bson.D{{Key: "createIndexes", Value: "c"}, {Key: "indexes", Value: bson.A{bad}}}); err == nil {
+			t.Errorf("%v was taken", bad)
+		}
+	}
+}

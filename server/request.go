@@ -50,6 +50,9 @@ type request struct {
 	session *storage.SessionKey
 	// opTime is the cluster time of the command's write (zero: none).
 	opTime clusterTime
+	// createUUID is the UUID a create makes its collection with (nil: a
+	// new one), given by applyOps.
+	createUUID *[16]byte
 }
 
 func newRequest(c *conn, cmd bsoncore.Document) (*request, error) {

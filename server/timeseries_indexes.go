@@ -45,6 +45,7 @@ func (o tsOptions) bucketIndexSpec(spec bsoncore.Document) (bsoncore.Document, e
 			out.AppendDocument(k, key)
 		case k == "unique" || tsIndexOptions[k]:
 			out.AppendValue(k, v)
+		case k == "ns": // mongod drops a spec's ns; mongorestore sends it
 		default:
 			return nil, mongoerr.New(mongoerr.NotImplemented, "index option '%s' on a time-series collection is not supported by DumboDB yet", k)
 		}

@@ -165,6 +165,28 @@ func (tx *Tx) CreateCollection(ctx context.Context, name string, options bsoncor
 	return info, nil
 }
 
+// CreateCollectionWithUUID is CreateCollection keeping a given UUID, as
+// applyOps' create does for mongorestore --preserveUUID. A collection
+// of the branch with that UUID already is refused.
+func (tx *Tx) CreateCollectionWithUUID(ctx context.Context, name string, options bsoncore.Document, uuid [16]byte) (CollectionInfo, error) {
+	if tx.view(name) != nil {
+		return CollectionInfo{}, ErrNamespaceExists
+	}
+	for _, c := range tx.Collections() {
+		if c.UUID == uuid {
+			return CollectionInfo{}, fmt.Errorf("%w: collection %s has UUID %x", ErrNamespaceExists, c.Name, uuid)
+		}
+	}
+	if options == nil {
+		options = bsoncore.NewDocumentBuilder().Build()
+	}
+	info := CollectionInfo{Name: name, Options: options, UUID: uuid}
+	if err := tx.createCollection(ctx, info); err != nil {
+		return CollectionInfo{}, err
+	}
+	return info, nil
+}
+
 func (tx *Tx) createCollection(ctx context.Context, info CollectionInfo) error {
 	base, err := emptyMap(ctx, tx.ns)
 	if err != nil {
