@@ -65,7 +65,7 @@ func (d *Database) BulkLoad(ctx context.Context, branchName, coll string, option
 		}
 		cur := b.state.Load() // checkpointed by lockedBranch
 		tx := d.newTx(cur)
-		tx.plain, tx.capture = true, false
+		tx.plain, tx.capture, tx.unlogged = true, false, true
 		tx.guard = b.holds.refuseHeld
 		defer tx.release()
 		if err := bulkInsert(ctx, tx, coll, options, next, stopOnError, &res); err != nil || res.Inserted == 0 {

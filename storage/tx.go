@@ -40,6 +40,9 @@ type Tx struct {
 	// it is over (reuse.go); queued once its events are queued for the
 	// change log, which then reuses them.
 	plain, queued bool
+	// unlogged is set on a bulk load's Tx (bulkload.go), whose inserts
+	// are folded into the trees without a log record or change events.
+	unlogged bool
 	// at is the cluster time its record was logged at (0: not logged).
 	at uint64
 	// inTxn is set on a multi-statement transaction's private Tx, which
@@ -405,6 +408,9 @@ func (tx *Tx) put(ctx context.Context, coll string, doc bsoncore.Document, mustB
 		return err
 	}
 	c.setEdit(&edit{key: key, value: value}, exists)
+	if tx.unlogged {
+		return nil // a bulk load: no log record, no change event, never capped
+	}
 	tx.ops = append(tx.ops, walOp{op: opPut, coll: coll, key: key, value: value, update: update && exists,
 		base: oldIf(old, exists)})
 	tx.noteDoc(c, key, oldIf(old, exists), value, update)
