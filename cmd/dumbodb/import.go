@@ -40,7 +40,7 @@ func parseImportFlags(args []string, stderr io.Writer) (*importFlags, error) {
 	fs.StringVar(&o.upsertFields, "upsertFields", "", "upsert and merge: the fields that find the document (default _id)")
 	fs.StringVar(&o.commit, "commit", "", "commit the import with this message (dumboCommit)")
 	fs.BoolVar(&o.headerLine, "headerline", false, "csv and tsv: the first line names the fields")
-	fs.BoolVar(&o.columnsHaveTypes, "columnsHaveTypes", false, "csv and tsv: fields are named field.type() (string, int32, int64, double, boolean, date_go(layout), auto)")
+	fs.BoolVar(&o.columnsHaveTypes, "columnsHaveTypes", false, "csv and tsv: fields are named field.type() (string, int32, int64, double, decimal, boolean, binary(enc), date(layout), date_go, date_ms, date_oracle, auto)")
 	fs.BoolVar(&o.drop, "drop", false, "drop the collection first")
 	fs.BoolVar(&o.stopOnError, "stopOnError", false, "stop at the first bad record or failed write")
 	fs.IntVar(&o.batchSize, "batchSize", 1000, "documents per write")

@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"runtime"
 	"strings"
-	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 )
@@ -225,22 +224,29 @@ func splitFields(s string) []string {
 
 // parseColumn reads a field name, with its type when typed:
 // name.string(), name.int32(), name.int64(), name.double(),
-// name.boolean(), name.date_go(layout), name.auto().
+// name.boolean(), name.auto(), and the types of import_types.go.
 func parseColumn(name string, typed bool) (column, error) {
 	name = strings.TrimSpace(name)
 	if !typed {
 		return column{name: name, kind: "auto"}, nil
 	}
-	open := strings.LastIndex(name, ".")
-	if open < 0 || !strings.HasSuffix(name, ")") || !strings.Contains(name[open:], "(") {
+	paren := strings.Index(name, "(") // the type's argument may hold dots
+	open := -1
+	if paren > 0 {
+		open = strings.LastIndex(name[:paren], ".")
+	}
+	if open < 0 || !strings.HasSuffix(name, ")") {
 		return column{}, fmt.Errorf("column %q has no type: with --columnsHaveTypes, name it as field.type()", name)
 	}
 	kind, arg, _ := strings.Cut(strings.TrimSuffix(name[open+1:], ")"), "(")
-	switch kind {
-	case "auto", "string", "int32", "int64", "double", "boolean", "date_go":
-		return column{name: name[:open], kind: kind, arg: arg}, nil
+	if !columnKinds[kind] {
+		return column{}, fmt.Errorf("column %q: type %s() is not one of mongoimport's (auto, string, int32, int64, double, decimal, boolean, binary, date, date_go, date_ms, date_oracle)", name, kind)
 	}
-	return column{}, fmt.Errorf("column %q: type %s() is not supported (auto, string, int32, int64, double, boolean, date_go)", name, kind)
+	c := column{name: name[:open], kind: kind, arg: arg}
+	if err := checkColumnArg(&c); err != nil {
+		return column{}, fmt.Errorf("column %q: %w", name, err)
+	}
+	return c, nil
 }
 
 func (r *tableReader) next() (record, bool) {
@@ -292,9 +298,9 @@ func typedValue(c column, s string) (any, error) {
 		return strconv.ParseFloat(strings.TrimSpace(s), 64)
 	case "boolean":
 		return strconv.ParseBool(strings.TrimSpace(s))
-	case "date_go":
-		t, err := time.Parse(c.arg, s)
-		return bson.NewDateTimeFromTime(t), err
+	}
+	if v, ok, err := extraTypedValue(c, s); ok {
+		return v, err
 	}
 	return autoValue(s), nil
 }
