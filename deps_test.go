@@ -20,7 +20,7 @@ import (
 // language; plan runs reads over storage; server speaks the protocol;
 // cmd builds the programs.
 var allowed = map[string][]string{
-	"cmd":     {"server", "plan", "storage", "query", "value", "text", "mongoerr", "js", "index", "wire", "bench", "internal"},
+	"cmd":     {"server", "plan", "storage", "query", "value", "text", "mongoerr", "js", "index", "wire", "bench", "internal", "embedded"},
 	"server":  {"plan", "query", "value", "geo", "mongoerr", "js", "interrupt", "timeseries", "index", "storage", "wire", "auth"},
 	"plan":    {"query", "value", "geo", "mongoerr", "interrupt", "index", "storage"},
 	"query":   {"value", "text", "geo", "mongoerr", "js", "interrupt", "timeseries"},

@@ -27,11 +27,12 @@ const (
 	GroupLargeDoc      = "Large documents"
 	GroupChangeStreams = "Change streams"
 	GroupMemory        = "Server memory"
+	GroupEmbedded      = "Embedded"
 )
 
 // GroupOrder lists every group in report order.
 var GroupOrder = []string{GroupFloor, GroupReads, GroupInserts, GroupUpdates, GroupFilters,
-	GroupJoins, GroupDocUpdates, GroupBulk, GroupConcurrency, GroupRaw, GroupTxn, GroupImport, GroupVC, GroupRemote, GroupLargeDoc, GroupChangeStreams, GroupMemory}
+	GroupJoins, GroupDocUpdates, GroupBulk, GroupConcurrency, GroupRaw, GroupTxn, GroupImport, GroupVC, GroupRemote, GroupLargeDoc, GroupChangeStreams, GroupMemory, GroupEmbedded}
 
 // Target is a server under test, reached at a mongodb:// URL.
 type Target struct {
@@ -79,7 +80,10 @@ type Config struct {
 	S3Remote string
 	// Echo starts the do-nothing server of Floor/RawEcho (nil: that
 	// benchmark does not apply).
-	Echo     EchoServer
+	Echo EchoServer
+	// Embedded starts the in-process servers of the Embedded family (nil:
+	// it does not apply).
+	Embedded EmbeddedServer
 	Progress func(format string, args ...any)
 }
 

@@ -6,7 +6,7 @@ func All(cfg *Config) []Benchmark {
 	for _, part := range [][]Benchmark{
 		floorBenchmarks(), crudBenchmarks(), queryBenchmarks(), joinBenchmarks(),
 		docUpdateBenchmarks(), bulkBenchmarks(cfg.Import), rawBenchmarks(), txnBenchmarks(), vcBenchmarks(), remoteBenchmarks(),
-		largeDocBenchmarks(cfg), changeStreamBenchmarks(), memoryBenchmarks(), soakBenchmarks(),
+		largeDocBenchmarks(cfg), changeStreamBenchmarks(), memoryBenchmarks(), soakBenchmarks(), embeddedBenchmarks(),
 	} {
 		bs = append(bs, part...)
 	}

@@ -225,6 +225,7 @@ func execute(ctx context.Context, o *options, command string, stdout, stderr io.
 		targets = append(s.targets, targets...)
 		cfg.Echo = startEcho
 	}
+	cfg.Embedded = startEmbedded
 	for name, dir := range o.dataDirs {
 		i := slices.IndexFunc(targets, func(t bench.Target) bool { return t.Name == name })
 		if i < 0 {
