@@ -304,6 +304,9 @@ func cmdDBStats(r *request) (bsoncore.Document, error) {
 		AppendValue("indexes", value.Count(indexes)).
 		AppendValue("indexSize", value.Count(indexSize/scale)).
 		AppendValue("totalSize", value.Count(size/scale))
+	if err := r.droppedStats(b, scale); err != nil {
+		return nil, err
+	}
 	if freeStorage {
 		// Dolt's table files keep no free lists to reuse: space comes back
 		// only with dumboGC, so none is free inside the files.
@@ -312,4 +315,27 @@ func cmdDBStats(r *request) (bsoncore.Document, error) {
 	return b.AppendValue("fsUsedSize", value.Count(size/scale)).
 		AppendInt32("scaleFactor", int32(scale)).
 		AppendDouble("ok", 1).Build(), nil
+}
+
+// droppedStats adds to dbStats the collections drop keeps for dumboUndrop
+// and their size when dropped, when there are any: space the database's
+// files hold beyond its collections. Like the rest of dbStats, it is no
+// use of the database (Engine.Visit).
+func (r *request) droppedStats(b *bsoncore.DocumentBuilder, scale int64) error {
+	var kept []storage.DroppedCollection
+	err := r.c.s.engine.Visit(r.ctx, r.db, func(d *storage.Database) error {
+		var err error
+		kept, err = d.DroppedCollections(r.ctx)
+		return err
+	})
+	if err != nil || len(kept) == 0 {
+		return err
+	}
+	var size int64
+	for _, dc := range kept {
+		size += dc.Bytes
+	}
+	b.AppendValue("droppedCollections", value.Count(int64(len(kept)))).
+		AppendValue("droppedCollectionsSize", value.Count(size/scale))
+	return nil
 }

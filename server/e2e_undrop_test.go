@@ -82,6 +82,9 @@ func TestUndropCollection(t *testing.T) {
 	if d := list["dropped"].(bson.A); len(d) != 1 || get(d[0], "collection") != "items" || get(d[0], "documents") != int64(3) || get(d[0], "branch") != "main" {
 		t.Fatalf("dropped list %v", list)
 	}
+	if st := mustRun(t, shop, bson.D{{Key: "dbStats", Value: 1}}); st["droppedCollections"] != int32(1) || st["droppedCollectionsSize"].(int32) <= 0 {
+		t.Errorf("dbStats does not count the kept drop: %v", st)
+	}
 	if _, err := items.InsertOne(ctx, bson.M{"_id": 9, "sku": "new"}); err != nil {
 		t.Fatal(err)
 	}

@@ -35,6 +35,7 @@ type DroppedCollection struct {
 	By        string
 	DroppedAt time.Time
 	Documents int64
+	Bytes     int64 // its documents' size in the tree when dropped
 	ref       string
 	commit    hash.Hash
 }
@@ -146,6 +147,7 @@ func (d *Database) droppedCollection(ctx context.Context, id string, addr hash.H
 		if n, err := s.Count(dc.Name); err == nil {
 			dc.Documents = int64(n)
 		}
+		dc.Bytes, _ = s.CollectionBytes(ctx, dc.Name)
 	}
 	return dc, nil
 }
