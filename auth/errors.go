@@ -17,4 +17,7 @@ var (
 	// ErrMechanism: a mechanism the user has no credentials for, or that
 	// is not SCRAM-SHA-1 or SCRAM-SHA-256.
 	ErrMechanism = errors.New("mechanism unavailable")
+	// ErrBadUserDocument: a restored user or role document that cannot
+	// be read, or that is of another database than the one restored.
+	ErrBadUserDocument = errors.New("bad user or role document")
 )

@@ -52,13 +52,14 @@ func (s *Store) Role(ref RoleRef) (*Role, bool) {
 	return r, ok
 }
 
-// Roles lists a database's user-defined roles, sorted.
+// Roles lists a database's user-defined roles ("": every database's),
+// sorted.
 func (s *Store) Roles(db string) []*Role {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	var out []*Role
 	for _, r := range s.roles {
-		if r.DB == db {
+		if db == "" || r.DB == db {
 			out = append(out, r)
 		}
 	}

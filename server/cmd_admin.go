@@ -44,12 +44,16 @@ func cmdBuildInfo(r *request) (bsoncore.Document, error) {
 		AppendDouble("ok", 1).Build(), nil
 }
 
+// fcvVersion is the featureCompatibilityVersion DumboDB answers as.
+const fcvVersion = "8.0"
+
 // serverParameters are what getParameter reports.
 func (s *Server) serverParameters() map[string]func(*bsoncore.DocumentBuilder, string) {
 	return map[string]func(*bsoncore.DocumentBuilder, string){
 		"featureCompatibilityVersion": func(b *bsoncore.DocumentBuilder, k string) {
-			b.AppendDocument(k, bsoncore.NewDocumentBuilder().AppendString("version", "8.0").Build())
+			b.AppendDocument(k, bsoncore.NewDocumentBuilder().AppendString("version", fcvVersion).Build())
 		},
+		"authSchemaVersion": func(b *bsoncore.DocumentBuilder, k string) { b.AppendInt32(k, authSchemaVersion) },
 		"authenticationMechanisms": func(b *bsoncore.DocumentBuilder, k string) {
 			b.AppendArray(k, bsoncore.NewArrayBuilder().AppendString(auth.MechSHA1).AppendString(auth.MechSHA256).Build())
 		},

@@ -97,6 +97,11 @@ func cmdListCollections(r *request) (bsoncore.Document, error) {
 	if views {
 		add(systemViewsEntry)
 	}
+	if r.db == "admin" && r.rev == "" {
+		for _, entry := range r.authCollectionEntries() {
+			add(entry)
+		}
+	}
 	return r.startCursor(r.db+".$cmd.listCollections", &sliceSource{docs: docs}, batchSize, false, false)
 }
 

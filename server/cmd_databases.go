@@ -174,6 +174,10 @@ func cmdListDatabases(r *request) (bsoncore.Document, error) {
 	if err != nil {
 		return nil, err
 	}
+	if !slices.Contains(names, "admin") && r.c.s.users.HasUsers() { // admin holds them (auth_collections.go)
+		names = append(names, "admin")
+		slices.Sort(names)
+	}
 	privs := r.c.authState().privs
 	names = slices.DeleteFunc(names, func(name string) bool { return authorizedOnly && !privs.CanUse(name) })
 	entries, sizes, err := r.databaseEntries(names, nameOnly)

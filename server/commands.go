@@ -122,6 +122,7 @@ func init() {
 		{family: operations, name: "killCursors", handler: cmdKillCursors, access: anyDatabase, need: anyUser, apiV1: true, inTransaction: true, help: "kills cursors"},
 		{family: operations, name: "currentOp", handler: cmdCurrentOp, access: adminOnly, need: needs(auth.InProg), help: "lists the operations in progress"},
 		{family: operations, name: "killOp", handler: cmdKillOp, access: adminOnly, need: needs(auth.KillOp), help: "interrupts an operation by its opid"},
+		{family: namespaces, name: "_mergeAuthzCollections", handler: cmdMergeAuthzCollections, access: adminOnly, need: needs(auth.CreateUser), help: "merges users and roles restored into two collections into the server's (mongorestore --restoreDbUsersAndRoles)"},
 		{family: namespaces, name: "applyOps", handler: cmdApplyOps, access: adminOnly, need: needs(auth.CreateCollection), first: firstList, help: "applies oplog entries: only those that create a collection, keeping its UUID (mongorestore --preserveUUID)"},
 		{family: namespaces, name: "create", handler: cmdCreate, access: anyDatabase, need: needs(auth.CreateCollection), apiV1: true, inTransaction: true, help: "creates a collection, a view, or a clustered collection, with its validator"},
 		{family: namespaces, name: "collMod", handler: cmdCollMod, access: anyDatabase, need: needs(auth.CollMod), apiV1: true, help: "changes collection options: a view's definition, the validator, pre- and post-images, an index's hidden flag, TTL, prepareUnique or unique (with dryRun), a capped collection's cappedSize and cappedMax"},
