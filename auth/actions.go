@@ -57,11 +57,12 @@ const (
 	HostInfo
 	KillAnySession
 	Shutdown
+	LogRotate
 )
 
 // clusterActions are the actions on the cluster resource.
 const clusterActions = ServerStatus | ListDatabases | InProg | KillOp | ReplSetGetStatus | ReplSetGetConfig |
-	ReplSetConfigure | GetParameter | SetParameter | GetCmdLineOpts | GetLog | HostInfo | KillAnySession | Shutdown
+	ReplSetConfigure | GetParameter | SetParameter | GetCmdLineOpts | GetLog | HostInfo | KillAnySession | Shutdown | LogRotate
 
 // actionNames is the one table of action names, used both ways.
 var actionNames = map[Action]string{
@@ -78,7 +79,7 @@ var actionNames = map[Action]string{
 	ListDatabases: "listDatabases", InProg: "inprog", KillOp: "killop",
 	ReplSetGetStatus: "replSetGetStatus", ReplSetGetConfig: "replSetGetConfig", ReplSetConfigure: "replSetConfigure",
 	GetParameter: "getParameter", SetParameter: "setParameter", GetCmdLineOpts: "getCmdLineOpts",
-	GetLog: "getLog", HostInfo: "hostInfo", KillAnySession: "killAnySession", Shutdown: "shutdown",
+	GetLog: "getLog", HostInfo: "hostInfo", KillAnySession: "killAnySession", Shutdown: "shutdown", LogRotate: "logRotate",
 }
 
 // IsCluster reports whether an action is on the cluster resource.

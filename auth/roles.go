@@ -110,7 +110,7 @@ const (
 		ChangeCustomData | CreateRole | DropRole | ViewRole
 	monitorActions = ServerStatus | ListDatabases | InProg | ReplSetGetStatus | ReplSetGetConfig |
 		GetParameter | GetCmdLineOpts | GetLog | HostInfo
-	hostActions    = KillOp | SetParameter | Shutdown | KillAnySession
+	hostActions    = KillOp | SetParameter | Shutdown | KillAnySession | LogRotate
 	managerActions = ReplSetConfigure | ReplSetGetConfig | ReplSetGetStatus | ListDatabases
 	allDBActions   = readWriteActions | dbAdminActions | userAdminActions
 	allCluster     = clusterActions

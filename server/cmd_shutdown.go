@@ -130,3 +130,20 @@ func cmdSetDefaultRWConcern(r *request) (bsoncore.Document, error) {
 	return nil, mongoerr.New(mongoerr.NotImplemented,
 		"setDefaultRWConcern is not implemented: commands without readConcern or writeConcern use the implicit defaults getDefaultRWConcern reports")
 }
+
+// cmdLogRotate is logRotate: the log file is rotated as --logRotate
+// says (rename: the current file gets a time suffix and a new one
+// starts; reopen: the file is opened again, after an outside tool moved
+// it). A log that is no file of the server's (standard output) has
+// nothing to rotate.
+func cmdLogRotate(r *request) (bsoncore.Document, error) {
+	if err := r.parseArgs(map[string]fieldHandler{}); err != nil {
+		return nil, err
+	}
+	if rotate := r.c.s.cfg.RotateLog; rotate != nil {
+		if err := rotate(); err != nil {
+			return nil, mongoerr.New(mongoerr.OperationFailed, "log rotation failed: %v", err)
+		}
+	}
+	return okReply(), nil
+}

@@ -81,8 +81,10 @@ func (c *conn) closeRead() {
 
 func (c *conn) serve() {
 	defer c.finish()
-	c.log.Info().Str("c", "NETWORK").Str("remote", c.nc.RemoteAddr().String()).
-		Int64("connectionId", c.id).Msg("Connection accepted")
+	if !c.s.cfg.Quiet {
+		c.log.Info().Str("c", "NETWORK").Str("remote", c.nc.RemoteAddr().String()).
+			Int64("connectionId", c.id).Msg("Connection accepted")
+	}
 	for {
 		if c.r.Buffered() == 0 {
 			c.poller.await(c.s)
@@ -183,7 +185,9 @@ func (c *conn) finish() {
 	delete(c.s.conns, c)
 	c.s.connsMu.Unlock()
 	c.s.stats.connsCurrent.Add(-1)
-	c.log.Info().Str("c", "NETWORK").Msg("Connection ended")
+	if !c.s.cfg.Quiet {
+		c.log.Info().Str("c", "NETWORK").Msg("Connection ended")
+	}
 }
 
 // handle answers one message. An error means the connection must close.
@@ -313,7 +317,7 @@ func (c *conn) runCommand(unacknowledged bool, decode func() (bsoncore.Document,
 	}
 	d := time.Since(start)
 	c.s.metrics.observe(req.spec, d, err != nil)
-	if d > c.s.cfg.slowOp() && !req.awaited { // waiting on purpose is not slowness, as on mongod
+	if d > c.s.cfg.slowOp() && !req.awaited && c.s.cfg.sampled() { // waiting on purpose is not slowness, as on mongod
 		c.log.Info().Str("c", "COMMAND").Str("command", req.name).Str("ns", req.db).Dur("durationMillis", d).Msg("Slow query")
 	}
 	return c.s.withClusterTime(reply, req.opTime)

@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"runtime/debug"
@@ -72,8 +73,17 @@ type Config struct {
 	// mongod's --maxConns does.
 	MaxConns int
 	// SlowOp is the time past which a command is logged as a slow query
-	// (0: DefaultSlowOp, mongod's --slowms default).
-	SlowOp time.Duration
+	// (0: DefaultSlowOp, mongod's --slowms default); SlowOpSkipRate the
+	// share of slow commands left out of the log, picked at random (1 less
+	// mongod's slowOpSampleRate; 0: none left out).
+	SlowOp         time.Duration
+	SlowOpSkipRate float64
+	// Quiet leaves connections' opening and closing out of the log, as
+	// mongod's --quiet does.
+	Quiet bool
+	// RotateLog rotates the log file (the logRotate command; nil: the log
+	// is no file of the server's, and there is nothing to rotate).
+	RotateLog func() error
 	// HTTPAddress is the HOST:PORT of the HTTP listener ("": none), which
 	// serves the databases as remotes, metrics and health checks
 	// (http.go); HTTPDebug adds Go's profiler under /debug/pprof/.
@@ -111,6 +121,12 @@ func (c Config) messageStall() time.Duration { return cmp.Or(c.MessageStall, Def
 func (c Config) maxConns() int64 { return int64(cmp.Or(c.MaxConns, DefaultMaxConns)) }
 
 func (c Config) slowOp() time.Duration { return cmp.Or(c.SlowOp, DefaultSlowOp) }
+
+// sampled reports whether a slow command is logged: all of them, or
+// all but a share SlowOpSkipRate of them picked at random.
+func (c Config) sampled() bool {
+	return c.SlowOpSkipRate <= 0 || rand.Float64() >= c.SlowOpSkipRate
+}
 
 // Server is a running DumboDB: its listeners, connections, cursors and
 // counters over one storage engine.

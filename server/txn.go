@@ -3,6 +3,10 @@ package server
 import (
 	"cmp"
 	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -501,6 +505,20 @@ func cmdSetParameter(r *request) (bsoncore.Document, error) {
 		return nil, mongoerr.New(mongoerr.InvalidOptions, "no option found to set, use help:true to see options ")
 	}
 	return bsoncore.NewDocumentBuilder().AppendInt64("was", was).AppendDouble("ok", 1).Build(), nil
+}
+
+// SetStartupParameter sets a parameter setParameter changes while
+// running, before the server serves (--setParameter name=value).
+func (s *Server) SetStartupParameter(name string, n int64) error {
+	p, ok := runtimeParameters[name]
+	switch {
+	case !ok:
+		return fmt.Errorf("--setParameter: %s is no parameter DumboDB takes (%s)", name, strings.Join(slices.Sorted(maps.Keys(runtimeParameters)), ", "))
+	case n < p.min:
+		return fmt.Errorf("--setParameter: %s must be at least %d", name, p.min)
+	}
+	p.set(s, n)
+	return nil
 }
 
 // txnNumberArg reads txnNumber ("ok" false: absent).

@@ -63,6 +63,14 @@ type serverFlags struct {
 	replicaPoll    int
 	cpuProfile     string
 	heapProfile    string
+	config         string
+	logPath        string
+	logAppend      bool
+	logRotate      string
+	quiet          bool
+	verbosity      int
+	sampleRate     float64
+	setParams      []string
 }
 
 func parseFlags(args []string, stderr io.Writer) (*serverFlags, error) {
@@ -123,6 +131,21 @@ func parseFlags(args []string, stderr io.Writer) (*serverFlags, error) {
 	fs.StringVar(&o.heapProfile, "heapProfile", "", "write a Go heap profile to this file when a signal asks the server to stop, before it shuts down (for memory work; see docs/perf/README.md)")
 	fs.StringVar(&o.cpuProfile, "cpuProfile", "", "write a Go CPU profile of the whole run to this file (for performance work; see docs/perf/README.md)")
 	fs.BoolVar(&o.testCmds, "enableTestCommands", false, "enable test-only commands (configureFailPoint), for driver test suites")
+	fs.StringVar(&o.config, "config", "", "a mongod-style YAML config file (docs/operations.md); the command line wins over it, it over DUMBODB_* variables")
+	fs.StringVar(&o.config, "f", "", "alias of --config")
+	fs.StringVar(&o.logPath, "logpath", "", "write the log to this file instead of standard output")
+	fs.BoolVar(&o.logAppend, "logappend", false, "with --logpath, append to the file; otherwise a file there is first renamed to <path>.<time>")
+	fs.StringVar(&o.logRotate, "logRotate", "rename", "how logRotate and SIGUSR1 rotate --logpath: rename (a new file) or reopen (after logrotate moved it)")
+	fs.BoolVar(&o.quiet, "quiet", false, "leave connections opening and closing out of the log")
+	fs.IntVar(&o.verbosity, "verbosity", 0, "log verbosity, 0 to 5 (1: debug lines; 2 and up: trace); -v to -vvvvv set it too")
+	for i := 1; i <= 5; i++ {
+		fs.Var(verbosityFlag{level: i, dst: &o.verbosity}, strings.Repeat("v", i), fmt.Sprintf("log verbosity %d", i))
+	}
+	fs.Float64Var(&o.sampleRate, "slowOpSampleRate", 1, "share of slow operations logged, 0 to 1")
+	fs.Func("setParameter", "name=value: set a parameter setParameter takes, at start (repeatable)", func(v string) error {
+		o.setParams = append(o.setParams, v)
+		return nil
+	})
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: dumbodb [options]\n       dumbodb ping|inspect|import|bundle [options]   (each with --help)\n\n"+
 			"A MongoDB-compatible document database with Git-style version control.\n\nOptions:\n")
@@ -133,6 +156,10 @@ func parseFlags(args []string, stderr io.Writer) (*serverFlags, error) {
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if err := loadSettings(fs, o, set); err != nil {
+		fmt.Fprintln(stderr, "dumbodb:", err)
+		return nil, err
+	}
 	if fs.NArg() > 0 {
 		err := fmt.Errorf("unknown subcommand or argument %q", fs.Arg(0))
 		fmt.Fprintln(stderr, "dumbodb:", err)
@@ -222,7 +249,17 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	ring := server.NewLogRing(1024)
-	log := newLogger(io.MultiWriter(stdout, ring))
+	var logOut io.Writer = stdout
+	var lf *logFile
+	if o.logPath != "" {
+		if lf, err = openLogFile(o.logPath, o.logAppend, o.logRotate); err != nil {
+			fmt.Fprintf(stderr, "dumbodb: %v\n", err)
+			return 1
+		}
+		defer lf.Close()
+		logOut = lf
+	}
+	log := newLogger(io.MultiWriter(logOut, ring)).Level(logLevel(o.verbosity))
 	setMemoryLimit(o.cacheMB, log)
 	sampleHeapFor(o.heapProfile)
 	stopProfile, err := startCPUProfile(o.cpuProfile)
@@ -255,16 +292,26 @@ func run(args []string, stdout, stderr io.Writer) int {
 		InFlightBytes: int64(o.inFlightMB) << 20,
 		MessageStall:  time.Duration(o.stallSeconds) * time.Second,
 		ReplSet:       o.replSet, Standalone: o.standalone, AdvertiseHost: o.advertiseHost, Auth: o.auth, TLS: o.tls,
-		NoScripting:   o.noScripting,
-		ReplicaOf:     o.replicaOf,
-		HTTPAddress:   o.httpAddress,
-		HTTPDebug:     o.httpDebug,
-		ReplicaPoll:   time.Duration(max(o.replicaPoll, 1)) * time.Second,
-		MaxConns:      o.maxConns,
-		SlowOp:        max(time.Duration(o.slowMS)*time.Millisecond, time.Nanosecond),
-		MemoryRelease: time.Duration(max(o.releaseSeconds, 0)) * time.Second,
+		NoScripting:    o.noScripting,
+		ReplicaOf:      o.replicaOf,
+		HTTPAddress:    o.httpAddress,
+		HTTPDebug:      o.httpDebug,
+		ReplicaPoll:    time.Duration(max(o.replicaPoll, 1)) * time.Second,
+		MaxConns:       o.maxConns,
+		SlowOp:         max(time.Duration(o.slowMS)*time.Millisecond, time.Nanosecond),
+		SlowOpSkipRate: 1 - o.sampleRate,
+		Quiet:          o.quiet,
+		MemoryRelease:  time.Duration(max(o.releaseSeconds, 0)) * time.Second,
+	}
+	if lf != nil {
+		cfg.RotateLog = lf.Rotate
 	}
 	srv := server.New(cfg, engine, log, ring)
+	if err := setStartupParameters(srv, o.setParams); err != nil {
+		fmt.Fprintf(stderr, "dumbodb: %v\n", err)
+		engine.Close()
+		return 1
+	}
 	if err := srv.Listen(); err != nil {
 		log.Error().Str("c", "NETWORK").Err(err).Msg("cannot listen")
 		fmt.Fprintf(stderr, "dumbodb: %v\n", err)
@@ -285,7 +332,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	srv.Serve()
 	log.Info().Str("c", "CONTROL").Str("dataDir", o.dataDir).Int("pid", os.Getpid()).
 		Str("version", server.Version).Msg("DumboDB started")
+	stopRotating := rotateOnSIGUSR1(lf, log)
 	code := waitForSignal(srv, engine, o.heapProfile, log)
+	stopRotating()
 	if o.pidFile != "" {
 		os.Remove(o.pidFile)
 	}
@@ -455,4 +504,55 @@ func writeHeapProfile(path string) error {
 	}
 	runtime.GC()
 	return errors.Join(pprof.WriteHeapProfile(f), f.Close())
+}
+
+// logLevel is the logger's level for mongod's verbosity: 0 info, 1
+// debug, 2 and up trace.
+func logLevel(verbosity int) zerolog.Level {
+	switch {
+	case verbosity >= 2:
+		return zerolog.TraceLevel
+	case verbosity == 1:
+		return zerolog.DebugLevel
+	}
+	return zerolog.InfoLevel
+}
+
+// setStartupParameters applies --setParameter name=value.
+func setStartupParameters(srv *server.Server, params []string) error {
+	for _, p := range params {
+		name, v, _ := strings.Cut(p, "=")
+		n, _ := strconv.ParseInt(v, 10, 64) // checked by loadSettings
+		if err := srv.SetStartupParameter(name, n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// rotateOnSIGUSR1 rotates the log file at each SIGUSR1, as mongod does,
+// until the returned function is called (lf nil: no file, nothing to
+// rotate, the signal is left alone).
+func rotateOnSIGUSR1(lf *logFile, log zerolog.Logger) func() {
+	if lf == nil {
+		return func() {}
+	}
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGUSR1)
+	done := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-sigs:
+				if err := lf.Rotate(); err != nil {
+					log.Error().Str("c", "CONTROL").Err(err).Msg("log rotation failed")
+				} else {
+					log.Info().Str("c", "CONTROL").Msg("Log rotation initiated")
+				}
+			case <-done:
+				return
+			}
+		}
+	}()
+	return func() { signal.Stop(sigs); close(done) }
 }
