@@ -118,7 +118,7 @@ const (
 
 // builtinRoles is the one table of built-in roles, sorted by name.
 var builtinRoles = map[string]grant{
-	"backup":               {anyDB: readActions, cluster: ListDatabases | ServerStatus | GetParameter, adminOnly: true},
+	"backup":               {anyDB: readActions | ViewUser | ViewRole, cluster: ListDatabases | ServerStatus | GetParameter, adminOnly: true},
 	"clusterAdmin":         {anyDB: DropDatabase | CollStats | DBStats, cluster: monitorActions | hostActions | managerActions, adminOnly: true},
 	"clusterManager":       {cluster: managerActions, adminOnly: true},
 	"clusterMonitor":       {anyDB: CollStats | DBStats | ListCollections | ListIndexes, cluster: monitorActions, adminOnly: true},

@@ -38,6 +38,9 @@ func (r *request) authCollectionHandler() (func(*request) (bsoncore.Document, er
 	if !ok || !isAuthCollection(coll) {
 		return nil, false
 	}
+	if err := r.requireAuthCollection(coll); err != nil {
+		return func(*request) (bsoncore.Document, error) { return nil, err }, true
+	}
 	switch r.name {
 	case "find":
 		return func(r *request) (bsoncore.Document, error) { return r.authFind(coll) }, true
@@ -49,6 +52,21 @@ func (r *request) authCollectionHandler() (func(*request) (bsoncore.Document, er
 		return func(r *request) (bsoncore.Document, error) { return r.authListIndexes(coll) }, true
 	}
 	return nil, false
+}
+
+// requireAuthCollection checks, beyond the command's own action, the
+// right to see every user (system.users) or role (system.roles): held
+// by userAdminAnyDatabase, backup and root, as on mongod, and not by a
+// role that only reads databases (readAnyDatabase, read on admin).
+func (r *request) requireAuthCollection(coll string) error {
+	need := map[string]auth.Action{"system.users": auth.ViewUser, "system.roles": auth.ViewRole}[coll]
+	if need == 0 || !r.c.s.cfg.Auth {
+		return nil
+	}
+	if st := r.c.currentAuth(); st.user != nil && st.privs.AllowsEverywhere(need) {
+		return nil
+	}
+	return mongoerr.New(mongoerr.Unauthorized, "not authorized on admin to execute command %s (reading admin.%s needs %v on every database)", commandSummary(r.cmd), coll, need.Names())
 }
 
 func isAuthCollection(coll string) bool {

@@ -80,3 +80,22 @@ func TestUsersAndRolesRoundTripAsTheToolsDo(t *testing.T) {
 		t.Errorf("admin's listCollections shows %v (%v)", names, err)
 	}
 }
+
+// TestAuthCollectionsNeedToViewEveryUser: a user who reads every
+// database but may not view users gets Unauthorized on
+// admin.system.users and admin.system.roles, and still reads
+// admin.system.version.
+func TestAuthCollectionsNeedToViewEveryUser(t *testing.T) {
+	ts := startServer(t, withAuth)
+	createRoot(t, ts)
+	root := ts.authClient("root", "rootpw", "admin", "")
+	mustRun(t, root.Database("admin"), bson.D{{Key: "createUser", Value: "reader"}, {Key: "pwd", Value: "pw"}, {Key: "roles", Value: bson.A{"readAnyDatabase"}}})
+	admin := ts.authClient("reader", "pw", "admin", "").Database("admin")
+	for _, coll := range []string{"system.users", "system.roles"} {
+		_, err := admin.Collection(coll).CountDocuments(ctx, bson.M{})
+		wantCode(t, err, 13, "Unauthorized")
+	}
+	if n, err := admin.Collection("system.version").CountDocuments(ctx, bson.M{}); err != nil || n != 2 {
+		t.Errorf("system.version: %d documents (%v)", n, err)
+	}
+}

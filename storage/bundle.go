@@ -282,6 +282,9 @@ func (e *Engine) RestoreBundle(ctx context.Context, name string, r io.Reader, al
 			return hdr, nil, err
 		}
 		d, err := e.Database(ctx, name, false)
+		if err == nil && d == nil {
+			err = fmt.Errorf("%w: database %s was dropped meanwhile", ErrNamespaceNotFound, name)
+		}
 		if err != nil {
 			return hdr, nil, err
 		}
@@ -338,6 +341,9 @@ func (e *Engine) readBundleRecords(ctx context.Context, dir string, r io.Reader,
 // database name: from each branch's head to the bundle's.
 func (e *Engine) bundleUpdates(ctx context.Context, name string, hdr BundleHeader) ([]PushUpdate, error) {
 	d, err := e.Database(ctx, name, false)
+	if err == nil && d == nil {
+		err = fmt.Errorf("%w: database %s was dropped meanwhile", ErrNamespaceNotFound, name)
+	}
 	if err != nil {
 		return nil, err
 	}
