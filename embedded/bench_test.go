@@ -2,6 +2,7 @@ package embedded_test
 
 import (
 	"context"
+	"fmt"
 	"net/url"
 	"path/filepath"
 	"testing"
@@ -74,65 +75,64 @@ var transports = []struct {
 	{"TCP", func(b *testing.B) *mongo.Collection { return listenedColl(b, false) }},
 }
 
-// BenchmarkFindOne is findOne by _id.
-func BenchmarkFindOne(b *testing.B) {
+// eachTransport runs, through each transport, seed once and then op b.N
+// times (i numbers the call), timing the calls.
+func eachTransport(b *testing.B, seed func(*mongo.Collection) error, op func(coll *mongo.Collection, i int) error) {
 	for _, tr := range transports {
 		b.Run(tr.name, func(b *testing.B) {
-			ctx := context.Background()
 			coll := tr.coll(b)
-			if _, err := coll.InsertOne(ctx, bson.M{"_id": 1, "v": "x"}); err != nil {
+			if err := seed(coll); err != nil {
 				b.Fatal(err)
 			}
 			b.ResetTimer()
-			for range b.N {
-				if err := coll.FindOne(ctx, bson.M{"_id": 1}).Err(); err != nil {
+			for i := range b.N {
+				if err := op(coll, i); err != nil {
 					b.Fatal(err)
 				}
 			}
 		})
 	}
+}
+
+// BenchmarkFindOne is findOne by _id.
+func BenchmarkFindOne(b *testing.B) {
+	ctx := context.Background()
+	eachTransport(b, func(coll *mongo.Collection) error {
+		_, err := coll.InsertOne(ctx, bson.M{"_id": 1, "v": "x"})
+		return err
+	}, func(coll *mongo.Collection, _ int) error {
+		return coll.FindOne(ctx, bson.M{"_id": 1}).Err()
+	})
 }
 
 // BenchmarkInsertOne is insertOne of a small document.
 func BenchmarkInsertOne(b *testing.B) {
-	for _, tr := range transports {
-		b.Run(tr.name, func(b *testing.B) {
-			ctx := context.Background()
-			coll := tr.coll(b)
-			b.ResetTimer()
-			for i := range b.N {
-				if _, err := coll.InsertOne(ctx, bson.M{"_id": i, "v": "x"}); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-	}
+	ctx := context.Background()
+	eachTransport(b, func(*mongo.Collection) error { return nil }, func(coll *mongo.Collection, i int) error {
+		_, err := coll.InsertOne(ctx, bson.M{"_id": i, "v": "x"})
+		return err
+	})
 }
 
 // BenchmarkFind100 is a find returning 100 documents.
 func BenchmarkFind100(b *testing.B) {
-	for _, tr := range transports {
-		b.Run(tr.name, func(b *testing.B) {
-			ctx := context.Background()
-			coll := tr.coll(b)
-			docs := make([]any, 100)
-			for i := range docs {
-				docs[i] = bson.M{"_id": i, "v": "x"}
-			}
-			if _, err := coll.InsertMany(ctx, docs); err != nil {
-				b.Fatal(err)
-			}
-			b.ResetTimer()
-			for range b.N {
-				cur, err := coll.Find(ctx, bson.M{})
-				if err != nil {
-					b.Fatal(err)
-				}
-				var got []bson.Raw
-				if err := cur.All(ctx, &got); err != nil || len(got) != 100 {
-					b.Fatalf("find: %d documents, %v", len(got), err)
-				}
-			}
-		})
-	}
+	ctx := context.Background()
+	eachTransport(b, func(coll *mongo.Collection) error {
+		docs := make([]any, 100)
+		for i := range docs {
+			docs[i] = bson.M{"_id": i, "v": "x"}
+		}
+		_, err := coll.InsertMany(ctx, docs)
+		return err
+	}, func(coll *mongo.Collection, _ int) error {
+		cur, err := coll.Find(ctx, bson.M{})
+		if err != nil {
+			return err
+		}
+		var got []bson.Raw
+		if err := cur.All(ctx, &got); err != nil || len(got) != 100 {
+			return fmt.Errorf("find: %d documents, %v", len(got), err)
+		}
+		return nil
+	})
 }

@@ -26,11 +26,7 @@ func docsOf(docs []bsoncore.Document) func() (bsoncore.Document, error) {
 // stopOnError it keeps what came before the duplicate.
 func TestBulkLoadIsDurableAndRefusesDuplicates(t *testing.T) {
 	dir := t.TempDir()
-	e := openEngine(t, dir, Options{})
-	d, err := e.Database(ctx, "db", true)
-	if err != nil {
-		t.Fatal(err)
-	}
+	e, d := engineDatabase(t, dir, Options{}, true)
 	mustWrite(t, d, func(tx *Tx) error {
 		if _, err := tx.EnsureCollection(ctx, "c"); err != nil {
 			return err
@@ -51,12 +47,8 @@ func TestBulkLoadIsDurableAndRefusesDuplicates(t *testing.T) {
 	}
 	e.Close()
 
-	e = openEngine(t, dir, Options{})
+	e, d = engineDatabase(t, dir, Options{}, false)
 	defer e.Close()
-	d, err = e.Database(ctx, "db", false)
-	if err != nil {
-		t.Fatal(err)
-	}
 	got := contents(t, d, "c")
 	if len(got) != 20001 || got[-1] != "before" || got[5] != "v" {
 		t.Fatalf("after a restart: %d documents, -1=%q, 5=%q", len(got), got[-1], got[5])

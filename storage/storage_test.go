@@ -29,6 +29,18 @@ func openEngine(t testing.TB, dir string, opts Options) *Engine {
 	return e
 }
 
+// engineDatabase opens an engine on dir and its database "db", made when
+// create is set; the caller closes the engine.
+func engineDatabase(t testing.TB, dir string, opts Options, create bool) (*Engine, *Database) {
+	t.Helper()
+	e := openEngine(t, dir, opts)
+	d, err := e.Database(ctx, "db", create)
+	if err != nil || d == nil {
+		t.Fatalf("open database db: %v", err)
+	}
+	return e, d
+}
+
 // openDatabase opens an engine on a fresh temporary directory, closed when
 // the test ends, and returns its database "db".
 func openDatabase(t testing.TB, opts Options) *Database {

@@ -13,11 +13,7 @@ import (
 func TestUndropRestoresADroppedDatabase(t *testing.T) {
 	dir := t.TempDir()
 	opts := Options{UndropRetention: time.Hour}
-	e := openEngine(t, dir, opts)
-	d, err := e.Database(ctx, "db", true)
-	if err != nil {
-		t.Fatal(err)
-	}
+	e, d := engineDatabase(t, dir, opts, true)
 	insertOne(t, d, 1)
 	commitAs(t, d, "one")
 	insertOne(t, d, 2) // in the log only
@@ -95,11 +91,7 @@ func TestUndropRestoresADroppedDatabase(t *testing.T) {
 func TestUndropCollectionAfterRestart(t *testing.T) {
 	dir := t.TempDir()
 	opts := Options{UndropRetention: time.Hour}
-	e := openEngine(t, dir, opts)
-	d, err := e.Database(ctx, "db", true)
-	if err != nil {
-		t.Fatal(err)
-	}
+	e, d := engineDatabase(t, dir, opts, true)
 	mustWrite(t, d, func(tx *Tx) error {
 		if _, err := tx.EnsureCollection(ctx, "c"); err != nil {
 			return err
@@ -117,12 +109,8 @@ func TestUndropCollectionAfterRestart(t *testing.T) {
 	mustWrite(t, d, func(tx *Tx) error { return tx.DropCollection("c") })
 	e.Close()
 
-	e = openEngine(t, dir, opts)
+	e, d = engineDatabase(t, dir, opts, false)
 	defer e.Close()
-	d, err = e.Database(ctx, "db", false)
-	if err != nil {
-		t.Fatal(err)
-	}
 	kept, err := d.DroppedCollections(ctx)
 	if err != nil || len(kept) != 1 || kept[0].Name != "c" || kept[0].By != "ann@admin" || kept[0].Documents != 2500 {
 		t.Fatalf("kept drops after a restart: %+v (%v)", kept, err)
