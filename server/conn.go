@@ -2,8 +2,10 @@ package server
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"io"
 	"net"
@@ -19,6 +21,7 @@ import (
 	"github.com/dumbodb/dumbodb/wire"
 
 	"github.com/rs/zerolog"
+	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
@@ -318,7 +321,7 @@ func (c *conn) runCommand(unacknowledged bool, decode func() (bsoncore.Document,
 	d := time.Since(start)
 	c.s.metrics.observe(req.spec, d, err != nil)
 	if d > c.s.cfg.slowOp() && !req.awaited && c.s.cfg.sampled() { // waiting on purpose is not slowness, as on mongod
-		c.log.Info().Str("c", "COMMAND").Str("command", req.name).Str("ns", req.db).Dur("durationMillis", d).Msg("Slow query")
+		c.logSlow(req, cmd, d, err)
 	}
 	return c.s.withClusterTime(reply, req.opTime)
 }
@@ -369,4 +372,34 @@ func (c *conn) failure(cmd bsoncore.Document, err error) bsoncore.Document {
 func (c *conn) commandLog(ev *zerolog.Event, cmd bsoncore.Document) *zerolog.Event {
 	db, _ := cmd.Lookup("$db").StringValueOK()
 	return ev.Str("c", "COMMAND").Str("command", value.FirstKey(cmd)).Str("$db", db)
+}
+
+// maxLoggedCommand bounds the command a slow query's line shows whole;
+// a larger one is shown by its name only.
+const maxLoggedCommand = 10 << 10
+
+// logSlow logs a slow command as mongod does: "Slow query" with its
+// type, namespace (db.coll when the command names a collection), the
+// command, how long it took, the client and its application.
+func (c *conn) logSlow(req *request, cmd bsoncore.Document, d time.Duration, err error) {
+	ns := req.db
+	if coll, ok := cmd.Index(0).Value().StringValueOK(); ok && coll != "" {
+		ns = req.ns(coll)
+	}
+	ev := c.log.Info().Str("c", "COMMAND").Str("type", "command").Str("ns", ns)
+	var compact bytes.Buffer
+	if len(cmd) <= maxLoggedCommand && json.Compact(&compact, []byte(bson.Raw(cmd).String())) == nil {
+		ev = ev.RawJSON("command", compact.Bytes())
+	} else {
+		ev = ev.Str("command", req.name).Bool("truncated", true)
+	}
+	ev = ev.Dur("durationMillis", d).Str("remote", c.nc.RemoteAddr().String())
+	if app := c.appName(); app != "" {
+		ev = ev.Str("appName", app)
+	}
+	if err != nil {
+		me := mongoerr.As(err)
+		ev = ev.Str("errName", me.Code.String()).Int("errCode", int(me.Code))
+	}
+	ev.Msg("Slow query")
 }

@@ -339,7 +339,7 @@ func TestWaitingIsNotSlow(t *testing.T) {
 	if err := c.Database("app").Collection("c").FindOne(ctx, bson.M{}).Err(); err != nil && err != mongo.ErrNoDocuments {
 		t.Fatal(err)
 	}
-	if !strings.Contains(logs.String(), `"command":"find"`) || !strings.Contains(logs.String(), "Slow query") {
+	if !strings.Contains(logs.String(), `"command":{"find":"c"`) || !strings.Contains(logs.String(), `"ns":"app.c"`) || !strings.Contains(logs.String(), "Slow query") {
 		t.Fatalf("a slow find was not logged:\n%s", logs.String())
 	}
 }

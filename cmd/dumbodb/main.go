@@ -200,24 +200,30 @@ func checkMongodFlags(o *serverFlags, set map[string]bool) error {
 	return nil
 }
 
-// newLogger writes mongod-shaped JSON lines: {"t":{"$date":…},"s":"I","c":…,"msg":…}.
+// newLogger writes mongod's log lines (logformat.go):
+// {"t":{"$date":…},"s":"I","c":…,"id":…,"ctx":…,"msg":…,"attr":{…}}.
 func newLogger(w io.Writer) zerolog.Logger {
 	zerolog.TimestampFieldName = "t"
 	zerolog.LevelFieldName = "s"
 	zerolog.MessageFieldName = "msg"
 	zerolog.TimeFieldFormat = time.RFC3339Nano
+	zerolog.DurationFieldInteger = true // durationMillis a whole number, as mongod's
 	zerolog.LevelFieldMarshalFunc = func(l zerolog.Level) string {
 		switch l {
 		case zerolog.WarnLevel:
 			return "W"
-		case zerolog.ErrorLevel, zerolog.FatalLevel, zerolog.PanicLevel:
+		case zerolog.ErrorLevel:
 			return "E"
-		case zerolog.DebugLevel, zerolog.TraceLevel:
-			return "D"
+		case zerolog.FatalLevel, zerolog.PanicLevel:
+			return "F"
+		case zerolog.DebugLevel:
+			return "D1"
+		case zerolog.TraceLevel:
+			return "D2"
 		}
 		return "I"
 	}
-	return zerolog.New(w).Level(zerolog.InfoLevel).With().Timestamp().Logger()
+	return zerolog.New(mongodLog{w}).Level(zerolog.InfoLevel).With().Timestamp().Logger()
 }
 
 func main() {

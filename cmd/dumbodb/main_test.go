@@ -76,7 +76,7 @@ func TestStartLogStopAndRestart(t *testing.T) {
 	lines := 0
 	for sc.Scan() {
 		var m bson.M
-		if err := bson.UnmarshalExtJSON(sc.Bytes(), false, &m); err != nil || m["msg"] == nil || m["t"] == nil || m["s"] == nil {
+		if err := bson.UnmarshalExtJSON(sc.Bytes(), false, &m); err != nil || m["msg"] == nil || m["t"] == nil || m["s"] == nil || m["id"] == nil || m["ctx"] == nil {
 			t.Errorf("log line %q: %v", sc.Text(), err)
 		}
 		lines++
