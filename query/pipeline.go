@@ -77,6 +77,9 @@ type PipelineOptions struct {
 	// Sessions lists the logical sessions $listLocalSessions and
 	// $listSessions report ({_id: {id, uid}, lastUse}); nil: none.
 	Sessions func(SessionFilter) []bsoncore.Document
+	// CurrentOp lists what $currentOp reports (nil: nothing), or says
+	// why the user may not see it.
+	CurrentOp func(CurrentOpFilter) ([]bsoncore.Document, error)
 
 	spills *spillSet // the files the pipeline's stages spill to
 }

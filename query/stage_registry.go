@@ -47,6 +47,7 @@ var stageTable = [][]stageEntry{
 	},
 	{ // sources of their own documents
 		{name: "$collStats", compile: compileCollStatsStage, flags: stageFirst | stageNotInFacet | stageNotInAPIV1},
+		{name: "$currentOp", compile: compileCurrentOpStage, flags: stageFirst | stageNotInAPIV1},
 		{name: "$documents", compile: compileDocumentsStage, flags: stageFirst | stageNotInFacet},
 		{name: "$indexStats", compile: compileIndexStatsStage, flags: stageFirst | stageNotInFacet | stageNotInAPIV1},
 		{name: "$listLocalSessions", compile: compileListSessionsStage("$listLocalSessions"), flags: stageFirst | stageNotInAPIV1},
@@ -67,7 +68,6 @@ var stageTable = [][]stageEntry{
 	{ // unsupported: change streams, sessions and the server's state
 		{name: "$changeStream", flags: stageUnsupported},
 		{name: "$changeStreamSplitLargeEvent", flags: stageUnsupported},
-		{name: "$currentOp", flags: stageUnsupported | stageNotInAPIV1},
 		{name: "$listSampledQueries", flags: stageUnsupported},
 		{name: "$planCacheStats", flags: stageUnsupported | stageNotInAPIV1},
 		{name: "$querySettings", flags: stageUnsupported},

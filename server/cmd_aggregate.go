@@ -156,6 +156,7 @@ func (r *request) aggregateSource(a *aggregateArgs) (docSource, string, bsoncore
 		AllowDiskUse:   a.allowDiskUse,
 		Collectionless: a.collectionless,
 		Sessions:       func(f query.SessionFilter) []bsoncore.Document { return r.c.s.listSessions(f, r.sessionUID()) },
+		CurrentOp:      r.currentOps,
 	})
 	if err != nil {
 		return nil, "", nil, err

@@ -3,6 +3,7 @@ package server
 import (
 	"time"
 
+	"github.com/dumbodb/dumbodb/auth"
 	"github.com/dumbodb/dumbodb/mongoerr"
 	"github.com/dumbodb/dumbodb/query"
 	"github.com/dumbodb/dumbodb/value"
@@ -44,6 +45,41 @@ func cmdCurrentOp(r *request) (bsoncore.Document, error) {
 		}
 	}
 	return bsoncore.NewDocumentBuilder().AppendArray("inprog", inprog.Build()).AppendDouble("ok", 1).Build(), nil
+}
+
+// currentOps is what $currentOp reports: the operations in progress (of
+// every user with allUsers, which needs the inprog action under --auth;
+// else of the connection's user), idle connections, and idle cursors
+// and sessions when asked.
+func (r *request) currentOps(f query.CurrentOpFilter) ([]bsoncore.Document, error) {
+	if f.AllUsers {
+		if err := r.require(auth.InProg, "admin"); err != nil {
+			return nil, err
+		}
+	}
+	own := r.cursorUser()
+	mine := func(user string) bool { return f.AllUsers || !r.c.s.cfg.Auth || user == own }
+	var docs []bsoncore.Document
+	now := time.Now()
+	for _, c := range r.c.s.connList() {
+		if !mine(c.userName()) {
+			continue
+		}
+		if doc := c.describeOp(now, f.IdleConnections); doc != nil {
+			docs = append(docs, doc)
+		}
+	}
+	if f.IdleCursors {
+		docs = append(docs, r.c.s.cursors.describeIdle(mine)...)
+	}
+	if f.IdleSessions {
+		sf := query.SessionFilter{AllUsers: f.AllUsers || !r.c.s.cfg.Auth}
+		for _, s := range r.c.s.listSessions(sf, r.sessionUID()) {
+			docs = append(docs, bsoncore.NewDocumentBuilder().AppendString("type", "idleSession").
+				AppendBoolean("active", false).AppendDocument("lsid", s.Lookup("_id").Document()).Build())
+		}
+	}
+	return docs, nil
 }
 
 // describeOp is a connection's currentOp entry; nil when it is idle and

@@ -416,11 +416,15 @@ func (s *sliceSource) Next(context.Context) (bsoncore.Document, error) {
 
 // cursorUser names the connection's user as cursors record it ("name@db";
 // "": nobody logged in, or no access control).
-func (r *request) cursorUser() string {
-	if !r.c.s.cfg.Auth {
+func (r *request) cursorUser() string { return r.c.userName() }
+
+// userName names the connection's user as "name@db" ("": nobody logged
+// in, or no access control).
+func (c *conn) userName() string {
+	if !c.s.cfg.Auth {
 		return ""
 	}
-	if u := r.c.currentAuth().user; u != nil {
+	if u := c.currentAuth().user; u != nil {
 		return u.Name + "@" + u.DB
 	}
 	return ""
@@ -436,4 +440,25 @@ func (r *request) checkCursorOwner(cur *cursor) error {
 		return mongoerr.New(mongoerr.Unauthorized, "Cannot run %s on cursor %d, which was created in another session", r.name, cur.id)
 	}
 	return nil
+}
+
+// describeIdle is $currentOp's entries for the open cursors no command
+// is reading (idleCursors), of the users mine accepts.
+func (r *cursorRegistry) describeIdle(mine func(user string) bool) []bsoncore.Document {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []bsoncore.Document
+	for _, c := range r.cursors {
+		if c.dead.Load() || !mine(c.user) || !c.mu.TryLock() { // locked: a getMore reads it, not idle
+			continue
+		}
+		lastUsed := c.lastUsed
+		c.mu.Unlock()
+		cur := bsoncore.NewDocumentBuilder().AppendInt64("cursorId", c.id).
+			AppendDateTime("lastAccessDate", lastUsed.UnixMilli()).
+			AppendBoolean("noCursorTimeout", c.noTimeout).Build()
+		out = append(out, bsoncore.NewDocumentBuilder().AppendString("type", "idleCursor").
+			AppendString("ns", c.ns).AppendDocument("cursor", cur).Build())
+	}
+	return out
 }

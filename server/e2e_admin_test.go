@@ -12,6 +12,7 @@ import (
 	"github.com/dumbodb/dumbodb/server"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 )
 
@@ -287,4 +288,63 @@ func TestDefaultRWConcern(t *testing.T) {
 	if err != nil && !strings.Contains(err.Error(), "setDefaultRWConcern") {
 		t.Errorf("the refusal does not name the command: %v", err)
 	}
+}
+
+// TestCurrentOpStage: $currentOp on admin lists an operation in
+// progress (a find held by a fail point) as currentOp does, with idle
+// connections, idle cursors and idle sessions when asked; on another
+// database, or with an unknown option, it is refused as mongod does.
+func TestCurrentOpStage(t *testing.T) {
+	c := startServer(t, func(cfg *server.Config) { cfg.TestCommands = true }).client()
+	admin := c.Database("admin")
+	coll := c.Database("app").Collection("c")
+	docs := make([]any, 10)
+	for i := range docs {
+		docs[i] = bson.M{"_id": i}
+	}
+	if _, err := coll.InsertMany(ctx, docs); err != nil {
+		t.Fatal(err)
+	}
+	cur, err := coll.Find(ctx, bson.M{}, options.Find().SetBatchSize(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cur.Close(ctx)
+	mustRun(t, admin, bson.D{{Key: "configureFailPoint", Value: "failCommand"}, {Key: "mode", Value: bson.D{{Key: "times", Value: 1}}},
+		{Key: "data", Value: bson.D{{Key: "failCommands", Value: bson.A{"find"}}, {Key: "blockConnection", Value: true}, {Key: "blockTimeMS", Value: 700}}}})
+	done := make(chan error, 1)
+	go func() { done <- coll.FindOne(ctx, bson.M{"_id": 3}).Err() }()
+	listed := func(stage bson.D) []bson.M {
+		t.Helper()
+		out, err := admin.Aggregate(ctx, mongo.Pipeline{{{Key: "$currentOp", Value: stage}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var docs []bson.M
+		if err := out.All(ctx, &docs); err != nil {
+			t.Fatal(err)
+		}
+		return docs
+	}
+	var sawOp bool
+	for deadline := time.Now().Add(5 * time.Second); !sawOp && time.Now().Before(deadline); {
+		for _, d := range listed(bson.D{{Key: "allUsers", Value: true}}) {
+			sawOp = sawOp || (d["type"] == "op" && d["ns"] == "app" && d["active"] == true)
+		}
+	}
+	if !sawOp {
+		t.Error("$currentOp did not list the blocked find")
+	}
+	<-done
+	kinds := map[any]int{}
+	for _, d := range listed(bson.D{{Key: "allUsers", Value: true}, {Key: "idleConnections", Value: true}, {Key: "idleCursors", Value: true}}) {
+		kinds[d["type"]]++
+	}
+	if kinds["idleCursor"] != 1 || kinds["op"] < 1 {
+		t.Errorf("listed %v", kinds)
+	}
+	_, err = c.Database("app").Aggregate(ctx, mongo.Pipeline{{{Key: "$currentOp", Value: bson.D{}}}})
+	wantCode(t, err, 73, "InvalidNamespace")
+	_, err = admin.Aggregate(ctx, mongo.Pipeline{{{Key: "$currentOp", Value: bson.D{{Key: "everything", Value: true}}}}})
+	wantCode(t, err, 9, "FailedToParse")
 }
