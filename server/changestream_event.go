@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"time"
 
 	"github.com/dumbodb/dumbodb/mongoerr"
 	"github.com/dumbodb/dumbodb/storage"
@@ -23,6 +24,7 @@ func (cs *changeStream) eventDoc(ctx context.Context, e storage.ChangeEntry, ev 
 		b.AppendBinary("collectionUUID", 4, ev.UUID[:])
 	}
 	b.AppendDateTime("wallTime", e.Wall.UnixMilli())
+	cs.s.metrics.streamLag.Observe(time.Since(e.Wall).Seconds())
 	full, err := cs.fullDocument(ctx, e, ev)
 	if err != nil {
 		return nil, err

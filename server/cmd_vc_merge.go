@@ -59,12 +59,12 @@ func cmdDumboMerge(r *request) (bsoncore.Document, error) {
 	if err == nil && !res.UpToDate {
 		d.EmitVersionEvent(branch, "dumboMerge", versionDesc("mergeIn", mergeIn, "commitId", res.Commit.ID))
 	}
-	return mergeReply(res, err)
+	return r.mergeReply(res, err)
 }
 
 // mergeReply answers merge, cherry-pick and revert; conflicts are an
 // error reply that carries per-collection counts.
-func mergeReply(res storage.MergeResult, err error) (bsoncore.Document, error) {
+func (r *request) mergeReply(res storage.MergeResult, err error) (bsoncore.Document, error) {
 	if errors.Is(err, storage.ErrMergeConflicts) {
 		counts := bsoncore.NewDocumentBuilder()
 		total := 0
@@ -72,6 +72,7 @@ func mergeReply(res storage.MergeResult, err error) (bsoncore.Document, error) {
 			counts.AppendInt32(coll, int32(n))
 			total += n
 		}
+		r.c.s.metrics.conflicts.Add(float64(total))
 		me := mongoerr.New(mongoerr.MergeConflict,
 			"merge stopped with %d conflicts; resolve them with dumboResolveConflict, then dumboMerge {continue: 1}, or {abort: 1}", total)
 		me.Info = bsoncore.NewDocumentBuilder().AppendDocument("conflicts", counts.Build()).Build()
@@ -202,7 +203,7 @@ func applyCommit(r *request, revert bool) (bsoncore.Document, error) {
 	if err == nil && !res.UpToDate {
 		d.EmitVersionEvent(branch, "dumboCommit", versionDesc("commitId", res.Commit.ID, how, commit))
 	}
-	return mergeReply(res, err)
+	return r.mergeReply(res, err)
 }
 
 func cmdDumboRebase(r *request) (bsoncore.Document, error) {
@@ -242,5 +243,5 @@ func cmdDumboRebase(r *request) (bsoncore.Document, error) {
 			}
 		}
 	}
-	return mergeReply(res, err)
+	return r.mergeReply(res, err)
 }

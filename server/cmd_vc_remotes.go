@@ -138,7 +138,7 @@ func cmdDumboPull(r *request) (bsoncore.Document, error) {
 	}
 	res, err := d.Pull(r.ctx, o)
 	if err != nil {
-		if _, merr := mergeReply(res.Merge, err); merr != nil {
+		if _, merr := r.mergeReply(res.Merge, err); merr != nil {
 			return nil, merr
 		}
 	}

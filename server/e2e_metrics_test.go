@@ -275,3 +275,41 @@ func TestServerStatusFollowsMongodsShape(t *testing.T) {
 		t.Errorf("serverStatus with metrics: 0, opLatencies: false kept %v", slices.Collect(maps.Keys(trimmed)))
 	}
 }
+
+// TestMetricsOfConflictsAndChangeStreams: a merge that stops at one
+// conflict adds one to dumbodb_merge_conflicts_total, and an event a
+// change stream delivers is one observation of
+// dumbodb_change_stream_lag_seconds.
+func TestMetricsOfConflictsAndChangeStreams(t *testing.T) {
+	ts := startServer(t, withHTTP)
+	c := ts.client()
+	shop := c.Database("shop")
+	stream, err := shop.Collection("items").Watch(ctx, mongo.Pipeline{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stream.Close(ctx)
+	if _, err := shop.Collection("items").InsertOne(ctx, bson.M{"_id": 1, "v": 0}); err != nil {
+		t.Fatal(err)
+	}
+	if !stream.Next(ctx) {
+		t.Fatalf("no change event: %v", stream.Err())
+	}
+	mustRun(t, shop, bson.D{{Key: "dumboCommit", Value: 1}, {Key: "message", Value: "base"}})
+	mustRun(t, shop, bson.D{{Key: "dumboBranch", Value: 1}, {Key: "branch", Value: "other"}})
+	for db, v := range map[string]int{"shop": 1, "shop@other": 2} {
+		if _, err := c.Database(db).Collection("items").UpdateOne(ctx, bson.M{"_id": 1}, bson.M{"$set": bson.M{"v": v}}); err != nil {
+			t.Fatal(err)
+		}
+		mustRun(t, c.Database(db), bson.D{{Key: "dumboCommit", Value: 1}, {Key: "message", Value: "change"}})
+	}
+	_, err = run(t, shop, bson.D{{Key: "dumboMerge", Value: 1}, {Key: "mergeIn", Value: "other"}})
+	wantCode(t, err, 20002, "MergeConflict")
+	m, _ := scrape(t, ts, "", "")
+	if v := metricValue(m, "dumbodb_merge_conflicts_total"); v != 1 {
+		t.Errorf("dumbodb_merge_conflicts_total %v, want 1", v)
+	}
+	if v := metricValue(m, "dumbodb_change_stream_lag_seconds"); v < 1 {
+		t.Errorf("dumbodb_change_stream_lag_seconds counts %v events", v)
+	}
+}

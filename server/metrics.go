@@ -30,6 +30,10 @@ type serverMetrics struct {
 	walSync   prometheus.Histogram
 	walBatch  prometheus.Histogram
 	ckpt      prometheus.Histogram
+	// conflicts counts the documents merges stopped at; streamLag is the
+	// time from a change's write to its event's delivery to a stream.
+	conflicts prometheus.Counter
+	streamLag prometheus.Histogram
 }
 
 // commandMetrics are one command's: its latency and its failures, for
@@ -113,7 +117,16 @@ func newServerMetrics(s *Server) *serverMetrics {
 		Help:    "Time of one checkpoint of a branch (its count is the checkpoints).",
 		Buckets: latencyBuckets,
 	})
-	m.registry.MustRegister(duration, failures, m.walSync, m.walBatch, m.ckpt,
+	m.conflicts = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: metricsNamespace, Name: "merge_conflicts_total",
+		Help: "Documents in conflict where a merge, pull, cherry-pick, revert or rebase stopped.",
+	})
+	m.streamLag = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Namespace: metricsNamespace, Name: "change_stream_lag_seconds",
+		Help:    "Time from a change's write to its event's delivery to a change stream (its count is the events delivered).",
+		Buckets: latencyBuckets,
+	})
+	m.registry.MustRegister(duration, failures, m.walSync, m.walBatch, m.ckpt, m.conflicts, m.streamLag,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		&serverCollector{s: s})
 	return m
