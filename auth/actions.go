@@ -58,11 +58,12 @@ const (
 	KillAnySession
 	Shutdown
 	LogRotate
+	Top
 )
 
 // clusterActions are the actions on the cluster resource.
 const clusterActions = ServerStatus | ListDatabases | InProg | KillOp | ReplSetGetStatus | ReplSetGetConfig |
-	ReplSetConfigure | GetParameter | SetParameter | GetCmdLineOpts | GetLog | HostInfo | KillAnySession | Shutdown | LogRotate
+	ReplSetConfigure | GetParameter | SetParameter | GetCmdLineOpts | GetLog | HostInfo | KillAnySession | Shutdown | LogRotate | Top
 
 // actionNames is the one table of action names, used both ways.
 var actionNames = map[Action]string{
@@ -79,7 +80,7 @@ var actionNames = map[Action]string{
 	ListDatabases: "listDatabases", InProg: "inprog", KillOp: "killop",
 	ReplSetGetStatus: "replSetGetStatus", ReplSetGetConfig: "replSetGetConfig", ReplSetConfigure: "replSetConfigure",
 	GetParameter: "getParameter", SetParameter: "setParameter", GetCmdLineOpts: "getCmdLineOpts",
-	GetLog: "getLog", HostInfo: "hostInfo", KillAnySession: "killAnySession", Shutdown: "shutdown", LogRotate: "logRotate",
+	GetLog: "getLog", HostInfo: "hostInfo", KillAnySession: "killAnySession", Shutdown: "shutdown", LogRotate: "logRotate", Top: "top",
 }
 
 // IsCluster reports whether an action is on the cluster resource.

@@ -109,7 +109,7 @@ const (
 	userAdminActions = CreateUser | DropUser | ViewUser | GrantRole | RevokeRole | ChangePassword |
 		ChangeCustomData | CreateRole | DropRole | ViewRole
 	monitorActions = ServerStatus | ListDatabases | InProg | ReplSetGetStatus | ReplSetGetConfig |
-		GetParameter | GetCmdLineOpts | GetLog | HostInfo
+		GetParameter | GetCmdLineOpts | GetLog | HostInfo | Top
 	hostActions    = KillOp | SetParameter | Shutdown | KillAnySession | LogRotate
 	managerActions = ReplSetConfigure | ReplSetGetConfig | ReplSetGetStatus | ListDatabases
 	allDBActions   = readWriteActions | dbAdminActions | userAdminActions

@@ -186,6 +186,7 @@ func init() {
 		{family: diagnostics, name: "getDefaultRWConcern", handler: cmdGetDefaultRWConcern, access: adminOnly, need: needs(auth.ServerStatus), help: "returns the implicit default read and write concerns"},
 		{family: diagnostics, name: "setDefaultRWConcern", handler: cmdSetDefaultRWConcern, access: adminOnly, need: needs(auth.SetParameter), help: "refused: the defaults stay the implicit ones"},
 		{family: diagnostics, name: "logRotate", handler: cmdLogRotate, access: adminOnly, need: needs(auth.LogRotate), help: "rotates the log file (--logpath; --logRotate rename or reopen)"},
+		{family: diagnostics, name: "top", handler: cmdTop, access: adminOnly, need: needs(auth.Top), help: "time and count of the commands on each collection since the server started"},
 		{family: diagnostics, name: "lockInfo", handler: cmdLockInfo, access: adminOnly, need: needs(auth.ServerStatus), help: "lists the locks held: none of mongod's kind"},
 		{family: diagnostics, name: "connPoolStats", handler: cmdConnPoolStats, access: anyDatabase, need: needs(auth.ServerStatus), help: "describes the pools of outgoing connections: there are none"},
 		{family: diagnostics, name: "hostInfo", handler: cmdHostInfo, access: anyDatabase, need: needs(auth.HostInfo), help: "returns information about the host"},

@@ -320,6 +320,9 @@ func (c *conn) runCommand(unacknowledged bool, decode func() (bsoncore.Document,
 	}
 	d := time.Since(start)
 	c.s.metrics.observe(req.spec, d, err != nil)
+	if coll := topCollection(req, cmd); coll != "" {
+		c.s.top.record(req.ns(coll), req.spec, req.name, d)
+	}
 	if d > c.s.cfg.slowOp() && !req.awaited && c.s.cfg.sampled() { // waiting on purpose is not slowness, as on mongod
 		c.logSlow(req, cmd, d, err)
 	}

@@ -348,3 +348,46 @@ func TestCurrentOpStage(t *testing.T) {
 	_, err = admin.Aggregate(ctx, mongo.Pipeline{{{Key: "$currentOp", Value: bson.D{{Key: "everything", Value: true}}}}})
 	wantCode(t, err, 9, "FailedToParse")
 }
+
+// TestTop: top counts the commands on each collection by kind, with
+// their time, as mongod's does.
+func TestTop(t *testing.T) {
+	c := startServer(t).client()
+	coll := c.Database("app").Collection("c")
+	for i := range 3 {
+		if _, err := coll.InsertOne(ctx, bson.M{"_id": i}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := coll.FindOne(ctx, bson.M{"_id": 1}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := coll.DeleteOne(ctx, bson.M{"_id": 2}); err != nil {
+		t.Fatal(err)
+	}
+	top := mustRun(t, c.Database("admin"), bson.D{{Key: "top", Value: 1}})
+	totals := top["totals"].(bson.D)
+	var app bson.D
+	for _, e := range totals {
+		if e.Key == "app.c" {
+			app = e.Value.(bson.D)
+		}
+	}
+	count := func(kind string) any {
+		for _, e := range app {
+			if e.Key == kind {
+				for _, f := range e.Value.(bson.D) {
+					if f.Key == "count" {
+						return f.Value
+					}
+				}
+			}
+		}
+		return nil
+	}
+	for kind, want := range map[string]int64{"total": 5, "insert": 3, "queries": 1, "remove": 1, "writeLock": 4, "readLock": 1} {
+		if got := count(kind); got != want {
+			t.Errorf("top app.c %s: %v, want %d (%v)", kind, got, want, app)
+		}
+	}
+}

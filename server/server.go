@@ -132,6 +132,7 @@ func (c Config) sampled() bool {
 // counters over one storage engine.
 type Server struct {
 	cfg    Config
+	top    topTable   // the top command's figures (cmd_top.go)
 	js     *js.Engine // runs the commands' JavaScript (js)
 	engine *storage.Engine
 	users  *auth.Store // users and roles (docs/format/auth.md), loaded by Listen
