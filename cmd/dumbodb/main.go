@@ -266,6 +266,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		logOut = lf
 	}
 	log := newLogger(io.MultiWriter(logOut, ring)).Level(logLevel(o.verbosity))
+	defer rotateOnSIGUSR1(lf, log)() // before the server answers: a signal meanwhile would end the process
 	setMemoryLimit(o.cacheMB, log)
 	sampleHeapFor(o.heapProfile)
 	stopProfile, err := startCPUProfile(o.cpuProfile)
@@ -338,9 +339,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	srv.Serve()
 	log.Info().Str("c", "CONTROL").Str("dataDir", o.dataDir).Int("pid", os.Getpid()).
 		Str("version", server.Version).Msg("DumboDB started")
-	stopRotating := rotateOnSIGUSR1(lf, log)
 	code := waitForSignal(srv, engine, o.heapProfile, log)
-	stopRotating()
 	if o.pidFile != "" {
 		os.Remove(o.pidFile)
 	}
