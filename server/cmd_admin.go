@@ -318,6 +318,9 @@ func cmdServerStatus(r *request) (bsoncore.Document, error) {
 	if s.cfg.replica() {
 		sections = append(sections, statusSection{"replica", s.replicaStatusDoc()})
 	}
+	if s.topo.replicaSet() {
+		sections = append(sections, statusSection{"repl", s.replStatus()})
+	}
 	for _, sec := range sectionsWanted(r, sections) {
 		b.AppendDocument(sec.name, sec.doc)
 	}
@@ -355,4 +358,13 @@ func (s *Server) changeLogStatus() bsoncore.Document {
 		AppendInt64("retentionMB", limit>>20).
 		AppendInt64("openStreams", int64(s.cursors.countStreams())).
 		Build()
+}
+
+// replStatus is serverStatus.repl, as a replica set member's mongod
+// reports it: hello's replica-set fields, isWritablePrimary, and the
+// rollback id (no rollback ever happens on a one-member set).
+func (s *Server) replStatus() bsoncore.Document {
+	b := bsoncore.NewDocumentBuilder()
+	s.appendHelloFields(b)
+	return b.AppendBoolean("isWritablePrimary", !s.cfg.replica()).AppendInt32("rbid", 1).Build()
 }

@@ -391,3 +391,25 @@ func TestTop(t *testing.T) {
 		}
 	}
 }
+
+// TestServerStatusRepl: serverStatus has mongod's repl section in a
+// replica set (setName, isWritablePrimary, primary, me, hosts), and
+// {repl: 0} leaves it out.
+func TestServerStatusRepl(t *testing.T) {
+	admin := startServer(t).client().Database("admin")
+	st := mustRun(t, admin, bson.D{{Key: "serverStatus", Value: 1}})
+	repl, ok := st["repl"].(bson.D)
+	if !ok {
+		t.Fatalf("no repl section: %v", st)
+	}
+	got := map[string]any{}
+	for _, e := range repl {
+		got[e.Key] = e.Value
+	}
+	if got["setName"] != "rs0" || got["isWritablePrimary"] != true || got["primary"] != got["me"] || got["hosts"] == nil {
+		t.Errorf("repl %v", repl)
+	}
+	if st := mustRun(t, admin, bson.D{{Key: "serverStatus", Value: 1}, {Key: "repl", Value: 0}}); st["repl"] != nil {
+		t.Error("{repl: 0} kept the repl section")
+	}
+}
