@@ -15,13 +15,16 @@ COPY --from=build /out/dumbodb /usr/local/bin/dumbodb
 USER dumbodb
 VOLUME ["/data"]
 EXPOSE 27017
-# The healthcheck sends a real ping over the wire protocol.
-HEALTHCHECK --interval=10s --timeout=3s --start-period=5s --retries=3 \
-  CMD ["dumbodb", "ping", "--port", "27017"]
-ENTRYPOINT ["dumbodb"]
-# Listening on every address, so --auth: start the container with
+# Settings come from DUMBODB_<FLAG> variables (docs/operations.md), which
+# `docker run -e` and flags after the image's name override. Listening on
+# every address, so --auth: start the container with
 # DUMBODB_ROOT_USERNAME and DUMBODB_ROOT_PASSWORD (or the official image's
 # MONGO_INITDB_ROOT_USERNAME and MONGO_INITDB_ROOT_PASSWORD) to create the
 # first user, a root user of admin, or create it from inside the container
 # (the localhost exception).
-CMD ["--data-dir", "/data", "--bind_ip", "0.0.0.0", "--port", "27017", "--auth"]
+ENV DUMBODB_DATA_DIR=/data DUMBODB_BIND_IP_ALL=true DUMBODB_PORT=27017 DUMBODB_AUTH=true
+# The healthcheck sends a real ping over the wire protocol, to the port
+# DUMBODB_PORT names.
+HEALTHCHECK --interval=10s --timeout=3s --start-period=5s --retries=3 \
+  CMD ["dumbodb", "ping"]
+ENTRYPOINT ["dumbodb"]

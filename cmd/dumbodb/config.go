@@ -167,8 +167,10 @@ func flatten(prefix string, v any, out map[string]string) error {
 // (DUMBODB_CACHESIZEMB, DUMBODB_DATA_DIR).
 const envPrefix = "DUMBODB_"
 
-// flagAliases are flags that set the same setting.
-var flagAliases = map[string]string{"dbpath": "data-dir", "data-dir": "dbpath", "f": "config", "config": "f"}
+// flagAliases are flags that set the same setting: one set at a higher
+// rank leaves the other alone at a lower one.
+var flagAliases = map[string]string{"dbpath": "data-dir", "data-dir": "dbpath", "f": "config", "config": "f",
+	"bind_ip": "bind_ip_all", "bind_ip_all": "bind_ip"}
 
 // loadEnvironment sets each flag neither the command line nor the
 // config file set (given) from its environment variable, if any.

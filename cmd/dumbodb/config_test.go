@@ -153,3 +153,25 @@ func TestLogPathAndRotation(t *testing.T) {
 		t.Error("--quiet logged a connection")
 	}
 }
+
+// TestContainerEnvironment: the image's settings come from DUMBODB_*
+// variables, and a flag given after the image's name wins, --bind_ip
+// over DUMBODB_BIND_IP_ALL included; ping's default port follows
+// DUMBODB_PORT.
+func TestContainerEnvironment(t *testing.T) {
+	t.Setenv("DUMBODB_DATA_DIR", "/data")
+	t.Setenv("DUMBODB_BIND_IP_ALL", "true")
+	t.Setenv("DUMBODB_PORT", "28017")
+	t.Setenv("DUMBODB_AUTH", "true")
+	o, err := parseFlags(nil, io.Discard)
+	if err != nil || o.dataDir != "/data" || !o.bindIPAll || o.bindIP != "" || o.port != 28017 || !o.auth {
+		t.Fatalf("from the environment: %+v %v", o, err)
+	}
+	o, err = parseFlags([]string{"--bind_ip", "127.0.0.1", "--dbpath", "/elsewhere"}, io.Discard)
+	if err != nil || o.bindIPAll || o.bindIP != "127.0.0.1" || o.dataDir != "/elsewhere" {
+		t.Fatalf("flags over the environment: %+v %v", o, err)
+	}
+	if p := pingDefaultPort(); p != 28017 {
+		t.Errorf("ping's default port %d", p)
+	}
+}

@@ -18,6 +18,16 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
+// pingDefaultPort is the port the server takes from the environment
+// (DUMBODB_PORT, as the server reads it: config.go), else 27017, so that
+// a container's healthcheck follows the server's port.
+func pingDefaultPort() int {
+	if p, err := strconv.Atoi(os.Getenv(envPrefix + "PORT")); err == nil {
+		return p
+	}
+	return 27017
+}
+
 // runPing is `dumbodb ping [--host H] [--port N] [--tls [--tlsCAFile F]
 // [--tlsCertificateKeyFile F]]`: it sends {ping: 1} over the wire protocol
 // and exits 0 when the server answers ok: 1. The Docker healthcheck uses
@@ -27,7 +37,7 @@ func runPing(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("dumbodb ping", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	host := fs.String("host", "127.0.0.1", "server address")
-	port := fs.Int("port", 27017, "server port")
+	port := fs.Int("port", pingDefaultPort(), "server port (default: DUMBODB_PORT, else 27017)")
 	timeout := fs.Duration("timeout", 3*time.Second, "how long to wait")
 	useTLS := fs.Bool("tls", false, "connect with TLS")
 	caFile := fs.String("tlsCAFile", "", "with --tls, verify the server against these CAs")
