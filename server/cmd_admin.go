@@ -58,12 +58,15 @@ func (s *Server) serverParameters() map[string]func(*bsoncore.DocumentBuilder, s
 			b.AppendArray(k, bsoncore.NewArrayBuilder().AppendString(auth.MechSHA1).AppendString(auth.MechSHA256).Build())
 		},
 		"cursorTimeoutMillis": func(b *bsoncore.DocumentBuilder, k string) {
-			b.AppendInt64(k, cursorIdleTimeout.Milliseconds())
+			b.AppendInt64(k, runtimeParameters[k].get(s))
 		},
 		"maxBSONDepth": func(b *bsoncore.DocumentBuilder, k string) { b.AppendInt32(k, 200) },
 		"internalQueryMaxBlockingSortMemoryUsageBytes": func(b *bsoncore.DocumentBuilder, k string) { b.AppendInt32(k, 100*1024*1024) },
-		"logLevel": func(b *bsoncore.DocumentBuilder, k string) { b.AppendInt32(k, 0) },
-		"quiet":    func(b *bsoncore.DocumentBuilder, k string) { b.AppendBoolean(k, false) },
+		"logLevel": func(b *bsoncore.DocumentBuilder, k string) { b.AppendInt32(k, s.logLevel.Load()) },
+		"quiet":    func(b *bsoncore.DocumentBuilder, k string) { b.AppendBoolean(k, s.quiet.Load()) },
+		"logComponentVerbosity": func(b *bsoncore.DocumentBuilder, k string) {
+			b.AppendDocument(k, bsoncore.NewDocumentBuilder().AppendInt32("verbosity", s.logLevel.Load()).Build())
+		},
 		"transactionLifetimeLimitSeconds": func(b *bsoncore.DocumentBuilder, k string) {
 			b.AppendInt32(k, int32(s.txnLifetime.Load()/int64(time.Second)))
 		},

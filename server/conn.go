@@ -84,7 +84,7 @@ func (c *conn) closeRead() {
 
 func (c *conn) serve() {
 	defer c.finish()
-	if !c.s.cfg.Quiet {
+	if !c.s.quiet.Load() {
 		c.log.Info().Str("c", "NETWORK").Str("remote", c.nc.RemoteAddr().String()).
 			Int64("connectionId", c.id).Msg("Connection accepted")
 	}
@@ -188,7 +188,7 @@ func (c *conn) finish() {
 	delete(c.s.conns, c)
 	c.s.connsMu.Unlock()
 	c.s.stats.connsCurrent.Add(-1)
-	if !c.s.cfg.Quiet {
+	if !c.s.quiet.Load() {
 		c.log.Info().Str("c", "NETWORK").Msg("Connection ended")
 	}
 }

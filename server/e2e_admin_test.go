@@ -413,3 +413,27 @@ func TestServerStatusRepl(t *testing.T) {
 		t.Error("{repl: 0} kept the repl section")
 	}
 }
+
+// TestSetParameterRoundTrips: the parameters getParameter lists that
+// setParameter changes come back as set (quiet, cursorTimeoutMillis,
+// logComponentVerbosity's verbosity as logLevel), a logLevel the host
+// program owns is refused, help is answered, and values out of range
+// are refused.
+func TestSetParameterRoundTrips(t *testing.T) {
+	admin := startServer(t).client().Database("admin")
+	mustRun(t, admin, bson.D{{Key: "setParameter", Value: 1}, {Key: "quiet", Value: true}, {Key: "cursorTimeoutMillis", Value: 5000}})
+	got := mustRun(t, admin, bson.D{{Key: "getParameter", Value: 1}, {Key: "quiet", Value: 1}, {Key: "cursorTimeoutMillis", Value: 1}})
+	if got["quiet"] != true || got["cursorTimeoutMillis"] != int64(5000) {
+		t.Errorf("after setParameter: %v", got)
+	}
+	_, err := run(t, admin, bson.D{{Key: "setParameter", Value: 1}, {Key: "logLevel", Value: 1}})
+	wantCode(t, err, 238, "NotImplemented") // a test server logs through its test's logger
+	_, err = run(t, admin, bson.D{{Key: "setParameter", Value: 1}, {Key: "logComponentVerbosity", Value: bson.M{"command": bson.M{"verbosity": 2}}}})
+	wantCode(t, err, 238, "NotImplemented")
+	_, err = run(t, admin, bson.D{{Key: "setParameter", Value: 1}, {Key: "cursorTimeoutMillis", Value: 0}})
+	wantCode(t, err, 2, "BadValue")
+	help := mustRun(t, admin, bson.D{{Key: "setParameter", Value: 1}, {Key: "help", Value: true}})
+	if s, _ := help["help"].(string); !strings.Contains(s, "cursorTimeoutMillis") || !strings.Contains(s, "quiet") {
+		t.Errorf("help: %v", help)
+	}
+}

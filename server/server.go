@@ -79,8 +79,12 @@ type Config struct {
 	SlowOp         time.Duration
 	SlowOpSkipRate float64
 	// Quiet leaves connections' opening and closing out of the log, as
-	// mongod's --quiet does.
+	// mongod's --quiet does (setParameter quiet changes it).
 	Quiet bool
+	// LogLevel is the log's verbosity, 0 to 5; SetLogLevel changes it
+	// (setParameter logLevel; nil: the level is the host program's).
+	LogLevel    int
+	SetLogLevel func(int)
 	// RotateLog rotates the log file (the logRotate command; nil: the log
 	// is no file of the server's, and there is nothing to rotate).
 	RotateLog func() error
@@ -171,6 +175,11 @@ type Server struct {
 	done       chan struct{} // closed by Shutdown
 
 	txnLifetime atomic.Int64 // transactionLifetimeLimitSeconds, as a time.Duration
+	// cursorTimeout (cursorTimeoutMillis, as a time.Duration), quiet and
+	// logLevel are the parameters of those names (setParameter).
+	cursorTimeout atomic.Int64
+	quiet         atomic.Bool
+	logLevel      atomic.Int32
 
 	running  atomic.Int64 // messages being handled, on all connections
 	spinning atomic.Bool  // a connection is busy-polling
@@ -195,6 +204,9 @@ func New(cfg Config, engine *storage.Engine, log zerolog.Logger, ring *LogRing) 
 	}
 	s.topo = newTopology(cfg, nil, s.clock)
 	s.txnLifetime.Store(int64(DefaultTransactionLifetime))
+	s.cursorTimeout.Store(int64(cursorIdleTimeout))
+	s.quiet.Store(cfg.Quiet)
+	s.logLevel.Store(int32(cfg.LogLevel))
 	s.metrics = newServerMetrics(s)
 	s.shutdownSig.ch = make(chan ShutdownRequest, 1)
 	if engine != nil {
@@ -404,10 +416,18 @@ func (s *Server) reapCursors() {
 	for {
 		select {
 		case <-t.C:
-			s.guard("cursor reaping", func() { s.cursors.reapIdle(cursorIdleTimeout) })
+			s.guard("cursor reaping", func() { s.cursors.reapIdle(time.Duration(s.cursorTimeout.Load())) })
 			s.guard("session reaping", s.reapSessions)
 		case <-s.done:
 			return
 		}
+	}
+}
+
+// setLogLevel changes the log's verbosity (setParameter logLevel).
+func (s *Server) setLogLevel(n int) {
+	s.logLevel.Store(int32(n))
+	if s.cfg.SetLogLevel != nil {
+		s.cfg.SetLogLevel(n)
 	}
 }

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"math"
 	"cmp"
 	"errors"
 	"fmt"
@@ -444,10 +445,21 @@ func (r *request) refuseIndexOnExistingInTxn(coll string) error {
 // while running, each with its setter and its current value (in the unit
 // its name says).
 var runtimeParameters = map[string]struct {
-	min int64
-	get func(*Server) int64
-	set func(*Server, int64)
+	min, max int64 // max 0: none
+	get      func(*Server) int64
+	set      func(*Server, int64)
+	// boolean parameters (quiet) take true or false, held as 1 or 0.
+	boolean bool
 }{
+	"cursorTimeoutMillis": {min: 1,
+		get: func(s *Server) int64 { return s.cursorTimeout.Load() / int64(time.Millisecond) },
+		set: func(s *Server, n int64) { s.cursorTimeout.Store(n * int64(time.Millisecond)) }},
+	"quiet": {min: 0, max: 1, boolean: true,
+		get: func(s *Server) int64 { return b2i(s.quiet.Load()) },
+		set: func(s *Server, n int64) { s.quiet.Store(n != 0) }},
+	"logLevel": {min: 0, max: 5,
+		get: func(s *Server) int64 { return int64(s.logLevel.Load()) },
+		set: func(s *Server, n int64) { s.setLogLevel(int(n)) }},
 	"minSnapshotHistoryWindowInSeconds": {min: 0,
 		get: func(s *Server) int64 { return int64(s.engine.HistoryWindow() / time.Second) },
 		set: func(s *Server, n int64) { s.engine.SetHistoryWindow(time.Duration(n) * time.Second) }},
@@ -489,13 +501,32 @@ func cmdSetParameter(r *request) (bsoncore.Document, error) {
 		if genericFields[key] || key == "comment" {
 			continue
 		}
+		if key == "help" {
+			return setParameterHelp(), nil
+		}
+		v := el.Value()
+		if key == "logComponentVerbosity" {
+			var ok bool
+			key = "logLevel"
+			if v, ok = componentVerbosity(v); !ok {
+				return nil, mongoerr.New(mongoerr.NotImplemented, "logComponentVerbosity: DumboDB has one verbosity for every component; set it as {verbosity: <0 to 5>}")
+			}
+		}
 		p, ok := runtimeParameters[key]
 		if !ok {
 			return nil, mongoerr.New(mongoerr.InvalidOptions, "attempted to set unrecognized parameter [%s], use help:true to see options ", key)
 		}
-		n, ok := value.AsInt64(el.Value())
-		if !ok || n < p.min {
-			return nil, mongoerr.New(mongoerr.BadValue, "%s must be greater than or equal to %ds", key, p.min)
+		n, ok := value.AsInt64(v)
+		if p.boolean {
+			var b bool
+			b, ok = asBool(v)
+			n = b2i(b)
+		}
+		if !ok || n < p.min || (p.max > 0 && n > p.max) {
+			return nil, mongoerr.New(mongoerr.BadValue, "%s must be between %d and %d", key, p.min, max(p.max, math.MaxInt32))
+		}
+		if key == "logLevel" && r.c.s.cfg.SetLogLevel == nil {
+			return nil, mongoerr.New(mongoerr.NotImplemented, "logLevel: this server's log level is fixed (it logs through a logger of its host program)")
 		}
 		was = p.get(r.c.s)
 		p.set(r.c.s, n)
@@ -505,6 +536,37 @@ func cmdSetParameter(r *request) (bsoncore.Document, error) {
 		return nil, mongoerr.New(mongoerr.InvalidOptions, "no option found to set, use help:true to see options ")
 	}
 	return bsoncore.NewDocumentBuilder().AppendInt64("was", was).AppendDouble("ok", 1).Build(), nil
+}
+
+func b2i(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// componentVerbosity reads logComponentVerbosity's {verbosity: n} as
+// logLevel's value; ok is false for a verbosity per component.
+func componentVerbosity(v bsoncore.Value) (bsoncore.Value, bool) {
+	d, ok := v.DocumentOK()
+	if !ok {
+		return v, true // not a document: refused as logLevel's value
+	}
+	els, _ := d.Elements()
+	if len(els) != 1 || els[0].Key() != "verbosity" {
+		return bsoncore.Value{}, false
+	}
+	return els[0].Value(), true
+}
+
+// setParameterHelp is setParameter's answer to help: true.
+func setParameterHelp() bsoncore.Document {
+	text := "help for: setParameter set administrative option(s)\n{ setParameter:1, <param>:<value> }\nsupported:\n"
+	for _, name := range slices.Sorted(maps.Keys(runtimeParameters)) {
+		text += "  " + name + "\n"
+	}
+	text += "  logComponentVerbosity ({verbosity: <0 to 5>})\n"
+	return bsoncore.NewDocumentBuilder().AppendString("help", text).AppendDouble("ok", 1).Build()
 }
 
 // SetStartupParameter sets a parameter setParameter changes while

@@ -108,7 +108,8 @@ dumbodb:
 // TestLogPathAndRotation: --logpath writes the log to a file, renaming
 // one left there unless --logappend; logRotate and SIGUSR1 rename it
 // aside and start a new one; --quiet leaves connections out;
-// --setParameter sets a parameter at start.
+// --setParameter sets a parameter at start, and setParameter logLevel
+// the process's log level.
 func TestLogPathAndRotation(t *testing.T) {
 	dir := t.TempDir()
 	logPath := filepath.Join(dir, "dumbodb.log")
@@ -121,6 +122,12 @@ func TestLogPathAndRotation(t *testing.T) {
 	var got bson.M
 	if err := c.Database("admin").RunCommand(ctx, bson.D{{Key: "getParameter", Value: 1}, {Key: "transactionLifetimeLimitSeconds", Value: 1}}).Decode(&got); err != nil || fmt.Sprint(got["transactionLifetimeLimitSeconds"]) != "33" {
 		t.Errorf("--setParameter: %v (%v)", got, err)
+	}
+	if err := c.Database("admin").RunCommand(ctx, bson.D{{Key: "setParameter", Value: 1}, {Key: "logLevel", Value: 2}}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Database("admin").RunCommand(ctx, bson.D{{Key: "getParameter", Value: 1}, {Key: "logLevel", Value: 1}}).Decode(&got); err != nil || fmt.Sprint(got["logLevel"]) != "2" {
+		t.Errorf("logLevel after setParameter: %v (%v)", got, err)
 	}
 	if err := c.Database("admin").RunCommand(ctx, bson.D{{Key: "logRotate", Value: 1}}).Err(); err != nil {
 		t.Fatal(err)

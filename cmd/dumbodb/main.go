@@ -265,7 +265,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		defer lf.Close()
 		logOut = lf
 	}
-	log := newLogger(io.MultiWriter(logOut, ring)).Level(logLevel(o.verbosity))
+	// The level is the process's (setParameter logLevel changes it):
+	// lines below it are dropped before they are built.
+	zerolog.SetGlobalLevel(logLevel(o.verbosity))
+	log := newLogger(io.MultiWriter(logOut, ring)).Level(zerolog.TraceLevel)
 	defer rotateOnSIGUSR1(lf, log)() // before the server answers: a signal meanwhile would end the process
 	setMemoryLimit(o.cacheMB, log)
 	sampleHeapFor(o.heapProfile)
@@ -308,6 +311,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		SlowOp:         max(time.Duration(o.slowMS)*time.Millisecond, time.Nanosecond),
 		SlowOpSkipRate: 1 - o.sampleRate,
 		Quiet:          o.quiet,
+		LogLevel:       o.verbosity,
+		SetLogLevel:    func(n int) { zerolog.SetGlobalLevel(logLevel(n)) },
 		MemoryRelease:  time.Duration(max(o.releaseSeconds, 0)) * time.Second,
 	}
 	if lf != nil {
