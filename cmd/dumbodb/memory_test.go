@@ -125,3 +125,31 @@ func TestMemoryStaysWithinTheDocumentedBounds(t *testing.T) {
 		t.Fatalf("RSS grew by %d KiB for %d cursors (bound %d KiB each)", grew>>10, opened, perCursor>>10)
 	}
 }
+
+// TestServerStatusResidentIsTheProcesss: serverStatus.mem.resident (MB)
+// is the server process's resident size as the kernel counts it
+// (/proc/<pid>/status VmRSS), within what moves between the two reads.
+func TestServerStatusResidentIsTheProcesss(t *testing.T) {
+	p := dumboproc.StartT(t, t.TempDir())
+	var st struct {
+		Mem struct {
+			Resident int64 `bson:"resident"`
+		} `bson:"mem"`
+	}
+	if err := client(t, p).Database("admin").RunCommand(context.Background(), bson.D{{Key: "serverStatus", Value: 1}}).Decode(&st); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.Pid()))
+	if err != nil {
+		t.Skip("no /proc here")
+	}
+	var rssKB int64
+	for _, line := range strings.Split(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			fmt.Sscan(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), &rssKB)
+		}
+	}
+	if diff := st.Mem.Resident - rssKB>>10; rssKB == 0 || diff < -16 || diff > 16 {
+		t.Errorf("serverStatus.mem.resident %d MB, VmRSS %d MB", st.Mem.Resident, rssKB>>10)
+	}
+}
