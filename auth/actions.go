@@ -41,6 +41,7 @@ const (
 	VCAdmin
 	// BypassDocumentValidation lets a write skip collection validators.
 	BypassDocumentValidation
+	EnableProfiler
 
 	// Cluster actions.
 	ServerStatus
@@ -76,7 +77,7 @@ var actionNames = map[Action]string{
 	RevokeRole: "revokeRole", ChangePassword: "changePassword", ChangeCustomData: "changeCustomData",
 	CreateRole: "createRole", DropRole: "dropRole", ViewRole: "viewRole",
 	VCRead: "dumboVersionRead", VCWrite: "dumboVersionWrite", VCAdmin: "dumboVersionAdmin",
-	BypassDocumentValidation: "bypassDocumentValidation", ServerStatus: "serverStatus",
+	BypassDocumentValidation: "bypassDocumentValidation", EnableProfiler: "enableProfiler", ServerStatus: "serverStatus",
 	ListDatabases: "listDatabases", InProg: "inprog", KillOp: "killop",
 	ReplSetGetStatus: "replSetGetStatus", ReplSetGetConfig: "replSetGetConfig", ReplSetConfigure: "replSetConfigure",
 	GetParameter: "getParameter", SetParameter: "setParameter", GetCmdLineOpts: "getCmdLineOpts",

@@ -105,7 +105,7 @@ const (
 		CreateIndex | DropIndex | RenameCollectionSameDB | VCWrite
 	dbAdminActions = CollMod | CollStats | DBStats | ListCollections | ListIndexes | CreateCollection |
 		DropCollection | CreateIndex | DropIndex | DropDatabase | RenameCollectionSameDB | VCRead | VCAdmin |
-		BypassDocumentValidation
+		BypassDocumentValidation | EnableProfiler
 	userAdminActions = CreateUser | DropUser | ViewUser | GrantRole | RevokeRole | ChangePassword |
 		ChangeCustomData | CreateRole | DropRole | ViewRole
 	monitorActions = ServerStatus | ListDatabases | InProg | ReplSetGetStatus | ReplSetGetConfig |

@@ -102,6 +102,9 @@ func cmdListCollections(r *request) (bsoncore.Document, error) {
 			add(entry)
 		}
 	}
+	if _, ok := r.profileCollection("system.profile"); ok && r.rev == "" {
+		add(profileCollectionEntry)
+	}
 	return r.startCursor(r.db+".$cmd.listCollections", &sliceSource{docs: docs}, batchSize, false, false)
 }
 

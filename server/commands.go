@@ -46,6 +46,7 @@ const (
 	firstAny       firstValue = ""
 	firstBranch    firstValue = "branch"     // a branch's name, needed
 	firstColl      firstValue = "collection" // a collection, for a dumbo command that needs one
+	firstLevel     firstValue = "level"      // a number: profile's level
 	firstFailPoint firstValue = "failPoint"  // a fail point's name
 	firstList      firstValue = "list"       // sessions, users or patterns
 	firstCommand   firstValue = "command"    // the document of the command explained
@@ -186,6 +187,7 @@ func init() {
 		{family: diagnostics, name: "getDefaultRWConcern", handler: cmdGetDefaultRWConcern, access: adminOnly, need: needs(auth.ServerStatus), help: "returns the implicit default read and write concerns"},
 		{family: diagnostics, name: "setDefaultRWConcern", handler: cmdSetDefaultRWConcern, access: adminOnly, need: needs(auth.SetParameter), help: "refused: the defaults stay the implicit ones"},
 		{family: diagnostics, name: "logRotate", handler: cmdLogRotate, access: adminOnly, need: needs(auth.LogRotate), help: "rotates the log file (--logpath; --logRotate rename or reopen)"},
+		{family: diagnostics, name: "profile", handler: cmdProfile, access: anyDatabase, need: needs(auth.EnableProfiler), first: firstLevel, help: "reads or sets the database's profiling level (0, 1, 2), slowms, sampleRate and filter"},
 		{family: diagnostics, name: "top", handler: cmdTop, access: adminOnly, need: needs(auth.Top), help: "time and count of the commands on each collection since the server started"},
 		{family: diagnostics, name: "lockInfo", handler: cmdLockInfo, access: adminOnly, need: needs(auth.ServerStatus), help: "lists the locks held: none of mongod's kind"},
 		{family: diagnostics, name: "connPoolStats", handler: cmdConnPoolStats, access: anyDatabase, need: needs(auth.ServerStatus), help: "describes the pools of outgoing connections: there are none"},

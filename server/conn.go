@@ -323,8 +323,11 @@ func (c *conn) runCommand(unacknowledged bool, decode func() (bsoncore.Document,
 	if coll := topCollection(req, cmd); coll != "" {
 		c.s.top.record(req.ns(coll), req.spec, req.name, d)
 	}
-	if d > c.s.cfg.slowOp() && !req.awaited && c.s.cfg.sampled() { // waiting on purpose is not slowness, as on mongod
+	if d > time.Duration(c.s.slowOp.Load()) && !req.awaited && c.s.sampledSlow() { // waiting on purpose is not slowness, as on mongod
 		c.logSlow(req, cmd, d, err)
+	}
+	if !req.awaited {
+		c.s.profiler.record(c, req, cmd, reply, d, err)
 	}
 	return c.s.withClusterTime(reply, req.opTime)
 }

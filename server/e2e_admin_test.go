@@ -437,3 +437,59 @@ func TestSetParameterRoundTrips(t *testing.T) {
 		t.Errorf("help: %v", help)
 	}
 }
+
+// TestProfiler: at level 2 every operation on the database leaves an
+// entry in system.profile (op, ns, command, nreturned, millis, ts); at
+// level 1 with a filter only those it matches; profile -1 reads the
+// level; system.profile is listed while the database is profiled.
+func TestProfiler(t *testing.T) {
+	c := startServer(t).client()
+	app := c.Database("app")
+	coll := app.Collection("c")
+	was := mustRun(t, app, bson.D{{Key: "profile", Value: 2}})
+	if was["was"] != int32(0) || was["slowms"] != int64(100) {
+		t.Errorf("profile 2: %v", was)
+	}
+	if _, err := coll.InsertOne(ctx, bson.M{"_id": 1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := coll.FindOne(ctx, bson.M{"_id": 1}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	read := func() []bson.M {
+		t.Helper()
+		cur, err := app.Collection("system.profile").Find(ctx, bson.M{"ns": "app.c"}, options.Find().SetSort(bson.M{"ts": 1}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []bson.M
+		if err := cur.All(ctx, &out); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	entries := read()
+	if len(entries) != 2 || entries[0]["op"] != "insert" || entries[1]["op"] != "query" || entries[1]["nreturned"] != int64(1) || entries[1]["command"] == nil {
+		t.Fatalf("entries at level 2: %v", entries)
+	}
+	mustRun(t, app, bson.D{{Key: "profile", Value: 1}, {Key: "filter", Value: bson.M{"op": "insert"}}})
+	if err := coll.FindOne(ctx, bson.M{"_id": 1}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := coll.InsertOne(ctx, bson.M{"_id": 2}); err != nil {
+		t.Fatal(err)
+	}
+	if entries := read(); len(entries) != 3 || entries[2]["op"] != "insert" {
+		t.Errorf("entries after level 1 with a filter: %v", entries)
+	}
+	if got := mustRun(t, app, bson.D{{Key: "profile", Value: -1}}); got["was"] != int32(1) || got["filter"] == nil {
+		t.Errorf("profile -1: %v", got)
+	}
+	names, err := app.ListCollectionNames(ctx, bson.M{})
+	if err != nil || !strings.Contains(strings.Join(names, ","), "system.profile") {
+		t.Errorf("listCollections: %v %v", names, err)
+	}
+	mustRun(t, app, bson.D{{Key: "profile", Value: 0}})
+	_, err = run(t, app, bson.D{{Key: "profile", Value: 3}})
+	wantCode(t, err, 2, "BadValue")
+}

@@ -209,6 +209,7 @@ var commandFirstValues = server.CommandFirstValues()
 var walkFirstValues = map[string]any{
 	"branch":     "main",
 	"collection": "walkcoll",
+	"level":      int32(-1),
 	"failPoint":  "failCommand",
 	"list":       bson.A{},
 	"command":    bson.D{{Key: "find", Value: "walkcoll"}},

@@ -151,7 +151,7 @@ const (
 // time. mongod answers WriteConflict at once; this turns a contended
 // document's conflicts into queueing (TPC-C's warehouse row).
 func (r *request) runHandler() (bsoncore.Document, error) {
-	if h, ok := r.authCollectionHandler(); ok {
+	if h, ok := r.virtualCollectionHandler(); ok {
 		return h(r)
 	}
 	for attempt := 0; ; attempt++ {

@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"net"
 	"os"
@@ -126,10 +127,17 @@ func (c Config) maxConns() int64 { return int64(cmp.Or(c.MaxConns, DefaultMaxCon
 
 func (c Config) slowOp() time.Duration { return cmp.Or(c.SlowOp, DefaultSlowOp) }
 
-// sampled reports whether a slow command is logged: all of them, or
-// all but a share SlowOpSkipRate of them picked at random.
-func (c Config) sampled() bool {
-	return c.SlowOpSkipRate <= 0 || rand.Float64() >= c.SlowOpSkipRate
+// slowSkip is the share of slow operations not logged nor profiled.
+func (s *Server) slowSkip() float64 { return math.Float64frombits(s.slowSkipBits.Load()) }
+
+func (s *Server) setSlowSkip(f float64) { s.slowSkipBits.Store(math.Float64bits(f)) }
+
+// sampledSlow reports whether a slow command is logged (and profiled at
+// level 1): all of them, or all but a share slowSkip of them picked at
+// random.
+func (s *Server) sampledSlow() bool {
+	skip := s.slowSkip()
+	return skip <= 0 || rand.Float64() >= skip
 }
 
 // Server is a running DumboDB: its listeners, connections, cursors and
@@ -180,6 +188,11 @@ type Server struct {
 	cursorTimeout atomic.Int64
 	quiet         atomic.Bool
 	logLevel      atomic.Int32
+	// slowOp is --slowms as a time.Duration and slowSkipBits the share of
+	// slow operations not logged (float64 bits): profile changes both.
+	slowOp       atomic.Int64
+	slowSkipBits atomic.Uint64
+	profiler     profiler // the database profiler (profiler.go)
 
 	running  atomic.Int64 // messages being handled, on all connections
 	spinning atomic.Bool  // a connection is busy-polling
@@ -205,6 +218,8 @@ func New(cfg Config, engine *storage.Engine, log zerolog.Logger, ring *LogRing) 
 	s.topo = newTopology(cfg, nil, s.clock)
 	s.txnLifetime.Store(int64(DefaultTransactionLifetime))
 	s.cursorTimeout.Store(int64(cursorIdleTimeout))
+	s.slowOp.Store(int64(cfg.slowOp()))
+	s.setSlowSkip(cfg.SlowOpSkipRate)
 	s.quiet.Store(cfg.Quiet)
 	s.logLevel.Store(int32(cfg.LogLevel))
 	s.metrics = newServerMetrics(s)
