@@ -313,3 +313,25 @@ func TestMetricsOfConflictsAndChangeStreams(t *testing.T) {
 		t.Errorf("dumbodb_change_stream_lag_seconds counts %v events", v)
 	}
 }
+
+// TestReadyzWhileRecovering: the HTTP listener opened before recovery
+// answers /livez 200 and /readyz 503 "recovering"; the server then takes
+// it over on the same address, and /readyz answers 200.
+func TestReadyzWhileRecovering(t *testing.T) {
+	early, err := server.ListenEarlyHTTP("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := "http://" + early.Addr().String()
+	if httpStatusOf(t, base+"/livez") != http.StatusOK || httpStatusOf(t, base+"/readyz") != http.StatusServiceUnavailable ||
+		httpStatusOf(t, base+"/metrics") != http.StatusServiceUnavailable {
+		t.Fatal("the early listener does not answer as a recovering server")
+	}
+	ts := startServer(t, func(c *server.Config) { c.HTTPAddress, c.EarlyHTTP = early.Addr().String(), early })
+	if got := ts.srv.HTTPAddr().String(); got != early.Addr().String() {
+		t.Errorf("the server listens on %s, not the early listener's %s", got, early.Addr())
+	}
+	if s := httpStatusOf(t, base+"/readyz"); s != http.StatusOK {
+		t.Errorf("/readyz after the server took over: %d", s)
+	}
+}

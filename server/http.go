@@ -28,12 +28,24 @@ import (
 type httpListener struct {
 	l   net.Listener
 	srv *http.Server
+	// early: the listener and its server run since before recovery
+	// (EarlyHTTP), and take the mux as their handler.
+	early *EarlyHTTP
 }
 
 // listenHTTP opens the HTTP listener when one is configured.
 func (s *Server) listenHTTP() error {
 	if s.cfg.HTTPAddress == "" {
 		return nil
+	}
+	if early := s.cfg.EarlyHTTP; early != nil && s.tlsConfig == nil {
+		mux := s.httpMux()
+		s.http = &httpListener{l: early.l, srv: early.srv, early: early}
+		early.handler.Store(&mux)
+		return nil
+	}
+	if s.cfg.EarlyHTTP != nil {
+		s.cfg.EarlyHTTP.Close() // TLS: the listener opens anew, with the server's certificate
 	}
 	l, err := net.Listen("tcp", s.cfg.HTTPAddress)
 	if err != nil {
@@ -44,6 +56,18 @@ func (s *Server) listenHTTP() error {
 		cfg.NextProtos = []string{"http/1.1"}
 		l = tls.NewListener(l, cfg)
 	}
+	s.http = &httpListener{l: l, srv: &http.Server{
+		Handler:           s.httpMux(),
+		ReadHeaderTimeout: 10 * time.Second,
+		// The listener's own complaints (a failed TLS handshake, a
+		// request that does not parse) go to the server's log.
+		ErrorLog: log.New(httpErrorLog{s}, "", 0),
+	}}
+	return nil
+}
+
+// httpMux is what the HTTP listener serves.
+func (s *Server) httpMux() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc(httpRemotePath, s.handleRemote)
 	mux.HandleFunc("GET /metrics", s.handleMetrics)
@@ -59,14 +83,7 @@ func (s *Server) listenHTTP() error {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeHTTPError(w, mongoerr.New(mongoerr.NamespaceNotFound, "no such path: %s", r.URL.Path))
 	})
-	s.http = &httpListener{l: l, srv: &http.Server{
-		Handler:           mux,
-		ReadHeaderTimeout: 10 * time.Second,
-		// The listener's own complaints (a failed TLS handshake, a
-		// request that does not parse) go to the server's log.
-		ErrorLog: log.New(httpErrorLog{s}, "", 0),
-	}}
-	return nil
+	return mux
 }
 
 // httpErrorLog writes net/http's error lines as debug lines of the
@@ -97,6 +114,9 @@ func (s *Server) serveHTTP() {
 	}
 	s.log.Info().Str("c", "NETWORK").Str("address", s.http.l.Addr().String()).Str("scheme", scheme).
 		Msg("Waiting for HTTP requests")
+	if s.http.early != nil {
+		return // served since before recovery
+	}
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()

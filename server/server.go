@@ -94,6 +94,9 @@ type Config struct {
 	// (http.go); HTTPDebug adds Go's profiler under /debug/pprof/.
 	HTTPAddress string
 	HTTPDebug   bool
+	// EarlyHTTP, when set, is HTTPAddress's listener, opened before the
+	// storage engine recovered (http_early.go): the server takes it over.
+	EarlyHTTP *EarlyHTTP
 	// NoScripting turns server-side JavaScript off ($where, $function,
 	// $accumulator, mapReduce), as mongod's --noscripting does.
 	NoScripting bool

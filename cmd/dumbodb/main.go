@@ -278,6 +278,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer stopProfile()
+	early, err := listenEarly(o)
+	if err != nil {
+		log.Error().Str("c", "NETWORK").Err(err).Msg("cannot listen")
+		fmt.Fprintf(stderr, "dumbodb: %v\n", err)
+		return 1
+	}
 	engine, err := storage.Open(o.dataDir, storage.Options{
 		Language:             server.StorageLanguage(),
 		CacheBytes:           int64(o.cacheMB) << 20,
@@ -293,6 +299,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		log.Error().Str("c", "STORAGE").Err(err).Msg("cannot open the data directory")
 		fmt.Fprintf(stderr, "dumbodb: %v\n", err)
+		if early != nil {
+			early.Close()
+		}
 		return 1
 	}
 	cfg := server.Config{
@@ -306,6 +315,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		ReplicaOf:      o.replicaOf,
 		HTTPAddress:    o.httpAddress,
 		HTTPDebug:      o.httpDebug,
+		EarlyHTTP:      early,
 		ReplicaPoll:    time.Duration(max(o.replicaPoll, 1)) * time.Second,
 		MaxConns:       o.maxConns,
 		SlowOp:         max(time.Duration(o.slowMS)*time.Millisecond, time.Nanosecond),
@@ -565,4 +575,15 @@ func rotateOnSIGUSR1(lf *logFile, log zerolog.Logger) func() {
 		}
 	}()
 	return func() { signal.Stop(sigs); close(done) }
+}
+
+// listenEarly opens the HTTP listener before the data directory is
+// opened, so that /livez answers and /readyz says "recovering" while it
+// recovers (server.EarlyHTTP); nil without --httpAddress, or with TLS,
+// whose listener opens with the server.
+func listenEarly(o *serverFlags) (*server.EarlyHTTP, error) {
+	if o.httpAddress == "" || (o.tls.Mode != "" && o.tls.Mode != server.TLSDisabled) {
+		return nil, nil
+	}
+	return server.ListenEarlyHTTP(o.httpAddress)
 }
