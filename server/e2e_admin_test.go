@@ -316,15 +316,7 @@ func TestCurrentOpStage(t *testing.T) {
 	go func() { done <- coll.FindOne(ctx, bson.M{"_id": 3}).Err() }()
 	listed := func(stage bson.D) []bson.M {
 		t.Helper()
-		out, err := admin.Aggregate(ctx, mongo.Pipeline{{{Key: "$currentOp", Value: stage}}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var docs []bson.M
-		if err := out.All(ctx, &docs); err != nil {
-			t.Fatal(err)
-		}
-		return docs
+		return allDocs(t)(admin.Aggregate(ctx, mongo.Pipeline{{{Key: "$currentOp", Value: stage}}}))
 	}
 	var sawOp bool
 	for deadline := time.Now().Add(5 * time.Second); !sawOp && time.Now().Before(deadline); {
@@ -458,15 +450,7 @@ func TestProfiler(t *testing.T) {
 	}
 	read := func() []bson.M {
 		t.Helper()
-		cur, err := app.Collection("system.profile").Find(ctx, bson.M{"ns": "app.c"}, options.Find().SetSort(bson.M{"ts": 1}))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var out []bson.M
-		if err := cur.All(ctx, &out); err != nil {
-			t.Fatal(err)
-		}
-		return out
+		return allDocs(t)(app.Collection("system.profile").Find(ctx, bson.M{"ns": "app.c"}, options.Find().SetSort(bson.M{"ts": 1})))
 	}
 	entries := read()
 	if len(entries) != 2 || entries[0]["op"] != "insert" || entries[1]["op"] != "query" || entries[1]["nreturned"] != int64(1) || entries[1]["command"] == nil {

@@ -244,3 +244,19 @@ func storageEngineStat(tb testing.TB, c *mongo.Client, name string) int64 {
 	}
 	return n
 }
+
+// allDocs reads every document of a cursor (err: the command's that
+// opened it): allDocs(t)(coll.Find(...)).
+func allDocs(t *testing.T) func(*mongo.Cursor, error) []bson.M {
+	return func(cur *mongo.Cursor, err error) []bson.M {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []bson.M
+		if err := cur.All(ctx, &out); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+}
