@@ -91,9 +91,19 @@
 // reaches, and the states kept by time too; a database whose store has
 // doubled since its last GC runs one after a checkpoint (autogc.go).
 //
+// Data in and out: a history bundle (bundle.go, docs/format/bundle.md)
+// is a database's refs and the chunks they reach in one file, written
+// from and restored into the store with the remotes' chunk records;
+// uploads (upload.go) gather what a client sends in pieces. A bulk load
+// (bulkload.go, docs/design/bulk-load.md) inserts many documents into a
+// branch without the log and folds them in one checkpoint. Dropped
+// databases (undrop.go) and collections (undrop_collection.go) are kept
+// for undrop, the collections as commits no branch reaches.
+//
 // The byte layouts of what this package writes are in docs/format/root.md,
 // docs/format/wal.md, docs/format/retry.md, docs/format/txnlog.md,
-// docs/format/changes.md, docs/format/doctree.md and docs/format/capped.md; the design in
+// docs/format/changes.md, docs/format/doctree.md, docs/format/capped.md,
+// docs/format/bundle.md and docs/format/undrop.md; the design in
 // docs/design/durability.md, docs/design/transactions.md,
 // docs/design/change-streams.md and docs/design/version-control.md. Only this
 // package imports Dolt.
