@@ -58,6 +58,11 @@ func (d *Database) KeepDroppedCollection(ctx context.Context, branchName, coll, 
 		return err
 	}
 	defer d.release()
+	if s, err := d.SnapshotAt(ctx, Revision{Branch: branchName}); err != nil {
+		return err
+	} else if _, ok := s.Collection(coll); !ok {
+		return nil // nothing to keep: no checkpoint for a drop of nothing
+	}
 	return d.lockedBranch(ctx, branchName, func(b *branch) error {
 		st := b.state.Load()
 		if _, ok := st.colls.lookup(coll); !ok {
