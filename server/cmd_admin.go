@@ -58,7 +58,7 @@ func (s *Server) serverParameters() map[string]func(*bsoncore.DocumentBuilder, s
 			b.AppendArray(k, bsoncore.NewArrayBuilder().AppendString(auth.MechSHA1).AppendString(auth.MechSHA256).Build())
 		},
 		"cursorTimeoutMillis": func(b *bsoncore.DocumentBuilder, k string) {
-			b.AppendInt64(k, runtimeParameters[k].get(s))
+			b.AppendInt64(k, runtimeParameters["cursorTimeoutMillis"].get(s))
 		},
 		"maxBSONDepth": func(b *bsoncore.DocumentBuilder, k string) { b.AppendInt32(k, 200) },
 		"internalQueryMaxBlockingSortMemoryUsageBytes": func(b *bsoncore.DocumentBuilder, k string) { b.AppendInt32(k, 100*1024*1024) },

@@ -1,11 +1,11 @@
 package server
 
 import (
-	"math"
 	"cmp"
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 	"sync"
