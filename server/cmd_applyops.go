@@ -50,7 +50,7 @@ func cmdApplyOps(r *request) (bsoncore.Document, error) {
 
 // applyOpsCreate checks entry i of applyOps and returns the create it
 // runs, on the entry's database, with the user's right to create there
-// checked.
+// and to write the branch it creates on checked.
 func (r *request) applyOpsCreate(i int, v bsoncore.Value) (*request, error) {
 	entry, ok := v.DocumentOK()
 	if !ok {
@@ -65,6 +65,9 @@ func (r *request) applyOpsCreate(i int, v bsoncore.Value) (*request, error) {
 		return nil, mongoerr.New(mongoerr.NotImplemented, "applyOps entry %d: DumboDB applies only the entry that creates a collection ({op: \"c\", ns: \"<db>.$cmd\", o: {create: ...}}), not op %q on %q", i, op, ns)
 	}
 	if err := r.require(auth.CreateCollection, db); err != nil {
+		return nil, err
+	}
+	if err := r.checkRevisionWrite(r.c.currentAuth(), db, ""); err != nil { // the branch the create writes
 		return nil, err
 	}
 	sub := &request{c: r.c, ctx: r.ctx, cmd: o, name: "create", db: db, spec: commandsByName["create"], session: r.session}

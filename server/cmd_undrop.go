@@ -131,7 +131,10 @@ func undropCollection(r *request, db, coll, toDB, toColl string, purge bool) (bs
 			return nil, err
 		}
 	}
-	dc, err := d.UndropCollection(r.ctx, coll, target, toColl)
+	into := cmp.Or(toDB, db)
+	dc, err := d.UndropCollection(r.ctx, coll, target, toColl, func(branch string) error {
+		return r.checkBranchWrite(r.c.currentAuth(), into, branch)
+	})
 	if err != nil {
 		return nil, err
 	}

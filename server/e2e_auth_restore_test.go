@@ -2,6 +2,9 @@ package server_test
 
 import (
 	"testing"
+	"time"
+
+	"github.com/dumbodb/dumbodb/storage"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 )
@@ -98,4 +101,26 @@ func TestAuthCollectionsNeedToViewEveryUser(t *testing.T) {
 	if n, err := admin.Collection("system.version").CountDocuments(ctx, bson.M{}); err != nil || n != 2 {
 		t.Errorf("system.version: %d documents (%v)", n, err)
 	}
+}
+
+// TestUndropIntoAProtectedBranch: undrop of a collection writes the
+// branch it was dropped from, so a user without the branch's role is
+// refused, as for any write of it.
+func TestUndropIntoAProtectedBranch(t *testing.T) {
+	ts := startServerWith(t, storage.Options{UndropRetention: time.Hour}, withAuth)
+	createRoot(t, ts)
+	root := ts.authClient("root", "rootpw", "admin", "")
+	shop := root.Database("shop")
+	if _, err := shop.Collection("items").InsertOne(ctx, bson.M{"_id": 1}); err != nil {
+		t.Fatal(err)
+	}
+	mustRun(t, shop, bson.D{{Key: "createUser", Value: "ops"}, {Key: "pwd", Value: "pw"}, {Key: "roles", Value: bson.A{"dbAdmin", "readWrite"}}})
+	mustRun(t, shop, bson.D{{Key: "dumboProtectBranch", Value: "main"}, {Key: "roles", Value: bson.A{bson.M{"role": "root", "db": "admin"}}}})
+	if err := shop.Collection("items").Drop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ops := ts.authClient("ops", "pw", "shop", "")
+	_, err := run(t, ops.Database("admin"), bson.D{{Key: "dumboUndrop", Value: 1}, {Key: "name", Value: "shop"}, {Key: "collection", Value: "items"}})
+	wantCode(t, err, 13, "Unauthorized")
+	mustRun(t, root.Database("admin"), bson.D{{Key: "dumboUndrop", Value: 1}, {Key: "name", Value: "shop"}, {Key: "collection", Value: "items"}})
 }

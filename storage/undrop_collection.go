@@ -209,7 +209,8 @@ const undropBatch = 1000
 // collection to of database target's branch (target nil: this database,
 // the branch it was dropped from; to "": its name), then forgets the
 // drop. The copy keeps the collection's options, UUID and indexes.
-func (d *Database) UndropCollection(ctx context.Context, name string, target *Database, to string) (DroppedCollection, error) {
+// allow checks the branch written before anything is.
+func (d *Database) UndropCollection(ctx context.Context, name string, target *Database, to string, allow func(branch string) error) (DroppedCollection, error) {
 	dc, err := d.newestDrop(ctx, name)
 	if err != nil {
 		return dc, err
@@ -219,6 +220,9 @@ func (d *Database) UndropCollection(ctx context.Context, name string, target *Da
 		target = d
 	} else {
 		branch = DefaultBranch
+	}
+	if err := allow(branch); err != nil {
+		return dc, err
 	}
 	to = cmp.Or(to, name)
 	s, err := d.SnapshotAt(ctx, Revision{Commit: dc.commit})

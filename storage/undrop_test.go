@@ -115,13 +115,13 @@ func TestUndropCollectionAfterRestart(t *testing.T) {
 	if err != nil || len(kept) != 1 || kept[0].Name != "c" || kept[0].By != "ann@admin" || kept[0].Documents != 2500 {
 		t.Fatalf("kept drops after a restart: %+v (%v)", kept, err)
 	}
-	if _, err := d.UndropCollection(ctx, "c", nil, ""); err != nil {
+	if _, err := d.UndropCollection(ctx, "c", nil, "", func(string) error { return nil }); err != nil {
 		t.Fatal(err)
 	}
 	if got := len(contents(t, d, "c")); got != 2500 {
 		t.Errorf("%d documents restored, want 2500", got)
 	}
-	if _, err := d.UndropCollection(ctx, "c", nil, ""); !errors.Is(err, ErrCollectionNotDropped) {
+	if _, err := d.UndropCollection(ctx, "c", nil, "", func(string) error { return nil }); !errors.Is(err, ErrCollectionNotDropped) {
 		t.Errorf("a second undrop: %v", err)
 	}
 
