@@ -41,11 +41,15 @@ func compileCurrentOpStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 			dst = &f.IdleCursors
 		case "idleSessions":
 			dst = &f.IdleSessions
-		case "localOps", "truncateOps", "backtrace":
-			// localOps: a single server's operations are all local;
-			// truncateOps: commands are reported whole; backtrace: no
-			// operation waits on a lock to trace.
+		case "localOps":
+			dst = new(bool) // a single server's operations are all local
+		case "truncateOps", "backtrace":
+			// Commands are reported whole, and no operation waits on a
+			// lock to trace: false is what this server does, true is refused.
 			dst = new(bool)
+			if b, _ := v.BooleanOK(); b {
+				return nil, mongoerr.New(mongoerr.NotImplemented, "$currentOp's %s: true is not supported by DumboDB", el.Key())
+			}
 		default:
 			return nil, mongoerr.New(mongoerr.FailedToParse, "Unrecognized option '%s' in $currentOp stage.", el.Key())
 		}

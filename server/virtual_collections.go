@@ -127,7 +127,15 @@ func (vc *virtualColl) find(r *request) (bsoncore.Document, error) {
 	var refused string
 	err := value.EachField(r.cmd, func(k string, v bsoncore.Value) error {
 		switch k {
-		case "find", "hint", "$db", "lsid", "$clusterTime", "$readPreference", "readConcern", "maxTimeMS", "comment", "noCursorTimeout", "singleBatch", "txnNumber", "apiVersion", "apiStrict", "apiDeprecationErrors":
+		case "hint":
+			if !isNaturalHint(v) {
+				refused = k // a hint other than $natural names an index these collections have none of to use
+			}
+		case "noCursorTimeout", "singleBatch":
+			if b, _ := asBool(v); b {
+				refused = k
+			}
+		case "find", "$db", "lsid", "$clusterTime", "$readPreference", "readConcern", "maxTimeMS", "comment", "txnNumber", "apiVersion", "apiStrict", "apiDeprecationErrors":
 		case "filter":
 			stage("$match", v)
 		case "sort":
