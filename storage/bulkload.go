@@ -95,6 +95,9 @@ func bulkInsert(ctx context.Context, tx *Tx, coll string, options bsoncore.Docum
 		return fmt.Errorf("%w: %s is a view, a time-series or a capped collection", ErrBulkTarget, coll)
 	}
 	for i := int64(0); ; i++ {
+		if i%1024 == 0 && ctx.Err() != nil { // maxTimeMS, killOp, a client gone
+			return ctx.Err()
+		}
 		doc, err := next()
 		var refused RefusedDocument
 		switch {

@@ -103,6 +103,9 @@ func walkLacking(ctx context.Context, src nbs.NBSCompressedChunkStore, walk chun
 	seen := hash.NewHashSet(addrs...)
 	frontier := hash.NewHashSet(addrs...)
 	for len(frontier) > 0 {
+		if err := ctx.Err(); err != nil { // a command's maxTimeMS or killOp
+			return nil, nil, st, err
+		}
 		absent, err := lacks(frontier)
 		if err != nil {
 			return nil, nil, st, err
