@@ -13,15 +13,7 @@ import (
 // listIndexSpecs lists a collection's indexes through the driver.
 func listIndexSpecs(t *testing.T, coll *mongo.Collection) []bson.M {
 	t.Helper()
-	cur, err := coll.Indexes().List(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []bson.M
-	if err := cur.All(ctx, &out); err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return allDocs(t)(coll.Indexes().List(ctx))
 }
 
 func collectionInfos(t *testing.T, db *mongo.Database) []bson.M {
