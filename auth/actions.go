@@ -60,11 +60,13 @@ const (
 	Shutdown
 	LogRotate
 	Top
+	Fsync
+	Unlock
 )
 
 // clusterActions are the actions on the cluster resource.
 const clusterActions = ServerStatus | ListDatabases | InProg | KillOp | ReplSetGetStatus | ReplSetGetConfig |
-	ReplSetConfigure | GetParameter | SetParameter | GetCmdLineOpts | GetLog | HostInfo | KillAnySession | Shutdown | LogRotate | Top
+	ReplSetConfigure | GetParameter | SetParameter | GetCmdLineOpts | GetLog | HostInfo | KillAnySession | Shutdown | LogRotate | Top | Fsync | Unlock
 
 // actionNames is the one table of action names, used both ways.
 var actionNames = map[Action]string{
@@ -82,6 +84,7 @@ var actionNames = map[Action]string{
 	ReplSetGetStatus: "replSetGetStatus", ReplSetGetConfig: "replSetGetConfig", ReplSetConfigure: "replSetConfigure",
 	GetParameter: "getParameter", SetParameter: "setParameter", GetCmdLineOpts: "getCmdLineOpts",
 	GetLog: "getLog", HostInfo: "hostInfo", KillAnySession: "killAnySession", Shutdown: "shutdown", LogRotate: "logRotate", Top: "top",
+	Fsync: "fsync", Unlock: "unlock",
 }
 
 // IsCluster reports whether an action is on the cluster resource.

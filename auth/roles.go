@@ -110,7 +110,7 @@ const (
 		ChangeCustomData | CreateRole | DropRole | ViewRole
 	monitorActions = ServerStatus | ListDatabases | InProg | ReplSetGetStatus | ReplSetGetConfig |
 		GetParameter | GetCmdLineOpts | GetLog | HostInfo | Top
-	hostActions    = KillOp | SetParameter | Shutdown | KillAnySession | LogRotate
+	hostActions    = KillOp | SetParameter | Shutdown | KillAnySession | LogRotate | Fsync | Unlock
 	managerActions = ReplSetConfigure | ReplSetGetConfig | ReplSetGetStatus | ListDatabases
 	allDBActions   = readWriteActions | dbAdminActions | userAdminActions
 	allCluster     = clusterActions

@@ -47,6 +47,7 @@ const (
 	IllegalOperation                   Code = 20
 	EmptyArrayOperation                Code = 21
 	InvalidBSON                        Code = 22
+	LockTimeout                        Code = 24
 	NamespaceNotFound                  Code = 26
 	IndexNotFound                      Code = 27
 	PathNotViable                      Code = 28

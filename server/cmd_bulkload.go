@@ -52,7 +52,7 @@ func cmdDumboBulkLoad(r *request) (bsoncore.Document, error) {
 		}
 		return bsoncore.NewDocumentBuilder().AppendInt64("size", size).AppendDouble("ok", 1).Build(), nil
 	}
-	f, err := e.TakeUpload(storage.UploadBulk, r.db, a.upload)
+	f, err := e.TakeUpload(r.ctx, storage.UploadBulk, r.db, a.upload)
 	if err != nil {
 		return nil, err
 	}

@@ -44,7 +44,11 @@ func cmdCurrentOp(r *request) (bsoncore.Document, error) {
 			inprog.AppendDocument(doc)
 		}
 	}
-	return bsoncore.NewDocumentBuilder().AppendArray("inprog", inprog.Build()).AppendDouble("ok", 1).Build(), nil
+	reply := bsoncore.NewDocumentBuilder().AppendArray("inprog", inprog.Build())
+	if r.c.s.engine.FreezeCount() > 0 { // as mongod says while fsync-locked
+		reply.AppendBoolean("fsyncLock", true)
+	}
+	return reply.AppendDouble("ok", 1).Build(), nil
 }
 
 // currentOps is what $currentOp reports: the operations in progress (of

@@ -184,6 +184,8 @@ func init() {
 		{family: diagnostics, name: "buildInfo", handler: cmdBuildInfo, access: anyDatabase, need: openToAll, help: "returns the server's version and build information"},
 		{family: diagnostics, name: "buildinfo", handler: cmdBuildInfo, access: anyDatabase, need: openToAll, help: "legacy spelling of buildInfo", canonical: "buildInfo"},
 		{family: diagnostics, name: "shutdown", handler: cmdShutdown, access: adminOnly, need: needs(auth.Shutdown), help: "stops the server: {shutdown: 1, force?, timeoutSecs?}"},
+		{family: diagnostics, name: "fsync", handler: cmdFsync, access: adminOnly, need: needs(auth.Fsync), help: "checkpoints every database; with lock: true, freezes the data directory for a copy: {fsync: 1, lock?, fsyncLockAcquisitionTimeoutMillis?}"},
+		{family: diagnostics, name: "fsyncUnlock", handler: cmdFsyncUnlock, access: adminOnly, need: needs(auth.Unlock), help: "takes one fsync lock away; writes go on when none is left"},
 		{family: diagnostics, name: "getDefaultRWConcern", handler: cmdGetDefaultRWConcern, access: adminOnly, need: needs(auth.ServerStatus), help: "returns the implicit default read and write concerns"},
 		{family: diagnostics, name: "setDefaultRWConcern", handler: cmdSetDefaultRWConcern, access: adminOnly, need: needs(auth.SetParameter), help: "refused: the defaults stay the implicit ones"},
 		{family: diagnostics, name: "logRotate", handler: cmdLogRotate, access: adminOnly, need: needs(auth.LogRotate), help: "rotates the log file (--logpath; --logRotate rename or reopen)"},

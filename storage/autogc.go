@@ -54,7 +54,7 @@ func (d *Database) collectSoon() {
 	}
 	go func() {
 		defer func() { <-d.engine.autoGC }()
-		d.engine.guard(d, "automatic GC", d.autoCollect)
+		d.engine.inGate(func() { d.engine.guard(d, "automatic GC", d.autoCollect) })
 	}()
 }
 

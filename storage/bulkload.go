@@ -54,12 +54,17 @@ func (r RefusedDocument) Unwrap() error { return r.Err }
 // keeping what came before.
 func (d *Database) BulkLoad(ctx context.Context, branchName, coll string, options bsoncore.Document,
 	next func() (bsoncore.Document, error), stopOnError bool) (BulkResult, error) {
+	ctx, leave, err := d.enterGate(ctx)
+	if err != nil {
+		return BulkResult{}, err
+	}
+	defer leave()
 	var res BulkResult
 	if err := d.hold(ctx); err != nil {
 		return res, err
 	}
 	defer d.release()
-	err := d.lockedBranch(ctx, branchName, func(b *branch) error {
+	err = d.lockedBranch(ctx, branchName, func(b *branch) error {
 		if err := d.writable(b); err != nil {
 			return err
 		}

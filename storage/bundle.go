@@ -266,6 +266,11 @@ func parseBundleHeader(doc []byte) (BundleHeader, error) {
 // another commit is refused; allow checks each update first. The
 // records are read in full and checked before any ref moves.
 func (e *Engine) RestoreBundle(ctx context.Context, name string, r io.Reader, allow func(PushUpdate) error) (BundleHeader, []RefUpdate, error) {
+	ctx, leave, err := e.gate.enter(ctx)
+	if err != nil {
+		return BundleHeader{}, nil, err
+	}
+	defer leave()
 	hdr, err := ReadBundleHeader(r)
 	if err != nil {
 		return hdr, nil, err
@@ -449,7 +454,12 @@ func (d *Database) BundleFile(ctx context.Context, since []string) (*os.File, Bu
 // (RestoreBundle) and removes the upload, whether the restore took or
 // not: a bundle that did not restore must be sent again.
 func (e *Engine) RestoreBundleUpload(ctx context.Context, db, id string, allow func(PushUpdate) error) (BundleHeader, []RefUpdate, error) {
-	f, err := e.TakeUpload(UploadBundle, db, id)
+	ctx, leave, err := e.gate.enter(ctx)
+	if err != nil {
+		return BundleHeader{}, nil, err
+	}
+	defer leave()
+	f, err := e.TakeUpload(ctx, UploadBundle, db, id)
 	if err != nil {
 		return BundleHeader{}, nil, err
 	}

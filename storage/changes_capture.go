@@ -587,6 +587,8 @@ func (d *Database) logStateChange(ctx context.Context, b *branch, a, b2 *rootSta
 // EmitVersionEvent appends a DumboDB version-control event (dumboCommit,
 // dumboBranch, ...) with its description, durably.
 func (d *Database) EmitVersionEvent(branch, op string, desc bsoncore.Document) {
+	_, leave, _ := d.engine.gate.enter(context.Background()) // waits while frozen
+	defer leave()
 	if err := d.engine.emitEntry(d.name, branch, []ChangeEvent{{Op: op, Desc: desc}}); err != nil {
 		d.log.Error().Str("c", "STORAGE").Err(err).Str("db", d.name).Msg("appending to the change log failed")
 	}

@@ -19,6 +19,11 @@ import (
 // can be recycled. Each branch's edits are folded beside its writers
 // (checkpointBeside); one checkpoint runs per database at a time.
 func (d *Database) Checkpoint(ctx context.Context) error {
+	ctx, leave, err := d.enterGate(ctx)
+	if err != nil {
+		return err
+	}
+	defer leave()
 	if !d.holdIfOpen() {
 		return nil // closed, and checkpointed as it closed
 	}

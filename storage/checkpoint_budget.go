@@ -47,8 +47,9 @@ type budgetCheckpoint struct {
 // checkpointSoon starts a checkpoint of d in the background unless the
 // budget's is running already, and returns the channel closed when that
 // one ends. A writer that finds the checkpoint due calls it and goes on:
-// the fold runs beside the writers (checkpointBeside).
-func (d *Database) checkpointSoon() <-chan struct{} {
+// the fold runs beside the writers (checkpointBeside). Started by a writer
+// inside the write gate, it counts as inside (writers may wait for it).
+func (d *Database) checkpointSoon(ctx context.Context) <-chan struct{} {
 	d.budget.mu.Lock()
 	defer d.budget.mu.Unlock()
 	if d.budget.done != nil {
@@ -56,7 +57,12 @@ func (d *Database) checkpointSoon() <-chan struct{} {
 	}
 	done := make(chan struct{})
 	d.budget.done = done
+	work, leave, joined := d.engine.gate.join(ctx)
+	if !joined {
+		work, leave = context.Background(), func() {}
+	}
 	go func() {
+		defer leave()
 		defer func() {
 			d.budget.mu.Lock()
 			d.budget.done = nil
@@ -64,7 +70,7 @@ func (d *Database) checkpointSoon() <-chan struct{} {
 			close(done)
 		}()
 		d.engine.guard(d, "checkpoint over the edit budget", func() error {
-			return d.Checkpoint(context.Background())
+			return d.Checkpoint(work)
 		})
 	}()
 	return done
@@ -112,7 +118,7 @@ func (d *Database) awaitBudget(ctx context.Context) {
 			return
 		}
 		select {
-		case <-d.checkpointSoon():
+		case <-d.checkpointSoon(ctx):
 		case <-ctx.Done():
 			return
 		}

@@ -486,6 +486,11 @@ func (d *Database) Write(ctx context.Context, fn func(tx *Tx) error) error {
 
 // WriteBranch is Write on a named branch.
 func (d *Database) WriteBranch(ctx context.Context, branchName string, fn func(tx *Tx) error) error {
+	ctx, leave, err := d.enterGate(ctx)
+	if err != nil {
+		return err
+	}
+	defer leave()
 	if err := d.hold(ctx); err != nil {
 		return err
 	}
@@ -626,7 +631,7 @@ func (d *Database) logAndPublish(ctx context.Context, b *branch, cur *rootState,
 	held := next.editBytes()
 	d.engine.addEditBytes(held - cur.editBytes())
 	if d.engine.checkpointDue(held) {
-		d.checkpointSoon() // folded beside the writers, this one included
+		d.checkpointSoon(ctx) // folded beside the writers, this one included
 	}
 	return lsn, nil
 }

@@ -118,6 +118,10 @@ type Engine struct {
 	autoGC  chan struct{} // holds the one automatic GC running (autogc.go)
 	stop    chan struct{}
 	done    chan struct{}
+	// gate holds writes while the data directory is frozen (freeze.go);
+	// freezeMu serialises Freeze and Thaw.
+	gate     writeGate
+	freezeMu sync.Mutex
 }
 
 // Open locks dir (creating it if needed) for this process. A second Open of
@@ -227,11 +231,13 @@ func (e *Engine) backgroundLoop() {
 		case <-ckpt.C:
 			e.checkpointAll()
 		case <-idle:
-			e.closeIdleAll(time.Now())
+			e.inGate(func() { e.closeIdleAll(time.Now()) })
 		case <-undrop:
-			if err := e.expireDropped(time.Now()); err != nil {
-				e.log.Warn().Str("c", "STORAGE").Err(err).Msg("removing dropped databases past their retention")
-			}
+			e.inGate(func() {
+				if err := e.expireDropped(time.Now()); err != nil {
+					e.log.Warn().Str("c", "STORAGE").Err(err).Msg("removing dropped databases past their retention")
+				}
+			})
 		}
 	}
 }
@@ -266,7 +272,8 @@ func (e *Engine) Close() error {
 	}
 	close(e.stop)
 	e.mu.Unlock()
-	<-e.done // a periodic checkpoint may be running; it takes e.mu
+	e.thawAll() // what waits at the gate finishes before the close
+	<-e.done    // a periodic checkpoint may be running; it takes e.mu
 	e.mu.Lock()
 	return e.closeAllLocked()
 }
@@ -325,6 +332,14 @@ func (e *Engine) checkDatabaseName(name string) error {
 // open for IdleDatabaseTimeout after it, and the handle stays valid (it
 // reopens on its next call) until the database is dropped.
 func (e *Engine) Database(ctx context.Context, name string, create bool) (*Database, error) {
+	if create { // a creation writes the new database's files
+		var leave func()
+		var err error
+		if ctx, leave, err = e.gate.enter(ctx); err != nil {
+			return nil, err
+		}
+		defer leave()
+	}
 	d, err := e.handle(ctx, name, create)
 	if err != nil || d == nil {
 		return nil, err
@@ -441,6 +456,8 @@ func (e *Engine) DropDatabase(name string) error { return e.DropDatabaseBy(name,
 // DropDatabaseBy drops a database, recording who dropped it when the
 // engine keeps dropped databases for undrop (Options.UndropRetention).
 func (e *Engine) DropDatabaseBy(name, by string) error {
+	_, leave, _ := e.gate.enter(context.Background()) // waits while frozen
+	defer leave()
 	if err := e.checkDatabaseName(name); err != nil {
 		return err
 	}

@@ -19,6 +19,11 @@ import (
 // It reports the database's size on disk before (once those checkpoints
 // are made) and after.
 func (d *Database) GC(ctx context.Context) (before, after int64, err error) {
+	ctx, leave, err := d.enterGate(ctx)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer leave()
 	if err := d.hold(ctx); err != nil {
 		return 0, 0, err
 	}

@@ -30,6 +30,11 @@ var cloneSeq atomic.Int64
 // to name once complete, so a crash leaves no half database (start
 // removes the directory).
 func (e *Engine) Clone(ctx context.Context, name, rawURL, branch string) (FetchResult, error) {
+	ctx, leave, err := e.gate.enter(ctx)
+	if err != nil {
+		return FetchResult{}, err
+	}
+	defer leave()
 	if err := e.cloneTargetFree(name); err != nil {
 		return FetchResult{}, err
 	}

@@ -25,6 +25,11 @@ type PullResult struct {
 // Rebase, replays the branch's commits onto it). Conflicts stop the merge
 // in the merge flow, as dumboMerge's do.
 func (d *Database) Pull(ctx context.Context, o PullOptions) (PullResult, error) {
+	ctx, leave, err := d.enterGate(ctx)
+	if err != nil {
+		return PullResult{}, err
+	}
+	defer leave()
 	var res PullResult
 	if err := d.hold(ctx); err != nil {
 		return res, err
@@ -33,7 +38,6 @@ func (d *Database) Pull(ctx context.Context, o PullOptions) (PullResult, error) 
 	if err := d.remoteBranchOf(o.Branch, &o.Remote, &o.RemoteBranch); err != nil {
 		return res, err
 	}
-	var err error
 	if res.Fetch, err = d.fetch(ctx, o.Remote, o.RemoteBranch, false); err != nil {
 		return res, err
 	}

@@ -24,6 +24,11 @@ type RemoteInfo struct {
 
 // AddRemote adds a remote; its URL must be one DumboDB can reach.
 func (d *Database) AddRemote(ctx context.Context, name, rawURL string) error {
+	ctx, leave, err := d.enterGate(ctx)
+	if err != nil {
+		return err
+	}
+	defer leave()
 	if err := d.hold(ctx); err != nil {
 		return err
 	}
@@ -47,6 +52,11 @@ func (d *Database) AddRemote(ctx context.Context, name, rawURL string) error {
 // RemoveRemote removes a remote, its tracking refs and the upstreams
 // that name it.
 func (d *Database) RemoveRemote(ctx context.Context, name string) error {
+	ctx, leave, err := d.enterGate(ctx)
+	if err != nil {
+		return err
+	}
+	defer leave()
 	if err := d.hold(ctx); err != nil {
 		return err
 	}

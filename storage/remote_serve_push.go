@@ -66,6 +66,11 @@ func (d *Database) ServePushHas(ctx context.Context, id string, body []byte) ([]
 // checked (CRC, and its address against its data) before it is kept.
 // What arrived is kept even when the body is cut off.
 func (d *Database) ReceivePushChunks(ctx context.Context, id string, body io.Reader) error {
+	ctx, leave, err := d.enterGate(ctx)
+	if err != nil {
+		return err
+	}
+	defer leave()
 	c, err := d.engine.openCacheAt(ctx, d.pushCacheDir(id))
 	if err != nil {
 		return err
@@ -121,6 +126,11 @@ const maxPushRequest = 1 << 20
 // unless allow passes every update; a push that applied removes its
 // cache.
 func (d *Database) ReceivePush(ctx context.Context, id string, body io.Reader, allow func(PushUpdate) error) ([]RefUpdate, error) {
+	ctx, leave, err := d.enterGate(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer leave()
 	updates, err := readPushRequest(body)
 	if err != nil {
 		return nil, err

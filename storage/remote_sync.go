@@ -33,6 +33,11 @@ type FetchResult struct {
 // <remote>/<branch> at them; with prune, tracking refs of branches the
 // remote no longer has go.
 func (d *Database) Fetch(ctx context.Context, remote, branch string, prune bool) (FetchResult, error) {
+	ctx, leave, err := d.enterGate(ctx)
+	if err != nil {
+		return FetchResult{}, err
+	}
+	defer leave()
 	if err := d.hold(ctx); err != nil {
 		return FetchResult{}, err
 	}
@@ -192,6 +197,11 @@ type PushResult struct {
 // Delete it removes the remote branch instead. The remote and remote
 // branch default to the branch's upstream.
 func (d *Database) Push(ctx context.Context, o PushOptions) (PushResult, error) {
+	ctx, leave, err := d.enterGate(ctx)
+	if err != nil {
+		return PushResult{}, err
+	}
+	defer leave()
 	if err := d.hold(ctx); err != nil {
 		return PushResult{}, err
 	}

@@ -34,6 +34,11 @@ type FollowResult struct {
 // to date: a database the engine lacks is cloned, one it has is fetched
 // from its origin and its branches and tags made the remote's.
 func (e *Engine) Follow(ctx context.Context, rawURL string) ([]FollowResult, error) {
+	ctx, leave, err := e.gate.enter(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer leave()
 	names, err := remoteDatabases(ctx, rawURL)
 	if err != nil {
 		return nil, err
@@ -109,6 +114,11 @@ func remoteDatabases(ctx context.Context, rawURL string) ([]string, error) {
 // database nobody writes (a replica's) should be mirrored: local commits
 // are dropped.
 func (d *Database) Mirror(ctx context.Context, remote string) (bool, error) {
+	ctx, leave, err := d.enterGate(ctx)
+	if err != nil {
+		return false, err
+	}
+	defer leave()
 	if err := d.hold(ctx); err != nil {
 		return false, err
 	}

@@ -201,7 +201,12 @@ func (s *spares) fill() {
 	for {
 		s.mu.Lock()
 		missing := spareDatabases - len(s.ready)
-		if s.closed || missing <= 0 {
+		// While the data directory is frozen, or about to be, no spare is
+		// made: a creation that waits for one inside the write gate would
+		// hold the freeze. It makes its directory itself (take finds
+		// none); one spare started just before the gate closed is made
+		// as a crash leaves one, named only once whole.
+		if s.closed || missing <= 0 || s.engine.gate.closedNow() {
 			s.mu.Unlock()
 			return
 		}

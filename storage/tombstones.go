@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"context"
 	"sync/atomic"
 	"time"
 )
@@ -115,6 +116,6 @@ func (d *Database) tombstonesDue(skipped int64) bool {
 	}
 	d.tombstones.last.Store(now)
 	d.engine.dbStats.deletionCheckpoints.Add(1)
-	d.checkpointSoon()
+	d.checkpointSoon(context.Background())
 	return true
 }

@@ -246,6 +246,11 @@ func docAt(ctx context.Context, ns tree.NodeStore, st *rootState, coll string, k
 // to one of its documents first. The transaction ends either way.
 func (t *Txn) Commit(ctx context.Context) error {
 	defer t.end()
+	ctx, leave, err := t.d.enterGate(ctx)
+	if err != nil {
+		return err
+	}
+	defer leave()
 	t.d.awaitBudget(ctx)
 	lsn, err := t.commitLocked(ctx)
 	return t.d.awaitWrite(ctx, lsn, err)

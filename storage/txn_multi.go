@@ -27,6 +27,14 @@ func CommitTxns(ctx context.Context, txns []*Txn) error {
 			t.end()
 		}
 	}()
+	if len(txns) > 0 {
+		var leave func()
+		var err error
+		if ctx, leave, err = txns[0].d.enterGate(ctx); err != nil {
+			return err
+		}
+		defer leave()
+	}
 	var writers []*Txn
 	for _, t := range txns {
 		if t.tx.dirty() {

@@ -125,6 +125,8 @@ func readDroppedRecord(dir string) (string, int64) {
 // Undrop restores the newest kept drop of name as database to (name when
 // empty), which must not exist.
 func (e *Engine) Undrop(name, to string) (DroppedDatabase, error) {
+	_, leave, _ := e.gate.enter(context.Background()) // waits while frozen
+	defer leave()
 	if to == "" {
 		to = name
 	}
@@ -170,6 +172,8 @@ func (e *Engine) restoreDropped(dd DroppedDatabase, to string) error {
 // PurgeDropped removes every kept drop of name for good and reports how
 // many there were.
 func (e *Engine) PurgeDropped(name string) (int, error) {
+	_, leave, _ := e.gate.enter(context.Background()) // waits while frozen
+	defer leave()
 	dropped, err := e.DroppedDatabases()
 	if err != nil {
 		return 0, err

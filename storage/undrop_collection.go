@@ -51,6 +51,11 @@ const dropDescPrefix = "dropped collection "
 // before the drop. It does nothing without a retention or when the
 // collection does not exist.
 func (d *Database) KeepDroppedCollection(ctx context.Context, branchName, coll, by string) error {
+	ctx, leave, err := d.enterGate(ctx)
+	if err != nil {
+		return err
+	}
+	defer leave()
 	if d.engine.opts.UndropRetention <= 0 {
 		return nil
 	}
@@ -183,6 +188,11 @@ func (d *Database) newestDrop(ctx context.Context, name string) (DroppedCollecti
 // PurgeDroppedCollection removes every kept drop of collection name and
 // returns how many there were.
 func (d *Database) PurgeDroppedCollection(ctx context.Context, name string) (int, error) {
+	ctx, leave, err := d.enterGate(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer leave()
 	all, err := d.DroppedCollections(ctx)
 	if err != nil {
 		return 0, err
@@ -211,6 +221,11 @@ const undropBatch = 1000
 // drop. The copy keeps the collection's options, UUID and indexes.
 // allow checks the branch written before anything is.
 func (d *Database) UndropCollection(ctx context.Context, name string, target *Database, to string, allow func(branch string) error) (DroppedCollection, error) {
+	ctx, leave, err := d.enterGate(ctx)
+	if err != nil {
+		return DroppedCollection{}, err
+	}
+	defer leave()
 	dc, err := d.newestDrop(ctx, name)
 	if err != nil {
 		return dc, err

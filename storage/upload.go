@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -35,6 +36,8 @@ func (e *Engine) uploadPath(kind, db, id string) string {
 // must be what the upload holds (0 starts it again), and returns its new
 // size.
 func (e *Engine) AppendUpload(kind, db, id string, offset int64, data []byte) (int64, error) {
+	_, leave, _ := e.gate.enter(context.Background()) // waits while frozen
+	defer leave()
 	path := e.uploadPath(kind, db, id)
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return 0, err
@@ -63,7 +66,12 @@ func (e *Engine) AppendUpload(kind, db, id string, offset int64, data []byte) (i
 // TakeUpload opens upload id of database db for reading and removes its
 // name: closing the file frees it, whether what used it succeeded or
 // not (the client then sends it again).
-func (e *Engine) TakeUpload(kind, db, id string) (*os.File, error) {
+func (e *Engine) TakeUpload(ctx context.Context, kind, db, id string) (*os.File, error) {
+	_, leave, err := e.gate.enter(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer leave()
 	path := e.uploadPath(kind, db, id)
 	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {

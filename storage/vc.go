@@ -164,12 +164,17 @@ func (d *Database) reloadOnPanic(b *branch) {
 
 // Commit records a branch's working state as a new commit.
 func (d *Database) Commit(ctx context.Context, branchName string, opts CommitOptions) (CommitInfo, error) {
+	ctx, leave, err := d.enterGate(ctx)
+	if err != nil {
+		return CommitInfo{}, err
+	}
+	defer leave()
 	if err := d.hold(ctx); err != nil {
 		return CommitInfo{}, err
 	}
 	defer d.release()
 	var info CommitInfo
-	err := d.lockedBranch(ctx, branchName, func(b *branch) error {
+	err = d.lockedBranch(ctx, branchName, func(b *branch) error {
 		st := b.state.Load()
 		if st.hasMerge() {
 			return ErrMergeInProgress
@@ -297,6 +302,11 @@ func (d *Database) Branches(ctx context.Context) ([]BranchInfo, error) {
 
 // CreateBranch makes a branch at a revision's commit (a branch's head).
 func (d *Database) CreateBranch(ctx context.Context, name string, at Revision) (CommitInfo, error) {
+	ctx, leave, err := d.enterGate(ctx)
+	if err != nil {
+		return CommitInfo{}, err
+	}
+	defer leave()
 	if err := d.hold(ctx); err != nil {
 		return CommitInfo{}, err
 	}
@@ -385,6 +395,11 @@ func (d *Database) revisionCommit(ctx context.Context, rev Revision) (*datas.Com
 // DeleteBranch removes a branch. Without force it refuses a branch whose
 // head is not in current's history, or that has uncommitted changes.
 func (d *Database) DeleteBranch(ctx context.Context, name, current string, force bool) error {
+	ctx, leave, err := d.enterGate(ctx)
+	if err != nil {
+		return err
+	}
+	defer leave()
 	if err := d.hold(ctx); err != nil {
 		return err
 	}
@@ -472,6 +487,11 @@ func (d *Database) AheadBehind(ctx context.Context, base, target Revision) (ahea
 // Reset moves a branch's head to a commit. A soft reset keeps the working
 // state; a hard one replaces it with the commit's root and ends any merge.
 func (d *Database) Reset(ctx context.Context, branchName string, to Revision, hard bool) (CommitInfo, error) {
+	ctx, leave, err := d.enterGate(ctx)
+	if err != nil {
+		return CommitInfo{}, err
+	}
+	defer leave()
 	if err := d.hold(ctx); err != nil {
 		return CommitInfo{}, err
 	}
@@ -526,6 +546,11 @@ type TagInfo struct {
 
 // CreateTag tags a revision's commit.
 func (d *Database) CreateTag(ctx context.Context, name string, at Revision, message string) (TagInfo, error) {
+	ctx, leave, err := d.enterGate(ctx)
+	if err != nil {
+		return TagInfo{}, err
+	}
+	defer leave()
 	if err := d.hold(ctx); err != nil {
 		return TagInfo{}, err
 	}
@@ -557,6 +582,11 @@ func (d *Database) CreateTag(ctx context.Context, name string, at Revision, mess
 
 // DeleteTag removes a tag.
 func (d *Database) DeleteTag(ctx context.Context, name string) error {
+	ctx, leave, err := d.enterGate(ctx)
+	if err != nil {
+		return err
+	}
+	defer leave()
 	if err := d.hold(ctx); err != nil {
 		return err
 	}

@@ -87,6 +87,11 @@ const (
 // ResolveConflict settles one conflict: keep ours, take theirs, or store
 // a custom document (nil custom with "custom": delete the document).
 func (d *Database) ResolveConflict(ctx context.Context, branchName, coll string, id bsoncore.Value, resolution string, custom bsoncore.Document) error {
+	ctx, leave, err := d.enterGate(ctx)
+	if err != nil {
+		return err
+	}
+	defer leave()
 	if err := d.hold(ctx); err != nil {
 		return err
 	}
@@ -194,6 +199,11 @@ func deleteMapKey(ctx context.Context, ns tree.NodeStore, m prolly.Map, key []by
 
 // MergeAbort ends a merge in progress and restores the head commit's state.
 func (d *Database) MergeAbort(ctx context.Context, branchName string) error {
+	ctx, leave, err := d.enterGate(ctx)
+	if err != nil {
+		return err
+	}
+	defer leave()
 	if err := d.hold(ctx); err != nil {
 		return err
 	}
@@ -220,12 +230,17 @@ func (d *Database) MergeAbort(ctx context.Context, branchName string) error {
 
 // MergeContinue commits a merge whose conflicts are all resolved.
 func (d *Database) MergeContinue(ctx context.Context, branchName string, opts CommitOptions) (CommitInfo, error) {
+	ctx, leave, err := d.enterGate(ctx)
+	if err != nil {
+		return CommitInfo{}, err
+	}
+	defer leave()
 	if err := d.hold(ctx); err != nil {
 		return CommitInfo{}, err
 	}
 	defer d.release()
 	var info CommitInfo
-	err := d.lockedBranch(ctx, branchName, func(b *branch) error {
+	err = d.lockedBranch(ctx, branchName, func(b *branch) error {
 		st := b.state.Load()
 		if !st.hasMerge() {
 			return ErrNoMergeInProgress
@@ -269,6 +284,11 @@ func (d *Database) MergeContinue(ctx context.Context, branchName string, opts Co
 // CherryPick applies the change a commit made (relative to its first
 // parent) onto a branch, as a new commit with the same message.
 func (d *Database) CherryPick(ctx context.Context, branchName string, rev Revision, opts CommitOptions) (MergeResult, error) {
+	ctx, leave, err := d.enterGate(ctx)
+	if err != nil {
+		return MergeResult{}, err
+	}
+	defer leave()
 	if err := d.hold(ctx); err != nil {
 		return MergeResult{}, err
 	}
@@ -278,6 +298,11 @@ func (d *Database) CherryPick(ctx context.Context, branchName string, rev Revisi
 
 // Revert undoes the change a commit made, as a new commit.
 func (d *Database) Revert(ctx context.Context, branchName string, rev Revision, opts CommitOptions) (MergeResult, error) {
+	ctx, leave, err := d.enterGate(ctx)
+	if err != nil {
+		return MergeResult{}, err
+	}
+	defer leave()
 	if err := d.hold(ctx); err != nil {
 		return MergeResult{}, err
 	}

@@ -46,6 +46,11 @@ type MergeResult struct {
 // ErrMergeConflicts, leaves HEAD where it was and keeps the merge state in
 // the working set until MergeContinue or MergeAbort.
 func (d *Database) Merge(ctx context.Context, branchName string, theirs Revision, opts MergeOptions) (MergeResult, error) {
+	ctx, leave, err := d.enterGate(ctx)
+	if err != nil {
+		return MergeResult{}, err
+	}
+	defer leave()
 	return d.onMergeableBranch(ctx, branchName, theirs, func(b *branch, ours, theirC *datas.Commit, res *MergeResult) error {
 		bases, err := d.mergeBases(ctx, []*datas.Commit{ours}, []*datas.Commit{theirC})
 		if err != nil {

@@ -17,6 +17,11 @@ const KindRebase = "rebase"
 // stops it like a merge: resolve, then MergeContinue goes on with the
 // remaining commits; MergeAbort puts the branch back where it was.
 func (d *Database) Rebase(ctx context.Context, branchName string, onto Revision) (MergeResult, error) {
+	ctx, leave, err := d.enterGate(ctx)
+	if err != nil {
+		return MergeResult{}, err
+	}
+	defer leave()
 	return d.onMergeableBranch(ctx, branchName, onto, func(b *branch, head, ontoC *datas.Commit, res *MergeResult) error {
 		picks, err := d.commitsSince(ctx, head, ontoC)
 		if err != nil {

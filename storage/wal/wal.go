@@ -440,6 +440,9 @@ func (w *WAL) lostErr(lsn uint64) error {
 	return nil
 }
 
+// WaitBackground waits for the spare segment being prepared, if any.
+func (w *WAL) WaitBackground() { w.bg.Wait() }
+
 // Failed reports whether a write failed and Resume was not called since.
 func (w *WAL) Failed() bool {
 	w.mu.Lock()
