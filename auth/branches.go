@@ -19,6 +19,7 @@ func (p Protection) key() string { return p.DB + "@" + p.Branch }
 
 // Protect sets (or replaces) the rule of a branch.
 func (s *Store) Protect(p Protection) error {
+	defer s.holdWrites()()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	p.Roles = append([]RoleRef(nil), p.Roles...)
@@ -27,6 +28,7 @@ func (s *Store) Protect(p Protection) error {
 
 // Unprotect removes a branch's rule; it reports whether there was one.
 func (s *Store) Unprotect(db, branch string) (bool, error) {
+	defer s.holdWrites()()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.branches[db+"@"+branch]; !ok {

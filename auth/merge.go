@@ -25,6 +25,7 @@ func DecodeRole(d bsoncore.Document) (*Role, error) { return decodeRole(d) }
 // the restored ones replace those of the same name and the others of db
 // are removed. Users and roles of other databases are refused.
 func (s *Store) Merge(db string, users []*User, roles []*Role, drop bool) error {
+	defer s.holdWrites()()
 	for _, u := range users {
 		if db != "" && u.DB != db {
 			return fmt.Errorf("%w: user %s@%s is not of database %s", ErrBadUserDocument, u.Name, u.DB, db)

@@ -66,6 +66,22 @@ type Store struct {
 	branches map[string]Protection
 	gen      atomic.Uint64 // counts changes, so connections re-resolve their privileges
 	pwCache  passwordCache // passwords CheckPassword verified lately
+	// hold, when set, is called before a change takes mu and returns the
+	// function called after it: the server makes changes wait while the
+	// data directory is frozen (fsync with lock).
+	hold func() func()
+}
+
+// SetWriteHold sets what each change to the users file waits for first
+// (before it takes the store's lock, so that readers never wait for it).
+// Call it before the store is shared.
+func (s *Store) SetWriteHold(hold func() func()) { s.hold = hold }
+
+func (s *Store) holdWrites() func() {
+	if s.hold == nil {
+		return func() {}
+	}
+	return s.hold()
 }
 
 // Generation changes whenever a user or role does.
@@ -122,6 +138,7 @@ func (s *Store) Users(db string) []*User {
 
 // Create adds a user, giving it a new userId.
 func (s *Store) Create(u *User) error {
+	defer s.holdWrites()()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.users[u.key()]; ok {
@@ -136,6 +153,7 @@ func (s *Store) Create(u *User) error {
 
 // Update changes a user through fn, on a copy that replaces it once saved.
 func (s *Store) Update(db, name string, fn func(*User) error) error {
+	defer s.holdWrites()()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	old, ok := s.users[db+"."+name]
@@ -151,6 +169,7 @@ func (s *Store) Update(db, name string, fn func(*User) error) error {
 
 // Drop removes a user.
 func (s *Store) Drop(db, name string) error {
+	defer s.holdWrites()()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.users[db+"."+name]; !ok {
@@ -161,6 +180,7 @@ func (s *Store) Drop(db, name string) error {
 
 // DropAll removes every user of a database and counts them.
 func (s *Store) DropAll(db string) (int, error) {
+	defer s.holdWrites()()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n := 0

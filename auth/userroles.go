@@ -115,6 +115,7 @@ func (s *Store) InheritedRoles(refs []RoleRef) []RoleRef {
 
 // CreateRole adds a role; a name of a built-in role is refused.
 func (s *Store) CreateRole(r *Role) error {
+	defer s.holdWrites()()
 	if IsBuiltin(RoleRef{Role: r.Name, DB: r.DB}) {
 		return fmt.Errorf("%w: Cannot create a role with the name of a built-in role: %s@%s", ErrRoleExists, r.Name, r.DB)
 	}
@@ -130,6 +131,7 @@ func (s *Store) CreateRole(r *Role) error {
 // UpdateRole changes a role through fn, refusing a change that would
 // make it inherit itself.
 func (s *Store) UpdateRole(ref RoleRef, fn func(*Role) error) error {
+	defer s.holdWrites()()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	old, ok := s.roles[ref.DB+"."+ref.Role]
@@ -172,6 +174,7 @@ func inherits(roles map[string]*Role, refs []RoleRef, target RoleRef, seen map[R
 
 // DropRole removes a role, and every user's and role's grant of it.
 func (s *Store) DropRole(ref RoleRef) error {
+	defer s.holdWrites()()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.roles[ref.DB+"."+ref.Role]; !ok {

@@ -92,45 +92,6 @@ func cmdConnPoolStats(r *request) (bsoncore.Document, error) {
 		AppendDouble("ok", 1).Build(), nil
 }
 
-// cmdGetDefaultRWConcern is getDefaultRWConcern: the implicit defaults a
-// command without readConcern or writeConcern runs with, as mongod 8
-// reports them (w: majority in a replica set, which for one member is
-// its own acknowledgement; w: 1 as a standalone; read concern local).
-func cmdGetDefaultRWConcern(r *request) (bsoncore.Document, error) {
-	var inMemory bool
-	if err := r.parseArgs(map[string]fieldHandler{"inMemory": r.boolArg("inMemory", &inMemory)}); err != nil {
-		return nil, err
-	}
-	w := bsoncore.NewDocumentBuilder()
-	if r.c.s.topo.replicaSet() {
-		w.AppendString("w", "majority")
-	} else {
-		w.AppendInt32("w", 1)
-	}
-	return bsoncore.NewDocumentBuilder().
-		AppendDocument("defaultReadConcern", bsoncore.NewDocumentBuilder().AppendString("level", "local").Build()).
-		AppendDocument("defaultWriteConcern", w.AppendInt32("wtimeout", 0).Build()).
-		AppendString("defaultReadConcernSource", "implicit").
-		AppendString("defaultWriteConcernSource", "implicit").
-		AppendDateTime("localUpdateWallClockTime", r.c.s.started.UnixMilli()).
-		AppendDouble("ok", 1).Build(), nil
-}
-
-// cmdSetDefaultRWConcern refuses to change the defaults: they stay the
-// implicit ones getDefaultRWConcern reports.
-func cmdSetDefaultRWConcern(r *request) (bsoncore.Document, error) {
-	var readConcern, writeConcern bsoncore.Document
-	err := r.parseArgs(map[string]fieldHandler{
-		"defaultReadConcern":  r.docArg("defaultReadConcern", &readConcern),
-		"defaultWriteConcern": r.docArg("defaultWriteConcern", &writeConcern),
-	})
-	if err != nil {
-		return nil, err
-	}
-	return nil, mongoerr.New(mongoerr.NotImplemented,
-		"setDefaultRWConcern is not implemented: commands without readConcern or writeConcern use the implicit defaults getDefaultRWConcern reports")
-}
-
 // cmdLogRotate is logRotate: the log file is rotated as --logRotate
 // says (rename: the current file gets a time suffix and a new one
 // starts; reopen: the file is opened again, after an outside tool moved

@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"errors"
 	"math"
 	"os"
 	"runtime"
@@ -274,19 +275,57 @@ func TestAdminCommandsOfWhatIsNotThere(t *testing.T) {
 }
 
 // TestDefaultRWConcern: getDefaultRWConcern reports mongod 8's implicit
-// defaults for a replica set; setDefaultRWConcern is refused, naming
-// itself, rather than accepted and ignored.
+// defaults for a replica set until setDefaultRWConcern sets others, which
+// a restart keeps; an empty document unsets one; inputs mongod refuses
+// are refused with its codes.
 func TestDefaultRWConcern(t *testing.T) {
-	admin := startServer(t).client().Database("admin")
+	ts := startServer(t)
+	admin := ts.client().Database("admin")
 	got := mustRun(t, admin, bson.D{{Key: "getDefaultRWConcern", Value: 1}})
 	if get(got, "defaultWriteConcern", "w") != "majority" || get(got, "defaultReadConcern", "level") != "local" ||
-		got["defaultWriteConcernSource"] != "implicit" {
+		got["defaultWriteConcernSource"] != "implicit" || got["defaultReadConcernSource"] != "implicit" || got["updateOpTime"] != nil {
 		t.Errorf("getDefaultRWConcern %v", got)
 	}
-	_, err := run(t, admin, bson.D{{Key: "setDefaultRWConcern", Value: 1}, {Key: "defaultWriteConcern", Value: bson.M{"w": 1}}})
-	wantCode(t, err, 238, "NotImplemented")
-	if err != nil && !strings.Contains(err.Error(), "setDefaultRWConcern") {
-		t.Errorf("the refusal does not name the command: %v", err)
+	for _, bad := range []struct {
+		cmd  bson.D
+		code int32
+	}{
+		{bson.D{}, 2},
+		{bson.D{{Key: "defaultWriteConcern", Value: 1}}, 14},
+		{bson.D{{Key: "defaultWriteConcern", Value: bson.M{"w": 0}}}, 2},
+		{bson.D{{Key: "defaultReadConcern", Value: 1}}, 14},
+		{bson.D{{Key: "defaultReadConcern", Value: bson.M{"level": "dummy"}}}, 9},
+		{bson.D{{Key: "defaultReadConcern", Value: bson.M{"level": "linearizable"}}}, 2},
+		{bson.D{{Key: "defaultReadConcern", Value: bson.M{"level": "snapshot"}}}, 2},
+		{bson.D{{Key: "defaultReadConcern", Value: bson.D{{Key: "level", Value: "local"}, {Key: "afterClusterTime", Value: bson.Timestamp{T: 50, I: 1}}}}}, 2},
+	} {
+		_, err := run(t, admin, append(bson.D{{Key: "setDefaultRWConcern", Value: 1}}, bad.cmd...))
+		var ce mongo.CommandError
+		if !errors.As(err, &ce) || ce.Code != bad.code {
+			t.Errorf("setDefaultRWConcern %v: %v, want code %d", bad.cmd, err, bad.code)
+		}
+	}
+	set := mustRun(t, admin, bson.D{{Key: "setDefaultRWConcern", Value: 1},
+		{Key: "defaultReadConcern", Value: bson.M{"level": "majority"}}, {Key: "defaultWriteConcern", Value: bson.M{"w": 1, "j": false}}})
+	if get(set, "defaultReadConcern", "level") != "majority" || get(set, "defaultWriteConcern", "j") != false ||
+		get(set, "defaultWriteConcern", "wtimeout") != int32(0) || set["defaultWriteConcernSource"] != "global" || set["updateOpTime"] == nil {
+		t.Errorf("setDefaultRWConcern %v", set)
+	}
+	// A write without a writeConcern runs with the default one.
+	if _, err := ts.client().Database("app").Collection("c").InsertOne(ctx, bson.M{"_id": 1}); err != nil {
+		t.Fatal(err)
+	}
+	ts.restart()
+	admin = ts.client().Database("admin")
+	got = mustRun(t, admin, bson.D{{Key: "getDefaultRWConcern", Value: 1}, {Key: "inMemory", Value: true}})
+	if get(got, "defaultReadConcern", "level") != "majority" || get(got, "defaultWriteConcern", "w") != int32(1) ||
+		got["defaultReadConcernSource"] != "global" || got["updateWallClockTime"] == nil {
+		t.Errorf("after a restart: %v", got)
+	}
+	got = mustRun(t, admin, bson.D{{Key: "setDefaultRWConcern", Value: 1}, {Key: "defaultWriteConcern", Value: bson.M{}}})
+	if get(got, "defaultWriteConcern", "w") != "majority" || got["defaultWriteConcernSource"] != "implicit" ||
+		get(got, "defaultReadConcern", "level") != "majority" {
+		t.Errorf("the write concern unset: %v", got)
 	}
 }
 

@@ -222,10 +222,17 @@ func refuseTransactions(cmd bsoncore.Document) error {
 
 // applyWriteConcern lets writes return before their log record is synced
 // when the client asked for no acknowledgement (w: 0) or no journal
-// (j: false), as mongod does; every other write waits for the sync.
+// (j: false), as mongod does; every other write waits for the sync. A
+// command without a writeConcern runs with the default one
+// (setDefaultRWConcern).
 func (r *request) applyWriteConcern() error {
 	v, err := r.argErr("writeConcern")
 	if err != nil {
+		if wc := r.c.s.currentRWDefaults().writeConcern(); wc != nil {
+			if j, ok := asBool(wc.Lookup("j")); ok && !j {
+				r.ctx = storage.NoSync(r.ctx)
+			}
+		}
 		return nil
 	}
 	wc, ok := v.DocumentOK()

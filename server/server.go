@@ -194,6 +194,7 @@ type Server struct {
 	// slowOp is --slowms as a time.Duration and slowSkipBits the share of
 	// slow operations not logged (float64 bits): profile changes both.
 	slowOp       atomic.Int64
+	rwDefaults   atomic.Pointer[rwDefaults] // set by setDefaultRWConcern (rwconcern_defaults.go)
 	slowSkipBits atomic.Uint64
 	profiler     profiler // the database profiler (profiler.go)
 
@@ -232,6 +233,7 @@ func New(cfg Config, engine *storage.Engine, log zerolog.Logger, ring *LogRing) 
 		// Published states are stamped in cluster time, for reads at a
 		// time (atClusterTime) and transactions over several databases.
 		engine.SetClock(func() uint64 { return s.clock.tickWrite().stamp() })
+		s.loadRWDefaults()
 	}
 	return s
 }
@@ -242,6 +244,10 @@ func (s *Server) Listen() error {
 	if err != nil {
 		return fmt.Errorf("users: %w", err)
 	}
+	users.SetWriteHold(func() func() {
+		leave, _ := s.engine.EnterWriteGate(context.Background()) // never fails without a deadline
+		return leave
+	})
 	s.users = users
 	if s.tlsConfig, err = s.cfg.TLS.build(); err != nil {
 		return err

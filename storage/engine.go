@@ -96,12 +96,13 @@ type Engine struct {
 	nodes        *nodeCache // decoded tree nodes, all databases (nodecache.go)
 	panics       panicPoint
 	dbStats      dbStats
-	clock        engineClock  // stamps published states (history.go)
-	observer     observerSlot // told of syncs and checkpoints (observer.go)
-	rootsSeen    sync.Map     // database name -> its store's root when last read (RefsToken)
-	decisions    *decisionLog // commit points of transactions over several databases
-	commitTimes  commitTimes  // their times until every part is published (commit_times.go)
-	changes      *ChangeLog   // change events, for change streams (changes.go)
+	clock        engineClock   // stamps published states (history.go)
+	observer     observerSlot  // told of syncs and checkpoints (observer.go)
+	rootsSeen    sync.Map      // database name -> its store's root when last read (RefsToken)
+	decisions    *decisionLog  // commit points of transactions over several databases
+	commitTimes  commitTimes   // their times until every part is published (commit_times.go)
+	changes      *ChangeLog    // change events, for change streams (changes.go)
+	settings     *settingsFile // server-wide settings (settings.go)
 	// historyWindow is Options.HistoryWindow, settable while running.
 	historyWindow atomic.Int64
 
@@ -172,6 +173,10 @@ func Open(dir string, opts Options, log zerolog.Logger) (*Engine, error) {
 		return nil, err
 	}
 	e.decisions = decisions
+	if e.settings, err = openSettings(dir); err != nil {
+		e.closeAll()
+		return nil, err
+	}
 	e.historyWindow.Store(int64(opts.HistoryWindow))
 	if err := e.removeLeftovers(); err != nil {
 		e.closeAll()

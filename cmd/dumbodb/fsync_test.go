@@ -80,10 +80,20 @@ func TestFsyncLockBackup(t *testing.T) {
 	if got := runAdmin(t, c, bson.D{{Key: "fsync", Value: 1}, {Key: "lock", Value: true}}); got["lockCount"] != int64(2) {
 		t.Fatalf("a second lock: %v", got)
 	}
-	wrote := make(chan error, 1)
+	wrote := make(chan error, 3)
 	go func() {
 		_, err := orders.InsertOne(ctx, bson.M{"_id": "late", "v": "during"})
 		wrote <- err
+	}()
+	// Files written outside the storage engine wait too: the users file,
+	// the settings file.
+	go func() {
+		wrote <- c.Database("shop").RunCommand(ctx, bson.D{{Key: "createUser", Value: "late"},
+			{Key: "pwd", Value: "secret"}, {Key: "roles", Value: bson.A{}}}).Err()
+	}()
+	go func() {
+		wrote <- c.Database("admin").RunCommand(ctx, bson.D{{Key: "setDefaultRWConcern", Value: 1},
+			{Key: "defaultReadConcern", Value: bson.M{"level": "majority"}}}).Err()
 	}()
 	// A write with a time limit gives up at it (a client of no time limit
 	// of its own, which would add a second maxTimeMS).
@@ -115,8 +125,10 @@ func TestFsyncLockBackup(t *testing.T) {
 	default:
 	}
 	runAdmin(t, c, bson.D{{Key: "fsyncUnlock", Value: 1}})
-	if err := <-wrote; err != nil {
-		t.Fatalf("the write waiting for the unlock: %v", err)
+	for range 3 {
+		if err := <-wrote; err != nil {
+			t.Fatalf("a write waiting for the unlock: %v", err)
+		}
 	}
 	err = c.Database("admin").RunCommand(ctx, bson.D{{Key: "fsyncUnlock", Value: 1}}).Err()
 	if !errors.As(err, &ce) || ce.Code != 20 || ce.Message != "fsyncUnlock called when not locked" {
@@ -134,6 +146,10 @@ func TestFsyncLockBackup(t *testing.T) {
 	}
 	if n, _ := bc.Database("shop").Collection("orders").CountDocuments(ctx, bson.M{"_id": "late"}); n != 0 {
 		t.Fatal("the copy holds a write made after the lock")
+	}
+	var users bson.M
+	if err := bc.Database("shop").RunCommand(ctx, bson.D{{Key: "usersInfo", Value: 1}}).Decode(&users); err != nil || len(users["users"].(bson.A)) != 0 {
+		t.Fatalf("the copy's users: %v %v", users, err)
 	}
 	if n, err := bc.Database("ops").Collection("logs").CountDocuments(ctx, bson.M{}); err != nil || n != 1 {
 		t.Fatalf("the copy's other database: %d %v", n, err)

@@ -50,10 +50,11 @@ var (
 	Remotes     = &Format{Name: "remotes file", Magic: "DUMBORMT", Current: 1, Oldest: 1, Upgrade: upgradeServer}
 	Dropped     = &Format{Name: "dropped database record", Magic: "DUMBODRP", Current: 1, Oldest: 1, Upgrade: upgradeServer}
 	Bundle      = &Format{Name: "history bundle", Magic: "DUMBOBDL", Current: 1, Oldest: 1, Upgrade: upgradeBundle}
+	Settings    = &Format{Name: "settings file", Magic: "DUMBOSET", Current: 1, Oldest: 1, Upgrade: upgradeServer}
 )
 
 // All is every format, in the order versions.md lists them.
-var All = []*Format{Root, WAL, ChangeLog, DecisionLog, RetryFile, Users, Remotes, Dropped, Bundle}
+var All = []*Format{Root, WAL, ChangeLog, DecisionLog, RetryFile, Users, Remotes, Dropped, Bundle, Settings}
 
 // HeaderSize is the size of the magic and version that begin a file.
 const HeaderSize = 12
