@@ -52,7 +52,10 @@ var allowed = map[string][]string{
 	// checks errors' codes; internal/durablefile replaces small files
 	// durably for storage and auth; internal/testpki makes certificates
 	// for the TLS tests; internal/lint holds the repository's lint checks;
-	// internal/testload scales tests' timeouts to the machine's load.
+	// internal/testload scales tests' timeouts to the machine's load;
+	// internal/logschema checks the servers' log lines against mongod's
+	// log schema for the tests, dumboproc and dumbospec (it imports
+	// nothing of ours).
 	"internal": {"mongoerr"},
 }
 

@@ -388,16 +388,21 @@ const maxLoggedCommand = 10 << 10
 // type, namespace (db.coll when the command names a collection), the
 // command, how long it took, the client and its application.
 func (c *conn) logSlow(req *request, cmd bsoncore.Document, d time.Duration, err error) {
-	ns := req.db
+	ns := req.db + ".$cmd" // a command on the database, as mongod names it
 	if coll, ok := cmd.Index(0).Value().StringValueOK(); ok && coll != "" {
 		ns = req.ns(coll)
 	}
 	ev := c.log.Info().Str("c", "COMMAND").Str("type", "command").Str("ns", ns)
 	var compact bytes.Buffer
-	if len(cmd) <= maxLoggedCommand && json.Compact(&compact, []byte(bson.Raw(cmd).String())) == nil {
+	truncated := len(cmd) > maxLoggedCommand
+	if truncated { // its first field alone, as mongod keeps the leading ones
+		cmd = bsoncore.NewDocumentBuilder().AppendValue(cmd.Index(0).Key(), cmd.Index(0).Value()).Build()
+	}
+	if json.Compact(&compact, []byte(bson.Raw(cmd).String())) == nil {
 		ev = ev.RawJSON("command", compact.Bytes())
-	} else {
-		ev = ev.Str("command", req.name).Bool("truncated", true)
+	}
+	if truncated {
+		ev = ev.Bool("truncated", true)
 	}
 	ev = ev.Dur("durationMillis", d).Str("remote", c.nc.RemoteAddr().String())
 	if app := c.appName(); app != "" {

@@ -91,7 +91,7 @@ func (d *Database) openJournalStore(ctx context.Context) (*nbs.NomsBlockStore, e
 	for attempt := 1; ; attempt++ {
 		cs, err := nbs.NewLocalJournalingStoreWithOptions(ctx, types.Format_DOLT.VersionString(), d.dir,
 			nbs.NewUnlimitedMemQuotaProvider(), false,
-			func(err error) { d.log.Warn().Err(err).Str("db", d.name).Msg("chunk journal replay") },
+			func(err error) { d.log.Warn().Str("c", "STORAGE").Err(err).Str("db", d.name).Msg("chunk journal replay") },
 			nbs.JournalingStoreOptions{FailOnLockTimeout: true})
 		if !errors.Is(err, nbs.ErrDatabaseLocked) || attempt == chunkStoreLockAttempts {
 			return cs, err

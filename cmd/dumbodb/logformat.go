@@ -72,7 +72,10 @@ func mongodLine(p []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	top := map[string]json.RawMessage{}
+	// A line logged without s, c or msg (zerolog leaves out a missing
+	// level and an empty message) gets mongod's defaults, not a field
+	// without a value, which would not be JSON.
+	top := map[string]json.RawMessage{"s": json.RawMessage(`"I"`), "c": json.RawMessage(`"-"`), "msg": json.RawMessage(`""`)}
 	var attr []logField
 	for _, f := range fields {
 		switch f.key {

@@ -13,7 +13,8 @@
 //	dumbospec [-bin bin/dumbodb] [-run REGEX] [-cache DIR] [-logs DIR]
 //
 // It prints a line per folder and a closing 'N passed, N failed, N skipped'
-// line, and exits 0 when the run completed, whatever the pass rate.
+// line, and exits 0 when the run completed, whatever the pass rate, and
+// every line of the server's log follows mongod's schema.
 package main
 
 import (
@@ -28,6 +29,7 @@ import (
 	"time"
 
 	"github.com/dumbodb/dumbodb/internal/dumboproc"
+	"github.com/dumbodb/dumbodb/internal/logschema"
 )
 
 type options struct {
@@ -74,7 +76,7 @@ func parseFlags(args []string) (options, error) {
 	return o, nil
 }
 
-func run(o options, stdout, stderr io.Writer) error {
+func run(o options, stdout, stderr io.Writer) (err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), o.buildTimeout)
 	defer cancel()
 	r, err := buildRunner(ctx, o.tools, o.cache, stderr)
@@ -93,7 +95,11 @@ func run(o options, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	defer stop()
+	defer func() {
+		if serr := stop(); err == nil {
+			err = serr
+		}
+	}()
 	started := time.Now()
 	var total counts
 	for _, folder := range folders {
@@ -154,8 +160,11 @@ func logsDir(o options) (string, error) {
 }
 
 // startServer starts bin with an empty data directory and the test
-// commands (configureFailPoint) the spec tests use, its log in logs.
-func startServer(bin, logs string) (url string, stop func(), err error) {
+// commands (configureFailPoint) the spec tests use, its log in logs. stop
+// stops it and checks its log against mongod's schema: the spec tests
+// drive commands and errors the other tests do not, and a line a log
+// pipeline built for mongod could not read fails the run.
+func startServer(bin, logs string) (url string, stop func() error, err error) {
 	data, err := os.MkdirTemp("", "dumbospec-")
 	if err != nil {
 		return "", nil, err
@@ -170,11 +179,12 @@ func startServer(bin, logs string) (url string, stop func(), err error) {
 		os.RemoveAll(data)
 		return "", nil, fmt.Errorf("%w (log %s)", err, log.Name())
 	}
-	stop = func() {
+	stop = func() error {
 		if _, err := p.Stop(os.Interrupt); err != nil {
 			fmt.Fprintln(os.Stderr, "dumbospec:", err)
 		}
 		os.RemoveAll(data)
+		return logschema.CheckFile(log.Name())
 	}
 	return "mongodb://" + p.Addr() + "/", stop, nil
 }

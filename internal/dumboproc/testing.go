@@ -4,6 +4,8 @@ import (
 	"context"
 	"os"
 	"sync"
+
+	"github.com/dumbodb/dumbodb/internal/logschema"
 )
 
 // TB is the part of testing.TB that the T helpers use.
@@ -56,14 +58,15 @@ func Binary(t TB) string {
 }
 
 // StartT starts Binary like Start, with its output kept for Output only,
-// fails t if it does not answer, and kills it when t ends.
+// fails t if it does not answer, and kills it when t ends, then checks its
+// log against mongod's schema (internal/logschema).
 func StartT(t TB, dataDir string, args ...string) *Proc {
 	t.Helper()
 	p, err := Start(context.Background(), Binary(t), dataDir, nil, args...)
 	if err != nil {
 		t.Fatalf("%v", err)
 	}
-	t.Cleanup(p.Kill)
+	t.Cleanup(func() { p.Kill(); logschema.CheckT(t, "dumbodb on "+p.Addr()+": its log", p.Output()) })
 	return p
 }
 

@@ -11,6 +11,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/dumbodb/dumbodb/internal/logschema"
 )
 
 // root is the repository's top directory.
@@ -152,4 +154,23 @@ func TestPackagesSayWhatTheyOwn(t *testing.T) {
 			t.Errorf("package %s has no doc comment (// Package … in one of its files)", p.ImportPath)
 		}
 	}
+}
+
+// logComponent is a log line's component as the code names it.
+var logComponent = regexp.MustCompile(`Str\("c", "([^"]*)"\)`)
+
+// TestLogComponentsAreMongods: every component a log line names in the
+// code is one of mongod's, so that lines no test writes still parse for
+// tools made for mongod's logs.
+func TestLogComponentsAreMongods(t *testing.T) {
+	walk(t, func(path string, body []byte) {
+		if isTest(path) {
+			return
+		}
+		for _, m := range logComponent.FindAllSubmatch(body, -1) {
+			if !logschema.IsComponent(string(m[1])) {
+				t.Errorf("%s: log component %q is not one of mongod's", path, m[1])
+			}
+		}
+	}, ".go")
 }

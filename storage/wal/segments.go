@@ -189,7 +189,7 @@ func (w *WAL) ensureSpare() {
 		return
 	}
 	if _, err := w.createSpare(w.nextSize); err != nil {
-		w.log.Warn().Str("c", "WAL").Err(err).Msg("preparing a spare log segment failed")
+		w.log.Warn().Str("c", "STORAGE").Err(err).Msg("preparing a spare log segment failed")
 	}
 }
 

@@ -175,7 +175,7 @@ func (w *WAL) Replay(after, floor uint64, fn func(lsn uint64, payload []byte) er
 		// TestCheckpointAheadOfLogNeverReusesLSNs); going backwards is not
 		// a log.
 		if expected != 0 && first < expected {
-			w.log.Warn().Str("c", "WAL").Uint64("segment", first).Uint64("expected", expected).
+			w.log.Warn().Str("c", "STORAGE").Uint64("segment", first).Uint64("expected", expected).
 				Msg("log segment does not continue the previous one; ignoring it and later segments")
 			w.segments = w.segments[:i]
 			break
@@ -423,7 +423,7 @@ func (w *WAL) fail(cause error) {
 	}
 	w.pending = w.pending[:0]
 	w.failed = err
-	w.log.Error().Str("c", "WAL").Err(cause).Uint64("fromLSN", from).Uint64("toLSN", w.written).
+	w.log.Error().Str("c", "STORAGE").Err(cause).Uint64("fromLSN", from).Uint64("toLSN", w.written).
 		Msg("log write failed; the records not yet durable are lost")
 	if w.onFail != nil {
 		go w.onFail()
