@@ -307,6 +307,7 @@ func cmdServerStatus(r *request) (bsoncore.Document, error) {
 		{"asserts", s.assertsStatus()},
 		{"connections", conns},
 		{"globalLock", s.globalLockStatus()},
+		{"locks", s.locksStatus()},
 		{"network", s.networkStatus()},
 		{"opLatencies", s.opLatenciesStatus()},
 		{"opcounters", ops},

@@ -194,7 +194,7 @@ func TestMetricsUnderAccessControl(t *testing.T) {
 
 // TestServerStatusFollowsMongodsShape: the sections exporters read
 // (network, opLatencies, asserts, metrics.commands, transactions,
-// globalLock) move with what clients do, and sections turned off are
+// globalLock, locks) move with what clients do, and sections turned off are
 // left out.
 func TestServerStatusFollowsMongodsShape(t *testing.T) {
 	c := startServer(t).client()
@@ -262,6 +262,8 @@ func TestServerStatusFollowsMongodsShape(t *testing.T) {
 		{[]string{"transactions", "totalStarted"}, 2},
 		{[]string{"transactions", "totalCommitted"}, 1},
 		{[]string{"transactions", "totalAborted"}, 1},
+		{[]string{"locks", "Global", "acquireCount", "w"}, 4},
+		{[]string{"locks", "Database", "acquireCount", "W"}, 4},
 	} {
 		if d := num(after, c.path...) - num(before, c.path...); d < c.min {
 			t.Errorf("serverStatus.%v moved by %d, want at least %d", c.path, d, c.min)

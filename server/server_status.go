@@ -99,14 +99,44 @@ func (s *Server) transactionsStatus() bsoncore.Document {
 }
 
 // globalLockStatus is serverStatus.globalLock. DumboDB has no global
-// lock: nothing ever queues for one, and the active clients are the
-// commands running.
+// lock; the queue is the writes waiting now, at the write gate (the data
+// directory frozen by fsync with lock) or for a branch's writer lock, and
+// the active clients are the commands running.
 func (s *Server) globalLockStatus() bsoncore.Document {
-	zero := bsoncore.NewDocumentBuilder().AppendInt32("total", 0).AppendInt32("readers", 0).AppendInt32("writers", 0).Build()
+	var waiting int64
+	if s.engine != nil {
+		ls := s.engine.LockStats()
+		waiting = ls.Gate.Waiting + ls.BranchWriter.Waiting
+	}
 	return bsoncore.NewDocumentBuilder().
 		AppendInt64("totalTime", time.Since(s.started).Microseconds()).
-		AppendDocument("currentQueue", zero).
+		AppendDocument("currentQueue", bsoncore.NewDocumentBuilder().AppendInt32("total", int32(waiting)).
+			AppendInt32("readers", 0).AppendInt32("writers", int32(waiting)).Build()).
 		AppendDocument("activeClients", bsoncore.NewDocumentBuilder().
 			AppendInt32("total", int32(s.running.Load())).AppendInt32("readers", 0).AppendInt32("writers", 0).Build()).
 		Build()
+}
+
+// locksStatus is serverStatus.locks in mongod's shape, with DumboDB's two
+// locks (storage/locks.go): Global, in mode w, is the write gate every
+// change to the data directory passes, and in mode W the fsync locks
+// taken; Database, in mode W, is a branch's writer lock, which each write
+// takes for its branch alone. Readers take no lock.
+func (s *Server) locksStatus() bsoncore.Document {
+	if s.engine == nil {
+		return bsoncore.NewDocumentBuilder().Build()
+	}
+	ls := s.engine.LockStats()
+	mode := func(m string, n int64) bsoncore.Document {
+		return bsoncore.NewDocumentBuilder().AppendInt64(m, n).Build()
+	}
+	global := bsoncore.NewDocumentBuilder().
+		AppendDocument("acquireCount", bsoncore.NewDocumentBuilder().AppendInt64("w", ls.Gate.Acquired).AppendInt64("W", ls.Freezes).Build()).
+		AppendDocument("acquireWaitCount", mode("w", ls.Gate.Waited)).
+		AppendDocument("timeAcquiringMicros", mode("w", ls.Gate.WaitMicros)).Build()
+	database := bsoncore.NewDocumentBuilder().
+		AppendDocument("acquireCount", mode("W", ls.BranchWriter.Acquired)).
+		AppendDocument("acquireWaitCount", mode("W", ls.BranchWriter.Waited)).
+		AppendDocument("timeAcquiringMicros", mode("W", ls.BranchWriter.WaitMicros)).Build()
+	return bsoncore.NewDocumentBuilder().AppendDocument("Global", global).AppendDocument("Database", database).Build()
 }

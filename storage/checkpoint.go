@@ -48,7 +48,7 @@ func (d *Database) Checkpoint(ctx context.Context) error {
 
 // withWriteLock runs fn holding b's writer lock, released on every path.
 func (d *Database) withWriteLock(b *branch, fn func() error) error {
-	b.writeMu.Lock()
+	d.engine.lockWriter(b)
 	defer b.writeMu.Unlock()
 	return fn()
 }

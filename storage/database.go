@@ -574,7 +574,7 @@ func (d *Database) recoverIfOpen() {
 // writeLocked runs commitLocked under b's writer lock. The lock is released
 // before the caller waits for the log, so that writers share syncs.
 func (d *Database) writeLocked(ctx context.Context, b *branch, fn func(tx *Tx) error) (uint64, error) {
-	b.writeMu.Lock()
+	d.engine.lockWriter(b)
 	defer b.writeMu.Unlock()
 	if err := d.writable(b); err != nil {
 		return 0, err

@@ -123,6 +123,9 @@ type Engine struct {
 	// freezeMu serialises Freeze and Thaw.
 	gate     writeGate
 	freezeMu sync.Mutex
+	freezes  atomic.Int64 // fsync locks taken (locks.go)
+	// branchLocks counts the branches' writer locks (locks.go).
+	branchLocks lockMeter
 }
 
 // Open locks dir (creating it if needed) for this process. A second Open of

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"time"
 )
 
 // Freezing the data directory (fsync with lock, docs/design/durability.md,
@@ -42,6 +43,7 @@ type writeGate struct {
 	closed  bool          // new operations wait for open
 	open    chan struct{} // closed when the gate opens again
 	drained chan struct{} // closed when the last operation inside leaves
+	meter   lockMeter     // passes and waits (locks.go)
 }
 
 // enter lets an operation in, waiting while the gate is closed, and
@@ -50,18 +52,30 @@ func (g *writeGate) enter(ctx context.Context) (context.Context, func(), error) 
 	if ctx.Value(insideGateKey{}) != nil {
 		return ctx, func() {}, nil
 	}
+	g.meter.acquired.Add(1)
+	var waitedFrom time.Time
 	for {
 		g.mu.Lock()
 		if !g.closed {
 			g.inside++
 			g.mu.Unlock()
+			if !waitedFrom.IsZero() {
+				g.meter.waiting.Add(-1)
+				g.meter.timeWait(waitedFrom)
+			}
 			return context.WithValue(ctx, insideGateKey{}, insideOperation), g.leave, nil
 		}
 		open := g.open
 		g.mu.Unlock()
+		if waitedFrom.IsZero() {
+			waitedFrom = time.Now()
+			g.meter.waiting.Add(1)
+		}
 		select {
 		case <-open:
 		case <-ctx.Done():
+			g.meter.waiting.Add(-1)
+			g.meter.timeWait(waitedFrom)
 			return ctx, nil, ctx.Err()
 		}
 	}
@@ -178,13 +192,13 @@ func (e *Engine) Freeze(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	if !first {
-		return e.gate.lockCount(), nil
+	if first {
+		if err := e.flushFrozen(ctx); err != nil {
+			e.gate.unlock()
+			return 0, err
+		}
 	}
-	if err := e.flushFrozen(ctx); err != nil {
-		e.gate.unlock()
-		return 0, err
-	}
+	e.freezes.Add(1)
 	return e.gate.lockCount(), nil
 }
 

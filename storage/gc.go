@@ -45,7 +45,7 @@ func (d *Database) collect(ctx context.Context) (before, after int64, err error)
 	branches := d.branchList()
 	sort.Slice(branches, func(i, j int) bool { return branches[i].name < branches[j].name })
 	for _, b := range branches {
-		b.writeMu.Lock()
+		d.engine.lockWriter(b)
 		defer b.writeMu.Unlock()
 	}
 	if d.closed.Load() {

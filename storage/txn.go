@@ -262,7 +262,7 @@ func (t *Txn) Commit(ctx context.Context) error {
 // entries and unique keys are checked again there).
 func (t *Txn) commitLocked(ctx context.Context) (uint64, error) {
 	d, b := t.d, t.b
-	b.writeMu.Lock()
+	d.engine.lockWriter(b)
 	defer b.writeMu.Unlock()
 	if err := d.writable(b); err != nil {
 		return 0, err

@@ -100,7 +100,7 @@ func commitParts(ctx context.Context, parts []*commitPart) error {
 // branch lock; decided reports that the commit point was passed.
 func commitLockedParts(ctx context.Context, parts []*commitPart) (decided bool, err error) {
 	for _, p := range parts {
-		p.t.b.writeMu.Lock()
+		p.t.d.engine.lockWriter(p.t.b)
 		defer p.t.b.writeMu.Unlock()
 	}
 	defer func() { // also on a panic: a reserved place would hold back the database's events

@@ -114,7 +114,7 @@ func (d *Database) lockedBranch(ctx context.Context, name string, fn func(b *bra
 	// then folds only what was written since.
 	d.ckptMu.Lock()
 	defer d.ckptMu.Unlock()
-	b.writeMu.Lock()
+	d.engine.lockWriter(b)
 	defer b.writeMu.Unlock()
 	if d.closed.Load() {
 		return ErrClosed
