@@ -65,7 +65,7 @@ func (s *Server) serverParameters() map[string]func(*bsoncore.DocumentBuilder, s
 		"logLevel": func(b *bsoncore.DocumentBuilder, k string) { b.AppendInt32(k, s.logLevel.Load()) },
 		"quiet":    func(b *bsoncore.DocumentBuilder, k string) { b.AppendBoolean(k, s.quiet.Load()) },
 		"logComponentVerbosity": func(b *bsoncore.DocumentBuilder, k string) {
-			b.AppendDocument(k, bsoncore.NewDocumentBuilder().AppendInt32("verbosity", s.logLevel.Load()).Build())
+			b.AppendDocument(k, s.logVerbosity.tree(int(s.logLevel.Load())))
 		},
 		"transactionLifetimeLimitSeconds": func(b *bsoncore.DocumentBuilder, k string) {
 			b.AppendInt32(k, int32(s.txnLifetime.Load()/int64(time.Second)))

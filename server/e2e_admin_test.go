@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
 func TestHelloShape(t *testing.T) {
@@ -446,10 +448,9 @@ func TestServerStatusRepl(t *testing.T) {
 }
 
 // TestSetParameterRoundTrips: the parameters getParameter lists that
-// setParameter changes come back as set (quiet, cursorTimeoutMillis,
-// logComponentVerbosity's verbosity as logLevel), a logLevel the host
-// program owns is refused, help is answered, and values out of range
-// are refused.
+// setParameter changes come back as set (quiet, cursorTimeoutMillis), a
+// logLevel or logComponentVerbosity the host program owns is refused,
+// help is answered, and values out of range are refused.
 func TestSetParameterRoundTrips(t *testing.T) {
 	admin := startServer(t).client().Database("admin")
 	mustRun(t, admin, bson.D{{Key: "setParameter", Value: 1}, {Key: "quiet", Value: true}, {Key: "cursorTimeoutMillis", Value: 5000}})
@@ -466,6 +467,69 @@ func TestSetParameterRoundTrips(t *testing.T) {
 	help := mustRun(t, admin, bson.D{{Key: "setParameter", Value: 1}, {Key: "help", Value: true}})
 	if s, _ := help["help"].(string); !strings.Contains(s, "cursorTimeoutMillis") || !strings.Contains(s, "quiet") {
 		t.Errorf("help: %v", help)
+	}
+}
+
+// TestLogComponentVerbosity: the host program's logger is given each
+// component's verbosity after inheritance (a child takes its parent's,
+// a component without one the global verbosity), and getParameter
+// shows the components' own.
+func TestLogComponentVerbosity(t *testing.T) {
+	var mu sync.Mutex
+	var global int
+	var levels map[string]int
+	admin := startServer(t, func(c *server.Config) {
+		c.SetLogLevel = func(g int, l map[string]int) { mu.Lock(); global, levels = g, l; mu.Unlock() }
+	}).client().Database("admin")
+	mustRun(t, admin, bson.D{{Key: "setParameter", Value: 1}, {Key: "logComponentVerbosity", Value: bson.M{
+		"verbosity": 1, "replication": bson.M{"verbosity": 2}, "storage": bson.M{"journal": 3}}}})
+	mu.Lock()
+	if global != 1 || levels["REPL"] != 2 || levels["ELECTION"] != 2 || levels["JOURNAL"] != 3 || levels["STORAGE"] != 1 || levels["COMMAND"] != 1 {
+		t.Errorf("the logger's levels: %d %v", global, levels)
+	}
+	mu.Unlock()
+	got := mustRun(t, admin, bson.D{{Key: "getParameter", Value: 1}, {Key: "logComponentVerbosity", Value: 1}, {Key: "logLevel", Value: 1}})
+	if got["logLevel"] != int32(1) || get(got, "logComponentVerbosity", "replication", "verbosity") != int32(2) ||
+		get(got, "logComponentVerbosity", "replication", "election", "verbosity") != int32(-1) ||
+		get(got, "logComponentVerbosity", "storage", "journal", "verbosity") != int32(3) {
+		t.Errorf("getParameter: %v", got)
+	}
+	for _, bad := range []bson.M{{"nosuch": 1}, {"storage": bson.M{"verbosity": 6}}, {"verbosity": -1}, {"storage": bson.M{"nosuch": 1}}} {
+		_, err := run(t, admin, bson.D{{Key: "setParameter", Value: 1}, {Key: "logComponentVerbosity", Value: bad}})
+		wantCode(t, err, 2, "BadValue")
+	}
+}
+
+// TestDefaultProfile: with a default level (--profile,
+// operationProfiling.mode) every database is profiled from its first
+// command, profile -1 reports that level, and a database's own level
+// overrides it; a bad default filter is refused.
+func TestDefaultProfile(t *testing.T) {
+	ts := startServer(t)
+	if err := ts.srv.SetDefaultProfile(2, nil); err != nil {
+		t.Fatal(err)
+	}
+	c := ts.client()
+	app := c.Database("fresh")
+	if _, err := app.Collection("c").InsertOne(ctx, bson.M{"_id": 1}); err != nil {
+		t.Fatal(err)
+	}
+	entries := allDocs(t)(app.Collection("system.profile").Find(ctx, bson.M{"ns": "fresh.c"}))
+	if len(entries) != 1 || entries[0]["op"] != "insert" {
+		t.Fatalf("entries at the default level 2: %v", entries)
+	}
+	if got := mustRun(t, c.Database("other"), bson.D{{Key: "profile", Value: -1}}); got["was"] != int32(2) {
+		t.Errorf("profile -1 of a database without its own level: %v", got)
+	}
+	mustRun(t, app, bson.D{{Key: "profile", Value: 0}})
+	if _, err := app.Collection("c").InsertOne(ctx, bson.M{"_id": 2}); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(allDocs(t)(app.Collection("system.profile").Find(ctx, bson.M{"ns": "fresh.c"}))); n != 1 {
+		t.Errorf("%d entries after the database's own level 0", n)
+	}
+	if err := ts.srv.SetDefaultProfile(1, bsoncore.NewDocumentBuilder().AppendInt32("$nosuch", 1).Build()); err == nil {
+		t.Error("a bad default filter was taken")
 	}
 }
 

@@ -26,9 +26,12 @@ import (
 const profileBytes = 1 << 20
 
 type profiler struct {
-	active atomic.Int32 // databases with a level above 0: none, and no command pays more
+	active atomic.Int32 // databases with a level above 0 (and the default's): none, and no command pays more
 	mu     sync.Mutex
 	dbs    map[string]*dbProfile
+	// defaults are the level and filter a database starts with
+	// (--profile, operationProfiling.mode and .filter).
+	defaults dbProfile
 }
 
 type dbProfile struct {
@@ -45,11 +48,37 @@ func (p *profiler) profile(db string, make bool) *dbProfile {
 		p.dbs = map[string]*dbProfile{}
 	}
 	d := p.dbs[db]
-	if d == nil && make {
-		d = &dbProfile{}
+	if d == nil && (make || p.defaults.level > 0) {
+		d = &dbProfile{level: p.defaults.level, filter: p.defaults.filter, filterD: p.defaults.filterD}
+		if d.level > 0 {
+			p.active.Add(1)
+		}
 		p.dbs[db] = d
 	}
 	return d
+}
+
+// SetDefaultProfile sets the level and filter (nil: none) every database
+// starts with, before the server serves (--profile, --profileFilter).
+func (s *Server) SetDefaultProfile(level int, filter bsoncore.Document) error {
+	if level < 0 || level > 2 {
+		return mongoerr.New(mongoerr.BadValue, "Invalid profiling level %d: 0, 1 or 2", level)
+	}
+	p := &s.profiler
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if filter != nil {
+		match, err := query.CompileFilter(filter)
+		if err != nil {
+			return err
+		}
+		p.defaults.filter, p.defaults.filterD = match, filter
+	}
+	if level > 0 && p.defaults.level == 0 {
+		p.active.Add(1) // every database is profiled: record looks at each
+	}
+	p.defaults.level = level
+	return nil
 }
 
 // cmdProfile is profile: {profile: -1} reads the database's level,

@@ -82,10 +82,12 @@ type Config struct {
 	// Quiet leaves connections' opening and closing out of the log, as
 	// mongod's --quiet does (setParameter quiet changes it).
 	Quiet bool
-	// LogLevel is the log's verbosity, 0 to 5; SetLogLevel changes it
-	// (setParameter logLevel; nil: the level is the host program's).
+	// LogLevel is the log's verbosity, 0 to 5. SetLogLevel changes it
+	// and each component's (by the code a line carries in "c", after
+	// inheritance), as setParameter logLevel and logComponentVerbosity
+	// do (nil: the levels are the host program's).
 	LogLevel    int
-	SetLogLevel func(int)
+	SetLogLevel func(global int, components map[string]int)
 	// RotateLog rotates the log file (the logRotate command; nil: the log
 	// is no file of the server's, and there is nothing to rotate).
 	RotateLog func() error
@@ -191,6 +193,7 @@ type Server struct {
 	cursorTimeout atomic.Int64
 	quiet         atomic.Bool
 	logLevel      atomic.Int32
+	logVerbosity  logVerbosity // components' own (log_verbosity.go)
 	// slowOp is --slowms as a time.Duration and slowSkipBits the share of
 	// slow operations not logged (float64 bits): profile changes both.
 	slowOp       atomic.Int64
@@ -451,7 +454,5 @@ func (s *Server) reapCursors() {
 // setLogLevel changes the log's verbosity (setParameter logLevel).
 func (s *Server) setLogLevel(n int) {
 	s.logLevel.Store(int32(n))
-	if s.cfg.SetLogLevel != nil {
-		s.cfg.SetLogLevel(n)
-	}
+	s.applyLogVerbosity()
 }

@@ -506,11 +506,14 @@ func cmdSetParameter(r *request) (bsoncore.Document, error) {
 		}
 		v := el.Value()
 		if key == "logComponentVerbosity" {
-			var ok bool
-			key = "logLevel"
-			if v, ok = componentVerbosity(v); !ok {
-				return nil, mongoerr.New(mongoerr.NotImplemented, "logComponentVerbosity: DumboDB has one verbosity for every component; set it as {verbosity: <0 to 5>}")
+			if r.c.s.cfg.SetLogLevel == nil {
+				return nil, mongoerr.New(mongoerr.NotImplemented, "logComponentVerbosity: this server's log levels are fixed (it logs through a logger of its host program)")
 			}
+			was := r.c.s.logVerbosity.tree(int(r.c.s.logLevel.Load()))
+			if err := r.c.s.setLogComponentVerbosity(v); err != nil {
+				return nil, err
+			}
+			return bsoncore.NewDocumentBuilder().AppendDocument("was", was).AppendDouble("ok", 1).Build(), nil
 		}
 		p, ok := runtimeParameters[key]
 		if !ok {
@@ -545,27 +548,13 @@ func b2i(b bool) int64 {
 	return 0
 }
 
-// componentVerbosity reads logComponentVerbosity's {verbosity: n} as
-// logLevel's value; ok is false for a verbosity per component.
-func componentVerbosity(v bsoncore.Value) (bsoncore.Value, bool) {
-	d, ok := v.DocumentOK()
-	if !ok {
-		return v, true // not a document: refused as logLevel's value
-	}
-	els, _ := d.Elements()
-	if len(els) != 1 || els[0].Key() != "verbosity" {
-		return bsoncore.Value{}, false
-	}
-	return els[0].Value(), true
-}
-
 // setParameterHelp is setParameter's answer to help: true.
 func setParameterHelp() bsoncore.Document {
 	text := "help for: setParameter set administrative option(s)\n{ setParameter:1, <param>:<value> }\nsupported:\n"
 	for _, name := range slices.Sorted(maps.Keys(runtimeParameters)) {
 		text += "  " + name + "\n"
 	}
-	text += "  logComponentVerbosity ({verbosity: <0 to 5>})\n"
+	text += "  logComponentVerbosity ({verbosity?: <0 to 5>, <component>: {verbosity: <-1 to 5>, <child>: ...}})\n"
 	return bsoncore.NewDocumentBuilder().AppendString("help", text).AppendDouble("ok", 1).Build()
 }
 

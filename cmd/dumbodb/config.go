@@ -39,6 +39,7 @@ var configFlags = map[string]string{
 	"processManagement.fork":               "fork",
 	"operationProfiling.slowOpThresholdMs": "slowms",
 	"operationProfiling.slowOpSampleRate":  "slowOpSampleRate",
+	"operationProfiling.filter":            "profileFilter",
 	"security.authorization":               "auth",
 	"security.javascriptEnabled":           "noscripting",
 	"replication.replSetName":              "replSet",
@@ -69,11 +70,12 @@ var configSpecial = map[string]func(v string, set func(flag, value string) error
 		}
 		return nil
 	},
-	"operationProfiling.mode": func(v string, _ func(string, string) error) error {
-		if v != "off" {
-			return fmt.Errorf("%q is not supported yet: DumboDB has no profiler; slow operations go to the log (slowOpThresholdMs)", v)
+	"operationProfiling.mode": func(v string, set func(string, string) error) error {
+		level, ok := map[string]string{"off": "0", "slowOp": "1", "all": "2"}[v]
+		if !ok {
+			return fmt.Errorf("must be off, slowOp or all, not %q", v)
 		}
-		return nil
+		return set("profile", level)
 	},
 	"net.unixDomainSocket.enabled":    func(string, func(string, string) error) error { return nil }, // read with pathPrefix
 	"net.unixDomainSocket.pathPrefix": func(string, func(string, string) error) error { return nil },
@@ -127,6 +129,9 @@ func applyConfigKey(fs *flag.FlagSet, key string, flat map[string]string, set fu
 		return nil
 	case configFlags[key] != "":
 		return set(configFlags[key], v)
+	case strings.HasPrefix(key, "systemLog.component.") && strings.HasSuffix(key, ".verbosity"):
+		name := strings.TrimSuffix(strings.TrimPrefix(key, "systemLog.component."), ".verbosity")
+		return set("componentVerbosity", name+"="+v)
 	case strings.HasPrefix(key, "setParameter."):
 		return set("setParameter", strings.TrimPrefix(key, "setParameter.")+"="+v)
 	case strings.HasPrefix(key, "dumbodb."):

@@ -48,7 +48,8 @@ systemLog:
 security:
   authorization: enabled
 operationProfiling:
-  mode: "off"
+  mode: all
+  filter: '{"op": "query"}'
   slowOpThresholdMs: 250
   slowOpSampleRate: 0.5
 setParameter:
@@ -79,6 +80,8 @@ dumbodb:
 		{"verbosity (-vv over the file's 1)", o.verbosity, 2},
 		{"authorization", o.auth, true},
 		{"sample rate", o.sampleRate, 0.5},
+		{"profiling mode all", o.profile, 2},
+		{"profiling filter", o.profileFilter, `{"op": "query"}`},
 		{"setParameter", strings.Join(o.setParams, ","), "transactionLifetimeLimitSeconds=30"},
 		{"dumbodb.cacheSizeMB", o.cacheMB, 300},
 		{"dumbodb.httpAddress", o.httpAddress, "127.0.0.1:9090"},
@@ -91,7 +94,7 @@ dumbodb:
 		"net:\n  prot: 1\n":                       "net.prot: unknown",
 		"net:\n  port: many\n":                    "net.port: parse error",
 		"security:\n  authorization: yes\n":       "security.authorization: must be enabled or disabled",
-		"operationProfiling:\n  mode: slowOp\n":   "operationProfiling.mode: \"slowOp\" is not supported yet",
+		"operationProfiling:\n  mode: often\n":    "operationProfiling.mode: must be off, slowOp or all",
 		"dumbodb:\n  noSuchFlag: 1\n":             "dumbodb.noSuchFlag: no setting",
 		"systemLog:\n  destination: syslog\n":     "systemLog.destination: \"syslog\" is not supported",
 		"setParameter:\n  logLevel: many\n":       "--setParameter \"logLevel=many\"",

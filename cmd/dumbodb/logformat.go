@@ -7,7 +7,10 @@ import (
 	"hash/fnv"
 	"io"
 	"strconv"
+	"sync/atomic"
 	"time"
+
+	"github.com/rs/zerolog"
 )
 
 // mongod's log shape (docs/operations.md, "Logs"): each line
@@ -46,6 +49,41 @@ func messageID(msg string) int {
 // component, as mongod's names go.
 var defaultCtx = map[string]string{"NETWORK": "listener", "STORAGE": "checkpointer", "REPL": "replica"}
 
+// logLevels is what the log keeps of debug lines: those up to the
+// verbosity of their component (by the code in "c"), or the global one
+// for a component without its own.
+type logLevels struct {
+	global     int
+	components map[string]int
+}
+
+var currentLevels atomic.Pointer[logLevels]
+
+// setLogLevels sets the verbosities (setParameter logLevel and
+// logComponentVerbosity): zerolog drops lines above the highest before
+// they are built, the writer those above their component's.
+func setLogLevels(global int, components map[string]int) {
+	highest := global
+	for _, n := range components {
+		highest = max(highest, n)
+	}
+	currentLevels.Store(&logLevels{global: global, components: components})
+	zerolog.SetGlobalLevel(logLevel(highest))
+}
+
+// kept reports whether a line of severity s ("I", "D1", ...) and
+// component comp is written.
+func (l *logLevels) kept(s, comp string) bool {
+	if l == nil || len(s) != 2 || s[0] != 'D' {
+		return true
+	}
+	n, ok := l.components[comp]
+	if !ok {
+		n = l.global
+	}
+	return int(s[1]-'0') <= n
+}
+
 // mongodLog writes each line zerolog writes to out in mongod's shape;
 // a line it cannot read goes through as it is.
 type mongodLog struct{ out io.Writer }
@@ -54,6 +92,9 @@ func (w mongodLog) Write(p []byte) (int, error) {
 	line, err := mongodLine(p)
 	if err != nil {
 		line = p
+	}
+	if line == nil {
+		return len(p), nil // above its component's verbosity
 	}
 	if _, err := w.out.Write(line); err != nil {
 		return 0, err
@@ -85,9 +126,13 @@ func mongodLine(p []byte) ([]byte, error) {
 			attr = append(attr, logField{f.key, attrValue(f.val)})
 		}
 	}
-	var msg, comp, ts string
+	var msg, comp, ts, sev string
 	json.Unmarshal(top["msg"], &msg)
 	json.Unmarshal(top["c"], &comp)
+	json.Unmarshal(top["s"], &sev)
+	if !currentLevels.Load().kept(sev, comp) {
+		return nil, nil
+	}
 	json.Unmarshal(top["t"], &ts)
 	at, err := time.Parse(time.RFC3339Nano, ts)
 	if err != nil {

@@ -23,54 +23,59 @@ import (
 	"github.com/dumbodb/dumbodb/storage"
 
 	"github.com/rs/zerolog"
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
 // serverFlags are the command-line flags, named as mongod names them.
 type serverFlags struct {
-	dataDir        string
-	port           int
-	bindIP         string
-	bindIPAll      bool
-	pidFile        string
-	maxConns       int
-	slowMS         int
-	fork           bool
-	unixSocket     string
-	version        bool
-	cacheMB        int
-	syncdelay      int
-	testCmds       bool
-	author         string
-	largeDoc       int
-	idleDBSeconds  int
-	busyPollMicros int
-	releaseSeconds int
-	inFlightMB     int
-	stallSeconds   int
-	replSet        string
-	standalone     bool
-	auth           bool
-	tls            server.TLSConfig
-	advertiseHost  string
-	changeSeconds  int
-	changeMB       int
-	autoGCMaxMB    int
-	noScripting    bool
-	replicaOf      string
-	httpAddress    string
-	httpDebug      bool
-	undropHours    int
-	replicaPoll    int
-	cpuProfile     string
-	heapProfile    string
-	config         string
-	logPath        string
-	logAppend      bool
-	logRotate      string
-	quiet          bool
-	verbosity      int
-	sampleRate     float64
-	setParams      []string
+	dataDir         string
+	port            int
+	bindIP          string
+	bindIPAll       bool
+	pidFile         string
+	maxConns        int
+	slowMS          int
+	profile         int
+	profileFilter   string
+	fork            bool
+	unixSocket      string
+	version         bool
+	cacheMB         int
+	syncdelay       int
+	testCmds        bool
+	author          string
+	largeDoc        int
+	idleDBSeconds   int
+	busyPollMicros  int
+	releaseSeconds  int
+	inFlightMB      int
+	stallSeconds    int
+	replSet         string
+	standalone      bool
+	auth            bool
+	tls             server.TLSConfig
+	advertiseHost   string
+	changeSeconds   int
+	changeMB        int
+	autoGCMaxMB     int
+	noScripting     bool
+	replicaOf       string
+	httpAddress     string
+	httpDebug       bool
+	undropHours     int
+	replicaPoll     int
+	cpuProfile      string
+	heapProfile     string
+	config          string
+	logPath         string
+	logAppend       bool
+	logRotate       string
+	quiet           bool
+	verbosity       int
+	sampleRate      float64
+	setParams       []string
+	componentLevels []string // name=level (systemLog.component.<name>.verbosity)
 }
 
 func parseFlags(args []string, stderr io.Writer) (*serverFlags, error) {
@@ -85,6 +90,8 @@ func parseFlags(args []string, stderr io.Writer) (*serverFlags, error) {
 	fs.StringVar(&o.pidFile, "pidfilepath", "", "write the process id to this file once listening; removed at a clean shutdown")
 	fs.IntVar(&o.maxConns, "maxConns", server.DefaultMaxConns, "most client connections open at once; one more is closed as it arrives")
 	fs.IntVar(&o.slowMS, "slowms", int(server.DefaultSlowOp/time.Millisecond), "milliseconds past which a command is logged as a slow query")
+	fs.IntVar(&o.profile, "profile", 0, "the profiling level every database starts with: 0 off, 1 slow operations, 2 all")
+	fs.StringVar(&o.profileFilter, "profileFilter", "", "the profiler's filter every database starts with, as Extended JSON (operationProfiling.filter)")
 	fs.BoolVar(&o.fork, "fork", false, "refused: run dumbodb under a service manager (systemd, a container) instead")
 	fs.StringVar(&o.unixSocket, "unixSocket", "", "also listen on this Unix socket path")
 	fs.BoolVar(&o.version, "version", false, "print the version and exit")
@@ -144,6 +151,10 @@ func parseFlags(args []string, stderr io.Writer) (*serverFlags, error) {
 	fs.Float64Var(&o.sampleRate, "slowOpSampleRate", 1, "share of slow operations logged, 0 to 1")
 	fs.Func("setParameter", "name=value: set a parameter setParameter takes, at start (repeatable)", func(v string) error {
 		o.setParams = append(o.setParams, v)
+		return nil
+	})
+	fs.Func("componentVerbosity", "component=level: a log component's verbosity, -1 to 5 (repeatable; systemLog.component.<component>.verbosity in the config file)", func(v string) error {
+		o.componentLevels = append(o.componentLevels, v)
 		return nil
 	})
 	fs.Usage = func() {
@@ -267,7 +278,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	// The level is the process's (setParameter logLevel changes it):
 	// lines below it are dropped before they are built.
-	zerolog.SetGlobalLevel(logLevel(o.verbosity))
+	setLogLevels(o.verbosity, nil)
 	log := newLogger(io.MultiWriter(logOut, ring)).Level(zerolog.TraceLevel)
 	defer rotateOnSIGUSR1(lf, log)() // before the server answers: a signal meanwhile would end the process
 	setMemoryLimit(o.cacheMB, log)
@@ -322,14 +333,17 @@ func run(args []string, stdout, stderr io.Writer) int {
 		SlowOpSkipRate: 1 - o.sampleRate,
 		Quiet:          o.quiet,
 		LogLevel:       o.verbosity,
-		SetLogLevel:    func(n int) { zerolog.SetGlobalLevel(logLevel(n)) },
+		SetLogLevel:    setLogLevels,
 		MemoryRelease:  time.Duration(max(o.releaseSeconds, 0)) * time.Second,
 	}
 	if lf != nil {
 		cfg.RotateLog = lf.Rotate
 	}
 	srv := server.New(cfg, engine, log, ring)
-	if err := setStartupParameters(srv, o.setParams); err != nil {
+	if err := setStartupParameters(srv, o.setParams, o.componentLevels); err == nil {
+		err = setDefaultProfile(srv, o.profile, o.profileFilter)
+	}
+	if err != nil {
 		fmt.Fprintf(stderr, "dumbodb: %v\n", err)
 		engine.Close()
 		return 1
@@ -538,14 +552,39 @@ func logLevel(verbosity int) zerolog.Level {
 	return zerolog.InfoLevel
 }
 
-// setStartupParameters applies --setParameter name=value.
-func setStartupParameters(srv *server.Server, params []string) error {
+// setStartupParameters applies --setParameter name=value and
+// --componentVerbosity component=level.
+func setStartupParameters(srv *server.Server, params, components []string) error {
 	for _, p := range params {
 		name, v, _ := strings.Cut(p, "=")
 		n, _ := strconv.ParseInt(v, 10, 64) // checked by loadSettings
 		if err := srv.SetStartupParameter(name, n); err != nil {
 			return err
 		}
+	}
+	for _, c := range components {
+		name, v, _ := strings.Cut(c, "=")
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return fmt.Errorf("--componentVerbosity %s: the level must be a whole number", c)
+		}
+		if err := srv.SetComponentVerbosity(name, n); err != nil {
+			return fmt.Errorf("--componentVerbosity %s: %w", c, err)
+		}
+	}
+	return nil
+}
+
+// setDefaultProfile applies --profile and --profileFilter.
+func setDefaultProfile(srv *server.Server, level int, filter string) error {
+	var doc bson.Raw
+	if filter != "" {
+		if err := bson.UnmarshalExtJSON([]byte(filter), false, &doc); err != nil {
+			return fmt.Errorf("--profileFilter: %w", err)
+		}
+	}
+	if err := srv.SetDefaultProfile(level, bsoncore.Document(doc)); err != nil {
+		return fmt.Errorf("--profile: %w", err)
 	}
 	return nil
 }
