@@ -32,8 +32,12 @@ run:
 # servers), under the race detector, then a short fuzz pass and the driver's unified spec cases of
 # SPEC_TEST against the known failures (tools/spec-known-failures.txt). -count=1: the process and crash tests
 # build the server binary themselves, which go test's cache cannot see.
+# The container image's test (image-test, below) runs beside go test:
+# it mostly waits for debootstrap's downloads.
 test: tools vet staticcheck
-	$(GO) test -race -count=1 -timeout 25m ./...
+	@set -e; .ci/image-test > $(TOOLS)/image-test.out 2>&1 & image=$$!; \
+	$(GO) test -race -count=1 -timeout 25m ./... || { kill $$image 2>/dev/null; exit 1; }; \
+	wait $$image || { cat $(TOOLS)/image-test.out; echo "image-test failed"; exit 1; }; tail -1 $(TOOLS)/image-test.out
 	$(MAKE) fuzz FUZZTIME=$(TEST_FUZZTIME)
 	$(MAKE) spec SPEC='$(SPEC_TEST)' SPEC_EXPECT=tools/spec-known-failures.txt
 
@@ -124,3 +128,11 @@ SPEC_EXPECT ?=
 SPEC_TEST = ^(crud/unified|change-streams|collection-management|index-management|sessions|retryable-writes/unified|transactions/unified|run-command|unified-test-format/valid-pass|versioned-api|command-monitoring(/logging)?|gridfs)$$
 spec: build
 	$(GO) run ./cmd/dumbospec -bin bin/dumbodb -cache $(TOOLS)/driver-spec -run '$(SPEC)' $(if $(SPEC_EXPECT),-expect $(SPEC_EXPECT))
+
+# The container image: .ci/image-test builds the Dockerfile's runtime
+# stage with buildah on a local debootstrap base (no registry, no Docker
+# engine; root on Debian) and runs it to check the user, the /data
+# volume, the healthcheck and logins (docs/operations.md, "Containers").
+.PHONY: image-test
+image-test:
+	.ci/image-test

@@ -220,6 +220,9 @@ func loadSettings(fs *flag.FlagSet, o *serverFlags, set map[string]bool) error {
 			set["verbosity"] = true // -v... on the command line wins over the file's verbosity
 		}
 	}
+	if o.config == "" { // the file from the environment (a container's healthcheck reads it too)
+		o.config = os.Getenv(envPrefix + "CONFIG")
+	}
 	if o.config != "" {
 		if err := loadConfigFile(fs, o.config, set); err != nil {
 			return err

@@ -185,3 +185,18 @@ func TestContainerEnvironment(t *testing.T) {
 		t.Errorf("ping's default port %d", p)
 	}
 }
+
+// TestConfigFileFromTheEnvironment: DUMBODB_CONFIG names the config file
+// when --config does not, and the file still wins over DUMBODB_<FLAG>.
+func TestConfigFileFromTheEnvironment(t *testing.T) {
+	t.Setenv("DUMBODB_CONFIG", writeConfig(t, "net:\n  port: 23456\n"))
+	t.Setenv("DUMBODB_PORT", "999")
+	o, err := parseFlags(nil, io.Discard)
+	if err != nil || o.port != 23456 {
+		t.Fatalf("port %d, %v", o.port, err)
+	}
+	o, err = parseFlags([]string{"--config", writeConfig(t, "net:\n  port: 34567\n")}, io.Discard)
+	if err != nil || o.port != 34567 {
+		t.Fatalf("--config over DUMBODB_CONFIG: port %d, %v", o.port, err)
+	}
+}

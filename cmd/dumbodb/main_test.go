@@ -148,6 +148,12 @@ func TestPingSubcommand(t *testing.T) {
 	if err != nil || strings.TrimSpace(string(out)) != "ok" {
 		t.Fatalf("ping: %v %s", err, out)
 	}
+	// Without --port: the port of the DUMBODB_CONFIG file, over DUMBODB_PORT.
+	cmd := exec.Command(binary, "ping")
+	cmd.Env = append(os.Environ(), "DUMBODB_PORT=1", "DUMBODB_CONFIG="+writeConfig(t, fmt.Sprintf("net:\n  port: %d\n", p.Port())))
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("ping with the port of DUMBODB_CONFIG: %v %s", err, out)
+	}
 	p.StopT(t, syscall.SIGTERM)
 	if err := exec.Command(binary, "ping", "--port", fmt.Sprint(p.Port()), "--timeout", "1s").Run(); err == nil {
 		t.Fatal("ping succeeded against a stopped server")

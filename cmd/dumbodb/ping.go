@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -15,17 +16,42 @@ import (
 
 	"github.com/dumbodb/dumbodb/wire"
 
+	"go.yaml.in/yaml/v3"
+
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
-// pingDefaultPort is the port the server takes from the environment
-// (DUMBODB_PORT, as the server reads it: config.go), else 27017, so that
+// pingDefaultPort is the port the server takes when no flag names one:
+// the config file's (DUMBODB_CONFIG: net.port, or dumbodb.port), else
+// DUMBODB_PORT, else 27017, as the server reads them (config.go), so that
 // a container's healthcheck follows the server's port.
 func pingDefaultPort() int {
+	if path := os.Getenv(envPrefix + "CONFIG"); path != "" {
+		if p := configPort(path); p > 0 {
+			return p
+		}
+	}
 	if p, err := strconv.Atoi(os.Getenv(envPrefix + "PORT")); err == nil {
 		return p
 	}
 	return 27017
+}
+
+// configPort is the port a config file sets (0: none, or no file to read:
+// the server, which reads the same file, reports what is wrong with it).
+func configPort(path string) int {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	var file struct {
+		Net     struct{ Port int }
+		Dumbodb struct{ Port int }
+	}
+	if yaml.Unmarshal(data, &file) != nil {
+		return 0
+	}
+	return cmp.Or(file.Net.Port, file.Dumbodb.Port)
 }
 
 // runPing is `dumbodb ping [--host H] [--port N] [--tls [--tlsCAFile F]
@@ -37,7 +63,7 @@ func runPing(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("dumbodb ping", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	host := fs.String("host", "127.0.0.1", "server address")
-	port := fs.Int("port", pingDefaultPort(), "server port (default: DUMBODB_PORT, else 27017)")
+	port := fs.Int("port", pingDefaultPort(), "server port (default: the port of the DUMBODB_CONFIG file, else DUMBODB_PORT, else 27017)")
 	timeout := fs.Duration("timeout", 3*time.Second, "how long to wait")
 	useTLS := fs.Bool("tls", false, "connect with TLS")
 	caFile := fs.String("tlsCAFile", "", "with --tls, verify the server against these CAs")
