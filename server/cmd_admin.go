@@ -21,13 +21,17 @@ func okReply() bsoncore.Document {
 func cmdPing(r *request) (bsoncore.Document, error) { return okReply(), nil }
 
 func cmdBuildInfo(r *request) (bsoncore.Document, error) {
+	jsEngine := "none" // --noscripting: $where, $function and $accumulator are refused
+	if r.c.s.js.Enabled() {
+		jsEngine = "goja" // the engine that runs them (package js)
+	}
 	va := bsoncore.NewArrayBuilder().AppendInt32(8).AppendInt32(0).AppendInt32(4).AppendInt32(0).Build()
 	return bsoncore.NewDocumentBuilder().
 		AppendString("version", mongoVersion).
 		AppendString("gitVersion", "dumbodb-"+Version).
 		AppendArray("modules", bsoncore.NewArrayBuilder().Build()).
 		AppendString("allocator", "go").
-		AppendString("javascriptEngine", "none").
+		AppendString("javascriptEngine", jsEngine).
 		AppendString("sysInfo", "deprecated").
 		AppendArray("versionArray", va).
 		AppendDocument("openssl", bsoncore.NewDocumentBuilder().AppendString("running", "disabled").Build()).

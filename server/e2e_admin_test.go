@@ -67,6 +67,9 @@ func TestAdminCommands(t *testing.T) {
 	if bi["dumbodbVersion"] == nil {
 		t.Error("buildInfo lacks dumbodbVersion")
 	}
+	if bi["javascriptEngine"] != "goja" || get(bi, "storageEngines") == nil {
+		t.Errorf("buildInfo's engines: %v, %v", bi["javascriptEngine"], bi["storageEngines"])
+	}
 	mustRun(t, admin, bson.D{{Key: "ping", Value: 1}})
 	mustRun(t, c.Database("anydb"), bson.D{{Key: "ping", Value: 1}})
 

@@ -431,6 +431,9 @@ func TestJSMemoryBound(t *testing.T) {
 
 func TestJSNoScripting(t *testing.T) {
 	db, c := jsFixture(t, func(cfg *server.Config) { cfg.NoScripting = true })
+	if bi, err := run(t, db, bson.D{{Key: "buildInfo", Value: 1}}); err != nil || bi["javascriptEngine"] != "none" {
+		t.Errorf("buildInfo with scripting off: %v %v", bi["javascriptEngine"], err)
+	}
 	_, err := c.Find(ctx, bson.D{{Key: "$where", Value: "true"}})
 	wantCode(t, err, 6108304, "Location6108304")
 	_, err = c.Aggregate(ctx, mongo.Pipeline{{{Key: "$project", Value: bson.D{{Key: "v", Value: bson.D{{Key: "$function", Value: bson.D{
