@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"flag"
 	"fmt"
 	"maps"
@@ -241,6 +242,10 @@ func loadSettings(fs *flag.FlagSet, o *serverFlags, set map[string]bool) error {
 		return fmt.Errorf("--verbosity must be 0 to 5, not %d", o.verbosity)
 	case o.sampleRate < 0 || o.sampleRate > 1:
 		return fmt.Errorf("--slowOpSampleRate must be 0 to 1, not %v", o.sampleRate)
+	case o.profile < 0 || o.profile > 2:
+		return fmt.Errorf("--profile must be 0, 1 or 2, not %d", o.profile)
+	case o.profileFilter != "" && !json.Valid([]byte(o.profileFilter)):
+		return fmt.Errorf("--profileFilter must be a document in Extended JSON, not %q", o.profileFilter)
 	}
 	for _, p := range o.setParams {
 		if _, v, ok := strings.Cut(p, "="); !ok || !isWhole(v) {

@@ -95,6 +95,7 @@ dumbodb:
 		"net:\n  port: many\n":                    "net.port: parse error",
 		"security:\n  authorization: yes\n":       "security.authorization: must be enabled or disabled",
 		"operationProfiling:\n  mode: often\n":    "operationProfiling.mode: must be off, slowOp or all",
+		"operationProfiling:\n  filter: '{op'\n":  "--profileFilter must be a document",
 		"dumbodb:\n  noSuchFlag: 1\n":             "dumbodb.noSuchFlag: no setting",
 		"systemLog:\n  destination: syslog\n":     "systemLog.destination: \"syslog\" is not supported",
 		"setParameter:\n  logLevel: many\n":       "--setParameter \"logLevel=many\"",

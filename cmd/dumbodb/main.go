@@ -340,7 +340,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		cfg.RotateLog = lf.Rotate
 	}
 	srv := server.New(cfg, engine, log, ring)
-	if err := setStartupParameters(srv, o.setParams, o.componentLevels); err == nil {
+	err = setStartupParameters(srv, o.setParams, o.componentLevels)
+	if err == nil {
 		err = setDefaultProfile(srv, o.profile, o.profileFilter)
 	}
 	if err != nil {
