@@ -8,6 +8,7 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -128,6 +129,9 @@ func (c *Conversation) lookup(name string) (scram.StoredCredentials, error) {
 // proved its password (the last server message is the reply).
 func (c *Conversation) Step(payload []byte) (reply []byte, done bool, err error) {
 	out, err := c.conv.Step(string(payload))
+	if errors.Is(err, ErrMechanism) {
+		return nil, false, err // a user without keys for the mechanism is told so
+	}
 	if err != nil {
 		return nil, false, fmt.Errorf("%w: %v", ErrAuthFailed, err)
 	}

@@ -106,6 +106,15 @@ func Open(dataDir string) (*Store, error) {
 	return s, nil
 }
 
+// FileSize is the bytes of the users file (0: none written yet).
+func (s *Store) FileSize() int64 {
+	fi, err := os.Stat(s.path)
+	if err != nil {
+		return 0
+	}
+	return fi.Size()
+}
+
 // HasUsers reports whether any user exists (the localhost exception ends
 // with the first).
 func (s *Store) HasUsers() bool {

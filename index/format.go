@@ -13,7 +13,16 @@ import (
 func (s *Spec) KeyValue(doc, fields []byte) bsoncore.Document {
 	b := bsoncore.NewDocumentBuilder()
 	rest := fields
-	for _, f := range s.Fields {
+	for i := 0; i < len(s.Fields); i++ {
+		f := s.Fields[i]
+		if f.Path == "_fts" && s.Text != nil {
+			// A text entry's term and score (_ftsx follows _fts).
+			term, score, n := s.textKeyValue(doc, rest)
+			b.AppendValue("_fts", term).AppendValue("_ftsx", score)
+			rest = rest[n:]
+			i++
+			continue
+		}
 		v, n := matchValue(collect(doc, f.Path).vals, rest, f.Desc, s.coll)
 		b.AppendValue(f.Path, v)
 		rest = rest[n:]

@@ -157,8 +157,8 @@ func (s *Spec) parseOption(el bsoncore.Element, doc bsoncore.Document) (bool, er
 		}
 		s.Name = name
 		return false, nil
-	case "v", "ns", "background":
-		return false, nil // version 2 is the only one; ns and background are legacy
+	case "v", "ns", "background", "dropDups":
+		return false, nil // version 2 is the only one; the others are legacy (dropDups is ignored since 3.0)
 	case "unique":
 		return true, boolOpt(v, "unique", &s.Unique)
 	case "sparse":
@@ -456,7 +456,7 @@ func (s *Spec) SameOptions(o *Spec) bool {
 // knownOptions are the spec fields ParseSpec understands (supported or
 // refused); ignoreUnknownIndexOptions drops every other field.
 var knownOptions = map[string]bool{
-	"key": true, "name": true, "v": true, "ns": true, "background": true, "unique": true, "sparse": true,
+	"key": true, "name": true, "v": true, "ns": true, "background": true, "dropDups": true, "unique": true, "sparse": true,
 	"hidden": true, "partialFilterExpression": true, "expireAfterSeconds": true, "collation": true,
 	"weights": true, "default_language": true, "language_override": true, "textIndexVersion": true,
 	"2dsphereIndexVersion": true, "bits": true, "min": true, "max": true, "bucketSize": true,

@@ -1,6 +1,7 @@
 package index
 
 import (
+	"bytes"
 	"math"
 	"sort"
 	"strings"
@@ -156,8 +157,10 @@ func (s *Spec) finishText() error {
 	if tp.textAt < 0 {
 		return mongoerr.New(codeCannotCreateIndex, "weights, default_language, language_override and textIndexVersion are only valid for text indexes")
 	}
-	if s.RefusesDuplicates() || s.ExpireAfter >= 0 { // prepareUnique would refuse shared terms
-		return mongoerr.New(codeCannotCreateIndex, "text indexes do not support unique or expireAfterSeconds")
+	// A unique text index refuses a second document with one of its
+	// keys, a term with the same score, as mongod's does.
+	if s.PrepareUnique || s.ExpireAfter >= 0 {
+		return mongoerr.New(codeCannotCreateIndex, "text indexes do not support prepareUnique or expireAfterSeconds")
 	}
 	weights, err := tp.fieldWeights()
 	if err != nil {
@@ -290,6 +293,26 @@ func (s *Spec) textKeys(doc bsoncore.Document) ([][]byte, bool, error) {
 		keys = append(keys, k)
 	}
 	return dedupe(keys), false, nil
+}
+
+// textKeyValue finds, among doc's terms, the term and score a text
+// entry's key holds at the start of rest (nulls when none matches).
+func (s *Spec) textKeyValue(doc bsoncore.Document, rest []byte) (term, score bsoncore.Value, n int) {
+	if doc == nil {
+		return nullValue, nullValue, 0
+	}
+	scores, err := text.TermScores(doc, *s.Text, text.Sensitivity{})
+	if err != nil {
+		return nullValue, nullValue, 0
+	}
+	for t, sc := range scores {
+		term = bsoncore.Value{Type: bsoncore.TypeString, Data: bsoncore.AppendString(nil, t)}
+		score = bsoncore.Value{Type: bsoncore.TypeDouble, Data: bsoncore.AppendDouble(nil, sc)}
+		if enc := EncodeKey(EncodeKey(nil, term), score); bytes.HasPrefix(rest, enc) {
+			return term, score, len(enc)
+		}
+	}
+	return nullValue, nullValue, 0
 }
 
 // textExtraKey encodes a compound text index's prefix or suffix fields of

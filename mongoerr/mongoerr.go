@@ -96,6 +96,10 @@ const (
 	SnapshotTooOld                     Code = 239
 	Location31368                      Code = 31368 // awaitable hello needs both topologyVersion and maxAwaitTimeMS
 	Location50768                      Code = 50768 // txnNumber on a command that is not a retryable write
+	ClientMetadataCannotBeMutated      Code = 186   // client metadata after a connection's first hello
+	// Write concerns a deployment cannot satisfy (writeConcernError).
+	UnknownReplWriteConcern   Code = 79
+	UnsatisfiableWriteConcern Code = 100
 	// Atlas Search, which only Atlas (or its local deployment) has.
 	SearchNotEnabled Code = 31082
 	// Views.

@@ -6,6 +6,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/dumbodb/dumbodb/mongoerr"
+	"github.com/dumbodb/dumbodb/storage"
 	"github.com/dumbodb/dumbodb/value"
 )
 
@@ -44,6 +45,23 @@ func ParseKeyRange(hint bsoncore.Value, min, max bsoncore.Document) (*KeyRange, 
 		}
 	}
 	return kr, nil
+}
+
+// HintKeyPattern is the key pattern of the index a hint names by name,
+// which min and max are checked against; a pattern is returned as given.
+func HintKeyPattern(rd storage.Reader, coll string, hint bsoncore.Value) (bsoncore.Value, error) {
+	if hint.Type != bsoncore.TypeString {
+		return hint, nil
+	}
+	ix, isID, err := resolveHint(rd.Indexes(coll), hint)
+	if err != nil {
+		return bsoncore.Value{}, err
+	}
+	key := bsoncore.NewDocumentBuilder().AppendInt32("_id", 1).Build()
+	if !isID {
+		key = ix.Spec.Key
+	}
+	return bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: key}, nil
 }
 
 func sameFields(d bsoncore.Document, fields []string) bool {

@@ -311,7 +311,7 @@ func fetch(ctx context.Context, rd storage.Reader, coll string, idKey []byte, p 
 func lookupID(ctx context.Context, rd storage.Reader, coll string, id bsoncore.Value) (Source, error) {
 	doc, found, err := rd.Get(ctx, coll, id)
 	if err != nil || !found {
-		return query.NewSliceStream(nil), err
+		return &pointLookup{src: query.NewSliceStream(nil)}, err
 	}
-	return query.NewSliceStream([]bsoncore.Document{doc}), nil
+	return &pointLookup{src: query.NewSliceStream([]bsoncore.Document{doc})}, nil
 }

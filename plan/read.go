@@ -99,6 +99,9 @@ func (r *Read) open(ctx context.Context, rd storage.Reader, coll string, p *Plan
 	if err != nil {
 		return nil, err
 	}
+	if p.idHack && p.ids == nil && r.idHackEligible() {
+		src = &pointLookup{src: src} // known_end.go
+	}
 	for _, s := range stack {
 		if src, err = s.open(ctx, rd, coll, src); err != nil {
 			return nil, err

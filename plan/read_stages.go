@@ -37,11 +37,12 @@ func (r *Read) stages(p *Plan) ([]stage, error) {
 			return reverse(ctx, src)
 		}})
 	}
+	blockingSort := r.Sort != nil && r.Sort.HasKeys() && !p.sorted
 	if r.Skip > 0 {
-		out = append(out, skipLimitStage("SKIP", "skipAmount", r.Skip, 0))
+		out = append(out, skipLimitStage("SKIP", "skipAmount", r.Skip, 0, blockingSort))
 	}
 	if r.Limit > 0 {
-		out = append(out, skipLimitStage("LIMIT", "limitAmount", 0, r.Limit))
+		out = append(out, skipLimitStage("LIMIT", "limitAmount", 0, r.Limit, blockingSort))
 	}
 	shape, err := r.shapeStage(p)
 	if err != nil || shape == nil {
@@ -50,11 +51,13 @@ func (r *Read) stages(p *Plan) ([]stage, error) {
 	return append(out, *shape), nil
 }
 
-func skipLimitStage(name, field string, skip, limit int64) stage {
+// skipLimitStage skips or limits; bySort: over a blocking sort, which
+// enforces the limit on mongod (known_end.go).
+func skipLimitStage(name, field string, skip, limit int64, bySort bool) stage {
 	return stage{name: name,
 		detail: func(b *bsoncore.DocumentBuilder) { b.AppendValue(field, value.Count(max(skip, limit))) },
 		open: func(_ context.Context, _ storage.Reader, _ string, src Source) (Source, error) {
-			return skipLimit(src, skip, limit), nil
+			return &skipLimitSource{src: src, skip: skip, limit: limit, bySort: bySort}, nil
 		}}
 }
 

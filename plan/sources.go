@@ -130,11 +130,14 @@ func (s *refetchSource) Next(ctx context.Context) (bsoncore.Document, error) {
 }
 
 // skipLimitSource skips the first skip documents and stops after limit
-// (limit 0: no limit).
+// (limit 0: no limit). bySort: a blocking sort below enforces the limit
+// on mongod, which therefore does not know the end when it is reached
+// (known_end.go).
 type skipLimitSource struct {
 	src         Source
 	skip, limit int64
 	returned    int64
+	bySort      bool
 }
 
 func (s *skipLimitSource) Next(ctx context.Context) (bsoncore.Document, error) {
@@ -152,12 +155,6 @@ func (s *skipLimitSource) Next(ctx context.Context) (bsoncore.Document, error) {
 		s.returned++
 	}
 	return d, err
-}
-
-// skipLimit skips the first skip documents of src and stops after limit
-// (limit 0: no limit).
-func skipLimit(src Source, skip, limit int64) Source {
-	return &skipLimitSource{src: src, skip: skip, limit: limit}
 }
 
 // project applies the projection p to each document of src.

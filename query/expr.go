@@ -362,13 +362,26 @@ func validateVarUse(name string, scope *compileScope) error {
 	case "ROOT", "CURRENT", "REMOVE", "NOW", "CLUSTER_TIME", "USER_ROLES", "SEARCH_META":
 		return nil
 	}
-	if name == "" {
-		return mongoerr.New(mongoerr.FailedToParse, "empty variable names are not allowed")
+	if err := validateVarRead(name); err != nil {
+		return err
 	}
 	if !scope.has(name) {
 		return mongoerr.New(mongoerr.Location17276, "Use of undefined variable: %s", name)
 	}
 	return nil
+}
+
+// validateVarRead checks a variable name being read, before it is looked
+// up: as a user variable's, except that an uppercase first letter is let
+// through for the system variables.
+func validateVarRead(name string) error {
+	if name == "" {
+		return mongoerr.New(mongoerr.FailedToParse, "empty variable names are not allowed")
+	}
+	if c := name[0]; !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') && c < 0x80 {
+		return mongoerr.New(mongoerr.FailedToParse, "'%s' starts with an invalid character for a user variable name", name)
+	}
+	return varNameChars(name)
 }
 
 // validateVarName checks a user variable name: it must start with a
@@ -381,6 +394,12 @@ func validateVarName(name string) error {
 	if c := name[0]; !(c >= 'a' && c <= 'z') && c < 0x80 {
 		return mongoerr.New(mongoerr.FailedToParse, "'%s' starts with an invalid character for a user variable name", name)
 	}
+	return varNameChars(name)
+}
+
+// varNameChars checks that a variable name holds only letters, digits, '_'
+// and non-ASCII characters.
+func varNameChars(name string) error {
 	for i := 0; i < len(name); i++ {
 		c := name[i]
 		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c >= 0x80) {

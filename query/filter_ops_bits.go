@@ -2,6 +2,7 @@ package query
 
 import (
 	"math"
+	"strconv"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
@@ -19,9 +20,8 @@ type bitsLeaf struct {
 }
 
 func bitsParser(all, set bool) fieldOp {
-	return func(_ *Filter, _ string, arg bsoncore.Value) (opNode, error) {
-		name := bitsName(all, set)
-		positions, err := bitPositions(name, arg)
+	return func(_ *Filter, path string, arg bsoncore.Value) (opNode, error) {
+		positions, err := bitPositions(path, bitsName(all, set), arg)
 		if err != nil {
 			return nil, err
 		}
@@ -41,19 +41,14 @@ func bitsName(all, set bool) string {
 }
 
 // bitPositions reads the operator's argument: a bitmask number, an array
-// of bit positions, or BinData used as a bitmask.
-func bitPositions(name string, arg bsoncore.Value) ([]int, error) {
+// of bit positions, or BinData used as a bitmask. An argument of another
+// type is named by the field path it tests, as mongod names it.
+func bitPositions(path, name string, arg bsoncore.Value) ([]int, error) {
 	switch {
 	case value.IsNumber(arg):
-		n, exact := exactInt64(arg)
-		f := value.ToFloat(arg)
-		switch {
-		case !exact && (f != math.Trunc(f) || math.IsInf(f, 0) || math.IsNaN(f)):
-			return nil, mongoerr.New(mongoerr.FailedToParse, "Expected an integer: %s", value.FormatElem(name, arg))
-		case !exact:
-			return nil, mongoerr.New(mongoerr.FailedToParse, "Cannot represent as a 64-bit integer: %s", value.FormatElem(name, arg))
-		case n < 0:
-			return nil, mongoerr.New(mongoerr.FailedToParse, "Expected a positive number in: %s", value.FormatElem(name, arg))
+		n, err := nonNegativeInteger(name, arg)
+		if err != nil {
+			return nil, err
 		}
 		mask := uint64(n)
 		var out []int
@@ -66,13 +61,12 @@ func bitPositions(name string, arg bsoncore.Value) ([]int, error) {
 	case arg.Type == bsoncore.TypeArray:
 		var out []int
 		for i, v := range value.ArrayValues(arg.Data) {
-			if !value.IsNumber(v) || value.ToFloat(v) != math.Trunc(value.ToFloat(v)) {
-				return nil, mongoerr.New(mongoerr.BadValue, "bit positions must be an integer but got: %d: %s", i, value.Format(v))
+			n, err := nonNegativeInteger(strconv.Itoa(i), v)
+			if err != nil {
+				// mongod wraps the element's own reason as a BadValue.
+				return nil, mongoerr.New(mongoerr.BadValue, "Failed to parse bit position. %s", err.Msg)
 			}
-			if value.ToFloat(v) < 0 {
-				return nil, mongoerr.New(mongoerr.BadValue, "bit positions must be >= 0 but got: %d: %s", i, value.Format(v))
-			}
-			out = append(out, int(clampFloat(value.ToFloat(v))))
+			out = append(out, int(min(n, math.MaxInt32)))
 		}
 		return out, nil
 	case arg.Type == bsoncore.TypeBinary:
@@ -87,7 +81,34 @@ func bitPositions(name string, arg bsoncore.Value) ([]int, error) {
 		}
 		return out, nil
 	}
-	return nil, mongoerr.New(mongoerr.BadValue, "%s takes an Array, a number, or a BinData but received: %s", name, value.FormatElem(name, arg))
+	return nil, mongoerr.New(mongoerr.BadValue, "%s takes an Array, a number, or a BinData but received: %s", path, value.FormatElem(name, arg))
+}
+
+// nonNegativeInteger reads key: v as a whole, non-negative 64-bit number
+// the way mongod's integer elements are read, each failure FailedToParse
+// with its own reason: not a number, a NaN, a value no int64 holds (an
+// infinity, a decimal with a fraction), a double with a fraction, or a
+// negative number.
+func nonNegativeInteger(key string, v bsoncore.Value) (int64, *mongoerr.Error) {
+	elem := value.FormatElem(key, v)
+	if !value.IsNumber(v) {
+		return 0, mongoerr.New(mongoerr.FailedToParse, "Expected a number in: %s", elem)
+	}
+	n, exact := exactInt64(v)
+	if !exact {
+		f := value.ToFloat(v)
+		switch {
+		case v.Type == bsoncore.TypeDouble && math.IsNaN(f):
+			return 0, mongoerr.New(mongoerr.FailedToParse, "Expected an integer, but found NaN in: %s", elem)
+		case v.Type == bsoncore.TypeDouble && f >= -(1<<63) && f < 1<<63:
+			return 0, mongoerr.New(mongoerr.FailedToParse, "Expected an integer: %s", elem)
+		}
+		return 0, mongoerr.New(mongoerr.FailedToParse, "Cannot represent as a 64-bit integer: %s", elem)
+	}
+	if n < 0 {
+		return 0, mongoerr.New(mongoerr.FailedToParse, "Expected a non-negative number in: %s", elem)
+	}
+	return n, nil
 }
 
 func (b *bitsLeaf) matchValue(v bsoncore.Value, k value.VisitKind) bool {

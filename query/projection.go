@@ -165,7 +165,11 @@ func ProjectionFlag(v bsoncore.Value) (include, isFlag bool) {
 // parseProjValue turns one projection value into a terminal node.
 func (p *Projection) parseProjValue(path string, v bsoncore.Value) (*projNode, error) {
 	positional := strings.HasSuffix(path, ".$")
-	if strings.Contains(path, ".$.") || (positional && (p.opts.Stage || strings.Contains(strings.TrimSuffix(path, ".$"), "$"))) {
+	if positional && p.opts.Stage {
+		// Refused as a find-only feature, whatever else is wrong with it.
+		return nil, mongoerr.New(mongoerr.Location31324, "Cannot use positional projection in aggregation projection")
+	}
+	if strings.Contains(path, ".$.") || (positional && strings.Contains(strings.TrimSuffix(path, ".$"), "$")) {
 		return nil, mongoerr.New(mongoerr.Location31394, "As of 4.4, it's illegal to specify positional operator in the middle of a path.Positional projection may only be used at the end, for example: a.b.$. If the query previously used a form like a.b.$.d, remove the parts following the '$' and the results will be equivalent.")
 	}
 	if err := value.CheckFieldPath(strings.TrimSuffix(path, ".$")); err != nil {

@@ -1,6 +1,9 @@
 package query
 
 import (
+	"errors"
+	"fmt"
+
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/dumbodb/dumbodb/mongoerr"
@@ -23,11 +26,32 @@ func transformRow(name string, compile transformCompiler, flags stageFlags) stag
 	return stageEntry{name: name, transform: compile, flags: flags, compile: func(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 		t, err := compile(spec, pc.env)
 		if err != nil {
+			if se, ok := errors.AsType[*specError](err); ok {
+				return nil, se.named(name)
+			}
 			return nil, mongoerr.New(mongoerr.As(err).Code, "Invalid %s :: caused by :: %s", name, mongoerr.As(err).Msg)
 		}
 		return transformStage(t), nil
 	}}
 }
+
+// specError is a transform refusing its specification's type or shape,
+// which mongod does before it parses the specification: the message
+// begins with the stage's name ($set, not the $addFields it shares a
+// parser with) and takes no "Invalid <stage> :: caused by ::" prefix.
+type specError struct {
+	code mongoerr.Code
+	rest string // the message after the stage's name
+}
+
+func newSpecError(code mongoerr.Code, format string, args ...any) *specError {
+	return &specError{code: code, rest: fmt.Sprintf(format, args...)}
+}
+
+func (e *specError) Error() string { return e.rest }
+
+// named is the error as the stage called name answers it.
+func (e *specError) named(name string) error { return mongoerr.New(e.code, "%s%s", name, e.rest) }
 
 func transformStage(t docTransform) stage {
 	return func(in Stream) Stream { return mapStream(in, t) }
@@ -44,7 +68,7 @@ type fieldsNode struct {
 
 func compileAddFields(spec bsoncore.Value, env *Env) (docTransform, error) {
 	if spec.Type != bsoncore.TypeEmbeddedDocument {
-		return nil, mongoerr.New(mongoerr.Location40272, "$addFields specification stage must be an object, got %s", value.TypeName(spec.Type))
+		return nil, newSpecError(mongoerr.Location40272, " specification stage must be an object, got %s", value.TypeName(spec.Type))
 	}
 	root := &fieldsNode{}
 	if err := root.addAll(spec.Data, env.scope()); err != nil {
@@ -154,14 +178,16 @@ func compileUnset(spec bsoncore.Value, env *Env) (docTransform, error) {
 		fields = []bsoncore.Value{spec}
 	case bsoncore.TypeArray:
 		fields = value.ArrayValues(spec.Data)
-	}
-	if len(fields) == 0 {
-		return nil, mongoerr.New(mongoerr.Location31002, "$unset specification must be a string or an array containing at least one field")
+		if len(fields) == 0 {
+			return nil, newSpecError(mongoerr.Location31119, " specification must be a string or an array with at least one field")
+		}
+	default:
+		return nil, newSpecError(mongoerr.Location31002, " specification must be a string or an array")
 	}
 	b := bsoncore.NewDocumentBuilder()
 	for _, f := range fields {
 		if f.Type != bsoncore.TypeString {
-			return nil, mongoerr.New(mongoerr.Location31120, "$unset specification must be a string or an array containing only string values")
+			return nil, newSpecError(mongoerr.Location31120, " specification must be a string or an array containing only string values")
 		}
 		if err := value.CheckNoNul(f.StringValue()); err != nil {
 			return nil, err
@@ -177,7 +203,11 @@ func compileUnset(spec bsoncore.Value, env *Env) (docTransform, error) {
 
 func compileProjectTransform(spec bsoncore.Value, env *Env) (docTransform, error) {
 	if spec.Type != bsoncore.TypeEmbeddedDocument {
-		return nil, mongoerr.New(mongoerr.Location15969, "$project specification must be an object")
+		return nil, newSpecError(mongoerr.Location15969, " specification must be an object")
+	}
+	if value.ArrayLen(spec.Data) == 0 {
+		// Refused while parsing, so with the prefix (find takes {}).
+		return nil, mongoerr.New(mongoerr.Location51272, "projection specification must have at least one field")
 	}
 	p, err := CompileProjectionOpts(spec.Data, ProjectionOptions{Env: env, Stage: true})
 	if err != nil {

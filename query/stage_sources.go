@@ -182,15 +182,15 @@ func collStats(ctx context.Context, pc *pipeCtx, opts map[string]bsoncore.Value)
 		b.AppendDocument("latencyStats", bsoncore.NewDocumentBuilder().AppendDocument("reads", zero).
 			AppendDocument("writes", zero).AppendDocument("commands", zero).AppendDocument("transactions", zero).Build())
 	}
-	if _, ok := opts["storageStats"]; ok {
+	if spec, ok := opts["storageStats"]; ok {
 		if !exists {
 			return nil, mongoerr.New(mongoerr.NamespaceNotFound, "Unable to retrieve storageStats in $collStats stage :: caused by :: Collection [%s] not found.", ns)
 		}
-		ss := bsoncore.NewDocumentBuilder().AppendInt64("size", 0).AppendInt64("count", n).AppendInt64("storageSize", 0)
-		appendCapped(ctx, ss, pc)
-		b.AppendDocument("storageStats", ss.AppendInt32("nindexes", 1).AppendInt64("totalIndexSize", 0).
-			AppendInt64("totalSize", 0).AppendDocument("indexSizes", bsoncore.NewDocumentBuilder().AppendInt64("_id_", 0).Build()).
-			AppendInt32("scaleFactor", 1).Build())
+		ss, err := storageStats(ctx, pc, spec, n)
+		if err != nil {
+			return nil, err
+		}
+		b.AppendDocument("storageStats", ss)
 	}
 	if _, ok := opts["count"]; ok {
 		if !exists {
@@ -228,6 +228,38 @@ func compileIndexStatsStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 			return &sliceStream{docs: []bsoncore.Document{d}}, nil
 		})
 	}, nil
+}
+
+// StorageStatsCatalog is a Catalog that measures its collections, for
+// $collStats' storageStats.
+type StorageStatsCatalog interface {
+	// StorageStats is coll's storageStats document, as collStats shows
+	// the same figures, sizes divided by scale.
+	StorageStats(ctx context.Context, coll string, scale int64) (bsoncore.Document, error)
+}
+
+// storageStats is $collStats' storageStats of a collection of n
+// documents, with the spec's scale (mongod's StorageStatsSpec: at least
+// 1); a catalog that cannot measure its collections gives zero sizes.
+func storageStats(ctx context.Context, pc *pipeCtx, spec bsoncore.Value, n int64) (bsoncore.Document, error) {
+	scale := int64(1)
+	if v, err := bsoncore.Document(spec.Data).LookupErr("scale"); err == nil && v.Type != bsoncore.TypeNull {
+		var ok bool
+		if scale, ok = value.AsInt64(v); !ok || !value.IsNumber(v) {
+			return nil, mongoerr.New(mongoerr.TypeMismatch, "BSON field '$collStats.storageStats.scale' is the wrong type '%s', expected types '[long, int, decimal, double]'", value.TypeName(v.Type))
+		}
+		if scale < 1 {
+			return nil, mongoerr.New(mongoerr.Location51024, "BSON field 'scale' value must be >= 1, actual value '%d'", scale)
+		}
+	}
+	if sc, ok := pc.opts.Catalog.(StorageStatsCatalog); ok {
+		return sc.StorageStats(ctx, pc.opts.Collection, scale)
+	}
+	ss := bsoncore.NewDocumentBuilder().AppendInt64("size", 0).AppendInt64("count", n).AppendInt64("storageSize", 0)
+	appendCapped(ctx, ss, pc)
+	return ss.AppendInt32("nindexes", 1).AppendInt64("totalIndexSize", 0).
+		AppendInt64("totalSize", 0).AppendDocument("indexSizes", bsoncore.NewDocumentBuilder().AppendInt64("_id_", 0).Build()).
+		AppendInt32("scaleFactor", int32(scale)).Build(), nil
 }
 
 // CappedCatalog is a Catalog that knows capped collections' limits, for

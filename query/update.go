@@ -221,8 +221,8 @@ type applyCtx struct {
 	root     *mnode
 	original bsoncore.Document
 	isInsert bool
-	idText   string               // "{_id: 1}" for error messages
-	renamed  map[*updateOp]*mnode // $rename sources captured before applying
+	idText   string                     // "{_id: 1}" for error messages
+	renamed  map[*updateOp]renameSource // $rename sources captured before applying
 	// applied lists the concrete paths written so far when the update has
 	// positional paths, whose overlaps only show once resolved.
 	applied [][]string
@@ -245,9 +245,9 @@ func (u *Update) Apply(doc bsoncore.Document, isInsert bool) (bsoncore.Document,
 	for _, op := range u.ops {
 		if op.from != nil {
 			if c.renamed == nil {
-				c.renamed = map[*updateOp]*mnode{}
+				c.renamed = map[*updateOp]renameSource{}
 			}
-			c.renamed[op] = getPath(c.root, op.from.parts)
+			c.renamed[op] = c.findRenameSource(op.from.parts)
 		}
 	}
 	for _, op := range u.ops {
@@ -258,6 +258,9 @@ func (u *Update) Apply(doc bsoncore.Document, isInsert bool) (bsoncore.Document,
 	out := bsoncore.Document(c.root.value().Data)
 	if !isInsert {
 		if err := checkIDUnchanged(doc, out); err != nil {
+			return nil, false, err
+		}
+		if err := checkTopDollarFields(doc, out); err != nil {
 			return nil, false, err
 		}
 	}
@@ -311,6 +314,26 @@ func checkIDUnchanged(before, after bsoncore.Document) error {
 		return mongoerr.New(mongoerr.ImmutableField, "Performing an update on the path '_id' would modify the immutable field '_id'")
 	}
 	return nil
+}
+
+// checkTopDollarFields refuses an update of an existing document that
+// writes a top-level field named with a "$", as mongod validates the
+// fields a modifier changes: an upsert's insert may create one, and a
+// nested one ("a.$b") is a field like any other (MongoDB 5.0+).
+func checkTopDollarFields(before, after bsoncore.Document) error {
+	it := value.NewIter(after)
+	for {
+		k, v, ok := it.Next()
+		if !ok {
+			return nil
+		}
+		if len(k) == 0 || k[0] != '$' {
+			continue
+		}
+		if old, had := value.LookupField(before, string(k)); !had || !value.Same(old, v) {
+			return mongoerr.New(mongoerr.DollarPrefixedFieldName, "The dollar ($) prefixed field '%s' in '%s' is not allowed in the context of an update's replacement document. Consider using an aggregation pipeline with $replaceWith.", k, k)
+		}
+	}
 }
 
 // applyReplacement swaps the document for the replacement, keeping _id.

@@ -156,11 +156,84 @@ func parseRename(op *updateOp) error {
 }
 
 func applyRename(c *applyCtx, op *updateOp) error {
-	n := c.renamed[op]
-	if n == nil {
-		return nil
+	src := c.renamed[op]
+	if src.err != nil || src.n == nil {
+		return src.err
 	}
-	return setPath(c, op.parts, n)
+	if err := c.checkRenameTarget(op); err != nil {
+		return err
+	}
+	return setPath(c, op.parts, src.n)
+}
+
+// renameSource is a $rename's source, found before any modifier applies:
+// the node (nil: absent, a no-op), or why mongod refuses the path.
+type renameSource struct {
+	n   *mnode
+	err error
+}
+
+// findRenameSource looks a $rename's source up as mongod does: a path
+// that cannot be followed (through a scalar, or an array by a name that
+// is no index) is PathNotViable, a field inside an array BadValue, since
+// $rename moves fields and not array elements.
+func (c *applyCtx) findRenameSource(parts []string) renameSource {
+	path := strings.Join(parts, ".")
+	cur := c.root
+	for i, p := range parts {
+		if _, isIndex := value.ParseIndex(p); !cur.isContainer() || (cur.typ() == bsoncore.TypeArray && !isIndex) {
+			return renameSource{err: mongoerr.New(mongoerr.PathNotViable, "cannot use the part (%s of %s) to traverse the element ({%s})",
+				parts[i-1], path, value.FormatElem(parts[i-1], cur.value()))}
+		}
+		if cur = cur.child(p); cur == nil {
+			return renameSource{}
+		}
+	}
+	if name, ok := innermostArray(c.root, parts[:len(parts)-1]); ok {
+		return renameSource{err: mongoerr.New(mongoerr.BadValue, "The source field cannot be an array element, '%s' in doc with %s has an array field called '%s'",
+			path, c.idForMessage(), name)}
+	}
+	return renameSource{n: getPath(c.root, parts)}
+}
+
+// checkRenameTarget refuses a $rename whose destination lies inside an
+// array (the existing part of its path, the destination itself aside).
+func (c *applyCtx) checkRenameTarget(op *updateOp) error {
+	cur, found := c.root, 0
+	for _, p := range op.parts {
+		if !cur.isContainer() {
+			break
+		}
+		if cur = cur.child(p); cur == nil {
+			break
+		}
+		found++
+	}
+	if name, ok := innermostArray(c.root, op.parts[:min(found, len(op.parts)-1)]); ok {
+		return mongoerr.New(mongoerr.BadValue, "The destination field cannot be an array element, '%s' in doc with %s has an array field called '%s'",
+			op.path, c.idForMessage(), name)
+	}
+	return nil
+}
+
+// innermostArray names the deepest array among the elements along parts
+// (each present in root).
+func innermostArray(root *mnode, parts []string) (string, bool) {
+	name, found, cur := "", false, root
+	for _, p := range parts {
+		if cur = cur.child(p); cur.typ() == bsoncore.TypeArray {
+			name, found = p, true
+		}
+	}
+	return name, found
+}
+
+// idForMessage is the document's _id as mongod's $rename errors show it.
+func (c *applyCtx) idForMessage() string {
+	if c.idText == "{}" {
+		return "no id"
+	}
+	return strings.TrimSuffix(strings.TrimPrefix(c.idText, "{"), "}")
 }
 
 // pushSpec is a $push argument: the values and the $each modifiers.

@@ -2,6 +2,7 @@ package query
 
 import (
 	"bytes"
+	"errors"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
@@ -23,6 +24,9 @@ func compileUpdatePipeline(arr []byte, env *Env) (*Update, error) {
 		name := value.FirstKey(v.Data)
 		spec, _ := value.LookupField(v.Data, name)
 		t, err := row.transform(spec, env)
+		if se, ok := errors.AsType[*specError](err); ok {
+			return nil, se.named(name)
+		}
 		if err != nil {
 			return nil, err
 		}

@@ -129,9 +129,8 @@ func (u *Update) checkPositionalPath(path string, parts []string) (bool, error) 
 		kind, id := positionalKind(p)
 		switch kind {
 		case 0:
-			if strings.HasPrefix(p, "$") {
-				return false, mongoerr.New(mongoerr.DollarPrefixedFieldName, "The dollar ($) prefixed field '%s' in '%s' is not allowed in the context of an update's replacement document. Consider using an aggregation pipeline with $replaceWith.", p, path)
-			}
+			// Any other name, $-prefixed ones too ("a.$each"), is a field
+			// (MongoDB 5.0+); checkTopDollarFields limits where.
 			continue
 		case '$':
 			dollars++

@@ -42,6 +42,21 @@ func typeMismatch(cmd, field string, v bsoncore.Value, want string) error {
 		cmd, field, value.TypeName(v.Type), want)
 }
 
+// typesMismatch is the IDL parser's error for a field that takes several
+// types, listed as mongod lists them. mongod 8 closes the quote after the
+// bracket ('[bool, long]'); mongod 7 closed it inside ('[bool, long']).
+func typesMismatch(cmd, field string, v bsoncore.Value, types string) error {
+	return mongoerr.New(mongoerr.TypeMismatch, "BSON field '%s.%s' is the wrong type '%s', expected types '[%s]'",
+		cmd, field, value.TypeName(v.Type), types)
+}
+
+// The type lists of mongod's IDL types that take any number: safeInt64
+// and the like, and safeBool, which takes a number as a truth value.
+const (
+	numberTypes   = "long, int, decimal, double"
+	safeBoolTypes = "bool, " + numberTypes
+)
+
 // fieldHandler handles one argument of a command.
 type fieldHandler func(v bsoncore.Value) error
 
@@ -96,6 +111,22 @@ func (r *request) arrayArg(field string, dst *bsoncore.Array) fieldHandler {
 
 func (r *request) boolArg(field string, dst *bool) fieldHandler {
 	return func(v bsoncore.Value) error { return r.field(field).bool(v, dst) }
+}
+
+// safeBoolArg reads a field of mongod's safeBool type: a bool or a number
+// (non-zero is true), null being absent as for every IDL field.
+func (r *request) safeBoolArg(field string, dst *bool) fieldHandler {
+	return func(v bsoncore.Value) error {
+		if v.Type == bsoncore.TypeNull {
+			return nil
+		}
+		b, ok := asBool(v)
+		if !ok {
+			return typesMismatch(r.name, field, v, safeBoolTypes)
+		}
+		*dst = b
+		return nil
+	}
 }
 
 func (r *request) stringArg(field string, dst *string) fieldHandler {
@@ -285,6 +316,16 @@ func (f argField) optDoc(v bsoncore.Value, dst *bsoncore.Document) error {
 	return f.doc(v, dst)
 }
 
+// collation reads an update's or a delete's collation: an empty one is
+// none, and the collection's default applies, as mongod reads it.
+func (f argField) collation(v bsoncore.Value, dst *bsoncore.Document) error {
+	if err := f.optDoc(v, dst); err != nil || nonEmpty(*dst) {
+		return err
+	}
+	*dst = nil
+	return nil
+}
+
 func (f argField) array(v bsoncore.Value, dst *bsoncore.Array) error {
 	arr, ok := v.ArrayOK()
 	if !ok {
@@ -331,6 +372,20 @@ func (f argField) nonNegative(v bsoncore.Value, dst *int64) error {
 	if *dst < 0 {
 		return mongoerr.New(mongoerr.Location51024, "BSON field '%s' value must be >= 0, actual value '%d'", f.name, *dst)
 	}
+	return nil
+}
+
+// batchSize reads a cursor's batch size, >= 0: mongod takes any number
+// and drops a fraction (1.9 is 1).
+func (f argField) batchSize(v bsoncore.Value, dst *int64) error {
+	n, ok := value.AsInt64(v)
+	if !ok {
+		return typeMismatch(f.owner(), f.name, v, "long")
+	}
+	if n < 0 {
+		return mongoerr.New(mongoerr.Location51024, "BSON field '%s' value must be >= 0, actual value '%d'", f.name, n)
+	}
+	*dst = n
 	return nil
 }
 

@@ -23,6 +23,9 @@ type cappedArgs struct {
 }
 
 func (a *cappedArgs) set(k string, v bsoncore.Value) {
+	if v.Type == bsoncore.TypeNull {
+		return // mongod's IDL parser takes a null field for an absent one
+	}
 	switch k {
 	case "capped":
 		a.capped = v

@@ -57,6 +57,18 @@ func (s *tailSource) Next(ctx context.Context) (bsoncore.Document, error) {
 	return d, nil
 }
 
+// empty reports whether the collection holds no document: mongod does not
+// keep a tailable cursor on an empty collection (its first batch answers
+// id 0), and keeps one on any other, whatever the batch held.
+func (s *tailSource) empty(ctx context.Context) (bool, error) {
+	snap, err := s.d.SnapshotAt(ctx, s.rev)
+	if err != nil {
+		return false, err
+	}
+	n, err := snap.Count(s.coll)
+	return n == 0, err
+}
+
 // refill reads what was inserted after last. The cursor dies, as on
 // mongod, when the document it stopped at is gone (removed by an overflow
 // or a delete: CappedPositionLost) or the collection is.

@@ -102,6 +102,9 @@ func cmdAggregate(r *request) (bsoncore.Document, error) {
 		return nil, err
 	}
 	stages := pipelineStages(a.pipeline)
+	if err := r.changeStreamReadConcern(stages); err != nil {
+		return nil, err
+	}
 	for i, st := range stages {
 		switch {
 		case value.FirstKey(st) != "$changeStream":
@@ -121,7 +124,7 @@ func cmdAggregate(r *request) (bsoncore.Document, error) {
 	if err != nil || explained != nil {
 		return explained, err
 	}
-	return r.startCursor(ns, src, batchSize, false, false)
+	return r.startCursor(ns, pipelineSource{src}, batchSize, false, false)
 }
 
 // aggregateSource compiles and starts an aggregation (or, with explain,

@@ -2,7 +2,7 @@ package server
 
 import (
 	"errors"
-	"io"
+	"fmt"
 	"strings"
 
 	"github.com/dumbodb/dumbodb/mongoerr"
@@ -260,6 +260,9 @@ func cmdCreate(r *request) (bsoncore.Document, error) {
 		return nil, mongoerr.New(mongoerr.BadValue, "'pipeline' requires 'viewOn' to also be specified")
 	default:
 		err = r.write(func(tx *storage.Tx) error {
+			if info, ok := tx.Collection(coll); ok && r.createUUID == nil {
+				return existingCollection(r.ns(coll), info, built)
+			}
 			var err error
 			if r.createUUID != nil {
 				_, err = tx.CreateCollectionWithUUID(r.ctx, coll, built, *r.createUUID)
@@ -276,6 +279,44 @@ func cmdCreate(r *request) (bsoncore.Document, error) {
 		return nil, err
 	}
 	return okReply(), nil
+}
+
+// existingCollection answers a create of a collection that exists as
+// mongod does since 7.0: done when the options are the ones it has (so
+// that clients that create what they use at start-up may race), refused
+// with its options otherwise. A view or time-series collection keeps the
+// older answer.
+func existingCollection(ns string, info storage.CollectionInfo, opts bsoncore.Document) error {
+	if info.IsView() || isTimeseries(info) {
+		return storage.ErrNamespaceExists
+	}
+	if sameFields(info.Options, opts) {
+		return nil
+	}
+	shown := fmt.Sprintf("{ uuid: UUID(\"%x-%x-%x-%x-%x\")", info.UUID[0:4], info.UUID[4:6], info.UUID[6:8], info.UUID[8:10], info.UUID[10:])
+	if nonEmpty(info.Options) {
+		shown += ", " + strings.TrimPrefix(value.Format(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: info.Options}), "{ ")
+	} else {
+		shown += " }"
+	}
+	return mongoerr.New(mongoerr.NamespaceExists, "namespace %s already exists, but with different options: %s", ns, shown)
+}
+
+// sameFields reports whether two documents have the same fields with the
+// same values, in any order.
+func sameFields(a, b bsoncore.Document) bool {
+	ae, _ := a.Elements()
+	be, _ := b.Elements()
+	if len(ae) != len(be) {
+		return false
+	}
+	for _, el := range ae {
+		v, err := b.LookupErr(el.Key())
+		if err != nil || !value.Same(v, el.Value()) {
+			return false
+		}
+	}
+	return true
 }
 
 // parseCreateCollation validates create's collation option; nil is the
@@ -415,74 +456,30 @@ func cmdCollStats(r *request) (bsoncore.Document, error) {
 	}
 	info, ok := snap.Collection(coll)
 	if !ok {
-		return nil, mongoerr.New(mongoerr.NamespaceNotFound, "Collection [%s] not found.", r.ns(coll))
+		return missingCollStats(ns, scale), nil
 	}
 	st, err := r.collectionStats(snap, coll)
 	if err != nil {
 		return nil, err
-	}
-	sizeDoc := bsoncore.NewDocumentBuilder().AppendValue("_id_", value.Count(0))
-	for _, sz := range st.indexSizes {
-		sizeDoc.AppendValue(sz.Name, value.Count(sz.Bytes/scale))
 	}
 	b := bsoncore.NewDocumentBuilder().AppendString("ns", ns)
 	if strings.HasPrefix(coll, bucketsPrefix) && ns != r.ns(coll) {
 		b.AppendDocument("timeseries", bsoncore.NewDocumentBuilder().AppendString("bucketsNs", r.ns(coll)).
 			AppendValue("bucketCount", value.Count(st.count)).Build())
 	}
-	b.AppendValue("size", value.Count(st.dataSize/scale)).
-		AppendValue("count", value.Count(st.count))
-	if st.count > 0 {
-		b.AppendValue("avgObjSize", value.Count(st.dataSize/st.count))
-	}
-	b.AppendValue("storageSize", value.Count(st.storageSize/scale)).
-		AppendValue("freeStorageSize", value.Count(0))
-	appendCappedStats(b, info, scale)
-	return b.AppendInt32("nindexes", int32(len(info.Indexes)+1)).
-		AppendDocument("indexSizes", sizeDoc.Build()).
-		AppendValue("totalIndexSize", value.Count(st.indexSize/scale)).
-		AppendValue("totalSize", value.Count((st.storageSize+st.indexSize)/scale)).
-		AppendInt32("scaleFactor", int32(scale)).
-		AppendDouble("ok", 1).Build(), nil
+	appendStorageStats(b, info, st, scale) // stats.go
+	return b.AppendDouble("ok", 1).Build(), nil
 }
 
-// collStats are one collection's figures.
-type collStats struct {
-	count, dataSize, storageSize, indexSize int64
-	indexSizes                              []storage.IndexSize
-}
-
-// collectionStats measures a collection: its documents' BSON bytes (a scan:
-// mongod keeps this counter, DumboDB does not yet), its stored tree bytes
-// and its indexes' (the _id index is the document map itself, documents
-// being clustered by _id, so it adds nothing).
-func (r *request) collectionStats(snap *storage.Snapshot, coll string) (collStats, error) {
-	var st collStats
-	it, err := snap.Scan(r.ctx, coll)
-	if err != nil {
-		return st, err
-	}
-	for {
-		doc, err := it.Next(r.ctx)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return st, err
-		}
-		st.count++
-		st.dataSize += int64(len(doc))
-	}
-	if st.storageSize, err = snap.CollectionBytes(r.ctx, coll); err != nil {
-		return st, err
-	}
-	if st.indexSizes, err = snap.IndexSizes(r.ctx, coll); err != nil {
-		return st, err
-	}
-	for _, sz := range st.indexSizes {
-		st.indexSize += sz.Bytes
-	}
-	return st, nil
+// missingCollStats is collStats of a collection that does not exist:
+// mongod answers zeros rather than NamespaceNotFound.
+func missingCollStats(ns string, scale int64) bsoncore.Document {
+	empty := bsoncore.NewDocumentBuilder().Build()
+	return bsoncore.NewDocumentBuilder().AppendString("ns", ns).
+		AppendInt32("size", 0).AppendInt32("count", 0).AppendInt32("numOrphanDocs", 0).
+		AppendInt32("storageSize", 0).AppendInt32("totalSize", 0).AppendInt32("nindexes", 0).
+		AppendInt32("totalIndexSize", 0).AppendDocument("indexDetails", empty).AppendDocument("indexSizes", empty).
+		AppendInt32("scaleFactor", int32(scale)).AppendDouble("ok", 1).Build()
 }
 
 // scaleArg reads a stats command's scale: a whole number of bytes, at

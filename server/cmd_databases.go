@@ -15,6 +15,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 	"golang.org/x/sync/errgroup"
+	"golang.org/x/sys/unix"
 )
 
 // database opens the request's database; with create it is created if
@@ -174,10 +175,16 @@ func cmdListDatabases(r *request) (bsoncore.Document, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !slices.Contains(names, "admin") && r.c.s.users.HasUsers() { // admin holds them (auth_collections.go)
-		names = append(names, "admin")
-		slices.Sort(names)
+	// mongod lists admin, config and local from its start, standalone or
+	// in a replica set: admin holds system.version (here with the users
+	// and roles, auth_collections.go), config the sessions, local the
+	// startup log and the oplog.
+	for _, internal := range []string{"admin", "config", "local"} {
+		if !slices.Contains(names, internal) {
+			names = append(names, internal)
+		}
 	}
+	slices.Sort(names)
 	privs := r.c.authState().privs
 	names = slices.DeleteFunc(names, func(name string) bool { return authorizedOnly && !privs.CanUse(name) })
 	entries, sizes, err := r.databaseEntries(names, nameOnly)
@@ -217,6 +224,9 @@ func (r *request) databaseEntries(names []string, nameOnly bool) ([]bsoncore.Doc
 	for i, name := range names {
 		g.Go(func() error {
 			sizes[i] = r.c.s.engine.SizeOnDisk(name)
+			if name == "admin" {
+				sizes[i] += r.c.s.users.FileSize() // admin's authorization collections
+			}
 			var err error
 			entries[i], err = r.databaseEntry(name, sizes[i])
 			return err
@@ -242,6 +252,9 @@ func (r *request) databaseEntry(name string, size int64) (bsoncore.Document, err
 	if err != nil {
 		return nil, err
 	}
+	if name == "admin" {
+		empty = false // system.version is always there
+	}
 	return b.AppendInt64("sizeOnDisk", size).AppendBoolean("empty", empty).Build(), nil
 }
 
@@ -255,7 +268,7 @@ func cmdDropDatabase(r *request) (bsoncore.Document, error) {
 		return nil, err
 	}
 	r.c.s.forgetCheckouts(r.db)
-	return bsoncore.NewDocumentBuilder().AppendString("dropped", r.db).AppendDouble("ok", 1).Build(), nil
+	return okReply(), nil // mongod 8 answers no more, the database there or not
 }
 
 // loggedInUser is the connection's user as "name@db" ("" when none).
@@ -278,7 +291,7 @@ func cmdDBStats(r *request) (bsoncore.Document, error) {
 	if err != nil {
 		return nil, err
 	}
-	var objects, dataSize, indexes, indexSize, views int64
+	var objects, dataSize, storageSize, indexes, indexSize, views int64
 	colls := snap.Collections()
 	for _, c := range colls {
 		if _, isView := viewOf(c); isView {
@@ -291,34 +304,68 @@ func cmdDBStats(r *request) (bsoncore.Document, error) {
 		}
 		objects += st.count
 		dataSize += st.dataSize
+		storageSize += st.storageSize
 		indexes += int64(len(st.indexSizes)) + 1 // and the _id index
 		indexSize += st.indexSize
 	}
-	size := r.c.s.engine.SizeOnDisk(r.db)
+	// The sizes are the collections' and indexes' as collStats reports
+	// them (stats.go), so that they add up; what the database's files hold
+	// beyond them (the history of its commits, the collections drop keeps
+	// for dumboUndrop, what dumboGC would reclaim) is its free storage.
+	total := storageSize + indexSize
+	onDisk := r.c.s.engine.SizeOnDisk(r.db)
+	free := max(onDisk-total, 0)
+	avgObjSize := 0.0
+	if objects > 0 {
+		avgObjSize = float64(dataSize) / float64(objects)
+	}
+	// mongod's types: its reply is typed, views and scaleFactor longs.
 	b := bsoncore.NewDocumentBuilder().
 		AppendString("db", r.db).
 		AppendValue("collections", value.Count(int64(len(colls))-views)).
-		AppendValue("views", value.Count(views)).
-		AppendValue("objects", value.Count(objects))
-	if objects > 0 {
-		b.AppendDouble("avgObjSize", float64(dataSize)/float64(objects))
+		AppendInt64("views", views).
+		AppendValue("objects", value.Count(objects)).
+		AppendDouble("avgObjSize", avgObjSize).
+		AppendValue("dataSize", value.Count(dataSize/scale)).
+		AppendValue("storageSize", value.Count(storageSize/scale))
+	if freeStorage {
+		b.AppendValue("freeStorageSize", value.Count(free/scale))
 	}
-	b.AppendValue("dataSize", value.Count(dataSize/scale)).
-		AppendValue("storageSize", value.Count(size/scale)).
-		AppendValue("indexes", value.Count(indexes)).
-		AppendValue("indexSize", value.Count(indexSize/scale)).
-		AppendValue("totalSize", value.Count(size/scale))
+	b.AppendValue("indexes", value.Count(indexes)).AppendValue("indexSize", value.Count(indexSize/scale))
+	if freeStorage {
+		// The files are shared by collections and indexes: their free
+		// space is counted once, as the collections'.
+		b.AppendValue("indexFreeStorageSize", value.Count(0))
+	}
+	b.AppendValue("totalSize", value.Count(total/scale))
+	if freeStorage {
+		b.AppendValue("totalFreeStorageSize", value.Count(free/scale))
+	}
+	b.AppendInt64("scaleFactor", scale)
+	r.appendFilesystemSize(b, scale, onDisk > 0)
 	if err := r.droppedStats(b, scale); err != nil {
 		return nil, err
 	}
-	if freeStorage {
-		// Dolt's table files keep no free lists to reuse: space comes back
-		// only with dumboGC, so none is free inside the files.
-		b.AppendValue("freeStorageSize", value.Count(0)).AppendValue("indexFreeStorageSize", value.Count(0)).AppendValue("totalFreeStorageSize", value.Count(0))
+	return b.AppendDouble("ok", 1).Build(), nil
+}
+
+// appendFilesystemSize adds dbStats' fsUsedSize and fsTotalSize: the
+// used and total bytes of the file system that holds the data directory
+// (-1 each when it cannot be read; 0 each for a database that does not
+// exist, as mongod answers).
+func (r *request) appendFilesystemSize(b *bsoncore.DocumentBuilder, scale int64, exists bool) {
+	var fs unix.Statfs_t
+	if !exists {
+		b.AppendValue("fsUsedSize", value.Count(0)).AppendValue("fsTotalSize", value.Count(0))
+		return
 	}
-	return b.AppendValue("fsUsedSize", value.Count(size/scale)).
-		AppendInt32("scaleFactor", int32(scale)).
-		AppendDouble("ok", 1).Build(), nil
+	if err := unix.Statfs(r.c.s.engine.Dir(), &fs); err != nil {
+		b.AppendValue("fsUsedSize", value.Count(-1)).AppendValue("fsTotalSize", value.Count(-1))
+		return
+	}
+	total := int64(fs.Blocks) * int64(fs.Bsize)
+	used := total - int64(fs.Bavail)*int64(fs.Bsize)
+	b.AppendValue("fsUsedSize", value.Count(used/scale)).AppendValue("fsTotalSize", value.Count(total/scale))
 }
 
 // droppedStats adds to dbStats the collections drop keeps for dumboUndrop

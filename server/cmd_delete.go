@@ -33,7 +33,7 @@ type deleteArgs struct {
 var deleteStatementFields = declareArgs(map[string]argReader[deleteArgs]{
 	"q":         func(f argField, a *deleteArgs, v bsoncore.Value) error { return f.doc(v, &a.q) },
 	"limit":     func(f argField, a *deleteArgs, v bsoncore.Value) error { return f.int64(v, &a.limit) },
-	"collation": func(f argField, a *deleteArgs, v bsoncore.Value) error { return f.optDoc(v, &a.collation) },
+	"collation": func(f argField, a *deleteArgs, v bsoncore.Value) error { return f.collation(v, &a.collation) },
 	"hint":      func(f argField, a *deleteArgs, v bsoncore.Value) error { return f.hint(v, &a.hint) },
 })
 

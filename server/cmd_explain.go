@@ -62,7 +62,7 @@ func explainTarget(cmd bsoncore.Document) (*explained, error) {
 	}
 	coll, ok := first.Value().StringValueOK()
 	if !ok {
-		return nil, mongoerr.New(mongoerr.InvalidNamespace, "explain needs a collection name")
+		return nil, mongoerr.New(mongoerr.InvalidNamespace, "collection name has invalid type %s", value.TypeName(first.Value().Type))
 	}
 	ex := &explained{coll: coll, commandForReport: cmd}
 	ex.Kind = first.Key()
@@ -136,10 +136,19 @@ func (r *request) explain(ex *explained, inner bsoncore.Document, verbosity stri
 	if e.ExecutionStats != nil {
 		b.AppendDocument("executionStats", e.ExecutionStats)
 	}
-	return b.AppendDocument("command", ex.commandForReport).
+	return b.AppendDocument("command", r.reportedCommand(ex.commandForReport)).
 		AppendDocument("serverInfo", bsoncore.NewDocumentBuilder().AppendString("host", "localhost").
 			AppendString("version", mongoVersion).Build()).
 		AppendDouble("ok", 1).Build(), nil
+}
+
+// reportedCommand is the explained command as mongod's explain repeats
+// it: with the $db it ran on (as the request named it, "db@rev" kept).
+func (r *request) reportedCommand(cmd bsoncore.Document) bsoncore.Document {
+	if _, err := cmd.LookupErr("$db"); err == nil {
+		return cmd
+	}
+	return withField(cmd, "$db", r.cmd.Lookup("$db"))
 }
 
 // explainedRead is the read the explained command runs: find's as find
@@ -192,7 +201,7 @@ func (r *request) explainedFind(coll string, inner bsoncore.Document) (*plan.Rea
 	if collation == nil {
 		collation = createdCollation(snap.Collection(coll))
 	}
-	rd, err := r.findRead(&a, collation)
+	rd, err := r.findRead(&a, collation, snap, coll)
 	if err != nil {
 		return nil, err
 	}

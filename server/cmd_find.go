@@ -6,6 +6,7 @@ import (
 	"github.com/dumbodb/dumbodb/mongoerr"
 	"github.com/dumbodb/dumbodb/plan"
 	"github.com/dumbodb/dumbodb/query"
+	"github.com/dumbodb/dumbodb/storage"
 	"github.com/dumbodb/dumbodb/value"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -42,7 +43,7 @@ var findFields = declareArgs(map[string]argReader[findArgs]{
 	"projection":          func(f argField, a *findArgs, v bsoncore.Value) error { return f.optDoc(v, &a.projection) },
 	"skip":                func(f argField, a *findArgs, v bsoncore.Value) error { return f.nonNegative(v, &a.skip) },
 	"limit":               func(f argField, a *findArgs, v bsoncore.Value) error { return f.nonNegative(v, &a.limit) },
-	"batchSize":           func(f argField, a *findArgs, v bsoncore.Value) error { return f.nonNegative(v, &a.batchSize) },
+	"batchSize":           func(f argField, a *findArgs, v bsoncore.Value) error { return f.batchSize(v, &a.batchSize) },
 	"singleBatch":         func(f argField, a *findArgs, v bsoncore.Value) error { return f.bool(v, &a.singleBatch) },
 	"noCursorTimeout":     func(f argField, a *findArgs, v bsoncore.Value) error { return f.bool(v, &a.noCursorTimeout) },
 	"hint":                func(f argField, a *findArgs, v bsoncore.Value) error { return f.hint(v, &a.hint) },
@@ -80,8 +81,9 @@ func cmdFind(r *request) (bsoncore.Document, error) {
 	if err != nil {
 		return nil, err
 	}
-	single := a.singleBatch || (a.limit > 0 && a.batchSize >= a.limit)
-	return r.startCursor(r.ns(coll), src, int(a.batchSize), single, a.noCursorTimeout)
+	// A limit the first batch reaches closes the cursor through the plan,
+	// which knows it reached it (plan/known_end.go), as mongod's does.
+	return r.startCursor(r.ns(coll), src, int(a.batchSize), a.singleBatch, a.noCursorTimeout)
 }
 
 // findSource compiles a find and returns its result stream.
@@ -104,11 +106,22 @@ func (r *request) findSource(coll string, a *findArgs) (docSource, error) {
 	if collation == nil {
 		collation = createdCollation(info, ok) // not collEnv: it takes a second snapshot
 	}
+	src, err := r.findCollection(snap, coll, a, collation)
+	if err != nil || ok {
+		return src, err
+	}
+	// mongod reads a collection that does not exist with a plan that knows
+	// it has nothing, so that even batchSize: 0 closes the cursor.
+	return knownEmpty{src}, nil
+}
+
+// findCollection runs a find on a collection that is no view.
+func (r *request) findCollection(snap *storage.Snapshot, coll string, a *findArgs, collation bsoncore.Document) (docSource, error) {
 	if id, ok := idHackID(a, collation); ok {
 		ex, err := plan.Execute(r.ctx, snap, coll, &plan.Read{ID: id})
 		return ex.Source, err
 	}
-	rd, err := r.findRead(a, collation)
+	rd, err := r.findRead(a, collation, snap, coll)
 	if err != nil {
 		return nil, err
 	}
@@ -123,9 +136,19 @@ func (r *request) findSource(coll string, a *findArgs) (docSource, error) {
 	return ex.Source, nil
 }
 
+// knownEmpty is the result of a find on a collection that does not exist.
+type knownEmpty struct{ docSource }
+
+func (knownEmpty) AtEnd() bool { return true }
+
+func (s knownEmpty) Close() error {
+	closeSource(s.docSource)
+	return nil
+}
+
 // findRead compiles a find's arguments into the read it runs (explain's
-// find too), under the collation that applies.
-func (r *request) findRead(a *findArgs, collation bsoncore.Document) (*plan.Read, error) {
+// find too) on coll of snap, under the collation that applies.
+func (r *request) findRead(a *findArgs, collation bsoncore.Document, snap storage.Reader, coll string) (*plan.Read, error) {
 	env, err := r.queryEnv(collation, a.let)
 	if err != nil {
 		return nil, err
@@ -146,7 +169,14 @@ func (r *request) findRead(a *findArgs, collation bsoncore.Document) (*plan.Read
 			return nil, err
 		}
 	}
-	if rd.KeyRange, err = plan.ParseKeyRange(a.hint, a.min, a.max); err != nil {
+	hint := a.hint
+	if hint.Type == bsoncore.TypeString && (a.min != nil || a.max != nil) {
+		// min and max bound the named index's key.
+		if hint, err = plan.HintKeyPattern(snap, coll, hint); err != nil {
+			return nil, err
+		}
+	}
+	if rd.KeyRange, err = plan.ParseKeyRange(hint, a.min, a.max); err != nil {
 		return nil, err
 	}
 	return rd, nil
@@ -164,7 +194,7 @@ func cmdGetMore(r *request) (bsoncore.Document, error) {
 	var batchSize int64
 	err := r.parseArgs(map[string]fieldHandler{
 		"collection":               r.stringArg("collection", &coll),
-		"batchSize":                r.nonNegativeArg("batchSize", &batchSize),
+		"batchSize":                func(v bsoncore.Value) error { return r.field("batchSize").batchSize(v, &batchSize) },
 		"term":                     r.ignoredArg("term", "long"),
 		"lastKnownCommittedOpTime": r.ignoredArg("lastKnownCommittedOpTime", "object"),
 	})

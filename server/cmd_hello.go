@@ -3,6 +3,7 @@ package server
 import (
 	"time"
 
+	"github.com/dumbodb/dumbodb/mongoerr"
 	"github.com/dumbodb/dumbodb/value"
 	"github.com/dumbodb/dumbodb/wire"
 
@@ -24,6 +25,9 @@ func cmdHello(r *request) (bsoncore.Document, error) {
 	// Drivers add handshake fields as new server versions learn them
 	// (backpressure, ...); like a newer mongod, take what we know and ignore
 	// the rest.
+	if err := r.c.noteHello(r.cmd); err != nil {
+		return nil, err
+	}
 	if err := r.awaitHello(); err != nil {
 		return nil, err
 	}
@@ -99,6 +103,20 @@ func (r *request) appName() string {
 	}
 	name, _ := r.cmd.Lookup("client", "application", "name").StringValueOK()
 	return name
+}
+
+// noteHello records a hello on the connection. Its first hello is where
+// a client sends its metadata (the handshake); mongod fixes the metadata
+// there and refuses it in any later hello, whether the first carried any.
+func (c *conn) noteHello(cmd bsoncore.Document) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	seen := c.helloSeen
+	c.helloSeen = true
+	if _, err := cmd.LookupErr("client"); err == nil && seen {
+		return mongoerr.New(mongoerr.ClientMetadataCannotBeMutated, "The client metadata document may only be sent in the first hello")
+	}
+	return nil
 }
 
 func (c *conn) setClientMetadata(md bsoncore.Document) {

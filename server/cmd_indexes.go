@@ -18,7 +18,7 @@ func cmdCreateIndexes(r *request) (bsoncore.Document, error) {
 	if reply, ts, err := r.timeseriesIndexes(cmdCreateIndexes, "indexes"); ts {
 		return reply, err
 	}
-	coll, err := r.collectionArg()
+	coll, err := r.idlCollectionArg()
 	if err != nil {
 		return nil, err
 	}
@@ -141,6 +141,11 @@ func parseIndexSpecs(specs bsoncore.Array, ignoreUnknown bool, def bsoncore.Docu
 			//lint:ignore ST1005 mongod's message, which createIndexes' client sees
 			return nil, fmt.Errorf("Error in specification %s :: caused by :: %w", d, err)
 		}
+		if _, err := d.LookupErr("name"); err != nil {
+			// mongod names no index itself: drivers and shells derive the
+			// name from the key before they send the spec.
+			return nil, mongoerr.New(mongoerr.FailedToParse, "Error in specification %s :: caused by :: The 'name' field is a required property of an index specification", index.ShellDoc(d))
+		}
 		out = append(out, s)
 	}
 	return out, nil
@@ -229,7 +234,7 @@ func cmdDropIndexes(r *request) (bsoncore.Document, error) {
 	if reply, ts, err := r.timeseriesIndexes(cmdDropIndexes, "index"); ts {
 		return reply, err
 	}
-	coll, err := r.collectionArg()
+	coll, err := r.idlCollectionArg()
 	if err != nil {
 		return nil, err
 	}
@@ -299,7 +304,8 @@ func indexesToKeep(specs []*index.Spec, which bsoncore.Value) ([]*index.Spec, er
 		for i, v := range vals {
 			s, ok := v.StringValueOK()
 			if !ok {
-				return nil, typeMismatch("dropIndexes", "index", v, "string")
+				// mongod reports the list, whose elements must be names.
+				return nil, typesMismatch("dropIndexes", "index", which, "string")
 			}
 			names[i] = s
 		}
@@ -307,7 +313,7 @@ func indexesToKeep(specs []*index.Spec, which bsoncore.Value) ([]*index.Spec, er
 	case bsoncore.TypeEmbeddedDocument:
 		return dropKey(specs, which.Document())
 	}
-	return nil, typeMismatch("dropIndexes", "index", which, "string or object")
+	return nil, typesMismatch("dropIndexes", "index", which, "string, object")
 }
 
 func dropNames(specs []*index.Spec, names []string) ([]*index.Spec, error) {

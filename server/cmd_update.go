@@ -43,7 +43,7 @@ var updateStatementFields = declareArgs(map[string]argReader[updateArgs]{
 	"upsert":       func(f argField, a *updateArgs, v bsoncore.Value) error { return f.bool(v, &a.upsert) },
 	"multi":        func(f argField, a *updateArgs, v bsoncore.Value) error { return f.bool(v, &a.multi) },
 	"arrayFilters": func(f argField, a *updateArgs, v bsoncore.Value) error { return f.array(v, &a.filters) },
-	"collation":    func(f argField, a *updateArgs, v bsoncore.Value) error { return f.optDoc(v, &a.collation) },
+	"collation":    func(f argField, a *updateArgs, v bsoncore.Value) error { return f.collation(v, &a.collation) },
 	"hint":         func(f argField, a *updateArgs, v bsoncore.Value) error { return f.hint(v, &a.hint) },
 	"c":            func(f argField, a *updateArgs, v bsoncore.Value) error { return f.optDoc(v, &a.constants) },
 	"sort":         func(f argField, a *updateArgs, v bsoncore.Value) error { return f.optDoc(v, &a.sort) },

@@ -2,6 +2,7 @@ package server
 
 import (
 	"errors"
+	"slices"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
@@ -57,15 +58,34 @@ func (r *request) parseUserArgs() (userArgs, error) {
 		}
 		a.roles = &roles
 	}
-	vals, _ := mechs.Values()
-	for _, v := range vals {
-		m, ok := v.StringValueOK()
-		if !ok || (m != auth.MechSHA1 && m != auth.MechSHA256) {
-			return a, mongoerr.New(mongoerr.BadValue, "Unknown auth mechanism '%s'", v)
+	if mechs != nil {
+		if a.mechanisms, err = r.mechanismList(mechs); err != nil {
+			return a, err
 		}
-		a.mechanisms = append(a.mechanisms, m)
 	}
 	return a, nil
+}
+
+// mechanismList reads createUser's or updateUser's mechanisms: names, at
+// least one, each a SCRAM mechanism (mongod names the first it does not
+// know).
+func (r *request) mechanismList(mechs bsoncore.Array) ([]string, error) {
+	vals, _ := mechs.Values()
+	if len(vals) == 0 {
+		return nil, mongoerr.New(mongoerr.BadValue, "mechanisms field must not be empty")
+	}
+	out := make([]string, 0, len(vals))
+	for i, v := range vals {
+		m, ok := v.StringValueOK()
+		if !ok {
+			return nil, typeMismatch(r.name, "mechanisms."+itoa(int64(i)), v, "string")
+		}
+		if m != auth.MechSHA1 && m != auth.MechSHA256 {
+			return nil, mongoerr.New(mongoerr.BadValue, "Unknown auth mechanism '%s'", m)
+		}
+		out = append(out, m)
+	}
+	return out, nil
 }
 
 // roleList reads roles given as names (of the command's database) or as
@@ -95,11 +115,16 @@ func (r *request) roleList(arr bsoncore.Array) ([]auth.RoleRef, error) {
 // credentials derives the user's keys for each mechanism (both when none
 // is named).
 func credentials(user, pwd string, mechs []string) (map[string]auth.Credential, error) {
-	if pwd == "" {
-		return nil, mongoerr.New(mongoerr.BadValue, "Password cannot be empty")
-	}
 	if len(mechs) == 0 {
 		mechs = auth.Mechanisms
+	}
+	if pwd == "" && slices.Contains(mechs, auth.MechSHA256) {
+		// mongod SASLprep's a SCRAM-SHA-256 password with ICU, which
+		// refuses an empty string with this warning.
+		return nil, mongoerr.New(mongoerr.Location50687, "Error preflighting UTF-8 conversion: U_STRING_NOT_TERMINATED_WARNING")
+	}
+	if pwd == "" {
+		return nil, mongoerr.New(mongoerr.BadValue, "Password cannot be empty")
 	}
 	out := map[string]auth.Credential{}
 	for _, m := range mechs {
@@ -136,11 +161,13 @@ func (r *request) userAndArgs() (string, userArgs, error) {
 	return name, a, err
 }
 
-// userName is the command's first field: the user it acts on.
+// userName is the command's first field: the user it acts on, a string
+// (an empty one names no user there is: createUser refuses it).
 func (r *request) userName() (string, error) {
-	name, ok := r.cmd.Index(0).Value().StringValueOK()
-	if !ok || name == "" {
-		return "", mongoerr.New(mongoerr.BadValue, "%s must name a user (a non-empty string)", r.name)
+	v := r.cmd.Index(0).Value()
+	name, ok := v.StringValueOK()
+	if !ok {
+		return "", typeMismatch(r.name, r.name, v, "string")
 	}
 	return name, nil
 }
@@ -151,7 +178,10 @@ func cmdCreateUser(r *request) (bsoncore.Document, error) {
 		return nil, err
 	}
 	if a.roles == nil {
-		return nil, mongoerr.New(mongoerr.BadValue, "\"createUser\" command requires a \"roles\" array")
+		return nil, mongoerr.New(mongoerr.Location40414, "BSON field 'createUser.roles' is missing but a required field")
+	}
+	if name == "" {
+		return nil, mongoerr.New(mongoerr.BadValue, "User document needs 'user' field to be non-empty")
 	}
 	if err := r.grantRights().roles(auth.GrantRole, *a.roles); err != nil {
 		return nil, err

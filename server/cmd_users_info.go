@@ -5,6 +5,7 @@ import (
 
 	"github.com/dumbodb/dumbodb/auth"
 	"github.com/dumbodb/dumbodb/mongoerr"
+	"github.com/dumbodb/dumbodb/value"
 )
 
 // usersInfo and rolesInfo: what users and roles exist and what they grant.
@@ -54,21 +55,48 @@ func (r *request) usersNamed(v bsoncore.Value) ([]*auth.User, error) {
 	}
 	var out []*auth.User
 	for _, v := range vals {
-		db, name := r.db, ""
-		if s, ok := v.StringValueOK(); ok {
-			name = s
-		} else if d, ok := v.DocumentOK(); ok {
-			name, _ = d.Lookup("user").StringValueOK()
-			db, _ = d.Lookup("db").StringValueOK()
-		}
-		if name == "" || db == "" {
-			return nil, mongoerr.New(mongoerr.BadValue, "User name must be a string or {user: <name>, db: <db>}")
+		db, name, err := r.userNameArg(v)
+		if err != nil {
+			return nil, err
 		}
 		if u, ok := store.User(db, name); ok {
 			out = append(out, u)
 		}
 	}
 	return out, nil
+}
+
+// userNameArg reads a user named as mongod's UserName parser reads one: a
+// name (of the command's database) or {user, db}, both strings and
+// nothing else.
+func (r *request) userNameArg(v bsoncore.Value) (db, name string, err error) {
+	if s, ok := v.StringValueOK(); ok {
+		return r.db, s, nil
+	}
+	d, ok := v.DocumentOK()
+	if !ok {
+		return "", "", mongoerr.New(mongoerr.BadValue, "UserName must be either a string or an object")
+	}
+	els, _ := d.Elements()
+	seen := map[string]string{}
+	for _, el := range els {
+		k := el.Key()
+		if k != "user" && k != "db" {
+			// mongod's message opens the quote and never closes it.
+			return "", "", mongoerr.New(mongoerr.BadValue, "UserName contains an unknown field named: '%s", k)
+		}
+		s, ok := el.Value().StringValueOK()
+		if !ok {
+			return "", "", mongoerr.New(mongoerr.BadValue, "UserName must contain a string field named: %s. But, has type %s", k, value.TypeName(el.Value().Type))
+		}
+		seen[k] = s
+	}
+	for _, k := range []string{"user", "db"} {
+		if _, ok := seen[k]; !ok {
+			return "", "", mongoerr.New(mongoerr.BadValue, "UserName must contain a field named: %s", k)
+		}
+	}
+	return seen["db"], seen["user"], nil
 }
 
 // userInfo is one user as usersInfo shows it.

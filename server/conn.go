@@ -45,10 +45,11 @@ type conn struct {
 
 	op opState // the command in progress
 
-	mu       sync.Mutex
-	clientMD bsoncore.Document
-	branches map[string]string // database -> default branch (dumboCheckout)
-	auth     connAuth          // who is logged in (authz.go)
+	mu        sync.Mutex
+	clientMD  bsoncore.Document
+	helloSeen bool              // a hello ran on the connection (its handshake)
+	branches  map[string]string // database -> default branch (dumboCheckout)
+	auth      connAuth          // who is logged in (authz.go)
 }
 
 func (s *Server) newConn(nc net.Conn) *conn {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/dumbodb/dumbodb/interrupt"
 	"github.com/dumbodb/dumbodb/mongoerr"
+	"github.com/dumbodb/dumbodb/plan"
 	"github.com/dumbodb/dumbodb/storage"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -268,12 +269,14 @@ func closeSource(src docSource) {
 	}
 }
 
-// peekSource lets a batch end exactly at the end of the result, so that a
-// result that fits in one batch gets cursor id 0 and needs no getMore.
+// peekSource is a cursor's rest of a result: a document a batch had no
+// room for waits in pending for the next. pipeline marks an aggregation's
+// result, whose end mongod learns only by reading past it (below).
 type peekSource struct {
-	src     docSource
-	pending bsoncore.Document
-	done    bool
+	src      docSource
+	pending  bsoncore.Document
+	done     bool
+	pipeline bool
 }
 
 func (p *peekSource) next(ctx context.Context) (bsoncore.Document, error) {
@@ -292,27 +295,28 @@ func (p *peekSource) next(ctx context.Context) (bsoncore.Document, error) {
 	return d, err
 }
 
-func (p *peekSource) exhausted(ctx context.Context) (bool, error) {
-	if p.pending != nil {
-		return false, nil
+// atEnd reports whether the result is known to be exhausted without
+// reading on: mongod closes a cursor whose batch took the last document
+// only when it read past it or its plan knows (plan/known_end.go). An
+// aggregation never knows (its executor learns the end by reading), so
+// its cursor stays open until a getMore finds nothing.
+func (p *peekSource) atEnd() bool {
+	switch {
+	case p.pending != nil:
+		return false
+	case p.done:
+		return true
+	case p.pipeline:
+		return false
 	}
-	d, err := p.next(ctx)
-	if errors.Is(err, io.EOF) {
-		return true, nil
-	}
-	if errors.Is(err, errTailEnd) {
-		return false, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	p.pending = d
-	return false, nil
+	return plan.AtEnd(p.src)
 }
 
 // fillBatch takes up to n documents (n <= 0: no count limit) and at most
-// maxBatchBytes, but always at least one, and reports whether the source is
-// exhausted afterwards.
+// maxBatchBytes, but always at least one, and reports whether the result
+// is known to be exhausted afterwards: it was read to its end, or it can
+// tell (atEnd). A batch that takes exactly the remaining documents of a
+// result that cannot tell leaves the cursor open, as on mongod.
 func fillBatch(ctx context.Context, p *peekSource, n int) ([]bsoncore.Document, bool, error) {
 	var docs []bsoncore.Document
 	size := 0
@@ -329,7 +333,7 @@ func fillBatch(ctx context.Context, p *peekSource, n int) ([]bsoncore.Document, 
 		}
 		if len(docs) > 0 && size+len(d) > maxBatchBytes {
 			p.pending = d
-			break
+			return docs, false, nil
 		}
 		docs = append(docs, d)
 		size += len(d)
@@ -337,8 +341,16 @@ func fillBatch(ctx context.Context, p *peekSource, n int) ([]bsoncore.Document, 
 			return nil, false, err
 		}
 	}
-	done, err := p.exhausted(ctx)
-	return docs, done, err
+	return docs, p.atEnd(), nil
+}
+
+// pipelineSource marks an aggregation's result for its cursor (peekSource
+// pipeline): its batches end as mongod's aggregate ends them.
+type pipelineSource struct{ docSource }
+
+func (s pipelineSource) Close() error {
+	closeSource(s.docSource)
+	return nil
 }
 
 // cursorReply builds {cursor: {id, ns, <batchKey>: [...]}, ok: 1}; a
@@ -378,13 +390,20 @@ func (r *request) startCursor(ns string, src docSource, batchSize int, singleBat
 		batchSize = defaultFirstBatch
 	}
 	p := &peekSource{src: src}
+	if ps, ok := src.(pipelineSource); ok {
+		p.src, p.pipeline = ps.docSource, true
+	}
 	var docs []bsoncore.Document
 	var done bool
 	var err error
 	if batchSize == 0 && !singleBatch {
-		done, err = p.exhausted(r.ctx) // batchSize: 0 asks for an empty first batch
+		done = p.atEnd() // batchSize: 0 asks for an empty first batch, reading nothing
 	} else {
 		docs, done, err = fillBatch(r.ctx, p, batchSize)
+	}
+	if t, ok := p.src.(*tailSource); ok && err == nil {
+		// mongod keeps a tailable cursor unless the collection is empty.
+		done, err = t.empty(r.ctx)
 	}
 	if err != nil {
 		closeSource(src)
@@ -402,8 +421,12 @@ func (r *request) startCursor(ns string, src docSource, batchSize int, singleBat
 	return cursorReply(cur.id, ns, "firstBatch", docs, r.snapshotReadTime()), nil
 }
 
-// sliceSource serves a materialised result.
+// sliceSource serves a materialised result; it knows when it has nothing
+// left, as mongod's queued results (listCollections, listIndexes,
+// bulkWrite) do.
 type sliceSource struct{ docs []bsoncore.Document }
+
+func (s *sliceSource) AtEnd() bool { return len(s.docs) == 0 }
 
 func (s *sliceSource) Next(context.Context) (bsoncore.Document, error) {
 	if len(s.docs) == 0 {

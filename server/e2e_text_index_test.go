@@ -32,7 +32,7 @@ func TestTextIndex(t *testing.T) {
 	}
 	res := mustRun(t, db, bson.D{{Key: "createIndexes", Value: "articles"}, {Key: "indexes", Value: bson.A{bson.D{
 		{Key: "key", Value: bson.D{{Key: "title", Value: "text"}, {Key: "body", Value: "text"}}},
-		{Key: "weights", Value: bson.D{{Key: "title", Value: 10}}},
+		{Key: "name", Value: "title_text_body_text"}, {Key: "weights", Value: bson.D{{Key: "title", Value: 10}}},
 	}}}})
 	if res["numIndexesAfter"] != int32(2) {
 		t.Fatalf("createIndexes: %v", res)

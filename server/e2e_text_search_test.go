@@ -136,7 +136,7 @@ func TestTextWildcard(t *testing.T) {
 func TestTextCompound(t *testing.T) {
 	db, c := startCollection(t, "txt", "comp")
 	mustRun(t, db, bson.D{{Key: "createIndexes", Value: "comp"}, {Key: "indexes", Value: bson.A{bson.D{
-		{Key: "key", Value: bson.D{{Key: "a", Value: 1}, {Key: "content", Value: "text"}, {Key: "b", Value: 1}}}}}}})
+		{Key: "key", Value: bson.D{{Key: "a", Value: 1}, {Key: "content", Value: "text"}, {Key: "b", Value: 1}}}, {Key: "name", Value: "a_1_content_text_b_1"}}}}})
 	insertDocs(t, c,
 		bson.D{{Key: "_id", Value: 1}, {Key: "a", Value: 1}, {Key: "b", Value: 1}, {Key: "content", Value: "coffee beans"}},
 		bson.D{{Key: "_id", Value: 2}, {Key: "a", Value: 1}, {Key: "b", Value: 2}, {Key: "content", Value: "coffee cups"}},

@@ -4,6 +4,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/dumbodb/dumbodb/mongoerr"
+	"github.com/dumbodb/dumbodb/value"
 )
 
 // readConcernLevels are the levels a replica set member accepts. Every
@@ -131,4 +132,22 @@ func (r *request) startsTransaction() bool {
 	}
 	b, ok := v.BooleanOK()
 	return ok && b
+}
+
+// changeStreamReadConcern refuses a change stream given a read concern
+// level other than majority, the one it reads at (without one it takes
+// majority, whatever the default), as mongod does before running the
+// command. In a transaction the stream itself is refused instead.
+func (r *request) changeStreamReadConcern(stages []bsoncore.Document) error {
+	if r.txn != nil || r.readLevel == "" || r.readLevel == "majority" {
+		return nil
+	}
+	for _, st := range stages {
+		if value.FirstKey(st) == "$changeStream" {
+			return mongoerr.New(mongoerr.InvalidOptions,
+				"Command %s does not support { readConcern: { level: \"%s\", provenance: \"clientSupplied\" } } :: caused by :: Aggregation stage $changeStream cannot run with a readConcern other than 'majority'. Current readConcern: %s",
+				r.name, r.readLevel, r.readLevel)
+		}
+	}
+	return nil
 }

@@ -53,6 +53,9 @@ type request struct {
 	// createUUID is the UUID a create makes its collection with (nil: a
 	// new one), given by applyOps.
 	createUUID *[16]byte
+	// wcError is the writeConcernError the reply carries when the
+	// command succeeds (nil: its write concern is satisfied).
+	wcError bsoncore.Document
 }
 
 func newRequest(c *conn, cmd bsoncore.Document) (*request, error) {
@@ -133,6 +136,9 @@ func (r *request) run() (bsoncore.Document, error) {
 	if err == nil && fired && f.wcError != nil {
 		reply = f.addWriteConcernError(r, reply)
 	}
+	if err == nil && r.wcError != nil {
+		reply = withWriteConcernError(reply, r.wcError)
+	}
 	return reply, r.endStatement(reply, err)
 }
 
@@ -187,24 +193,53 @@ func (r *request) applyMaxTime() (context.CancelFunc, error) {
 	if err != nil {
 		return func() {}, nil
 	}
-	f, ok := v.AsFloat64OK()
-	if !ok {
-		return nil, typeMismatch(r.name, "maxTimeMS", v, "number")
+	if !value.IsNumber(v) {
+		return nil, typesMismatch(r.name, "maxTimeMS", v, numberTypes)
 	}
-	// mongod truncates the number to an integer to check its range, then
-	// refuses a double with a fraction.
-	if n := math.Trunc(f); n < 0 || n > maxTimeLimit {
-		return nil, mongoerr.New(mongoerr.BadValue, "%.0f value for maxTimeMS is out of range [0, %d]", n, maxTimeLimit)
+	// mongod reads the number as a 64-bit integer, saturating what does
+	// not fit, and reports that integer. aggregate's own parser checks
+	// the sign first, with the IDL's bound error.
+	n := saturatedInt64(v)
+	if n < 0 && r.name == "aggregate" {
+		return nil, mongoerr.New(mongoerr.Location51024, "BSON field 'maxTimeMS' value must be >= 0, actual value '%d'", n)
 	}
-	if f != math.Trunc(f) {
+	if n < 0 || n > maxTimeLimit {
+		return nil, mongoerr.New(mongoerr.BadValue, "%d value for maxTimeMS is out of range [0, %d]", n, maxTimeLimit)
+	}
+	if v.Type == bsoncore.TypeDouble && v.Double() != math.Trunc(v.Double()) {
 		return nil, mongoerr.New(mongoerr.BadValue, "maxTimeMS has non-integral value")
 	}
-	if f == 0 {
+	if n == 0 {
 		return func() {}, nil
 	}
-	ctx, cancel := context.WithTimeout(r.ctx, time.Duration(f)*time.Millisecond)
+	ctx, cancel := context.WithTimeout(r.ctx, time.Duration(n)*time.Millisecond)
 	r.ctx = ctx
 	return cancel, nil
+}
+
+// saturatedInt64 is a number as mongod's safeNumberLong reads it: a double
+// truncated, clamped to the int64 range (NaN is 0); a decimal rounded to
+// the nearest integer.
+func saturatedInt64(v bsoncore.Value) int64 {
+	switch v.Type {
+	case bsoncore.TypeInt32:
+		return int64(v.Int32())
+	case bsoncore.TypeInt64:
+		return v.Int64()
+	}
+	f := value.ToFloat(v)
+	if v.Type == bsoncore.TypeDecimal128 {
+		f = math.RoundToEven(f)
+	}
+	switch {
+	case f != f:
+		return 0
+	case f >= 1<<63:
+		return math.MaxInt64
+	case f < -(1 << 63):
+		return math.MinInt64
+	}
+	return int64(f)
 }
 
 // refuseTransactions answers as a standalone mongod does (--standalone):
@@ -220,42 +255,23 @@ func refuseTransactions(cmd bsoncore.Document) error {
 	return nil
 }
 
-// applyWriteConcern lets writes return before their log record is synced
-// when the client asked for no acknowledgement (w: 0) or no journal
-// (j: false), as mongod does; every other write waits for the sync. A
-// command without a writeConcern runs with the default one
-// (setDefaultRWConcern).
-func (r *request) applyWriteConcern() error {
-	v, err := r.argErr("writeConcern")
-	if err != nil {
-		if wc := r.c.s.currentRWDefaults().writeConcern(); wc != nil {
-			if j, ok := asBool(wc.Lookup("j")); ok && !j {
-				r.ctx = storage.NoSync(r.ctx)
-			}
-		}
-		return nil
-	}
-	wc, ok := v.DocumentOK()
-	if !ok {
-		return typeMismatch(r.name, "writeConcern", v, "object")
-	}
-	w, hasW := value.AsInt64(wc.Lookup("w"))
-	j, hasJ := asBool(wc.Lookup("j"))
-	if (hasW && w < 0) || (hasW && w == 0 && hasJ && j) {
-		return mongoerr.New(mongoerr.FailedToParse, "Invalid write concern: w: %d, j: %t", w, j)
-	}
-	if (hasW && w == 0) || (hasJ && !j) {
-		r.ctx = storage.NoSync(r.ctx)
-	}
-	return nil
-}
-
 // collectionArg reads the collection name from the command's first field.
 func (r *request) collectionArg() (string, error) {
+	return r.collectionArgCode(mongoerr.InvalidNamespace)
+}
+
+// idlCollectionArg reads the collection name of a command whose namespace
+// mongod's IDL parser reads (createIndexes, dropIndexes): a name that is
+// not a string is BadValue there, not InvalidNamespace.
+func (r *request) idlCollectionArg() (string, error) {
+	return r.collectionArgCode(mongoerr.BadValue)
+}
+
+func (r *request) collectionArgCode(notString mongoerr.Code) (string, error) {
 	v := r.cmd.Index(0).Value()
 	name, ok := v.StringValueOK()
 	if !ok {
-		return "", mongoerr.New(mongoerr.InvalidNamespace, "collection name has invalid type %s", value.TypeName(v.Type))
+		return "", mongoerr.New(notString, "collection name has invalid type %s", value.TypeName(v.Type))
 	}
 	if err := validateCollectionName(r.db, name); err != nil {
 		return "", err

@@ -393,7 +393,12 @@ func (r *request) findOnView(coll string, a *findArgs) (docSource, error) {
 	if explained != nil {
 		return &sliceSource{docs: []bsoncore.Document{explained}}, err
 	}
-	return src, err
+	if err != nil {
+		return nil, err
+	}
+	// mongod runs a find on a view as an aggregation, whose batches end as
+	// an aggregate's do.
+	return pipelineSource{src}, nil
 }
 
 // explainOnView explains a find or an aggregate of a view as mongod
