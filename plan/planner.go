@@ -146,7 +146,7 @@ func Query(rd storage.Reader, coll string, in Input) (*Plan, error) {
 	bestScore := 0
 	for i := range indexes {
 		ix := &indexes[i]
-		if !usable(ix) {
+		if !usableFor(ix, in.Filter) {
 			continue
 		}
 		p, score := indexPlan(ix, preds, sortKeys, qc)
@@ -255,11 +255,23 @@ func collationPreds(preds []query.Predicate, ic, qc *value.Collation) []query.Pr
 	return out
 }
 
-// usable says whether the planner may pick an index on its own: partial
-// and sparse indexes miss documents and hidden ones are off limits.
+// usable says whether the planner may pick an index on its own for any
+// query: partial and sparse indexes miss documents and hidden ones are off
+// limits.
 func usable(ix *storage.IndexInfo) bool {
+	return ix.Spec.Partial == nil && plannable(ix)
+}
+
+// usableFor is usable for the queries of filter f, which may also read a
+// partial index when f implies its partialFilterExpression: then no
+// document f matches is missing from it.
+func usableFor(ix *storage.IndexInfo, f *query.Filter) bool {
+	return plannable(ix) && (ix.Spec.Partial == nil || f.Implies(ix.Spec.Partial, ix.Spec.Collation()))
+}
+
+func plannable(ix *storage.IndexInfo) bool {
 	s := ix.Spec
-	if _, wild := s.Wildcard(); s.Hidden || s.Partial != nil || s.Sparse || s.Text != nil || wild || isGeo(ix) {
+	if _, wild := s.Wildcard(); s.Hidden || s.Sparse || s.Text != nil || wild || isGeo(ix) {
 		return false
 	}
 	for _, f := range s.Fields {
@@ -437,7 +449,7 @@ func rejectedPlans(rd storage.Reader, coll string, in Input, winner *Plan) []*Pl
 	var out []*Plan
 	for i := range indexes {
 		ix := &indexes[i]
-		if !usable(ix) || (winner.ix != nil && winner.ix.Spec.Name == ix.Spec.Name) {
+		if !usableFor(ix, in.Filter) || (winner.ix != nil && winner.ix.Spec.Name == ix.Spec.Name) {
 			continue
 		}
 		if p, score := indexPlan(ix, preds, sortKeys, in.Filter.Collation()); score > 0 || p.sorted {

@@ -180,13 +180,23 @@ func (env *plannerEnv) run(t *testing.T, c plannerCase) []string {
 	return nil
 }
 
-// indexes makes collection c anew with the key patterns given.
+// indexes makes collection c anew with the indexes given: a key pattern,
+// or a whole spec (with "key") for an index with options.
 func (env *plannerEnv) indexes(t *testing.T, patterns []string) []string {
 	var raws []bsoncore.Document
 	for _, p := range patterns {
 		key := parseJSON(t, p)
-		raws = append(raws, bsoncore.NewDocumentBuilder().AppendInt32("v", 2).AppendDocument("key", key).
-			AppendString("name", indexName(key)).Build())
+		b := bsoncore.NewDocumentBuilder().AppendInt32("v", 2)
+		if spec, ok := key.Lookup("key").DocumentOK(); ok {
+			els, _ := key.Elements()
+			b.AppendString("name", indexName(spec))
+			for _, el := range els {
+				b.AppendValue(el.Key(), el.Value())
+			}
+			raws = append(raws, b.Build())
+			continue
+		}
+		raws = append(raws, b.AppendDocument("key", key).AppendString("name", indexName(key)).Build())
 	}
 	ctx := context.Background()
 	err := env.db.Write(ctx, func(tx *storage.Tx) error {

@@ -19,8 +19,8 @@ import (
 // it requires (mongod's error 27 otherwise), and binds the filter's $text
 // to the index's fields, weights and language. A compound text index
 // needs an equality on each of its prefix fields, as mongod, and a
-// partial one a filter that implies its partialFilterExpression (here:
-// repeats its conditions), else documents outside it would be missed.
+// partial one a filter that implies its partialFilterExpression, else
+// documents outside it would be missed.
 func textPlan(indexes []storage.IndexInfo, f *query.Filter) (*Plan, error) {
 	for i := range indexes {
 		ix := &indexes[i]
@@ -28,7 +28,7 @@ func textPlan(indexes []storage.IndexInfo, f *query.Filter) (*Plan, error) {
 			continue // a hidden index answers no query, as on mongod
 		}
 		prefix, shown, ok := textPrefixValues(ix.Spec.TextPrefix, f)
-		if !ok || (ix.Spec.Partial != nil && !f.HasConditions(ix.Spec.Partial)) {
+		if !ok || (ix.Spec.Partial != nil && !f.Implies(ix.Spec.Partial, ix.Spec.Collation())) {
 			return nil, errTextUnplannable()
 		}
 		f.BindText(*ix.Spec.Text)

@@ -197,38 +197,3 @@ func filterPaths(e docExpr, out *[]string) bool {
 	}
 	return false
 }
-
-// HasConditions reports that every top-level condition of conds is, byte
-// for byte, a top-level condition of the filter (or of a top-level $and's
-// clause): a conservative test that the filter implies conds, which a
-// partial text index asks of a $text query before it answers it.
-func (f *Filter) HasConditions(conds bsoncore.Document) bool {
-	have := map[string]bool{}
-	var add func(doc bsoncore.Document)
-	add = func(doc bsoncore.Document) {
-		els, _ := doc.Elements()
-		for _, el := range els {
-			if el.Key() == "$and" && el.Value().Type == bsoncore.TypeArray {
-				vals, _ := el.Value().Array().Values()
-				for _, v := range vals {
-					if d, ok := v.DocumentOK(); ok {
-						add(d)
-					}
-				}
-				continue
-			}
-			have[string(el)] = true
-		}
-	}
-	add(f.raw)
-	els, err := conds.Elements()
-	if err != nil {
-		return false
-	}
-	for _, el := range els {
-		if !have[string(el)] {
-			return false
-		}
-	}
-	return true
-}
