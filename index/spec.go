@@ -157,8 +157,11 @@ func (s *Spec) parseOption(el bsoncore.Element, doc bsoncore.Document) (bool, er
 		}
 		s.Name = name
 		return false, nil
-	case "v", "ns", "background", "dropDups":
+	case "v", "ns", "dropDups":
 		return false, nil // version 2 is the only one; the others are legacy (dropDups is ignored since 3.0)
+	case "background":
+		var ignored bool // every build lets writers go on; mongod lists the field as given
+		return true, boolOpt(v, "background", &ignored)
 	case "unique":
 		return true, boolOpt(v, "unique", &s.Unique)
 	case "sparse":
@@ -189,11 +192,11 @@ func boolOpt(v bsoncore.Value, name string, dst *bool) error {
 	switch v.Type {
 	case bsoncore.TypeBoolean:
 		*dst = v.Boolean()
-	case bsoncore.TypeInt32, bsoncore.TypeInt64, bsoncore.TypeDouble:
-		f, _ := v.AsFloat64OK()
-		*dst = f != 0
+	case bsoncore.TypeInt32, bsoncore.TypeInt64, bsoncore.TypeDouble, bsoncore.TypeDecimal128:
+		*dst = value.Truthy(v)
 	default:
-		return mongoerr.New(mongoerr.TypeMismatch, "The field '%s' must be a bool, not %s", name, v.Type)
+		// mongod's message, its unclosed quote included
+		return mongoerr.New(mongoerr.TypeMismatch, "The field '%s has value %s: %s, which is not convertible to bool", name, name, ShellValue(v))
 	}
 	return nil
 }

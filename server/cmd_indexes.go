@@ -138,17 +138,23 @@ func parseIndexSpecs(specs bsoncore.Array, ignoreUnknown bool, def bsoncore.Docu
 		}
 		s, err := parseIndexSpec(d, def)
 		if err != nil {
-			//lint:ignore ST1005 mongod's message, which createIndexes' client sees
-			return nil, fmt.Errorf("Error in specification %s :: caused by :: %w", d, err)
+			return nil, inSpecification(d, err)
 		}
 		if _, err := d.LookupErr("name"); err != nil {
 			// mongod names no index itself: drivers and shells derive the
 			// name from the key before they send the spec.
-			return nil, mongoerr.New(mongoerr.FailedToParse, "Error in specification %s :: caused by :: The 'name' field is a required property of an index specification", index.ShellDoc(d))
+			return nil, inSpecification(d, mongoerr.New(mongoerr.FailedToParse, "The 'name' field is a required property of an index specification"))
 		}
 		out = append(out, s)
 	}
 	return out, nil
+}
+
+// inSpecification gives an invalid spec's error the context mongod adds,
+// keeping its code.
+func inSpecification(spec bsoncore.Document, err error) error {
+	me := mongoerr.As(err)
+	return &mongoerr.Error{Code: me.Code, Msg: "Error in specification " + index.ShellDoc(spec) + " :: caused by :: " + me.Msg, Info: me.Info}
 }
 
 func parseIndexSpec(d, def bsoncore.Document) (*index.Spec, error) {
