@@ -104,8 +104,13 @@ func cmdGetParameter(r *request) (bsoncore.Document, error) {
 		all = true
 	}
 	if d, ok := r.cmd.Index(0).Value().DocumentOK(); ok {
-		all, _ = asBool(d.Lookup("allParameters"))
-		details, _ = asBool(d.Lookup("showDetails"))
+		var err error
+		if all, err = getParameterFlag(d, "allParameters"); err != nil {
+			return nil, err
+		}
+		if details, err = getParameterFlag(d, "showDetails"); err != nil {
+			return nil, err
+		}
 	}
 	var names []string
 	if all {
@@ -133,12 +138,28 @@ func cmdGetParameter(r *request) (bsoncore.Document, error) {
 		// showDetails: {value, settableAtRuntime, settableAtStartup}.
 		v := bsoncore.NewDocumentBuilder()
 		params[n](v, "value")
-		_, runtime := runtimeParameters[n]
+		// --setParameter takes at start what setParameter takes running;
+		// logComponentVerbosity is set at start by its own options.
+		_, both := runtimeParameters[n]
 		b.AppendDocument(n, appendFields(v.Build(), func(d *bsoncore.DocumentBuilder) {
-			d.AppendBoolean("settableAtRuntime", runtime).AppendBoolean("settableAtStartup", false)
+			d.AppendBoolean("settableAtRuntime", both || n == "logComponentVerbosity").AppendBoolean("settableAtStartup", both)
 		}))
 	}
 	return b.AppendDouble("ok", 1).Build(), nil
+}
+
+// getParameterFlag reads showDetails or allParameters, mongod's safeBool:
+// a boolean or a number, null or missing meaning false.
+func getParameterFlag(d bsoncore.Document, name string) (bool, error) {
+	v, err := d.LookupErr(name)
+	if err != nil || v.Type == bsoncore.TypeNull {
+		return false, nil
+	}
+	b, ok := asBool(v)
+	if !ok {
+		return false, typesMismatch("getParameter", name, v, safeBoolTypes)
+	}
+	return b, nil
 }
 
 // appendFields is doc with more fields after its own.
