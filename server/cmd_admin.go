@@ -350,6 +350,9 @@ func cmdServerStatus(r *request) (bsoncore.Document, error) {
 	if s.topo.replicaSet() {
 		sections = append(sections, statusSection{"repl", s.replStatus()})
 	}
+	if sectionWanted(r, "catalogStats") { // the one section that reads every catalog
+		sections = append(sections, statusSection{"catalogStats", s.catalogStatsStatus(r.ctx)})
+	}
 	for _, sec := range sectionsWanted(r, sections) {
 		b.AppendDocument(sec.name, sec.doc)
 	}

@@ -26,13 +26,16 @@ type statusSection struct {
 func sectionsWanted(r *request, sections []statusSection) []statusSection {
 	out := sections[:0]
 	for _, sec := range sections {
-		v, err := r.cmd.LookupErr(sec.name)
-		if err == nil && !value.Truthy(v) {
-			continue
+		if sectionWanted(r, sec.name) {
+			out = append(out, sec)
 		}
-		out = append(out, sec)
 	}
 	return out
+}
+
+func sectionWanted(r *request, name string) bool {
+	v, err := r.cmd.LookupErr(name)
+	return err != nil || value.Truthy(v)
 }
 
 // networkStatus is serverStatus.network: the wire protocol's bytes and
