@@ -154,6 +154,8 @@ func compileStages(arr bsoncore.Value, pc *pipeCtx) (*Pipeline, error) {
 			return nil, mongoerr.SearchNotEnabledError()
 		case row.has(stageUnsupported):
 			return nil, mongoerr.New(mongoerr.NotImplemented, "%s is not supported by DumboDB", name)
+		case row.has(stageOnlyInChangeStream):
+			return nil, mongoerr.New(mongoerr.IllegalOperation, "%s can only be used in a $changeStream pipeline", name)
 		}
 		if row.has(stageFirst) && i > 0 {
 			return nil, mongoerr.New(mongoerr.Location40602, "%s is only valid as the first stage in a pipeline", name)

@@ -65,9 +65,11 @@ var stageTable = [][]stageEntry{
 		{name: "$searchMeta", flags: stageUnsupported | stageSearch},
 		{name: "$vectorSearch", flags: stageUnsupported | stageSearch},
 	},
+	{ // change streams' own stages, which the server runs (server/changestream*.go)
+		{name: "$changeStreamSplitLargeEvent", flags: stageOnlyInChangeStream},
+	},
 	{ // unsupported: change streams, sessions and the server's state
 		{name: "$changeStream", flags: stageUnsupported},
-		{name: "$changeStreamSplitLargeEvent", flags: stageUnsupported},
 		{name: "$listSampledQueries", flags: stageUnsupported},
 		{name: "$planCacheStats", flags: stageUnsupported | stageNotInAPIV1},
 		{name: "$querySettings", flags: stageUnsupported},
@@ -106,6 +108,9 @@ const (
 	// stageAfterChangeStream: the stage may follow $changeStream (a
 	// per-document filter or transform of the events).
 	stageAfterChangeStream
+	// stageOnlyInChangeStream: the stage exists only in a $changeStream
+	// pipeline, where the server runs it; any other pipeline refuses it.
+	stageOnlyInChangeStream
 )
 
 func (e stageEntry) has(f stageFlags) bool { return e.flags&f != 0 }

@@ -146,6 +146,11 @@ type changeStream struct {
 	skipSeq  uint64
 	skipIdx  int64
 	skipKind byte
+	// split: the pipeline ends with $changeStreamSplitLargeEvent.
+	// skipFragments: resumed from a fragment's token, the fragments of
+	// the event after skipIdx already returned.
+	split         bool
+	skipFragments uint32
 	ready    []streamEvent // events produced but not yet returned
 	last     bsoncore.Document
 	// invalidated: the stream produced its invalidate event; nothing
@@ -188,11 +193,18 @@ func startChangeStream(r *request, a *aggregateArgs, stages []bsoncore.Document,
 	if err != nil {
 		return nil, err
 	}
-	post, err := compileStreamStages(r, stages[1:])
+	rest, split, err := splitStageOf(stages[1:])
 	if err != nil {
 		return nil, err
 	}
-	cs := &changeStream{s: r.c.s, scope: scope, args: args, post: post, skipIdx: -1}
+	if err := args.checkSplitResume(split); err != nil {
+		return nil, err
+	}
+	post, err := compileStreamStages(r, rest)
+	if err != nil {
+		return nil, err
+	}
+	cs := &changeStream{s: r.c.s, scope: scope, args: args, post: post, skipIdx: -1, split: split}
 	if err := cs.open(); err != nil {
 		return nil, err
 	}
@@ -336,6 +348,9 @@ func (cs *changeStream) resumeAt(t resumeToken) uint64 {
 	if t.kind != tokenHighWater {
 		cs.skipSeq, cs.skipIdx, cs.skipKind = t.seq, int64(t.idx), t.kind
 	}
+	if t.split { // the event comes again, less the fragments returned
+		cs.skipIdx, cs.skipFragments = int64(t.idx)-1, t.fragment+1
+	}
 	return t.seq
 }
 
@@ -410,7 +425,7 @@ func (cs *changeStream) fill(ctx context.Context) (bool, error) {
 	}
 	for i, ev := range e.Events {
 		if e.Seq == cs.skipSeq && int64(i) <= cs.skipIdx {
-			if int64(i) == cs.skipIdx && cs.skipKind == tokenEvent && cs.shows(ev) && cs.invalidates(ev) {
+			if int64(i) == cs.skipIdx && cs.skipKind == tokenEvent && cs.skipFragments == 0 && cs.shows(ev) && cs.invalidates(ev) {
 				// Resumed after the invalidating event itself: its
 				// invalidate is still to come, as mongod's is.
 				cs.queueInvalidate(e, i)
@@ -450,7 +465,7 @@ func (cs *changeStream) produce(ctx context.Context, e storage.ChangeEntry, i in
 	if err != nil {
 		return err
 	}
-	if err := cs.emit(doc, token.doc(), e.Seq); err != nil {
+	if err := cs.emit(doc, token, e.Seq); err != nil {
 		return err
 	}
 	if cs.invalidates(ev) {
@@ -471,11 +486,11 @@ func (cs *changeStream) queueInvalidate(e storage.ChangeEntry, i int) {
 }
 
 // emit runs the stream's own stages on an event.
-func (cs *changeStream) emit(doc, token bsoncore.Document, seq uint64) error {
+func (cs *changeStream) emit(doc bsoncore.Document, t resumeToken, seq uint64) error {
 	if cs.post == nil {
-		cs.ready = append(cs.ready, streamEvent{doc: doc, token: token, seq: seq})
-		return nil
+		return cs.deliver(doc, t, seq)
 	}
+	token := t.doc()
 	out, err := query.Drain(context.Background(), cs.post.Run(query.NewSliceStream([]bsoncore.Document{doc})))
 	if err != nil {
 		return err
@@ -490,7 +505,9 @@ func (cs *changeStream) emit(doc, token bsoncore.Document, seq uint64) error {
 			return mongoerr.New(mongoerr.ChangeStreamFatalError, "Encountered an event whose _id field, which contains the resume token, was modified by the pipeline. Modifying the _id field of an event makes it impossible to resume the stream from that point. Only transformations that retain the unmodified _id field are allowed. Expected: %s but found: %s",
 				value.Format(value.DocValue(bsoncore.NewDocumentBuilder().AppendDocument("_id", token).Build())), value.Format(value.DocValue(found.Build())))
 		}
-		cs.ready = append(cs.ready, streamEvent{doc: d, token: token, seq: seq})
+		if err := cs.deliver(d, t, seq); err != nil {
+			return err
+		}
 	}
 	return nil
 }
