@@ -151,8 +151,8 @@ type changeStream struct {
 	// the event after skipIdx already returned.
 	split         bool
 	skipFragments uint32
-	ready    []streamEvent // events produced but not yet returned
-	last     bsoncore.Document
+	ready         []streamEvent // events produced but not yet returned
+	last          bsoncore.Document
 	// invalidated: the stream produced its invalidate event; nothing
 	// comes after it.
 	invalidated bool
