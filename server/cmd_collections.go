@@ -340,21 +340,37 @@ func cmdDrop(r *request) (bsoncore.Document, error) {
 	if err := r.keepDropped(coll); err != nil {
 		return nil, err
 	}
+	reply := bsoncore.NewDocumentBuilder()
 	err = r.writeExisting(func(tx *storage.Tx) error {
+		if info, ok := tx.Collection(coll); ok {
+			reply = droppedReply(info, r.ns(coll))
+		}
 		if err := dropTimeseries(tx, coll); err != nil {
 			return err
 		}
 		return tx.DropCollection(coll)
 	})
-	// Since MongoDB 7.0 dropping a missing collection succeeds.
+	// Since MongoDB 7.0 dropping a missing collection succeeds: {ok: 1}.
 	if err != nil && !errors.Is(err, storage.ErrNamespaceNotFound) {
 		return nil, err
 	}
 	r.killCursorsOn(coll, "collection dropped")
-	return bsoncore.NewDocumentBuilder().
-		AppendInt32("nIndexesWas", 1).
-		AppendString("ns", r.ns(coll)).
-		AppendDouble("ok", 1).Build(), nil
+	return reply.AppendDouble("ok", 1).Build(), nil
+}
+
+// droppedReply is drop's reply for what it drops, as mongod's: the
+// indexes a collection had (its _id index, which a clustered collection
+// lacks, and the others) and its namespace; a view had no indexes.
+func droppedReply(info storage.CollectionInfo, ns string) *bsoncore.DocumentBuilder {
+	b := bsoncore.NewDocumentBuilder()
+	if !info.IsView() {
+		n := len(info.Indexes)
+		if clusteredIndexOf(info) == nil {
+			n++
+		}
+		b.AppendInt32("nIndexesWas", int32(n))
+	}
+	return b.AppendString("ns", ns)
 }
 
 func cmdRenameCollection(r *request) (bsoncore.Document, error) {
