@@ -62,7 +62,7 @@ var findFields = declareArgs(map[string]argReader[findArgs]{
 })
 
 // notCappedError: a tailable cursor needs a capped collection; mongod's
-// answer on one that is not (or does not exist).
+// answer on one that is not.
 func notCappedError() error {
 	return mongoerr.New(mongoerr.BadValue, "error processing query: tailable cursor requested on non capped collection")
 }
@@ -99,7 +99,12 @@ func (r *request) findSource(coll string, a *findArgs) (docSource, error) {
 		}
 		return r.findOnView(coll, a)
 	}
-	if a.tailable && !info.Capped() {
+	switch {
+	case a.tailable && !ok:
+		// mongod plans a missing collection as empty before it checks
+		// for tailable: an empty, closed cursor (so on local.oplog.rs).
+		a.tailable, a.awaitData = false, false
+	case a.tailable && !info.Capped():
 		return nil, notCappedError()
 	}
 	collation := a.collation
