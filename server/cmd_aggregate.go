@@ -173,8 +173,11 @@ func (r *request) aggregateSource(a *aggregateArgs) (docSource, string, bsoncore
 		}
 	}
 	if a.explain {
-		doc, err := explainAggregate(ns, a.coll, p, lead, snap, env)
-		return nil, ns, doc, err
+		b, err := explainAggregate(ns, a.coll, p, lead, snap, env)
+		if err != nil {
+			return nil, ns, nil, err
+		}
+		return nil, ns, r.explainEnd(b, withoutFields(r.cmd, "lsid", "$clusterTime", "$readPreference")), nil
 	}
 	r.c.s.stats.opQuery.Add(1)
 	in, err := r.pipelineInput(snap, a, lead)
@@ -357,7 +360,7 @@ func pipelineStages(pipeline bsoncore.Array) []bsoncore.Document {
 // index scan for a leading $match that has one) feeding the stages in
 // order; each $lookup by localField/foreignField names the index it
 // probes in indexesUsed (empty: it scans the foreign collection).
-func explainAggregate(ns, coll string, p *query.Pipeline, lead *leadingMatch, snap *storage.Snapshot, env *query.Env) (bsoncore.Document, error) {
+func explainAggregate(ns, coll string, p *query.Pipeline, lead *leadingMatch, snap *storage.Snapshot, env *query.Env) (*bsoncore.DocumentBuilder, error) {
 	winning := bsoncore.NewDocumentBuilder().AppendString("stage", "COLLSCAN").AppendString("direction", "forward").Build()
 	parsed := bsoncore.NewDocumentBuilder().Build()
 	if lead != nil {
@@ -381,9 +384,7 @@ func explainAggregate(ns, coll string, p *query.Pipeline, lead *leadingMatch, sn
 	return bsoncore.NewDocumentBuilder().
 		AppendString("explainVersion", "1").
 		AppendArray("stages", stages.Build()).
-		AppendDocument("queryPlanner", planner).
-		AppendDouble("ok", 1).
-		Build(), nil
+		AppendDocument("queryPlanner", planner), nil
 }
 
 // withLookupIndex adds indexesUsed to a $lookup stage's explain entry:

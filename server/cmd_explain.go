@@ -1,6 +1,8 @@
 package server
 
 import (
+	"slices"
+
 	"github.com/dumbodb/dumbodb/mongoerr"
 	"github.com/dumbodb/dumbodb/plan"
 	"github.com/dumbodb/dumbodb/query"
@@ -136,10 +138,16 @@ func (r *request) explain(ex *explained, inner bsoncore.Document, verbosity stri
 	if e.ExecutionStats != nil {
 		b.AppendDocument("executionStats", e.ExecutionStats)
 	}
-	return b.AppendDocument("command", r.reportedCommand(ex.commandForReport)).
+	return r.explainEnd(b, ex.commandForReport), nil
+}
+
+// explainEnd finishes an explain reply as mongod's ends: the command
+// explained, with its $db, and the server.
+func (r *request) explainEnd(b *bsoncore.DocumentBuilder, cmd bsoncore.Document) bsoncore.Document {
+	return b.AppendDocument("command", r.reportedCommand(cmd)).
 		AppendDocument("serverInfo", bsoncore.NewDocumentBuilder().AppendString("host", "localhost").
 			AppendString("version", mongoVersion).Build()).
-		AppendDouble("ok", 1).Build(), nil
+		AppendDouble("ok", 1).Build()
 }
 
 // reportedCommand is the explained command as mongod's explain repeats
@@ -234,4 +242,16 @@ func (r *request) explainedFilter(ex *explained, env *query.Env) (*query.Filter,
 	}
 	ex.Filter = geoNearQuery(ex.geoNear)
 	return g.Filter(env)
+}
+
+// withoutFields is doc less the named top-level fields.
+func withoutFields(doc bsoncore.Document, names ...string) bsoncore.Document {
+	els, _ := doc.Elements()
+	b := bsoncore.NewDocumentBuilder()
+	for _, el := range els {
+		if !slices.Contains(names, el.Key()) {
+			b.AppendValue(el.Key(), el.Value())
+		}
+	}
+	return b.Build()
 }

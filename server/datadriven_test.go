@@ -134,8 +134,22 @@ func stableReply(reply bson.D) bson.D {
 			if d, ok := e.Value.(bson.D); ok {
 				e.Value = stableCursor(d)
 			}
+		case "command": // an explain's, with the maxTimeMS the client's timeout adds
+			if d, ok := e.Value.(bson.D); ok {
+				e.Value = withoutKey(d, "maxTimeMS")
+			}
 		}
 		out = append(out, e)
+	}
+	return out
+}
+
+func withoutKey(d bson.D, key string) bson.D {
+	var out bson.D
+	for _, e := range d {
+		if e.Key != key {
+			out = append(out, e)
+		}
 	}
 	return out
 }
