@@ -21,7 +21,13 @@ import (
 // database opens the request's database; with create it is created if
 // missing, otherwise a missing database is nil.
 func (r *request) database(create bool) (*storage.Database, error) {
-	return r.c.s.engine.Database(r.ctx, r.db, create)
+	d, err := r.c.s.engine.Database(r.ctx, r.db, create)
+	if err == nil && d == nil && r.rev != "" && r.rev != "HEAD" && r.rev != r.currentBranch() {
+		// Only the branch a first write would make exists before the
+		// database does: any other revision of it names nothing.
+		return nil, mongoerr.New(mongoerr.RevisionNotFound, "revision %s of database %s not found: the database does not exist", r.rev, r.db)
+	}
+	return d, err
 }
 
 // snapshot is a consistent view of the request's database at its
