@@ -59,8 +59,9 @@ func (d *Database) refNames(ctx context.Context, prefix string) ([]string, error
 
 // Resolve turns a revision spec into a Revision. current is the branch
 // that HEAD means. Specs: a branch, a tag, a commit hash (or a unique
-// prefix of at least 8 characters), HEAD, and any of those followed by ~N
-// or ^N (first parent N times, or the N-th parent).
+// prefix of at least 8 characters), HEAD, any of those followed by
+// @{time} (vc_revision_time.go), and any of those followed by ~N or ^N
+// (first parent N times, or the N-th parent).
 func (d *Database) Resolve(ctx context.Context, spec, current string) (Revision, error) {
 	if err := d.hold(ctx); err != nil {
 		return Revision{}, err
@@ -70,10 +71,14 @@ func (d *Database) Resolve(ctx context.Context, spec, current string) (Revision,
 	if err != nil {
 		return Revision{}, err
 	}
-	if base == "HEAD" {
+	base, at, timed, err := splitAtTime(base)
+	if err != nil {
+		return Revision{}, err
+	}
+	if base == "HEAD" || (timed && base == "") {
 		base = current
 	}
-	if len(steps) == 0 {
+	if len(steps) == 0 && !timed {
 		if ok, err := d.hasRef(ctx, refHeads, base); err != nil || ok {
 			return Revision{Branch: base}, err
 		}
@@ -81,6 +86,11 @@ func (d *Database) Resolve(ctx context.Context, spec, current string) (Revision,
 	c, err := d.resolveCommit(ctx, base)
 	if err != nil {
 		return Revision{}, err
+	}
+	if timed {
+		if c, err = d.commitAtTime(ctx, c, at); err != nil {
+			return Revision{}, err
+		}
 	}
 	for _, st := range steps {
 		if c, err = d.ancestor(ctx, c, st); err != nil {
