@@ -2,51 +2,11 @@ package server
 
 import (
 	"errors"
-	"github.com/dumbodb/dumbodb/mongoerr"
+
 	"github.com/dumbodb/dumbodb/storage"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
-
-func cmdDumboLog(r *request) (bsoncore.Document, error) {
-	d, err := r.vcDatabase()
-	if err != nil {
-		return nil, err
-	}
-	var opts storage.LogOptions
-	var limit int64
-	var from string
-	err = r.parseArgs(map[string]fieldHandler{
-		"limit":      r.nonNegativeArg("limit", &limit),
-		"from":       r.stringArg("from", &from),
-		"collection": r.stringArg("collection", &opts.Collection),
-		"_id":        func(v bsoncore.Value) error { opts.ID = v; return nil },
-	})
-	if err != nil {
-		return nil, err
-	}
-	if opts.ID.Type != 0 && opts.Collection == "" {
-		return nil, mongoerr.New(mongoerr.BadValue, "%s with _id needs a collection", r.name)
-	}
-	opts.Limit = int(limit)
-	if from != "" {
-		opts.From, err = r.resolveArg(d, from)
-	} else {
-		opts.From, err = r.revision(d)
-	}
-	if err != nil {
-		return nil, err
-	}
-	commits, err := d.Log(r.ctx, opts)
-	if err != nil {
-		return nil, err
-	}
-	arr := bsoncore.NewArrayBuilder()
-	for _, c := range commits {
-		arr.AppendDocument(commitDoc(c))
-	}
-	return bsoncore.NewDocumentBuilder().AppendArray("commits", arr.Build()).AppendDouble("ok", 1).Build(), nil
-}
 
 func cmdDumboStatus(r *request) (bsoncore.Document, error) {
 	d, branch, err := r.vcBranch(nil)

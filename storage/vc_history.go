@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"container/heap"
 	"context"
+	"fmt"
+	"strings"
+	"time"
 
 	"github.com/dolthub/dolt/go/store/datas"
 	"github.com/dolthub/dolt/go/store/hash"
@@ -12,20 +15,65 @@ import (
 
 // LogOptions select the commits Log returns.
 type LogOptions struct {
-	From       Revision
-	Limit      int            // 0: all
-	Collection string         // only commits that changed this collection
-	ID         bsoncore.Value // with Collection: only commits that changed this document
+	From  Revision
+	All   bool // the history of every branch (From is not used)
+	Limit int  // 0: all
+	// After continues a listing: the commits after this one (its id) in
+	// the walk's order, which is the same from call to call.
+	After       string
+	Collections []string         // only commits that changed one of these collections
+	IDs         []bsoncore.Value // with Collections: only commits that changed one of these documents
+	Since       time.Time        // zero: no bound
+	Until       time.Time        // zero: no bound
+	Author      string           // only commits whose author contains it (any case)
+	// Keep, if set, decides last on each commit the others selected.
+	Keep func(CommitInfo) (bool, error)
 }
 
 // Log lists commits newest first, in topological order (a commit always
 // before its parents; both parents of merges are followed).
 func (d *Database) Log(ctx context.Context, opts LogOptions) ([]CommitInfo, error) {
+	out, _, err := d.LogPage(ctx, opts)
+	return out, err
+}
+
+// LogPage is Log that also says whether more selected commits follow the
+// Limit returned.
+func (d *Database) LogPage(ctx context.Context, opts LogOptions) ([]CommitInfo, bool, error) {
 	if err := d.hold(ctx); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	defer d.release()
-	start, err := d.revisionCommit(ctx, opts.From)
+	w, err := d.newLogWalk(ctx, opts)
+	if err != nil {
+		return nil, false, err
+	}
+	var out []CommitInfo
+	for {
+		info, ok, err := w.next(ctx)
+		if err != nil || !ok {
+			return out, false, err
+		}
+		if opts.Limit > 0 && len(out) == opts.Limit {
+			return out, true, nil
+		}
+		out = append(out, info)
+	}
+}
+
+// logWalk is one pass of Log over the history.
+type logWalk struct {
+	d        *Database
+	opts     LogOptions
+	keys     [][]byte
+	refs     map[hash.Hash][]string
+	q        *commitQueue
+	seen     map[hash.Hash]bool
+	skipping bool // before opts.After
+}
+
+func (d *Database) newLogWalk(ctx context.Context, opts LogOptions) (*logWalk, error) {
+	starts, err := d.logStarts(ctx, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -33,49 +81,103 @@ func (d *Database) Log(ctx context.Context, opts LogOptions) ([]CommitInfo, erro
 	if err != nil {
 		return nil, err
 	}
-	var key []byte
-	if opts.ID.Type != 0 {
-		if key, err = encodeID(opts.ID); err != nil {
+	w := &logWalk{d: d, opts: opts, refs: refs, q: &commitQueue{}, seen: map[hash.Hash]bool{}, skipping: opts.After != ""}
+	for _, id := range opts.IDs {
+		key, err := encodeID(id)
+		if err != nil {
 			return nil, err
 		}
+		w.keys = append(w.keys, key)
 	}
-	var out []CommitInfo
-	q := &commitQueue{}
-	q.add(start, commitTime(ctx, start))
-	seen := map[hash.Hash]bool{start.Addr(): true}
-	for q.Len() > 0 && (opts.Limit <= 0 || len(out) < opts.Limit) {
-		c := q.next()
-		parents, err := datas.GetCommitParents(ctx, d.vs, c.NomsValue())
+	for _, c := range starts {
+		w.push(ctx, c)
+	}
+	return w, nil
+}
+
+// logStarts is where the walk starts: a revision's commit, or every
+// branch's head.
+func (d *Database) logStarts(ctx context.Context, opts LogOptions) ([]*datas.Commit, error) {
+	if !opts.All {
+		c, err := d.revisionCommit(ctx, opts.From)
+		return []*datas.Commit{c}, err
+	}
+	names, err := d.branchNames(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*datas.Commit, 0, len(names))
+	for _, name := range names {
+		c, err := d.headCommit(ctx, name)
 		if err != nil {
 			return nil, err
 		}
-		for _, p := range parents {
-			if !seen[p.Addr()] {
-				seen[p.Addr()] = true
-				q.add(p, commitTime(ctx, p))
-			}
-		}
-		if opts.Collection != "" {
-			changed, err := d.changedIn(ctx, c, parents, opts.Collection, key)
-			if err != nil {
-				return nil, err
-			}
-			if !changed {
-				continue
-			}
-		}
-		info, err := d.describe(ctx, c, refs)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, info)
+		out = append(out, c)
 	}
 	return out, nil
 }
 
-// changedIn reports whether commit c changed a collection (or, with key,
-// one document of it) relative to its first parent.
-func (d *Database) changedIn(ctx context.Context, c *datas.Commit, parents []*datas.Commit, coll string, key []byte) (bool, error) {
+func (w *logWalk) push(ctx context.Context, c *datas.Commit) {
+	if !w.seen[c.Addr()] {
+		w.seen[c.Addr()] = true
+		w.q.add(c, commitTime(ctx, c))
+	}
+}
+
+// next is the next commit the options select (ok false: none left).
+func (w *logWalk) next(ctx context.Context) (CommitInfo, bool, error) {
+	for w.q.Len() > 0 {
+		c := w.q.next()
+		parents, err := datas.GetCommitParents(ctx, w.d.vs, c.NomsValue())
+		if err != nil {
+			return CommitInfo{}, false, err
+		}
+		for _, p := range parents {
+			w.push(ctx, p)
+		}
+		if w.skipping {
+			w.skipping = c.Addr().String() != w.opts.After
+			continue
+		}
+		info, ok, err := w.selects(ctx, c, parents)
+		if err != nil || ok {
+			return info, ok, err
+		}
+	}
+	if w.skipping {
+		return CommitInfo{}, false, fmt.Errorf("%w: the listing to continue after %s is not in this history", ErrRevisionNotFound, w.opts.After)
+	}
+	return CommitInfo{}, false, nil
+}
+
+// selects applies the options to one commit.
+func (w *logWalk) selects(ctx context.Context, c *datas.Commit, parents []*datas.Commit) (CommitInfo, bool, error) {
+	if len(w.opts.Collections) > 0 {
+		changed, err := w.d.changedIn(ctx, c, parents, w.opts.Collections, w.keys)
+		if err != nil || !changed {
+			return CommitInfo{}, false, err
+		}
+	}
+	info, err := w.d.describe(ctx, c, w.refs)
+	if err != nil {
+		return CommitInfo{}, false, err
+	}
+	o := w.opts
+	switch {
+	case !o.Since.IsZero() && info.Timestamp.Before(o.Since), !o.Until.IsZero() && info.Timestamp.After(o.Until):
+		return CommitInfo{}, false, nil
+	case o.Author != "" && !strings.Contains(strings.ToLower(info.Author), strings.ToLower(o.Author)):
+		return CommitInfo{}, false, nil
+	case o.Keep != nil:
+		keep, err := o.Keep(info)
+		return info, keep, err
+	}
+	return info, true, nil
+}
+
+// changedIn reports whether commit c changed one of the collections (or,
+// with keys, one of those documents of them) relative to its first parent.
+func (d *Database) changedIn(ctx context.Context, c *datas.Commit, parents []*datas.Commit, colls []string, keys [][]byte) (bool, error) {
 	cur, err := d.commitState(ctx, c)
 	if err != nil {
 		return false, err
@@ -86,20 +188,35 @@ func (d *Database) changedIn(ctx context.Context, c *datas.Commit, parents []*da
 			return false, err
 		}
 	}
+	for _, coll := range colls {
+		changed, err := d.collectionChanged(ctx, prev, cur, coll, keys)
+		if err != nil || changed {
+			return changed, err
+		}
+	}
+	return false, nil
+}
+
+func (d *Database) collectionChanged(ctx context.Context, prev, cur *rootState, coll string, keys [][]byte) (bool, error) {
 	a, aok := prev.colls.lookup(coll)
 	b, bok := cur.colls.lookup(coll)
 	if !aok || !bok {
 		return aok != bok, nil
 	}
-	if key == nil {
+	if len(keys) == 0 {
 		return a.base.HashOf() != b.base.HashOf(), nil
 	}
-	av, _, err := lookup(ctx, d.ns, a.base, nil, key)
-	if err != nil {
-		return false, err
+	for _, key := range keys {
+		av, _, err := lookup(ctx, d.ns, a.base, nil, key)
+		if err != nil {
+			return false, err
+		}
+		bv, _, err := lookup(ctx, d.ns, b.base, nil, key)
+		if err != nil || !bytes.Equal(av, bv) {
+			return err == nil, err
+		}
 	}
-	bv, _, err := lookup(ctx, d.ns, b.base, nil, key)
-	return !bytes.Equal(av, bv), err
+	return false, nil
 }
 
 // commitQueue orders commits by height, highest first (a child is always

@@ -129,7 +129,7 @@ func TestCommitBranchMergeAndConflicts(t *testing.T) {
 	if err != nil || len(log) < 6 || log[0].ID != mc.ID {
 		t.Fatalf("log %d entries: %v", len(log), err)
 	}
-	docLog, _ := d.Log(ctx, LogOptions{From: main, Collection: "c", ID: idValue(2)})
+	docLog, _ := d.Log(ctx, LogOptions{From: main, Collections: []string{"c"}, IDs: []bsoncore.Value{idValue(2)}})
 	if len(docLog) < 3 {
 		t.Fatalf("history of _id 2: %d commits", len(docLog))
 	}
