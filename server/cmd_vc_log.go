@@ -17,6 +17,44 @@ import (
 // all; per commit its changes counted (stat) or listed (patch); paged by
 // the token in next.
 
+// dumboBlame: for each field path of a document at a revision, the commit
+// that last set it (storage.Blame).
+func cmdDumboBlame(r *request) (bsoncore.Document, error) {
+	d, err := r.vcDatabase()
+	if err != nil {
+		return nil, err
+	}
+	var coll, rev string
+	var id bsoncore.Value
+	err = r.parseArgs(map[string]fieldHandler{
+		"collection": r.stringArg("collection", &coll),
+		"rev":        r.stringArg("rev", &rev),
+		"_id":        func(v bsoncore.Value) error { id = v; return nil },
+	})
+	if err != nil {
+		return nil, err
+	}
+	if coll == "" || id.Type == 0 {
+		return nil, mongoerr.New(mongoerr.BadValue, "%s needs a collection and an _id", r.name)
+	}
+	at, err := r.logFrom(d, rev)
+	if err != nil {
+		return nil, err
+	}
+	doc, lines, err := d.Blame(r.ctx, at, coll, id)
+	if err != nil {
+		return nil, err
+	}
+	fields := bsoncore.NewArrayBuilder()
+	for _, l := range lines {
+		fields.AppendDocument(bsoncore.NewDocumentBuilder().AppendString("path", l.Path).
+			AppendString("commitId", l.Commit.ID).AppendString("author", l.Commit.Author).
+			AppendDateTime("timestamp", l.Commit.Timestamp.UnixMilli()).AppendString("message", l.Commit.Message).Build())
+	}
+	return bsoncore.NewDocumentBuilder().AppendDocument("document", doc).AppendArray("fields", fields.Build()).
+		AppendDouble("ok", 1).Build(), nil
+}
+
 // maxPatchChanges bounds the documents a commit's patch lists.
 const maxPatchChanges = 100
 

@@ -211,6 +211,7 @@ func init() {
 		{family: versionControl, name: "dumboStatus", handler: cmdDumboStatus, access: anyDatabase, need: needs(auth.VCRead), help: "shows uncommitted changes and any merge in progress"},
 		{family: versionControl, name: "dumboDiff", handler: cmdDumboDiff, access: anyDatabase, need: needs(auth.VCRead), help: "compares two revisions or the working set"},
 		{family: versionControl, name: "dumboLog", handler: cmdDumboLog, access: anyDatabase, need: needs(auth.VCRead), help: "lists commits, or the history of one document"},
+		{family: versionControl, name: "dumboBlame", handler: cmdDumboBlame, access: anyDatabase, need: needs(auth.VCRead), help: "names, for each field of a document, the commit that last set it"},
 		{family: versionControl, name: "dumboReset", handler: cmdDumboReset, access: anyDatabase, need: needs(auth.VCWrite), help: "moves the branch head (soft or hard)"},
 		{family: versionControl, name: "dumboGC", handler: cmdDumboGC, access: anyDatabase, need: needs(auth.VCAdmin), help: "removes unreachable data and reports bytes before and after"},
 		{family: versionControl, name: "dumboMerge", handler: cmdDumboMerge, access: anyDatabase, need: needs(auth.VCWrite), help: "merges a revision into the branch (continue/abort)"},

@@ -158,6 +158,7 @@ var vcErrors = []struct {
 	{storage.ErrNotDropped, mongoerr.NamespaceNotFound},
 	{storage.ErrCollectionNotDropped, mongoerr.NamespaceNotFound},
 	{storage.ErrConflictMissing, mongoerr.NoSuchKey},
+	{storage.ErrDocumentNotFound, mongoerr.NoSuchKey},
 	{storage.ErrMergeConflicts, mongoerr.MergeConflict},
 	{storage.ErrOptionsConflict, mongoerr.MergeConflict},
 	{storage.ErrTransactionTooOld, mongoerr.TransactionTooOld},

@@ -86,6 +86,9 @@ var (
 	ErrRevisionNotFound = errors.New("revision not found")
 	// ErrTagNotFound: no tag has that name.
 	ErrTagNotFound = errors.New("tag not found")
+	// ErrDocumentNotFound: the revision has no document with that _id
+	// (Blame).
+	ErrDocumentNotFound = errors.New("document not found")
 	// ErrNothingToCommit: the working set equals the head commit.
 	ErrNothingToCommit = errors.New("nothing to commit, working set clean")
 	// ErrBranchExists / ErrTagExists: the name is taken.
