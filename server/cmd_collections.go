@@ -165,6 +165,11 @@ func (a *createArgs) fields() map[string]fieldHandler {
 		"storageEngine":                keep("storageEngine", "object"),
 		"indexOptionDefaults":          keep("indexOptionDefaults", "object"),
 		"changeStreamPreAndPostImages": keep("changeStreamPreAndPostImages", "object"),
+		"mergeMode": func(v bsoncore.Value) error {
+			m, err := parseMergeMode("create", v)
+			a.opts.AppendString("mergeMode", m)
+			return err
+		},
 		"expireAfterSeconds":           keep("expireAfterSeconds", "any"),                          // checkClusteredTTL checks it
 		"idIndex":                      func(v bsoncore.Value) error { a.idIndex = v; return nil }, // checkIDIndex checks it
 	}

@@ -11,6 +11,7 @@ import (
 type collModArgs struct {
 	index, images    bsoncore.Document
 	viewOn, pipeline bsoncore.Value
+	mergeMode        bsoncore.Value
 	validation       validationOptions
 	ts               tsCollMod // expireAfterSeconds and timeseries (of a time-series collection)
 	capped           cappedMod
@@ -34,6 +35,7 @@ func (a *collModArgs) handlers(r *request) map[string]fieldHandler {
 		"viewOn":                       counted(func(v bsoncore.Value) error { a.viewOn = v; return nil }),
 		"pipeline":                     counted(func(v bsoncore.Value) error { a.pipeline = v; return nil }),
 		"changeStreamPreAndPostImages": counted(r.docArg("changeStreamPreAndPostImages", &a.images)),
+		"mergeMode":                    counted(func(v bsoncore.Value) error { a.mergeMode = v; return nil }),
 		"dryRun":                       r.boolArg("dryRun", &a.dryRun),
 		"expireAfterSeconds":           a.ts.expireHandler(),
 		"timeseries":                   a.ts.timeseriesHandler(),
@@ -92,7 +94,7 @@ func cmdCollMod(r *request) (bsoncore.Document, error) {
 			return nil, err
 		}
 	}
-	opts, err := newCollModOptions(a.images, &a.validation, a.capped)
+	opts, err := newCollModOptions(a.images, a.mergeMode, &a.validation, a.capped)
 	if err != nil {
 		return nil, err
 	}
@@ -150,6 +152,7 @@ func (r *request) collModCollection(coll string, mod *collModIndex, opts *collMo
 // description for the change event.
 type collModOptions struct {
 	images     bsoncore.Document // {enabled: <bool>}, nil: unchanged
+	mergeMode  string            // "": unchanged
 	validation *validationOptions
 	capped     cappedMod
 	desc       bsoncore.Document
@@ -157,12 +160,19 @@ type collModOptions struct {
 
 // given reports whether the command changes any collection option.
 func (o *collModOptions) given() bool {
-	return o.images != nil || o.validation.given() || o.capped.given()
+	return o.images != nil || o.mergeMode != "" || o.validation.given() || o.capped.given()
 }
 
-func newCollModOptions(images bsoncore.Document, validation *validationOptions, capped cappedMod) (*collModOptions, error) {
+func newCollModOptions(images bsoncore.Document, mergeMode bsoncore.Value, validation *validationOptions, capped cappedMod) (*collModOptions, error) {
 	desc := bsoncore.NewDocumentBuilder()
 	o := &collModOptions{validation: validation, capped: capped}
+	if mergeMode.Type != 0 {
+		var err error
+		if o.mergeMode, err = parseMergeMode("collMod", mergeMode); err != nil {
+			return nil, err
+		}
+		desc.AppendString("mergeMode", o.mergeMode)
+	}
 	if images != nil {
 		enabled, err := parseImagesOption(images)
 		if err != nil {
@@ -187,6 +197,9 @@ func (r *request) setCollModOptions(tx *storage.Tx, info storage.CollectionInfo,
 	opts := o.validation.apply(info.Options)
 	if o.images != nil {
 		opts = withOption(opts, "changeStreamPreAndPostImages", o.images)
+	}
+	if o.mergeMode != "" {
+		opts = withOptionValue(opts, "mergeMode", bsoncore.Value{Type: bsoncore.TypeString, Data: bsoncore.AppendString(nil, o.mergeMode)})
 	}
 	if o.capped.given() {
 		var err error

@@ -2,6 +2,8 @@ package server
 
 import (
 	"errors"
+	"maps"
+	"slices"
 
 	"github.com/dumbodb/dumbodb/index"
 	"github.com/dumbodb/dumbodb/mongoerr"
@@ -15,7 +17,7 @@ func cmdDumboMerge(r *request) (bsoncore.Document, error) {
 	if err != nil {
 		return nil, err
 	}
-	var mergeIn string
+	var mergeIn, strategy string
 	var opts storage.MergeOptions
 	var cont, abort bool
 	opts.CommitOptions, err = r.commitOptions(map[string]fieldHandler{
@@ -24,9 +26,14 @@ func cmdDumboMerge(r *request) (bsoncore.Document, error) {
 		"ffOnly":   r.boolArg("ffOnly", &opts.FFOnly),
 		"continue": r.boolArg("continue", &cont),
 		"abort":    r.boolArg("abort", &abort),
+		"dryRun":   r.boolArg("dryRun", &opts.DryRun),
+		"strategy": r.stringArg("strategy", &strategy),
 	})
 	if err != nil {
 		return nil, err
+	}
+	if strategy != "" && strategy != "ours" && strategy != "theirs" {
+		return nil, mongoerr.New(mongoerr.BadValue, "%s.strategy must be \"ours\" or \"theirs\", not %q", r.name, strategy)
 	}
 	branch, err := r.branchOf(d)
 	if err != nil {
@@ -56,6 +63,12 @@ func cmdDumboMerge(r *request) (bsoncore.Document, error) {
 		opts.Message = "Merge " + mergeIn + " into " + branch
 	}
 	res, err := d.Merge(r.ctx, branch, theirs, opts)
+	if opts.DryRun {
+		return dryMergeReply(res, err)
+	}
+	if errors.Is(err, storage.ErrMergeConflicts) && strategy != "" {
+		res, err = r.settleAll(d, branch, strategy, res, opts.CommitOptions)
+	}
 	if err == nil && !res.UpToDate {
 		d.EmitVersionEvent(branch, "dumboMerge", versionDesc("mergeIn", mergeIn, "commitId", res.Commit.ID))
 	}
@@ -244,4 +257,35 @@ func cmdDumboRebase(r *request) (bsoncore.Document, error) {
 		}
 	}
 	return r.mergeReply(res, err)
+}
+
+// settleAll resolves every conflict of a stopped merge one way (Git's
+// -X ours / -X theirs) and commits the merge.
+func (r *request) settleAll(d *storage.Database, branch, strategy string, res storage.MergeResult, opts storage.CommitOptions) (storage.MergeResult, error) {
+	confs, err := d.Conflicts(r.ctx, branch, "")
+	if err != nil {
+		return res, err
+	}
+	for _, c := range confs {
+		if err := d.ResolveConflict(r.ctx, branch, c.Collection, c.ID, strategy, nil); err != nil {
+			return res, err
+		}
+	}
+	c, err := d.MergeContinue(r.ctx, branch, opts)
+	return storage.MergeResult{Commit: c}, err
+}
+
+// dryMergeReply says what a merge would do: up to date, a fast-forward,
+// or a merge with these conflicts per collection (none: it would commit).
+func dryMergeReply(res storage.MergeResult, err error) (bsoncore.Document, error) {
+	if err != nil {
+		return nil, err
+	}
+	counts := bsoncore.NewDocumentBuilder()
+	for _, coll := range slices.Sorted(maps.Keys(res.Conflicts)) {
+		counts.AppendInt32(coll, int32(res.Conflicts[coll]))
+	}
+	return bsoncore.NewDocumentBuilder().AppendBoolean("dryRun", true).
+		AppendBoolean("upToDate", res.UpToDate).AppendBoolean("fastForward", res.FastForward).
+		AppendDocument("conflicts", counts.Build()).AppendDouble("ok", 1).Build(), nil
 }

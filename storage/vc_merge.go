@@ -31,6 +31,9 @@ const (
 type MergeOptions struct {
 	CommitOptions
 	NoFF, FFOnly bool
+	// DryRun: find what the merge would do (up to date, a fast-forward,
+	// the conflicts per collection) and change nothing.
+	DryRun bool
 }
 
 // MergeResult is what a merge did.
@@ -61,6 +64,10 @@ func (d *Database) Merge(ctx context.Context, branchName string, theirs Revision
 			res.UpToDate = true
 			res.Commit, err = d.describe(ctx, ours, nil)
 			return err
+		case onlyBase(bases, ours) && !opts.NoFF && opts.DryRun:
+			res.FastForward = true
+			res.Commit, err = d.describe(ctx, theirC, nil)
+			return err
 		case onlyBase(bases, ours) && !opts.NoFF:
 			return d.fastForward(ctx, b, theirC, res)
 		case opts.FFOnly:
@@ -69,6 +76,9 @@ func (d *Database) Merge(ctx context.Context, branchName string, theirs Revision
 		base, err := d.mergeBaseState(ctx, bases)
 		if err != nil {
 			return err
+		}
+		if opts.DryRun {
+			return d.dryThreeWay(ctx, base, b, theirC, res)
 		}
 		if opts.Message == "" {
 			opts.Message = fmt.Sprintf("Merge %s into %s", theirC.Addr().String(), b.name)
@@ -370,19 +380,21 @@ func mergeOptions(base, ours, theirs bsoncore.Document) (bsoncore.Document, stri
 // two measurements into one.
 type docMerger struct {
 	bucket *timeseries.Spec
+	mode   string // the collection's merge mode
 }
 
 // docMergerOf is how a collection's documents merge.
 func docMergerOf(info CollectionInfo) docMerger {
 	spec, ok := timeseries.SpecOf(info.Options)
 	if !ok || !strings.HasPrefix(info.Name, "system.buckets.") {
-		return docMerger{}
+		return docMerger{mode: mergeModeOf(info)}
 	}
-	return docMerger{bucket: &spec}
+	return docMerger{bucket: &spec, mode: MergeFieldDivergent}
 }
 
-// byPaths reports whether large documents may merge path by path.
-func (m docMerger) byPaths() bool { return m.bucket == nil }
+// byPaths reports whether large documents may merge path by path (in
+// fieldTouched they merge whole, to see fields both sides set alike).
+func (m docMerger) byPaths() bool { return m.bucket == nil && m.mode == MergeFieldDivergent }
 
 // deletes reports whether a deletion on one side merges with a change on
 // the other (a bucket's measurements do: the deleted side has none).
@@ -392,8 +404,13 @@ func (m docMerger) deletes() bool { return m.bucket != nil }
 // or theirs nil, for deletes, when a side deleted it); false: a conflict,
 // a nil document: a deletion.
 func (m docMerger) merge(base, ours, theirs bsoncore.Document) (bsoncore.Document, bool) {
-	if m.bucket != nil {
+	switch {
+	case m.bucket != nil:
 		return timeseries.MergeBuckets(*m.bucket, base, ours, theirs)
+	case !fieldLevel(m.mode):
+		return nil, false // both sides wrote the document, with different results
+	case m.mode == MergeFieldTouched:
+		return mergeDocsTouched(base, ours, theirs)
 	}
 	return mergeDocs(base, ours, theirs)
 }
@@ -425,6 +442,11 @@ func (d *Database) mergeMaps(ctx context.Context, base, ours, theirs prolly.Map,
 	})
 	if err == nil {
 		err = cbErr
+	}
+	if err == nil && touched(merge.mode) {
+		var more []conflictRec
+		more, err = d.convergentConflicts(ctx, base, ours, theirs)
+		recs = append(recs, more...)
 	}
 	return merged, recs, err
 }
@@ -519,6 +541,12 @@ func (d *Database) conflictMap(ctx context.Context, recs []conflictRec) (prolly.
 // common base (nil base: both added it). It fails when one field was
 // changed differently on both sides.
 func mergeDocs(base, ours, theirs bsoncore.Document) (bsoncore.Document, bool) {
+	return mergeDocsBy(base, ours, theirs, false)
+}
+
+// mergeDocsBy is mergeDocs; with touched, a field both sides changed
+// conflicts even when they agree.
+func mergeDocsBy(base, ours, theirs bsoncore.Document, touched bool) (bsoncore.Document, bool) {
 	if base == nil {
 		base = bsoncore.NewDocumentBuilder().Build()
 	}
@@ -534,7 +562,7 @@ func mergeDocs(base, ours, theirs bsoncore.Document) (bsoncore.Document, bool) {
 		}
 	}
 	for _, k := range keys {
-		v, present, ok := mergeField(base.Lookup(k), ours.Lookup(k), theirs.Lookup(k))
+		v, present, ok := mergeField(base.Lookup(k), ours.Lookup(k), theirs.Lookup(k), touched)
 		if !ok {
 			return nil, false
 		}
@@ -550,9 +578,9 @@ func mergeDocs(base, ours, theirs bsoncore.Document) (bsoncore.Document, bool) {
 func isEmptyDoc(d bsoncore.Document) bool { return len(d) == 5 }
 
 // mergeField merges one field; a zero Value is a missing field.
-func mergeField(b, o, t bsoncore.Value) (bsoncore.Value, bool, bool) {
+func mergeField(b, o, t bsoncore.Value, touched bool) (bsoncore.Value, bool, bool) {
 	switch {
-	case value.Same(o, t):
+	case value.Same(o, t) && (!touched || value.Same(o, b)):
 		return o, o.Type != 0, true
 	case value.Same(o, b):
 		return t, t.Type != 0, true
@@ -564,7 +592,7 @@ func mergeField(b, o, t bsoncore.Value) (bsoncore.Value, bool, bool) {
 		if b.Type != 0 {
 			bd = b.Document()
 		}
-		doc, ok := mergeDocs(bd, o.Document(), t.Document())
+		doc, ok := mergeDocsBy(bd, o.Document(), t.Document(), touched)
 		return bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: doc}, true, ok
 	}
 	return bsoncore.Value{}, false, false
