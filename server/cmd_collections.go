@@ -170,8 +170,8 @@ func (a *createArgs) fields() map[string]fieldHandler {
 			a.opts.AppendString("mergeMode", m)
 			return err
 		},
-		"expireAfterSeconds":           keep("expireAfterSeconds", "any"),                          // checkClusteredTTL checks it
-		"idIndex":                      func(v bsoncore.Value) error { a.idIndex = v; return nil }, // checkIDIndex checks it
+		"expireAfterSeconds": keep("expireAfterSeconds", "any"),                          // checkClusteredTTL checks it
+		"idIndex":            func(v bsoncore.Value) error { a.idIndex = v; return nil }, // checkIDIndex checks it
 	}
 	for _, k := range validationOptionNames {
 		h[k] = func(v bsoncore.Value) error {
