@@ -28,7 +28,7 @@ func cmdBuildInfo(r *request) (bsoncore.Document, error) {
 	va := bsoncore.NewArrayBuilder().AppendInt32(8).AppendInt32(0).AppendInt32(4).AppendInt32(0).Build()
 	return bsoncore.NewDocumentBuilder().
 		AppendString("version", mongoVersion).
-		AppendString("gitVersion", "dumbodb-"+Version).
+		AppendString("gitVersion", gitVersion).
 		AppendArray("modules", bsoncore.NewArrayBuilder().Build()).
 		AppendString("allocator", "go").
 		AppendString("javascriptEngine", jsEngine).
@@ -47,6 +47,9 @@ func cmdBuildInfo(r *request) (bsoncore.Document, error) {
 		AppendString("dumbodbVersion", Version).
 		AppendDouble("ok", 1).Build(), nil
 }
+
+// gitVersion is what buildInfo and explain's serverInfo name as the build.
+var gitVersion = "dumbodb-" + Version
 
 // fcvVersion is the featureCompatibilityVersion DumboDB answers as.
 const fcvVersion = "8.0"
@@ -89,6 +92,8 @@ func (s *Server) serverParameters() map[string]func(*bsoncore.DocumentBuilder, s
 		"minSnapshotHistoryWindowInSeconds": func(b *bsoncore.DocumentBuilder, k string) {
 			b.AppendInt32(k, int32(s.engine.HistoryWindow()/time.Second))
 		},
+		"ttlMonitorSleepSecs": s.reportParameter("ttlMonitorSleepSecs"),
+		"ttlMonitorEnabled":   s.reportParameter("ttlMonitorEnabled"),
 		// Probed by drivers and their test runners.
 		"enableTestCommands": func(b *bsoncore.DocumentBuilder, k string) { b.AppendBoolean(k, s.cfg.TestCommands) },
 		"requireApiVersion":  func(b *bsoncore.DocumentBuilder, k string) { b.AppendBoolean(k, false) },
@@ -196,7 +201,10 @@ func cmdGetCmdLineOpts(r *request) (bsoncore.Document, error) {
 func cmdGetLog(r *request) (bsoncore.Document, error) {
 	v := r.cmd.Index(0).Value()
 	name, ok := v.StringValueOK()
-	if !ok {
+	switch {
+	case v.Type == bsoncore.TypeNull: // the IDL parser reads null as absent
+		return nil, mongoerr.New(mongoerr.Location40414, "BSON field 'getLog.getLog' is missing but a required field")
+	case !ok:
 		return nil, typeMismatch("getLog", "getLog", v, "string")
 	}
 	b := bsoncore.NewDocumentBuilder()
@@ -214,7 +222,7 @@ func cmdGetLog(r *request) (bsoncore.Document, error) {
 		}
 		b.AppendInt32("totalLinesWritten", int32(len(lines))).AppendArray("log", arr.Build())
 	default:
-		return nil, mongoerr.New(mongoerr.InvalidOptions, "No log named '%s'", name)
+		return nil, mongoerr.New(mongoerr.OperationFailed, "No log named '%s'", name)
 	}
 	return b.AppendDouble("ok", 1).Build(), nil
 }

@@ -146,7 +146,8 @@ func (r *request) explain(ex *explained, inner bsoncore.Document, verbosity stri
 func (r *request) explainEnd(b *bsoncore.DocumentBuilder, cmd bsoncore.Document) bsoncore.Document {
 	return b.AppendDocument("command", r.reportedCommand(cmd)).
 		AppendDocument("serverInfo", bsoncore.NewDocumentBuilder().AppendString("host", "localhost").
-			AppendString("version", mongoVersion).Build()).
+			AppendInt32("port", int32(r.c.s.cfg.Port)).AppendString("version", mongoVersion).
+			AppendString("gitVersion", gitVersion).Build()).
 		AppendDouble("ok", 1).Build()
 }
 
