@@ -190,9 +190,12 @@ func cmdLogout(r *request) (bsoncore.Document, error) {
 
 // helloAuthFields adds saslSupportedMechs and speculativeAuthenticate to
 // a hello reply, as mongod does when the client asks.
-func (r *request) helloAuthFields(b *bsoncore.DocumentBuilder) {
+func (r *request) helloAuthFields(b *bsoncore.DocumentBuilder) error {
 	if name, ok := r.cmd.Lookup("saslSupportedMechs").StringValueOK(); ok {
-		db, user, _ := strings.Cut(name, ".")
+		db, user, found := strings.Cut(name, ".")
+		if !found {
+			return mongoerr.New(mongoerr.BadValue, "UserName must contain a '.' separated database.user pair")
+		}
 		if u, ok := r.c.s.users.User(db, user); ok {
 			mechs := bsoncore.NewArrayBuilder()
 			for _, m := range auth.Mechanisms {
@@ -205,7 +208,7 @@ func (r *request) helloAuthFields(b *bsoncore.DocumentBuilder) {
 	}
 	spec, ok := r.cmd.Lookup("speculativeAuthenticate").DocumentOK()
 	if !ok {
-		return
+		return nil
 	}
 	mech, _ := spec.Lookup("mechanism").StringValueOK()
 	db, _ := spec.Lookup("db").StringValueOK()
@@ -214,7 +217,7 @@ func (r *request) helloAuthFields(b *bsoncore.DocumentBuilder) {
 		if reply, err := r.authenticateX509(db, user); err == nil {
 			b.AppendDocument("speculativeAuthenticate", withoutOK(reply))
 		}
-		return
+		return nil
 	}
 	_, payload, _ := spec.Lookup("payload").BinaryOK()
 	opts, _ := spec.Lookup("options").DocumentOK()
@@ -222,6 +225,7 @@ func (r *request) helloAuthFields(b *bsoncore.DocumentBuilder) {
 	if reply, err := r.saslStart(db, mech, payload, skipEmpty); err == nil {
 		b.AppendDocument("speculativeAuthenticate", withoutOK(reply))
 	}
+	return nil
 }
 
 // withoutOK is a reply without its ok field, as speculativeAuthenticate

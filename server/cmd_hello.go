@@ -59,7 +59,9 @@ func cmdHello(r *request) (bsoncore.Document, error) {
 		AppendInt32("maxWireVersion", maxWireVersion).
 		AppendBoolean("readOnly", false)
 	r.c.s.appendHelloFields(b)
-	r.helloAuthFields(b)
+	if err := r.helloAuthFields(b); err != nil {
+		return nil, err
+	}
 	if len(r.c.compressors) > 0 {
 		ab := bsoncore.NewArrayBuilder()
 		for _, c := range r.c.compressors {
