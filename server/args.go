@@ -415,7 +415,7 @@ func ignoredAs[A any](want string) argReader[A] {
 }
 
 // missingField is the IDL parser's error for a required field that is
-// absent from element i of the array at path.
-func missingField(path string, i int, field string) error {
-	return mongoerr.New(mongoerr.Location40414, "BSON field '%s.%d.%s' is missing but a required field", path, i, field)
+// absent from an element of the array at path (mongod names no index).
+func missingField(path, field string) error {
+	return mongoerr.New(mongoerr.Location40414, "BSON field '%s.%s' is missing but a required field", path, field)
 }

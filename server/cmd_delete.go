@@ -10,6 +10,7 @@ import (
 	"github.com/dumbodb/dumbodb/plan"
 	"github.com/dumbodb/dumbodb/query"
 	"github.com/dumbodb/dumbodb/storage"
+	"github.com/dumbodb/dumbodb/value"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
@@ -32,7 +33,7 @@ type deleteArgs struct {
 // deleteStatementFields are the fields of an entry of "deletes".
 var deleteStatementFields = declareArgs(map[string]argReader[deleteArgs]{
 	"q":         func(f argField, a *deleteArgs, v bsoncore.Value) error { return f.doc(v, &a.q) },
-	"limit":     func(f argField, a *deleteArgs, v bsoncore.Value) error { return f.int64(v, &a.limit) },
+	"limit":     func(f argField, a *deleteArgs, v bsoncore.Value) error { return f.deleteLimit(v, &a.limit) },
 	"collation": func(f argField, a *deleteArgs, v bsoncore.Value) error { return f.collation(v, &a.collation) },
 	"hint":      func(f argField, a *deleteArgs, v bsoncore.Value) error { return f.hint(v, &a.hint) },
 })
@@ -49,13 +50,24 @@ func (r *request) decodeDeleteStatement(i int, v bsoncore.Value) (*deleteArgs, e
 	case err != nil:
 		return nil, err
 	case a.q == nil:
-		return nil, missingField("delete.deletes", i, "q")
+		return nil, missingField("delete.deletes", "q")
 	case a.limit == -1:
-		return nil, missingField("delete.deletes", i, "limit")
-	case a.limit != 0 && a.limit != 1:
-		return nil, mongoerr.New(mongoerr.FailedToParse, "The limit field in delete objects must be 0 or 1. Got %d", a.limit)
+		return nil, missingField("delete.deletes", "limit")
 	}
 	return a, nil
+}
+
+// deleteLimit reads a delete's limit: a number, 0 (all) or 1 (one).
+func (f argField) deleteLimit(v bsoncore.Value, dst *int64) error {
+	if !value.IsNumber(v) {
+		return typeMismatch(f.owner(), f.name, v, "long")
+	}
+	switch n, whole := value.WholeInt64(v); {
+	case whole && (n == 0 || n == 1):
+		*dst = n
+		return nil
+	}
+	return mongoerr.New(mongoerr.FailedToParse, "The limit field in delete objects must be 0 or 1. Got %s", value.Format(v))
 }
 
 // compileDeleteStatement compiles a decoded entry, as it runs.

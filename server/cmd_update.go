@@ -61,9 +61,9 @@ func (r *request) decodeUpdateStatement(i int, v bsoncore.Value) (*updateArgs, e
 	case err != nil:
 		return nil, err
 	case a.q == nil:
-		return nil, missingField("update.updates", i, "q")
+		return nil, missingField("update.updates", "q")
 	case a.u.Type == 0:
-		return nil, missingField("update.updates", i, "u")
+		return nil, missingField("update.updates", "u")
 	case a.constants != nil && a.u.Type != bsoncore.TypeArray:
 		return nil, mongoerr.New(mongoerr.Location51198, "Constant values may only be specified for pipeline updates")
 	case a.u.Type == bsoncore.TypeArray:
