@@ -503,14 +503,14 @@ func missingCollStats(ns string, scale int64) bsoncore.Document {
 		AppendInt32("scaleFactor", int32(scale)).AppendDouble("ok", 1).Build()
 }
 
-// scaleArg reads a stats command's scale: a whole number of bytes, at
-// least 1, as mongod takes it.
+// scaleArg reads a stats command's scale: any number, read as a whole
+// number of bytes (saturating), at least 1, as mongod takes it.
 func (r *request) scaleArg(dst *int64) fieldHandler {
 	return func(v bsoncore.Value) error {
-		n, ok := value.AsInt64(v)
-		if !ok {
-			return typeMismatch(r.name, "scale", v, "number")
+		if !value.IsNumber(v) {
+			return typesMismatch(r.name, "scale", v, numberTypes)
 		}
+		n := saturatedInt64(v)
 		if n < 1 {
 			return mongoerr.New(mongoerr.BadValue, "Scale factor must be greater than zero")
 		}
