@@ -62,6 +62,7 @@ const (
 	ImmutableField                     Code = 66
 	InvalidOptions                     Code = 72
 	InvalidNamespace                   Code = 73
+	IndexAlreadyExists                 Code = 68 // a createIndexes spec identical to an earlier one of the same command
 	IndexOptionsConflict               Code = 85
 	IndexKeySpecsConflict              Code = 86
 	OperationFailed                    Code = 96

@@ -345,16 +345,10 @@ func compileFieldPath(s string, scope *compileScope) (Expr, error) {
 	if err := value.CheckNoNul(s); err != nil {
 		return nil, err
 	}
-	parts := value.SplitPath(s[1:])
-	for _, p := range parts {
-		if p == "" {
-			return nil, mongoerr.New(mongoerr.Location15998, "FieldPath field names may not be empty strings.")
-		}
-		if p[0] == '$' {
-			return nil, mongoerr.New(mongoerr.Location16410, "FieldPath field names may not start with '$'. Consider using $getField or $setField.")
-		}
+	if err := value.CheckFieldPath(s[1:]); err != nil {
+		return nil, err
 	}
-	return &pathExprX{base: "CURRENT", parts: parts}, nil
+	return &pathExprX{base: "CURRENT", parts: value.SplitPath(s[1:])}, nil
 }
 
 func validateVarUse(name string, scope *compileScope) error {
@@ -448,8 +442,11 @@ type objectExpr struct {
 	exprs []Expr
 }
 
+// compileObjectExpr checks each field as mongod does, in its order: the
+// name, then that no earlier field had it, then its value.
 func compileObjectExpr(doc []byte, s *compileScope) (Expr, error) {
 	o := &objectExpr{}
+	seen := map[string]bool{}
 	it := value.NewIter(doc)
 	for {
 		k, v, ok := it.Next()
@@ -457,9 +454,13 @@ func compileObjectExpr(doc []byte, s *compileScope) (Expr, error) {
 			return o, nil
 		}
 		key := string(k)
-		if strings.Contains(key, ".") {
-			return nil, mongoerr.New(mongoerr.Location16412, "FieldPath field names may not contain '.'. Consider using $getField or $setField.")
+		if err := value.CheckFieldName(key); err != nil {
+			return nil, err
 		}
+		if seen[key] {
+			return nil, mongoerr.New(mongoerr.Location16406, "duplicate field name specified in object literal: %s", value.Format(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: doc}))
+		}
+		seen[key] = true
 		x, err := compileExpr(v, s)
 		if err != nil {
 			return nil, err
@@ -513,8 +514,8 @@ func (a arrayExpr) eval(c *evalCtx) (bsoncore.Value, error) {
 }
 
 func compileOperator(doc []byte, s *compileScope) (Expr, error) {
-	if n := value.ArrayLen(doc); n != 1 {
-		return nil, mongoerr.New(mongoerr.Location15983, "an expression specification must contain exactly one field, the name of the expression. Found %d fields in %s", n, value.Format(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: doc}))
+	if value.ArrayLen(doc) != 1 {
+		return nil, mongoerr.New(mongoerr.Location15983, "An object representing an expression must have exactly one field: %s", value.Format(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: doc}))
 	}
 	it := value.NewIter(doc)
 	k, arg, _ := it.Next()

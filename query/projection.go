@@ -18,6 +18,8 @@ type Projection struct {
 	excludeID bool
 	empty     bool
 	opts      ProjectionOptions
+	// positional is the path of "a.b.$" without its "$" (nil: none).
+	positional []string
 }
 
 // ProjectionOptions shape a projection: Query enables positional "a.$"
@@ -36,7 +38,7 @@ type projNode struct {
 	order      []string // children names in specification order
 	terminal   bool
 	expr       Expr           // computed field
-	positional bool           // "a.$": the element the query matched
+	positional bool           // "a.$": included, then narrowed (selectPositional)
 	include    bool           // terminal include (else exclude) when no slice/elemMatch
 	slice      *sliceSpec     // $slice
 	elemMatch  *elemMatchLeaf // $elemMatch
@@ -96,7 +98,7 @@ func (p *Projection) addAll(prefix string, proj []byte, st *projState) error {
 			return nil
 		}
 		path := prefix + string(k)
-		if v.Type == bsoncore.TypeEmbeddedDocument && !value.IsOperatorDoc(v) {
+		if p.subProjection(v) {
 			if len(v.Data) <= 5 {
 				return mongoerr.New(mongoerr.Location51270, "An empty sub-projection is not a valid value. Found empty object at path")
 			}
@@ -111,17 +113,39 @@ func (p *Projection) addAll(prefix string, proj []byte, st *projState) error {
 	}
 }
 
+// subProjection reports whether a projection value is a nested projection
+// ({a: {b: 1}}) rather than an expression or one of find's operators: as
+// on mongod, any document but one of a single field named like an
+// operator, unless that name is unknown yet valid as a field name ($id of
+// a DBRef).
+func (p *Projection) subProjection(v bsoncore.Value) bool {
+	if v.Type != bsoncore.TypeEmbeddedDocument {
+		return false
+	}
+	if value.ArrayLen(v.Data) != 1 || !value.IsOperatorDoc(v) {
+		return true
+	}
+	name := value.FirstKey(v.Data)
+	return !p.operatorName(name) && value.CheckFieldPath(strings.TrimSuffix(name, ".$")) == nil
+}
+
+// operatorName reports a name a projection takes as an operator: an
+// expression's, or $slice and $elemMatch (find's; $project refuses
+// $elemMatch as such).
+func (p *Projection) operatorName(name string) bool {
+	_, expr := exprOps[name]
+	return expr || name == "$slice" || name == "$elemMatch"
+}
+
 func (p *Projection) addField(path string, v bsoncore.Value, st *projState) error {
-	n, err := p.parseProjValue(path, v)
+	n, err := p.parseProjValue(path, v, st)
 	if err != nil {
 		return err
 	}
 	if n.positional {
-		if st.positional {
-			return mongoerr.New(mongoerr.Location31276, "Cannot specify more than one positional projection per query.")
-		}
 		st.positional = true
 		path = strings.TrimSuffix(path, ".$")
+		p.positional = value.SplitPath(path)
 	}
 	special := n.slice != nil || n.elemMatch != nil || n.expr != nil
 	switch {
@@ -162,33 +186,54 @@ func ProjectionFlag(v bsoncore.Value) (include, isFlag bool) {
 	return value.Truthy(v), true
 }
 
-// parseProjValue turns one projection value into a terminal node.
-func (p *Projection) parseProjValue(path string, v bsoncore.Value) (*projNode, error) {
+// parseProjValue turns one projection value into a terminal node,
+// checking it in mongod's order: where a positional path may stand, then
+// what it may be given, then the path itself.
+func (p *Projection) parseProjValue(path string, v bsoncore.Value, st *projState) (*projNode, error) {
 	positional := strings.HasSuffix(path, ".$")
 	if positional && p.opts.Stage {
 		// Refused as a find-only feature, whatever else is wrong with it.
 		return nil, mongoerr.New(mongoerr.Location31324, "Cannot use positional projection in aggregation projection")
 	}
-	if strings.Contains(path, ".$.") || (positional && strings.Contains(strings.TrimSuffix(path, ".$"), "$")) {
+	if strings.Contains(path, ".$.") {
 		return nil, mongoerr.New(mongoerr.Location31394, "As of 4.4, it's illegal to specify positional operator in the middle of a path.Positional projection may only be used at the end, for example: a.b.$. If the query previously used a form like a.b.$.d, remove the parts following the '$' and the results will be equivalent.")
 	}
-	if err := value.CheckFieldPath(strings.TrimSuffix(path, ".$")); err != nil {
-		return nil, err
-	}
+	include, isFlag := ProjectionFlag(v)
 	if positional {
-		if include, isFlag := ProjectionFlag(v); !isFlag || !include {
-			return nil, mongoerr.New(mongoerr.Location31395, "Cannot use positional projection in exclusion projection")
+		switch {
+		case v.Type == bsoncore.TypeEmbeddedDocument:
+			return nil, mongoerr.New(mongoerr.Location31271, "positional projection cannot be used with an expression or sub object")
+		case !isFlag:
+			return nil, mongoerr.New(mongoerr.Location31308, "positional projection cannot be used with a literal")
+		case !include:
+			return nil, mongoerr.New(mongoerr.Location31395, "positional projection cannot be used with exclusion")
+		case st.positional:
+			return nil, mongoerr.New(mongoerr.Location31276, "Cannot specify more than one positional projection per query.")
+		}
+		// The path without its ".$" must be a field path: "v..$" ends
+		// with a '.', "$.a.$" starts with a '$'.
+		if err := value.CheckFieldPath(strings.TrimSuffix(path, ".$")); err != nil {
+			return nil, err
 		}
 		return &projNode{terminal: true, include: true, positional: true}, nil
 	}
-	if include, isFlag := ProjectionFlag(v); isFlag {
+	if err := value.CheckFieldPath(path); err != nil {
+		return nil, err
+	}
+	if isFlag {
 		return &projNode{terminal: true, include: include}, nil
 	}
-	switch value.FirstKey(v.Data) {
-	case "$slice", "$elemMatch":
-		if v.Type == bsoncore.TypeEmbeddedDocument && !p.opts.Stage {
-			return p.parseFindOperator(path, v)
-		}
+	switch name := value.FirstKey(v.Data); {
+	case v.Type != bsoncore.TypeEmbeddedDocument:
+	case (name == "$slice" || name == "$elemMatch") && !p.opts.Stage:
+		return p.parseFindOperator(path, v)
+	case name == "$elemMatch":
+		return nil, mongoerr.New(mongoerr.InvalidPipelineOperator, "Cannot use $elemMatch in this context")
+	case !p.operatorName(name):
+		// Only an operator's name reaches here (subProjection): one
+		// that names no expression at the top of a field. Within an
+		// expression, an unknown one is Unrecognized (168).
+		return nil, mongoerr.New(mongoerr.Location31325, "Unknown expression %s", name)
 	}
 	x, err := compileExpr(v, p.opts.Env.scope())
 	if err != nil {
@@ -295,6 +340,9 @@ func (p *Projection) apply(a *projApply) (bsoncore.Document, error) {
 		return a.root, nil
 	}
 	out := p.applyDoc(a, nil, a.root, p.root, true)
+	if p.positional != nil && a.err == nil {
+		out = p.selectPositional(a, out)
+	}
 	return out, a.err
 }
 
@@ -401,8 +449,6 @@ func (p *Projection) applyField(a *projApply, dst []byte, key string, v bsoncore
 			return dst
 		}
 		return bsoncore.AppendValueElement(dst, key, v)
-	case child.positional:
-		return p.applyPositional(a, dst, key, v)
 	case child.slice != nil:
 		return bsoncore.AppendValueElement(dst, key, child.slice.apply(v))
 	case child.elemMatch != nil:
@@ -458,24 +504,46 @@ func (p *Projection) applyArray(a *projApply, arr []byte, n *projNode) []byte {
 	return dst
 }
 
-// applyPositional keeps the one element of an array that the query
-// matched ("a.$"); a non-array value is kept whole.
-func (p *Projection) applyPositional(a *projApply, dst []byte, key string, v bsoncore.Value) []byte {
-	if v.Type != bsoncore.TypeArray {
-		return bsoncore.AppendValueElement(dst, key, v)
-	}
-	pos, ok := 0, false
-	if p.opts.Query != nil {
-		pos, ok = p.opts.Query.MatchedPosition(a.root)
-	}
-	e, inRange := value.ArrayElem(v.Data, pos)
-	if !ok || !inRange {
-		if a.err == nil {
-			a.err = mongoerr.New(mongoerr.Location51246, "Executor error during find command :: caused by :: positional operator '.$' couldn't find a matching element in the array")
+// findExecutorError is the context mongod gives the errors a find meets
+// while it runs.
+const findExecutorError = "Executor error during find command :: caused by :: "
+
+// selectPositional narrows the first array on the positional path to the
+// element the query matched ("a.$"), as mongod does once the path is
+// projected like any included one: it walks the projected document, so an
+// array whose elements the projection dropped ("v.foo.$" over an array of
+// scalars) has no element there. A path that meets no array is left as
+// projected.
+func (p *Projection) selectPositional(a *projApply, out bsoncore.Document) bsoncore.Document {
+	cur := bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: out}
+	for i, part := range p.positional {
+		var ok bool
+		if cur, ok = value.LookupField(cur.Data, part); !ok {
+			return out
 		}
-		return dst
+		switch cur.Type {
+		case bsoncore.TypeEmbeddedDocument:
+			continue
+		case bsoncore.TypeArray:
+		default:
+			return out
+		}
+		pos, matched := 0, false
+		if p.opts.Query != nil {
+			pos, matched = p.opts.Query.MatchedPosition(a.root)
+		}
+		if !matched {
+			a.err = mongoerr.New(mongoerr.Location51246, findExecutorError+"positional operator '.$' couldn't find a matching element in the array")
+			return out
+		}
+		e, ok := value.ArrayElem(cur.Data, pos)
+		if !ok {
+			a.err = mongoerr.New(mongoerr.Location51247, findExecutorError+"positional operator '.$' element mismatch")
+			return out
+		}
+		return setField(out, strings.Join(p.positional[:i+1], "."), value.BuildArray([]bsoncore.Value{e}))
 	}
-	return bsoncore.AppendValueElement(dst, key, value.BuildArray([]bsoncore.Value{e}))
+	return out
 }
 
 // apply slices an array; other values pass through unchanged. A single

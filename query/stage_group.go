@@ -59,16 +59,18 @@ func compileGroupStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 	}, nil
 }
 
-// compileAccumulator compiles one output field {name: {<acc>: <arg>}}.
+// compileAccumulator compiles one output field {name: {<acc>: <arg>}},
+// checking it in mongod's order: the value first (an object whose first
+// field is an operator; {} is not), then the name, then the one field.
 func compileAccumulator(name string, v bsoncore.Value, s *compileScope, env *Env) (accSpec, error) {
+	if !value.IsOperatorDoc(v) {
+		return accSpec{}, mongoerr.New(mongoerr.Location40234, "The field '%s' must be an accumulator object", name)
+	}
 	if strings.Contains(name, ".") {
 		return accSpec{}, mongoerr.New(mongoerr.Location40235, "The field name '%s' cannot contain '.'", name)
 	}
 	if strings.HasPrefix(name, "$") {
 		return accSpec{}, mongoerr.New(mongoerr.Location40236, "The field name '%s' cannot be an operator name", name)
-	}
-	if v.Type != bsoncore.TypeEmbeddedDocument {
-		return accSpec{}, mongoerr.New(mongoerr.Location40234, "The field '%s' must be an accumulator object", name)
 	}
 	if value.ArrayLen(v.Data) != 1 {
 		return accSpec{}, mongoerr.New(mongoerr.Location40238, "The field '%s' must specify one accumulator", name)

@@ -134,9 +134,13 @@ func compileDocumentsStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 // now is the current time as a BSON date.
 func now() bsoncore.Value { return value.Date(time.Now().UnixMilli()) }
 
+// compileCollStatsStage checks the whole specification, the storageStats
+// scale included, before any collection is looked for: mongod checks it
+// as it first reads the pipeline.
 func compileCollStatsStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 	if spec.Type != bsoncore.TypeEmbeddedDocument {
-		return nil, mongoerr.New(mongoerr.Location40166, "$collStats must take a nested object but found: %s", value.Format(spec))
+		// mongod names the element: "$collStats: null".
+		return nil, mongoerr.New(mongoerr.Location5447000, "$collStats must take a nested object but found: $collStats: %s", value.Format(spec))
 	}
 	opts := map[string]bsoncore.Value{}
 	it := value.NewIter(spec.Data)
@@ -155,9 +159,13 @@ func compileCollStatsStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 			return nil, mongoerr.New(mongoerr.Location40415, "BSON field '$collStats.%s' is an unknown field.", k)
 		}
 	}
+	scale, err := storageStatsScale(opts["storageStats"])
+	if err != nil {
+		return nil, err
+	}
 	return func(Stream) Stream {
 		return lazyStream(func(ctx context.Context) (Stream, error) {
-			d, err := collStats(ctx, pc, opts)
+			d, err := collStats(ctx, pc, opts, scale)
 			if err != nil {
 				return nil, err
 			}
@@ -166,7 +174,35 @@ func compileCollStatsStage(spec bsoncore.Value, pc *pipeCtx) (stage, error) {
 	}, nil
 }
 
-func collStats(ctx context.Context, pc *pipeCtx, opts map[string]bsoncore.Value) (bsoncore.Document, error) {
+// storageStatsScale reads storageStats' scale (mongod's StorageStatsSpec:
+// a number of at least 1; 1 when absent or null).
+func storageStatsScale(spec bsoncore.Value) (int64, error) {
+	if spec.Type == 0 {
+		return 1, nil
+	}
+	v, err := bsoncore.Document(spec.Data).LookupErr("scale")
+	if err != nil || v.Type == bsoncore.TypeNull {
+		return 1, nil
+	}
+	scale, ok := value.AsInt64(v)
+	if !ok || !value.IsNumber(v) {
+		return 0, mongoerr.New(mongoerr.TypeMismatch, "BSON field '$collStats.storageStats.scale' is the wrong type '%s', expected types '[long, int, decimal, double]'", value.TypeName(v.Type))
+	}
+	if scale < 1 {
+		return 0, mongoerr.New(mongoerr.Location51024, "BSON field 'scale' value must be >= 1, actual value '%d'", scale)
+	}
+	return scale, nil
+}
+
+// collStatsMissing is the error of a figure of a collection that does not
+// exist. It arises while the aggregate runs, and mongod gives such errors
+// (in the first batch, where $collStats, the first stage, yields its one
+// document) the aggregate's context.
+func collStatsMissing(what, ns string) error {
+	return mongoerr.New(mongoerr.NamespaceNotFound, "PlanExecutor error during aggregation :: caused by :: Unable to retrieve %s in $collStats stage :: caused by :: Collection [%s] not found.", what, ns)
+}
+
+func collStats(ctx context.Context, pc *pipeCtx, opts map[string]bsoncore.Value, scale int64) (bsoncore.Document, error) {
 	var n int64
 	exists := false
 	if pc.opts.Catalog != nil {
@@ -182,11 +218,11 @@ func collStats(ctx context.Context, pc *pipeCtx, opts map[string]bsoncore.Value)
 		b.AppendDocument("latencyStats", bsoncore.NewDocumentBuilder().AppendDocument("reads", zero).
 			AppendDocument("writes", zero).AppendDocument("commands", zero).AppendDocument("transactions", zero).Build())
 	}
-	if spec, ok := opts["storageStats"]; ok {
+	if _, ok := opts["storageStats"]; ok {
 		if !exists {
-			return nil, mongoerr.New(mongoerr.NamespaceNotFound, "Unable to retrieve storageStats in $collStats stage :: caused by :: Collection [%s] not found.", ns)
+			return nil, collStatsMissing("storageStats", ns)
 		}
-		ss, err := storageStats(ctx, pc, spec, n)
+		ss, err := storageStats(ctx, pc, scale, n)
 		if err != nil {
 			return nil, err
 		}
@@ -194,7 +230,7 @@ func collStats(ctx context.Context, pc *pipeCtx, opts map[string]bsoncore.Value)
 	}
 	if _, ok := opts["count"]; ok {
 		if !exists {
-			return nil, mongoerr.New(mongoerr.NamespaceNotFound, "Unable to retrieve count in $collStats stage :: caused by :: Collection [%s] not found.", ns)
+			return nil, collStatsMissing("count", ns)
 		}
 		b.AppendInt64("count", n)
 	}
@@ -239,19 +275,9 @@ type StorageStatsCatalog interface {
 }
 
 // storageStats is $collStats' storageStats of a collection of n
-// documents, with the spec's scale (mongod's StorageStatsSpec: at least
-// 1); a catalog that cannot measure its collections gives zero sizes.
-func storageStats(ctx context.Context, pc *pipeCtx, spec bsoncore.Value, n int64) (bsoncore.Document, error) {
-	scale := int64(1)
-	if v, err := bsoncore.Document(spec.Data).LookupErr("scale"); err == nil && v.Type != bsoncore.TypeNull {
-		var ok bool
-		if scale, ok = value.AsInt64(v); !ok || !value.IsNumber(v) {
-			return nil, mongoerr.New(mongoerr.TypeMismatch, "BSON field '$collStats.storageStats.scale' is the wrong type '%s', expected types '[long, int, decimal, double]'", value.TypeName(v.Type))
-		}
-		if scale < 1 {
-			return nil, mongoerr.New(mongoerr.Location51024, "BSON field 'scale' value must be >= 1, actual value '%d'", scale)
-		}
-	}
+// documents, sizes divided by scale; a catalog that cannot measure its
+// collections gives zero sizes.
+func storageStats(ctx context.Context, pc *pipeCtx, scale, n int64) (bsoncore.Document, error) {
 	if sc, ok := pc.opts.Catalog.(StorageStatsCatalog); ok {
 		return sc.StorageStats(ctx, pc.opts.Collection, scale)
 	}

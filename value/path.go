@@ -113,22 +113,37 @@ func walkArray(arr []byte, rest []string, fn VisitFn) bool {
 }
 
 // CheckFieldPath returns the error mongod's FieldPath gives for a field
-// path it refuses: an empty path, a NUL, an empty component ("a..b") or a
-// component starting with '$' (other than the fields of a DBRef).
+// path it refuses, in mongod's order: an empty path, a trailing '.',
+// then each component as CheckFieldName.
 func CheckFieldPath(path string) error {
 	if path == "" {
 		return mongoerr.New(mongoerr.Location40352, "FieldPath cannot be constructed with empty string")
 	}
-	if err := CheckNoNul(path); err != nil {
-		return err
+	if strings.HasSuffix(path, ".") {
+		return mongoerr.New(mongoerr.Location40353, "FieldPath must not end with a '.'.")
 	}
 	for _, p := range SplitPath(path) {
-		switch {
-		case p == "":
-			return mongoerr.New(mongoerr.Location15998, "FieldPath field names may not be empty strings.")
-		case p[0] == '$' && p != "$id" && p != "$ref" && p != "$db":
-			return mongoerr.New(mongoerr.Location16410, "FieldPath field names may not start with '$'. Consider using $getField or $setField.")
+		if err := CheckFieldName(p); err != nil {
+			return err
 		}
+	}
+	return nil
+}
+
+// CheckFieldName returns the error mongod gives for one field name of a
+// path or of an expression object, in mongod's order: empty, starting
+// with '$' (other than the fields of a DBRef), holding a NUL (only a name
+// read from a string can) or a '.'.
+func CheckFieldName(name string) error {
+	switch {
+	case name == "":
+		return mongoerr.New(mongoerr.Location15998, "FieldPath field names may not be empty strings.")
+	case name[0] == '$' && name != "$id" && name != "$ref" && name != "$db":
+		return mongoerr.New(mongoerr.Location16410, "FieldPath field names may not start with '$'. Consider using $getField or $setField.")
+	case strings.IndexByte(name, 0) >= 0:
+		return CheckNoNul(name)
+	case strings.Contains(name, "."):
+		return mongoerr.New(mongoerr.Location16412, "FieldPath field names may not contain '.'. Consider using $getField or $setField.")
 	}
 	return nil
 }
