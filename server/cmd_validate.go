@@ -239,7 +239,12 @@ func cmdDataSize(r *request) (bsoncore.Document, error) {
 		return nil, err
 	}
 	db, coll, ok := splitNamespace(ns)
-	if !ok || db != r.db {
+	if !ok {
+		// mongod's words for a namespace that names no collection
+		// ("db", "db." or ".coll"), as it finds when it looks it up.
+		return nil, mongoerr.New(mongoerr.InvalidNamespace, "Namespace %s is not a valid collection name", ns)
+	}
+	if db != r.db {
 		return nil, mongoerr.New(mongoerr.InvalidNamespace, "Invalid namespace: %s; dataSize takes a namespace of the database it runs on", ns)
 	}
 	start := time.Now()

@@ -7,26 +7,32 @@ import (
 	"github.com/dumbodb/dumbodb/mongoerr"
 )
 
-// maxDBNameLength is mongod's limit on database names.
-const maxDBNameLength = 64
+// maxDBNameLength is mongod's limit on database names, in bytes.
+const maxDBNameLength = 63
 
 // maxNamespaceLength is mongod's limit on "db.collection".
 const maxNamespaceLength = 255
 
-// validateDBName applies mongod's database name rules on Linux: fewer
-// than maxDBNameLength bytes, none of /\. "$ or NUL. Control and
-// zero-width characters pass, as on mongod, and so do the *<>:|? that
-// only mongod on Windows refuses. One rule is DumboDB's own: the name
-// must be UTF-8, because it names a directory and comes back in replies
-// (listDatabases) that drivers and shells decode as UTF-8; a name they
-// cannot decode could be created but never named again.
+// validateDBName applies mongod's database name rules on Linux: at most
+// maxDBNameLength bytes, none of /\. "$ or NUL. Control and zero-width
+// characters pass, as on mongod, and so do the *<>:|? that only mongod on
+// Windows refuses. The '.', NUL and length checks come first, with their
+// own messages, because mongod makes them as it reads $db, before it looks
+// at the command. One rule is DumboDB's own: the name must be UTF-8,
+// because it names a directory and comes back in replies (listDatabases)
+// that drivers and shells decode as UTF-8; a name they cannot decode could
+// be created but never named again.
 func validateDBName(db string) error {
 	switch {
 	case db == "":
 		return mongoerr.New(mongoerr.InvalidNamespace, "Invalid database name: ''")
-	case len(db) >= maxDBNameLength:
-		return mongoerr.New(mongoerr.InvalidNamespace, "Invalid database name: '%s'; database name too long", db)
-	case strings.ContainsAny(db, "/\\. \"$\x00"):
+	case strings.ContainsRune(db, '.'):
+		return mongoerr.New(mongoerr.InvalidNamespace, "'.' is an invalid character in a db name: %s", db)
+	case strings.ContainsRune(db, 0):
+		return mongoerr.New(mongoerr.InvalidNamespace, "database names cannot have embedded null characters")
+	case len(db) > maxDBNameLength:
+		return mongoerr.New(mongoerr.InvalidNamespace, "db name must be at most %d characters, found: %d", maxDBNameLength, len(db))
+	case strings.ContainsAny(db, "/\\ \"$"):
 		return mongoerr.New(mongoerr.InvalidNamespace, "Invalid database name: '%s'", db)
 	case !utf8.ValidString(db):
 		return mongoerr.New(mongoerr.InvalidNamespace, "Invalid database name: %q is not valid UTF-8", db)
@@ -34,12 +40,17 @@ func validateDBName(db string) error {
 	return nil
 }
 
-// validateCollectionName applies mongod's collection name rules.
+// validateCollectionName applies mongod's collection name rules, the
+// checks it makes as it reads a namespace (a leading '.', NUL) first.
 func validateCollectionName(db, coll string) error {
 	switch {
 	case coll == "":
 		return mongoerr.New(mongoerr.InvalidNamespace, "Invalid namespace specified '%s.'", db)
-	case strings.ContainsRune(coll, 0), strings.Contains(coll, "$"), coll[0] == '.':
+	case coll[0] == '.':
+		return mongoerr.New(mongoerr.InvalidNamespace, "Collection names cannot start with '.': %s", coll)
+	case strings.ContainsRune(coll, 0):
+		return mongoerr.New(mongoerr.InvalidNamespace, "namespaces cannot have embedded null characters")
+	case strings.Contains(coll, "$"):
 		return mongoerr.New(mongoerr.InvalidNamespace, "Invalid collection name: %s", coll)
 	case len(db)+1+len(coll) > maxNamespaceLength:
 		return mongoerr.New(mongoerr.InvalidNamespace, "Fully qualified namespace is too long. Namespace: %s.%s Max: %d", db, coll, maxNamespaceLength)
