@@ -100,6 +100,11 @@ func ParseSpec(doc bsoncore.Document, filters FilterCompiler) (*Spec, error) {
 	if s.Key == nil {
 		return nil, mongoerr.New(mongoerr.FailedToParse, "The 'key' field is a required property of an index specification")
 	}
+	if s.IsID() {
+		if err := checkIDSpec(doc); err != nil {
+			return nil, err
+		}
+	}
 	if err := s.checkCombination(); err != nil {
 		return nil, err
 	}
@@ -120,6 +125,9 @@ func ParseSpec(doc bsoncore.Document, filters FilterCompiler) (*Spec, error) {
 	}
 	if err := s.compilePartial(filters); err != nil {
 		return nil, err
+	}
+	if v, err := doc.LookupErr("name"); err == nil && v.StringValue() == "" {
+		return nil, &LateSpecError{Err: mongoerr.New(codeCannotCreateIndex, "index name cannot be empty")}
 	}
 	if s.Name == "" {
 		s.Name = DefaultName(s.Fields)
@@ -152,10 +160,7 @@ func (s *Spec) parseOption(el bsoncore.Element, doc bsoncore.Document) (bool, er
 		if !ok {
 			return false, mongoerr.New(mongoerr.TypeMismatch, "The field 'name' must be a string, not %s", v.Type)
 		}
-		if name == "" {
-			return false, mongoerr.New(codeCannotCreateIndex, "Index name cannot be empty")
-		}
-		s.Name = name
+		s.Name = name // an empty one is refused last, as mongod does
 		return false, nil
 	case "v", "ns", "dropDups":
 		return false, nil // version 2 is the only one; the others are legacy (dropDups is ignored since 3.0)
@@ -377,14 +382,53 @@ func (s *Spec) checkCombination() error {
 		return mongoerr.New(codeCannotCreateIndex, "cannot mix \"partialFilterExpression\" and \"sparse\" options")
 	case s.ExpireAfter >= 0 && len(s.Fields) > 1:
 		return mongoerr.New(codeCannotCreateIndex, "TTL indexes are single-field indexes, compound indexes do not support TTL")
-	case s.IsID() && (s.Unique || s.Sparse || s.Partial != nil):
-		return mongoerr.New(codeCannotCreateIndex, "The field 'unique', 'sparse' or 'partialFilterExpression' is not valid for an _id index specification")
-	case s.IsID() && s.Hidden:
-		return mongoerr.New(codeCannotCreateIndex, "can't hide _id index")
-	case s.IsID() && s.ExpireAfter >= 0:
-		return mongoerr.New(codeCannotCreateIndex, "The field 'expireAfterSeconds' is not valid for an _id index specification")
 	}
 	return nil
+}
+
+// idIndexFields are the fields an _id index spec may have (mongod's
+// allowedIdIndexFieldNames; _id from legacy inserts into system.indexes).
+var idIndexFields = map[string]bool{"key": true, "name": true, "v": true, "collation": true, "ns": true, "_id": true}
+
+// checkIDSpec refuses an option on the _id index, naming the first such
+// field of the spec and the spec as mongod shows it by then.
+func checkIDSpec(doc bsoncore.Document) error {
+	els, _ := doc.Elements()
+	for _, el := range els {
+		if !idIndexFields[el.Key()] {
+			return &LateSpecError{Bare: true, Err: mongoerr.New(codeInvalidIndexSpecOpt,
+				"The field '%s' is not valid for an _id index specification. Specification: %s", el.Key(), ShellDoc(WithVersion(doc)))}
+		}
+	}
+	return nil
+}
+
+// LateSpecError is an error mongod finds in an index spec only after it
+// has read each field and given the spec its version (WithVersion): an
+// option the _id index cannot have (Bare: mongod reports the message
+// alone, which names the spec), or what its index catalog refuses (an
+// empty name), reported like the errors found while reading the fields
+// but naming the spec with its version.
+type LateSpecError struct {
+	Err  error
+	Bare bool
+}
+
+func (e *LateSpecError) Error() string { return e.Err.Error() }
+func (e *LateSpecError) Unwrap() error { return e.Err }
+
+// WithVersion is a createIndexes spec as mongod shows it once it has read
+// it: with v: 2 at the end when it gave no version.
+func WithVersion(doc bsoncore.Document) bsoncore.Document {
+	if _, err := doc.LookupErr("v"); err == nil {
+		return doc
+	}
+	b := bsoncore.NewDocumentBuilder()
+	els, _ := doc.Elements()
+	for _, el := range els {
+		b.AppendValue(el.Key(), el.Value())
+	}
+	return b.AppendInt32("v", 2).Build()
 }
 
 // RefusesDuplicates reports whether a write may not give a key of the

@@ -151,8 +151,16 @@ func parseIndexSpecs(specs bsoncore.Array, ignoreUnknown bool, def bsoncore.Docu
 }
 
 // inSpecification gives an invalid spec's error the context mongod adds,
-// keeping its code.
+// keeping its code; an error mongod finds only once it has given the spec
+// its version names the spec with it, or has no context (Bare).
 func inSpecification(spec bsoncore.Document, err error) error {
+	var late *index.LateSpecError
+	if errors.As(err, &late) {
+		if late.Bare {
+			return late.Err
+		}
+		spec = index.WithVersion(spec)
+	}
 	me := mongoerr.As(err)
 	return &mongoerr.Error{Code: me.Code, Msg: "Error in specification " + index.ShellDoc(spec) + " :: caused by :: " + me.Msg, Info: me.Info}
 }
@@ -174,22 +182,28 @@ func parseIndexSpec(d, def bsoncore.Document) (*index.Spec, error) {
 }
 
 // mergeIndexSpecs adds the requested specs to a collection's, skipping
-// those that exist and refusing conflicting ones as mongod does.
+// those that exist and refusing conflicting ones as mongod does. A spec
+// identical to an earlier one of the same request is refused: mongod
+// skips only the indexes the collection has, then builds the requested
+// ones, the first of two identical specs before the second.
 func mergeIndexSpecs(info storage.CollectionInfo, requested []*index.Spec) ([]bsoncore.Document, error) {
 	raws := append([]bsoncore.Document(nil), info.Indexes...)
 	existing, err := loadSpecs(raws)
 	if err != nil {
 		return nil, err
 	}
+	stored := len(existing)
 	for _, s := range requested {
 		if s.IsID() {
 			continue // the _id index always exists
 		}
-		dup, err := conflictingIndex(existing, s)
-		if err != nil {
+		same, err := conflictingIndex(existing, s)
+		switch {
+		case err != nil:
 			return nil, err
-		}
-		if dup {
+		case same >= stored:
+			return nil, mongoerr.New(mongoerr.IndexAlreadyExists, "Identical index already exists: %s", s.Name)
+		case same >= 0:
 			continue
 		}
 		existing = append(existing, s)
@@ -210,30 +224,30 @@ func loadSpecs(raws []bsoncore.Document) ([]*index.Spec, error) {
 	return out, nil
 }
 
-// conflictingIndex reports whether s already exists (true) or clashes
-// with an index by name or key (error).
-func conflictingIndex(existing []*index.Spec, s *index.Spec) (bool, error) {
-	for _, e := range existing {
+// conflictingIndex returns the position of the index s is identical to
+// (-1: none), or the error of a clash with an index by name or key.
+func conflictingIndex(existing []*index.Spec, s *index.Spec) (int, error) {
+	for i, e := range existing {
 		switch {
 		case e.Name == s.Name && e.SameKey(s) && e.SameOptions(s):
-			return true, nil
+			return i, nil
 		case e.Name == s.Name && e.SameKey(s) && string(e.Partial) == string(s.Partial) && e.Collation().Equal(s.Collation()):
 			// The same index (key, partial filter and collation identify
 			// one) with other options, such as prepareUnique.
-			return false, mongoerr.New(mongoerr.IndexOptionsConflict,
+			return -1, mongoerr.New(mongoerr.IndexOptionsConflict,
 				"An equivalent index already exists with the same name but different options. Requested index: %s, existing index: %s", index.ShellDoc(s.Raw), index.ShellDoc(e.Raw))
 		case e.Text != nil && s.Text != nil:
-			return false, mongoerr.New(mongoerr.CannotCreateIndex, "only one text index per collection allowed, found existing text index \"%s\"", e.Name)
+			return -1, mongoerr.New(mongoerr.CannotCreateIndex, "only one text index per collection allowed, found existing text index \"%s\"", e.Name)
 		case e.Name == s.Name:
-			return false, mongoerr.New(mongoerr.IndexKeySpecsConflict,
-				"An existing index has the same name as the requested index. When index names are not specified, they are auto generated and can cause conflicts. Please refer to our documentation. Requested index: %s, existing index: %s", s.Raw, e.Raw)
+			return -1, mongoerr.New(mongoerr.IndexKeySpecsConflict,
+				"An existing index has the same name as the requested index. When index names are not specified, they are auto generated and can cause conflicts. Please refer to our documentation. Requested index: %s, existing index: %s", index.ShellDoc(s.Raw), index.ShellDoc(e.Raw))
 		case e.SameKey(s) && string(e.Partial) == string(s.Partial) && e.Collation().Equal(s.Collation()):
 			// Only a different partial filter or collation lets one key be
 			// indexed twice.
-			return false, mongoerr.New(mongoerr.IndexOptionsConflict, "Index already exists with a different name: %s", e.Name)
+			return -1, mongoerr.New(mongoerr.IndexOptionsConflict, "Index already exists with a different name: %s", e.Name)
 		}
 	}
-	return false, nil
+	return -1, nil
 }
 
 func cmdDropIndexes(r *request) (bsoncore.Document, error) {
