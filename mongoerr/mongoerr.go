@@ -97,6 +97,9 @@ const (
 	SnapshotTooOld                     Code = 239
 	Location31368                      Code = 31368 // awaitable hello needs both topologyVersion and maxAwaitTimeMS
 	Location50768                      Code = 50768 // txnNumber on a command that is not a retryable write
+	Location50736                      Code = 50736 // getMore in a session of a cursor opened without one
+	Location50737                      Code = 50737 // getMore without a session of a cursor opened in one
+	Location50738                      Code = 50738 // getMore in another session than the cursor's
 	ClientMetadataCannotBeMutated      Code = 186   // client metadata after a connection's first hello
 	// Write concerns a deployment cannot satisfy (writeConcernError).
 	UnknownReplWriteConcern   Code = 79

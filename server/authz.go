@@ -90,6 +90,11 @@ func (r *request) authorize() error {
 	if r.spec.need.anyUser || a.privs.AllowsOn(r.spec.need.action, r.authzDB(), r.authzCollection()) {
 		return r.checkProtectedWrite(a)
 	}
+	return r.notAuthorized()
+}
+
+// notAuthorized is mongod's answer to a command its user may not run.
+func (r *request) notAuthorized() error {
 	return mongoerr.New(mongoerr.Unauthorized, "not authorized on %s to execute command %s", r.authzDB(), commandSummary(r.cmd))
 }
 

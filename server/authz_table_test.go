@@ -11,8 +11,8 @@ import (
 // its row must be here, or this test fails.
 var selfAuthorized = map[string]string{
 	"bulkWrite":                "every namespace of nsInfo, and the branch it writes, before any op runs (authorizeBulk)",
-	"getMore":                  "the cursor's namespace, user and session (checkCursorOwner)",
-	"killCursors":              "the cursor's namespace, user and session; another's is left in cursorsUnknown",
+	"getMore":                  "the cursor's session, user and namespace (checkCursorOwner)",
+	"killCursors":              "the cursor's user; naming another's refuses the command (killCursorsIDs)",
 	"listDatabases":            "lists only what the user's roles grant without the listDatabases action",
 	"startSession":             "the session is the user's (sessionUID)",
 	"endSessions":              "names only the user's sessions (sessionUID)",

@@ -2,7 +2,6 @@ package server
 
 import (
 	"errors"
-	"fmt"
 	"strings"
 
 	"github.com/dumbodb/dumbodb/mongoerr"
@@ -298,7 +297,7 @@ func existingCollection(ns string, info storage.CollectionInfo, opts bsoncore.Do
 	if sameFields(info.Options, opts) {
 		return nil
 	}
-	shown := fmt.Sprintf("{ uuid: UUID(\"%x-%x-%x-%x-%x\")", info.UUID[0:4], info.UUID[4:6], info.UUID[6:8], info.UUID[8:10], info.UUID[10:])
+	shown := "{ uuid: UUID(\"" + uuidText(info.UUID[:]) + "\")"
 	if nonEmpty(info.Options) {
 		shown += ", " + strings.TrimPrefix(value.Format(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: info.Options}), "{ ")
 	} else {

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"strings"
 	"time"
 
 	"github.com/dumbodb/dumbodb/mongoerr"
@@ -214,11 +215,11 @@ func cmdGetMore(r *request) (bsoncore.Document, error) {
 	if cur == nil {
 		return nil, mongoerr.New(mongoerr.CursorNotFound, "cursor id %d not found", id)
 	}
-	if cur.ns != r.ns(coll) && !(coll == "$cmd.listCollections" && cur.ns == r.db+".$cmd.listCollections") {
-		return nil, mongoerr.New(mongoerr.Unauthorized, "Requested getMore on namespace '%s', but cursor belongs to a different namespace %s", r.ns(coll), cur.ns)
-	}
 	if err := r.checkCursorOwner(cur); err != nil {
 		return nil, err
+	}
+	if cur.ns != r.ns(coll) {
+		return nil, mongoerr.New(mongoerr.Unauthorized, "Requested getMore on namespace '%s', but cursor belongs to a different namespace %s", r.ns(coll), cur.ns)
 	}
 	if err := r.c.s.getMoreFailPoint.trigger(); err != nil {
 		r.c.s.cursors.remove(id) // mongod kills a cursor whose getMore failed
@@ -267,30 +268,23 @@ func (r *request) nextBatch(cur *cursor, batchSize int) ([]bsoncore.Document, bo
 	return fillBatch(r.ctx, cur.src, batchSize)
 }
 
+// cmdKillCursors kills cursors by id, as mongod does: whatever the
+// namespace it names and the session it runs in, but only the user's
+// own; naming another user's cursor refuses the whole command, killing
+// none.
 func cmdKillCursors(r *request) (bsoncore.Document, error) {
-	coll, err := r.collectionArg()
+	if _, err := r.cursorCollectionArg(); err != nil {
+		return nil, err
+	}
+	ids, err := r.killCursorsIDs()
 	if err != nil {
 		return nil, err
 	}
-	var ids bsoncore.Array
-	if err := r.parseArgs(map[string]fieldHandler{"cursors": r.arrayArg("cursors", &ids)}); err != nil {
-		return nil, err
-	}
-	vals, _ := ids.Values()
-	killed, notFound, unknown := bsoncore.NewArrayBuilder(), bsoncore.NewArrayBuilder(), bsoncore.NewArrayBuilder()
-	for _, v := range vals {
-		id, ok := v.Int64OK()
-		if !ok {
-			return nil, typeMismatch("killCursors", "cursors.0", v, "long")
-		}
-		switch cur := r.c.s.cursors.get(id); {
-		case cur == nil:
-			notFound.AppendInt64(id)
-		case cur.ns != r.ns(coll) || r.checkCursorOwner(cur) != nil:
-			unknown.AppendInt64(id) // not this user's, or not of this namespace: left alone
-		case r.c.s.cursors.remove(id):
+	killed, notFound := bsoncore.NewArrayBuilder(), bsoncore.NewArrayBuilder()
+	for _, id := range ids {
+		if r.c.s.cursors.remove(id) {
 			killed.AppendInt64(id)
-		default:
+		} else {
 			notFound.AppendInt64(id)
 		}
 	}
@@ -298,8 +292,44 @@ func cmdKillCursors(r *request) (bsoncore.Document, error) {
 		AppendArray("cursorsKilled", killed.Build()).
 		AppendArray("cursorsNotFound", notFound.Build()).
 		AppendArray("cursorsAlive", bsoncore.NewArrayBuilder().Build()).
-		AppendArray("cursorsUnknown", unknown.Build()).
+		AppendArray("cursorsUnknown", bsoncore.NewArrayBuilder().Build()).
 		AppendDouble("ok", 1).Build(), nil
+}
+
+// cursorCollectionArg reads killCursors' collection. mongod takes any
+// valid namespace there, not only one a collection could have: drivers
+// close the cursors of listCollections and of change streams on a
+// database or the cluster under the namespaces those cursors report,
+// <db>.$cmd.listCollections and <db>.$cmd.aggregate.
+func (r *request) cursorCollectionArg() (string, error) {
+	name, err := r.collectionName(mongoerr.InvalidNamespace)
+	if err == nil && (name == "" || strings.ContainsRune(name, 0)) {
+		err = validateCollectionName(r.db, name)
+	}
+	return name, err
+}
+
+// killCursorsIDs reads killCursors' cursor ids, refusing the command
+// when one names a cursor another user opened (mongod's authorization
+// check of the command, so its message).
+func (r *request) killCursorsIDs() ([]int64, error) {
+	var arr bsoncore.Array
+	if err := r.parseArgs(map[string]fieldHandler{"cursors": r.arrayArg("cursors", &arr)}); err != nil {
+		return nil, err
+	}
+	vals, _ := arr.Values()
+	ids := make([]int64, 0, len(vals))
+	for _, v := range vals {
+		id, ok := v.Int64OK()
+		if !ok {
+			return nil, typeMismatch("killCursors", "cursors.0", v, "long")
+		}
+		if cur := r.c.s.cursors.get(id); cur != nil && !r.opened(cur) {
+			return nil, r.notAuthorized()
+		}
+		ids = append(ids, id)
+	}
+	return ids, nil
 }
 
 // nonEmpty reports whether d has at least one field (an empty BSON

@@ -453,16 +453,46 @@ func (c *conn) userName() string {
 	return ""
 }
 
-// checkCursorOwner refuses a cursor another user opened, or one opened in
-// another session, as mongod does.
+// checkCursorOwner refuses a getMore of a cursor opened in another
+// session or by another user, with mongod's checks in mongod's order:
+// the session first, then the user.
 func (r *request) checkCursorOwner(cur *cursor) error {
-	if cur.user != r.cursorUser() {
+	if err := r.checkCursorSession(cur); err != nil {
+		return err
+	}
+	if !r.opened(cur) {
 		return mongoerr.New(mongoerr.Unauthorized, "cursor id %d was not created by the authenticated user", cur.id)
 	}
-	if cur.session != nil && (r.session == nil || *r.session != *cur.session) {
-		return mongoerr.New(mongoerr.Unauthorized, "Cannot run %s on cursor %d, which was created in another session", r.name, cur.id)
-	}
 	return nil
+}
+
+// opened reports whether the request's user opened cur: mongod lets a
+// user read and kill the cursors it opened, from any connection.
+func (r *request) opened(cur *cursor) bool { return cur.user == r.cursorUser() }
+
+// checkCursorSession refuses a getMore whose session is not the one its
+// cursor was opened in, having none where the cursor has one and the
+// reverse included. Under access control mongod answers Unauthorized
+// for a logged-in user (a session's uid names its user, so another
+// user's session always differs); without, its codes tell which side
+// lacks a session.
+func (r *request) checkCursorSession(cur *cursor) error {
+	mine, theirs := r.session, cur.session
+	switch {
+	case sameSession(mine, theirs):
+		return nil
+	case r.cursorUser() != "":
+		return mongoerr.New(mongoerr.Unauthorized, "Cursor session id (%s) is not the same as the operation context's session id (%s)",
+			sessionText(theirs), sessionText(mine))
+	case theirs == nil:
+		return mongoerr.New(mongoerr.Location50736, "Cannot run getMore on cursor %d, which was not created in a session, in session %s",
+			cur.id, sessionText(mine))
+	case mine == nil:
+		return mongoerr.New(mongoerr.Location50737, "Cannot run getMore on cursor %d, which was created in session %s, without an lsid",
+			cur.id, sessionText(theirs))
+	}
+	return mongoerr.New(mongoerr.Location50738, "Cannot run getMore on cursor %d, which was created in session %s, in session %s",
+		cur.id, sessionText(theirs), sessionText(mine))
 }
 
 // describeIdle is $currentOp's entries for the open cursors no command

@@ -268,13 +268,23 @@ func (r *request) idlCollectionArg() (string, error) {
 }
 
 func (r *request) collectionArgCode(notString mongoerr.Code) (string, error) {
+	name, err := r.collectionName(notString)
+	if err != nil {
+		return "", err
+	}
+	if err := validateCollectionName(r.db, name); err != nil {
+		return "", err
+	}
+	return name, nil
+}
+
+// collectionName reads the command's first field, a collection's name,
+// unchecked.
+func (r *request) collectionName(notString mongoerr.Code) (string, error) {
 	v := r.cmd.Index(0).Value()
 	name, ok := v.StringValueOK()
 	if !ok {
 		return "", mongoerr.New(notString, "collection name has invalid type %s", value.TypeName(v.Type))
-	}
-	if err := validateCollectionName(r.db, name); err != nil {
-		return "", err
 	}
 	return name, nil
 }

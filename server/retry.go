@@ -28,15 +28,17 @@ func (w *retryableWrite) stmtID(i int) int32 {
 }
 
 // sessionFields reads lsid, txnNumber and the transaction fields of a
-// command. A standalone refuses txnNumber as mongod's does; a replica set
-// takes it on a retryable write and refuses what it does not implement.
+// command. Both a standalone and a replica set have sessions (a cursor
+// belongs to the one it was opened in); a standalone refuses txnNumber
+// as mongod's does; a replica set takes it on a retryable write and
+// refuses what it does not implement.
 func (r *request) sessionFields() error {
-	if !r.c.s.topo.replicaSet() {
-		return refuseTransactions(r.cmd)
-	}
 	session, hasSession, err := r.requestSession()
 	if err != nil {
 		return err
+	}
+	if !r.c.s.topo.replicaSet() {
+		return refuseTransactions(r.cmd)
 	}
 	txn, hasTxn, err := r.txnNumberArg()
 	if err != nil {

@@ -2,6 +2,7 @@ package server
 
 import (
 	"crypto/sha256"
+	"encoding/base64"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -130,6 +131,21 @@ func (s *Server) listSessions(f query.SessionFilter, own [32]byte) []bsoncore.Do
 // sessionIDDoc is a session's {id, uid}.
 func sessionIDDoc(k storage.SessionKey) bsoncore.Document {
 	return bsoncore.NewDocumentBuilder().AppendBinary("id", 4, k.ID[:]).AppendBinary("uid", 0, k.UID[:]).Build()
+}
+
+// sessionText spells a session (nil: none) as mongod's messages do: its
+// id, its uid in base64, and the empty transaction number and
+// transaction UUID of a client's session.
+func sessionText(k *storage.SessionKey) string {
+	if k == nil {
+		return "none"
+	}
+	return uuidText(k.ID[:]) + " - " + base64.StdEncoding.EncodeToString(k.UID[:]) + " -  - "
+}
+
+// sameSession reports whether two sessions (nil: none) are the same.
+func sameSession(a, b *storage.SessionKey) bool {
+	return (a == nil) == (b == nil) && (a == nil || *a == *b)
 }
 
 // sessionUID is the uid of the sessions the request names: the logged-in
