@@ -215,40 +215,74 @@ func (c *conn) handleMsg(hdr wire.Header, m *wire.Msg, comp wire.CompressorID) e
 	if m.Flags&wire.FlagMoreToCome != 0 {
 		return nil // the client asked for no reply (w: 0)
 	}
-	if m.Flags&wire.FlagExhaustAllowed != 0 && streamableHello(m) {
-		return c.streamHello(hdr, reply, decode, comp)
+	if m.Flags&wire.FlagExhaustAllowed != 0 {
+		if more := c.exhaustRule(m); more != nil {
+			return c.stream(hdr, reply, decode, comp, more)
+		}
 	}
 	return c.send(hdr, &wire.Msg{Body: reply}, comp)
 }
 
-// streamableHello reports an awaitable hello (topologyVersion and
-// maxAwaitTimeMS), which a client that allows exhaust gets streamed.
-func streamableHello(m *wire.Msg) bool {
+// exhaustRule is how a command sent with exhaustAllowed is answered, as
+// on mongod: nil for one answered once (any but an awaitable hello and
+// getMore), else whether a reply is followed by the command run again.
+// An awaitable hello streams while it succeeds; a getMore while its
+// cursor stays open.
+func (c *conn) exhaustRule(m *wire.Msg) func(reply bsoncore.Document) bool {
 	cmd, err := m.Document()
 	if err != nil {
-		return false
+		return nil
 	}
 	switch value.FirstKey(cmd) {
 	case "hello", "isMaster", "ismaster":
-	default:
-		return false
+		if awaitableHello(cmd) {
+			return replyOK
+		}
+	case "getMore":
+		return c.cursorGoesOn
 	}
+	return nil
+}
+
+// awaitableHello reports a hello with topologyVersion and maxAwaitTimeMS:
+// the one a client that allows exhaust gets streamed.
+func awaitableHello(cmd bsoncore.Document) bool {
 	_, tvErr := cmd.LookupErr("topologyVersion")
 	_, waitErr := cmd.LookupErr("maxAwaitTimeMS")
 	return tvErr == nil && waitErr == nil
 }
 
-// streamHello is the streaming protocol of server monitoring: each reply
-// has moreToCome set and the next one, the same hello awaited again, follows
-// without a request (responseTo: the previous reply), until a hello fails
-// (shutdown) or the client goes away. The connection then takes no other
-// command, as drivers dedicate it to monitoring.
-func (c *conn) streamHello(hdr wire.Header, reply bsoncore.Document, decode func() (bsoncore.Document, error), comp wire.CompressorID) error {
-	for {
-		ok, _ := value.AsInt64(reply.Lookup("ok"))
-		if ok != 1 {
-			return c.send(hdr, &wire.Msg{Body: reply}, comp)
-		}
+func replyOK(reply bsoncore.Document) bool {
+	ok, _ := value.AsInt64(reply.Lookup("ok"))
+	return ok == 1
+}
+
+// cursorGoesOn reports whether an exhaust getMore's reply is followed by
+// the next batch: while the cursor stays open, as on mongod, an awaitData
+// cursor's empty batches included (each comes after the wait for new
+// data, maxTimeMS). A tailable cursor that does not await data would
+// send its empty batches without pause, so its stream ends at the first
+// empty one, the cursor left open for the client's next getMore. So does
+// any stream at shutdown, which an awaitData cursor's would otherwise
+// hold up for ever.
+func (c *conn) cursorGoesOn(reply bsoncore.Document) bool {
+	id, _ := reply.Lookup("cursor", "id").Int64OK()
+	if !replyOK(reply) || id == 0 || c.s.closing.Load() {
+		return false
+	}
+	batch, _ := reply.Lookup("cursor", "nextBatch").ArrayOK()
+	return nonEmpty(bsoncore.Document(batch)) || !c.s.cursors.pollsWithoutWaiting(id)
+}
+
+// stream is the exhaust protocol: each reply has moreToCome set and the
+// next one, the same command run again, follows without a request
+// (responseTo: the previous reply), until more says a reply is the last
+// (an error, the end of a cursor) or the client goes away. The awaitable
+// hello of server monitoring streams for ever, as drivers dedicate its
+// connection to monitoring.
+func (c *conn) stream(hdr wire.Header, reply bsoncore.Document, decode func() (bsoncore.Document, error), comp wire.CompressorID,
+	more func(bsoncore.Document) bool) error {
+	for more(reply) {
 		if err := c.send(hdr, &wire.Msg{Flags: wire.FlagMoreToCome, Body: reply}, comp); err != nil {
 			return err
 		}
@@ -257,6 +291,7 @@ func (c *conn) streamHello(hdr wire.Header, reply bsoncore.Document, decode func
 			return errNoReply
 		}
 	}
+	return c.send(hdr, &wire.Msg{Body: reply}, comp)
 }
 
 // handleQuery serves legacy OP_QUERY, which drivers use only for the first

@@ -125,6 +125,13 @@ func (r *cursorRegistry) countStreams() int {
 	return n
 }
 
+// pollsWithoutWaiting reports whether cursor id is tailable without
+// awaitData: its getMore answers at once, even with nothing new.
+func (r *cursorRegistry) pollsWithoutWaiting(id int64) bool {
+	c := r.get(id)
+	return c != nil && c.tail != nil && !c.tail.await
+}
+
 func (r *cursorRegistry) get(id int64) *cursor {
 	r.mu.Lock()
 	defer r.mu.Unlock()
