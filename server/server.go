@@ -39,7 +39,8 @@ type Config struct {
 	// TestCommands enables test-only commands (configureFailPoint), as
 	// mongod's enableTestCommands parameter does.
 	TestCommands bool
-	// TTLInterval is how often TTL indexes are applied (default 60 s).
+	// TTLInterval is how long the TTL monitor sleeps between passes at
+	// start (default 60 s; setParameter ttlMonitorSleepSecs changes it).
 	TTLInterval time.Duration
 	// BusyPoll is how long an idle connection may spin for its next
 	// request while nothing else runs (0: never; see busyPoller).
@@ -188,6 +189,7 @@ type Server struct {
 	done       chan struct{} // closed by Shutdown
 
 	txnLifetime atomic.Int64 // transactionLifetimeLimitSeconds, as a time.Duration
+	ttl         ttlMonitor   // the TTL monitor's parameters (ttl.go)
 	// cursorTimeout (cursorTimeoutMillis, as a time.Duration), quiet and
 	// logLevel are the parameters of those names (setParameter).
 	cursorTimeout atomic.Int64
@@ -224,6 +226,7 @@ func New(cfg Config, engine *storage.Engine, log zerolog.Logger, ring *LogRing) 
 	}
 	s.topo = newTopology(cfg, nil, s.clock)
 	s.txnLifetime.Store(int64(DefaultTransactionLifetime))
+	s.ttl.init(cfg.TTLInterval)
 	s.cursorTimeout.Store(int64(cursorIdleTimeout))
 	s.slowOp.Store(int64(cfg.slowOp()))
 	s.setSlowSkip(cfg.SlowOpSkipRate)

@@ -1,7 +1,9 @@
 package server
 
 import (
+	"cmp"
 	"context"
+	"sync/atomic"
 	"time"
 
 	"github.com/dumbodb/dumbodb/query"
@@ -11,35 +13,75 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
-// ttlInterval is how often expired documents are deleted (mongod's
-// ttlMonitorSleepSecs default).
-const ttlInterval = 60 * time.Second
+// defaultTTLSleep is mongod's default ttlMonitorSleepSecs: how long the
+// TTL monitor sleeps between passes.
+const defaultTTLSleep = 60 * time.Second
 
-// ttlLoop deletes documents whose TTL index field is older than the
-// index's expireAfterSeconds, on every branch, as ordinary writes (so they
-// are logged, replicated to commits and seen by version control).
-func (s *Server) ttlLoop() {
-	defer s.wg.Done()
-	t := time.NewTicker(s.ttlEvery())
-	defer t.Stop()
+// ttlMonitor holds the TTL monitor's parameters, which setParameter
+// changes while it runs: ttlMonitorSleepSecs and ttlMonitorEnabled.
+type ttlMonitor struct {
+	sleep    atomic.Int64 // between passes, as a time.Duration
+	disabled atomic.Bool
+	// changed wakes the sleeping monitor when sleep changes.
+	changed chan struct{}
+}
+
+func (m *ttlMonitor) init(sleep time.Duration) {
+	m.sleep.Store(int64(cmp.Or(sleep, defaultTTLSleep)))
+	m.changed = make(chan struct{}, 1)
+}
+
+// setSleep sets ttlMonitorSleepSecs and wakes the monitor to measure its
+// sleep by it.
+func (m *ttlMonitor) setSleep(d time.Duration) {
+	m.sleep.Store(int64(d))
+	select {
+	case m.changed <- struct{}{}:
+	default: // a wake-up is pending already
+	}
+}
+
+// sleepSecs is ttlMonitorSleepSecs (a sleep under a second, which only
+// Config.TTLInterval sets, counts as one).
+func (m *ttlMonitor) sleepSecs() int64 {
+	return max(1, int64(time.Duration(m.sleep.Load())/time.Second))
+}
+
+// sleepFrom sleeps until ttlMonitorSleepSecs after start, as mongod's
+// monitor does: a value set meanwhile moves the wake-up, to now if it
+// has passed. It reports false when the server shuts down first.
+func (m *ttlMonitor) sleepFrom(start time.Time, done <-chan struct{}) bool {
 	for {
+		wait := time.Until(start.Add(time.Duration(m.sleep.Load())))
+		if wait <= 0 {
+			return true
+		}
+		t := time.NewTimer(wait)
 		select {
-		case <-s.done:
-			return
+		case <-done:
+			t.Stop()
+			return false
+		case <-m.changed:
+			t.Stop()
 		case <-t.C:
-			if s.cfg.replica() {
-				continue // the primary's deletions arrive with its commits
-			}
-			s.guard("TTL pass", func() { s.expireAll(context.Background(), time.Now()) })
+			return true
 		}
 	}
 }
 
-func (s *Server) ttlEvery() time.Duration {
-	if s.cfg.TTLInterval > 0 {
-		return s.cfg.TTLInterval
+// ttlLoop deletes documents whose TTL index field is older than the
+// index's expireAfterSeconds, on every branch, as ordinary writes (so they
+// are logged, replicated to commits and seen by version control). It
+// sleeps ttlMonitorSleepSecs between passes and skips the pass while
+// ttlMonitorEnabled is false.
+func (s *Server) ttlLoop() {
+	defer s.wg.Done()
+	for s.ttl.sleepFrom(time.Now(), s.done) {
+		if s.cfg.replica() || s.ttl.disabled.Load() {
+			continue // a replica's deletions arrive with its primary's commits
+		}
+		s.guard("TTL pass", func() { s.expireAll(context.Background(), time.Now()) })
 	}
-	return ttlInterval
 }
 
 func (s *Server) expireAll(ctx context.Context, now time.Time) {
