@@ -183,6 +183,14 @@ const (
 	StaleConfig                        Code = 13388
 	NotPrimaryNoSecondaryOk            Code = 13435
 	NotPrimaryOrSecondary              Code = 13436
+	// Codes mongod labels TransientTransactionError in a transaction.
+	SnapshotUnavailable              Code = 246
+	StaleDbVersion                   Code = 249
+	StaleChunkHistory                Code = 250
+	PreparedTransactionInProgress    Code = 267
+	MigrationConflict                Code = 272
+	ShardCannotRefreshDueToLocksHeld Code = 343
+	InternalTransactionNotSupported  Code = 358
 )
 
 // Category is a set of mongod's error categories (error_codes.yml's
@@ -195,6 +203,7 @@ const (
 	RetriableError
 	NeedRetargettingError
 	NonResumableChangeStreamError
+	SnapshotError
 )
 
 // categories are each code's categories, as mongod's error_codes.yml
@@ -217,6 +226,11 @@ var categories = map[Code]Category{
 	StaleConfig:                        NeedRetargettingError,
 	NotPrimaryNoSecondaryOk:            RetriableError,
 	NotPrimaryOrSecondary:              RetriableError,
+	SnapshotTooOld:                     SnapshotError,
+	SnapshotUnavailable:                SnapshotError,
+	StaleChunkHistory:                  SnapshotError,
+	MigrationConflict:                  SnapshotError,
+	InternalTransactionNotSupported:    RetriableError,
 }
 
 // In reports whether c is in any of the categories of cat.

@@ -85,10 +85,15 @@ func (r *request) writeTo(d *storage.Database, fn func(tx *storage.Tx) error) er
 		return readOnlyError(r)
 	}
 	var last *storage.Tx
-	err = writeWaitingForTransactions(r.ctx, d, rev.Branch, func(tx *storage.Tx) error {
-		last = tx
-		return fn(tx)
-	})
+	for {
+		err = writeWaitingForTransactions(r.ctx, d, rev.Branch, func(tx *storage.Tx) error {
+			last = tx
+			return fn(tx)
+		})
+		if !errors.Is(err, errWriteAgain) {
+			break // a unit of work the fail point failed is written again without it
+		}
+	}
 	if err != nil {
 		return err
 	}

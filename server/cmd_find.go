@@ -221,7 +221,7 @@ func cmdGetMore(r *request) (bsoncore.Document, error) {
 	if cur.ns != r.ns(coll) {
 		return nil, mongoerr.New(mongoerr.Unauthorized, "Requested getMore on namespace '%s', but cursor belongs to a different namespace %s", r.ns(coll), cur.ns)
 	}
-	if err := r.c.s.getMoreFailPoint.trigger(); err != nil {
+	if err := r.getMoreFailure(cur); err != nil {
 		r.c.s.cursors.remove(id) // mongod kills a cursor whose getMore failed
 		if cur.stream != nil {
 			return nil, labelStreamError(err)

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"github.com/dumbodb/dumbodb/mongoerr"
 	"github.com/dumbodb/dumbodb/plan"
 	"github.com/dumbodb/dumbodb/query"
@@ -122,6 +123,10 @@ func cmdFindAndModify(r *request) (bsoncore.Document, error) {
 			}
 			return nil
 		}
+		passes := r.statementPasses(false)
+		if stmtErr, err := passes.before(0, 0); stmtErr != nil || err != nil {
+			return cmp.Or(stmtErr, err)
+		}
 		changes := tx.Changes()
 		var out famOutcome
 		modify := r.findAndModifyIn
@@ -134,8 +139,11 @@ func cmdFindAndModify(r *request) (bsoncore.Document, error) {
 		if reply, err = out.reply(proj); err != nil {
 			return err
 		}
+		if r.retry == nil || tx.Changes() == changes {
+			return nil
+		}
 		r.recordOutcome(tx, 0, changes, bsoncore.NewDocumentBuilder().AppendDocument("fam", reply).Build())
-		return nil
+		return passes.wrote(0)
 	})
 	return reply, err
 }

@@ -21,6 +21,10 @@ type writeResult struct {
 	n, nModified int64
 	upserted     []bsoncore.Document // {index, _id}
 	errs         []writeError
+	// groupInserts: the statements are documents inserted in groups, as
+	// mongod inserts them into a collection that is not capped
+	// (statementPasses).
+	groupInserts bool
 }
 
 func (w *writeResult) reply(withModified bool) bsoncore.Document {
@@ -63,31 +67,56 @@ func (w *writeResult) add(i int, err error, ns string, id bsoncore.Value) {
 // the command's (a stale txnNumber).
 func (w *writeResult) runBatch(r *request, tx *storage.Tx, ns string, statements []bsoncore.Value, ordered bool,
 	run func(i int, statement bsoncore.Value) (id bsoncore.Value, err error)) error {
+	passes := r.statementPasses(w.groupInserts)
 	for i, v := range statements {
 		outcome, done, err := r.retried(tx, i)
 		if err != nil {
 			return err
 		}
 		if done {
+			if err := passes.flush(); err != nil {
+				return err
+			}
 			w.applyOutcome(i, outcome)
 			continue
 		}
-		n, m, u, changes := w.n, w.nModified, len(w.upserted), tx.Changes()
-		if id, err := run(i, v); err != nil {
-			if errors.Is(err, storage.ErrWriteConflict) {
-				return err // the whole command's: a transaction holds the document
-			}
-			w.add(i, err, ns, id)
-			if ordered {
-				return nil
-			}
-			continue
+		failed, err := w.runStatement(r, tx, ns, passes, i, v, run)
+		if err != nil {
+			return err
 		}
-		if r.retry != nil && tx.Changes() > changes {
-			r.recordOutcome(tx, i, changes, w.outcomeSince(n, m, u))
+		if failed && ordered {
+			break
 		}
 	}
-	return nil
+	return passes.flush()
+}
+
+// runStatement runs statement i of runBatch, through the
+// onPrimaryTransactionalWrite fail point: failed when it failed (its
+// error recorded), err the command's error.
+func (w *writeResult) runStatement(r *request, tx *storage.Tx, ns string, passes *statementPasses, i int, v bsoncore.Value,
+	run func(i int, statement bsoncore.Value) (id bsoncore.Value, err error)) (failed bool, err error) {
+	stmtErr, err := passes.before(i, len(v.Data))
+	if err != nil {
+		return false, err
+	}
+	n, m, u, changes := w.n, w.nModified, len(w.upserted), tx.Changes()
+	var id bsoncore.Value
+	if stmtErr == nil {
+		id, stmtErr = run(i, v)
+	}
+	if stmtErr != nil {
+		if errors.Is(stmtErr, storage.ErrWriteConflict) {
+			return false, stmtErr // the whole command's: a transaction holds the document
+		}
+		w.add(i, stmtErr, ns, id)
+		return true, passes.failed()
+	}
+	if r.retry == nil || tx.Changes() == changes {
+		return false, nil
+	}
+	r.recordOutcome(tx, i, changes, w.outcomeSince(n, m, u))
+	return false, passes.wrote(i)
 }
 
 // writeBatch holds the arguments of insert, update and delete.
@@ -199,7 +228,7 @@ func cmdInsert(r *request) (bsoncore.Document, error) {
 	var res writeResult
 	coll := batch.coll
 	err = r.write(func(tx *storage.Tx) error {
-		res = writeResult{} // a try again after a write conflict starts afresh
+		res = writeResult{groupInserts: !info.Capped()} // a try again after a write conflict starts afresh
 		tx.Grow(len(vals))
 		if _, err := tx.EnsureCollection(r.ctx, coll); err != nil {
 			return err

@@ -49,6 +49,9 @@ type cursor struct {
 	where     cursorPlace
 	ns        string
 	noTimeout bool
+	// timeLimited: the command that opened it had a time limit
+	// (maxTimeMS), which mongod carries over to its getMores.
+	timeLimited bool
 
 	reader atomic.Pointer[opRef] // the getMore reading it now, if any
 
@@ -425,6 +428,7 @@ func (r *request) startCursor(ns string, src docSource, batchSize int, singleBat
 		closeSource(src)
 		return nil, err
 	}
+	cur.timeLimited = r.timeLimited
 	return cursorReply(cur.id, ns, "firstBatch", docs, r.snapshotReadTime()), nil
 }
 

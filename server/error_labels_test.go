@@ -27,14 +27,14 @@ func TestErrorLabelsFollowCategories(t *testing.T) {
 		{mongoerr.CursorNotFound, false, false},
 		{mongoerr.ChangeStreamHistoryLost, false, false},
 	} {
-		if got := retriable(bsoncore.Value{Type: bsoncore.TypeInt32, Data: bsoncore.AppendInt32(nil, int32(c.code))}); got != c.retriable {
+		if got := errorCode(bsoncore.Value{Type: bsoncore.TypeInt32, Data: bsoncore.AppendInt32(nil, int32(c.code))}).In(mongoerr.RetriableError); got != c.retriable {
 			t.Errorf("%d: RetryableWriteError %v, want %v", c.code, got, c.retriable)
 		}
 		if got := resumableStreamError(c.code); got != c.resumable {
 			t.Errorf("%d: ResumableChangeStreamError %v, want %v", c.code, got, c.resumable)
 		}
 	}
-	if retriable(bsoncore.Value{Type: bsoncore.TypeInt64, Data: bsoncore.AppendInt64(nil, 1<<32+6)}) {
+	if errorCode(bsoncore.Value{Type: bsoncore.TypeInt64, Data: bsoncore.AppendInt64(nil, 1<<32+6)}) != 0 {
 		t.Error("a code past int32 taken for HostUnreachable")
 	}
 	err := labelStreamError(mongoerr.New(mongoerr.ChangeStreamFatalError, "x"))

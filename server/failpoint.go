@@ -35,13 +35,15 @@ type failConfig struct {
 
 // failure is what a triggered fail point does to one command.
 type failure struct {
-	block     time.Duration     // first wait this long (the operation can be killed meanwhile)
-	reply     bsoncore.Document // nil: no reply, close the connection
-	closeConn bool
+	block     time.Duration // first wait this long (the operation can be killed meanwhile)
+	closeConn bool          // then close the connection without a reply
+	err       error         // or fail with this error
 	// wcError, when set, is added to the reply of the command, which runs
 	// (a write concern error comes after the write, as on mongod).
 	wcError bsoncore.Document
-	labels  bsoncore.Array
+	// labels replace the labels of err or wcError (nil: none given,
+	// errorLabels decides them).
+	labels bsoncore.Array
 }
 
 // trigger reports whether the fail point fires for a command.
@@ -51,20 +53,16 @@ func (f *failCommand) trigger(cmd, appName string) (failure, bool) {
 	if !f.commands[cmd] || (f.appName != "" && f.appName != appName) || !pass(&f.skip, &f.remaining) {
 		return failure{}, false
 	}
-	if f.closeConn {
+	switch {
+	case f.closeConn:
 		return failure{block: f.block, closeConn: true}, true
-	}
-	if f.wcError != nil {
+	case f.wcError != nil:
 		return failure{block: f.block, wcError: f.wcError, labels: f.errorLabels}, true
+	case f.errorCode != 0:
+		err := mongoerr.New(mongoerr.Code(f.errorCode), "Failing command via 'failCommand' failpoint")
+		return failure{block: f.block, err: err, labels: f.errorLabels}, true
 	}
-	if f.errorCode == 0 {
-		return failure{block: f.block}, f.block > 0 // only a delay was asked for
-	}
-	reply := errorReply(mongoerr.New(mongoerr.Code(f.errorCode), "Failing command via 'failCommand' failpoint"))
-	if f.errorLabels != nil {
-		reply = withField(reply, "errorLabels", bsoncore.Value{Type: bsoncore.TypeArray, Data: f.errorLabels})
-	}
-	return failure{block: f.block, reply: reply}, true
+	return failure{block: f.block}, f.block > 0 // only a delay was asked for
 }
 
 // wait blocks the command for the fail point's delay, or until its
@@ -83,29 +81,7 @@ func (f failure) wait(ctx context.Context) error {
 	}
 }
 
-// addWriteConcernError adds the fail point's write concern error to a
-// successful reply, with its labels, or RetryableWriteError for a
-// retryable write whose error is in the RetriableError category, as
-// mongod labels it.
-func (f failure) addWriteConcernError(r *request, reply bsoncore.Document) bsoncore.Document {
-	reply = withField(reply, "writeConcernError", bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: f.wcError})
-	labels := f.labels
-	if labels == nil && r.retry != nil && retriable(f.wcError.Lookup("code")) {
-		labels = bsoncore.NewArrayBuilder().AppendString("RetryableWriteError").Build()
-	}
-	if labels != nil {
-		reply = withField(reply, "errorLabels", bsoncore.Value{Type: bsoncore.TypeArray, Data: labels})
-	}
-	return reply
-}
-
-// retriable reports whether an error's code field holds a code of the
-// RetriableError category.
-func retriable(code bsoncore.Value) bool {
-	n, ok := value.AsInt64(code)
-	return ok && n == int64(int32(n)) && mongoerr.Code(n).In(mongoerr.RetriableError)
-}
-
+// withField is doc with the field key: v added last.
 func withField(doc bsoncore.Document, key string, v bsoncore.Value) bsoncore.Document {
 	els, _ := doc.Elements()
 	b := bsoncore.NewDocumentBuilder()
@@ -115,12 +91,37 @@ func withField(doc bsoncore.Document, key string, v bsoncore.Value) bsoncore.Doc
 	return b.AppendValue(key, v).Build()
 }
 
+// failPointSetter sets a fail point to a mode (times -1: always; skip:
+// passes to let through first) with its data.
+type failPointSetter func(s *Server, times, skip int, data bsoncore.Document) error
+
+// failPoints are the fail points configureFailPoint sets, by name.
+var failPoints = map[string]failPointSetter{
+	"failCommand": func(s *Server, times, skip int, data bsoncore.Document) error {
+		return s.failCommand.configure(times, skip, data)
+	},
+	"onPrimaryTransactionalWrite": func(s *Server, times, skip int, data bsoncore.Document) error {
+		s.retryFailPoint.configure(times, skip, data)
+		return nil
+	},
+	"failGetMoreAfterCursorCheckout": func(s *Server, times, skip int, data bsoncore.Document) error {
+		s.getMoreFailPoint.configure(times, skip, data)
+		return nil
+	},
+	"maxTimeAlwaysTimeOut": func(s *Server, times, skip int, _ bsoncore.Document) error {
+		s.maxTimeFailPoint.configure(times, skip)
+		return nil
+	},
+	"dumboPanic": configurePanic,
+}
+
 func cmdConfigureFailPoint(r *request) (bsoncore.Document, error) {
 	if !r.c.s.cfg.TestCommands {
 		return nil, mongoerr.New(mongoerr.CommandNotFound, "no such command: 'configureFailPoint'")
 	}
 	name, _ := r.cmd.Index(0).Value().StringValueOK()
-	if name != "failCommand" && name != "dumboPanic" && name != "onPrimaryTransactionalWrite" && name != "failGetMoreAfterCursorCheckout" {
+	set, ok := failPoints[name]
+	if !ok {
 		return nil, mongoerr.New(mongoerr.BadValue, "unknown fail point: %s", name)
 	}
 	var data bsoncore.Document
@@ -136,31 +137,24 @@ func cmdConfigureFailPoint(r *request) (bsoncore.Document, error) {
 	if err != nil {
 		return nil, err
 	}
-	switch name {
-	case "dumboPanic":
-		if skip > 0 {
-			return nil, mongoerr.New(mongoerr.BadValue, "dumboPanic takes mode 'alwaysOn', 'off' or {times: n}")
-		}
-		return configurePanic(r, times, data)
-	case "onPrimaryTransactionalWrite":
-		r.c.s.retryFailPoint.configure(times, skip, data)
-		return okReply(), nil
-	case "failGetMoreAfterCursorCheckout":
-		r.c.s.getMoreFailPoint.configure(times, skip, data)
-		return okReply(), nil
+	if err := set(r.c.s, times, skip, data); err != nil {
+		return nil, err
 	}
-	return okReply(), r.c.s.failCommand.configure(times, skip, data)
+	return okReply(), nil
 }
 
 // configurePanic sets DumboDB's "dumboPanic" fail point: the storage engine
 // panics at data.step (one of storage.PanicSteps), to test that a panic
 // releases every lock and leaves the server working.
-func configurePanic(r *request, times int, data bsoncore.Document) (bsoncore.Document, error) {
-	step, _ := data.Lookup("step").StringValueOK()
-	if err := r.c.s.engine.InjectPanic(step, times); err != nil {
-		return nil, mongoerr.New(mongoerr.BadValue, "%v", err)
+func configurePanic(s *Server, times, skip int, data bsoncore.Document) error {
+	if skip > 0 {
+		return mongoerr.New(mongoerr.BadValue, "dumboPanic takes mode 'alwaysOn', 'off' or {times: n}")
 	}
-	return okReply(), nil
+	step, _ := data.Lookup("step").StringValueOK()
+	if err := s.engine.InjectPanic(step, times); err != nil {
+		return mongoerr.New(mongoerr.BadValue, "%v", err)
+	}
+	return nil
 }
 
 // failPointMode reads a fail point's mode as mongod does: "alwaysOn",
@@ -225,61 +219,6 @@ func (f *failCommand) configure(times, skip int, data bsoncore.Document) error {
 	return nil
 }
 
-// retryFailPoint is mongod's "onPrimaryTransactionalWrite" fail point: a
-// retryable write closes its connection instead of answering, after its
-// write (so that a retry must answer from the recorded outcome), or with
-// failBeforeCommitExceptionCode before it (so that nothing was written).
-type retryFailPoint struct {
-	mu        sync.Mutex
-	remaining int // -1: always
-	skip      int
-	retryFailure
-}
-
-// retryFailure is what the fail point does to one retryable write.
-type retryFailure struct {
-	closeConn bool
-	failCode  int32 // failBeforeCommitExceptionCode (0: the write runs)
-}
-
-func (f *retryFailPoint) configure(times, skip int, data bsoncore.Document) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.remaining, f.skip, f.retryFailure = times, skip, retryFailure{closeConn: true}
-	if b, ok := asBool(data.Lookup("closeConnection")); ok {
-		f.closeConn = b
-	}
-	if code, ok := value.AsInt64(data.Lookup("failBeforeCommitExceptionCode")); ok {
-		f.failCode = int32(code)
-	}
-}
-
-// trigger reports whether a retryable write meets the fail point.
-func (f *retryFailPoint) trigger() (retryFailure, bool) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if !pass(&f.skip, &f.remaining) {
-		return retryFailure{}, false
-	}
-	return f.retryFailure, true
-}
-
-// runRetryFailPoint runs a retryable write under the fail point: a nil
-// reply and error close the connection (the client sees a network error).
-func (r *request) runRetryFailPoint(f retryFailure) (bsoncore.Document, error) {
-	if f.failCode != 0 {
-		if f.closeConn {
-			return nil, nil
-		}
-		return nil, mongoerr.New(mongoerr.Code(f.failCode), "Failing write for test")
-	}
-	reply, err := r.runHandler()
-	if f.closeConn {
-		return nil, nil // written, but the client never hears of it
-	}
-	return reply, err
-}
-
 // getMoreFailPoint is mongod's failGetMoreAfterCursorCheckout: a getMore
 // fails once it has its cursor, with data.errorCode (InternalError when
 // none is given).
@@ -307,3 +246,48 @@ func (f *getMoreFailPoint) trigger() error {
 	}
 	return mongoerr.New(f.code, "Hit the 'failGetMoreAfterCursorCheckout' failpoint")
 }
+
+// maxTimeFailPoint is mongod's maxTimeAlwaysTimeOut: an operation with a
+// time limit exceeds it at once. mongod consults it whenever an
+// operation with a deadline checks for interruption, which a command
+// first does before it runs, and a getMore once it has its cursor: one
+// pass each here.
+type maxTimeFailPoint struct {
+	mu              sync.Mutex
+	remaining, skip int
+}
+
+func (f *maxTimeFailPoint) configure(times, skip int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.remaining, f.skip = times, skip
+}
+
+// expired counts the pass of an operation with a time limit: its
+// MaxTimeMSExpired when the fail point fires (nil: it runs).
+func (f *maxTimeFailPoint) expired() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !pass(&f.skip, &f.remaining) {
+		return nil
+	}
+	return mongoerr.Interruption(context.DeadlineExceeded)
+}
+
+// getMoreFailure is the error a fail point gives a getMore that has its
+// cursor (nil: none), in mongod's order: maxTimeAlwaysTimeOut for a
+// cursor whose command had a time limit (a getMore's own maxTimeMS is how
+// long an awaitData cursor waits, no limit), then
+// failGetMoreAfterCursorCheckout.
+func (r *request) getMoreFailure(cur *cursor) error {
+	if cur.timeLimited && !cur.awaitData() {
+		if err := r.c.s.maxTimeFailPoint.expired(); err != nil {
+			return err
+		}
+	}
+	return r.c.s.getMoreFailPoint.trigger()
+}
+
+// awaitData reports whether a getMore of the cursor waits for news: a
+// change stream's, or a tailable find's with awaitData.
+func (c *cursor) awaitData() bool { return c.stream != nil || (c.tail != nil && c.tail.await) }

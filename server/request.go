@@ -56,6 +56,14 @@ type request struct {
 	// wcError is the writeConcernError the reply carries when the
 	// command succeeds (nil: its write concern is satisfied).
 	wcError bsoncore.Document
+	// timeLimited: the command has a time limit (a positive maxTimeMS).
+	timeLimited bool
+	// labelsOverride are the error labels a failCommand fail point that
+	// failed the command named (nil: errorLabels decides them).
+	labelsOverride bsoncore.Array
+	// primaryWrites follows a retryable write through the
+	// onPrimaryTransactionalWrite fail point (nil: the fail point is off).
+	primaryWrites *primaryWrites
 }
 
 func newRequest(c *conn, cmd bsoncore.Document) (*request, error) {
@@ -81,7 +89,17 @@ func newRequest(c *conn, cmd bsoncore.Document) (*request, error) {
 	return r, nil
 }
 
+// run runs the command, its error or write concern error labelled as
+// mongod labels them.
 func (r *request) run() (bsoncore.Document, error) {
+	reply, err := r.execute()
+	if reply == nil && err == nil {
+		return nil, nil // the connection closes without a reply
+	}
+	return r.labelled(reply, err)
+}
+
+func (r *request) execute() (bsoncore.Document, error) {
 	if t := clientClusterTime(r.arg("$clusterTime")); !t.isZero() && r.c.s.topo.replicaSet() {
 		r.c.s.clock.advance(t)
 	}
@@ -118,23 +136,43 @@ func (r *request) run() (bsoncore.Document, error) {
 		return nil, err
 	}
 	defer cancel()
+	return r.runUnderFailPoints()
+}
+
+// runUnderFailPoints runs the command as the test fail points that are
+// on have it: failCommand first, then maxTimeAlwaysTimeOut (mongod's
+// first check for interruption, before the command runs), then the
+// command, a retryable write under onPrimaryTransactionalWrite.
+func (r *request) runUnderFailPoints() (bsoncore.Document, error) {
 	f, fired := r.c.s.failCommand.trigger(canonicalCommand(r.name), r.appName())
 	if fired {
 		if err := f.wait(r.ctx); err != nil {
 			return nil, err
 		}
-		if f.closeConn || f.reply != nil {
-			return f.reply, nil // a nil reply closes the connection
+		if f.closeConn {
+			return nil, nil
+		}
+		if f.err != nil || f.wcError != nil {
+			r.labelsOverride = f.labels
+		}
+		if f.err != nil {
+			return nil, f.err
+		}
+	}
+	if r.timeLimited {
+		if err := r.c.s.maxTimeFailPoint.expired(); err != nil {
+			return nil, err
 		}
 	}
 	if r.retry != nil && r.txn == nil {
-		if rf, on := r.c.s.retryFailPoint.trigger(); on {
-			return r.runRetryFailPoint(rf)
-		}
+		r.primaryWrites = r.c.s.retryFailPoint.watch()
 	}
 	reply, err := r.runHandler()
+	if r.primaryWrites.closesConnection() {
+		return nil, nil // written (or not), but the client never hears of it
+	}
 	if err == nil && fired && f.wcError != nil {
-		reply = f.addWriteConcernError(r, reply)
+		reply = withWriteConcernError(reply, f.wcError)
 	}
 	if err == nil && r.wcError != nil {
 		reply = withWriteConcernError(reply, r.wcError)
@@ -212,6 +250,9 @@ func (r *request) applyMaxTime() (context.CancelFunc, error) {
 	if n == 0 {
 		return func() {}, nil
 	}
+	// A getMore's maxTimeMS is how long an awaitData cursor waits for
+	// news, which mongod does not count as the operation's time limit.
+	r.timeLimited = r.name != "getMore"
 	ctx, cancel := context.WithTimeout(r.ctx, time.Duration(n)*time.Millisecond)
 	r.ctx = ctx
 	return cancel, nil

@@ -172,6 +172,8 @@ type Server struct {
 	retryFailPoint retryFailPoint
 	// getMoreFailPoint is failGetMoreAfterCursorCheckout (failpoint.go).
 	getMoreFailPoint getMoreFailPoint
+	// maxTimeFailPoint is maxTimeAlwaysTimeOut (failpoint.go).
+	maxTimeFailPoint maxTimeFailPoint
 	topo             *topology // set by Listen
 	clock            *clusterClock
 	sessions         *sessionTable

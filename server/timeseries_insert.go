@@ -62,7 +62,10 @@ func (r *request) insertTimeseries(coll string, vals []bsoncore.Value, ordered b
 		if err != nil {
 			return err
 		}
-		return b.flush(r, tx)
+		if err := b.flush(r, tx); err != nil || res.n == 0 {
+			return err
+		}
+		return r.primaryWrites.commandWrote(r.retry)
 	})
 	if err != nil {
 		return nil, err

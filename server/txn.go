@@ -227,36 +227,10 @@ func (r *request) checkTransactionStatement(t *transaction, start bool) error {
 	return nil
 }
 
-// noSuchTransaction is NoSuchTransaction, which drivers retry whole.
+// noSuchTransaction is NoSuchTransaction, which drivers retry whole
+// (errorLabels labels it TransientTransactionError).
 func noSuchTransaction(format string, args ...any) *mongoerr.Error {
-	return transientTxnError(mongoerr.New(mongoerr.NoSuchTransaction, format, args...))
-}
-
-// transientTxnError labels an error TransientTransactionError: the whole
-// transaction may succeed if run again.
-func transientTxnError(e *mongoerr.Error) *mongoerr.Error {
-	return withErrorLabel(e, "TransientTransactionError")
-}
-
-// withErrorLabel is a copy of e with the error label added to its
-// errorLabels.
-func withErrorLabel(e *mongoerr.Error, label string) *mongoerr.Error {
-	labels := bsoncore.NewArrayBuilder()
-	info := bsoncore.NewDocumentBuilder()
-	els, _ := e.Info.Elements()
-	for _, el := range els {
-		if el.Key() != "errorLabels" {
-			info.AppendValue(el.Key(), el.Value())
-			continue
-		}
-		vals, _ := el.Value().Array().Values()
-		for _, v := range vals {
-			labels.AppendValue(v)
-		}
-	}
-	out := *e
-	out.Info = info.AppendArray("errorLabels", labels.AppendString(label).Build()).Build()
-	return &out
+	return mongoerr.New(mongoerr.NoSuchTransaction, format, args...)
 }
 
 // participant is the transaction's storage transaction on the request's
@@ -292,8 +266,8 @@ func (r *request) participant(create bool) (*storage.Txn, error) {
 	}
 	st, err := d.BeginTxnAt(r.ctx, rev.Branch, t.readAt.stamp())
 	if errors.Is(err, storage.ErrSnapshotTooOld) {
-		return nil, transientTxnError(mongoerr.New(mongoerr.SnapshotTooOld,
-			"the transaction's snapshot (%s) of %s is no longer kept: %v", t.readAt, r.db, err))
+		return nil, mongoerr.New(mongoerr.SnapshotTooOld,
+			"the transaction's snapshot (%s) of %s is no longer kept: %v", t.readAt, r.db, err)
 	}
 	if err != nil {
 		return nil, err
@@ -321,7 +295,8 @@ func (r *request) txnWrite(create bool, fn func(tx *storage.Tx) error) error {
 }
 
 // endStatement aborts the transaction when its statement failed (or
-// reported a write error), as mongod does; the error is returned labelled.
+// reported a write error), as mongod does; a write conflict is returned
+// in mongod's words.
 func (r *request) endStatement(reply bsoncore.Document, err error) error {
 	t := r.txn
 	if t == nil || r.name == "commitTransaction" || r.name == "abortTransaction" {
@@ -334,8 +309,8 @@ func (r *request) endStatement(reply bsoncore.Document, err error) error {
 	}
 	t.abort()
 	if errors.Is(err, storage.ErrWriteConflict) {
-		return transientTxnError(mongoerr.New(mongoerr.WriteConflict,
-			"Write conflict during plan execution and yielding is disabled. :: Please retry your operation or multi-document transaction."))
+		return mongoerr.New(mongoerr.WriteConflict,
+			"Write conflict during plan execution and yielding is disabled. :: Please retry your operation or multi-document transaction.")
 	}
 	return err
 }
@@ -367,7 +342,7 @@ func cmdCommitTransaction(r *request) (bsoncore.Document, error) {
 		t.state = txnAborted
 		t.counts.aborted.Add(1)
 		if errors.Is(err, storage.ErrWriteConflict) {
-			return nil, transientTxnError(mongoerr.New(mongoerr.WriteConflict, "%s", err.Error()))
+			return nil, mongoerr.New(mongoerr.WriteConflict, "%s", err.Error())
 		}
 		return nil, err
 	}
