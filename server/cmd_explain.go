@@ -64,7 +64,7 @@ func explainTarget(cmd bsoncore.Document) (*explained, error) {
 	}
 	coll, ok := first.Value().StringValueOK()
 	if !ok {
-		return nil, mongoerr.New(mongoerr.InvalidNamespace, "collection name has invalid type %s", value.TypeName(first.Value().Type))
+		return nil, badNamespaceType(first.Key(), mongoerr.InvalidNamespace, first.Value())
 	}
 	ex := &explained{coll: coll, commandForReport: cmd}
 	ex.Kind = first.Key()

@@ -325,9 +325,22 @@ func (r *request) collectionName(notString mongoerr.Code) (string, error) {
 	v := r.cmd.Index(0).Value()
 	name, ok := v.StringValueOK()
 	if !ok {
-		return "", mongoerr.New(notString, "collection name has invalid type %s", value.TypeName(v.Type))
+		return "", badNamespaceType(canonicalCommand(r.name), notString, v)
 	}
 	return name, nil
+}
+
+// namespaceOrUUID are the commands whose first field mongod reads as a
+// collection's name or UUID, and words its error on anything else so.
+var namespaceOrUUID = map[string]bool{"find": true, "count": true, "distinct": true, "listIndexes": true}
+
+// badNamespaceType is mongod's error for a collection named by something
+// other than a string.
+func badNamespaceType(cmd string, code mongoerr.Code, v bsoncore.Value) error {
+	if namespaceOrUUID[cmd] {
+		return mongoerr.New(mongoerr.InvalidNamespace, "Failed to parse namespace element")
+	}
+	return mongoerr.New(code, "collection name has invalid type %s", value.TypeName(v.Type))
 }
 
 func (r *request) ns(coll string) string { return r.db + "." + coll }
