@@ -344,6 +344,16 @@ func (f argField) bool(v bsoncore.Value, dst *bool) error {
 	return nil
 }
 
+// optionalBool reads a field of mongod's optionalBool type (find's
+// flags): a boolean and nothing else, not even null.
+func (f argField) optionalBool(v bsoncore.Value, dst *bool) error {
+	if v.Type != bsoncore.TypeBoolean {
+		return mongoerr.New(mongoerr.TypeMismatch, "Field '%s' should be a boolean value, but found: %s", f.name, value.TypeName(v.Type))
+	}
+	*dst = v.Boolean()
+	return nil
+}
+
 func (f argField) string(v bsoncore.Value, dst *string) error {
 	s, ok := v.StringValueOK()
 	if !ok {

@@ -40,20 +40,20 @@ func (r *request) parseFindArgs(a *findArgs) error {
 // findFields are find's fields (explain's find reads them too).
 var findFields = declareArgs(map[string]argReader[findArgs]{
 	"filter":              func(f argField, a *findArgs, v bsoncore.Value) error { return f.optDoc(v, &a.filter) },
-	"sort":                func(f argField, a *findArgs, v bsoncore.Value) error { return f.optDoc(v, &a.sort) },
+	"sort":                func(f argField, a *findArgs, v bsoncore.Value) error { return findSort(f, v, &a.sort) },
 	"projection":          func(f argField, a *findArgs, v bsoncore.Value) error { return f.optDoc(v, &a.projection) },
 	"skip":                func(f argField, a *findArgs, v bsoncore.Value) error { return f.nonNegative(v, &a.skip) },
 	"limit":               func(f argField, a *findArgs, v bsoncore.Value) error { return f.nonNegative(v, &a.limit) },
 	"batchSize":           func(f argField, a *findArgs, v bsoncore.Value) error { return f.batchSize(v, &a.batchSize) },
-	"singleBatch":         func(f argField, a *findArgs, v bsoncore.Value) error { return f.bool(v, &a.singleBatch) },
-	"noCursorTimeout":     func(f argField, a *findArgs, v bsoncore.Value) error { return f.bool(v, &a.noCursorTimeout) },
+	"singleBatch":         func(f argField, a *findArgs, v bsoncore.Value) error { return f.optionalBool(v, &a.singleBatch) },
+	"noCursorTimeout":     func(f argField, a *findArgs, v bsoncore.Value) error { return f.optionalBool(v, &a.noCursorTimeout) },
 	"hint":                func(f argField, a *findArgs, v bsoncore.Value) error { return f.hint(v, &a.hint) },
 	"collation":           func(f argField, a *findArgs, v bsoncore.Value) error { return f.optDoc(v, &a.collation) },
 	"let":                 func(f argField, a *findArgs, v bsoncore.Value) error { return f.optDoc(v, &a.let) },
-	"returnKey":           func(f argField, a *findArgs, v bsoncore.Value) error { return f.bool(v, &a.returnKey) },
-	"showRecordId":        func(f argField, a *findArgs, v bsoncore.Value) error { return f.bool(v, &a.showRecordID) },
-	"tailable":            func(f argField, a *findArgs, v bsoncore.Value) error { return f.bool(v, &a.tailable) },
-	"awaitData":           func(f argField, a *findArgs, v bsoncore.Value) error { return f.bool(v, &a.awaitData) },
+	"returnKey":           func(f argField, a *findArgs, v bsoncore.Value) error { return f.optionalBool(v, &a.returnKey) },
+	"showRecordId":        func(f argField, a *findArgs, v bsoncore.Value) error { return f.optionalBool(v, &a.showRecordID) },
+	"tailable":            func(f argField, a *findArgs, v bsoncore.Value) error { return f.optionalBool(v, &a.tailable) },
+	"awaitData":           func(f argField, a *findArgs, v bsoncore.Value) error { return f.optionalBool(v, &a.awaitData) },
 	"min":                 func(f argField, a *findArgs, v bsoncore.Value) error { return f.optDoc(v, &a.min) },
 	"max":                 func(f argField, a *findArgs, v bsoncore.Value) error { return f.optDoc(v, &a.max) },
 	"allowDiskUse":        ignoredAs[findArgs]("bool"),
@@ -61,6 +61,15 @@ var findFields = declareArgs(map[string]argReader[findArgs]{
 	"allowPartialResults": ignoredAs[findArgs]("bool"),
 	"readOnce":            ignoredAs[findArgs]("bool"),
 })
+
+// findSort reads find's sort: a document (null: none), else mongod's own
+// wording, its missing space included.
+func findSort(f argField, v bsoncore.Value, dst *bsoncore.Document) error {
+	if v.Type != bsoncore.TypeNull && v.Type != bsoncore.TypeEmbeddedDocument {
+		return mongoerr.New(mongoerr.TypeMismatch, "Expected field sortto be of type object")
+	}
+	return f.optDoc(v, dst)
+}
 
 // notCappedError: a tailable cursor needs a capped collection; mongod's
 // answer on one that is not.
