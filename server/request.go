@@ -231,7 +231,13 @@ func (r *request) applyMaxTime() (context.CancelFunc, error) {
 	if err != nil {
 		return func() {}, nil
 	}
-	if !value.IsNumber(v) {
+	switch {
+	case value.IsNumber(v):
+	case v.Type == bsoncore.TypeNull || r.name == "find":
+		// mongod's own reader of the value: find's parser leaves it to
+		// it, and the others' typed parsers let a null through to it.
+		return nil, mongoerr.New(mongoerr.BadValue, "maxTimeMS must be a number")
+	default:
 		return nil, typesMismatch(r.name, "maxTimeMS", v, numberTypes)
 	}
 	// mongod reads the number as a 64-bit integer, saturating what does
