@@ -318,6 +318,8 @@ func TestMaxTimeMSBoundsEveryCommand(t *testing.T) {
 		wantCode(t, err, 2, "BadValue")
 	}
 	_, err := run(t, shop, bson.D{{Key: "find", Value: "c"}, {Key: "maxTimeMS", Value: "x"}})
+	wantCode(t, err, 2, "BadValue")
+	_, err = run(t, shop, bson.D{{Key: "aggregate", Value: "c"}, {Key: "pipeline", Value: bson.A{}}, {Key: "cursor", Value: bson.D{}}, {Key: "maxTimeMS", Value: "x"}})
 	wantCode(t, err, 14, "TypeMismatch")
 	mustRun(t, shop, bson.D{{Key: "find", Value: "c"}, {Key: "maxTimeMS", Value: 1000.0}})
 }

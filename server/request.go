@@ -233,9 +233,9 @@ func (r *request) applyMaxTime() (context.CancelFunc, error) {
 	}
 	switch {
 	case value.IsNumber(v):
-	case v.Type == bsoncore.TypeNull || r.name == "find":
-		// mongod's own reader of the value: find's parser leaves it to
-		// it, and the others' typed parsers let a null through to it.
+	case v.Type == bsoncore.TypeNull || (r.name != "aggregate" && r.name != "getMore"):
+		// mongod's generic argument reader; aggregate's and getMore's own
+		// typed field lets only a null through to it.
 		return nil, mongoerr.New(mongoerr.BadValue, "maxTimeMS must be a number")
 	default:
 		return nil, typesMismatch(r.name, "maxTimeMS", v, numberTypes)
