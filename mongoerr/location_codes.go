@@ -4,6 +4,7 @@ package mongoerr
 // own (Name reports "Location<code>"), one constant per code the layers
 // return, each with the first message it is used with.
 const (
+	Location10065   Code = 10065   // invalid parameter: expected an object (…)
 	Location13113   Code = 13113   // $merge could not find a matching document in the target collection…
 	Location13297   Code = 13297   // …
 	Location13403   Code = 13403   // … takes at most … sessions

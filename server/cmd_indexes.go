@@ -28,7 +28,7 @@ func cmdCreateIndexes(r *request) (bsoncore.Document, error) {
 	var specs bsoncore.Array
 	var ignoreUnknown bool
 	err = r.parseArgs(map[string]fieldHandler{
-		"indexes":                   r.arrayArg("indexes", &specs),
+		"indexes":                   indexesArg(r, &specs),
 		"commitQuorum":              r.ignoredArg("commitQuorum", "any"),
 		"ignoreUnknownIndexOptions": r.boolArg("ignoreUnknownIndexOptions", &ignoreUnknown),
 	})
@@ -444,4 +444,15 @@ func cmdConvertShardKeyToHashed(r *request) (bsoncore.Document, error) {
 // mongod does: search needs Atlas or its local deployment.
 func cmdSearchIndexes(*request) (bsoncore.Document, error) {
 	return nil, mongoerr.SearchNotEnabledError()
+}
+
+// indexesArg reads createIndexes' indexes, an array; mongod reads a null
+// there as an object, which fails with its generic 10065.
+func indexesArg(r *request, dst *bsoncore.Array) fieldHandler {
+	return func(v bsoncore.Value) error {
+		if v.Type == bsoncore.TypeNull {
+			return mongoerr.New(mongoerr.Location10065, "invalid parameter: expected an object (indexes)")
+		}
+		return r.field("indexes").array(v, dst)
+	}
 }
