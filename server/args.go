@@ -228,6 +228,15 @@ func (f argField) owner() string {
 	return f.cmd + "." + strconv.Itoa(f.elem-1)
 }
 
+// numberOwner is owner for the type error of a number field: find's are
+// named by mongod's parser of the whole command, FindCommandRequest.
+func (f argField) numberOwner() string {
+	if f.cmd == "find" {
+		return "FindCommandRequest"
+	}
+	return f.owner()
+}
+
 // argReader reads one field's value into the arguments a.
 type argReader[A any] func(f argField, a *A, v bsoncore.Value) error
 
@@ -376,6 +385,9 @@ func (f argField) int64(v bsoncore.Value, dst *int64) error {
 
 // nonNegative reads an integer that must be >= 0 (skip, limit, batchSize).
 func (f argField) nonNegative(v bsoncore.Value, dst *int64) error {
+	if !value.IsNumber(v) {
+		return typesMismatch(f.numberOwner(), f.name, v, numberTypes)
+	}
 	if err := f.int64(v, dst); err != nil {
 		return err
 	}
@@ -390,7 +402,7 @@ func (f argField) nonNegative(v bsoncore.Value, dst *int64) error {
 func (f argField) batchSize(v bsoncore.Value, dst *int64) error {
 	n, ok := value.AsInt64(v)
 	if !ok {
-		return typeMismatch(f.owner(), f.name, v, "long")
+		return typesMismatch(f.numberOwner(), f.name, v, numberTypes)
 	}
 	if n < 0 {
 		return mongoerr.New(mongoerr.Location51024, "BSON field '%s' value must be >= 0, actual value '%d'", f.name, n)
