@@ -46,7 +46,7 @@ func (r *request) parseAggregate() (*aggregateArgs, error) {
 	}
 	err := r.parseArgs(map[string]fieldHandler{
 		"pipeline":                 r.arrayArg("pipeline", &a.pipeline),
-		"cursor":                   r.docArg("cursor", &a.cursorOpts),
+		"cursor":                   cursorOptionArg(&a.cursorOpts),
 		"explain":                  r.boolArg("explain", &a.explain),
 		"allowDiskUse":             r.boolArg("allowDiskUse", &a.allowDiskUse),
 		"bypassDocumentValidation": r.boolArg("bypassDocumentValidation", &a.bypass),
@@ -658,4 +658,17 @@ func (t writeTarget) check(doc bsoncore.Document, err error) error {
 		return err // kept, so that the write waits for the transaction and tries again
 	}
 	return toMongoErr(err)
+}
+
+// cursorOptionArg reads aggregate's cursor, a document (its batchSize
+// read later), refused in mongod's own words.
+func cursorOptionArg(dst *bsoncore.Document) fieldHandler {
+	return func(v bsoncore.Value) error {
+		d, ok := v.DocumentOK()
+		if !ok {
+			return mongoerr.New(mongoerr.TypeMismatch, "cursor field must be missing or an object")
+		}
+		*dst = d
+		return nil
+	}
 }

@@ -118,7 +118,7 @@ func cursorBatchSize(r *request, opts bsoncore.Document) (int, error) {
 	}
 	n, ok := value.AsInt64(v)
 	if !ok {
-		return 0, typeMismatch(r.name, "cursor.batchSize", v, "long")
+		return 0, typesMismatch("cursor", "batchSize", v, numberTypes) // mongod names the cursor options' own parser
 	}
 	if n < 0 {
 		return 0, mongoerr.New(mongoerr.Location51024, "BSON field 'batchSize' value must be >= 0, actual value '%d'", n)
