@@ -15,7 +15,7 @@ func ValidateID(v bsoncore.Value) error {
 	case bsoncore.TypeArray:
 		return mongoerr.New(mongoerr.InvalidIdField, "The '_id' value cannot be of type array")
 	case bsoncore.TypeRegex:
-		return mongoerr.New(mongoerr.InvalidIdField, "can't use a regex for _id")
+		return mongoerr.New(mongoerr.InvalidIdField, "The '_id' value cannot be of type regex")
 	case bsoncore.TypeUndefined:
 		return mongoerr.New(mongoerr.InvalidIdField, "can't use a undefined for _id")
 	case bsoncore.TypeEmbeddedDocument:

@@ -539,7 +539,7 @@ func applyBit(c *applyCtx, op *updateOp) error {
 	if n := getPath(c.root, op.parts); n != nil {
 		cur = n.value()
 		if cur.Type != bsoncore.TypeInt32 && cur.Type != bsoncore.TypeInt64 {
-			return mongoerr.New(mongoerr.BadValue, "Cannot apply $bit to a value of non-integral type.%s has the field %s of non-integer type %s", c.idText, op.parts[len(op.parts)-1], value.TypeName(cur.Type))
+			return mongoerr.New(mongoerr.BadValue, "Cannot apply $bit to a value of non-integral type.%s has the field %s of non-integer type %s", strings.TrimSuffix(strings.TrimPrefix(c.idText, "{"), "}"), op.parts[len(op.parts)-1], value.TypeName(cur.Type))
 		}
 	}
 	it := value.NewIter(op.arg.Data)

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"fmt"
 	"strings"
 	"time"
 
@@ -328,10 +329,10 @@ func (r *request) killCursorsIDs() ([]int64, error) {
 	}
 	vals, _ := arr.Values()
 	ids := make([]int64, 0, len(vals))
-	for _, v := range vals {
+	for i, v := range vals {
 		id, ok := v.Int64OK()
 		if !ok {
-			return nil, typeMismatch("killCursors", "cursors.0", v, "long")
+			return nil, typeMismatch("killCursors", fmt.Sprintf("cursors.%d", i), v, "long")
 		}
 		if cur := r.c.s.cursors.get(id); cur != nil && !r.opened(cur) {
 			return nil, r.notAuthorized()
