@@ -208,8 +208,9 @@ func cmdGetMore(r *request) (bsoncore.Document, error) {
 	}
 	var coll string
 	var batchSize int64
+	given := false
 	err := r.parseArgs(map[string]fieldHandler{
-		"collection":               r.stringArg("collection", &coll),
+		"collection":               func(v bsoncore.Value) error { given = true; return r.field("collection").string(v, &coll) },
 		"batchSize":                func(v bsoncore.Value) error { return r.field("batchSize").batchSize(v, &batchSize) },
 		"term":                     r.ignoredArg("term", "long"),
 		"lastKnownCommittedOpTime": r.ignoredArg("lastKnownCommittedOpTime", "object"),
@@ -217,8 +218,11 @@ func cmdGetMore(r *request) (bsoncore.Document, error) {
 	if err != nil {
 		return nil, err
 	}
-	if coll == "" {
+	switch {
+	case !given:
 		return nil, mongoerr.New(mongoerr.Location40414, "BSON field 'getMore.collection' is missing but a required field")
+	case coll == "":
+		return nil, mongoerr.New(mongoerr.InvalidNamespace, "Collection names cannot be empty")
 	}
 	r.c.s.stats.opGetMore.Add(1)
 	cur := r.c.s.cursors.get(id)
