@@ -125,16 +125,6 @@ func labelsOf(err error) []string {
 	return nil
 }
 
-// replyLabels are the errorLabels of a reply that succeeded.
-func replyLabels(reply bson.M) []string {
-	var out []string
-	arr, _ := reply["errorLabels"].(bson.A)
-	for _, v := range arr {
-		out = append(out, v.(string))
-	}
-	return out
-}
-
 // TestFailCommandErrorLabels: an error a failCommand fail point makes
 // carries the labels mongod would give a real error of that code in that
 // command (TransientTransactionError in a transaction,
