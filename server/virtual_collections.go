@@ -61,7 +61,10 @@ func (vc *virtualColl) pipeline(r *request, stages []bsoncore.Document, cursor b
 	for _, d := range vc.docs() {
 		docs.AppendDocument(d)
 	}
-	pipeline := bsoncore.NewArrayBuilder().AppendDocument(bsoncore.NewDocumentBuilder().AppendArray("$documents", docs.Build()).Build())
+	// $literal: the documents are data, whose field names ("$db" of a
+	// profiled command, ...) an expression would read as operators.
+	literal := bsoncore.NewDocumentBuilder().AppendArray("$literal", docs.Build()).Build()
+	pipeline := bsoncore.NewArrayBuilder().AppendDocument(bsoncore.NewDocumentBuilder().AppendDocument("$documents", literal).Build())
 	for _, st := range stages {
 		pipeline.AppendDocument(st)
 	}
