@@ -248,3 +248,16 @@ func merged(a, b bson.M) bson.M {
 	}
 	return out
 }
+
+// TestFailedEmptyPipelineLabelled: an aggregate with an empty pipeline
+// that fails with a code change streams resume on is answered with the
+// error, its labels decided without a first stage to look at.
+func TestFailedEmptyPipelineLabelled(t *testing.T) {
+	admin, db := startTestCommands(t)
+	setFailPoint(t, admin, "failCommand", bson.M{"times": 1}, bson.M{"failCommands": bson.A{"aggregate"}, "errorCode": 7})
+	err := db.RunCommand(ctx, bson.D{{Key: "aggregate", Value: "c"}, {Key: "pipeline", Value: bson.A{}}, {Key: "cursor", Value: bson.D{}}}).Err()
+	var ce mongo.CommandError
+	if !errors.As(err, &ce) || ce.Code != 7 {
+		t.Fatalf("aggregate under failCommand: %v, want code 7", err)
+	}
+}

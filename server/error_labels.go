@@ -150,7 +150,11 @@ func (r *request) opensChangeStream() bool {
 	if !ok {
 		return false
 	}
-	first, ok := pipeline.Index(0).DocumentOK()
+	v, err := pipeline.IndexErr(0) // an empty pipeline has none
+	if err != nil {
+		return false
+	}
+	first, ok := v.DocumentOK()
 	return ok && value.FirstKey(first) == "$changeStream"
 }
 
