@@ -255,6 +255,12 @@ func collationPreds(preds []query.Predicate, ic, qc *value.Collation) []query.Pr
 	return out
 }
 
+// fullInterval reports an interval over every value, in either direction
+// (a descending field's runs from MaxKey to MinKey): it bounds nothing.
+func fullInterval(iv index.FieldInterval) bool {
+	return iv.LoText == "MinKey" && iv.HiText == "MaxKey" || iv.LoText == "MaxKey" && iv.HiText == "MinKey"
+}
+
 // usable says whether the planner may pick an index on its own for any
 // query: partial and sparse indexes miss documents and hidden ones are off
 // limits.
@@ -383,7 +389,7 @@ func indexPlan(ix *storage.IndexInfo, preds []query.Predicate, sortKeys []sortKe
 			if len(ivs) == 1 && singles == len(p.bounds)-1 {
 				singles++
 			}
-		case len(ivs) == 1 && ivs[0].LoText == "MinKey" && ivs[0].HiText == "MaxKey":
+		case len(ivs) == 1 && fullInterval(ivs[0]):
 			bounded = false
 		default:
 			score++
