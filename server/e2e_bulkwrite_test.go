@@ -94,3 +94,49 @@ func TestClientBulkWriteRetried(t *testing.T) {
 		t.Fatalf("the upsert ran %v times, want once: %v", doc["v"], err)
 	}
 }
+
+// TestClientBulkWriteInTransaction: bulkWrite runs in a transaction, as on
+// mongod 8: its writes over two databases are seen by no one until the
+// commit, and an abort leaves nothing.
+func TestClientBulkWriteInTransaction(t *testing.T) {
+	c := startServer(t).client()
+	writes := func(id int) []mongo.ClientBulkWrite {
+		return []mongo.ClientBulkWrite{
+			{Database: "shop", Collection: "items", Model: mongo.NewClientInsertOneModel().SetDocument(bson.D{{Key: "_id", Value: id}})},
+			{Database: "crm", Collection: "people", Model: mongo.NewClientInsertOneModel().SetDocument(bson.D{{Key: "_id", Value: id}})},
+		}
+	}
+	for _, commit := range []bool{true, false} {
+		sess, err := c.StartSession()
+		if err != nil {
+			t.Fatal(err)
+		}
+		id := map[bool]int{true: 1, false: 2}[commit]
+		if err := sess.StartTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		sctx := mongo.NewSessionContext(ctx, sess)
+		if _, err := c.BulkWrite(sctx, writes(id)); err != nil {
+			t.Fatalf("bulkWrite in a transaction: %v", err)
+		}
+		if n, _ := c.Database("crm").Collection("people").CountDocuments(ctx, bson.D{{Key: "_id", Value: id}}); n != 0 {
+			t.Fatal("a write of an open transaction is visible outside it")
+		}
+		if commit {
+			err = sess.CommitTransaction(ctx)
+		} else {
+			err = sess.AbortTransaction(ctx)
+		}
+		sess.EndSession(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[bool]int64{true: 1, false: 0}[commit]
+		for _, db := range []string{"shop", "crm"} {
+			coll := map[string]string{"shop": "items", "crm": "people"}[db]
+			if n, _ := c.Database(db).Collection(coll).CountDocuments(ctx, bson.D{{Key: "_id", Value: id}}); n != want {
+				t.Fatalf("commit %v: %s has %d of the transaction's documents, want %d", commit, db, n, want)
+			}
+		}
+	}
+}
