@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
 )
 
 // TestReadAtClusterTime: readConcern snapshot with atClusterTime reads the
@@ -74,4 +76,32 @@ func TestReadAtClusterTime(t *testing.T) {
 	mustRun(t, db, bson.D{{Key: "insert", Value: "c"}, {Key: "documents", Value: bson.A{bson.D{{Key: "_id", Value: 4}}}}})
 	_, err = run(t, db, bson.D{{Key: "find", Value: "c"}, {Key: "readConcern", Value: bson.D{{Key: "level", Value: "snapshot"}, {Key: "atClusterTime", Value: t2}}}})
 	wantCode(t, err, 239, "SnapshotTooOld")
+}
+
+// TestSnapshotSessionGetMore: a snapshot session's find over several
+// batches: the driver repeats the snapshot read concern on each getMore,
+// which reads as its cursor does, and every document comes back.
+func TestSnapshotSessionGetMore(t *testing.T) {
+	c := startServer(t).client()
+	coll := c.Database("snap").Collection("c")
+	docs := make([]any, 10)
+	for i := range docs {
+		docs[i] = bson.D{{Key: "_id", Value: i}}
+	}
+	if _, err := coll.InsertMany(ctx, docs); err != nil {
+		t.Fatal(err)
+	}
+	sess, err := c.StartSession(options.Session().SetSnapshot(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.EndSession(ctx)
+	cur, err := coll.Find(mongo.NewSessionContext(ctx, sess), bson.D{}, options.Find().SetBatchSize(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []bson.M
+	if err := cur.All(mongo.NewSessionContext(ctx, sess), &got); err != nil || len(got) != 10 {
+		t.Fatalf("snapshot find over getMores: %d documents, %v", len(got), err)
+	}
 }

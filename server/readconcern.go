@@ -28,6 +28,12 @@ func (r *request) applyReadConcern() error {
 	if !ok {
 		return typeMismatch(r.name, "readConcern", v, "object")
 	}
+	if r.name == "getMore" {
+		// A getMore reads as its cursor does; mongod takes the read
+		// concern a driver repeats on it (a snapshot session's) and
+		// lets the cursor decide.
+		return nil
+	}
 	els, _ := rc.Elements()
 	for _, el := range els {
 		if err := r.readConcernField(el); err != nil {
