@@ -202,11 +202,14 @@ func (e *Engine) Freeze(ctx context.Context) (int, error) {
 	return e.gate.lockCount(), nil
 }
 
-// flushFrozen checkpoints every open database with the gate closed and
-// waits for their logs' background work, so that nothing is left to
-// write once Freeze returns.
+// flushFrozen waits for spare databases being made, checkpoints every
+// open database with the gate closed and waits for their logs' background
+// work, so that nothing is left to write once Freeze returns.
 func (e *Engine) flushFrozen(ctx context.Context) error {
 	ctx = context.WithValue(ctx, insideGateKey{}, insideFreeze)
+	if e.spares != nil {
+		e.spares.wait() // spares begun before the gate closed; none begins after
+	}
 	for _, d := range e.handles() {
 		if err := d.Checkpoint(ctx); err != nil {
 			return err

@@ -204,8 +204,8 @@ func (s *spares) fill() {
 		// While the data directory is frozen, or about to be, no spare is
 		// made: a creation that waits for one inside the write gate would
 		// hold the freeze. It makes its directory itself (take finds
-		// none); one spare started just before the gate closed is made
-		// as a crash leaves one, named only once whole.
+		// none); spares started just before the gate closed are made
+		// before the freeze returns (flushFrozen waits for them).
 		if s.closed || missing <= 0 || s.engine.gate.closedNow() {
 			s.mu.Unlock()
 			return
