@@ -19,19 +19,15 @@ type catalogCounts struct {
 	collections, capped, clustered, timeseries, views, internalCollections, internalViews int32
 }
 
-// catalogStatsStatus counts from each database's catalog without reopening
-// the idle ones (storage.Engine.Visit).
+// catalogStatsStatus counts from each database's default branch as held
+// in memory, without reopening the idle ones (storage.Engine.Visit).
 func (s *Server) catalogStatsStatus(ctx context.Context) bsoncore.Document {
 	var c catalogCounts
 	names, _ := s.engine.DatabaseNames()
 	for _, name := range names {
 		_ = s.engine.Visit(ctx, name, func(d *storage.Database) error {
-			cat, err := d.Catalog(ctx)
-			for _, bc := range cat {
-				if bc.Branch == storage.DefaultBranch {
-					c.add(name, bc.Collections)
-				}
-			}
+			colls, err := d.DefaultCatalog(ctx)
+			c.add(name, colls)
 			return err
 		})
 	}

@@ -142,6 +142,34 @@ func (d *Database) closedCatalog() []BranchCatalog {
 	return d.life.catalog
 }
 
+// DefaultCatalog lists the default branch's collections, from memory
+// where it can: the catalog as of an idle close, or the loaded branch's
+// state, without listing the store's refs (which a table compaction of
+// the store may be rewriting).
+func (d *Database) DefaultCatalog(ctx context.Context) ([]CollectionInfo, error) {
+	if cat := d.closedCatalog(); cat != nil {
+		for _, bc := range cat {
+			if bc.Branch == DefaultBranch {
+				return bc.Collections, nil
+			}
+		}
+		return nil, nil
+	}
+	if err := d.hold(ctx); err != nil {
+		return nil, err
+	}
+	defer d.release()
+	b, err := d.branch(ctx, DefaultBranch)
+	if err != nil {
+		return nil, err
+	}
+	infos := b.state.Load().collectionInfos()
+	for i := range infos {
+		infos[i] = infos[i].clone()
+	}
+	return infos, nil
+}
+
 func (d *Database) catalog(ctx context.Context) ([]BranchCatalog, error) {
 	names, err := d.branchNames(ctx)
 	if err != nil {
