@@ -7,9 +7,7 @@ import (
 
 // retryableOutsideTransactions are the retryable writes that do not run
 // in a transaction here, and why.
-var retryableOutsideTransactions = map[string]string{
-	"bulkWrite": "mongod 8 runs it in a transaction; DumboDB refuses it there (OperationNotSupportedInTransaction)",
-}
+var retryableOutsideTransactions = map[string]string{}
 
 // TestCommandTableFacts walks the command table for facts that contradict
 // each other: every row says what it does; another spelling names a row
