@@ -111,6 +111,9 @@ func (b *blamer) version(ctx context.Context, c *datas.Commit) (map[string]strin
 // setter traces path from c to the commit that set its value.
 func (b *blamer) setter(ctx context.Context, c *datas.Commit, path string) (*datas.Commit, error) {
 	for {
+		if err := ctx.Err(); err != nil { // the trace may go down every commit
+			return nil, err
+		}
 		cur, err := b.version(ctx, c)
 		if err != nil {
 			return nil, err

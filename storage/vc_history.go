@@ -127,6 +127,9 @@ func (w *logWalk) push(ctx context.Context, c *datas.Commit) {
 // next is the next commit the options select (ok false: none left).
 func (w *logWalk) next(ctx context.Context) (CommitInfo, bool, error) {
 	for w.q.Len() > 0 {
+		if err := ctx.Err(); err != nil { // a history walk may visit every commit
+			return CommitInfo{}, false, err
+		}
 		c := w.q.next()
 		parents, err := datas.GetCommitParents(ctx, w.d.vs, c.NomsValue())
 		if err != nil {
