@@ -341,6 +341,12 @@ func cmdDrop(r *request) (bsoncore.Document, error) {
 	if err := r.parseArgs(nil); err != nil {
 		return nil, err
 	}
+	if coll == "system.profile" && r.rev == "" && r.txn == nil {
+		found, err := r.c.s.profiler.dropProfile(r.db)
+		if err != nil || found {
+			return dropProfileReply(r, err)
+		}
+	}
 	if err := r.keepDropped(coll); err != nil {
 		return nil, err
 	}
@@ -360,6 +366,16 @@ func cmdDrop(r *request) (bsoncore.Document, error) {
 	}
 	r.killCursorsOn(coll, "collection dropped")
 	return reply.AppendDouble("ok", 1).Build(), nil
+}
+
+// dropProfileReply is drop's reply for system.profile, which has no
+// indexes.
+func dropProfileReply(r *request, err error) (bsoncore.Document, error) {
+	if err != nil {
+		return nil, err
+	}
+	return bsoncore.NewDocumentBuilder().AppendInt32("nIndexesWas", 0).AppendString("ns", r.ns("system.profile")).
+		AppendDouble("ok", 1).Build(), nil
 }
 
 // droppedReply is drop's reply for what it drops, as mongod's: the

@@ -279,6 +279,7 @@ func cmdDropDatabase(r *request) (bsoncore.Document, error) {
 		return nil, err
 	}
 	r.c.s.forgetCheckouts(r.db)
+	r.c.s.profiler.forgetDatabase(r.db)
 	return okReply(), nil // mongod 8 answers no more, the database there or not
 }
 

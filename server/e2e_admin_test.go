@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -579,7 +580,45 @@ func TestProfiler(t *testing.T) {
 	if err != nil || !strings.Contains(strings.Join(names, ","), "system.profile") {
 		t.Errorf("listCollections: %v %v", names, err)
 	}
+	err = app.Collection("system.profile").Drop(ctx)
+	wantCode(t, err, 20, "IllegalOperation")
 	mustRun(t, app, bson.D{{Key: "profile", Value: 0}})
 	_, err = run(t, app, bson.D{{Key: "profile", Value: 3}})
 	wantCode(t, err, 2, "BadValue")
+	assertProfileDrops(t, app)
+}
+
+// assertProfileDrops: with profiling off, system.profile drops and is no
+// longer listed; dropDatabase takes it and the database's level with it.
+func assertProfileDrops(t *testing.T, app *mongo.Database) {
+	t.Helper()
+	listed := func() bool {
+		names, err := app.ListCollectionNames(ctx, bson.M{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return slices.Contains(names, "system.profile")
+	}
+	if got := mustRun(t, app, bson.D{{Key: "drop", Value: "system.profile"}}); got["ns"] != "app.system.profile" {
+		t.Errorf("drop system.profile: %v", got)
+	}
+	if listed() {
+		t.Error("system.profile listed after its drop")
+	}
+	mustRun(t, app, bson.D{{Key: "profile", Value: 2}})
+	if _, err := app.Collection("c").InsertOne(ctx, bson.M{"_id": 3}); err != nil {
+		t.Fatal(err)
+	}
+	if !listed() {
+		t.Error("system.profile not listed at level 2")
+	}
+	if err := app.Drop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if listed() {
+		t.Error("system.profile listed after dropDatabase")
+	}
+	if got := mustRun(t, app, bson.D{{Key: "profile", Value: -1}}); got["was"] != int32(0) {
+		t.Errorf("level after dropDatabase: %v", got)
+	}
 }

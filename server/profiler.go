@@ -40,6 +40,9 @@ type dbProfile struct {
 	filterD bsoncore.Document
 	entries []bsoncore.Document
 	bytes   int
+	// exists: system.profile is there, as on mongod from when a level
+	// above 0 is set or an entry is written, until it is dropped.
+	exists bool
 }
 
 // profile reads a database's profile, made if make is set.
@@ -139,6 +142,7 @@ func cmdProfile(r *request) (bsoncore.Document, error) {
 				p.active.Add(1)
 			}
 			d.level = int(level)
+			d.exists = d.exists || level > 0
 			if filter.Type != 0 {
 				d.filter, d.filterD = match, filter.Document()
 				if match == nil {
@@ -182,6 +186,7 @@ func (p *profiler) record(c *conn, req *request, cmd, reply bsoncore.Document, t
 	}
 	d.entries = append(d.entries, entry)
 	d.bytes += len(entry)
+	d.exists = true
 	for d.bytes > profileBytes && len(d.entries) > 1 {
 		d.bytes -= len(d.entries[0])
 		d.entries = d.entries[1:]
@@ -251,8 +256,9 @@ func (r *request) profileCollection(coll string) (*virtualColl, bool) {
 	p := &r.c.s.profiler
 	p.mu.Lock()
 	d := p.profile(r.db, false)
+	exists := d != nil && d.exists
 	p.mu.Unlock()
-	if d == nil {
+	if !exists {
 		return nil, false
 	}
 	return &virtualColl{ns: r.ns(coll), indexes: nil, docs: func() []bsoncore.Document {
@@ -260,6 +266,36 @@ func (r *request) profileCollection(coll string) (*virtualColl, bool) {
 		defer p.mu.Unlock()
 		return append([]bsoncore.Document(nil), d.entries...)
 	}}, true
+}
+
+// dropProfile is drop of <db>.system.profile: refused while the
+// database is profiled, as mongod does; found says it was there.
+func (p *profiler) dropProfile(db string) (found bool, err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	d := p.profile(db, false)
+	if d == nil || !d.exists {
+		return false, nil
+	}
+	if d.level != 0 {
+		return false, mongoerr.New(mongoerr.IllegalOperation, "turn off profiling before dropping system.profile collection")
+	}
+	d.exists, d.entries, d.bytes = false, nil, 0
+	return true, nil
+}
+
+// forgetDatabase drops a database's profile with the database: its
+// entries, and its level and filter, which go back to the server's
+// defaults, as mongod's dropDatabase clears the database's settings.
+func (p *profiler) forgetDatabase(db string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if d := p.dbs[db]; d != nil {
+		if d.level > 0 {
+			p.active.Add(-1)
+		}
+		delete(p.dbs, db)
+	}
 }
 
 // profileCollectionEntry is system.profile's listCollections entry: a
