@@ -59,6 +59,11 @@ func cmdValidate(r *request) (bsoncore.Document, error) {
 	if err != nil {
 		return nil, err
 	}
+	opts := validateOptions{"full": full, "background": background, "repair": repair, "metadata": metadata,
+		"checkBSONConformance": checkBSON, "enforceFastCount": fastCount}
+	if err := opts.refuseCombinations(); err != nil {
+		return nil, err
+	}
 	if repair {
 		return nil, mongoerr.New(mongoerr.NotImplemented, "validate option 'repair' is not supported by DumboDB")
 	}
@@ -77,6 +82,33 @@ func cmdValidate(r *request) (bsoncore.Document, error) {
 		return nil, err
 	}
 	return rep.reply(r.ns(coll), snap.Indexes(coll)), nil
+}
+
+// validateOptions are validate's boolean options by name.
+type validateOptions map[string]bool
+
+// validateExclusions are the pairs of options validate refuses together,
+// in the order mongod checks them.
+var validateExclusions = [][2]string{
+	{"background", "full"},
+	{"background", "enforceFastCount"},
+	{"background", "repair"},
+	{"enforceFastCount", "repair"},
+	{"checkBSONConformance", "repair"},
+}
+
+// refuseCombinations refuses what mongod's validate refuses as
+// InvalidOptions: the pairs above, and metadata with any other option.
+func (o validateOptions) refuseCombinations() error {
+	for _, pair := range validateExclusions {
+		if o[pair[0]] && o[pair[1]] {
+			return mongoerr.New(mongoerr.InvalidOptions, "Running the validate command with both { %s: true } and { %s: true } is not supported.", pair[0], pair[1])
+		}
+	}
+	if o["metadata"] && (o["background"] || o["full"] || o["enforceFastCount"] || o["checkBSONConformance"] || o["repair"]) {
+		return mongoerr.New(mongoerr.InvalidOptions, "Running the validate command with { metadata: true } is not supported with any other options")
+	}
+	return nil
 }
 
 // validateCollection reads every document (unless only metadata is
