@@ -74,6 +74,27 @@ func TestWriteConcernOnStandalone(t *testing.T) {
 	}
 }
 
+// TestFailedCommandReportsWriteConcernError: a command that fails on the
+// replica set still reports the write concern it could not satisfy, in
+// writeConcernError beside the command's own error, as mongod does.
+func TestFailedCommandReportsWriteConcernError(t *testing.T) {
+	db, coll := startCollection(t, "fid", "c")
+	if _, err := coll.InsertOne(ctx, bson.M{"_id": 1}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := run(t, db, bson.D{{Key: "dropIndexes", Value: "c"}, {Key: "index", Value: "nosuch"},
+		{Key: "writeConcern", Value: bson.D{{Key: "w", Value: 50}}}})
+	wantCode(t, err, 27, "IndexNotFound")
+	var ce mongo.CommandError
+	if !errors.As(err, &ce) {
+		t.Fatalf("not a command error: %v", err)
+	}
+	wce, ok := ce.Raw.Lookup("writeConcernError").DocumentOK()
+	if !ok || wce.Lookup("codeName").StringValue() != "UnsatisfiableWriteConcern" {
+		t.Errorf("reply %v: want a writeConcernError", ce.Raw)
+	}
+}
+
 // TestGetMoreFractionalBatchSize: getMore drops a batch size's fraction
 // as mongod does (1.9 is 1).
 func TestGetMoreFractionalBatchSize(t *testing.T) {

@@ -177,7 +177,11 @@ func (r *request) runUnderFailPoints() (bsoncore.Document, error) {
 	if err == nil && r.wcError != nil {
 		reply = withWriteConcernError(reply, r.wcError)
 	}
-	return reply, r.endStatement(reply, err)
+	err = r.endStatement(reply, err)
+	if err != nil && r.wcError != nil {
+		err = failedWithWriteConcernError(err, r.wcError)
+	}
+	return reply, err
 }
 
 // Restarting a transaction's first statement (runHandler): how often, and

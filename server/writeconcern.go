@@ -133,6 +133,20 @@ func usedWriteConcern(wc bsoncore.Document) bsoncore.Document {
 	return b.AppendInt32("wtimeout", int32(timeout)).AppendString("provenance", "clientSupplied").Build()
 }
 
+// failedWithWriteConcernError adds a writeConcernError to a failed
+// command's error: mongod waits for the write concern whether the
+// command succeeded or not, and reports both.
+func failedWithWriteConcernError(err error, wcError bsoncore.Document) error {
+	me := *toMongoErr(err)
+	b := bsoncore.NewDocumentBuilder()
+	els, _ := me.Info.Elements()
+	for _, el := range els {
+		b.AppendValue(el.Key(), el.Value())
+	}
+	me.Info = b.AppendDocument("writeConcernError", wcError).Build()
+	return &me
+}
+
 // withWriteConcernError adds a writeConcernError to a successful reply
 // that has none, before ok, where mongod places it.
 func withWriteConcernError(reply, wcError bsoncore.Document) bsoncore.Document {
