@@ -265,6 +265,9 @@ func cmdCreate(r *request) (bsoncore.Document, error) {
 	default:
 		err = r.write(func(tx *storage.Tx) error {
 			if info, ok := tx.Collection(coll); ok && r.createUUID == nil {
+				if r.txn != nil { // a transaction's create only ever makes one
+					return storage.ErrNamespaceExists
+				}
 				return existingCollection(r.ns(coll), info, built)
 			}
 			var err error

@@ -175,6 +175,9 @@ func TestTransactionRules(t *testing.T) {
 		_, err := db.Collection("old").Indexes().CreateOne(sc, mongo.IndexModel{Keys: bson.D{{Key: "a", Value: 1}}})
 		return err
 	})
+	try("create of an existing collection", 48, func(sc context.Context) error {
+		return db.CreateCollection(sc, "old") // outside a transaction: ok, the options being the same
+	})
 	try("$out", 263, func(sc context.Context) error {
 		_, err := db.Collection("old").Aggregate(sc, mongo.Pipeline{{{Key: "$out", Value: "copy"}}})
 		return err
