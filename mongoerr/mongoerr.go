@@ -195,7 +195,8 @@ const (
 
 // Category is a set of mongod's error categories (error_codes.yml's
 // error_categories), the ones that decide the error labels mongod gives:
-// whether a driver retries a write or resumes a change stream.
+// whether a driver retries a write or resumes a change stream, and
+// whether the error carries the server's topologyVersion.
 type Category uint8
 
 const (
@@ -204,6 +205,7 @@ const (
 	NeedRetargettingError
 	NonResumableChangeStreamError
 	SnapshotError
+	NotPrimaryError
 )
 
 // categories are each code's categories, as mongod's error_codes.yml
@@ -215,17 +217,17 @@ var categories = map[Code]Category{
 	ShutdownInProgress:                 RetriableError,
 	ReadConcernMajorityNotAvailableYet: RetriableError,
 	StaleEpoch:                         NeedRetargettingError,
-	PrimarySteppedDown:                 RetriableError,
+	PrimarySteppedDown:                 RetriableError | NotPrimaryError,
 	ExceededTimeLimit:                  RetriableError,
 	ChangeStreamFatalError:             NonResumableChangeStreamError,
 	ChangeStreamHistoryLost:            NonResumableChangeStreamError,
 	SocketException:                    NetworkError | RetriableError,
-	NotWritablePrimary:                 RetriableError,
+	NotWritablePrimary:                 RetriableError | NotPrimaryError,
 	InterruptedAtShutdown:              RetriableError,
-	InterruptedDueToReplStateChange:    RetriableError,
+	InterruptedDueToReplStateChange:    RetriableError | NotPrimaryError,
 	StaleConfig:                        NeedRetargettingError,
-	NotPrimaryNoSecondaryOk:            RetriableError,
-	NotPrimaryOrSecondary:              RetriableError,
+	NotPrimaryNoSecondaryOk:            RetriableError | NotPrimaryError,
+	NotPrimaryOrSecondary:              RetriableError | NotPrimaryError,
 	SnapshotTooOld:                     SnapshotError,
 	SnapshotUnavailable:                SnapshotError,
 	StaleChunkHistory:                  SnapshotError,

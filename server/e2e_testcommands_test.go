@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dumbodb/dumbodb/server"
 
@@ -18,7 +19,10 @@ import (
 // would give every command one).
 func startTestCommands(t *testing.T) (*mongo.Database, *mongo.Database) {
 	t.Helper()
-	c := startServer(t, func(c *server.Config) { c.TestCommands = true }).client(options.Client().SetTimeout(0))
+	// A short heartbeat: after a shutdown error the driver marks the
+	// server unknown and waits for its monitor's next hello, which the
+	// server holds up to the heartbeat interval, as mongod does.
+	c := startServer(t, func(c *server.Config) { c.TestCommands = true }).client(options.Client().SetTimeout(0).SetHeartbeatInterval(500 * time.Millisecond))
 	return c.Database("admin"), c.Database("tc")
 }
 
@@ -191,6 +195,50 @@ func TestFailCommandErrorLabels(t *testing.T) {
 	wantCode(t, err, 251, "NoSuchTransaction")
 	if !slices.Equal(labelsOf(err), []string{"TransientTransactionError"}) {
 		t.Errorf("a commit of no transaction: labels %v", labelsOf(err))
+	}
+}
+
+// TestFailCommandBeforeTheTransaction: failCommand fails a statement
+// before it takes its session, as on mongod: a failed first statement
+// leaves no transaction (its commit finds none, the session's next
+// transaction starts cleanly), and a failed later one leaves the
+// transaction as it was, to commit. The client goes on at once: the
+// not-primary error carries the topology version, as mongod's do.
+func TestFailCommandBeforeTheTransaction(t *testing.T) {
+	admin, db := startTestCommands(t)
+	sc := oneSession(t, db)
+	insert := func(txn int64, first bool) bson.D {
+		cmd := bson.D{{Key: "insert", Value: "c"}, {Key: "documents", Value: bson.A{bson.M{}}}, {Key: "txnNumber", Value: txn},
+			{Key: "autocommit", Value: false}}
+		if first {
+			cmd = append(cmd, bson.E{Key: "startTransaction", Value: true})
+		}
+		return cmd
+	}
+	commit := func(txn int64) error {
+		_, err := runIn(sc, admin, bson.D{{Key: "commitTransaction", Value: 1}, {Key: "txnNumber", Value: txn}, {Key: "autocommit", Value: false}})
+		return err
+	}
+	failInsert := func() {
+		setFailPoint(t, admin, "failCommand", bson.M{"times": 1}, bson.M{"failCommands": bson.A{"insert"}, "errorCode": 10107})
+	}
+	failInsert()
+	_, err := runIn(sc, db, insert(1, true))
+	wantCode(t, err, 10107, "NotWritablePrimary")
+	var ce mongo.CommandError
+	if !errors.As(err, &ce) || ce.Raw.Lookup("topologyVersion", "processId").Type != bson.TypeObjectID {
+		t.Errorf("a not-primary error without the topologyVersion: %v", err)
+	}
+	wantCode(t, commit(1), 251, "NoSuchTransaction")
+	mustRunIn(t, sc, db, insert(2, true))
+	failInsert()
+	_, err = runIn(sc, db, insert(2, false))
+	wantCode(t, err, 10107, "NotWritablePrimary")
+	if err := commit(2); err != nil {
+		t.Fatalf("the transaction after its failed statement: %v", err)
+	}
+	if n, _ := db.Collection("c").CountDocuments(ctx, bson.M{}); n != 1 {
+		t.Errorf("%d documents, want the transaction's 1", n)
 	}
 }
 

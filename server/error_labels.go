@@ -30,7 +30,7 @@ const (
 func (r *request) labelled(reply bsoncore.Document, err error) (bsoncore.Document, error) {
 	if err != nil {
 		me := toMongoErr(err)
-		return nil, r.labelError(me, r.errorLabels(me.Code, 0))
+		return nil, r.withTopologyVersion(r.labelError(me, r.errorLabels(me.Code, 0)))
 	}
 	wc, ok := reply.Lookup("writeConcernError").DocumentOK()
 	if !ok {
@@ -41,6 +41,20 @@ func (r *request) labelled(reply bsoncore.Document, err error) (bsoncore.Documen
 		return reply, nil
 	}
 	return withField(reply, "errorLabels", labelArray(labels)), nil
+}
+
+// withTopologyVersion adds the server's topologyVersion to a
+// not-primary error in the replica set, after its labels, as mongod does:
+// a driver that finds it no newer than the one it knows takes the error
+// as stale and keeps the server, instead of marking it unknown and
+// waiting for its next check.
+func (r *request) withTopologyVersion(e *mongoerr.Error) *mongoerr.Error {
+	if !e.Code.In(mongoerr.NotPrimaryError) || !r.c.s.topo.replicaSet() {
+		return e
+	}
+	out := *e
+	out.Info = withField(e.Info, "topologyVersion", bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: r.c.s.topologyVersion()})
+	return &out
 }
 
 // labelError is e with the labels added to those it has, or with the

@@ -78,12 +78,17 @@ func newTopology(cfg Config, addrs []net.Addr, clock *clusterClock) *topology {
 	return t
 }
 
+// topologyVersion is this server's: its process and a counter that stays
+// 0, its one member never changing state.
+func (s *Server) topologyVersion() bsoncore.Document {
+	return bsoncore.NewDocumentBuilder().AppendObjectID("processId", s.topo.processID).AppendInt64("counter", 0).Build()
+}
+
 // appendHelloFields adds the replica-set fields of hello: the set, this
 // member as its primary, the last write and the topology version.
 func (s *Server) appendHelloFields(b *bsoncore.DocumentBuilder) {
 	t := s.topo
-	b.AppendDocument("topologyVersion", bsoncore.NewDocumentBuilder().
-		AppendObjectID("processId", t.processID).AppendInt64("counter", 0).Build())
+	b.AppendDocument("topologyVersion", s.topologyVersion())
 	if !t.replicaSet() {
 		return
 	}

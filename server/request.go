@@ -122,6 +122,17 @@ func (r *request) execute() (bsoncore.Document, error) {
 	if err := r.applyWriteConcern(); err != nil {
 		return nil, err
 	}
+	cancel, err := r.applyMaxTime()
+	if err != nil {
+		return nil, err
+	}
+	defer cancel()
+	f, fired := r.c.s.failCommand.trigger(canonicalCommand(r.name), r.appName())
+	if fired {
+		if done, err := r.failBeforeRunning(f); done {
+			return nil, err
+		}
+	}
 	if err := r.sessionFields(); err != nil {
 		return nil, err
 	}
@@ -131,34 +142,34 @@ func (r *request) execute() (bsoncore.Document, error) {
 	if err := r.applyReadConcern(); err != nil {
 		return nil, err
 	}
-	cancel, err := r.applyMaxTime()
-	if err != nil {
-		return nil, err
+	return r.runUnderFailPoints(f, fired)
+}
+
+// failBeforeRunning is what a failCommand fail point that fired does
+// before the command takes its session, as on mongod: a transaction's
+// statement it fails neither starts nor ends the transaction. done says
+// the command goes no further: it failed with err, or (err nil) its
+// connection closes without a reply.
+func (r *request) failBeforeRunning(f failure) (done bool, err error) {
+	if err := f.wait(r.ctx); err != nil {
+		return true, err
 	}
-	defer cancel()
-	return r.runUnderFailPoints()
+	if f.closeConn {
+		return true, nil
+	}
+	if f.err != nil || f.wcError != nil {
+		r.labelsOverride = f.labels
+	}
+	return f.err != nil, f.err
 }
 
 // runUnderFailPoints runs the command as the test fail points that are
-// on have it: failCommand first, then maxTimeAlwaysTimeOut (mongod's
-// first check for interruption, before the command runs), then the
-// command, a retryable write under onPrimaryTransactionalWrite.
-func (r *request) runUnderFailPoints() (bsoncore.Document, error) {
-	f, fired := r.c.s.failCommand.trigger(canonicalCommand(r.name), r.appName())
-	if fired {
-		if err := f.wait(r.ctx); err != nil {
-			return nil, err
-		}
-		if f.closeConn {
-			return nil, nil
-		}
-		if f.err != nil || f.wcError != nil {
-			r.labelsOverride = f.labels
-		}
-		if f.err != nil {
-			return nil, f.err
-		}
-	}
+// on have it, once a failCommand that fired has done what it does before
+// (failBeforeRunning): maxTimeAlwaysTimeOut (mongod's first check for
+// interruption, before the command runs), then the command, a retryable
+// write under onPrimaryTransactionalWrite, then failCommand's write
+// concern error.
+func (r *request) runUnderFailPoints(f failure, fired bool) (bsoncore.Document, error) {
 	if r.timeLimited {
 		if err := r.c.s.maxTimeFailPoint.expired(); err != nil {
 			return nil, err
