@@ -156,8 +156,16 @@ type changeStream struct {
 	// invalidated: the stream produced its invalidate event; nothing
 	// comes after it.
 	invalidated bool
-	snaps       map[string]*storage.Snapshot // updateLookup, per database, for one batch
+	snaps       map[string]lookupSnapshot // updateLookup, per database, for one batch
 	mu          sync.Mutex
+}
+
+// lookupSnapshot is a database's state for updateLookup, with the log's
+// next sequence number when it was taken: it holds the writes of every
+// entry below that, and is too old for the entries from there on.
+type lookupSnapshot struct {
+	snap    *storage.Snapshot
+	logNext uint64
 }
 
 type streamEvent struct {

@@ -179,7 +179,7 @@ func missingImageEvent(e storage.ChangeEntry, ev storage.ChangeEvent) string {
 // lookup is updateLookup: the document as it is now on the branch (null
 // when it is gone).
 func (cs *changeStream) lookup(ctx context.Context, e storage.ChangeEntry, ev storage.ChangeEvent) (bsoncore.Value, error) {
-	snap, err := cs.snapshotOf(ctx, e.DB)
+	snap, err := cs.snapshotOf(ctx, e)
 	if err != nil || snap == nil {
 		return nullValue, err
 	}
@@ -190,13 +190,18 @@ func (cs *changeStream) lookup(ctx context.Context, e storage.ChangeEntry, ev st
 	return value.DocValue(doc), nil
 }
 
-// snapshotOf is the current state of a database's watched branch, taken
-// once per batch.
-func (cs *changeStream) snapshotOf(ctx context.Context, db string) (*storage.Snapshot, error) {
-	if snap, ok := cs.snaps[db]; ok {
-		return snap, nil
+// snapshotOf is the current state of the watched branch of e's database.
+// One snapshot serves the batch's events while it is not older than
+// their entry: the batch reads entries as it goes, and a write logged
+// after the snapshot was taken must find its document as it wrote it.
+func (cs *changeStream) snapshotOf(ctx context.Context, e storage.ChangeEntry) (*storage.Snapshot, error) {
+	if ls, ok := cs.snaps[e.DB]; ok && e.Seq < ls.logNext {
+		return ls.snap, nil
 	}
-	d, err := cs.s.engine.Database(ctx, db, false)
+	// Read before the snapshot is taken: a write's state is published
+	// before its entry is logged, so the snapshot holds every entry below.
+	logNext := cs.s.engine.Changes().Stats().Next
+	d, err := cs.s.engine.Database(ctx, e.DB, false)
 	if err != nil || d == nil {
 		return nil, err
 	}
@@ -205,9 +210,9 @@ func (cs *changeStream) snapshotOf(ctx context.Context, db string) (*storage.Sna
 		return nil, err
 	}
 	if cs.snaps == nil {
-		cs.snaps = map[string]*storage.Snapshot{}
+		cs.snaps = map[string]lookupSnapshot{}
 	}
-	cs.snaps[db] = snap
+	cs.snaps[e.DB] = lookupSnapshot{snap: snap, logNext: logNext}
 	return snap, nil
 }
 

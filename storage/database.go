@@ -622,8 +622,10 @@ func (d *Database) logAndPublish(ctx context.Context, b *branch, cur *rootState,
 		}
 	}
 	next := tx.publish(lsn)
-	d.queueChanges(b, lsn, at, tx)
+	// Visible before its events are queued: a change stream that reads an
+	// event and then the document (updateLookup) finds the write.
 	b.publishLogged(next, d.wl.Durable(), at)
+	d.queueChanges(b, lsn, at, tx)
 	if d.wl.Durable() >= lsn {
 		d.flushChanges() // made durable by another writer's sync before it was queued
 	}

@@ -179,8 +179,8 @@ func (p *commitPart) publish() {
 	}
 	next := p.tx.publish(p.prepared)
 	p.t.at = p.at
+	b.publishLogged(next, d.wl.Durable(), p.at) // visible before its events, as in logAndPublish
 	d.queueChanges(b, p.prepared, p.at, p.tx)
-	b.publishLogged(next, d.wl.Durable(), p.at)
 	d.flushChanges() // the prepared record is durable already
 	d.engine.addEditBytes(next.editBytes() - cur.editBytes())
 }
