@@ -88,6 +88,7 @@ func (r *request) writeTo(d *storage.Database, fn func(tx *storage.Tx) error) er
 	for {
 		err = writeWaitingForTransactions(r.ctx, d, rev.Branch, func(tx *storage.Tx) error {
 			last = tx
+			r.noteCommand(d, tx.Note)
 			return fn(tx)
 		})
 		if !errors.Is(err, errWriteAgain) {
@@ -97,6 +98,7 @@ func (r *request) writeTo(d *storage.Database, fn func(tx *storage.Tx) error) er
 	if err != nil {
 		return err
 	}
+	r.noteWrite(d, rev.Branch)
 	// operationTime is the write's own time, its events' clusterTime (as
 	// mongod's is its oplog entry's), so that startAtOperationTime from it
 	// includes the write.

@@ -207,6 +207,7 @@ func init() {
 		{family: versionControl, name: "dumboBranchStatus", handler: cmdDumboBranchStatus, access: anyDatabase, need: needs(auth.VCRead), help: "counts commits ahead and behind a base"},
 		{family: versionControl, name: "dumboCheckout", handler: cmdDumboCheckout, access: anyDatabase, need: needs(auth.VCRead), first: firstBranch, help: "sets this connection's default branch for a database"},
 		{family: versionControl, name: "dumboTag", handler: cmdDumboTag, access: anyDatabase, need: needs(auth.VCRead), help: "creates, deletes or lists tags"},
+		{family: versionControl, name: "dumboConfig", handler: cmdDumboConfig, access: anyDatabase, need: needs(auth.VCAdmin), help: "reads or sets the database's version-control configuration (autoCommit)"},
 		{family: versionControl, name: "dumboCommit", handler: cmdDumboCommit, access: anyDatabase, need: needs(auth.VCWrite), help: "commits the branch's working set"},
 		{family: versionControl, name: "dumboStatus", handler: cmdDumboStatus, access: anyDatabase, need: needs(auth.VCRead), help: "shows uncommitted changes and any merge in progress"},
 		{family: versionControl, name: "dumboDiff", handler: cmdDumboDiff, access: anyDatabase, need: needs(auth.VCRead), help: "compares two revisions or the working set"},

@@ -56,6 +56,9 @@ type request struct {
 	// wcError is the writeConcernError the reply carries when the
 	// command succeeds (nil: its write concern is satisfied).
 	wcError bsoncore.Document
+	// wrote are the branches the command changed, which automatic
+	// commits commit (autocommit.go).
+	wrote []writtenBranch
 	// timeLimited: the command has a time limit (a positive maxTimeMS).
 	timeLimited bool
 	// labelsOverride are the error labels a failCommand fail point that
@@ -181,6 +184,9 @@ func (r *request) runUnderFailPoints(f failure, fired bool) (bsoncore.Document, 
 	reply, err := r.runHandler()
 	if r.primaryWrites.closesConnection() {
 		return nil, nil // written (or not), but the client never hears of it
+	}
+	if err == nil && len(r.wrote) > 0 {
+		reply = r.commitWrites(reply)
 	}
 	if err == nil && fired && f.wcError != nil {
 		reply = withWriteConcernError(reply, f.wcError)

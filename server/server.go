@@ -39,6 +39,9 @@ type Config struct {
 	// TestCommands enables test-only commands (configureFailPoint), as
 	// mongod's enableTestCommands parameter does.
 	TestCommands bool
+	// AutoCommit makes every write also a commit, in the databases whose
+	// own switch (dumboConfig) does not say otherwise (autocommit.go).
+	AutoCommit bool
 	// TTLInterval is how long the TTL monitor sleeps between passes at
 	// start (default 60 s; setParameter ttlMonitorSleepSecs changes it).
 	TTLInterval time.Duration
@@ -203,7 +206,8 @@ type Server struct {
 	slowOp       atomic.Int64
 	rwDefaults   atomic.Pointer[rwDefaults] // set by setDefaultRWConcern (rwconcern_defaults.go)
 	slowSkipBits atomic.Uint64
-	profiler     profiler // the database profiler (profiler.go)
+	profiler     profiler    // the database profiler (profiler.go)
+	autoCommit   autoCommits // commit groups of automatic commits (autocommit.go)
 
 	running  atomic.Int64 // messages being handled, on all connections
 	spinning atomic.Bool  // a connection is busy-polling

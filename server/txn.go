@@ -330,10 +330,14 @@ func cmdCommitTransaction(r *request) (bsoncore.Document, error) {
 		t.state = txnCommitted
 		return okReply(), nil // idempotent; nothing was read or written
 	}
+	parts := t.parts
 	sts := make([]*storage.Txn, len(t.parts))
 	for i, p := range t.parts {
 		if r.session != nil {
 			p.st.RecordCommit(*r.session, t.number) // a retry after a restart finds it
+		}
+		if d, err := r.c.s.engine.Database(r.ctx, p.db, false); err == nil && d != nil {
+			r.noteCommand(d, p.st.Note)
 		}
 		sts[i] = p.st
 	}
@@ -348,6 +352,7 @@ func cmdCommitTransaction(r *request) (bsoncore.Document, error) {
 	}
 	t.state = txnCommitted
 	t.counts.committed.Add(1)
+	r.noteTransactionWrites(parts)
 	// operationTime is the commit's time, its events' clusterTime (the
 	// latest of them when it spans databases, each logged at its own).
 	var at uint64

@@ -100,6 +100,10 @@ type branch struct {
 	ws       datas.Dataset // working set dataset; guarded by writeMu
 	headRef  types.Ref     // the head commit's root, stored as StagedRoot
 	deleted  bool          // guarded by writeMu
+	// notes describe the writes published since the last commit that
+	// carried one (Tx.Note), oldest first, for the next commit's
+	// message; in memory only. Guarded by writeMu.
+	notes []WriteNote
 	holds    holdTable     // documents open transactions have written
 	engine   *Engine       // whose clock stamps hist
 	hist     history       // recent states by time (history.go)
@@ -625,6 +629,7 @@ func (d *Database) logAndPublish(ctx context.Context, b *branch, cur *rootState,
 	// Visible before its events are queued: a change stream that reads an
 	// event and then the document (updateLookup) finds the write.
 	b.publishLogged(next, d.wl.Durable(), at)
+	b.addNote(tx)
 	d.queueChanges(b, lsn, at, tx)
 	if d.wl.Durable() >= lsn {
 		d.flushChanges() // made durable by another writer's sync before it was queued

@@ -45,6 +45,8 @@ type Tx struct {
 	unlogged bool
 	// at is the cluster time its record was logged at (0: not logged).
 	at uint64
+	// note describes the write for its branch's next commit (Note).
+	note *WriteNote
 	// inTxn is set on a multi-statement transaction's private Tx, which
 	// may not write to capped collections (capped.go).
 	inTxn bool

@@ -32,6 +32,7 @@ type Txn struct {
 	done  bool
 	ended chan struct{} // closed when it ends, for those waiting on its documents
 	at    uint64        // the cluster time its commit was logged at (0: none)
+	note  *WriteNote    // describes its writes for a commit (Note)
 }
 
 // ConflictError is a transaction's write conflict (it wraps
@@ -157,6 +158,10 @@ func (d *Database) BeginTxnAt(ctx context.Context, branchName string, at uint64)
 // Branch is the branch the transaction runs on.
 func (t *Txn) Branch() string { return t.b.name }
 
+// Note describes the transaction's writes for the next commit of its
+// branch that asks for notes (Tx.Note).
+func (t *Txn) Note(author, message string) { t.note = &WriteNote{Author: author, Message: message} }
+
 // ExistedAtStart reports whether a collection was in the snapshot the
 // transaction began on (DDL in a transaction may touch only new ones).
 func (t *Txn) ExistedAtStart(coll string) bool {
@@ -278,6 +283,7 @@ func (t *Txn) commitLocked(ctx context.Context) (uint64, error) {
 			return 0, err
 		}
 	}
+	tx.note = t.note
 	lsn, err := d.logAndPublish(ctx, b, cur, tx)
 	t.at = tx.at
 	return lsn, err

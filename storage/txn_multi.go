@@ -145,10 +145,15 @@ func (t *Txn) changesOnCurrent(ctx context.Context) (*Tx, error) {
 	if err := t.d.writable(t.b); err != nil {
 		return nil, err
 	}
+	tx := t.tx
 	if cur := t.b.state.Load(); cur != t.snap.st {
-		return t.rebase(ctx, cur)
+		var err error
+		if tx, err = t.rebase(ctx, cur); err != nil {
+			return nil, err
+		}
 	}
-	return t.tx, nil
+	tx.note = t.note
+	return tx, nil
 }
 
 // prepareParts appends every part's prepared record, stamped at, and
@@ -180,6 +185,7 @@ func (p *commitPart) publish() {
 	next := p.tx.publish(p.prepared)
 	p.t.at = p.at
 	b.publishLogged(next, d.wl.Durable(), p.at) // visible before its events, as in logAndPublish
+	b.addNote(p.tx)
 	d.queueChanges(b, p.prepared, p.at, p.tx)
 	d.flushChanges() // the prepared record is durable already
 	d.engine.addEditBytes(next.editBytes() - cur.editBytes())

@@ -30,6 +30,26 @@ type CommitOptions struct {
 	Message string
 	Author  string    // "Name <email>"; empty: the engine's default
 	Time    time.Time // zero: now
+	// Describe, when set, makes the message and author from the notes of
+	// the writes the commit holds (Tx.Note), read under the branch's
+	// writer lock, so that they are exactly those writes'.
+	Describe func(notes []WriteNote) (message, author string)
+}
+
+// WriteNote describes one write for the commit that will hold it.
+type WriteNote struct {
+	Author, Message string
+}
+
+// Note describes the write for the next commit of its branch that asks
+// for its writes' notes (CommitOptions.Describe).
+func (tx *Tx) Note(author, message string) { tx.note = &WriteNote{Author: author, Message: message} }
+
+// addNote keeps a published write's note. Called with b.writeMu held.
+func (b *branch) addNote(tx *Tx) {
+	if tx.note != nil {
+		b.notes = append(b.notes, *tx.note)
+	}
 }
 
 // maxCommitMeta bounds a commit's or tag's message and author together.
@@ -182,6 +202,9 @@ func (d *Database) Commit(ctx context.Context, branchName string, opts CommitOpt
 		if same, err := sameData(ctx, d.ns, st.root, b.headRef.TargetHash()); err != nil || same {
 			return cmp.Or(err, ErrNothingToCommit)
 		}
+		if opts.Describe != nil {
+			opts.Message, opts.Author = opts.Describe(b.notes)
+		}
 		c, err := d.commitRoot(ctx, b, st, opts, nil)
 		if err != nil {
 			return err
@@ -230,6 +253,7 @@ func (d *Database) commitRoot(ctx context.Context, b *branch, st *rootState, opt
 	}
 	d.engine.panics.at("vc.ref")
 	b.ws, b.headRef = ws, rootRef
+	b.notes = nil // the commit holds every write published so far
 	b.setDurable(clean)
 	addr, _ := head.MaybeHeadAddr()
 	return datas.LoadCommitAddr(ctx, d.vs, addr)
@@ -374,6 +398,7 @@ func (d *Database) installWorkingRoot(ctx context.Context, b *branch, ws datas.D
 	}
 	st.lsn, st.ckptLSN = lsn, lsn
 	b.ws = ws
+	b.notes = nil // the writes they describe are gone from the working set
 	if headRef != nil {
 		b.headRef = *headRef
 	}

@@ -203,23 +203,35 @@ func (d *Database) changedIn(ctx context.Context, c *datas.Commit, parents []*da
 func (d *Database) collectionChanged(ctx context.Context, prev, cur *rootState, coll string, keys [][]byte) (bool, error) {
 	a, aok := prev.colls.lookup(coll)
 	b, bok := cur.colls.lookup(coll)
-	if !aok || !bok {
+	switch {
+	case len(keys) == 0 && (!aok || !bok):
 		return aok != bok, nil
-	}
-	if len(keys) == 0 {
+	case len(keys) == 0:
 		return a.base.HashOf() != b.base.HashOf(), nil
 	}
 	for _, key := range keys {
-		av, _, err := lookup(ctx, d.ns, a.base, nil, key)
+		// A side without the collection has none of its documents: a
+		// collection made or dropped changed only the documents it held.
+		av, err := d.lookupIn(ctx, a, aok, key)
 		if err != nil {
 			return false, err
 		}
-		bv, _, err := lookup(ctx, d.ns, b.base, nil, key)
+		bv, err := d.lookupIn(ctx, b, bok, key)
 		if err != nil || !bytes.Equal(av, bv) {
 			return err == nil, err
 		}
 	}
 	return false, nil
+}
+
+// lookupIn is a document of a committed collection (nil when the
+// collection, present false, or the document is not there).
+func (d *Database) lookupIn(ctx context.Context, c *collection, present bool, key []byte) ([]byte, error) {
+	if !present {
+		return nil, nil
+	}
+	v, _, err := lookup(ctx, d.ns, c.base, nil, key)
+	return v, err
 }
 
 // commitQueue orders commits by height, highest first (a child is always

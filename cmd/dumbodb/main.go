@@ -44,6 +44,7 @@ type serverFlags struct {
 	cacheMB         int
 	syncdelay       int
 	testCmds        bool
+	autoCommit      bool
 	author          string
 	largeDoc        int
 	idleDBSeconds   int
@@ -137,6 +138,7 @@ func parseFlags(args []string, stderr io.Writer) (*serverFlags, error) {
 	fs.IntVar(&o.replicaPoll, "replicaPollSeconds", int(server.DefaultReplicaPoll/time.Second), "with --replicaOf, seconds between polls of the root")
 	fs.StringVar(&o.heapProfile, "heapProfile", "", "write a Go heap profile to this file when a signal asks the server to stop, before it shuts down (for memory work; see docs/perf/README.md)")
 	fs.StringVar(&o.cpuProfile, "cpuProfile", "", "write a Go CPU profile of the whole run to this file (for performance work; see docs/perf/README.md)")
+	fs.BoolVar(&o.autoCommit, "autoCommit", false, "make every write also a commit of its branch, in the databases whose dumboConfig does not say otherwise (docs/design/auto-commit.md)")
 	fs.BoolVar(&o.testCmds, "enableTestCommands", false, "enable test-only commands (configureFailPoint), for driver test suites")
 	fs.StringVar(&o.config, "config", "", "a mongod-style YAML config file (docs/operations.md); the command line wins over it, it over DUMBODB_* variables")
 	fs.StringVar(&o.config, "f", "", "alias of --config")
@@ -317,7 +319,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	cfg := server.Config{
 		BindIPs: strings.Split(o.bindIP, ","), Port: o.port, UnixSocket: o.unixSocket,
-		Argv: append([]string{"dumbodb"}, args...), TestCommands: o.testCmds,
+		Argv: append([]string{"dumbodb"}, args...), TestCommands: o.testCmds, AutoCommit: o.autoCommit,
 		BusyPoll:      time.Duration(o.busyPollMicros) * time.Microsecond,
 		InFlightBytes: int64(o.inFlightMB) << 20,
 		MessageStall:  time.Duration(o.stallSeconds) * time.Second,
