@@ -282,6 +282,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	// lines below it are dropped before they are built.
 	setLogLevels(o.verbosity, nil)
 	log := newLogger(io.MultiWriter(logOut, ring)).Level(zerolog.TraceLevel)
+	routeLogrus(log)
 	defer rotateOnSIGUSR1(lf, log)() // before the server answers: a signal meanwhile would end the process
 	setMemoryLimit(o.cacheMB, log)
 	sampleHeapFor(o.heapProfile)
