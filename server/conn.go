@@ -184,7 +184,7 @@ func (c *conn) logReadError(err error) {
 func (c *conn) finish() {
 	c.cancel()
 	c.nc.Close()
-	c.s.cursors.closeOwnedBy(c.id)
+	c.s.cursors.orphan(c.id)
 	c.s.connsMu.Lock()
 	delete(c.s.conns, c)
 	c.s.connsMu.Unlock()

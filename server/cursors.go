@@ -43,6 +43,10 @@ const (
 	maxCursorsPerServer = 20000
 )
 
+// noOwner is the owner of a cursor whose connection closed (connection
+// ids start at 1).
+const noOwner int64 = 0
+
 // cursor is a server-side cursor: the rest of a result after a batch.
 type cursor struct {
 	id        int64
@@ -59,7 +63,7 @@ type cursor struct {
 	src      *peekSource // nil once killed
 	killed   error       // why it was killed, for the next getMore
 	lastUsed time.Time
-	owner    int64 // the connection that last used it
+	owner    int64 // the connection that last used it (noOwner: it closed)
 	// session is the logical session it was opened in (nil: none); ending
 	// the session kills it.
 	session *storage.SessionKey
@@ -157,9 +161,18 @@ func (r *cursorRegistry) remove(id int64) bool {
 
 func (r *cursorRegistry) unregisterLocked(c *cursor) {
 	delete(r.cursors, c.id)
+	r.disownLocked(c)
+}
+
+// disownLocked takes a cursor off its owner's count.
+func (r *cursorRegistry) disownLocked(c *cursor) {
+	if c.owner == noOwner {
+		return
+	}
 	if r.perConn[c.owner]--; r.perConn[c.owner] <= 0 {
 		delete(r.perConn, c.owner)
 	}
+	c.owner = noOwner
 }
 
 // moveOwner makes conn the owner of a cursor it just used.
@@ -169,9 +182,7 @@ func (r *cursorRegistry) moveOwner(c *cursor, conn int64) {
 	if r.cursors[c.id] != c || c.owner == conn {
 		return
 	}
-	if r.perConn[c.owner]--; r.perConn[c.owner] <= 0 {
-		delete(r.perConn, c.owner)
-	}
+	r.disownLocked(c)
 	c.owner = conn
 	r.perConn[conn]++
 }
@@ -222,10 +233,22 @@ func (r *cursorRegistry) reapIdle(idle time.Duration) {
 	}, nil)
 }
 
-// closeOwnedBy closes the cursors whose owner connection closed, except
-// noCursorTimeout ones, which mongod keeps until they are killed.
-func (r *cursorRegistry) closeOwnedBy(conn int64) {
-	r.removeWhere(func(c *cursor) bool { return c.owner == conn && !c.noTimeout }, nil)
+// orphan lets the cursors of a closed connection live on without an
+// owner: as on mongod, a cursor is not the connection's, and another
+// connection (of the same user, in the same session) may go on reading
+// it, until it is killed, read to its end or idle past the cursor
+// timeout.
+func (r *cursorRegistry) orphan(conn int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.perConn[conn] == 0 {
+		return
+	}
+	for _, c := range r.cursors {
+		if c.owner == conn {
+			r.disownLocked(c)
+		}
+	}
 }
 
 // killNamespace kills the cursors reading a dropped or renamed collection

@@ -122,9 +122,11 @@ func openCursors(t *testing.T, admin *mongo.Database) int64 {
 	return n
 }
 
-// TestCursorsCloseWithTheirConnection: a connection's cursors are closed
-// when it closes, except noCursorTimeout ones.
-func TestCursorsCloseWithTheirConnection(t *testing.T) {
+// TestCursorsOutliveTheirConnection: as on mongod, a cursor is not its
+// connection's: when the connection closes its cursors stay open, and a
+// getMore on another connection goes on reading one (a driver that
+// cleared its pool does so).
+func TestCursorsOutliveTheirConnection(t *testing.T) {
 	ts := startServer(t)
 	c := ts.client()
 	admin := c.Database("admin")
@@ -134,22 +136,28 @@ func TestCursorsCloseWithTheirConnection(t *testing.T) {
 	}
 	mustRun(t, c.Database("shop"), bson.D{{Key: "insert", Value: "c"}, {Key: "documents", Value: docs}})
 	nc := ts.dial()
+	var ids []int64
 	for _, noTimeout := range []bool{false, true} {
 		reply := rawRoundTrip(t, nc, bsoncore.NewDocumentBuilder().AppendString("find", "c").AppendInt32("batchSize", 1).
 			AppendBoolean("noCursorTimeout", noTimeout).AppendString("$db", "shop").Build())
-		if id, _ := reply.Lookup("cursor", "id").Int64OK(); id == 0 {
+		id, _ := reply.Lookup("cursor", "id").Int64OK()
+		if id == 0 {
 			t.Fatalf("no cursor: %v", reply)
 		}
-	}
-	if n := openCursors(t, admin); n != 2 {
-		t.Fatalf("%d open cursors, want 2", n)
+		ids = append(ids, id)
 	}
 	nc.Close()
-	for i := 0; openCursors(t, admin) != 1; i++ {
-		if i == 400 {
-			t.Fatalf("%d open cursors after the connection closed, want 1 (the noCursorTimeout one)", openCursors(t, admin))
+	other := ts.dial()
+	for _, id := range ids {
+		reply := rawRoundTrip(t, other, bsoncore.NewDocumentBuilder().AppendInt64("getMore", id).AppendString("collection", "c").
+			AppendString("$db", "shop").Build())
+		batch, ok := reply.Lookup("cursor", "nextBatch").ArrayOK()
+		if vals, _ := batch.Values(); !ok || len(vals) != 9 {
+			t.Fatalf("getMore of cursor %d on another connection after its own closed: %v", id, reply)
 		}
-		time.Sleep(25 * time.Millisecond)
+	}
+	if n := openCursors(t, admin); n != 0 {
+		t.Errorf("%d open cursors once both were read to their end, want 0", n)
 	}
 }
 
