@@ -99,10 +99,20 @@ func (r *request) login(a connAuth, final []byte) (bsoncore.Document, error) {
 	return saslReply(a.skipEmpty, final), nil
 }
 
+// throttleFailure counts a failed authentication of user and returns how
+// long its answer waits (authThrottle). Without --auth a password guards
+// nothing, so nothing waits, as on mongod (authFailedDelayMs 0).
+func (r *request) throttleFailure(user string) (time.Duration, int) {
+	if !r.c.s.cfg.Auth {
+		return 0, 0
+	}
+	return r.c.s.authThrottle.failed(r.c.authSource(), user, time.Now())
+}
+
 // authFailed logs a failed authentication (never the password) and gives
 // the client mongod's answer, which says nothing of why.
 func (r *request) authFailed(conv *auth.Conversation, err error) error {
-	delay, n := r.c.s.authThrottle.failed(r.c.authSource(), conv.UserName()+"@"+conv.DB(), time.Now())
+	delay, n := r.throttleFailure(conv.UserName() + "@" + conv.DB())
 	r.c.log.Info().Str("c", "ACCESS").Str("user", conv.UserName()).Str("db", conv.DB()).Str("mechanism", conv.Mechanism()).
 		Str("remote", r.c.nc.RemoteAddr().String()).Str("reason", err.Error()).Int("failuresInARow", n).
 		Dur("delayMillis", delay).Msg("Authentication failed")
@@ -176,7 +186,7 @@ func (r *request) authenticateX509(db, user string) (bsoncore.Document, error) {
 
 // x509Failed logs a failed x.509 authentication and answers as mongod.
 func (r *request) x509Failed(user, reason string) error {
-	delay, n := r.c.s.authThrottle.failed(r.c.authSource(), user+"@"+externalDB, time.Now())
+	delay, n := r.throttleFailure(user + "@" + externalDB)
 	r.c.log.Info().Str("c", "ACCESS").Str("user", user).Str("mechanism", mechX509).
 		Str("remote", r.c.nc.RemoteAddr().String()).Str("reason", reason).Int("failuresInARow", n).Msg("Authentication failed")
 	wait(r.ctx, delay)

@@ -203,8 +203,8 @@ func TestUserAdministration(t *testing.T) {
 	wantCode(t, err, 11, "UserNotFound")
 }
 
-// TestFailedLoginsSlowDown: after a few failed logins from one source,
-// each further failure is answered late.
+// TestFailedLoginsSlowDown: with --auth, after a few failed logins from
+// one source, each further failure is answered late; without it, none.
 func TestFailedLoginsSlowDown(t *testing.T) {
 	ts := startServer(t, withAuth)
 	createRoot(t, ts)
@@ -218,6 +218,16 @@ func TestFailedLoginsSlowDown(t *testing.T) {
 	wantRawCode(t, raw(t, nc, garbage), 18)
 	if took := time.Since(start); took < 350*time.Millisecond {
 		t.Fatalf("the sixth failure in a row was answered after %v, want at least 400 ms", took)
+	}
+	// Without --auth no password guards anything: failures answer at once,
+	// as mongod's.
+	open := startServer(t).dial()
+	for i := range 8 {
+		start := time.Now()
+		wantRawCode(t, raw(t, open, garbage), 18)
+		if took := time.Since(start); took > 750*time.Millisecond { // throttled, the 7th would wait 800 ms
+			t.Fatalf("failure %d without --auth answered after %v, want at once", i+1, took)
+		}
 	}
 }
 
