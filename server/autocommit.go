@@ -100,29 +100,68 @@ func (r *request) commitWrites(reply bsoncore.Document) bsoncore.Document {
 	return reply
 }
 
-// noteCommand describes the command's write for the commit that will
-// hold it, where automatic commits are on.
-func (r *request) noteCommand(d *storage.Database, note func(author, message string)) {
-	if r.c.s.autoCommitOn(d.Name()) {
-		note(r.autoCommitAuthor(), r.autoCommitMessage())
+// commandNote is the note that describes the command's writes for the
+// commit that will hold them, where automatic commits are on (nil:
+// off). It is made once, before the write takes its branch's lock.
+func (r *request) commandNote(d *storage.Database) *storage.WriteNote {
+	if !r.c.s.autoCommitOn(d.Name()) {
+		return nil
 	}
+	if r.note == nil {
+		r.note = &storage.WriteNote{Author: r.autoCommitAuthor(), Message: r.autoCommitMessage()}
+	}
+	return r.note
 }
 
 // autoCommitMessage is the command as the shell prints it, without its
-// generic fields, bounded.
+// generic fields, cut at maxAutoCommitCommand: an array (an insert's
+// documents) is printed element by element only as far as that.
 func (r *request) autoCommitMessage() string {
-	b := bsoncore.NewDocumentBuilder()
+	var b strings.Builder
+	b.WriteString("{ ")
 	els, _ := r.cmd.Elements()
+	first := true
 	for _, el := range els {
-		if !genericFields[el.Key()] {
-			b.AppendValue(el.Key(), el.Value())
+		if genericFields[el.Key()] {
+			continue
+		}
+		if !first {
+			b.WriteString(", ")
+		}
+		first = false
+		b.WriteString(el.Key() + ": ")
+		writeBounded(&b, el.Value())
+		if b.Len() > maxAutoCommitCommand {
+			break
 		}
 	}
-	text := value.Format(value.DocValue(b.Build()))
-	if len(text) > maxAutoCommitCommand {
-		text = strings.ToValidUTF8(text[:maxAutoCommitCommand], "") + " …"
+	if b.Len() > maxAutoCommitCommand {
+		return strings.ToValidUTF8(b.String()[:maxAutoCommitCommand], "") + " …"
 	}
-	return text
+	b.WriteString(" }")
+	return b.String()
+}
+
+// writeBounded prints v, an array only until the text is past
+// maxAutoCommitCommand.
+func writeBounded(b *strings.Builder, v bsoncore.Value) {
+	arr, ok := v.ArrayOK()
+	if !ok {
+		b.WriteString(value.Format(v))
+		return
+	}
+	vals, _ := arr.Values()
+	b.WriteString("[ ")
+	for i, e := range vals {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(value.Format(e))
+		if b.Len() > maxAutoCommitCommand {
+			return
+		}
+	}
+	b.WriteString(" ]")
 }
 
 // autoCommitAuthor is the logged-in user, or "" (the server's author).

@@ -85,10 +85,13 @@ func (r *request) writeTo(d *storage.Database, fn func(tx *storage.Tx) error) er
 		return readOnlyError(r)
 	}
 	var last *storage.Tx
+	note := r.commandNote(d)
 	for {
 		err = writeWaitingForTransactions(r.ctx, d, rev.Branch, func(tx *storage.Tx) error {
 			last = tx
-			r.noteCommand(d, tx.Note)
+			if note != nil {
+				tx.Note(*note)
+			}
 			return fn(tx)
 		})
 		if !errors.Is(err, errWriteAgain) {

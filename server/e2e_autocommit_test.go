@@ -57,6 +57,16 @@ func TestAutoCommitPerDatabase(t *testing.T) {
 	if msgs, _ := logMessages(t, db); len(msgs) != 3 || !strings.HasPrefix(msgs[0], "{ commitTransaction: 1") {
 		t.Errorf("commits after a transaction: %q", msgs)
 	}
+	many := make([]any, 200)
+	for i := range many {
+		many[i] = bson.M{"_id": fmt.Sprint("bulk", i), "note": strings.Repeat("x", 100)}
+	}
+	if _, err := coll.InsertMany(ctx, many); err != nil {
+		t.Fatal(err)
+	}
+	if msgs, _ := logMessages(t, db); len(msgs[0]) > 1100 || !strings.HasSuffix(msgs[0], " …") {
+		t.Errorf("the message of a large insert is %d bytes, want it cut at 1 KiB: %.80q", len(msgs[0]), msgs[0])
+	}
 	if got := config(bson.E{Key: "autoCommit", Value: nil}); got["autoCommit"] != false || got["autoCommitFrom"] != "server" {
 		t.Errorf("dumboConfig autoCommit null: %v", got)
 	}

@@ -57,8 +57,10 @@ type request struct {
 	// command succeeds (nil: its write concern is satisfied).
 	wcError bsoncore.Document
 	// wrote are the branches the command changed, which automatic
-	// commits commit (autocommit.go).
+	// commits commit, and note describes its writes for them
+	// (autocommit.go).
 	wrote []writtenBranch
+	note  *storage.WriteNote
 	// timeLimited: the command has a time limit (a positive maxTimeMS).
 	timeLimited bool
 	// labelsOverride are the error labels a failCommand fail point that

@@ -337,7 +337,9 @@ func cmdCommitTransaction(r *request) (bsoncore.Document, error) {
 			p.st.RecordCommit(*r.session, t.number) // a retry after a restart finds it
 		}
 		if d, err := r.c.s.engine.Database(r.ctx, p.db, false); err == nil && d != nil {
-			r.noteCommand(d, p.st.Note)
+			if note := r.commandNote(d); note != nil {
+				p.st.Note(*note)
+			}
 		}
 		sts[i] = p.st
 	}

@@ -160,7 +160,7 @@ func (t *Txn) Branch() string { return t.b.name }
 
 // Note describes the transaction's writes for the next commit of its
 // branch that asks for notes (Tx.Note).
-func (t *Txn) Note(author, message string) { t.note = &WriteNote{Author: author, Message: message} }
+func (t *Txn) Note(n WriteNote) { t.note = &n }
 
 // ExistedAtStart reports whether a collection was in the snapshot the
 // transaction began on (DDL in a transaction may touch only new ones).

@@ -43,7 +43,7 @@ type WriteNote struct {
 
 // Note describes the write for the next commit of its branch that asks
 // for its writes' notes (CommitOptions.Describe).
-func (tx *Tx) Note(author, message string) { tx.note = &WriteNote{Author: author, Message: message} }
+func (tx *Tx) Note(n WriteNote) { tx.note = &n }
 
 // addNote keeps a published write's note. Called with b.writeMu held.
 func (b *branch) addNote(tx *Tx) {
