@@ -103,10 +103,10 @@ type branch struct {
 	// notes describe the writes published since the last commit that
 	// carried one (Tx.Note), oldest first, for the next commit's
 	// message; in memory only. Guarded by writeMu.
-	notes []WriteNote
-	holds    holdTable     // documents open transactions have written
-	engine   *Engine       // whose clock stamps hist
-	hist     history       // recent states by time (history.go)
+	notes  []WriteNote
+	holds  holdTable // documents open transactions have written
+	engine *Engine   // whose clock stamps hist
+	hist   history   // recent states by time (history.go)
 	// lineage counts the states published other than by a transaction
 	// on the current one (setDurable): a checkpoint beside the writers
 	// swaps its fold in only if none was since its freeze. Guarded by
