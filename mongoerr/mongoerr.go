@@ -101,9 +101,7 @@ const (
 	Location50737                      Code = 50737 // getMore without a session of a cursor opened in one
 	Location50738                      Code = 50738 // getMore in another session than the cursor's
 	ClientMetadataCannotBeMutated      Code = 186   // client metadata after a connection's first hello
-	// Write concerns a deployment cannot satisfy (writeConcernError), and
-	// a write whose automatic commit failed.
-	WriteConcernFailed        Code = 64
+	// Write concerns a deployment cannot satisfy (writeConcernError).
 	UnknownReplWriteConcern   Code = 79
 	UnsatisfiableWriteConcern Code = 100
 	// Atlas Search, which only Atlas (or its local deployment) has.

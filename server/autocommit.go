@@ -92,8 +92,8 @@ func (r *request) commitWrites(reply bsoncore.Document) bsoncore.Document {
 		if err := r.c.s.autoCommit.commit(r.ctx, w); err != nil {
 			me := toMongoErr(err)
 			return withWriteConcernError(reply, bsoncore.NewDocumentBuilder().
-				AppendInt32("code", int32(mongoerr.WriteConcernFailed)).
-				AppendString("codeName", mongoerr.WriteConcernFailed.Name()).
+				AppendInt32("code", int32(mongoerr.OperationFailed)).
+				AppendString("codeName", mongoerr.OperationFailed.Name()).
 				AppendString("errmsg", "the automatic commit of the write failed: "+me.Msg).Build())
 		}
 	}
