@@ -138,12 +138,7 @@ func usedWriteConcern(wc bsoncore.Document) bsoncore.Document {
 // command succeeded or not, and reports both.
 func failedWithWriteConcernError(err error, wcError bsoncore.Document) error {
 	me := *toMongoErr(err)
-	b := bsoncore.NewDocumentBuilder()
-	els, _ := me.Info.Elements()
-	for _, el := range els {
-		b.AppendValue(el.Key(), el.Value())
-	}
-	me.Info = b.AppendDocument("writeConcernError", wcError).Build()
+	me.Info = withField(me.Info, "writeConcernError", bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: wcError})
 	return &me
 }
 
