@@ -81,7 +81,7 @@ func (s *Server) autoCommitOn(db string) bool {
 }
 
 // commitWrites commits each branch the command changed where automatic
-// commits are on (the command noted its writes: noteCommand). A commit
+// commits are on (its writes carry its note: commandNote). A commit
 // that fails leaves the write done: the reply says so in a
 // writeConcernError.
 func (r *request) commitWrites(reply bsoncore.Document) bsoncore.Document {
@@ -193,7 +193,10 @@ func (a *autoCommits) commit(ctx context.Context, w writtenBranch) error {
 	g.leading = true
 	a.mu.Unlock()
 	if lead {
-		a.lead(w, key, g)
+		// Apart from the request: under steady writes the group has
+		// pending writers round after round, and its first one must not
+		// wait for all of them to answer its own client.
+		go a.lead(w, key, g)
 	}
 	select {
 	case err := <-me.done:
@@ -204,7 +207,7 @@ func (a *autoCommits) commit(ctx context.Context, w writtenBranch) error {
 }
 
 // lead commits the group's pending writers, round after round, until
-// none is left. Its commits outlive the request that leads them, so
+// none is left. Its commits outlive the request that started it, so
 // they run on their own context.
 func (a *autoCommits) lead(w writtenBranch, key branchKey, g *commitGroup) {
 	for {
