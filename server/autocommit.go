@@ -40,17 +40,11 @@ type autoCommits struct {
 
 type branchKey struct{ db, branch string }
 
-// commitGroup is one branch's writers waiting for a commit, and whether
-// one of them is making it.
+// commitGroup is one branch's writers waiting for a commit (each hears
+// of it on its channel), and whether a round of commits is running.
 type commitGroup struct {
-	pending []*autoCommitWrite
+	pending []chan error
 	leading bool
-}
-
-// autoCommitWrite is one command's wait for the commit that holds its
-// write.
-type autoCommitWrite struct {
-	done chan error
 }
 
 // writtenBranch is a branch a command changed.
@@ -177,7 +171,7 @@ func (r *request) autoCommitAuthor() string {
 // it before the call: made by this writer, or by the one leading its
 // group.
 func (a *autoCommits) commit(ctx context.Context, w writtenBranch) error {
-	me := &autoCommitWrite{done: make(chan error, 1)}
+	done := make(chan error, 1)
 	key := branchKey{db: w.d.Name(), branch: w.branch}
 	a.mu.Lock()
 	if a.groups == nil {
@@ -188,7 +182,7 @@ func (a *autoCommits) commit(ctx context.Context, w writtenBranch) error {
 		g = &commitGroup{}
 		a.groups[key] = g
 	}
-	g.pending = append(g.pending, me)
+	g.pending = append(g.pending, done)
 	lead := !g.leading
 	g.leading = true
 	a.mu.Unlock()
@@ -199,7 +193,7 @@ func (a *autoCommits) commit(ctx context.Context, w writtenBranch) error {
 		go a.lead(w, key, g)
 	}
 	select {
-	case err := <-me.done:
+	case err := <-done:
 		return err
 	case <-ctx.Done():
 		return ctx.Err()
@@ -222,8 +216,8 @@ func (a *autoCommits) lead(w writtenBranch, key branchKey, g *commitGroup) {
 		}
 		a.mu.Unlock()
 		err := commitBatch(w)
-		for _, m := range batch {
-			m.done <- err
+		for _, done := range batch {
+			done <- err
 		}
 	}
 }

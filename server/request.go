@@ -187,7 +187,7 @@ func (r *request) runUnderFailPoints(f failure, fired bool) (bsoncore.Document, 
 	if r.primaryWrites.closesConnection() {
 		return nil, nil // written (or not), but the client never hears of it
 	}
-	if err == nil && len(r.wrote) > 0 {
+	if err == nil && r.note != nil { // a write noted for automatic commits (commandNote)
 		reply = r.commitWrites(reply)
 	}
 	if err == nil && fired && f.wcError != nil {
