@@ -17,13 +17,20 @@ import (
 // startTestCommands starts a server with the test commands on, and a
 // client that gives commands no maxTimeMS of its own (a client timeout
 // would give every command one).
-func startTestCommands(t *testing.T) (*mongo.Database, *mongo.Database) {
+func startTestCommands(t *testing.T, extra ...*options.ClientOptions) (*mongo.Database, *mongo.Database) {
 	t.Helper()
-	// A short heartbeat: after a shutdown error the driver marks the
-	// server unknown and waits for its monitor's next hello, which the
-	// server holds up to the heartbeat interval, as mongod does.
-	c := startServer(t, func(c *server.Config) { c.TestCommands = true }).client(options.Client().SetTimeout(0).SetHeartbeatInterval(500 * time.Millisecond))
+	opts := append([]*options.ClientOptions{options.Client().SetTimeout(0)}, extra...)
+	c := startServer(t, func(c *server.Config) { c.TestCommands = true }).client(opts...)
 	return c.Database("admin"), c.Database("tc")
+}
+
+// shortHeartbeat is for tests that fail commands with shutdown errors:
+// the driver then marks the server unknown and waits for its monitor's
+// next hello, which the server holds up to the heartbeat interval, as
+// mongod does. Not for tests that count timed commands: the monitor's
+// round-trip hellos carry a maxTimeMS.
+func shortHeartbeat() *options.ClientOptions {
+	return options.Client().SetHeartbeatInterval(500 * time.Millisecond)
 }
 
 // setFailPoint configures a fail point; off again when the test ends.
@@ -136,7 +143,7 @@ func labelsOf(err error) []string {
 // abortTransaction, the change-stream labels), unless the fail point
 // names errorLabels, which are then the only ones.
 func TestFailCommandErrorLabels(t *testing.T) {
-	admin, db := startTestCommands(t)
+	admin, db := startTestCommands(t, shortHeartbeat())
 	sc := oneSession(t, db)
 	txn := int64(0)
 	insert := func(fields ...bson.E) bson.D {
@@ -248,7 +255,7 @@ func TestFailCommandBeforeTheTransaction(t *testing.T) {
 // labels a real one; the fail point's errorLabels replace that. The
 // write is done.
 func TestWriteConcernErrorLabels(t *testing.T) {
-	admin, db := startTestCommands(t)
+	admin, db := startTestCommands(t, shortHeartbeat())
 	sc := oneSession(t, db)
 	wce := bson.M{"code": 91, "errmsg": "Replication is being shut down"}
 	for _, c := range []struct {
