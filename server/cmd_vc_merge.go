@@ -285,7 +285,10 @@ func dryMergeReply(res storage.MergeResult, err error) (bsoncore.Document, error
 	for _, coll := range slices.Sorted(maps.Keys(res.Conflicts)) {
 		counts.AppendInt32(coll, int32(res.Conflicts[coll]))
 	}
-	return bsoncore.NewDocumentBuilder().AppendBoolean("dryRun", true).
-		AppendBoolean("upToDate", res.UpToDate).AppendBoolean("fastForward", res.FastForward).
-		AppendDocument("conflicts", counts.Build()).AppendDouble("ok", 1).Build(), nil
+	b := bsoncore.NewDocumentBuilder().AppendBoolean("dryRun", true).
+		AppendBoolean("upToDate", res.UpToDate).AppendBoolean("fastForward", res.FastForward)
+	if res.MergeBase != "" {
+		b.AppendString("mergeBase", res.MergeBase)
+	}
+	return b.AppendDocument("conflicts", counts.Build()).AppendDouble("ok", 1).Build(), nil
 }

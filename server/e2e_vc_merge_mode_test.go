@@ -100,7 +100,7 @@ func TestMergeModesAgainstModel(t *testing.T) {
 			}
 		}
 	}
-	mustRun(t, db, bson.D{{Key: "dumboCommit", Value: 1}, {Key: "message", Value: "base"}})
+	baseCommit := mustRun(t, db, bson.D{{Key: "dumboCommit", Value: 1}, {Key: "message", Value: "base"}})["commitId"]
 	mustRun(t, db, bson.D{{Key: "dumboBranch", Value: 1}, {Key: "branch", Value: "theirs"}})
 	theirsDB := c.Database("modes@theirs")
 	want := map[string][]int{}
@@ -124,6 +124,9 @@ func TestMergeModesAgainstModel(t *testing.T) {
 	mustRun(t, theirsDB, bson.D{{Key: "dumboCommit", Value: 1}, {Key: "message", Value: "theirs"}})
 
 	dry := mustRun(t, db, bson.D{{Key: "dumboMerge", Value: 1}, {Key: "mergeIn", Value: "theirs"}, {Key: "dryRun", Value: true}})
+	if dry["mergeBase"] != baseCommit {
+		t.Errorf("dry run: merge base %v, want the commit both branched from, %v", dry["mergeBase"], baseCommit)
+	}
 	for _, m := range mergeModes {
 		if got, _ := get(dry, "conflicts", m).(int32); int(got) != len(want[m]) {
 			t.Errorf("dry run: %s would have %d conflicts, want %d", m, got, len(want[m]))

@@ -66,9 +66,24 @@ func (s *Server) listenHTTP() error {
 	return nil
 }
 
+// httpMount is a handler HandleHTTP put on the listener.
+type httpMount struct {
+	pattern string
+	handler http.Handler
+}
+
+// HandleHTTP serves h for pattern (net/http's ServeMux patterns) on the
+// HTTP listener; call it before Listen.
+func (s *Server) HandleHTTP(pattern string, h http.Handler) {
+	s.httpMounts = append(s.httpMounts, httpMount{pattern, h})
+}
+
 // httpMux is what the HTTP listener serves.
 func (s *Server) httpMux() http.Handler {
 	mux := http.NewServeMux()
+	for _, m := range s.httpMounts {
+		mux.Handle(m.pattern, m.handler)
+	}
 	mux.HandleFunc(httpRemotePath, s.handleRemote)
 	mux.HandleFunc("GET /metrics", s.handleMetrics)
 	mux.HandleFunc("GET /livez", s.handleLive)

@@ -167,6 +167,9 @@ type Server struct {
 
 	listeners   []net.Listener
 	http        *httpListener // nil: no HTTP listener (http.go)
+	// httpMounts: handlers of other packages on the HTTP listener
+	// (HandleHTTP), such as the web console.
+	httpMounts []httpMount
 	inFlight    *wire.Budget
 	cursors     *cursorRegistry
 	stats       stats
@@ -321,9 +324,19 @@ func (s *Server) Serve() {
 	}
 }
 
+// Pipe opens an in-process connection: the caller holds one end of an
+// in-memory pipe and the server serves the other, as it serves a
+// listener's connections (the embedded package's driver and the web
+// console talk to the server this way, with no port).
+func (s *Server) Pipe() net.Conn {
+	client, srv := net.Pipe()
+	s.ServeConn(srv)
+	return client
+}
+
 // ServeConn serves one connection that came through no listener (an
-// in-process client's, as the embedded package makes them) until it
-// closes or the server shuts down.
+// in-process client's, as Pipe makes them) until it closes or the
+// server shuts down.
 func (s *Server) ServeConn(nc net.Conn) {
 	if s.closing.Load() {
 		nc.Close()

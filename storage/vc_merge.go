@@ -42,6 +42,9 @@ type MergeResult struct {
 	FastForward bool
 	Commit      CommitInfo
 	Conflicts   map[string]int // per collection, when the merge stopped
+	// MergeBase: of a dry run that is no fast-forward, the merge's base
+	// commit when it has one ("": several, merged into a virtual base).
+	MergeBase string
 }
 
 // Merge merges a revision into a branch: a fast-forward when possible,
@@ -78,6 +81,9 @@ func (d *Database) Merge(ctx context.Context, branchName string, theirs Revision
 			return err
 		}
 		if opts.DryRun {
+			if len(bases) == 1 {
+				res.MergeBase = bases[0].Addr().String()
+			}
 			return d.dryThreeWay(ctx, base, b, theirC, res)
 		}
 		if opts.Message == "" {
