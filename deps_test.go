@@ -20,7 +20,7 @@ import (
 // language; plan runs reads over storage; server speaks the protocol;
 // cmd builds the programs.
 var allowed = map[string][]string{
-	"cmd":     {"server", "plan", "storage", "query", "value", "text", "mongoerr", "js", "index", "wire", "bench", "internal", "embedded"},
+	"cmd":     {"server", "plan", "storage", "query", "value", "text", "mongoerr", "js", "index", "wire", "bench", "internal", "embedded", "console"},
 	"server":  {"plan", "query", "value", "geo", "mongoerr", "js", "interrupt", "timeseries", "index", "storage", "wire", "auth"},
 	"plan":    {"query", "value", "geo", "mongoerr", "interrupt", "index", "storage"},
 	"query":   {"value", "text", "geo", "mongoerr", "js", "interrupt", "timeseries"},
@@ -46,6 +46,9 @@ var allowed = map[string][]string{
 	"auth":     {"internal"},
 	"bench":    {},
 	"embedded": {"server", "storage"},
+	// console: the web console, a client of the server through the
+	// official driver; of ours it imports nothing.
+	"console": {},
 	// Helpers that stand outside the server: internal/dumboproc runs the
 	// dumbodb binary for the commands and their tests; internal/fuzzbson
 	// turns fuzz input into BSON for every package's fuzz targets and

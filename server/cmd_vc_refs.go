@@ -34,7 +34,13 @@ func cmdDumboBranch(r *request) (bsoncore.Document, error) {
 		if err := r.checkBranchWrite(r.c.currentAuth(), r.db, name); err != nil {
 			return nil, err
 		}
-		if err := d.DeleteBranch(r.ctx, name, r.currentBranch(), force); err != nil {
+		// Merged into the branch the command is sent to (db@branch),
+		// else into the current branch.
+		into, err := r.branchOf(d)
+		if err != nil {
+			into = r.currentBranch()
+		}
+		if err := d.DeleteBranch(r.ctx, name, into, force); err != nil {
 			return nil, err
 		}
 		d.EmitVersionEvent("", "dumboBranchDelete", versionDesc("branch", name))

@@ -178,9 +178,12 @@ func TestVersionControlWorkflow(t *testing.T) {
 	vc(t, c, "shop", bson.D{{Key: "dumboBranch", Value: 1}, {Key: "branch", Value: "scratch"}})
 	c.Database("shop@scratch").Collection("items").InsertOne(ctx, bson.M{"_id": 50})
 	vc(t, c, "shop@scratch", bson.D{{Key: "dumboCommit", Value: 1}, {Key: "message", Value: "unmerged"}})
+	vc(t, c, "shop@scratch", bson.D{{Key: "dumboBranch", Value: 1}, {Key: "branch", Value: "keep"}})
 	_, err = run(t, c.Database("shop"), bson.D{{Key: "dumboBranch", Value: 1}, {Key: "branch", Value: "scratch"}, {Key: "delete", Value: 1}})
 	wantCode(t, err, 20005, "BranchUnmerged")
-	vc(t, c, "shop", bson.D{{Key: "dumboBranch", Value: 1}, {Key: "branch", Value: "scratch"}, {Key: "forceDelete", Value: 1}})
+	// Sent to a branch that has its commits, the delete goes through.
+	vc(t, c, "shop@keep", bson.D{{Key: "dumboBranch", Value: 1}, {Key: "branch", Value: "scratch"}, {Key: "delete", Value: 1}})
+	vc(t, c, "shop", bson.D{{Key: "dumboBranch", Value: 1}, {Key: "branch", Value: "keep"}, {Key: "forceDelete", Value: 1}})
 	list := vc(t, c, "shop", bson.D{{Key: "dumboBranch", Value: 1}})
 	if len(list["branches"].(bson.A)) != 2 {
 		t.Fatalf("branches %v", list)

@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/signal"
 	"runtime"
@@ -19,6 +20,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/dumbodb/dumbodb/console"
 	"github.com/dumbodb/dumbodb/server"
 	"github.com/dumbodb/dumbodb/storage"
 
@@ -343,6 +345,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 		cfg.RotateLog = lf.Rotate
 	}
 	srv := server.New(cfg, engine, log, ring)
+	if o.httpAddress != "" {
+		con, err := mountConsole(srv, o)
+		if err != nil {
+			fmt.Fprintf(stderr, "dumbodb: %v\n", err)
+			engine.Close()
+			return 1
+		}
+		defer con.Close(context.Background())
+	}
 	err = setStartupParameters(srv, o.setParams, o.componentLevels)
 	if err == nil {
 		err = setDefaultProfile(srv, o.profile, o.profileFilter)
@@ -629,4 +640,19 @@ func listenEarly(o *serverFlags) (*server.EarlyHTTP, error) {
 		return nil, nil
 	}
 	return server.ListenEarlyHTTP(o.httpAddress)
+}
+
+// mountConsole serves the web console on the HTTP listener; its pages
+// reach the server through in-process connections.
+func mountConsole(srv *server.Server, o *serverFlags) (*console.Console, error) {
+	con, err := console.New(console.Options{
+		Dial:   func(context.Context) (net.Conn, error) { return srv.Pipe(), nil },
+		Auth:   o.auth,
+		Secure: o.tls.Mode != "" && o.tls.Mode != "disabled",
+	})
+	if err != nil {
+		return nil, err
+	}
+	srv.HandleHTTP(console.Prefix, con)
+	return con, nil
 }

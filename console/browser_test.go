@@ -1,0 +1,234 @@
+package console_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"go.mongodb.org/mongo-driver/v2/bson"
+)
+
+// chromiumPath finds the headless browser that `make test` installs
+// (Debian's chromium).
+func chromiumPath(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("DUMBODB_CHROMIUM"); p != "" {
+		return p
+	}
+	for _, name := range []string{"chromium", "chromium-browser"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	if testing.Short() {
+		t.Skip("chromium not installed (run `make test`, which installs it)")
+	}
+	t.Fatal("chromium not found: run `make test` (it installs Debian's chromium) or set DUMBODB_CHROMIUM")
+	return ""
+}
+
+// page is a browser tab on the console, for a scripted session.
+type page struct {
+	t    *testing.T
+	ctx  context.Context
+	base string
+	// shots: where screenshots go (the test's artifacts, and with
+	// DUMBODB_CONSOLE_SCREENSHOTS also there, as docs/console keeps
+	// them).
+	shots []string
+}
+
+func openBrowser(t *testing.T, base string) *page {
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(chromiumPath(t)), chromedp.NoSandbox, chromedp.DisableGPU,
+		// The machine's network is closed: no background requests.
+		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true), chromedp.Flag("disable-quic", true),
+		chromedp.WindowSize(1100, 800))
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancel := chromedp.NewContext(allocCtx)
+	ctx, cancelTimeout := context.WithTimeout(ctx, 4*time.Minute)
+	t.Cleanup(func() { cancelTimeout(); cancel(); cancelAlloc() })
+	p := &page{t: t, ctx: ctx, base: base, shots: []string{t.ArtifactDir()}}
+	if dir := os.Getenv("DUMBODB_CONSOLE_SCREENSHOTS"); dir != "" {
+		p.shots = append(p.shots, dir)
+	}
+	return p
+}
+
+func (p *page) do(what string, actions ...chromedp.Action[chromedp.Void]) {
+	p.t.Helper()
+	if err := chromedp.Do(p.ctx, actions...); err != nil {
+		p.t.Fatalf("%s: %v", what, err)
+	}
+}
+
+// get runs an action that answers a value.
+func get[T any](p *page, what string, action chromedp.Action[T]) T {
+	p.t.Helper()
+	v, err := chromedp.Run(p.ctx, action)
+	if err != nil {
+		p.t.Fatalf("%s: %v", what, err)
+	}
+	return v
+}
+
+// text is what the page's main part shows, once a page is there (read
+// again while a navigation replaces the page under the read).
+func (p *page) text() string {
+	p.t.Helper()
+	for try := 0; ; try++ {
+		body, err := chromedp.Run(p.ctx, chromedp.Text(chromedp.CSS("main")))
+		if err == nil {
+			return body
+		}
+		if try == 50 {
+			p.t.Fatalf("read the page: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// open goes to a console page and waits for its heading.
+func (p *page) open(path string) {
+	p.t.Helper()
+	p.do("open "+path, chromedp.Navigate(p.base+path), chromedp.WaitVisible(chromedp.CSS("main h1")))
+}
+
+// click clicks what sel finds and waits until the page shows text.
+func (p *page) click(sel, text string) {
+	p.t.Helper()
+	p.do("click "+sel, chromedp.Click(chromedp.CSS(sel)))
+	p.waitFor(text)
+}
+
+// waitFor waits until the page's main part shows text.
+func (p *page) waitFor(text string) {
+	p.t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		body := p.text()
+		if strings.Contains(body, text) {
+			return
+		}
+		if time.Now().After(deadline) {
+			p.t.Fatalf("the page never showed %q; it shows:\n%s", text, body)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// fill types into a form field.
+func (p *page) fill(sel, value string) {
+	p.t.Helper()
+	p.do("fill "+sel, chromedp.SetValue(chromedp.CSS(sel), value))
+}
+
+// shows fails unless the page's main part shows every text.
+func (p *page) shows(texts ...string) {
+	p.t.Helper()
+	body := p.text()
+	for _, s := range texts {
+		if !strings.Contains(body, s) {
+			p.t.Errorf("the page lacks %q; it shows:\n%s", s, body)
+		}
+	}
+}
+
+func (p *page) screenshot(name string) {
+	p.t.Helper()
+	img := get(p, "screenshot", chromedp.FullScreenshot(100))
+	for _, dir := range p.shots {
+		if err := os.WriteFile(filepath.Join(dir, name+".png"), img, 0o644); err != nil {
+			p.t.Fatal(err)
+		}
+	}
+}
+
+// TestConsoleInABrowser is a scripted session in headless Chromium: data
+// committed, a branch made and checked out, a document edited on it,
+// the branches merged with a conflict settled through the pages, and
+// what each page shows along the way.
+func TestConsoleInABrowser(t *testing.T) {
+	f := startConsole(t, false)
+	f.insert("shop", "items", bson.D{{Key: "_id", Value: 1}, {Key: "name", Value: "apple"}, {Key: "qty", Value: 5}},
+		bson.D{{Key: "_id", Value: 2}, {Key: "name", Value: "pear"}, {Key: "qty", Value: 3}},
+		bson.D{{Key: "_id", Value: 3}, {Key: "name", Value: "plum"}, {Key: "qty", Value: 8}})
+	p := openBrowser(t, f.base)
+
+	p.open("")
+	p.shows("shop", "Size on disk")
+	p.screenshot("databases")
+	p.click(`a[href="/console/db/shop"]`, "Branches")
+	p.fill(`form[action$="/commit"] input[name=message]`, "stock the shelves")
+	p.click(`form[action$="/commit"] button`, "Committed")
+	p.fill(`form[action$="/branch"] input[name=name]`, "pricing")
+	p.click(`form[action$="/branch"] button`, "Branch pricing created")
+	p.click(`tr:has(input[value=pricing]) form[action$="/checkout"] button`, "Checked out pricing")
+	p.shows("Collections on pricing")
+
+	p.click(`ul.cols a`, "Page 1")
+	p.fill(`input[name=filter]`, `{"name": "apple"}`)
+	p.click(`form.query button`, "apple")
+	p.shows("History of items")
+	if docs := get(p, "count documents", chromedp.Evaluate[int](`document.querySelectorAll("div.doc").length`)); docs != 1 {
+		t.Errorf("the filter {name: apple} shows %d documents", docs)
+	}
+	p.screenshot("collection")
+	p.click(`div.doc a`, "Save to pricing")
+	p.fill(`textarea[name=document]`, `{"_id": 1, "name": "apple", "qty": 7, "price": 1.25}`)
+	p.click(`form.stack button`, "Saved the document")
+	if edited := get(p, "read the edit box", chromedp.Evaluate[string](`document.querySelector("textarea").value`)); !strings.Contains(edited, `"price": 1.25`) {
+		t.Errorf("after saving, the edit box holds %s", edited)
+	}
+	p.screenshot("document")
+
+	p.open("db/shop")
+	p.fill(`form[action$="/commit"] input[name=message]`, "price apples")
+	p.click(`form[action$="/commit"] button`, "Committed")
+	// Meanwhile main sets another quantity for apples.
+	if _, err := f.client.Database("shop").Collection("items").UpdateOne(t.Context(), bson.D{{Key: "_id", Value: 1}}, bson.D{{Key: "$set", Value: bson.D{{Key: "qty", Value: 9}}}}); err != nil {
+		t.Fatal(err)
+	}
+	f.commit("shop", "restock apples")
+	p.open("db/shop")
+	p.shows("1 / 1") // pricing: one commit ahead of main, one behind
+	p.screenshot("database")
+	p.click(`tr:has(input[value=main]) form[action$="/checkout"] button`, "Checked out main")
+
+	p.click(`tr:has(input[value=pricing]) a.button`, "What it brings")
+	p.shows("A three-way merge", "items: 1", "qty", "price")
+	p.screenshot("merge")
+	p.click(`form[action$="/merge"] button`, "1 left")
+	p.shows("Ours (main)", `"qty": 9`, `"qty": 7`)
+	p.screenshot("conflicts")
+	// Settled from the keyboard: focus the button, press Enter.
+	p.do("take theirs by keyboard", chromedp.Focus(chromedp.CSS(`button[value=theirs]`)), chromedp.KeyEvent("\r"))
+	p.waitFor("0 left")
+	p.click(`form[action$="/merge/continue"] button`, "Merged into main")
+	p.shows("Merge pricing into main", "restock apples", "price apples", "stock the shelves")
+	p.screenshot("log")
+
+	p.click(`table.log tbody tr:first-child a.mono`, "parent")
+	p.shows("Merge pricing into main", "price", "1.25")
+	p.screenshot("diff")
+
+	var doc bson.M
+	if err := f.client.Database("shop").Collection("items").FindOne(t.Context(), bson.D{{Key: "_id", Value: 1}}).Decode(&doc); err != nil || doc["qty"] != int32(7) || doc["price"] != 1.25 {
+		t.Errorf("after the merge, apple is %v (%v), want pricing's", doc, err)
+	}
+
+	// In a narrow window nothing but the tables' own scroll areas is
+	// wider than the window.
+	p.do("narrow window", chromedp.EmulateViewport(380, 800))
+	p.open("db/shop/log")
+	if !get(p, "measure", chromedp.Evaluate[bool](`document.documentElement.scrollWidth <= window.innerWidth`)) {
+		t.Error("the history page is wider than a 380-pixel window")
+	}
+	p.screenshot("log-narrow")
+}

@@ -1,0 +1,184 @@
+package console_test
+
+import (
+	"html"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+)
+
+// TestPagesShowWhatTheCommandsSay opens every page of a database with
+// branches, a tag and uncommitted changes and checks what each shows.
+func TestPagesShowWhatTheCommandsSay(t *testing.T) {
+	f := startConsole(t, false)
+	first, feature := f.seedShop()
+	b := f.browser()
+	pages := []struct {
+		path string
+		want []string
+	}{
+		{"", []string{`href="/console/db/shop"`, "Size on disk"}},
+		{"db/shop", []string{"feature", "more apples", "1 / 0", "uncommitted changes", "v1", `href="/console/db/shop/c/items?rev=main"`, "Create branch"}},
+		{"db/shop/log", []string{"stock the shelves", "Initialize database", `<span class="ref">main</span>`, `<span class="tag">v1</span>`, "<svg"}},
+		{"db/shop/log?rev=feature", []string{"more apples", "stock the shelves"}},
+		{"db/shop/log?rev=main&collection=items&_id=1", []string{"stock the shelves"}},
+		{"db/shop/diff", []string{"plum", "1 added"}},
+		{"db/shop/diff?commit=" + feature, []string{"more apples", "parent", first[:8], `<th scope="row" class="mono">qty</th>`, "<code>5</code>", "<code>9</code>"}},
+		{"db/shop/diff?from=main&to=feature", []string{"qty", "1 modified"}},
+		{"db/shop/c/items", []string{`"name": "apple"`, `"name": "plum"`, "Page 1"}},
+		{"db/shop/c/items?rev=v1&filter=" + url.QueryEscape(`{"qty": {"$gt": 4}}`), []string{`"name": "apple"`}},
+		{"db/shop/c/items?sort=" + url.QueryEscape(`{"_id": -1}`) + "&projection=" + url.QueryEscape(`{"name": 1}`), []string{`"name": "plum"`}},
+		{"db/shop/c/items/doc?rev=feature&id=1", []string{`"qty": 9`, "Save to feature", "Who set each field", "more apples"}},
+		{"db/shop/c/items/doc?rev=v1&id=1", []string{`"qty": 5`, "Read-only"}},
+	}
+	for _, p := range pages {
+		status, body := b.get(p.path)
+		if status != http.StatusOK {
+			t.Errorf("%s: status %d\n%s", p.path, status, body)
+			continue
+		}
+		mustContain(t, p.path, body, p.want...)
+	}
+	// A merge's preview: main's uncommitted change stops it until it is
+	// committed.
+	if status, body := b.get("db/shop/merge?from=feature"); status != http.StatusConflict || !strings.Contains(body, "DirtyWorkingSet") {
+		t.Errorf("the preview of a merge into a dirty branch: status %d\n%s", status, body)
+	}
+	f.commit("shop", "plums")
+	status, body := b.get("db/shop/merge?from=feature")
+	if status != http.StatusOK {
+		t.Fatalf("merge preview: status %d\n%s", status, body)
+	}
+	mustContain(t, "merge preview", body, "A three-way merge", first[:8], "No conflicts", "qty", "1 modified")
+	// Every document link of a collection's page opens its document.
+	_, body = b.get("db/shop/c/items?rev=feature")
+	links := docLink.FindAllStringSubmatch(body, -1)
+	if len(links) != 2 {
+		t.Fatalf("feature's items page links %d documents, want 2", len(links))
+	}
+	for _, l := range links {
+		href := strings.TrimPrefix(html.UnescapeString(l[1]), "/console/")
+		if status, page := b.get(href); status != http.StatusOK || !strings.Contains(page, "Save to feature") {
+			t.Errorf("%s: status %d", href, status)
+		}
+	}
+	// A filtered page leaves out what its filter does not match.
+	if _, body := b.get("db/shop/c/items?rev=v1&filter=" + url.QueryEscape(`{"qty": {"$gt": 4}}`)); strings.Contains(body, "pear") {
+		t.Error("the filter {qty: {$gt: 4}} showed pear")
+	}
+}
+
+var docLink = regexp.MustCompile(`href="(/console/db/shop/c/items/doc\?[^"]+)"`)
+
+// TestBadInputIsAnErrorPage sends what a page cannot take: each answer is
+// a readable error page with a fitting status, and the server goes on.
+func TestBadInputIsAnErrorPage(t *testing.T) {
+	f := startConsole(t, false)
+	f.seedShop()
+	b := f.browser()
+	cases := []struct {
+		path   string
+		status int
+		want   string
+	}{
+		{"db/shop/log?rev=nosuch", http.StatusNotFound, "RevisionNotFound"},
+		{"db/nosuchdb/log?rev=main~1", http.StatusNotFound, "does not exist"},
+		{"db/shop/diff?from=main&to=nosuch", http.StatusNotFound, "RevisionNotFound"},
+		{"db/shop/diff?commit=zzzzzzzzzz", http.StatusNotFound, "RevisionNotFound"},
+		{"db/shop/c/items?filter=" + url.QueryEscape("{bad"), http.StatusBadRequest, "the filter is not an Extended JSON document"},
+		{"db/shop/c/items?filter=" + url.QueryEscape(`{"$where2": 1}`), http.StatusBadRequest, "unknown top level operator"},
+		{"db/shop/c/items?sort=" + url.QueryEscape(`{"a": 7}`), http.StatusBadRequest, "$sort key ordering must be 1"},
+		{"db/shop/c/items/doc?id=42", http.StatusNotFound, "no document with _id 42"},
+		{"db/shop/c/items/doc", http.StatusBadRequest, "lacks the document's id"},
+		{"db/shop/log?_id=1", http.StatusBadRequest, "needs its collection"},
+		{"db/shop/merge", http.StatusBadRequest, "?from="},
+		{"db/shop/merge?from=nosuch", http.StatusNotFound, "RevisionNotFound"},
+		{"db/sh%20op", http.StatusBadRequest, "not a database name"},
+		{"db/shop@feature/log", http.StatusBadRequest, "?rev="},
+		{"no/such/page", http.StatusNotFound, "no such page"},
+	}
+	for _, c := range cases {
+		status, body := b.get(c.path)
+		if status != c.status || !strings.Contains(html.UnescapeString(body), c.want) || !strings.Contains(body, `class="error"`) {
+			t.Errorf("%s: status %d, want %d with %q\n%s", c.path, status, c.status, c.want, body)
+		}
+	}
+	// Forms without the session's token, or from another site, change
+	// nothing.
+	if status, _ := b.post("db/shop/branch", url.Values{"name": {"sneaky"}}, false); status != http.StatusForbidden {
+		t.Errorf("a form without its token: status %d, want 403", status)
+	}
+	req, _ := http.NewRequest("POST", f.base+"db/shop/branch", strings.NewReader(url.Values{"name": {"sneaky"}, "csrf": {b.csrf()}}.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", "http://evil.example")
+	resp, err := b.http.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if status, _ := readBody(t, resp); status != http.StatusForbidden {
+		t.Errorf("a form from another origin: status %d, want 403", status)
+	}
+	if got := f.run("shop", bson.D{{Key: "dumboBranch", Value: 1}})["branches"].(bson.A); len(got) != 2 {
+		t.Errorf("refused forms made a branch: %v", got)
+	}
+	// An edit that changes the _id or is not JSON is refused and shown
+	// with the text kept.
+	status, body := b.post("db/shop/c/items/doc?rev=main&id=1", url.Values{"document": {`{"_id": 7, "name": "x"}`}}, true)
+	if status != http.StatusBadRequest || !strings.Contains(html.UnescapeString(body), `keeps the document's _id`) || !strings.Contains(body, "&#34;_id&#34;: 7") {
+		t.Errorf("an edit changing _id: status %d\n%s", status, body)
+	}
+	if status, body = b.post("db/shop/c/items/doc?rev=v1&id=1", url.Values{"document": {`{"_id": 1}`}}, true); status == http.StatusOK || strings.Contains(body, "Saved") {
+		t.Errorf("an edit of a tag: status %d", status)
+	}
+	f.run("admin", bson.D{{Key: "ping", Value: 1}})
+}
+
+// TestFormsChangeTheDatabase drives branches, edits, commits and a
+// merge with a conflict through the console's forms.
+func TestFormsChangeTheDatabase(t *testing.T) {
+	f := startConsole(t, false)
+	f.seedShop()
+	b := f.browser()
+	ok := func(what string, status int, body string) {
+		t.Helper()
+		if status != http.StatusOK || strings.Contains(body, `class="error"`) {
+			t.Fatalf("%s: status %d\n%s", what, status, body)
+		}
+	}
+	status, body := b.post("db/shop/commit", url.Values{"branch": {"main"}, "message": {"add plums"}}, true)
+	ok("commit", status, body)
+	mustContain(t, "after commit", body, "Committed", "clean")
+	status, body = b.post("db/shop/branch", url.Values{"name": {"pricing"}, "from": {"main"}}, true)
+	ok("create branch", status, body)
+	mustContain(t, "after create", body, "Branch pricing created", "pricing")
+	status, body = b.post("db/shop/checkout", url.Values{"branch": {"pricing"}}, true)
+	ok("checkout", status, body)
+	mustContain(t, "after checkout", body, "pricing</a> <span class=\"badge\">checked out</span>", "Commit pricing")
+	status, body = b.post("db/shop/c/items/doc?rev=pricing&id=1", url.Values{"document": {`{"_id": 1, "name": "apple", "qty": 7}`}}, true)
+	ok("edit", status, body)
+	mustContain(t, "after edit", body, "Saved the document", `"qty": 7`)
+	status, body = b.post("db/shop/commit", url.Values{"branch": {"pricing"}, "message": {"seven apples"}}, true)
+	ok("commit pricing", status, body)
+	// feature set qty to 9, pricing to 7: merging feature conflicts.
+	status, body = b.post("db/shop/merge", url.Values{"from": {"feature"}, "into": {"pricing"}}, true)
+	ok("merge", status, body)
+	mustContain(t, "after merge", body, "stopped on conflicts", "Keep ours", "Take theirs", `"qty": 9`)
+	status, body = b.post("db/shop/conflicts/resolve", url.Values{"branch": {"pricing"}, "collection": {"items"}, "id": {`{"$numberInt":"1"}`},
+		"resolution": {"custom"}, "document": {`{"_id": 1, "name": "apple", "qty": 8}`}}, true)
+	ok("resolve", status, body)
+	mustContain(t, "after resolve", body, "Settled the conflict", "0 left")
+	status, body = b.post("db/shop/merge/continue", url.Values{"branch": {"pricing"}}, true)
+	ok("continue", status, body)
+	mustContain(t, "after continue", body, "Merged into pricing", "Merge feature into pricing")
+	var doc bson.M
+	if err := f.client.Database("shop@pricing").Collection("items").FindOne(t.Context(), bson.D{{Key: "_id", Value: 1}}).Decode(&doc); err != nil || doc["qty"] != int32(8) {
+		t.Errorf("after the merge, apple is %v (%v), want qty 8", doc, err)
+	}
+	status, body = b.post("db/shop/branch/delete", url.Values{"name": {"feature"}}, true)
+	ok("delete", status, body)
+	mustContain(t, "after delete", body, "Branch feature deleted")
+}
