@@ -1,6 +1,6 @@
 # DumboDB build and test entry points. `make test` is the one command that
 # runs every test on a fresh machine (it installs mongosh and the Node
-# driver from npm first).
+# driver from npm and Chromium from Debian's packages first).
 
 GO        ?= go
 MONGOSH_VERSION := 2.12.0
@@ -18,6 +18,9 @@ STATICCHECK := $(TOOLS)/staticcheck-$(STATICCHECK_VERSION)/staticcheck
 WEED_VERSION := v0.0.0-20261109003541-7506e5f91cd6
 WEED := $(TOOLS)/weed-$(WEED_VERSION)/weed
 export DUMBODB_WEED := $(WEED)
+# Debian's Chromium, the headless browser the web console's test drives.
+CHROMIUM  := /usr/bin/chromium
+export DUMBODB_CHROMIUM := $(CHROMIUM)
 
 .PHONY: build run test test-short lint-deps vet staticcheck tools weed fuzz clean spec
 
@@ -59,7 +62,12 @@ staticcheck: $(STATICCHECK)
 $(STATICCHECK):
 	GOBIN=$(dir $@) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 
-tools: $(MONGOSH) $(NODE_DRIVER) $(WEED)
+tools: $(MONGOSH) $(NODE_DRIVER) $(WEED) $(CHROMIUM)
+
+# Chromium comes from Debian's packages (root: apt-get).
+$(CHROMIUM):
+	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+	test -x $@ || { echo "apt-get did not install chromium"; exit 1; }
 
 # go install refuses SeaweedFS's replace directives, so its module is
 # downloaded and built in a copy as the main module (about 4 minutes on 2

@@ -2,11 +2,13 @@ package console
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/url"
 	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
 )
 
 // maxDiffDocs bounds each list of documents a collection's diff shows;
@@ -183,10 +185,11 @@ func collectionOptions(ctx context.Context, s *session, dbName, coll string) (st
 // one-line Extended JSON, without the fields every spec has.
 func indexSpecs(ctx context.Context, s *session, dbName, coll string) ([]string, error) {
 	specs, err := s.client.Database(dbName).Collection(coll).Indexes().List(ctx)
+	var ce mongo.CommandError
+	if errors.As(err, &ce) && ce.Name == "NamespaceNotFound" {
+		return nil, nil // not there on this side
+	}
 	if err != nil {
-		if strings.Contains(err.Error(), "NamespaceNotFound") {
-			return nil, nil
-		}
 		return nil, err
 	}
 	var docs []bson.D

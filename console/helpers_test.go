@@ -66,7 +66,6 @@ func startConsole(t testing.TB, auth bool) *fixture {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		f.client.Disconnect(ctx)
-		con.Close(ctx)
 		srv.Shutdown(ctx)
 		if err := eng.Close(); err != nil {
 			t.Errorf("close engine: %v", err)

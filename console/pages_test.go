@@ -54,6 +54,18 @@ func TestPagesShowWhatTheCommandsSay(t *testing.T) {
 		t.Fatalf("merge preview: status %d\n%s", status, body)
 	}
 	mustContain(t, "merge preview", body, "A three-way merge", first[:8], "No conflicts", "qty", "1 modified")
+	// Option, validator and index changes show both sides.
+	f.run("shop@feature", bson.D{{Key: "createIndexes", Value: "items"}, {Key: "indexes", Value: bson.A{bson.D{{Key: "key", Value: bson.D{{Key: "qty", Value: 1}}}, {Key: "name", Value: "by_qty"}}}}})
+	f.run("shop@feature", bson.D{{Key: "collMod", Value: "items"}, {Key: "validator", Value: bson.D{{Key: "qty", Value: bson.D{{Key: "$gte", Value: 0}}}}}})
+	f.commit("shop@feature", "index and validator")
+	status, body = b.get("db/shop/diff?from=main&to=feature")
+	if status != http.StatusOK {
+		t.Fatalf("diff with options: status %d\n%s", status, body)
+	}
+	mustContain(t, "diff with options", body, "Options changed", `"validator"`, `"$gte": 0`, "Indexes changed", `"name":"by_qty"`)
+	if status, body = b.get("db/shop/diff"); status != http.StatusOK || !strings.Contains(body, "No changes") {
+		t.Errorf("HEAD against WORKING: status %d\n%s", status, body)
+	}
 	// Every document link of a collection's page opens its document.
 	_, body = b.get("db/shop/c/items?rev=feature")
 	links := docLink.FindAllStringSubmatch(body, -1)

@@ -58,13 +58,13 @@ func parsePages() (map[string]*template.Template, error) {
 }
 
 var templateFuncs = template.FuncMap{
-	"short":    shortID,
-	"json":     docJSON,
-	"value":    valueJSON,
-	"clip":     clip,
-	"when":     func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") },
-	"pathEsc":  url.PathEscape,
-	"add":      func(a, b int) int { return a + b },
+	"short":   shortID,
+	"json":    docJSON,
+	"value":   valueJSON,
+	"clip":    clip,
+	"when":    func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") },
+	"pathEsc": url.PathEscape,
+	"add":     func(a, b int) int { return a + b },
 }
 
 // render writes a page; s may be nil (the login and error pages).

@@ -73,7 +73,8 @@ type httpMount struct {
 }
 
 // HandleHTTP serves h for pattern (net/http's ServeMux patterns) on the
-// HTTP listener; call it before Listen.
+// HTTP listener; call it before Listen. A handler with a method
+// Close(context.Context) error is closed when the server shuts down.
 func (s *Server) HandleHTTP(pattern string, h http.Handler) {
 	s.httpMounts = append(s.httpMounts, httpMount{pattern, h})
 }
@@ -142,13 +143,22 @@ func (s *Server) serveHTTP() {
 }
 
 // shutdownHTTP stops the HTTP listener: requests in flight may finish
-// until ctx ends, long polls are cut at once.
+// until ctx ends, long polls are cut at once. Then the mounted handlers
+// that hold clients of the server (the console's) close them, while the
+// server still serves their connections.
 func (s *Server) shutdownHTTP(ctx context.Context) {
 	if s.http == nil {
 		return
 	}
 	if err := s.http.srv.Shutdown(ctx); err != nil {
 		s.http.srv.Close()
+	}
+	for _, m := range s.httpMounts {
+		if c, ok := m.handler.(interface{ Close(context.Context) error }); ok {
+			if err := c.Close(ctx); err != nil {
+				s.log.Debug().Str("c", "NETWORK").Err(err).Str("path", m.pattern).Msg("closing an HTTP handler")
+			}
+		}
 	}
 }
 

@@ -165,11 +165,11 @@ type Server struct {
 	logRing      *LogRing
 	started      time.Time
 
-	listeners   []net.Listener
-	http        *httpListener // nil: no HTTP listener (http.go)
+	listeners []net.Listener
+	http      *httpListener // nil: no HTTP listener (http.go)
 	// httpMounts: handlers of other packages on the HTTP listener
 	// (HandleHTTP), such as the web console.
-	httpMounts []httpMount
+	httpMounts  []httpMount
 	inFlight    *wire.Budget
 	cursors     *cursorRegistry
 	stats       stats

@@ -346,13 +346,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	srv := server.New(cfg, engine, log, ring)
 	if o.httpAddress != "" {
-		con, err := mountConsole(srv, o)
-		if err != nil {
+		if err := mountConsole(srv, o); err != nil {
 			fmt.Fprintf(stderr, "dumbodb: %v\n", err)
 			engine.Close()
 			return 1
 		}
-		defer con.Close(context.Background())
 	}
 	err = setStartupParameters(srv, o.setParams, o.componentLevels)
 	if err == nil {
@@ -642,17 +640,18 @@ func listenEarly(o *serverFlags) (*server.EarlyHTTP, error) {
 	return server.ListenEarlyHTTP(o.httpAddress)
 }
 
-// mountConsole serves the web console on the HTTP listener; its pages
-// reach the server through in-process connections.
-func mountConsole(srv *server.Server, o *serverFlags) (*console.Console, error) {
+// mountConsole serves the web console on the HTTP listener (the server
+// closes it when it shuts down); its pages reach the server through
+// in-process connections.
+func mountConsole(srv *server.Server, o *serverFlags) error {
 	con, err := console.New(console.Options{
 		Dial:   func(context.Context) (net.Conn, error) { return srv.Pipe(), nil },
 		Auth:   o.auth,
 		Secure: o.tls.Mode != "" && o.tls.Mode != "disabled",
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	srv.HandleHTTP(console.Prefix, con)
-	return con, nil
+	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -255,5 +256,51 @@ See https://mongodb.com/docs/manual/core/map-reduce for details.
 	`)
 	if want := "6108304 no globalScriptEngine in $where parsing"; out != want {
 		t.Fatalf("--noscripting: %q, want %q", out, want)
+	}
+}
+
+// TestMongoshVersionControlHelpers loads shell/dumbo.js into mongosh and
+// drives a branch, a conflicting merge and its resolution with the
+// helpers, checking the tables they print.
+func TestMongoshVersionControlHelpers(t *testing.T) {
+	bin := mongoshPath(t)
+	helpers, err := filepath.Abs("../../shell/dumbo.js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := dumboproc.StartT(t, t.TempDir())
+	out := mongosh(t, bin, p.Port(), `load(`+strconv.Quote(helpers)+`);
+		db.items.insertMany([{_id: 1, name: "apple", qty: 5}, {_id: 2, name: "pear", qty: 3}]);
+		db.commit("stock");
+		db.branch("feature");
+		db.checkout("feature");
+		print("db is " + db.getName());
+		db.items.updateOne({_id: 1}, {$set: {qty: 9}});
+		db.commit("more apples");
+		db.checkout("main");
+		db.items.updateOne({_id: 1}, {$set: {qty: 7}});
+		db.commit("fewer apples");
+		db.branches();
+		db.log({limit: 2});
+		db.diff("main", "feature");
+		db.merge("feature");
+		db.resolve("items", 1, "theirs");
+		db.merge({continue: 1});
+		db.runCommand({dumboTag: 1, name: "v1", message: "first release"});
+		db.tags();
+		print("apple " + db.items.findOne({_id: 1}).qty);
+	`)
+	for _, want := range []string{
+		"committed ", "on main: stock", "switched to shop@feature", "db is shop@feature", "on feature: more apples",
+		"branch   head      ahead / behind main  message", "feature  ", "1 / 1                more apples", "*  main ",
+		"(main) fewer apples", "more: db.log({after:",
+		"items       ~  1    qty: 7 -> 9",
+		"merge stopped on conflicts", `items       1    {"_id":1,"name":"apple","qty":7}  {"_id":1,"name":"apple","qty":9}`,
+		"settled items 1 with theirs", "merged: ",
+		"v1   ", "first release", "apple 9",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the helpers' output lacks %q:\n%s", want, out)
+		}
 	}
 }
