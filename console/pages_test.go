@@ -193,4 +193,41 @@ func TestFormsChangeTheDatabase(t *testing.T) {
 	status, body = b.post("db/shop/branch/delete", url.Values{"name": {"feature"}}, true)
 	ok("delete", status, body)
 	mustContain(t, "after delete", body, "Branch feature deleted")
+
+	// A merge stopped on a conflict can be aborted.
+	if _, err := f.client.Database("shop").Collection("items").UpdateOne(t.Context(), bson.D{{Key: "_id", Value: 1}}, bson.D{{Key: "$set", Value: bson.D{{Key: "qty", Value: 1}}}}); err != nil {
+		t.Fatal(err)
+	}
+	f.commit("shop", "one apple")
+	status, body = b.post("db/shop/merge", url.Values{"from": {"pricing"}, "into": {"main"}}, true)
+	ok("second merge", status, body)
+	mustContain(t, "second merge", body, "1 left")
+	status, body = b.post("db/shop/merge/abort", url.Values{"branch": {"main"}}, true)
+	ok("abort", status, body)
+	mustContain(t, "after abort", body, "Aborted the merge into main")
+	if st := f.run("shop", bson.D{{Key: "dumboStatus", Value: 1}}); st["merge"] != nil || st["dirty"] != false {
+		t.Errorf("after the abort, main is %v", st)
+	}
+	// Forms that lack a field, or settle a conflict with bad JSON, are
+	// refused with a page that says so.
+	for _, c := range []struct {
+		path string
+		form url.Values
+		want string
+	}{
+		{"db/shop/branch", url.Values{}, "the form lacks name"},
+		{"db/shop/commit", url.Values{"branch": {"main"}}, "the form lacks message"},
+		{"db/shop/merge", url.Values{"from": {"pricing"}}, "the form lacks into"},
+		{"db/shop/checkout", url.Values{"branch": {"nosuch"}}, "no branch nosuch"},
+		{"db/shop/conflicts/resolve", url.Values{"branch": {"main"}, "collection": {"items"}, "id": {"1"}, "resolution": {"custom"}, "document": {"{oops"}}, "not an Extended JSON document"},
+		{"db/shop/merge/continue", url.Values{"branch": {"main"}}, "NoMergeInProgress"},
+	} {
+		status, body := b.post(c.path, c.form, true)
+		if status < 400 || !strings.Contains(html.UnescapeString(body), c.want) {
+			t.Errorf("%s %v: status %d, want an error with %q\n%s", c.path, c.form, status, c.want, body)
+		}
+	}
+	if status, css := b.get("static/console.css"); status != http.StatusOK || !strings.Contains(css, ":focus-visible") {
+		t.Errorf("the style sheet: status %d", status)
+	}
 }
