@@ -83,6 +83,9 @@ type Database struct {
 	// gcBase is the chunk store's size after the last GC, or when the
 	// first checkpoint after opening looked; 0: not yet (autogc.go).
 	gcBase atomic.Int64
+	// historyIdx summarises commits for history queries
+	// (vc_history_index.go).
+	historyIdx historyIndex
 }
 
 // branch is the live state of one branch: the published state that readers

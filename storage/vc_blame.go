@@ -23,13 +23,15 @@ type BlameLine struct {
 // version of the document has the same value there (the first such
 // parent), until a commit whose parents all differ, which set it. A
 // document deleted and created again is set anew by the commit that
-// re-created it. Only commits whose version of the document is looked up
-// cost anything beyond their parents' addresses; versions are read once.
+// re-created it. The walk goes over the history index's summaries
+// (vc_history_index.go): only commits that changed the document are read,
+// each once.
 func (d *Database) Blame(ctx context.Context, rev Revision, coll string, id bsoncore.Value) (bsoncore.Document, []BlameLine, error) {
 	if err := d.hold(ctx); err != nil {
 		return nil, nil, err
 	}
 	defer d.release()
+	defer d.flushHistoryIndex()
 	start, err := d.revisionCommit(ctx, rev)
 	if err != nil {
 		return nil, nil, err
@@ -38,8 +40,8 @@ func (d *Database) Blame(ctx context.Context, rev Revision, coll string, id bson
 	if err != nil {
 		return nil, nil, err
 	}
-	b := &blamer{d: d, coll: coll, key: key, versions: map[hash.Hash]map[string]string{}}
-	doc, err := b.version(ctx, start)
+	b := &blamer{d: d, coll: coll, key: key, keyHash: keyHash(key), versions: map[hash.Hash]map[string]string{}}
+	doc, order, err := b.read(ctx, start.Addr())
 	if err != nil || doc == nil {
 		return nil, nil, cmpErr(err, fmt.Errorf("%w: no document with that _id in %s at that revision", ErrDocumentNotFound, coll))
 	}
@@ -48,8 +50,12 @@ func (d *Database) Blame(ctx context.Context, rev Revision, coll string, id bson
 		return nil, nil, err
 	}
 	var out []BlameLine
-	for _, path := range b.order[start.Addr()] {
-		c, err := b.setter(ctx, start, path)
+	for _, path := range order {
+		addr, err := b.setter(ctx, start.Addr(), path)
+		if err != nil {
+			return nil, nil, err
+		}
+		c, err := datas.LoadCommitAddr(ctx, d.vs, addr)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -59,7 +65,7 @@ func (d *Database) Blame(ctx context.Context, rev Revision, coll string, id bson
 		}
 		out = append(out, BlameLine{Path: path, Commit: info})
 	}
-	return b.raw[start.Addr()], out, nil
+	return doc, out, nil
 }
 
 func cmpErr(err, otherwise error) error {
@@ -70,78 +76,109 @@ func cmpErr(err, otherwise error) error {
 }
 
 // blamer reads and remembers the document's versions, flattened to leaf
-// paths.
+// paths, by commit.
 type blamer struct {
 	d        *Database
 	coll     string
 	key      []byte
+	keyHash  uint64
 	versions map[hash.Hash]map[string]string // nil map: no document
-	order    map[hash.Hash][]string
-	raw      map[hash.Hash]bsoncore.Document
 }
 
-// version is the document at commit c flattened (nil: none there).
-func (b *blamer) version(ctx context.Context, c *datas.Commit) (map[string]string, error) {
-	if v, ok := b.versions[c.Addr()]; ok {
-		return v, nil
+// version is the document at a commit flattened (nil: none there). A
+// commit whose summary says it did not change the document has its first
+// parent's version, which is found without reading the commits between.
+func (b *blamer) version(ctx context.Context, addr hash.Hash) (map[string]string, error) {
+	var same []hash.Hash // commits with the version found below
+	for {
+		if v, ok := b.versions[addr]; ok {
+			return b.remember(same, v), nil
+		}
+		s, err := b.d.summary(ctx, addr)
+		if err != nil {
+			return nil, err
+		}
+		if touched, _ := s.touches(b.coll, b.keyHash); touched || len(s.parents) == 0 {
+			break
+		}
+		same = append(same, addr)
+		addr = s.parents[0]
+	}
+	if _, _, err := b.read(ctx, addr); err != nil {
+		return nil, err
+	}
+	return b.remember(same, b.versions[addr]), nil
+}
+
+func (b *blamer) remember(same []hash.Hash, v map[string]string) map[string]string {
+	for _, a := range same {
+		b.versions[a] = v
+	}
+	return v
+}
+
+// read looks the document up at a commit, remembers its flattened
+// version and returns it whole with its paths in order.
+func (b *blamer) read(ctx context.Context, addr hash.Hash) (bsoncore.Document, []string, error) {
+	c, err := datas.LoadCommitAddr(ctx, b.d.vs, addr)
+	if err != nil {
+		return nil, nil, err
 	}
 	st, err := b.d.commitState(ctx, c)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var flat map[string]string
+	var doc bsoncore.Document
+	var order []string
 	if cs, ok := st.colls.lookup(b.coll); ok {
-		doc, found, err := lookup(ctx, b.d.ns, cs.base, nil, b.key)
+		raw, found, err := lookup(ctx, b.d.ns, cs.base, nil, b.key)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if found {
-			flat = map[string]string{}
-			if b.order == nil {
-				b.order, b.raw = map[hash.Hash][]string{}, map[hash.Hash]bsoncore.Document{}
-			}
-			b.order[c.Addr()] = flattenDoc(doc, "", flat)
-			b.raw[c.Addr()] = doc
+			flat, doc = map[string]string{}, raw
+			order = flattenDoc(doc, "", flat)
 		}
 	}
-	b.versions[c.Addr()] = flat
-	return flat, nil
+	b.versions[addr] = flat
+	return doc, order, nil
 }
 
-// setter traces path from c to the commit that set its value.
-func (b *blamer) setter(ctx context.Context, c *datas.Commit, path string) (*datas.Commit, error) {
+// setter traces path from a commit to the commit that set its value.
+func (b *blamer) setter(ctx context.Context, addr hash.Hash, path string) (hash.Hash, error) {
 	for {
 		if err := ctx.Err(); err != nil { // the trace may go down every commit
-			return nil, err
+			return hash.Hash{}, err
 		}
-		cur, err := b.version(ctx, c)
+		cur, err := b.version(ctx, addr)
 		if err != nil {
-			return nil, err
+			return hash.Hash{}, err
 		}
-		parents, err := datas.GetCommitParents(ctx, b.d.vs, c.NomsValue())
+		s, err := b.d.summary(ctx, addr)
 		if err != nil {
-			return nil, err
+			return hash.Hash{}, err
 		}
-		next, err := b.sameIn(ctx, parents, path, cur[path])
-		if err != nil || next == nil {
-			return c, err
+		next, found, err := b.sameIn(ctx, s.parents, path, cur[path])
+		if err != nil || !found {
+			return addr, err
 		}
-		c = next
+		addr = next
 	}
 }
 
 // sameIn is the first parent whose document has value v at path.
-func (b *blamer) sameIn(ctx context.Context, parents []*datas.Commit, path, v string) (*datas.Commit, error) {
+func (b *blamer) sameIn(ctx context.Context, parents []hash.Hash, path, v string) (hash.Hash, bool, error) {
 	for _, p := range parents {
 		pv, err := b.version(ctx, p)
 		if err != nil {
-			return nil, err
+			return hash.Hash{}, false, err
 		}
 		if got, ok := pv[path]; ok && got == v {
-			return p, nil
+			return p, true, nil
 		}
 	}
-	return nil, nil
+	return hash.Hash{}, false, nil
 }
 
 // flattenDoc records each leaf of doc under its dotted path (array

@@ -44,6 +44,7 @@ func (d *Database) LogPage(ctx context.Context, opts LogOptions) ([]CommitInfo, 
 		return nil, false, err
 	}
 	defer d.release()
+	defer d.flushHistoryIndex()
 	w, err := d.newLogWalk(ctx, opts)
 	if err != nil {
 		return nil, false, err
@@ -63,13 +64,17 @@ func (d *Database) LogPage(ctx context.Context, opts LogOptions) ([]CommitInfo, 
 
 // logWalk is one pass of Log over the history.
 type logWalk struct {
-	d        *Database
-	opts     LogOptions
-	keys     [][]byte
-	refs     map[hash.Hash][]string
-	q        *commitQueue
-	seen     map[hash.Hash]bool
-	skipping bool // before opts.After
+	d         *Database
+	opts      LogOptions
+	keys      [][]byte
+	keyHashes []uint64
+	refs      map[hash.Hash][]string
+	q         *commitQueue
+	seen      map[hash.Hash]bool
+	skipping  bool // before opts.After
+	// indexed: the walk selects by collection, so it goes over the
+	// history index's summaries and reads only the commits they select.
+	indexed bool
 }
 
 func (d *Database) newLogWalk(ctx context.Context, opts LogOptions) (*logWalk, error) {
@@ -81,16 +86,20 @@ func (d *Database) newLogWalk(ctx context.Context, opts LogOptions) (*logWalk, e
 	if err != nil {
 		return nil, err
 	}
-	w := &logWalk{d: d, opts: opts, refs: refs, q: &commitQueue{}, seen: map[hash.Hash]bool{}, skipping: opts.After != ""}
+	w := &logWalk{d: d, opts: opts, refs: refs, q: &commitQueue{}, seen: map[hash.Hash]bool{},
+		skipping: opts.After != "", indexed: len(opts.Collections) > 0}
 	for _, id := range opts.IDs {
 		key, err := encodeID(id)
 		if err != nil {
 			return nil, err
 		}
 		w.keys = append(w.keys, key)
+		w.keyHashes = append(w.keyHashes, keyHash(key))
 	}
 	for _, c := range starts {
-		w.push(ctx, c)
+		if err := w.push(ctx, c.Addr(), c); err != nil {
+			return nil, err
+		}
 	}
 	return w, nil
 }
@@ -117,11 +126,22 @@ func (d *Database) logStarts(ctx context.Context, opts LogOptions) ([]*datas.Com
 	return out, nil
 }
 
-func (w *logWalk) push(ctx context.Context, c *datas.Commit) {
-	if !w.seen[c.Addr()] {
-		w.seen[c.Addr()] = true
-		w.q.add(c, commitTime(ctx, c))
+// push queues a commit not seen yet: with the index by its summary (c
+// may be nil), else by c.
+func (w *logWalk) push(ctx context.Context, addr hash.Hash, c *datas.Commit) error {
+	if w.seen[addr] {
+		return nil
 	}
+	w.seen[addr] = true
+	if !w.indexed {
+		w.q.add(queuedCommit{addr: addr, height: c.Height(), at: commitTime(ctx, c), c: c})
+		return nil
+	}
+	s, err := w.d.summary(ctx, addr)
+	if err == nil {
+		w.q.add(queuedCommit{addr: addr, height: s.height, at: s.at, c: c})
+	}
+	return err
 }
 
 // next is the next commit the options select (ok false: none left).
@@ -130,19 +150,16 @@ func (w *logWalk) next(ctx context.Context) (CommitInfo, bool, error) {
 		if err := ctx.Err(); err != nil { // a history walk may visit every commit
 			return CommitInfo{}, false, err
 		}
-		c := w.q.next()
-		parents, err := datas.GetCommitParents(ctx, w.d.vs, c.NomsValue())
+		qc := w.q.next()
+		sel, err := w.visit(ctx, qc)
 		if err != nil {
 			return CommitInfo{}, false, err
 		}
-		for _, p := range parents {
-			w.push(ctx, p)
-		}
 		if w.skipping {
-			w.skipping = c.Addr().String() != w.opts.After
+			w.skipping = qc.addr.String() != w.opts.After
 			continue
 		}
-		info, ok, err := w.selects(ctx, c, parents)
+		info, ok, err := sel()
 		if err != nil || ok {
 			return info, ok, err
 		}
@@ -153,14 +170,82 @@ func (w *logWalk) next(ctx context.Context) (CommitInfo, bool, error) {
 	return CommitInfo{}, false, nil
 }
 
-// selects applies the options to one commit.
-func (w *logWalk) selects(ctx context.Context, c *datas.Commit, parents []*datas.Commit) (CommitInfo, bool, error) {
-	if len(w.opts.Collections) > 0 {
-		changed, err := w.d.changedIn(ctx, c, parents, w.opts.Collections, w.keys)
-		if err != nil || !changed {
+// visit queues a commit's parents and returns what selects it.
+func (w *logWalk) visit(ctx context.Context, qc queuedCommit) (func() (CommitInfo, bool, error), error) {
+	if w.indexed {
+		s, err := w.d.summary(ctx, qc.addr)
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range s.parents {
+			if err := w.push(ctx, p, nil); err != nil {
+				return nil, err
+			}
+		}
+		return func() (CommitInfo, bool, error) { return w.selectsIndexed(ctx, qc.addr, s) }, nil
+	}
+	parents, err := datas.GetCommitParents(ctx, w.d.vs, qc.c.NomsValue())
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range parents {
+		if err := w.push(ctx, p.Addr(), p); err != nil {
+			return nil, err
+		}
+	}
+	return func() (CommitInfo, bool, error) { return w.selects(ctx, qc.c) }, nil
+}
+
+// selectsIndexed applies the options to a commit by its summary,
+// reading the commit only when the summary selects it (or, for a
+// collection it changed whole, to look its documents up).
+func (w *logWalk) selectsIndexed(ctx context.Context, addr hash.Hash, s *commitSummary) (CommitInfo, bool, error) {
+	changed, lookUp := w.changedBySummary(s)
+	if !changed {
+		return CommitInfo{}, false, nil
+	}
+	c, err := datas.LoadCommitAddr(ctx, w.d.vs, addr)
+	if err != nil {
+		return CommitInfo{}, false, err
+	}
+	if len(lookUp) > 0 {
+		parents, err := datas.GetCommitParents(ctx, w.d.vs, c.NomsValue())
+		if err != nil {
+			return CommitInfo{}, false, err
+		}
+		if changed, err = w.d.changedIn(ctx, c, parents, lookUp, w.keys); err != nil || !changed {
 			return CommitInfo{}, false, err
 		}
 	}
+	return w.selects(ctx, c)
+}
+
+// changedBySummary says whether a summary selects its commit; lookUp
+// lists the collections it changed whole, where only a look-up of the
+// documents asked for can tell (then changed is true only if one does).
+func (w *logWalk) changedBySummary(s *commitSummary) (changed bool, lookUp []string) {
+	for _, coll := range w.opts.Collections {
+		cc, ok := s.colls[coll]
+		switch {
+		case !ok:
+			continue
+		case len(w.keyHashes) == 0:
+			return true, nil
+		case cc.whole:
+			lookUp = append(lookUp, coll)
+			continue
+		}
+		for _, kh := range w.keyHashes {
+			if touched, _ := s.touches(coll, kh); touched {
+				return true, nil
+			}
+		}
+	}
+	return len(lookUp) > 0, lookUp
+}
+
+// selects applies the options but the collections to one commit.
+func (w *logWalk) selects(ctx context.Context, c *datas.Commit) (CommitInfo, bool, error) {
 	info, err := w.d.describe(ctx, c, w.refs)
 	if err != nil {
 		return CommitInfo{}, false, err
@@ -241,13 +326,13 @@ func (d *Database) lookupIn(ctx context.Context, c *collection, present bool, ke
 type commitQueue []queuedCommit
 
 type queuedCommit struct {
-	c  *datas.Commit
-	at int64 // commit time, Unix milliseconds
+	addr   hash.Hash
+	height uint64
+	at     int64         // commit time, Unix milliseconds (0 where the order must not depend on clocks)
+	c      *datas.Commit // nil: not read (a walk over summaries)
 }
 
-// add queues c with its commit time at (0 where the order must not depend
-// on clocks).
-func (q *commitQueue) add(c *datas.Commit, at int64) { heap.Push(q, queuedCommit{c: c, at: at}) }
+func (q *commitQueue) add(qc queuedCommit) { heap.Push(q, qc) }
 
 // commitTime is c's commit time in Unix milliseconds, 0 if unreadable.
 func commitTime(ctx context.Context, c *datas.Commit) int64 {
@@ -258,18 +343,18 @@ func commitTime(ctx context.Context, c *datas.Commit) int64 {
 }
 
 // next takes the first commit off the queue.
-func (q *commitQueue) next() *datas.Commit { return heap.Pop(q).(queuedCommit).c }
+func (q *commitQueue) next() queuedCommit { return heap.Pop(q).(queuedCommit) }
 
 func (q commitQueue) Len() int { return len(q) }
 func (q commitQueue) Less(i, j int) bool {
 	a, b := q[i], q[j]
 	switch {
-	case a.c.Height() != b.c.Height():
-		return a.c.Height() > b.c.Height()
+	case a.height != b.height:
+		return a.height > b.height
 	case a.at != b.at:
 		return a.at > b.at
 	}
-	return a.c.Addr().Less(b.c.Addr())
+	return a.addr.Less(b.addr)
 }
 func (q commitQueue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
 func (q *commitQueue) Push(x any)   { *q = append(*q, x.(queuedCommit)) }

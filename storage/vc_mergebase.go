@@ -33,7 +33,7 @@ func (d *Database) walkSides(ctx context.Context, left, right []*datas.Commit, v
 	q := &commitQueue{}
 	mark := func(c *datas.Commit, s uint8) {
 		if sides[c.Addr()] == 0 {
-			q.add(c, 0) // merge bases must not depend on clocks
+			q.add(queuedCommit{addr: c.Addr(), height: c.Height(), c: c}) // merge bases must not depend on clocks
 		}
 		sides[c.Addr()] |= s
 	}
@@ -44,7 +44,7 @@ func (d *Database) walkSides(ctx context.Context, left, right []*datas.Commit, v
 		mark(c, reachRight)
 	}
 	for !allBelowBase(*q, sides) {
-		c := q.next()
+		c := q.next().c
 		s := sides[c.Addr()]
 		if s&belowBase == 0 {
 			if err := visit(c, s); err != nil {
@@ -67,7 +67,7 @@ func (d *Database) walkSides(ctx context.Context, left, right []*datas.Commit, v
 
 func allBelowBase(q commitQueue, sides map[hash.Hash]uint8) bool {
 	for _, e := range q {
-		if sides[e.c.Addr()]&belowBase == 0 {
+		if sides[e.addr]&belowBase == 0 {
 			return false
 		}
 	}

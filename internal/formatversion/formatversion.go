@@ -51,10 +51,12 @@ var (
 	Dropped     = &Format{Name: "dropped database record", Magic: "DUMBODRP", Current: 1, Oldest: 1, Upgrade: upgradeServer}
 	Bundle      = &Format{Name: "history bundle", Magic: "DUMBOBDL", Current: 1, Oldest: 1, Upgrade: upgradeBundle}
 	Settings    = &Format{Name: "settings file", Magic: "DUMBOSET", Current: 1, Oldest: 1, Upgrade: upgradeServer}
+	// HistoryIndex is derived data: one it does not read is built again.
+	HistoryIndex = &Format{Name: "history index", Magic: "DUMBOHIX", Current: 1, Oldest: 1, Upgrade: "nothing: it is built again"}
 )
 
 // All is every format, in the order versions.md lists them.
-var All = []*Format{Root, WAL, ChangeLog, DecisionLog, RetryFile, Users, Remotes, Dropped, Bundle, Settings}
+var All = []*Format{Root, WAL, ChangeLog, DecisionLog, RetryFile, Users, Remotes, Dropped, Bundle, Settings, HistoryIndex}
 
 // HeaderSize is the size of the magic and version that begin a file.
 const HeaderSize = 12
