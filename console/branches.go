@@ -152,25 +152,28 @@ func back(w http.ResponseWriter, r *http.Request, db string) {
 	http.Redirect(w, r, Prefix+"db/"+url.PathEscape(db), http.StatusSeeOther)
 }
 
-// formValue is a form field that must not be empty.
-func formValue(r *http.Request, name string) (string, error) {
-	v := strings.TrimSpace(r.PostFormValue(name))
-	if v == "" {
-		return "", badRequest("the form lacks " + name)
+// form reads an action's database from its URL and the form's fields
+// named, none of which may be empty.
+func form(r *http.Request, names ...string) (string, []string, error) {
+	db, err := pathDB(r)
+	if err != nil {
+		return "", nil, err
 	}
-	return v, nil
+	vals := make([]string, len(names))
+	for i, name := range names {
+		if vals[i] = strings.TrimSpace(r.PostFormValue(name)); vals[i] == "" {
+			return "", nil, badRequest("the form lacks " + name)
+		}
+	}
+	return db, vals, nil
 }
 
 func (c *Console) createBranch(w http.ResponseWriter, r *http.Request, s *session) error {
-	db, err := pathDB(r)
+	db, f, err := form(r, "name")
 	if err != nil {
 		return err
 	}
-	name, err := formValue(r, "name")
-	if err != nil {
-		return err
-	}
-	from := strings.TrimSpace(r.PostFormValue("from"))
+	name, from := f[0], strings.TrimSpace(r.PostFormValue("from"))
 	if from == "" {
 		from = currentBranch(s, db)
 	}
@@ -186,15 +189,11 @@ func (c *Console) createBranch(w http.ResponseWriter, r *http.Request, s *sessio
 }
 
 func (c *Console) deleteBranch(w http.ResponseWriter, r *http.Request, s *session) error {
-	db, err := pathDB(r)
+	db, f, err := form(r, "name")
 	if err != nil {
 		return err
 	}
-	name, err := formValue(r, "name")
-	if err != nil {
-		return err
-	}
-	how := "delete"
+	name, how := f[0], "delete"
 	if r.PostFormValue("force") != "" {
 		how = "forceDelete"
 	}
@@ -214,14 +213,11 @@ func (c *Console) deleteBranch(w http.ResponseWriter, r *http.Request, s *sessio
 // write to (the console's counterpart of dumboCheckout, which is a
 // connection's).
 func (c *Console) checkout(w http.ResponseWriter, r *http.Request, s *session) error {
-	db, err := pathDB(r)
+	db, f, err := form(r, "branch")
 	if err != nil {
 		return err
 	}
-	name, err := formValue(r, "branch")
-	if err != nil {
-		return err
-	}
+	name := f[0]
 	local, _, err := listBranches(r.Context(), s, db)
 	if err != nil {
 		return err
@@ -237,18 +233,11 @@ func (c *Console) checkout(w http.ResponseWriter, r *http.Request, s *session) e
 
 // commit commits a branch's working set.
 func (c *Console) commit(w http.ResponseWriter, r *http.Request, s *session) error {
-	db, err := pathDB(r)
+	db, f, err := form(r, "branch", "message")
 	if err != nil {
 		return err
 	}
-	branch, err := formValue(r, "branch")
-	if err != nil {
-		return err
-	}
-	msg, err := formValue(r, "message")
-	if err != nil {
-		return err
-	}
+	branch, msg := f[0], f[1]
 	var reply struct {
 		CommitID string `bson:"commitId"`
 	}

@@ -109,18 +109,11 @@ func logHref(db, rev string) string {
 // merge merges; a merge stopped by conflicts goes on in the conflicts
 // page.
 func (c *Console) merge(w http.ResponseWriter, r *http.Request, s *session) error {
-	db, err := pathDB(r)
+	db, f, err := form(r, "from", "into")
 	if err != nil {
 		return err
 	}
-	from, err := formValue(r, "from")
-	if err != nil {
-		return err
-	}
-	into, err := formValue(r, "into")
-	if err != nil {
-		return err
-	}
+	from, into := f[0], f[1]
 	cmd := bson.D{{Key: "dumboMerge", Value: 1}, {Key: "mergeIn", Value: from}}
 	if msg := trimmed(r, "message"); msg != "" {
 		cmd = append(cmd, bson.E{Key: "message", Value: msg})
@@ -209,23 +202,12 @@ func (c *Console) conflictsPage(w http.ResponseWriter, r *http.Request, s *sessi
 
 // resolve settles one conflict: ours, theirs or an edited document.
 func (c *Console) resolve(w http.ResponseWriter, r *http.Request, s *session) error {
-	db, err := pathDB(r)
+	db, f, err := form(r, "branch", "collection", "id")
 	if err != nil {
 		return err
 	}
-	branch, err := formValue(r, "branch")
-	if err != nil {
-		return err
-	}
-	coll, err := formValue(r, "collection")
-	if err != nil {
-		return err
-	}
-	idText, err := formValue(r, "id")
-	if err != nil {
-		return err
-	}
-	id, err := parseValue(idText)
+	branch, coll := f[0], f[1]
+	id, err := parseValue(f[2])
 	if err != nil {
 		return err
 	}
@@ -260,14 +242,11 @@ func (c *Console) mergeAbort(w http.ResponseWriter, r *http.Request, s *session)
 }
 
 func (c *Console) finishMerge(w http.ResponseWriter, r *http.Request, s *session, how string) error {
-	db, err := pathDB(r)
+	db, f, err := form(r, "branch")
 	if err != nil {
 		return err
 	}
-	branch, err := formValue(r, "branch")
-	if err != nil {
-		return err
-	}
+	branch := f[0]
 	var reply struct {
 		CommitID string `bson:"commitId"`
 	}

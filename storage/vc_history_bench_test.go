@@ -1,6 +1,8 @@
 package storage
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -24,6 +26,20 @@ func BenchmarkDocumentHistory(b *testing.B) {
 		}
 	}
 	main := Revision{Branch: "main"}
+	// cold: the history index built from nothing, as after its file is
+	// lost; then log and blame with the index built.
+	b.Run("log-cold", func(b *testing.B) {
+		for range b.N {
+			ix := &d.historyIdx
+			ix.mu.Lock()
+			ix.loaded, ix.byAddr, ix.pending = false, nil, nil
+			ix.mu.Unlock()
+			os.Remove(filepath.Join(d.dir, historyIndexFile))
+			if _, err := d.Log(ctx, LogOptions{From: main, Collections: []string{"c"}, IDs: []bsoncore.Value{idValue(0)}}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 	b.Run("log", func(b *testing.B) {
 		for range b.N {
 			log, err := d.Log(ctx, LogOptions{From: main, Collections: []string{"c"}, IDs: []bsoncore.Value{idValue(0)}})
