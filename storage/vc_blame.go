@@ -40,7 +40,7 @@ func (d *Database) Blame(ctx context.Context, rev Revision, coll string, id bson
 	if err != nil {
 		return nil, nil, err
 	}
-	b := &blamer{d: d, coll: coll, key: key, keyHash: keyHash(key), versions: map[hash.Hash]map[string]string{}}
+	b := &blamer{d: d, coll: coll, key: key, keyHash: keyHash(key), versions: map[hash.Hash]map[string]string{}, origin: map[hash.Hash]hash.Hash{}}
 	doc, order, err := b.read(ctx, start.Addr())
 	if err != nil || doc == nil {
 		return nil, nil, cmpErr(err, fmt.Errorf("%w: no document with that _id in %s at that revision", ErrDocumentNotFound, coll))
@@ -83,6 +83,10 @@ type blamer struct {
 	key      []byte
 	keyHash  uint64
 	versions map[hash.Hash]map[string]string // nil map: no document
+	// origin is, for each commit whose version is known, the commit down
+	// its first parents where that version was read: every commit
+	// between left the document as it was.
+	origin map[hash.Hash]hash.Hash
 }
 
 // version is the document at a commit flattened (nil: none there). A
@@ -92,7 +96,7 @@ func (b *blamer) version(ctx context.Context, addr hash.Hash) (map[string]string
 	var same []hash.Hash // commits with the version found below
 	for {
 		if v, ok := b.versions[addr]; ok {
-			return b.remember(same, v), nil
+			return b.remember(same, v, b.origin[addr]), nil
 		}
 		s, err := b.d.summary(ctx, addr)
 		if err != nil {
@@ -107,12 +111,14 @@ func (b *blamer) version(ctx context.Context, addr hash.Hash) (map[string]string
 	if _, _, err := b.read(ctx, addr); err != nil {
 		return nil, err
 	}
-	return b.remember(same, b.versions[addr]), nil
+	return b.remember(same, b.versions[addr], addr), nil
 }
 
-func (b *blamer) remember(same []hash.Hash, v map[string]string) map[string]string {
+// remember records that the commits of same have the version v read at
+// origin.
+func (b *blamer) remember(same []hash.Hash, v map[string]string, origin hash.Hash) map[string]string {
 	for _, a := range same {
-		b.versions[a] = v
+		b.versions[a], b.origin[a] = v, origin
 	}
 	return v
 }
@@ -141,7 +147,7 @@ func (b *blamer) read(ctx context.Context, addr hash.Hash) (bsoncore.Document, [
 			order = flattenDoc(doc, "", flat)
 		}
 	}
-	b.versions[addr] = flat
+	b.versions[addr], b.origin[addr] = flat, addr
 	return doc, order, nil
 }
 
@@ -154,6 +160,12 @@ func (b *blamer) setter(ctx context.Context, addr hash.Hash, path string) (hash.
 		cur, err := b.version(ctx, addr)
 		if err != nil {
 			return hash.Hash{}, err
+		}
+		// Down to where the version was read, each commit's first parent
+		// has the same value: the trace goes there at once.
+		if o := b.origin[addr]; o != addr {
+			addr = o
+			continue
 		}
 		s, err := b.d.summary(ctx, addr)
 		if err != nil {

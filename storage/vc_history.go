@@ -139,7 +139,7 @@ func (w *logWalk) push(ctx context.Context, addr hash.Hash, c *datas.Commit) err
 	}
 	s, err := w.d.summary(ctx, addr)
 	if err == nil {
-		w.q.add(queuedCommit{addr: addr, height: s.height, at: s.at, c: c})
+		w.q.add(queuedCommit{addr: addr, height: s.height, at: s.at, c: c, s: s})
 	}
 	return err
 }
@@ -172,11 +172,7 @@ func (w *logWalk) next(ctx context.Context) (CommitInfo, bool, error) {
 
 // visit queues a commit's parents and returns what selects it.
 func (w *logWalk) visit(ctx context.Context, qc queuedCommit) (func() (CommitInfo, bool, error), error) {
-	if w.indexed {
-		s, err := w.d.summary(ctx, qc.addr)
-		if err != nil {
-			return nil, err
-		}
+	if s := qc.s; s != nil {
 		for _, p := range s.parents {
 			if err := w.push(ctx, p, nil); err != nil {
 				return nil, err
@@ -328,8 +324,9 @@ type commitQueue []queuedCommit
 type queuedCommit struct {
 	addr   hash.Hash
 	height uint64
-	at     int64         // commit time, Unix milliseconds (0 where the order must not depend on clocks)
-	c      *datas.Commit // nil: not read (a walk over summaries)
+	at     int64          // commit time, Unix milliseconds (0 where the order must not depend on clocks)
+	c      *datas.Commit  // nil: not read (a walk over summaries)
+	s      *commitSummary // its summary, in a walk over summaries
 }
 
 func (q *commitQueue) add(qc queuedCommit) { heap.Push(q, qc) }
