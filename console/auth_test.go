@@ -45,6 +45,9 @@ func TestConsoleUnderAuth(t *testing.T) {
 	}
 
 	reader := f.login("reader")
+	if status, body := reader.get(""); status != http.StatusOK || !strings.Contains(body, `href="/console/db/shop"`) {
+		t.Errorf("reader's databases page: status %d\n%s", status, body)
+	}
 	status, body = reader.get("db/shop")
 	if status != http.StatusOK {
 		t.Fatalf("reader's database page: %d\n%s", status, body)
