@@ -95,6 +95,9 @@ type blamer struct {
 func (b *blamer) version(ctx context.Context, addr hash.Hash) (map[string]string, error) {
 	var same []hash.Hash // commits with the version found below
 	for {
+		if err := ctx.Err(); err != nil { // the chain may be the whole history
+			return nil, err
+		}
 		if v, ok := b.versions[addr]; ok {
 			return b.remember(same, v, b.origin[addr]), nil
 		}

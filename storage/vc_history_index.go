@@ -77,7 +77,14 @@ type historyIndex struct {
 	// computed counts the summaries computed since the index was loaded
 	// (the tests' window on whether the file served a query).
 	computed int
+	// parentAddr and parentState are the first parent's state the last
+	// summary read: a walk summarises that parent next, and reads it once.
+	parentAddr  hash.Hash
+	parentState *rootState
 }
+
+// pendingMax bounds the records a long walk keeps before writing them.
+const pendingMax = 1 << 20
 
 // summary is a commit's summary, computed and added to the index if it
 // is not there yet.
@@ -107,7 +114,26 @@ func (d *Database) summary(ctx context.Context, addr hash.Hash) (*commitSummary,
 	ix.byAddr[addr] = s
 	ix.pending = appendSummaryRecord(ix.pending, addr, s)
 	ix.computed++
+	if len(ix.pending) >= pendingMax {
+		d.writePendingLocked()
+	}
 	return s, nil
+}
+
+// stateOfCommit is a commit's state, from the last summary's first
+// parent when it is that commit.
+func (d *Database) stateOfCommit(ctx context.Context, c *datas.Commit) (*rootState, error) {
+	ix := &d.historyIdx
+	ix.mu.Lock()
+	st := ix.parentState
+	if ix.parentAddr != c.Addr() {
+		st = nil
+	}
+	ix.mu.Unlock()
+	if st != nil {
+		return st, nil
+	}
+	return d.commitState(ctx, c)
 }
 
 // summarize computes what commit c changed against its first parent.
@@ -120,7 +146,7 @@ func (d *Database) summarize(ctx context.Context, c *datas.Commit) (*commitSumma
 	for _, p := range parents {
 		s.parents = append(s.parents, p.Addr())
 	}
-	cur, err := d.commitState(ctx, c)
+	cur, err := d.stateOfCommit(ctx, c)
 	if err != nil {
 		return nil, err
 	}
@@ -129,6 +155,9 @@ func (d *Database) summarize(ctx context.Context, c *datas.Commit) (*commitSumma
 		if prev, err = d.commitState(ctx, parents[0]); err != nil {
 			return nil, err
 		}
+		d.historyIdx.mu.Lock()
+		d.historyIdx.parentAddr, d.historyIdx.parentState = parents[0].Addr(), prev
+		d.historyIdx.mu.Unlock()
 	}
 	for _, name := range unionNames(prev, cur) {
 		cc, changed, err := d.collectionChangeOf(ctx, prev, cur, name)
@@ -182,6 +211,14 @@ func (d *Database) flushHistoryIndex() {
 	ix := &d.historyIdx
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
+	ix.parentAddr, ix.parentState = hash.Hash{}, nil // a query's walk is over
+	d.writePendingLocked()
+}
+
+// writePendingLocked writes the pending records; the caller holds the
+// index's lock.
+func (d *Database) writePendingLocked() {
+	ix := &d.historyIdx
 	if len(ix.pending) == 0 || d.dropping.Load() || d.engine.gate.closedNow() {
 		return
 	}
