@@ -44,6 +44,7 @@ type tagInfo struct {
 type databaseView struct {
 	DB          string
 	Current     string
+	Rev         string // whose collections the page lists (?rev=, else Current)
 	Branches    []branchInfo
 	Remotes     []branchInfo
 	Tags        []tagInfo
@@ -75,14 +76,15 @@ func listBranches(ctx context.Context, s *session, db string) (local, remote []b
 }
 
 // databasePage shows a database's branches (head, ahead/behind main,
-// dirty), tags and the collections of the checked-out branch.
+// dirty), tags and the collections of ?rev= (default: the checked-out
+// branch).
 func (c *Console) databasePage(w http.ResponseWriter, r *http.Request, s *session) error {
 	db, err := pathDB(r)
 	if err != nil {
 		return err
 	}
 	ctx := r.Context()
-	v := databaseView{DB: db, Current: currentBranch(s, db), CanWrite: s.can(db, "insert"), CanVersion: s.can(db, "dumboVersionWrite")}
+	v := databaseView{DB: db, Current: currentBranch(s, db), Rev: pageRev(r, s, db), CanWrite: s.can(db, "insert"), CanVersion: s.can(db, "dumboVersionWrite")}
 	if v.Branches, v.Remotes, err = listBranches(ctx, s, db); err != nil {
 		return err
 	}
@@ -96,7 +98,7 @@ func (c *Console) databasePage(w http.ResponseWriter, r *http.Request, s *sessio
 		return err
 	}
 	v.Tags = tags.Tags
-	names, err := s.client.Database(target(db, v.Current)).ListCollectionNames(ctx, bson.D{})
+	names, err := s.client.Database(target(db, v.Rev)).ListCollectionNames(ctx, bson.D{})
 	if err != nil {
 		return err
 	}

@@ -170,7 +170,7 @@ func TestConsoleInABrowser(t *testing.T) {
 	p.fill(`form[action$="/branch"] input[name=name]`, "pricing")
 	p.click(`form[action$="/branch"] button`, "Branch pricing created")
 	p.click(`tr:has(input[value=pricing]) form[action$="/checkout"] button`, "Checked out pricing")
-	p.shows("Collections on pricing")
+	p.shows("Collections at pricing")
 
 	p.click(`ul.cols a`, "Page 1")
 	p.fill(`input[name=filter]`, `{"name": "apple"}`)

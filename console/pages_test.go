@@ -23,6 +23,7 @@ func TestPagesShowWhatTheCommandsSay(t *testing.T) {
 	}{
 		{"", []string{`href="/console/db/shop"`, "Size on disk"}},
 		{"db/shop", []string{"feature", "more apples", "1 / 0", "uncommitted changes", "v1", `href="/console/db/shop/c/items?rev=main"`, "Create branch"}},
+		{"db/shop?rev=v1", []string{"Collections at v1", `href="/console/db/shop/c/items?rev=v1"`}},
 		{"db/shop/log", []string{"stock the shelves", "Initialize database", `<span class="ref">main</span>`, `<span class="tag">v1</span>`, "<svg"}},
 		{"db/shop/log?rev=feature", []string{"more apples", "stock the shelves"}},
 		{"db/shop/log?rev=main&collection=items&_id=1", []string{"stock the shelves"}},
