@@ -100,10 +100,30 @@ func (p *page) open(path string) {
 	p.do("open "+path, chromedp.Navigate(p.base+path), chromedp.WaitVisible(chromedp.CSS("main h1")))
 }
 
-// click clicks what sel finds and waits until the page shows text.
+// click clicks what sel finds and waits until the next page shows text.
 func (p *page) click(sel, text string) {
 	p.t.Helper()
-	p.do("click "+sel, chromedp.Click(chromedp.CSS(sel)))
+	p.navigate("click "+sel, chromedp.Click(chromedp.CSS(sel)), text)
+}
+
+// navigate runs an action that leaves the page (a click, a key on a
+// button), waits for the next page to replace it, and until that page
+// shows text: text the old page showed too must not end the wait early.
+func (p *page) navigate(what string, action chromedp.Action[chromedp.Void], text string) {
+	p.t.Helper()
+	get(p, "mark the page", chromedp.Evaluate[bool](`window.dumboOldPage = true`))
+	p.do(what, action)
+	deadline := time.Now().Add(time.Minute)
+	for {
+		old, err := chromedp.Run(p.ctx, chromedp.Evaluate[bool](`window.dumboOldPage === true`))
+		if err == nil && !old {
+			break
+		}
+		if time.Now().After(deadline) {
+			p.t.Fatalf("%s: the page was never replaced", what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 	p.waitFor(text)
 }
 
@@ -208,8 +228,8 @@ func TestConsoleInABrowser(t *testing.T) {
 	p.shows("Ours (main)", `"qty": 9`, `"qty": 7`)
 	p.screenshot("conflicts")
 	// Settled from the keyboard: focus the button, press Enter.
-	p.do("take theirs by keyboard", chromedp.Focus(chromedp.CSS(`button[value=theirs]`)), chromedp.KeyEvent("\r"))
-	p.waitFor("0 left")
+	p.do("focus take theirs", chromedp.Focus(chromedp.CSS(`button[value=theirs]`)))
+	p.navigate("take theirs by keyboard", chromedp.KeyEvent("\r"), "0 left")
 	p.click(`form[action$="/merge/continue"] button`, "Merged into main")
 	p.shows("Merge pricing into main", "restock apples", "price apples", "stock the shelves")
 	p.screenshot("log")
