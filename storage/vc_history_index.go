@@ -90,20 +90,15 @@ const pendingMax = 1 << 20
 // is not there yet.
 func (d *Database) summary(ctx context.Context, addr hash.Hash) (*commitSummary, error) {
 	ix := &d.historyIdx
-	ix.mu.Lock()
-	if !ix.loaded {
-		ix.load(d)
-	}
-	s := ix.byAddr[addr]
-	ix.mu.Unlock()
-	if s != nil {
+	if s := ix.lookup(d, addr); s != nil {
 		return s, nil
 	}
 	c, err := datas.LoadCommitAddr(ctx, d.vs, addr)
 	if err != nil {
 		return nil, err
 	}
-	if s, err = d.summarize(ctx, c); err != nil {
+	s, err := d.summarize(ctx, c)
+	if err != nil {
 		return nil, err
 	}
 	ix.mu.Lock()
@@ -118,6 +113,17 @@ func (d *Database) summary(ctx context.Context, addr hash.Hash) (*commitSummary,
 		d.writePendingLocked()
 	}
 	return s, nil
+}
+
+// lookup is a commit's summary in the index (nil: none yet), loading
+// the file at first use.
+func (ix *historyIndex) lookup(d *Database, addr hash.Hash) *commitSummary {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if !ix.loaded {
+		ix.load(d)
+	}
+	return ix.byAddr[addr]
 }
 
 // stateOfCommit is a commit's state, from the last summary's first
