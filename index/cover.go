@@ -16,6 +16,20 @@ type coverNode struct {
 type coverCache struct {
 	coverOnce sync.Once
 	cover     *coverNode
+	partsOnce sync.Once
+	parts     [][]string // each key field's path, split at its dots
+}
+
+// fieldParts is each key field's path split into its components, computed
+// once: key extraction walks them for every document.
+func (s *Spec) fieldParts() [][]string {
+	s.partsOnce.Do(func() {
+		s.parts = make([][]string, len(s.Fields))
+		for i, f := range s.Fields {
+			s.parts[i] = strings.Split(f.Path, ".")
+		}
+	})
+	return s.parts
 }
 
 // coverTree is the key paths as a tree (and _id only when it is a key
@@ -57,20 +71,25 @@ func (n *coverNode) add(parts []string) bool {
 // nothing for a scalar where a path goes on. It returns nil when an array
 // lies on a path (such a document is multikey and keeps no covered values).
 func (n *coverNode) project(doc bsoncore.Document) []byte {
-	elems, err := doc.Elements()
-	if err != nil {
+	if len(doc) < 5 {
 		return nil
 	}
-	idx, out := bsoncore.AppendDocumentStart(nil)
-	for _, el := range elems {
-		child, ok := n.children[el.Key()]
+	idx, out := bsoncore.AppendDocumentStart(make([]byte, 0, 64))
+	// The elements are read in place: no list of them, no key strings.
+	for rest := doc[4 : len(doc)-1]; len(rest) > 0; {
+		el, next, ok := bsoncore.ReadElement(rest)
+		if !ok {
+			return nil
+		}
+		rest = next
+		child, ok := n.children[string(el.KeyBytes())]
 		if !ok {
 			continue
 		}
 		v := el.Value()
 		switch {
 		case child.children == nil:
-			out = bsoncore.AppendValueElement(out, el.Key(), v)
+			out = append(out, el...)
 		case v.Type == bsoncore.TypeArray:
 			return nil
 		case v.Type == bsoncore.TypeEmbeddedDocument:
@@ -78,7 +97,7 @@ func (n *coverNode) project(doc bsoncore.Document) []byte {
 			if sub == nil {
 				return nil
 			}
-			out = bsoncore.AppendDocumentElement(out, el.Key(), sub)
+			out = bsoncore.AppendDocumentElement(out, string(el.KeyBytes()), sub)
 		}
 	}
 	out, _ = bsoncore.AppendDocumentEnd(out, idx)

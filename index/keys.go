@@ -46,6 +46,7 @@ func (s *Spec) Keys(doc bsoncore.Document) ([][]byte, bool, error) {
 		return nil, false, nil
 	}
 	per := make([]fieldValues, len(s.Fields))
+	parts := s.fieldParts()
 	present, shapes := false, false
 	for i, f := range s.Fields {
 		if f.Geo != "" {
@@ -59,7 +60,7 @@ func (s *Spec) Keys(doc bsoncore.Document) ([][]byte, bool, error) {
 			shapes = nonPoint || len(vals) > 1
 			continue
 		}
-		per[i] = collect(doc, f.Path)
+		per[i] = collectParts(doc, parts[i])
 		present = present || per[i].present
 	}
 	if s.Sparse && !present {
@@ -116,7 +117,7 @@ func extend(keys [][]byte, vals []bsoncore.Value, desc bool, c *value.Collation)
 	for _, k := range keys {
 		for _, v := range vals {
 			n := len(k)
-			key := EncodeKeyCollated(append([]byte(nil), k...), v, c)
+			key := EncodeKeyCollated(append(make([]byte, 0, n+len(v.Data)+8), k...), v, c)
 			if desc {
 				complement(key[n:])
 			}
@@ -141,6 +142,9 @@ func Complement(b []byte) []byte {
 }
 
 func dedupe(keys [][]byte) [][]byte {
+	if len(keys) < 2 {
+		return keys
+	}
 	sort.Slice(keys, func(i, j int) bool { return string(keys[i]) < string(keys[j]) })
 	out := keys[:0]
 	for i, k := range keys {
@@ -156,8 +160,13 @@ func dedupe(keys [][]byte) [][]byte {
 // elements (an empty one: undefined), and a path that stops short gives
 // null.
 func collect(doc bsoncore.Document, path string) fieldValues {
+	return collectParts(doc, strings.Split(path, "."))
+}
+
+// collectParts is collect of a path already split at its dots.
+func collectParts(doc bsoncore.Document, parts []string) fieldValues {
 	var fv fieldValues
-	walk(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: doc}, strings.Split(path, "."), "", &fv)
+	walk(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: doc}, parts, "", &fv)
 	if len(fv.vals) == 0 {
 		fv.vals = []bsoncore.Value{nullValue}
 	}

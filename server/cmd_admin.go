@@ -92,8 +92,9 @@ func (s *Server) serverParameters() map[string]func(*bsoncore.DocumentBuilder, s
 		"minSnapshotHistoryWindowInSeconds": func(b *bsoncore.DocumentBuilder, k string) {
 			b.AppendInt32(k, int32(s.engine.HistoryWindow()/time.Second))
 		},
-		"ttlMonitorSleepSecs": s.reportParameter("ttlMonitorSleepSecs"),
-		"ttlMonitorEnabled":   s.reportParameter("ttlMonitorEnabled"),
+		"ttlMonitorSleepSecs":               s.reportParameter("ttlMonitorSleepSecs"),
+		"ttlMonitorEnabled":                 s.reportParameter("ttlMonitorEnabled"),
+		"maxIndexBuildMemoryUsageMegabytes": s.reportParameter("maxIndexBuildMemoryUsageMegabytes"),
 		// Probed by drivers and their test runners.
 		"enableTestCommands": func(b *bsoncore.DocumentBuilder, k string) { b.AppendBoolean(k, s.cfg.TestCommands) },
 		"requireApiVersion":  func(b *bsoncore.DocumentBuilder, k string) { b.AppendBoolean(k, false) },

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/dumbodb/dumbodb/server"
+	"github.com/dumbodb/dumbodb/storage"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -467,6 +468,15 @@ func TestSetParameterRoundTrips(t *testing.T) {
 	_, err = run(t, admin, bson.D{{Key: "setParameter", Value: 1}, {Key: "logComponentVerbosity", Value: bson.M{"command": bson.M{"verbosity": 2}}}})
 	wantCode(t, err, 238, "NotImplemented")
 	_, err = run(t, admin, bson.D{{Key: "setParameter", Value: 1}, {Key: "cursorTimeoutMillis", Value: 0}})
+	wantCode(t, err, 2, "BadValue")
+	// The index builds' sort budget: mongod's bounds and type.
+	const sortBudget = "maxIndexBuildMemoryUsageMegabytes"
+	defer storage.SetIndexBuildMemory(storage.IndexBuildMemory())
+	mustRun(t, admin, bson.D{{Key: "setParameter", Value: 1}, {Key: sortBudget, Value: 64}})
+	if got := mustRun(t, admin, bson.D{{Key: "getParameter", Value: 1}, {Key: sortBudget, Value: 1}}); got[sortBudget] != int32(64) || storage.IndexBuildMemory() != 64<<20 {
+		t.Errorf("after setting %s to 64: %v", sortBudget, got[sortBudget])
+	}
+	_, err = run(t, admin, bson.D{{Key: "setParameter", Value: 1}, {Key: sortBudget, Value: 49}})
 	wantCode(t, err, 2, "BadValue")
 	help := mustRun(t, admin, bson.D{{Key: "setParameter", Value: 1}, {Key: "help", Value: true}})
 	if s, _ := help["help"].(string); !strings.Contains(s, "cursorTimeoutMillis") || !strings.Contains(s, "quiet") {

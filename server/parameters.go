@@ -11,6 +11,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/dumbodb/dumbodb/mongoerr"
+	"github.com/dumbodb/dumbodb/storage"
 	"github.com/dumbodb/dumbodb/value"
 )
 
@@ -58,6 +59,11 @@ var runtimeParameters = map[string]runtimeParameter{
 			d, _ := l.Retention()
 			l.SetRetention(d, n<<20)
 		}},
+	// What an index build's sort holds in memory before it spills
+	// (docs/format/index-spill.md); mongod's bounds.
+	"maxIndexBuildMemoryUsageMegabytes": {min: 50, report: appendInt32,
+		get: func(*Server) int64 { return storage.IndexBuildMemory() >> 20 },
+		set: func(_ *Server, n int64) { storage.SetIndexBuildMemory(n << 20) }},
 	"transactionLifetimeLimitSeconds": {min: 1,
 		get: func(s *Server) int64 { return s.txnLifetime.Load() / int64(time.Second) },
 		set: func(s *Server, n int64) { s.txnLifetime.Store(n * int64(time.Second)) }},

@@ -185,6 +185,10 @@ func Open(dir string, opts Options, log zerolog.Logger) (*Engine, error) {
 		e.closeAll()
 		return nil, err
 	}
+	if err := useSpillDir(spillPath(dir)); err != nil {
+		e.closeAll()
+		return nil, err
+	}
 	e.spares = newSpares(e)
 	if err := e.spares.load(); err != nil {
 		e.closeAll()
@@ -296,6 +300,7 @@ func (e *Engine) closeAll() {
 // closeAllLocked closes every database, the decision log and the data
 // directory's lock. Called with e.mu held.
 func (e *Engine) closeAllLocked() error {
+	forgetSpillDir(spillPath(e.dir))
 	if e.spares != nil {
 		e.spares.close()
 	}

@@ -8,6 +8,8 @@ import (
 	"runtime"
 	"sort"
 
+	"github.com/dumbodb/dumbodb/index"
+
 	"github.com/dolthub/dolt/go/store/prolly"
 	"github.com/dolthub/dolt/go/store/prolly/tree"
 	"github.com/dolthub/dolt/go/store/val"
@@ -42,19 +44,25 @@ func PrepareIndexes(ctx context.Context, snap *Snapshot, coll string, raws []bso
 		defer snap.pins.building.RUnlock()
 		defer p.pin(snap.pins)
 	}
+	var missing []*index.Spec
 	for _, s := range specs {
-		if ix := c.index(s.Name); ix != nil && bytes.Equal(ix.spec.Raw, s.Raw) {
-			continue
+		if ix := c.index(s.Name); ix == nil || !bytes.Equal(ix.spec.Raw, s.Raw) {
+			missing = append(missing, s)
 		}
-		src, err := collectionDocs(ctx, snap.ns, c)
-		if err != nil {
-			return nil, err
-		}
-		ix, err := buildIndex(ctx, snap.ns, coll, s, src)
-		if err != nil {
-			return nil, err
-		}
-		p.built[string(s.Raw)] = ix
+	}
+	if len(missing) == 0 {
+		return p, nil
+	}
+	it, err := newIterator(ctx, snap.ns, c.base, c.edits)
+	if err != nil {
+		return nil, err
+	}
+	built, err := buildIndexes(ctx, snap.ns, coll, missing, it)
+	if err != nil {
+		return nil, err
+	}
+	for i, s := range missing {
+		p.built[string(s.Raw)] = built[i]
 	}
 	return p, nil
 }

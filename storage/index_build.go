@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sort"
 
 	"github.com/dumbodb/dumbodb/index"
 	"github.com/dumbodb/dumbodb/interrupt"
@@ -31,153 +30,39 @@ func specsOf(info CollectionInfo) ([]*index.Spec, error) {
 	return specs, nil
 }
 
-// docSource yields documents until io.EOF.
-type docSource func(ctx context.Context) (bsoncore.Document, error)
-
+// builtEntry is an index entry a diff added: its key fields, the _id key
+// and its value.
 type builtEntry struct{ fields, id, value []byte }
 
-// buildIndex indexes every document src yields into a new map.
-func buildIndex(ctx context.Context, ns tree.NodeStore, coll string, spec *index.Spec, src docSource) (*indexState, error) {
-	var entries []builtEntry
-	multikey := false
-	for {
-		doc, err := src(ctx)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, err
-		}
-		id, err := encodeID(doc.Lookup("_id"))
-		if err != nil {
-			return nil, err
-		}
-		keys, mk, err := spec.Keys(doc)
-		if err != nil {
-			return nil, err
-		}
-		multikey = multikey || mk
-		value := index.EntryValue(id, spec.Covered(doc, mk))
-		for _, k := range keys {
-			entries = append(entries, builtEntry{k, id, value})
-		}
-	}
-	sort.Slice(entries, func(i, j int) bool {
-		if c := bytes.Compare(entries[i].fields, entries[j].fields); c != 0 {
-			return c < 0
-		}
-		return bytes.Compare(entries[i].id, entries[j].id) < 0
-	})
-	if err := checkBuiltUnique(coll, spec, entries); err != nil {
-		return nil, err
-	}
-	m, err := entriesMap(ctx, ns, entries, multikey)
-	if err != nil {
-		return nil, err
-	}
-	return &indexState{spec: spec, base: m, edits: newEdits(), multikey: multikey}, nil
-}
-
-// checkBuiltUnique refuses a unique index over documents that share a key.
-func checkBuiltUnique(coll string, spec *index.Spec, entries []builtEntry) error {
-	if !spec.Unique {
-		return nil
-	}
-	for i := 1; i < len(entries); i++ {
-		if bytes.Equal(entries[i].fields, entries[i-1].fields) && !bytes.Equal(entries[i].id, entries[i-1].id) {
-			return &DuplicateKeyError{Collection: coll, Index: spec.Name, KeyPattern: spec.Key,
-				KeyValue: decodedKeyValue(spec, entries[i].fields), ID: entries[i].id}
-		}
-	}
-	return nil
-}
-
-// decodedKeyValue names the key fields when no document is at hand.
-func decodedKeyValue(spec *index.Spec, fields []byte) bsoncore.Document {
-	b := bsoncore.NewDocumentBuilder()
-	for _, f := range spec.Fields {
-		b.AppendString(f.Path, fmt.Sprintf("%x", fields))
-	}
-	return b.Build()
-}
-
-func entriesMap(ctx context.Context, ns tree.NodeStore, entries []builtEntry, multikey bool) (prolly.Map, error) {
-	tuples := make([]val.Tuple, 0, 2*len(entries)+2)
-	add := func(k, v []byte) error {
-		kt, err := doctree.KeyTuple(ns, k)
-		if err != nil {
-			return err
-		}
-		vt, err := valueTuple(ctx, ns, v)
-		if err != nil {
-			return err
-		}
-		tuples = append(tuples, kt, vt)
-		return nil
-	}
-	if multikey {
-		if err := add(index.MultikeyMarker, []byte{}); err != nil {
-			return prolly.Map{}, err
-		}
-	}
-	var interrupt interrupt.Pacer
-	for _, e := range entries {
-		if err := interrupt.Check(ctx); err != nil {
-			return prolly.Map{}, err
-		}
-		v := e.value
-		if v == nil {
-			v = e.id
-		}
-		if err := add(entryKey(e.fields, e.id), v); err != nil {
-			return prolly.Map{}, err
-		}
-	}
-	return prolly.NewMapFromTuples(ctx, ns, keyDesc, valDesc, tuples...)
-}
-
-// collectionDocs yields a collection's live documents (base and edits).
-func collectionDocs(ctx context.Context, ns tree.NodeStore, c *collection) (docSource, error) {
-	it, err := newIterator(ctx, ns, c.base, c.edits)
-	if err != nil {
-		return nil, err
-	}
-	return it.Next, nil
-}
-
 // setIndexes makes c's indexes exactly specs: kept ones stay as they are,
-// new ones are built from the collection's documents.
+// new ones are taken from prep or built from the collection's documents,
+// all in one scan.
 func (c *collection) setIndexes(ctx context.Context, ns tree.NodeStore, specs []*index.Spec, prep *PreparedIndexes) error {
-	out := make([]*indexState, 0, len(specs))
-	for _, s := range specs {
-		if ix := c.index(s.Name); ix != nil && string(ix.spec.Raw) == string(s.Raw) {
-			out = append(out, ix)
-			continue
+	out := make([]*indexState, len(specs))
+	var missing []*index.Spec
+	for i, s := range specs {
+		ix, err := c.keptIndex(ctx, ns, s, prep)
+		if err != nil {
+			return err
 		}
-		if ix := c.index(s.Name); ix != nil && index.SameEntries(ix.spec, s) {
-			// collMod changed what the entries do not depend on (hidden,
-			// expireAfterSeconds): keep them under the new spec.
-			kept := *ix
-			kept.spec = s
-			out = append(out, &kept)
-			continue
+		if out[i] = ix; ix == nil {
+			missing = append(missing, s)
 		}
-		if ix, err := prep.take(ctx, ns, c, s.Raw); err != nil || ix != nil {
-			if err != nil {
-				return err
+	}
+	if len(missing) > 0 {
+		it, err := newIterator(ctx, ns, c.base, c.edits)
+		if err != nil {
+			return err
+		}
+		built, err := buildIndexes(ctx, ns, c.info.Name, missing, it)
+		if err != nil {
+			return err
+		}
+		for i := range out {
+			if out[i] == nil {
+				out[i], built = built[0], built[1:]
 			}
-			out = append(out, ix)
-			continue
 		}
-		src, err := collectionDocs(ctx, ns, c)
-		if err != nil {
-			return err
-		}
-		ix, err := buildIndex(ctx, ns, c.info.Name, s, src)
-		if err != nil {
-			return err
-		}
-		out = append(out, ix)
 	}
 	for _, ix := range c.indexes {
 		if !containsIndex(out, ix) {
@@ -186,6 +71,22 @@ func (c *collection) setIndexes(ctx context.Context, ns tree.NodeStore, specs []
 	}
 	c.indexes = out
 	return nil
+}
+
+// keptIndex is c's state of spec s when c has it (collMod may have
+// changed what its entries do not depend on) or prep built it, else nil.
+func (c *collection) keptIndex(ctx context.Context, ns tree.NodeStore, s *index.Spec, prep *PreparedIndexes) (*indexState, error) {
+	ix := c.index(s.Name)
+	switch {
+	case ix != nil && string(ix.spec.Raw) == string(s.Raw):
+		return ix, nil
+	case ix != nil && index.SameEntries(ix.spec, s):
+		// hidden, expireAfterSeconds: keep the entries under the new spec
+		kept := *ix
+		kept.spec = s
+		return &kept, nil
+	}
+	return prep.take(ctx, ns, c, s.Raw)
 }
 
 func containsIndex(list []*indexState, ix *indexState) bool {
@@ -316,13 +217,32 @@ func syncIndexes(ctx context.Context, ns tree.NodeStore, c *collection) (*collec
 	if indexesInSync(c, specs) {
 		return c, nil
 	}
-	out := make([]*indexState, 0, len(specs))
-	for _, s := range specs {
+	out := make([]*indexState, len(specs))
+	var missing []*index.Spec
+	for i, s := range specs {
 		ix, err := syncIndex(ctx, ns, c, s)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, ix)
+		if out[i] = ix; ix == nil {
+			missing = append(missing, s)
+		}
+	}
+	if len(missing) > 0 {
+		it, err := newIterator(ctx, ns, c.base, nil)
+		if err != nil {
+			return nil, err
+		}
+		built, err := buildIndexes(ctx, ns, c.info.Name, missing, it)
+		if err != nil {
+			return nil, err
+		}
+		for i := range out {
+			if out[i] == nil {
+				out[i], built = built[0], built[1:]
+				out[i].of = &c.base
+			}
+		}
 	}
 	next := *c
 	next.indexes = out
@@ -347,7 +267,7 @@ func (ix *indexState) current(data prolly.Map) bool {
 }
 
 // syncIndex finds a state of spec among c's candidates and diffs it up to
-// c's map, or builds the index afresh.
+// c's map; nil when there is none, and the index must be built afresh.
 func syncIndex(ctx context.Context, ns tree.NodeStore, c *collection, s *index.Spec) (*indexState, error) {
 	for _, ix := range c.indexes {
 		if string(ix.spec.Raw) != string(s.Raw) || ix.of == nil || (ix.edits != nil && ix.edits.Len() > 0) {
@@ -358,16 +278,7 @@ func syncIndex(ctx context.Context, ns tree.NodeStore, c *collection, s *index.S
 		}
 		return diffIndex(ctx, ns, c.info.Name, ix, c.base)
 	}
-	it, err := newIterator(ctx, ns, c.base, nil)
-	if err != nil {
-		return nil, err
-	}
-	ix, err := buildIndex(ctx, ns, c.info.Name, s, it.Next)
-	if err != nil {
-		return nil, err
-	}
-	ix.of = &c.base
-	return ix, nil
+	return nil, nil
 }
 
 // diffIndex applies the document changes from ix.of to data to ix.
