@@ -24,6 +24,9 @@ type PreparedIndexes struct {
 	from  *collection            // the collection as built from
 	built map[string]*indexState // by raw spec
 	snap  *Snapshot              // keeps from's trees pinned against GC
+	// current says the collection they are taken into is still from:
+	// there is nothing to catch up.
+	current bool
 }
 
 // PrepareIndexes builds the indexes among raws that coll lacks in snap
@@ -90,6 +93,9 @@ func (p *PreparedIndexes) take(ctx context.Context, ns tree.NodeStore, c *collec
 	}
 	built := p.built[string(raw)]
 	ix := &indexState{spec: built.spec, base: built.base, edits: newEdits(), multikey: built.multikey}
+	if p.current {
+		return ix, nil
+	}
 	changes, err := changedDocs(ctx, ns, p.from, c)
 	if err != nil {
 		return nil, err

@@ -149,6 +149,38 @@ func TestPreparedIndexesCatchUp(t *testing.T) {
 	}
 }
 
+// TestPreparedIndexesTakenAsBuilt: with no write between the build and
+// its installation the built map is installed as it is, while a document
+// the installing transaction itself wrote first is still indexed.
+func TestPreparedIndexesTakenAsBuilt(t *testing.T) {
+	d := openDatabase(t, Options{})
+	raws := []bsoncore.Document{indexSpec("a_1", false, "a")}
+	insertIndexedOnA(t, d, 0, 100, func(id int32) int32 { return id })
+	for _, writeFirst := range []bool{false, true} {
+		mustWrite(t, d, func(tx *Tx) error { return tx.SetIndexes(ctx, "c", nil) })
+		prepared, err := PrepareIndexes(ctx, mainSnapshot(t, d), "c", raws)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustWrite(t, d, func(tx *Tx) error {
+			if writeFirst {
+				if err := tx.Insert(ctx, "c", ahDoc(1000, 5, 0)); err != nil {
+					return err
+				}
+			}
+			return tx.SetIndexes(ctx, "c", raws, prepared)
+		})
+		built := prepared.built[string(raws[0])].base.HashOf()
+		installed := mainSnapshot(t, d).st.colls.get("c").index("a_1")
+		if taken := installed.base.HashOf() == built && installed.edits.Len() == 0; taken == writeFirst {
+			t.Fatalf("written first %v: the built map installed untouched %v", writeFirst, taken)
+		}
+		if n := len(indexEntries(t, d, "a_1")); writeFirst && n != 101 {
+			t.Fatalf("%d entries, not 101 with the document written first", n)
+		}
+	}
+}
+
 // TestPreparedUniqueClash: a document written during the build that
 // clashes with a unique key fails the index's installation.
 func TestPreparedUniqueClash(t *testing.T) {

@@ -113,14 +113,19 @@ func (c *collection) dropIndexEdits(ix *indexState) {
 // catalog entry is logged; index entries never are, since they derive from
 // the documents.
 func (tx *Tx) SetIndexes(ctx context.Context, coll string, raws []bsoncore.Document, prepared ...*PreparedIndexes) error {
+	_, touched := tx.overlay[coll]
 	c, err := tx.mutableData(coll)
 	if err != nil {
 		return err
 	}
 	before, info := c.info, c.info
 	info.Indexes = raws
-	if len(prepared) > 0 {
-		tx.prepared = prepared[0]
+	if len(prepared) > 0 && prepared[0] != nil {
+		p := *prepared[0]
+		// Nothing wrote the collection since the build's snapshot: the
+		// built indexes need no catching up.
+		p.current = !touched && tx.base.colls.get(coll) == p.from
+		tx.prepared = &p
 		defer func() { tx.prepared = nil }()
 	}
 	if err := tx.applyInfo(ctx, c, info); err != nil {
