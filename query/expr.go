@@ -239,9 +239,12 @@ type varBinding struct {
 	parent *varBinding
 }
 
+// newEvalCtx is the context of an evaluation over doc. Its budget is made
+// when the evaluation first counts memory or work (budgetOf): most
+// evaluations, a field path, a constant, never do.
 func newEvalCtx(doc bsoncore.Document, env *Env) *evalCtx {
 	d := bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: doc}
-	return &evalCtx{root: d, cur: d, env: env, budget: newExprBudget(env)}
+	return &evalCtx{root: d, cur: d, env: env}
 }
 
 // bind returns a context with one more local variable.

@@ -73,8 +73,7 @@ func newExprBudget(env *Env) *exprBudget {
 	return &exprBudget{env: env, limit: env.exprMemoryLimit()}
 }
 
-// budgetOf is c's budget, made on first use for a context built without
-// newEvalCtx.
+// budgetOf is c's budget, made on first use.
 func (c *evalCtx) budgetOf() *exprBudget {
 	if c.budget == nil {
 		c.budget = newExprBudget(c.env)

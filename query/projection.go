@@ -360,7 +360,7 @@ func (a *projApply) eval(p *Projection, x Expr) bsoncore.Value {
 	if a.ctx == nil {
 		a.ctx = newEvalCtx(a.root, p.opts.Env)
 		a.ctx.query = p.opts.Query
-		a.ctx.budget.ctx = a.stop
+		a.ctx.budgetOf().ctx = a.stop
 	}
 	v, err := x.eval(a.ctx)
 	if err != nil && a.err == nil {
