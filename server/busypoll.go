@@ -1,11 +1,11 @@
 package server
 
 import (
-	"errors"
 	"net"
 	"runtime"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -26,6 +26,12 @@ type busyPoller struct {
 	window time.Duration
 	rc     syscall.RawConn // nil: the connection cannot be polled
 	peek   [1]byte
+	ready  bool
+	// peekFD is the peek rc.Read runs, made once for the poller at self:
+	// a closure made per peek would be garbage the spinning makes by the
+	// million.
+	peekFD func(fd uintptr) bool
+	self   *busyPoller
 }
 
 // newBusyPoller returns a poller for nc; it never spins with a single
@@ -57,12 +63,20 @@ func (p *busyPoller) await(s *Server) {
 
 // readable peeks at the socket without blocking or consuming anything.
 func (p *busyPoller) readable() bool {
-	ready := false
-	err := p.rc.Read(func(fd uintptr) bool {
-		n, _, err := unix.Recvfrom(int(fd), p.peek[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
-		// n == 0 with no error is end of file, which the read reports.
-		ready = n > 0 || err == nil || !errors.Is(err, unix.EAGAIN)
-		return true
-	})
-	return ready || err != nil
+	if p.self != p { // first use, or a copy of another poller
+		p.self, p.peekFD = p, p.peekSocket
+	}
+	p.ready = false
+	err := p.rc.Read(p.peekFD)
+	return p.ready || err != nil
+}
+
+// peekSocket is recv(2) of one byte with MSG_PEEK and MSG_DONTWAIT, made
+// directly: unix.Recvfrom allocates the sender's address on every call.
+func (p *busyPoller) peekSocket(fd uintptr) bool {
+	n, _, errno := unix.Syscall6(unix.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&p.peek[0])), 1,
+		unix.MSG_PEEK|unix.MSG_DONTWAIT, 0, 0)
+	// n == 0 with no error is end of file, which the read reports.
+	p.ready = int(n) > 0 || errno == 0 || errno != unix.EAGAIN
+	return true
 }

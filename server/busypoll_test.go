@@ -71,6 +71,9 @@ func TestBusyPollerReadable(t *testing.T) {
 	if b[0] != 'x' || p.readable() {
 		t.Fatalf("read %q; readable after draining: %v", b[:], p.readable())
 	}
+	if n := testing.AllocsPerRun(100, func() { p.readable() }); n != 0 {
+		t.Fatalf("a peek allocates %v times: the spin would feed the collector", n)
+	}
 	client.Close()
 	awaitReturns(t, &p, &Server{})
 	if !p.readable() {
