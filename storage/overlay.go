@@ -516,6 +516,30 @@ type Iterator struct {
 	// nat, when set, makes the iterator yield a capped collection's
 	// documents in insertion order instead (capped_scan.go).
 	nat *naturalIter
+
+	// slab is where returned documents are copied, many to one
+	// allocation (copyOut).
+	slab []byte
+}
+
+// copySlab is the size of the allocations documents are copied into: a
+// scan allocates once per slab, not once per document, and a document
+// kept by the caller keeps at most one slab alive.
+const copySlab = 16 << 10
+
+// copyOut is a copy of doc the caller owns. Small documents share a slab;
+// each is capped at its own length, so that appending to one cannot
+// overwrite the next.
+func (i *Iterator) copyOut(doc []byte) bsoncore.Document {
+	if len(doc) > copySlab/8 {
+		return append(bsoncore.Document(nil), doc...)
+	}
+	if cap(i.slab)-len(i.slab) < len(doc) {
+		i.slab = make([]byte, 0, copySlab)
+	}
+	start := len(i.slab)
+	i.slab = append(i.slab, doc...)
+	return bsoncore.Document(i.slab[start:len(i.slab):len(i.slab)])
 }
 
 // SetFields makes the iterator read documents stored as doctrees in part:
@@ -588,7 +612,7 @@ func (i *Iterator) NextWhere(ctx context.Context, keep func(bsoncore.Document) b
 		i.partial = false
 		switch {
 		case i.curTree == nil:
-			return append(bsoncore.Document(nil), doc...), nil
+			return i.copyOut(doc), nil
 		case i.out == nil:
 			return i.curTree.Document(ctx)
 		}
