@@ -525,7 +525,7 @@ type Iterator struct {
 // copySlab is the size of the allocations documents are copied into: a
 // scan allocates once per slab, not once per document, and a document
 // kept by the caller keeps at most one slab alive.
-const copySlab = 16 << 10
+const copySlab = 8 << 10
 
 // copyOut is a copy of doc the caller owns. Small documents share a slab;
 // each is capped at its own length, so that appending to one cannot
