@@ -247,6 +247,13 @@ func newEvalCtx(doc bsoncore.Document, env *Env) *evalCtx {
 	return &evalCtx{root: d, cur: d, env: env}
 }
 
+// reset makes c the context of a new evaluation over doc, as newEvalCtx
+// would.
+func (c *evalCtx) reset(doc bsoncore.Document, env *Env) {
+	d := bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: doc}
+	*c = evalCtx{root: d, cur: d, env: env}
+}
+
 // bind returns a context with one more local variable.
 func (c *evalCtx) bind(name string, v bsoncore.Value) *evalCtx {
 	c.budgetOf() // before the copy, so that both share it

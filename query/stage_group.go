@@ -152,6 +152,10 @@ func (t *groupTable) key(id bsoncore.Value) string {
 func groupDocs(ctx context.Context, in Stream, idExpr Expr, accs []accSpec, env *Env, b *memBudget) (Stream, error) {
 	t := &groupTable{coll: env.coll(), buckets: map[string][]*group{}}
 	var kept []keyedDoc
+	// One context serves every document in turn: nothing keeps it past
+	// its document's evaluation, and a context a document makes is garbage
+	// a million-document $group would make a million times.
+	c := &evalCtx{}
 	for {
 		doc, err := in.Next(ctx)
 		if errors.Is(err, io.EOF) {
@@ -160,7 +164,7 @@ func groupDocs(ctx context.Context, in Stream, idExpr Expr, accs []accSpec, env 
 		if err != nil {
 			return nil, err
 		}
-		c := newEvalCtx(doc, env)
+		c.reset(doc, env)
 		id, err := idExpr.eval(c)
 		if err != nil {
 			return nil, err
