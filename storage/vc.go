@@ -231,7 +231,7 @@ func (d *Database) commitRoot(ctx context.Context, b *branch, st *rootState, opt
 		cur, _ := head.MaybeHeadAddr()
 		copts.Parents = append([]hash.Hash{cur}, extraParents...)
 	}
-	clean, err := withoutMerge(ctx, d.ns, st)
+	clean, err := withoutMerge(ctx, d.ns, claimLogged(b, st))
 	if err != nil {
 		return nil, err
 	}
@@ -241,7 +241,7 @@ func (d *Database) commitRoot(ctx context.Context, b *branch, st *rootState, opt
 	if err != nil {
 		return nil, err
 	}
-	spec := d.workingSetSpec(rootRef, rootRef, st.lsn)
+	spec := d.workingSetSpec(rootRef, rootRef, clean.lsn)
 	prev, _ := b.ws.MaybeHeadAddr()
 	var ws datas.Dataset
 	err = retryManifestLock(func() (err error) {
@@ -257,6 +257,20 @@ func (d *Database) commitRoot(ctx context.Context, b *branch, st *rootState, opt
 	b.setDurable(clean)
 	addr, _ := head.MaybeHeadAddr()
 	return datas.LoadCommitAddr(ctx, d.vs, addr)
+}
+
+// claimLogged is st, which is to replace b's state, claiming the log
+// position of that state: a state built afresh (a merge's) holds every
+// write logged for b so far all the same, and recovery must not replay
+// those records over it. Called with b's writer lock held.
+func claimLogged(b *branch, st *rootState) *rootState {
+	cur := b.state.Load()
+	if st.lsn >= cur.lsn {
+		return st
+	}
+	claimed := *st
+	claimed.lsn, claimed.ckptLSN = cur.lsn, cur.lsn
+	return &claimed
 }
 
 func (d *Database) workingSetSpec(working, staged types.Ref, lsn uint64) datas.WorkingSetSpec {
