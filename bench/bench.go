@@ -28,11 +28,12 @@ const (
 	GroupChangeStreams = "Change streams"
 	GroupMemory        = "Server memory"
 	GroupEmbedded      = "Embedded"
+	GroupScale         = "Scale"
 )
 
 // GroupOrder lists every group in report order.
 var GroupOrder = []string{GroupFloor, GroupReads, GroupInserts, GroupUpdates, GroupFilters,
-	GroupJoins, GroupDocUpdates, GroupBulk, GroupConcurrency, GroupRaw, GroupTxn, GroupImport, GroupVC, GroupRemote, GroupLargeDoc, GroupChangeStreams, GroupMemory, GroupEmbedded}
+	GroupJoins, GroupDocUpdates, GroupBulk, GroupConcurrency, GroupRaw, GroupTxn, GroupImport, GroupVC, GroupRemote, GroupLargeDoc, GroupChangeStreams, GroupMemory, GroupEmbedded, GroupScale}
 
 // Target is a server under test, reached at a mongodb:// URL.
 type Target struct {
@@ -84,7 +85,13 @@ type Config struct {
 	// Embedded starts the in-process servers of the Embedded family (nil:
 	// it does not apply).
 	Embedded EmbeddedServer
-	Progress func(format string, args ...any)
+	// Scales are the collection sizes, in documents, the Scale family runs
+	// at, each in turn (none: the family is left out).
+	Scales []int
+	// StartDumbo starts a DumboDB process of its own, on which the Scale
+	// family's restarts run (nil: they do not apply).
+	StartDumbo DumboStarter
+	Progress   func(format string, args ...any)
 }
 
 // Benchmark is one named workload.
@@ -104,6 +111,18 @@ type Benchmark struct {
 	// Rounds, if positive, caps the rounds further (LargeDoc in --quick
 	// runs one: FerretDB takes seconds per call there).
 	Rounds int
+	// Asked benchmarks run only when Config.Families names their family:
+	// they take minutes per target (the Scale family loads a million
+	// documents), too long for a run of every family.
+	Asked bool
+	// Once benchmarks make exactly one call per client and target, without
+	// warm-up: the call changes what the benchmarks after it find (a load,
+	// an index built, a commit), so it cannot repeat.
+	Once bool
+	// Docs, if positive, is how many documents the collection the benchmark
+	// works on holds: the report also divides its figure by it, so that
+	// costs at different sizes compare (the Scale family).
+	Docs int
 	// DumboOnly benchmarks show n/a on other servers.
 	DumboOnly bool
 	// Machine benchmarks measure this machine once, not each target.

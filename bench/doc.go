@@ -31,4 +31,9 @@
 // mixed workload for Config.Soak (--soak; not run otherwise), samples the
 // RSS about every 2 s (jittered: tickEvery) and fits a least-squares
 // slope after the warm-up.
+//
+// The Scale family (scale.go) loads one collection per target and size
+// (Config.Scales) and runs its steps on it in a fixed order; its rows
+// carry the collection's size (Result.Docs), and the report divides each
+// figure by it too (scalereport.go).
 package bench

@@ -7,6 +7,7 @@ func All(cfg *Config) []Benchmark {
 		floorBenchmarks(), crudBenchmarks(), queryBenchmarks(), joinBenchmarks(),
 		docUpdateBenchmarks(), bulkBenchmarks(cfg.Import), rawBenchmarks(), txnBenchmarks(), vcBenchmarks(), remoteBenchmarks(),
 		largeDocBenchmarks(cfg), changeStreamBenchmarks(), memoryBenchmarks(), soakBenchmarks(), embeddedBenchmarks(),
+		scaleBenchmarks(cfg.Scales),
 	} {
 		bs = append(bs, part...)
 	}

@@ -88,8 +88,11 @@ func Markdown(meta Meta, results []Result) string {
 		for _, r := range rows {
 			b.WriteString(row(r, meta.Baseline))
 		}
-		if g == GroupLargeDoc {
+		switch g {
+		case GroupLargeDoc:
 			b.WriteString(sideBySide(meta, rows))
+		case GroupScale:
+			b.WriteString(scaleMarkdown(rows))
 		}
 	}
 	return b.String()

@@ -78,6 +78,10 @@ type Result struct {
 	// MemorySamples are a soak's readings of DumboDB's memory by part
 	// (soakmemory.go).
 	MemorySamples []MemorySample `json:"memory_samples,omitempty"`
+	// Docs is the benchmark's Docs (0: none); PerDoc divides one call's
+	// median time, in µs, or the amount measured by it (perDoc).
+	Docs   int     `json:"docs,omitempty"`
+	PerDoc float64 `json:"per_doc,omitempty"`
 }
 
 // durable is the write concern of every write: acknowledged by the primary
@@ -120,8 +124,9 @@ func connect(ctx context.Context, t Target) (*server, error) {
 
 // Selected reports whether the run includes benchmark b (by Filter and
 // Families; a target's Only narrows it further for that target). A Soak
-// benchmark runs exactly when Config.Soak is set, whatever the families:
-// it takes minutes, so it is asked for, never included by default.
+// benchmark runs exactly when Config.Soak is set, whatever the families,
+// and an Asked one only when Families names its family: they take
+// minutes, so they are asked for, never included by default.
 func (cfg *Config) Selected(b Benchmark) bool {
 	if cfg.Filter != nil && !cfg.Filter.MatchString(b.Name) {
 		return false
@@ -130,7 +135,7 @@ func (cfg *Config) Selected(b Benchmark) bool {
 		return cfg.Soak > 0
 	}
 	if len(cfg.Families) == 0 {
-		return true
+		return !b.Asked
 	}
 	family, _, _ := strings.Cut(b.Name, "/")
 	return slices.Contains(cfg.Families, family)
@@ -233,12 +238,15 @@ func runBenchmark(ctx context.Context, cfg *Config, b Benchmark, servers []*serv
 	if b.Rounds > 0 {
 		rounds = min(rounds, b.Rounds)
 	}
-	if b.Quantity || b.Soak {
+	if b.Quantity || b.Soak || b.Once {
 		rounds = 1
 	}
 	d := cfg.Duration
-	if b.Soak {
+	switch {
+	case b.Soak:
 		d = cfg.Soak
+	case b.Once:
+		d = 0 // each client makes its first call only
 	}
 	for r := range rounds {
 		// Rotate who goes first so that neither target always runs on a
@@ -266,7 +274,7 @@ func runBenchmark(ctx context.Context, cfg *Config, b Benchmark, servers []*serv
 // prepare sets a benchmark up on one server (nil: the machine) and warms
 // it up. A slot without a workload has its final status already.
 func prepare(ctx context.Context, cfg *Config, b Benchmark, s *server) *slot {
-	sl := &slot{res: Result{Benchmark: b.Name, Group: b.Group, Target: MachineTarget, Unit: b.Unit, Status: StatusOK, Quantity: b.Quantity}}
+	sl := &slot{res: Result{Benchmark: b.Name, Group: b.Group, Target: MachineTarget, Unit: b.Unit, Status: StatusOK, Quantity: b.Quantity, Docs: b.Docs}}
 	sl.env = &Env{Cfg: cfg}
 	if s != nil {
 		sl.res.Target = s.Name
@@ -300,7 +308,7 @@ func prepare(ctx context.Context, cfg *Config, b Benchmark, s *server) *slot {
 		// server's CPU is read over: its work would count as theirs.
 		sl.pid = s.Pid
 	}
-	if b.Long || b.Quantity || b.Soak {
+	if b.Long || b.Quantity || b.Soak || b.Once {
 		return sl
 	}
 	if err := sl.warmup(ctx, b, cfg.Warmup); err != nil {

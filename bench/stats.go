@@ -103,6 +103,9 @@ func Summarize(results []Result, baseline string) {
 		if r.CPUMeasured && r.Units > 0 {
 			r.ServerCPUPerUnitUS = r.ServerCPUUS / float64(r.Units)
 		}
+		if r.Docs > 0 {
+			r.PerDoc = perDoc(*r)
+		}
 		if r.Target == baseline {
 			base[r.Benchmark] = r.MedianUS
 		}
@@ -124,4 +127,15 @@ func Summarize(results []Result, baseline string) {
 			r.PingRatio = Multiplier(r.MedianUS, ping[[2]string{r.Target, pingFor(r.Benchmark)}])
 		}
 	}
+}
+
+// perDoc divides a result's figure by the documents of its collection:
+// the median time of one call (the median per unit times the units a call
+// does) or the amount measured.
+func perDoc(r Result) float64 {
+	perCall := 1.0
+	if !r.Quantity && len(r.SamplesUS) > 0 {
+		perCall = float64(r.Units) / float64(len(r.SamplesUS))
+	}
+	return r.MedianUS * perCall / float64(r.Docs)
 }

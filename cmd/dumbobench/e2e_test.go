@@ -7,12 +7,17 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/dumbodb/dumbodb/bench"
 	"github.com/dumbodb/dumbodb/internal/dumboproc"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	mongooptions "go.mongodb.org/mongo-driver/v2/mongo/options"
 )
 
 func TestMain(m *testing.M) { dumboproc.Main(m) }
@@ -134,6 +139,25 @@ func TestFlags(t *testing.T) {
 	if _, err := parseFlags([]string{"--start", "--cacheSizeMB", "0"}, &stderr); err == nil {
 		t.Error("--cacheSizeMB 0 accepted")
 	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--start"}, "[1000000]"},
+		{[]string{"--start", "--quick"}, "[100000]"},
+		{[]string{"--start", "--quick", "--scale", "2K,10M"}, "[2000 10000000]"},
+	} {
+		o, err := parseFlags(c.args, &stderr)
+		if err != nil {
+			t.Fatalf("%q: %v", c.args, err)
+		}
+		if got := fmt.Sprint([]int(o.scales)); got != c.want {
+			t.Errorf("%q: scales %s, want %s", c.args, got, c.want)
+		}
+	}
+	if _, err := parseFlags([]string{"--start", "--scale", "1.5M"}, &stderr); err == nil {
+		t.Error("--scale 1.5M accepted")
+	}
 }
 
 // TestMemoryFiguresAgainstDumboDB runs a driver benchmark and a short
@@ -199,4 +223,51 @@ func readFile(t *testing.T, path string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// TestScaleFamilyAgainstDumboDB runs the Scale family at 2,000 documents
+// against a real dumbodb whose pid and data directory are known, with
+// restarts on copies of its data directory as --start provides them:
+// every step must succeed on the one collection they share, and carry
+// its figure per document and the server's memory (and CPU, except the
+// restarts, whose server is another process).
+func TestScaleFamilyAgainstDumboDB(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and starts dumbodb")
+	}
+	data := t.TempDir()
+	p := dumboproc.StartT(t, data)
+	s := &servers{bin: dumboproc.Binary(t), cacheMB: 256, logf: t.Logf}
+	t.Cleanup(s.stop)
+	cfg := &bench.Config{Targets: []bench.Target{{Name: "dumbo", URL: p.URL(), DataDir: data, Pid: p.Pid(), CacheSizeMB: 256}}, Baseline: "dumbo",
+		Families: []string{"Scale"}, Scales: []int{2000}, StartDumbo: s.startOn, Samples: 2, Duration: 50 * time.Millisecond, Warmup: 10 * time.Millisecond}
+	results, err := bench.Run(context.Background(), cfg, bench.All(cfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(results) != 24 {
+		t.Fatalf("%d Scale results, want 24: %+v", len(results), results)
+	}
+	for _, r := range results {
+		restart := strings.Contains(r.Benchmark, "/Restart/")
+		perDoc := r.Docs == 2000 || r.Benchmark == "Scale/2K/Disk/RatioToBSON"
+		if r.Status != bench.StatusOK || !r.RSSMeasured || !perDoc || (r.Docs > 0 && r.PerDoc <= 0) || r.CPUMeasured == (restart || r.Quantity) {
+			t.Errorf("%s: status %s %s, RSS measured %v, docs %d, per document %v, CPU measured %v",
+				r.Benchmark, r.Status, r.Reason, r.RSSMeasured, r.Docs, r.PerDoc, r.CPUMeasured)
+		}
+	}
+	md := bench.Markdown(bench.Meta{Baseline: "dumbo"}, results)
+	if !strings.Contains(md, "| CreateIndex/Multikey | dumbo | ") || !strings.Contains(md, "| Disk/Bytes | dumbo | ") {
+		t.Errorf("report.md lacks the rows per document:\n%s", md)
+	}
+	// The last step dropped the collection the steps shared.
+	c, err := mongo.Connect(mongooptions.Client().ApplyURI(p.URL()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Disconnect(context.Background())
+	names, err := c.ListDatabaseNames(context.Background(), bson.D{})
+	if err != nil || slices.Contains(names, "dumbobench_scale_2K") {
+		t.Errorf("databases after the family: %v, %v", names, err)
+	}
 }

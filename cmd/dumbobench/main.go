@@ -77,6 +77,24 @@ type options struct {
 	cacheMB  int               // --cacheSizeMB of the servers --start starts
 	server   serverFlags       // more flags for the DumboDB servers --start starts
 	s3Remote string            // an s3:// URL prefix for the Remote family's S3 benchmarks
+	scales   scalesFlag        // the Scale family's sizes
+}
+
+// scalesFlag is --scale: the sizes, in documents, of the Scale family.
+type scalesFlag []int
+
+func (s *scalesFlag) String() string {
+	labels := make([]string, len(*s))
+	for i, n := range *s {
+		labels[i] = bench.ScaleLabel(n)
+	}
+	return strings.Join(labels, ",")
+}
+
+func (s *scalesFlag) Set(v string) error {
+	sizes, err := bench.ParseScales(v)
+	*s = sizes
+	return err
 }
 
 // serverFlags collects --server-flag.
@@ -124,7 +142,7 @@ func (d dataDirsFlag) Set(s string) error {
 }
 
 func parseFlags(args []string, stderr io.Writer) (*options, error) {
-	o := &options{dataDirs: map[string]string{}}
+	o := &options{dataDirs: map[string]string{}, scales: scalesFlag{defaultScale}}
 	var targets targetsFlag
 	var filter, only string
 	fs := flag.NewFlagSet("dumbobench run", flag.ContinueOnError)
@@ -139,13 +157,14 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.DurationVar(&o.duration, "duration", time.Second, "time per target per round")
 	fs.DurationVar(&o.warmup, "warmup", 500*time.Millisecond, "untimed warm-up per target")
 	fs.IntVar(&o.imports, "import-docs", 100000, "documents loaded by the Import benchmarks")
-	fs.BoolVar(&o.quick, "quick", false, "short run: 5 rounds of 200ms, 100ms warm-up, 10,000-document imports, LargeDoc in four sizes (4 KB to 1 MB) of 1 MiB collections, one round (explicit flags win)")
+	fs.BoolVar(&o.quick, "quick", false, "short run: 5 rounds of 200ms, 100ms warm-up, 10,000-document imports, LargeDoc in four sizes (4 KB to 1 MB) of 1 MiB collections, one round, Scale at 100K (explicit flags win)")
 	fs.BoolVar(&o.start, "start", false, "build and start DumboDB from this tree, and FerretDB as the peer; when LargeDoc benchmarks are selected, also "+
 		wholeDocName+" (--largeDocThreshold 0: path index off), which runs those only")
 	fs.BoolVar(&o.peer, "peer", true, "with --start, also start FerretDB (../shared/tools/peer.sh)")
 	fs.DurationVar(&o.soak, "soak", 0, "also run the Soak family for this long (the soak goal is read over 30m; --only Soak alone runs it for 1m)")
 	fs.IntVar(&o.cacheMB, "cacheSizeMB", storage.DefaultCacheBytes>>20, "with --start, the --cacheSizeMB of the DumboDB servers, which the memory goal adds its overhead to")
 	fs.StringVar(&o.s3Remote, "s3-remote", "", "an s3:// URL (bucket, prefix and endpoint) the Remote family pushes to and clones from; the target's server reads AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (without it, the S3 benchmarks are n/a)")
+	fs.Var(&o.scales, "scale", "the Scale family's collection sizes, comma-separated: 100K, 1M, 10M (--quick: 100K); the family runs only when --only names it, and loads each size once per target")
 	fs.Var(&o.server, "server-flag", "with --start, one more flag for the DumboDB servers, e.g. --server-flag=--busyPollMicros=0 (repeatable)")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, usage)
@@ -201,16 +220,25 @@ func applyQuick(fs *flag.FlagSet, o *options) {
 	if !set["import-docs"] {
 		o.imports = 10000
 	}
+	if !set["scale"] {
+		o.scales = scalesFlag{quickScale}
+	}
 }
+
+// The Scale family's default size, and with --quick.
+const (
+	defaultScale = 1_000_000
+	quickScale   = 100_000
+)
 
 func execute(ctx context.Context, o *options, command string, stdout, stderr io.Writer) error {
 	logf := func(format string, args ...any) { fmt.Fprintf(stderr, format+"\n", args...) }
 	cfg := &bench.Config{Filter: o.filter, Families: o.families, Quick: o.quick, Samples: o.samples,
 		Duration: o.duration, Warmup: o.warmup, Import: o.imports, Soak: o.soak, OutDir: o.out, Progress: logf,
-		S3Remote: o.s3Remote}
+		S3Remote: o.s3Remote, Scales: o.scales}
 	benches := bench.All(cfg)
 	if !slices.ContainsFunc(benches, cfg.Selected) {
-		return errors.New("no benchmark matches --filter and --only (the Soak family runs with --soak)")
+		return errors.New("no benchmark matches --filter and --only (the Soak family runs with --soak, the Scale family with --only Scale)")
 	}
 	targets := o.targets
 	if o.start {
@@ -223,7 +251,7 @@ func execute(ctx context.Context, o *options, command string, stdout, stderr io.
 		}
 		defer s.stop()
 		targets = append(s.targets, targets...)
-		cfg.Echo = startEcho
+		cfg.Echo, cfg.StartDumbo = startEcho, s.startOn
 	}
 	cfg.Embedded = startEmbedded
 	for name, dir := range o.dataDirs {

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/dumbodb/dumbodb/bench"
 	"github.com/dumbodb/dumbodb/internal/dumboproc"
@@ -30,6 +31,8 @@ type servers struct {
 	targets []bench.Target
 	dir     string
 	dumbos  []*dumboproc.Proc
+	bin     string // the dumbodb binary built from the tree
+	copies  []*process
 	peerSh  string   // peer.sh, when the peer runs
 	cacheMB int      // every DumboDB's --cacheSizeMB, given explicitly
 	flags   []string // more flags for every DumboDB (--server-flag)
@@ -53,19 +56,18 @@ func startServers(ctx context.Context, peer, wholeDoc bool, cacheMB int, flags [
 	}
 	s := &servers{dir: dir, cacheMB: cacheMB, flags: flags, logf: logf}
 	s.logf("building ./cmd/dumbodb ...")
-	bin, err := dumboproc.Build(ctx, repo, dir)
-	if err != nil {
+	if s.bin, err = dumboproc.Build(ctx, repo, dir); err != nil {
 		s.stop()
 		return nil, err
 	}
-	t, err := s.startDumbo(ctx, bin, dumboName)
+	t, err := s.startDumbo(ctx, s.bin, dumboName)
 	if err != nil {
 		s.stop()
 		return nil, err
 	}
 	s.targets = append(s.targets, t)
 	if wholeDoc {
-		t, err := s.startDumbo(ctx, bin, wholeDocName, "--largeDocThreshold", "0")
+		t, err := s.startDumbo(ctx, s.bin, wholeDocName, "--largeDocThreshold", "0")
 		if err != nil {
 			s.stop()
 			return nil, err
@@ -120,6 +122,52 @@ func (s *servers) startDumbo(ctx context.Context, bin, name string, args ...stri
 	s.dumbos = append(s.dumbos, p)
 	s.logf("%s listening on %s %s", name, p.Addr(), strings.Join(args, " "))
 	return bench.Target{Name: name, URL: p.URL(), DataDir: data, Pid: p.Pid(), CacheSizeMB: s.cacheMB}, nil
+}
+
+// startOn starts one more DumboDB of the build, with the flags of those
+// above, on dataDir, and returns without waiting for it to answer: the
+// Scale family's restarts time that themselves, on a copy of a target's
+// data directory.
+func (s *servers) startOn(dataDir string) (bench.StartedServer, error) {
+	port, err := dumboproc.FreePort()
+	if err != nil {
+		return nil, err
+	}
+	args := append([]string{"--data-dir", dataDir, "--port", strconv.Itoa(port), "--cacheSizeMB", strconv.Itoa(s.cacheMB)}, s.flags...)
+	p := &process{cmd: exec.Command(s.bin, args...), addr: fmt.Sprintf("127.0.0.1:%d", port), done: make(chan struct{})}
+	p.cmd.Stdout, p.cmd.Stderr = &p.out, &p.out
+	if err := p.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start dumbodb: %w", err)
+	}
+	go func() { p.cmd.Wait(); close(p.done) }()
+	s.copies = append(s.copies, p)
+	return p, nil
+}
+
+// process is a server startOn started (bench.StartedServer).
+type process struct {
+	cmd  *exec.Cmd
+	addr string
+	out  dumboproc.SyncBuffer
+	done chan struct{} // closed when the process has exited
+}
+
+func (p *process) Addr() string            { return p.addr }
+func (p *process) Exited() <-chan struct{} { return p.done }
+func (p *process) Output() string          { return p.out.String() }
+
+// Stop sends sig and waits for the process to end; one still running
+// after dumboproc.StopTimeout is killed and reported.
+func (p *process) Stop(sig os.Signal) error {
+	p.cmd.Process.Signal(sig)
+	select {
+	case <-p.done:
+		return nil
+	case <-time.After(dumboproc.StopTimeout):
+		p.cmd.Process.Kill()
+		<-p.done
+		return fmt.Errorf("dumbodb on %s did not stop on %v within %s; killed", p.addr, sig, dumboproc.StopTimeout)
+	}
 }
 
 // startPeer starts FerretDB through peer.sh, which prints its pid on
@@ -182,6 +230,10 @@ func (s *servers) stop() {
 		if _, err := p.Stop(syscall.SIGTERM); err != nil {
 			s.logf("%v", err)
 		}
+	}
+	// The Scale family stops its own; these are left by an interruption.
+	for _, p := range s.copies {
+		p.Stop(syscall.SIGKILL)
 	}
 	os.RemoveAll(s.dir)
 }
