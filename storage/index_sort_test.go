@@ -74,7 +74,7 @@ func TestEntrySorterMergesSpilledRuns(t *testing.T) {
 func indexTestDoc(id int32, rng *rand.Rand) bsoncore.Document {
 	tags := bsoncore.NewArrayBuilder()
 	for range rng.IntN(4) {
-		tags.AppendString(fmt.Sprintf("t%d", rng.IntN(30)))
+		tags.AppendString(fmt.Sprintf("%c%d", "tT"[rng.IntN(2)], rng.IntN(30))) // cases a collation folds
 	}
 	return bsoncore.NewDocumentBuilder().AppendInt32("_id", id).AppendInt32("a", rng.Int32N(100)).
 		AppendArray("tags", tags.Build()).AppendInt32("u", id*7).Build()
@@ -83,11 +83,17 @@ func indexTestDoc(id int32, rng *rand.Rand) bsoncore.Document {
 // TestSortedBuildEqualsInsertedIndex: indexes built from the sorted,
 // spilled stream of a collection's documents are the very maps (same
 // hash) that inserting each document's entries gave, so that diffs and
-// merges between them agree; scalar, multikey, compound and unique.
+// merges between them agree; scalar, multikey, compound, unique and with
+// a collation.
 func TestSortedBuildEqualsInsertedIndex(t *testing.T) {
 	withIndexBuildMemory(t, 16<<10) // a few hundred entries a run
+	caseless := bsoncore.NewDocumentBuilder().AppendInt32("v", 2).
+		AppendDocument("key", bsoncore.NewDocumentBuilder().AppendInt32("tags", 1).Build()).
+		AppendString("name", "tags_caseless").
+		AppendDocument("collation", bsoncore.NewDocumentBuilder().AppendString("locale", "en").AppendInt32("strength", 2).Build()).
+		Build()
 	specs := []bsoncore.Document{indexSpec("a_1", false, "a"), indexSpec("tags_1", false, "tags"),
-		indexSpec("a_1_u_1", false, "a", "u"), indexSpec("u_1", true, "u")}
+		indexSpec("a_1_u_1", false, "a", "u"), indexSpec("u_1", true, "u"), caseless}
 	var hashes [2][]string
 	for run, afterwards := range []bool{false, true} {
 		d := openDatabase(t, Options{})
