@@ -2,6 +2,7 @@ package plan
 
 import (
 	"context"
+	"math"
 
 	"github.com/dumbodb/dumbodb/storage"
 	"github.com/dumbodb/dumbodb/value"
@@ -29,7 +30,7 @@ func (r *Read) stages(p *Plan) ([]stage, error) {
 		out = append(out, stage{name: "SORT",
 			detail: func(b *bsoncore.DocumentBuilder) { b.AppendDocument("sortPattern", r.SortDoc) },
 			open: func(ctx context.Context, rd storage.Reader, coll string, src Source) (Source, error) {
-				return sortScan(ctx, src, r.Sort, rd, coll)
+				return sortScan(ctx, src, r.Sort, rd, coll, r.sortKeeps())
 			}})
 	}
 	if r.natural() < 0 {
@@ -49,6 +50,15 @@ func (r *Read) stages(p *Plan) ([]stage, error) {
 		return out, err
 	}
 	return append(out, *shape), nil
+}
+
+// sortKeeps is how many of its sorted documents a blocking sort must keep
+// (0: all): a limit's worth past the skip.
+func (r *Read) sortKeeps() int {
+	if r.Limit <= 0 || r.Limit > math.MaxInt32 || r.Skip > math.MaxInt32 {
+		return 0
+	}
+	return int(r.Skip + r.Limit)
 }
 
 // skipLimitStage skips or limits; bySort: over a blocking sort, which

@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"container/heap"
 	"context"
 	"errors"
 	"fmt"
@@ -58,32 +59,43 @@ func (s *filterSource) Next(ctx context.Context) (bsoncore.Document, error) {
 	return d, nil
 }
 
-// sortAll materialises src and sorts it (stable, as mongod's sort is
-// for equal keys in _id order).
-func sortAll(ctx context.Context, src Source, s *query.Sort) (Source, error) {
-	docs, err := query.Drain(ctx, src)
+// sortScan sorts src's documents by s, stable, as mongod's sort is for
+// equal keys in _id order. keep > 0 is a limit (plus skip) over the sort:
+// only the first keep documents are held, as mongod's top-k sort holds
+// them, so that a sort with a limit over a large collection costs a scan,
+// not a sort of it all. A scan that returns large documents in part (only
+// what the sort and filter read) has those read whole again by _id when
+// the sorted stream reaches them, so a sort of large documents never
+// holds them all.
+func sortScan(ctx context.Context, src Source, s *query.Sort, rd storage.Reader, coll string, keep int) (Source, error) {
+	pr, _ := src.(partialReporter)
+	items, err := collectSorted(ctx, src, s, keep, pr)
 	if err != nil {
 		return nil, err
 	}
-	sort.SliceStable(docs, func(i, j int) bool { return s.Compare(docs[i], docs[j]) < 0 })
-	return query.NewSliceStream(docs), nil
+	return &refetchSource{rd: rd, coll: coll, items: items}, nil
 }
 
-// partialReporter is a source whose documents may lack fields.
-type partialReporter interface{ LastPartial() bool }
+// sortItem is one document of a blocking sort: whether it was read in
+// part, and its place in the input, which breaks ties.
+type sortItem struct {
+	doc     bsoncore.Document
+	partial bool
+	seq     int
+}
 
-// sortScan is Sort for a scan that may return large documents
-// in part (only what the sort and filter read): it sorts those and reads
-// each whole again by _id when the sorted stream reaches it, so a sort of
-// large documents never holds them all.
-func sortScan(ctx context.Context, src Source, s *query.Sort, rd storage.Reader, coll string) (Source, error) {
-	pr, ok := src.(partialReporter)
-	if !ok {
-		return sortAll(ctx, src, s)
+// collectSorted reads src to its end and returns its documents sorted by
+// s, ties in input order; keep > 0 keeps only the first keep, holding no
+// more at any time (a heap whose top is the worst kept).
+func collectSorted(ctx context.Context, src Source, s *query.Sort, keep int, pr partialReporter) ([]sortItem, error) {
+	before := func(a, b sortItem) bool {
+		if c := s.Compare(a.doc, b.doc); c != 0 {
+			return c < 0
+		}
+		return a.seq < b.seq
 	}
-	var docs []bsoncore.Document
-	var partial []bool
-	for {
+	h := &worstFirst{before: before}
+	for seq := 0; ; seq++ {
 		d, err := src.Next(ctx)
 		if errors.Is(err, io.EOF) {
 			break
@@ -91,40 +103,61 @@ func sortScan(ctx context.Context, src Source, s *query.Sort, rd storage.Reader,
 		if err != nil {
 			return nil, err
 		}
-		docs, partial = append(docs, d), append(partial, pr.LastPartial())
+		it := sortItem{doc: d, seq: seq, partial: pr != nil && pr.LastPartial()}
+		switch {
+		case keep <= 0:
+			h.items = append(h.items, it)
+		case len(h.items) < keep:
+			heap.Push(h, it)
+		case before(it, h.items[0]):
+			h.items[0] = it
+			heap.Fix(h, 0)
+		}
 	}
-	order := make([]int, len(docs))
-	for i := range order {
-		order[i] = i
-	}
-	sort.SliceStable(order, func(i, j int) bool { return s.Compare(docs[order[i]], docs[order[j]]) < 0 })
-	return &refetchSource{rd: rd, coll: coll, docs: docs, partial: partial, order: order}, nil
+	sort.Slice(h.items, func(i, j int) bool { return before(h.items[i], h.items[j]) })
+	return h.items, nil
 }
 
-// refetchSource yields documents in a given order, reading again those
-// that were read in part.
+// worstFirst is a heap of sort items whose top sorts last.
+type worstFirst struct {
+	items  []sortItem
+	before func(a, b sortItem) bool
+}
+
+func (h *worstFirst) Len() int           { return len(h.items) }
+func (h *worstFirst) Less(i, j int) bool { return h.before(h.items[j], h.items[i]) }
+func (h *worstFirst) Swap(i, j int)      { h.items[i], h.items[j] = h.items[j], h.items[i] }
+func (h *worstFirst) Push(x any)         { h.items = append(h.items, x.(sortItem)) }
+func (h *worstFirst) Pop() any {
+	last := h.items[len(h.items)-1]
+	h.items = h.items[:len(h.items)-1]
+	return last
+}
+
+// partialReporter is a source whose documents may lack fields.
+type partialReporter interface{ LastPartial() bool }
+
+// refetchSource yields sorted documents, reading again those that were
+// read in part.
 type refetchSource struct {
-	rd      storage.Reader
-	coll    string
-	docs    []bsoncore.Document
-	partial []bool
-	order   []int
+	rd    storage.Reader
+	coll  string
+	items []sortItem
 }
 
 func (s *refetchSource) Next(ctx context.Context) (bsoncore.Document, error) {
-	if len(s.order) == 0 {
+	if len(s.items) == 0 {
 		return nil, io.EOF
 	}
-	i := s.order[0]
-	s.order = s.order[1:]
-	d := s.docs[i]
-	s.docs[i] = nil
-	if !s.partial[i] {
-		return d, nil
+	it := s.items[0]
+	s.items[0] = sortItem{}
+	s.items = s.items[1:]
+	if !it.partial {
+		return it.doc, nil
 	}
-	full, found, err := s.rd.Get(ctx, s.coll, d.Lookup("_id"))
+	full, found, err := s.rd.Get(ctx, s.coll, it.doc.Lookup("_id"))
 	if err == nil && !found {
-		err = fmt.Errorf("document %s vanished from its snapshot", d.Lookup("_id"))
+		err = fmt.Errorf("document %s vanished from its snapshot", it.doc.Lookup("_id"))
 	}
 	return full, err
 }
