@@ -1,12 +1,10 @@
 package plan
 
 import (
-	"container/heap"
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"sort"
 
 	"github.com/dumbodb/dumbodb/interrupt"
 	"github.com/dumbodb/dumbodb/query"
@@ -86,15 +84,14 @@ type sortItem struct {
 
 // collectSorted reads src to its end and returns its documents sorted by
 // s, ties in input order; keep > 0 keeps only the first keep, holding no
-// more at any time (a heap whose top is the worst kept).
+// more at any time.
 func collectSorted(ctx context.Context, src Source, s *query.Sort, keep int, pr partialReporter) ([]sortItem, error) {
-	before := func(a, b sortItem) bool {
+	top := query.NewTopK(keep, func(a, b sortItem) bool {
 		if c := s.Compare(a.doc, b.doc); c != 0 {
 			return c < 0
 		}
 		return a.seq < b.seq
-	}
-	h := &worstFirst{before: before}
+	})
 	for seq := 0; ; seq++ {
 		d, err := src.Next(ctx)
 		if errors.Is(err, io.EOF) {
@@ -103,35 +100,9 @@ func collectSorted(ctx context.Context, src Source, s *query.Sort, keep int, pr 
 		if err != nil {
 			return nil, err
 		}
-		it := sortItem{doc: d, seq: seq, partial: pr != nil && pr.LastPartial()}
-		switch {
-		case keep <= 0:
-			h.items = append(h.items, it)
-		case len(h.items) < keep:
-			heap.Push(h, it)
-		case before(it, h.items[0]):
-			h.items[0] = it
-			heap.Fix(h, 0)
-		}
+		top.Add(sortItem{doc: d, seq: seq, partial: pr != nil && pr.LastPartial()})
 	}
-	sort.Slice(h.items, func(i, j int) bool { return before(h.items[i], h.items[j]) })
-	return h.items, nil
-}
-
-// worstFirst is a heap of sort items whose top sorts last.
-type worstFirst struct {
-	items  []sortItem
-	before func(a, b sortItem) bool
-}
-
-func (h *worstFirst) Len() int           { return len(h.items) }
-func (h *worstFirst) Less(i, j int) bool { return h.before(h.items[j], h.items[i]) }
-func (h *worstFirst) Swap(i, j int)      { h.items[i], h.items[j] = h.items[j], h.items[i] }
-func (h *worstFirst) Push(x any)         { h.items = append(h.items, x.(sortItem)) }
-func (h *worstFirst) Pop() any {
-	last := h.items[len(h.items)-1]
-	h.items = h.items[:len(h.items)-1]
-	return last
+	return top.Sorted(), nil
 }
 
 // partialReporter is a source whose documents may lack fields.

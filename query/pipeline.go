@@ -105,6 +105,9 @@ type pipeCtx struct {
 	// text is the first stage's $match when it has a $text: later $sort
 	// stages may order by its {$meta: "textScore"}.
 	text *Filter
+	// next is the stage after the one compiling (nil: none): a $sort
+	// followed by a $limit keeps only the limit's documents.
+	next bsoncore.Document
 }
 
 // CompilePipeline validates and compiles a pipeline with no options.
@@ -163,6 +166,10 @@ func compileStages(arr bsoncore.Value, pc *pipeCtx) (*Pipeline, error) {
 		spec, _ := value.LookupField(v.Data, name)
 		sub := *pc
 		sub.first, sub.last = i == 0, i == len(vals)-1
+		sub.next = nil
+		if !sub.last && vals[i+1].Type == bsoncore.TypeEmbeddedDocument {
+			sub.next = vals[i+1].Data
+		}
 		st, err := row.compile(spec, &sub)
 		if err != nil {
 			return nil, err
