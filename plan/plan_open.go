@@ -164,7 +164,31 @@ type indexSource struct {
 	seen map[string]bool
 	// ids, when set, replaces the scan (a reversed scan, read ahead).
 	ids []scanned
+	// ahead are entries read from the scan with their documents, fetched
+	// together (fetchAhead); batch is how many the next read takes.
+	ahead []fetched
+	batch int
 }
+
+// fetched is an index entry and its document (found false: none).
+type fetched struct {
+	scanned
+	doc   bsoncore.Document
+	found bool
+}
+
+// batchFetcher is a reader that fetches many documents by _id key at once.
+type batchFetcher interface {
+	GetKeys(ctx context.Context, coll string, keys [][]byte) ([]bsoncore.Document, error)
+}
+
+// Batches of entries an index source fetches at once: small at first, so
+// that a query wanting one document fetches few it will not return, then
+// doubling.
+const (
+	firstFetchBatch = 4
+	maxFetchBatch   = 128
+)
 
 // scanned is one index entry as a scan yields it: the _id key and, on a
 // covered plan, the entry's stored key values (nil when it has none).
@@ -222,16 +246,9 @@ func (s *indexSource) Next(ctx context.Context) (bsoncore.Document, error) {
 		if err := interrupt.Err(ctx); err != nil {
 			return nil, err
 		}
-		e, err := s.nextID(ctx)
+		e, err := s.nextFetched(ctx)
 		if err != nil {
 			return nil, err
-		}
-		id := e.id
-		if s.p.ix.Multikey {
-			if s.seen[string(id)] {
-				continue
-			}
-			s.seen[string(id)] = true
 		}
 		if e.covered != nil {
 			doc := bsoncore.Document(e.covered)
@@ -243,16 +260,84 @@ func (s *indexSource) Next(ctx context.Context) (bsoncore.Document, error) {
 			}
 			continue
 		}
-		doc, found, err := fetch(ctx, s.rd, s.coll, id, s.p)
-		if err != nil {
-			return nil, err
-		}
 		s.st.docsExamined++
-		if found && s.match(ctx, doc, e.inside) {
-			return doc, nil
+		if e.found && s.match(ctx, e.doc, e.inside) {
+			return e.doc, nil
 		}
 		if err := s.f.Err(); err != nil {
 			return nil, err
+		}
+	}
+}
+
+// nextFetched is the next entry of a distinct document with that
+// document, unless the entry is covered. Documents are fetched a batch at
+// a time where the reader can (fetchAhead), else one by one.
+func (s *indexSource) nextFetched(ctx context.Context) (fetched, error) {
+	if len(s.ahead) > 0 {
+		e := s.ahead[0]
+		s.ahead[0] = fetched{}
+		s.ahead = s.ahead[1:]
+		return e, nil
+	}
+	bf, batching := s.rd.(batchFetcher)
+	if !batching || (s.p.fetchOut && s.p.readOut != nil) {
+		e, err := s.nextDistinct(ctx)
+		if err != nil || e.covered != nil {
+			return fetched{scanned: e}, err
+		}
+		doc, found, err := fetch(ctx, s.rd, s.coll, e.id, s.p)
+		return fetched{scanned: e, doc: doc, found: found}, err
+	}
+	if err := s.fetchAhead(ctx, bf); err != nil {
+		return fetched{}, err
+	}
+	return s.nextFetched(ctx)
+}
+
+// fetchAhead reads the next batch of entries and fetches their documents
+// together; at the scan's end it returns io.EOF.
+func (s *indexSource) fetchAhead(ctx context.Context, bf batchFetcher) error {
+	s.batch = min(max(2*s.batch, firstFetchBatch), maxFetchBatch)
+	var keys [][]byte
+	var slots []int
+	for len(s.ahead) < s.batch {
+		e, err := s.nextDistinct(ctx)
+		if errors.Is(err, io.EOF) && len(s.ahead) > 0 {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		if e.covered == nil {
+			keys, slots = append(keys, e.id), append(slots, len(s.ahead))
+		}
+		s.ahead = append(s.ahead, fetched{scanned: e})
+	}
+	docs, err := bf.GetKeys(ctx, s.coll, keys)
+	if err != nil {
+		return err
+	}
+	for i, at := range slots {
+		s.ahead[at].doc, s.ahead[at].found = docs[i], docs[i] != nil
+	}
+	return nil
+}
+
+// nextDistinct is the next entry whose document the scan has not given
+// yet (a multikey document has several entries).
+func (s *indexSource) nextDistinct(ctx context.Context) (scanned, error) {
+	for {
+		e, err := s.nextID(ctx)
+		if err != nil {
+			return scanned{}, err
+		}
+		if !s.p.ix.Multikey {
+			return e, nil
+		}
+		if !s.seen[string(e.id)] {
+			s.seen[string(e.id)] = true
+			return e, nil
 		}
 	}
 }
