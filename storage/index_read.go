@@ -61,8 +61,7 @@ func (s *Snapshot) GetKey(ctx context.Context, coll string, idKey []byte) (bsonc
 	if !ok {
 		return nil, false, nil
 	}
-	v, found, err := lookup(ctx, s.ns, c.base, c.edits, idKey)
-	return append(bsoncore.Document(nil), v...), found, err
+	return ownedLookup(ctx, s.ns, c, idKey)
 }
 
 // GetKeyFields is GetKey reading of a document stored as a doctree only

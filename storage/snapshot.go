@@ -72,11 +72,23 @@ func (s *Snapshot) Get(ctx context.Context, coll string, id bsoncore.Value) (bso
 	if err != nil {
 		return nil, false, err
 	}
-	v, found, err := lookup(ctx, s.ns, c.base, c.edits, key)
+	return ownedLookup(ctx, s.ns, c, key)
+}
+
+// ownedLookup is lookup of a document the caller owns: one from the edits
+// is copied (they are shared), one from the map is a copy already.
+func ownedLookup(ctx context.Context, ns tree.NodeStore, c *collection, key []byte) (bsoncore.Document, bool, error) {
+	if e, ok := c.edits.getKey(key); ok {
+		if !e.live() {
+			return nil, false, nil
+		}
+		return append(bsoncore.Document(nil), e.doc()...), true, nil
+	}
+	v, found, err := lookup(ctx, ns, c.base, nil, key)
 	if !found || err != nil {
 		return nil, false, err
 	}
-	return append(bsoncore.Document(nil), v...), true, nil
+	return v, true, nil
 }
 
 // Scan iterates over a collection's documents in _id order.
