@@ -170,11 +170,15 @@ type indexSource struct {
 	batch int
 }
 
-// fetched is an index entry and its document (found false: none).
+// fetched is an index entry and its document (found false: none). keys
+// is the index keys the scan examined to reach it, which count as
+// examined when the entry is taken, not when it is read ahead: a query
+// that stops early examined what it took, as on mongod.
 type fetched struct {
 	scanned
 	doc   bsoncore.Document
 	found bool
+	keys  int64
 }
 
 // batchFetcher is a reader that fetches many documents by _id key at once.
@@ -278,6 +282,7 @@ func (s *indexSource) nextFetched(ctx context.Context) (fetched, error) {
 		e := s.ahead[0]
 		s.ahead[0] = fetched{}
 		s.ahead = s.ahead[1:]
+		s.st.keysExamined += e.keys
 		return e, nil
 	}
 	bf, batching := s.rd.(batchFetcher)
@@ -302,9 +307,10 @@ func (s *indexSource) fetchAhead(ctx context.Context, bf batchFetcher) error {
 	var keys [][]byte
 	var slots []int
 	for len(s.ahead) < s.batch {
+		examined := s.st.keysExamined
 		e, err := s.nextDistinct(ctx)
 		if errors.Is(err, io.EOF) && len(s.ahead) > 0 {
-			break
+			break // the keys read to the end count now: the next call ends
 		}
 		if err != nil {
 			return err
@@ -312,7 +318,8 @@ func (s *indexSource) fetchAhead(ctx context.Context, bf batchFetcher) error {
 		if e.covered == nil {
 			keys, slots = append(keys, e.id), append(slots, len(s.ahead))
 		}
-		s.ahead = append(s.ahead, fetched{scanned: e})
+		s.ahead = append(s.ahead, fetched{scanned: e, keys: s.st.keysExamined - examined})
+		s.st.keysExamined = examined
 	}
 	docs, err := bf.GetKeys(ctx, s.coll, keys)
 	if err != nil {

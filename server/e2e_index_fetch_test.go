@@ -69,6 +69,13 @@ func TestIndexRangeFetchesInBatches(t *testing.T) {
 	if got := foundIDs(t, coll, ranged, options.Find().SetHint("k_1")); !slices.Equal(got, want) || len(want) != 800 {
 		t.Fatalf("through the index %d documents, by a scan %d, or out of order", len(got), len(want))
 	}
+	// Documents fetched ahead count as examined only once taken: a
+	// limit of 1 examined one key and one document, as on mongod.
+	e := mustRun(t, db, bson.D{{Key: "explain", Value: bson.D{{Key: "find", Value: "c"}, {Key: "filter", Value: ranged},
+		{Key: "hint", Value: "k_1"}, {Key: "limit", Value: 1}}}, {Key: "verbosity", Value: "executionStats"}})
+	if keys, docs := num(get(e, "executionStats", "totalKeysExamined")), num(get(e, "executionStats", "totalDocsExamined")); keys != 1 || docs != 1 {
+		t.Fatalf("limit 1 through the index examined %v keys and %v documents", keys, docs)
+	}
 	multikey := bson.D{{Key: "tags", Value: bson.D{{Key: "$in", Value: bson.A{1, 2}}}}}
 	if got, want := foundIDs(t, coll, multikey, options.Find().SetHint("tags_1")), byScan(coll, multikey); len(got) != len(want) {
 		t.Fatalf("multikey: %d documents through the index, %d by a scan", len(got), len(want))
