@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"runtime/debug"
+	"sync"
 
 	"github.com/dumbodb/dumbodb/index"
 	"github.com/dumbodb/dumbodb/interrupt"
@@ -93,6 +95,8 @@ func (b *docBatch) each(fn func(doc bsoncore.Document) error) error {
 // scanBatches reads it to the end, handing batches of documents to the
 // extractors, each on its own goroutine; the first error stops them all.
 func scanBatches(ctx context.Context, it *Iterator, exs []*keyExtractor) error {
+	var caught caughtPanic
+	defer caught.rethrow()
 	g, gctx := errgroup.WithContext(ctx)
 	batches := make(chan *docBatch, len(exs))
 	free := make(chan *docBatch, 2*len(exs)) // room for every batch
@@ -100,7 +104,7 @@ func scanBatches(ctx context.Context, it *Iterator, exs []*keyExtractor) error {
 		free <- &docBatch{}
 	}
 	for _, x := range exs {
-		g.Go(func() error {
+		g.Go(caught.guard(func() error {
 			for b := range batches {
 				if err := b.each(x.add); err != nil {
 					return err
@@ -109,13 +113,43 @@ func scanBatches(ctx context.Context, it *Iterator, exs []*keyExtractor) error {
 			}
 			x.finish() // each worker sorts its own last runs
 			return nil
-		})
+		}))
 	}
-	g.Go(func() error {
+	g.Go(caught.guard(func() error {
 		defer close(batches)
 		return readBatches(gctx, it, batches, free)
-	})
+	}))
 	return g.Wait()
+}
+
+// caughtPanic keeps the first panic of a build's goroutines, which stop
+// the build as an error would; rethrow raises it again in the goroutine
+// that started them, whose caller recovers it as it recovers any panic of
+// a command or a background step, rather than the process ending.
+type caughtPanic struct {
+	once  sync.Once
+	value any
+	stack []byte
+}
+
+var errBuildPanicked = errors.New("index build: a worker panicked")
+
+func (c *caughtPanic) guard(fn func() error) func() error {
+	return func() (err error) {
+		defer func() {
+			if p := recover(); p != nil {
+				c.once.Do(func() { c.value, c.stack = p, debug.Stack() })
+				err = errBuildPanicked
+			}
+		}()
+		return fn()
+	}
+}
+
+func (c *caughtPanic) rethrow() {
+	if c.value != nil {
+		panic(fmt.Sprintf("%v\n%s", c.value, c.stack))
+	}
 }
 
 // readBatches fills batches taken from free with the documents of it and

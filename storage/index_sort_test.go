@@ -6,9 +6,11 @@ import (
 	"math/rand/v2"
 	"os"
 	"slices"
+	"strings"
 	"testing"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+	"golang.org/x/sync/errgroup"
 )
 
 // withIndexBuildMemory runs the test with a sort budget of n bytes.
@@ -162,5 +164,26 @@ func TestSortedBuildRefusesDuplicateAcrossRuns(t *testing.T) {
 	}
 	if ixs := mainSnapshot(t, d).Indexes("c"); len(ixs) != 0 {
 		t.Fatalf("the refused index exists: %v", ixs)
+	}
+}
+
+// TestBuildPanicReachesTheCaller: a panic in one of a build's goroutines
+// stops the others as an error and is raised again in the goroutine that
+// started them, where the command's recovery answers it.
+func TestBuildPanicReachesTheCaller(t *testing.T) {
+	var raised any
+	func() {
+		defer func() { raised = recover() }()
+		var caught caughtPanic
+		defer caught.rethrow()
+		g := new(errgroup.Group)
+		g.Go(caught.guard(func() error { panic("broken key") }))
+		g.Go(caught.guard(func() error { return nil }))
+		if err := g.Wait(); !errors.Is(err, errBuildPanicked) {
+			t.Errorf("the group ended with %v", err)
+		}
+	}()
+	if s, _ := raised.(string); !strings.HasPrefix(s, "broken key\n") {
+		t.Fatalf("raised %v", raised)
 	}
 }
