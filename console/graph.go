@@ -3,6 +3,7 @@ package console
 import (
 	"fmt"
 	"html/template"
+	"slices"
 	"strings"
 )
 
@@ -61,6 +62,44 @@ func drawGraph(commits []commitInfo) []graphRow {
 		rows[i] = graphRow{SVG: rowSVG(before, lanes, cm.CommitID, col, joins), Lane: col, Joins: joins}
 	}
 	return rows
+}
+
+// simplifyParents rewrites the parents of a filtered page's commits, as
+// git log --graph -- path draws them: a listed commit's real parents are
+// mostly commits the filter left out, so each parent is replaced by the
+// listed commit it leads to, nearest(parent) (the newest commit the
+// filter selects in the parent's history, "" none). A parent that is
+// listed leads to itself; two parents that lead to the same commit join
+// it once.
+func simplifyParents(commits []commitInfo, nearest func(parent string) (string, error)) ([]commitInfo, error) {
+	listed := map[string]bool{}
+	for _, cm := range commits {
+		listed[cm.CommitID] = true
+	}
+	found := map[string]string{} // parent -> the listed commit it leads to
+	out := make([]commitInfo, len(commits))
+	for i, cm := range commits {
+		out[i] = cm
+		out[i].Parents = nil
+		for _, p := range cm.Parents {
+			to, ok := found[p]
+			switch {
+			case ok:
+			case listed[p]:
+				to = p
+			default:
+				var err error
+				if to, err = nearest(p); err != nil {
+					return nil, err
+				}
+			}
+			found[p] = to
+			if to != "" && !slices.Contains(out[i].Parents, to) {
+				out[i].Parents = append(out[i].Parents, to)
+			}
+		}
+	}
+	return out, nil
 }
 
 func laneOf(lanes []string, id string) int {

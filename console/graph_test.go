@@ -42,6 +42,51 @@ func TestGraphLanes(t *testing.T) {
 			t.Errorf("%s: lanes %s, want %s", c.name, s, c.lanes)
 		}
 	}
+	// A filtered page (a collection's history) lists commits whose real
+	// parents it left out: drawn with them, each row opens a lane of its
+	// own. Joined to the listed commits their parents lead to, they line
+	// up, and a merge joins both of its lines.
+	for _, c := range []struct {
+		name        string
+		page        []commitInfo
+		leadsTo     map[string]string // parent -> the listed commit it leads to
+		raw, simple string
+	}{
+		// F→E→D→C→B→A; the filter selects F, D and A.
+		{"filtered line", commits("F:E", "D:C", "A"), map[string]string{"E": "D", "C": "A"}, "0[0] 1[1] 2[]", "0[0] 0[0] 0[]"},
+		// M merges D into C, both grew from B, B from A; the filter
+		// selects M, D and A.
+		{"filtered merge", commits("M:C,D", "D:B", "A"), map[string]string{"C": "A", "B": "A"}, "0[0 1] 1[1] 2[]", "0[0 1] 1[0] 0[]"},
+		// Both parents lead to the same commit: one join.
+		{"filtered merge of unselected lines", commits("M:C,D", "A"), map[string]string{"C": "A", "D": "A"}, "0[0 1] 2[]", "0[0] 0[]"},
+		// No listed commit below: the line ends.
+		{"filtered root", commits("C:B"), map[string]string{"B": ""}, "0[0]", "0[]"},
+	} {
+		nearest := func(parent string) (string, error) {
+			to, ok := c.leadsTo[parent]
+			if !ok {
+				t.Fatalf("%s: asked where %s leads, which the page lists or no commit has as parent", c.name, parent)
+			}
+			return to, nil
+		}
+		var raw, simple []string
+		for _, r := range drawGraph(c.page) {
+			raw = append(raw, fmt.Sprintf("%d%v", r.Lane, r.Joins))
+		}
+		page, err := simplifyParents(c.page, nearest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range drawGraph(page) {
+			simple = append(simple, fmt.Sprintf("%d%v", r.Lane, r.Joins))
+		}
+		if s := strings.Join(raw, " "); s != c.raw {
+			t.Errorf("%s drawn with its real parents: lanes %s, want %s", c.name, s, c.raw)
+		}
+		if s := strings.Join(simple, " "); s != c.simple {
+			t.Errorf("%s simplified: lanes %s, want %s", c.name, s, c.simple)
+		}
+	}
 	// The second head bends from its dot into the lane of its parent.
 	rows := drawGraph(commits("X:A", "Y:A", "A"))
 	if want := fmt.Sprintf(`x1="%d" y1="%d" x2="%d" y2="%d"`, x(1), rowHeight/2, x(0), rowHeight); !strings.Contains(string(rows[1].SVG), want) {

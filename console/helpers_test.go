@@ -66,6 +66,9 @@ func startConsole(t testing.TB, auth bool) *fixture {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		f.client.Disconnect(ctx)
+		// The console's clients first: their connections are the
+		// server's too, and it would wait for them to end.
+		con.Close(ctx)
 		srv.Shutdown(ctx)
 		if err := eng.Close(); err != nil {
 			t.Errorf("close engine: %v", err)
@@ -191,6 +194,17 @@ func mustContain(t testing.TB, page, body string, texts ...string) {
 	for _, s := range texts {
 		if !strings.Contains(body, s) {
 			t.Errorf("%s: %q missing from the page", page, s)
+		}
+	}
+}
+
+// mustLack fails if the page has any of the texts.
+func mustLack(t testing.TB, page, body string, texts ...string) {
+	t.Helper()
+	body = html.UnescapeString(body)
+	for _, s := range texts {
+		if strings.Contains(body, s) {
+			t.Errorf("%s: %q is on the page", page, s)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package console
 
 import (
+	"context"
 	"html/template"
 	"net/http"
 	"net/url"
@@ -36,9 +37,9 @@ func (c *Console) logPage(w http.ResponseWriter, r *http.Request, s *session) er
 		return err
 	}
 	v := logView{DB: db, Rev: pageRev(r, s, db), Collection: strings.TrimSpace(r.FormValue("collection")), ID: strings.TrimSpace(r.FormValue("_id"))}
-	cmd := bson.D{{Key: "dumboLog", Value: 1}, {Key: "limit", Value: logPageSize}}
+	var filter bson.D // what selects the commits listed
 	if v.Collection != "" {
-		cmd = append(cmd, bson.E{Key: "collection", Value: v.Collection})
+		filter = append(filter, bson.E{Key: "collection", Value: v.Collection})
 	}
 	if v.ID != "" {
 		if v.Collection == "" {
@@ -48,8 +49,9 @@ func (c *Console) logPage(w http.ResponseWriter, r *http.Request, s *session) er
 		if err != nil {
 			return err
 		}
-		cmd = append(cmd, bson.E{Key: "_id", Value: id})
+		filter = append(filter, bson.E{Key: "_id", Value: id})
 	}
+	cmd := append(bson.D{{Key: "dumboLog", Value: 1}, {Key: "limit", Value: logPageSize}}, filter...)
 	if after := r.FormValue("after"); after != "" {
 		cmd = append(cmd, bson.E{Key: "after", Value: after})
 	}
@@ -65,7 +67,16 @@ func (c *Console) logPage(w http.ResponseWriter, r *http.Request, s *session) er
 	if err != nil {
 		return err
 	}
-	graph := drawGraph(reply.Commits)
+	drawn := reply.Commits
+	if filter != nil {
+		nearest := func(parent string) (string, error) {
+			return nearestListed(ctx, s, target(db, v.Rev), parent, filter)
+		}
+		if drawn, err = simplifyParents(reply.Commits, nearest); err != nil {
+			return err
+		}
+	}
+	graph := drawGraph(drawn)
 	for i, cm := range reply.Commits {
 		v.Rows = append(v.Rows, logRow{commitInfo: cm, Graph: graph[i].SVG, Tags: tags[cm.CommitID]})
 	}
@@ -77,6 +88,23 @@ func (c *Console) logPage(w http.ResponseWriter, r *http.Request, s *session) er
 	}
 	c.render(w, r, http.StatusOK, "log", s, v)
 	return nil
+}
+
+// nearestListed is the commit a filtered history lists first from
+// parent on ("": none), which is the nearest of parent's ancestors (itself
+// included) that the filter selects: the listing is topological, so no
+// other selected ancestor of parent descends from it. Finding it walks
+// only the commits between parent and it, most of which the page's own
+// listing walked already.
+func nearestListed(ctx context.Context, s *session, dbName, parent string, filter bson.D) (string, error) {
+	cmd := append(bson.D{{Key: "dumboLog", Value: 1}, {Key: "from", Value: parent}, {Key: "limit", Value: 1}}, filter...)
+	var reply struct {
+		Commits []commitInfo `bson:"commits"`
+	}
+	if err := run(ctx, s, dbName, cmd, &reply); err != nil || len(reply.Commits) == 0 {
+		return "", err
+	}
+	return reply.Commits[0].CommitID, nil
 }
 
 // tagsByCommit names the tags of each tagged commit.

@@ -1,6 +1,7 @@
 package console_test
 
 import (
+	"fmt"
 	"html"
 	"net/http"
 	"net/url"
@@ -18,23 +19,25 @@ func TestPagesShowWhatTheCommandsSay(t *testing.T) {
 	first, feature := f.seedShop()
 	b := f.browser()
 	pages := []struct {
-		path string
-		want []string
+		path   string
+		want   []string
+		absent []string
 	}{
-		{"", []string{`href="/console/db/shop"`, "Size on disk"}},
-		{"db/shop", []string{"feature", "more apples", "1 / 0", "uncommitted changes", "v1", `href="/console/db/shop/c/items?rev=main"`, "Create branch"}},
-		{"db/shop?rev=v1", []string{"Collections at v1", `href="/console/db/shop/c/items?rev=v1"`}},
-		{"db/shop/log", []string{"stock the shelves", "Initialize database", `<span class="ref">main</span>`, `<span class="tag">v1</span>`, "<svg"}},
-		{"db/shop/log?rev=feature", []string{"more apples", "stock the shelves"}},
-		{"db/shop/log?rev=main&collection=items&_id=1", []string{"stock the shelves"}},
-		{"db/shop/diff", []string{"plum", "1 added"}},
-		{"db/shop/diff?commit=" + feature, []string{"more apples", "parent", first[:8], `<th scope="row" class="mono">qty</th>`, "<code>5</code>", "<code>9</code>"}},
-		{"db/shop/diff?from=main&to=feature", []string{"qty", "1 modified"}},
-		{"db/shop/c/items", []string{`"name": "apple"`, `"name": "plum"`, "Page 1"}},
-		{"db/shop/c/items?rev=v1&filter=" + url.QueryEscape(`{"qty": {"$gt": 4}}`), []string{`"name": "apple"`}},
-		{"db/shop/c/items?sort=" + url.QueryEscape(`{"_id": -1}`) + "&projection=" + url.QueryEscape(`{"name": 1}`), []string{`"name": "plum"`}},
-		{"db/shop/c/items/doc?rev=feature&id=1", []string{`"qty": 9`, "Save to feature", "Who set each field", "more apples"}},
-		{"db/shop/c/items/doc?rev=v1&id=1", []string{`"qty": 5`, "Read-only"}},
+		{"", []string{`href="/console/db/shop"`, "Size on disk"}, nil},
+		{"db/shop", []string{"feature", "more apples", "1 / 0", "uncommitted changes", "v1", `href="/console/db/shop/c/items?rev=main"`, "Create branch"}, nil},
+		{"db/shop?rev=v1", []string{"Collections at v1", `href="/console/db/shop/c/items?rev=v1"`}, nil},
+		{"db/shop/log", []string{"stock the shelves", "Initialize database", `<span class="ref">main</span>`, `<span class="tag">v1</span>`, "<svg"}, nil},
+		{"db/shop/log?rev=feature", []string{"more apples", "stock the shelves"}, nil},
+		{"db/shop/log?rev=feature&collection=items&_id=2", []string{"stock the shelves"}, []string{"more apples", "Initialize database"}},
+		{"db/shop/log?rev=feature&collection=items", []string{"more apples", "stock the shelves"}, []string{"Initialize database"}},
+		{"db/shop/diff", []string{"plum", "1 added"}, nil},
+		{"db/shop/diff?commit=" + feature, []string{"more apples", "parent", first[:8], `<th scope="row" class="mono">qty</th>`, "<code>5</code>", "<code>9</code>"}, nil},
+		{"db/shop/diff?from=main&to=feature", []string{"qty", "1 modified"}, nil},
+		{"db/shop/c/items", []string{`"name": "apple"`, `"name": "plum"`, "Page 1"}, nil},
+		{"db/shop/c/items?rev=v1&filter=" + url.QueryEscape(`{"qty": {"$gt": 4}}`), []string{`"name": "apple"`}, nil},
+		{"db/shop/c/items?sort=" + url.QueryEscape(`{"_id": -1}`) + "&projection=" + url.QueryEscape(`{"name": 1}`), []string{`"name": "plum"`}, nil},
+		{"db/shop/c/items/doc?rev=feature&id=1", []string{`"qty": 9`, "Save to feature", "Who set each field", "more apples"}, nil},
+		{"db/shop/c/items/doc?rev=v1&id=1", []string{`"qty": 5`, "Read-only"}, nil},
 	}
 	for _, p := range pages {
 		status, body := b.get(p.path)
@@ -43,6 +46,7 @@ func TestPagesShowWhatTheCommandsSay(t *testing.T) {
 			continue
 		}
 		mustContain(t, p.path, body, p.want...)
+		mustLack(t, p.path, body, p.absent...)
 	}
 	// A merge's preview: main's uncommitted change stops it until it is
 	// committed.
@@ -84,6 +88,51 @@ func TestPagesShowWhatTheCommandsSay(t *testing.T) {
 		t.Error("the filter {qty: {$gt: 4}} showed pear")
 	}
 }
+
+// TestFilteredHistoryIsOneLine draws a collection's history from a
+// branch whose commits change two collections in turn: the commits of
+// the other collection are left out, and those listed are joined in one
+// lane, each to the next listed, as the history of the collection alone.
+func TestFilteredHistoryIsOneLine(t *testing.T) {
+	f := startConsole(t, false)
+	for i := range 3 {
+		f.insert("hist", "a", bson.D{{Key: "_id", Value: i}})
+		f.commit("hist", fmt.Sprintf("Alpha %d", i))
+		f.insert("hist", "b", bson.D{{Key: "_id", Value: i}})
+		f.commit("hist", fmt.Sprintf("Beta %d", i))
+	}
+	b := f.browser()
+	for _, c := range []struct {
+		path       string
+		want, lack []string
+		rows       int
+	}{
+		{"db/hist/log?collection=a", []string{"Alpha 0", "Alpha 1", "Alpha 2"}, []string{"Beta", "Initialize database"}, 3},
+		{"db/hist/log?collection=b&_id=1", []string{"Beta 1"}, []string{"Beta 0", "Beta 2", "Alpha"}, 1},
+	} {
+		status, body := b.get(c.path)
+		if status != http.StatusOK {
+			t.Fatalf("%s: status %d\n%s", c.path, status, body)
+		}
+		mustContain(t, c.path, body, c.want...)
+		mustLack(t, c.path, body, c.lack...)
+		svgs := graphRow.FindAllStringSubmatch(body, -1)
+		if len(svgs) != c.rows {
+			t.Fatalf("%s: %d rows drawn, want %d", c.path, len(svgs), c.rows)
+		}
+		for i, svg := range svgs {
+			if svg[1] != "14" {
+				t.Errorf("%s: row %d is %s pixels wide, want one lane (14):\n%s", c.path, i, svg[1], svg[0])
+			}
+			// Each row but the last goes on down to the next.
+			if joins := strings.Contains(svg[0], fmt.Sprintf(`y2="%d"`, 30)); joins != (i < len(svgs)-1) {
+				t.Errorf("%s: row %d goes on down: %v\n%s", c.path, i, joins, svg[0])
+			}
+		}
+	}
+}
+
+var graphRow = regexp.MustCompile(`<svg class="graph" width="(\d+)".*?</svg>`)
 
 var docLink = regexp.MustCompile(`href="(/console/db/shop/c/items/doc\?[^"]+)"`)
 
