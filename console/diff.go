@@ -55,14 +55,15 @@ func (v diffView) layout() view {
 
 // diffPage shows what changed between two revisions: ?commit= against
 // its first parent, else ?from= (default HEAD) to ?to= (default the
-// working set, WORKING), of the checked-out branch.
+// working set, WORKING), where HEAD and WORKING are those of the branch
+// ?rev= names (default: the checked-out branch).
 func (c *Console) diffPage(w http.ResponseWriter, r *http.Request, s *session) error {
 	db, err := pathDB(r)
 	if err != nil {
 		return err
 	}
 	ctx := r.Context()
-	v := diffView{DB: db, Branch: currentBranch(s, db), From: strings.TrimSpace(r.FormValue("from")), To: strings.TrimSpace(r.FormValue("to"))}
+	v := diffView{DB: db, Branch: pageRev(r, s, db), From: strings.TrimSpace(r.FormValue("from")), To: strings.TrimSpace(r.FormValue("to"))}
 	if commit := strings.TrimSpace(r.FormValue("commit")); commit != "" {
 		if v.Commit, err = oneCommit(ctx, s, db, commit); err != nil {
 			return err
@@ -76,7 +77,9 @@ func (c *Console) diffPage(w http.ResponseWriter, r *http.Request, s *session) e
 	}
 	v.From, v.To = cmpOr(v.From, "HEAD"), cmpOr(v.To, "WORKING")
 	v.FromRev, v.ToRev = sideRev(v.Branch, v.From), sideRev(v.Branch, v.To)
-	cmd := bson.D{{Key: "dumboDiff", Value: 1}, {Key: "from", Value: v.From}, {Key: "to", Value: v.To}}
+	// The server's HEAD is the connection's branch, and the console's
+	// connections stay on main: HEAD goes as the page's branch.
+	cmd := bson.D{{Key: "dumboDiff", Value: 1}, {Key: "from", Value: headOf(v.Branch, v.From)}, {Key: "to", Value: headOf(v.Branch, v.To)}}
 	if coll := strings.TrimSpace(r.FormValue("collection")); coll != "" {
 		cmd = append(cmd, bson.E{Key: "collection", Value: coll})
 	}
@@ -106,11 +109,20 @@ func cmpOr(s, dflt string) string {
 // sideRev is the revision a side of dumboDiff names, as a database name
 // addresses it: the working set is the branch, HEAD its head commit.
 func sideRev(branch, rev string) string {
-	switch rev {
-	case "WORKING":
+	if rev == "WORKING" {
 		return branch
-	case "HEAD":
+	}
+	return headOf(branch, rev)
+}
+
+// headOf spells a revision that starts from HEAD (HEAD, HEAD~2, HEAD^2)
+// from the branch's head commit instead (branch~0, branch~2, branch^2).
+func headOf(branch, rev string) string {
+	switch {
+	case rev == "HEAD":
 		return branch + "~0"
+	case strings.HasPrefix(rev, "HEAD~"), strings.HasPrefix(rev, "HEAD^"):
+		return branch + rev[len("HEAD"):]
 	}
 	return rev
 }

@@ -132,6 +132,39 @@ func TestFilteredHistoryIsOneLine(t *testing.T) {
 	}
 }
 
+// TestDiffOfABranchNotCheckedOut opens the uncommitted changes of a
+// branch other than the checked-out one, from the database page's link:
+// they are that branch's, not the checked-out branch's.
+func TestDiffOfABranchNotCheckedOut(t *testing.T) {
+	f := startConsole(t, false)
+	f.seedShop() // main, checked out, has plum uncommitted
+	f.insert("shop@feature", "items", bson.D{{Key: "_id", Value: 4}, {Key: "name", Value: "kiwi"}})
+	if _, err := f.client.Database("shop@feature").Collection("items").UpdateOne(t.Context(), bson.D{{Key: "_id", Value: 2}}, bson.D{{Key: "$set", Value: bson.D{{Key: "qty", Value: 0}}}}); err != nil {
+		t.Fatal(err)
+	}
+	b := f.browser()
+	_, body := b.get("db/shop")
+	mustContain(t, "database page", body, `href="/console/db/shop/diff?rev=feature">uncommitted changes`, `href="/console/db/shop/diff?rev=main">Uncommitted changes of main`)
+	for _, c := range []struct {
+		path       string
+		want, lack []string
+	}{
+		{"db/shop/diff?rev=feature", []string{"Uncommitted changes of feature", "kiwi", "1 added", "1 modified", `href="/console/db/shop/c/items/doc?rev=feature&id=2"`, `name="rev" value="feature"`}, []string{"plum"}},
+		{"db/shop/diff?rev=feature&from=HEAD&to=WORKING", []string{"Uncommitted changes of feature", "kiwi"}, []string{"plum"}},
+		{"db/shop/diff?rev=main", []string{"Uncommitted changes of main", "plum"}, []string{"kiwi"}},
+		{"db/shop/diff?rev=feature&from=HEAD~1&to=HEAD", []string{"Diff of shop", "<code>5</code>", "<code>9</code>"}, []string{"kiwi", "plum"}},
+		{"db/shop/diff?rev=feature&from=main&to=WORKING", []string{"Diff of shop", "kiwi", "qty"}, []string{"plum"}},
+	} {
+		status, body := b.get(c.path)
+		if status != http.StatusOK {
+			t.Errorf("%s: status %d\n%s", c.path, status, body)
+			continue
+		}
+		mustContain(t, c.path, body, c.want...)
+		mustLack(t, c.path, body, c.lack...)
+	}
+}
+
 var graphRow = regexp.MustCompile(`<svg class="graph" width="(\d+)".*?</svg>`)
 
 var docLink = regexp.MustCompile(`href="(/console/db/shop/c/items/doc\?[^"]+)"`)
