@@ -4,19 +4,36 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 )
+
+// conflictCount is one collection's conflicts in a merge's preview: how
+// many, and the first of them by _id (the rest counted in More).
+type conflictCount struct {
+	Collection string
+	Count      int
+	IDs        []docID
+	More       int
+}
+
+// docID is a document's _id as relaxed Extended JSON to read and as
+// canonical Extended JSON for links.
+type docID struct {
+	Text, Canonical string
+}
 
 type mergeView struct {
 	DB, From, Into string
 	UpToDate       bool
 	FastForward    bool
 	MergeBase      string
-	Conflicts      map[string]int
+	Conflicts      []conflictCount
 	Collections    []collectionDiff
 	DiffFrom       string // the revision the shown changes start from
 	FromRev, ToRev string // the diff's sides, for links to documents
@@ -48,16 +65,25 @@ func (c *Console) mergePage(w http.ResponseWriter, r *http.Request, s *session) 
 		return err
 	}
 	var dry struct {
-		UpToDate    bool           `bson:"upToDate"`
-		FastForward bool           `bson:"fastForward"`
-		MergeBase   string         `bson:"mergeBase"`
-		Conflicts   map[string]int `bson:"conflicts"`
+		UpToDate    bool                       `bson:"upToDate"`
+		FastForward bool                       `bson:"fastForward"`
+		MergeBase   string                     `bson:"mergeBase"`
+		Conflicts   map[string]int             `bson:"conflicts"`
+		IDs         map[string][]bson.RawValue `bson:"conflictIds"`
 	}
 	cmd := bson.D{{Key: "dumboMerge", Value: 1}, {Key: "mergeIn", Value: v.From}, {Key: "dryRun", Value: true}}
 	if err := run(ctx, s, target(db, v.Into), cmd, &dry); err != nil {
 		return err
 	}
-	v.UpToDate, v.FastForward, v.MergeBase, v.Conflicts = dry.UpToDate, dry.FastForward, dry.MergeBase, dry.Conflicts
+	v.UpToDate, v.FastForward, v.MergeBase = dry.UpToDate, dry.FastForward, dry.MergeBase
+	for _, coll := range slices.Sorted(maps.Keys(dry.Conflicts)) {
+		cc := conflictCount{Collection: coll, Count: dry.Conflicts[coll]}
+		for _, id := range dry.IDs[coll] {
+			cc.IDs = append(cc.IDs, docID{Text: extValue(id, false), Canonical: extValue(id, true)})
+		}
+		cc.More = max(cc.Count-len(cc.IDs), 0)
+		v.Conflicts = append(v.Conflicts, cc)
+	}
 	v.Message = fmt.Sprintf("Merge %s into %s", v.From, v.Into)
 	if !v.UpToDate {
 		v.DiffFrom = cmpOr(v.MergeBase, v.Into+"~0")

@@ -165,6 +165,58 @@ func TestDiffOfABranchNotCheckedOut(t *testing.T) {
 	}
 }
 
+// TestMergePreviewNamesConflicts previews a merge that would stop on
+// conflicts in two collections: each is counted and its documents named,
+// the first 100 by _id, each a link to our version, and the rest counted.
+func TestMergePreviewNamesConflicts(t *testing.T) {
+	f := startConsole(t, false)
+	var docs []any
+	for id := range 120 {
+		docs = append(docs, bson.D{{Key: "_id", Value: id}, {Key: "n", Value: 0}})
+	}
+	f.insert("shop", "items", docs...)
+	f.insert("shop", "users", bson.D{{Key: "_id", Value: "ann"}, {Key: "n", Value: 0}}, bson.D{{Key: "_id", Value: "bob"}, {Key: "n", Value: 0}})
+	f.commit("shop", "base")
+	f.run("shop", bson.D{{Key: "dumboBranch", Value: 1}, {Key: "branch", Value: "other"}})
+	for side, db := range []string{"shop", "shop@other"} {
+		set := bson.D{{Key: "$set", Value: bson.D{{Key: "n", Value: side + 1}}}}
+		for _, coll := range []string{"items", "users"} {
+			if _, err := f.client.Database(db).Collection(coll).UpdateMany(t.Context(), bson.D{}, set); err != nil {
+				t.Fatal(err)
+			}
+		}
+		f.commit(db, "side")
+	}
+	status, body := f.browser().get("db/shop/merge?from=other")
+	if status != http.StatusOK {
+		t.Fatalf("merge preview: status %d\n%s", status, body)
+	}
+	mustContain(t, "merge preview", body, "It would stop on conflicts", "items: 120", "and 20 more", "users: 2")
+	named := map[string][]string{}
+	for _, m := range conflictLink.FindAllStringSubmatch(body, -1) {
+		id, err := url.QueryUnescape(m[2])
+		if err != nil {
+			t.Fatal(err)
+		}
+		named[m[1]] = append(named[m[1]], id+" "+html.UnescapeString(m[3]))
+	}
+	if got := named["items"]; len(got) != 100 || got[0] != `{"$numberInt":"0"} 0` || got[99] != `{"$numberInt":"99"} 99` {
+		t.Errorf("items: the preview names %d documents, %v, want 0 to 99", len(got), got)
+	}
+	if got := fmt.Sprint(named["users"]); got != `["ann" "ann" "bob" "bob"]` {
+		t.Errorf("users: the preview names %s", got)
+	}
+	// A link opens our version of the document.
+	if m := conflictLink.FindStringSubmatch(body); m != nil {
+		href := strings.TrimPrefix(html.UnescapeString(m[0][len(`href="`):strings.Index(m[0], `">`)]), "/console/")
+		if status, doc := f.browser().get(href); status != http.StatusOK || !strings.Contains(html.UnescapeString(doc), `"n": 1`) {
+			t.Errorf("%s: status %d\n%s", href, status, doc)
+		}
+	}
+}
+
+var conflictLink = regexp.MustCompile(`href="/console/db/shop/c/(\w+)/doc\?rev=main&amp;id=([^"]+)">([^<]+)</a>`)
+
 var graphRow = regexp.MustCompile(`<svg class="graph" width="(\d+)".*?</svg>`)
 
 var docLink = regexp.MustCompile(`href="(/console/db/shop/c/items/doc\?[^"]+)"`)

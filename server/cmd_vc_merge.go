@@ -64,7 +64,11 @@ func cmdDumboMerge(r *request) (bsoncore.Document, error) {
 	}
 	res, err := d.Merge(r.ctx, branch, theirs, opts)
 	if opts.DryRun {
-		return dryMergeReply(res, err)
+		var ids map[string]storage.ConflictPreview
+		if err == nil && len(res.Conflicts) > 0 {
+			ids, err = d.PreviewConflicts(r.ctx, branch, theirs, maxConflictIDs)
+		}
+		return dryMergeReply(res, ids, err)
 	}
 	if errors.Is(err, storage.ErrMergeConflicts) && strategy != "" {
 		res, err = r.settleAll(d, branch, strategy, res, opts.CommitOptions)
@@ -275,20 +279,46 @@ func (r *request) settleAll(d *storage.Database, branch, strategy string, res st
 	return storage.MergeResult{Commit: c}, err
 }
 
+// A dry run names the documents a merge would stop on, so that they can
+// be looked at first, but a bounded number of them: the first
+// maxConflictIDs of each collection, maxConflictIDBytes of _ids in all.
+const (
+	maxConflictIDs     = 100
+	maxConflictIDBytes = 1 << 20
+)
+
 // dryMergeReply says what a merge would do: up to date, a fast-forward,
-// or a merge with these conflicts per collection (none: it would commit).
-func dryMergeReply(res storage.MergeResult, err error) (bsoncore.Document, error) {
+// or a merge with these conflicts per collection (none: it would commit),
+// and the first _ids of each collection's conflicts (ids; their counts
+// are those of the reply, taken in the same pass).
+func dryMergeReply(res storage.MergeResult, ids map[string]storage.ConflictPreview, err error) (bsoncore.Document, error) {
 	if err != nil {
 		return nil, err
 	}
-	counts := bsoncore.NewDocumentBuilder()
+	if ids != nil {
+		res.Conflicts = map[string]int{}
+		for coll, p := range ids {
+			res.Conflicts[coll] = p.Count
+		}
+	}
+	counts, named := bsoncore.NewDocumentBuilder(), bsoncore.NewDocumentBuilder()
+	budget := maxConflictIDBytes
 	for _, coll := range slices.Sorted(maps.Keys(res.Conflicts)) {
 		counts.AppendInt32(coll, int32(res.Conflicts[coll]))
+		list := bsoncore.NewArrayBuilder()
+		for _, id := range ids[coll].IDs {
+			if budget -= len(id.Data); budget < 0 {
+				break
+			}
+			list.AppendValue(id)
+		}
+		named.AppendArray(coll, list.Build())
 	}
 	b := bsoncore.NewDocumentBuilder().AppendBoolean("dryRun", true).
 		AppendBoolean("upToDate", res.UpToDate).AppendBoolean("fastForward", res.FastForward)
 	if res.MergeBase != "" {
 		b.AppendString("mergeBase", res.MergeBase)
 	}
-	return b.AppendDocument("conflicts", counts.Build()).AppendDouble("ok", 1).Build(), nil
+	return b.AppendDocument("conflicts", counts.Build()).AppendDocument("conflictIds", named.Build()).
+		AppendDouble("ok", 1).Build(), nil
 }

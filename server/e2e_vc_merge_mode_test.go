@@ -131,6 +131,16 @@ func TestMergeModesAgainstModel(t *testing.T) {
 		if got, _ := get(dry, "conflicts", m).(int32); int(got) != len(want[m]) {
 			t.Errorf("dry run: %s would have %d conflicts, want %d", m, got, len(want[m]))
 		}
+		// It names them too, in _id order.
+		var named []int
+		if ids, ok := get(dry, "conflictIds", m).(bson.A); ok {
+			for _, id := range ids {
+				named = append(named, int(id.(int32)))
+			}
+		}
+		if fmt.Sprint(named) != fmt.Sprint(want[m]) {
+			t.Errorf("dry run: %s names the conflicts %v, want %v", m, named, want[m])
+		}
 	}
 	if st := mustRun(t, db, bson.D{{Key: "dumboStatus", Value: 1}}); st["dirty"] != false || st["merge"] != nil {
 		t.Fatalf("a dry run changed the branch: %v", st)
@@ -235,5 +245,69 @@ func TestMergeStrategyAndModeOption(t *testing.T) {
 	}
 	if _, err := db.RunCommand(ctx, bson.D{{Key: "dumboMerge", Value: 1}, {Key: "mergeIn", Value: "btheirs"}, {Key: "strategy", Value: "mine"}}).Raw(); !isCode(err, 2) {
 		t.Errorf("an unknown strategy: %v, want BadValue", err)
+	}
+}
+
+// TestMergeDryRunNamesConflicts: a dry run names the first 100 conflicting
+// _ids of each collection in _id order, counts them all, and a collection
+// without conflicts is not named.
+func TestMergeDryRunNamesConflicts(t *testing.T) {
+	ts := startServer(t)
+	c := ts.client()
+	ctx := t.Context()
+	db := c.Database("preview")
+	var docs []any
+	for id := range 150 {
+		docs = append(docs, bson.D{{Key: "_id", Value: id}, {Key: "n", Value: 0}})
+	}
+	for _, coll := range []string{"many", "few", "calm"} {
+		if _, err := db.Collection(coll).InsertMany(ctx, docs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustRun(t, db, bson.D{{Key: "dumboCommit", Value: 1}, {Key: "message", Value: "base"}})
+	mustRun(t, db, bson.D{{Key: "dumboBranch", Value: 1}, {Key: "branch", Value: "theirs"}})
+	theirs := c.Database("preview@theirs")
+	// many: every document set differently on both sides; few: the
+	// documents 7 and 3; calm: changed on one side only.
+	for side, d := range []*mongo.Database{db, theirs} {
+		set := bson.D{{Key: "$set", Value: bson.D{{Key: "n", Value: side + 1}}}}
+		if _, err := d.Collection("many").UpdateMany(ctx, bson.D{}, set); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := d.Collection("few").UpdateMany(ctx, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: bson.A{7, 3}}}}}, set); err != nil {
+			t.Fatal(err)
+		}
+		mustRun(t, d, bson.D{{Key: "dumboCommit", Value: 1}, {Key: "message", Value: "side"}})
+	}
+	if _, err := theirs.Collection("calm").UpdateOne(ctx, bson.D{{Key: "_id", Value: 1}}, bson.D{{Key: "$set", Value: bson.D{{Key: "n", Value: 5}}}}); err != nil {
+		t.Fatal(err)
+	}
+	mustRun(t, theirs, bson.D{{Key: "dumboCommit", Value: 1}, {Key: "message", Value: "calm"}})
+
+	dry := mustRun(t, db, bson.D{{Key: "dumboMerge", Value: 1}, {Key: "mergeIn", Value: "theirs"}, {Key: "dryRun", Value: true}})
+	ids := func(coll string) []int {
+		var out []int
+		for _, id := range get(dry, "conflictIds", coll).(bson.A) {
+			out = append(out, int(id.(int32)))
+		}
+		return out
+	}
+	if got := get(dry, "conflicts", "many"); got != int32(150) {
+		t.Errorf("many: %v conflicts, want 150", got)
+	}
+	if got := ids("many"); len(got) != 100 || got[0] != 0 || got[99] != 99 {
+		t.Errorf("many: named %d conflicts (%v), want the first 100 by _id", len(got), got)
+	}
+	if got := ids("few"); fmt.Sprint(got) != "[3 7]" || get(dry, "conflicts", "few") != int32(2) {
+		t.Errorf("few: named %v of %v conflicts, want [3 7] of 2", got, get(dry, "conflicts", "few"))
+	}
+	if got := get(dry, "conflictIds", "calm"); got != nil {
+		t.Errorf("calm has no conflicts but is named: %v", got)
+	}
+	// Up to date: nothing named.
+	upToDate := mustRun(t, theirs, bson.D{{Key: "dumboMerge", Value: 1}, {Key: "mergeIn", Value: "theirs"}, {Key: "dryRun", Value: true}})
+	if n := len(get(upToDate, "conflictIds").(bson.D)); n != 0 || upToDate["upToDate"] != true {
+		t.Errorf("a merge of a branch into itself: %v", upToDate)
 	}
 }
