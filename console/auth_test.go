@@ -23,6 +23,7 @@ func TestConsoleUnderAuth(t *testing.T) {
 	}{
 		{"reader", bson.A{bson.D{{Key: "role", Value: "read"}, {Key: "db", Value: "shop"}}}},
 		{"writer", bson.A{bson.D{{Key: "role", Value: "readWrite"}, {Key: "db", Value: "shop"}}}},
+		{"chief", bson.A{bson.D{{Key: "role", Value: "root"}, {Key: "db", Value: "admin"}}}},
 	} {
 		f.run("admin", bson.D{{Key: "createUser", Value: u.name}, {Key: "pwd", Value: u.name + "-pw"}, {Key: "roles", Value: u.roles}})
 	}
@@ -70,6 +71,61 @@ func TestConsoleUnderAuth(t *testing.T) {
 	if _, body = writer.get("db/shop"); !strings.Contains(body, "Create branch") {
 		t.Error("a writer is not offered a new branch")
 	}
+	// main is protected: the writer is offered no commit, edit, merge or
+	// deletion there, but told why, and is offered them on feature.
+	const lockedNote = "main is protected: only holders of root (admin) may write it"
+	for _, c := range []struct {
+		path string
+		lack []string
+	}{
+		{"db/shop", []string{`action="/console/db/shop/commit"`, "Merge into main"}},
+		{"db/shop/c/items/doc?rev=main&id=1", []string{"<textarea", "Save to main"}},
+	} {
+		status, body := writer.get(c.path)
+		if status != http.StatusOK {
+			t.Errorf("writer's %s: status %d\n%s", c.path, status, body)
+			continue
+		}
+		mustContain(t, "writer's "+c.path, body, lockedNote)
+		mustLack(t, "writer's "+c.path, body, c.lack...)
+	}
+	// Even a merge's preview counts as a write of main, and the server
+	// refuses it.
+	if status, body := writer.get("db/shop/merge?from=feature"); status != http.StatusForbidden || !strings.Contains(body, "branch main of shop is protected") {
+		t.Errorf("writer's preview of a merge into main: status %d\n%s", status, body)
+	}
+	_, body = writer.get("db/shop")
+	mustContain(t, "writer's database page", body, "protected: read-only for you")
+	if strings.Count(body, `action="/console/db/shop/branch/delete"`) != 1 {
+		t.Error("a writer is offered to delete protected main, or not feature")
+	}
+	writer.post("db/shop/checkout", url.Values{"branch": {"feature"}}, true)
+	_, body = writer.get("db/shop")
+	mustContain(t, "writer's database page on feature", body, `action="/console/db/shop/commit"`, "Merge into feature")
+	mustLack(t, "writer's database page on feature", body, lockedNote)
+	if _, body = writer.get("db/shop/c/items/doc?rev=feature&id=1"); !strings.Contains(body, "Save to feature") {
+		t.Error("a writer is not offered an edit of feature")
+	}
+	// A holder of main's role is offered all, main marked protected.
+	chief := f.login("chief")
+	_, body = chief.get("db/shop")
+	mustContain(t, "chief's database page", body, `action="/console/db/shop/commit"`, ">protected</span>")
+	mustLack(t, "chief's database page", body, lockedNote, "read-only for you")
+	if _, body = chief.get("db/shop/merge?from=feature"); !strings.Contains(body, `action="/console/db/shop/merge"`) {
+		t.Error("a holder of main's role is not offered the merge")
+	}
+	// The chief's merge into main stops on a conflict: the writer sees it
+	// but is offered no way to settle it.
+	if _, err := f.client.Database("shop").Collection("items").UpdateOne(t.Context(), bson.D{{Key: "_id", Value: 1}}, bson.D{{Key: "$set", Value: bson.D{{Key: "qty", Value: 7}}}}); err != nil {
+		t.Fatal(err)
+	}
+	f.commit("shop", "seven apples")
+	if _, body = chief.post("db/shop/merge", url.Values{"from": {"feature"}, "into": {"main"}}, true); !strings.Contains(body, "Keep ours") {
+		t.Fatalf("the chief's merge did not stop on its conflict:\n%s", body)
+	}
+	_, body = writer.get("db/shop/conflicts?branch=main")
+	mustContain(t, "writer's conflicts page", body, "1 left", lockedNote)
+	mustLack(t, "writer's conflicts page", body, "Keep ours", "Use the edited document", "Abort the merge")
 	// main is protected: the writer's edit there is refused, on a branch
 	// of the writer's own it goes through.
 	status, body = writer.post("db/shop/c/items/doc?rev=main&id=2", url.Values{"document": {`{"_id": 2, "name": "pear", "qty": 0}`}}, true)

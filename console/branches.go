@@ -33,6 +33,10 @@ type branchInfo struct {
 	Ahead, Behind   int
 	Dirty, Merging  bool
 	Current, IsMain bool
+	// Protected: with --auth only holders of Roles may write it; Locked:
+	// the session's user is not one.
+	Protected, Locked bool
+	Roles             string
 }
 
 type tagInfo struct {
@@ -51,6 +55,9 @@ type databaseView struct {
 	Collections []string
 	CanWrite    bool // may change documents
 	CanVersion  bool // may commit, branch and merge
+	// Locked: the checked-out branch is protected from the user's
+	// writes.
+	Locked *protectedBranch
 }
 
 func (v databaseView) layout() view {
@@ -90,6 +97,19 @@ func (c *Console) databasePage(w http.ResponseWriter, r *http.Request, s *sessio
 	}
 	if err := branchStates(ctx, s, db, v.Current, v.Branches); err != nil {
 		return err
+	}
+	prot, err := c.protections(ctx, s, db)
+	if err != nil {
+		return err
+	}
+	for i := range v.Branches {
+		b := &v.Branches[i]
+		if p, ok := prot[b.Name]; ok {
+			b.Protected, b.Locked, b.Roles = true, !p.Writable, p.RoleNames()
+			if b.Current && b.Locked {
+				v.Locked = &p
+			}
+		}
 	}
 	var tags struct {
 		Tags []tagInfo `bson:"tags"`

@@ -108,6 +108,7 @@ type documentView struct {
 	IDText            string // the _id as relaxed Extended JSON, to read
 	JSON              string
 	Writable          bool
+	Locked            *protectedBranch // the rule that keeps the branch from the user's writes
 	Blame             []blameLine
 	Error             string // why the edit just sent was refused
 }
@@ -152,12 +153,17 @@ func (c *Console) documentView(r *http.Request, s *session) (documentView, bson.
 		return v, bson.RawValue{}, err
 	}
 	v.IDText = extValue(id, false)
-	v.Writable, err = writable(r.Context(), s, db, v.Rev)
+	if v.Writable, err = writable(r.Context(), s, db, v.Rev); err != nil || !v.Writable {
+		return v, id, err
+	}
+	v.Locked, err = c.lockedBranch(r.Context(), s, db, v.Rev)
+	v.Writable = v.Locked == nil
 	return v, id, err
 }
 
 // writable reports whether the session may change documents at rev: a
-// branch (not a commit or tag) and a user who may update.
+// branch (not a commit or tag) and a user who may update (protected
+// branches aside: Console.lockedBranch).
 func writable(ctx context.Context, s *session, db, rev string) (bool, error) {
 	if !s.can(db, "update") {
 		return false, nil

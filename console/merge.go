@@ -190,6 +190,7 @@ type conflictsView struct {
 	Merging    bool
 	Conflicts  []conflictRow
 	CanVersion bool
+	Locked     *protectedBranch // the rule that keeps Branch from the user's writes
 }
 
 func (v conflictsView) layout() view {
@@ -206,6 +207,9 @@ func (c *Console) conflictsPage(w http.ResponseWriter, r *http.Request, s *sessi
 	v := conflictsView{DB: db, Branch: cmpOr(trimmed(r, "branch"), currentBranch(s, db)), CanVersion: s.can(db, "dumboVersionWrite")}
 	ctx := r.Context()
 	if v.Merging, err = mergeInProgress(ctx, s, db, v.Branch); err != nil {
+		return err
+	}
+	if v.Locked, err = c.lockedBranch(ctx, s, db, v.Branch); err != nil {
 		return err
 	}
 	var reply struct {

@@ -162,15 +162,19 @@ func (r *request) checkRuleChange(branch string) error {
 	return err
 }
 
-// cmdDumboProtectedBranches lists the database's protected branches.
+// cmdDumboProtectedBranches lists the database's protected branches and
+// whether the caller may write each: a client that offers writes (the web
+// console) hides those the server would refuse, which it cannot tell from
+// the caller's roles alone, as roles inherit roles.
 func cmdDumboProtectedBranches(r *request) (bsoncore.Document, error) {
 	if err := r.parseArgs(nil); err != nil {
 		return nil, err
 	}
 	arr := bsoncore.NewArrayBuilder()
 	for _, p := range r.c.s.users.Protections(r.db) {
+		writable := r.checkBranchWrite(r.c.currentAuth(), r.db, p.Branch) == nil
 		arr.AppendDocument(bsoncore.NewDocumentBuilder().AppendString("branch", p.Branch).
-			AppendArray("roles", auth.EncodeRoles(p.Roles)).Build())
+			AppendArray("roles", auth.EncodeRoles(p.Roles)).AppendBoolean("writable", writable).Build())
 	}
 	return bsoncore.NewDocumentBuilder().AppendArray("branches", arr.Build()).AppendDouble("ok", 1).Build(), nil
 }

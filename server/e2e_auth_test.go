@@ -2,6 +2,8 @@ package server_test
 
 import (
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -343,6 +345,53 @@ func TestProtectedBranches(t *testing.T) {
 	mustRun(t, root, bson.D{{Key: "dumboProtectBranch", Value: "main"}, {Key: "unprotect", Value: true}})
 	if _, err := dev.Database("shop").Collection("c").InsertOne(ctx, bson.D{{Key: "_id", Value: 3}}); err != nil {
 		t.Fatalf("dev writing main once unprotected: %v", err)
+	}
+}
+
+// TestProtectedBranchesSayWhoMayWrite: dumboProtectedBranches tells each
+// caller whether it may write each protected branch, holding one of its
+// roles directly or through a role that inherits it.
+func TestProtectedBranchesSayWhoMayWrite(t *testing.T) {
+	ts := startServer(t, withAuth)
+	createRoot(t, ts)
+	root := ts.authClient("root", "rootpw", "admin", "").Database("shop")
+	root.Collection("c").InsertOne(ctx, bson.D{{Key: "_id", Value: 1}})
+	mustRun(t, root, bson.D{{Key: "dumboBranch", Value: "release"}})
+	mustRun(t, root, bson.D{{Key: "createRole", Value: "release"}, {Key: "privileges", Value: bson.A{}}, {Key: "roles", Value: bson.A{}}})
+	mustRun(t, root, bson.D{{Key: "createRole", Value: "senior"}, {Key: "privileges", Value: bson.A{}}, {Key: "roles", Value: bson.A{"release"}}})
+	mustRun(t, root, bson.D{{Key: "dumboProtectBranch", Value: "main"}, {Key: "roles", Value: bson.A{"release"}}})
+	mustRun(t, root, bson.D{{Key: "dumboProtectBranch", Value: "release"}, {Key: "roles", Value: bson.A{bson.D{{Key: "role", Value: "root"}, {Key: "db", Value: "admin"}}}}})
+	for _, u := range []struct {
+		name  string
+		roles bson.A
+	}{
+		{"dev", bson.A{"readWrite"}}, {"lead", bson.A{"readWrite", "release"}}, {"elder", bson.A{"readWrite", "senior"}}, {"viewer", bson.A{"read"}},
+	} {
+		mustRun(t, root, bson.D{{Key: "createUser", Value: u.name}, {Key: "pwd", Value: "pw"}, {Key: "roles", Value: u.roles}})
+	}
+	for _, c := range []struct {
+		user, want string
+	}{
+		{"dev", "main:false release:false"},
+		{"lead", "main:true release:false"},
+		{"elder", "main:true release:false"},
+		{"viewer", "main:false release:false"},
+	} {
+		listed := mustRun(t, ts.authClient(c.user, "pw", "shop", "").Database("shop"), bson.D{{Key: "dumboProtectedBranches", Value: 1}})
+		var got []string
+		for _, b := range listed["branches"].(bson.A) {
+			got = append(got, fmt.Sprintf("%v:%v", get(b, "branch"), get(b, "writable")))
+		}
+		slices.Sort(got)
+		if s := strings.Join(got, " "); s != c.want {
+			t.Errorf("%s: dumboProtectedBranches says %s, want %s", c.user, s, c.want)
+		}
+	}
+	listed := mustRun(t, ts.authClient("root", "rootpw", "admin", "").Database("shop"), bson.D{{Key: "dumboProtectedBranches", Value: 1}})
+	for _, b := range listed["branches"].(bson.A) {
+		if get(b, "writable") != (get(b, "branch") == "release") {
+			t.Errorf("root: %v", b)
+		}
 	}
 }
 
