@@ -24,6 +24,7 @@ func TestConsoleUnderAuth(t *testing.T) {
 		{"reader", bson.A{bson.D{{Key: "role", Value: "read"}, {Key: "db", Value: "shop"}}}},
 		{"writer", bson.A{bson.D{{Key: "role", Value: "readWrite"}, {Key: "db", Value: "shop"}}}},
 		{"chief", bson.A{bson.D{{Key: "role", Value: "root"}, {Key: "db", Value: "admin"}}}},
+		{"outsider", bson.A{bson.D{{Key: "role", Value: "readWrite"}, {Key: "db", Value: "elsewhere"}}}},
 	} {
 		f.run("admin", bson.D{{Key: "createUser", Value: u.name}, {Key: "pwd", Value: u.name + "-pw"}, {Key: "roles", Value: u.roles}})
 	}
@@ -65,6 +66,19 @@ func TestConsoleUnderAuth(t *testing.T) {
 	// The server, not the page, decides: a reader's post is refused.
 	if status, body = reader.post("db/shop/branch", url.Values{"name": {"mine"}}, true); status != http.StatusForbidden || !strings.Contains(body, "Unauthorized") {
 		t.Errorf("a reader's new branch: status %d\n%s", status, body)
+	}
+
+	// A user who may not read shop gets an error page for each of its
+	// pages, and does not see it among the databases.
+	outsider := f.browser()
+	if status, body := outsider.post("login", url.Values{"user": {"outsider"}, "password": {"outsider-pw"}, "next": {"/console/"}}, false); status != http.StatusOK || !strings.Contains(body, ">outsider<") || strings.Contains(body, `href="/console/db/shop"`) {
+		t.Errorf("outsider's databases page: status %d, want it without shop\n%s", status, body)
+	}
+	for _, path := range []string{"db/shop", "db/shop/log", "db/shop/diff", "db/shop/c/items", "db/shop/c/items/doc?id=1", "db/shop/conflicts", "db/shop/merge?from=feature"} {
+		status, body := outsider.get(path)
+		if status != http.StatusForbidden || !strings.Contains(body, `class="error"`) || !strings.Contains(body, "(Unauthorized)") {
+			t.Errorf("outsider's %s: status %d, want 403 with Unauthorized\n%s", path, status, body)
+		}
 	}
 
 	writer := f.login("writer")

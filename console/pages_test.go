@@ -244,6 +244,10 @@ func TestBadInputIsAnErrorPage(t *testing.T) {
 		{"db/shop/log?_id=1", http.StatusBadRequest, "needs its collection"},
 		{"db/shop/merge", http.StatusBadRequest, "?from="},
 		{"db/shop/merge?from=nosuch", http.StatusNotFound, "RevisionNotFound"},
+		{"db/shop/conflicts?branch=nosuch", http.StatusNotFound, "revision not found: nosuch (RevisionNotFound)"},
+		{"db/shop/c/x?rev=nosuch", http.StatusNotFound, "revision not found: nosuch (RevisionNotFound)"},
+		{"db/shop/c/items/doc?rev=nosuch&id=1", http.StatusNotFound, "revision not found: nosuch (RevisionNotFound)"},
+		{"db/shop/diff?rev=nosuch", http.StatusNotFound, "revision not found: nosuch (RevisionNotFound)"},
 		{"db/sh%20op", http.StatusBadRequest, "not a database name"},
 		{"db/shop@feature/log", http.StatusBadRequest, "?rev="},
 		{"no/such/page", http.StatusNotFound, "no such page"},
@@ -252,6 +256,23 @@ func TestBadInputIsAnErrorPage(t *testing.T) {
 		status, body := b.get(c.path)
 		if status != c.status || !strings.Contains(html.UnescapeString(body), c.want) || !strings.Contains(body, `class="error"`) {
 			t.Errorf("%s: status %d, want %d with %q\n%s", c.path, status, c.status, c.want, body)
+		}
+	}
+	// Actions on what does not exist are refused with a page that says so.
+	for _, c := range []struct {
+		path   string
+		form   url.Values
+		status int
+		want   string
+	}{
+		{"db/shop/branch/delete", url.Values{"name": {"nosuch"}}, http.StatusNotFound, "branch not found: nosuch (RevisionNotFound)"},
+		{"db/shop/branch/delete", url.Values{"name": {"nosuch"}, "force": {"1"}}, http.StatusNotFound, "branch not found: nosuch (RevisionNotFound)"},
+		{"db/shop/conflicts/resolve", url.Values{"branch": {"nosuch"}, "collection": {"items"}, "id": {"1"}, "resolution": {"ours"}}, http.StatusNotFound, "revision not found: nosuch (RevisionNotFound)"},
+		{"db/shop/commit", url.Values{"branch": {"nosuch"}, "message": {"x"}}, http.StatusNotFound, "revision not found: nosuch (RevisionNotFound)"},
+	} {
+		status, body := b.post(c.path, c.form, true)
+		if status != c.status || !strings.Contains(html.UnescapeString(body), c.want) || !strings.Contains(body, `class="error"`) {
+			t.Errorf("POST %s %v: status %d, want %d with %q\n%s", c.path, c.form, status, c.status, c.want, body)
 		}
 	}
 	// Forms without the session's token, or from another site, change

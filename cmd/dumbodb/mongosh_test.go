@@ -289,6 +289,17 @@ func TestMongoshVersionControlHelpers(t *testing.T) {
 		db.runCommand({dumboTag: 1, name: "v1", message: "first release"});
 		db.tags();
 		print("apple " + db.items.findOne({_id: 1}).qty);
+		db.checkout("feature");
+		db.items.updateOne({_id: 2}, {$set: {qty: 4}});
+		db.commit("four pears");
+		db.checkout("main");
+		db.items.updateOne({_id: 2}, {$set: {qty: 6}});
+		db.commit("six pears");
+		db.merge("feature");
+		db.resolve("items", 2, {_id: 2, name: "pear", qty: 5, note: "halfway"});
+		db.merge({continue: 1});
+		const pear = db.items.findOne({_id: 2});
+		print("pear " + pear.qty + " " + pear.note);
 	`)
 	for _, want := range []string{
 		"committed ", "on main: stock", "switched to shop@feature", "db is shop@feature", "on feature: more apples",
@@ -298,6 +309,8 @@ func TestMongoshVersionControlHelpers(t *testing.T) {
 		"merge stopped on conflicts", `items       1    {"_id":1,"name":"apple","qty":7}  {"_id":1,"name":"apple","qty":9}`,
 		"settled items 1 with theirs", "merged: ",
 		"v1   ", "first release", "apple 9",
+		`items       2    {"_id":2,"name":"pear","qty":6}  {"_id":2,"name":"pear","qty":4}`,
+		"settled items 2 with custom", "pear 5 halfway",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the helpers' output lacks %q:\n%s", want, out)
