@@ -2,6 +2,7 @@ package console_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -243,12 +244,81 @@ func TestConsoleInABrowser(t *testing.T) {
 		t.Errorf("after the merge, apple is %v (%v), want pricing's", doc, err)
 	}
 
-	// In a narrow window nothing but the tables' own scroll areas is
-	// wider than the window.
-	p.do("narrow window", chromedp.EmulateViewport(380, 800))
-	p.open("db/shop/log")
-	if !get(p, "measure", chromedp.Evaluate[bool](`document.documentElement.scrollWidth <= window.innerWidth`)) {
-		t.Error("the history page is wider than a 380-pixel window")
+	// A branch whose merge would stop on a conflict, for a preview that
+	// names it.
+	f.run("shop", bson.D{{Key: "dumboBranch", Value: 1}, {Key: "branch", Value: "late"}})
+	for qty, db := range []string{"shop", "shop@late"} {
+		if _, err := f.client.Database(db).Collection("items").UpdateOne(t.Context(), bson.D{{Key: "_id", Value: 2}}, bson.D{{Key: "$set", Value: bson.D{{Key: "qty", Value: qty}}}}); err != nil {
+			t.Fatal(err)
+		}
+		f.commit(db, "pears on "+db)
 	}
+	pages := []string{"", "db/shop", "db/shop/log", "db/shop/diff?commit=main", "db/shop/c/items",
+		"db/shop/c/items/doc?id=1", "db/shop/merge?from=late"}
+	// From the keyboard: the skip link comes first, shows when focused,
+	// and Tab reaches every control of each page.
+	for _, path := range pages {
+		p.open(path)
+		p.tabThrough(path)
+	}
+	// In a narrow window nothing but the tables' and code's own scroll
+	// areas is wider than the window.
+	p.do("narrow window", chromedp.EmulateViewport(380, 800))
+	for _, path := range pages {
+		p.open(path)
+		if get(p, "look for an error", chromedp.Evaluate[bool](`document.querySelector(".error") !== null`)) {
+			t.Errorf("%s: an error page: %s", path, p.text())
+		}
+		if w := get(p, "measure", chromedp.Evaluate[int](`document.documentElement.scrollWidth`)); w > 380 {
+			t.Errorf("%s is %d pixels wide in a 380-pixel window: it scrolls sideways", path, w)
+		}
+	}
+	p.open("db/shop/log")
 	p.screenshot("log-narrow")
+}
+
+// focusables lists the controls of a page that Tab should reach, in
+// document order, as window.dumboControls, and answers how many.
+const focusables = `(window.dumboControls = [...document.querySelectorAll(
+	'a[href], button:not([disabled]), input:not([type=hidden]):not([disabled]), textarea:not([disabled]), select:not([disabled])')]).length`
+
+// tabThrough presses Tab from the top of the page until focus leaves it
+// or comes round again, and checks that the skip link came first and
+// showed, and that every control was reached.
+func (p *page) tabThrough(path string) {
+	p.t.Helper()
+	n := get(p, "list the controls", chromedp.Evaluate[int](focusables))
+	p.do("start at the top", chromedp.Evaluate[chromedp.Void](`document.activeElement && document.activeElement.blur(); window.scrollTo(0, 0)`))
+	reached := map[int]bool{}
+	for press := 0; press < n+20; press++ {
+		p.do("press Tab", chromedp.KeyEvent("\t"))
+		at := get(p, "see what has focus", chromedp.Evaluate[int](`document.activeElement === document.body || document.activeElement === null ? -2 : window.dumboControls.indexOf(document.activeElement)`))
+		if press == 0 {
+			skip := get(p, "look at the first stop", chromedp.Evaluate[bool](`document.activeElement.matches("a.skip[href='#main']") && document.activeElement.getBoundingClientRect().left >= 0`))
+			if !skip {
+				p.t.Errorf("%s: the first Tab stop is not the skip link, shown: %s", path, get(p, "describe it", chromedp.Evaluate[string](`document.activeElement.outerHTML`)))
+			}
+		}
+		if at == -2 || (press > 0 && at == 0) {
+			break // out of the page, or round to the skip link again
+		}
+		if at >= 0 {
+			reached[at] = true
+		}
+	}
+	if len(reached) != n {
+		missed := get(p, "name the missed", chromedp.Evaluate[[]string](`window.dumboControls.filter((c, i) => !`+jsSet(reached)+`.has(i)).map((c) => c.outerHTML.slice(0, 120))`))
+		p.t.Errorf("%s: Tab reaches %d of %d controls; not: %v", path, len(reached), n, missed)
+	}
+}
+
+// jsSet writes a set of indexes as a JavaScript Set.
+func jsSet(m map[int]bool) string {
+	var b strings.Builder
+	b.WriteString("new Set([")
+	for i := range m {
+		fmt.Fprintf(&b, "%d,", i)
+	}
+	b.WriteString("])")
+	return b.String()
 }
