@@ -21,6 +21,13 @@ export DUMBODB_WEED := $(WEED)
 # Debian's Chromium, the headless browser the web console's test drives.
 CHROMIUM  := /usr/bin/chromium
 export DUMBODB_CHROMIUM := $(CHROMIUM)
+# What tests keep (go test -artifacts, t.ArtifactDir), emptied at each
+# run: the console's browser test's screenshots of its pages, in a
+# directory of the test's own under $(TEST_OUTPUT)/_artifacts/ (`find
+# $(TEST_OUTPUT) -name log.png` finds it; docs/console.md#screenshots).
+# Without -artifacts go test deletes them when the test ends.
+TEST_OUTPUT := $(TOOLS)/test-output
+TEST_ARTIFACTS = -artifacts -outputdir $(TEST_OUTPUT)
 
 .PHONY: build run test test-short lint-deps vet staticcheck tools weed fuzz clean spec
 
@@ -38,14 +45,16 @@ run:
 # The container image's test (image-test, below) runs beside go test:
 # it mostly waits for debootstrap's downloads.
 test: tools vet staticcheck
-	@set -e; .ci/image-test > $(TOOLS)/image-test.out 2>&1 & image=$$!; \
-	$(GO) test -race -count=1 -timeout 25m ./... || { kill $$image 2>/dev/null; exit 1; }; \
+	@set -e; rm -rf $(TEST_OUTPUT); mkdir -p $(TEST_OUTPUT); \
+	.ci/image-test > $(TOOLS)/image-test.out 2>&1 & image=$$!; \
+	$(GO) test -race -count=1 -timeout 25m $(TEST_ARTIFACTS) ./... || { kill $$image 2>/dev/null; exit 1; }; \
 	wait $$image || { cat $(TOOLS)/image-test.out; echo "image-test failed"; exit 1; }; tail -1 $(TOOLS)/image-test.out
 	$(MAKE) fuzz FUZZTIME=$(TEST_FUZZTIME)
 	$(MAKE) spec SPEC='$(SPEC_TEST)' SPEC_EXPECT=tools/spec-known-failures.txt
 
 test-short: vet
-	$(GO) test -short -timeout 10m ./...
+	rm -rf $(TEST_OUTPUT); mkdir -p $(TEST_OUTPUT)
+	$(GO) test -short -timeout 10m $(TEST_ARTIFACTS) ./...
 
 lint-deps:
 	$(GO) test -run TestImportDirection -count=1 .

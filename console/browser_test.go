@@ -38,9 +38,10 @@ type page struct {
 	t    *testing.T
 	ctx  context.Context
 	base string
-	// shots: where screenshots go (the test's artifacts, and with
-	// DUMBODB_CONSOLE_SCREENSHOTS also there, as docs/console keeps
-	// them).
+	// shots: where screenshots go: the test's artifacts (kept by go
+	// test -artifacts, as make test runs it), and with
+	// DUMBODB_CONSOLE_SCREENSHOTS also there, to refresh the copies
+	// docs/console keeps (docs/console.md#screenshots).
 	shots []string
 }
 
@@ -56,6 +57,7 @@ func openBrowser(t *testing.T, base string) *page {
 	ctx, cancelTimeout := context.WithTimeout(ctx, 4*time.Minute)
 	t.Cleanup(func() { cancelTimeout(); cancel(); cancelAlloc() })
 	p := &page{t: t, ctx: ctx, base: base, shots: []string{t.ArtifactDir()}}
+	t.Logf("screenshots in %s", t.ArtifactDir())
 	if dir := os.Getenv("DUMBODB_CONSOLE_SCREENSHOTS"); dir != "" {
 		p.shots = append(p.shots, dir)
 	}
