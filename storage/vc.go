@@ -11,7 +11,6 @@ import (
 	"github.com/dolthub/dolt/go/store/datas"
 	"github.com/dolthub/dolt/go/store/hash"
 	"github.com/dolthub/dolt/go/store/prolly"
-	"github.com/dolthub/dolt/go/store/prolly/tree"
 	"github.com/dolthub/dolt/go/store/types"
 )
 
@@ -180,83 +179,6 @@ func (d *Database) reloadOnPanic(b *branch) {
 		b.setDurable(fresh.state.Load())
 	}
 	panic(p)
-}
-
-// Commit records a branch's working state as a new commit.
-func (d *Database) Commit(ctx context.Context, branchName string, opts CommitOptions) (CommitInfo, error) {
-	ctx, leave, err := d.enterGate(ctx)
-	if err != nil {
-		return CommitInfo{}, err
-	}
-	defer leave()
-	if err := d.hold(ctx); err != nil {
-		return CommitInfo{}, err
-	}
-	defer d.release()
-	var info CommitInfo
-	err = d.lockedBranch(ctx, branchName, func(b *branch) error {
-		st := b.state.Load()
-		if st.hasMerge() {
-			return ErrMergeInProgress
-		}
-		if same, err := sameData(ctx, d.ns, st.root, b.headRef.TargetHash()); err != nil || same {
-			return cmp.Or(err, ErrNothingToCommit)
-		}
-		if opts.Describe != nil {
-			opts.Message, opts.Author = opts.Describe(b.notes)
-		}
-		c, err := d.commitRoot(ctx, b, st, opts, nil)
-		if err != nil {
-			return err
-		}
-		info, err = d.describe(ctx, c, nil)
-		return err
-	})
-	return info, err
-}
-
-// commitRoot commits st's root on b with the given extra parents, and
-// resets the working set to it.
-func (d *Database) commitRoot(ctx context.Context, b *branch, st *rootState, opts CommitOptions, extraParents []hash.Hash) (*datas.Commit, error) {
-	meta, err := d.commitMeta(opts)
-	if err != nil {
-		return nil, err
-	}
-	head, err := d.refDataset(ctx, refHeads, b.name)
-	if err != nil {
-		return nil, err
-	}
-	copts := datas.CommitOptions{Meta: meta}
-	if len(extraParents) > 0 {
-		cur, _ := head.MaybeHeadAddr()
-		copts.Parents = append([]hash.Hash{cur}, extraParents...)
-	}
-	clean, err := withoutMerge(ctx, d.ns, claimLogged(b, st))
-	if err != nil {
-		return nil, err
-	}
-	root := clean.root
-	rootVal := tree.ValueFromNode(root.Node())
-	rootRef, err := d.vs.WriteValue(ctx, rootVal)
-	if err != nil {
-		return nil, err
-	}
-	spec := d.workingSetSpec(rootRef, rootRef, clean.lsn)
-	prev, _ := b.ws.MaybeHeadAddr()
-	var ws datas.Dataset
-	err = retryManifestLock(func() (err error) {
-		head, ws, err = d.db.CommitWithWorkingSet(ctx, head, b.ws, rootVal, spec, prev, copts)
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("commit %s@%s: %w", d.name, b.name, err)
-	}
-	d.engine.panics.at("vc.ref")
-	b.ws, b.headRef = ws, rootRef
-	b.notes = nil // the commit holds every write published so far
-	b.setDurable(clean)
-	addr, _ := head.MaybeHeadAddr()
-	return datas.LoadCommitAddr(ctx, d.vs, addr)
 }
 
 // claimLogged is st, which is to replace b's state, claiming the log
