@@ -197,6 +197,7 @@ func (d *Database) installCommitted(ctx context.Context, b *branch, fc *frozenCo
 	b.replaceCurrent(next)
 	d.checkpointed(b, fc.st, next)
 }
+
 // reloadRefsOnPanic, deferred once a commit has moved b's refs in the
 // store, makes b's working set and head follow them when the commit
 // panics before installing them, then lets the panic go on. b's state is
