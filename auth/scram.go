@@ -10,6 +10,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -57,6 +58,23 @@ func hashOf(mech string) (scram.HashGeneratorFcn, bool) {
 func mongoDigest(user, password string) string {
 	sum := md5.Sum([]byte(user + ":mongo:" + password))
 	return hex.EncodeToString(sum[:])
+}
+
+// PasswordPrepError names, as ICU's u_errorName does, why SASLprep
+// (RFC 4013) refuses a SCRAM-SHA-256 password, or is "" when it takes
+// it. mongod prepares such a password with ICU before it derives any key
+// and answers with ICU's name for the failure, so a client sees the same
+// words here: a control character such as NUL, or another prohibited
+// code point, is U_STRINGPREP_PROHIBITED_ERROR; text mixing right-to-left
+// and left-to-right is U_STRINGPREP_CHECK_BIDI_ERROR.
+func PasswordPrepError(password string) string {
+	if _, err := scram.SHA256.NewClient("", password, ""); err != nil {
+		if strings.Contains(err.Error(), "BiDi") {
+			return "U_STRINGPREP_CHECK_BIDI_ERROR"
+		}
+		return "U_STRINGPREP_PROHIBITED_ERROR"
+	}
+	return ""
 }
 
 // NewCredential derives a mechanism's salted keys from a password, with

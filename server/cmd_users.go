@@ -126,6 +126,13 @@ func credentials(user, pwd string, mechs []string) (map[string]auth.Credential, 
 	if pwd == "" {
 		return nil, mongoerr.New(mongoerr.BadValue, "Password cannot be empty")
 	}
+	if slices.Contains(mechs, auth.MechSHA256) {
+		// The same ICU preparation refuses a NUL or another character
+		// SASLprep prohibits, before any mechanism's keys are made.
+		if name := auth.PasswordPrepError(pwd); name != "" {
+			return nil, mongoerr.New(mongoerr.Location50692, "Error preflighting normalization: %s", name)
+		}
+	}
 	out := map[string]auth.Credential{}
 	for _, m := range mechs {
 		c, err := auth.NewCredential(m, user, pwd)
