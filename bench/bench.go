@@ -155,6 +155,8 @@ type Env struct {
 	Dumbo bool
 	// Pid is the server's process id, 0 when unknown.
 	Pid int
+	// CacheSizeMB is the server's --cacheSizeMB, 0 when unknown.
+	CacheSizeMB int
 }
 
 // Workload is a benchmark ready to be timed on one target.

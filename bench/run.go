@@ -284,6 +284,7 @@ func prepare(ctx context.Context, cfg *Config, b Benchmark, s *server) *slot {
 		}
 		sl.env.Client, sl.env.URL = s.client, s.URL
 		sl.env.DataDir, sl.env.Dumbo, sl.env.Pid = s.DataDir, s.dumbo, s.Pid
+		sl.env.CacheSizeMB = s.CacheSizeMB
 		sl.watchMemory(b, s.Target)
 		sl.env.DB = s.client.Database("dumbobench")
 		sl.env.Coll = sl.env.DB.Collection(collName(b.Name))

@@ -142,22 +142,38 @@ func restartClean(ctx context.Context, e *Env, _ *scaleData) (*Workload, error) 
 	return r.workload(func(context.Context, int64) error { return r.stop(syscall.SIGTERM) }), nil
 }
 
-// restartKill9 times a start after kill -9 that follows a durable 1 %
-// update, which the start must recover from the write-ahead log.
+// restartKill9 times a start after kill -9 with the cache full of
+// acknowledged writes no checkpoint holds yet, which the start must
+// recover from the write-ahead log: 1 % updates, one after another, until
+// the server's un-checkpointed edits reach fillEdits of its cache (a
+// checkpoint folds them from half of it), or until a checkpoint took
+// them, or maxFillSlices.
 func restartKill9(ctx context.Context, e *Env, d *scaleData) (*Workload, error) {
 	r, err := newRestarter(ctx, e)
 	if err != nil {
 		return nil, err
 	}
+	target := int64(e.CacheSizeMB) << 20 * fillEdits.num / fillEdits.den
 	return r.workload(func(ctx context.Context, c int64) error {
-		if err := r.updateOnePercent(ctx, d, c); err != nil {
+		if err := r.fillCache(ctx, d, c, target); err != nil {
 			return err
 		}
 		return r.stop(syscall.SIGKILL)
 	}), nil
 }
 
-func (r *restarter) updateOnePercent(ctx context.Context, d *scaleData, c int64) error {
+// fillEdits is the share of the cache that restartKill9 fills with
+// un-checkpointed edits, below the half from which a checkpoint starts.
+var fillEdits = struct{ num, den int64 }{3, 8}
+
+// maxFillSlices bounds the 1 % updates of one fill.
+const maxFillSlices = 100
+
+// fillCache updates 1 % slices of the orders on the restarter's server
+// until its un-checkpointed edits reach target bytes (with an unknown
+// cache size, target is 0 and one slice is written), or fall: a
+// checkpoint took them.
+func (r *restarter) fillCache(ctx context.Context, d *scaleData, c, target int64) error {
 	url := "mongodb://" + r.srv.Addr() + "/?directConnection=true"
 	client, err := mongo.Connect(options.Client().ApplyURI(url).SetWriteConcern(durable()))
 	if err != nil {
@@ -165,7 +181,29 @@ func (r *restarter) updateOnePercent(ctx context.Context, d *scaleData, c int64)
 	}
 	defer client.Disconnect(context.Background())
 	coll := client.Database(d.db.Name()).Collection(d.coll.Name())
-	return changeOnePercent(ctx, coll, d.n, int(c%100), fmt.Sprintf("before kill %d", c))
+	var last int64
+	for i := int64(0); i < maxFillSlices; i++ {
+		if err := changeOnePercent(ctx, coll, d.n, int((c+i)%100), fmt.Sprintf("before kill %d.%d", c, i)); err != nil {
+			return err
+		}
+		edits, err := editBytes(ctx, client)
+		if err != nil || edits >= target || edits < last {
+			return err
+		}
+		last = edits
+	}
+	return nil
+}
+
+// editBytes is the server's count of un-checkpointed edit bytes.
+func editBytes(ctx context.Context, client *mongo.Client) (int64, error) {
+	var st struct {
+		StorageEngine struct {
+			EditBytes int64 `bson:"editBytes"`
+		} `bson:"storageEngine"`
+	}
+	err := client.Database("admin").RunCommand(ctx, kvs("serverStatus", 1)).Decode(&st)
+	return st.StorageEngine.EditBytes, err
 }
 
 // backUp copies the target's data directory to dir while fsync's lock
