@@ -32,13 +32,15 @@ var (
 func needs(a auth.Action) requirement { return requirement{action: a} }
 
 // connAuth is a connection's authentication: the user and what its roles
-// grant, resolved at login; and a SASL conversation in progress.
+// grant, resolved at login; and a SASL conversation in progress, which
+// leaves the user logged in until it succeeds, as on mongod.
 type connAuth struct {
 	user      *auth.User
 	privs     *auth.Privileges
 	gen       uint64 // the users file's generation privs were resolved at
 	conv      *auth.Conversation
 	skipEmpty bool // the client asked for no empty last exchange
+	proven    bool // conv's proof was checked: only its empty last exchange remains
 }
 
 // current re-resolves a logged-in user's privileges when a user or role

@@ -42,11 +42,18 @@ func (r *request) saslStart(db, mech string, payload []byte, skipEmpty bool) (bs
 	if err != nil {
 		return nil, mongoerr.New(mongoerr.MechanismUnavailable, "%s", strings.TrimPrefix(err.Error(), auth.ErrMechanism.Error()+": "))
 	}
+	// A new conversation replaces any other, but the connection stays
+	// logged in as it was until this one succeeds: a client may
+	// authenticate again on a connection that is already authenticated.
+	a := r.c.authState()
+	a.conv, a.skipEmpty, a.proven = nil, false, false
 	out, done, err := conv.Step(payload)
 	if err != nil {
+		r.c.setAuth(a)
 		return nil, r.authFailed(conv, err)
 	}
-	r.c.setAuth(connAuth{conv: conv, skipEmpty: skipEmpty})
+	a.conv, a.skipEmpty = conv, skipEmpty
+	r.c.setAuth(a)
 	return saslReply(done, out), nil
 }
 
@@ -64,15 +71,17 @@ func cmdSaslContinue(r *request) (bsoncore.Document, error) {
 	if a.conv == nil || id != saslConversationID {
 		return nil, mongoerr.New(mongoerr.ProtocolError, "No SASL session state found")
 	}
-	if a.user != nil { // the proof was checked: this is the empty last exchange
-		a.conv = nil
+	if a.proven { // this is the empty last exchange
+		a.conv, a.proven = nil, false
 		r.c.setAuth(a)
 		return saslReply(true, nil), nil
 	}
 	out, done, err := a.conv.Step(payload)
 	if err != nil {
-		r.c.setAuth(connAuth{})
-		return nil, r.authFailed(a.conv, err)
+		conv := a.conv
+		a.conv = nil // a failed attempt leaves the user logged in, if any
+		r.c.setAuth(a)
+		return nil, r.authFailed(conv, err)
 	}
 	if !done {
 		return saslReply(false, out), nil
@@ -83,20 +92,40 @@ func cmdSaslContinue(r *request) (bsoncore.Document, error) {
 // login makes the conversation's user the connection's.
 func (r *request) login(a connAuth, final []byte) (bsoncore.Document, error) {
 	u := a.conv.User()
+	if err := secondLogin(a.user, u); err != nil {
+		a.conv = nil
+		r.c.setAuth(a)
+		return nil, err
+	}
 	gen := r.c.s.users.Generation()
 	privs, err := r.c.s.users.Resolve(u.Roles)
 	if err != nil {
 		return nil, mongoerr.New(mongoerr.RoleNotFound, "%v", err)
 	}
-	next := connAuth{user: u, privs: privs, gen: gen, conv: a.conv}
+	next := connAuth{user: u, privs: privs, gen: gen, conv: a.conv, proven: true}
 	if a.skipEmpty {
-		next.conv = nil
+		next.conv, next.proven = nil, false
 	}
 	r.c.setAuth(next)
 	r.c.s.authThrottle.succeeded(r.c.authSource(), u.Name+"@"+u.DB)
 	r.c.log.Info().Str("c", "ACCESS").Str("user", u.Name).Str("db", u.DB).Str("mechanism", a.conv.Mechanism()).
 		Str("remote", r.c.nc.RemoteAddr().String()).Msg("Successfully authenticated")
 	return saslReply(a.skipEmpty, final), nil
+}
+
+// secondLogin refuses to log a connection that is logged in as one user
+// in as another, as mongod does: each connection authenticates as one
+// user at most, though it may authenticate as that user again. mongod's
+// two codes are kept as it assigns them (5626701 for a user of another
+// database, 5626702 for another user of the same one), words included.
+func secondLogin(current, next *auth.User) error {
+	switch {
+	case current == nil || current.DB == next.DB && current.Name == next.Name:
+		return nil
+	case current.DB != next.DB:
+		return mongoerr.New(mongoerr.Location5626701, "Each client connection may only be authenticated once. Previously authenticated as: %s@%s", current.Name, current.DB)
+	}
+	return mongoerr.New(mongoerr.Location5626702, "Client has attempted to authenticate on multiple databases.Already authenticated as: %s@%s", current.Name, current.DB)
 }
 
 // throttleFailure counts a failed authentication of user and returns how
@@ -170,6 +199,9 @@ func (r *request) authenticateX509(db, user string) (bsoncore.Document, error) {
 	u, ok := r.c.s.users.User(externalDB, subject)
 	if !ok {
 		return nil, r.x509Failed(subject, "no such user in $external")
+	}
+	if err := secondLogin(r.c.authState().user, u); err != nil {
+		return nil, err
 	}
 	gen := r.c.s.users.Generation()
 	privs, err := r.c.s.users.Resolve(u.Roles)
