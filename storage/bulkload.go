@@ -69,14 +69,13 @@ func (d *Database) BulkLoad(ctx context.Context, branchName, coll string, option
 			return err
 		}
 		cur := b.state.Load() // checkpointed by lockedBranch
-		tx := d.newTx(cur)
-		tx.plain, tx.capture, tx.unlogged = true, false, true
-		tx.guard = b.holds.refuseHeld
-		defer tx.release()
-		if err := bulkInsert(ctx, tx, coll, options, next, stopOnError, &res); err != nil || res.Inserted == 0 {
+		l := &bulkTx{d: d, lsn: cur.lsn, guard: b.holds.refuseHeld, foldAt: d.engine.opts.CacheBytes / 2}
+		l.begin(cur)
+		defer l.release()
+		if err := bulkInsert(ctx, l, coll, options, next, stopOnError, &res); err != nil || res.Inserted == 0 {
 			return err
 		}
-		folded, err := d.foldState(ctx, tx.publish(cur.lsn))
+		folded, err := l.fold(ctx)
 		if err != nil {
 			return err
 		}
@@ -89,19 +88,76 @@ func (d *Database) BulkLoad(ctx context.Context, branchName, coll string, option
 	return res, err
 }
 
-// bulkInsert inserts next's documents into tx's collection coll.
-func bulkInsert(ctx context.Context, tx *Tx, coll string, options bsoncore.Document,
+// bulkTx is a bulk load's transaction, folded into trees whenever the
+// loaded collection's edits pass foldAt bytes and begun again on the
+// result, so that a load holds at most about half the edit budget in
+// memory whatever its size. The trees of a fold are in the store but no
+// ref reaches them until the load's last fold is persisted.
+type bulkTx struct {
+	d      *Database
+	tx     *Tx
+	lsn    uint64 // the branch's, which the load leaves as it is
+	guard  func(ctx context.Context, coll string, key, old, new []byte) error
+	foldAt int64
+}
+
+// begin starts the load's transaction on st.
+func (l *bulkTx) begin(st *rootState) {
+	tx := l.d.newTx(st)
+	tx.plain, tx.capture, tx.unlogged = true, false, true
+	tx.guard = l.guard
+	l.tx = tx
+}
+
+// fold folds the transaction's edits into trees and returns the state
+// they make; the transaction is used up.
+func (l *bulkTx) fold(ctx context.Context) (*rootState, error) {
+	st := l.tx.publish(l.lsn)
+	l.release()
+	return l.d.foldState(ctx, st)
+}
+
+// foldIfFull folds the edits of coll once they pass foldAt and begins
+// again on the fold.
+func (l *bulkTx) foldIfFull(ctx context.Context, coll string) error {
+	c := l.tx.overlay[coll]
+	if c == nil || c.editBytes < l.foldAt {
+		return nil
+	}
+	l.d.engine.panics.at("bulk.fold")
+	st, err := l.fold(ctx)
+	if err != nil {
+		return err
+	}
+	l.begin(st)
+	return nil
+}
+
+func (l *bulkTx) release() {
+	if l.tx != nil {
+		l.tx.release()
+		l.tx = nil
+	}
+}
+
+// bulkInsert inserts next's documents into l's collection coll.
+func bulkInsert(ctx context.Context, l *bulkTx, coll string, options bsoncore.Document,
 	next func() (bsoncore.Document, error), stopOnError bool, res *BulkResult) error {
-	if tx.view(coll) == nil {
-		if _, err := tx.CreateCollection(ctx, coll, options); err != nil {
+	if l.tx.view(coll) == nil {
+		if _, err := l.tx.CreateCollection(ctx, coll, options); err != nil {
 			return err
 		}
-	} else if info, _ := tx.Collection(coll); info.IsView() || info.Capped() {
+	} else if info, _ := l.tx.Collection(coll); info.IsView() || info.Capped() {
 		return fmt.Errorf("%w: %s is a view, a time-series or a capped collection", ErrBulkTarget, coll)
 	}
 	for i := int64(0); ; i++ {
-		if i%1024 == 0 && ctx.Err() != nil { // maxTimeMS, killOp, a client gone
-			return ctx.Err()
+		if i%1024 == 0 {
+			if err := ctx.Err(); err != nil { // maxTimeMS, killOp, a client gone
+				return err
+			}
+			if err := l.foldIfFull(ctx, coll); err != nil {
+				return err
+			}
 		}
 		doc, err := next()
 		var refused RefusedDocument
@@ -112,7 +168,7 @@ func bulkInsert(ctx context.Context, tx *Tx, coll string, options bsoncore.Docum
 		case err != nil:
 			return err
 		default:
-			err = tx.Insert(ctx, coll, doc)
+			err = l.tx.Insert(ctx, coll, doc)
 		}
 		if err != nil {
 			if ctx.Err() != nil {

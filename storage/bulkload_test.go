@@ -2,6 +2,7 @@ package storage
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"testing"
 
@@ -60,4 +61,47 @@ func TestBulkLoadIsDurableAndRefusesDuplicates(t *testing.T) {
 	if got := contents(t, d, "d"); len(got) != 2 || got[3] != "" {
 		t.Errorf("stopOnError kept %v", got)
 	}
+}
+
+// TestBulkLoadFoldsPastHalfTheBudget: a load larger than half the edit
+// budget is folded into trees as it goes, so that it holds no more than
+// that in memory; a duplicate of a document folded earlier is still
+// refused, and the collection and its index hold every document once.
+func TestBulkLoadFoldsPastHalfTheBudget(t *testing.T) {
+	dir := t.TempDir()
+	e, d := engineDatabase(t, dir, Options{CacheBytes: 1 << 20}, true)
+	m := ckModel{"a": {}}
+	createIndexed(t, d, m)
+	folds := 0
+	e.panics.mu.Lock()
+	e.panics.hook = func(step string) {
+		if step == "bulk.fold" {
+			folds++
+		}
+	}
+	e.panics.mu.Unlock()
+	e.panics.armed.Store(true)
+	var docs []bsoncore.Document
+	for i := int32(0); i < 20000; i++ {
+		id := (i * 7919) % 20000
+		docs = append(docs, doc(id, fmt.Sprintf("v%d", id%97)))
+		m["a"][id] = fmt.Sprintf("v%d", id%97)
+	}
+	docs = append(docs, doc(5, "dup"))
+	res, err := d.BulkLoad(ctx, DefaultBranch, "a", nil, docsOf(docs), false)
+	e.panics.armed.Store(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Inserted != 20000 || len(res.Refused) != 1 || !errors.Is(res.Refused[0].Err, ErrDuplicateKey) {
+		t.Fatalf("bulk load: %d inserted, refused %+v", res.Inserted, res.Refused)
+	}
+	if folds < 2 {
+		t.Fatalf("%d folds during a load of 20,000 documents with a budget of 1 MiB", folds)
+	}
+	checkCkModel(t, d, m, "after the load")
+	e.Close()
+	e, d = engineDatabase(t, dir, Options{CacheBytes: 1 << 20}, false)
+	defer e.Close()
+	checkCkModel(t, d, m, "after a restart")
 }
