@@ -15,7 +15,8 @@ import (
 )
 
 // The commands' data-driven tests live in testdata/commands/*, a file per
-// command. Each case is a line "run <db> <command as extended JSON>",
+// command. Each case is a line "run <db> <command as extended JSON>" (the
+// database name Go-quoted when it holds a space),
 // "----", and the expected reply up to a blank line: "error <code>
 // <codeName>: <errmsg>" for a command error, "writeError <index> <code>:
 // <errmsg>" for each write error, otherwise the reply (with any
@@ -76,7 +77,7 @@ func readCommandFile(t *testing.T, file string) ([]string, []*commandCase) {
 			continue
 		}
 		rest, ok := strings.CutPrefix(line, "run ")
-		db, cmd, ok2 := strings.Cut(rest, " ")
+		db, cmd, ok2 := cutDBName(rest)
 		if !ok || !ok2 || i+1 >= len(lines) || lines[i+1] != "----" {
 			t.Fatalf("%s:%d: want \"run <db> <json>\" and \"----\", got %q", file, i+1, line)
 		}
@@ -87,6 +88,21 @@ func readCommandFile(t *testing.T, file string) ([]string, []*commandCase) {
 		cases = append(cases, c)
 	}
 	return lines, cases
+}
+
+// cutDBName splits "<db> <json>"; a database name that holds a space or
+// another character a case must spell out is a Go-quoted string.
+func cutDBName(rest string) (db, cmd string, ok bool) {
+	if !strings.HasPrefix(rest, `"`) {
+		return strings.Cut(rest, " ")
+	}
+	quoted, err := strconv.QuotedPrefix(rest)
+	if err != nil {
+		return "", "", false
+	}
+	db, _ = strconv.Unquote(quoted)
+	cmd, ok = strings.CutPrefix(rest[len(quoted):], " ")
+	return db, cmd, ok
 }
 
 func runCommandCase(t *testing.T, cl *mongo.Client, c *commandCase) []string {
