@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/xdg-go/scram"
+	"github.com/xdg-go/stringprep"
 )
 
 // The SCRAM mechanisms, and mongod's default iteration counts for them
@@ -64,10 +65,19 @@ func mongoDigest(user, password string) string {
 // (RFC 4013) refuses a SCRAM-SHA-256 password, or is "" when it takes
 // it. mongod prepares such a password with ICU before it derives any key
 // and answers with ICU's name for the failure, so a client sees the same
-// words here: a control character such as NUL, or another prohibited
-// code point, is U_STRINGPREP_PROHIBITED_ERROR; text mixing right-to-left
-// and left-to-right is U_STRINGPREP_CHECK_BIDI_ERROR.
+// words here: a code point unassigned in Unicode 3.2 (an emoji) is
+// U_STRINGPREP_UNASSIGNED_ERROR; a control character such as NUL, or
+// another prohibited code point, is U_STRINGPREP_PROHIBITED_ERROR; text
+// mixing right-to-left and left-to-right is U_STRINGPREP_CHECK_BIDI_ERROR.
 func PasswordPrepError(password string) string {
+	// ICU refuses a code point unassigned in Unicode 3.2 as it maps the
+	// input, before it looks for prohibited ones, so that error comes
+	// first wherever the code point is.
+	for _, r := range password {
+		if stringprep.TableA1.Contains(r) {
+			return "U_STRINGPREP_UNASSIGNED_ERROR"
+		}
+	}
 	if _, err := scram.SHA256.NewClient("", password, ""); err != nil {
 		if strings.Contains(err.Error(), "BiDi") {
 			return "U_STRINGPREP_CHECK_BIDI_ERROR"
