@@ -115,10 +115,20 @@ type groupTable struct {
 	coll    *value.Collation
 	buckets map[string][]*group
 	order   []*group
+	scratch []byte // find's key
 }
 
 func (t *groupTable) find(id bsoncore.Value) *group {
-	for _, g := range t.buckets[t.key(id)] {
+	var bucket []*group
+	if t.simpleKeys(id) {
+		// Looked up through a reused buffer: a string made for every
+		// document was most of a $group's garbage.
+		t.scratch = appendBucketKey(t.scratch[:0], id)
+		bucket = t.buckets[string(t.scratch)]
+	} else {
+		bucket = t.buckets[t.key(id)]
+	}
+	for _, g := range bucket {
 		if value.CompareWith(g.id, id, t.coll) == 0 {
 			return g
 		}
@@ -136,13 +146,19 @@ func (t *groupTable) insert(g *group) {
 // where different bytes may compare equal, and keeps documents and arrays
 // (which may hold such strings) in one bucket per type.
 func (t *groupTable) key(id bsoncore.Value) string {
-	if t.coll == nil || value.CanonicalType(id.Type) == value.CanonicalType(bsoncore.TypeDouble) {
+	if t.simpleKeys(id) {
 		return bucketKey(id)
 	}
 	if s, ok := id.StringValueOK(); ok {
 		return "c" + string(t.coll.AppendKey(nil, []byte(s)))
 	}
 	return "t" + strconv.Itoa(value.CanonicalType(id.Type))
+}
+
+// simpleKeys reports whether id's bucket is its bucketKey: always
+// without a collation, and for numbers with one.
+func (t *groupTable) simpleKeys(id bsoncore.Value) bool {
+	return t.coll == nil || value.CanonicalType(id.Type) == value.CanonicalType(bsoncore.TypeDouble)
 }
 
 // groupDocs groups the whole input, then yields one document per group in
@@ -228,17 +244,21 @@ func groupResult(gr *group, accs []accSpec) (bsoncore.Document, error) {
 // bucketKey is a coarse hash of a group key: values that Compare equal
 // always share a bucket (numbers by value, strings by bytes, everything else
 // by type), and findGroup tells them apart within it.
-func bucketKey(v bsoncore.Value) string {
+func bucketKey(v bsoncore.Value) string { return string(appendBucketKey(nil, v)) }
+
+// appendBucketKey appends v's bucket key to dst: numbers by value (-0
+// and 0 together), strings by their bytes, anything else by its type.
+func appendBucketKey(dst []byte, v bsoncore.Value) []byte {
 	if f, ok := v.AsFloat64OK(); ok {
 		if f == 0 {
 			f = 0 // -0 and 0 group together
 		}
-		return "n" + strconv.FormatFloat(f, 'g', -1, 64)
+		return strconv.AppendFloat(append(dst, 'n'), f, 'g', -1, 64)
 	}
 	if s, ok := v.StringValueOK(); ok {
-		return "s" + s
+		return append(append(dst, 's'), s...)
 	}
-	return "t" + strconv.Itoa(value.CanonicalType(v.Type))
+	return strconv.AppendInt(append(dst, 't'), int64(value.CanonicalType(v.Type)), 10)
 }
 
 func findGroup(bucket []*group, id bsoncore.Value) *group {

@@ -87,8 +87,23 @@ func buildDocValue(ctx context.Context, ns tree.NodeStore, b *val.TupleBuilder, 
 	return b.Build(ns.Pool())
 }
 
+// inlineDocument returns the bytes of a value that holds its document
+// inline: an adaptive field 0 with the zero header and the bytes after
+// it. A doctree's field 0 is empty and a blob's header is not zero, so
+// neither passes. It reads in place, without the look at field 1 that
+// docTree makes: a scan asks this of every document.
+func inlineDocument(t val.Tuple) ([]byte, bool) {
+	if raw := valDesc.GetField(0, t); len(raw) > 1 && raw[0] == 0 {
+		return raw[1:], true
+	}
+	return nil, false
+}
+
 // docTree returns the doctree a value refers to, if it is one.
 func docTree(ctx context.Context, ns tree.NodeStore, t val.Tuple) (doctree.Tree, bool, error) {
+	if _, inline := inlineDocument(t); inline {
+		return doctree.Tree{}, false, nil
+	}
 	addr, ok := valDesc.GetBytesAddr(1, t)
 	if !ok || addr.IsEmpty() {
 		return doctree.Tree{}, false, nil
@@ -114,6 +129,9 @@ func valueFields(ctx context.Context, ns tree.NodeStore, t val.Tuple, f *doctree
 // out of line. Inline bytes alias the node; callers that keep them must
 // not modify them.
 func valueBytes(ctx context.Context, ns tree.NodeStore, t val.Tuple) ([]byte, error) {
+	if doc, inline := inlineDocument(t); inline {
+		return doc, nil
+	}
 	tr, ok, err := docTree(ctx, ns, t)
 	if err != nil {
 		return nil, err

@@ -636,6 +636,9 @@ func (i *Iterator) nextBorrowed(ctx context.Context) (bsoncore.Document, error) 
 		return nil, io.EOF
 	case e == nil || (i.bk != nil && bytes.Compare(i.bk, e.key) < 0):
 		i.bk, i.curTree = nil, nil
+		if doc, inline := inlineDocument(i.bvTup); inline {
+			return doc, nil
+		}
 		if i.match != nil {
 			tr, isTree, err := docTree(ctx, i.ns, i.bvTup)
 			if err != nil {
