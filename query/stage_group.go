@@ -255,8 +255,10 @@ func appendBucketKey(dst []byte, v bsoncore.Value) []byte {
 		}
 		return strconv.AppendFloat(append(dst, 'n'), f, 'g', -1, 64)
 	}
-	if s, ok := v.StringValueOK(); ok {
-		return append(append(dst, 's'), s...)
+	if v.Type == bsoncore.TypeString && len(v.Data) >= 5 {
+		// The bytes between the length and the NUL, not a string made
+		// of them.
+		return append(append(dst, 's'), v.Data[4:len(v.Data)-1]...)
 	}
 	return strconv.AppendInt(append(dst, 't'), int64(value.CanonicalType(v.Type)), 10)
 }
