@@ -187,6 +187,14 @@ func (d *Database) swapFolded(ctx context.Context, b *branch, st *rootState, lin
 		return err
 	}
 	d.engine.panics.at("checkpoint.persist")
+	return d.adoptFolded(ctx, b, cur, st, folded, next)
+}
+
+// adoptFolded publishes in memory a fold of st that is now b's durable
+// working root: folded itself when nothing was written since the freeze,
+// else next, the current state cur rebased on the folded maps. Called
+// with b.writeMu held.
+func (d *Database) adoptFolded(ctx context.Context, b *branch, cur, st, folded, next *rootState) error {
 	if cur.lsn == st.lsn {
 		next = folded // nothing written since the freeze
 		b.setDurable(next)

@@ -66,14 +66,13 @@ type frozenCommit struct {
 
 // commitBeside commits b holding its writer lock only to freeze the state
 // it commits and to install the result, as a checkpoint beside the
-// writers does (checkpointBeside): the fold and the store's update run
-// while writers go on. Only the head moves: the working set on disk stays
-// where the last checkpoint left it, with the log after it, so the commit
-// waits neither for the retry table nor for the change log (readyToClaim),
-// and a crash replays the log over that working root as before. In
-// memory the branch takes the fold's maps as its base. handled is false,
-// with nothing done, where the commit needs the writers stopped: a merge
-// in progress, capped collections, a store not yet written.
+// writers does (checkpointBeside): the fold, the log's durability and the
+// store's update run while writers go on. The commit's root is the fold
+// of the frozen state, and it becomes the durable working root too, at
+// the freeze's log position; what was written since stays in memory and
+// in the log on top of it. handled is false, with nothing done, where the
+// commit needs the writers stopped: a merge in progress, capped
+// collections, a store not yet written.
 func (d *Database) commitBeside(ctx context.Context, b *branch, opts CommitOptions) (info CommitInfo, handled bool, err error) {
 	d.ckptMu.Lock()
 	defer d.ckptMu.Unlock()
@@ -125,15 +124,16 @@ func (d *Database) freezeForCommit(ctx context.Context, b *branch, fc *frozenCom
 	return true, nil
 }
 
-// commitFrozen folds fc's frozen state, commits its root as b's new head
-// and installs the fold. A failure leaves the frozen layers to the next
-// checkpoint. Called with d.ckptMu held, which keeps b's refs and working
-// set from moving under it.
+// commitFrozen folds fc's frozen state, commits its root and installs the
+// commit. A failure leaves the frozen layers to the next checkpoint.
+// Called with d.ckptMu held, which keeps b's refs and working set from
+// moving under it.
 func (d *Database) commitFrozen(ctx context.Context, b *branch, fc *frozenCommit, opts CommitOptions) (*datas.Commit, error) {
 	folded := fc.st
 	if fc.frozen {
-		// The commit must hold no write the log could still lose.
-		if err := d.wl.WaitDurable(fc.st.lsn); err != nil {
+		// No writeChunks as a checkpoint's fold does: the commit below
+		// writes the chunks, and no writer waits for it.
+		if err := d.readyToClaim(fc.st.lsn); err != nil {
 			return nil, err
 		}
 		d.engine.panics.at("checkpoint.fold")
@@ -144,65 +144,62 @@ func (d *Database) commitFrozen(ctx context.Context, b *branch, fc *frozenCommit
 		}
 		same, err := sameData(ctx, d.ns, folded.root, b.headRef.TargetHash())
 		if err != nil || same {
-			// The writes changed nothing; the next checkpoint folds them.
-			return nil, cmp.Or(err, ErrNothingToCommit)
+			// The writes changed nothing: the fold is a checkpoint still.
+			return nil, cmp.Or(err, d.withWriteLock(b, func() error {
+				return d.swapFolded(ctx, b, fc.st, fc.lineage, folded)
+			}), ErrNothingToCommit)
 		}
 	}
 	if opts.Describe != nil {
 		opts.Message, opts.Author = opts.Describe(fc.notes)
 	}
-	made, err := d.writeCommit(ctx, b, folded.root, opts, nil, nil)
+	made, err := d.writeCommit(ctx, b, folded.root, fc.st.lsn, opts, nil)
 	if err != nil {
 		d.removeFailedTemp(err)
 		return nil, err
 	}
 	defer d.reloadRefsOnPanic(b)
 	d.engine.panics.at("vc.ref")
-	_ = d.withWriteLock(b, func() error {
-		b.headRef = made.rootRef
-		if fc.frozen {
-			d.installCommitted(ctx, b, fc, folded)
+	err = d.withWriteLock(b, func() error {
+		b.ws, b.headRef = made.ws, made.rootRef
+		if !fc.frozen {
+			return nil
 		}
-		return nil
+		return d.installCommitted(ctx, b, fc, folded)
 	})
+	if err != nil {
+		// The commit is made and durable; the branch keeps its edits in
+		// memory and the log its records, for the next checkpoint.
+		d.log.Warn().Str("c", "STORAGE").Err(err).Str("db", d.name).Str("branch", b.name).
+			Msg("installing a commit's fold failed")
+	}
 	return made.commit, nil
 }
 
-// installCommitted makes the maps of fc's fold the base of b's state in
-// memory. The fold is not the durable working root (the working set on
-// disk did not move), so the state keeps the frozen state's checkpoint
-// position: the log is kept from there, and the next checkpoint persists
-// the fold with what was written since. Called with b.writeMu held.
-func (d *Database) installCommitted(ctx context.Context, b *branch, fc *frozenCommit, folded *rootState) {
+// installCommitted publishes in memory the fold of fc's state, which the
+// store now holds as b's head and working root. Called with b.writeMu
+// held.
+func (d *Database) installCommitted(ctx context.Context, b *branch, fc *frozenCommit, folded *rootState) error {
 	if d.closed.Load() || b.deleted || b.lineage != fc.lineage {
 		// A rollback after a failed log write replaced the state: its
 		// frozen layers stay, for the next checkpoint to fold.
-		return
+		return nil
 	}
 	cur := b.state.Load()
-	var next *rootState
-	if cur.lsn == fc.st.lsn {
-		unpersisted := *folded
-		unpersisted.checkpointed = false
-		next = &unpersisted
-	} else {
-		var ok bool
-		if next, ok = rebased(cur, fc.st, folded); !ok {
-			// The catalog changed during the fold: the frozen layers stay,
-			// for the next checkpoint to fold.
-			return
-		}
+	next, ok := rebased(cur, fc.st, folded)
+	if !ok {
+		// The catalog changed during the fold: fold it all here.
+		return d.checkpointLocked(ctx, b)
 	}
-	next.ckptLSN = fc.st.ckptLSN
-	b.replaceCurrent(next)
-	d.checkpointed(b, fc.st, next)
+	return d.adoptFolded(ctx, b, cur, fc.st, folded, next)
 }
 
 // reloadRefsOnPanic, deferred once a commit has moved b's refs in the
 // store, makes b's working set and head follow them when the commit
 // panics before installing them, then lets the panic go on. b's state is
-// left as it is: writers went on beside the commit, and the log holds
-// what they wrote.
+// left as it is: writers went on beside the commit, the log holds what
+// they wrote, and the next checkpoint persists it over the new working
+// root.
 func (d *Database) reloadRefsOnPanic(b *branch) {
 	p := recover()
 	if p == nil {
@@ -228,7 +225,7 @@ func (d *Database) commitRoot(ctx context.Context, b *branch, st *rootState, opt
 	if err != nil {
 		return nil, err
 	}
-	made, err := d.writeCommit(ctx, b, clean.root, opts, extraParents, &clean.lsn)
+	made, err := d.writeCommit(ctx, b, clean.root, clean.lsn, opts, extraParents)
 	if err != nil {
 		return nil, err
 	}
@@ -247,10 +244,10 @@ type madeCommit struct {
 	rootRef types.Ref
 }
 
-// writeCommit commits root with b's head and extraParents as parents,
-// and, when lsn is not nil, moves b's working set to it as holding b's
-// log up to *lsn: one durable update of the store. It leaves b as it is.
-func (d *Database) writeCommit(ctx context.Context, b *branch, root prolly.AddressMap, opts CommitOptions, extraParents []hash.Hash, lsn *uint64) (madeCommit, error) {
+// writeCommit commits root, which holds b's log up to lsn, with b's head
+// and extraParents as parents, and moves b's working set to it: one
+// durable update of the store. It leaves b as it is.
+func (d *Database) writeCommit(ctx context.Context, b *branch, root prolly.AddressMap, lsn uint64, opts CommitOptions, extraParents []hash.Hash) (madeCommit, error) {
 	meta, err := d.commitMeta(opts)
 	if err != nil {
 		return madeCommit{}, err
@@ -269,14 +266,10 @@ func (d *Database) writeCommit(ctx context.Context, b *branch, root prolly.Addre
 	if err != nil {
 		return madeCommit{}, err
 	}
-	ws := b.ws
+	spec := d.workingSetSpec(rootRef, rootRef, lsn)
+	prev, _ := b.ws.MaybeHeadAddr()
+	var ws datas.Dataset
 	err = retryManifestLock(func() (err error) {
-		if lsn == nil {
-			head, err = d.db.Commit(ctx, head, rootVal, copts)
-			return err
-		}
-		spec := d.workingSetSpec(rootRef, rootRef, *lsn)
-		prev, _ := b.ws.MaybeHeadAddr()
 		head, ws, err = d.db.CommitWithWorkingSet(ctx, head, b.ws, rootVal, spec, prev, copts)
 		return err
 	})

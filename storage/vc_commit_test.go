@@ -27,8 +27,7 @@ func headModel(t *testing.T, d *Database) map[int32]string {
 // TestCommitBesideTheWriters: a commit holds the writes published before
 // it and none after; a write made while its fold runs is not held up by it
 // and stays in the working set, on top of the commit, in memory and after
-// a crash. The working set on disk does not move: the log after the last
-// checkpoint holds the writes.
+// a crash. The commit is the durable working root too, up to its freeze.
 func TestCommitBesideTheWriters(t *testing.T) {
 	dir := t.TempDir()
 	e := openEngine(t, dir, Options{})
@@ -44,7 +43,7 @@ func TestCommitBesideTheWriters(t *testing.T) {
 	}
 	writeSome(t, d, m, 100, 110, "before")
 	b := d.loadedBranch(DefaultBranch)
-	ckptLSN := b.state.Load().ckptLSN
+	frozenLSN := b.state.Load().lsn
 
 	held, release := holdFolds(t, d.engine)
 	done := make(chan error, 1)
@@ -81,14 +80,14 @@ func TestCommitBesideTheWriters(t *testing.T) {
 	}
 	checkCkModel(t, d, m, "after the commit")
 	st := b.state.Load()
-	if st.ckptLSN != ckptLSN || st.checkpointed {
-		t.Fatalf("after the commit: checkpoint LSN %d (checkpointed %v), want %d, as on disk", st.ckptLSN, st.checkpointed, ckptLSN)
+	if st.ckptLSN != frozenLSN || st.checkpointed {
+		t.Fatalf("after the commit: checkpoint LSN %d (checkpointed %v), want %d with the write after it", st.ckptLSN, st.checkpointed, frozenLSN)
 	}
 	if frozenOf(st.colls.get("a").edits) != nil || countEdits(st.colls.get("a").edits) != 2 {
 		t.Fatalf("the branch keeps %d edits on the commit's maps, want the write's 2", countEdits(st.colls.get("a").edits))
 	}
 
-	// A crash replays the log over the last checkpoint: the commit and
+	// A crash replays the log after the commit over it: the commit and
 	// the write on top of it are both there.
 	e2 := openEngine(t, crashCopy(t, dir), Options{})
 	defer e2.Close()
