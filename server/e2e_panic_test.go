@@ -51,8 +51,8 @@ func panicCases() []panicCase {
 		{"write.published", "insert", "shop", ins},
 		{"write.log", "insert-branch", "shop@feat", ins},
 		{"checkpoint.fold", "commit", "shop", commit},
-		// A commit moves the head alone; a status check persists the
-		// working set.
+		// A commit writes the working set with the commit, past a
+		// checkpoint's persist step; a status check persists it.
 		{"checkpoint.persist", "status", "shop", bson.D{{Key: "dumboStatus", Value: 1}}},
 	}
 	for _, v := range vcCmds {
