@@ -62,13 +62,12 @@ func cmdDumboMerge(r *request) (bsoncore.Document, error) {
 	if opts.Message == "" {
 		opts.Message = "Merge " + mergeIn + " into " + branch
 	}
+	if opts.DryRun {
+		opts.ConflictIDs = maxConflictIDs
+	}
 	res, err := d.Merge(r.ctx, branch, theirs, opts)
 	if opts.DryRun {
-		var ids map[string]storage.ConflictPreview
-		if err == nil && len(res.Conflicts) > 0 {
-			ids, err = d.PreviewConflicts(r.ctx, branch, theirs, maxConflictIDs)
-		}
-		return dryMergeReply(res, ids, err)
+		return dryMergeReply(res, err)
 	}
 	if errors.Is(err, storage.ErrMergeConflicts) && strategy != "" {
 		res, err = r.settleAll(d, branch, strategy, res, opts.CommitOptions)
@@ -289,24 +288,17 @@ const (
 
 // dryMergeReply says what a merge would do: up to date, a fast-forward,
 // or a merge with these conflicts per collection (none: it would commit),
-// and the first _ids of each collection's conflicts (ids; their counts
-// are those of the reply, taken in the same pass).
-func dryMergeReply(res storage.MergeResult, ids map[string]storage.ConflictPreview, err error) (bsoncore.Document, error) {
+// and the first _ids of each collection's conflicts.
+func dryMergeReply(res storage.MergeResult, err error) (bsoncore.Document, error) {
 	if err != nil {
 		return nil, err
-	}
-	if ids != nil {
-		res.Conflicts = map[string]int{}
-		for coll, p := range ids {
-			res.Conflicts[coll] = p.Count
-		}
 	}
 	counts, named := bsoncore.NewDocumentBuilder(), bsoncore.NewDocumentBuilder()
 	budget := maxConflictIDBytes
 	for _, coll := range slices.Sorted(maps.Keys(res.Conflicts)) {
 		counts.AppendInt32(coll, int32(res.Conflicts[coll]))
 		list := bsoncore.NewArrayBuilder()
-		for _, id := range ids[coll].IDs {
+		for _, id := range res.ConflictIDs[coll] {
 			if budget -= len(id.Data); budget < 0 {
 				break
 			}

@@ -34,6 +34,9 @@ type MergeOptions struct {
 	// DryRun: find what the merge would do (up to date, a fast-forward,
 	// the conflicts per collection) and change nothing.
 	DryRun bool
+	// ConflictIDs: of a dry run, how many conflicting documents' _ids
+	// per collection to name, the first in _id order.
+	ConflictIDs int
 }
 
 // MergeResult is what a merge did.
@@ -42,6 +45,9 @@ type MergeResult struct {
 	FastForward bool
 	Commit      CommitInfo
 	Conflicts   map[string]int // per collection, when the merge stopped
+	// ConflictIDs: of a dry run, the first MergeOptions.ConflictIDs
+	// conflicting _ids of each collection, in _id order.
+	ConflictIDs map[string][]bsoncore.Value
 	// MergeBase: of a dry run that is no fast-forward, the merge's base
 	// commit when it has one ("": several, merged into a virtual base).
 	MergeBase string
@@ -84,7 +90,7 @@ func (d *Database) Merge(ctx context.Context, branchName string, theirs Revision
 			if len(bases) == 1 {
 				res.MergeBase = bases[0].Addr().String()
 			}
-			return d.dryThreeWay(ctx, base, b, theirC, res)
+			return d.dryThreeWay(ctx, base, b, theirC, opts.ConflictIDs, res)
 		}
 		if opts.Message == "" {
 			opts.Message = fmt.Sprintf("Merge %s into %s", theirC.Addr().String(), b.name)

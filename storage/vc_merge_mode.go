@@ -88,7 +88,7 @@ func mergeDocsTouched(base, ours, theirs bsoncore.Document) (bsoncore.Document, 
 
 // dryThreeWay merges as applyThreeWay would and reports the conflicts per
 // collection, storing nothing.
-func (d *Database) dryThreeWay(ctx context.Context, base *rootState, b *branch, theirC *datas.Commit, res *MergeResult) error {
+func (d *Database) dryThreeWay(ctx context.Context, base *rootState, b *branch, theirC *datas.Commit, nameIDs int, res *MergeResult) error {
 	theirs, err := d.commitState(ctx, theirC)
 	if err != nil {
 		return err
@@ -98,9 +98,41 @@ func (d *Database) dryThreeWay(ctx context.Context, base *rootState, b *branch, 
 		return err
 	}
 	res.Conflicts = map[string]int{}
+	res.ConflictIDs = map[string][]bsoncore.Value{}
 	for coll, m := range merged.conflicts {
 		n, _ := m.Count()
 		res.Conflicts[coll] = n
+		if res.ConflictIDs[coll], err = d.firstConflictIDs(ctx, coll, m, nameIDs); err != nil {
+			return err
+		}
 	}
 	return nil
+}
+
+// firstConflictIDs are the _ids of the first n conflicts of a
+// collection's conflicts map, in _id order.
+func (d *Database) firstConflictIDs(ctx context.Context, coll string, m prolly.Map, n int) ([]bsoncore.Value, error) {
+	if n <= 0 {
+		return nil, nil
+	}
+	it, err := m.IterAll(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var ids []bsoncore.Value
+	for len(ids) < n {
+		_, v, err := it.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		raw, err := valueBytes(ctx, d.ns, v)
+		if err != nil {
+			return nil, err
+		}
+		ids = append(ids, conflictOf(coll, bsoncore.Document(append([]byte(nil), raw...))).ID)
+	}
+	return ids, nil
 }
