@@ -92,7 +92,7 @@ func cmdSaslContinue(r *request) (bsoncore.Document, error) {
 // login makes the conversation's user the connection's.
 func (r *request) login(a connAuth, final []byte) (bsoncore.Document, error) {
 	u := a.conv.User()
-	if err := secondLogin(a.user, u); err != nil {
+	if err := r.secondLogin(a.user, u); err != nil {
 		a.conv = nil
 		r.c.setAuth(a)
 		return nil, err
@@ -118,9 +118,16 @@ func (r *request) login(a connAuth, final []byte) (bsoncore.Document, error) {
 // user at most, though it may authenticate as that user again. mongod's
 // two codes are kept as it assigns them (5626701 for a user of another
 // database, 5626702 for another user of the same one), words included.
-func secondLogin(current, next *auth.User) error {
+// Under the Stable API's apiStrict not even the same user may log in
+// again (5626703).
+func (r *request) secondLogin(current, next *auth.User) error {
 	switch {
-	case current == nil || current.DB == next.DB && current.Name == next.Name:
+	case current == nil:
+		return nil
+	case current.DB == next.DB && current.Name == next.Name:
+		if strict, _ := asBool(r.arg("apiStrict")); strict {
+			return mongoerr.New(mongoerr.Location5626703, "Each client connection may only be authenticated once")
+		}
 		return nil
 	case current.DB != next.DB:
 		return mongoerr.New(mongoerr.Location5626701, "Each client connection may only be authenticated once. Previously authenticated as: %s@%s", current.Name, current.DB)
@@ -200,7 +207,7 @@ func (r *request) authenticateX509(db, user string) (bsoncore.Document, error) {
 	if !ok {
 		return nil, r.x509Failed(subject, "no such user in $external")
 	}
-	if err := secondLogin(r.c.authState().user, u); err != nil {
+	if err := r.secondLogin(r.c.authState().user, u); err != nil {
 		return nil, err
 	}
 	gen := r.c.s.users.Generation()

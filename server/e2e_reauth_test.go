@@ -10,8 +10,8 @@ import (
 
 // scramReply runs a SCRAM-SHA-256 conversation on a raw connection as
 // user of db and returns the server's last reply: the final one, or the
-// first error.
-func scramReply(t *testing.T, nc net.Conn, user, pwd, db string) bson.M {
+// first error. Each command of the conversation carries extra.
+func scramReply(t *testing.T, nc net.Conn, user, pwd, db string, extra ...bson.E) bson.M {
 	t.Helper()
 	client, err := scram.SHA256.NewClient(user, pwd, "")
 	if err != nil {
@@ -22,8 +22,8 @@ func scramReply(t *testing.T, nc net.Conn, user, pwd, db string) bson.M {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reply := raw(t, nc, bson.D{{Key: "saslStart", Value: 1}, {Key: "mechanism", Value: "SCRAM-SHA-256"},
-		{Key: "payload", Value: bson.Binary{Data: []byte(out)}}, {Key: "$db", Value: db}})
+	reply := raw(t, nc, append(bson.D{{Key: "saslStart", Value: 1}, {Key: "mechanism", Value: "SCRAM-SHA-256"},
+		{Key: "payload", Value: bson.Binary{Data: []byte(out)}}, {Key: "$db", Value: db}}, extra...))
 	for reply["ok"] == 1.0 && reply["done"] != true {
 		payload, _ := reply["payload"].(bson.Binary)
 		out = ""
@@ -32,8 +32,8 @@ func scramReply(t *testing.T, nc net.Conn, user, pwd, db string) bson.M {
 				t.Fatal(err)
 			}
 		}
-		reply = raw(t, nc, bson.D{{Key: "saslContinue", Value: 1}, {Key: "conversationId", Value: reply["conversationId"]},
-			{Key: "payload", Value: bson.Binary{Data: []byte(out)}}, {Key: "$db", Value: db}})
+		reply = raw(t, nc, append(bson.D{{Key: "saslContinue", Value: 1}, {Key: "conversationId", Value: reply["conversationId"]},
+			{Key: "payload", Value: bson.Binary{Data: []byte(out)}}, {Key: "$db", Value: db}}, extra...))
 	}
 	return reply
 }
@@ -53,7 +53,8 @@ func wantLoggedInAs(t *testing.T, nc net.Conn, user, db string) {
 // and after one that fails. It may authenticate as the same user again,
 // but not as another user, which mongod refuses with codes of its own:
 // 5626702 for another user of the same database, 5626701 for a user of
-// another database. After logout another user may log in.
+// another database. Under the Stable API's apiStrict even the same user
+// is refused (5626703). After logout another user may log in.
 func TestAuthenticateAgain(t *testing.T) {
 	ts, root := authServer(t)
 	addUser(t, root, "shop", "alice", bson.A{"read"})
@@ -78,6 +79,10 @@ func TestAuthenticateAgain(t *testing.T) {
 	if reply := scramReply(t, nc, "alice", "pw", "shop"); reply["ok"] != 1.0 {
 		t.Fatalf("authenticating again as the same user: %v", reply)
 	}
+	wantLoggedInAs(t, nc, "alice", "shop")
+	strict := []bson.E{{Key: "apiVersion", Value: "1"}, {Key: "apiStrict", Value: true}}
+	wantRawError(t, scramReply(t, nc, "alice", "pw", "shop", strict...), 5626703,
+		"Each client connection may only be authenticated once")
 	wantLoggedInAs(t, nc, "alice", "shop")
 
 	wantRawError(t, scramReply(t, nc, "alice", "wrong", "shop"), 18, "Authentication failed.")
