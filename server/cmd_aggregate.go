@@ -471,6 +471,9 @@ func (w aggWriter) tx(ctx context.Context, full, coll string, fn func(tx *storag
 	if err := validateCollectionName(name, coll); err != nil {
 		return err
 	}
+	if err := validateCreatableDB(name, coll); err != nil {
+		return err
+	}
 	// The aggregate itself needs only find; its target needs writes.
 	if err := w.r.require(auth.Insert|auth.Update|auth.Remove, name); err != nil {
 		return err

@@ -429,6 +429,9 @@ func cmdRenameCollection(r *request) (bsoncore.Document, error) {
 			return nil, err
 		}
 	}
+	if err := validateCreatableDB(toName, toColl); err != nil {
+		return nil, err
+	}
 	if fromDB != toDB {
 		return renameAcrossDatabases(r, fromDB, fromColl, toDB, toColl, dropTarget)
 	}

@@ -21,6 +21,14 @@ import (
 // database opens the request's database; with create it is created if
 // missing, otherwise a missing database is nil.
 func (r *request) database(create bool) (*storage.Database, error) {
+	if create {
+		// Only a collection's creation makes a database, and a '$' in
+		// its name refuses that (the command's first field names it).
+		coll, _ := r.cmd.Index(0).Value().StringValueOK()
+		if err := validateCreatableDB(r.db, coll); err != nil {
+			return nil, err
+		}
+	}
 	d, err := r.c.s.engine.Database(r.ctx, r.db, create)
 	if err == nil && d == nil && r.rev != "" && r.rev != "HEAD" && r.rev != r.currentBranch() {
 		// Only the branch a first write would make exists before the

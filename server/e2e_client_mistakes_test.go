@@ -157,8 +157,9 @@ func TestDatabaseNames(t *testing.T) {
 	insertInto := func(db string) bsoncore.Document {
 		return c.roundTrip(t, &wire.Msg{Body: commandFor(db, bson.D{{Key: "insert", Value: "c"}, {Key: "documents", Value: bson.A{bson.D{}}}})})
 	}
-	// mongod (on Linux) refuses /\. "$ and NUL and 64 bytes or more;
-	// DumboDB also refuses invalid UTF-8.
+	// mongod (on Linux) refuses /\. " and NUL and 64 bytes or more, and a
+	// '$' where a collection would be created; DumboDB also refuses
+	// invalid UTF-8.
 	for _, db := range []string{"a/b", `a\b`, "a.b", "a b", `a"b`, "a$b", "a\x00b", strings.Repeat("d", 64), "\xff\xfe", "a\xc3"} {
 		wantReplyCode(t, insertInto(db), mongoerr.InvalidNamespace)
 	}

@@ -13,8 +13,10 @@ const maxDBNameLength = 63
 // maxNamespaceLength is mongod's limit on "db.collection".
 const maxNamespaceLength = 255
 
-// validateDBName applies mongod's database name rules on Linux: at most
-// maxDBNameLength bytes, none of /\. "$ or NUL. Control and zero-width
+// validateDBName applies mongod 8's database name rules on Linux as it
+// reads $db: at most maxDBNameLength bytes, none of /\. " or NUL. A '$'
+// passes here, as on mongod, and only creating a collection refuses it
+// (validateCreatableDB): such a database reads as empty. Control and zero-width
 // characters pass, as on mongod, and so do the *<>:|? that only mongod on
 // Windows refuses. The '.', NUL and length checks come first, with their
 // own messages, because mongod makes them as it reads $db, before it looks
@@ -32,10 +34,20 @@ func validateDBName(db string) error {
 		return mongoerr.New(mongoerr.InvalidNamespace, "database names cannot have embedded null characters")
 	case len(db) > maxDBNameLength:
 		return mongoerr.New(mongoerr.InvalidNamespace, "db name must be at most %d characters, found: %d", maxDBNameLength, len(db))
-	case strings.ContainsAny(db, "/\\ \"$"):
+	case strings.ContainsAny(db, "/\\ \""):
 		return mongoerr.New(mongoerr.InvalidNamespace, "Invalid database name: '%s'", db)
 	case !utf8.ValidString(db):
 		return mongoerr.New(mongoerr.InvalidNamespace, "Invalid database name: %q is not valid UTF-8", db)
+	}
+	return nil
+}
+
+// validateCreatableDB refuses to create collection coll in db when db
+// holds a '$', in mongod's words: mongod accepts such a name in $db but
+// creates nothing in it (userAllowedCreateNS).
+func validateCreatableDB(db, coll string) error {
+	if strings.ContainsRune(db, '$') {
+		return mongoerr.New(mongoerr.InvalidNamespace, "Invalid namespace: %s.%s", db, coll)
 	}
 	return nil
 }

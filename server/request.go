@@ -108,7 +108,7 @@ func (r *request) execute() (bsoncore.Document, error) {
 	if t := clientClusterTime(r.arg("$clusterTime")); !t.isZero() && r.c.s.topo.replicaSet() {
 		r.c.s.clock.advance(t)
 	}
-	if err := validateDBName(r.db); err != nil && !(r.db == externalDB && r.spec.family == authentication) {
+	if err := validateDBName(r.db); err != nil {
 		return nil, err
 	}
 	if err := r.applyAPIVersion(); err != nil {
