@@ -1,6 +1,8 @@
 package index
 
 import (
+	"crypto/sha256"
+
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/dumbodb/dumbodb/mongoerr"
@@ -8,8 +10,8 @@ import (
 
 // ValidateID checks that v may be stored as a document's _id, with
 // mongod's codes: arrays, regexes and undefined are rejected (53), as are
-// $-prefixed top-level field names of an _id subdocument (52), and keys
-// whose encoding exceeds MaxKeySize.
+// $-prefixed top-level field names of an _id subdocument (52). Any length
+// is accepted, as on mongod: EncodeID keeps long keys bounded.
 func ValidateID(v bsoncore.Value) error {
 	switch v.Type {
 	case bsoncore.TypeArray:
@@ -19,19 +21,35 @@ func ValidateID(v bsoncore.Value) error {
 	case bsoncore.TypeUndefined:
 		return mongoerr.New(mongoerr.InvalidIdField, "can't use a undefined for _id")
 	case bsoncore.TypeEmbeddedDocument:
-		if err := checkIDFields(v.Data); err != nil {
-			return err
-		}
-	case bsoncore.TypeInt32, bsoncore.TypeInt64, bsoncore.TypeDouble, bsoncore.TypeDecimal128,
-		bsoncore.TypeObjectID, bsoncore.TypeBoolean, bsoncore.TypeDateTime, bsoncore.TypeTimestamp,
-		bsoncore.TypeNull, bsoncore.TypeMinKey, bsoncore.TypeMaxKey:
-		return nil // a fixed size, far below MaxKeySize: no key to encode
-	}
-	if n := len(EncodeKey(nil, v)); n > MaxKeySize {
-		return mongoerr.New(mongoerr.InvalidIdField, "_id key is too large: %d bytes exceeds the %d byte limit", n, MaxKeySize)
+		return checkIDFields(v.Data)
 	}
 	return nil
 }
+
+// longIDKeySize is the length of a long _id key: MaxKeySize bytes of the
+// encoding, then its SHA-256.
+const longIDKeySize = MaxKeySize + sha256.Size
+
+// EncodeID appends v's _id key to dst: the key of the collection's map and
+// the suffix of its secondary index entries. It is EncodeKey(v) when that
+// is at most MaxKeySize bytes; a longer encoding is cut to MaxKeySize bytes
+// and followed by its SHA-256, so that any _id fits a Dolt tuple. No plain
+// key is that long, so long keys equal only each other; against a plain
+// key a long key keeps its value's order, and long keys sharing their
+// first MaxKeySize bytes order by digest (docs/format/root.md).
+func EncodeID(dst []byte, v bsoncore.Value) []byte {
+	start := len(dst)
+	dst = EncodeKey(dst, v)
+	if len(dst)-start <= MaxKeySize {
+		return dst
+	}
+	sum := sha256.Sum256(dst[start:])
+	return append(dst[:start+MaxKeySize], sum[:]...)
+}
+
+// IsLongID reports whether an _id key was cut by EncodeID, so that it no
+// longer orders as its value does against every other key.
+func IsLongID(key []byte) bool { return len(key) > MaxKeySize }
 
 func checkIDFields(doc bsoncore.Document) error {
 	elems, err := doc.Elements()

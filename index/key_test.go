@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"math/rand"
+	"strings"
 	"testing"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -79,7 +80,7 @@ func TestValidateID(t *testing.T) {
 		{bsoncore.Value{Type: bsoncore.TypeRegex, Data: bsoncore.AppendRegex(nil, "a", "")}, mongoerr.InvalidIdField},
 		{bsoncore.Value{Type: bsoncore.TypeUndefined}, mongoerr.InvalidIdField},
 		{bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: bsoncore.BuildDocument(nil, bsoncore.AppendInt32Element(nil, "$a", 1))}, mongoerr.DollarPrefixedFieldName},
-		{bsoncore.Value{Type: bsoncore.TypeString, Data: bsoncore.AppendString(nil, string(make([]byte, MaxKeySize)))}, mongoerr.InvalidIdField},
+		{bsoncore.Value{Type: bsoncore.TypeString, Data: bsoncore.AppendString(nil, string(make([]byte, 8<<20)))}, 0},
 		{bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: bsoncore.BuildDocument(nil, bsoncore.AppendInt32Element(nil, "a", 1))}, 0},
 		{bsoncore.Value{Type: bsoncore.TypeInt32, Data: bsoncore.AppendInt32(nil, 1)}, 0},
 	}
@@ -227,4 +228,39 @@ func BenchmarkEncodeKey(b *testing.B) {
 			buf = EncodeKey(buf[:0], doc)
 		}
 	})
+}
+
+// TestEncodeIDKeepsOrderAndIdentity: _id keys of any length are bounded,
+// equal exactly when the values are equal, and order as the values do
+// except among long keys that share their first MaxKeySize bytes.
+func TestEncodeIDKeepsOrderAndIdentity(t *testing.T) {
+	str := func(s string) bsoncore.Value {
+		return bsoncore.Value{Type: bsoncore.TypeString, Data: bsoncore.AppendString(nil, s)}
+	}
+	long := strings.Repeat("m", MaxKeySize)
+	vals := []bsoncore.Value{
+		str(""), str("a"), str(long[:MaxKeySize-3]), str(long[:MaxKeySize-2]), str(long[:MaxKeySize-1]),
+		str(long), str(long + "a"), str(long + "b"), str(long + long), str(long + "z"), str("n"),
+		str(strings.Repeat("m", MaxKeySize-10) + "a" + long), str(strings.Repeat("x", 8<<20)),
+		{Type: bsoncore.TypeInt32, Data: bsoncore.AppendInt32(nil, 7)},
+		{Type: bsoncore.TypeBinary, Data: bsoncore.AppendBinary(nil, 0, make([]byte, 3*MaxKeySize))},
+	}
+	for i, a := range vals {
+		ka := EncodeID([]byte("prefix"), a)[len("prefix"):]
+		if len(ka) > longIDKeySize || IsLongID(ka) != (len(EncodeKey(nil, a)) > MaxKeySize) {
+			t.Fatalf("%d: key of %d bytes, long %v", i, len(ka), IsLongID(ka))
+		}
+		for j, b := range vals {
+			kb := EncodeID(nil, b)
+			want := bytes.Compare(EncodeKey(nil, a), EncodeKey(nil, b))
+			got := bytes.Compare(ka, kb)
+			if (got == 0) != (want == 0) {
+				t.Errorf("%d, %d: keys equal %v, values equal %v", i, j, got == 0, want == 0)
+			}
+			sharedLong := IsLongID(ka) && IsLongID(kb) && bytes.Equal(ka[:MaxKeySize], kb[:MaxKeySize])
+			if !sharedLong && got != want {
+				t.Errorf("%d, %d: keys compare %d, values %d", i, j, got, want)
+			}
+		}
+	}
 }

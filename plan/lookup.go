@@ -41,10 +41,7 @@ func lookupIDs(ctx context.Context, rd storage.Reader, coll string, points []bso
 	seen := map[string]bool{}
 	var keys []string
 	for _, v := range points {
-		if storage.ValidateKey(v) != nil {
-			return nil, false, nil
-		}
-		k := string(index.EncodeKey(nil, v))
+		k := string(index.EncodeID(nil, v))
 		if !seen[k] {
 			seen[k] = true
 			keys = append(keys, k)

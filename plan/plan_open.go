@@ -83,7 +83,7 @@ func idSource(ctx context.Context, rd storage.Reader, coll string, f *query.Filt
 // that is all it needs.
 func fetchByID(ctx context.Context, rd storage.Reader, coll string, p *Plan, id bsoncore.Value) (bsoncore.Document, bool, error) {
 	if ff, ok := rd.(fieldFetcher); ok && p.fetchOut && p.readOut != nil {
-		return ff.GetKeyFields(ctx, coll, index.EncodeKey(nil, id), p.readOut)
+		return ff.GetKeyFields(ctx, coll, index.EncodeID(nil, id), p.readOut)
 	}
 	return rd.Get(ctx, coll, id)
 }

@@ -133,7 +133,7 @@ func Query(rd storage.Reader, coll string, in Input) (*Plan, error) {
 	if in.Hint.Type != 0 {
 		return hintedPlan(indexes, in.Hint, in.Filter, preds, sortKeys, qc)
 	}
-	if id, ok := in.Filter.IDEquality(); ok && storage.ValidateKey(id) == nil && (qc == nil || !query.CollationSensitive(id)) {
+	if id, ok := in.Filter.IDEquality(); ok && (qc == nil || !query.CollationSensitive(id)) {
 		return &Plan{idHack: true}, nil
 	}
 	if ids := idSet(preds, qc); ids != nil {
@@ -171,14 +171,22 @@ func Query(rd storage.Reader, coll string, in Input) (*Plan, error) {
 
 // idRangePlan scans only the part of the collection a range on _id
 // selects (nil: no such range). The collection is in _id order, so the
-// plan gives an ascending _id sort.
+// plan gives an ascending _id sort. A bound longer than any plain _id key
+// is left to a collection scan: the keys of _ids that long are cut
+// (index.EncodeID) and no longer order by value among themselves.
 func idRangePlan(preds []query.Predicate, sortKeys []sortKey) *Plan {
 	ivs, points := collatedFieldIntervals("_id", preds, false, nil)
 	if points || len(ivs) != 1 || (ivs[0].LoText == "MinKey" && ivs[0].HiText == "MaxKey") {
 		return nil
 	}
+	entries := index.EntryIntervals([][]index.FieldInterval{ivs})
+	for _, iv := range entries {
+		if len(iv.Start) > index.MaxKeySize || len(iv.Stop) > index.MaxKeySize {
+			return nil
+		}
+	}
 	sorted := len(sortKeys) == 1 && sortKeys[0].path == "_id" && !sortKeys[0].desc
-	return &Plan{idRange: index.EntryIntervals([][]index.FieldInterval{ivs}), bounds: [][]index.FieldInterval{ivs}, sorted: sorted}
+	return &Plan{idRange: entries, bounds: [][]index.FieldInterval{ivs}, sorted: sorted}
 }
 
 // idIndexPlan reads the whole collection in _id order: a hint of the _id
@@ -222,10 +230,10 @@ func idSet(preds []query.Predicate, qc *value.Collation) []bsoncore.Value {
 		}
 		vals := make([]keyed, 0, len(p.Values))
 		for _, v := range p.Values {
-			if storage.ValidateKey(v) != nil || (qc != nil && query.CollationSensitive(v)) {
+			if qc != nil && query.CollationSensitive(v) {
 				return nil
 			}
-			vals = append(vals, keyed{index.EncodeKey(nil, v), v})
+			vals = append(vals, keyed{index.EncodeID(nil, v), v})
 		}
 		sort.Slice(vals, func(i, j int) bool { return bytes.Compare(vals[i].key, vals[j].key) < 0 })
 		out := make([]bsoncore.Value, 0, len(vals))

@@ -88,7 +88,7 @@ func (s *keysAndRecordsSource) Next(ctx context.Context) (bsoncore.Document, err
 	if !s.recordID || s.returnKey { // mongod's key documents hold the keys alone
 		return out, nil
 	}
-	key := index.EncodeKey(nil, d.Lookup("_id"))
+	key := index.EncodeID(nil, d.Lookup("_id"))
 	if s.records != nil {
 		if n, ok := s.records(key); ok {
 			return appendValue(out, "$recordId", value.Int64(n)), nil

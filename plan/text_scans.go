@@ -227,7 +227,7 @@ func clauseIDs(ctx context.Context, rd storage.Reader, coll string, cl orClause,
 		if err != nil {
 			return err
 		}
-		id := index.EncodeKey(nil, doc.Lookup("_id"))
+		id := index.EncodeID(nil, doc.Lookup("_id"))
 		if !seen[string(id)] {
 			seen[string(id)] = true
 			*ids = append(*ids, scanned{id: id})

@@ -13,8 +13,6 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
-// maxKeySize is the longest encoded _id we store.
-const maxKeySize = index.MaxKeySize
 
 // writeResult accumulates the reply of a write command.
 type writeResult struct {

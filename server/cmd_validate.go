@@ -161,7 +161,7 @@ func (rep *validateReport) checkDocument(doc bsoncore.Document, indexes []storag
 		rep.errors = append(rep.errors, "a document is not valid BSON or has no _id")
 		return
 	}
-	idKey := index.EncodeKey(nil, id)
+	idKey := index.EncodeID(nil, id)
 	for i, ix := range indexes {
 		keys, _, err := ix.Spec.Keys(doc)
 		if err != nil {

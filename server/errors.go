@@ -25,8 +25,6 @@ func toMongoErr(err error) *mongoerr.Error {
 		return mongoerr.New(mongoerr.InvalidNamespace, "%s", err.Error())
 	case errors.Is(err, storage.ErrDatabaseDiffersInCase):
 		return mongoerr.New(mongoerr.Location13297, "%s", err.Error())
-	case errors.Is(err, storage.ErrKeyTooLong):
-		return mongoerr.New(mongoerr.Location17280, "_id value is too long to store (the encoded key may be at most %d bytes)", maxKeySize)
 	case errors.Is(err, storage.ErrClosed):
 		return mongoerr.New(mongoerr.InterruptedAtShutdown, "interrupted at shutdown")
 	case errors.Is(err, storage.ErrOutOfDiskSpace):

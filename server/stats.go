@@ -45,7 +45,7 @@ func (r *request) collectionStats(snap *storage.Snapshot, coll string) (collStat
 	measure := func(doc bsoncore.Document) bool {
 		st.count++
 		st.dataSize += int64(len(doc))
-		key = index.EncodeKey(key[:0], doc.Lookup("_id"))
+		key = index.EncodeID(key[:0], doc.Lookup("_id"))
 		st.idIndex += int64(len(key))
 		return false // measured in place: nothing is copied
 	}

@@ -71,10 +71,7 @@ func docSizes(ctx context.Context, ns tree.NodeStore, c *collection) (map[string
 		if err != nil {
 			return nil, nil, err
 		}
-		key, err := encodeID(doc.Lookup("_id"))
-		if err != nil {
-			return nil, nil, err
-		}
+		key := encodeID(doc.Lookup("_id"))
 		sizes[string(key)] = int64(len(doc))
 		ids = append(ids, key)
 	}

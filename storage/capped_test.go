@@ -248,7 +248,7 @@ func TestCappedRootWithoutOrderIsRebuilt(t *testing.T) {
 		t.Fatalf("rebuilt %v last %d bytes %d: %v", entries, c.capped.last, c.capped.bytes, err)
 	}
 	for i, id := range []int32{3, 5, 7} {
-		if key, _ := encodeID(idValue(id)); !bytes.Equal(entries[i].IDKey, key) || entries[i].RecordID != int64(i+1) {
+		if key := encodeID(idValue(id)); !bytes.Equal(entries[i].IDKey, key) || entries[i].RecordID != int64(i+1) {
 			t.Fatalf("rebuilt entry %d: %+v, want _id %d", i, entries[i], id)
 		}
 	}

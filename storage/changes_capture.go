@@ -562,10 +562,7 @@ func (d *Database) stateEvents(ctx context.Context, a, b *rootState, cd Collecti
 		evs = append(evs, ChangeEvent{Op: "delete", Coll: cd.Name, UUID: c.info.UUID, Pre: ch.From, key: []byte{1}})
 	}
 	for _, ch := range cd.Modified {
-		key, err := encodeID(ch.ID)
-		if err != nil {
-			return nil, err
-		}
+		key := encodeID(ch.ID)
 		doc, _, err := lookup(ctx, d.ns, c.base, c.edits, key)
 		if err != nil {
 			return nil, err

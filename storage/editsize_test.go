@@ -32,11 +32,7 @@ func TestEditSizeMatchesTheHeap(t *testing.T) {
 	}
 	before := heap()
 	for i, d := range docs {
-		key, err := encodeID(idValue(int32(i)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		key, value := keyAndValue(key, d)
+		key, value := keyAndValue(encodeID(idValue(int32(i))), d)
 		c.setEdit(&edit{key: key, value: value}, false)
 	}
 	grown := heap() - before

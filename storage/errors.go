@@ -20,8 +20,6 @@ var (
 	ErrIsView = errors.New("is a view, not a collection")
 	// ErrNamespaceNotFound: the collection does not exist.
 	ErrNamespaceNotFound = errors.New("collection does not exist")
-	// ErrKeyTooLong: an encoded _id is longer than index.MaxKeySize.
-	ErrKeyTooLong = errors.New("_id key too long")
 	// ErrInvalidDatabaseName: the name would not be a directory directly
 	// inside the data directory.
 	ErrInvalidDatabaseName = errors.New("invalid database name")

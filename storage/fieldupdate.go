@@ -58,10 +58,7 @@ func (tx *Tx) UpdateFields(ctx context.Context, coll string, id bsoncore.Value, 
 	if !ok {
 		return FieldResult{}, nil
 	}
-	key, err := encodeID(id)
-	if err != nil {
-		return FieldResult{}, err
-	}
+	key := encodeID(id)
 	rope, found, err := c.ropeAt(ctx, tx, key)
 	switch {
 	case err != nil:

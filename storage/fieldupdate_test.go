@@ -164,7 +164,7 @@ func checkIndexedK(t *testing.T, snap *Snapshot, id int32, m *fieldModel, when s
 	if err != nil {
 		t.Fatal(err)
 	}
-	idKey, _ := encodeID(idValue(id))
+	idKey := encodeID(idValue(id))
 	n := 0
 	for {
 		entry, key, err := it.Next(ctx)

@@ -209,10 +209,7 @@ func newKeyExtractor(specs []*index.Spec, budget int) *keyExtractor {
 }
 
 func (x *keyExtractor) add(doc bsoncore.Document) error {
-	x.idBuf = index.EncodeKey(x.idBuf[:0], doc.Lookup("_id"))
-	if len(x.idBuf) > index.MaxKeySize {
-		return ErrKeyTooLong
-	}
+	x.idBuf = index.EncodeID(x.idBuf[:0], doc.Lookup("_id"))
 	id := x.idBuf
 	for i, s := range x.specs {
 		keys, mk, err := s.Keys(doc)

@@ -68,10 +68,7 @@ func (s *Snapshot) Get(ctx context.Context, coll string, id bsoncore.Value) (bso
 	if !ok {
 		return nil, false, nil
 	}
-	key, err := encodeID(id)
-	if err != nil {
-		return nil, false, err
-	}
+	key := encodeID(id)
 	return ownedLookup(ctx, s.ns, c, key)
 }
 

@@ -302,10 +302,7 @@ func (tx *Tx) Get(ctx context.Context, coll string, id bsoncore.Value) (bsoncore
 	if c == nil {
 		return nil, false, nil
 	}
-	key, err := encodeID(id)
-	if err != nil {
-		return nil, false, err
-	}
+	key := encodeID(id)
 	v, found, err := lookup(ctx, tx.ns, c.base, c.edits, key)
 	return append(bsoncore.Document(nil), v...), found, err
 }
@@ -381,10 +378,7 @@ func (tx *Tx) put(ctx context.Context, coll string, doc bsoncore.Document, mustB
 	if err != nil {
 		return fmt.Errorf("document without _id: %w", err)
 	}
-	key, err := encodeID(id)
-	if err != nil {
-		return err
-	}
+	key := encodeID(id)
 	c, err := tx.mutableData(coll)
 	if err != nil {
 		return err
@@ -424,10 +418,7 @@ func (tx *Tx) put(ctx context.Context, coll string, doc bsoncore.Document, mustB
 
 // Delete removes the document whose _id equals id, if there is one.
 func (tx *Tx) Delete(ctx context.Context, coll string, id bsoncore.Value) error {
-	key, err := encodeID(id)
-	if err != nil {
-		return err
-	}
+	key := encodeID(id)
 	return tx.deleteKey(ctx, coll, key)
 }
 
@@ -514,19 +505,9 @@ func (tx *Tx) publish(lsn uint64) *rootState {
 // editBytes is the memory the state's edits take.
 func (st *rootState) editBytes() int64 { return st.colls.editBytes }
 
-func encodeID(id bsoncore.Value) ([]byte, error) {
+// encodeID is id's key in the collection's map (index.EncodeID).
+func encodeID(id bsoncore.Value) []byte {
 	// Sized for a number's or an ObjectId's key: one allocation, where
 	// growing from nil took two or three.
-	key := index.EncodeKey(make([]byte, 0, 16+len(id.Data)), id)
-	if len(key) > index.MaxKeySize {
-		return nil, ErrKeyTooLong
-	}
-	return key, nil
-}
-
-// ValidateKey reports whether id can be stored as an _id (its encoded key
-// fits index.MaxKeySize).
-func ValidateKey(id bsoncore.Value) error {
-	_, err := encodeID(id)
-	return err
+	return index.EncodeID(make([]byte, 0, 16+len(id.Data)), id)
 }

@@ -36,10 +36,7 @@ func (d *Database) Blame(ctx context.Context, rev Revision, coll string, id bson
 	if err != nil {
 		return nil, nil, err
 	}
-	key, err := encodeID(id)
-	if err != nil {
-		return nil, nil, err
-	}
+	key := encodeID(id)
 	b := &blamer{d: d, coll: coll, key: key, keyHash: keyHash(key), versions: map[hash.Hash]map[string]string{}, origin: map[hash.Hash]hash.Hash{}}
 	doc, order, err := b.read(ctx, start.Addr())
 	if err != nil || doc == nil {

@@ -96,10 +96,7 @@ func (d *Database) ResolveConflict(ctx context.Context, branchName, coll string,
 		return err
 	}
 	defer d.release()
-	key, err := encodeID(id)
-	if err != nil {
-		return err
-	}
+	key := encodeID(id)
 	return d.lockedBranch(ctx, branchName, func(b *branch) error {
 		st := b.state.Load()
 		cm, ok := st.conflicts[coll]

@@ -89,10 +89,7 @@ func (d *Database) newLogWalk(ctx context.Context, opts LogOptions) (*logWalk, e
 	w := &logWalk{d: d, opts: opts, refs: refs, q: &commitQueue{}, seen: map[hash.Hash]bool{},
 		skipping: opts.After != "", indexed: len(opts.Collections) > 0}
 	for _, id := range opts.IDs {
-		key, err := encodeID(id)
-		if err != nil {
-			return nil, err
-		}
+		key := encodeID(id)
 		w.keys = append(w.keys, key)
 		w.keyHashes = append(w.keyHashes, keyHash(key))
 	}
