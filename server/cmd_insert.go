@@ -13,7 +13,6 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
-
 // writeResult accumulates the reply of a write command.
 type writeResult struct {
 	n, nModified int64
