@@ -99,32 +99,46 @@ func TestMaxTimeAlwaysTimeOut(t *testing.T) {
 // TestMaxTimeAlwaysTimeOutModes: {times: n} fires on the next n commands
 // that have a time limit and {skip: n} on every one after the next n;
 // commands without one do not count. A getMore's maxTimeMS on an
-// awaitData cursor is how long it waits, not a time limit.
+// awaitData cursor is how long it waits, not a time limit. Every command
+// goes over one raw connection: a driver's monitors send hellos with a
+// maxTimeMS of their own, which count as mongod counts them.
 func TestMaxTimeAlwaysTimeOutModes(t *testing.T) {
-	admin, db := startTestCommands(t)
+	ts := startServer(t, func(c *server.Config) { c.TestCommands = true })
+	nc := ts.dial()
+	run := func(cmd bson.D) bson.M { return raw(t, nc, append(cmd, bson.E{Key: "$db", Value: "tc"})) }
+	failPoint := func(mode any) {
+		reply := raw(t, nc, bson.D{{Key: "configureFailPoint", Value: "maxTimeAlwaysTimeOut"}, {Key: "mode", Value: mode}, {Key: "$db", Value: "admin"}})
+		if reply["ok"] != 1.0 {
+			t.Fatalf("configureFailPoint: %v", reply)
+		}
+	}
+	mustOK := func(reply bson.M) bson.M {
+		t.Helper()
+		if reply["ok"] != 1.0 {
+			t.Fatalf("%v", reply)
+		}
+		return reply
+	}
 	timedFind := bson.D{{Key: "find", Value: "c"}, {Key: "maxTimeMS", Value: 600000}}
-	setFailPoint(t, admin, "maxTimeAlwaysTimeOut", bson.M{"times": 1}, nil)
-	mustRun(t, db, bson.D{{Key: "find", Value: "c"}})
-	_, err := run(t, db, timedFind)
-	wantCode(t, err, 50, "MaxTimeMSExpired")
-	mustRun(t, db, timedFind)
+	failPoint(bson.M{"times": 1})
+	mustOK(run(bson.D{{Key: "find", Value: "c"}}))
+	wantRawCode(t, run(timedFind), 50)
+	mustOK(run(timedFind))
 
-	setFailPoint(t, admin, "maxTimeAlwaysTimeOut", bson.M{"skip": 1}, nil)
-	mustRun(t, db, timedFind)
+	failPoint(bson.M{"skip": 1})
+	mustOK(run(timedFind))
 	for range 2 {
-		_, err = run(t, db, timedFind)
-		wantCode(t, err, 50, "MaxTimeMSExpired")
+		wantRawCode(t, run(timedFind), 50)
 	}
 
-	mustRun(t, db, bson.D{{Key: "create", Value: "capped"}, {Key: "capped", Value: true}, {Key: "size", Value: 4096}})
-	mustRun(t, db, bson.D{{Key: "insert", Value: "capped"}, {Key: "documents", Value: bson.A{bson.M{"_id": 1}}}})
-	sc := oneSession(t, db)
-	id := tcCursor(t, mustRunIn(t, sc, db, bson.D{{Key: "find", Value: "capped"}, {Key: "tailable", Value: true}, {Key: "awaitData", Value: true}}))
-	setFailPoint(t, admin, "maxTimeAlwaysTimeOut", "alwaysOn", nil)
-	mustRunIn(t, sc, db, bson.D{{Key: "getMore", Value: id}, {Key: "collection", Value: "capped"}, {Key: "maxTimeMS", Value: 10}})
+	mustOK(run(bson.D{{Key: "create", Value: "capped"}, {Key: "capped", Value: true}, {Key: "size", Value: 4096}}))
+	mustOK(run(bson.D{{Key: "insert", Value: "capped"}, {Key: "documents", Value: bson.A{bson.M{"_id": 1}}}}))
+	id := tcCursor(t, mustOK(run(bson.D{{Key: "find", Value: "capped"}, {Key: "tailable", Value: true}, {Key: "awaitData", Value: true}})))
+	failPoint("alwaysOn")
+	mustOK(run(bson.D{{Key: "getMore", Value: id}, {Key: "collection", Value: "capped"}, {Key: "maxTimeMS", Value: 10}}))
 
-	setFailPoint(t, admin, "maxTimeAlwaysTimeOut", "off", nil)
-	mustRun(t, db, timedFind)
+	failPoint("off")
+	mustOK(run(timedFind))
 }
 
 // labelsOf are the error labels of a command error (nil: none).
