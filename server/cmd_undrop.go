@@ -40,7 +40,15 @@ func cmdDumboUndrop(r *request) (bsoncore.Document, error) {
 		if db == "" {
 			continue
 		}
+		if err := validateDBName(db); err != nil {
+			return nil, err
+		}
 		if err := r.require(auth.DropDatabase, db); err != nil {
+			return nil, err
+		}
+	}
+	if to != "" {
+		if err := validateCreatableDB(to, cmp.Or(toColl, collection)); err != nil {
 			return nil, err
 		}
 	}

@@ -164,6 +164,9 @@ func cmdDumboClone(r *request) (bsoncore.Document, error) {
 	if url == "" {
 		return nil, mongoerr.New(mongoerr.Location40414, "BSON field 'dumboClone.url' is missing but a required field")
 	}
+	if err := validateCreatableDB(r.db, ""); err != nil {
+		return nil, err
+	}
 	res, err := r.c.s.engine.Clone(r.ctx, r.db, url, branch)
 	if err != nil {
 		return nil, err

@@ -44,12 +44,16 @@ func validateDBName(db string) error {
 
 // validateCreatableDB refuses to create collection coll in db when db
 // holds a '$', in mongod's words: mongod accepts such a name in $db but
-// creates nothing in it (userAllowedCreateNS).
+// creates nothing in it (userAllowedCreateNS). coll "" stands for a whole
+// database made at once (a clone, an undrop), which mongod has not.
 func validateCreatableDB(db, coll string) error {
-	if strings.ContainsRune(db, '$') {
-		return mongoerr.New(mongoerr.InvalidNamespace, "Invalid namespace: %s.%s", db, coll)
+	switch {
+	case !strings.ContainsRune(db, '$'):
+		return nil
+	case coll == "":
+		return mongoerr.New(mongoerr.InvalidNamespace, "Invalid database name: '%s'", db)
 	}
-	return nil
+	return mongoerr.New(mongoerr.InvalidNamespace, "Invalid namespace: %s.%s", db, coll)
 }
 
 // validateCollectionName applies mongod's collection name rules, the
