@@ -8,7 +8,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/dumbodb/dumbodb/auth"
 	"github.com/dumbodb/dumbodb/mongoerr"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -62,7 +61,11 @@ func (s *Server) serverParameters() map[string]func(*bsoncore.DocumentBuilder, s
 		},
 		"authSchemaVersion": func(b *bsoncore.DocumentBuilder, k string) { b.AppendInt32(k, authSchemaVersion) },
 		"authenticationMechanisms": func(b *bsoncore.DocumentBuilder, k string) {
-			b.AppendArray(k, bsoncore.NewArrayBuilder().AppendString(auth.MechSHA1).AppendString(auth.MechSHA256).Build())
+			mechs := bsoncore.NewArrayBuilder()
+			for _, m := range s.authMechanisms() {
+				mechs.AppendString(m)
+			}
+			b.AppendArray(k, mechs.Build())
 		},
 		"cursorTimeoutMillis": func(b *bsoncore.DocumentBuilder, k string) {
 			b.AppendInt64(k, runtimeParameters["cursorTimeoutMillis"].get(s))
@@ -144,11 +147,13 @@ func cmdGetParameter(r *request) (bsoncore.Document, error) {
 		// showDetails: {value, settableAtRuntime, settableAtStartup}.
 		v := bsoncore.NewDocumentBuilder()
 		params[n](v, "value")
-		// --setParameter takes at start what setParameter takes running;
-		// logComponentVerbosity is set at start by its own options.
+		// --setParameter takes at start what setParameter takes running,
+		// and authenticationMechanisms; logComponentVerbosity is set at
+		// start by its own options.
 		_, both := runtimeParameters[n]
 		b.AppendDocument(n, appendFields(v.Build(), func(d *bsoncore.DocumentBuilder) {
-			d.AppendBoolean("settableAtRuntime", both || n == "logComponentVerbosity").AppendBoolean("settableAtStartup", both)
+			d.AppendBoolean("settableAtRuntime", both || n == "logComponentVerbosity").
+				AppendBoolean("settableAtStartup", both || n == authMechanismsParameter)
 		}))
 	}
 	return b.AppendDouble("ok", 1).Build(), nil

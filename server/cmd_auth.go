@@ -38,6 +38,9 @@ func cmdSaslStart(r *request) (bsoncore.Document, error) {
 
 // saslStart begins a conversation against the users of db.
 func (r *request) saslStart(db, mech string, payload []byte, skipEmpty bool) (bsoncore.Document, error) {
+	if err := r.c.s.mechanismEnabled(mech); err != nil {
+		return nil, err
+	}
 	conv, err := r.c.s.users.StartConversation(mech, db)
 	if err != nil {
 		return nil, mongoerr.New(mongoerr.MechanismUnavailable, "%s", strings.TrimPrefix(err.Error(), auth.ErrMechanism.Error()+": "))
@@ -192,6 +195,9 @@ const mechX509 = "MONGODB-X509"
 // its verified client certificate's subject (user, when given, must be
 // that name), as mongod does.
 func (r *request) authenticateX509(db, user string) (bsoncore.Document, error) {
+	if err := r.c.s.mechanismEnabled(mechX509); err != nil {
+		return nil, err
+	}
 	if db != externalDB {
 		return nil, mongoerr.New(mongoerr.ProtocolError, "X.509 authentication must always use the $external database.")
 	}
@@ -248,7 +254,7 @@ func (r *request) helloAuthFields(b *bsoncore.DocumentBuilder) error {
 		if u, ok := r.c.s.users.User(db, user); ok {
 			mechs := bsoncore.NewArrayBuilder()
 			for _, m := range auth.Mechanisms {
-				if _, has := u.Creds[m]; has {
+				if _, has := u.Creds[m]; has && r.c.s.mechanismEnabled(m) == nil {
 					mechs.AppendString(m)
 				}
 			}

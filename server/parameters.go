@@ -116,7 +116,10 @@ func cmdSetParameter(r *request) (bsoncore.Document, error) {
 // value.
 func (r *request) setParameter(key string, v bsoncore.Value) (was func(*bsoncore.DocumentBuilder), err error) {
 	p, ok := runtimeParameters[key]
-	if !ok {
+	switch {
+	case key == authMechanismsParameter:
+		return nil, mongoerr.New(mongoerr.IllegalOperation, "not allowed to change [%s] at runtime", key)
+	case !ok:
 		return nil, mongoerr.New(mongoerr.InvalidOptions, "attempted to set unrecognized parameter [%s], use help:true to see options ", key)
 	}
 	n, err := p.value(key, v)

@@ -39,6 +39,9 @@ type Config struct {
 	// TestCommands enables test-only commands (configureFailPoint), as
 	// mongod's enableTestCommands parameter does.
 	TestCommands bool
+	// AuthMechanisms are the mechanisms clients may authenticate with
+	// (nil: DefaultAuthMechanisms; SetAuthMechanisms).
+	AuthMechanisms []string
 	// AutoCommit makes every write also a commit, in the databases whose
 	// own switch (dumboConfig) does not say otherwise (autocommit.go).
 	AutoCommit bool

@@ -248,7 +248,8 @@ func loadSettings(fs *flag.FlagSet, o *serverFlags, set map[string]bool) error {
 		return fmt.Errorf("--profileFilter must be a document in Extended JSON, not %q", o.profileFilter)
 	}
 	for _, p := range o.setParams {
-		if _, v, ok := strings.Cut(p, "="); !ok || !isWhole(v) {
+		name, v, ok := strings.Cut(p, "=")
+		if !ok || !isWhole(v) && name != authMechanismsParameter {
 			return fmt.Errorf("--setParameter %q: give name=value, the value a whole number", p)
 		}
 	}

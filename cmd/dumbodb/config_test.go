@@ -54,6 +54,7 @@ operationProfiling:
   slowOpSampleRate: 0.5
 setParameter:
   transactionLifetimeLimitSeconds: 30
+  authenticationMechanisms: SCRAM-SHA-256
 dumbodb:
   cacheSizeMB: 300
   httpAddress: 127.0.0.1:9090
@@ -82,7 +83,7 @@ dumbodb:
 		{"sample rate", o.sampleRate, 0.5},
 		{"profiling mode all", o.profile, 2},
 		{"profiling filter", o.profileFilter, `{"op": "query"}`},
-		{"setParameter", strings.Join(o.setParams, ","), "transactionLifetimeLimitSeconds=30"},
+		{"setParameter", strings.Join(o.setParams, " "), "authenticationMechanisms=SCRAM-SHA-256 transactionLifetimeLimitSeconds=30"},
 		{"dumbodb.cacheSizeMB", o.cacheMB, 300},
 		{"dumbodb.httpAddress", o.httpAddress, "127.0.0.1:9090"},
 	} {

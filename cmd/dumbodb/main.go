@@ -565,11 +565,21 @@ func logLevel(verbosity int) zerolog.Level {
 	return zerolog.InfoLevel
 }
 
+// authMechanismsParameter is the one --setParameter whose value is a
+// list, not a number: the mechanisms clients may authenticate with.
+const authMechanismsParameter = "authenticationMechanisms"
+
 // setStartupParameters applies --setParameter name=value and
 // --componentVerbosity component=level.
 func setStartupParameters(srv *server.Server, params, components []string) error {
 	for _, p := range params {
 		name, v, _ := strings.Cut(p, "=")
+		if name == authMechanismsParameter {
+			if err := srv.SetAuthMechanisms(v); err != nil {
+				return err
+			}
+			continue
+		}
 		n, _ := strconv.ParseInt(v, 10, 64) // checked by loadSettings
 		if err := srv.SetStartupParameter(name, n); err != nil {
 			return err
