@@ -153,7 +153,7 @@ func parseFlags(args []string, stderr io.Writer) (*serverFlags, error) {
 		fs.Var(verbosityFlag{level: i, dst: &o.verbosity}, strings.Repeat("v", i), fmt.Sprintf("log verbosity %d", i))
 	}
 	fs.Float64Var(&o.sampleRate, "slowOpSampleRate", 1, "share of slow operations logged, 0 to 1")
-	fs.Func("setParameter", "name=value: set a parameter setParameter takes, at start (repeatable)", func(v string) error {
+	fs.Func("setParameter", "name=value: set at start a parameter setParameter takes, or authenticationMechanisms (repeatable)", func(v string) error {
 		o.setParams = append(o.setParams, v)
 		return nil
 	})
