@@ -47,10 +47,6 @@ func EncodeID(dst []byte, v bsoncore.Value) []byte {
 	return append(dst[:start+MaxKeySize], sum[:]...)
 }
 
-// IsLongID reports whether an _id key was cut by EncodeID, so that it no
-// longer orders as its value does against every other key.
-func IsLongID(key []byte) bool { return len(key) > MaxKeySize }
-
 func checkIDFields(doc bsoncore.Document) error {
 	elems, err := doc.Elements()
 	if err != nil {

@@ -245,10 +245,11 @@ func TestEncodeIDKeepsOrderAndIdentity(t *testing.T) {
 		{Type: bsoncore.TypeInt32, Data: bsoncore.AppendInt32(nil, 7)},
 		{Type: bsoncore.TypeBinary, Data: bsoncore.AppendBinary(nil, 0, make([]byte, 3*MaxKeySize))},
 	}
+	isLong := func(key []byte) bool { return len(key) > MaxKeySize }
 	for i, a := range vals {
 		ka := EncodeID([]byte("prefix"), a)[len("prefix"):]
-		if len(ka) > longIDKeySize || IsLongID(ka) != (len(EncodeKey(nil, a)) > MaxKeySize) {
-			t.Fatalf("%d: key of %d bytes, long %v", i, len(ka), IsLongID(ka))
+		if len(ka) > longIDKeySize || isLong(ka) != (len(EncodeKey(nil, a)) > MaxKeySize) {
+			t.Fatalf("%d: key of %d bytes, long %v", i, len(ka), isLong(ka))
 		}
 		for j, b := range vals {
 			kb := EncodeID(nil, b)
@@ -257,7 +258,7 @@ func TestEncodeIDKeepsOrderAndIdentity(t *testing.T) {
 			if (got == 0) != (want == 0) {
 				t.Errorf("%d, %d: keys equal %v, values equal %v", i, j, got == 0, want == 0)
 			}
-			sharedLong := IsLongID(ka) && IsLongID(kb) && bytes.Equal(ka[:MaxKeySize], kb[:MaxKeySize])
+			sharedLong := isLong(ka) && isLong(kb) && bytes.Equal(ka[:MaxKeySize], kb[:MaxKeySize])
 			if !sharedLong && got != want {
 				t.Errorf("%d, %d: keys compare %d, values %d", i, j, got, want)
 			}
