@@ -41,24 +41,33 @@ func (d *Database) Conflicts(ctx context.Context, branchName, coll string) ([]Co
 		if coll != "" && name != coll {
 			continue
 		}
-		it, err := snap.st.conflicts[name].IterAll(ctx)
+		if out, err = d.readConflicts(ctx, name, snap.st.conflicts[name], -1, out); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// readConflicts appends to out the conflicts of collection coll's
+// conflicts map m, in _id order: the first n of them (n < 0: all).
+func (d *Database) readConflicts(ctx context.Context, coll string, m prolly.Map, n int, out []Conflict) ([]Conflict, error) {
+	it, err := m.IterAll(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for read := 0; n < 0 || read < n; read++ {
+		_, v, err := it.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			break
+		}
 		if err != nil {
 			return nil, err
 		}
-		for {
-			_, v, err := it.Next(ctx)
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				return nil, err
-			}
-			raw, err := valueBytes(ctx, d.ns, v)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, conflictOf(name, bsoncore.Document(append([]byte(nil), raw...))))
+		raw, err := valueBytes(ctx, d.ns, v)
+		if err != nil {
+			return nil, err
 		}
+		out = append(out, conflictOf(coll, bsoncore.Document(append([]byte(nil), raw...))))
 	}
 	return out, nil
 }

@@ -115,24 +115,13 @@ func (d *Database) firstConflictIDs(ctx context.Context, coll string, m prolly.M
 	if n <= 0 {
 		return nil, nil
 	}
-	it, err := m.IterAll(ctx)
+	cs, err := d.readConflicts(ctx, coll, m, n, nil)
 	if err != nil {
 		return nil, err
 	}
-	var ids []bsoncore.Value
-	for len(ids) < n {
-		_, v, err := it.Next(ctx)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, err
-		}
-		raw, err := valueBytes(ctx, d.ns, v)
-		if err != nil {
-			return nil, err
-		}
-		ids = append(ids, conflictOf(coll, bsoncore.Document(append([]byte(nil), raw...))).ID)
+	ids := make([]bsoncore.Value, len(cs))
+	for i, c := range cs {
+		ids[i] = c.ID
 	}
 	return ids, nil
 }
