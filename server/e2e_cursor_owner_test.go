@@ -9,7 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/xdg-go/scram"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
@@ -140,30 +139,8 @@ func TestGetMoreInAnotherSession(t *testing.T) {
 // rawLogin authenticates a raw connection as user of db with SCRAM-SHA-256.
 func rawLogin(t *testing.T, nc net.Conn, user, pwd, db string) {
 	t.Helper()
-	client, err := scram.SHA256.NewClient(user, pwd, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	conv := client.NewConversation()
-	out, err := conv.Step("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	reply := raw(t, nc, bson.D{{Key: "saslStart", Value: 1}, {Key: "mechanism", Value: "SCRAM-SHA-256"},
-		{Key: "payload", Value: bson.Binary{Data: []byte(out)}}, {Key: "$db", Value: db}})
-	for !conv.Done() || reply["done"] != true {
-		payload, ok := reply["payload"].(bson.Binary)
-		if !ok || reply["ok"] != 1.0 {
-			t.Fatalf("login of %s: %v", user, reply)
-		}
-		if !conv.Done() {
-			if out, err = conv.Step(string(payload.Data)); err != nil {
-				t.Fatal(err)
-			}
-		}
-		reply = raw(t, nc, bson.D{{Key: "saslContinue", Value: 1}, {Key: "conversationId", Value: reply["conversationId"]},
-			{Key: "payload", Value: bson.Binary{Data: []byte(out)}}, {Key: "$db", Value: db}})
-		out = ""
+	if reply := scramReply(t, nc, user, pwd, db); reply["ok"] != 1.0 || reply["done"] != true {
+		t.Fatalf("login of %s: %v", user, reply)
 	}
 }
 
